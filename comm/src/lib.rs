@@ -1,0 +1,1 @@
+//! Rendezvous store and CPU collectives for the reference DDP.

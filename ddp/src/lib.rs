@@ -1,0 +1,1 @@
+//! Reference DistributedDataParallel on libtorch.

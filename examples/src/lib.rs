@@ -1,0 +1,1 @@
+//! Training programs built on the reference DDP.

@@ -1,0 +1,1 @@
+//! Trace model and file format, recorder, analysis, diagnosis and launcher.

@@ -1,0 +1,1 @@
+//! HTML/SVG reports of ddp-probe runs.

@@ -1,0 +1,2 @@
+//! The `ddp-probe` command line: argument parsing and dispatch only.
+fn main() {}

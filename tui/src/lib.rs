@@ -1,0 +1,1 @@
+//! Terminal timeline of a ddp-probe run.

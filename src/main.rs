@@ -1,2 +1,43 @@
-//! The `ddp-probe` command line: argument parsing and dispatch only.
-fn main() {}
+//! The `ddp-probe` command line: argument parsing and dispatch only. The work is done by the
+//! library crates (`probe-launch` launches, `probe` reads and exports traces).
+
+mod cli;
+mod commands;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::cli::{Cli, Command, ExportCommand};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.verbose);
+    let result = match cli.command {
+        Command::Run(args) => commands::run::run(args),
+        Command::Export(ExportCommand::Chrome(args)) => commands::export::chrome(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("ddp-probe: error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Logs of ddp-probe itself go to stderr: warnings by default, more with `-v`/`-vv` or RUST_LOG.
+fn init_logging(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .without_time()
+        .try_init();
+}

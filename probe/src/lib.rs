@@ -1,1 +1,32 @@
 //! Trace model and file format, recorder, analysis, diagnosis and launcher.
+//!
+//! The pieces that exist so far all revolve around the **trace format v1**
+//! (specified in `docs/trace-format.md`):
+//!
+//! * [`trace`]: the records of the format as serde types, the version
+//!   constants and [`trace::TraceWriter`], which writes records as whole JSON
+//!   lines to any [`std::io::Write`].
+//! * [`clock`]: the timestamp source of the format (nanoseconds since the Unix
+//!   epoch, from a monotonic clock anchored once to the realtime clock).
+//! * [`recorder`]: what a training process uses to record spans without
+//!   blocking on I/O (a background writer thread per trace file).
+//! * [`model`] and [`reader`]: a run directory (all ranks, several directories
+//!   merged) loaded into one compact in-memory [`model::Run`].
+//! * [`export::chrome`]: Chrome trace-event JSON for Perfetto and
+//!   `chrome://tracing`.
+//! * [`synth`]: deterministic synthetic runs for tests and benchmarks.
+
+pub mod clock;
+pub mod error;
+pub mod export;
+mod hash;
+pub mod model;
+pub mod reader;
+pub mod recorder;
+pub mod synth;
+pub mod trace;
+
+pub use error::{Error, Warning};
+pub use model::Run;
+pub use reader::load_run;
+pub use recorder::Recorder;

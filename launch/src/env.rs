@@ -1,0 +1,302 @@
+//! The environment of each rank: torchrun's variables, so any torchrun program
+//! runs unchanged, plus ddp-probe's own.
+//!
+//! The names are public constants so the programs' side (the reference DDP,
+//! the recorder) can read them without repeating strings.
+
+use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
+use std::path::Path;
+
+/// The run id (same as `TORCHELASTIC_RUN_ID`).
+pub const DDP_PROBE_RUN_ID: &str = "DDP_PROBE_RUN_ID";
+/// The absolute run directory.
+pub const DDP_PROBE_RUN_DIR: &str = "DDP_PROBE_RUN_DIR";
+/// Where each rank writes its trace, `<dir>/rank-<R>.jsonl`.
+pub const DDP_PROBE_TRACE_DIR: &str = "DDP_PROBE_TRACE_DIR";
+/// The hex token the rendezvous store requires, shared by the run's ranks.
+pub const DDP_PROBE_STORE_TOKEN: &str = "DDP_PROBE_STORE_TOKEN";
+/// The DDP bucket size in MB, when `--bucket-cap-mb` is given.
+pub const DDP_PROBE_BUCKET_CAP_MB: &str = "DDP_PROBE_BUCKET_CAP_MB";
+
+/// What the launcher prints when it sets `OMP_NUM_THREADS=1` (as torchrun does).
+pub const OMP_NOTICE: &str = "Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, to avoid your system being overloaded, please further tune the variable for optimal performance in your application as needed.";
+
+/// Shown instead of the store token in the manifest.
+pub const REDACTED: &str = "<redacted>";
+
+/// Name prefixes of the variables recorded in the manifest.
+pub const RELEVANT_PREFIXES: &[&str] = &[
+    "NCCL_",
+    "TORCH",
+    "CUDA_",
+    "OMP_",
+    "MASTER_",
+    "GLOO_",
+    "PYTORCH_",
+    "DDP_PROBE_",
+    "LOCAL_",
+    "WORLD_",
+    "GROUP_",
+    "ROLE_",
+    "RANK",
+];
+
+/// Whether a variable belongs in the manifest's environment record.
+pub fn is_relevant(name: &str) -> bool {
+    RELEVANT_PREFIXES.iter().any(|p| name.starts_with(p))
+}
+
+/// The relevant variables of an environment as strings, the store token redacted.
+pub(crate) fn relevant(env: &BTreeMap<OsString, OsString>) -> BTreeMap<String, String> {
+    env.iter()
+        .filter_map(|(k, v)| {
+            let name = k.to_string_lossy();
+            if !is_relevant(&name) {
+                return None;
+            }
+            let value = if name == DDP_PROBE_STORE_TOKEN {
+                REDACTED.to_owned()
+            } else {
+                v.to_string_lossy().into_owned()
+            };
+            Some((name.into_owned(), value))
+        })
+        .collect()
+}
+
+/// The environment the user gave: the launcher's own plus the configuration's
+/// extra variables.
+pub(crate) fn user_env(extra: &[(OsString, OsString)]) -> BTreeMap<OsString, OsString> {
+    let mut env: BTreeMap<OsString, OsString> = std::env::vars_os().collect();
+    for (k, v) in extra {
+        env.insert(k.clone(), v.clone());
+    }
+    env
+}
+
+/// Whether ddp-probe sets `OMP_NUM_THREADS=1` (torchrun's rule: several ranks
+/// per node and the user did not set it).
+pub(crate) fn sets_omp_threads(user: &BTreeMap<OsString, OsString>, nproc_per_node: usize) -> bool {
+    nproc_per_node > 1 && !user.contains_key(OsStr::new("OMP_NUM_THREADS"))
+}
+
+/// Everything that differs between ranks or runs.
+#[derive(Debug, Clone)]
+pub(crate) struct RankEnvSpec<'a> {
+    pub(crate) rank: usize,
+    pub(crate) local_rank: usize,
+    pub(crate) world_size: usize,
+    pub(crate) nproc_per_node: usize,
+    pub(crate) node_rank: usize,
+    pub(crate) nnodes: usize,
+    pub(crate) master_addr: &'a str,
+    pub(crate) master_port: u16,
+    pub(crate) run_id: &'a str,
+    pub(crate) run_dir: &'a Path,
+    pub(crate) store_token: &'a str,
+    pub(crate) bucket_cap_mb: Option<f64>,
+}
+
+/// The path of rank `rank`'s NCCL log in `run_dir`.
+pub(crate) fn nccl_log_path(run_dir: &Path, rank: usize) -> std::path::PathBuf {
+    run_dir.join("logs").join(format!("nccl-rank{rank}.log"))
+}
+
+/// The prefix PyTorch's flight recorder appends the rank to.
+pub(crate) fn flight_recorder_prefix(run_dir: &Path) -> std::path::PathBuf {
+    run_dir.join("logs").join("nccl_trace_rank_")
+}
+
+/// The torchelastic error file of rank `rank`.
+pub(crate) fn error_file_path(run_dir: &Path, rank: usize) -> std::path::PathBuf {
+    run_dir.join("logs").join(format!("error-rank{rank}.json"))
+}
+
+/// One rank's complete environment.
+pub(crate) fn rank_env(
+    user: &BTreeMap<OsString, OsString>,
+    spec: &RankEnvSpec<'_>,
+) -> BTreeMap<OsString, OsString> {
+    let mut env = user.clone();
+    let mut set = |k: &str, v: String| {
+        env.insert(OsString::from(k), OsString::from(v));
+    };
+    // torchrun's variables, always set (a nested launch must not leak its own).
+    set("RANK", spec.rank.to_string());
+    set("LOCAL_RANK", spec.local_rank.to_string());
+    set("WORLD_SIZE", spec.world_size.to_string());
+    set("LOCAL_WORLD_SIZE", spec.nproc_per_node.to_string());
+    set("GROUP_RANK", spec.node_rank.to_string());
+    set("GROUP_WORLD_SIZE", spec.nnodes.to_string());
+    set("ROLE_RANK", spec.rank.to_string());
+    set("ROLE_WORLD_SIZE", spec.world_size.to_string());
+    set("ROLE_NAME", "default".to_owned());
+    set("MASTER_ADDR", spec.master_addr.to_owned());
+    set("MASTER_PORT", spec.master_port.to_string());
+    set("TORCHELASTIC_RUN_ID", spec.run_id.to_owned());
+    set("TORCHELASTIC_RESTART_COUNT", "0".to_owned());
+    set("TORCHELASTIC_MAX_RESTARTS", "0".to_owned());
+    set("TORCHELASTIC_USE_AGENT_STORE", "False".to_owned());
+    set("PYTHONUNBUFFERED", "1".to_owned());
+    // ddp-probe's own.
+    let run_dir = spec.run_dir.to_string_lossy().into_owned();
+    set(DDP_PROBE_RUN_ID, spec.run_id.to_owned());
+    set(
+        DDP_PROBE_TRACE_DIR,
+        spec.run_dir.join("traces").to_string_lossy().into_owned(),
+    );
+    set(DDP_PROBE_RUN_DIR, run_dir);
+    set(DDP_PROBE_STORE_TOKEN, spec.store_token.to_owned());
+    if let Some(mb) = spec.bucket_cap_mb {
+        set(DDP_PROBE_BUCKET_CAP_MB, mb.to_string());
+    }
+    // Defaults the user may override.
+    let defaults = [
+        (
+            "OMP_NUM_THREADS",
+            sets_omp_threads(user, spec.nproc_per_node).then(|| "1".to_owned()),
+        ),
+        ("NCCL_DEBUG", Some("INFO".to_owned())),
+        (
+            "NCCL_DEBUG_FILE",
+            Some(
+                nccl_log_path(spec.run_dir, spec.rank)
+                    .to_string_lossy()
+                    .into_owned(),
+            ),
+        ),
+        ("TORCH_NCCL_TRACE_BUFFER_SIZE", Some("2000".to_owned())),
+        ("TORCH_NCCL_DUMP_ON_TIMEOUT", Some("1".to_owned())),
+        (
+            "TORCH_NCCL_DEBUG_INFO_TEMP_FILE",
+            Some(
+                flight_recorder_prefix(spec.run_dir)
+                    .to_string_lossy()
+                    .into_owned(),
+            ),
+        ),
+        (
+            "TORCHELASTIC_ERROR_FILE",
+            Some(
+                error_file_path(spec.run_dir, spec.rank)
+                    .to_string_lossy()
+                    .into_owned(),
+            ),
+        ),
+    ];
+    for (name, value) in defaults {
+        if let Some(value) = value {
+            if !user.contains_key(OsStr::new(name)) {
+                env.insert(OsString::from(name), OsString::from(value));
+            }
+        }
+    }
+    env
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(dir: &Path) -> RankEnvSpec<'_> {
+        RankEnvSpec {
+            rank: 3,
+            local_rank: 1,
+            world_size: 4,
+            nproc_per_node: 2,
+            node_rank: 1,
+            nnodes: 2,
+            master_addr: "10.0.0.1",
+            master_port: 29500,
+            run_id: "job7",
+            run_dir: dir,
+            store_token: "abcd",
+            bucket_cap_mb: Some(25.0),
+        }
+    }
+
+    fn get<'a>(env: &'a BTreeMap<OsString, OsString>, k: &str) -> &'a str {
+        env.get(OsStr::new(k))
+            .and_then(|v| v.to_str())
+            .unwrap_or_else(|| panic!("{k} not set"))
+    }
+
+    #[test]
+    fn torchrun_and_probe_variables() {
+        let dir = Path::new("/runs/x");
+        let mut user = BTreeMap::new();
+        user.insert(OsString::from("RANK"), OsString::from("99"));
+        let env = rank_env(&user, &spec(dir));
+        for (k, v) in [
+            ("RANK", "3"),
+            ("LOCAL_RANK", "1"),
+            ("WORLD_SIZE", "4"),
+            ("LOCAL_WORLD_SIZE", "2"),
+            ("GROUP_RANK", "1"),
+            ("GROUP_WORLD_SIZE", "2"),
+            ("ROLE_RANK", "3"),
+            ("ROLE_WORLD_SIZE", "4"),
+            ("ROLE_NAME", "default"),
+            ("MASTER_ADDR", "10.0.0.1"),
+            ("MASTER_PORT", "29500"),
+            ("TORCHELASTIC_RUN_ID", "job7"),
+            ("TORCHELASTIC_RESTART_COUNT", "0"),
+            ("TORCHELASTIC_MAX_RESTARTS", "0"),
+            ("TORCHELASTIC_USE_AGENT_STORE", "False"),
+            ("OMP_NUM_THREADS", "1"),
+            ("PYTHONUNBUFFERED", "1"),
+            ("DDP_PROBE_RUN_ID", "job7"),
+            ("DDP_PROBE_RUN_DIR", "/runs/x"),
+            ("DDP_PROBE_TRACE_DIR", "/runs/x/traces"),
+            ("DDP_PROBE_STORE_TOKEN", "abcd"),
+            ("DDP_PROBE_BUCKET_CAP_MB", "25"),
+            ("NCCL_DEBUG", "INFO"),
+            ("NCCL_DEBUG_FILE", "/runs/x/logs/nccl-rank3.log"),
+            ("TORCH_NCCL_TRACE_BUFFER_SIZE", "2000"),
+            ("TORCH_NCCL_DUMP_ON_TIMEOUT", "1"),
+            (
+                "TORCH_NCCL_DEBUG_INFO_TEMP_FILE",
+                "/runs/x/logs/nccl_trace_rank_",
+            ),
+        ] {
+            assert_eq!(get(&env, k), v, "{k}");
+        }
+    }
+
+    #[test]
+    fn user_settings_win_over_defaults() {
+        let dir = Path::new("/runs/x");
+        let mut user = BTreeMap::new();
+        for (k, v) in [
+            ("NCCL_DEBUG", "WARN"),
+            ("OMP_NUM_THREADS", "8"),
+            ("TORCH_NCCL_TRACE_BUFFER_SIZE", "10"),
+        ] {
+            user.insert(OsString::from(k), OsString::from(v));
+        }
+        let env = rank_env(&user, &spec(dir));
+        assert_eq!(get(&env, "NCCL_DEBUG"), "WARN");
+        assert_eq!(get(&env, "NCCL_DEBUG_FILE"), "/runs/x/logs/nccl-rank3.log");
+        assert_eq!(get(&env, "OMP_NUM_THREADS"), "8");
+        assert_eq!(get(&env, "TORCH_NCCL_TRACE_BUFFER_SIZE"), "10");
+        assert!(!sets_omp_threads(&user, 2));
+    }
+
+    #[test]
+    fn single_process_leaves_omp_alone_and_manifest_redacts_token() {
+        let dir = Path::new("/runs/x");
+        let mut s = spec(dir);
+        s.nproc_per_node = 1;
+        s.bucket_cap_mb = Some(0.5);
+        let env = rank_env(&BTreeMap::new(), &s);
+        assert!(!env.contains_key(OsStr::new("OMP_NUM_THREADS")));
+        assert_eq!(get(&env, "DDP_PROBE_BUCKET_CAP_MB"), "0.5");
+        let rel = relevant(&env);
+        assert_eq!(rel["DDP_PROBE_STORE_TOKEN"], REDACTED);
+        assert_eq!(rel["RANK"], "3");
+        assert!(!rel.contains_key("PYTHONUNBUFFERED"));
+        assert!(is_relevant("CUDA_VISIBLE_DEVICES"));
+        assert!(!is_relevant("HOME"));
+    }
+}

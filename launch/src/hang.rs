@@ -1,0 +1,458 @@
+//! The hang report: what each rank waits in, read from the tail of its trace.
+//!
+//! A rank's trace (`traces/rank-<R>.jsonl`) is JSON Lines. This module relies
+//! only on these records:
+//!
+//! * collective spans: `{"type":"span","kind":"collective","op":..,"step":..,"seq":..,"bucket":..,"bytes":..}`
+//! * step spans: `{"type":"span","kind":"step","step":..}`
+//! * queued collectives: `{"type":"instant","name":"collective_queued","step":..,"args":{"seq":..,"op":..,"bucket":..,"bytes":..}}`
+//!
+//! A rank *waits in* the collective with the highest queued `seq` that has no
+//! collective span with that `seq`. The ranks *behind* are those that got the
+//! least far (lowest last completed `seq`, then highest queued `seq`, then
+//! step): the others wait for them. Only the last [`TRACE_TAIL_BYTES`] of a
+//! file are read, and a cut or garbled line is skipped.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::{self, Write as _};
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::manifest::Termination;
+
+/// How much of the end of a trace file is read.
+pub const TRACE_TAIL_BYTES: u64 = 64 * 1024;
+
+/// One collective operation, identified by its sequence number.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CollectiveRef {
+    /// The collective's sequence number (the same on every rank).
+    pub seq: u64,
+    /// The operation, e.g. `all_reduce`.
+    pub op: Option<String>,
+    /// The training step it belongs to.
+    pub step: Option<u64>,
+    /// The DDP bucket it reduces.
+    pub bucket: Option<u64>,
+    /// Its payload in bytes.
+    pub bytes: Option<u64>,
+}
+
+impl fmt::Display for CollectiveRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} seq {}",
+            self.op.as_deref().unwrap_or("collective"),
+            self.seq
+        )?;
+        let mut details = Vec::new();
+        if let Some(step) = self.step {
+            details.push(format!("step {step}"));
+        }
+        if let Some(bucket) = self.bucket {
+            details.push(format!("bucket {bucket}"));
+        }
+        if let Some(bytes) = self.bytes {
+            details.push(format!("{bytes} bytes"));
+        }
+        if !details.is_empty() {
+            write!(f, " ({})", details.join(", "))?;
+        }
+        Ok(())
+    }
+}
+
+/// What the tail of one rank's trace says.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TraceTail {
+    /// JSON records parsed from the tail.
+    pub records: usize,
+    /// The highest step of any record.
+    pub last_step: Option<u64>,
+    /// The highest step with a completed step span.
+    pub last_completed_step: Option<u64>,
+    /// The completed collective with the highest `seq`.
+    pub last_completed: Option<CollectiveRef>,
+    /// The collective the rank waits in, if any.
+    pub waiting_in: Option<CollectiveRef>,
+}
+
+impl TraceTail {
+    /// Summarises JSON Lines text; lines that are not JSON objects are skipped.
+    pub fn from_lines(text: &str) -> TraceTail {
+        let mut tail = TraceTail::default();
+        let mut completed: BTreeSet<u64> = BTreeSet::new();
+        let mut queued: BTreeMap<u64, CollectiveRef> = BTreeMap::new();
+        for line in text.lines() {
+            let Ok(Value::Object(record)) = serde_json::from_str::<Value>(line.trim()) else {
+                continue;
+            };
+            tail.records += 1;
+            let step = record.get("step").and_then(Value::as_u64);
+            if let Some(step) = step {
+                tail.last_step = Some(tail.last_step.map_or(step, |s| s.max(step)));
+            }
+            let field = |k: &str| record.get(k).and_then(Value::as_str);
+            match (field("type"), field("kind"), field("name")) {
+                (Some("span"), Some("collective"), _) => {
+                    let Some(seq) = record.get("seq").and_then(Value::as_u64) else {
+                        continue;
+                    };
+                    completed.insert(seq);
+                    if tail.last_completed.as_ref().is_none_or(|c| seq >= c.seq) {
+                        tail.last_completed = Some(collective(seq, &record, step));
+                    }
+                }
+                (Some("span"), Some("step"), _) => {
+                    if let Some(step) = step {
+                        tail.last_completed_step =
+                            Some(tail.last_completed_step.map_or(step, |s| s.max(step)));
+                    }
+                }
+                (Some("instant"), _, Some("collective_queued")) => {
+                    let Some(Value::Object(args)) = record.get("args") else {
+                        continue;
+                    };
+                    let Some(seq) = args.get("seq").and_then(Value::as_u64) else {
+                        continue;
+                    };
+                    queued.insert(seq, collective(seq, args, step));
+                }
+                _ => {}
+            }
+        }
+        tail.waiting_in = queued
+            .into_iter()
+            .rev()
+            .find(|(seq, _)| !completed.contains(seq))
+            .map(|(_, c)| c);
+        tail
+    }
+
+    /// Reads and summarises the last [`TRACE_TAIL_BYTES`] of a trace file.
+    pub fn read(path: &Path) -> io::Result<TraceTail> {
+        let mut file = File::open(path)?;
+        let len = file.metadata()?.len();
+        let start = len.saturating_sub(TRACE_TAIL_BYTES);
+        file.seek(SeekFrom::Start(start))?;
+        let mut bytes = Vec::with_capacity((len - start) as usize);
+        file.take(TRACE_TAIL_BYTES).read_to_end(&mut bytes)?;
+        let mut text = &bytes[..];
+        if start > 0 {
+            // The first line is probably cut: skip past its end.
+            match text.iter().position(|&b| b == b'\n') {
+                Some(i) => text = &text[i + 1..],
+                None => text = &[],
+            }
+        }
+        Ok(TraceTail::from_lines(&String::from_utf8_lossy(text)))
+    }
+
+    /// The order in which ranks got along: lower means further behind.
+    fn position(&self) -> (Option<u64>, Option<u64>, Option<u64>) {
+        (
+            self.last_completed.as_ref().map(|c| c.seq),
+            self.waiting_in.as_ref().map(|c| c.seq),
+            self.last_step,
+        )
+    }
+}
+
+fn collective(
+    seq: u64,
+    fields: &serde_json::Map<String, Value>,
+    step: Option<u64>,
+) -> CollectiveRef {
+    CollectiveRef {
+        seq,
+        op: fields.get("op").and_then(Value::as_str).map(str::to_owned),
+        step: fields.get("step").and_then(Value::as_u64).or(step),
+        bucket: fields.get("bucket").and_then(Value::as_u64),
+        bytes: fields.get("bytes").and_then(Value::as_u64),
+    }
+}
+
+/// One rank's state when the hang was detected.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RankHangState {
+    /// The global rank.
+    pub rank: usize,
+    /// How it had ended, if it had (a rank that exited early can be the one
+    /// the others wait for).
+    pub ended: Option<Termination>,
+    /// Seconds since its last progress (output or trace growth).
+    pub idle_s: f64,
+    /// Its trace file, relative to the run directory.
+    pub trace: String,
+    /// What the tail of its trace says; absent when it has no trace file.
+    pub trace_tail: Option<TraceTail>,
+    /// The last line it printed (console-safe), if any.
+    pub last_output: Option<String>,
+}
+
+/// Why the watchdog stopped a run, per rank.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HangReport {
+    /// The hang timeout in seconds.
+    pub timeout_s: f64,
+    /// Local time the hang was detected, RFC 3339.
+    pub detected_at: String,
+    /// The ranks the others wait for (empty when the traces do not tell).
+    pub behind: Vec<usize>,
+    /// Every rank of this node.
+    pub ranks: Vec<RankHangState>,
+}
+
+impl HangReport {
+    /// Builds the report and works out which ranks are behind.
+    pub fn new(timeout_s: f64, detected_at: String, ranks: Vec<RankHangState>) -> HangReport {
+        let behind = ranks_behind(&ranks);
+        HangReport {
+            timeout_s,
+            detected_at,
+            behind,
+            ranks,
+        }
+    }
+
+    /// The report as a few human-readable lines (no trailing newline).
+    pub fn render(&self) -> String {
+        let mut out = format!(
+            "hang: no rank made progress for {:.1} s (hang timeout)",
+            self.timeout_s
+        );
+        let traced: Vec<&RankHangState> = self
+            .ranks
+            .iter()
+            .filter(|r| r.trace_tail.is_some())
+            .collect();
+        if !self.behind.is_empty() {
+            let names: Vec<String> = self.behind.iter().map(|r| r.to_string()).collect();
+            let (who, verb) = if names.len() == 1 {
+                (format!("rank {}", names[0]), "is")
+            } else {
+                (format!("ranks {}", names.join(", ")), "are")
+            };
+            let _ = write!(out, "\n{who} {verb} behind: the other ranks wait for it");
+            let others: Vec<Option<&CollectiveRef>> = self
+                .ranks
+                .iter()
+                .filter(|r| !self.behind.contains(&r.rank))
+                .map(|r| r.trace_tail.as_ref().and_then(|t| t.waiting_in.as_ref()))
+                .collect();
+            if let Some(Some(c)) = others.first() {
+                if others.iter().all(|o| o.map(|x| x.seq) == Some(c.seq)) {
+                    let _ = write!(out, " in {c}, which it has not started");
+                }
+            }
+        } else if traced.len() == self.ranks.len() && !traced.is_empty() {
+            let waiting: BTreeSet<Option<u64>> = traced
+                .iter()
+                .map(|r| {
+                    r.trace_tail
+                        .as_ref()
+                        .and_then(|t| t.waiting_in.as_ref().map(|c| c.seq))
+                })
+                .collect();
+            if waiting.len() == 1 && waiting.iter().next().is_some_and(Option::is_some) {
+                out.push_str(
+                    "\nall ranks wait in the same collective: the collective itself is stuck (check the network and the NCCL logs)",
+                );
+            } else {
+                out.push_str("\nall ranks got equally far; none is behind");
+            }
+        } else if traced.is_empty() {
+            out.push_str("\nno rank wrote a trace, so what they wait in is unknown");
+        }
+        for r in &self.ranks {
+            let _ = write!(out, "\n  rank {}: ", r.rank);
+            if let Some(end) = &r.ended {
+                let _ = write!(out, "{end}; ");
+            }
+            match &r.trace_tail {
+                None => out.push_str("no trace"),
+                Some(t) => {
+                    match t.last_step {
+                        Some(s) => {
+                            let _ = write!(out, "step {s}");
+                        }
+                        None => out.push_str("no step yet"),
+                    }
+                    match &t.last_completed {
+                        Some(c) => {
+                            let _ = write!(out, ", last completed seq {}", c.seq);
+                        }
+                        None => out.push_str(", no completed collective"),
+                    }
+                    match &t.waiting_in {
+                        Some(c) => {
+                            let _ = write!(out, ", waiting in {c}");
+                        }
+                        None => out.push_str(", not in a collective"),
+                    }
+                }
+            }
+            let _ = write!(out, ", idle {:.1} s", r.idle_s);
+            if let Some(line) = &r.last_output {
+                let _ = write!(out, ", last output: {}", clip(line, 120));
+            }
+        }
+        out
+    }
+}
+
+fn clip(s: &str, max_chars: usize) -> String {
+    if s.chars().count() <= max_chars {
+        s.to_owned()
+    } else {
+        let mut c: String = s.chars().take(max_chars).collect();
+        c.push('…');
+        c
+    }
+}
+
+/// The ranks with the lowest position, when some rank has a trace and not all
+/// are equally far. A rank without a trace counts as furthest behind.
+fn ranks_behind(ranks: &[RankHangState]) -> Vec<usize> {
+    if ranks.iter().all(|r| r.trace_tail.is_none()) {
+        return Vec::new();
+    }
+    let positions: Vec<(usize, _)> = ranks
+        .iter()
+        .map(|r| {
+            (
+                r.rank,
+                r.trace_tail
+                    .as_ref()
+                    .map(TraceTail::position)
+                    .unwrap_or((None, None, None)),
+            )
+        })
+        .collect();
+    let Some(min) = positions.iter().map(|(_, p)| *p).min() else {
+        return Vec::new();
+    };
+    if positions.iter().all(|(_, p)| *p == min) {
+        return Vec::new();
+    }
+    positions
+        .iter()
+        .filter(|(_, p)| *p == min)
+        .map(|(r, _)| *r)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn coll(seq: u64, step: u64) -> String {
+        format!(
+            r#"{{"type":"span","kind":"collective","op":"all_reduce","step":{step},"start":1,"end":2,"bucket":0,"bytes":64,"seq":{seq}}}"#
+        )
+    }
+
+    fn queued(seq: u64, step: u64) -> String {
+        format!(
+            r#"{{"type":"instant","name":"collective_queued","t":5,"step":{step},"args":{{"seq":{seq},"op":"all_reduce","bucket":2,"bytes":4096}}}}"#
+        )
+    }
+
+    fn state(rank: usize, lines: &[String]) -> RankHangState {
+        RankHangState {
+            rank,
+            ended: None,
+            idle_s: 1.0,
+            trace: format!("traces/rank-{rank}.jsonl"),
+            trace_tail: Some(TraceTail::from_lines(&lines.join("\n"))),
+            last_output: None,
+        }
+    }
+
+    #[test]
+    fn waiting_in_is_highest_queued_without_span() {
+        let lines = [
+            queued(16, 3),
+            coll(16, 3),
+            r#"{"type":"span","kind":"step","step":3}"#.to_owned(),
+            queued(17, 4),
+            "{\"type\":\"span\",\"kind\":\"coll".to_owned(),
+        ];
+        let t = TraceTail::from_lines(&lines.join("\n"));
+        assert_eq!(t.records, 4);
+        assert_eq!(t.last_step, Some(4));
+        assert_eq!(t.last_completed_step, Some(3));
+        assert_eq!(t.last_completed.as_ref().unwrap().seq, 16);
+        let w = t.waiting_in.unwrap();
+        assert_eq!(w.seq, 17);
+        assert_eq!(w.op.as_deref(), Some("all_reduce"));
+        assert_eq!(w.step, Some(4));
+        assert_eq!(w.bucket, Some(2));
+        assert_eq!(w.bytes, Some(4096));
+    }
+
+    #[test]
+    fn completed_queue_means_not_waiting() {
+        let t = TraceTail::from_lines(&[queued(5, 1), coll(5, 1)].join("\n"));
+        assert!(t.waiting_in.is_none());
+        assert!(TraceTail::from_lines("not json\n\n[1,2]\n")
+            .waiting_in
+            .is_none());
+    }
+
+    #[test]
+    fn behind_is_lowest_position() {
+        let r0 = state(0, &[coll(16, 3), queued(17, 4)]);
+        let r1 = state(1, &[coll(16, 3)]);
+        let report = HangReport::new(1.0, "now".into(), vec![r0, r1]);
+        assert_eq!(report.behind, vec![1]);
+        let text = report.render();
+        assert!(text.contains("rank 1 is behind"), "{text}");
+        assert!(text.contains("waiting in all_reduce seq 17"), "{text}");
+        assert!(text.contains("wait for it in all_reduce seq 17 (step 4, bucket 2, 4096 bytes), which it has not started"), "{text}");
+    }
+
+    #[test]
+    fn equal_ranks_have_nobody_behind() {
+        let r0 = state(0, &[coll(16, 3), queued(17, 4)]);
+        let r1 = state(1, &[coll(16, 3), queued(17, 4)]);
+        let report = HangReport::new(1.0, "now".into(), vec![r0, r1]);
+        assert!(report.behind.is_empty());
+        assert!(report.render().contains("same collective"));
+    }
+
+    #[test]
+    fn missing_trace_is_behind_when_others_have_one() {
+        let r0 = state(0, &[coll(1, 0)]);
+        let mut r1 = state(1, &[]);
+        r1.trace_tail = None;
+        let report = HangReport::new(1.0, "now".into(), vec![r0, r1]);
+        assert_eq!(report.behind, vec![1]);
+    }
+
+    #[test]
+    fn reads_only_the_tail_of_big_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rank-0.jsonl");
+        let mut f = File::create(&path).unwrap();
+        let mut seq = 0;
+        while f.metadata().unwrap().len() < 3 * TRACE_TAIL_BYTES {
+            writeln!(f, "{}", coll(seq, seq / 4)).unwrap();
+            seq += 1;
+        }
+        writeln!(f, "{}", queued(seq, seq / 4)).unwrap();
+        write!(f, "{{\"type\":\"span\",\"ki").unwrap();
+        drop(f);
+        let t = TraceTail::read(&path).unwrap();
+        assert!(t.records > 10);
+        assert!((t.records as u64) < 3 * TRACE_TAIL_BYTES / 100);
+        assert_eq!(t.last_completed.unwrap().seq, seq - 1);
+        assert_eq!(t.waiting_in.unwrap().seq, seq);
+    }
+}

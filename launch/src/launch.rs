@@ -1,0 +1,1197 @@
+//! The launch itself: check the options, create the run directory, start the
+//! ranks, watch them (failures, hangs, stop signals), stop them in order and
+//! write the outcome into the manifest.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::ffi::{OsStr, OsString};
+use std::fmt::Write as _;
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::Child;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Local, SecondsFormat};
+
+use crate::config::{LaunchConfig, DEFAULT_MASTER_ADDR, DEFAULT_RDZV_PORT, MAX_NPROC_PER_NODE};
+use crate::console::{ConsoleFilter, LineSplitter, Stream, MAX_CONSOLE_LINE_BYTES};
+use crate::env::{self, RankEnvSpec};
+use crate::error::LaunchError;
+use crate::hang::{HangReport, RankHangState, TraceTail};
+use crate::manifest::{
+    Failure, Manifest, RankEnd, RankRecord, RunStatus, Termination, MANIFEST_FORMAT,
+};
+use crate::observer::{Event, Observer};
+use crate::process;
+use crate::rundir::{self, LOGS_DIR, MANIFEST_FILE, TRACES_DIR};
+use crate::signals::SignalGuard;
+
+/// Exit status of a run stopped by the hang watchdog (as `timeout(1)`).
+pub const EXIT_HANG: i32 = 124;
+/// Exit status of a run stopped by Ctrl-C, SIGTERM or SIGHUP.
+pub const EXIT_INTERRUPTED: i32 = 130;
+
+/// How often the launch loop wakes up when nothing happens.
+const TICK: Duration = Duration::from_millis(25);
+/// How often trace files are checked for growth.
+const TRACE_POLL: Duration = Duration::from_millis(200);
+/// How long to wait for output still buffered in pipes once every rank ended.
+const DRAIN_WAIT: Duration = Duration::from_secs(2);
+/// How long a rank's end waits for its last output to be shown.
+const OUTPUT_SETTLE: Duration = Duration::from_millis(250);
+/// How long to wait for a rank to disappear after SIGKILL before giving up.
+const KILL_WAIT: Duration = Duration::from_secs(10);
+
+/// How a launch ended.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The overall status.
+    pub status: RunStatus,
+    /// The exit status to end the command line with: 0 ok, the failing rank's
+    /// exit code (128 + signal when it was killed), [`EXIT_HANG`] for a hang,
+    /// [`EXIT_INTERRUPTED`] when interrupted.
+    pub exit_code: i32,
+    /// The run directory (absolute).
+    pub run_dir: PathBuf,
+    /// The final manifest, as written to `manifest.json`.
+    pub manifest: Manifest,
+}
+
+impl Outcome {
+    /// The first rank that failed, if one did.
+    pub fn first_failure(&self) -> Option<&Failure> {
+        self.manifest.first_failure.as_ref()
+    }
+
+    /// The hang report, if the watchdog stopped the run.
+    pub fn hang(&self) -> Option<&HangReport> {
+        self.manifest.hang.as_ref()
+    }
+
+    /// A few lines summing up the run: status, first failure, each rank's
+    /// end, the run directory (no trailing newline).
+    pub fn render_summary(&self) -> String {
+        let m = &self.manifest;
+        let mut out = format!("status: {} (exit code {})", self.status, self.exit_code);
+        if let Some(f) = &m.first_failure {
+            let _ = write!(out, "\nfirst failure: {f}");
+        }
+        if let Some(h) = &m.hang {
+            if !h.behind.is_empty() {
+                let list: Vec<String> = h.behind.iter().map(usize::to_string).collect();
+                let _ = write!(
+                    out,
+                    "\nhang: the others waited for rank(s) {}",
+                    list.join(", ")
+                );
+            } else {
+                out.push_str("\nhang: see the hang report in the manifest");
+            }
+        }
+        if let Some(sig) = &m.interrupted_by {
+            let _ = write!(out, "\ninterrupted by {sig}");
+        }
+        if let Some(e) = &m.launch_error {
+            let _ = write!(out, "\nlaunch error: {e}");
+        }
+        for r in &m.ranks {
+            let _ = write!(out, "\n  rank {}: ", r.rank);
+            match &r.end {
+                Some(end) => {
+                    let _ = write!(out, "{}", end.termination);
+                    if end.stopped_by_launcher {
+                        out.push_str(" (stopped by ddp-probe)");
+                    }
+                }
+                None if r.pid.is_none() => out.push_str("never started"),
+                None => out.push_str("did not exit after SIGKILL"),
+            }
+        }
+        let _ = write!(out, "\nrun directory: {}", self.run_dir.display());
+        out
+    }
+}
+
+/// Launches the command on this node's ranks and watches them until they all
+/// ended; see the crate documentation for the behaviour.
+///
+/// Returns an error without starting anything when the options are invalid,
+/// the command cannot be run or the master port is taken. Once the ranks run,
+/// failures, hangs and interrupts are not errors: they are the [`Outcome`].
+pub fn launch(config: &LaunchConfig, observer: &mut dyn Observer) -> Result<Outcome, LaunchError> {
+    let plan = Plan::new(config)?;
+    let mut signals = if config.handle_signals {
+        Some(SignalGuard::install().map_err(|source| LaunchError::Signals { source })?)
+    } else {
+        None
+    };
+    let run_dir = create_run_dir(config, &plan, observer)?;
+    let mut run = Run::new(config, plan, run_dir);
+    run.write_manifest()?;
+    if env::sets_omp_threads(&run.plan.user_env, config.nproc_per_node) {
+        let stars = "*".repeat(41);
+        observer.on_event(&Event::Notice {
+            message: format!("{stars}\n{}\n{stars}", env::OMP_NOTICE),
+        });
+    }
+    observer.on_event(&Event::RunStarted {
+        run_dir: run.run_dir.clone(),
+        run_id: run.plan.run_id.clone(),
+        master_addr: run.plan.master_addr.clone(),
+        master_port: run.plan.master_port,
+        world_size: config.world_size(),
+        ranks: run.slots.iter().map(|s| s.rank).collect(),
+    });
+    let (tx, rx) = mpsc::channel();
+    let spawn_error = run.spawn_all(config, &tx, observer);
+    drop(tx);
+    // The manifest now has the pids; a failure to rewrite it is not worth
+    // abandoning running ranks for, the final write reports it.
+    let _ = run.write_manifest();
+    if spawn_error.is_some() {
+        run.trigger = Some(Trigger::LaunchError);
+        run.begin_stop(observer);
+    }
+    run.supervise(&rx, signals.as_mut(), observer);
+    drop(signals);
+    run.finish(spawn_error)
+}
+
+/// Everything decided before anything is created.
+struct Plan {
+    program_path: PathBuf,
+    master_addr: String,
+    master_port: u16,
+    run_id: String,
+    store_token: String,
+    stamp: String,
+    started_at: DateTime<Local>,
+    user_env: BTreeMap<OsString, OsString>,
+}
+
+impl Plan {
+    fn new(config: &LaunchConfig) -> Result<Plan, LaunchError> {
+        if config.program.is_empty() {
+            return Err(LaunchError::NoCommand);
+        }
+        let invalid =
+            |option: &'static str, message: String| LaunchError::InvalidOption { option, message };
+        if config.nproc_per_node == 0 || config.nproc_per_node > MAX_NPROC_PER_NODE {
+            return Err(invalid(
+                "--nproc-per-node",
+                format!(
+                    "{} is out of range; give 1 to {MAX_NPROC_PER_NODE} processes per node",
+                    config.nproc_per_node
+                ),
+            ));
+        }
+        if config.nnodes == 0 {
+            return Err(invalid(
+                "--nnodes",
+                "0 nodes cannot run anything; give at least 1".to_owned(),
+            ));
+        }
+        if config.node_rank >= config.nnodes {
+            return Err(invalid(
+                "--node-rank",
+                format!(
+                    "{} is not below --nnodes {}; node ranks go from 0 to {}",
+                    config.node_rank,
+                    config.nnodes,
+                    config.nnodes - 1
+                ),
+            ));
+        }
+        if let Some(mb) = config.bucket_cap_mb {
+            if !(mb.is_finite() && mb > 0.0) {
+                return Err(invalid(
+                    "--bucket-cap-mb",
+                    format!("{mb} is not a positive size in MB"),
+                ));
+            }
+        }
+        if config.hang_timeout.is_some_and(|t| t.is_zero()) {
+            return Err(invalid(
+                "--hang-timeout",
+                "must be longer than 0 s".to_owned(),
+            ));
+        }
+        let multi_node = config.nnodes > 1;
+        let (ep_addr, ep_port) = match &config.rdzv_endpoint {
+            Some(ep) => {
+                let (a, p) = parse_endpoint(ep)?;
+                (Some(a), Some(p))
+            }
+            None => (None, None),
+        };
+        if let (Some(a), Some(b)) = (&config.master_addr, &ep_addr) {
+            if a != b {
+                return Err(invalid(
+                    "--master-addr",
+                    format!(
+                        "'{a}' disagrees with --rdzv-endpoint's host '{b}'; give only one of them"
+                    ),
+                ));
+            }
+        }
+        if let (Some(a), Some(b)) = (config.master_port, ep_port) {
+            if a != b {
+                return Err(invalid(
+                    "--master-port",
+                    format!("{a} disagrees with --rdzv-endpoint's port {b}; give only one of them"),
+                ));
+            }
+        }
+        let master_addr = match config.master_addr.clone().or(ep_addr) {
+            Some(a) => a,
+            None if multi_node => {
+                return Err(LaunchError::MultiNodeNeedsEndpoint {
+                    nnodes: config.nnodes,
+                })
+            }
+            None => DEFAULT_MASTER_ADDR.to_owned(),
+        };
+        if master_addr.is_empty()
+            || master_addr
+                .chars()
+                .any(|c| c.is_whitespace() || c.is_control())
+        {
+            return Err(invalid(
+                "--master-addr",
+                format!("'{master_addr}' is not a host name or address"),
+            ));
+        }
+        let port = config.master_port.or(ep_port);
+        if port == Some(0) {
+            return Err(invalid(
+                "--master-port",
+                "0 is not a port; give 1 to 65535 or leave it out".to_owned(),
+            ));
+        }
+        if multi_node && port.is_none() {
+            return Err(LaunchError::MultiNodeNeedsEndpoint {
+                nnodes: config.nnodes,
+            });
+        }
+        let started_at = Local::now();
+        let stamp = started_at.format("%Y%m%d-%H%M%S").to_string();
+        let run_id = match &config.rdzv_id {
+            Some(id) => {
+                if id.is_empty() || id.chars().any(|c| c.is_whitespace() || c.is_control()) {
+                    return Err(invalid(
+                        "--rdzv-id",
+                        format!("'{id}' must be a non-empty word without spaces"),
+                    ));
+                }
+                id.clone()
+            }
+            None if multi_node => {
+                return Err(LaunchError::MultiNodeNeedsRunId {
+                    nnodes: config.nnodes,
+                })
+            }
+            None => format!("{stamp}-{}", process::random_hex(4)),
+        };
+        let store_token = match &config.store_token {
+            Some(t) => {
+                if t.is_empty() || t.chars().any(|c| c.is_whitespace() || c.is_control()) {
+                    return Err(invalid(
+                        "store token",
+                        "must be a non-empty word without spaces".to_owned(),
+                    ));
+                }
+                t.clone()
+            }
+            None if multi_node => process::derived_token(&format!(
+                "ddp-probe-store-token|{run_id}|{master_addr}|{}",
+                port.unwrap_or(0)
+            )),
+            None => process::random_hex(16),
+        };
+        for (k, v) in &config.env {
+            let name = k.to_string_lossy();
+            if name.is_empty()
+                || name.contains('=')
+                || name.contains('\0')
+                || v.to_string_lossy().contains('\0')
+            {
+                return Err(invalid(
+                    "environment variable",
+                    format!("'{name}' cannot be passed to a process; names need no '=' and neither may hold NUL"),
+                ));
+            }
+        }
+        let user_env = env::user_env(&config.env);
+        let program_path = process::resolve_command(
+            &config.program,
+            user_env.get(OsStr::new("PATH")).map(OsString::as_os_str),
+        )?;
+        let master_port = match port {
+            Some(p) => {
+                if config.node_rank == 0 {
+                    process::check_port_free(p, multi_node)?;
+                }
+                p
+            }
+            None => process::pick_free_port()?,
+        };
+        Ok(Plan {
+            program_path,
+            master_addr,
+            master_port,
+            run_id,
+            store_token,
+            stamp,
+            started_at,
+            user_env,
+        })
+    }
+}
+
+/// Splits `HOST:PORT`, `[IPv6]:PORT` or `HOST` (port 29400).
+fn parse_endpoint(ep: &str) -> Result<(String, u16), LaunchError> {
+    let bad = |why: &str| LaunchError::InvalidOption {
+        option: "--rdzv-endpoint",
+        message: format!("'{ep}' {why}; give HOST:PORT, e.g. 10.0.0.1:29500 (or [IPv6]:PORT)"),
+    };
+    let (host, port) = if let Some(rest) = ep.strip_prefix('[') {
+        let Some((host, after)) = rest.split_once(']') else {
+            return Err(bad("has no closing ']'"));
+        };
+        match after.strip_prefix(':') {
+            Some(p) => (host, Some(p)),
+            None if after.is_empty() => (host, None),
+            None => return Err(bad("has text after ']' that is not :PORT")),
+        }
+    } else {
+        match ep.matches(':').count() {
+            0 => (ep, None),
+            1 => {
+                let (h, p) = ep.split_once(':').unwrap_or((ep, ""));
+                (h, Some(p))
+            }
+            _ => return Err(bad("looks like a bare IPv6 address")),
+        }
+    };
+    if host.is_empty() {
+        return Err(bad("has no host"));
+    }
+    let port = match port {
+        None => DEFAULT_RDZV_PORT,
+        Some(p) => match p.parse::<u16>() {
+            Ok(p) if p > 0 => p,
+            _ => return Err(bad("has no valid port (1-65535)")),
+        },
+    };
+    Ok((host.to_owned(), port))
+}
+
+fn create_run_dir(
+    config: &LaunchConfig,
+    plan: &Plan,
+    observer: &mut dyn Observer,
+) -> Result<PathBuf, LaunchError> {
+    let absolute = |p: &Path| {
+        std::path::absolute(p).map_err(|source| LaunchError::RunDir {
+            path: p.to_path_buf(),
+            source,
+        })
+    };
+    match &config.out_dir {
+        Some(dir) => {
+            let dir = absolute(dir)?;
+            rundir::create_explicit(&dir)?;
+            Ok(dir)
+        }
+        None => {
+            let root = absolute(&config.runs_root)?;
+            let mut name = rundir::run_name(&config.program, &config.args);
+            if config.nnodes > 1 {
+                // Nodes sharing a file system must not collide.
+                name = format!("{name}-node{}", config.node_rank);
+            }
+            let dir = rundir::create_default(&root, &plan.stamp, &name)?;
+            if let Err(e) = rundir::update_latest(&root, &dir) {
+                observer.on_event(&Event::Notice {
+                    message: format!(
+                        "could not point {} at this run: {e}",
+                        root.join(rundir::LATEST_LINK).display()
+                    ),
+                });
+            }
+            Ok(dir)
+        }
+    }
+}
+
+/// What made the launcher stop the ranks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Trigger {
+    Failure,
+    Hang,
+    Interrupt,
+    LaunchError,
+}
+
+/// The stopping sequence once begun.
+#[derive(Debug)]
+struct Stop {
+    began: Instant,
+    kill_at: Instant,
+    killed_at: Option<Instant>,
+}
+
+/// One rank of this node.
+struct Slot {
+    rank: usize,
+    local_rank: usize,
+    env: BTreeMap<OsString, OsString>,
+    pid: Option<u32>,
+    end: Option<RankEnd>,
+    last_progress: Instant,
+    trace_len: Option<u64>,
+    last_output: Option<String>,
+    console: ConsoleFilter,
+    open_readers: usize,
+    /// Its process ended (its end may still wait in `pending_exits`).
+    exited: bool,
+}
+
+/// A rank end not recorded yet; see [`Run::settle_exits`].
+struct PendingExit {
+    slot: usize,
+    termination: Termination,
+    at: DateTime<Local>,
+    when: Instant,
+    settle_until: Instant,
+}
+
+enum Msg {
+    Output {
+        slot: usize,
+        stream: Stream,
+        lines: Vec<String>,
+    },
+    ReaderDone {
+        slot: usize,
+        stream: Stream,
+        log_error: Option<io::Error>,
+    },
+    Exited {
+        slot: usize,
+        termination: Termination,
+        at: DateTime<Local>,
+        when: Instant,
+    },
+}
+
+/// A launch in progress.
+struct Run {
+    plan: Plan,
+    run_dir: PathBuf,
+    manifest: Manifest,
+    slots: Vec<Slot>,
+    start: Instant,
+    grace: Duration,
+    hang_timeout: Option<Duration>,
+    trigger: Option<Trigger>,
+    stop: Option<Stop>,
+    first_failure: Option<Failure>,
+    hang: Option<HangReport>,
+    interrupted_by: Option<String>,
+    pending_exits: VecDeque<PendingExit>,
+}
+
+impl Run {
+    fn new(config: &LaunchConfig, plan: Plan, run_dir: PathBuf) -> Run {
+        let start = Instant::now();
+        let world_size = config.world_size();
+        let rel = |p: PathBuf| match p.strip_prefix(&run_dir) {
+            Ok(r) => r.to_string_lossy().into_owned(),
+            Err(_) => p.to_string_lossy().into_owned(),
+        };
+        let user_value = |name: &str| {
+            plan.user_env
+                .get(OsStr::new(name))
+                .map(|v| v.to_string_lossy().into_owned())
+        };
+        let mut slots = Vec::new();
+        let mut records = Vec::new();
+        for local_rank in 0..config.nproc_per_node {
+            let rank = config.node_rank * config.nproc_per_node + local_rank;
+            let spec = RankEnvSpec {
+                rank,
+                local_rank,
+                world_size,
+                nproc_per_node: config.nproc_per_node,
+                node_rank: config.node_rank,
+                nnodes: config.nnodes,
+                master_addr: &plan.master_addr,
+                master_port: plan.master_port,
+                run_id: &plan.run_id,
+                run_dir: &run_dir,
+                store_token: &plan.store_token,
+                bucket_cap_mb: config.bucket_cap_mb,
+            };
+            let rank_env = env::rank_env(&plan.user_env, &spec);
+            records.push(RankRecord {
+                rank,
+                local_rank,
+                pid: None,
+                started_at: None,
+                stdout: rundir::rank_stdout(rank),
+                stderr: rundir::rank_stderr(rank),
+                nccl_log: user_value("NCCL_DEBUG_FILE")
+                    .unwrap_or_else(|| rel(env::nccl_log_path(&run_dir, rank))),
+                trace: rundir::rank_trace(rank),
+                flight_recorder: match user_value("TORCH_NCCL_DEBUG_INFO_TEMP_FILE") {
+                    Some(prefix) => format!("{prefix}{rank}"),
+                    None => format!("{}{rank}", rel(env::flight_recorder_prefix(&run_dir))),
+                },
+                error_file: user_value("TORCHELASTIC_ERROR_FILE")
+                    .unwrap_or_else(|| rel(env::error_file_path(&run_dir, rank))),
+                env: env::relevant(&rank_env),
+                end: None,
+            });
+            slots.push(Slot {
+                rank,
+                local_rank,
+                env: rank_env,
+                pid: None,
+                end: None,
+                last_progress: start,
+                trace_len: None,
+                last_output: None,
+                console: ConsoleFilter::new(config.console, local_rank == 0),
+                open_readers: 0,
+                exited: false,
+            });
+        }
+        let cwd = std::env::current_dir()
+            .map(|d| d.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let manifest = Manifest {
+            format: MANIFEST_FORMAT,
+            ddp_probe_version: env!("CARGO_PKG_VERSION").to_owned(),
+            status: RunStatus::Running,
+            exit_code: None,
+            program: config.program.to_string_lossy().into_owned(),
+            args: config
+                .args
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
+            cwd,
+            run_id: plan.run_id.clone(),
+            node_rank: config.node_rank,
+            nnodes: config.nnodes,
+            nproc_per_node: config.nproc_per_node,
+            world_size,
+            hostname: process::hostname(),
+            master_addr: plan.master_addr.clone(),
+            master_port: plan.master_port,
+            run_dir: run_dir.to_string_lossy().into_owned(),
+            started_at: plan
+                .started_at
+                .to_rfc3339_opts(SecondsFormat::Millis, false),
+            ended_at: None,
+            duration_s: None,
+            hang_timeout_s: config.hang_timeout.map(|t| t.as_secs_f64()),
+            grace_period_s: config.grace_period.as_secs_f64(),
+            bucket_cap_mb: config.bucket_cap_mb,
+            logs_dir: LOGS_DIR.to_owned(),
+            traces_dir: TRACES_DIR.to_owned(),
+            ranks: records,
+            first_failure: None,
+            hang: None,
+            interrupted_by: None,
+            launch_error: None,
+            env: env::relevant(&plan.user_env),
+        };
+        Run {
+            plan,
+            run_dir,
+            manifest,
+            slots,
+            start,
+            grace: config.grace_period,
+            hang_timeout: config.hang_timeout,
+            trigger: None,
+            stop: None,
+            first_failure: None,
+            hang: None,
+            interrupted_by: None,
+            pending_exits: VecDeque::new(),
+        }
+    }
+
+    fn write_manifest(&self) -> Result<(), LaunchError> {
+        let path = self.run_dir.join(MANIFEST_FILE);
+        self.manifest
+            .write_atomic(&path)
+            .map_err(|source| LaunchError::Manifest { path, source })
+    }
+
+    /// Starts every rank; stops at the first that cannot be started.
+    fn spawn_all(
+        &mut self,
+        config: &LaunchConfig,
+        tx: &Sender<Msg>,
+        observer: &mut dyn Observer,
+    ) -> Option<LaunchError> {
+        for idx in 0..self.slots.len() {
+            let rank = self.slots[idx].rank;
+            let mut logs = Vec::new();
+            for rel in [rundir::rank_stdout(rank), rundir::rank_stderr(rank)] {
+                let path = self.run_dir.join(rel);
+                match File::create(&path) {
+                    Ok(f) => logs.push(f),
+                    Err(source) => return Some(LaunchError::LogFile { path, source }),
+                }
+            }
+            let child = process::spawn_rank(
+                &self.plan.program_path,
+                &config.program,
+                &config.args,
+                &self.slots[idx].env,
+            );
+            let mut child = match child {
+                Ok(c) => c,
+                Err(e) => {
+                    let source = if e.kind() == io::ErrorKind::NotFound {
+                        io::Error::new(
+                            e.kind(),
+                            format!("{e}; the file exists, so the interpreter on its #! line is probably missing"),
+                        )
+                    } else {
+                        e
+                    };
+                    return Some(LaunchError::Spawn {
+                        rank,
+                        program: config.program.to_string_lossy().into_owned(),
+                        source,
+                        run_dir: self.run_dir.clone(),
+                    });
+                }
+            };
+            let pid = child.id();
+            let slot = &mut self.slots[idx];
+            slot.pid = Some(pid);
+            slot.last_progress = Instant::now();
+            self.manifest.ranks[idx].pid = Some(pid);
+            self.manifest.ranks[idx].started_at =
+                Some(Local::now().to_rfc3339_opts(SecondsFormat::Millis, false));
+            let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+            let mut started = start_thread(format!("rank{rank}-wait"), {
+                let tx = tx.clone();
+                move || wait_child(idx, child, tx)
+            });
+            let mut logs = logs.into_iter();
+            for (stream, pipe) in [
+                (
+                    Stream::Stdout,
+                    stdout.map(|p| Box::new(p) as Box<dyn Read + Send>),
+                ),
+                (
+                    Stream::Stderr,
+                    stderr.map(|p| Box::new(p) as Box<dyn Read + Send>),
+                ),
+            ] {
+                if let (Ok(()), Some(pipe), Some(log)) = (&started, pipe, logs.next()) {
+                    let tx = tx.clone();
+                    started = start_thread(format!("rank{rank}-{stream}"), move || {
+                        read_stream(idx, stream, pipe, log, tx)
+                    });
+                    if started.is_ok() {
+                        slot.open_readers += 1;
+                    }
+                }
+            }
+            if let Err(source) = started {
+                // Without its threads the rank cannot be watched: stop it.
+                process::signal_group(pid, libc::SIGKILL);
+                return Some(LaunchError::Spawn {
+                    rank,
+                    program: config.program.to_string_lossy().into_owned(),
+                    source,
+                    run_dir: self.run_dir.clone(),
+                });
+            }
+            observer.on_event(&Event::RankStarted {
+                rank,
+                local_rank: self.slots[idx].local_rank,
+                pid,
+            });
+        }
+        None
+    }
+
+    fn live_ranks(&self) -> Vec<usize> {
+        self.slots
+            .iter()
+            .filter(|s| s.pid.is_some() && !s.exited)
+            .map(|s| s.rank)
+            .collect()
+    }
+
+    fn signal_all(&self, signal: i32) {
+        for s in &self.slots {
+            if let Some(pid) = s.pid {
+                process::signal_group(pid, signal);
+            }
+        }
+    }
+
+    /// SIGTERM to every rank's process group, SIGKILL after the grace period.
+    fn begin_stop(&mut self, observer: &mut dyn Observer) {
+        if self.stop.is_some() {
+            return;
+        }
+        let now = Instant::now();
+        self.stop = Some(Stop {
+            began: now,
+            kill_at: now + self.grace,
+            killed_at: None,
+        });
+        if self.grace.is_zero() {
+            self.kill(observer);
+            return;
+        }
+        // Exited ranks too: their leftover children (data loader workers...)
+        // are in their group.
+        self.signal_all(libc::SIGTERM);
+        observer.on_event(&Event::Stopping {
+            ranks: self.live_ranks(),
+            grace: self.grace,
+        });
+    }
+
+    fn kill(&mut self, observer: &mut dyn Observer) {
+        if let Some(stop) = &mut self.stop {
+            if stop.killed_at.is_some() {
+                return;
+            }
+            stop.killed_at = Some(Instant::now());
+        }
+        self.signal_all(libc::SIGKILL);
+        observer.on_event(&Event::Killing {
+            ranks: self.live_ranks(),
+        });
+    }
+
+    /// Runs until every started rank ended and its output was read.
+    fn supervise(
+        &mut self,
+        rx: &Receiver<Msg>,
+        mut signals: Option<&mut SignalGuard>,
+        observer: &mut dyn Observer,
+    ) {
+        let mut next_trace_poll = Instant::now();
+        let mut drain_until: Option<Instant> = None;
+        loop {
+            let now = Instant::now();
+            let all_ended = self
+                .slots
+                .iter()
+                .all(|s| s.pid.is_none() || s.end.is_some());
+            if all_ended {
+                if self.slots.iter().all(|s| s.open_readers == 0) {
+                    break;
+                }
+                let until = *drain_until.get_or_insert(now + DRAIN_WAIT);
+                if now >= until {
+                    observer.on_event(&Event::Notice {
+                        message: "a process started by a rank still holds its output open; not waiting for it (its output goes on into the log)".to_owned(),
+                    });
+                    break;
+                }
+            }
+            if let Some(killed_at) = self.stop.as_ref().and_then(|s| s.killed_at) {
+                if now.duration_since(killed_at) >= KILL_WAIT && !all_ended {
+                    let ranks: Vec<String> =
+                        self.live_ranks().iter().map(usize::to_string).collect();
+                    observer.on_event(&Event::Notice {
+                        message: format!(
+                            "rank(s) {} did not exit {} s after SIGKILL (stuck in the kernel or a driver?); giving up on them",
+                            ranks.join(", "),
+                            KILL_WAIT.as_secs()
+                        ),
+                    });
+                    break;
+                }
+            }
+            match rx.recv_timeout(TICK) {
+                Ok(msg) => self.handle(msg, observer),
+                Err(RecvTimeoutError::Timeout) => {}
+                // Every reader and waiter is gone: nothing more can happen.
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+            self.settle_exits(observer);
+            if let Some(guard) = signals.as_deref_mut() {
+                if let Some(signal) = guard.take() {
+                    self.on_signal(signal, observer);
+                }
+            }
+            if let Some(stop) = &self.stop {
+                if stop.killed_at.is_none() && Instant::now() >= stop.kill_at {
+                    self.kill(observer);
+                }
+            }
+            if Instant::now() >= next_trace_poll {
+                next_trace_poll = Instant::now() + TRACE_POLL;
+                self.poll_traces();
+                self.check_hang(observer);
+            }
+        }
+        // Whatever ended but was not recorded yet (the loop gave up waiting).
+        while let Some(exit) = self.pending_exits.pop_front() {
+            self.record_exit(exit, observer);
+        }
+    }
+
+    fn handle(&mut self, msg: Msg, observer: &mut dyn Observer) {
+        match msg {
+            Msg::Output {
+                slot,
+                stream,
+                lines,
+            } => {
+                let s = &mut self.slots[slot];
+                s.last_progress = Instant::now();
+                for text in lines {
+                    if s.console.show(stream, &text) {
+                        observer.on_event(&Event::Output {
+                            rank: s.rank,
+                            stream,
+                            text: text.clone(),
+                        });
+                    }
+                    if !text.trim().is_empty() {
+                        s.last_output = Some(text);
+                    }
+                }
+            }
+            Msg::ReaderDone {
+                slot,
+                stream,
+                log_error,
+            } => {
+                let s = &mut self.slots[slot];
+                s.open_readers = s.open_readers.saturating_sub(1);
+                if let Some(e) = log_error {
+                    observer.on_event(&Event::Notice {
+                        message: format!("could not write rank {}'s {stream} log: {e}", s.rank),
+                    });
+                }
+            }
+            Msg::Exited {
+                slot,
+                termination,
+                at,
+                when,
+            } => {
+                self.slots[slot].exited = true;
+                self.pending_exits.push_back(PendingExit {
+                    slot,
+                    termination,
+                    at,
+                    when,
+                    settle_until: Instant::now() + OUTPUT_SETTLE,
+                });
+            }
+        }
+    }
+
+    /// Records rank ends in the order they happened, each once the rank's
+    /// last output was shown (or [`OUTPUT_SETTLE`] passed), so that a failing
+    /// rank's error lines come before the launcher's message about it.
+    fn settle_exits(&mut self, observer: &mut dyn Observer) {
+        let now = Instant::now();
+        while let Some(front) = self.pending_exits.front() {
+            if self.slots[front.slot].open_readers > 0 && now < front.settle_until {
+                break;
+            }
+            let Some(exit) = self.pending_exits.pop_front() else {
+                break;
+            };
+            self.record_exit(exit, observer);
+        }
+    }
+
+    fn record_exit(&mut self, exit: PendingExit, observer: &mut dyn Observer) {
+        let PendingExit {
+            slot,
+            termination,
+            at,
+            when,
+            ..
+        } = exit;
+        let after_s = when.duration_since(self.start).as_secs_f64();
+        let stopped_by_launcher = self.stop.as_ref().is_some_and(|s| s.began <= when);
+        let end = RankEnd {
+            termination: termination.clone(),
+            at: at.to_rfc3339_opts(SecondsFormat::Millis, false),
+            after_s,
+            stopped_by_launcher,
+        };
+        let (rank, local_rank) = {
+            let s = &mut self.slots[slot];
+            s.end = Some(end.clone());
+            (s.rank, s.local_rank)
+        };
+        self.manifest.ranks[slot].end = Some(end.clone());
+        observer.on_event(&Event::RankEnded {
+            rank,
+            end: end.clone(),
+        });
+        if !termination.success() && self.trigger.is_none() {
+            let failure = Failure {
+                rank,
+                local_rank,
+                termination,
+                at: end.at,
+                after_s,
+            };
+            self.trigger = Some(Trigger::Failure);
+            observer.on_event(&Event::FirstFailure(failure.clone()));
+            self.first_failure = Some(failure);
+            self.begin_stop(observer);
+        }
+    }
+
+    fn on_signal(&mut self, signal: i32, observer: &mut dyn Observer) {
+        if self.trigger.is_none() {
+            let name = process::signal_name(signal);
+            self.trigger = Some(Trigger::Interrupt);
+            observer.on_event(&Event::Interrupted {
+                signal: name.clone(),
+            });
+            self.interrupted_by = Some(name);
+            self.begin_stop(observer);
+        } else {
+            // A second stop signal: no more grace.
+            self.kill(observer);
+        }
+    }
+
+    /// Counts a rank's trace growth as progress.
+    fn poll_traces(&mut self) {
+        let now = Instant::now();
+        for s in &mut self.slots {
+            if s.pid.is_none() || s.exited {
+                continue;
+            }
+            let path = self.run_dir.join(rundir::rank_trace(s.rank));
+            if let Ok(meta) = std::fs::metadata(&path) {
+                let len = meta.len();
+                if s.trace_len != Some(len) {
+                    s.trace_len = Some(len);
+                    s.last_progress = now;
+                }
+            }
+        }
+    }
+
+    fn check_hang(&mut self, observer: &mut dyn Observer) {
+        let Some(timeout) = self.hang_timeout else {
+            return;
+        };
+        if self.trigger.is_some() {
+            return;
+        }
+        let now = Instant::now();
+        let newest = self
+            .slots
+            .iter()
+            .filter(|s| s.pid.is_some() && !s.exited)
+            .map(|s| s.last_progress)
+            .max();
+        let Some(newest) = newest else {
+            return;
+        };
+        if now.duration_since(newest) < timeout {
+            return;
+        }
+        let ranks = self
+            .slots
+            .iter()
+            .filter(|s| s.pid.is_some())
+            .map(|s| {
+                let trace = rundir::rank_trace(s.rank);
+                RankHangState {
+                    rank: s.rank,
+                    ended: s.end.as_ref().map(|e| e.termination.clone()),
+                    idle_s: now.duration_since(s.last_progress).as_secs_f64(),
+                    trace_tail: TraceTail::read(&self.run_dir.join(&trace)).ok(),
+                    trace,
+                    last_output: s.last_output.clone(),
+                }
+            })
+            .collect();
+        let report = HangReport::new(
+            timeout.as_secs_f64(),
+            Local::now().to_rfc3339_opts(SecondsFormat::Millis, false),
+            ranks,
+        );
+        self.trigger = Some(Trigger::Hang);
+        observer.on_event(&Event::Hang(report.clone()));
+        self.hang = Some(report);
+        self.begin_stop(observer);
+    }
+
+    /// Writes the final manifest and builds the outcome.
+    fn finish(mut self, spawn_error: Option<LaunchError>) -> Result<Outcome, LaunchError> {
+        let (status, exit_code) = match self.trigger {
+            None => (RunStatus::Ok, 0),
+            Some(Trigger::Failure) => (
+                RunStatus::Failed,
+                self.first_failure
+                    .as_ref()
+                    .map_or(1, |f| f.termination.exit_code()),
+            ),
+            Some(Trigger::Hang) => (RunStatus::Hang, EXIT_HANG),
+            Some(Trigger::Interrupt) => (RunStatus::Interrupted, EXIT_INTERRUPTED),
+            Some(Trigger::LaunchError) => (
+                RunStatus::LaunchError,
+                spawn_error.as_ref().map_or(1, LaunchError::exit_code),
+            ),
+        };
+        let ended = Local::now();
+        let m = &mut self.manifest;
+        m.status = status;
+        m.exit_code = Some(exit_code);
+        m.ended_at = Some(ended.to_rfc3339_opts(SecondsFormat::Millis, false));
+        m.duration_s = Some(self.start.elapsed().as_secs_f64());
+        m.first_failure = self.first_failure.take();
+        m.hang = self.hang.take();
+        m.interrupted_by = self.interrupted_by.take();
+        m.launch_error = spawn_error.as_ref().map(ToString::to_string);
+        self.write_manifest()?;
+        if let Some(e) = spawn_error {
+            return Err(e);
+        }
+        Ok(Outcome {
+            status,
+            exit_code,
+            run_dir: self.run_dir,
+            manifest: self.manifest,
+        })
+    }
+}
+
+/// Starts a named helper thread.
+fn start_thread(name: String, f: impl FnOnce() + Send + 'static) -> io::Result<()> {
+    thread::Builder::new().name(name).spawn(f).map(drop)
+}
+
+/// Copies one output stream of a rank into its log (raw) and to the launch
+/// loop (as console-safe lines).
+fn read_stream(slot: usize, stream: Stream, mut pipe: impl Read, mut log: File, tx: Sender<Msg>) {
+    let mut splitter = LineSplitter::new(MAX_CONSOLE_LINE_BYTES);
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut raw = Vec::new();
+    let mut log_error = None;
+    let mut loop_gone = false;
+    loop {
+        let n = match pipe.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        };
+        if log_error.is_none() {
+            if let Err(e) = log.write_all(&buf[..n]) {
+                log_error = Some(e);
+            }
+        }
+        if loop_gone {
+            // Keep draining the pipe so the rank never blocks on it.
+            continue;
+        }
+        splitter.push(&buf[..n], &mut raw);
+        let lines = raw.drain(..).map(|l| l.to_console()).collect();
+        loop_gone = tx
+            .send(Msg::Output {
+                slot,
+                stream,
+                lines,
+            })
+            .is_err();
+    }
+    if !loop_gone {
+        splitter.finish(&mut raw);
+        if !raw.is_empty() {
+            let lines = raw.drain(..).map(|l| l.to_console()).collect();
+            let _ = tx.send(Msg::Output {
+                slot,
+                stream,
+                lines,
+            });
+        }
+    }
+    let _ = tx.send(Msg::ReaderDone {
+        slot,
+        stream,
+        log_error,
+    });
+}
+
+/// Waits for a rank's process and reports how it ended.
+fn wait_child(slot: usize, mut child: Child, tx: Sender<Msg>) {
+    let termination = loop {
+        match child.wait() {
+            Ok(status) => break process::termination(status),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                break Termination::Unknown {
+                    reason: format!("waiting for it failed: {e}"),
+                }
+            }
+        }
+    };
+    let _ = tx.send(Msg::Exited {
+        slot,
+        termination,
+        at: Local::now(),
+        when: Instant::now(),
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints() {
+        assert_eq!(
+            parse_endpoint("node1:29500").unwrap(),
+            ("node1".to_owned(), 29500)
+        );
+        assert_eq!(
+            parse_endpoint("node1").unwrap(),
+            ("node1".to_owned(), 29400)
+        );
+        assert_eq!(
+            parse_endpoint("[::1]:1234").unwrap(),
+            ("::1".to_owned(), 1234)
+        );
+        assert_eq!(
+            parse_endpoint("[fe80::1]").unwrap(),
+            ("fe80::1".to_owned(), 29400)
+        );
+        for bad in [
+            "::1",
+            "host:",
+            "host:0",
+            "host:70000",
+            ":29500",
+            "[::1",
+            "[::1]x",
+        ] {
+            let e = parse_endpoint(bad).unwrap_err();
+            assert!(e.to_string().contains("--rdzv-endpoint"), "{bad}: {e}");
+        }
+    }
+}

@@ -1,0 +1,41 @@
+//! The launcher of ddp-probe: a torchrun-compatible way to start one node's
+//! ranks of a data-parallel training job, collect everything they produce,
+//! and handle failures, hangs and interrupts.
+//!
+//! The command line fills in a [`LaunchConfig`] and calls [`launch`] with an
+//! [`Observer`] (usually [`ConsoleObserver`]); the result is an [`Outcome`]
+//! whose `exit_code` the command line ends with.
+//!
+//! * Every rank gets torchrun's environment (`RANK`, `LOCAL_RANK`,
+//!   `WORLD_SIZE`, `MASTER_ADDR`, ...) plus ddp-probe's own (see [`mod@env`]).
+//! * Everything goes into a run directory (see [`rundir`]): `manifest.json`,
+//!   complete per-rank logs, NCCL logs, traces.
+//! * Each rank runs in its own process group. When the first rank fails, or
+//!   the hang watchdog fires, or the launcher gets Ctrl-C/SIGTERM/SIGHUP, all
+//!   ranks get SIGTERM, then SIGKILL after the grace period.
+//! * The other commands find a run again with [`RunDir::open`] and read its
+//!   [`Manifest`].
+//!
+//! Nothing here needs libtorch or CUDA.
+
+pub mod config;
+pub mod console;
+pub mod env;
+pub mod error;
+pub mod hang;
+mod launch;
+pub mod manifest;
+pub mod observer;
+mod process;
+pub mod rundir;
+mod signals;
+
+pub use config::{ConsoleMode, LaunchConfig};
+pub use console::Stream;
+pub use error::{LaunchError, RunDirError};
+pub use hang::{CollectiveRef, HangReport, RankHangState, TraceTail};
+pub use launch::{launch, Outcome, EXIT_HANG, EXIT_INTERRUPTED};
+pub use manifest::{Failure, Manifest, RankEnd, RankRecord, RunStatus, Termination};
+pub use observer::{ConsoleObserver, Event, NullObserver, Observer};
+pub use process::signal_name;
+pub use rundir::{read_manifest, resolve_run_dir, RunDir};

@@ -1,0 +1,352 @@
+//! The run manifest (`manifest.json`): serde types shared by the launcher,
+//! which writes it, and the other commands, which read it back.
+//!
+//! Paths inside the manifest are relative to the run directory unless they
+//! point outside it (e.g. a user-chosen `NCCL_DEBUG_FILE`); use
+//! [`crate::RunDir::file`] to turn them into real paths.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::fs;
+use std::io::{self, Write};
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::hang::HangReport;
+
+/// The manifest format this build writes and the newest it reads.
+pub const MANIFEST_FORMAT: u32 = 1;
+
+/// The overall state of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// The ranks are running (or the launcher died without finishing the manifest).
+    Running,
+    /// Every rank exited with status 0.
+    Ok,
+    /// A rank failed; see [`Manifest::first_failure`].
+    Failed,
+    /// The hang watchdog stopped the run; see [`Manifest::hang`].
+    Hang,
+    /// The launcher was interrupted (Ctrl-C, SIGTERM or SIGHUP).
+    Interrupted,
+    /// The launcher could not start every rank; see [`Manifest::launch_error`].
+    LaunchError,
+}
+
+impl RunStatus {
+    /// The status as written in the manifest (`ok`, `failed`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Ok => "ok",
+            RunStatus::Failed => "failed",
+            RunStatus::Hang => "hang",
+            RunStatus::Interrupted => "interrupted",
+            RunStatus::LaunchError => "launch_error",
+        }
+    }
+}
+
+impl fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How a rank's process ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "how", rename_all = "snake_case")]
+pub enum Termination {
+    /// It exited with this status code.
+    Exited {
+        /// The exit code.
+        code: i32,
+    },
+    /// It was killed by a signal.
+    Signaled {
+        /// The signal's name, e.g. `SIGKILL`.
+        signal: String,
+        /// The signal's number.
+        number: i32,
+        /// Whether it dumped core.
+        #[serde(default)]
+        core_dumped: bool,
+    },
+    /// Its end could not be observed.
+    Unknown {
+        /// Why not.
+        reason: String,
+    },
+}
+
+impl Termination {
+    /// Whether this is a clean exit (status 0).
+    pub fn success(&self) -> bool {
+        matches!(self, Termination::Exited { code: 0 })
+    }
+
+    /// The shell-style exit status: the code, or 128 + the signal number.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Termination::Exited { code } => *code,
+            Termination::Signaled { number, .. } => 128 + number,
+            Termination::Unknown { .. } => 1,
+        }
+    }
+}
+
+impl fmt::Display for Termination {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Termination::Exited { code } => write!(f, "exited with code {code}"),
+            Termination::Signaled {
+                signal,
+                core_dumped,
+                ..
+            } => {
+                write!(f, "killed by {signal}")?;
+                if *core_dumped {
+                    f.write_str(" (core dumped)")?;
+                }
+                Ok(())
+            }
+            Termination::Unknown { reason } => write!(f, "ended in an unknown way ({reason})"),
+        }
+    }
+}
+
+/// When and how a rank ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RankEnd {
+    /// How it ended.
+    #[serde(flatten)]
+    pub termination: Termination,
+    /// Local time it ended, RFC 3339.
+    pub at: String,
+    /// Seconds from the launch to its end.
+    pub after_s: f64,
+    /// Whether it ended after the launcher had signalled the ranks to stop
+    /// (so its end is a consequence, not a cause).
+    pub stopped_by_launcher: bool,
+}
+
+/// The first rank to fail, which caused the others to be stopped.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Failure {
+    /// The global rank.
+    pub rank: usize,
+    /// Its local rank on this node.
+    pub local_rank: usize,
+    /// How it ended.
+    #[serde(flatten)]
+    pub termination: Termination,
+    /// Local time it ended, RFC 3339.
+    pub at: String,
+    /// Seconds from the launch to its end.
+    pub after_s: f64,
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "rank {} {} after {:.1} s",
+            self.rank, self.termination, self.after_s
+        )
+    }
+}
+
+/// One rank of this node, its files and its end.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RankRecord {
+    /// The global rank.
+    pub rank: usize,
+    /// The rank on this node.
+    pub local_rank: usize,
+    /// The process id (also its process group id); absent if it never started.
+    pub pid: Option<u32>,
+    /// Local time it started, RFC 3339; absent if it never started.
+    pub started_at: Option<String>,
+    /// Its complete stdout.
+    pub stdout: String,
+    /// Its complete stderr.
+    pub stderr: String,
+    /// NCCL's debug log (`NCCL_DEBUG_FILE`), written by NCCL if it runs.
+    pub nccl_log: String,
+    /// Its trace (JSON Lines), written by the reference DDP's recorder.
+    pub trace: String,
+    /// PyTorch's NCCL flight recorder dump, written on a collective timeout.
+    pub flight_recorder: String,
+    /// The torchelastic error file (`TORCHELASTIC_ERROR_FILE`), written by
+    /// programs using `torch.distributed.elastic`'s `@record`.
+    pub error_file: String,
+    /// The relevant part of its environment (see [`Manifest::env`]); the store
+    /// token is redacted.
+    pub env: BTreeMap<String, String>,
+    /// How it ended; absent while running or if it never started.
+    pub end: Option<RankEnd>,
+}
+
+/// Everything known about one node's part of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// The manifest format ([`MANIFEST_FORMAT`]).
+    pub format: u32,
+    /// The ddp-probe version that wrote it.
+    pub ddp_probe_version: String,
+    /// The overall status.
+    pub status: RunStatus,
+    /// The exit status the launcher ends with (absent while running).
+    pub exit_code: Option<i32>,
+    /// The program run for every rank, as given.
+    pub program: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// The working directory of the launcher and the ranks.
+    pub cwd: String,
+    /// The run id (`TORCHELASTIC_RUN_ID`), shared by all nodes.
+    pub run_id: String,
+    /// This node's index.
+    pub node_rank: usize,
+    /// The number of nodes.
+    pub nnodes: usize,
+    /// Ranks per node.
+    pub nproc_per_node: usize,
+    /// Ranks in the whole run.
+    pub world_size: usize,
+    /// This host's name.
+    pub hostname: String,
+    /// The master's address.
+    pub master_addr: String,
+    /// The master's port.
+    pub master_port: u16,
+    /// The absolute run directory when it was written.
+    pub run_dir: String,
+    /// Local time the launch started, RFC 3339.
+    pub started_at: String,
+    /// Local time the last rank ended, RFC 3339.
+    pub ended_at: Option<String>,
+    /// Seconds from start to end.
+    pub duration_s: Option<f64>,
+    /// The hang timeout in seconds, if the watchdog was on.
+    pub hang_timeout_s: Option<f64>,
+    /// Seconds between SIGTERM and SIGKILL when stopping ranks.
+    pub grace_period_s: f64,
+    /// The DDP bucket size given with `--bucket-cap-mb`.
+    pub bucket_cap_mb: Option<f64>,
+    /// The directory of logs, relative to the run directory.
+    pub logs_dir: String,
+    /// The directory of traces, relative to the run directory.
+    pub traces_dir: String,
+    /// This node's ranks.
+    pub ranks: Vec<RankRecord>,
+    /// The first rank to fail.
+    pub first_failure: Option<Failure>,
+    /// The hang report, when the watchdog stopped the run.
+    pub hang: Option<HangReport>,
+    /// The signal that interrupted the launcher (e.g. `SIGINT`).
+    pub interrupted_by: Option<String>,
+    /// Why the launch failed, for status `launch_error`.
+    pub launch_error: Option<String>,
+    /// The relevant environment the launcher was started with (plus extra
+    /// variables given in the configuration): names starting with NCCL_,
+    /// TORCH, CUDA_, OMP_, MASTER_, GLOO_, PYTORCH_, DDP_PROBE_, LOCAL_,
+    /// WORLD_, GROUP_, ROLE_ or RANK.
+    pub env: BTreeMap<String, String>,
+}
+
+impl Manifest {
+    /// The record of a global rank, if it runs on this node.
+    pub fn rank(&self, rank: usize) -> Option<&RankRecord> {
+        self.ranks.iter().find(|r| r.rank == rank)
+    }
+
+    /// The manifest as pretty-printed JSON.
+    pub fn to_json(&self) -> String {
+        // Serialising these plain types cannot fail (string keys, no custom
+        // serialisers); fall back to an empty object rather than panic.
+        serde_json::to_string_pretty(self).unwrap_or_else(|_| "{}".to_owned())
+    }
+
+    /// Writes the manifest atomically: to a temporary file in the same
+    /// directory, flushed, then renamed over `path`.
+    pub fn write_atomic(&self, path: &Path) -> io::Result<()> {
+        let dir = path.parent().unwrap_or_else(|| Path::new("."));
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "manifest.json".to_owned());
+        let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+        let result = (|| {
+            let mut file = fs::File::create(&tmp)?;
+            file.write_all(self.to_json().as_bytes())?;
+            file.write_all(b"\n")?;
+            file.sync_all()?;
+            fs::rename(&tmp, path)
+        })();
+        if result.is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+        result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn termination_exit_codes_and_text() {
+        let ok = Termination::Exited { code: 0 };
+        assert!(ok.success());
+        assert_eq!(ok.exit_code(), 0);
+        let killed = Termination::Signaled {
+            signal: "SIGKILL".into(),
+            number: 9,
+            core_dumped: false,
+        };
+        assert!(!killed.success());
+        assert_eq!(killed.exit_code(), 137);
+        assert_eq!(killed.to_string(), "killed by SIGKILL");
+        assert_eq!(
+            Termination::Exited { code: 3 }.to_string(),
+            "exited with code 3"
+        );
+    }
+
+    #[test]
+    fn rank_end_serialises_flat() {
+        let end = RankEnd {
+            termination: Termination::Signaled {
+                signal: "SIGTERM".into(),
+                number: 15,
+                core_dumped: false,
+            },
+            at: "2024-01-01T00:00:00+00:00".into(),
+            after_s: 1.5,
+            stopped_by_launcher: true,
+        };
+        let v = serde_json::to_value(&end).unwrap();
+        assert_eq!(v["how"], "signaled");
+        assert_eq!(v["signal"], "SIGTERM");
+        let back: RankEnd = serde_json::from_value(v).unwrap();
+        assert_eq!(back, end);
+    }
+
+    #[test]
+    fn status_names_match_serde() {
+        for s in [
+            RunStatus::Running,
+            RunStatus::Ok,
+            RunStatus::Failed,
+            RunStatus::Hang,
+            RunStatus::Interrupted,
+            RunStatus::LaunchError,
+        ] {
+            assert_eq!(serde_json::to_value(s).unwrap(), s.name());
+        }
+    }
+}

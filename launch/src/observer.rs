@@ -1,0 +1,186 @@
+//! What happens during a launch, as events for the command line (or a test, or
+//! a UI) to show.
+//!
+//! [`ConsoleObserver`] prints them the way `ddp-probe run` does: rank lines as
+//! `[rank R] ...` on the stream they came from, the launcher's messages on
+//! stderr as `ddp-probe: ...`.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::console::Stream;
+use crate::hang::HangReport;
+use crate::manifest::{Failure, RankEnd};
+
+/// Something that happened during a launch.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// A message for the user (e.g. torchrun's OMP_NUM_THREADS notice, a
+    /// warning that the `latest` link could not be updated).
+    Notice {
+        /// The message.
+        message: String,
+    },
+    /// The run directory exists and the ranks are about to start.
+    RunStarted {
+        /// The run directory.
+        run_dir: PathBuf,
+        /// The run id.
+        run_id: String,
+        /// The master's address.
+        master_addr: String,
+        /// The master's port.
+        master_port: u16,
+        /// Ranks in the whole run.
+        world_size: usize,
+        /// The global ranks started on this node.
+        ranks: Vec<usize>,
+    },
+    /// A rank's process started.
+    RankStarted {
+        /// The global rank.
+        rank: usize,
+        /// The local rank.
+        local_rank: usize,
+        /// Its process id (and process group id).
+        pid: u32,
+    },
+    /// A line of rank output that the console mode selects (console-safe).
+    Output {
+        /// The global rank.
+        rank: usize,
+        /// The stream it came from.
+        stream: Stream,
+        /// The line, cleaned for the terminal.
+        text: String,
+    },
+    /// A rank's process ended.
+    RankEnded {
+        /// The global rank.
+        rank: usize,
+        /// How and when.
+        end: RankEnd,
+    },
+    /// The first rank failed; the others are being stopped.
+    FirstFailure(Failure),
+    /// The watchdog found the run hung; the ranks are being stopped.
+    Hang(HangReport),
+    /// The launcher got a stop signal; the ranks are being stopped.
+    Interrupted {
+        /// The signal's name, e.g. `SIGINT`.
+        signal: String,
+    },
+    /// SIGTERM was sent to these ranks' process groups.
+    Stopping {
+        /// The ranks still running.
+        ranks: Vec<usize>,
+        /// How long they get before SIGKILL.
+        grace: Duration,
+    },
+    /// The grace period ran out (or a second stop signal came): SIGKILL was
+    /// sent to these ranks' process groups.
+    Killing {
+        /// The ranks still running.
+        ranks: Vec<usize>,
+    },
+}
+
+impl Event {
+    /// The launcher's message for this event, as `ddp-probe run` prints it;
+    /// `None` for rank output and for routine rank starts and ends.
+    pub fn message(&self) -> Option<String> {
+        match self {
+            Event::Notice { message } => Some(message.clone()),
+            Event::RunStarted {
+                run_dir,
+                run_id,
+                master_addr,
+                master_port,
+                world_size,
+                ranks,
+            } => Some(format!(
+                "run {run_id}: starting {} of {world_size} ranks (master {master_addr}:{master_port}); logs in {}",
+                ranks_text(ranks),
+                run_dir.display()
+            )),
+            // Rank ends are summed up at the end ([`crate::Outcome::render_summary`]);
+            // the one that matters is also a [`Event::FirstFailure`].
+            Event::RankStarted { .. } | Event::Output { .. } | Event::RankEnded { .. } => None,
+            Event::FirstFailure(f) => Some(format!(
+                "rank {} failed first: {}; stopping the other ranks",
+                f.rank, f.termination
+            )),
+            Event::Hang(report) => Some(report.render()),
+            Event::Interrupted { signal } => {
+                Some(format!("got {signal}; stopping all ranks"))
+            }
+            Event::Stopping { ranks, grace } => (!ranks.is_empty()).then(|| {
+                format!(
+                    "sent SIGTERM to {}; SIGKILL in {:.1} s",
+                    ranks_text(ranks),
+                    grace.as_secs_f64()
+                )
+            }),
+            Event::Killing { ranks } => (!ranks.is_empty())
+                .then(|| format!("sent SIGKILL to {}", ranks_text(ranks))),
+        }
+    }
+}
+
+fn ranks_text(ranks: &[usize]) -> String {
+    let list: Vec<String> = ranks.iter().map(usize::to_string).collect();
+    if list.len() == 1 {
+        format!("rank {}", list[0])
+    } else {
+        format!("ranks {}", list.join(", "))
+    }
+}
+
+/// Receives the events of a launch, on the thread that called
+/// [`crate::launch`].
+pub trait Observer {
+    /// Called for each event, in order.
+    fn on_event(&mut self, event: &Event);
+}
+
+impl<F: FnMut(&Event)> Observer for F {
+    fn on_event(&mut self, event: &Event) {
+        self(event)
+    }
+}
+
+/// Ignores every event.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NullObserver;
+
+impl Observer for NullObserver {
+    fn on_event(&mut self, _event: &Event) {}
+}
+
+/// Prints events on the terminal as `ddp-probe run` does. Write errors (a
+/// closed pipe) are ignored.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ConsoleObserver;
+
+impl Observer for ConsoleObserver {
+    fn on_event(&mut self, event: &Event) {
+        match event {
+            Event::Output { rank, stream, text } => {
+                let line = format!("[rank {rank}] {text}\n");
+                let _ = match stream {
+                    Stream::Stdout => std::io::stdout().lock().write_all(line.as_bytes()),
+                    Stream::Stderr => std::io::stderr().lock().write_all(line.as_bytes()),
+                };
+            }
+            other => {
+                if let Some(message) = other.message() {
+                    let mut err = std::io::stderr().lock();
+                    for line in message.lines() {
+                        let _ = writeln!(err, "ddp-probe: {line}");
+                    }
+                }
+            }
+        }
+    }
+}

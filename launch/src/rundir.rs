@@ -1,0 +1,332 @@
+//! The run directory: its layout, its creation by the launcher, and finding
+//! and reading it back for the other commands.
+//!
+//! ```text
+//! runs/
+//!   latest -> 20240501-120000-train        (replaced atomically by each run)
+//!   20240501-120000-train/
+//!     manifest.json                        (written at start, rewritten at the end)
+//!     logs/rank-<R>.stdout, rank-<R>.stderr (complete raw output)
+//!     logs/nccl-rank<R>.log                (NCCL_DEBUG_FILE, written by NCCL)
+//!     logs/nccl_trace_rank_<R>             (PyTorch flight recorder dumps)
+//!     logs/error-rank<R>.json              (torchelastic error file)
+//!     traces/rank-<R>.jsonl                (written by the ranks' recorder)
+//! ```
+
+use std::ffi::{OsStr, OsString};
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::error::{LaunchError, RunDirError};
+use crate::manifest::{Manifest, MANIFEST_FORMAT};
+
+/// Where run directories go by default, relative to the working directory.
+pub const DEFAULT_RUNS_ROOT: &str = "runs";
+/// The link in the runs root that points at the newest run.
+pub const LATEST_LINK: &str = "latest";
+/// The manifest's file name in a run directory.
+pub const MANIFEST_FILE: &str = "manifest.json";
+/// The logs directory in a run directory.
+pub const LOGS_DIR: &str = "logs";
+/// The traces directory in a run directory.
+pub const TRACES_DIR: &str = "traces";
+
+/// `logs/rank-<R>.stdout`, relative to the run directory.
+pub fn rank_stdout(rank: usize) -> String {
+    format!("{LOGS_DIR}/rank-{rank}.stdout")
+}
+
+/// `logs/rank-<R>.stderr`, relative to the run directory.
+pub fn rank_stderr(rank: usize) -> String {
+    format!("{LOGS_DIR}/rank-{rank}.stderr")
+}
+
+/// `traces/rank-<R>.jsonl`, relative to the run directory.
+pub fn rank_trace(rank: usize) -> String {
+    format!("{TRACES_DIR}/rank-{rank}.jsonl")
+}
+
+/// A run directory and its manifest, as read back by the other commands.
+#[derive(Debug, Clone)]
+pub struct RunDir {
+    /// The run directory (symlinks such as `runs/latest` resolved).
+    pub path: PathBuf,
+    /// Its manifest.
+    pub manifest: Manifest,
+}
+
+impl RunDir {
+    /// Finds and reads the run the user named; see [`resolve_run_dir`].
+    pub fn open(arg: Option<&Path>) -> Result<RunDir, RunDirError> {
+        let path = resolve_run_dir(arg)?;
+        let manifest = read_manifest(&path)?;
+        Ok(RunDir { path, manifest })
+    }
+
+    /// A path from the manifest as a real path: relative ones are joined to
+    /// the run directory, absolute ones are kept.
+    pub fn file(&self, path: &str) -> PathBuf {
+        self.path.join(path)
+    }
+
+    /// The trace file of a rank of this node.
+    pub fn trace(&self, rank: usize) -> PathBuf {
+        match self.manifest.rank(rank) {
+            Some(r) => self.file(&r.trace),
+            None => self.path.join(rank_trace(rank)),
+        }
+    }
+
+    /// The traces directory.
+    pub fn traces_dir(&self) -> PathBuf {
+        self.file(&self.manifest.traces_dir)
+    }
+}
+
+/// Resolves the RUN argument of a command to a run directory.
+///
+/// `None` means `runs/latest`. A path may be a run directory (one with a
+/// `manifest.json`), or a runs root holding a `latest` link. Symlinks are
+/// resolved, so the result names the run itself.
+pub fn resolve_run_dir(arg: Option<&Path>) -> Result<PathBuf, RunDirError> {
+    let given = match arg {
+        Some(p) => p.to_path_buf(),
+        None => Path::new(DEFAULT_RUNS_ROOT).join(LATEST_LINK),
+    };
+    if fs::symlink_metadata(&given).is_err() {
+        return Err(RunDirError::NotFound { path: given });
+    }
+    let Ok(dir) = fs::canonicalize(&given) else {
+        // A dangling link, e.g. `latest` after its run was deleted.
+        return Err(RunDirError::NotFound { path: given });
+    };
+    if dir.join(MANIFEST_FILE).is_file() {
+        return Ok(dir);
+    }
+    let latest = dir.join(LATEST_LINK);
+    if let Ok(target) = fs::canonicalize(&latest) {
+        if target.join(MANIFEST_FILE).is_file() {
+            return Ok(target);
+        }
+    }
+    Err(RunDirError::NotARun { path: given })
+}
+
+/// Reads the manifest of a run directory.
+pub fn read_manifest(run_dir: &Path) -> Result<Manifest, RunDirError> {
+    let path = run_dir.join(MANIFEST_FILE);
+    let text = match fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Err(RunDirError::NotARun {
+                path: run_dir.to_path_buf(),
+            })
+        }
+        Err(source) => return Err(RunDirError::Read { path, source }),
+    };
+    // Check the format first, so a newer manifest gets a clear error rather
+    // than a confusing missing-field one.
+    if let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) {
+        if let Some(found) = v.get("format").and_then(|f| f.as_u64()) {
+            if found > u64::from(MANIFEST_FORMAT) {
+                return Err(RunDirError::UnsupportedFormat {
+                    path,
+                    found: u32::try_from(found).unwrap_or(u32::MAX),
+                    supported: MANIFEST_FORMAT,
+                });
+            }
+        }
+    }
+    serde_json::from_str(&text).map_err(|source| RunDirError::Parse { path, source })
+}
+
+/// The name a run directory gets from the command: the program's file name,
+/// or for an interpreter (python, sh, ...) the script or module it runs.
+/// Only `[A-Za-z0-9._-]` is kept, at most 40 characters.
+pub fn run_name(program: &OsStr, args: &[OsString]) -> String {
+    let base = |p: &OsStr| {
+        Path::new(p)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    let prog = base(program);
+    let is_interpreter = [
+        "python", "pypy", "sh", "bash", "zsh", "dash", "uv", "node", "perl", "ruby",
+    ]
+    .iter()
+    .any(|i| {
+        prog == *i
+            || (prog.starts_with(i)
+                && prog[i.len()..]
+                    .chars()
+                    .all(|c| c.is_ascii_digit() || c == '.'))
+    });
+    let mut name = prog.clone();
+    if is_interpreter {
+        let mut it = args.iter().map(|a| a.to_string_lossy());
+        while let Some(a) = it.next() {
+            if a == "-m" {
+                if let Some(module) = it.next() {
+                    name = module.rsplit('.').next().unwrap_or(&module).to_owned();
+                }
+                break;
+            }
+            if a == "-c" || a == "run" {
+                continue;
+            }
+            if !a.starts_with('-') {
+                let stem = Path::new(a.as_ref())
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                if !stem.is_empty() {
+                    name = stem;
+                }
+                break;
+            }
+        }
+    }
+    let clean: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(40)
+        .collect();
+    let clean = clean.trim_start_matches('.').to_owned();
+    if clean.is_empty() {
+        "run".to_owned()
+    } else {
+        clean
+    }
+}
+
+/// Creates a fresh default run directory `<root>/<stamp>-<name>` (adding
+/// `-2`, `-3`, ... if taken) with its `logs/` and `traces/`.
+pub(crate) fn create_default(root: &Path, stamp: &str, name: &str) -> Result<PathBuf, LaunchError> {
+    fs::create_dir_all(root).map_err(|source| LaunchError::RunDir {
+        path: root.to_path_buf(),
+        source,
+    })?;
+    let mut n = 1u32;
+    loop {
+        let dir = if n == 1 {
+            root.join(format!("{stamp}-{name}"))
+        } else {
+            root.join(format!("{stamp}-{name}-{n}"))
+        };
+        match fs::create_dir(&dir) {
+            Ok(()) => {
+                create_parts(&dir)?;
+                return Ok(dir);
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && n < 1000 => n += 1,
+            Err(source) => return Err(LaunchError::RunDir { path: dir, source }),
+        }
+    }
+}
+
+/// Creates (or reuses, if it holds no run) an explicitly given run directory.
+pub(crate) fn create_explicit(dir: &Path) -> Result<(), LaunchError> {
+    if dir.join(MANIFEST_FILE).exists() {
+        return Err(LaunchError::RunDirTaken {
+            path: dir.to_path_buf(),
+        });
+    }
+    fs::create_dir_all(dir).map_err(|source| LaunchError::RunDir {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    create_parts(dir)
+}
+
+fn create_parts(dir: &Path) -> Result<(), LaunchError> {
+    for part in [LOGS_DIR, TRACES_DIR] {
+        let path = dir.join(part);
+        fs::create_dir_all(&path).map_err(|source| LaunchError::RunDir { path, source })?;
+    }
+    Ok(())
+}
+
+/// Points `<root>/latest` at `run_dir` (a sibling), replacing any previous
+/// link atomically (new link under a temporary name, then renamed).
+pub(crate) fn update_latest(root: &Path, run_dir: &Path) -> io::Result<()> {
+    let target = run_dir
+        .file_name()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "run directory has no name"))?;
+    let tmp = root.join(format!(".{LATEST_LINK}.tmp-{}", std::process::id()));
+    let _ = fs::remove_file(&tmp);
+    std::os::unix::fs::symlink(target, &tmp)?;
+    let result = fs::rename(&tmp, root.join(LATEST_LINK));
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn name(program: &str, args: &[&str]) -> String {
+        let args: Vec<OsString> = args.iter().map(OsString::from).collect();
+        run_name(OsStr::new(program), &args)
+    }
+
+    #[test]
+    fn run_names() {
+        assert_eq!(name("./train", &[]), "train");
+        assert_eq!(
+            name("/usr/bin/python3", &["-u", "scripts/train.py", "--lr", "1"]),
+            "train"
+        );
+        assert_eq!(name("python3.11", &["-m", "pkg.trainer"]), "trainer");
+        assert_eq!(name("sh", &["-c", "echo hi"]), "echo_hi");
+        assert_eq!(name("my prog$", &[]), "my_prog_");
+        assert_eq!(name("..", &[]), "run");
+        assert_eq!(name("pythonic", &["x.py"]), "pythonic");
+        assert_eq!(name(&"x".repeat(100), &[]).len(), 40);
+    }
+
+    #[test]
+    fn default_dirs_are_unique_and_latest_follows() {
+        let root = tempfile::tempdir().unwrap();
+        let a = create_default(root.path(), "20240101-000000", "t").unwrap();
+        let b = create_default(root.path(), "20240101-000000", "t").unwrap();
+        assert_ne!(a, b);
+        assert!(b.ends_with("20240101-000000-t-2"));
+        assert!(a.join("logs").is_dir() && a.join("traces").is_dir());
+        update_latest(root.path(), &a).unwrap();
+        update_latest(root.path(), &b).unwrap();
+        let link = fs::read_link(root.path().join(LATEST_LINK)).unwrap();
+        assert_eq!(link, Path::new("20240101-000000-t-2"));
+    }
+
+    #[test]
+    fn resolve_errors_are_clear() {
+        let root = tempfile::tempdir().unwrap();
+        let missing = root.path().join("nope");
+        let e = resolve_run_dir(Some(&missing)).unwrap_err();
+        assert!(matches!(e, RunDirError::NotFound { .. }), "{e}");
+        let e = resolve_run_dir(Some(root.path())).unwrap_err();
+        assert!(
+            e.to_string().contains("not a ddp-probe run directory"),
+            "{e}"
+        );
+        fs::write(root.path().join(MANIFEST_FILE), "{\"format\": 99}").unwrap();
+        let e = read_manifest(root.path()).unwrap_err();
+        assert!(
+            matches!(e, RunDirError::UnsupportedFormat { found: 99, .. }),
+            "{e}"
+        );
+        fs::write(root.path().join(MANIFEST_FILE), "{").unwrap();
+        let e = read_manifest(root.path()).unwrap_err();
+        assert!(matches!(e, RunDirError::Parse { .. }), "{e}");
+    }
+}

@@ -1,0 +1,234 @@
+//! Errors and warnings of loading traces.
+//!
+//! An [`Error`] stops loading: the input is unusable as it is and the message
+//! says what was wrong and what to do. A [`Warning`] is something the reader
+//! worked around (a cut-off last line, a newer minor version, a missing
+//! rank); the run still loads.
+
+use std::io;
+use std::path::PathBuf;
+
+fn list(paths: &[PathBuf]) -> String {
+    paths
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn ranks(r: &[u32]) -> String {
+    r.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+}
+
+/// Why a run could not be loaded.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Reading a file or listing a directory failed.
+    #[error("cannot read {}: {source}", path.display())]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// What the operating system said.
+        #[source]
+        source: io::Error,
+    },
+
+    /// A path given to the reader does not exist.
+    #[error("{} does not exist; pass a run directory (holding traces/rank-<R>.jsonl), its traces/ folder or trace files", path.display())]
+    NotFound {
+        /// The path.
+        path: PathBuf,
+    },
+
+    /// A directory holds no trace files.
+    #[error("no trace files in {}: expected one file per rank at <run_dir>/traces/rank-<R>.jsonl (any *.jsonl under traces/ is read); was the run recorded with DDP_PROBE_TRACE_DIR set?", list(.paths))]
+    NoTraces {
+        /// The directories searched.
+        paths: Vec<PathBuf>,
+    },
+
+    /// Every trace file was cut off before its header.
+    #[error("no trace file in {} has a complete header; the processes were probably killed right after they started", list(.paths))]
+    NoCompleteTrace {
+        /// The files.
+        paths: Vec<PathBuf>,
+    },
+
+    /// The first record of a file is not a header.
+    #[error("{}:{line}: the first record must be the header (\"type\":\"header\") but it is {found}; is this a ddp-probe trace file?", path.display())]
+    MissingHeader {
+        /// The file.
+        path: PathBuf,
+        /// Line number (1-based).
+        line: u64,
+        /// What was found instead.
+        found: String,
+    },
+
+    /// The header's `format` is not `ddp-probe-trace`.
+    #[error("{}:{line}: not a ddp-probe trace: the header's \"format\" is {found}, expected \"ddp-probe-trace\"", path.display())]
+    NotATrace {
+        /// The file.
+        path: PathBuf,
+        /// Line number (1-based).
+        line: u64,
+        /// The format found, quoted, or a description of what is missing.
+        found: String,
+    },
+
+    /// The file's major version is not the one this build reads.
+    #[error("{}: trace format version {found} is not supported: this build reads version {supported} (any {major}.x); open the file with a ddp-probe release that reads version {found}", path.display(), major = crate::trace::VERSION_MAJOR)]
+    UnsupportedVersion {
+        /// The file.
+        path: PathBuf,
+        /// The version in the file.
+        found: String,
+        /// The version this build writes.
+        supported: String,
+    },
+
+    /// The header is not valid.
+    #[error("{}:{line}: invalid header: {problem}", path.display())]
+    InvalidHeader {
+        /// The file.
+        path: PathBuf,
+        /// Line number (1-based).
+        line: u64,
+        /// What is wrong.
+        problem: String,
+    },
+
+    /// A line other than the last one is not valid JSON.
+    #[error("{}:{line}: corrupt line, not valid JSON: {problem}; only the last line of a trace may be incomplete (when its writer was killed), so this file was damaged after it was written", path.display())]
+    CorruptLine {
+        /// The file.
+        path: PathBuf,
+        /// Line number (1-based).
+        line: u64,
+        /// serde_json's description.
+        problem: String,
+    },
+
+    /// A record is valid JSON but breaks a rule of the format.
+    #[error("{}:{line}: invalid {record} record: {problem}", path.display())]
+    InvalidRecord {
+        /// The file.
+        path: PathBuf,
+        /// Line number (1-based).
+        line: u64,
+        /// The record's type.
+        record: String,
+        /// What is wrong.
+        problem: String,
+    },
+
+    /// Files of different runs were given together.
+    #[error("the traces belong to different runs: {} has run_id {first_id:?} but {} has run_id {second_id:?}; load one run at a time", first.display(), second.display())]
+    MixedRuns {
+        /// A file of the first run.
+        first: PathBuf,
+        /// Its run id.
+        first_id: String,
+        /// A file of another run.
+        second: PathBuf,
+        /// Its run id.
+        second_id: String,
+    },
+
+    /// The headers disagree on the number of ranks.
+    #[error("the traces disagree on the world size: {} says {first_size} ranks but {} says {second_size}", first.display(), second.display())]
+    WorldSizeMismatch {
+        /// A file.
+        first: PathBuf,
+        /// Its world size.
+        first_size: u32,
+        /// A file that disagrees.
+        second: PathBuf,
+        /// Its world size.
+        second_size: u32,
+    },
+
+    /// Two files claim the same rank.
+    #[error("rank {rank} has two traces: {} and {}; pass each node's run directory only once", first.display(), second.display())]
+    DuplicateRank {
+        /// The rank.
+        rank: u32,
+        /// The first file.
+        first: PathBuf,
+        /// The second file.
+        second: PathBuf,
+    },
+}
+
+/// Something the reader worked around; the run still loaded.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Warning {
+    /// The last line of a file is incomplete (the writer was killed while
+    /// writing it); everything before it was loaded.
+    #[error("{}:{line}: the last line is cut off (the process was probably killed while writing it); loaded the {records} records before it", path.display())]
+    Truncated {
+        /// The file.
+        path: PathBuf,
+        /// Line number of the cut line (1-based).
+        line: u64,
+        /// Records loaded from the file.
+        records: u64,
+    },
+
+    /// A file is empty or ends inside its header line; it was skipped.
+    #[error("{}: the file is empty or ends before its header line is complete (the process was probably killed right after it started); skipped it", path.display())]
+    NoHeader {
+        /// The file.
+        path: PathBuf,
+    },
+
+    /// A file was written by a newer minor version.
+    #[error("{}: written with trace format version {found}, newer than this build's {supported}; fields and records this build does not know were ignored", path.display())]
+    NewerMinorVersion {
+        /// The file.
+        path: PathBuf,
+        /// Its version.
+        found: String,
+        /// This build's version.
+        supported: String,
+    },
+
+    /// Records of a type the reader does not know were skipped.
+    #[error("{}: skipped {count} records of unknown type {record:?} (first on line {first_line}); they are probably from a newer version of the format", path.display())]
+    UnknownRecordType {
+        /// The file.
+        path: PathBuf,
+        /// The type name.
+        record: String,
+        /// How many.
+        count: u64,
+        /// The first one's line.
+        first_line: u64,
+    },
+
+    /// Spans of an unknown kind were loaded as kind `other`.
+    #[error("{}: loaded {count} spans of unknown kind {kind:?} (first on line {first_line}) as kind \"other\"", path.display())]
+    UnknownSpanKind {
+        /// The file.
+        path: PathBuf,
+        /// The kind name.
+        kind: String,
+        /// How many.
+        count: u64,
+        /// The first one's line.
+        first_line: u64,
+    },
+
+    /// Some ranks of the run have no trace.
+    #[error("run {run_id:?} has {world_size} ranks but no trace of rank {}; pass every node's run directory", ranks(.missing))]
+    MissingRanks {
+        /// The run.
+        run_id: String,
+        /// Its world size.
+        world_size: u32,
+        /// The ranks without a trace.
+        missing: Vec<u32>,
+    },
+}

@@ -1,0 +1,1248 @@
+//! Loading run directories into a [`Run`].
+//!
+//! [`load_run`] takes run directories (or `traces/` folders, or trace files),
+//! finds every `*.jsonl` under their `traces/` folders, parses the files in
+//! parallel (one worker per core) and merges them into one [`Run`] keyed by
+//! the headers' `run_id`, so the run directories of several nodes load as
+//! one run.
+//!
+//! Lines are read into one large buffer and parsed where they lie (no copy
+//! per line) with serde_json into a flat record struct that borrows its
+//! strings; spans are then packed into 64-byte [`crate::model::Span`]s with
+//! interned strings. Nothing is allocated per line except for the rare
+//! records that carry arrays (`buckets`, `grad_ready`), log messages and
+//! strings written with JSON escapes.
+//!
+//! Damage is handled as the format specifies: a cut-off last line (no
+//! trailing newline and not valid JSON) loads everything before it with a
+//! [`Warning::Truncated`]; any other invalid line is an [`Error`] naming the
+//! file and line.
+
+use std::borrow::Cow;
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use serde::{Deserialize, Deserializer};
+use serde_json::error::Category;
+use serde_json::value::RawValue;
+
+use crate::error::{Error, Warning};
+use crate::hash::FxHashMap;
+use crate::model::{
+    BucketLayout, CounterSample, EndInfo, GradReady, InstantEvent, Lane, LaneId, LaneKind,
+    LogEntry, RankTrace, Run, Span, SpanExtra, SpanParts, Strings, Sym,
+};
+use crate::trace::{
+    BucketInfo, BucketsRecord, GradReadyRecord, Header, KernelCategory, LogLevel, Record, SpanKind,
+    TraceWriter, Version, CLOCK_UNIX_NS, FORMAT_NAME, MAX_STEP, TRACES_DIR, VERSION,
+};
+
+/// Size of the read buffer per file.
+const READ_BUFFER_BYTES: usize = 1 << 20;
+
+/// Loads the run stored under `paths`.
+///
+/// Each path may be a run directory (its `traces/` folder is searched for
+/// `*.jsonl`, recursively), a folder of trace files, or a trace file. Several
+/// run directories of one run (one per node) are merged by `run_id`.
+///
+/// Returns the run and the warnings to show the user.
+pub fn load_run<P: AsRef<Path>>(paths: &[P]) -> Result<(Run, Vec<Warning>), Error> {
+    let files = find_trace_files(paths)?;
+    load_files(&files)
+}
+
+/// The trace files [`load_run`] would read, sorted, without duplicates.
+pub fn find_trace_files<P: AsRef<Path>>(paths: &[P]) -> Result<Vec<PathBuf>, Error> {
+    let mut files = Vec::new();
+    for p in paths {
+        let p = p.as_ref();
+        let meta = std::fs::metadata(p).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                Error::NotFound { path: p.to_owned() }
+            } else {
+                io_error(p, e)
+            }
+        })?;
+        if meta.is_file() {
+            files.push(p.to_owned());
+            continue;
+        }
+        let traces = p.join(TRACES_DIR);
+        let dir = if traces.is_dir() {
+            traces
+        } else {
+            p.to_owned()
+        };
+        let before = files.len();
+        collect_jsonl(&dir, &mut files, 0)?;
+        if files.len() == before {
+            return Err(Error::NoTraces {
+                paths: vec![p.to_owned()],
+            });
+        }
+    }
+    if files.is_empty() {
+        return Err(Error::NoTraces {
+            paths: paths.iter().map(|p| p.as_ref().to_owned()).collect(),
+        });
+    }
+    let mut keyed: Vec<(PathBuf, PathBuf)> = files
+        .into_iter()
+        .map(|f| (std::fs::canonicalize(&f).unwrap_or_else(|_| f.clone()), f))
+        .collect();
+    keyed.sort();
+    keyed.dedup_by(|a, b| a.0 == b.0);
+    Ok(keyed.into_iter().map(|(_, f)| f).collect())
+}
+
+fn collect_jsonl(dir: &Path, out: &mut Vec<PathBuf>, depth: u32) -> Result<(), Error> {
+    // Deep enough for any sensible layout, shallow enough to stop on loops.
+    if depth > 8 {
+        return Ok(());
+    }
+    let entries = std::fs::read_dir(dir).map_err(|e| io_error(dir, e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| io_error(dir, e))?;
+        let path = entry.path();
+        let ty = entry.file_type().map_err(|e| io_error(&path, e))?;
+        if ty.is_dir() || (ty.is_symlink() && path.is_dir()) {
+            collect_jsonl(&path, out, depth + 1)?;
+        } else if path.extension().is_some_and(|e| e == "jsonl") {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// Loads the given trace files (no directory search).
+pub fn load_files<P: AsRef<Path>>(files: &[P]) -> Result<(Run, Vec<Warning>), Error> {
+    let paths: Vec<PathBuf> = files.iter().map(|p| p.as_ref().to_owned()).collect();
+    let outcomes = parallel_map(paths.len(), |i| {
+        let path = &paths[i];
+        let file = File::open(path).map_err(|e| io_error(path, e))?;
+        parse_file(path, file)
+    });
+    merge(outcomes, &paths)
+}
+
+/// Loads traces from readers, each named by the path used in messages.
+pub fn load_from_readers<R: Read + Send>(
+    inputs: Vec<(PathBuf, R)>,
+) -> Result<(Run, Vec<Warning>), Error> {
+    let paths: Vec<PathBuf> = inputs.iter().map(|(p, _)| p.clone()).collect();
+    let slots: Vec<Mutex<Option<R>>> = inputs
+        .into_iter()
+        .map(|(_, r)| Mutex::new(Some(r)))
+        .collect();
+    let outcomes = parallel_map(paths.len(), |i| {
+        let input = slots[i]
+            .lock()
+            .map_err(|_| io_error(&paths[i], std::io::Error::other("a reader thread panicked")))?
+            .take();
+        match input {
+            Some(r) => parse_file(&paths[i], r),
+            None => Err(io_error(
+                &paths[i],
+                std::io::Error::other("input was already consumed"),
+            )),
+        }
+    });
+    merge(outcomes, &paths)
+}
+
+/// Loads a run from records held in memory, one list per rank (each starting
+/// with its header), as if they had been written to files named
+/// `memory/rank-<i>.jsonl`. Handy for tests and importers.
+pub fn load_records(ranks: &[Vec<Record>]) -> Result<(Run, Vec<Warning>), Error> {
+    let mut inputs = Vec::with_capacity(ranks.len());
+    for (i, records) in ranks.iter().enumerate() {
+        let path = PathBuf::from(format!("memory/rank-{i}.jsonl"));
+        let mut w = TraceWriter::new(Vec::new());
+        for r in records {
+            w.write(r).map_err(|e| io_error(&path, e))?;
+        }
+        let bytes = w.into_inner().map_err(|e| io_error(&path, e))?;
+        inputs.push((path, std::io::Cursor::new(bytes)));
+    }
+    load_from_readers(inputs)
+}
+
+fn io_error(path: &Path, source: std::io::Error) -> Error {
+    Error::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+/// Runs `f(0..n)` on up to one thread per core; results in index order.
+fn parallel_map<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |c| c.get())
+        .min(n);
+    if workers <= 1 {
+        return (0..n).map(f).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let results: Vec<Mutex<Option<T>>> = (0..n).map(|_| Mutex::new(None)).collect();
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= n {
+                    break;
+                }
+                let r = f(i);
+                if let Ok(mut slot) = results[i].lock() {
+                    *slot = Some(r);
+                }
+            });
+        }
+    });
+    results
+        .into_iter()
+        .filter_map(|m| m.into_inner().ok().flatten())
+        .collect()
+}
+
+/// One file's result: its rank (absent when the file has no complete
+/// header) and its warnings.
+struct FileOutcome {
+    parsed: Option<(RankTrace, Strings)>,
+    warnings: Vec<Warning>,
+}
+
+fn merge(
+    outcomes: Vec<Result<FileOutcome, Error>>,
+    paths: &[PathBuf],
+) -> Result<(Run, Vec<Warning>), Error> {
+    if outcomes.len() != paths.len() {
+        return Err(io_error(
+            paths.first().map_or(Path::new("."), |p| p.as_path()),
+            std::io::Error::other("a reader thread panicked"),
+        ));
+    }
+    let mut warnings = Vec::new();
+    let mut parsed = Vec::new();
+    for o in outcomes {
+        let o = o?;
+        warnings.extend(o.warnings);
+        if let Some(p) = o.parsed {
+            parsed.push(p);
+        }
+    }
+    if parsed.is_empty() {
+        return Err(if paths.is_empty() {
+            Error::NoTraces { paths: Vec::new() }
+        } else {
+            Error::NoCompleteTrace {
+                paths: paths.to_vec(),
+            }
+        });
+    }
+    {
+        let (first, _) = &parsed[0];
+        for (r, _) in &parsed[1..] {
+            if r.header.run_id != first.header.run_id {
+                return Err(Error::MixedRuns {
+                    first: first.path.clone(),
+                    first_id: first.header.run_id.clone(),
+                    second: r.path.clone(),
+                    second_id: r.header.run_id.clone(),
+                });
+            }
+            if r.header.world_size != first.header.world_size {
+                return Err(Error::WorldSizeMismatch {
+                    first: first.path.clone(),
+                    first_size: first.header.world_size,
+                    second: r.path.clone(),
+                    second_size: r.header.world_size,
+                });
+            }
+        }
+    }
+    let mut iter = parsed.into_iter();
+    let (first, mut strings) = iter.next().ok_or(Error::NoTraces { paths: Vec::new() })?;
+    let mut ranks = vec![first];
+    for (mut rank, local) in iter {
+        let mut map = Vec::with_capacity(local.len());
+        for (_, s) in local.iter() {
+            map.push(
+                strings
+                    .intern(s)
+                    .ok_or_else(|| too_many_strings(&rank.path))?,
+            );
+        }
+        remap(&mut rank, &map);
+        ranks.push(rank);
+    }
+    ranks.sort_by_key(|r| r.rank());
+    for pair in ranks.windows(2) {
+        if pair[0].rank() == pair[1].rank() {
+            return Err(Error::DuplicateRank {
+                rank: pair[0].rank(),
+                first: pair[0].path.clone(),
+                second: pair[1].path.clone(),
+            });
+        }
+    }
+    let run = Run {
+        run_id: ranks[0].header.run_id.clone(),
+        world_size: ranks[0].header.world_size,
+        ranks,
+        strings,
+    };
+    let missing = run.missing_ranks();
+    if !missing.is_empty() {
+        warnings.push(Warning::MissingRanks {
+            run_id: run.run_id.clone(),
+            world_size: run.world_size,
+            missing,
+        });
+    }
+    Ok((run, warnings))
+}
+
+fn too_many_strings(path: &Path) -> Error {
+    Error::InvalidRecord {
+        path: path.to_owned(),
+        line: 0,
+        record: "span".to_owned(),
+        problem: "the run has more than 4 billion distinct strings".to_owned(),
+    }
+}
+
+/// Rewrites a rank's symbols from its own string table to the run's.
+fn remap(rank: &mut RankTrace, map: &[Sym]) {
+    for lane in &mut rank.lanes {
+        for s in lane.spans_mut() {
+            s.remap_syms(map);
+        }
+    }
+    for x in &mut rank.extras {
+        x.remap_syms(map);
+    }
+    for i in &mut rank.instants {
+        i.name = map[i.name.index()];
+        i.args = i.args.map(|a| map[a.index()]);
+    }
+    for c in &mut rank.counters {
+        c.name = map[c.name.index()];
+    }
+}
+
+/// A string borrowed from the line when it has no escapes.
+///
+/// serde's `#[serde(borrow)]` does not reach through `Option<Cow<str>>`
+/// (those always allocate), so the raw records use this instead.
+struct Str<'a>(Cow<'a, str>);
+
+impl Str<'_> {
+    fn into_owned(self) -> String {
+        self.0.into_owned()
+    }
+}
+
+impl std::ops::Deref for Str<'_> {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Str<'a>, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Str<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: serde::de::Error>(self, v: &'de str) -> Result<Str<'de>, E> {
+                Ok(Str(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Str<'de>, E> {
+                Ok(Str(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Str<'de>, E> {
+                Ok(Str(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// The fields needed to check a header before parsing all of it.
+#[derive(Deserialize)]
+struct HeaderProbe<'a> {
+    #[serde(rename = "type", borrow)]
+    ty: Option<Str<'a>>,
+    #[serde(borrow)]
+    format: Option<Str<'a>>,
+    #[serde(borrow)]
+    version: Option<Str<'a>>,
+}
+
+/// Only the type, to name records that fail to parse.
+#[derive(Deserialize)]
+struct TypeProbe<'a> {
+    #[serde(rename = "type", borrow)]
+    ty: Option<Str<'a>>,
+}
+
+/// Every field of the hot records (span, instant, counter, log, end), flat,
+/// borrowed from the line. Unknown fields are skipped.
+#[derive(Deserialize)]
+struct RawLine<'a> {
+    #[serde(rename = "type", borrow)]
+    ty: Option<Str<'a>>,
+    #[serde(borrow)]
+    kind: Option<Str<'a>>,
+    step: Option<u64>,
+    start: Option<u64>,
+    end: Option<u64>,
+    queued: Option<u64>,
+    #[serde(borrow)]
+    name: Option<Str<'a>>,
+    #[serde(borrow)]
+    lane: Option<Str<'a>>,
+    bucket: Option<u32>,
+    bytes: Option<u64>,
+    params: Option<u32>,
+    seq: Option<u64>,
+    #[serde(borrow)]
+    op: Option<Str<'a>>,
+    #[serde(borrow)]
+    algo: Option<Str<'a>>,
+    #[serde(borrow)]
+    transport: Option<Str<'a>>,
+    peer: Option<u32>,
+    #[serde(borrow)]
+    dtype: Option<Str<'a>>,
+    device: Option<u32>,
+    stream: Option<u64>,
+    #[serde(borrow)]
+    category: Option<Str<'a>>,
+    correlation: Option<u64>,
+    #[serde(borrow)]
+    args: Option<&'a RawValue>,
+    t: Option<u64>,
+    #[serde(default, deserialize_with = "present_f64")]
+    value: Option<f64>,
+    #[serde(borrow)]
+    level: Option<Str<'a>>,
+    #[serde(borrow)]
+    message: Option<Str<'a>>,
+    #[serde(borrow)]
+    status: Option<Str<'a>>,
+}
+
+/// A present `value`: a number, or `null` for NaN.
+fn present_f64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    Ok(Some(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN)))
+}
+
+const KNOWN_TYPES: &[&str] = &[
+    "header",
+    "buckets",
+    "span",
+    "grad_ready",
+    "instant",
+    "counter",
+    "log",
+    "end",
+];
+
+/// serde_json's message without its "at line 1 column N" (every line is
+/// parsed on its own), with the column kept.
+fn describe(e: &serde_json::Error) -> String {
+    let s = e.to_string();
+    match s.rfind(" at line ") {
+        Some(i) => format!("{} (column {})", &s[..i], e.column()),
+        None => s,
+    }
+}
+
+fn trim(line: &[u8]) -> &[u8] {
+    let mut end = line.len();
+    while end > 0 && line[end - 1].is_ascii_whitespace() {
+        end -= 1;
+    }
+    let mut start = 0;
+    while start < end && line[start].is_ascii_whitespace() {
+        start += 1;
+    }
+    &line[start..end]
+}
+
+/// Why a line was not loaded.
+enum LineError {
+    /// Not parseable (JSON syntax, or a field of the wrong type).
+    Json(serde_json::Error),
+    /// Parsed, but breaks the format's rules.
+    Fatal(Box<Error>),
+}
+
+impl From<Error> for LineError {
+    fn from(e: Error) -> LineError {
+        LineError::Fatal(Box::new(e))
+    }
+}
+
+/// Splits its input into lines without copying them: lines are handed out
+/// as slices of one large buffer, which only moves when a line crosses its
+/// end.
+struct LineReader<R> {
+    input: R,
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    eof: bool,
+}
+
+impl<R: Read> LineReader<R> {
+    fn new(input: R) -> LineReader<R> {
+        LineReader::with_capacity(input, READ_BUFFER_BYTES)
+    }
+
+    fn with_capacity(input: R, bytes: usize) -> LineReader<R> {
+        LineReader {
+            input,
+            buf: vec![0; bytes.max(1)],
+            start: 0,
+            end: 0,
+            eof: false,
+        }
+    }
+
+    /// The next line without its `\n`, and whether it had one.
+    fn next_line(&mut self) -> std::io::Result<Option<(&[u8], bool)>> {
+        loop {
+            if let Some(i) = memchr::memchr(b'\n', &self.buf[self.start..self.end]) {
+                let line = self.start..self.start + i;
+                self.start += i + 1;
+                return Ok(Some((&self.buf[line], true)));
+            }
+            if self.eof {
+                if self.start == self.end {
+                    return Ok(None);
+                }
+                let line = self.start..self.end;
+                self.start = self.end;
+                return Ok(Some((&self.buf[line], false)));
+            }
+            // Keep the partial line, make room and read more.
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+            if self.end == self.buf.len() {
+                let grown = self.buf.len() * 2;
+                self.buf.resize(grown, 0);
+            }
+            match self.input.read(&mut self.buf[self.end..]) {
+                Ok(0) => self.eof = true,
+                Ok(n) => self.end += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+/// A line that is not UTF-8, as a serde_json error so it is reported like
+/// any other unparseable line.
+fn utf8_error(e: std::str::Utf8Error) -> serde_json::Error {
+    <serde_json::Error as serde::de::Error>::custom(format!(
+        "invalid UTF-8 at byte {} of the line",
+        e.valid_up_to() + 1
+    ))
+}
+
+fn parse_file<R: Read>(path: &Path, input: R) -> Result<FileOutcome, Error> {
+    let mut reader = LineReader::new(input);
+    let mut lineno = 0u64;
+    let mut builder: Option<Builder> = None;
+    let mut warnings = Vec::new();
+    while let Some((raw, complete)) = reader.next_line().map_err(|e| io_error(path, e))? {
+        lineno += 1;
+        let bytes = trim(raw);
+        if bytes.is_empty() {
+            continue;
+        }
+        let line = std::str::from_utf8(bytes).map_err(utf8_error);
+        let Some(b) = builder.as_mut() else {
+            match line
+                .map_err(LineError::Json)
+                .and_then(|line| parse_header(path, lineno, line))
+            {
+                Ok((b, w)) => {
+                    warnings.extend(w);
+                    builder = Some(b);
+                    continue;
+                }
+                Err(LineError::Json(_)) if !complete => break,
+                Err(LineError::Json(e)) => return Err(json_error(path, lineno, bytes, &e)),
+                Err(LineError::Fatal(e)) => return Err(*e),
+            }
+        };
+        match line
+            .map_err(LineError::Json)
+            .and_then(|line| b.line(lineno, line))
+        {
+            Ok(()) => {}
+            Err(LineError::Json(_)) if !complete => {
+                b.truncated = true;
+                warnings.push(Warning::Truncated {
+                    path: path.to_owned(),
+                    line: lineno,
+                    records: b.records,
+                });
+                break;
+            }
+            Err(LineError::Json(e)) => return Err(json_error(path, lineno, bytes, &e)),
+            Err(LineError::Fatal(e)) => return Err(*e),
+        }
+    }
+    let Some(b) = builder else {
+        warnings.push(Warning::NoHeader {
+            path: path.to_owned(),
+        });
+        return Ok(FileOutcome {
+            parsed: None,
+            warnings,
+        });
+    };
+    let (rank, strings, w) = b.finish();
+    warnings.extend(w);
+    Ok(FileOutcome {
+        parsed: Some((rank, strings)),
+        warnings,
+    })
+}
+
+/// The error for a complete line serde_json rejected: a syntax error is a
+/// corrupt line, a wrong field type an invalid record.
+fn json_error(path: &Path, line: u64, text: &[u8], e: &serde_json::Error) -> Error {
+    if e.classify() == Category::Data {
+        let record = serde_json::from_slice::<TypeProbe<'_>>(text)
+            .ok()
+            .and_then(|p| p.ty.map(Str::into_owned))
+            .unwrap_or_else(|| "untyped".to_owned());
+        Error::InvalidRecord {
+            path: path.to_owned(),
+            line,
+            record,
+            problem: describe(e),
+        }
+    } else {
+        Error::CorruptLine {
+            path: path.to_owned(),
+            line,
+            problem: describe(e),
+        }
+    }
+}
+
+fn parse_header(
+    path: &Path,
+    line: u64,
+    text: &str,
+) -> Result<(Builder, Option<Warning>), LineError> {
+    let probe: HeaderProbe<'_> = serde_json::from_str(text).map_err(LineError::Json)?;
+    match probe.ty.as_deref() {
+        Some("header") => {}
+        Some(other) => {
+            return Err(Error::MissingHeader {
+                path: path.to_owned(),
+                line,
+                found: format!("a {other:?} record"),
+            }
+            .into())
+        }
+        None => {
+            return Err(Error::MissingHeader {
+                path: path.to_owned(),
+                line,
+                found: "a record without \"type\"".to_owned(),
+            }
+            .into())
+        }
+    }
+    let invalid = |problem: String| -> LineError {
+        Error::InvalidHeader {
+            path: path.to_owned(),
+            line,
+            problem,
+        }
+        .into()
+    };
+    match probe.format.as_deref() {
+        Some(FORMAT_NAME) => {}
+        Some(other) => {
+            return Err(Error::NotATrace {
+                path: path.to_owned(),
+                line,
+                found: format!("{other:?}"),
+            }
+            .into())
+        }
+        None => {
+            return Err(Error::NotATrace {
+                path: path.to_owned(),
+                line,
+                found: "missing".to_owned(),
+            }
+            .into())
+        }
+    }
+    let Some(vtext) = probe.version.as_deref() else {
+        return Err(invalid(
+            "the \"version\" field is missing (expected \"1.0\")".to_owned(),
+        ));
+    };
+    let Some(version) = Version::parse(vtext) else {
+        return Err(invalid(format!(
+            "version {vtext:?} is not of the form \"major.minor\""
+        )));
+    };
+    if !version.is_supported() {
+        return Err(Error::UnsupportedVersion {
+            path: path.to_owned(),
+            found: vtext.to_owned(),
+            supported: VERSION.to_owned(),
+        }
+        .into());
+    }
+    let warning = (version > Version::CURRENT).then(|| Warning::NewerMinorVersion {
+        path: path.to_owned(),
+        found: vtext.to_owned(),
+        supported: VERSION.to_owned(),
+    });
+    let header: Header = serde_json::from_str(text).map_err(|e| invalid(describe(&e)))?;
+    if header.world_size == 0 {
+        return Err(invalid("world_size is 0".to_owned()));
+    }
+    if header.rank >= header.world_size {
+        return Err(invalid(format!(
+            "rank {} is not below world_size {}",
+            header.rank, header.world_size
+        )));
+    }
+    if header.clock != CLOCK_UNIX_NS {
+        return Err(invalid(format!(
+            "clock domain {:?} is not supported; version 1 timestamps are \"unix_ns\"",
+            header.clock
+        )));
+    }
+    if let Some(ddp) = &header.ddp {
+        check_buckets(&ddp.buckets, ddp.params.len()).map_err(invalid)?;
+    }
+    Ok((Builder::new(path.to_owned(), header, version), warning))
+}
+
+/// Checks that buckets only name parameters of the table (when there is one).
+fn check_buckets(buckets: &[BucketInfo], params: usize) -> Result<(), String> {
+    if params == 0 {
+        return Ok(());
+    }
+    for b in buckets {
+        if let Some(p) = b.params.iter().find(|&&p| p as usize >= params) {
+            return Err(format!(
+                "bucket {} lists parameter {p} but the parameter table has {params} entries",
+                b.id
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A lane being filled.
+struct LaneBuild {
+    kind: LaneKind,
+    name: String,
+    spans: Vec<Span>,
+}
+
+/// One file's records on their way into a [`RankTrace`].
+struct Builder {
+    path: PathBuf,
+    header: Header,
+    version: Version,
+    offset: i64,
+    strings: Strings,
+    lanes: Vec<LaneBuild>,
+    fixed_lanes: [Option<LaneId>; 4],
+    gpu_lanes: FxHashMap<(u32, u64), LaneId>,
+    custom_lanes: FxHashMap<Box<str>, LaneId>,
+    extras: Vec<SpanExtra>,
+    extra_ids: FxHashMap<SpanExtra, u32>,
+    layouts: Vec<BucketLayout>,
+    grad_ready: Vec<GradReady>,
+    instants: Vec<InstantEvent>,
+    counters: Vec<CounterSample>,
+    logs: Vec<LogEntry>,
+    end: Option<EndInfo>,
+    unknown_types: Vec<(String, u64, u64)>,
+    unknown_kinds: Vec<(String, u64, u64)>,
+    records: u64,
+    truncated: bool,
+}
+
+impl Builder {
+    fn new(path: PathBuf, header: Header, version: Version) -> Builder {
+        let mut layouts = Vec::new();
+        if let Some(ddp) = &header.ddp {
+            layouts.push(BucketLayout {
+                from_step: 0,
+                t: None,
+                reason: "initial".to_owned(),
+                from_header: true,
+                buckets: ddp.buckets.clone(),
+            });
+        }
+        Builder {
+            path,
+            offset: header.offset_to_rank0_ns,
+            header,
+            version,
+            strings: Strings::new(),
+            lanes: Vec::new(),
+            fixed_lanes: [None; 4],
+            gpu_lanes: FxHashMap::default(),
+            custom_lanes: FxHashMap::default(),
+            extras: Vec::new(),
+            extra_ids: FxHashMap::default(),
+            layouts,
+            grad_ready: Vec::new(),
+            instants: Vec::new(),
+            counters: Vec::new(),
+            logs: Vec::new(),
+            end: None,
+            unknown_types: Vec::new(),
+            unknown_kinds: Vec::new(),
+            records: 1,
+            truncated: false,
+        }
+    }
+
+    fn invalid(&self, line: u64, record: &str, problem: String) -> LineError {
+        Error::InvalidRecord {
+            path: self.path.clone(),
+            line,
+            record: record.to_owned(),
+            problem,
+        }
+        .into()
+    }
+
+    fn missing(&self, line: u64, record: &str, field: &str) -> LineError {
+        self.invalid(line, record, format!("the \"{field}\" field is missing"))
+    }
+
+    /// A timestamp of this rank moved onto rank 0's timeline.
+    fn shift(&self, line: u64, record: &str, t: u64) -> Result<i64, LineError> {
+        i64::try_from(t)
+            .ok()
+            .and_then(|t| t.checked_add(self.offset))
+            .ok_or_else(|| {
+                self.invalid(
+                    line,
+                    record,
+                    format!("timestamp {t} is out of range (nanoseconds since 1970 must fit in 63 bits)"),
+                )
+            })
+    }
+
+    fn step(&self, line: u64, record: &str, step: Option<u64>) -> Result<Option<u32>, LineError> {
+        match step {
+            None => Ok(None),
+            Some(s) if s <= MAX_STEP => Ok(u32::try_from(s).ok()),
+            Some(s) => Err(self.invalid(
+                line,
+                record,
+                format!("step {s} is larger than the maximum {MAX_STEP}"),
+            )),
+        }
+    }
+
+    fn sym(&mut self, line: u64, s: &str) -> Result<Sym, LineError> {
+        match self.strings.intern(s) {
+            Some(sym) => Ok(sym),
+            None => Err(self.invalid(
+                line,
+                "span",
+                "more than 4 billion distinct strings".to_owned(),
+            )),
+        }
+    }
+
+    fn opt_sym(&mut self, line: u64, s: Option<&str>) -> Result<Option<Sym>, LineError> {
+        s.map(|s| self.sym(line, s)).transpose()
+    }
+
+    fn args_sym(
+        &mut self,
+        line: u64,
+        record: &str,
+        args: Option<&RawValue>,
+    ) -> Result<Option<Sym>, LineError> {
+        let Some(raw) = args else { return Ok(None) };
+        let text = raw.get();
+        if !text.starts_with('{') {
+            return Err(self.invalid(
+                line,
+                record,
+                format!("\"args\" must be a JSON object, found {text}"),
+            ));
+        }
+        self.sym(line, text).map(Some)
+    }
+
+    fn count(list: &mut Vec<(String, u64, u64)>, name: &str, line: u64) {
+        match list.iter_mut().find(|(n, _, _)| n == name) {
+            Some(e) => e.1 += 1,
+            None => list.push((name.to_owned(), 1, line)),
+        }
+    }
+
+    fn new_lane(&mut self, line: u64, kind: LaneKind, name: String) -> Result<LaneId, LineError> {
+        let id = LaneId::try_from(self.lanes.len())
+            .map_err(|_| self.invalid(line, "span", "more than 65535 lanes".to_owned()))?;
+        self.lanes.push(LaneBuild {
+            kind,
+            name,
+            spans: Vec::new(),
+        });
+        Ok(id)
+    }
+
+    fn lane(&mut self, line: u64, kind: LaneKind) -> Result<LaneId, LineError> {
+        let slot = match kind {
+            LaneKind::Compute => 0,
+            LaneKind::Buckets => 1,
+            LaneKind::Comm => 2,
+            LaneKind::Data => 3,
+            LaneKind::Gpu { device, stream } => {
+                if let Some(&id) = self.gpu_lanes.get(&(device, stream)) {
+                    return Ok(id);
+                }
+                let id = self.new_lane(line, kind, kind.display_name())?;
+                self.gpu_lanes.insert((device, stream), id);
+                return Ok(id);
+            }
+            LaneKind::Custom => return self.custom_lane(line, "custom"),
+        };
+        if let Some(id) = self.fixed_lanes[slot] {
+            return Ok(id);
+        }
+        let id = self.new_lane(line, kind, kind.display_name())?;
+        self.fixed_lanes[slot] = Some(id);
+        Ok(id)
+    }
+
+    fn custom_lane(&mut self, line: u64, name: &str) -> Result<LaneId, LineError> {
+        if let Some(&id) = self.custom_lanes.get(name) {
+            return Ok(id);
+        }
+        let id = self.new_lane(line, LaneKind::Custom, name.to_owned())?;
+        self.custom_lanes.insert(name.into(), id);
+        Ok(id)
+    }
+
+    fn line(&mut self, line: u64, text: &str) -> Result<(), LineError> {
+        let mut raw: RawLine<'_> = match serde_json::from_str(text) {
+            Ok(r) => r,
+            Err(e) => {
+                // A record of a newer type may reuse a field name with
+                // another type; skip it like any unknown record.
+                if e.classify() == Category::Data {
+                    if let Ok(TypeProbe { ty: Some(ty) }) = serde_json::from_str(text) {
+                        if !KNOWN_TYPES.contains(&&*ty) {
+                            Builder::count(&mut self.unknown_types, &ty, line);
+                            return Ok(());
+                        }
+                    }
+                }
+                return Err(LineError::Json(e));
+            }
+        };
+        let Some(ty) = raw.ty.take() else {
+            return Err(self.invalid(
+                line,
+                "untyped",
+                "the record has no \"type\" field".to_owned(),
+            ));
+        };
+        let ty: &str = &ty;
+        match ty {
+            "span" => self.span(line, raw)?,
+            "instant" => {
+                let name = raw.name.ok_or_else(|| self.missing(line, ty, "name"))?;
+                let t = raw.t.ok_or_else(|| self.missing(line, ty, "t"))?;
+                let t = self.shift(line, ty, t)?;
+                let step = self.step(line, ty, raw.step)?.map(u64::from);
+                let name = self.sym(line, &name)?;
+                let args = self.args_sym(line, ty, raw.args)?;
+                self.instants.push(InstantEvent {
+                    t,
+                    step,
+                    name,
+                    args,
+                });
+            }
+            "counter" => {
+                let name = raw.name.ok_or_else(|| self.missing(line, ty, "name"))?;
+                let t = raw.t.ok_or_else(|| self.missing(line, ty, "t"))?;
+                let value = raw.value.ok_or_else(|| self.missing(line, ty, "value"))?;
+                let t = self.shift(line, ty, t)?;
+                let name = self.sym(line, &name)?;
+                self.counters.push(CounterSample { t, name, value });
+            }
+            "log" => {
+                let t = raw.t.ok_or_else(|| self.missing(line, ty, "t"))?;
+                let level = raw.level.ok_or_else(|| self.missing(line, ty, "level"))?;
+                let message = raw
+                    .message
+                    .ok_or_else(|| self.missing(line, ty, "message"))?;
+                let t = self.shift(line, ty, t)?;
+                self.logs.push(LogEntry {
+                    t,
+                    level: LogLevel::parse(&level),
+                    message: (*message).into(),
+                });
+            }
+            "end" => {
+                let t = raw.t.ok_or_else(|| self.missing(line, ty, "t"))?;
+                let status = raw.status.ok_or_else(|| self.missing(line, ty, "status"))?;
+                let t = self.shift(line, ty, t)?;
+                self.end = Some(EndInfo {
+                    t,
+                    status: status.into_owned(),
+                    message: raw.message.map(Str::into_owned),
+                });
+            }
+            "grad_ready" => {
+                let g: GradReadyRecord =
+                    serde_json::from_str(text).map_err(|e| self.invalid(line, ty, describe(&e)))?;
+                self.step(line, ty, Some(g.step))?;
+                let t0 = self.shift(line, ty, g.t0)?;
+                self.grad_ready.push(GradReady {
+                    step: g.step,
+                    t0,
+                    offsets_ns: g.offsets_ns.into_boxed_slice(),
+                });
+            }
+            "buckets" => {
+                let b: BucketsRecord =
+                    serde_json::from_str(text).map_err(|e| self.invalid(line, ty, describe(&e)))?;
+                self.step(line, ty, Some(b.step))?;
+                let params = self.header.ddp.as_ref().map_or(0, |d| d.params.len());
+                check_buckets(&b.buckets, params).map_err(|p| self.invalid(line, ty, p))?;
+                let t = b.t.map(|t| self.shift(line, ty, t)).transpose()?;
+                self.layouts.push(BucketLayout {
+                    from_step: b.step,
+                    t,
+                    reason: b.reason,
+                    from_header: false,
+                    buckets: b.buckets,
+                });
+            }
+            "header" => {
+                return Err(self.invalid(
+                    line,
+                    ty,
+                    "a second header; each file holds the trace of one process".to_owned(),
+                ))
+            }
+            other => {
+                Builder::count(&mut self.unknown_types, other, line);
+                return Ok(());
+            }
+        }
+        self.records += 1;
+        Ok(())
+    }
+
+    fn span(&mut self, line: u64, r: RawLine<'_>) -> Result<(), LineError> {
+        const TY: &str = "span";
+        let kind_text = r
+            .kind
+            .as_deref()
+            .ok_or_else(|| self.missing(line, TY, "kind"))?;
+        let start = r.start.ok_or_else(|| self.missing(line, TY, "start"))?;
+        let end = r.end.ok_or_else(|| self.missing(line, TY, "end"))?;
+        if end < start {
+            return Err(self.invalid(
+                line,
+                TY,
+                format!("it ends ({end}) before it starts ({start})"),
+            ));
+        }
+        let step = self.step(line, TY, r.step)?;
+        let (kind, kind_name) = match SpanKind::from_name(kind_text) {
+            Some(k) => (k, None),
+            None => {
+                Builder::count(&mut self.unknown_kinds, kind_text, line);
+                (SpanKind::Other, Some(self.sym(line, kind_text)?))
+            }
+        };
+        let extra = SpanExtra {
+            kind_name,
+            params: r.params,
+            transport: self.opt_sym(line, r.transport.as_deref())?,
+            algo: self.opt_sym(line, r.algo.as_deref())?,
+            dtype: self.opt_sym(line, r.dtype.as_deref())?,
+            peer: r.peer,
+            device: r.device,
+            stream: r.stream,
+            correlation: r.correlation,
+            args: self.args_sym(line, TY, r.args)?,
+        };
+        let extra = if extra.is_empty() {
+            None
+        } else if let Some(&id) = self.extra_ids.get(&extra) {
+            Some(id)
+        } else {
+            let id = u32::try_from(self.extras.len())
+                .ok()
+                .filter(|&id| id < u32::MAX)
+                .ok_or_else(|| {
+                    self.invalid(line, TY, "too many distinct span extras".to_owned())
+                })?;
+            self.extras.push(extra);
+            self.extra_ids.insert(extra, id);
+            Some(id)
+        };
+        let lane = match r.lane.as_deref() {
+            Some(name) => match LaneKind::from_key(name) {
+                Some(k) => self.lane(line, k)?,
+                None => self.custom_lane(line, name)?,
+            },
+            None => self.lane(line, LaneKind::default_for(kind, r.device, r.stream))?,
+        };
+        let span = Span::from_parts(SpanParts {
+            start: self.shift(line, TY, start)?,
+            end: self.shift(line, TY, end)?,
+            queued: r.queued.map(|q| self.shift(line, TY, q)).transpose()?,
+            bytes: r.bytes,
+            seq: r.seq,
+            step,
+            bucket: r.bucket,
+            name: self.opt_sym(line, r.name.as_deref())?,
+            op: self.opt_sym(line, r.op.as_deref())?,
+            extra,
+            lane,
+            kind,
+            category: r.category.as_deref().map(KernelCategory::parse),
+        });
+        self.lanes[usize::from(lane)].spans.push(span);
+        Ok(())
+    }
+
+    fn finish(self) -> (RankTrace, Strings, Vec<Warning>) {
+        let mut warnings = Vec::new();
+        for (record, count, first_line) in self.unknown_types {
+            warnings.push(Warning::UnknownRecordType {
+                path: self.path.clone(),
+                record,
+                count,
+                first_line,
+            });
+        }
+        for (kind, count, first_line) in self.unknown_kinds {
+            warnings.push(Warning::UnknownSpanKind {
+                path: self.path.clone(),
+                kind,
+                count,
+                first_line,
+            });
+        }
+        // Display order, then renumber the spans' lane ids.
+        let mut lanes: Vec<(usize, LaneBuild)> = self.lanes.into_iter().enumerate().collect();
+        lanes.sort_by(|(_, a), (_, b)| a.kind.cmp(&b.kind).then_with(|| a.name.cmp(&b.name)));
+        let lanes: Vec<Lane> = lanes
+            .into_iter()
+            .enumerate()
+            .map(|(new, (_, mut l))| {
+                // At most 65536 lanes were created, so `new` fits.
+                let id = LaneId::try_from(new).unwrap_or(LaneId::MAX);
+                for s in &mut l.spans {
+                    s.set_lane(id);
+                }
+                Lane::new(l.kind, l.name, l.spans)
+            })
+            .collect();
+        let mut layouts = self.layouts;
+        layouts.sort_by_key(|l| l.from_step);
+        let mut grad_ready = self.grad_ready;
+        grad_ready.sort_by_key(|g| g.step);
+        let mut instants = self.instants;
+        instants.sort_by_key(|i| i.t);
+        let mut counters = self.counters;
+        counters.sort_by_key(|c| c.t);
+        let mut logs = self.logs;
+        logs.sort_by_key(|l| l.t);
+        let mut extras = self.extras;
+        extras.shrink_to_fit();
+        let rank = RankTrace {
+            header: self.header,
+            path: self.path,
+            version: self.version,
+            layouts,
+            lanes,
+            extras,
+            grad_ready,
+            instants,
+            counters,
+            logs,
+            end: self.end,
+            truncated: self.truncated,
+        };
+        (rank, self.strings, warnings)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn describe_drops_line_one() {
+        let e = serde_json::from_str::<serde_json::Value>("{\"a\":").unwrap_err();
+        let d = describe(&e);
+        assert!(!d.contains("line 1"), "{d}");
+        assert!(d.contains("column"), "{d}");
+    }
+
+    #[test]
+    fn line_reader_handles_lines_longer_than_its_buffer() {
+        let text = b"a\n\nbcdefghij\nklm\nno-newline";
+        for cap in [1, 2, 3, 7, 64] {
+            let mut r = LineReader::with_capacity(std::io::Cursor::new(&text[..]), cap);
+            let mut got = Vec::new();
+            while let Some((line, complete)) = r.next_line().unwrap() {
+                got.push((String::from_utf8(line.to_vec()).unwrap(), complete));
+            }
+            let want: Vec<(String, bool)> = [
+                ("a", true),
+                ("", true),
+                ("bcdefghij", true),
+                ("klm", true),
+                ("no-newline", false),
+            ]
+            .iter()
+            .map(|(s, c)| (s.to_string(), *c))
+            .collect();
+            assert_eq!(got, want, "capacity {cap}");
+        }
+    }
+
+    #[test]
+    fn trims_whitespace() {
+        assert_eq!(trim(b"  {}\r\n"), b"{}");
+        assert_eq!(trim(b" \n"), b"");
+    }
+}

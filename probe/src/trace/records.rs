@@ -1,0 +1,635 @@
+//! The records of the trace format as serde types.
+//!
+//! [`Record`] is internally tagged by the `"type"` field. Optional fields are
+//! left out when they are `None`, and fields the types do not know are ignored
+//! when deserializing, so a newer minor version of the format still parses.
+//! Strings that are usually literals (`name`, `op`, `transport`...) are
+//! `Cow<'static, str>` so that recording them does not allocate.
+
+use std::borrow::Cow;
+
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Map, Value};
+
+use super::{KernelCategory, LogLevel, SpanKind, CLOCK_UNIX_NS, FORMAT_NAME, VERSION};
+
+/// A free-form JSON object attached to a span or instant (`args`).
+pub type Args = Map<String, Value>;
+
+/// One line of a trace file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Record {
+    /// The first record of every file: who wrote it and how DDP is set up.
+    Header(Header),
+    /// A new bucket layout, valid from `step` on.
+    Buckets(BucketsRecord),
+    /// Something that took time.
+    Span(SpanRecord),
+    /// Per-parameter gradient-ready times of one step.
+    GradReady(GradReadyRecord),
+    /// Something that happened at one point in time.
+    Instant(InstantRecord),
+    /// A sampled value.
+    Counter(CounterRecord),
+    /// A log message.
+    Log(LogRecord),
+    /// The process finished recording.
+    End(EndRecord),
+}
+
+impl Record {
+    /// The record's `"type"` name.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Record::Header(_) => "header",
+            Record::Buckets(_) => "buckets",
+            Record::Span(_) => "span",
+            Record::GradReady(_) => "grad_ready",
+            Record::Instant(_) => "instant",
+            Record::Counter(_) => "counter",
+            Record::Log(_) => "log",
+            Record::End(_) => "end",
+        }
+    }
+
+    /// Checks the rules a reader enforces that the types cannot express.
+    ///
+    /// Returns a sentence saying what is wrong. [`super::TraceWriter`] refuses
+    /// records that fail this check, so a writer never produces a file the
+    /// reader rejects.
+    pub fn validate(&self) -> Result<(), String> {
+        match self {
+            Record::Span(s) => {
+                if s.end < s.start {
+                    return Err(format!(
+                        "span of kind \"{}\" ends ({}) before it starts ({})",
+                        s.kind, s.end, s.start
+                    ));
+                }
+                check_step(s.step)
+            }
+            Record::Instant(i) => check_step(i.step),
+            Record::Buckets(b) => check_step(Some(b.step)),
+            Record::GradReady(g) => {
+                check_step(Some(g.step))?;
+                match g.offsets_ns.iter().find(|&&o| o < -1) {
+                    Some(o) => Err(format!(
+                        "grad_ready offset {o} is negative; use -1 for a parameter without gradient"
+                    )),
+                    None => Ok(()),
+                }
+            }
+            Record::Header(h) => {
+                if h.world_size == 0 {
+                    Err("header has world_size 0".to_owned())
+                } else if h.rank >= h.world_size {
+                    Err(format!(
+                        "header has rank {} but world_size {}",
+                        h.rank, h.world_size
+                    ))
+                } else {
+                    Ok(())
+                }
+            }
+            Record::Counter(_) | Record::Log(_) | Record::End(_) => Ok(()),
+        }
+    }
+}
+
+/// The largest step number the format allows (steps are stored as `u32`).
+pub const MAX_STEP: u64 = u32::MAX as u64 - 1;
+
+fn check_step(step: Option<u64>) -> Result<(), String> {
+    match step {
+        Some(s) if s > MAX_STEP => Err(format!("step {s} is larger than the maximum {MAX_STEP}")),
+        _ => Ok(()),
+    }
+}
+
+/// The first record of a trace file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(from = "HeaderRepr")]
+pub struct Header {
+    /// Always [`FORMAT_NAME`].
+    pub format: String,
+    /// `"major.minor"`, [`VERSION`] when written by this crate.
+    pub version: String,
+    /// Identifies the run; all ranks (and all nodes) of a run share it.
+    pub run_id: String,
+    /// Global rank of this process, `0..world_size`.
+    pub rank: u32,
+    /// Rank within the node.
+    pub local_rank: u32,
+    /// Number of ranks in the run.
+    pub world_size: u32,
+    /// Number of ranks on this node.
+    pub local_world_size: u32,
+    /// Index of this node.
+    pub node_rank: u32,
+    /// Host name of the node.
+    pub hostname: String,
+    /// Process id.
+    pub pid: u32,
+    /// When recording started (ns since the Unix epoch, this rank's clock).
+    pub start_ns: u64,
+    /// Clock domain of every timestamp; v1 knows only [`CLOCK_UNIX_NS`].
+    pub clock: String,
+    /// Add to this rank's timestamps to land on rank 0's timeline (ns).
+    pub offset_to_rank0_ns: i64,
+    /// Uncertainty of `offset_to_rank0_ns` (ns, half-width).
+    pub offset_uncertainty_ns: u64,
+    /// Name of the program.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program: Option<String>,
+    /// Command line of the process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub argv: Option<Vec<String>>,
+    /// The DDP configuration, if the process trains with DDP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ddp: Option<DdpConfig>,
+}
+
+/// The header as it may appear in a file: everything past the required
+/// fields has a default.
+#[derive(Deserialize)]
+struct HeaderRepr {
+    format: String,
+    version: String,
+    run_id: String,
+    rank: u32,
+    local_rank: Option<u32>,
+    world_size: u32,
+    local_world_size: Option<u32>,
+    node_rank: Option<u32>,
+    hostname: Option<String>,
+    pid: Option<u32>,
+    start_ns: u64,
+    clock: Option<String>,
+    offset_to_rank0_ns: Option<i64>,
+    offset_uncertainty_ns: Option<u64>,
+    program: Option<String>,
+    argv: Option<Vec<String>>,
+    ddp: Option<DdpConfig>,
+}
+
+impl From<HeaderRepr> for Header {
+    fn from(r: HeaderRepr) -> Header {
+        Header {
+            format: r.format,
+            version: r.version,
+            run_id: r.run_id,
+            rank: r.rank,
+            local_rank: r.local_rank.unwrap_or(r.rank),
+            world_size: r.world_size,
+            local_world_size: r.local_world_size.unwrap_or(r.world_size),
+            node_rank: r.node_rank.unwrap_or(0),
+            hostname: r.hostname.unwrap_or_default(),
+            pid: r.pid.unwrap_or(0),
+            start_ns: r.start_ns,
+            clock: r.clock.unwrap_or_else(|| CLOCK_UNIX_NS.to_owned()),
+            offset_to_rank0_ns: r.offset_to_rank0_ns.unwrap_or(0),
+            offset_uncertainty_ns: r.offset_uncertainty_ns.unwrap_or(0),
+            program: r.program,
+            argv: r.argv,
+            ddp: r.ddp,
+        }
+    }
+}
+
+impl Header {
+    /// A header for `rank` of `world_size` with this process's host name,
+    /// pid, program name and command line, single-node local ranks, zero
+    /// clock offset and `start_ns` = now.
+    pub fn new(run_id: impl Into<String>, rank: u32, world_size: u32) -> Header {
+        let argv: Vec<String> = std::env::args_os()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let program = std::env::current_exe()
+            .ok()
+            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .or_else(|| argv.first().cloned());
+        Header {
+            format: FORMAT_NAME.to_owned(),
+            version: VERSION.to_owned(),
+            run_id: run_id.into(),
+            rank,
+            local_rank: rank,
+            world_size,
+            local_world_size: world_size,
+            node_rank: 0,
+            hostname: hostname(),
+            pid: std::process::id(),
+            start_ns: crate::clock::now_ns(),
+            clock: CLOCK_UNIX_NS.to_owned(),
+            offset_to_rank0_ns: 0,
+            offset_uncertainty_ns: 0,
+            program,
+            argv: Some(argv),
+            ddp: None,
+        }
+    }
+
+    /// Sets the DDP configuration.
+    pub fn with_ddp(mut self, ddp: DdpConfig) -> Header {
+        self.ddp = Some(ddp);
+        self
+    }
+
+    /// Sets the measured clock offset to rank 0 and its uncertainty.
+    pub fn with_clock_offset(mut self, offset_to_rank0_ns: i64, uncertainty_ns: u64) -> Header {
+        self.offset_to_rank0_ns = offset_to_rank0_ns;
+        self.offset_uncertainty_ns = uncertainty_ns;
+        self
+    }
+
+    /// Sets the node layout: node index, rank within the node and ranks per
+    /// node.
+    pub fn with_node(mut self, node_rank: u32, local_rank: u32, local_world_size: u32) -> Header {
+        self.node_rank = node_rank;
+        self.local_rank = local_rank;
+        self.local_world_size = local_world_size;
+        self
+    }
+}
+
+/// The host name of this machine (`/proc/sys/kernel/hostname`, then
+/// `$HOSTNAME`, then `"unknown"`).
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok().filter(|s| !s.is_empty()))
+        .unwrap_or_else(|| "unknown".to_owned())
+}
+
+/// How DDP is configured on this rank.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DdpConfig {
+    /// Communication backend (`"gloo"`, `"nccl"`, `"tcp"`, `"shm"`...).
+    pub backend: String,
+    /// Bucket size cap in MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bucket_cap_mb: Option<f64>,
+    /// Size cap of the first bucket in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_bucket_bytes: Option<u64>,
+    /// Whether DDP searches the graph for parameters without gradient.
+    #[serde(default)]
+    pub find_unused_parameters: bool,
+    /// Whether `.grad` tensors are views into the buckets (no writeback copy).
+    #[serde(default)]
+    pub gradient_as_bucket_view: bool,
+    /// The parameters, by index.
+    #[serde(default)]
+    pub params: Vec<ParamInfo>,
+    /// The bucket layout at step 0.
+    #[serde(default)]
+    pub buckets: Vec<BucketInfo>,
+}
+
+/// One parameter of the model.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ParamInfo {
+    /// Position in the parameter list (what `offsets_ns` and buckets index).
+    pub index: u32,
+    /// Qualified name, e.g. `"layer1.0.conv1.weight"`.
+    pub name: String,
+    /// Tensor shape.
+    pub shape: Vec<u64>,
+    /// Element type, e.g. `"float32"`.
+    pub dtype: String,
+    /// Number of elements.
+    pub numel: u64,
+    /// Size of the gradient in bytes.
+    pub bytes: u64,
+}
+
+/// One gradient bucket.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct BucketInfo {
+    /// Bucket id; buckets are reduced in id order.
+    pub id: u32,
+    /// Indices of the parameters in the bucket, in bucket order.
+    pub params: Vec<u32>,
+    /// Size of the bucket in bytes.
+    pub bytes: u64,
+}
+
+/// A new bucket layout (`"type":"buckets"`), replacing the previous one from
+/// `step` on.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BucketsRecord {
+    /// First step that uses this layout.
+    pub step: u64,
+    /// When the layout changed (ns), if known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub t: Option<u64>,
+    /// Why the layout changed, e.g. `"rebuild"`.
+    pub reason: String,
+    /// The buckets.
+    pub buckets: Vec<BucketInfo>,
+}
+
+/// A span (`"type":"span"`): something that took time.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SpanRecord {
+    /// What the span measures.
+    pub kind: SpanKind,
+    /// Training step the span belongs to; `None` outside steps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<u64>,
+    /// Start (ns).
+    pub start: u64,
+    /// End (ns), not before `start`.
+    pub end: u64,
+    /// When the operation was enqueued (ns), for collectives.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queued: Option<u64>,
+    /// Display name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<Cow<'static, str>>,
+    /// Lane override (`"compute"`, `"comm"`, `"data"`, `"buckets"` or any
+    /// custom name); the default lane follows from the kind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lane: Option<Cow<'static, str>>,
+    /// Gradient bucket id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bucket: Option<u32>,
+    /// Bytes moved or covered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+    /// Number of parameters covered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub params: Option<u32>,
+    /// Collective sequence number; equal on all ranks for the same collective.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq: Option<u64>,
+    /// Collective operation, see [`super::op`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub op: Option<Cow<'static, str>>,
+    /// Collective algorithm, see [`super::algo`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub algo: Option<Cow<'static, str>>,
+    /// Transport, see [`super::transport`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport: Option<Cow<'static, str>>,
+    /// Peer rank of a point-to-point operation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer: Option<u32>,
+    /// Element type of the data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dtype: Option<Cow<'static, str>>,
+    /// GPU index.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<u32>,
+    /// GPU stream id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream: Option<u64>,
+    /// Kernel category.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category: Option<KernelCategory>,
+    /// Correlation id linking a kernel to the host call that launched it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub correlation: Option<u64>,
+    /// Anything else, as a JSON object.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args: Option<Box<Args>>,
+}
+
+macro_rules! setters {
+    ($( $(#[$m:meta])* $field:ident : $ty:ty ),+ $(,)?) => {
+        $(
+            $(#[$m])*
+            #[must_use]
+            #[inline]
+            pub fn $field(mut self, v: $ty) -> SpanRecord {
+                self.$field = Some(v);
+                self
+            }
+        )+
+    };
+}
+
+macro_rules! str_setters {
+    ($( $(#[$m:meta])* $field:ident ),+ $(,)?) => {
+        $(
+            $(#[$m])*
+            #[must_use]
+            #[inline]
+            pub fn $field(mut self, v: impl Into<Cow<'static, str>>) -> SpanRecord {
+                self.$field = Some(v.into());
+                self
+            }
+        )+
+    };
+}
+
+impl SpanRecord {
+    /// A span of `kind` in `step` from `start` to `end` with no other field.
+    #[inline]
+    pub fn new(kind: SpanKind, step: u64, start: u64, end: u64) -> SpanRecord {
+        SpanRecord {
+            kind,
+            step: Some(step),
+            start,
+            end,
+            queued: None,
+            name: None,
+            lane: None,
+            bucket: None,
+            bytes: None,
+            params: None,
+            seq: None,
+            op: None,
+            algo: None,
+            transport: None,
+            peer: None,
+            dtype: None,
+            device: None,
+            stream: None,
+            category: None,
+            correlation: None,
+            args: None,
+        }
+    }
+
+    setters! {
+        /// Sets `queued`.
+        queued: u64,
+        /// Sets `bucket`.
+        bucket: u32,
+        /// Sets `bytes`.
+        bytes: u64,
+        /// Sets `params`.
+        params: u32,
+        /// Sets `seq`.
+        seq: u64,
+        /// Sets `peer`.
+        peer: u32,
+        /// Sets `device`.
+        device: u32,
+        /// Sets `stream`.
+        stream: u64,
+        /// Sets `category`.
+        category: KernelCategory,
+        /// Sets `correlation`.
+        correlation: u64,
+    }
+
+    str_setters! {
+        /// Sets `name`.
+        name,
+        /// Sets `lane`.
+        lane,
+        /// Sets `op`.
+        op,
+        /// Sets `algo`.
+        algo,
+        /// Sets `transport`.
+        transport,
+        /// Sets `dtype`.
+        dtype,
+    }
+
+    /// Sets `args`.
+    #[must_use]
+    pub fn args(mut self, args: Args) -> SpanRecord {
+        self.args = Some(Box::new(args));
+        self
+    }
+
+    /// Removes the step (for spans outside training steps).
+    #[must_use]
+    pub fn without_step(mut self) -> SpanRecord {
+        self.step = None;
+        self
+    }
+}
+
+/// Per-parameter gradient-ready times of one step (`"type":"grad_ready"`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GradReadyRecord {
+    /// The step.
+    pub step: u64,
+    /// Backward start (ns).
+    pub t0: u64,
+    /// For each parameter index, ns after `t0` its gradient was ready, or
+    /// [`super::NO_GRAD`] (`-1`) if it got none.
+    pub offsets_ns: Vec<i64>,
+}
+
+/// A point in time (`"type":"instant"`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct InstantRecord {
+    /// What happened.
+    pub name: Cow<'static, str>,
+    /// When (ns).
+    pub t: u64,
+    /// The step, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<u64>,
+    /// Anything else, as a JSON object.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args: Option<Box<Args>>,
+}
+
+/// A sampled value (`"type":"counter"`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CounterRecord {
+    /// What is counted, e.g. `"cuda_memory_allocated_bytes"`.
+    pub name: Cow<'static, str>,
+    /// When (ns).
+    pub t: u64,
+    /// The value; JSON `null` stands for a non-finite value.
+    #[serde(deserialize_with = "nullable_f64")]
+    pub value: f64,
+}
+
+fn nullable_f64<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
+/// A log message (`"type":"log"`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LogRecord {
+    /// When (ns).
+    pub t: u64,
+    /// Severity.
+    pub level: LogLevel,
+    /// The message.
+    pub message: String,
+}
+
+/// The process stopped recording (`"type":"end"`). A file without one comes
+/// from a process that did not finish normally.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EndRecord {
+    /// When (ns).
+    pub t: u64,
+    /// `"ok"`, `"error"`, `"panic"`, or another word of the writer's choice.
+    pub status: String,
+    /// Details, e.g. the error message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn span_serializes_compactly_with_type_first() {
+        let r = Record::Span(
+            SpanRecord::new(SpanKind::Collective, 3, 10, 20)
+                .bucket(1)
+                .op("all_reduce"),
+        );
+        let s = serde_json::to_string(&r).unwrap();
+        assert_eq!(
+            s,
+            r#"{"type":"span","kind":"collective","step":3,"start":10,"end":20,"bucket":1,"op":"all_reduce"}"#
+        );
+        let back: Record = serde_json::from_str(&s).unwrap();
+        assert_eq!(back, r);
+    }
+
+    #[test]
+    fn header_defaults() {
+        let h: Header = serde_json::from_str(
+            r#"{"format":"ddp-probe-trace","version":"1.0","run_id":"r","rank":1,"world_size":2,"start_ns":5,"extra":true}"#,
+        )
+        .unwrap();
+        assert_eq!(h.local_rank, 1);
+        assert_eq!(h.local_world_size, 2);
+        assert_eq!(h.clock, CLOCK_UNIX_NS);
+        assert_eq!(h.offset_to_rank0_ns, 0);
+        assert!(h.ddp.is_none());
+    }
+
+    #[test]
+    fn counter_null_is_nan() {
+        let c: CounterRecord = serde_json::from_str(r#"{"name":"x","t":1,"value":null}"#).unwrap();
+        assert!(c.value.is_nan());
+        let s = serde_json::to_string(&c).unwrap();
+        assert!(s.contains("\"value\":null"), "{s}");
+    }
+
+    #[test]
+    fn validation() {
+        let bad = Record::Span(SpanRecord::new(SpanKind::Forward, 0, 10, 9));
+        assert!(bad.validate().unwrap_err().contains("ends"));
+        let big = Record::Span(SpanRecord::new(
+            SpanKind::Forward,
+            u64::from(u32::MAX),
+            1,
+            2,
+        ));
+        assert!(big.validate().is_err());
+        let mut h = Header::new("r", 0, 1);
+        assert!(Record::Header(h.clone()).validate().is_ok());
+        h.rank = 1;
+        assert!(Record::Header(h).validate().is_err());
+    }
+}

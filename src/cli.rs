@@ -1,0 +1,197 @@
+//! Command-line definition of `ddp-probe` (clap derive): every command, flag and help text.
+//!
+//! Nothing here does work; `main.rs` turns the parsed arguments into calls of the
+//! library crates.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Top-level help, shown by `ddp-probe --help`.
+const ABOUT: &str = "See why a data-parallel training step is slow or why the job died.";
+
+const LONG_ABOUT: &str = "\
+See why a data-parallel training step is slow or why the job died.
+
+ddp-probe launches data-parallel training jobs the way torchrun does, records every
+step of every rank down to each gradient bucket's all-reduce, and turns those
+recordings into timelines and answers.";
+
+const AFTER_HELP: &str = "\
+Examples:
+  ddp-probe run --nproc-per-node 2 -- target/release/train --epochs 3
+  ddp-probe run --nproc-per-node 4 -- python train.py --lr 0.1
+  ddp-probe export chrome runs/latest -o trace.json
+
+A RUN argument is a run directory written by `ddp-probe run` (default: runs/latest).
+Several directories of one multi-node run may be given; they are merged.";
+
+/// `ddp-probe`: parsed command line.
+#[derive(Debug, Parser)]
+#[command(name = "ddp-probe", version, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
+#[command(propagate_version = true, arg_required_else_help = true)]
+pub struct Cli {
+    /// Log what ddp-probe itself does (-v: info, -vv: debug); RUST_LOG also works.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+
+    /// The command to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Every `ddp-probe` command.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Launch a training command on N ranks, like torchrun, and record everything.
+    #[command(after_help = RUN_AFTER_HELP)]
+    Run(RunArgs),
+    /// Convert a recorded run into another tool's format.
+    #[command(subcommand)]
+    Export(ExportCommand),
+}
+
+const RUN_AFTER_HELP: &str = "\
+Every rank gets torchrun's environment (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE,
+GROUP_RANK, MASTER_ADDR, MASTER_PORT, ...), so torchrun programs, Python ones included,
+run unchanged. The run directory keeps the manifest (command, ranks, exit statuses),
+each rank's stdout/stderr, NCCL_DEBUG logs and the traces the reference DDP records.
+
+When a rank fails, the others are stopped (TERM, then KILL after --grace) and ddp-probe
+exits with that rank's status. Ctrl-C stops every rank and keeps the run directory.
+
+Examples:
+  ddp-probe run --nproc-per-node 2 -- target/release/train --epochs 3
+  ddp-probe run --nproc-per-node 2 --hang-timeout 60 -- python train.py
+  # two machines, run on each with its node rank:
+  ddp-probe run --nnodes 2 --node-rank 0 --nproc-per-node 8 \\
+      --rdzv-endpoint node0:29500 --rdzv-id job42 -- python train.py";
+
+/// Arguments of `ddp-probe run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Ranks (processes) to start on this machine.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub nproc_per_node: usize,
+
+    /// Machines taking part in the run.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub nnodes: usize,
+
+    /// This machine's index among the --nnodes machines (0 hosts the rendezvous).
+    #[arg(long, value_name = "R", default_value_t = 0)]
+    pub node_rank: usize,
+
+    /// Address of node 0, where rank 0 hosts the rendezvous store [default: 127.0.0.1].
+    #[arg(long, value_name = "ADDR")]
+    pub master_addr: Option<String>,
+
+    /// Port of the rendezvous store on node 0 [default: a free port, single machine only].
+    #[arg(long, value_name = "PORT")]
+    pub master_port: Option<u16>,
+
+    /// HOST:PORT of the rendezvous (sets --master-addr and --master-port), as in torchrun.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub rdzv_endpoint: Option<String>,
+
+    /// Identifier shared by all machines of one run [default: generated].
+    #[arg(long, value_name = "ID")]
+    pub rdzv_id: Option<String>,
+
+    /// Run directory [default: runs/<time>-<program>, linked from runs/latest].
+    #[arg(long, short, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+
+    /// Gradient bucket size cap in MiB handed to the program (DDP_PROBE_BUCKET_CAP_MB).
+    #[arg(long, value_name = "MB")]
+    pub bucket_cap_mb: Option<f64>,
+
+    /// Stop the job when no rank makes progress for this many seconds, naming who is stuck where.
+    #[arg(long, value_name = "SECONDS")]
+    pub hang_timeout: Option<f64>,
+
+    /// Seconds between TERM and KILL when stopping ranks.
+    #[arg(long, value_name = "SECONDS", default_value_t = 5.0)]
+    pub grace: f64,
+
+    /// Which ranks' output reaches the console (errors from any rank are always shown,
+    /// except with `quiet`; every rank's full output is in the run directory).
+    #[arg(long, value_enum, default_value_t = ConsoleArg::Rank0)]
+    pub console: ConsoleArg,
+
+    /// The training command and its arguments, after `--`.
+    #[arg(required = true, last = true, value_name = "CMD")]
+    pub command: Vec<std::ffi::OsString>,
+}
+
+/// Console modes of `ddp-probe run`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ConsoleArg {
+    /// Rank 0's output, plus error lines from every rank.
+    Rank0,
+    /// Every rank's output, each line prefixed with its rank.
+    All,
+    /// Nothing but ddp-probe's own summary.
+    Quiet,
+}
+
+/// `ddp-probe export ...`
+#[derive(Debug, Subcommand)]
+pub enum ExportCommand {
+    /// Chrome trace-event JSON, for Perfetto (ui.perfetto.dev) or chrome://tracing.
+    #[command(after_help = "\
+One process per rank, one thread per lane (compute, communication, data, GPU streams),
+timestamps in microseconds from the start of the run, all ranks on rank 0's clock.
+
+Example:
+  ddp-probe export chrome runs/latest -o trace.json")]
+    Chrome(ExportChromeArgs),
+}
+
+/// Arguments of `ddp-probe export chrome`.
+#[derive(Debug, Args)]
+pub struct ExportChromeArgs {
+    /// Run directories (several for a multi-node run) [default: runs/latest].
+    #[arg(value_name = "RUN")]
+    pub runs: Vec<PathBuf>,
+
+    /// Where to write the JSON ('-' for standard output).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: PathBuf,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn run_takes_everything_after_the_double_dash_as_the_command() {
+        let cli = Cli::parse_from([
+            "ddp-probe",
+            "run",
+            "--nproc-per-node",
+            "2",
+            "--",
+            "train",
+            "--nproc-per-node",
+            "7",
+        ]);
+        let Command::Run(run) = cli.command else {
+            panic!("expected the run command");
+        };
+        assert_eq!(run.nproc_per_node, 2);
+        assert_eq!(run.command, ["train", "--nproc-per-node", "7"]);
+    }
+
+    #[test]
+    fn run_without_a_command_is_refused() {
+        let err = Cli::try_parse_from(["ddp-probe", "run", "--nproc-per-node", "2"]).unwrap_err();
+        assert_eq!(err.kind(), clap::error::ErrorKind::MissingRequiredArgument);
+    }
+}

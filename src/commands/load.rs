@@ -1,0 +1,36 @@
+//! Loading the runs named on the command line, shared by every command that reads traces.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use probe::model::Run;
+
+/// The run directories given (default: `runs/latest`) loaded into one model; warnings (a rank's
+/// trace cut off, ranks missing) go to stderr.
+pub fn run(paths: &[PathBuf]) -> Result<Run> {
+    let dirs: Vec<PathBuf> = if paths.is_empty() {
+        let latest = probe_launch::resolve_run_dir(None).context(
+            "no run given and no runs/latest here: name a run directory written by `ddp-probe run`",
+        )?;
+        vec![latest]
+    } else {
+        paths
+            .iter()
+            .map(|p| {
+                // A directory that holds traces (a run directory without a manifest, e.g. an
+                // imported one) or a trace file is read as it is; anything else goes through
+                // the run-directory lookup, which also accepts a runs root with `latest`.
+                if p.is_file() || p.join(probe::trace::TRACES_DIR).is_dir() {
+                    Ok(p.clone())
+                } else {
+                    probe_launch::resolve_run_dir(Some(p))
+                }
+            })
+            .collect::<Result<_, _>>()?
+    };
+    let (run, warnings) = probe::reader::load_run(&dirs)?;
+    for warning in &warnings {
+        eprintln!("ddp-probe: warning: {warning}");
+    }
+    Ok(run)
+}

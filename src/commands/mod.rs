@@ -1,0 +1,6 @@
+//! One module per `ddp-probe` command: each turns parsed arguments into library calls and
+//! prints the result.
+
+pub mod export;
+mod load;
+pub mod run;

@@ -1,0 +1,58 @@
+//! `ddp-probe run`: hands the arguments to the launcher and ends with the job's status.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+use probe_launch::{launch, ConsoleMode, ConsoleObserver, LaunchConfig};
+
+use crate::cli::{ConsoleArg, RunArgs};
+
+/// Launches the ranks, streams their console output, and returns the run's exit status.
+pub fn run(args: RunArgs) -> Result<ExitCode> {
+    let mut words = args.command.into_iter();
+    let Some(program) = words.next() else {
+        bail!(
+            "no command given: put the training command after `--`, e.g. `ddp-probe run -- train`"
+        );
+    };
+    let mut config = LaunchConfig::new(program, words);
+    config.nproc_per_node = args.nproc_per_node;
+    config.nnodes = args.nnodes;
+    config.node_rank = args.node_rank;
+    config.master_addr = args.master_addr;
+    config.master_port = args.master_port;
+    config.rdzv_endpoint = args.rdzv_endpoint;
+    config.rdzv_id = args.rdzv_id;
+    config.out_dir = args.out;
+    config.bucket_cap_mb = args.bucket_cap_mb;
+    config.hang_timeout = args.hang_timeout.map(seconds).transpose()?;
+    config.grace_period = seconds(args.grace)?;
+    config.console = match args.console {
+        ConsoleArg::Rank0 => ConsoleMode::Rank0,
+        ConsoleArg::All => ConsoleMode::All,
+        ConsoleArg::Quiet => ConsoleMode::Quiet,
+    };
+
+    let outcome = match launch(&config, &mut ConsoleObserver) {
+        Ok(outcome) => outcome,
+        Err(err) => {
+            eprintln!("ddp-probe: error: {err}");
+            return Ok(exit_code(err.exit_code()));
+        }
+    };
+    eprintln!("{}", outcome.render_summary());
+    Ok(exit_code(outcome.exit_code))
+}
+
+/// A user-given number of seconds as a duration, refusing negative, infinite and NaN values.
+fn seconds(value: f64) -> Result<Duration> {
+    Duration::try_from_secs_f64(value).map_err(|_| {
+        anyhow::anyhow!("{value} is not a usable number of seconds: give a positive number")
+    })
+}
+
+/// A process exit status in 0..=255.
+fn exit_code(code: i32) -> ExitCode {
+    ExitCode::from(u8::try_from(code.clamp(0, 255)).unwrap_or(1))
+}

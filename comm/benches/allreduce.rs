@@ -1,0 +1,191 @@
+//! all_reduce bandwidth and latency benchmark.
+//!
+//! Starts a store, spawns `--world` copies of itself as separate processes
+//! (one per rank) and has rank 0 print, per message size, the mean time of
+//! an `f32` sum all-reduce, the algorithm bandwidth (bytes / time) and the
+//! bus bandwidth (algbw * 2 (n - 1) / n, the figure NCCL and gloo
+//! benchmarks report).
+//!
+//! ```text
+//! cargo bench -p comm --bench allreduce -- [--world N] [--transport tcp|shm|auto]
+//!     [--algorithm auto|ring|latency] [--sizes 4096,1048576,...] [--min-time-ms 300]
+//!     [--sockbuf BYTES] [--shm-ring BYTES]
+//! ```
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use comm::{
+    AlgorithmChoice, GroupOptions, ProcessGroup, ReduceOp, StoreServer, Token, TransportChoice,
+};
+
+const RANK_ENV: &str = "COMM_BENCH_RANK";
+
+struct Args {
+    world: usize,
+    transport: TransportChoice,
+    algorithm: AlgorithmChoice,
+    sizes: Vec<usize>,
+    min_time: Duration,
+    sockbuf: Option<usize>,
+    shm_ring: usize,
+}
+
+fn parse_args() -> Args {
+    let mut a = Args {
+        world: 2,
+        transport: TransportChoice::Auto,
+        algorithm: AlgorithmChoice::Auto,
+        sizes: vec![
+            4 << 10,
+            16 << 10,
+            64 << 10,
+            256 << 10,
+            1 << 20,
+            4 << 20,
+            16 << 20,
+            64 << 20,
+        ],
+        min_time: Duration::from_millis(300),
+        sockbuf: None,
+        shm_ring: comm::DEFAULT_SHM_RING_BYTES,
+    };
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    let mut i = 0;
+    while i < argv.len() {
+        let val = argv.get(i + 1).cloned().unwrap_or_default();
+        match argv[i].as_str() {
+            "--world" => {
+                a.world = val.parse().expect("--world N");
+                i += 1;
+            }
+            "--transport" => {
+                a.transport = val.parse().expect("--transport tcp|shm|auto");
+                i += 1;
+            }
+            "--algorithm" => {
+                a.algorithm = val.parse().expect("--algorithm auto|ring|latency");
+                i += 1;
+            }
+            "--sizes" => {
+                a.sizes = val
+                    .split(',')
+                    .map(|s| s.parse().expect("--sizes bytes,bytes"))
+                    .collect();
+                i += 1;
+            }
+            "--sockbuf" => {
+                a.sockbuf = Some(val.parse().expect("--sockbuf BYTES"));
+                i += 1;
+            }
+            "--shm-ring" => {
+                a.shm_ring = val.parse().expect("--shm-ring BYTES");
+                i += 1;
+            }
+            "--min-time-ms" => {
+                a.min_time = Duration::from_millis(val.parse().expect("--min-time-ms N"));
+                i += 1;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    a
+}
+
+fn rank_main(rank: usize, args: &Args) {
+    let opts = GroupOptions {
+        timeout: Duration::from_secs(60),
+        transport: args.transport,
+        algorithm: args.algorithm,
+        socket_buffer_bytes: args.sockbuf,
+        shm_ring_bytes: args.shm_ring,
+        ..GroupOptions::default()
+    };
+    let pg = ProcessGroup::from_env(opts).expect("process group");
+    let n = pg.world_size();
+    if rank == 0 {
+        println!(
+            "world {n}, transport {}, algorithm choice {:?}",
+            pg.transport(),
+            args.algorithm
+        );
+        println!(
+            "{:>12} {:>10} {:>12} {:>12} {:>12}  algorithm",
+            "bytes", "iters", "time_us", "algbw_GB/s", "busbw_GB/s"
+        );
+    }
+    for &bytes in &args.sizes {
+        let mut buf = vec![1.0f32; bytes / 4];
+        // Warm up, then calibrate the iteration count on rank 0 and share it.
+        for _ in 0..3 {
+            pg.all_reduce(&mut buf, ReduceOp::Sum).expect("all_reduce");
+        }
+        let t = Instant::now();
+        let info = pg.all_reduce(&mut buf, ReduceOp::Sum).expect("all_reduce");
+        let one = t.elapsed().max(Duration::from_micros(1));
+        let mut iters =
+            [((args.min_time.as_secs_f64() / one.as_secs_f64()) as i64).clamp(5, 20_000)];
+        pg.broadcast(&mut iters, 0).expect("broadcast");
+        pg.barrier().expect("barrier");
+        let t = Instant::now();
+        for _ in 0..iters[0] {
+            pg.all_reduce(&mut buf, ReduceOp::Sum).expect("all_reduce");
+        }
+        let mut el = [t.elapsed().as_secs_f64()];
+        pg.all_reduce(&mut el, ReduceOp::Max).expect("all_reduce");
+        let per = el[0] / iters[0] as f64;
+        let algbw = bytes as f64 / per / 1e9;
+        let busbw = algbw * 2.0 * (n as f64 - 1.0) / n as f64;
+        if rank == 0 {
+            println!(
+                "{:>12} {:>10} {:>12.1} {:>12.3} {:>12.3}  {}",
+                bytes,
+                iters[0],
+                per * 1e6,
+                algbw,
+                busbw,
+                info.algorithm
+            );
+        }
+    }
+}
+
+fn main() {
+    let args = parse_args();
+    if let Ok(r) = std::env::var(RANK_ENV) {
+        rank_main(r.parse().expect("rank"), &args);
+        return;
+    }
+    let token = Token::generate().expect("token");
+    let server = StoreServer::bind("127.0.0.1:0", token.clone()).expect("store");
+    let exe = std::env::current_exe().expect("current exe");
+    let mut children = Vec::new();
+    for rank in 0..args.world {
+        let child = Command::new(&exe)
+            .args(std::env::args().skip(1))
+            .env(RANK_ENV, rank.to_string())
+            .env("RANK", rank.to_string())
+            .env("WORLD_SIZE", args.world.to_string())
+            .env("MASTER_ADDR", "127.0.0.1")
+            .env("MASTER_PORT", server.local_addr().port().to_string())
+            .env(comm::TOKEN_ENV, token.as_str())
+            .stdout(if rank == 0 {
+                Stdio::inherit()
+            } else {
+                Stdio::null()
+            })
+            .spawn()
+            .expect("spawn rank");
+        children.push(child);
+    }
+    let mut ok = true;
+    for mut c in children {
+        ok &= c.wait().map(|s| s.success()).unwrap_or(false);
+    }
+    drop(server);
+    if !ok {
+        eprintln!("a rank failed");
+        std::process::exit(1);
+    }
+}

@@ -585,3 +585,21 @@ fn broadcast_tensors<'a>(
         Ok(())
     })
 }
+
+/// Creates the process group the way `torch.distributed.init_process_group("env://")` does:
+/// from torchrun's environment (rank 0 hosts the rendezvous store on `MASTER_ADDR:MASTER_PORT`),
+/// or, when `WORLD_SIZE` is not set, a one-rank group so the same program also runs alone.
+pub fn init_process_group(options: comm::GroupOptions) -> Result<Arc<ProcessGroup>> {
+    let distributed =
+        std::env::var_os("WORLD_SIZE").is_some() || std::env::var_os("RANK").is_some();
+    if distributed {
+        return Ok(Arc::new(ProcessGroup::from_env(options)?));
+    }
+    let token = comm::Token::generate()?;
+    let server = comm::StoreServer::bind("127.0.0.1:0", token.clone())?;
+    let store = comm::StoreClient::connect(server.local_addr(), &token, options.timeout)?;
+    let pg = ProcessGroup::new(0, 1, &store, options)?;
+    drop(store);
+    server.shutdown();
+    Ok(Arc::new(pg))
+}

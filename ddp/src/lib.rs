@@ -15,15 +15,20 @@
 //! Binaries linking this crate find libtorch through an rpath its build
 //! script adds, so tests run with no `LD_LIBRARY_PATH`.
 
+pub mod amp;
 pub mod buckets;
+pub mod checkpoint;
 pub mod ddp;
 pub mod error;
 pub mod hooks;
+pub mod metrics;
 pub mod optim;
 pub mod reducer;
 pub mod sampler;
 
-pub use crate::ddp::{named_parameters_and_buffers, Ddp, DdpOptions, BUCKET_CAP_ENV};
+pub use crate::ddp::{
+    init_process_group, named_parameters_and_buffers, Ddp, DdpOptions, BUCKET_CAP_ENV,
+};
 pub use buckets::{BucketCapConfig, BucketError, ParamSpec};
 pub use error::{DdpError, Result};
 pub use hooks::{GradHookHandle, GradHooks, HookError};

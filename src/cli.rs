@@ -21,6 +21,8 @@ const AFTER_HELP: &str = "\
 Examples:
   ddp-probe run --nproc-per-node 2 -- target/release/train --epochs 3
   ddp-probe run --nproc-per-node 4 -- python train.py --lr 0.1
+  ddp-probe summary runs/latest
+  ddp-probe explain runs/latest
   ddp-probe export chrome runs/latest -o trace.json
 
 A RUN argument is a run directory written by `ddp-probe run` (default: runs/latest).
@@ -46,9 +48,66 @@ pub enum Command {
     /// Launch a training command on N ranks, like torchrun, and record everything.
     #[command(after_help = RUN_AFTER_HELP)]
     Run(RunArgs),
+    /// Where the step time goes: compute, overlapped and exposed communication, per bucket.
+    #[command(after_help = "\
+Steps after warm-up only (the first iteration and the bucket rebuild are listed apart).
+Overlapped + exposed communication = total communication. Bandwidths follow nccl-tests
+(algbw = bytes / time; all_reduce busbw = algbw * 2(n-1)/n). The bucket_cap_mb advice of
+`ddp-probe advise` is appended.
+
+Examples:
+  ddp-probe summary                 # runs/latest
+  ddp-probe summary runs/20261122-101500-train --json > summary.json")]
+    Summary(AnalyzeArgs),
+    /// bucket_cap_mb advice from a single trace: predicted step time per candidate cap.
+    #[command(after_help = "\
+Fits latency and bandwidth to the run's collectives, replays PyTorch's bucket assignment over
+the recorded gradient-ready times for each candidate cap, simulates the overlapped schedule and
+recommends the cap with the shortest predicted step, with how sure it is.
+
+Example:
+  ddp-probe advise runs/latest")]
+    Advise(AnalyzeArgs),
+    /// Why a run failed or hung: findings ranked root cause first, with evidence and fixes.
+    #[command(after_help = "\
+Reads the run's manifest (exit codes, signals, hang report), every rank's stdout/stderr,
+NCCL_DEBUG logs and the traces' last collectives; plain log files work too.
+
+Examples:
+  ddp-probe explain                 # runs/latest
+  ddp-probe explain slurm-1234.out nccl.log --json")]
+    Explain(ExplainArgs),
     /// Convert a recorded run into another tool's format.
     #[command(subcommand)]
     Export(ExportCommand),
+}
+
+/// Arguments of `ddp-probe summary` and `ddp-probe advise`.
+#[derive(Debug, Args)]
+pub struct AnalyzeArgs {
+    /// Run directories (several for a multi-node run) [default: runs/latest].
+    #[arg(value_name = "RUN")]
+    pub runs: Vec<PathBuf>,
+
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Leading steps of each rank counted as warm-up.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub warmup: u64,
+}
+
+/// Arguments of `ddp-probe explain`.
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// Run directories or log files [default: runs/latest].
+    #[arg(value_name = "RUN|LOGFILE")]
+    pub inputs: Vec<PathBuf>,
+
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 const RUN_AFTER_HELP: &str = "\

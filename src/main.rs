@@ -11,10 +11,14 @@ use clap::Parser;
 use crate::cli::{Cli, Command, ExportCommand};
 
 fn main() -> ExitCode {
+    restore_sigpipe();
     let cli = Cli::parse();
     init_logging(cli.verbose);
     let result = match cli.command {
         Command::Run(args) => commands::run::run(args),
+        Command::Summary(args) => commands::analyze::summary(args),
+        Command::Advise(args) => commands::analyze::advise(args),
+        Command::Explain(args) => commands::explain::explain(args),
         Command::Export(ExportCommand::Chrome(args)) => commands::export::chrome(args),
     };
     match result {
@@ -40,4 +44,13 @@ fn init_logging(verbose: u8) {
         .with_writer(std::io::stderr)
         .without_time()
         .try_init();
+}
+
+/// Output piped into `head` and closed early ends the program quietly, as for other command-line
+/// tools, instead of a panic in `println!` (Rust ignores SIGPIPE by default).
+fn restore_sigpipe() {
+    // SAFETY: setting a signal's disposition to its default at start-up, before any thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
 }

@@ -17,7 +17,7 @@
 //! let loss = out.mse_loss(&y, tch::Reduction::Mean);
 //! ddp.backward(&loss)?; // gradients are averaged across ranks when this returns
 //! ddp.optimizer_step(|| opt.step())?;
-//! opt.zero_grad();
+//! opt.zero_grad()?;
 //! ddp.end_step();
 //! # Ok(())
 //! # }
@@ -97,10 +97,11 @@ impl DdpOptions {
     }
 }
 
+/// Tensors with their qualified names (`"fc1.weight"`).
+pub type NamedTensors = Vec<(String, Tensor)>;
+
 /// The parameters (trainable, in registration order) and buffers of a `VarStore`, with names.
-pub fn named_parameters_and_buffers(
-    vs: &VarStore,
-) -> (Vec<(String, Tensor)>, Vec<(String, Tensor)>) {
+pub fn named_parameters_and_buffers(vs: &VarStore) -> (NamedTensors, NamedTensors) {
     let vars = vs.variables_.lock().unwrap_or_else(|e| e.into_inner());
     let mut named: Vec<(&String, &Tensor)> = vars.named_variables.iter().collect();
     named.sort_by(|a, b| a.0.cmp(b.0));
@@ -136,7 +137,7 @@ pub struct Ddp {
     pg: Arc<ProcessGroup>,
     reducer: Arc<Mutex<Reducer>>,
     _hooks: GradHooks,
-    buffers: Vec<(String, Tensor)>,
+    buffers: NamedTensors,
     options: DdpOptions,
     recorder: Arc<Recorder>,
     /// Steps whose backward was synchronised so far; the current step's number.
@@ -174,8 +175,8 @@ impl Ddp {
     /// Wraps explicit named parameters and buffers; `make_recorder` opens the recorder once the
     /// header is complete (DDP configuration, bucket layout, clock offset filled in).
     pub fn with_recorder(
-        params: Vec<(String, Tensor)>,
-        buffers: Vec<(String, Tensor)>,
+        params: NamedTensors,
+        buffers: NamedTensors,
         pg: Arc<ProcessGroup>,
         options: DdpOptions,
         header: Header,

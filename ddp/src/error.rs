@@ -43,6 +43,12 @@ pub enum DdpError {
     /// malformed.
     #[error("checkpoint: {0}")]
     Checkpoint(String),
+    /// From [`crate::amp`]: autocast or the loss scaler.
+    #[error(transparent)]
+    Amp(#[from] crate::amp::AmpError),
+    /// A metric helper got values it cannot combine.
+    #[error("metric: {0}")]
+    Metric(String),
 }
 
 /// `Result` with [`DdpError`] as the default error.

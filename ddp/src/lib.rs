@@ -18,6 +18,8 @@
 pub mod amp;
 pub mod buckets;
 pub mod checkpoint;
+#[cfg(feature = "cuda")]
+pub mod cuda;
 pub mod ddp;
 pub mod error;
 pub mod hooks;

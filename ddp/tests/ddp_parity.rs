@@ -34,7 +34,10 @@ impl Mlp {
         ];
         let unused =
             with_unused.then(|| nn::linear(&root / "spare", HIDDEN, OUT, Default::default()));
-        Mlp { layers, _unused: unused }
+        Mlp {
+            layers,
+            _unused: unused,
+        }
     }
 
     fn forward(&self, x: &Tensor) -> Tensor {
@@ -384,9 +387,12 @@ fn a_parameter_without_gradient_is_named_unless_find_unused_parameters() {
         assert_eq!(got.len(), want.len());
         for (i, (g, w)) in got.iter().zip(&want).enumerate() {
             match (g, w) {
-                (Some(g), Some(w)) => {
-                    assert_close(&[g.clone()], &[w.clone()], 2e-5, &format!("grad {i}"))
-                }
+                (Some(g), Some(w)) => assert_close(
+                    std::slice::from_ref(g),
+                    std::slice::from_ref(w),
+                    2e-5,
+                    &format!("grad {i}"),
+                ),
                 (None, None) => {}
                 other => panic!("parameter {i}: gradient presence differs: {other:?}"),
             }

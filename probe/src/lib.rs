@@ -16,7 +16,9 @@
 //!   `chrome://tracing`.
 //! * [`synth`]: deterministic synthetic runs for tests and benchmarks.
 
+pub mod analysis;
 pub mod clock;
+pub mod diagnosis;
 pub mod error;
 pub mod export;
 mod hash;

@@ -1,6 +1,8 @@
 //! One module per `ddp-probe` command: each turns parsed arguments into library calls and
 //! prints the result.
 
+pub mod analyze;
+pub mod explain;
 pub mod export;
 mod load;
 pub mod run;

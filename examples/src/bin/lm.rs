@@ -221,12 +221,15 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
                 )
             });
             let logits = ddp.forward(|| model.forward(&x))?;
+            // Samples this rank trained on in this step: the summary's throughput.
+            ddp.recorder()
+                .counter(probe::analysis::SAMPLES_COUNTER, batch.len() as f64);
             let loss = logits
                 .view([-1, vocab.len() as i64])
                 .cross_entropy_for_logits(&y.contiguous().view([-1]));
             ddp.backward(&loss)?;
             ddp.optimizer_step(|| opt.step())?;
-            opt.zero_grad();
+            opt.zero_grad()?;
             recent.push(loss.double_value(&[]));
             ddp.end_step();
             step += 1;

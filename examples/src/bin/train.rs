@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
+use ddp::checkpoint::{Checkpoint, CheckpointManager};
 use ddp::metrics::Accuracy;
 use ddp::{Ddp, DdpOptions, DistributedSampler, Optimizer, OptimizerKind};
 use ddp_examples::{cancer, epoch_batches, log0, EpochPlan};
@@ -120,8 +121,38 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         plan.dropped
     );
 
+    // Checkpoints: rank 0 writes them; every rank resumes from the newest one.
+    let ckpt_dir = args.checkpoint_dir.clone().unwrap_or_else(|| {
+        std::env::var_os("DDP_PROBE_RUN_DIR")
+            .map(|d| PathBuf::from(d).join("checkpoints"))
+            .unwrap_or_else(|| PathBuf::from("checkpoints"))
+    });
+    let checkpoints = CheckpointManager::new(&ckpt_dir, 3)?;
+    let mut first_epoch = 0;
     let mut steps = 0u64;
-    'epochs: for epoch in 0..args.epochs {
+    if args.resume {
+        if let Some(ckpt) = ddp.timed(SpanKind::CheckpointLoad, || checkpoints.load_latest())? {
+            ckpt.apply_to_var_store(&vs)?;
+            ckpt.apply_to_optimizer(&mut opt)?;
+            first_epoch = ckpt.epoch;
+            steps = ckpt.step;
+            log0!(
+                pg,
+                "resumed from the checkpoint of epoch {} (step {}) in {}",
+                ckpt.epoch,
+                ckpt.step,
+                ckpt_dir.display()
+            );
+        } else {
+            log0!(
+                pg,
+                "no checkpoint in {} yet: starting from scratch",
+                ckpt_dir.display()
+            );
+        }
+    }
+
+    'epochs: for epoch in first_epoch..args.epochs {
         sampler.set_epoch(epoch);
         let mut loss_sum = 0f64;
         let batches = epoch_batches(&sampler, args.batch_size)?;
@@ -135,6 +166,9 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
                 (train_x.index_select(0, &idx), train_y.index_select(0, &idx))
             });
             let logits = ddp.forward(|| net.forward(&x))?;
+            // Samples this rank trained on in this step: the summary's throughput.
+            ddp.recorder()
+                .counter(probe::analysis::SAMPLES_COUNTER, batch.len() as f64);
             let loss = logits.binary_cross_entropy_with_logits::<Tensor>(
                 &y,
                 None,
@@ -143,7 +177,7 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
             );
             ddp.backward(&loss)?;
             ddp.optimizer_step(|| opt.step())?;
-            opt.zero_grad();
+            opt.zero_grad()?;
             loss_sum += loss.double_value(&[]);
             ddp.end_step();
             steps += 1;
@@ -157,6 +191,22 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
             accuracy.correct,
             accuracy.total
         );
+        if args.checkpoint_every > 0 && (epoch + 1) % args.checkpoint_every == 0 {
+            let path = ddp.timed(SpanKind::CheckpointSave, || {
+                checkpoints.save_on_rank0(&pg, || {
+                    Ok(Checkpoint::new(epoch + 1, steps)
+                        .with_var_store(&vs)
+                        .with_optimizer(&opt)
+                        .with_sampler(epoch + 1, args.seed))
+                })
+            })?;
+            log0!(
+                pg,
+                "checkpoint of epoch {} written to {}",
+                epoch + 1,
+                path.display()
+            );
+        }
     }
     log0!(pg, "done: {steps} steps per rank");
     ddp.finish("ok")?;

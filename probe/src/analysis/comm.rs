@@ -1,0 +1,279 @@
+//! Communication statistics: nccl-tests bandwidths, per-operation totals and
+//! the per-sequence-number view across ranks.
+//!
+//! Bandwidths follow nccl-tests (`doc/PERFORMANCE.md`): the **algorithm
+//! bandwidth** is `algbw = bytes / time`, and the **bus bandwidth**
+//! `busbw = algbw × factor` corrects it for the number of ranks `n` so that
+//! it compares with link speeds: all-reduce `2(n−1)/n`, reduce-scatter,
+//! all-gather (and all-to-all, gather, scatter) `(n−1)/n`, broadcast,
+//! reduce, send and receive `1`.
+
+use serde::{Deserialize, Serialize};
+
+use super::group::IdMap;
+use super::scan::CollObs;
+use super::stats::Dist;
+use crate::model::{Run, Sym};
+use crate::trace::op;
+
+/// The nccl-tests bus-bandwidth factor of operation `op_name` among `n`
+/// ranks (see the module documentation); `1` for operations it does not
+/// define, and for every operation when `n < 2` would give a factor of 0.
+pub fn bus_factor(op_name: &str, n: u32) -> f64 {
+    let n = f64::from(n.max(1));
+    let f = match op_name {
+        op::ALL_REDUCE => 2.0 * (n - 1.0) / n,
+        op::REDUCE_SCATTER | op::ALL_GATHER | op::ALL_TO_ALL | op::GATHER | op::SCATTER => {
+            (n - 1.0) / n
+        }
+        _ => 1.0,
+    };
+    if f > 0.0 {
+        f
+    } else {
+        1.0
+    }
+}
+
+/// Statistics of one collective operation (`op`) over the steady steps,
+/// every call of every rank counted once.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OpStats {
+    /// The operation (`"unknown"` for collectives without `op`).
+    pub op: String,
+    /// Number of calls (all ranks).
+    pub calls: u64,
+    /// Calls that carry a byte count.
+    pub calls_with_bytes: u64,
+    /// Sum of the calls' bytes.
+    pub bytes_total: u64,
+    /// `bytes_total / calls_with_bytes`.
+    pub bytes_mean: f64,
+    /// Sum of the calls' durations (ns), waiting for late ranks included.
+    pub latency_total_ns: i64,
+    /// Durations of the calls (ns).
+    pub latency: Dist,
+    /// Algorithm bandwidth: total bytes over the total duration of the
+    /// calls that carry bytes (bytes/s); `None` without bytes or time.
+    pub algbw_bytes_per_s: Option<f64>,
+    /// `algbw × bus_factor` (bytes/s).
+    pub busbw_bytes_per_s: Option<f64>,
+    /// The nccl-tests factor used for `busbw`.
+    pub bus_factor: f64,
+}
+
+/// Per-operation accumulators, fed one call at a time.
+#[derive(Default)]
+pub(crate) struct OpTable {
+    ops: Vec<OpAcc>,
+}
+
+struct OpAcc {
+    op: Option<Sym>,
+    with_bytes: u64,
+    bytes_total: u64,
+    dur_with_bytes: i64,
+    dur_total: i64,
+    latencies: Vec<i64>,
+}
+
+impl OpTable {
+    /// Counts one call.
+    pub fn add(&mut self, c: &CollObs) {
+        let i = match self.ops.iter().position(|a| a.op == c.op) {
+            Some(i) => i,
+            None => {
+                self.ops.push(OpAcc {
+                    op: c.op,
+                    with_bytes: 0,
+                    bytes_total: 0,
+                    dur_with_bytes: 0,
+                    dur_total: 0,
+                    latencies: Vec::new(),
+                });
+                self.ops.len() - 1
+            }
+        };
+        let a = &mut self.ops[i];
+        let d = c.duration();
+        a.dur_total = a.dur_total.saturating_add(d);
+        a.latencies.push(d);
+        if let Some(b) = c.bytes() {
+            a.with_bytes += 1;
+            a.bytes_total = a.bytes_total.saturating_add(b);
+            a.dur_with_bytes = a.dur_with_bytes.saturating_add(d);
+        }
+    }
+
+    /// The statistics, most total time first.
+    pub fn finish(self, run: &Run) -> Vec<OpStats> {
+        let mut out: Vec<OpStats> = self
+            .ops
+            .into_iter()
+            .map(|mut a| {
+                let name = a.op.map_or("unknown", |s| run.str(s)).to_owned();
+                let factor = bus_factor(&name, run.world_size);
+                let algbw = (a.with_bytes > 0 && a.dur_with_bytes > 0)
+                    .then(|| a.bytes_total as f64 / (a.dur_with_bytes as f64 / 1e9));
+                OpStats {
+                    calls: a.latencies.len() as u64,
+                    calls_with_bytes: a.with_bytes,
+                    bytes_total: a.bytes_total,
+                    bytes_mean: if a.with_bytes > 0 {
+                        a.bytes_total as f64 / a.with_bytes as f64
+                    } else {
+                        0.0
+                    },
+                    latency_total_ns: a.dur_total,
+                    latency: Dist::of_i64(&mut a.latencies),
+                    algbw_bytes_per_s: algbw,
+                    busbw_bytes_per_s: algbw.map(|v| v * factor),
+                    bus_factor: factor,
+                    op: name,
+                }
+            })
+            .collect();
+        out.sort_by(|a, b| {
+            b.latency_total_ns
+                .cmp(&a.latency_total_ns)
+                .then(a.op.cmp(&b.op))
+        });
+        out
+    }
+}
+
+/// One collective (one sequence number) seen across ranks.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SeqView {
+    /// Calls recorded with it (one per rank normally).
+    pub ranks: u32,
+    /// Latest start − earliest start (ns).
+    pub skew: i64,
+    /// The rank with the latest start, `None` when two or more share it
+    /// or only one rank recorded it.
+    pub last: Option<u32>,
+    /// Σ over the other calls of (latest start − their start) (ns).
+    pub wait: i64,
+    /// Step number (`u32::MAX` when unknown) of the first call.
+    pub step: u32,
+    /// Bucket id of the first call (`u32::MAX` when absent).
+    pub bucket: u32,
+    /// The call that started last (the first of them on a tie): its
+    /// duration is the collective's own time, without waiting for others.
+    pub last_call: LastCall,
+}
+
+/// What the cost model needs of the call that started last.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LastCall {
+    pub duration: i64,
+    pub bytes: u64,
+    pub op: Option<Sym>,
+    pub transport: Option<Sym>,
+}
+
+/// Per-sequence-number accumulators, fed one call at a time (calls without
+/// `seq` are ignored).
+#[derive(Default)]
+pub(crate) struct SeqTable {
+    index: IdMap,
+    accs: Vec<SeqAcc>,
+}
+
+#[derive(Clone, Copy)]
+struct SeqAcc {
+    seq: u64,
+    n: u32,
+    hi_count: u32,
+    first: i64,
+    lo: i64,
+    hi: i64,
+    /// Σ (start − first).
+    sum: i64,
+    rank_of_hi: u32,
+    step: u32,
+    bucket: u32,
+    last: LastCall,
+}
+
+impl SeqTable {
+    /// Counts one call.
+    pub fn add(&mut self, c: &CollObs) {
+        let Some(seq) = c.seq() else { return };
+        let i = self.index.id(seq) as usize;
+        if i == self.accs.len() {
+            self.accs.push(SeqAcc {
+                seq,
+                n: 0,
+                hi_count: 0,
+                first: c.start,
+                lo: c.start,
+                hi: i64::MIN,
+                sum: 0,
+                rank_of_hi: c.rank,
+                step: c.step,
+                bucket: c.bucket,
+                last: LastCall {
+                    duration: 0,
+                    bytes: u64::MAX,
+                    op: None,
+                    transport: None,
+                },
+            });
+        }
+        let a = &mut self.accs[i];
+        a.n += 1;
+        a.lo = a.lo.min(c.start);
+        a.sum = a.sum.saturating_add(c.start.saturating_sub(a.first));
+        if c.start > a.hi {
+            a.hi = c.start;
+            a.hi_count = 1;
+            a.rank_of_hi = c.rank;
+            a.last = LastCall {
+                duration: c.duration(),
+                bytes: c.bytes,
+                op: c.op,
+                transport: c.transport,
+            };
+        } else if c.start == a.hi {
+            a.hi_count += 1;
+        }
+    }
+
+    /// The views, in sequence order.
+    pub fn finish(self) -> Vec<SeqView> {
+        let mut accs = self.accs;
+        accs.sort_unstable_by_key(|a| a.seq);
+        accs.iter()
+            .map(|a| SeqView {
+                ranks: a.n,
+                skew: a.hi.saturating_sub(a.lo),
+                last: (a.hi_count == 1 && a.n >= 2).then_some(a.rank_of_hi),
+                wait: i64::from(a.n)
+                    .saturating_mul(a.hi.saturating_sub(a.first))
+                    .saturating_sub(a.sum)
+                    .max(0),
+                step: a.step,
+                bucket: a.bucket,
+                last_call: a.last,
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nccl_tests_factors() {
+        assert_eq!(bus_factor("all_reduce", 2), 1.0);
+        assert_eq!(bus_factor("all_reduce", 4), 1.5);
+        assert_eq!(bus_factor("all_gather", 4), 0.75);
+        assert_eq!(bus_factor("reduce_scatter", 2), 0.5);
+        assert_eq!(bus_factor("broadcast", 8), 1.0);
+        assert_eq!(bus_factor("reduce", 8), 1.0);
+        assert_eq!(bus_factor("all_reduce", 1), 1.0);
+        assert_eq!(bus_factor("my_op", 4), 1.0);
+    }
+}

@@ -1,0 +1,266 @@
+//! The communication cost model `time = latency + size / bandwidth`, fitted
+//! to observed collectives.
+//!
+//! The fit is robust to outliers (a collective that waited for a slow rank,
+//! a network hiccup): observations are grouped by size and each size
+//! contributes its **median** time, weighted by its number of observations
+//! and by `1 / time²`, so that the fit minimizes *relative* error and small
+//! and large collectives count alike. The weighted least-squares line is
+//! solved in closed form; a negative latency is clamped to zero (the line is
+//! then refitted through the origin), and a line that does not rise with
+//! size is rejected, since it has no bandwidth.
+//!
+//! Sizes are "bus bytes": a collective's bytes times the nccl-tests bus
+//! factor of its operation ([`super::bus_factor`]), so the fitted bandwidth
+//! is a bus bandwidth, and different operations can share one fit when one
+//! operation alone has too few sizes.
+
+use serde::{Deserialize, Serialize};
+
+use super::stats::median;
+
+/// A fitted line `time_ns = latency_ns + x · ns_per_byte` with its quality.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LinearFit {
+    /// Fixed cost of a call (ns).
+    pub latency_ns: f64,
+    /// Cost per (bus) byte (ns); `1e9 / ns_per_byte` is the bandwidth in
+    /// bytes/s.
+    pub ns_per_byte: f64,
+    /// Number of distinct sizes (points of the fit).
+    pub sizes: usize,
+    /// Number of observations.
+    pub calls: u64,
+    /// Coefficient of determination of the per-size medians (weighted by
+    /// observations; 1 is a perfect line).
+    pub r2: f64,
+    /// Root mean square of the per-size medians' relative residuals
+    /// `(median − model) / model`, weighted by observations: how far the
+    /// model is from the typical time of each size.
+    pub rel_rmse: f64,
+    /// Median over all observations of `|time − model| / model`: how much a
+    /// single call scatters around the model.
+    pub rel_mad: f64,
+    /// Whether the unconstrained fit gave a negative latency that was
+    /// clamped to zero.
+    pub latency_clamped: bool,
+}
+
+impl LinearFit {
+    /// The model's time for `x` (bus) bytes (ns).
+    pub fn predict_ns(&self, x: f64) -> f64 {
+        self.latency_ns + x * self.ns_per_byte
+    }
+
+    /// The bandwidth in (bus) bytes per second.
+    pub fn bandwidth_bytes_per_s(&self) -> f64 {
+        if self.ns_per_byte > 0.0 {
+            1e9 / self.ns_per_byte
+        } else {
+            f64::INFINITY
+        }
+    }
+}
+
+/// Why no line could be fitted.
+#[derive(Clone, Debug, PartialEq)]
+pub enum FitError {
+    /// No observation.
+    Empty,
+    /// All observations have one size (the `x` given), so latency and
+    /// bandwidth cannot be told apart.
+    OneSize(f64),
+    /// Time does not grow with size.
+    NoBandwidth,
+}
+
+impl std::fmt::Display for FitError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FitError::Empty => f.write_str("no collective with a byte count was recorded"),
+            FitError::OneSize(x) => write!(
+                f,
+                "all recorded collectives have the same size ({x:.0} bus bytes), so latency and bandwidth cannot be told apart"
+            ),
+            FitError::NoBandwidth => {
+                f.write_str("the collectives' times do not grow with their size")
+            }
+        }
+    }
+}
+
+/// Fits `time = latency + x · ns_per_byte` to `(x, time_ns)` observations
+/// (reordered in place) as described in the module documentation.
+pub fn fit_latency_bandwidth(obs: &mut [(f64, f64)]) -> Result<LinearFit, FitError> {
+    let obs_len = obs.len();
+    let mut obs: Vec<(f64, f64)> = obs
+        .iter()
+        .copied()
+        .filter(|(x, t)| x.is_finite() && t.is_finite() && *x >= 0.0 && *t >= 0.0)
+        .collect();
+    if obs.is_empty() {
+        return Err(FitError::Empty);
+    }
+    obs.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+    // Per-size medians: (x, median time, count).
+    let mut pts: Vec<(f64, f64, f64)> = Vec::new();
+    let mut scratch = Vec::new();
+    let mut i = 0;
+    while i < obs.len() {
+        let x = obs[i].0;
+        scratch.clear();
+        while i < obs.len() && obs[i].0 == x {
+            scratch.push(obs[i].1);
+            i += 1;
+        }
+        let n = scratch.len() as f64;
+        pts.push((x, median(&mut scratch), n));
+    }
+    if pts.len() < 2 {
+        return Err(FitError::OneSize(pts[0].0));
+    }
+    let floor = 1.0; // ns, keeps the weights finite for zero times
+    let w = |y: f64, c: f64| c / y.max(floor).powi(2);
+    let (mut sw, mut sx, mut sy, mut sxx, mut sxy) = (0.0, 0.0, 0.0, 0.0, 0.0);
+    for &(x, y, c) in &pts {
+        let wi = w(y, c);
+        sw += wi;
+        sx += wi * x;
+        sy += wi * y;
+        sxx += wi * x * x;
+        sxy += wi * x * y;
+    }
+    let den = sw * sxx - sx * sx;
+    let mut slope = if den > 0.0 {
+        (sw * sxy - sx * sy) / den
+    } else {
+        0.0
+    };
+    let mut latency = (sy - slope * sx) / sw;
+    let mut clamped = false;
+    if latency < 0.0 {
+        clamped = true;
+        latency = 0.0;
+        slope = if sxx > 0.0 { sxy / sxx } else { 0.0 };
+    }
+    if !(slope > 0.0 && slope.is_finite() && latency.is_finite()) {
+        return Err(FitError::NoBandwidth);
+    }
+    let model = |x: f64| latency + slope * x;
+    let total_c: f64 = pts.iter().map(|p| p.2).sum();
+    let mean_y = pts.iter().map(|p| p.1 * p.2).sum::<f64>() / total_c;
+    let (mut ss_res, mut ss_tot, mut rel2) = (0.0, 0.0, 0.0);
+    for &(x, y, c) in &pts {
+        let m = model(x);
+        ss_res += c * (y - m).powi(2);
+        ss_tot += c * (y - mean_y).powi(2);
+        rel2 += c * ((y - m) / m.max(floor)).powi(2);
+    }
+    let r2 = if ss_tot > 0.0 {
+        1.0 - ss_res / ss_tot
+    } else {
+        1.0
+    };
+    let mut rel: Vec<f64> = obs
+        .iter()
+        .map(|&(x, t)| (t - model(x)).abs() / model(x).max(floor))
+        .collect();
+    Ok(LinearFit {
+        latency_ns: latency,
+        ns_per_byte: slope,
+        sizes: pts.len(),
+        calls: obs_len as u64,
+        r2,
+        rel_rmse: (rel2 / total_c).sqrt(),
+        rel_mad: median(&mut rel),
+        latency_clamped: clamped,
+    })
+}
+
+/// The cost model of one transport, as [`super::advise`] reports it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CostFit {
+    /// The transport (`"unknown"` for collectives without one).
+    pub transport: String,
+    /// The operation fitted (the one the gradient buckets use when this
+    /// transport carries them, else the most frequent one).
+    pub op: String,
+    /// Whether other operations were fitted along (their sizes in bus
+    /// bytes) because this operation alone had fewer than two sizes.
+    pub mixed_ops: bool,
+    /// The fitted line, sizes in bus bytes.
+    pub fit: LinearFit,
+    /// The bus factor of `op` among the run's ranks: a call of `b` bytes
+    /// costs `latency + b · bus_factor · ns_per_byte`.
+    pub bus_factor: f64,
+}
+
+impl CostFit {
+    /// Predicted time of one call of `op` moving `bytes` (ns).
+    pub fn predict_ns(&self, bytes: u64) -> f64 {
+        self.fit.predict_ns(bytes as f64 * self.bus_factor)
+    }
+
+    /// Bus bandwidth (bytes/s).
+    pub fn busbw_bytes_per_s(&self) -> f64 {
+        self.fit.bandwidth_bytes_per_s()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exact_line_is_recovered() {
+        // 100 µs + 1 ns per byte, three sizes, repeated.
+        let mut obs: Vec<(f64, f64)> = [1e6, 4e6, 16e6]
+            .iter()
+            .flat_map(|&x| std::iter::repeat_n((x, 1e5 + x), 5))
+            .collect();
+        let f = fit_latency_bandwidth(&mut obs).unwrap();
+        assert!((f.latency_ns - 1e5).abs() < 1e-3, "{f:?}");
+        assert!((f.ns_per_byte - 1.0).abs() < 1e-9);
+        assert_eq!((f.sizes, f.calls), (3, 15));
+        assert!(f.r2 > 0.999_999 && f.rel_rmse < 1e-9 && f.rel_mad < 1e-9);
+        assert!((f.bandwidth_bytes_per_s() - 1e9).abs() < 1e-3);
+    }
+
+    #[test]
+    fn medians_ignore_outliers() {
+        let mut obs = vec![
+            (1e6, 1.1e6),
+            (1e6, 1.1e6),
+            (1e6, 50e6), // waited for a straggler
+            (2e6, 2.1e6),
+            (2e6, 2.1e6),
+            (2e6, 0.2e6),
+        ];
+        let f = fit_latency_bandwidth(&mut obs).unwrap();
+        assert!((f.latency_ns - 1e5).abs() < 1.0, "{f:?}");
+        assert!((f.ns_per_byte - 1.0).abs() < 1e-6);
+        assert!(f.rel_mad < 1e-9, "most calls sit on the line");
+    }
+
+    #[test]
+    fn negative_latency_is_clamped() {
+        let mut obs = vec![(1e6, 0.5e6), (2e6, 2.0e6)];
+        let f = fit_latency_bandwidth(&mut obs).unwrap();
+        assert!(f.latency_clamped);
+        assert_eq!(f.latency_ns, 0.0);
+        assert!(f.ns_per_byte > 0.0);
+    }
+
+    #[test]
+    fn errors() {
+        assert_eq!(fit_latency_bandwidth(&mut []), Err(FitError::Empty));
+        assert_eq!(
+            fit_latency_bandwidth(&mut [(5.0, 1.0), (5.0, 2.0)]),
+            Err(FitError::OneSize(5.0))
+        );
+        assert_eq!(
+            fit_latency_bandwidth(&mut [(1.0, 10.0), (2.0, 5.0)]),
+            Err(FitError::NoBandwidth)
+        );
+    }
+}

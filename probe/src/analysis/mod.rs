@@ -1,0 +1,54 @@
+//! Analysis of a loaded run: where a data-parallel step's time goes, and
+//! which `bucket_cap_mb` would make it shorter.
+//!
+//! * [`summarize`] → [`Summary`]: per rank and across ranks, the step-time
+//!   breakdown (data wait, forward, backward, communication total /
+//!   overlapped / exposed, optimizer, writeback, other) with median, p95 and
+//!   mean; throughput; per-bucket and per-operation communication
+//!   statistics with nccl-tests bandwidths; stragglers. Warm-up steps (the
+//!   first iteration, the bucket rebuild step) are reported apart.
+//!   [`Summary::render_text`] renders it for a terminal; the struct
+//!   serializes with serde for `--json`.
+//! * [`advise`] → [`Advice`]: fits a latency + bytes/bandwidth cost model to
+//!   the observed collectives, replays PyTorch's bucket assignment
+//!   ([`assign::assign_buckets`]) for candidate caps on the recorded
+//!   per-parameter gradient-ready times, simulates the overlapped schedule
+//!   and recommends a cap with the predicted gain and how sure it is.
+//!   [`Advice::render_text`] renders it.
+//!
+//! The definitions of every number are on the fields of
+//! [`StepBreakdown`], [`Breakdown`], [`BucketStats`], [`OpStats`],
+//! [`Stragglers`] and [`Advice`]. Everything works on rank 0's timeline as
+//! loaded; the cost is a single pass over each rank's sorted lanes plus
+//! linear-time grouping of the collectives.
+
+pub mod advice;
+pub mod assign;
+mod buckets;
+mod comm;
+pub mod costmodel;
+mod group;
+pub mod intervals;
+mod render;
+mod scan;
+pub mod stats;
+mod stragglers;
+mod summary;
+
+pub use advice::{advise, Advice, AdviceOptions, Candidate, Confidence, Recommendation};
+pub use assign::{assign_buckets, ParamSpec};
+pub use buckets::BucketStats;
+pub use comm::{bus_factor, OpStats};
+pub use costmodel::CostFit;
+pub use scan::{step_breakdowns, StepBreakdown, WarmupReason};
+pub use stats::Dist;
+pub use stragglers::{RankLateness, Straggler, Stragglers, P_VALUE_THRESHOLD};
+pub use summary::{
+    summarize, Breakdown, RankSummary, SamplesSource, Summary, SummaryOptions, Throughput, Totals,
+    WarmupStep,
+};
+
+/// The name of the counter that gives the number of samples a rank
+/// processed in a step (see `docs/trace-format.md`, "Conventions for
+/// analysis").
+pub const SAMPLES_COUNTER: &str = "samples";

@@ -1,0 +1,498 @@
+//! The per-rank sweep that every analysis builds on: one pass over each
+//! rank's sorted lanes that cuts the spans into step windows and measures
+//! each step.
+//!
+//! A rank's steps are its `step` spans in the compute lane or a custom lane
+//! (where a `lane` override puts them).
+//! Every other span is assigned to the steps by **time**: the parts of it
+//! that fall inside a step's window `[start, end)` count for that step, so
+//! spans without a `step` field (or with a wrong one) still count, and
+//! nothing outside a step window does (the initial parameter broadcast, a
+//! checkpoint between steps). A collective counts as a *call* of the step
+//! whose window contains its start.
+//!
+//! The sweep keeps one cursor per lane and a small list of spans that reach
+//! past the next step's start (usually none), so it reads every span once:
+//! `O(spans + steps)` with per-step scratch buffers reused across steps and
+//! no allocation per span. Collective calls are handed to a callback as
+//! they are measured instead of being stored.
+
+use serde::{Deserialize, Serialize};
+
+use super::intervals::{self, Interval};
+use super::SummaryOptions;
+use crate::hash::FxHashMap;
+use crate::model::{LaneKind, RankTrace, Run, Span, Sym};
+use crate::trace::SpanKind;
+
+/// Why a step is left out of the statistics and reported on its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WarmupReason {
+    /// One of the rank's first steps ([`SummaryOptions::warmup_steps`],
+    /// by default only the first iteration).
+    FirstSteps,
+    /// The step from which a `buckets` record with reason `"rebuild"`
+    /// applies (PyTorch rebuilds its buckets before the second iteration's
+    /// forward).
+    Rebuild,
+    /// Both.
+    FirstStepsAndRebuild,
+}
+
+impl WarmupReason {
+    /// Words for a report.
+    pub fn describe(self) -> &'static str {
+        match self {
+            WarmupReason::FirstSteps => "first iteration",
+            WarmupReason::Rebuild => "bucket rebuild",
+            WarmupReason::FirstStepsAndRebuild => "first iteration, bucket rebuild",
+        }
+    }
+}
+
+/// What one step of one rank spent its time on. All durations are integer
+/// nanoseconds of the step's window `[start, start + step_ns)`; every span is
+/// clipped to that window first, and each value is the length of the
+/// **union** of the spans named (so nested or overlapping spans count once).
+///
+/// Exact identities: `comm_overlapped_ns + comm_exposed_ns == comm_ns`, and
+/// `other_ns == step_ns −` length of the union of data wait, forward,
+/// backward, optimizer, writeback and collective spans.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StepBreakdown {
+    /// The rank.
+    pub rank: u32,
+    /// The step number of the `step` span, if it has one.
+    pub step: Option<u64>,
+    /// Start of the step (ns, rank 0's timeline).
+    pub start_ns: i64,
+    /// Length of the `step` span.
+    pub step_ns: i64,
+    /// `data_wait` spans.
+    pub data_wait_ns: i64,
+    /// `forward` spans.
+    pub forward_ns: i64,
+    /// `backward` spans.
+    pub backward_ns: i64,
+    /// `collective` spans: the time at least one collective was running.
+    pub comm_ns: i64,
+    /// The part of `comm_ns` during which forward, backward or optimizer
+    /// compute also ran (the intersection of the collectives' union with the
+    /// union of forward, backward and optimizer spans).
+    pub comm_overlapped_ns: i64,
+    /// The part of `comm_ns` with no compute running: what the step waited
+    /// for communication.
+    pub comm_exposed_ns: i64,
+    /// `optimizer` spans.
+    pub optimizer_ns: i64,
+    /// `writeback` spans.
+    pub writeback_ns: i64,
+    /// Step time not covered by any of the above (framework overhead, host
+    /// gaps, unrecorded work, idling).
+    pub other_ns: i64,
+    /// End of the step's last backward span (ns, rank 0's timeline), `None`
+    /// when the step has no backward.
+    pub backward_end_ns: Option<i64>,
+    /// How long the last collective ended after the last backward span ended
+    /// (0 when it ended before, or when the step has no backward or no
+    /// collective).
+    pub comm_tail_ns: i64,
+    /// Samples processed by this rank in the step: the sum of the `samples`
+    /// counters inside the step window (see the trace format, section
+    /// "Conventions for analysis").
+    pub samples: Option<f64>,
+    /// Set when the step is a warm-up step, left out of the statistics.
+    pub warmup: Option<WarmupReason>,
+}
+
+/// One collective call inside a step window, as the sweep saw it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CollObs {
+    /// Sequence number (`u64::MAX` when absent).
+    pub seq: u64,
+    pub start: i64,
+    pub end: i64,
+    /// Bytes (`u64::MAX` when absent).
+    pub bytes: u64,
+    /// Part of the call (clipped to its step) not overlapped by compute.
+    pub exposed: i64,
+    /// When its bucket was ready (`bucket_ready` end of the same bucket in
+    /// the same step, else the call's `queued`), `i64::MIN` when unknown.
+    pub ready: i64,
+    /// Start of the step's backward, `i64::MIN` when the step has none.
+    pub bwd_start: i64,
+    pub op: Option<Sym>,
+    pub transport: Option<Sym>,
+    /// Bucket id (`u32::MAX` when absent).
+    pub bucket: u32,
+    pub rank: u32,
+    /// Step number of the window (`u32::MAX` when the step span has none).
+    pub step: u32,
+    pub steady: bool,
+}
+
+impl CollObs {
+    pub fn seq(&self) -> Option<u64> {
+        (self.seq != u64::MAX).then_some(self.seq)
+    }
+    pub fn bytes(&self) -> Option<u64> {
+        (self.bytes != u64::MAX).then_some(self.bytes)
+    }
+    pub fn bucket(&self) -> Option<u32> {
+        (self.bucket != u32::MAX).then_some(self.bucket)
+    }
+    pub fn duration(&self) -> i64 {
+        self.end.saturating_sub(self.start)
+    }
+}
+
+/// The sweep's result for one rank.
+#[derive(Clone, Debug)]
+pub(crate) struct RankScan {
+    pub rank: u32,
+    /// Every step, in time order.
+    pub steps: Vec<StepBreakdown>,
+}
+
+/// The sweep's result for a run.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct RunScan {
+    /// Per rank, in rank order.
+    pub ranks: Vec<RankScan>,
+}
+
+/// The step numbers from which a `buckets` record with reason `"rebuild"`
+/// applies, over all ranks, sorted.
+pub(crate) fn rebuild_steps(run: &Run) -> Vec<u64> {
+    let mut v: Vec<u64> = run
+        .ranks
+        .iter()
+        .flat_map(|r| r.layouts.iter())
+        .filter(|l| !l.from_header && l.reason == "rebuild")
+        .map(|l| l.from_step)
+        .collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// Runs the sweep over every rank. Every collective call that starts inside
+/// a step window is handed to `sink` as it is measured (rank by rank, each
+/// in step order), with `steady` telling whether its step counts in the
+/// statistics; nothing per call is stored.
+pub(crate) fn scan_run(
+    run: &Run,
+    opts: &SummaryOptions,
+    sink: &mut dyn FnMut(&CollObs),
+) -> RunScan {
+    let rebuilds = rebuild_steps(run);
+    let samples = run.strings.lookup(super::SAMPLES_COUNTER);
+    let mut scratch = Scratch::default();
+    let ranks = run
+        .ranks
+        .iter()
+        .map(|r| scan_rank(r, opts, &rebuilds, samples, &mut scratch, sink))
+        .collect();
+    RunScan { ranks }
+}
+
+/// Every step of every rank with its breakdown, warm-up steps included
+/// (marked), ranks in order and each rank's steps in time order.
+pub fn step_breakdowns(run: &Run, opts: &SummaryOptions) -> Vec<StepBreakdown> {
+    scan_run(run, opts, &mut |_| {})
+        .ranks
+        .into_iter()
+        .flat_map(|r| r.steps)
+        .collect()
+}
+
+#[derive(Default)]
+struct Scratch<'a> {
+    data: Vec<Interval>,
+    fwd: Vec<Interval>,
+    bwd: Vec<Interval>,
+    opt: Vec<Interval>,
+    wb: Vec<Interval>,
+    coll: Vec<Interval>,
+    compute: Vec<Interval>,
+    /// Collectives that start in the current window: (span, transport).
+    new_colls: Vec<(&'a Span, Option<Sym>)>,
+    /// Bucket id → latest `bucket_ready` end in the current window.
+    ready: ReadyTable,
+}
+
+/// Latest `bucket_ready` end per bucket id within one window: a direct
+/// table for ids below [`ReadyTable::DENSE`] (reset through the list of
+/// ids set), a hash map above.
+#[derive(Default)]
+struct ReadyTable {
+    dense: Vec<i64>,
+    touched: Vec<u32>,
+    sparse: FxHashMap<u32, i64>,
+}
+
+impl ReadyTable {
+    const DENSE: u32 = 1 << 16;
+
+    fn clear(&mut self) {
+        for &b in &self.touched {
+            self.dense[b as usize] = i64::MIN;
+        }
+        self.touched.clear();
+        if !self.sparse.is_empty() {
+            self.sparse.clear();
+        }
+    }
+
+    fn set_max(&mut self, bucket: u32, t: i64) {
+        if bucket < Self::DENSE {
+            let b = bucket as usize;
+            if b >= self.dense.len() {
+                self.dense.resize(b + 1, i64::MIN);
+            }
+            if self.dense[b] == i64::MIN {
+                self.touched.push(bucket);
+            }
+            self.dense[b] = self.dense[b].max(t);
+        } else {
+            let e = self.sparse.entry(bucket).or_insert(i64::MIN);
+            *e = (*e).max(t);
+        }
+    }
+
+    fn get(&self, bucket: u32) -> Option<i64> {
+        let v = if bucket < Self::DENSE {
+            self.dense.get(bucket as usize).copied()
+        } else {
+            self.sparse.get(&bucket).copied()
+        };
+        v.filter(|&t| t != i64::MIN)
+    }
+}
+
+impl Scratch<'_> {
+    fn clear(&mut self) {
+        for v in [
+            &mut self.data,
+            &mut self.fwd,
+            &mut self.bwd,
+            &mut self.opt,
+            &mut self.wb,
+            &mut self.coll,
+            &mut self.compute,
+        ] {
+            v.clear();
+        }
+        self.new_colls.clear();
+        self.ready.clear();
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Window {
+    start: i64,
+    end: i64,
+    step: Option<u64>,
+}
+
+fn scan_rank<'a>(
+    rank: &'a RankTrace,
+    opts: &SummaryOptions,
+    rebuilds: &[u64],
+    samples_sym: Option<Sym>,
+    s: &mut Scratch<'a>,
+    sink: &mut dyn FnMut(&CollObs),
+) -> RankScan {
+    let lanes: Vec<&'a crate::model::Lane> = rank
+        .lanes
+        .iter()
+        .filter(|l| !matches!(l.kind, LaneKind::Gpu { .. }))
+        .collect();
+    // Steps live in the compute lane (or a custom lane by override); the
+    // big lanes (communication, buckets) are not searched for them.
+    let mut windows: Vec<Window> = lanes
+        .iter()
+        .filter(|l| matches!(l.kind, LaneKind::Compute | LaneKind::Custom))
+        .flat_map(|l| l.spans().iter())
+        .filter(|sp| sp.kind() == SpanKind::Step)
+        .map(|sp| Window {
+            start: sp.start(),
+            end: sp.end(),
+            step: sp.step(),
+        })
+        .collect();
+    windows.sort_by_key(|w| (w.start, std::cmp::Reverse(w.end)));
+
+    let mut cursors = vec![0usize; lanes.len()];
+    let mut carries: Vec<Vec<u32>> = vec![Vec::new(); lanes.len()];
+    let mut steps = Vec::with_capacity(windows.len());
+
+    for (k, w) in windows.iter().enumerate() {
+        let next_start = windows.get(k + 1).map_or(i64::MAX, |n| n.start);
+        s.clear();
+        for (li, lane) in lanes.iter().enumerate() {
+            let spans = lane.spans();
+            let carry = &mut carries[li];
+            carry.retain(|&i| spans[i as usize].end() > w.start);
+            for &i in carry.iter() {
+                visit(rank, &spans[i as usize], w, false, s);
+            }
+            let cur = &mut cursors[li];
+            while *cur < spans.len() && spans[*cur].start() < w.end {
+                let sp = &spans[*cur];
+                let is_new = sp.start() >= w.start;
+                if sp.end() > w.start || is_new {
+                    visit(rank, sp, w, is_new, s);
+                }
+                if sp.end() > next_start {
+                    carry.push(*cur as u32);
+                }
+                *cur += 1;
+            }
+        }
+        let first = (k as u64) < opts.warmup_steps;
+        let rebuild =
+            opts.exclude_rebuild && w.step.is_some_and(|n| rebuilds.binary_search(&n).is_ok());
+        let warmup = match (first, rebuild) {
+            (true, true) => Some(WarmupReason::FirstStepsAndRebuild),
+            (true, false) => Some(WarmupReason::FirstSteps),
+            (false, true) => Some(WarmupReason::Rebuild),
+            (false, false) => None,
+        };
+        steps.push(measure(rank.rank(), w, warmup, s, sink));
+    }
+
+    // Samples counters, by time: t in [start, end], ties to the earlier step.
+    if let Some(sym) = samples_sym {
+        let mut k = 0usize;
+        for c in rank.counters.iter().filter(|c| c.name == sym) {
+            if c.value.is_nan() {
+                continue;
+            }
+            while k < windows.len() && windows[k].end < c.t {
+                k += 1;
+            }
+            if k < windows.len() && windows[k].start <= c.t {
+                *steps[k].samples.get_or_insert(0.0) += c.value;
+            }
+        }
+    }
+
+    RankScan {
+        rank: rank.rank(),
+        steps,
+    }
+}
+
+/// Adds the part of `sp` inside `w` to the step's scratch buffers.
+#[inline]
+fn visit<'a>(rank: &'a RankTrace, sp: &'a Span, w: &Window, is_new: bool, s: &mut Scratch<'a>) {
+    let lo = sp.start().max(w.start);
+    let hi = sp.end().min(w.end);
+    let iv = (lo, hi);
+    match sp.kind() {
+        SpanKind::DataWait => s.data.push(iv),
+        SpanKind::Forward => s.fwd.push(iv),
+        SpanKind::Backward => s.bwd.push(iv),
+        SpanKind::Optimizer => s.opt.push(iv),
+        SpanKind::Writeback => s.wb.push(iv),
+        SpanKind::Collective => {
+            s.coll.push(iv);
+            if is_new {
+                let transport = rank.extra(sp).and_then(|x| x.transport);
+                s.new_colls.push((sp, transport));
+            }
+        }
+        SpanKind::BucketReady => {
+            if is_new {
+                if let Some(b) = sp.bucket() {
+                    s.ready.set_max(b, sp.end());
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Turns the scratch buffers of one window into its breakdown and hands its
+/// collective calls to `sink`.
+fn measure(
+    rank: u32,
+    w: &Window,
+    warmup: Option<WarmupReason>,
+    s: &mut Scratch<'_>,
+    sink: &mut dyn FnMut(&CollObs),
+) -> StepBreakdown {
+    use intervals::{difference_len, intersection_len, normalize, total, union_into, union_len};
+    for v in [
+        &mut s.data,
+        &mut s.fwd,
+        &mut s.bwd,
+        &mut s.opt,
+        &mut s.wb,
+        &mut s.coll,
+    ] {
+        normalize(v);
+    }
+    union_into(&mut s.compute, &[&s.fwd, &s.bwd, &s.opt]);
+    let busy = union_len(&[&s.data, &s.wb, &s.coll, &s.compute]);
+
+    let step_ns = w.end.saturating_sub(w.start).max(0);
+    let comm_ns = total(&s.coll);
+    let bwd_start = s.bwd.first().map_or(i64::MIN, |iv| iv.0);
+    let bwd_end = s.bwd.last().map(|iv| iv.1);
+    let coll_end = s.coll.last().map(|iv| iv.1);
+    let comm_tail_ns = match (bwd_end, coll_end) {
+        (Some(b), Some(c)) => (c - b).max(0),
+        _ => 0,
+    };
+    let step_u32 = w
+        .step
+        .and_then(|n| u32::try_from(n).ok())
+        .unwrap_or(u32::MAX);
+    for &(sp, transport) in &s.new_colls {
+        let lo = sp.start().max(w.start);
+        let hi = sp.end().min(w.end);
+        let exposed = (hi - lo).max(0) - intervals::covered_len(lo, hi, &s.compute);
+        let ready = sp
+            .bucket()
+            .and_then(|b| s.ready.get(b))
+            .or_else(|| sp.queued())
+            .unwrap_or(i64::MIN);
+        sink(&CollObs {
+            seq: sp.seq().unwrap_or(u64::MAX),
+            start: sp.start(),
+            end: sp.end(),
+            bytes: sp.bytes().unwrap_or(u64::MAX),
+            exposed,
+            ready,
+            bwd_start,
+            op: sp.op(),
+            transport,
+            bucket: sp.bucket().unwrap_or(u32::MAX),
+            rank,
+            step: step_u32,
+            steady: warmup.is_none(),
+        });
+    }
+    StepBreakdown {
+        rank,
+        step: w.step,
+        start_ns: w.start,
+        step_ns,
+        data_wait_ns: total(&s.data),
+        forward_ns: total(&s.fwd),
+        backward_ns: total(&s.bwd),
+        comm_ns,
+        comm_overlapped_ns: intersection_len(&s.coll, &s.compute),
+        comm_exposed_ns: difference_len(&s.coll, &s.compute),
+        optimizer_ns: total(&s.opt),
+        writeback_ns: total(&s.wb),
+        other_ns: step_ns - busy,
+        backward_end_ns: bwd_end,
+        comm_tail_ns,
+        samples: None,
+        warmup,
+    }
+}

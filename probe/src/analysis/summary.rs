@@ -1,0 +1,723 @@
+//! The run summary: step-time breakdown per rank and across ranks,
+//! throughput, per-bucket and per-operation communication statistics and
+//! stragglers, plus a compact text rendering of it.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::buckets::{BucketStats, BucketTable};
+use super::comm::{OpStats, OpTable, SeqTable};
+use super::render::{self, num, text, Table};
+use super::scan::{scan_run, StepBreakdown, WarmupReason};
+use super::stats::Dist;
+use super::stragglers::{stragglers, Stragglers};
+use crate::model::Run;
+
+/// What [`summarize`] leaves out and assumes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SummaryOptions {
+    /// How many of each rank's first steps (in time order) are warm-up and
+    /// reported apart. Default 1: the first iteration.
+    pub warmup_steps: u64,
+    /// Whether the step a `buckets` record with reason `"rebuild"` applies
+    /// from is reported apart too. Default true.
+    pub exclude_rebuild: bool,
+    /// Samples each rank processes per step, when the trace has no
+    /// `samples` counters (a `--batch-size` option). Counters win when
+    /// present.
+    pub batch_size: Option<u64>,
+}
+
+impl Default for SummaryOptions {
+    fn default() -> SummaryOptions {
+        SummaryOptions {
+            warmup_steps: 1,
+            exclude_rebuild: true,
+            batch_size: None,
+        }
+    }
+}
+
+/// Exact integer sums over the steps of a [`Breakdown`] (ns). They keep
+/// the identities of [`StepBreakdown`]:
+/// `comm_overlapped_ns + comm_exposed_ns == comm_ns`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Totals {
+    /// Σ step time.
+    pub step_ns: i64,
+    /// Σ data wait.
+    pub data_wait_ns: i64,
+    /// Σ forward.
+    pub forward_ns: i64,
+    /// Σ backward.
+    pub backward_ns: i64,
+    /// Σ communication.
+    pub comm_ns: i64,
+    /// Σ communication overlapped with compute.
+    pub comm_overlapped_ns: i64,
+    /// Σ exposed communication.
+    pub comm_exposed_ns: i64,
+    /// Σ optimizer.
+    pub optimizer_ns: i64,
+    /// Σ writeback.
+    pub writeback_ns: i64,
+    /// Σ other / idle.
+    pub other_ns: i64,
+}
+
+/// Distributions of the [`StepBreakdown`] fields over a set of steps (ns).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Breakdown {
+    /// Number of steps (rank-steps when pooled over ranks).
+    pub steps: u64,
+    /// Step time.
+    pub step: Dist,
+    /// Data wait.
+    pub data_wait: Dist,
+    /// Forward.
+    pub forward: Dist,
+    /// Backward compute.
+    pub backward: Dist,
+    /// Communication total (union of collectives).
+    pub comm: Dist,
+    /// Communication overlapped with compute.
+    pub comm_overlapped: Dist,
+    /// Exposed communication (the step waited for it).
+    pub comm_exposed: Dist,
+    /// Optimizer.
+    pub optimizer: Dist,
+    /// Writeback.
+    pub writeback: Dist,
+    /// Other / idle.
+    pub other: Dist,
+    /// Last collective end after backward end.
+    pub comm_tail: Dist,
+    /// Exact sums.
+    pub totals: Totals,
+}
+
+impl Breakdown {
+    /// The breakdown of a set of steps; `None` when there are none.
+    pub fn of<'a>(steps: impl IntoIterator<Item = &'a StepBreakdown> + Clone) -> Option<Breakdown> {
+        let n = steps.clone().into_iter().count();
+        if n == 0 {
+            return None;
+        }
+        let mut scratch = Vec::with_capacity(n);
+        let mut d = |f: fn(&StepBreakdown) -> i64| {
+            Dist::of_ints(steps.clone().into_iter().map(f), &mut scratch)
+        };
+        let step = d(|s| s.step_ns);
+        let data_wait = d(|s| s.data_wait_ns);
+        let forward = d(|s| s.forward_ns);
+        let backward = d(|s| s.backward_ns);
+        let comm = d(|s| s.comm_ns);
+        let comm_overlapped = d(|s| s.comm_overlapped_ns);
+        let comm_exposed = d(|s| s.comm_exposed_ns);
+        let optimizer = d(|s| s.optimizer_ns);
+        let writeback = d(|s| s.writeback_ns);
+        let other = d(|s| s.other_ns);
+        let comm_tail = d(|s| s.comm_tail_ns);
+        let mut t = Totals::default();
+        for s in steps {
+            t.step_ns += s.step_ns;
+            t.data_wait_ns += s.data_wait_ns;
+            t.forward_ns += s.forward_ns;
+            t.backward_ns += s.backward_ns;
+            t.comm_ns += s.comm_ns;
+            t.comm_overlapped_ns += s.comm_overlapped_ns;
+            t.comm_exposed_ns += s.comm_exposed_ns;
+            t.optimizer_ns += s.optimizer_ns;
+            t.writeback_ns += s.writeback_ns;
+            t.other_ns += s.other_ns;
+        }
+        Some(Breakdown {
+            steps: n as u64,
+            step,
+            data_wait,
+            forward,
+            backward,
+            comm,
+            comm_overlapped,
+            comm_exposed,
+            optimizer,
+            writeback,
+            other,
+            comm_tail,
+            totals: t,
+        })
+    }
+}
+
+/// One rank's steady steps.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RankSummary {
+    /// The rank.
+    pub rank: u32,
+    /// Steady steps.
+    pub steps: u64,
+    /// Warm-up steps (reported apart).
+    pub warmup_steps: u64,
+    /// The breakdown of its steady steps; `None` without any.
+    pub breakdown: Option<Breakdown>,
+    /// Steady steps per second of step time: `steps / Σ step time`.
+    pub steps_per_s: Option<f64>,
+    /// Samples per second: Σ samples / Σ step time over the steady steps
+    /// that have a sample count (or `batch_size × steps_per_s`).
+    pub samples_per_s: Option<f64>,
+}
+
+/// A warm-up step, with its breakdown over the ranks that have it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WarmupStep {
+    /// The step number (`None` when the step spans have none).
+    pub step: Option<u64>,
+    /// Why it is a warm-up step.
+    pub reason: WarmupReason,
+    /// Its breakdown over ranks (`steps` = ranks that have it).
+    pub breakdown: Breakdown,
+}
+
+/// Where a samples-per-second figure comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SamplesSource {
+    /// `samples` counters in the trace.
+    Counter,
+    /// [`SummaryOptions::batch_size`].
+    BatchSize,
+}
+
+/// Training speed over the steady steps.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Throughput {
+    /// `1e9 /` mean step time over all ranks' steady steps.
+    pub steps_per_s: Option<f64>,
+    /// Σ over ranks of each rank's samples per second (ranks train
+    /// concurrently, each on its own samples).
+    pub samples_per_s: Option<f64>,
+    /// Where the sample counts come from.
+    pub samples_source: Option<SamplesSource>,
+}
+
+/// Everything `ddp-probe summary` reports.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// The run id.
+    pub run_id: String,
+    /// Ranks the headers declare.
+    pub world_size: u32,
+    /// Ranks with a trace.
+    pub ranks_loaded: u32,
+    /// Ranks of `0..world_size` without a trace.
+    pub missing_ranks: Vec<u32>,
+    /// Steady steps (the most of any rank).
+    pub steady_steps: u64,
+    /// All ranks' steady steps pooled; `None` without any.
+    pub overall: Option<Breakdown>,
+    /// Per rank.
+    pub ranks: Vec<RankSummary>,
+    /// Warm-up steps, reported apart from the statistics.
+    pub warmup: Vec<WarmupStep>,
+    /// Training speed.
+    pub throughput: Throughput,
+    /// Per gradient bucket, by id.
+    pub buckets: Vec<BucketStats>,
+    /// Per collective operation, most time first.
+    pub ops: Vec<OpStats>,
+    /// Arrival order at collectives.
+    pub stragglers: Stragglers,
+    /// Things the reader should know (missing data, assumptions).
+    pub notes: Vec<String>,
+}
+
+/// Summarizes a run: single passes over each rank's sorted lanes, then
+/// linear-time grouping of the collectives. Never panics, whatever the run
+/// holds (no ranks, ranks without steps, zero-length spans...).
+pub fn summarize(run: &Run, opts: &SummaryOptions) -> Summary {
+    let mut seq_table = SeqTable::default();
+    let mut bucket_table = BucketTable::default();
+    let mut op_table = OpTable::default();
+    let mut steady_calls = 0u64;
+    let scans = scan_run(run, opts, &mut |c| {
+        if c.steady {
+            steady_calls += 1;
+            seq_table.add(c);
+            bucket_table.add(c);
+            op_table.add(c);
+        }
+    });
+    let mut notes = Vec::new();
+
+    let steady = |s: &&StepBreakdown| s.warmup.is_none();
+    let overall = Breakdown::of(
+        scans
+            .ranks
+            .iter()
+            .flat_map(|r| r.steps.iter())
+            .filter(steady),
+    );
+
+    let mut ranks = Vec::with_capacity(scans.ranks.len());
+    let mut any_counter = false;
+    let mut samples_total_rate = 0.0;
+    let mut any_rate = false;
+    for r in &scans.ranks {
+        let st: Vec<&StepBreakdown> = r.steps.iter().filter(steady).collect();
+        let breakdown = Breakdown::of(st.iter().copied());
+        let time: i64 = st.iter().map(|s| s.step_ns).sum();
+        let steps_per_s = (time > 0).then(|| st.len() as f64 / (time as f64 / 1e9));
+        let (mut samples, mut samples_time) = (0.0, 0i64);
+        let mut counted = false;
+        for s in &st {
+            if let Some(v) = s.samples {
+                samples += v;
+                samples_time += s.step_ns;
+                counted = true;
+            }
+        }
+        let samples_per_s = if counted && samples_time > 0 {
+            any_counter = true;
+            Some(samples / (samples_time as f64 / 1e9))
+        } else {
+            opts.batch_size
+                .and_then(|b| steps_per_s.map(|sps| b as f64 * sps))
+        };
+        if let Some(v) = samples_per_s {
+            samples_total_rate += v;
+            any_rate = true;
+        }
+        ranks.push(RankSummary {
+            rank: r.rank,
+            steps: st.len() as u64,
+            warmup_steps: (r.steps.len() - st.len()) as u64,
+            breakdown,
+            steps_per_s,
+            samples_per_s,
+        });
+    }
+    let steady_steps = ranks.iter().map(|r| r.steps).max().unwrap_or(0);
+
+    // Warm-up steps grouped across ranks by step number (else by position).
+    let mut warm: BTreeMap<(u8, u64), (WarmupReason, Vec<&StepBreakdown>)> = BTreeMap::new();
+    for r in &scans.ranks {
+        for (i, s) in r.steps.iter().filter(|s| s.warmup.is_some()).enumerate() {
+            let key = match s.step {
+                Some(n) => (0, n),
+                None => (1, i as u64),
+            };
+            let reason = s.warmup.unwrap_or(WarmupReason::FirstSteps);
+            warm.entry(key).or_insert((reason, Vec::new())).1.push(s);
+        }
+    }
+    let warmup = warm
+        .into_iter()
+        .filter_map(|((kind, n), (reason, v))| {
+            Some(WarmupStep {
+                step: (kind == 0).then_some(n),
+                reason,
+                breakdown: Breakdown::of(v.iter().copied())?,
+            })
+        })
+        .collect();
+
+    let seqs = seq_table.finish();
+    let buckets = bucket_table.finish(run, &seqs);
+    let ops = op_table.finish(run);
+    let stragglers = stragglers(&seqs, run.world_size);
+
+    let throughput = Throughput {
+        steps_per_s: overall
+            .as_ref()
+            .filter(|b| b.step.mean > 0.0)
+            .map(|b| 1e9 / b.step.mean),
+        samples_per_s: any_rate.then_some(samples_total_rate),
+        samples_source: any_rate.then_some(if any_counter {
+            SamplesSource::Counter
+        } else {
+            SamplesSource::BatchSize
+        }),
+    };
+
+    if run.ranks.is_empty() {
+        notes.push("the run has no rank traces".to_owned());
+    }
+    let no_steps: Vec<u32> = scans
+        .ranks
+        .iter()
+        .filter(|r| r.steps.is_empty())
+        .map(|r| r.rank)
+        .collect();
+    if !no_steps.is_empty() {
+        notes.push(format!(
+            "{} without `step` spans: {}",
+            plural(no_steps.len(), "rank", "ranks"),
+            list(&no_steps)
+        ));
+    }
+    if overall.is_none() && !run.ranks.is_empty() {
+        notes.push(
+            "no steady steps: every step is a warm-up step (first iteration or bucket rebuild)"
+                .to_owned(),
+        );
+    }
+    let missing = run.missing_ranks();
+    if !missing.is_empty() {
+        notes.push(format!(
+            "{} of {} without a trace: {}",
+            plural(missing.len(), "rank", "ranks"),
+            run.world_size,
+            list(&missing)
+        ));
+    }
+    if overall.is_some() && steady_calls == 0 {
+        notes.push("no collective spans inside the steady steps".to_owned());
+    }
+    Summary {
+        run_id: run.run_id.clone(),
+        world_size: run.world_size,
+        ranks_loaded: run.ranks.len() as u32,
+        missing_ranks: missing,
+        steady_steps,
+        overall,
+        ranks,
+        warmup,
+        throughput,
+        buckets,
+        ops,
+        stragglers,
+        notes,
+    }
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+fn list(v: &[u32]) -> String {
+    let mut s: Vec<String> = v.iter().take(12).map(u32::to_string).collect();
+    if v.len() > 12 {
+        s.push(format!("… ({} more)", v.len() - 12));
+    }
+    s.join(", ")
+}
+
+/// How many ranks the per-rank table shows before it keeps only the
+/// slowest.
+const RANK_ROWS: usize = 16;
+
+impl Summary {
+    /// A compact report for a terminal `width` columns wide (tables drop
+    /// their less important columns to fit; 80 or more shows everything
+    /// that matters).
+    pub fn render_text(&self, width: usize) -> String {
+        let width = width.max(40);
+        let mut out = String::new();
+        let warm = self.warmup.len();
+        let head = format!(
+            "run {} · {} of {} ranks · {} steady steps{}",
+            self.run_id,
+            self.ranks_loaded,
+            self.world_size,
+            self.steady_steps,
+            if warm > 0 {
+                format!(" ({warm} warm-up reported apart)")
+            } else {
+                String::new()
+            }
+        );
+        render::wrap(&mut out, &head, width, "");
+        let t = &self.throughput;
+        let mut speed = Vec::new();
+        if let Some(s) = t.samples_per_s {
+            let src = match t.samples_source {
+                Some(SamplesSource::BatchSize) => " (from the given batch size)",
+                _ => "",
+            };
+            speed.push(format!("{s:.1} samples/s{src}"));
+        }
+        if let Some(s) = t.steps_per_s {
+            speed.push(format!("{s:.2} steps/s"));
+        }
+        if !speed.is_empty() {
+            render::wrap(
+                &mut out,
+                &format!("throughput: {}", speed.join(", ")),
+                width,
+                "",
+            );
+        }
+        for n in &self.notes {
+            render::wrap(&mut out, &format!("note: {n}"), width, "");
+        }
+
+        if let Some(b) = &self.overall {
+            out.push('\n');
+            let title = format!(
+                "step breakdown, all ranks ({} rank-steps; parts overlap, see exposed):",
+                b.steps
+            );
+            render::wrap(&mut out, &title, width, "");
+            breakdown_table(b).render(&mut out, width, "  ");
+            let sum = b.totals.comm_ns.max(1) as f64;
+            let line = format!(
+                "{} of communication overlaps compute; the last collective ends a median {} after backward.",
+                render::pct(b.totals.comm_overlapped_ns as f64 / sum),
+                render::ns(b.comm_tail.median)
+            );
+            render::wrap(&mut out, &line, width, "  ");
+        }
+
+        let ranked: Vec<&RankSummary> = self
+            .ranks
+            .iter()
+            .filter(|r| r.breakdown.is_some())
+            .collect();
+        if ranked.len() > 1 {
+            out.push('\n');
+            let mut shown = ranked.clone();
+            let hidden = shown.len().saturating_sub(RANK_ROWS);
+            if hidden > 0 {
+                shown.sort_by(|a, b| {
+                    let m = |r: &RankSummary| r.breakdown.as_ref().map_or(0.0, |b| b.step.median);
+                    m(b).total_cmp(&m(a))
+                });
+                shown.truncate(RANK_ROWS);
+                let title = format!(
+                    "per rank (medians; the {RANK_ROWS} slowest of {}):",
+                    ranked.len()
+                );
+                render::wrap(&mut out, &title, width, "");
+            } else {
+                render::wrap(&mut out, "per rank (medians):", width, "");
+            }
+            let mut tb = Table::new(vec![
+                num("rank", 0),
+                num("step", 0),
+                num("p95", 6),
+                num("data", 3),
+                num("fwd", 5),
+                num("bwd", 4),
+                num("comm", 7),
+                num("exposed", 1),
+                num("opt", 8),
+                num("other", 9),
+                num("last", 2),
+            ]);
+            for r in shown {
+                let Some(b) = &r.breakdown else { continue };
+                let last = self
+                    .stragglers
+                    .ranks
+                    .iter()
+                    .find(|l| l.rank == r.rank)
+                    .map_or(0.0, |l| l.last_share);
+                tb.row(vec![
+                    r.rank.to_string(),
+                    render::ns(b.step.median),
+                    render::ns(b.step.p95),
+                    render::ns(b.data_wait.median),
+                    render::ns(b.forward.median),
+                    render::ns(b.backward.median),
+                    render::ns(b.comm.median),
+                    render::ns(b.comm_exposed.median),
+                    render::ns(b.optimizer.median),
+                    render::ns(b.other.median),
+                    if self.stragglers.collectives > 0 {
+                        render::pct(last)
+                    } else {
+                        "-".to_owned()
+                    },
+                ]);
+            }
+            tb.render(&mut out, width, "  ");
+            if self.stragglers.collectives > 0 {
+                render::wrap(
+                    &mut out,
+                    "last = share of collectives the rank arrived last at",
+                    width,
+                    "  ",
+                );
+            }
+        }
+
+        let st = &self.stragglers;
+        if st.collectives > 0 {
+            out.push('\n');
+            let line = match &st.straggler {
+                Some(s) => format!(
+                    "straggler: rank {} arrived last at {} of {} collectives (chance {}) and was the last rank in {} of {} steps; the others waited {} for it in total ({} per step).",
+                    s.rank,
+                    render::pct(s.last_share),
+                    st.collectives,
+                    render::pct(st.chance),
+                    s.steps_last,
+                    s.steps,
+                    render::ns(s.wait_caused_ns as f64),
+                    render::ns(s.wait_per_step_ns)
+                ),
+                None => {
+                    let top = st.ranks.first();
+                    format!(
+                        "no straggler: no rank arrives last at the {} collectives clearly more often than chance ({}){}.",
+                        st.collectives,
+                        render::pct(st.chance),
+                        top.map_or(String::new(), |t| format!(
+                            "; most waited for: rank {} ({} in total)",
+                            t.rank,
+                            render::ns(t.wait_caused_ns as f64)
+                        ))
+                    )
+                }
+            };
+            render::wrap(&mut out, &line, width, "");
+        }
+
+        if !self.buckets.is_empty() {
+            out.push('\n');
+            render::wrap(
+                &mut out,
+                "buckets (medians over ranks and steps; ready = after backward start):",
+                width,
+                "",
+            );
+            let mut tb = Table::new(vec![
+                num("id", 0),
+                num("bytes", 0),
+                num("params", 8),
+                num("ready", 3),
+                num("delay", 5),
+                num("time", 0),
+                num("algbw", 6),
+                num("busbw", 2),
+                num("exposed", 1),
+                num("skew", 4),
+            ]);
+            for b in &self.buckets {
+                let opt_ns = |d: &Dist| {
+                    if d.is_empty() {
+                        "-".to_owned()
+                    } else {
+                        render::ns(d.median)
+                    }
+                };
+                tb.row(vec![
+                    b.bucket.to_string(),
+                    b.bytes.map_or("-".to_owned(), |v| render::bytes(v as f64)),
+                    b.params.map_or("-".to_owned(), |v| v.to_string()),
+                    opt_ns(&b.ready_after_backward_start),
+                    opt_ns(&b.launch_delay),
+                    opt_ns(&b.duration),
+                    b.algbw_bytes_per_s.map_or("-".to_owned(), render::rate),
+                    b.busbw_bytes_per_s.map_or("-".to_owned(), render::rate),
+                    opt_ns(&b.exposed),
+                    opt_ns(&b.skew),
+                ]);
+            }
+            tb.render(&mut out, width, "  ");
+        }
+
+        if !self.ops.is_empty() {
+            out.push('\n');
+            render::wrap(
+                &mut out,
+                "communication by operation (steady steps, all ranks):",
+                width,
+                "",
+            );
+            let mut tb = Table::new(vec![
+                text("op", 0),
+                num("calls", 0),
+                num("bytes/call", 3),
+                num("avg time", 0),
+                num("total", 1),
+                num("algbw", 4),
+                num("busbw", 2),
+            ]);
+            for o in &self.ops {
+                tb.row(vec![
+                    o.op.clone(),
+                    o.calls.to_string(),
+                    if o.calls_with_bytes > 0 {
+                        render::bytes(o.bytes_mean)
+                    } else {
+                        "-".to_owned()
+                    },
+                    render::ns(o.latency.mean),
+                    render::ns(o.latency_total_ns as f64),
+                    o.algbw_bytes_per_s.map_or("-".to_owned(), render::rate),
+                    o.busbw_bytes_per_s.map_or("-".to_owned(), render::rate),
+                ]);
+            }
+            tb.render(&mut out, width, "  ");
+        }
+
+        if !self.warmup.is_empty() {
+            out.push('\n');
+            render::wrap(
+                &mut out,
+                "warm-up steps (not in the statistics; max over ranks):",
+                width,
+                "",
+            );
+            let mut tb = Table::new(vec![
+                text("step", 0),
+                text("why", 3),
+                num("step", 0),
+                num("comm", 2),
+                num("exposed", 1),
+            ]);
+            for w in &self.warmup {
+                let b = &w.breakdown;
+                tb.row(vec![
+                    w.step.map_or("?".to_owned(), |s| s.to_string()),
+                    w.reason.describe().to_owned(),
+                    render::ns(b.step.max),
+                    render::ns(b.comm.max),
+                    render::ns(b.comm_exposed.max),
+                ]);
+            }
+            tb.render(&mut out, width, "  ");
+        }
+        out
+    }
+}
+
+fn breakdown_table(b: &Breakdown) -> Table {
+    let mut tb = Table::new(vec![
+        text("", 0),
+        num("median", 0),
+        num("p95", 2),
+        num("mean", 1),
+        num("of step", 3),
+    ]);
+    let step_mean = b.step.mean;
+    let rows: [(&str, &Dist); 11] = [
+        ("step", &b.step),
+        ("data wait", &b.data_wait),
+        ("forward", &b.forward),
+        ("backward", &b.backward),
+        ("communication", &b.comm),
+        ("  overlapped", &b.comm_overlapped),
+        ("  exposed", &b.comm_exposed),
+        ("optimizer", &b.optimizer),
+        ("writeback", &b.writeback),
+        ("other / idle", &b.other),
+        ("comm tail", &b.comm_tail),
+    ];
+    for (name, d) in rows {
+        tb.row(vec![
+            name.to_owned(),
+            render::ns(d.median),
+            render::ns(d.p95),
+            render::ns(d.mean),
+            if step_mean > 0.0 {
+                render::pct(d.mean / step_mean)
+            } else {
+                "-".to_owned()
+            },
+        ]);
+    }
+    tb
+}

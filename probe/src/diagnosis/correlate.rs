@@ -1,0 +1,820 @@
+//! From observations to ranked findings.
+//!
+//! Steps, in order:
+//!
+//! 1. Lines printed by an NCCL process get that process's rank.
+//! 2. Cross-checks add observations no single line shows: NCCL versions
+//!    that differ, two ranks on one GPU, a communicator larger than the
+//!    world; the traces add who waits in which collective and who is behind;
+//!    the manifest adds how ranks ended and the hang report.
+//! 3. Noise is dropped: in a run whose manifest says `ok`, symptoms and
+//!    consequences; refused connections of ranks that later connected (the
+//!    usual retries at start-up). A rendezvous that expected a different
+//!    number of ranks than the run has becomes `world_size_mismatch`.
+//! 4. A hang where every rank waits in the same collective, with nothing
+//!    else explaining it and NCCL's P2P transport in use, adds `p2p_hang`.
+//! 5. Standalone observations are grouped by category into findings;
+//!    generic ones (error codes, exit codes, crash markers) join a finding
+//!    about the same rank, or stand alone when there is none.
+//! 6. Findings are ranked: role (cause, symptom, consequence), then whether
+//!    they involve the first failing rank (manifest or torchelastic), then
+//!    the earliest end among their ranks, then the category's specificity,
+//!    then the order they were seen in.
+
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use super::category::Category;
+use super::report::{Evidence, Finding, Report, Role, RunFacts, SCHEMA_VERSION};
+use super::sanitize::sanitize;
+use super::signal::{Attach, Signal};
+use super::traces::{locate, RankProgress};
+use super::{Gathered, Options};
+
+/// Lines shown in an `unknown` finding.
+const UNKNOWN_LINES: usize = 12;
+
+/// Facts about the run used while correlating.
+#[derive(Debug, Default)]
+struct RunContext {
+    world_size: Option<usize>,
+    ok: bool,
+    hang: bool,
+    failed: bool,
+    first_failure: Option<usize>,
+    end_after: HashMap<usize, f64>,
+    exited_ok: BTreeSet<usize>,
+    p2p_disabled: bool,
+}
+
+fn context(g: &Gathered) -> RunContext {
+    let mut c = RunContext::default();
+    let mut first: Option<(f64, usize)> = None;
+    let statuses: Vec<&str> = g
+        .manifests
+        .iter()
+        .filter_map(|m| m.manifest.status.as_deref())
+        .collect();
+    c.ok = !statuses.is_empty() && statuses.iter().all(|s| *s == "ok");
+    c.hang = statuses.contains(&"hang");
+    c.failed = statuses.iter().any(|s| !matches!(*s, "ok" | "running"));
+    for m in &g.manifests {
+        let man = &m.manifest;
+        c.world_size = c.world_size.or(man.world_size);
+        if let Some(f) = &man.first_failure {
+            let t = f.after_s.unwrap_or(f64::MAX);
+            if first.is_none_or(|(ft, _)| t < ft) {
+                first = Some((t, f.rank));
+            }
+        }
+        for r in &man.ranks {
+            if let Some(end) = &r.end {
+                if let Some(a) = end.after_s {
+                    c.end_after.insert(r.rank, a);
+                }
+                if !end.stopped_by_launcher
+                    && end.termination.how == "exited"
+                    && end.termination.code == Some(0)
+                {
+                    c.exited_ok.insert(r.rank);
+                }
+            }
+            if r.env
+                .get("NCCL_P2P_DISABLE")
+                .is_some_and(|v| v.trim() == "1")
+            {
+                c.p2p_disabled = true;
+            }
+        }
+        if man
+            .env
+            .get("NCCL_P2P_DISABLE")
+            .is_some_and(|v| v.trim() == "1")
+        {
+            c.p2p_disabled = true;
+        }
+    }
+    c.first_failure = first
+        .map(|(_, r)| r)
+        .or_else(|| g.scans.iter().find_map(|s| s.elastic_root));
+    c
+}
+
+fn run_facts(g: &Gathered) -> Option<RunFacts> {
+    if g.manifests.is_empty() {
+        return None;
+    }
+    let mut facts = RunFacts::default();
+    let mut statuses = Vec::new();
+    let mut first: Option<(f64, String)> = None;
+    for m in &g.manifests {
+        facts.run_dirs.push(m.dir_display.clone());
+        if let Some(s) = &m.manifest.status {
+            statuses.push(sanitize(s, 32));
+        }
+        facts.world_size = facts.world_size.or(m.manifest.world_size);
+        if let Some(f) = &m.manifest.first_failure {
+            let t = f.after_s.unwrap_or(f64::MAX);
+            let text = match f.after_s {
+                Some(a) => format!(
+                    "rank {} {} after {a:.1} s",
+                    f.rank,
+                    f.termination.describe()
+                ),
+                None => format!("rank {} {}", f.rank, f.termination.describe()),
+            };
+            if first.as_ref().is_none_or(|(ft, _)| t < *ft) {
+                first = Some((t, text));
+            }
+        }
+        facts.ranks.extend(m.rank_facts());
+    }
+    facts.ranks.sort_by_key(|r| r.rank);
+    facts.status = (!statuses.is_empty()).then(|| statuses.join("/"));
+    facts.first_failure = first.map(|(_, t)| t);
+    Some(facts)
+}
+
+/// Turns everything gathered into the report.
+pub(crate) fn build(mut g: Gathered, opts: &Options) -> Report {
+    let ctx = context(&g);
+    let mut order = g.order;
+    let mut signals = std::mem::take(&mut g.signals);
+    for m in &g.manifests {
+        signals.extend(m.signals(&mut order));
+    }
+
+    // 1. Ranks of NCCL processes; a signal without named ranks is about the
+    // rank that printed it (a consequence names the culprit or nobody).
+    let process_ranks = g.nccl.process_ranks();
+    for s in &mut signals {
+        if !s.observer_explicit {
+            if let Some(r) = s.process.as_ref().and_then(|p| process_ranks.get(p)) {
+                s.observer = Some(*r);
+            }
+        }
+        if s.subjects.is_empty() && s.role != Role::Consequence {
+            s.subjects.extend(s.observer);
+        }
+    }
+
+    // 2. Cross-checks.
+    for mut s in g.nccl.cross_checks(ctx.world_size) {
+        order += 1;
+        s.order = order;
+        signals.push(s);
+    }
+    let mut stuck_same = false;
+    if !ctx.ok {
+        stuck_same = progress_signals(&g.progress, &ctx, &mut signals, &mut order);
+    }
+    stuck_same |= signals
+        .iter()
+        .any(|s| s.rule == "manifest_hang_same_collective");
+    let timed_out = signals
+        .iter()
+        .any(|s| s.category == Category::CollectiveTimeout)
+        || ctx.hang;
+    if timed_out {
+        for m in &g.manifests {
+            for mut s in uneven_from_manifest(m, &ctx, &signals) {
+                order += 1;
+                s.order = order;
+                signals.push(s);
+            }
+        }
+    }
+
+    // 3. Noise and reinterpretation.
+    let connected: BTreeSet<usize> = g
+        .nccl
+        .completed_ranks()
+        .into_iter()
+        .chain(
+            g.progress
+                .iter()
+                .filter(|p| p.last_completed.is_some())
+                .map(|p| p.rank),
+        )
+        .collect();
+    signals.retain(|s| {
+        if ctx.ok && s.role != Role::Cause {
+            return false;
+        }
+        !(s.category == Category::ConnectionRefused
+            && s.observer.is_some_and(|r| connected.contains(&r)))
+    });
+    if let Some(w) = ctx.world_size {
+        for s in &mut signals {
+            if s.category == Category::RendezvousTimeout {
+                if let Some(e) = s.expected_world.filter(|&e| e != w) {
+                    s.category = Category::WorldSizeMismatch;
+                    s.role = Role::Cause;
+                    let d = s.detail.take().unwrap_or_default();
+                    s.detail = Some(format!(
+                        "{d}{}the store expected {e} ranks but the run has {w}",
+                        if d.is_empty() { "" } else { "; " }
+                    ));
+                }
+            }
+        }
+    }
+
+    // 4. P2P hang.
+    // Nothing else explains the timeout and no rank is named as behind or
+    // gone: the transport itself may be stuck.
+    let explained = signals.iter().any(|s| {
+        (s.role == Role::Cause && s.attach == Attach::Standalone)
+            || s.role == Role::Consequence
+            || (s.category == Category::CollectiveTimeout
+                && !s.subjects.is_empty()
+                && s.observer.is_some_and(|o| s.subjects != [o]))
+    });
+    if (stuck_same || (timed_out && !explained)) && !ctx.p2p_disabled {
+        let p2p = g.nccl.p2p_evidence(opts.max_evidence);
+        if !p2p.is_empty() {
+            let mut s = Signal::new(
+                "p2p_in_use_during_hang",
+                Category::P2pHang,
+                Role::Cause,
+                Attach::Standalone,
+            );
+            s.subjects = signals
+                .iter()
+                .filter(|s| s.category == Category::CollectiveTimeout)
+                .flat_map(|s| s.observer)
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            s.detail = Some(if stuck_same {
+                "every rank waits in the same collective, nobody is behind, and NCCL moves data between these GPUs with its P2P transport".to_owned()
+            } else {
+                "the ranks timed out with nothing else explaining it, and NCCL moves data between these GPUs with its P2P transport".to_owned()
+            });
+            s.evidence = p2p.into_iter().map(|(_, e)| e).collect();
+            order += 1;
+            s.order = order;
+            signals.push(s);
+        }
+    }
+
+    // 5. Group.
+    let mut findings = group(signals, opts);
+
+    // 6. Rank.
+    findings.sort_by(|a, b| compare(a, b, &ctx));
+    let mut findings: Vec<Finding> = findings.into_iter().map(|d| d.finding).collect();
+    add_role_notes(&mut findings);
+
+    if findings.is_empty() && needs_unknown(&g, &ctx) {
+        findings.push(unknown_finding(&g, &ctx));
+    }
+
+    let nccl = g.nccl.summaries();
+    let headline = headline(&findings, &g, nccl.len());
+    let mut notes = std::mem::take(&mut g.notes);
+    if let Some(w) = ctx.world_size {
+        if !g.progress.is_empty() && g.progress.len() < w {
+            let have: BTreeSet<usize> = g.progress.iter().map(|p| p.rank).collect();
+            let missing: Vec<String> = (0..w)
+                .filter(|r| !have.contains(r))
+                .take(16)
+                .map(|r| r.to_string())
+                .collect();
+            notes.push(format!(
+                "no trace of rank {}; what it was doing is unknown",
+                missing.join(", ")
+            ));
+        }
+    }
+    Report {
+        schema_version: SCHEMA_VERSION,
+        inputs: std::mem::take(&mut g.inputs),
+        headline,
+        run: run_facts(&g),
+        findings,
+        nccl,
+        notes,
+    }
+}
+
+/// Observations from the traces: each waiting rank, each rank behind; a
+/// behind rank that finished normally ran out of inputs. Returns whether
+/// every traced rank waits in the same collective.
+fn progress_signals(
+    progress: &[RankProgress],
+    ctx: &RunContext,
+    out: &mut Vec<Signal>,
+    order: &mut u64,
+) -> bool {
+    let waiting: Vec<&RankProgress> = progress.iter().filter(|p| p.waiting_in.is_some()).collect();
+    let Some(stuck) = waiting
+        .iter()
+        .filter_map(|p| p.waiting_in.as_ref().map(|c| c.seq))
+        .min()
+    else {
+        return false;
+    };
+    let reached = |p: &RankProgress| {
+        p.waiting_in.as_ref().is_some_and(|c| c.seq >= stuck)
+            || p.last_completed.as_ref().is_some_and(|c| c.seq >= stuck)
+    };
+    let behind: Vec<&RankProgress> = progress.iter().filter(|p| !reached(p)).collect();
+    let behind_ranks: Vec<usize> = behind.iter().map(|p| p.rank).collect();
+    let names = |r: &[usize]| {
+        r.iter()
+            .map(usize::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    for w in &waiting {
+        let Some(c) = &w.waiting_in else { continue };
+        let mut s = Signal::new(
+            "trace_waiting",
+            Category::CollectiveTimeout,
+            Role::Symptom,
+            Attach::Standalone,
+        );
+        s.observer = Some(w.rank);
+        s.subjects = if behind_ranks.is_empty() {
+            vec![w.rank]
+        } else {
+            behind_ranks.clone()
+        };
+        let last = w
+            .last_completed
+            .as_ref()
+            .map(|l| format!("its last completed collective is seq {}", l.seq))
+            .unwrap_or_else(|| "it completed no collective".to_owned());
+        let text = format!(
+            "rank {} queued {} and it never completed; {last}",
+            w.rank,
+            c.describe()
+        );
+        s.detail = Some(if behind_ranks.is_empty() {
+            format!("rank {} waits in {}", w.rank, c.describe())
+        } else {
+            format!(
+                "rank {} waits in {} for rank {}",
+                w.rank,
+                c.describe(),
+                names(&behind_ranks)
+            )
+        });
+        s.evidence.push(Evidence {
+            file: w.file.clone(),
+            line: locate(
+                &w.path,
+                &["collective_queued", &format!("\"seq\":{}", c.seq)],
+            ),
+            text,
+        });
+        *order += 1;
+        s.order = *order;
+        out.push(s);
+    }
+    let stuck_desc = waiting
+        .iter()
+        .find_map(|p| p.waiting_in.as_ref().filter(|c| c.seq == stuck))
+        .map(|c| c.describe())
+        .unwrap_or_else(|| format!("seq {stuck}"));
+    for b in &behind {
+        let finished = b.end_status.as_deref() == Some("ok") || ctx.exited_ok.contains(&b.rank);
+        let (category, role, rule) = if finished {
+            (Category::UnevenInputs, Role::Cause, "trace_finished_early")
+        } else {
+            (Category::CollectiveTimeout, Role::Symptom, "trace_behind")
+        };
+        let mut s = Signal::new(rule, category, role, Attach::Standalone);
+        s.observer = Some(b.rank);
+        s.subjects = vec![b.rank];
+        let last = match &b.last_completed {
+            Some(l) => format!("its last completed collective is {}", l.describe()),
+            None => "it completed no collective".to_owned(),
+        };
+        let (text, line) = if finished {
+            (
+                format!(
+                    "rank {} finished recording normally (last step {}) and never joined {stuck_desc}; {last}",
+                    b.rank,
+                    b.last_step.map_or("none".to_owned(), |s| s.to_string())
+                ),
+                locate(&b.path, &["\"type\":\"end\""]),
+            )
+        } else {
+            (
+                format!("rank {} never queued {stuck_desc}; {last}", b.rank),
+                b.last_completed.as_ref().and_then(|l| {
+                    locate(&b.path, &["\"collective\"", &format!("\"seq\":{}", l.seq)])
+                }),
+            )
+        };
+        s.detail = Some(text.clone());
+        s.evidence.push(Evidence {
+            file: b.file.clone(),
+            line,
+            text,
+        });
+        *order += 1;
+        s.order = *order;
+        out.push(s);
+    }
+    behind.is_empty() && waiting.len() >= 2
+}
+
+/// A rank that exited 0 while the others hung or timed out, and that no
+/// other observation explains, ran out of inputs.
+fn uneven_from_manifest(
+    m: &super::manifest::LoadedManifest,
+    ctx: &RunContext,
+    signals: &[Signal],
+) -> Vec<Signal> {
+    let mut out = Vec::new();
+    if ctx.exited_ok.len() >= ctx.world_size.unwrap_or(usize::MAX) {
+        return out;
+    }
+    for r in &m.manifest.ranks {
+        if !ctx.exited_ok.contains(&r.rank) {
+            continue;
+        }
+        if signals
+            .iter()
+            .any(|s| s.category == Category::UnevenInputs && s.subjects.contains(&r.rank))
+        {
+            continue;
+        }
+        let mut s = Signal::new(
+            "manifest_exited_early",
+            Category::UnevenInputs,
+            Role::Cause,
+            Attach::Standalone,
+        );
+        s.subjects = vec![r.rank];
+        s.observer = Some(r.rank);
+        let text = format!(
+            "rank {} exited with code 0{} while other ranks were still in a collective",
+            r.rank,
+            r.end
+                .as_ref()
+                .and_then(|e| e.after_s)
+                .map(|a| format!(" after {a:.1} s"))
+                .unwrap_or_default()
+        );
+        s.detail = Some(text.clone());
+        s.evidence.push(m.rank_end_evidence(r.rank, text));
+        out.push(s);
+    }
+    out
+}
+
+/// A finding being built, with what ranking needs.
+struct Draft {
+    finding: Finding,
+    first_order: u64,
+}
+
+#[derive(Default)]
+struct Group {
+    own: Vec<Signal>,
+    attached: Vec<Signal>,
+}
+
+impl Group {
+    fn role(&self) -> Role {
+        let subjects: BTreeSet<usize> = self.own.iter().flat_map(|s| s.subjects.clone()).collect();
+        let cat = self.own.first().map(|s| s.category);
+        self.own
+            .iter()
+            .map(|s| s.role)
+            .chain(
+                self.attached
+                    .iter()
+                    .filter(|s| {
+                        Some(s.category) == cat
+                            && !s.subjects.is_empty()
+                            && s.subjects.iter().all(|r| subjects.contains(r))
+                    })
+                    .map(|s| s.role),
+            )
+            .min()
+            .unwrap_or(Role::Consequence)
+    }
+
+    fn ranks(&self) -> BTreeSet<usize> {
+        self.own.iter().flat_map(Signal::ranks).collect()
+    }
+}
+
+fn group(signals: Vec<Signal>, opts: &Options) -> Vec<Draft> {
+    let (mut standalone, mut generic): (Vec<Signal>, Vec<Signal>) = signals
+        .into_iter()
+        .partition(|s| s.attach == Attach::Standalone);
+    standalone.sort_by_key(|s| s.order);
+    generic.sort_by_key(|s| s.order);
+    let mut groups: BTreeMap<Category, Group> = BTreeMap::new();
+    for s in standalone {
+        groups.entry(s.category).or_default().own.push(s);
+    }
+    let mut leftovers = Vec::new();
+    for s in generic {
+        let ranks = s.ranks();
+        let best = groups
+            .iter()
+            .filter(|(_, g)| s.attach != Attach::CauseOnly || g.role() == Role::Cause)
+            .filter(|(_, g)| {
+                let gr = g.ranks();
+                ranks.is_empty() || gr.is_empty() || ranks.iter().any(|r| gr.contains(r))
+            })
+            .min_by_key(|(c, g)| (g.role(), c.priority()))
+            .map(|(c, _)| *c);
+        match best {
+            Some(c) => groups.entry(c).or_default().attached.push(s),
+            None => leftovers.push(s),
+        }
+    }
+    for s in leftovers {
+        groups.entry(s.category).or_default().own.push(s);
+    }
+    groups
+        .into_iter()
+        .filter(|(_, g)| !g.own.is_empty())
+        .map(|(c, g)| draft(c, g, opts))
+        .collect()
+}
+
+fn draft(category: Category, g: Group, opts: &Options) -> Draft {
+    let role = g.role();
+    let mut own = g.own;
+    own.sort_by_key(|s| (s.role, s.order));
+    let culprits: BTreeSet<usize> = own
+        .iter()
+        .filter(|s| !s.subjects.is_empty() && s.observer.is_none_or(|o| s.subjects != [o]))
+        .flat_map(|s| s.subjects.iter().copied())
+        .collect();
+    let ranks: Vec<usize> = if culprits.is_empty() {
+        own.iter()
+            .flat_map(|s| s.subjects.iter().copied())
+            .collect::<BTreeSet<_>>()
+    } else {
+        culprits
+    }
+    .into_iter()
+    .collect();
+    let observed_by: Vec<usize> = own
+        .iter()
+        .chain(g.attached.iter())
+        .filter_map(|s| s.observer)
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+
+    // Evidence: one line per (rule, rank) first, then the rest.
+    let all: Vec<(&'static str, Option<usize>, &Evidence)> = own
+        .iter()
+        .chain(g.attached.iter())
+        .flat_map(|s| s.evidence.iter().map(move |e| (s.rule, s.observer, e)))
+        .collect();
+    let mut seen_lines: BTreeSet<(String, Option<u64>, String)> = BTreeSet::new();
+    let mut unique: Vec<(&'static str, Option<usize>, &Evidence)> = Vec::new();
+    for item in all {
+        if seen_lines.insert((item.2.file.clone(), item.2.line, item.2.text.clone())) {
+            unique.push(item);
+        }
+    }
+    let mut chosen: Vec<usize> = Vec::new();
+    let mut kinds: BTreeSet<(&'static str, Option<usize>)> = BTreeSet::new();
+    for (i, (rule, obs, _)) in unique.iter().enumerate() {
+        if chosen.len() < opts.max_evidence && kinds.insert((*rule, *obs)) {
+            chosen.push(i);
+        }
+    }
+    for i in 0..unique.len() {
+        if chosen.len() >= opts.max_evidence {
+            break;
+        }
+        if !chosen.contains(&i) {
+            chosen.push(i);
+        }
+    }
+    chosen.sort_unstable();
+    let evidence: Vec<Evidence> = chosen.iter().map(|&i| unique[i].2.clone()).collect();
+    let evidence_omitted = unique.len() - evidence.len();
+
+    let mut details: Vec<String> = Vec::new();
+    for s in own.iter().chain(g.attached.iter()) {
+        if let Some(d) = &s.detail {
+            if !details.contains(d) && details.len() < 4 {
+                details.push(d.clone());
+            }
+        }
+    }
+    let observers_only: Vec<usize> = observed_by
+        .iter()
+        .copied()
+        .filter(|r| !ranks.contains(r))
+        .collect();
+    let title = title(category, role, &ranks, &observers_only);
+    let mut explanation = category.meaning().to_owned();
+    if !details.is_empty() {
+        explanation.push_str(" Seen: ");
+        explanation.push_str(&details.join("; "));
+        explanation.push('.');
+    }
+    Draft {
+        first_order: own.iter().map(|s| s.order).min().unwrap_or(u64::MAX),
+        finding: Finding {
+            category,
+            role,
+            ranks,
+            observed_by,
+            title,
+            explanation,
+            evidence,
+            evidence_omitted,
+            fix: category.fix().to_owned(),
+            doc: category.doc_path(),
+        },
+    }
+}
+
+fn who(ranks: &[usize]) -> String {
+    match ranks {
+        [] => String::new(),
+        [r] => format!("rank {r}"),
+        rs => format!(
+            "ranks {}",
+            rs.iter()
+                .map(usize::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+fn title(category: Category, role: Role, ranks: &[usize], observers: &[usize]) -> String {
+    let subject = who(ranks);
+    match category {
+        Category::CollectiveTimeout if !ranks.is_empty() && !observers.is_empty() => format!(
+            "{} timed out in a collective waiting for {subject}, which never joined it",
+            who(observers)
+        ),
+        Category::RankCrashed if role == Role::Consequence => {
+            let by = if observers.is_empty() {
+                "a rank".to_owned()
+            } else {
+                who(observers)
+            };
+            if subject.is_empty() {
+                format!("{by} lost a peer: another rank exited or the connection broke")
+            } else {
+                format!("{by} lost {subject}: it exited or was killed")
+            }
+        }
+        Category::WorldSizeMismatch
+        | Category::NcclVersionMismatch
+        | Category::DuplicateGpu
+        | Category::CollectiveMismatch
+            if ranks.len() < 2 =>
+        {
+            format!("the ranks {}", category.predicate())
+        }
+        _ if subject.is_empty() => format!("a rank {}", category.predicate()),
+        _ => format!("{subject} {}", category.predicate()),
+    }
+}
+
+fn compare(a: &Draft, b: &Draft, ctx: &RunContext) -> Ordering {
+    let key = |d: &Draft| {
+        let f = &d.finding;
+        let first = ctx.first_failure.is_some_and(|r| {
+            f.ranks.contains(&r) || (f.ranks.is_empty() && f.observed_by.contains(&r))
+        });
+        let ended = f
+            .ranks
+            .iter()
+            .filter_map(|r| ctx.end_after.get(r).copied())
+            .fold(f64::INFINITY, f64::min);
+        (f.role, !first, ended, f.category.priority(), d.first_order)
+    };
+    let (ra, fa, ea, pa, oa) = key(a);
+    let (rb, fb, eb, pb, ob) = key(b);
+    ra.cmp(&rb)
+        .then(fa.cmp(&fb))
+        .then(ea.total_cmp(&eb))
+        .then(pa.cmp(&pb))
+        .then(oa.cmp(&ob))
+}
+
+fn add_role_notes(findings: &mut [Finding]) {
+    let Some(first_cause) = findings.iter().position(|f| f.role == Role::Cause) else {
+        return;
+    };
+    let cause_title = findings[first_cause].title.clone();
+    for (i, f) in findings.iter_mut().enumerate() {
+        if i <= first_cause {
+            continue;
+        }
+        match f.role {
+            Role::Consequence => f.explanation.push_str(&format!(
+                " This is most likely a consequence of finding {} ({cause_title}).",
+                first_cause + 1
+            )),
+            Role::Symptom => f.explanation.push_str(&format!(
+                " It is likely an effect of finding {} ({cause_title}).",
+                first_cause + 1
+            )),
+            Role::Cause => {}
+        }
+    }
+}
+
+fn needs_unknown(g: &Gathered, ctx: &RunContext) -> bool {
+    if ctx.ok {
+        return false;
+    }
+    let telling = g.scans.iter().any(|s| !s.telling.is_empty());
+    let recognised = g.scans.iter().any(|s| s.recognised) || !g.nccl.is_empty();
+    ctx.failed || ctx.hang || telling || (!recognised && !g.scans.is_empty())
+}
+
+fn unknown_finding(g: &Gathered, ctx: &RunContext) -> Finding {
+    let mut evidence: Vec<Evidence> = Vec::new();
+    let mut total = 0usize;
+    for s in &g.scans {
+        for e in &s.telling {
+            total += 1;
+            if evidence.len() < UNKNOWN_LINES && !evidence.contains(e) {
+                evidence.push(e.clone());
+            }
+        }
+    }
+    for s in &g.scans {
+        for e in s.last.iter().rev().take(3).rev() {
+            if evidence.contains(e) {
+                continue;
+            }
+            total += 1;
+            if evidence.len() < UNKNOWN_LINES {
+                evidence.push(e.clone());
+            }
+        }
+    }
+    if ctx.failed || ctx.hang {
+        for m in &g.manifests {
+            if let Some(e) = m.status_evidence() {
+                total += 1;
+                if evidence.len() < UNKNOWN_LINES {
+                    evidence.push(e);
+                }
+            }
+        }
+    }
+    let omitted = total.saturating_sub(evidence.len());
+    let lines: u64 = g.scans.iter().map(|s| s.lines).sum();
+    let mut explanation = Category::Unknown.meaning().to_owned();
+    if g.scans.is_empty() {
+        explanation.push_str(" No log file was found.");
+    } else if lines == 0 {
+        explanation.push_str(" The logs are empty.");
+    }
+    if ctx.failed || ctx.hang {
+        explanation.push_str(" The run's manifest says it did not end well.");
+    }
+    let observed_by: Vec<usize> = Vec::new();
+    Finding {
+        category: Category::Unknown,
+        role: Role::Cause,
+        ranks: Vec::new(),
+        observed_by,
+        title: "no known problem matched these logs".to_owned(),
+        explanation,
+        evidence,
+        evidence_omitted: omitted,
+        fix: Category::Unknown.fix().to_owned(),
+        doc: Category::Unknown.doc_path(),
+    }
+}
+
+fn headline(findings: &[Finding], g: &Gathered, comms: usize) -> String {
+    match findings.first() {
+        Some(f) if f.category == Category::Unknown => {
+            "no known problem matched; the most telling lines are shown below".to_owned()
+        }
+        Some(f) if f.role == Role::Cause => format!("most likely cause: {}", f.title),
+        Some(f) => format!("found: {}", f.title),
+        None => {
+            let files = g.scans.len();
+            let mut s = format!(
+                "no problem found in {files} log file{}",
+                if files == 1 { "" } else { "s" }
+            );
+            if comms > 0 {
+                s.push_str(&format!(
+                    "; NCCL set up {comms} communicator{}",
+                    if comms == 1 { "" } else { "s" }
+                ));
+            }
+            s
+        }
+    }
+}

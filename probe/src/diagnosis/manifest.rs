@@ -1,0 +1,584 @@
+//! Reading a run directory's `manifest.json` (written by `ddp-probe run`)
+//! with minimal serde types of its own: only the fields the diagnosis needs,
+//! every one optional, unknown fields ignored. The launcher's own types are
+//! not used, so this crate does not depend on the launcher.
+//!
+//! What it contributes: the log files of each rank, how each rank ended
+//! (exit code or signal, whether the launcher stopped it), the first failure,
+//! the hang report, and the world size.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::category::Category;
+use super::report::{Evidence, RankEndFact, Role};
+use super::rules;
+use super::sanitize::{display_path, sanitize};
+use super::signal::{Attach, Signal};
+
+/// The manifest's file name.
+pub(crate) const MANIFEST_FILE: &str = "manifest.json";
+
+/// Largest manifest read (a real one is a few kB per rank).
+const MAX_MANIFEST_BYTES: u64 = 64 * 1024 * 1024;
+
+/// How a process ended (`Termination` in the launcher, flattened with a
+/// `how` tag).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub(crate) struct Termination {
+    /// `exited`, `signaled` or `unknown`.
+    #[serde(default)]
+    pub how: String,
+    /// The exit code.
+    #[serde(default)]
+    pub code: Option<i32>,
+    /// The signal's name.
+    #[serde(default)]
+    pub signal: Option<String>,
+    /// The signal's number.
+    #[serde(default)]
+    pub number: Option<i32>,
+    /// Why the end is unknown.
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+impl Termination {
+    /// "exited with code 1", "killed by SIGKILL".
+    pub fn describe(&self) -> String {
+        match self.how.as_str() {
+            "exited" => format!("exited with code {}", self.code.unwrap_or(-1)),
+            "signaled" => format!(
+                "killed by {}",
+                sanitize(self.signal.as_deref().unwrap_or("a signal"), 32)
+            ),
+            _ => format!(
+                "ended in an unknown way ({})",
+                sanitize(self.reason.as_deref().unwrap_or("no reason given"), 80)
+            ),
+        }
+    }
+
+    fn is_signal(&self, name: &str, number: i32) -> bool {
+        self.how == "signaled"
+            && (self.signal.as_deref() == Some(name) || self.number == Some(number))
+    }
+}
+
+/// A rank's end.
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct RankEnd {
+    /// How.
+    #[serde(flatten)]
+    pub termination: Termination,
+    /// Seconds after the launch.
+    #[serde(default)]
+    pub after_s: Option<f64>,
+    /// Whether the launcher stopped it after another failure.
+    #[serde(default)]
+    pub stopped_by_launcher: bool,
+}
+
+/// One rank's record.
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct RankRecord {
+    /// The global rank.
+    pub rank: usize,
+    /// Its stdout, relative to the run directory.
+    #[serde(default)]
+    pub stdout: Option<String>,
+    /// Its stderr.
+    #[serde(default)]
+    pub stderr: Option<String>,
+    /// Its NCCL log.
+    #[serde(default)]
+    pub nccl_log: Option<String>,
+    /// Its torchelastic error file.
+    #[serde(default)]
+    pub error_file: Option<String>,
+    /// Its environment.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Its end.
+    #[serde(default)]
+    pub end: Option<RankEnd>,
+}
+
+/// The first failure.
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct Failure {
+    /// The rank.
+    pub rank: usize,
+    /// How it ended.
+    #[serde(flatten)]
+    pub termination: Termination,
+    /// Seconds after the launch.
+    #[serde(default)]
+    pub after_s: Option<f64>,
+}
+
+/// A collective named in the hang report.
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct HangCollective {
+    /// Its sequence number.
+    pub seq: u64,
+    /// The operation.
+    #[serde(default)]
+    pub op: Option<String>,
+}
+
+/// What a rank's trace tail said when the hang was detected.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub(crate) struct HangTail {
+    /// The collective it waits in.
+    #[serde(default)]
+    pub waiting_in: Option<HangCollective>,
+}
+
+/// One rank in the hang report.
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct HangRank {
+    /// The rank.
+    pub rank: usize,
+    /// Its trace tail.
+    #[serde(default)]
+    pub trace_tail: Option<HangTail>,
+}
+
+/// The hang report.
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct Hang {
+    /// The hang timeout.
+    #[serde(default)]
+    pub timeout_s: Option<f64>,
+    /// The ranks the others wait for.
+    #[serde(default)]
+    pub behind: Vec<usize>,
+    /// Every rank.
+    #[serde(default)]
+    pub ranks: Vec<HangRank>,
+}
+
+/// The parts of `manifest.json` the diagnosis reads.
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct Manifest {
+    /// The run status.
+    #[serde(default)]
+    pub status: Option<String>,
+    /// Ranks in the run.
+    #[serde(default)]
+    pub world_size: Option<usize>,
+    /// The logs directory.
+    #[serde(default)]
+    pub logs_dir: Option<String>,
+    /// The traces directory.
+    #[serde(default)]
+    pub traces_dir: Option<String>,
+    /// This node's ranks.
+    #[serde(default)]
+    pub ranks: Vec<RankRecord>,
+    /// The first failure.
+    #[serde(default)]
+    pub first_failure: Option<Failure>,
+    /// The hang report.
+    #[serde(default)]
+    pub hang: Option<Hang>,
+    /// Why the launch failed.
+    #[serde(default)]
+    pub launch_error: Option<String>,
+    /// The launcher's environment.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+}
+
+/// A manifest with where it came from.
+#[derive(Debug, Clone)]
+pub(crate) struct LoadedManifest {
+    /// The run directory.
+    pub dir: PathBuf,
+    /// The run directory for display.
+    pub dir_display: String,
+    /// The parsed manifest.
+    pub manifest: Manifest,
+    /// Its text, to find line numbers for evidence.
+    text: String,
+}
+
+impl LoadedManifest {
+    /// Reads `dir/manifest.json`.
+    pub fn load(dir: &Path) -> Result<LoadedManifest, String> {
+        let path = dir.join(MANIFEST_FILE);
+        let meta =
+            fs::metadata(&path).map_err(|e| format!("cannot read {}: {e}", display_path(&path)))?;
+        if meta.len() > MAX_MANIFEST_BYTES {
+            return Err(format!(
+                "{} is {} bytes, too large for a manifest; ignored it",
+                display_path(&path),
+                meta.len()
+            ));
+        }
+        let bytes =
+            fs::read(&path).map_err(|e| format!("cannot read {}: {e}", display_path(&path)))?;
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        let manifest: Manifest = serde_json::from_str(&text).map_err(|e| {
+            format!(
+                "{} is not a readable manifest ({}); read the logs without it",
+                display_path(&path),
+                sanitize(&e.to_string(), 200)
+            )
+        })?;
+        Ok(LoadedManifest {
+            dir: dir.to_path_buf(),
+            dir_display: display_path(dir),
+            manifest,
+            text,
+        })
+    }
+
+    /// The manifest's path for display.
+    pub fn file(&self) -> String {
+        display_path(&self.dir.join(MANIFEST_FILE))
+    }
+
+    /// A path from the manifest: relative ones are inside the run directory.
+    pub fn resolve(&self, p: &str) -> PathBuf {
+        let path = Path::new(p);
+        if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            self.dir.join(path)
+        }
+    }
+
+    /// The logs directory.
+    pub fn logs_dir(&self) -> PathBuf {
+        self.resolve(self.manifest.logs_dir.as_deref().unwrap_or("logs"))
+    }
+
+    /// The traces directory.
+    pub fn traces_dir(&self) -> PathBuf {
+        self.resolve(self.manifest.traces_dir.as_deref().unwrap_or("traces"))
+    }
+
+    /// Every rank's log files with the rank they belong to.
+    pub fn rank_files(&self) -> Vec<(PathBuf, usize)> {
+        let mut out = Vec::new();
+        for r in &self.manifest.ranks {
+            for p in [&r.stderr, &r.stdout, &r.nccl_log, &r.error_file]
+                .into_iter()
+                .flatten()
+            {
+                if !p.is_empty() {
+                    out.push((self.resolve(p), r.rank));
+                }
+            }
+        }
+        out
+    }
+
+    /// 1-based number of the first line containing `needle` at or after
+    /// 0-based line `from`.
+    fn line_of(&self, needle: &str, from: usize) -> Option<usize> {
+        self.text
+            .lines()
+            .enumerate()
+            .skip(from)
+            .find(|(_, l)| l.contains(needle))
+            .map(|(i, _)| i + 1)
+    }
+
+    fn evidence(&self, line: Option<usize>, text: String) -> Evidence {
+        Evidence {
+            file: self.file(),
+            line: line.map(|l| l as u64),
+            text: sanitize(&text, 300),
+        }
+    }
+
+    /// The line of rank `r`'s end record (its `"how"`), found inside the
+    /// rank's object whatever the order of its fields; the `"rank"` line
+    /// when the end is not found.
+    fn rank_end_line(&self, r: usize) -> Option<usize> {
+        let ranks = self.line_of("\"ranks\"", 0)?;
+        let rank = self.line_of(&format!("\"rank\": {r},"), ranks - 1)?;
+        let lines: Vec<&str> = self.text.lines().collect();
+        let at = rank - 1;
+        let indent = |l: &str| l.len() - l.trim_start().len();
+        let field = indent(lines[at]);
+        let start = (0..at)
+            .rev()
+            .find(|&i| lines[i].trim_end().ends_with('{') && indent(lines[i]) < field)
+            .unwrap_or(at);
+        let end = (at..lines.len())
+            .find(|&i| lines[i].trim_start().starts_with('}') && indent(lines[i]) < field)
+            .unwrap_or(lines.len());
+        (start..end)
+            .find(|&i| lines[i].contains("\"how\""))
+            .map(|i| i + 1)
+            .or(Some(rank))
+    }
+
+    /// Evidence pointing at the run's status, when it has one.
+    pub fn status_evidence(&self) -> Option<Evidence> {
+        let status = self.manifest.status.as_deref()?;
+        Some(self.evidence(
+            self.line_of("\"status\"", 0),
+            format!("the run's status is {status}"),
+        ))
+    }
+
+    /// Evidence pointing at rank `r`'s end record.
+    pub fn rank_end_evidence(&self, r: usize, text: String) -> Evidence {
+        self.evidence(self.rank_end_line(r), text)
+    }
+
+    /// How each rank ended.
+    pub fn rank_facts(&self) -> Vec<RankEndFact> {
+        self.manifest
+            .ranks
+            .iter()
+            .filter_map(|r| {
+                let end = r.end.as_ref()?;
+                Some(RankEndFact {
+                    rank: r.rank,
+                    how: end.termination.describe(),
+                    after_s: end.after_s,
+                    stopped_by_launcher: end.stopped_by_launcher,
+                })
+            })
+            .collect()
+    }
+
+    /// The signals the manifest gives: how ranks ended, the hang report, a
+    /// world size that differs from a rank's `WORLD_SIZE`, a launch error.
+    pub fn signals(&self, order: &mut u64) -> Vec<Signal> {
+        let mut out = Vec::new();
+        let m = &self.manifest;
+        let first = m.first_failure.as_ref().map(|f| f.rank);
+        for r in &m.ranks {
+            let Some(end) = &r.end else {
+                continue;
+            };
+            if end.stopped_by_launcher {
+                continue;
+            }
+            let t = &end.termination;
+            let (category, role, attach) = if t.how == "exited" {
+                if t.code == Some(0) || t.code.is_none() {
+                    continue;
+                }
+                (Category::RankCrashed, Role::Cause, Attach::AnyFinding)
+            } else if t.is_signal("SIGKILL", 9) {
+                (Category::HostOomKilled, Role::Cause, Attach::CauseOnly)
+            } else if t.is_signal("SIGTERM", 15)
+                || t.is_signal("SIGINT", 2)
+                || t.is_signal("SIGHUP", 1)
+            {
+                (Category::RankCrashed, Role::Consequence, Attach::AnyFinding)
+            } else if t.how == "signaled" {
+                (Category::RankCrashed, Role::Cause, Attach::AnyFinding)
+            } else {
+                continue;
+            };
+            let mut s = Signal::new("manifest_rank_end", category, role, attach);
+            s.subjects = vec![r.rank];
+            s.observer = Some(r.rank);
+            let when = end
+                .after_s
+                .map(|a| format!(" after {a:.1} s"))
+                .unwrap_or_default();
+            let first_note = if first == Some(r.rank) {
+                " (first failure)"
+            } else {
+                ""
+            };
+            let text = format!("rank {} {}{when}{first_note}", r.rank, t.describe());
+            s.detail = Some(text.clone());
+            s.evidence
+                .push(self.evidence(self.rank_end_line(r.rank), text));
+            *order += 1;
+            s.order = *order;
+            out.push(s);
+        }
+        if let Some(h) = &m.hang {
+            out.push(self.hang_signal(h, order));
+        }
+        if let Some(w) = m.world_size {
+            for r in &m.ranks {
+                let Some(v) = r.env.get("WORLD_SIZE") else {
+                    continue;
+                };
+                if v.trim().parse::<usize>().ok() == Some(w) {
+                    continue;
+                }
+                let mut s = Signal::new(
+                    "manifest_world_size",
+                    Category::WorldSizeMismatch,
+                    Role::Cause,
+                    Attach::Standalone,
+                );
+                s.subjects = vec![r.rank];
+                s.observer = Some(r.rank);
+                let text = format!(
+                    "rank {} ran with WORLD_SIZE={} but the run has {w} ranks",
+                    r.rank,
+                    sanitize(v, 40)
+                );
+                s.detail = Some(text.clone());
+                let line = self
+                    .line_of(&format!("\"rank\": {},", r.rank), 0)
+                    .and_then(|l| self.line_of("\"WORLD_SIZE\"", l - 1));
+                s.evidence.push(self.evidence(line, text));
+                *order += 1;
+                s.order = *order;
+                out.push(s);
+            }
+        }
+        if let Some(e) = &m.launch_error {
+            let line = self.line_of("\"launch_error\"", 0);
+            let text = format!("the launch failed: {e}");
+            let mut s = match rules::classify(e) {
+                Some((rule, ex)) => {
+                    let mut s =
+                        Signal::new(rule.name, rule.category, rule.role, Attach::Standalone);
+                    s.subjects = ex.subjects;
+                    s.detail = ex.detail;
+                    s
+                }
+                None => {
+                    let mut s = Signal::new(
+                        "launch_error",
+                        Category::Unknown,
+                        Role::Cause,
+                        Attach::Standalone,
+                    );
+                    s.detail = Some(sanitize(&text, 200));
+                    s
+                }
+            };
+            s.evidence.push(self.evidence(line, text));
+            *order += 1;
+            s.order = *order;
+            out.push(s);
+        }
+        out
+    }
+
+    fn hang_signal(&self, h: &Hang, order: &mut u64) -> Signal {
+        let mut s = Signal::new(
+            "manifest_hang",
+            Category::CollectiveTimeout,
+            Role::Symptom,
+            Attach::Standalone,
+        );
+        let timeout = h
+            .timeout_s
+            .map(|t| format!(" for {t:.0} s"))
+            .unwrap_or_default();
+        let mut text =
+            format!("the launcher's hang watchdog stopped the run: no progress{timeout}");
+        let waiting: Vec<(usize, &HangCollective)> = h
+            .ranks
+            .iter()
+            .filter_map(|r| {
+                r.trace_tail
+                    .as_ref()
+                    .and_then(|t| t.waiting_in.as_ref())
+                    .map(|c| (r.rank, c))
+            })
+            .collect();
+        if !h.behind.is_empty() {
+            s.subjects = h.behind.clone();
+            let names: Vec<String> = h.behind.iter().map(usize::to_string).collect();
+            text.push_str(&format!("; behind: rank {}", names.join(", ")));
+        } else if !waiting.is_empty() {
+            s.subjects = waiting.iter().map(|(r, _)| *r).collect();
+            let seqs: std::collections::BTreeSet<u64> =
+                waiting.iter().map(|(_, c)| c.seq).collect();
+            if seqs.len() == 1 && waiting.len() == h.ranks.len() {
+                s.rule = "manifest_hang_same_collective";
+                text.push_str("; every rank waits in the same collective");
+            }
+        }
+        if let Some((r, c)) = waiting.first() {
+            text.push_str(&format!(
+                "; rank {r} waits in {} seq {}",
+                sanitize(c.op.as_deref().unwrap_or("a collective"), 40),
+                c.seq
+            ));
+        }
+        s.detail = Some(text.clone());
+        s.evidence
+            .push(self.evidence(self.line_of("\"hang\"", 0), text));
+        *order += 1;
+        s.order = *order;
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MANIFEST: &str = r#"{
+  "format": 1,
+  "status": "failed",
+  "world_size": 2,
+  "extra_field_from_a_newer_launcher": {"x": 1},
+  "ranks": [
+    {
+      "rank": 0,
+      "stdout": "logs/rank-0.stdout",
+      "stderr": "logs/rank-0.stderr",
+      "env": {"WORLD_SIZE": "2"},
+      "end": {"how": "signaled", "signal": "SIGTERM", "number": 15, "core_dumped": false, "at": "t", "after_s": 5.0, "stopped_by_launcher": true}
+    },
+    {
+      "rank": 1,
+      "stderr": "logs/rank-1.stderr",
+      "env": {"WORLD_SIZE": "4"},
+      "end": {"how": "signaled", "signal": "SIGKILL", "number": 9, "core_dumped": false, "at": "t", "after_s": 4.5, "stopped_by_launcher": false}
+    }
+  ],
+  "first_failure": {"rank": 1, "local_rank": 1, "how": "signaled", "signal": "SIGKILL", "number": 9, "after_s": 4.5}
+}"#;
+
+    #[test]
+    fn reads_ends_and_world_size_with_line_numbers() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join(MANIFEST_FILE), MANIFEST).unwrap();
+        let m = LoadedManifest::load(dir.path()).unwrap();
+        assert_eq!(m.rank_files().len(), 3);
+        let mut order = 0;
+        let sigs = m.signals(&mut order);
+        assert_eq!(sigs.len(), 2, "{sigs:?}");
+        assert_eq!(sigs[0].category, Category::HostOomKilled);
+        assert_eq!(sigs[0].subjects, vec![1]);
+        assert_eq!(sigs[0].evidence[0].line, Some(18));
+        assert!(sigs[0].evidence[0].text.contains("(first failure)"));
+        assert_eq!(sigs[1].category, Category::WorldSizeMismatch);
+        assert_eq!(sigs[1].evidence[0].line, Some(17));
+        assert_eq!(m.rank_facts().len(), 2);
+    }
+
+    #[test]
+    fn finds_the_end_of_a_rank_whatever_the_field_order() {
+        let text = "{\n  \"ranks\": [\n    {\n      \"end\": {\n        \"how\": \"exited\",\n        \"code\": 2\n      },\n      \"rank\": 0,\n      \"stderr\": \"e\"\n    },\n    {\n      \"rank\": 1,\n      \"end\": null\n    }\n  ]\n}";
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join(MANIFEST_FILE), text).unwrap();
+        let m = LoadedManifest::load(dir.path()).unwrap();
+        assert_eq!(m.rank_end_line(0), Some(5));
+        assert_eq!(m.rank_end_line(1), Some(12));
+    }
+
+    #[test]
+    fn bad_manifests_are_reported_not_fatal() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join(MANIFEST_FILE), "{\"ranks\": 3}").unwrap();
+        let err = LoadedManifest::load(dir.path()).unwrap_err();
+        assert!(err.contains("not a readable manifest"), "{err}");
+    }
+}

@@ -1,0 +1,694 @@
+//! The line patterns: which message means which category, and how the
+//! ranks and specifics are read out of it.
+//!
+//! A rule matches a line when, for every one of its needle groups, at least
+//! one needle occurs in the ASCII-lowercased line, and none of its `not`
+//! needles does. Rules are tried in order and the first match wins, so the
+//! specific ones come first (`Cuda failure 'out of memory'` is `cuda_oom`,
+//! not `cuda_error`).
+//!
+//! Where the patterns come from:
+//!
+//! * NCCL: the format strings of NCCL's `WARN(...)`/`INFO(...)` calls
+//!   (`init.cc`: "Duplicate GPU detected : rank %d and rank %d both on CUDA
+//!   device %lx", "Mismatched NCCL version detected : rank %d version %d rank
+//!   %d version %d", "Invalid rank requested : %d/%d"; `bootstrap.cc`:
+//!   "Bootstrap : no socket interface found"; `misc/shmutils.cc`: "Error
+//!   while creating shared memory segment %s (size %zu)"; `misc/ibvwrap.cc`:
+//!   "Call to ibv_... failed"; `socket.cc`: "Connect to %s failed : %s") and
+//!   the `ncclResult_t` strings of NCCL's user guide (§7.4 of the project's
+//!   reference notes).
+//! * PyTorch: strings of `ProcessGroupNCCL.cpp` ("Watchdog caught collective
+//!   operation timeout: WorkNCCL(SeqNum=.., OpType=.., ...) ran for N
+//!   milliseconds before timing out"), `TCPStore.cpp` ("Timed out after N
+//!   seconds waiting for clients. X/Y clients joined."), `socket.cpp` ("The
+//!   server socket has failed to listen on any local network address"),
+//!   `reducer.cpp` ("Expected to have finished reduction in the prior
+//!   iteration ...", "Parameter indices which did not receive grad for rank
+//!   N"), `ProcessGroupWrapper.cpp` ("Detected mismatch between collectives
+//!   on ranks"), the `Join` context manager ("Detected at least one rank that
+//!   exhausted inputs"), the CUDA caching allocator ("CUDA out of memory"),
+//!   `DataLoader` ("out of shared memory", "Bus error"), gloo's `pair.cc`
+//!   ("Connection closed by peer") and torchelastic's `ChildFailedError`.
+//! * The reference DDP of this project (`comm::CommError`'s messages):
+//!   "rendezvous timed out after Ns: ranks 2, 3 of 4 never arrived at ADDR",
+//!   "rank 1 closed its connection during all_reduce seq 17; it probably
+//!   exited or was killed", "collective mismatch at seq 17: rank 0 is in
+//!   all_reduce ..., rank 1 sent broadcast ...", "timed out after 30s in
+//!   all_reduce seq 17: still waiting for rank 1" (also accepted as "timed
+//!   out after 30s waiting for rank 1 in all_reduce seq 17"), "I/O error with
+//!   rank 1 during ...", "could not connect to the store at ADDR within ...",
+//!   "store get timed out after ...: key(s) ... never set", and "parameters
+//!   that did not receive a gradient: ...".
+
+use super::category::Category;
+use super::report::Role;
+use super::sanitize::{clip, sanitize};
+use super::signal::Attach;
+
+/// What a rule read out of a line.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Extract {
+    /// The ranks the message is about.
+    pub subjects: Vec<usize>,
+    /// The specifics, as a short phrase.
+    pub detail: Option<String>,
+    /// The number of ranks the message expected.
+    pub expected_world: Option<usize>,
+}
+
+/// One line pattern.
+pub(crate) struct Rule {
+    /// A stable name (tests and docs refer to it).
+    pub name: &'static str,
+    /// The category a match shows.
+    pub category: Category,
+    /// Cause, symptom or consequence.
+    pub role: Role,
+    /// How a match joins findings.
+    pub attach: Attach,
+    /// Every group must have a needle in the lowercased line.
+    pub groups: &'static [&'static [&'static str]],
+    /// No needle of these may occur.
+    pub not: &'static [&'static str],
+    /// Reads ranks and specifics: `(line, lowercased line)`.
+    pub extract: fn(&str, &str) -> Extract,
+}
+
+impl Rule {
+    /// Whether the rule matches the lowercased line.
+    pub fn matches(&self, lower: &str) -> bool {
+        self.groups
+            .iter()
+            .all(|group| group.iter().any(|n| lower.contains(n)))
+            && !self.not.iter().any(|n| lower.contains(n))
+    }
+}
+
+/// The first rule that matches `line`, with what it read.
+pub(crate) fn classify(line: &str) -> Option<(&'static Rule, Extract)> {
+    let lower = line.to_ascii_lowercase();
+    RULES
+        .iter()
+        .find(|r| r.matches(&lower))
+        .map(|r| (r, (r.extract)(line, &lower)))
+}
+
+macro_rules! rule {
+    ($name:literal, $cat:ident, $role:ident, $attach:ident, [$([$($n:literal),+ $(,)?]),+ $(,)?], not [$($x:literal),* $(,)?], $ex:expr) => {
+        Rule {
+            name: $name,
+            category: Category::$cat,
+            role: Role::$role,
+            attach: Attach::$attach,
+            groups: &[$(&[$($n),+]),+],
+            not: &[$($x),*],
+            extract: $ex,
+        }
+    };
+}
+
+/// The rules, most specific first.
+pub(crate) static RULES: &[Rule] = &[
+    rule!("host_oom_kernel", HostOomKilled, Cause, Standalone,
+        [["out of memory: killed process", "oom-kill:", "oom_kill_process", "invoked oom-killer",
+          "memory cgroup out of memory", "is killed by signal: killed"]],
+        not [], ex_none),
+    rule!("fabric_manager", NvlsFabricManager, Cause, Standalone,
+        [["system not yet initialized", "fabric manager", "fabricmanager", "cudaerrorsystemnotready"]],
+        not [], ex_none),
+    rule!("nvls_failure", NvlsFabricManager, Cause, Standalone,
+        [["nvls", "cumulticast", "mnnvl", "imex"], ["nccl warn", "fail", "error"]],
+        not ["support is not available", "support is available"], ex_none),
+    rule!("p2p_access", P2pHang, Cause, Standalone,
+        [["peer access is not supported", "peer mapping resources exhausted", "cudaerrorpeeraccess",
+          "peer access already", "iommu=pt"]],
+        not [], ex_none),
+    rule!(
+        "cuda_oom",
+        CudaOom,
+        Cause,
+        Standalone,
+        [
+            [
+                "out of memory",
+                "outofmemoryerror",
+                "cudaerrormemoryallocation"
+            ],
+            [
+                "cuda",
+                "gpu",
+                "outofmemoryerror",
+                "nccl",
+                "hip out of memory"
+            ]
+        ],
+        not["killed process"],
+        ex_cuda_oom
+    ),
+    rule!("shm_segment", ShmTooSmall, Cause, Standalone,
+        [["error while creating shared memory segment", "failed to extend /dev/shm",
+          "insufficient shared memory", "out of shared memory", "raise your shared memory limit",
+          "bus error encountered in worker"]],
+        not [], ex_none),
+    rule!("shm_space", ShmTooSmall, Cause, Standalone,
+        [["/dev/shm"], ["no space left", "bus error", "cannot allocate", "failed"]],
+        not [], ex_none),
+    rule!("duplicate_gpu", DuplicateGpu, Cause, Standalone,
+        [["duplicate gpu detected"]], not [], ex_duplicate_gpu),
+    rule!("nccl_version_mismatch", NcclVersionMismatch, Cause, Standalone,
+        [["mismatched nccl version", "nccl version mismatch", "version mismatch"], ["nccl"]],
+        not [], ex_ranks),
+    rule!("world_size_mismatch", WorldSizeMismatch, Cause, Standalone,
+        [["invalid rank requested", "rank should be in the interval", "world size mismatch",
+          "world_size mismatch", "world size does not match", "world_size does not match",
+          "mismatched world size"]],
+        not [], ex_world_size),
+    rule!("port_in_use", PortInUse, Cause, Standalone,
+        [["address already in use", "eaddrinuse", "errno: 98", "os error 98",
+          "failed to listen on any local network address"]],
+        not [], ex_port),
+    rule!("network_interface", NetworkInterface, Cause, Standalone,
+        [["no socket interface found", "no usable listening interface", "unable to find address for",
+          "network is unreachable", "no route to host", "name or service not known",
+          "temporary failure in name resolution", "no interface found", "nodename nor servname"]],
+        not [], ex_address),
+    rule!("ib_verbs", Infiniband, Cause, Standalone,
+        [["call to ibv_", "ibv_reg_mr", "ibv_create_", "ibv_modify_qp", "ibv_poll_cq", "ibv_post_",
+          "ibv_open_device", "ibv_get_device"], ["fail", "error"]],
+        not [], ex_none),
+    rule!("ib_transport", Infiniband, Cause, Standalone,
+        [["net/ib", "vendor err", "ibext", "/roce"],
+         ["with error", "vendor err", "async event", "catastrophic", "failed", "error"]],
+        not [], ex_none),
+    rule!("collective_mismatch", CollectiveMismatch, Cause, Standalone,
+        [["mismatch between collectives", "collective mismatch at seq",
+          "error when verifying shape tensors"]],
+        not [], ex_mismatch),
+    rule!("unused_parameters", UnusedParameters, Cause, Standalone,
+        [["expected to have finished reduction in the prior iteration", "did not receive grad",
+          "did not receive a gradient", "your training graph has changed in this iteration"]],
+        not [], ex_unused),
+    rule!("uneven_inputs", UnevenInputs, Cause, Standalone,
+        [["exhausted inputs", "exhausted all inputs", "uneven inputs"]], not [], ex_ranks),
+    rule!("rendezvous", RendezvousTimeout, Symptom, Standalone,
+        [["waiting for clients", "rendezvoustimeouterror", "rendezvous timed out", "never arrived at",
+          "retrieving nccluniqueid"]],
+        not [], ex_rendezvous),
+    rule!("store_timeout", RendezvousTimeout, Symptom, Standalone,
+        [["store"], ["timed out", "timeout"], ["never set", "diststoreerror", "socket timeout", "wait timeout"]],
+        not [], ex_none),
+    rule!(
+        "connection_refused",
+        ConnectionRefused,
+        Symptom,
+        Standalone,
+        [[
+            "connection refused",
+            "econnrefused",
+            "errno: 111",
+            "os error 111",
+            "could not connect to the store",
+            "the client socket has timed out",
+            "failed to connect to"
+        ]],
+        not["retrying"],
+        ex_address
+    ),
+    rule!("watchdog_timeout", CollectiveTimeout, Symptom, Standalone,
+        [["watchdog caught collective operation timeout"]], not [], ex_watchdog),
+    rule!("collective_timeout", CollectiveTimeout, Symptom, Standalone,
+        [["timed out after"], [" seq "], ["still waiting for", "waiting for rank"]],
+        not [], ex_collective_timeout),
+    rule!("monitored_barrier", CollectiveTimeout, Symptom, Standalone,
+        [["failed to pass monitoredbarrier"]], not [], ex_ranks),
+    rule!("gloo_timeout", CollectiveTimeout, Symptom, Standalone,
+        [["timed out waiting"], ["operation to complete"]], not [], ex_none),
+    rule!("watchdog_context", CollectiveTimeout, Symptom, AnyFinding,
+        [["watchdog got stuck", "heartbeat monitor", "last enqueued nccl work", "last enqueued work",
+          "some nccl operations have failed or timed out", "taking the entire process down"]],
+        not [], ex_none),
+    rule!("peer_closed", RankCrashed, Consequence, Standalone,
+        [["closed its connection"]], not [], ex_peer_closed),
+    rule!("peer_io", RankCrashed, Consequence, Standalone,
+        [["i/o error with rank"]], not [], ex_peer_io),
+    rule!("peer_gone", RankCrashed, Consequence, Standalone,
+        [["connection closed by peer", "connection reset by peer", "broken pipe",
+          "failed to recv, got 0 bytes", "remote process exited", "ncclremoteerror",
+          "communicator was aborted", "unusable after an earlier error", "closing signal sigterm",
+          "received sigterm", "got signal: 15"]],
+        not [], ex_none),
+    rule!("nccl_unhandled_cuda", CudaError, Cause, AnyFinding,
+        [["unhandled cuda error", "ncclunhandledcudaerror"]], not [], ex_none),
+    rule!("cuda_error", CudaError, Cause, Standalone,
+        [["cuda error:", "cuda failure", "device-side assert", "illegal memory access", "cudaerror",
+          "cuda driver version is insufficient", "no cuda gpus are available",
+          "invalid device ordinal", "nvrm: xid", "cublas_status_", "cudnn_status_"]],
+        not [], ex_none),
+    rule!("nccl_unsupported", NcclInternalOrUnsupported, Cause, Standalone,
+        [["nccl warn"], ["not supported", "unsupported", "invalid value for"]], not [], ex_none),
+    rule!("nccl_error_code", NcclInternalOrUnsupported, Cause, AnyFinding,
+        [["ncclinternalerror", "internal check failed", "nccl internal error", "ncclinvalidusage",
+          "invalid usage", "ncclinvalidargument", "ncclsystemerror", "unhandled system error",
+          "system call (e.g. socket, malloc)", "nccl error"]],
+        not [], ex_none),
+    rule!("rust_panic", RankCrashed, Cause, Standalone,
+        [["panicked at"]], not [], ex_none),
+    rule!("crash_marker", RankCrashed, Cause, AnyFinding,
+        [["segmentation fault", "sigsegv", "fatal python error", "core dumped",
+          "terminate called after throwing", "illegal instruction", "sigabrt", "bus error"]],
+        not [], ex_none),
+    rule!("launcher_consequence", RankCrashed, Consequence, AnyFinding,
+        [["childfailederror", "calledprocesserror", "keyboardinterrupt", "signalexception"]],
+        not [], ex_none),
+];
+
+fn ex_none(_: &str, _: &str) -> Extract {
+    Extract::default()
+}
+
+fn ex_ranks(_: &str, lower: &str) -> Extract {
+    Extract {
+        subjects: rank_mentions(lower),
+        ..Extract::default()
+    }
+}
+
+/// The phrase of `line` from byte `start`, sanitised and cut.
+fn phrase(line: &str, start: usize, max: usize) -> String {
+    clip(&sanitize(line.get(start..).unwrap_or(""), max * 2), max)
+}
+
+fn ex_cuda_oom(line: &str, lower: &str) -> Extract {
+    let mut parts = Vec::new();
+    if let Some(i) = lower.find("tried to allocate ") {
+        let rest = &line[i..];
+        let words: Vec<&str> = rest.split_whitespace().take(5).collect();
+        parts.push(words.join(" ").trim_end_matches(['.', ',', ';']).to_owned());
+    }
+    if let Some(gpu) = num_after(lower, "gpu ") {
+        parts.push(format!("on GPU {gpu}"));
+    }
+    Extract {
+        detail: (!parts.is_empty()).then(|| sanitize(&parts.join(" "), 120)),
+        ..Extract::default()
+    }
+}
+
+fn ex_duplicate_gpu(line: &str, lower: &str) -> Extract {
+    let detail = lower
+        .find("rank ")
+        .map(|i| phrase(line, i, 120))
+        .filter(|s| !s.is_empty());
+    Extract {
+        subjects: rank_mentions(lower),
+        detail,
+        ..Extract::default()
+    }
+}
+
+fn ex_world_size(line: &str, lower: &str) -> Extract {
+    let mut ex = Extract::default();
+    if let Some(i) = lower.find("invalid rank requested") {
+        let rest = &lower[i + "invalid rank requested".len()..];
+        let rest = rest.trim_start_matches([' ', ':']);
+        if let Some((r, n)) = rest.split_once('/') {
+            let r = leading_number(r);
+            let n = leading_number(n);
+            if let (Some(r), Some(n)) = (r, n) {
+                ex.detail = Some(format!(
+                    "rank {r} was requested in a communicator of {n} ranks"
+                ));
+                ex.expected_world = usize::try_from(n).ok();
+            }
+        }
+    } else if let Some(i) = lower.find("invalid rank") {
+        ex.detail = Some(phrase(line, i, 120));
+    } else if let Some(i) = lower.find("world") {
+        ex.detail = Some(phrase(line, i, 120));
+    }
+    ex
+}
+
+fn ex_port(_: &str, lower: &str) -> Extract {
+    let port = lower
+        .match_indices("]:")
+        .find_map(|(i, _)| {
+            let rest = &lower[i + 2..];
+            rest.starts_with(|c: char| c.is_ascii_digit())
+                .then(|| leading_number(rest))
+                .flatten()
+        })
+        .or_else(|| num_after(lower, "port: "))
+        .or_else(|| num_after(lower, "port "));
+    Extract {
+        detail: port.map(|p| format!("port {p}")),
+        ..Extract::default()
+    }
+}
+
+fn ex_address(line: &str, lower: &str) -> Extract {
+    let detail = ["connect to ", "address for: ", "address for "]
+        .iter()
+        .find_map(|k| lower.find(k).map(|i| i + k.len()))
+        .map(|i| {
+            let word = line[i..].split_whitespace().next().unwrap_or("");
+            format!(
+                "to {}",
+                sanitize(word.trim_end_matches([',', '.', ';']), 80)
+            )
+        })
+        .filter(|d| d.len() > 3);
+    Extract {
+        detail,
+        ..Extract::default()
+    }
+}
+
+fn ex_rendezvous(line: &str, lower: &str) -> Extract {
+    let mut ex = Extract::default();
+    if let Some(i) = lower.find(" clients joined") {
+        let before = &lower[..i];
+        let token = before.rsplit(' ').next().unwrap_or("");
+        if let Some((joined, total)) = token.split_once('/') {
+            if let (Some(j), Some(t)) = (leading_number(joined), leading_number(total)) {
+                ex.detail = Some(format!("only {j} of {t} ranks joined the store"));
+                ex.expected_world = usize::try_from(t).ok();
+            }
+        }
+    } else if let Some(i) = lower.find(" never arrived") {
+        let before = &lower[..i];
+        let seg = before.rsplit(": ").next().unwrap_or(before);
+        if let Some((ranks, total)) = seg.rsplit_once(" of ") {
+            ex.subjects = numbers(ranks);
+            ex.expected_world = leading_number(total).and_then(|t| usize::try_from(t).ok());
+        }
+        let start = i.saturating_sub(seg.len());
+        ex.detail = Some(phrase(line, start, 120));
+    } else if let Some(i) = lower.find("timed out after") {
+        ex.detail = Some(phrase(line, i, 120));
+    }
+    ex
+}
+
+fn ex_mismatch(line: &str, lower: &str) -> Extract {
+    let seq = num_after(lower, "collective mismatch at seq ")
+        .or_else(|| num_after(lower, "sequencenumber="))
+        .or_else(|| num_after(lower, "seq "));
+    let detail = lower
+        .find("rank ")
+        .map(|i| phrase(line, i, 160))
+        .or_else(|| seq.map(|s| format!("at seq {s}")));
+    Extract {
+        subjects: rank_mentions(lower),
+        detail,
+        ..Extract::default()
+    }
+}
+
+fn ex_unused(line: &str, lower: &str) -> Extract {
+    let mut ex = Extract::default();
+    for key in [
+        "did not receive grad for rank ",
+        "did not receive a gradient for rank ",
+    ] {
+        if let Some(r) = num_after(lower, key) {
+            if let Ok(r) = usize::try_from(r) {
+                ex.subjects.push(r);
+            }
+        }
+    }
+    for key in ["did not receive grad", "did not receive a gradient"] {
+        if let Some(i) = lower.find(key) {
+            if let Some(colon) = lower[i..].find(": ") {
+                let what = phrase(line, i + colon + 2, 120);
+                if !what.is_empty() {
+                    ex.detail = Some(format!("no gradient for: {what}"));
+                }
+            }
+            break;
+        }
+    }
+    ex
+}
+
+fn ex_watchdog(line: &str, lower: &str) -> Extract {
+    let mut parts = Vec::new();
+    if let Some(i) = lower.find("optype=") {
+        let op: String = line[i + 7..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        if !op.is_empty() {
+            parts.push(op);
+        }
+    }
+    if let Some(seq) = num_after(lower, "seqnum=") {
+        parts.push(format!("SeqNum={seq}"));
+    }
+    if let Some(ms) = num_after(lower, "ran for ") {
+        parts.push(format!("ran for {ms} ms"));
+    }
+    if let Some(t) = num_after(lower, "timeout(ms)=") {
+        parts.push(format!("(timeout {t} ms)"));
+    }
+    Extract {
+        detail: (!parts.is_empty()).then(|| parts.join(" ")),
+        ..Extract::default()
+    }
+}
+
+fn ex_collective_timeout(line: &str, lower: &str) -> Extract {
+    let mut ex = Extract::default();
+    for key in ["still waiting for ", "waiting for "] {
+        if let Some(i) = lower.find(key) {
+            let rest = &lower[i + key.len()..];
+            if rest.starts_with("rank") {
+                let end = rest.find(" in ").unwrap_or(rest.len());
+                ex.subjects = rank_mentions(&rest[..end]);
+                break;
+            }
+        }
+    }
+    let seq = num_after(lower, " seq ");
+    let op = lower.find(" in ").map(|i| {
+        line[i + 4..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect::<String>()
+    });
+    ex.detail = match (op, seq) {
+        (Some(op), Some(seq)) if !op.is_empty() => Some(format!("{op} seq {seq}")),
+        (_, Some(seq)) => Some(format!("seq {seq}")),
+        _ => None,
+    };
+    ex
+}
+
+fn ex_peer_closed(line: &str, lower: &str) -> Extract {
+    let Some(i) = lower.find(" closed its connection") else {
+        return Extract::default();
+    };
+    let before = &lower[..i];
+    let subjects = before
+        .rsplit_once("rank ")
+        .and_then(|(_, n)| leading_number(n))
+        .and_then(|n| usize::try_from(n).ok())
+        .into_iter()
+        .collect::<Vec<_>>();
+    let start = before.rfind("rank ").unwrap_or(i);
+    let end = lower[start..]
+        .find("; it probably")
+        .map_or(line.len(), |e| start + e);
+    Extract {
+        subjects,
+        detail: Some(phrase(&line[..end], start, 120)),
+        ..Extract::default()
+    }
+}
+
+fn ex_peer_io(line: &str, lower: &str) -> Extract {
+    let subjects = num_after(lower, "i/o error with rank ")
+        .and_then(|n| usize::try_from(n).ok())
+        .into_iter()
+        .collect();
+    let detail = lower
+        .find("i/o error with rank")
+        .map(|i| phrase(line, i, 120));
+    Extract {
+        subjects,
+        detail,
+        ..Extract::default()
+    }
+}
+
+/// The number at the start of `s` (after spaces).
+pub(crate) fn leading_number(s: &str) -> Option<u64> {
+    let s = s.trim_start();
+    let end = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    s[..end].parse().ok()
+}
+
+/// The number after the first occurrence of `key` (spaces, `:`, `=`, `[`
+/// skipped).
+pub(crate) fn num_after(lower: &str, key: &str) -> Option<u64> {
+    let i = lower.find(key)?;
+    let rest = lower[i + key.len()..].trim_start_matches([' ', ':', '=', '[', '#']);
+    leading_number(rest)
+}
+
+/// Every number in `s`, in order.
+fn numbers(s: &str) -> Vec<usize> {
+    s.split(|c: char| !c.is_ascii_digit())
+        .filter_map(|t| t.parse().ok())
+        .collect()
+}
+
+/// The ranks named in a line: `rank 1`, `rank1`, `Rank 1`, `ranks 2, 3`,
+/// `ranks 2 and 3`, in order of appearance, without repeats. A `rank` that is
+/// part of a word (`nranks`, `localRank`) does not count.
+pub(crate) fn rank_mentions(lower: &str) -> Vec<usize> {
+    let mut out: Vec<usize> = Vec::new();
+    let bytes = lower.as_bytes();
+    let mut from = 0;
+    while let Some(pos) = lower[from..].find("rank") {
+        let i = from + pos;
+        from = i + 4;
+        if i > 0 && (bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_') {
+            continue;
+        }
+        let mut rest = &lower[i + 4..];
+        let plural = rest.starts_with('s');
+        if plural {
+            rest = &rest[1..];
+        }
+        if rest.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+            continue;
+        }
+        let rest = rest.trim_start_matches([' ', '[', ':', '=']);
+        let mut push = |n: u64| {
+            if let Ok(n) = usize::try_from(n) {
+                if !out.contains(&n) {
+                    out.push(n);
+                }
+            }
+        };
+        let Some(first) = leading_number(rest) else {
+            continue;
+        };
+        push(first);
+        if plural {
+            // "ranks 2, 3 and 5 of 8": take the list up to the first word
+            // other than "and".
+            let mut tail = rest.trim_start_matches(|c: char| c.is_ascii_digit());
+            loop {
+                let t = tail.trim_start_matches([',', ' ']);
+                let t = t.strip_prefix("and ").unwrap_or(t);
+                match leading_number(t) {
+                    Some(n) if t.starts_with(|c: char| c.is_ascii_digit()) => {
+                        push(n);
+                        tail = t.trim_start_matches(|c: char| c.is_ascii_digit());
+                    }
+                    _ => break,
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cat(line: &str) -> Option<Category> {
+        classify(line).map(|(r, _)| r.category)
+    }
+
+    #[test]
+    fn rule_names_are_unique() {
+        let mut names: Vec<&str> = RULES.iter().map(|r| r.name).collect();
+        names.sort_unstable();
+        let n = names.len();
+        names.dedup();
+        assert_eq!(names.len(), n);
+    }
+
+    #[test]
+    fn rank_mentions_skip_words_and_read_lists() {
+        assert_eq!(rank_mentions("rank 1 and rank 0 both"), vec![1, 0]);
+        assert_eq!(rank_mentions("[rank3]: x nranks 8 localrank 2"), vec![3]);
+        assert_eq!(
+            rank_mentions("ranks 2, 3 and 5 of 8 never arrived"),
+            vec![2, 3, 5]
+        );
+        assert_eq!(rank_mentions("rankings 4"), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn specific_rules_win_over_generic_ones() {
+        assert_eq!(
+            cat("h:1:2 [0] NCCL WARN Cuda failure 'out of memory'"),
+            Some(Category::CudaOom)
+        );
+        assert_eq!(
+            cat("RuntimeError: CUDA error: an illegal memory access was encountered"),
+            Some(Category::CudaError)
+        );
+        assert_eq!(
+            cat("RuntimeError: CUDA error: system not yet initialized"),
+            Some(Category::NvlsFabricManager)
+        );
+        assert_eq!(cat("h:1:1 [0] NCCL INFO NET/IB : No device found."), None);
+        assert_eq!(
+            cat("h:1:1 [0] NCCL INFO Call to connect returned Connection refused, retrying"),
+            None
+        );
+        assert_eq!(
+            cat("h:1:1 [0] NCCL INFO NVLS multicast support is not available on dev 0"),
+            None
+        );
+    }
+
+    #[test]
+    fn extractors_read_the_specifics() {
+        let (r, ex) = classify(
+            "rendezvous timed out after 30s: ranks 2, 3 of 4 never arrived at 127.0.0.1:29500 (check)",
+        )
+        .unwrap();
+        assert_eq!(r.category, Category::RendezvousTimeout);
+        assert_eq!(ex.subjects, vec![2, 3]);
+        assert_eq!(ex.expected_world, Some(4));
+        let (_, ex) = classify(
+            "torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/2 clients joined.",
+        )
+        .unwrap();
+        assert_eq!(ex.expected_world, Some(2));
+        let (r, ex) =
+            classify("error: timed out after 30s in all_reduce seq 17: still waiting for rank 1")
+                .unwrap();
+        assert_eq!(r.category, Category::CollectiveTimeout);
+        assert_eq!(ex.subjects, vec![1]);
+        assert_eq!(ex.detail.as_deref(), Some("all_reduce seq 17"));
+        let (_, ex) =
+            classify("timed out after 30s waiting for rank 1 in all_reduce seq 17").unwrap();
+        assert_eq!(ex.subjects, vec![1]);
+        let (r, ex) = classify(
+            "error: process group setup failed on rank 0: rank 1 closed its connection during all_reduce seq 17; it probably exited or was killed",
+        )
+        .unwrap();
+        assert_eq!(r.name, "peer_closed");
+        assert_eq!(ex.subjects, vec![1]);
+        assert_eq!(
+            ex.detail.as_deref(),
+            Some("rank 1 closed its connection during all_reduce seq 17")
+        );
+        let (_, ex) = classify("[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=17, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600044 milliseconds before timing out.").unwrap();
+        assert_eq!(
+            ex.detail.as_deref(),
+            Some("ALLREDUCE SeqNum=17 ran for 600044 ms (timeout 600000 ms)")
+        );
+        let (_, ex) = classify("RuntimeError: The server socket has failed to listen on any local network address. The server socket has failed to bind to [::]:29500 (errno: 98 - Address already in use).").unwrap();
+        assert_eq!(ex.detail.as_deref(), Some("port 29500"));
+    }
+}

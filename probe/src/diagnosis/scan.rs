@@ -1,0 +1,508 @@
+//! Scanning one log file: every line goes through the rules, the NCCL parser,
+//! a Python traceback tracker and a torchelastic failure-table reader.
+//!
+//! Ranks are attributed per line: an explicit prefix (`[rank1]:`, `[Rank 1]`,
+//! `[PG 0 Rank 1]`, torchrun's `[default1]:`) wins; otherwise the NCCL process
+//! that printed the line (resolved once all files are read); otherwise the
+//! rank the file belongs to.
+
+use std::collections::{HashMap, VecDeque};
+
+use super::category::Category;
+use super::nccl::{self, Level, NcclCollector};
+use super::report::{Evidence, Role};
+use super::rules;
+use super::sanitize::{sanitize, MAX_EVIDENCE_CHARS};
+use super::signal::{Attach, Signal};
+
+/// Lines kept per file for an `unknown` finding.
+const TELLING_PER_FILE: usize = 12;
+/// Last lines kept per file.
+const LAST_LINES: usize = 5;
+/// Bytes of each of the last lines kept (the evidence is cut shorter).
+const LAST_LINE_BYTES: usize = 4096;
+/// Bytes of a line that the patterns look at: every message they know
+/// starts well within it, and it bounds the work per line of hostile input.
+const ANALYSED_BYTES: usize = 8 * 1024;
+
+/// What scanning one file found.
+#[derive(Debug, Default)]
+pub(crate) struct FileScan {
+    /// Observations.
+    pub signals: Vec<Signal>,
+    /// Warning and error lines no rule explains, for an `unknown` finding.
+    pub telling: Vec<Evidence>,
+    /// The last lines of the file.
+    pub last: VecDeque<Evidence>,
+    /// Whether any line was understood (an NCCL line or a rule match).
+    pub recognised: bool,
+    /// The rank torchelastic names as the root cause, if its table was seen.
+    pub elastic_root: Option<usize>,
+    /// Lines read.
+    pub lines: u64,
+}
+
+#[derive(Debug)]
+struct Traceback {
+    last_frame: Option<Evidence>,
+}
+
+#[derive(Debug, Default)]
+struct ElasticTable {
+    active: bool,
+    in_root_section: bool,
+    rank: Option<usize>,
+    seen_field: bool,
+}
+
+/// Scans the lines of one file.
+pub(crate) struct Scanner<'a> {
+    file: String,
+    file_rank: Option<usize>,
+    nccl: &'a mut NcclCollector,
+    out: FileScan,
+    tracebacks: HashMap<Option<usize>, Traceback>,
+    last: VecDeque<(Option<u64>, String)>,
+    elastic: ElasticTable,
+    order: &'a mut u64,
+}
+
+impl<'a> Scanner<'a> {
+    /// A scanner for `file` (display name) whose lines belong to `file_rank`
+    /// unless they say otherwise.
+    pub fn new(
+        file: String,
+        file_rank: Option<usize>,
+        nccl: &'a mut NcclCollector,
+        order: &'a mut u64,
+    ) -> Scanner<'a> {
+        Scanner {
+            file,
+            file_rank,
+            nccl,
+            out: FileScan::default(),
+            tracebacks: HashMap::new(),
+            last: VecDeque::new(),
+            elastic: ElasticTable::default(),
+            order,
+        }
+    }
+
+    fn evidence(&self, line: Option<u64>, text: &str) -> Evidence {
+        Evidence {
+            file: self.file.clone(),
+            line,
+            text: sanitize(text, MAX_EVIDENCE_CHARS),
+        }
+    }
+
+    fn next_order(&mut self) -> u64 {
+        *self.order += 1;
+        *self.order
+    }
+
+    /// Feeds one line.
+    pub fn line(&mut self, number: Option<u64>, raw: &str) {
+        self.out.lines += 1;
+        if raw.trim().is_empty() {
+            return;
+        }
+        let (prefix_rank, body) = strip_launcher_prefix(head(raw, ANALYSED_BYTES));
+        let explicit = prefix_rank.or_else(|| bracket_rank(body));
+        let observer = explicit.or(self.file_rank);
+        if self.last.len() == LAST_LINES {
+            self.last.pop_front();
+        }
+        self.last
+            .push_back((number, head(raw, LAST_LINE_BYTES).to_owned()));
+
+        let parsed = nccl::parse_line(body);
+        let process = parsed
+            .as_ref()
+            .and_then(|p| p.pid.map(|pid| (p.host.to_owned(), pid)));
+        if let Some(p) = &parsed {
+            self.out.recognised = true;
+            let file = &self.file;
+            let evidence = || Evidence {
+                file: file.clone(),
+                line: number,
+                text: sanitize(raw, MAX_EVIDENCE_CHARS),
+            };
+            self.nccl.observe(p, observer, &evidence);
+        }
+        let lower = body.to_ascii_lowercase();
+        let matched = rules::classify(body);
+        if matched.is_none()
+            && is_telling(&lower, parsed.as_ref().map(|p| p.level))
+            && self.out.telling.len() < TELLING_PER_FILE
+        {
+            self.out.telling.push(self.evidence(number, raw));
+        }
+
+        if let Some((rule, ex)) = &matched {
+            self.out.recognised = true;
+            let mut s = Signal::new(rule.name, rule.category, rule.role, rule.attach);
+            s.subjects = ex.subjects.clone();
+            s.observer = observer;
+            s.observer_explicit = explicit.is_some();
+            s.process = process.clone();
+            s.detail = ex.detail.clone();
+            s.expected_world = ex.expected_world;
+            s.evidence.push(self.evidence(number, raw));
+            s.order = self.next_order();
+            self.out.signals.push(s);
+        }
+        self.elastic_line(number, body, &lower);
+        self.traceback_line(number, body, observer, matched.is_some());
+    }
+
+    /// Tracks `Traceback (most recent call last):` blocks; an exception line
+    /// that no rule explains becomes a `rank_crashed` cause.
+    fn traceback_line(
+        &mut self,
+        number: Option<u64>,
+        body: &str,
+        rank: Option<usize>,
+        matched: bool,
+    ) {
+        if body
+            .trim_start()
+            .starts_with("Traceback (most recent call last)")
+        {
+            self.tracebacks.insert(rank, Traceback { last_frame: None });
+            return;
+        }
+        let Some(tb) = self.tracebacks.get_mut(&rank) else {
+            return;
+        };
+        if body.starts_with([' ', '\t']) {
+            if body.trim_start().starts_with("File \"") {
+                tb.last_frame = Some(Evidence {
+                    file: self.file.clone(),
+                    line: number,
+                    text: sanitize(body, MAX_EVIDENCE_CHARS),
+                });
+            }
+            return;
+        }
+        let Some(tb) = self.tracebacks.remove(&rank) else {
+            return;
+        };
+        if matched || !looks_like_exception(body) {
+            return;
+        }
+        let name = body.split(':').next().unwrap_or(body).trim();
+        let (role, attach) = match name.rsplit('.').next().unwrap_or(name) {
+            "KeyboardInterrupt" | "SystemExit" => (Role::Consequence, Attach::AnyFinding),
+            _ => (Role::Cause, Attach::Standalone),
+        };
+        let mut s = Signal::new("python_exception", Category::RankCrashed, role, attach);
+        s.observer = rank.or(self.file_rank);
+        s.detail = Some(sanitize(body, 160));
+        s.evidence.push(self.evidence(number, body));
+        s.evidence.extend(tb.last_frame);
+        s.order = self.next_order();
+        self.out.recognised = true;
+        self.out.signals.push(s);
+    }
+
+    /// Reads torchelastic's `ChildFailedError` table: one entry per failed
+    /// rank (`rank : 1 (local_rank: 1)`, `exitcode : -9 (pid: 123)`), the
+    /// "Root Cause (first observed failure)" section naming the first.
+    fn elastic_line(&mut self, number: Option<u64>, body: &str, lower: &str) {
+        if lower.contains("childfailederror") {
+            self.elastic = ElasticTable {
+                active: true,
+                ..ElasticTable::default()
+            };
+            return;
+        }
+        if !self.elastic.active {
+            return;
+        }
+        let t = lower.trim();
+        if t.starts_with("root cause") {
+            self.elastic.in_root_section = true;
+            return;
+        }
+        if t.starts_with("====")
+            || t.starts_with("----")
+            || t.ends_with(" failed")
+            || t.starts_with("failures:")
+            || t.starts_with("<no_other_failures>")
+            || (t.starts_with('[') && t.ends_with("]:"))
+        {
+            return;
+        }
+        let Some((key, value)) = t.split_once(':') else {
+            if self.elastic.seen_field {
+                self.elastic.active = false;
+            }
+            return;
+        };
+        self.elastic.seen_field = true;
+        match key.trim() {
+            "rank" => {
+                self.elastic.rank =
+                    rules::leading_number(value).and_then(|r| usize::try_from(r).ok());
+            }
+            "exitcode" => {
+                let Some(rank) = self.elastic.rank else {
+                    return;
+                };
+                let code: Option<i64> =
+                    value.split_whitespace().next().and_then(|c| c.parse().ok());
+                let Some(code) = code else {
+                    return;
+                };
+                let root = self.elastic.in_root_section;
+                if root {
+                    self.out.elastic_root = Some(rank);
+                }
+                let (category, role, attach, what) = match (code, root) {
+                    (-9, true) => (
+                        Category::HostOomKilled,
+                        Role::Cause,
+                        Attach::CauseOnly,
+                        "was killed by SIGKILL (exitcode -9)".to_owned(),
+                    ),
+                    (-15 | -2 | -1, _) | (_, false) => (
+                        Category::RankCrashed,
+                        Role::Consequence,
+                        Attach::AnyFinding,
+                        format!("ended with exitcode {code}"),
+                    ),
+                    (c, true) if c < 0 => (
+                        Category::RankCrashed,
+                        Role::Cause,
+                        Attach::AnyFinding,
+                        format!("was killed by signal {} (exitcode {c})", -c),
+                    ),
+                    (c, true) => (
+                        Category::RankCrashed,
+                        Role::Cause,
+                        Attach::AnyFinding,
+                        format!("exited with code {c}"),
+                    ),
+                };
+                let mut s = Signal::new("elastic_failure", category, role, attach);
+                s.subjects = vec![rank];
+                s.detail = Some(format!(
+                    "torchelastic reports rank {rank} {what}{}",
+                    if root { " as the first failure" } else { "" }
+                ));
+                s.evidence.push(self.evidence(number, body));
+                s.order = self.next_order();
+                self.out.signals.push(s);
+            }
+            _ => {}
+        }
+    }
+
+    /// The scan result.
+    pub fn finish(mut self) -> FileScan {
+        let last = std::mem::take(&mut self.last);
+        self.out.last = last
+            .into_iter()
+            .map(|(n, text)| self.evidence(n, &text))
+            .collect();
+        self.out
+    }
+}
+
+/// The first `max` bytes of `s`, cut at a character boundary.
+fn head(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// Whether a line is worth showing when nothing else explains a failure.
+fn is_telling(lower: &str, level: Option<Level>) -> bool {
+    if level == Some(Level::Warn) {
+        return true;
+    }
+    if level == Some(Level::Info) {
+        return false;
+    }
+    [
+        "error",
+        "traceback",
+        "exception",
+        "fatal",
+        "failed",
+        "killed",
+        "abort",
+        "panicked",
+        "timed out",
+        "timeout",
+    ]
+    .iter()
+    .any(|k| lower.contains(k))
+}
+
+/// `Name: message` or a bare `Name` where `Name` is a (dotted) identifier.
+fn looks_like_exception(line: &str) -> bool {
+    let name = line.split(':').next().unwrap_or("").trim();
+    !name.is_empty()
+        && name.len() <= 120
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+        && name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && (line.contains(':') || name.ends_with("Error") || name.ends_with("Exception"))
+}
+
+/// Strips the per-line prefixes launchers add: PyTorch's `[rank1]:` and
+/// torchrun's `[default1]:` (local rank of the default role). Returns the
+/// rank they name and the rest of the line.
+pub(crate) fn strip_launcher_prefix(line: &str) -> (Option<usize>, &str) {
+    let t = line.trim_start();
+    for key in ["[rank", "[default"] {
+        if let Some(rest) = t.strip_prefix(key) {
+            let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+            if digits > 0 {
+                if let Some(body) = rest[digits..].strip_prefix("]:") {
+                    let rank = rest[..digits].parse().ok();
+                    return (rank, body.strip_prefix(' ').unwrap_or(body));
+                }
+            }
+        }
+    }
+    (None, line)
+}
+
+/// A rank named in a bracket near the start of a line: `[Rank 1]`,
+/// `[PG 0 (default_pg) Rank 1]`, `[PG ID 0 PG GUID 0 Rank 1]`.
+pub(crate) fn bracket_rank(line: &str) -> Option<usize> {
+    let head: String = line.chars().take(240).collect();
+    let mut rest = head.as_str();
+    while let Some(open) = rest.find('[') {
+        let after = &rest[open + 1..];
+        let Some(close) = after.find(']') else {
+            break;
+        };
+        let group = after[..close].to_ascii_lowercase();
+        if let Some(i) = group.rfind("rank") {
+            let before_ok = i == 0 || group.as_bytes()[i - 1] == b' ';
+            let num = group[i + 4..].trim();
+            if before_ok && !num.is_empty() && num.bytes().all(|b| b.is_ascii_digit()) {
+                return num.parse().ok();
+            }
+        }
+        rest = &after[close + 1..];
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefixes_name_ranks() {
+        assert_eq!(strip_launcher_prefix("[rank3]: boom"), (Some(3), "boom"));
+        assert_eq!(strip_launcher_prefix("[default1]:x"), (Some(1), "x"));
+        assert_eq!(strip_launcher_prefix("[rankx]: y"), (None, "[rankx]: y"));
+        assert_eq!(
+            bracket_rank("[E ProcessGroupNCCL.cpp:1] [Rank 2] Watchdog"),
+            Some(2)
+        );
+        assert_eq!(
+            bracket_rank("[PG ID 0 PG GUID 0(default_pg) Rank 5] x"),
+            Some(5)
+        );
+        assert_eq!(bracket_rank("[localrank 3] x"), None);
+        assert_eq!(bracket_rank("no brackets"), None);
+    }
+
+    #[test]
+    fn head_cuts_at_char_boundaries() {
+        assert_eq!(head("héllo", 2), "h");
+        assert_eq!(head("héllo", 3), "hé");
+        assert_eq!(head("abc", 10), "abc");
+    }
+
+    #[test]
+    fn exception_lines_are_recognised() {
+        assert!(looks_like_exception("ValueError: bad"));
+        assert!(looks_like_exception(
+            "torch.distributed.DistBackendError: x"
+        ));
+        assert!(looks_like_exception("RuntimeError"));
+        assert!(!looks_like_exception("some words: here"));
+        assert!(!looks_like_exception(""));
+    }
+
+    fn scan(lines: &[&str], rank: Option<usize>) -> (FileScan, NcclCollector) {
+        let mut nccl = NcclCollector::default();
+        let mut order = 0;
+        let mut s = Scanner::new("f.log".into(), rank, &mut nccl, &mut order);
+        for (i, l) in lines.iter().enumerate() {
+            s.line(Some(i as u64 + 1), l);
+        }
+        let out = s.finish();
+        (out, nccl)
+    }
+
+    #[test]
+    fn unexplained_exception_becomes_a_crash_with_its_frame() {
+        let (out, _) = scan(
+            &[
+                "Traceback (most recent call last):",
+                "  File \"train.py\", line 3, in <module>",
+                "    x = load()",
+                "KeyError: 'label'",
+            ],
+            Some(2),
+        );
+        assert_eq!(out.signals.len(), 1);
+        let s = &out.signals[0];
+        assert_eq!(s.category, Category::RankCrashed);
+        assert_eq!(s.observer, Some(2));
+        assert_eq!(s.evidence[0].line, Some(4));
+        assert_eq!(s.evidence[1].line, Some(2));
+    }
+
+    #[test]
+    fn elastic_table_names_the_root_cause() {
+        let (out, _) = scan(
+            &[
+                "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+                "============================================================",
+                "train.py FAILED",
+                "------------------------------------------------------------",
+                "Failures:",
+                "  <NO_OTHER_FAILURES>",
+                "------------------------------------------------------------",
+                "Root Cause (first observed failure):",
+                "[0]:",
+                "  time      : 2024-05-01_12:00:00",
+                "  host      : node0",
+                "  rank      : 1 (local_rank: 1)",
+                "  exitcode  : -9 (pid: 4242)",
+                "  error_file: <N/A>",
+                "  traceback : Signal 9 (SIGKILL) received by PID 4242",
+                "============================================================",
+            ],
+            None,
+        );
+        assert_eq!(out.elastic_root, Some(1));
+        let s = out
+            .signals
+            .iter()
+            .find(|s| s.rule == "elastic_failure")
+            .unwrap();
+        assert_eq!(s.category, Category::HostOomKilled);
+        assert_eq!(s.subjects, vec![1]);
+        assert_eq!(s.evidence[0].line, Some(13));
+    }
+}

@@ -1,0 +1,80 @@
+//! Signals: single observations (one log line, one manifest fact, one trace
+//! fact) before they are grouped into findings.
+
+use super::category::Category;
+use super::report::{Evidence, Role};
+
+/// How a signal joins the findings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Attach {
+    /// It is a finding of its own (grouped with signals of its category).
+    Standalone,
+    /// It supports another finding about the same rank when there is one
+    /// (generic error codes, crash markers, exit codes); otherwise it stands
+    /// alone.
+    AnyFinding,
+    /// Like [`Attach::AnyFinding`], but only a cause finding can take it.
+    CauseOnly,
+}
+
+/// One observation.
+#[derive(Debug, Clone)]
+pub(crate) struct Signal {
+    /// The name of the rule or check that produced it.
+    pub rule: &'static str,
+    /// What it shows.
+    pub category: Category,
+    /// Cause, symptom or consequence.
+    pub role: Role,
+    /// How it joins findings.
+    pub attach: Attach,
+    /// The ranks it is about (the culprit for a consequence).
+    pub subjects: Vec<usize>,
+    /// The rank whose output showed it.
+    pub observer: Option<usize>,
+    /// Whether the line itself named that rank (a `[rank1]:` prefix), as
+    /// opposed to the file it is in.
+    pub observer_explicit: bool,
+    /// The NCCL process (host, pid) that printed it, to find its rank later.
+    pub process: Option<(String, u32)>,
+    /// A short phrase with the specifics ("ALLREDUCE SeqNum=17 ran for 600000 ms").
+    pub detail: Option<String>,
+    /// The number of ranks the message expected, when it names one
+    /// ("1/4 clients joined"): compared with the run's world size.
+    pub expected_world: Option<usize>,
+    /// Supporting lines.
+    pub evidence: Vec<Evidence>,
+    /// Global order of observation (input order, then line order).
+    pub order: u64,
+}
+
+impl Signal {
+    /// A signal with no ranks, detail or evidence yet.
+    pub fn new(rule: &'static str, category: Category, role: Role, attach: Attach) -> Signal {
+        Signal {
+            rule,
+            category,
+            role,
+            attach,
+            subjects: Vec::new(),
+            observer: None,
+            observer_explicit: false,
+            process: None,
+            detail: None,
+            expected_world: None,
+            evidence: Vec::new(),
+            order: 0,
+        }
+    }
+
+    /// The ranks involved: subjects and observer.
+    pub fn ranks(&self) -> Vec<usize> {
+        let mut r = self.subjects.clone();
+        if let Some(o) = self.observer {
+            r.push(o);
+        }
+        r.sort_unstable();
+        r.dedup();
+        r
+    }
+}

@@ -1,0 +1,307 @@
+//! What the ranks' traces say about collectives: per rank, the last completed
+//! collective (the `collective` span with the highest `seq`) and the one it
+//! waits in (the highest `collective_queued` instant whose `seq` has no
+//! completed span).
+//!
+//! Traces are loaded with the probe reader ([`crate::reader::load_files`]).
+//! When they are too large for that or do not load (a damaged file), the last
+//! [`TAIL_BYTES`] of each file are parsed line by line instead, skipping lines
+//! that are not JSON.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::lines::{for_each_line, ReadLimits};
+use super::sanitize::{display_path, sanitize};
+use crate::model::Run;
+use crate::trace::SpanKind;
+
+/// Bytes read from the end of each trace when the reader is not used.
+pub(crate) const TAIL_BYTES: u64 = 1024 * 1024;
+
+/// Largest trace file searched for the line number of a record.
+const MAX_LOCATE_BYTES: u64 = 256 * 1024 * 1024;
+
+/// A collective of a trace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Coll {
+    /// Its sequence number.
+    pub seq: u64,
+    /// The operation.
+    pub op: Option<String>,
+    /// The training step.
+    pub step: Option<u64>,
+}
+
+impl Coll {
+    /// "all_reduce seq 17 (step 4)".
+    pub fn describe(&self) -> String {
+        let mut s = format!(
+            "{} seq {}",
+            sanitize(self.op.as_deref().unwrap_or("collective"), 40),
+            self.seq
+        );
+        if let Some(step) = self.step {
+            s.push_str(&format!(" (step {step})"));
+        }
+        s
+    }
+}
+
+/// How far one rank got.
+#[derive(Debug, Clone)]
+pub(crate) struct RankProgress {
+    /// The global rank.
+    pub rank: usize,
+    /// Its trace file.
+    pub path: PathBuf,
+    /// The trace file for display.
+    pub file: String,
+    /// The completed collective with the highest `seq`.
+    pub last_completed: Option<Coll>,
+    /// The collective it waits in.
+    pub waiting_in: Option<Coll>,
+    /// The highest step seen.
+    pub last_step: Option<u64>,
+    /// The status of its `end` record, when it finished recording.
+    pub end_status: Option<String>,
+}
+
+/// Reads the progress of every rank traced under `dir`; notes say what was
+/// worked around.
+pub(crate) fn read(dir: &Path, max_bytes: u64) -> (Vec<RankProgress>, Vec<String>) {
+    let mut notes = Vec::new();
+    let Ok(files) = crate::reader::find_trace_files(&[dir]) else {
+        return (Vec::new(), notes);
+    };
+    if files.is_empty() {
+        return (Vec::new(), notes);
+    }
+    let total: u64 = files
+        .iter()
+        .filter_map(|f| std::fs::metadata(f).ok())
+        .map(|m| m.len())
+        .sum();
+    if total <= max_bytes {
+        match crate::reader::load_files(&files) {
+            Ok((run, _warnings)) => return (from_run(&run), notes),
+            Err(e) => notes.push(format!(
+                "the traces did not load ({}); read the end of each trace file instead",
+                sanitize(&e.to_string(), 300)
+            )),
+        }
+    } else {
+        notes.push(format!(
+            "the traces are {total} bytes; read only the last {TAIL_BYTES} bytes of each file"
+        ));
+    }
+    let progress = files.iter().filter_map(|f| from_tail(f)).collect();
+    (progress, notes)
+}
+
+fn from_run(run: &Run) -> Vec<RankProgress> {
+    let mut out = Vec::new();
+    for rank in &run.ranks {
+        let mut completed: BTreeMap<u64, Coll> = BTreeMap::new();
+        let mut last_step: Option<u64> = None;
+        for span in rank.spans() {
+            if let Some(step) = span.step() {
+                last_step = Some(last_step.map_or(step, |s| s.max(step)));
+            }
+            if span.kind() != SpanKind::Collective {
+                continue;
+            }
+            if let Some(seq) = span.seq() {
+                completed.insert(
+                    seq,
+                    Coll {
+                        seq,
+                        op: span.op().map(|s| run.str(s).to_owned()),
+                        step: span.step(),
+                    },
+                );
+            }
+        }
+        let mut queued: BTreeMap<u64, Coll> = BTreeMap::new();
+        for i in &rank.instants {
+            if let Some(step) = i.step {
+                last_step = Some(last_step.map_or(step, |s| s.max(step)));
+            }
+            if run.str(i.name) != "collective_queued" {
+                continue;
+            }
+            let Some(args) = i.args.map(|a| run.str(a)) else {
+                continue;
+            };
+            let Ok(Value::Object(args)) = serde_json::from_str::<Value>(args) else {
+                continue;
+            };
+            if let Some(c) = coll_of(&args, i.step) {
+                queued.insert(c.seq, c);
+            }
+        }
+        let waiting_in = waiting(&queued, &completed.keys().copied().collect());
+        out.push(RankProgress {
+            rank: rank.rank() as usize,
+            path: rank.path.clone(),
+            file: display_path(&rank.path),
+            last_completed: completed.into_values().next_back(),
+            waiting_in,
+            last_step,
+            end_status: rank.end.as_ref().map(|e| e.status.clone()),
+        });
+    }
+    out
+}
+
+fn coll_of(fields: &serde_json::Map<String, Value>, step: Option<u64>) -> Option<Coll> {
+    Some(Coll {
+        seq: fields.get("seq").and_then(Value::as_u64)?,
+        op: fields.get("op").and_then(Value::as_str).map(str::to_owned),
+        step: fields.get("step").and_then(Value::as_u64).or(step),
+    })
+}
+
+fn waiting(queued: &BTreeMap<u64, Coll>, completed: &BTreeSet<u64>) -> Option<Coll> {
+    queued
+        .iter()
+        .rev()
+        .find(|(seq, _)| !completed.contains(seq))
+        .map(|(_, c)| c.clone())
+}
+
+/// Progress from the header line and the last [`TAIL_BYTES`] of a file.
+fn from_tail(path: &Path) -> Option<RankProgress> {
+    let mut file = File::open(path).ok()?;
+    let mut first = String::new();
+    BufReader::new((&mut file).take(64 * 1024))
+        .read_line(&mut first)
+        .ok()?;
+    let header: Value = serde_json::from_str(first.trim()).ok()?;
+    let rank = header.get("rank").and_then(Value::as_u64)? as usize;
+    let len = file.metadata().ok()?.len();
+    let start = len.saturating_sub(TAIL_BYTES);
+    file.seek(SeekFrom::Start(start)).ok()?;
+    let mut bytes = Vec::new();
+    file.take(TAIL_BYTES).read_to_end(&mut bytes).ok()?;
+    let mut text = &bytes[..];
+    if start > 0 {
+        let cut = memchr::memchr(b'\n', text).map_or(text.len(), |i| i + 1);
+        text = &text[cut..];
+    }
+    let mut completed: BTreeMap<u64, Coll> = BTreeMap::new();
+    let mut queued: BTreeMap<u64, Coll> = BTreeMap::new();
+    let mut last_step = None;
+    let mut end_status = None;
+    for line in String::from_utf8_lossy(text).lines() {
+        let Ok(Value::Object(rec)) = serde_json::from_str::<Value>(line.trim()) else {
+            continue;
+        };
+        let step = rec.get("step").and_then(Value::as_u64);
+        if let Some(s) = step {
+            last_step = Some(last_step.map_or(s, |l: u64| l.max(s)));
+        }
+        let field = |k: &str| rec.get(k).and_then(Value::as_str);
+        match (field("type"), field("kind"), field("name")) {
+            (Some("span"), Some("collective"), _) => {
+                if let Some(c) = coll_of(&rec, step) {
+                    completed.insert(c.seq, c);
+                }
+            }
+            (Some("instant"), _, Some("collective_queued")) => {
+                if let Some(Value::Object(args)) = rec.get("args") {
+                    if let Some(c) = coll_of(args, step) {
+                        queued.insert(c.seq, c);
+                    }
+                }
+            }
+            (Some("end"), _, _) => end_status = field("status").map(str::to_owned),
+            _ => {}
+        }
+    }
+    let waiting_in = waiting(&queued, &completed.keys().copied().collect());
+    Some(RankProgress {
+        rank,
+        path: path.to_path_buf(),
+        file: display_path(path),
+        last_completed: completed.into_values().next_back(),
+        waiting_in,
+        last_step,
+        end_status,
+    })
+}
+
+/// The 1-based number of the last line of `path` that contains every needle
+/// (`None` for files over [`MAX_LOCATE_BYTES`] or when nothing matches).
+pub(crate) fn locate(path: &Path, needles: &[&str]) -> Option<u64> {
+    let limits = ReadLimits {
+        head_bytes: MAX_LOCATE_BYTES,
+        tail_bytes: 0,
+        max_line_bytes: 64 * 1024,
+    };
+    if std::fs::metadata(path).ok()?.len() > MAX_LOCATE_BYTES {
+        return None;
+    }
+    let mut found = None;
+    for_each_line(path, &limits, |n, text| {
+        if needles.iter().all(|k| text.contains(k)) {
+            found = n;
+        }
+    })
+    .ok()?;
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    const HEADER: &str = r#"{"type":"header","format":"ddp-probe-trace","version":"1.0","run_id":"r","rank":1,"world_size":2,"start_ns":1000}"#;
+
+    fn write(dir: &Path, lines: &[&str]) -> PathBuf {
+        let traces = dir.join("traces");
+        std::fs::create_dir_all(&traces).unwrap();
+        let p = traces.join("rank-1.jsonl");
+        let mut f = File::create(&p).unwrap();
+        for l in lines {
+            writeln!(f, "{l}").unwrap();
+        }
+        p
+    }
+
+    #[test]
+    fn reader_and_tail_agree_on_the_waiting_collective() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(
+            dir.path(),
+            &[
+                HEADER,
+                r#"{"type":"instant","name":"collective_queued","t":2000,"step":0,"args":{"seq":1,"op":"all_reduce"}}"#,
+                r#"{"type":"span","kind":"collective","step":0,"start":2000,"end":3000,"seq":1,"op":"all_reduce"}"#,
+                r#"{"type":"instant","name":"collective_queued","t":4000,"step":1,"args":{"seq":2,"op":"all_reduce"}}"#,
+            ],
+        );
+        let (via_reader, notes) = read(dir.path(), u64::MAX);
+        assert!(notes.is_empty(), "{notes:?}");
+        let tail = from_tail(&p).unwrap();
+        for prog in [&via_reader[0], &tail] {
+            assert_eq!(prog.rank, 1);
+            assert_eq!(prog.last_completed.as_ref().unwrap().seq, 1);
+            let w = prog.waiting_in.as_ref().unwrap();
+            assert_eq!(
+                (w.seq, w.op.as_deref(), w.step),
+                (2, Some("all_reduce"), Some(1))
+            );
+        }
+        assert_eq!(locate(&p, &["collective_queued", "\"seq\":2"]), Some(4));
+        // Too big for the reader: the tail path gives the same answer.
+        let (small, notes) = read(dir.path(), 10);
+        assert_eq!(notes.len(), 1);
+        assert_eq!(small[0].waiting_in.as_ref().unwrap().seq, 2);
+    }
+}

@@ -1,0 +1,384 @@
+//! `analysis::advise` on runs whose best bucket size is known analytically.
+//!
+//! Every run here has ten 1 MiB float32 parameters whose gradients are
+//! ready 1, 2, ..., 10 ms after backward start (parameter 9 first,
+//! parameter 0 last), a 10 ms backward, and collectives that follow a
+//! linear cost model exactly, scheduled the way DDP does (in order, one at
+//! a time). Two identical ranks, so the bus factor of an all-reduce is 1.
+
+mod analysis_util;
+
+use analysis_util::{at, header, load, span};
+use probe::analysis::{self, AdviceOptions, Confidence};
+use probe::trace::{
+    op, BucketInfo, BucketsRecord, DdpConfig, GradReadyRecord, ParamInfo, Record, SpanKind,
+};
+
+const MIB: u64 = 1 << 20;
+
+struct Spec {
+    cap_mb: f64,
+    first_bytes: u64,
+    /// Steady layout (parameter indices per bucket, launch order).
+    layout: Vec<Vec<u32>>,
+    /// Layout of the first iteration.
+    warm_layout: Vec<Vec<u32>>,
+    latency_ms: f64,
+    ms_per_mib: f64,
+    grad_ready: bool,
+    params_table: bool,
+    steps: u64,
+    /// Extra optimizer time of odd steps (ms), to make step times spread.
+    odd_step_extra_ms: f64,
+}
+
+fn ready_ms(p: u32) -> f64 {
+    10.0 - f64::from(p)
+}
+
+fn infos(layout: &[Vec<u32>]) -> Vec<BucketInfo> {
+    layout
+        .iter()
+        .enumerate()
+        .map(|(i, b)| BucketInfo {
+            id: i as u32,
+            params: b.clone(),
+            bytes: b.len() as u64 * MIB,
+        })
+        .collect()
+}
+
+/// Writes the run: per step, data 1 ms, forward 5 ms, backward 10 ms,
+/// the buckets' all-reduces, optimizer 2 ms after the later of backward end
+/// and the last all-reduce. Steps are 100 ms apart.
+fn make_run(s: &Spec) -> Vec<Vec<Record>> {
+    let params: Vec<ParamInfo> = (0..10u32)
+        .map(|i| ParamInfo {
+            index: i,
+            name: format!("layers.{i}.weight"),
+            shape: vec![MIB / 4],
+            dtype: "float32".to_owned(),
+            numel: MIB / 4,
+            bytes: MIB,
+        })
+        .collect();
+    let ddp = DdpConfig {
+        backend: "gloo".to_owned(),
+        bucket_cap_mb: Some(s.cap_mb),
+        first_bucket_bytes: Some(s.first_bytes),
+        find_unused_parameters: false,
+        gradient_as_bucket_view: false,
+        params: if s.params_table { params } else { Vec::new() },
+        buckets: infos(&s.warm_layout),
+    };
+    (0..2u32)
+        .map(|rank| {
+            let mut r = vec![header(rank, 2, Some(ddp.clone()))];
+            let mut seq = 0u64;
+            for step in 0..s.steps {
+                let layout = if step == 0 { &s.warm_layout } else { &s.layout };
+                if step == 1 {
+                    r.push(Record::Buckets(BucketsRecord {
+                        step: 1,
+                        t: Some(at(100.0)),
+                        reason: "rebuild".to_owned(),
+                        buckets: infos(&s.layout),
+                    }));
+                }
+                let o = 100.0 * step as f64;
+                let bwd = o + 6.0;
+                let sp = |k, a: f64, b: f64| Record::Span(span(k, step, a, b));
+                r.push(sp(SpanKind::DataWait, o, o + 1.0));
+                r.push(sp(SpanKind::Forward, o + 1.0, bwd));
+                r.push(sp(SpanKind::Backward, bwd, bwd + 10.0));
+                let mut end = f64::NEG_INFINITY;
+                for (id, b) in layout.iter().enumerate() {
+                    let ready = b.iter().map(|&p| ready_ms(p)).fold(0.0, f64::max);
+                    let start = (bwd + ready).max(end);
+                    let cost = s.latency_ms + s.ms_per_mib * b.len() as f64;
+                    end = start + cost;
+                    seq += 1;
+                    r.push(Record::Span(
+                        span(SpanKind::Collective, step, start, end)
+                            .op(op::ALL_REDUCE)
+                            .transport("tcp")
+                            .bucket(id as u32)
+                            .bytes(b.len() as u64 * MIB)
+                            .seq(seq),
+                    ));
+                }
+                let opt = end.max(bwd + 10.0);
+                let opt_ms = 2.0
+                    + if step % 2 == 1 {
+                        s.odd_step_extra_ms
+                    } else {
+                        0.0
+                    };
+                r.push(sp(SpanKind::Optimizer, opt, opt + opt_ms));
+                r.push(sp(SpanKind::Step, o, opt + opt_ms));
+                if s.grad_ready {
+                    r.push(Record::GradReady(GradReadyRecord {
+                        step,
+                        t0: at(bwd),
+                        offsets_ns: (0..10).map(|p| (ready_ms(p) * 1e6) as i64).collect(),
+                    }));
+                }
+            }
+            r
+        })
+        .collect()
+}
+
+fn singles() -> Vec<Vec<u32>> {
+    (0..10u32).rev().map(|p| vec![p]).collect()
+}
+
+fn all_in_one() -> Vec<Vec<u32>> {
+    vec![(0..10u32).rev().collect()]
+}
+
+/// Bandwidth-dominated: 0.1 ms + 1 ms per MiB, bucket_cap_mb=25 with a
+/// 1 MiB first bucket: buckets [9] and [8..0].
+fn bandwidth_bound() -> Spec {
+    Spec {
+        cap_mb: 25.0,
+        first_bytes: MIB,
+        layout: vec![vec![9], (0..9u32).rev().collect()],
+        warm_layout: all_in_one(),
+        latency_ms: 0.1,
+        ms_per_mib: 1.0,
+        grad_ready: true,
+        params_table: true,
+        steps: 6,
+        odd_step_extra_ms: 0.0,
+    }
+}
+
+fn close(a: f64, b_ms: f64) -> bool {
+    (a - b_ms * 1e6).abs() < 1e3
+}
+
+fn candidate(a: &analysis::Advice, cap: f64, first: u64) -> &analysis::Candidate {
+    a.candidates
+        .iter()
+        .find(|c| c.cap_mb == cap && c.first_bucket_bytes == first)
+        .unwrap_or_else(|| panic!("no candidate {cap} MiB / {first}"))
+}
+
+#[test]
+fn bandwidth_bound_early_ready_prefers_small_buckets() {
+    let a = analysis::advise(
+        &load(&make_run(&bandwidth_bound())),
+        &AdviceOptions::default(),
+    );
+    assert!(a.missing.is_empty(), "{:?}", a.missing);
+    // The cost model is recovered exactly from the 1, 9 and 10 MiB calls.
+    let fit = &a.fits[a.fit_used.unwrap()];
+    assert_eq!(fit.transport, "tcp");
+    assert!(!fit.mixed_ops);
+    assert!((fit.fit.latency_ns - 1e5).abs() < 1.0, "{fit:?}");
+    assert!((fit.fit.ns_per_byte * MIB as f64 - 1e6).abs() < 1.0);
+    assert_eq!(fit.fit.sizes, 3);
+
+    let obs = a.observed.as_ref().unwrap();
+    // Steady steps 2..5, one critical rank each.
+    assert_eq!(obs.steps, 4);
+    assert!(close(obs.backward_ns, 10.0));
+    // Bucket [8..0]: ready 10, 9.1 ms → tail 9.1; step 1+5+10+9.1+2.
+    assert!(close(obs.comm_tail_ns, 9.1));
+    assert!(close(obs.step_ns, 27.1));
+    let cur = a.current.as_ref().unwrap();
+    assert_eq!(cur.buckets, 2);
+    assert_eq!(cur.layout_matches_replay, Some(true));
+    let rec = a.recorded.as_ref().unwrap();
+    assert!(close(rec.tail_ns, 9.1));
+    assert!(close(rec.predicted_step_ns, 27.1));
+
+    // 1 MiB buckets: bucket k (ready k+1 ms) ends at 1 + 1.1(k+1): 12.0.
+    let c1 = candidate(&a, 1.0, MIB);
+    assert_eq!(c1.buckets, 10);
+    assert!(close(c1.comm_end_ns, 12.0));
+    assert!(close(c1.tail_ns, 2.0));
+    assert!(close(c1.predicted_step_ns, 20.0));
+    // 2 MiB, first 1 MiB: [9] [8,7] [6,5] [4,3] [2,1] [0] ends 12.5.
+    let c2 = candidate(&a, 2.0, MIB);
+    assert_eq!(c2.buckets, 6);
+    assert!(close(c2.tail_ns, 2.5));
+    assert!(close(c2.predicted_step_ns, 20.5));
+    // 2 MiB, first 2 MiB: five 2 MiB buckets, also ending at 12.5.
+    assert!(close(candidate(&a, 2.0, 2 * MIB).tail_ns, 2.5));
+    // One 10 MiB bucket, ready at 10: 10.1 ms tail.
+    let c10 = candidate(&a, 10.0, 10 * MIB);
+    assert_eq!(c10.buckets, 1);
+    assert!(close(c10.predicted_step_ns, 28.1));
+    // The replayed current setting equals the recorded layout.
+    let c25 = candidate(&a, 25.0, MIB);
+    assert!(c25.is_current);
+    assert!(close(c25.predicted_step_ns, 27.1));
+
+    let r = a.recommendation.as_ref().unwrap();
+    assert_eq!((r.cap_mb, r.first_bucket_bytes), (1.0, MIB));
+    assert!(r.worth_changing);
+    assert!(close(r.gain_ns, 7.1));
+    assert!((r.gain_frac - 7.1 / 27.1).abs() < 1e-6);
+    assert_eq!(r.confidence, Confidence::High);
+    let text = a.render_text(100);
+    for needle in [
+        "bucket_cap_mb=1",
+        "tail drops to 2.0 ms",
+        "−7.1 ms",
+        "27.1 ms to 20.0 ms",
+    ] {
+        assert!(text.contains(needle), "{needle:?} missing in\n{text}");
+    }
+}
+
+#[test]
+fn latency_bound_prefers_large_buckets() {
+    // 5 ms + 0.01 ms per MiB; the run uses 1 MiB buckets.
+    let spec = Spec {
+        cap_mb: 1.0,
+        first_bytes: MIB,
+        layout: singles(),
+        warm_layout: all_in_one(),
+        latency_ms: 5.0,
+        ms_per_mib: 0.01,
+        ..bandwidth_bound()
+    };
+    let a = analysis::advise(&load(&make_run(&spec)), &AdviceOptions::default());
+    assert!(a.missing.is_empty(), "{:?}", a.missing);
+    let obs = a.observed.as_ref().unwrap();
+    // Ten 5.01 ms calls back to back from 1 ms: end 51.1, tail 41.1.
+    assert!(close(obs.comm_tail_ns, 41.1));
+    assert!(close(obs.step_ns, 59.1));
+    // 5 MiB buckets: [9..5] ready 5 → 10.05, [4..0] ready 10 → 15.1.
+    assert!(close(
+        candidate(&a, 5.0, 5 * MIB).predicted_step_ns,
+        59.1 - 41.1 + 5.1
+    ));
+    // 10 MiB cap, 1 MiB first: [9] → 6.01, [8..0] ready 10 → 15.09.
+    assert!(close(
+        candidate(&a, 10.0, MIB).predicted_step_ns,
+        59.1 - 41.1 + 5.09
+    ));
+    // 5 MiB with a 5 MiB first bucket is within 0.1 % of the step of the
+    // best (10 MiB and up, 5.09 ms) and the smallest change from 1 MiB.
+    let r = a.recommendation.as_ref().unwrap();
+    assert_eq!((r.cap_mb, r.first_bucket_bytes), (5.0, 5 * MIB), "{r:?}");
+    assert!(close(r.gain_ns, 41.1 - 5.1));
+    assert!(r.worth_changing);
+    let text = a.render_text(100);
+    assert!(text.contains("fewer, larger all-reduces"), "{text}");
+}
+
+#[test]
+fn the_best_setting_already_in_use_is_not_worth_changing() {
+    let spec = Spec {
+        cap_mb: 1.0,
+        first_bytes: MIB,
+        layout: singles(),
+        ..bandwidth_bound()
+    };
+    let a = analysis::advise(&load(&make_run(&spec)), &AdviceOptions::default());
+    let r = a.recommendation.as_ref().unwrap();
+    assert!(r.is_current);
+    assert!(!r.worth_changing);
+    assert_eq!(r.confidence, Confidence::Low);
+    assert_eq!(r.gain_ns, 0.0);
+    assert!(a.render_text(80).contains("Not worth changing"));
+}
+
+#[test]
+fn a_gain_within_the_noise_is_not_worth_changing() {
+    // Odd steps take 4 ms longer: step times 27.1 and 31.1 ms, median 29.1,
+    // robust σ = 1.4826 × 2 ms.
+    let spec = Spec {
+        odd_step_extra_ms: 4.0,
+        ..bandwidth_bound()
+    };
+    let a = analysis::advise(
+        &load(&make_run(&spec)),
+        &AdviceOptions {
+            // 8 MiB: [9] [8..1] [0] ends at 18.2 → tail 8.2, 0.9 ms better.
+            candidate_caps_mib: vec![8.0],
+            ..AdviceOptions::default()
+        },
+    );
+    let obs = a.observed.as_ref().unwrap();
+    assert!(close(obs.step_ns, 29.1));
+    assert!((obs.step_sigma_ns - 1.4826 * 2e6).abs() < 1e3);
+    let c8 = candidate(&a, 8.0, MIB);
+    assert!(close(c8.tail_ns, 8.2));
+    let r = a.recommendation.as_ref().unwrap();
+    assert_eq!(r.cap_mb, 8.0);
+    assert!(close(r.gain_ns, 0.9));
+    // Threshold: half the robust σ (more than 1 % of the step).
+    assert!((r.threshold_ns - 1.4826e6).abs() < 1e3);
+    assert!(!r.worth_changing);
+    assert_eq!(r.confidence, Confidence::Low);
+    assert!(a.render_text(100).contains("within the noise"));
+}
+
+#[test]
+fn missing_grad_ready_is_named() {
+    let spec = Spec {
+        grad_ready: false,
+        ..bandwidth_bound()
+    };
+    let a = analysis::advise(&load(&make_run(&spec)), &AdviceOptions::default());
+    assert!(a.recommendation.is_none());
+    assert_eq!(a.missing.len(), 1, "{:?}", a.missing);
+    assert!(a.missing[0].contains("grad_ready"));
+    let text = a.render_text(80);
+    assert!(
+        text.contains("No advice") && text.contains("grad_ready"),
+        "{text}"
+    );
+    // The cost model is still reported.
+    assert_eq!(a.fits.len(), 1);
+}
+
+#[test]
+fn missing_parameter_table_is_named() {
+    let spec = Spec {
+        params_table: false,
+        ..bandwidth_bound()
+    };
+    let a = analysis::advise(&load(&make_run(&spec)), &AdviceOptions::default());
+    assert!(a.recommendation.is_none());
+    assert!(
+        a.missing.iter().any(|m| m.contains("parameter table")),
+        "{:?}",
+        a.missing
+    );
+}
+
+#[test]
+fn collectives_of_one_size_cannot_be_fitted() {
+    let spec = Spec {
+        cap_mb: 1.0,
+        layout: singles(),
+        warm_layout: singles(),
+        ..bandwidth_bound()
+    };
+    let a = analysis::advise(&load(&make_run(&spec)), &AdviceOptions::default());
+    assert!(a.recommendation.is_none());
+    assert!(
+        a.missing.iter().any(|m| m.contains("cannot be told apart")),
+        "{:?}",
+        a.missing
+    );
+}
+
+#[test]
+fn no_steps_at_all() {
+    let run = load(&[vec![header(0, 1, None)]]);
+    let a = analysis::advise(&run, &AdviceOptions::default());
+    assert!(a.recommendation.is_none());
+    assert!(a.missing.iter().any(|m| m.contains("no steady steps")));
+    assert!(a.missing.iter().any(|m| m.contains("parameter table")));
+    assert!(a.missing.iter().any(|m| m.contains("grad_ready")));
+    assert!(!a.render_text(40).is_empty());
+    let json = serde_json::to_string(&a).unwrap();
+    assert!(json.contains("\"missing\""));
+}

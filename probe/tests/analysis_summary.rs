@@ -1,0 +1,423 @@
+//! `analysis::summarize` against numbers worked out by hand.
+
+mod analysis_util;
+
+use analysis_util::{at, header, load, ns, span};
+use probe::analysis::{self, SamplesSource, SummaryOptions, WarmupReason};
+use probe::trace::{
+    op, BucketInfo, BucketsRecord, CounterRecord, DdpConfig, KernelCategory, ParamInfo, Record,
+    SpanKind,
+};
+
+fn ddp() -> DdpConfig {
+    let p = |index: u32, bytes: u64| ParamInfo {
+        index,
+        name: format!("p{index}"),
+        shape: vec![bytes / 4],
+        dtype: "float32".to_owned(),
+        numel: bytes / 4,
+        bytes,
+    };
+    DdpConfig {
+        backend: "gloo".to_owned(),
+        bucket_cap_mb: Some(25.0),
+        first_bucket_bytes: Some(1 << 20),
+        find_unused_parameters: false,
+        gradient_as_bucket_view: false,
+        params: vec![
+            p(0, 20_000_000),
+            p(1, 20_000_000),
+            p(2, 10_000_000),
+            p(3, 10_000_000),
+        ],
+        buckets: vec![BucketInfo {
+            id: 0,
+            params: vec![3, 2, 1, 0],
+            bytes: 60_000_000,
+        }],
+    }
+}
+
+fn layout() -> Vec<BucketInfo> {
+    vec![
+        BucketInfo {
+            id: 0,
+            params: vec![3, 2],
+            bytes: 20_000_000,
+        },
+        BucketInfo {
+            id: 1,
+            params: vec![1, 0],
+            bytes: 40_000_000,
+        },
+    ]
+}
+
+fn coll(step: u64, a: f64, b: f64, bucket: Option<u32>, bytes: u64, seq: u64) -> Record {
+    let mut s = span(SpanKind::Collective, step, a, b)
+        .op(op::ALL_REDUCE)
+        .transport("tcp")
+        .bytes(bytes)
+        .seq(seq);
+    if let Some(id) = bucket {
+        s = s.bucket(id);
+    }
+    Record::Span(s)
+}
+
+fn samples(t: f64) -> Record {
+    Record::Counter(CounterRecord {
+        name: "samples".into(),
+        t: at(t),
+        value: 32.0,
+    })
+}
+
+/// One steady step at offset `o` (ms): step 100, data 0..10, forward
+/// 10..20, backward 20..80, bucket 0 ready 30..48 and reduced 50..70 (rank
+/// 1 joins at 52), writeback 70..72, bucket 1 ready 60..75 and reduced
+/// 75..95, optimizer 95..99.
+fn steady_step(rank: u32, step: u64, o: f64) -> Vec<Record> {
+    let s = |k, a: f64, b: f64| Record::Span(span(k, step, o + a, o + b));
+    let b0_start = if rank == 1 { 52.0 } else { 50.0 };
+    vec![
+        s(SpanKind::DataWait, 0.0, 10.0),
+        s(SpanKind::Forward, 10.0, 20.0),
+        s(SpanKind::Backward, 20.0, 80.0),
+        Record::Span(span(SpanKind::BucketReady, step, o + 30.0, o + 48.0).bucket(0)),
+        Record::Span(span(SpanKind::BucketReady, step, o + 60.0, o + 75.0).bucket(1)),
+        coll(step, o + b0_start, o + 70.0, Some(0), 20_000_000, 10 * step),
+        s(SpanKind::Writeback, 70.0, 72.0),
+        coll(step, o + 75.0, o + 95.0, Some(1), 40_000_000, 10 * step + 1),
+        s(SpanKind::Optimizer, 95.0, 99.0),
+        s(SpanKind::Step, 0.0, 100.0),
+        samples(o + 100.0),
+    ]
+}
+
+/// Two ranks, four steps: step 0 (first iteration, 200 ms, one bucket),
+/// step 1 (bucket rebuild, 150 ms), steps 2 and 3 steady.
+fn hand_run() -> Vec<Vec<Record>> {
+    (0..2u32)
+        .map(|rank| {
+            let mut r = vec![header(rank, 2, Some(ddp()))];
+            // Initial broadcast, outside any step.
+            r.push(Record::Span(
+                span(SpanKind::Collective, 0, 5.0, 15.0)
+                    .without_step()
+                    .op(op::BROADCAST)
+                    .bytes(60_000_000)
+                    .seq(0),
+            ));
+            // Step 0: 20..220.
+            let s0 = |k, a: f64, b: f64| Record::Span(span(k, 0, a, b));
+            r.extend([
+                s0(SpanKind::DataWait, 20.0, 30.0),
+                s0(SpanKind::Forward, 30.0, 40.0),
+                s0(SpanKind::Backward, 40.0, 140.0),
+                coll(0, 140.0, 210.0, Some(0), 60_000_000, 1),
+                s0(SpanKind::Optimizer, 210.0, 215.0),
+                s0(SpanKind::Step, 20.0, 220.0),
+                samples(220.0),
+            ]);
+            // Step 1: 220..370, after the rebuild.
+            r.push(Record::Buckets(BucketsRecord {
+                step: 1,
+                t: Some(at(220.0)),
+                reason: "rebuild".to_owned(),
+                buckets: layout(),
+            }));
+            let s1 = |k, a: f64, b: f64| Record::Span(span(k, 1, a, b));
+            r.extend([
+                s1(SpanKind::DataWait, 220.0, 230.0),
+                s1(SpanKind::Forward, 230.0, 240.0),
+                s1(SpanKind::Backward, 240.0, 300.0),
+                coll(1, 310.0, 320.0, Some(0), 20_000_000, 2),
+                coll(1, 320.0, 360.0, Some(1), 40_000_000, 3),
+                s1(SpanKind::Optimizer, 360.0, 365.0),
+                s1(SpanKind::Step, 220.0, 370.0),
+                samples(370.0),
+            ]);
+            // Steady steps 2 (400..500) and 3 (500..600): seqs 20, 21, 30, 31.
+            r.extend(steady_step(rank, 2, 400.0));
+            r.extend(steady_step(rank, 3, 500.0));
+            if rank == 0 {
+                // A GPU kernel does not count in the breakdown.
+                r.push(Record::Span(
+                    span(SpanKind::Kernel, 2, 400.0, 500.0)
+                        .device(0)
+                        .stream(7)
+                        .category(KernelCategory::Compute),
+                ));
+            }
+            r
+        })
+        .collect()
+}
+
+#[test]
+fn steady_step_breakdown_matches_hand_computation() {
+    let run = load(&hand_run());
+    let steps = analysis::step_breakdowns(&run, &SummaryOptions::default());
+    assert_eq!(steps.len(), 8);
+    let steady: Vec<_> = steps.iter().filter(|s| s.warmup.is_none()).collect();
+    assert_eq!(steady.len(), 4);
+    for s in &steady {
+        assert_eq!(s.step_ns, ns(100.0));
+        assert_eq!(s.data_wait_ns, ns(10.0));
+        assert_eq!(s.forward_ns, ns(10.0));
+        assert_eq!(s.backward_ns, ns(60.0));
+        assert_eq!(s.optimizer_ns, ns(4.0));
+        assert_eq!(s.writeback_ns, ns(2.0));
+        // Busy 0..99 → 1 ms other.
+        assert_eq!(s.other_ns, ns(1.0));
+        assert_eq!(s.comm_tail_ns, ns(15.0));
+        assert_eq!(s.samples, Some(32.0));
+        // Compute = 10..80 ∪ 95..99.
+        if s.rank == 0 {
+            // 50..70 and 75..95: 40 total, 20 + 5 overlapped, 15 exposed.
+            assert_eq!(s.comm_ns, ns(40.0));
+            assert_eq!(s.comm_overlapped_ns, ns(25.0));
+        } else {
+            // 52..70 and 75..95.
+            assert_eq!(s.comm_ns, ns(38.0));
+            assert_eq!(s.comm_overlapped_ns, ns(23.0));
+        }
+        assert_eq!(s.comm_exposed_ns, ns(15.0));
+    }
+    let reasons: Vec<_> = steps.iter().filter_map(|s| s.warmup).collect();
+    assert_eq!(
+        reasons,
+        vec![
+            WarmupReason::FirstSteps,
+            WarmupReason::Rebuild,
+            WarmupReason::FirstSteps,
+            WarmupReason::Rebuild
+        ]
+    );
+    // Step 0: one collective 140..210 against compute 30..140, 210..215.
+    let s0 = &steps[0];
+    assert_eq!(s0.step, Some(0));
+    assert_eq!(s0.comm_ns, ns(70.0));
+    assert_eq!(s0.comm_overlapped_ns, 0);
+    assert_eq!(s0.comm_exposed_ns, ns(70.0));
+    assert_eq!(s0.other_ns, ns(5.0));
+}
+
+#[test]
+fn summary_statistics_exclude_warmup() {
+    let run = load(&hand_run());
+    let sum = analysis::summarize(&run, &SummaryOptions::default());
+    assert_eq!(sum.steady_steps, 2);
+    let all = sum.overall.as_ref().expect("steady steps");
+    assert_eq!(all.steps, 4);
+    assert_eq!(all.step.median, 100e6);
+    assert_eq!(all.step.p95, 100e6);
+    assert_eq!(all.comm.median, 39e6);
+    assert_eq!(all.comm.mean, 39e6);
+    assert_eq!(all.comm.min, 38e6);
+    assert_eq!(all.totals.comm_ns, ns(156.0));
+    assert_eq!(all.totals.comm_overlapped_ns, ns(96.0));
+    assert_eq!(all.totals.comm_exposed_ns, ns(60.0));
+    assert_eq!(all.totals.step_ns, ns(400.0));
+    // Per rank.
+    assert_eq!(sum.ranks.len(), 2);
+    let r1 = sum.ranks[1].breakdown.as_ref().unwrap();
+    assert_eq!(r1.comm_overlapped.median, 23e6);
+    assert_eq!(sum.ranks[1].steps, 2);
+    assert_eq!(sum.ranks[1].warmup_steps, 2);
+    // Throughput: 10 steps/s; 64 samples in 0.2 s per rank, two ranks.
+    assert_eq!(sum.throughput.steps_per_s, Some(10.0));
+    assert_eq!(sum.ranks[0].samples_per_s, Some(320.0));
+    assert_eq!(sum.throughput.samples_per_s, Some(640.0));
+    assert_eq!(sum.throughput.samples_source, Some(SamplesSource::Counter));
+    // Warm-up steps apart.
+    assert_eq!(sum.warmup.len(), 2);
+    assert_eq!(sum.warmup[0].step, Some(0));
+    assert_eq!(sum.warmup[0].reason, WarmupReason::FirstSteps);
+    assert_eq!(sum.warmup[0].breakdown.step.max, 200e6);
+    assert_eq!(sum.warmup[1].reason, WarmupReason::Rebuild);
+    assert_eq!(sum.warmup[1].breakdown.step.max, 150e6);
+    assert_eq!(sum.warmup[1].breakdown.steps, 2);
+}
+
+#[test]
+fn per_bucket_statistics() {
+    let run = load(&hand_run());
+    let sum = analysis::summarize(&run, &SummaryOptions::default());
+    assert_eq!(sum.buckets.len(), 2);
+    let b0 = &sum.buckets[0];
+    assert_eq!(b0.bucket, 0);
+    assert_eq!(b0.op, "all_reduce");
+    assert_eq!(b0.calls, 4);
+    assert_eq!(b0.bytes, Some(20_000_000));
+    assert_eq!(b0.params, Some(2));
+    // Ready at 48 − backward start 20.
+    assert_eq!(b0.ready_after_backward_start.median, 28e6);
+    assert_eq!(b0.ready_after_backward_start.n, 4);
+    // Rank 0 starts 2 ms after ready, rank 1 4 ms.
+    assert_eq!(b0.launch_delay.median, 3e6);
+    assert_eq!(b0.launch_delay.max, 4e6);
+    assert_eq!(b0.duration.median, 19e6);
+    // 4 × 20 MB in 20 + 20 + 18 + 18 ms; two ranks: busbw = algbw.
+    let algbw = 80e6 / 0.076;
+    assert!((b0.algbw_bytes_per_s.unwrap() - algbw).abs() < 1e-3);
+    assert!((b0.busbw_bytes_per_s.unwrap() - algbw).abs() < 1e-3);
+    assert_eq!(b0.exposed.max, 0.0);
+    assert_eq!(b0.skew.n, 2);
+    assert_eq!(b0.skew.median, 2e6);
+
+    let b1 = &sum.buckets[1];
+    assert_eq!(b1.ready_after_backward_start.median, 55e6);
+    assert_eq!(b1.launch_delay.max, 0.0);
+    assert_eq!(b1.algbw_bytes_per_s, Some(2e9));
+    assert_eq!(b1.exposed.median, 15e6);
+    assert_eq!(b1.exposed_total_ns, ns(60.0));
+    assert_eq!(b1.skew.max, 0.0);
+
+    // Per op: the broadcast and the warm-up collectives are not counted.
+    assert_eq!(sum.ops.len(), 1);
+    let o = &sum.ops[0];
+    assert_eq!(o.op, "all_reduce");
+    assert_eq!(o.calls, 8);
+    assert_eq!(o.bytes_total, 240_000_000);
+    assert_eq!(o.bytes_mean, 30e6);
+    assert_eq!(o.latency_total_ns, ns(156.0));
+    assert_eq!(o.latency.mean, 19.5e6);
+    assert!((o.algbw_bytes_per_s.unwrap() - 240e6 / 0.156).abs() < 1e-3);
+    assert_eq!(o.bus_factor, 1.0);
+
+    // Arrival: rank 1 is last at the bucket-0 collectives, bucket 1 ties.
+    let st = &sum.stragglers;
+    assert_eq!(st.collectives, 4);
+    assert_eq!(st.ties, 2);
+    assert_eq!(st.steps, 2);
+    assert_eq!(st.chance, 0.5);
+    assert_eq!(st.ranks.len(), 1);
+    assert_eq!(st.ranks[0].rank, 1);
+    assert_eq!(st.ranks[0].last, 2);
+    assert_eq!(st.ranks[0].steps_last, 2);
+    assert_eq!(st.ranks[0].wait_caused_ns, ns(4.0));
+    // Two steps are not enough to call it more than chance.
+    assert!(st.straggler.is_none());
+}
+
+#[test]
+fn warmup_options_change_what_counts() {
+    let run = load(&hand_run());
+    let opts = SummaryOptions {
+        warmup_steps: 0,
+        exclude_rebuild: false,
+        batch_size: None,
+    };
+    let sum = analysis::summarize(&run, &opts);
+    assert!(sum.warmup.is_empty());
+    let all = sum.overall.unwrap();
+    assert_eq!(all.steps, 8);
+    assert_eq!(all.step.max, 200e6);
+    // Bucket 0 now also has the 70 ms call of step 0 and the 10 ms one of
+    // step 1 on each rank.
+    assert_eq!(sum.buckets[0].calls, 8);
+}
+
+#[test]
+fn bus_bandwidth_factor_for_four_ranks() {
+    // Four ranks, one step each, one all-reduce and one all-gather of
+    // 10 MB taking 10 ms: algbw 1 GB/s.
+    let ranks: Vec<Vec<Record>> = (0..4u32)
+        .map(|r| {
+            vec![
+                header(r, 4, None),
+                Record::Span(span(SpanKind::Step, 0, 0.0, 30.0)),
+                Record::Span(
+                    span(SpanKind::Collective, 0, 5.0, 15.0)
+                        .op(op::ALL_REDUCE)
+                        .bytes(10_000_000)
+                        .bucket(0)
+                        .seq(1),
+                ),
+                Record::Span(
+                    span(SpanKind::Collective, 0, 15.0, 25.0)
+                        .op(op::ALL_GATHER)
+                        .bytes(10_000_000)
+                        .seq(2),
+                ),
+            ]
+        })
+        .collect();
+    let run = load(&ranks);
+    let opts = SummaryOptions {
+        warmup_steps: 0,
+        ..SummaryOptions::default()
+    };
+    let sum = analysis::summarize(&run, &opts);
+    let ar = sum.ops.iter().find(|o| o.op == "all_reduce").unwrap();
+    assert_eq!(ar.algbw_bytes_per_s, Some(1e9));
+    assert_eq!(ar.busbw_bytes_per_s, Some(1.5e9));
+    let ag = sum.ops.iter().find(|o| o.op == "all_gather").unwrap();
+    assert_eq!(ag.busbw_bytes_per_s, Some(0.75e9));
+    assert_eq!(sum.buckets[0].busbw_bytes_per_s, Some(1.5e9));
+    // Everybody starts together: all ties, no straggler.
+    assert_eq!(sum.stragglers.ties, 2);
+    // No compute at all: every collective is exposed.
+    let all = sum.overall.unwrap();
+    assert_eq!(all.totals.comm_exposed_ns, 4 * ns(20.0));
+    assert_eq!(all.totals.other_ns, 4 * ns(10.0));
+}
+
+#[test]
+fn batch_size_option_gives_samples_per_second() {
+    let ranks: Vec<Vec<Record>> = (0..2u32)
+        .map(|r| {
+            let mut v = vec![header(r, 2, None)];
+            for k in 0..5u64 {
+                let o = 50.0 * k as f64;
+                v.push(Record::Span(span(SpanKind::Step, k, o, o + 50.0)));
+            }
+            v
+        })
+        .collect();
+    let run = load(&ranks);
+    let opts = SummaryOptions {
+        batch_size: Some(16),
+        ..SummaryOptions::default()
+    };
+    let sum = analysis::summarize(&run, &opts);
+    assert_eq!(sum.throughput.steps_per_s, Some(20.0));
+    // 16 samples × 20 steps/s × 2 ranks.
+    assert_eq!(sum.throughput.samples_per_s, Some(640.0));
+    assert_eq!(
+        sum.throughput.samples_source,
+        Some(SamplesSource::BatchSize)
+    );
+}
+
+#[test]
+fn text_report_names_the_parts() {
+    let run = load(&hand_run());
+    let sum = analysis::summarize(&run, &SummaryOptions::default());
+    let text = sum.render_text(100);
+    for needle in [
+        "run hand-made",
+        "2 steady steps",
+        "throughput: 640.0 samples/s, 10.00 steps/s",
+        "exposed",
+        "overlapped",
+        "buckets",
+        "all_reduce",
+        "warm-up steps",
+        "bucket rebuild",
+        "no straggler",
+    ] {
+        assert!(text.contains(needle), "{needle:?} missing in\n{text}");
+    }
+    let narrow = sum.render_text(60);
+    assert!(
+        narrow.lines().all(|l| l.chars().count() <= 60),
+        "too wide:\n{narrow}"
+    );
+    // The JSON form carries the same numbers.
+    let json = serde_json::to_value(&sum).unwrap();
+    assert_eq!(json["overall"]["totals"]["comm_exposed_ns"], ns(60.0));
+    assert_eq!(json["warmup"][1]["reason"], "rebuild");
+}

@@ -1,0 +1,1111 @@
+//! The diagnosis engine end to end: every category's log fixtures
+//! (`tests/data/logs/`, provenance in its README), ranking of root causes
+//! before consequences, run directories built by hand (manifest, logs,
+//! traces), unknown logs, hostile input and the JSON form.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use probe::diagnosis::{explain, explain_with, Category, Options, Report, Role};
+use serde_json::json;
+
+fn logs() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/logs")
+}
+
+/// One fixture: the first finding must have this category and these ranks,
+/// and its evidence must point at `file:line`.
+struct Case {
+    path: &'static str,
+    category: Category,
+    ranks: &'static [usize],
+    file: &'static str,
+    line: u64,
+}
+
+const fn case(
+    path: &'static str,
+    category: Category,
+    ranks: &'static [usize],
+    file: &'static str,
+    line: u64,
+) -> Case {
+    Case {
+        path,
+        category,
+        ranks,
+        file,
+        line,
+    }
+}
+
+const CASES: &[Case] = &[
+    case(
+        "network_interface/nccl-rank0.log",
+        Category::NetworkInterface,
+        &[0],
+        "nccl-rank0.log",
+        3,
+    ),
+    case(
+        "network_interface/torchrun-gloo.log",
+        Category::NetworkInterface,
+        &[1],
+        "torchrun-gloo.log",
+        4,
+    ),
+    case(
+        "connection_refused/nccl-rank1.log",
+        Category::ConnectionRefused,
+        &[1],
+        "nccl-rank1.log",
+        6,
+    ),
+    case(
+        "connection_refused/rank-2.stderr",
+        Category::ConnectionRefused,
+        &[2],
+        "rank-2.stderr",
+        2,
+    ),
+    case(
+        "connection_refused/torchrun-client.log",
+        Category::ConnectionRefused,
+        &[3],
+        "torchrun-client.log",
+        1,
+    ),
+    case(
+        "port_in_use/torchrun.log",
+        Category::PortInUse,
+        &[],
+        "torchrun.log",
+        1,
+    ),
+    case(
+        "port_in_use/rank-0.stderr",
+        Category::PortInUse,
+        &[0],
+        "rank-0.stderr",
+        1,
+    ),
+    case(
+        "rendezvous_timeout/rank-0.stderr",
+        Category::RendezvousTimeout,
+        &[0],
+        "rank-0.stderr",
+        6,
+    ),
+    case(
+        "rendezvous_timeout/ddp-rank0.log",
+        Category::RendezvousTimeout,
+        &[2, 3],
+        "ddp-rank0.log",
+        2,
+    ),
+    case(
+        "world_size_mismatch/nccl-rank2.log",
+        Category::WorldSizeMismatch,
+        &[2],
+        "nccl-rank2.log",
+        2,
+    ),
+    case(
+        "world_size_mismatch/sampler.log",
+        Category::WorldSizeMismatch,
+        &[3],
+        "sampler.log",
+        4,
+    ),
+    case(
+        "collective_timeout/rank-0.stderr",
+        Category::CollectiveTimeout,
+        &[0],
+        "rank-0.stderr",
+        1,
+    ),
+    case(
+        "collective_timeout/ddp-rank0.stderr",
+        Category::CollectiveTimeout,
+        &[1],
+        "ddp-rank0.stderr",
+        2,
+    ),
+    case(
+        "collective_timeout/monitored-barrier.log",
+        Category::CollectiveTimeout,
+        &[1],
+        "monitored-barrier.log",
+        4,
+    ),
+    case(
+        "collective_mismatch/detail.log",
+        Category::CollectiveMismatch,
+        &[0, 1],
+        "detail.log",
+        4,
+    ),
+    case(
+        "collective_mismatch/rank-0.stderr",
+        Category::CollectiveMismatch,
+        &[0, 1],
+        "rank-0.stderr",
+        1,
+    ),
+    case(
+        "uneven_inputs/join.log",
+        Category::UnevenInputs,
+        &[1],
+        "join.log",
+        4,
+    ),
+    case(
+        "uneven_inputs/detected.log",
+        Category::UnevenInputs,
+        &[0],
+        "detected.log",
+        4,
+    ),
+    case(
+        "unused_parameters/torch.log",
+        Category::UnusedParameters,
+        &[1],
+        "torch.log",
+        6,
+    ),
+    case(
+        "unused_parameters/rank-0.stderr",
+        Category::UnusedParameters,
+        &[0],
+        "rank-0.stderr",
+        2,
+    ),
+    case(
+        "cuda_oom/rank-1.stderr",
+        Category::CudaOom,
+        &[1],
+        "rank-1.stderr",
+        6,
+    ),
+    case(
+        "cuda_oom/nccl-rank0.log",
+        Category::CudaOom,
+        &[0],
+        "nccl-rank0.log",
+        2,
+    ),
+    case(
+        "cuda_oom/legacy.log",
+        Category::CudaOom,
+        &[3],
+        "legacy.log",
+        1,
+    ),
+    case(
+        "host_oom_killed/torchrun.log",
+        Category::HostOomKilled,
+        &[1],
+        "torchrun.log",
+        19,
+    ),
+    case(
+        "host_oom_killed/dmesg.txt",
+        Category::HostOomKilled,
+        &[],
+        "dmesg.txt",
+        1,
+    ),
+    case(
+        "host_oom_killed/rank-1.stderr",
+        Category::HostOomKilled,
+        &[1],
+        "rank-1.stderr",
+        4,
+    ),
+    case(
+        "rank_crashed/rank-2.stderr",
+        Category::RankCrashed,
+        &[2],
+        "rank-2.stderr",
+        5,
+    ),
+    case(
+        "rank_crashed/rank-1.stderr",
+        Category::RankCrashed,
+        &[1],
+        "rank-1.stderr",
+        2,
+    ),
+    case(
+        "rank_crashed/rank-3.stderr",
+        Category::RankCrashed,
+        &[3],
+        "rank-3.stderr",
+        2,
+    ),
+    case(
+        "rank_crashed/gloo-peer.log",
+        Category::RankCrashed,
+        &[],
+        "gloo-peer.log",
+        4,
+    ),
+    case(
+        "rank_crashed/ddp-rank0.stderr",
+        Category::RankCrashed,
+        &[1],
+        "ddp-rank0.stderr",
+        2,
+    ),
+    case(
+        "shm_too_small/nccl-rank0.log",
+        Category::ShmTooSmall,
+        &[0],
+        "nccl-rank0.log",
+        1,
+    ),
+    case(
+        "shm_too_small/rank-1.stderr",
+        Category::ShmTooSmall,
+        &[1],
+        "rank-1.stderr",
+        1,
+    ),
+    case(
+        "shm_too_small/backend.log",
+        Category::ShmTooSmall,
+        &[0],
+        "backend.log",
+        4,
+    ),
+    case(
+        "p2p_hang/nccl-rank1.log",
+        Category::P2pHang,
+        &[1],
+        "nccl-rank1.log",
+        3,
+    ),
+    case(
+        "p2p_hang/torchrun.log",
+        Category::P2pHang,
+        &[0, 1],
+        "torchrun.log",
+        9,
+    ),
+    case(
+        "infiniband/nccl-rank10.log",
+        Category::Infiniband,
+        &[10],
+        "nccl-rank10.log",
+        5,
+    ),
+    case(
+        "infiniband/completion.log",
+        Category::Infiniband,
+        &[4],
+        "completion.log",
+        2,
+    ),
+    case(
+        "nccl_version_mismatch/init.log",
+        Category::NcclVersionMismatch,
+        &[0, 1],
+        "init.log",
+        2,
+    ),
+    case(
+        "nccl_version_mismatch/two_nodes",
+        Category::NcclVersionMismatch,
+        &[0, 1],
+        "two_nodes/nccl-rank0.log",
+        2,
+    ),
+    case(
+        "duplicate_gpu/nccl.log",
+        Category::DuplicateGpu,
+        &[0, 1],
+        "nccl.log",
+        2,
+    ),
+    case(
+        "duplicate_gpu/backend.log",
+        Category::DuplicateGpu,
+        &[0, 1],
+        "backend.log",
+        4,
+    ),
+    case(
+        "cuda_error/illegal-access.log",
+        Category::CudaError,
+        &[0],
+        "illegal-access.log",
+        1,
+    ),
+    case(
+        "cuda_error/rank-1.stderr",
+        Category::CudaError,
+        &[1],
+        "rank-1.stderr",
+        5,
+    ),
+    case(
+        "cuda_error/unhandled.log",
+        Category::CudaError,
+        &[2],
+        "unhandled.log",
+        4,
+    ),
+    case(
+        "nvls_fabric_manager/rank-0.stderr",
+        Category::NvlsFabricManager,
+        &[0],
+        "rank-0.stderr",
+        4,
+    ),
+    case(
+        "nvls_fabric_manager/nccl-rank0.log",
+        Category::NvlsFabricManager,
+        &[0],
+        "nccl-rank0.log",
+        3,
+    ),
+    case(
+        "nccl_internal_or_unsupported/internal.log",
+        Category::NcclInternalOrUnsupported,
+        &[0],
+        "internal.log",
+        1,
+    ),
+    case(
+        "nccl_internal_or_unsupported/nccl-rank0.log",
+        Category::NcclInternalOrUnsupported,
+        &[0],
+        "nccl-rank0.log",
+        2,
+    ),
+    case(
+        "unknown/mystery.log",
+        Category::Unknown,
+        &[],
+        "mystery.log",
+        3,
+    ),
+];
+
+#[test]
+fn every_fixture_is_diagnosed_with_its_category_ranks_and_evidence() {
+    let mut failures = Vec::new();
+    for c in CASES {
+        let report = match explain(&[logs().join(c.path)]) {
+            Ok(r) => r,
+            Err(e) => {
+                failures.push(format!("{}: error {e}", c.path));
+                continue;
+            }
+        };
+        let Some(top) = report.findings.first() else {
+            failures.push(format!("{}: no finding", c.path));
+            continue;
+        };
+        if top.category != c.category {
+            failures.push(format!(
+                "{}: first finding is {} ({}), expected {}",
+                c.path, top.category, top.title, c.category
+            ));
+            continue;
+        }
+        if top.ranks != c.ranks {
+            failures.push(format!(
+                "{}: ranks {:?}, expected {:?}",
+                c.path, top.ranks, c.ranks
+            ));
+        }
+        let hit = top
+            .evidence
+            .iter()
+            .any(|e| e.file.ends_with(c.file) && e.line == Some(c.line));
+        if !hit {
+            let locs: Vec<String> = top.evidence.iter().map(|e| e.location()).collect();
+            failures.push(format!(
+                "{}: no evidence at {}:{} (have {locs:?})",
+                c.path, c.file, c.line
+            ));
+        }
+        assert_eq!(top.doc, format!("docs/diagnoses/{}.md", c.category.id()));
+        assert!(!top.fix.is_empty() && !top.explanation.is_empty());
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn every_category_has_a_fixture_documented_in_the_readme_and_a_doc_page() {
+    let readme = fs::read_to_string(logs().join("README.md")).unwrap();
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/diagnoses");
+    let index = fs::read_to_string(docs.join("README.md")).unwrap();
+    for cat in Category::ALL {
+        assert!(
+            CASES.iter().any(|c| c.category == cat),
+            "no fixture for {cat}"
+        );
+        assert!(
+            readme.contains(&format!("## {}", cat.id())),
+            "README lacks {cat}"
+        );
+        assert!(
+            docs.join(format!("{}.md", cat.id())).is_file(),
+            "no page for {cat}"
+        );
+        assert!(
+            index.contains(&format!("{}.md", cat.id())),
+            "index lacks {cat}"
+        );
+    }
+    for c in CASES {
+        let name = Path::new(c.path).file_name().unwrap().to_string_lossy();
+        assert!(
+            readme.contains(&format!("`{name}")),
+            "README lacks {}",
+            c.path
+        );
+    }
+}
+
+#[test]
+fn cuda_oom_ranks_before_the_other_ranks_watchdog_timeouts() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("console.log");
+    fs::write(
+        &log,
+        "\
+[rank0]:[E1103 14:02:11.4187 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=40, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600044 milliseconds before timing out.
+[rank1]: Traceback (most recent call last):
+[rank1]:   File \"/workspace/train.py\", line 112, in <module>
+[rank1]:     loss.backward()
+[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total capacity of 79.15 GiB of which 1.06 GiB is free.
+",
+    )
+    .unwrap();
+    let r = explain(&[log]).unwrap();
+    let cats: Vec<Category> = r.findings.iter().map(|f| f.category).collect();
+    assert_eq!(cats, vec![Category::CudaOom, Category::CollectiveTimeout]);
+    assert_eq!(r.findings[0].ranks, vec![1]);
+    assert_eq!(r.findings[1].role, Role::Symptom);
+    assert!(r.findings[1].explanation.contains("effect of finding 1"));
+    assert!(r
+        .headline
+        .starts_with("most likely cause: rank 1 ran out of GPU memory"));
+    assert!(r.findings[0]
+        .explanation
+        .contains("Tried to allocate 2.00 GiB on GPU 1"));
+}
+
+/// Writes `text` to `root/rel`, creating folders.
+fn put(root: &Path, rel: &str, text: &str) {
+    let p = root.join(rel);
+    fs::create_dir_all(p.parent().unwrap()).unwrap();
+    fs::write(p, text).unwrap();
+}
+
+fn end(how: serde_json::Value, after: f64, by_launcher: bool) -> serde_json::Value {
+    let mut e = how;
+    e["at"] = json!("2024-05-01T12:00:00+00:00");
+    e["after_s"] = json!(after);
+    e["stopped_by_launcher"] = json!(by_launcher);
+    e
+}
+
+/// A rank record as the launcher writes it: pretty JSON with the fields in
+/// the launcher's order (`end` last), indented for the `ranks` array.
+fn rank_record(rank: usize, world: usize, end: serde_json::Value) -> String {
+    let fields = [
+        ("rank", json!(rank)),
+        ("local_rank", json!(rank)),
+        ("pid", json!(4000 + rank)),
+        ("started_at", json!("2024-05-01T12:00:00+00:00")),
+        ("stdout", json!(format!("logs/rank-{rank}.stdout"))),
+        ("stderr", json!(format!("logs/rank-{rank}.stderr"))),
+        ("nccl_log", json!(format!("logs/nccl-rank{rank}.log"))),
+        ("trace", json!(format!("traces/rank-{rank}.jsonl"))),
+        ("flight_recorder", json!("logs/nccl_trace_rank_")),
+        ("error_file", json!(format!("logs/error-rank{rank}.json"))),
+        (
+            "env",
+            json!({"RANK": rank.to_string(), "WORLD_SIZE": world.to_string()}),
+        ),
+        ("end", end),
+    ];
+    let body: Vec<String> = fields
+        .iter()
+        .map(|(k, v)| {
+            let v = serde_json::to_string_pretty(v)
+                .unwrap()
+                .replace('\n', "\n      ");
+            format!("      \"{k}\": {v}")
+        })
+        .collect();
+    format!("    {{\n{}\n    }}", body.join(",\n"))
+}
+
+fn manifest(status: &str, world: usize, ranks: Vec<String>, extra: serde_json::Value) -> String {
+    let mut m = json!({
+        "format": 1,
+        "ddp_probe_version": "0.1.0",
+        "status": status,
+        "exit_code": 1,
+        "program": "train.py",
+        "args": [],
+        "cwd": "/workspace",
+        "run_id": "r1",
+        "node_rank": 0,
+        "nnodes": 1,
+        "nproc_per_node": world,
+        "world_size": world,
+        "hostname": "node0",
+        "master_addr": "127.0.0.1",
+        "master_port": 29500,
+        "run_dir": "/runs/r1",
+        "started_at": "2024-05-01T12:00:00+00:00",
+        "ended_at": "2024-05-01T12:01:00+00:00",
+        "duration_s": 60.0,
+        "hang_timeout_s": 30.0,
+        "grace_period_s": 5.0,
+        "bucket_cap_mb": null,
+        "logs_dir": "logs",
+        "traces_dir": "traces",
+        "ranks": "__RANKS__",
+        "first_failure": null,
+        "hang": null,
+        "interrupted_by": null,
+        "launch_error": null,
+        "env": {"NCCL_DEBUG": "INFO"},
+    });
+    if let serde_json::Value::Object(extra) = extra {
+        for (k, v) in extra {
+            m[k] = v;
+        }
+    }
+    let ranks = if ranks.is_empty() {
+        "[]".to_owned()
+    } else {
+        format!("[\n{}\n  ]", ranks.join(",\n"))
+    };
+    serde_json::to_string_pretty(&m)
+        .unwrap()
+        .replace("\"__RANKS__\"", &ranks)
+}
+
+#[test]
+fn oom_killed_rank_ranks_before_the_others_closed_connections() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let killed = json!({"how": "signaled", "signal": "SIGKILL", "number": 9, "core_dumped": false});
+    let m = manifest(
+        "failed",
+        3,
+        vec![
+            rank_record(0, 3, end(json!({"how": "exited", "code": 1}), 12.9, false)),
+            rank_record(1, 3, end(killed.clone(), 12.3, false)),
+            rank_record(
+                2,
+                3,
+                end(
+                    json!({"how": "signaled", "signal": "SIGTERM", "number": 15, "core_dumped": false}),
+                    13.0,
+                    true,
+                ),
+            ),
+        ],
+        json!({"first_failure": {"rank": 1, "local_rank": 1, "how": "signaled", "signal": "SIGKILL", "number": 9, "core_dumped": false, "at": "t", "after_s": 12.3}}),
+    );
+    put(root, "manifest.json", &m);
+    put(root, "logs/rank-0.stderr", "step 10\n[rank0]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer [10.0.0.2]:40512\n");
+    put(root, "logs/rank-1.stderr", "step 10\nstep 11\n");
+    put(root, "logs/rank-2.stderr", "step 10\nerror: rank 1 closed its connection during all_reduce seq 17; it probably exited or was killed\n");
+    let r = explain(&[root.to_path_buf()]).unwrap();
+    let top = &r.findings[0];
+    assert_eq!(
+        top.category,
+        Category::HostOomKilled,
+        "{}",
+        r.render_text(100)
+    );
+    assert_eq!(top.ranks, vec![1]);
+    assert!(top.fix.contains("dmesg | grep -i oom"));
+    let ev = &top.evidence[0];
+    assert!(ev.file.ends_with("manifest.json"));
+    assert_eq!(ev.line, Some(line_of_rank_how(&m, 1)));
+    assert!(ev
+        .text
+        .contains("killed by SIGKILL after 12.3 s (first failure)"));
+    let rest: Vec<(Category, Role)> = r.findings[1..]
+        .iter()
+        .map(|f| (f.category, f.role))
+        .collect();
+    assert_eq!(rest, vec![(Category::RankCrashed, Role::Consequence)]);
+    assert_eq!(r.findings[1].ranks, vec![1]);
+    assert_eq!(r.findings[1].observed_by, vec![0, 2]);
+    let run = r.run.as_ref().unwrap();
+    assert_eq!(run.status.as_deref(), Some("failed"));
+    assert_eq!(
+        run.first_failure.as_deref(),
+        Some("rank 1 killed by SIGKILL after 12.3 s")
+    );
+    assert!(r.headline.contains("rank 1 got SIGKILL"), "{}", r.headline);
+}
+
+/// The line of rank `r`'s `"how"` in a pretty manifest.
+fn line_of_rank_how(m: &str, r: usize) -> u64 {
+    let lines: Vec<&str> = m.lines().collect();
+    let ranks = lines.iter().position(|l| l.contains("\"ranks\"")).unwrap();
+    let rank = (ranks..lines.len())
+        .find(|&i| lines[i].contains(&format!("\"rank\": {r},")))
+        .unwrap();
+    (rank..lines.len())
+        .find(|&i| lines[i].contains("\"how\""))
+        .unwrap() as u64
+        + 1
+}
+
+const T0: u64 = 1_700_000_000_000_000_000;
+
+fn header(rank: usize) -> String {
+    format!(
+        r#"{{"type":"header","format":"ddp-probe-trace","version":"1.0","run_id":"r1","rank":{rank},"world_size":2,"start_ns":{T0}}}"#
+    )
+}
+
+/// A trace that completed collectives `1..=last` (four per step), then
+/// optionally queued `queued`, then optionally ended normally.
+fn trace(rank: usize, last: u64, queued: Option<u64>, ended: bool) -> String {
+    let mut lines = vec![header(rank)];
+    for seq in 1..=last {
+        let t = T0 + seq * 1_000_000;
+        let step = (seq - 1) / 4;
+        lines.push(format!(
+            r#"{{"type":"instant","name":"collective_queued","t":{t},"step":{step},"args":{{"seq":{seq},"op":"all_reduce","bucket":0,"bytes":4096}}}}"#
+        ));
+        lines.push(format!(
+            r#"{{"type":"span","kind":"collective","step":{step},"start":{t},"end":{},"queued":{t},"bucket":0,"bytes":4096,"seq":{seq},"op":"all_reduce"}}"#,
+            t + 500_000
+        ));
+    }
+    if let Some(seq) = queued {
+        let t = T0 + seq * 1_000_000;
+        let step = (seq - 1) / 4;
+        lines.push(format!(
+            r#"{{"type":"instant","name":"collective_queued","t":{t},"step":{step},"args":{{"seq":{seq},"op":"all_reduce","bucket":0,"bytes":4096}}}}"#
+        ));
+    }
+    if ended {
+        lines.push(format!(
+            r#"{{"type":"end","t":{},"status":"ok"}}"#,
+            T0 + 900_000_000
+        ));
+    }
+    lines.join("\n") + "\n"
+}
+
+fn stopped() -> serde_json::Value {
+    end(
+        json!({"how": "signaled", "signal": "SIGTERM", "number": 15, "core_dumped": false}),
+        40.0,
+        true,
+    )
+}
+
+#[test]
+fn hung_run_names_the_rank_that_never_joined_the_collective() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    put(
+        root,
+        "manifest.json",
+        &manifest(
+            "hang",
+            2,
+            vec![rank_record(0, 2, stopped()), rank_record(1, 2, stopped())],
+            json!({"hang": {"timeout_s": 30.0, "detected_at": "t", "behind": [1], "ranks": []}}),
+        ),
+    );
+    put(root, "logs/rank-0.stderr", "step 3 done\n");
+    put(root, "logs/rank-1.stderr", "step 3 done\nloading shard 9\n");
+    let t0 = trace(0, 16, Some(17), false);
+    put(root, "traces/rank-0.jsonl", &t0);
+    let t1 = trace(1, 16, None, false);
+    put(root, "traces/rank-1.jsonl", &t1);
+    let r = explain(&[root.to_path_buf()]).unwrap();
+    let top = &r.findings[0];
+    assert_eq!(
+        top.category,
+        Category::CollectiveTimeout,
+        "{}",
+        r.render_text(100)
+    );
+    assert_eq!(top.ranks, vec![1]);
+    assert!(top.observed_by.contains(&0));
+    assert!(
+        top.title
+            .contains("rank 0 timed out in a collective waiting for rank 1"),
+        "{}",
+        top.title
+    );
+    let queued_line = t0.lines().count() as u64;
+    assert!(top
+        .evidence
+        .iter()
+        .any(|e| e.file.ends_with("traces/rank-0.jsonl")
+            && e.line == Some(queued_line)
+            && e.text.contains("all_reduce seq 17 (step 4)")));
+    let last_span = t1
+        .lines()
+        .position(|l| l.contains("\"kind\":\"collective\"") && l.contains("\"seq\":16,"))
+        .unwrap() as u64
+        + 1;
+    assert!(top
+        .evidence
+        .iter()
+        .any(|e| e.file.ends_with("traces/rank-1.jsonl")
+            && e.line == Some(last_span)
+            && e.text.contains("never queued all_reduce seq 17")));
+    assert!(top
+        .evidence
+        .iter()
+        .any(|e| e.file.ends_with("manifest.json")));
+    assert!(r.findings.iter().all(|f| f.category != Category::P2pHang));
+}
+
+#[test]
+fn rank_that_finished_early_is_reported_as_uneven_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    put(
+        root,
+        "manifest.json",
+        &manifest(
+            "hang",
+            2,
+            vec![
+                rank_record(0, 2, stopped()),
+                rank_record(1, 2, end(json!({"how": "exited", "code": 0}), 20.0, false)),
+            ],
+            json!({"hang": {"timeout_s": 30.0, "detected_at": "t", "behind": [1], "ranks": []}}),
+        ),
+    );
+    put(root, "traces/rank-0.jsonl", &trace(0, 16, Some(17), false));
+    put(root, "traces/rank-1.jsonl", &trace(1, 16, None, true));
+    let r = explain(&[root.to_path_buf()]).unwrap();
+    let top = &r.findings[0];
+    assert_eq!(
+        top.category,
+        Category::UnevenInputs,
+        "{}",
+        r.render_text(100)
+    );
+    assert_eq!(top.ranks, vec![1]);
+    assert!(top
+        .evidence
+        .iter()
+        .any(|e| e.file.ends_with("traces/rank-1.jsonl")
+            && e.text.contains("finished recording normally")));
+    assert_eq!(r.findings[1].category, Category::CollectiveTimeout);
+}
+
+#[test]
+fn rendezvous_expecting_another_world_size_is_a_world_size_mismatch() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let exit1 = end(json!({"how": "exited", "code": 1}), 901.0, false);
+    put(
+        root,
+        "manifest.json",
+        &manifest(
+            "failed",
+            2,
+            vec![rank_record(0, 2, exit1), rank_record(1, 2, stopped())],
+            json!({}),
+        ),
+    );
+    put(
+        root,
+        "logs/rank-0.stderr",
+        "torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 2/4 clients joined.\n",
+    );
+    let r = explain(&[root.to_path_buf()]).unwrap();
+    assert_eq!(r.findings[0].category, Category::WorldSizeMismatch);
+    assert!(r.findings[0]
+        .explanation
+        .contains("the store expected 4 ranks but the run has 2"));
+    assert!(r
+        .findings
+        .iter()
+        .all(|f| f.category != Category::RendezvousTimeout));
+}
+
+#[test]
+fn unknown_log_says_so_and_shows_the_telling_lines() {
+    let r = explain(&[logs().join("unknown/mystery.log")]).unwrap();
+    assert_eq!(r.findings.len(), 1);
+    let f = &r.findings[0];
+    assert_eq!(f.category, Category::Unknown);
+    assert!(r.headline.contains("no known problem"));
+    assert!(f.evidence[0]
+        .text
+        .starts_with("FATAL: license server unreachable"));
+    // The last lines are shown too.
+    assert!(f.evidence.iter().any(|e| e.line == Some(1)));
+    assert!(r.render_text(80).contains("[unknown]"));
+}
+
+const HEALTHY: &str = "\
+node0:10:10 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>
+node0:10:10 [0] NCCL INFO NCCL version 2.21.5+cuda12.4
+node0:10:30 [0] NCCL INFO NET/IB : No device found.
+node0:10:30 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>
+node0:10:30 [0] NCCL INFO Using network Socket
+node0:11:31 [1] NCCL INFO Using network Socket
+node0:10:30 [0] NCCL INFO comm 0x55 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 1000 commId 0xabc - Init START
+node0:11:31 [1] NCCL INFO comm 0x66 rank 1 nranks 2 cudaDev 1 nvmlDev 1 busId 2000 commId 0xabc - Init START
+node0:10:30 [0] NCCL INFO Channel 00/02 :    0   1
+node0:10:30 [0] NCCL INFO Channel 01/02 :    0   1
+node0:10:30 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC
+node0:11:31 [1] NCCL INFO Channel 00/0 : 1[1] -> 0[0] via SHM/direct/direct
+node0:10:30 [0] NCCL INFO Connected all rings
+node0:10:30 [0] NCCL INFO comm 0x55 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 1000 commId 0xabc - Init COMPLETE
+node0:11:31 [1] NCCL INFO comm 0x66 rank 1 nranks 2 cudaDev 1 nvmlDev 1 busId 2000 commId 0xabc - Init COMPLETE
+";
+
+#[test]
+fn healthy_nccl_setup_is_summarised_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("nccl.log");
+    fs::write(&log, HEALTHY).unwrap();
+    let r = explain(&[log]).unwrap();
+    assert!(r.findings.is_empty(), "{:?}", r.findings);
+    assert_eq!(r.nccl.len(), 1);
+    assert_eq!(
+        r.nccl[0].text,
+        "NCCL 2.21.5, 2 ranks, NET/Socket over eth0, 2 channels, P2P/SHM within the node"
+    );
+    assert!(r.headline.starts_with("no problem found"));
+    assert!(r.render_text(100).contains("NCCL setup:\n  NCCL 2.21.5"));
+}
+
+#[test]
+fn start_up_connection_retries_of_ranks_that_connected_are_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("nccl.log");
+    let text = format!(
+        "node0:11:31 [1] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 10.0.0.1<45123> failed : Connection refused\n{HEALTHY}"
+    );
+    fs::write(&log, text).unwrap();
+    let r = explain(&[log]).unwrap();
+    assert!(r.findings.is_empty(), "{:?}", r.findings);
+}
+
+#[test]
+fn hostile_input_never_panics_and_never_prints_control_characters() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("rank-\u{1b}[31m7\u{7}.log");
+    let mut bytes: Vec<u8> = Vec::new();
+    bytes.extend_from_slice(b"\xff\xfe\x00garbage \x1b]0;pwned\x07 \x1b[2J\r\n");
+    bytes.extend_from_slice("evil \u{202e}txt.exe\u{202c} and \u{200b}zero width\n".as_bytes());
+    bytes.extend_from_slice(
+        b"[rank99999999999999999999999]: Invalid rank requested : 99999999999999999999/2\n",
+    );
+    bytes.extend_from_slice(
+        b"rank 18446744073709551616 closed its connection during x seq 99999999999999999999999\n",
+    );
+    bytes.extend_from_slice(b"torch.OutOfMemoryError: CUDA out of memory. \x1b[31m");
+    bytes.extend(std::iter::repeat_n(b'A', 200_000));
+    bytes.extend_from_slice(b"\n");
+    bytes.extend(std::iter::repeat_n(b'\n', 1000));
+    bytes.extend_from_slice(b"Traceback (most recent call last):\n\x00\x01\x02: \xc3\x28\n");
+    bytes
+        .extend_from_slice(b"NCCL INFO comm 0x rank nranks - Init COMPLETE\nx:y:z [9] NCCL WARN\n");
+    bytes.extend_from_slice(
+        b"h:1:2 [0] NCCL INFO Channel 99/ : via\nh:1:2 [0] NCCL INFO NET/Socket : Using ]]]\n",
+    );
+    bytes.extend_from_slice(b"last line without newline \x1b[0m");
+    fs::write(&log, &bytes).unwrap();
+    let opts = Options {
+        max_line_bytes: 4096,
+        ..Options::default()
+    };
+    let r = explain_with(&[log], &opts).unwrap();
+    assert!(r.findings.iter().any(|f| f.category == Category::CudaOom));
+    let text = r.render_text(80);
+    assert!(
+        !text.chars().any(|c| c.is_control() && c != '\n'),
+        "raw control character in {text:?}"
+    );
+    for bad in ['\u{202e}', '\u{200b}', '\u{1b}'] {
+        assert!(!text.contains(bad));
+    }
+    let json = serde_json::to_string(&r).unwrap();
+    assert!(!json.contains('\u{1b}') && !json.contains('\u{202e}'));
+    for f in &r.findings {
+        for e in &f.evidence {
+            assert!(e.text.chars().count() <= 330, "{}", e.text.len());
+            assert!(!e.text.chars().any(char::is_control));
+            assert!(!e.file.chars().any(char::is_control));
+        }
+    }
+    assert!(
+        r.notes.iter().any(|n| n.contains("were cut")),
+        "{:?}",
+        r.notes
+    );
+}
+
+#[test]
+fn huge_logs_are_read_at_their_start_and_end_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("rank-0.stderr");
+    let mut text = String::from(HEALTHY);
+    for i in 0..50_000 {
+        text.push_str(&format!("step {i} loss 2.0\n"));
+    }
+    text.push_str("error: timed out after 30s in all_reduce seq 9: still waiting for rank 1\n");
+    fs::write(&log, &text).unwrap();
+    let opts = Options {
+        head_bytes: 4096,
+        tail_bytes: 4096,
+        ..Options::default()
+    };
+    let r = explain_with(&[log], &opts).unwrap();
+    assert_eq!(r.findings[0].category, Category::CollectiveTimeout);
+    assert_eq!(r.findings[0].ranks, vec![1]);
+    assert_eq!(r.findings[0].evidence[0].line, None);
+    assert_eq!(r.nccl.len(), 1, "the head was read");
+    assert!(
+        r.notes.iter().any(|n| n.contains("read its first 4096")),
+        "{:?}",
+        r.notes
+    );
+}
+
+#[test]
+fn report_round_trips_through_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    put(
+        root,
+        "manifest.json",
+        &manifest(
+            "hang",
+            2,
+            vec![rank_record(0, 2, stopped()), rank_record(1, 2, stopped())],
+            json!({"hang": {"timeout_s": 30.0, "detected_at": "t", "behind": [1], "ranks": []}}),
+        ),
+    );
+    put(root, "logs/nccl-rank0.log", HEALTHY);
+    put(root, "traces/rank-0.jsonl", &trace(0, 4, Some(5), false));
+    put(root, "traces/rank-1.jsonl", &trace(1, 4, None, false));
+    let r = explain(&[root.to_path_buf()]).unwrap();
+    let json = serde_json::to_string_pretty(&r).unwrap();
+    let back: Report = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, r);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["findings"][0]["category"], "collective_timeout");
+    assert_eq!(v["findings"][0]["role"], "symptom");
+    assert!(v["nccl"][0]["text"]
+        .as_str()
+        .unwrap()
+        .starts_with("NCCL 2.21.5"));
+}
+
+#[test]
+fn text_rendering_fits_the_width_for_every_fixture() {
+    for c in CASES {
+        let r = explain(&[logs().join(c.path)]).unwrap();
+        for width in [40, 72, 120] {
+            let text = r.render_text(width);
+            for line in text.lines() {
+                assert!(
+                    line.chars().count() <= width,
+                    "{} at width {width}: {line:?}",
+                    c.path
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_first_failing_rank_outranks_a_more_specific_category() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("console.log");
+    fs::write(
+        &log,
+        "\
+[rank0]: RuntimeError: CUDA error: an illegal memory access was encountered
+[rank1]: RuntimeError: Expected to have finished reduction in the prior iteration before starting a new one.
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+Root Cause (first observed failure):
+[0]:
+  rank      : 1 (local_rank: 1)
+  exitcode  : 1 (pid: 4242)
+  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
+",
+    )
+    .unwrap();
+    let r = explain(&[log]).unwrap();
+    let cats: Vec<Category> = r.findings.iter().map(|f| f.category).collect();
+    assert_eq!(cats[..2], [Category::UnusedParameters, Category::CudaError]);
+    // The torchelastic entry supports rank 1's finding instead of standing alone.
+    assert!(r.findings[0].evidence.iter().any(|e| e.line == Some(7)));
+    assert!(r
+        .findings
+        .iter()
+        .all(|f| f.category != Category::RankCrashed));
+}
+
+#[test]
+fn failed_rank_without_output_is_reported_from_the_manifest() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let m = manifest(
+        "failed",
+        2,
+        vec![
+            rank_record(0, 2, stopped()),
+            rank_record(1, 2, end(json!({"how": "exited", "code": 3}), 2.0, false)),
+        ],
+        json!({"first_failure": {"rank": 1, "local_rank": 1, "how": "exited", "code": 3, "at": "t", "after_s": 2.0}}),
+    );
+    put(root, "manifest.json", &m);
+    put(root, "logs/rank-1.stderr", "");
+    let r = explain(&[root.to_path_buf(), root.to_path_buf()]).unwrap();
+    assert_eq!(r.findings.len(), 1, "{}", r.render_text(100));
+    let f = &r.findings[0];
+    assert_eq!((f.category, f.role), (Category::RankCrashed, Role::Cause));
+    assert_eq!(f.ranks, vec![1]);
+    assert_eq!(f.evidence.len(), 1, "the repeated input is read once");
+    assert_eq!(f.evidence[0].line, Some(line_of_rank_how(&m, 1)));
+}
+
+#[test]
+fn unrecognised_launch_error_is_unknown_with_the_manifest_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let m = manifest(
+        "launch_error",
+        2,
+        vec![],
+        json!({"launch_error": "cannot start train.py: No such file or directory (os error 2)"}),
+    );
+    put(root, "manifest.json", &m);
+    let r = explain(&[root.to_path_buf()]).unwrap();
+    let f = &r.findings[0];
+    assert_eq!(f.category, Category::Unknown);
+    let want = m
+        .lines()
+        .position(|l| l.contains("\"launch_error\": \"cannot"))
+        .unwrap() as u64
+        + 1;
+    assert!(f
+        .evidence
+        .iter()
+        .any(|e| e.line == Some(want) && e.text.contains("No such file or directory")));
+}

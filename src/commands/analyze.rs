@@ -1,0 +1,70 @@
+//! `ddp-probe summary` and `ddp-probe advise`: the analysis of a recorded run, as text or JSON.
+
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use probe::analysis::{self, summarize, AdviceOptions, SummaryOptions};
+
+use crate::cli::AnalyzeArgs;
+use crate::commands::load;
+
+/// Prints the step breakdown (and the bucket advice under it).
+pub fn summary(args: AnalyzeArgs) -> Result<ExitCode> {
+    let run = load::run(&args.runs)?;
+    let options = SummaryOptions {
+        warmup_steps: args.warmup,
+        ..SummaryOptions::default()
+    };
+    let summary = summarize(&run, &options);
+    let advice = analysis::advise(
+        &run,
+        &AdviceOptions {
+            summary: options,
+            ..AdviceOptions::default()
+        },
+    );
+    if args.json {
+        let json = serde_json::json!({ "summary": summary, "advice": advice });
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json).context("could not encode the summary")?
+        );
+    } else {
+        let width = terminal_width();
+        print!("{}", summary.render_text(width));
+        println!();
+        print!("{}", advice.render_text(width));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Prints the bucket_cap_mb advice alone.
+pub fn advise(args: AnalyzeArgs) -> Result<ExitCode> {
+    let run = load::run(&args.runs)?;
+    let options = AdviceOptions {
+        summary: SummaryOptions {
+            warmup_steps: args.warmup,
+            ..SummaryOptions::default()
+        },
+        ..AdviceOptions::default()
+    };
+    let advice = analysis::advise(&run, &options);
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&advice).context("could not encode the advice")?
+        );
+    } else {
+        print!("{}", advice.render_text(terminal_width()));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Columns to wrap text to: $COLUMNS when set, else 100.
+pub fn terminal_width() -> usize {
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .filter(|&w| w >= 40)
+        .unwrap_or(100)
+}

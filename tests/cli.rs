@@ -129,3 +129,71 @@ fn run_reports_the_failing_rank_and_propagates_its_exit_code() {
     assert!(err.contains("rank 1") && err.contains("code 3"), "{err}");
     assert!(dir.path().join("runs/latest/manifest.json").is_file());
 }
+
+/// Runs a 2-rank job of `script` (sh) through `ddp-probe run`, then `ddp-probe explain --json`
+/// on it; returns the exit code of the run and the first finding's (category, ranks).
+fn run_then_explain(dir: &Path, script: &str, extra: &[&str]) -> (Option<i32>, String, Vec<u64>) {
+    let mut args = vec![
+        "run",
+        "--nproc-per-node",
+        "2",
+        "--grace",
+        "1",
+        "--console",
+        "quiet",
+    ];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--", "sh", "-c", script]);
+    let run = ddp_probe(&args, dir);
+    let explain = ddp_probe(&["explain", "--json"], dir);
+    assert!(
+        explain.status.success(),
+        "explain failed: {}",
+        text(&explain.stderr)
+    );
+    let report: Value = serde_json::from_slice(&explain.stdout).unwrap();
+    let first = &report["findings"][0];
+    let category = first["category"].as_str().unwrap_or_default().to_owned();
+    let ranks = first["ranks"]
+        .as_array()
+        .map(|r| r.iter().filter_map(Value::as_u64).collect())
+        .unwrap_or_default();
+    (run.status.code(), category, ranks)
+}
+
+#[test]
+fn explain_names_the_cause_of_each_launcher_failure() {
+    // A rank that exits with an error after printing a Python-style traceback.
+    let dir = tempfile::tempdir().unwrap();
+    let (code, category, ranks) = run_then_explain(
+        dir.path(),
+        "if [ \"$RANK\" = 1 ]; then echo 'Traceback (most recent call last):' >&2; \
+         echo '  File \"train.py\", line 3, in <module>' >&2; \
+         echo 'ValueError: bad batch' >&2; exit 3; fi; sleep 30",
+        &[],
+    );
+    assert_eq!(code, Some(3));
+    assert_eq!((category.as_str(), ranks), ("rank_crashed", vec![1]));
+
+    // A rank killed by SIGKILL with no word of its own: the host's OOM killer is the usual cause.
+    let dir = tempfile::tempdir().unwrap();
+    let (code, category, ranks) = run_then_explain(
+        dir.path(),
+        "if [ \"$RANK\" = 1 ]; then kill -9 $$; fi; sleep 30",
+        &[],
+    );
+    assert_eq!(code, Some(137));
+    assert_eq!((category.as_str(), ranks), ("host_oom_killed", vec![1]));
+
+    // A hang: rank 0 queued all_reduce seq 5 and waits; rank 1 never gets there.
+    let dir = tempfile::tempdir().unwrap();
+    let trace = "mkdir -p \"$DDP_PROBE_TRACE_DIR\"; f=\"$DDP_PROBE_TRACE_DIR/rank-$RANK.jsonl\"; \
+        echo '{\"type\":\"header\",\"format\":\"ddp-probe-trace\",\"version\":\"1.0\",\"run_id\":\"'$DDP_PROBE_RUN_ID'\",\"rank\":'$RANK',\"world_size\":2,\"start_ns\":1000}' > $f; \
+        echo '{\"type\":\"span\",\"kind\":\"collective\",\"op\":\"all_reduce\",\"step\":0,\"start\":2000,\"end\":3000,\"seq\":4}' >> $f; \
+        if [ \"$RANK\" = 0 ]; then echo '{\"type\":\"instant\",\"name\":\"collective_queued\",\"t\":4000,\"step\":1,\"args\":{\"seq\":5,\"op\":\"all_reduce\",\"bucket\":0,\"bytes\":64}}' >> $f; fi; \
+        sleep 60";
+    let (code, category, ranks) = run_then_explain(dir.path(), trace, &["--hang-timeout", "1"]);
+    assert_eq!(code, Some(124));
+    assert_eq!(category, "collective_timeout");
+    assert_eq!(ranks, vec![1], "the rank behind is named");
+}

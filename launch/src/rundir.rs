@@ -173,7 +173,11 @@ pub fn run_name(program: &OsStr, args: &[OsString]) -> String {
                 }
                 break;
             }
-            if a == "-c" || a == "run" {
+            if a == "-c" {
+                // Inline code, not a script: the interpreter's name it is.
+                break;
+            }
+            if a == "run" {
                 continue;
             }
             if !a.starts_with('-') {
@@ -287,7 +291,8 @@ mod tests {
             "train"
         );
         assert_eq!(name("python3.11", &["-m", "pkg.trainer"]), "trainer");
-        assert_eq!(name("sh", &["-c", "echo hi"]), "echo_hi");
+        assert_eq!(name("sh", &["-c", "echo $RANK; exit 3"]), "sh");
+        assert_eq!(name("python3", &["-c", "import torch"]), "python3");
         assert_eq!(name("my prog$", &[]), "my_prog_");
         assert_eq!(name("..", &[]), "run");
         assert_eq!(name("pythonic", &["x.py"]), "pythonic");

@@ -31,9 +31,9 @@ pub fn summary(args: AnalyzeArgs) -> Result<ExitCode> {
         );
     } else {
         let width = terminal_width();
-        print!("{}", summary.render_text(width));
+        print_block(&summary.render_text(width));
         println!();
-        print!("{}", advice.render_text(width));
+        print_block(&advice.render_text(width));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -55,7 +55,7 @@ pub fn advise(args: AnalyzeArgs) -> Result<ExitCode> {
             serde_json::to_string_pretty(&advice).context("could not encode the advice")?
         );
     } else {
-        print!("{}", advice.render_text(terminal_width()));
+        print_block(&advice.render_text(terminal_width()));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -67,4 +67,12 @@ pub fn terminal_width() -> usize {
         .and_then(|c| c.parse().ok())
         .filter(|&w| w >= 40)
         .unwrap_or(100)
+}
+
+/// Prints `text`, ending it with a newline if it lacks one.
+pub fn print_block(text: &str) {
+    print!("{text}");
+    if !text.ends_with('\n') {
+        println!();
+    }
 }

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 
 use crate::cli::ExplainArgs;
-use crate::commands::analyze::terminal_width;
+use crate::commands::analyze::{print_block, terminal_width};
 
 /// Prints the findings, likely root cause first.
 pub fn explain(args: ExplainArgs) -> Result<ExitCode> {
@@ -23,7 +23,7 @@ pub fn explain(args: ExplainArgs) -> Result<ExitCode> {
             serde_json::to_string_pretty(&report).context("could not encode the report")?
         );
     } else {
-        print!("{}", report.render_text(terminal_width()));
+        print_block(&report.render_text(terminal_width()));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -42,7 +42,25 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         }
     };
     eprintln!("{}", outcome.render_summary());
+    if outcome.exit_code != 0 {
+        explain_briefly(&outcome.run_dir);
+    }
     Ok(exit_code(outcome.exit_code))
+}
+
+/// After a failed run: the likely cause and the fix to try, from the diagnosis of the run
+/// directory, and where to read more.
+fn explain_briefly(run_dir: &std::path::Path) {
+    match probe::diagnosis::explain(&[run_dir.to_path_buf()]) {
+        Ok(report) => {
+            eprintln!("\n{}", report.headline);
+            if let Some(first) = report.findings.first() {
+                eprintln!("  fix: {}", first.fix);
+            }
+            eprintln!("  details: ddp-probe explain {}", run_dir.display());
+        }
+        Err(e) => eprintln!("(could not explain the failure: {e})"),
+    }
 }
 
 /// A user-given number of seconds as a duration, refusing negative, infinite and NaN values.

@@ -188,7 +188,22 @@ pub struct Unavailable {
 impl Unavailable {
     fn message(&self) -> String {
         let lib = self.library;
-        let mut where_ = self.searched_names.join(", ");
+        // The driver's list is cudarc's ~30 candidate names: show the two
+        // that matter on Linux and count the rest.
+        let shown: Vec<&str> = match lib {
+            CudaLibrary::Driver => self
+                .searched_names
+                .iter()
+                .map(String::as_str)
+                .filter(|n| *n == "libcuda.so.1" || *n == "libcuda.so")
+                .collect(),
+            _ => self.searched_names.iter().map(String::as_str).collect(),
+        };
+        let mut where_ = shown.join(", ");
+        let hidden = self.searched_names.len() - shown.len();
+        if hidden > 0 {
+            where_.push_str(&format!(" and {hidden} other names cudarc tries"));
+        }
         where_.push_str(" (through the dynamic loader: LD_LIBRARY_PATH=");
         match std::env::var("LD_LIBRARY_PATH") {
             Ok(v) if !v.is_empty() => where_.push_str(&v),
@@ -659,6 +674,20 @@ mod tests {
         assert!(driver
             .to_string()
             .starts_with("The CUDA driver (libcuda.so.1) was not found"));
+        let all = Unavailable {
+            library: CudaLibrary::Driver,
+            searched_names: CudaLibrary::Driver.loader_names(),
+            searched_dirs: Vec::new(),
+            failures: Vec::new(),
+        };
+        let text = all.to_string();
+        let others = all.searched_names.len() - 2;
+        assert!(
+            text.contains(&format!(
+                "searched: libcuda.so, libcuda.so.1 and {others} other names cudarc tries"
+            )),
+            "{text}"
+        );
     }
 
     #[test]

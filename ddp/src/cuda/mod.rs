@@ -57,7 +57,9 @@ pub mod nccl;
 pub mod nvtx;
 
 pub use availability::{availability, Availability, CudaLibrary, Found, Unavailable};
+pub use cupti::{KernelTracer, TracerOptions, TracerStats};
 pub use error::CudaError;
+pub use nccl::{NcclError, NcclGroup, NcclOptions, NcclWorkInfo};
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -95,6 +97,16 @@ pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn handles_can_be_shared_between_threads() {
+        assert_send_sync::<NcclGroup>();
+        assert_send_sync::<KernelTracer>();
+        assert_send_sync::<nvtx::StartedRange>();
+        assert_send_sync::<CudaError>();
+    }
 
     #[test]
     fn panics_become_errors() {

@@ -5,9 +5,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::comm::{bus_factor, SeqView};
+use super::group::IdMap;
 use super::scan::CollObs;
 use super::stats::Dist;
-use crate::hash::FxHashMap;
 use crate::model::{Run, Sym};
 
 /// What one gradient bucket's collectives did over the steady steps (every
@@ -53,22 +53,24 @@ pub struct BucketStats {
 /// are ignored).
 #[derive(Default)]
 pub(crate) struct BucketTable {
-    index: FxHashMap<u32, u32>,
+    index: IdMap,
     accs: Vec<Acc>,
 }
+
+/// Absent value in a [`Row`].
+const NONE: i64 = i64::MIN;
+
+/// One call, compactly: bytes, ready after backward start, launch delay,
+/// duration, exposed time (one write stream per bucket, not five).
+type Row = [i64; 5];
 
 #[derive(Default)]
 struct Acc {
     bucket: u32,
-    calls: u64,
     ops: Vec<(Option<Sym>, u64)>,
-    bytes: Vec<f64>,
     sum_bytes: u128,
     sum_dur: i128,
-    ready: Vec<i64>,
-    delay: Vec<i64>,
-    duration: Vec<i64>,
-    exposed: Vec<i64>,
+    rows: Vec<Row>,
     exposed_total: i64,
     skew: Vec<i64>,
     /// A call's rank and step, to find the bucket's layout.
@@ -79,8 +81,7 @@ impl BucketTable {
     /// Counts one call.
     pub fn add(&mut self, c: &CollObs) {
         let Some(bucket) = c.bucket() else { return };
-        let next = self.accs.len() as u32;
-        let i = *self.index.entry(bucket).or_insert(next) as usize;
+        let i = self.index.id(u64::from(bucket)) as usize;
         if i == self.accs.len() {
             self.accs.push(Acc {
                 bucket,
@@ -88,24 +89,30 @@ impl BucketTable {
             });
         }
         let a = &mut self.accs[i];
-        a.calls += 1;
         match a.ops.iter_mut().find(|(o, _)| *o == c.op) {
             Some((_, n)) => *n += 1,
             None => a.ops.push((c.op, 1)),
         }
-        if let Some(b) = c.bytes() {
-            a.bytes.push(b as f64);
-            a.sum_bytes += u128::from(b);
-            a.sum_dur += i128::from(c.duration());
-        }
-        if c.ready != i64::MIN {
-            a.delay.push(c.start.saturating_sub(c.ready));
-            if c.bwd_start != i64::MIN {
-                a.ready.push(c.ready.saturating_sub(c.bwd_start));
+        let d = c.duration();
+        let bytes = match c.bytes() {
+            Some(b) => {
+                a.sum_bytes += u128::from(b);
+                a.sum_dur += i128::from(d);
+                i64::try_from(b).unwrap_or(i64::MAX)
             }
-        }
-        a.duration.push(c.duration());
-        a.exposed.push(c.exposed);
+            None => NONE,
+        };
+        let (ready, delay) = if c.ready == i64::MIN {
+            (NONE, NONE)
+        } else {
+            let ready = if c.bwd_start == i64::MIN {
+                NONE
+            } else {
+                c.ready.saturating_sub(c.bwd_start)
+            };
+            (ready, c.start.saturating_sub(c.ready))
+        };
+        a.rows.push([bytes, ready, delay, d, c.exposed]);
         a.exposed_total = a.exposed_total.saturating_add(c.exposed);
         a.at.get_or_insert((c.rank, c.step));
     }
@@ -114,12 +121,14 @@ impl BucketTable {
     /// computed from the same calls.
     pub fn finish(self, run: &Run, seqs: &[SeqView]) -> Vec<BucketStats> {
         let mut accs = self.accs;
+        let mut index = self.index;
         for s in seqs.iter().filter(|s| s.ranks >= 2 && s.bucket != u32::MAX) {
-            if let Some(&i) = self.index.get(&s.bucket) {
-                accs[i as usize].skew.push(s.skew);
+            if let Some(a) = accs.get_mut(index.id(u64::from(s.bucket)) as usize) {
+                a.skew.push(s.skew);
             }
         }
         accs.sort_unstable_by_key(|a| a.bucket);
+        let mut col: Vec<i64> = Vec::new();
         accs.into_iter()
             .map(|mut a| {
                 let bucket = a.bucket;
@@ -130,8 +139,17 @@ impl BucketTable {
                     .and_then(|(o, _)| *o)
                     .map_or("unknown", |s| run.str(s))
                     .to_owned();
-                let bytes = (!a.bytes.is_empty())
-                    .then(|| super::stats::median(&mut a.bytes).round() as u64);
+                let mut dist = |k: usize| {
+                    col.clear();
+                    col.extend(a.rows.iter().map(|r| r[k]).filter(|&v| v != NONE));
+                    Dist::of_i64(&mut col)
+                };
+                let bytes_dist = dist(0);
+                let bytes = (bytes_dist.n > 0).then(|| bytes_dist.median.round() as u64);
+                let ready = dist(1);
+                let delay = dist(2);
+                let duration = dist(3);
+                let exposed = dist(4);
                 let algbw = (a.sum_bytes > 0 && a.sum_dur > 0)
                     .then(|| a.sum_bytes as f64 / (a.sum_dur as f64 / 1e9));
                 let factor = bus_factor(&op, run.world_size);
@@ -148,15 +166,15 @@ impl BucketTable {
                 BucketStats {
                     bucket,
                     op,
-                    calls: a.calls,
+                    calls: a.rows.len() as u64,
                     bytes,
                     params,
-                    ready_after_backward_start: Dist::of_i64(&mut a.ready),
-                    launch_delay: Dist::of_i64(&mut a.delay),
-                    duration: Dist::of_i64(&mut a.duration),
+                    ready_after_backward_start: ready,
+                    launch_delay: delay,
+                    duration,
                     algbw_bytes_per_s: algbw,
                     busbw_bytes_per_s: algbw.map(|v| v * factor),
-                    exposed: Dist::of_i64(&mut a.exposed),
+                    exposed,
                     exposed_total_ns: a.exposed_total,
                     skew: Dist::of_i64(&mut a.skew),
                 }

@@ -26,8 +26,8 @@ pub(crate) struct IdMap {
 impl IdMap {
     const SLACK: u64 = 1 << 16;
 
-    /// The id of `key`, assigning the next id (`len()` before the call) to
-    /// a new key.
+    /// The id of `key`, assigning the next id (the number of keys seen
+    /// before) to a new key.
     pub fn id(&mut self, key: u64) -> u32 {
         let base = *self.base.get_or_insert(key);
         if let Some(off) = key.checked_sub(base) {
@@ -52,11 +52,6 @@ impl IdMap {
             self.len += 1;
         }
         id
-    }
-
-    /// Number of distinct keys.
-    pub fn len(&self) -> usize {
-        self.len as usize
     }
 }
 
@@ -196,7 +191,7 @@ mod tests {
         let keys = [10u64, 11, 12, 10, 5, 1 << 50, 13, 1 << 50, 5, 200_000];
         let ids: Vec<u32> = keys.iter().map(|&k| m.id(k)).collect();
         assert_eq!(ids, vec![0, 1, 2, 0, 3, 4, 5, 4, 3, 6]);
-        assert_eq!(m.len(), 7);
+        assert_eq!(m.len, 7);
         assert!(m.dense.len() < 100, "sparse keys stay out of the table");
     }
 

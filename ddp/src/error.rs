@@ -36,6 +36,10 @@ pub enum DdpError {
     /// Something the reference DDP does not support.
     #[error("{0}")]
     Unsupported(String),
+    /// From the GPU path ([`crate::cuda`]): a missing library, NCCL, CUPTI or the driver.
+    #[cfg(feature = "cuda")]
+    #[error(transparent)]
+    Cuda(#[from] crate::cuda::CudaError),
     /// A configuration or environment problem.
     #[error("{0}")]
     Config(String),

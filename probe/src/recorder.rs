@@ -54,6 +54,9 @@ use crate::trace::{
 pub const ENV_TRACE_DIR: &str = "DDP_PROBE_TRACE_DIR";
 /// Environment variable carrying the run id shared by all ranks.
 pub const ENV_RUN_ID: &str = "DDP_PROBE_RUN_ID";
+/// Environment variable that turns recording off even under `ddp-probe run` when set to `0`,
+/// `off` or `false` (for measuring the recorder's overhead).
+pub const ENV_TRACE: &str = "DDP_PROBE_TRACE";
 /// Name of the background writer thread.
 pub const WRITER_THREAD_NAME: &str = "ddp-probe-trace";
 
@@ -198,8 +201,8 @@ impl Recorder {
     }
 
     /// Records to `$DDP_PROBE_TRACE_DIR/rank-<R>.jsonl` (R = `header.rank`)
-    /// if [`ENV_TRACE_DIR`] is set and not empty; otherwise a disabled
-    /// recorder.
+    /// if [`ENV_TRACE_DIR`] is set and not empty and [`ENV_TRACE`] does not
+    /// turn recording off; otherwise a disabled recorder.
     pub fn from_env(header: Header) -> io::Result<Recorder> {
         Recorder::from_env_with(header, |k| std::env::var_os(k))
     }
@@ -209,6 +212,13 @@ impl Recorder {
         header: Header,
         var: impl Fn(&str) -> Option<OsString>,
     ) -> io::Result<Recorder> {
+        let off = var(ENV_TRACE).is_some_and(|v| {
+            let v = v.to_string_lossy().to_ascii_lowercase();
+            matches!(v.trim(), "0" | "off" | "false" | "no")
+        });
+        if off {
+            return Ok(Recorder::disabled());
+        }
         match var(ENV_TRACE_DIR).filter(|d| !d.is_empty()) {
             Some(dir) => Recorder::create_in_dir(Path::new(&dir), header),
             None => Ok(Recorder::disabled()),

@@ -294,44 +294,48 @@ fn summarize_speed() {
     probe::synth::generate_run(&c, dir.path()).unwrap();
     let (run, _) = probe::load_run(&[dir.path()]).unwrap();
     let n = run.span_count();
-    // On-CPU time of this thread (ns), so that other processes competing
-    // for the cores do not count; wall time as well.
-    let cpu_ns = || -> Option<u64> {
-        let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-        s.split_whitespace().next()?.parse().ok()
-    };
-    let (mut best_wall, mut best_cpu) = (f64::INFINITY, f64::INFINITY);
-    for _ in 0..40 {
-        let (t, c) = (std::time::Instant::now(), cpu_ns());
-        let sum = analysis::summarize(&run, &SummaryOptions::default());
-        best_wall = best_wall.min(t.elapsed().as_secs_f64());
-        if let (Some(a), Some(b)) = (c, cpu_ns()) {
-            best_cpu = best_cpu.min((b - a) as f64 / 1e9);
-        }
-        assert!(sum.overall.is_some());
-    }
-    let mut best_scan = f64::INFINITY;
-    for _ in 0..5 {
-        let c = cpu_ns();
-        let v = analysis::step_breakdowns(&run, &SummaryOptions::default());
-        best_scan = best_scan.min((cpu_ns().unwrap() - c.unwrap()) as f64 / 1e9);
-        assert!(!v.is_empty());
-    }
-    println!("scan only {:.1} ms", best_scan * 1e3);
-    let (t, c) = (std::time::Instant::now(), cpu_ns());
-    let advice = analysis::advise(&run, &AdviceOptions::default());
-    let advise_wall = t.elapsed().as_secs_f64();
-    let advise_cpu = match (c, cpu_ns()) {
-        (Some(a), Some(b)) => (b - a) as f64 / 1e9,
-        _ => f64::NAN,
-    };
-    assert!(advice.observed.is_some());
+    let sum = analysis::summarize(&run, &SummaryOptions::default());
+    assert!(sum.overall.is_some());
+    let (wall, cpu) = best_of(5, || {
+        analysis::summarize(&run, &SummaryOptions::default());
+    });
+    let (scan_wall, scan_cpu) = best_of(5, || {
+        analysis::step_breakdowns(&run, &SummaryOptions::default());
+    });
+    let (advise_wall, advise_cpu) = best_of(1, || {
+        analysis::advise(&run, &AdviceOptions::default());
+    });
+    let ms = |v: Option<f64>| v.map_or("-".to_owned(), |s| format!("{:.1} ms", s * 1e3));
     println!(
-        "summarize: {n} spans in {:.1} ms CPU ({:.1} M spans/s), {:.1} ms wall; advise: {:.1} ms CPU, {:.1} ms wall",
-        best_cpu * 1e3,
-        n as f64 / best_cpu / 1e6,
-        best_wall * 1e3,
-        advise_cpu * 1e3,
-        advise_wall * 1e3
+        "{n} spans: summarize {:.1} ms wall, {} CPU ({:.1} M spans/s); of which the step sweep {:.1} ms wall, {} CPU; advise {:.1} ms wall, {} CPU",
+        wall * 1e3,
+        ms(cpu),
+        n as f64 / cpu.unwrap_or(wall) / 1e6,
+        scan_wall * 1e3,
+        ms(scan_cpu),
+        advise_wall * 1e3,
+        ms(advise_cpu),
     );
+}
+
+/// On-CPU time of this thread (ns), so that other processes competing for
+/// the cores do not count.
+fn thread_cpu_ns() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    s.split_whitespace().next()?.parse().ok()
+}
+
+/// The best wall and on-CPU seconds of `n` runs of `f`.
+fn best_of(n: usize, mut f: impl FnMut()) -> (f64, Option<f64>) {
+    let (mut wall, mut cpu) = (f64::INFINITY, None::<f64>);
+    for _ in 0..n {
+        let (t, c) = (std::time::Instant::now(), thread_cpu_ns());
+        f();
+        wall = wall.min(t.elapsed().as_secs_f64());
+        if let (Some(a), Some(b)) = (c, thread_cpu_ns()) {
+            let s = b.saturating_sub(a) as f64 / 1e9;
+            cpu = Some(cpu.map_or(s, |x| x.min(s)));
+        }
+    }
+    (wall, cpu)
 }

@@ -81,8 +81,9 @@ fn disabled_recorder_writes_nothing() {
     // The variable unset, or empty: disabled.
     for value in [None, Some("")] {
         let rec = Recorder::from_env_with(header("off", 0, 1, 0), |k| {
-            assert_eq!(k, ENV_TRACE_DIR);
-            value.map(Into::into)
+            (k == ENV_TRACE_DIR)
+                .then(|| value.map(Into::into))
+                .flatten()
         })
         .unwrap();
         assert!(!rec.is_enabled());
@@ -99,6 +100,22 @@ fn disabled_recorder_writes_nothing() {
     }
     assert!(!traces.exists());
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn trace_off_disables_recording_even_with_a_trace_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let traces = dir.path().join("traces");
+    for off in ["0", "off", "FALSE"] {
+        let rec = Recorder::from_env_with(header("off", 0, 1, 0), |k| match k {
+            ENV_TRACE_DIR => Some(traces.clone().into_os_string()),
+            probe::recorder::ENV_TRACE => Some(off.into()),
+            _ => None,
+        })
+        .unwrap();
+        assert!(!rec.is_enabled(), "DDP_PROBE_TRACE={off}");
+    }
+    assert!(!traces.exists());
 }
 
 #[test]

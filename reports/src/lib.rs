@@ -1,1 +1,5 @@
-//! HTML/SVG reports of ddp-probe runs.
+//! HTML reports of ddp-probe runs.
+pub mod charts;
+pub mod error;
+pub mod html;
+pub mod units;

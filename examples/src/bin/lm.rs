@@ -201,12 +201,14 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let mut step = 0u64;
     let mut epoch = 0u64;
     let mut recent = Vec::new();
+    let mut step_ms = Vec::new();
     while step < args.steps {
         sampler.set_epoch(epoch);
         for batch in epoch_batches(&sampler, args.batch_size)? {
             if step >= args.steps {
                 break;
             }
+            let began = std::time::Instant::now();
             ddp.begin_step();
             let (x, y) = ddp.timed(SpanKind::DataWait, || {
                 let starts =
@@ -232,6 +234,7 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
             opt.zero_grad()?;
             recent.push(loss.double_value(&[]));
             ddp.end_step();
+            step_ms.push(began.elapsed().as_secs_f64() * 1e3);
             step += 1;
             if step % args.log_every.max(1) == 0 || step == args.steps {
                 let local = recent.iter().sum::<f64>() / recent.len().max(1) as f64;
@@ -245,6 +248,19 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         }
         epoch += 1;
     }
+    // Step time measured in the program itself (not from the trace), so that runs with
+    // recording on and off compare (bench/overhead). The first steps are warm-up.
+    let warm = (WARMUP_STEPS as usize).min(step_ms.len());
+    let mut steady = step_ms[warm..].to_vec();
+    if !steady.is_empty() {
+        steady.sort_by(f64::total_cmp);
+        let median = steady[steady.len() / 2];
+        let median = ddp::metrics::average(&pg, median)?;
+        log0!(pg, "step time: median {median:.3} ms over {} steps after {warm} warm-up steps (mean of the ranks' medians)", steady.len());
+    }
     ddp.finish("ok")?;
     Ok(())
 }
+
+/// Steps left out of the step-time statistic printed at the end.
+const WARMUP_STEPS: u64 = 3;

@@ -1,0 +1,565 @@
+//! The report's charts: SVG drawn with plotters' `SVGBackend` into strings
+//! and made responsive (`width="100%"`, the height following the
+//! `viewBox`), so they scale with the page and need nothing from the
+//! network.
+//!
+//! * [`stacked_bars`]: one horizontal stacked bar per row (the step-time
+//!   breakdown per rank).
+//! * [`gantt`]: bars on a time axis in labelled rows (the representative
+//!   step of every rank).
+//! * [`line_chart`]: lines with markers, optional dashes and error bars, on
+//!   linear or log₂ x axes (scaling, bucket-cap sweeps).
+//!
+//! Row and tick labels that plotters would place at "nice" numbers are
+//! drawn by hand at the rows' and data points' own positions. Legends are
+//! HTML ([`legend`]), so they wrap on narrow screens.
+
+use std::error::Error as StdError;
+use std::fmt;
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+use crate::html::{escape, Html};
+
+/// A colour of a chart series.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rgb(pub u8, pub u8, pub u8);
+
+impl Rgb {
+    /// `#rrggbb`.
+    pub fn hex(self) -> String {
+        format!("#{:02x}{:02x}{:02x}", self.0, self.1, self.2)
+    }
+
+    fn color(self) -> RGBColor {
+        RGBColor(self.0, self.1, self.2)
+    }
+}
+
+/// The colours of the report, one per kind of time, used by charts and
+/// legends alike.
+pub mod palette {
+    use super::Rgb;
+    /// Forward pass.
+    pub const FORWARD: Rgb = Rgb(0x4e, 0x79, 0xa7);
+    /// Backward compute.
+    pub const BACKWARD: Rgb = Rgb(0x59, 0xa1, 0x4f);
+    /// Exposed communication.
+    pub const EXPOSED: Rgb = Rgb(0xe1, 0x57, 0x59);
+    /// Communication overlapped with compute.
+    pub const OVERLAPPED: Rgb = Rgb(0xf2, 0x8e, 0x2b);
+    /// Optimizer step.
+    pub const OPTIMIZER: Rgb = Rgb(0xb0, 0x7a, 0xa1);
+    /// Data wait.
+    pub const DATA: Rgb = Rgb(0xed, 0xc9, 0x48);
+    /// Everything else.
+    pub const OTHER: Rgb = Rgb(0xba, 0xb0, 0xac);
+    /// A bucket's gradient-ready window.
+    pub const READY: Rgb = Rgb(0x76, 0xb7, 0xb2);
+    /// Writeback of reduced gradients.
+    pub const WRITEBACK: Rgb = Rgb(0x9c, 0x75, 0x5f);
+    /// A measured series.
+    pub const MEASURED: Rgb = Rgb(0x1f, 0x4e, 0x79);
+    /// A predicted or ideal series.
+    pub const PREDICTED: Rgb = Rgb(0xd3, 0x7a, 0x1f);
+    /// A third series.
+    pub const THIRD: Rgb = Rgb(0x59, 0xa1, 0x4f);
+}
+
+/// A chart could not be drawn (plotters reported an error).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChartError(pub String);
+
+impl fmt::Display for ChartError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "the chart could not be drawn: {}", self.0)
+    }
+}
+
+impl StdError for ChartError {}
+
+type Draw<T> = Result<T, Box<dyn StdError>>;
+
+const WIDTH: u32 = 960;
+const FONT: &str = "sans-serif";
+const LABEL_PX: u32 = 15;
+const TEXT: RGBColor = RGBColor(0x22, 0x22, 0x22);
+const GRID: RGBColor = RGBColor(0xe4, 0xe4, 0xe4);
+
+/// One row of [`stacked_bars`]: a label and one value per series.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BarRow {
+    /// Shown left of the bar.
+    pub label: String,
+    /// One value per series, in series order (negative values count as 0).
+    pub values: Vec<f64>,
+}
+
+/// Horizontal stacked bars, one per row, top to bottom; `colors` gives one
+/// colour per series. `x_desc` names the x axis (its unit included).
+pub fn stacked_bars(
+    aria: &str,
+    rows: &[BarRow],
+    colors: &[Rgb],
+    x_desc: &str,
+) -> Result<String, ChartError> {
+    let n = rows.len().max(1);
+    let row_px = if n > 32 { 14 } else { 24 };
+    let height = 30 + row_px * n as u32 + 60;
+    let label_w = label_width(rows.iter().map(|r| r.label.as_str()));
+    let xmax = rows
+        .iter()
+        .map(|r| r.values.iter().map(|v| v.max(0.0)).sum::<f64>())
+        .fold(0.0, f64::max);
+    let xmax = if xmax > 0.0 { xmax * 1.04 } else { 1.0 };
+    let mut svg = String::new();
+    draw_into(&mut svg, height, |root| {
+        let mut chart = ChartBuilder::on(root)
+            .margin_top(14)
+            .margin_right(28)
+            .margin_left(8)
+            .x_label_area_size(54)
+            .y_label_area_size(label_w)
+            .build_cartesian_2d(0f64..xmax, 0f64..n as f64)?;
+        let fmt = axis_formatter(xmax);
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .y_labels(0)
+            .x_labels(8)
+            .x_label_formatter(&fmt)
+            .x_desc(x_desc)
+            .label_style((FONT, LABEL_PX).into_font().color(&TEXT))
+            .axis_desc_style((FONT, LABEL_PX).into_font().color(&TEXT))
+            .light_line_style(GRID)
+            .bold_line_style(GRID)
+            .draw()?;
+        let mut rects = Vec::new();
+        for (i, row) in rows.iter().enumerate() {
+            let y1 = (n - i) as f64 - 0.14;
+            let y0 = (n - i - 1) as f64 + 0.14;
+            let mut x = 0.0;
+            for (k, v) in row.values.iter().enumerate() {
+                let v = v.max(0.0);
+                if v > 0.0 {
+                    let c = colors.get(k).copied().unwrap_or(palette::OTHER);
+                    rects.push(Rectangle::new([(x, y0), (x + v, y1)], c.color().filled()));
+                }
+                x += v;
+            }
+        }
+        chart.draw_series(rects)?;
+        for (i, row) in rows.iter().enumerate() {
+            let (px, py) = chart.backend_coord(&(0.0, (n - i) as f64 - 0.5));
+            row_label(root, &row.label, px - 8, py)?;
+        }
+        Ok(())
+    })?;
+    Ok(responsive(&svg, aria))
+}
+
+/// One bar of a [`gantt`] chart.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GanttBar {
+    /// Row index (0 at the top).
+    pub row: usize,
+    /// Start on the time axis.
+    pub start: f64,
+    /// End on the time axis.
+    pub end: f64,
+    /// Fill colour.
+    pub color: Rgb,
+    /// The vertical part of the row it fills, as fractions from the row's
+    /// top: `(0.1, 0.9)` for a full bar, `(0.1, 0.5)` for the upper half.
+    pub band: (f64, f64),
+}
+
+/// Bars on a time axis `[0, t_max]` in rows labelled `rows` (top to
+/// bottom); a thin line is drawn above every row whose index is in
+/// `separators`, and rows of odd `shade_groups` index are shaded, to tell
+/// ranks apart.
+pub fn gantt(
+    aria: &str,
+    rows: &[String],
+    shade: &[bool],
+    separators: &[usize],
+    bars: &[GanttBar],
+    t_max: f64,
+    x_desc: &str,
+) -> Result<String, ChartError> {
+    let n = rows.len().max(1);
+    let row_px = if n > 48 { 12 } else { 20 };
+    let height = 20 + row_px * n as u32 + 60;
+    let label_w = label_width(rows.iter().map(String::as_str));
+    let t_max = if t_max > 0.0 && t_max.is_finite() {
+        t_max
+    } else {
+        1.0
+    };
+    let mut svg = String::new();
+    draw_into(&mut svg, height, |root| {
+        let mut chart = ChartBuilder::on(root)
+            .margin_top(10)
+            .margin_right(28)
+            .margin_left(8)
+            .x_label_area_size(54)
+            .y_label_area_size(label_w)
+            .build_cartesian_2d(0f64..t_max, 0f64..n as f64)?;
+        let fmt = axis_formatter(t_max);
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .y_labels(0)
+            .x_labels(10)
+            .x_label_formatter(&fmt)
+            .x_desc(x_desc)
+            .label_style((FONT, LABEL_PX).into_font().color(&TEXT))
+            .axis_desc_style((FONT, LABEL_PX).into_font().color(&TEXT))
+            .light_line_style(GRID)
+            .bold_line_style(GRID)
+            .draw()?;
+        let top = |row: usize| (n - row) as f64;
+        let shading = RGBColor(0xf4, 0xf6, 0xf8);
+        chart.draw_series(
+            shade
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| **s)
+                .map(|(i, _)| Rectangle::new([(0.0, top(i) - 1.0), (t_max, top(i))], shading.filled())),
+        )?;
+        chart.draw_series(separators.iter().filter(|&&r| r > 0 && r < n).map(|&r| {
+            PathElement::new(
+                vec![(0.0, top(r)), (t_max, top(r))],
+                RGBColor(0xb8, 0xb8, 0xb8).stroke_width(1),
+            )
+        }))?;
+        chart.draw_series(bars.iter().filter(|b| b.row < n).map(|b| {
+            let (a, z) = b.band;
+            let y1 = top(b.row) - a.clamp(0.0, 1.0);
+            let y0 = top(b.row) - z.clamp(0.0, 1.0);
+            let x0 = b.start.clamp(0.0, t_max);
+            // Zero-length bars stay visible as a hairline.
+            let x1 = b.end.clamp(x0, t_max).max(x0 + t_max * 0.0008);
+            Rectangle::new([(x0, y0), (x1, y1)], b.color.color().filled())
+        }))?;
+        for (i, label) in rows.iter().enumerate() {
+            let (px, py) = chart.backend_coord(&(0.0, top(i) - 0.5));
+            row_label(root, label, px - 8, py)?;
+        }
+        Ok(())
+    })?;
+    Ok(responsive(&svg, aria))
+}
+
+/// One series of a [`line_chart`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Line {
+    /// Series name (for the legend, which the caller writes).
+    pub name: String,
+    /// Colour.
+    pub color: Rgb,
+    /// Points in x order.
+    pub points: Vec<(f64, f64)>,
+    /// Dashed instead of solid.
+    pub dashed: bool,
+    /// Draw a marker at each point.
+    pub markers: bool,
+    /// Vertical error bars: `(x, low, high)`.
+    pub errors: Vec<(f64, f64, f64)>,
+}
+
+impl Line {
+    /// A solid line with markers and no error bars.
+    pub fn new(name: impl Into<String>, color: Rgb, points: Vec<(f64, f64)>) -> Line {
+        Line {
+            name: name.into(),
+            color,
+            points,
+            dashed: false,
+            markers: true,
+            errors: Vec::new(),
+        }
+    }
+}
+
+/// An axis of a [`line_chart`].
+#[derive(Clone, Debug)]
+pub struct Axis {
+    /// Axis title, with its unit.
+    pub desc: String,
+    /// Smallest and largest value shown.
+    pub range: (f64, f64),
+    /// Logarithmic (base 2) instead of linear; only for the x axis.
+    pub log2: bool,
+    /// Label exactly these values (x axis only); otherwise plotters picks.
+    pub ticks: Option<Vec<f64>>,
+    /// Formats a value for a label.
+    pub format: fn(f64) -> String,
+}
+
+/// Lines on x/y axes. On a log₂ x axis the values must be positive.
+pub fn line_chart(aria: &str, lines: &[Line], x: &Axis, y: &Axis) -> Result<String, ChartError> {
+    let tx = |v: f64| if x.log2 { v.max(f64::MIN_POSITIVE).log2() } else { v };
+    let (mut x0, mut x1) = (tx(x.range.0), tx(x.range.1));
+    if !(x1 > x0) {
+        x0 -= 0.5;
+        x1 += 0.5;
+    }
+    let pad = (x1 - x0) * 0.06;
+    let (x0, x1) = (x0 - pad, x1 + pad);
+    let (mut y0, mut y1) = y.range;
+    if !(y1 > y0) {
+        y0 -= 1.0;
+        y1 += 1.0;
+    }
+    let height = 380;
+    let mut svg = String::new();
+    draw_into(&mut svg, height, |root| {
+        let mut chart = ChartBuilder::on(root)
+            .margin_top(16)
+            .margin_right(28)
+            .margin_left(8)
+            .x_label_area_size(58)
+            .y_label_area_size(86)
+            .build_cartesian_2d(x0..x1, y0..y1)?;
+        let xfmt = |v: &f64| (x.format)(if x.log2 { v.exp2() } else { *v });
+        let yfmt = |v: &f64| (y.format)(*v);
+        let manual_ticks = x.ticks.as_ref().filter(|t| !t.is_empty());
+        chart
+            .configure_mesh()
+            .x_labels(if manual_ticks.is_some() { 0 } else { 8 })
+            .y_labels(7)
+            .x_label_formatter(&xfmt)
+            .y_label_formatter(&yfmt)
+            .x_desc(x.desc.as_str())
+            .y_desc(y.desc.as_str())
+            .label_style((FONT, LABEL_PX).into_font().color(&TEXT))
+            .axis_desc_style((FONT, LABEL_PX).into_font().color(&TEXT))
+            .light_line_style(GRID)
+            .bold_line_style(GRID)
+            .draw()?;
+        if let Some(ticks) = manual_ticks {
+            let style = (FONT, LABEL_PX)
+                .into_font()
+                .color(&TEXT)
+                .pos(Pos::new(HPos::Center, VPos::Top));
+            for &t in ticks {
+                let v = tx(t);
+                if !(v >= x0 && v <= x1) {
+                    continue;
+                }
+                chart.draw_series(std::iter::once(PathElement::new(
+                    vec![(v, y0), (v, y1)],
+                    GRID.stroke_width(1),
+                )))?;
+                let (px, py) = chart.backend_coord(&(v, y0));
+                root.draw(&PathElement::new(
+                    vec![(px, py), (px, py + 5)],
+                    TEXT.stroke_width(1),
+                ))?;
+                root.draw(&Text::new((x.format)(t), (px, py + 8), style.clone()))?;
+            }
+        }
+        for l in lines {
+            let c = l.color.color();
+            let pts: Vec<(f64, f64)> = l
+                .points
+                .iter()
+                .filter(|p| p.0.is_finite() && p.1.is_finite())
+                .map(|&(a, b)| (tx(a), b))
+                .collect();
+            if l.dashed {
+                chart.draw_series(DashedLineSeries::new(
+                    pts.clone(),
+                    8,
+                    6,
+                    c.stroke_width(2),
+                ))?;
+            } else {
+                chart.draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))?;
+            }
+            for &(ex, lo, hi) in &l.errors {
+                if ex.is_finite() && lo.is_finite() && hi.is_finite() {
+                    chart.draw_series(std::iter::once(ErrorBar::new_vertical(
+                        tx(ex),
+                        lo,
+                        (lo + hi) / 2.0,
+                        hi,
+                        c.stroke_width(2),
+                        10,
+                    )))?;
+                }
+            }
+            if l.markers {
+                chart.draw_series(pts.iter().map(|&p| Circle::new(p, 4, c.filled())))?;
+            }
+        }
+        Ok(())
+    })?;
+    Ok(responsive(&svg, aria))
+}
+
+/// An HTML legend: one coloured swatch and name per entry; `dashed` entries
+/// get a dashed swatch.
+pub fn legend(entries: &[(&str, Rgb, bool)]) -> String {
+    let mut h = Html::new();
+    h.open("ul", &[("class", "legend")]);
+    for (name, color, dashed) in entries {
+        let class = if *dashed { "sw dashed" } else { "sw" };
+        let style = if *dashed {
+            format!("border-color:{}", color.hex())
+        } else {
+            format!("background:{}", color.hex())
+        };
+        h.open("li", &[])
+            .open("span", &[("class", class), ("style", &style)])
+            .close("span")
+            .text(name)
+            .close("li");
+    }
+    h.close("ul");
+    h.finish()
+}
+
+/// Runs `f` on a white drawing area `WIDTH × height` writing SVG into `svg`.
+fn draw_into(
+    svg: &mut String,
+    height: u32,
+    f: impl FnOnce(&DrawingArea<SVGBackend<'_>, Shift>) -> Draw<()>,
+) -> Result<(), ChartError> {
+    let root = SVGBackend::with_string(svg, (WIDTH, height)).into_drawing_area();
+    let result = root
+        .fill(&WHITE)
+        .map_err(|e| Box::new(e) as Box<dyn StdError>)
+        .and_then(|()| f(&root))
+        .and_then(|()| root.present().map_err(|e| Box::new(e) as Box<dyn StdError>));
+    drop(root);
+    result.map_err(|e| ChartError(e.to_string()))
+}
+
+/// A row label right-aligned at `(x, y)` (pixels), cut to 28 characters.
+fn row_label(root: &DrawingArea<SVGBackend<'_>, Shift>, label: &str, x: i32, y: i32) -> Draw<()> {
+    let style = (FONT, LABEL_PX)
+        .into_font()
+        .color(&TEXT)
+        .pos(Pos::new(HPos::Right, VPos::Center));
+    let text: String = if label.chars().count() > 28 {
+        label.chars().take(27).chain(['…']).collect()
+    } else {
+        label.to_owned()
+    };
+    root.draw(&Text::new(text, (x, y), style))?;
+    Ok(())
+}
+
+/// Room for row labels: about 8 px per character of the longest, 60–240.
+fn label_width<'a>(labels: impl Iterator<Item = &'a str>) -> u32 {
+    let longest = labels.map(|l| l.chars().count().min(28)).max().unwrap_or(4);
+    (longest as u32 * 8 + 20).clamp(60, 240)
+}
+
+/// Axis labels with as many decimals as the range needs.
+fn axis_formatter(max: f64) -> impl Fn(&f64) -> String {
+    let decimals = if max >= 20.0 {
+        0
+    } else if max >= 2.0 {
+        1
+    } else if max >= 0.2 {
+        2
+    } else {
+        3
+    };
+    move |v: &f64| format!("{v:.decimals$}")
+}
+
+/// The SVG with `width="100%"` and no fixed height (the `viewBox` keeps the
+/// aspect ratio), an accessible name, and no XML declaration.
+fn responsive(svg: &str, aria: &str) -> String {
+    let body = svg.trim();
+    let Some(open_end) = body.find('>') else {
+        return body.to_owned();
+    };
+    let open = &body[..open_end];
+    let view_box = attr(open, "viewBox").unwrap_or("0 0 960 400");
+    let mut out = String::with_capacity(body.len() + 160);
+    out.push_str("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"100%\" viewBox=\"");
+    out.push_str(&escape(view_box));
+    out.push_str("\" preserveAspectRatio=\"xMidYMin meet\" role=\"img\" aria-label=\"");
+    out.push_str(&escape(aria));
+    out.push('"');
+    out.push_str(&body[open_end..]);
+    out
+}
+
+/// The value of attribute `name` in an opening tag.
+fn attr<'a>(tag: &'a str, name: &str) -> Option<&'a str> {
+    let key = format!(" {name}=\"");
+    let i = tag.find(&key)? + key.len();
+    let rest = &tag[i..];
+    Some(&rest[..rest.find('"')?])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bars_are_responsive_svg_with_labels() {
+        let svg = stacked_bars(
+            "breakdown",
+            &[
+                BarRow {
+                    label: "rank 0".into(),
+                    values: vec![1.0, 2.0],
+                },
+                BarRow {
+                    label: "rank <1>".into(),
+                    values: vec![1.5, -1.0],
+                },
+            ],
+            &[palette::FORWARD, palette::BACKWARD],
+            "time per step (ms)",
+        )
+        .unwrap();
+        assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"100%\" viewBox=\"0 0 960 "), "{}", &svg[..200]);
+        assert!(!svg.contains("height=\"") || !svg[..svg.find('>').unwrap()].contains("height="));
+        assert!(svg.contains("time per step (ms)"));
+        assert!(svg.contains("rank &lt;1&gt;"));
+        assert!(svg.contains("#4e79a7") || svg.contains("rgb(78,121,167)") || svg.contains("#4E79A7"));
+    }
+
+    #[test]
+    fn gantt_and_lines_draw_with_empty_or_odd_input() {
+        let g = gantt("step", &[], &[], &[], &[], 0.0, "ms").unwrap();
+        assert!(g.contains("<svg"));
+        let l = line_chart(
+            "x",
+            &[Line::new("a", palette::MEASURED, vec![(1.0, f64::NAN), (2.0, 3.0)])],
+            &Axis {
+                desc: "world size".into(),
+                range: (1.0, 1.0),
+                log2: true,
+                ticks: Some(vec![1.0, 2.0]),
+                format: |v| format!("{v}"),
+            },
+            &Axis {
+                desc: "throughput".into(),
+                range: (0.0, 0.0),
+                log2: false,
+                ticks: None,
+                format: |v| format!("{v}"),
+            },
+        )
+        .unwrap();
+        assert!(l.contains("world size") && l.contains("throughput"));
+    }
+
+    #[test]
+    fn legend_escapes_names() {
+        let l = legend(&[("<b>", palette::DATA, false), ("ideal", palette::PREDICTED, true)]);
+        assert!(l.contains("&lt;b&gt;"));
+        assert!(l.contains("sw dashed"));
+    }
+}

@@ -396,21 +396,21 @@ fn fit_all(
         };
         let op_name = sym_name(run, op);
         let x = |p: &FitPoint| p.bytes as f64 * bus_factor(&sym_name(run, p.op), n);
-        let mut obs: Vec<(f64, f64)> = items
+        let obs: Vec<(f64, f64)> = items
             .iter()
             .map(|&i| &points[i as usize])
             .filter(|p| p.op == op)
             .map(|p| (x(p), p.time_ns))
             .collect();
-        let mut result = fit_latency_bandwidth(&mut obs);
+        let mut result = fit_latency_bandwidth(&obs);
         let mut mixed = false;
         if result.is_err() {
-            let mut all: Vec<(f64, f64)> = items
+            let all: Vec<(f64, f64)> = items
                 .iter()
                 .map(|&i| &points[i as usize])
                 .map(|p| (x(p), p.time_ns))
                 .collect();
-            if let Ok(f) = fit_latency_bandwidth(&mut all) {
+            if let Ok(f) = fit_latency_bandwidth(&all) {
                 result = Ok(f);
                 mixed = true;
             }
@@ -442,18 +442,21 @@ fn fit_all(
     (fits, used)
 }
 
-/// The most frequent value of `f` over `items` (ties: the first seen).
-fn most_common<T: Copy + PartialEq>(items: impl Iterator<Item = T>) -> Option<T> {
-    let mut counts: Vec<(T, usize)> = Vec::new();
-    for v in items {
+/// The value with the largest total weight (ties: the first seen).
+fn most_common<T: Copy + PartialEq>(items: impl Iterator<Item = (T, u64)>) -> Option<T> {
+    let mut counts: Vec<(T, u64)> = Vec::new();
+    for (v, w) in items {
         match counts.iter_mut().find(|(k, _)| *k == v) {
-            Some((_, c)) => *c += 1,
-            None => counts.push((v, 1)),
+            Some((_, c)) => *c += w,
+            None => counts.push((v, w)),
         }
     }
     let best = counts.iter().map(|(_, c)| *c).max()?;
     counts.into_iter().find(|(_, c)| *c == best).map(|(k, _)| k)
 }
+
+/// A collective's operation and transport.
+type OpTransport = (Option<Sym>, Option<Sym>);
 
 /// Computes the bucket-size advice (see the module documentation). When
 /// the trace lacks what the advice needs, [`Advice::missing`] says what,
@@ -476,7 +479,7 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
         return advice;
     }
     // The operation and transport of the steady bucket collectives.
-    let mut bucket_calls: Vec<((Option<Sym>, Option<Sym>), u64)> = Vec::new();
+    let mut bucket_calls: Vec<(OpTransport, u64)> = Vec::new();
     let scans = scan_run(run, &opts.summary, &mut |c| {
         if c.steady && c.bucket().is_some() {
             let key = (c.op, c.transport);
@@ -534,7 +537,19 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
         .filter_map(|r| r.header.ddp.as_ref())
         .find(|d| !d.params.is_empty())
         .or_else(|| run.ranks.iter().find_map(|r| r.header.ddp.as_ref()));
-    let table: Vec<ParamInfo> = ddp.map(|d| d.params.clone()).unwrap_or_default();
+    let mut table: Vec<ParamInfo> = ddp.map(|d| d.params.clone()).unwrap_or_default();
+    // Parameter indices are positions in the parameter list; entries whose
+    // index is far beyond the table's length are malformed (and would make
+    // the per-index arrays huge).
+    let limit = 4 * table.len() as u64 + 1024;
+    let before = table.len();
+    table.retain(|p| u64::from(p.index) < limit);
+    if table.len() < before {
+        advice.notes.push(format!(
+            "{} parameter table entries with an index far beyond the table's length were ignored",
+            before - table.len()
+        ));
+    }
     if table.is_empty() {
         advice.missing.push(
             "the header has no parameter table (`ddp.params`: each parameter's index, size and dtype), so buckets cannot be re-assigned"
@@ -623,19 +638,8 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
     }
 
     // Cost model.
-    let most = |f: fn(&(Option<Sym>, Option<Sym>)) -> Option<Sym>| {
-        let mut counts: Vec<(Option<Sym>, u64)> = Vec::new();
-        for (k, n) in &bucket_calls {
-            match counts.iter_mut().find(|(x, _)| *x == f(k)) {
-                Some((_, c)) => *c += n,
-                None => counts.push((f(k), *n)),
-            }
-        }
-        let best = counts.iter().map(|c| c.1).max()?;
-        counts.into_iter().find(|c| c.1 == best).map(|c| c.0)
-    };
-    let bucket_op = most(|k| k.0).flatten();
-    let bucket_transport = most(|k| k.1);
+    let bucket_op = most_common(bucket_calls.iter().map(|(k, n)| (k.0, *n))).flatten();
+    let bucket_transport = most_common(bucket_calls.iter().map(|(k, n)| (k.1, *n)));
     if bucket_calls.is_empty() && !steady.is_empty() {
         advice.notes.push(
             "no bucket collectives in the steady steps; the model assumes all_reduce".to_owned(),
@@ -650,7 +654,7 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
             points
                 .iter()
                 .filter(|p| p.op == bucket_op)
-                .map(|p| p.transport),
+                .map(|p| (p.transport, 1)),
         )
     });
     let (fits, used) = fit_all(run, &points, bucket_op, bucket_transport, &mut fit_errors);
@@ -697,9 +701,13 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
         };
     }
     // Ready order; ties: the later-registered parameter first.
-    let mut order: Vec<u32> = (0..nparams as u32)
-        .filter(|&i| ready[i as usize].is_some() && table.iter().any(|p| p.index == i))
+    let mut order: Vec<u32> = table
+        .iter()
+        .map(|p| p.index)
+        .filter(|&i| ready[i as usize].is_some())
         .collect();
+    order.sort_unstable();
+    order.dedup();
     order.sort_by(|&a, &b| {
         let ra = ready[a as usize].unwrap_or(f64::INFINITY);
         let rb = ready[b as usize].unwrap_or(f64::INFINITY);

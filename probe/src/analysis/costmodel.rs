@@ -90,8 +90,8 @@ impl std::fmt::Display for FitError {
 }
 
 /// Fits `time = latency + x · ns_per_byte` to `(x, time_ns)` observations
-/// (reordered in place) as described in the module documentation.
-pub fn fit_latency_bandwidth(obs: &mut [(f64, f64)]) -> Result<LinearFit, FitError> {
+/// as described in the module documentation.
+pub fn fit_latency_bandwidth(obs: &[(f64, f64)]) -> Result<LinearFit, FitError> {
     let obs_len = obs.len();
     let mut obs: Vec<(f64, f64)> = obs
         .iter()
@@ -214,11 +214,11 @@ mod tests {
     #[test]
     fn exact_line_is_recovered() {
         // 100 µs + 1 ns per byte, three sizes, repeated.
-        let mut obs: Vec<(f64, f64)> = [1e6, 4e6, 16e6]
+        let obs: Vec<(f64, f64)> = [1e6, 4e6, 16e6]
             .iter()
             .flat_map(|&x| std::iter::repeat_n((x, 1e5 + x), 5))
             .collect();
-        let f = fit_latency_bandwidth(&mut obs).unwrap();
+        let f = fit_latency_bandwidth(&obs).unwrap();
         assert!((f.latency_ns - 1e5).abs() < 1e-3, "{f:?}");
         assert!((f.ns_per_byte - 1.0).abs() < 1e-9);
         assert_eq!((f.sizes, f.calls), (3, 15));
@@ -228,7 +228,7 @@ mod tests {
 
     #[test]
     fn medians_ignore_outliers() {
-        let mut obs = vec![
+        let obs = vec![
             (1e6, 1.1e6),
             (1e6, 1.1e6),
             (1e6, 50e6), // waited for a straggler
@@ -236,7 +236,7 @@ mod tests {
             (2e6, 2.1e6),
             (2e6, 0.2e6),
         ];
-        let f = fit_latency_bandwidth(&mut obs).unwrap();
+        let f = fit_latency_bandwidth(&obs).unwrap();
         assert!((f.latency_ns - 1e5).abs() < 1.0, "{f:?}");
         assert!((f.ns_per_byte - 1.0).abs() < 1e-6);
         assert!(f.rel_mad < 1e-9, "most calls sit on the line");
@@ -244,8 +244,8 @@ mod tests {
 
     #[test]
     fn negative_latency_is_clamped() {
-        let mut obs = vec![(1e6, 0.5e6), (2e6, 2.0e6)];
-        let f = fit_latency_bandwidth(&mut obs).unwrap();
+        let obs = vec![(1e6, 0.5e6), (2e6, 2.0e6)];
+        let f = fit_latency_bandwidth(&obs).unwrap();
         assert!(f.latency_clamped);
         assert_eq!(f.latency_ns, 0.0);
         assert!(f.ns_per_byte > 0.0);
@@ -253,13 +253,13 @@ mod tests {
 
     #[test]
     fn errors() {
-        assert_eq!(fit_latency_bandwidth(&mut []), Err(FitError::Empty));
+        assert_eq!(fit_latency_bandwidth(&[]), Err(FitError::Empty));
         assert_eq!(
-            fit_latency_bandwidth(&mut [(5.0, 1.0), (5.0, 2.0)]),
+            fit_latency_bandwidth(&[(5.0, 1.0), (5.0, 2.0)]),
             Err(FitError::OneSize(5.0))
         );
         assert_eq!(
-            fit_latency_bandwidth(&mut [(1.0, 10.0), (2.0, 5.0)]),
+            fit_latency_bandwidth(&[(1.0, 10.0), (2.0, 5.0)]),
             Err(FitError::NoBandwidth)
         );
     }

@@ -35,10 +35,17 @@ pub fn normalize(v: &mut Vec<Interval>) {
 }
 
 /// Visits the union of normalized lists as maximal disjoint intervals in
-/// order, merging the lists like a k-way merge (no sorting, no allocation).
+/// order, merging the lists like a k-way merge (no sorting; no allocation
+/// for up to 8 lists).
 fn for_each_union(lists: &[&[Interval]], mut f: impl FnMut(Interval)) {
-    let mut pos = [0usize; 8];
-    assert!(lists.len() <= pos.len(), "at most 8 lists");
+    let mut small = [0usize; 8];
+    let mut large = Vec::new();
+    let pos: &mut [usize] = if lists.len() <= small.len() {
+        &mut small
+    } else {
+        large.resize(lists.len(), 0);
+        &mut large
+    };
     let mut cur: Option<Interval> = None;
     loop {
         // The list whose next interval starts first.
@@ -66,14 +73,13 @@ fn for_each_union(lists: &[&[Interval]], mut f: impl FnMut(Interval)) {
     }
 }
 
-/// Writes the union of normalized lists (at most 8) into `out` as a
-/// normalized list.
+/// Writes the union of normalized lists into `out` as a normalized list.
 pub fn union_into(out: &mut Vec<Interval>, lists: &[&[Interval]]) {
     out.clear();
     for_each_union(lists, |iv| out.push(iv));
 }
 
-/// Length of the union of normalized lists (at most 8), in ns.
+/// Length of the union of normalized lists, in ns.
 pub fn union_len(lists: &[&[Interval]]) -> i64 {
     let mut sum = 0i64;
     for_each_union(lists, |(a, b)| sum += b - a);

@@ -22,6 +22,8 @@
 //! loaded; the cost is a single pass over each rank's sorted lanes plus
 //! linear-time grouping of the collectives.
 
+#![warn(missing_docs)]
+
 pub mod advice;
 pub mod assign;
 mod buckets;

@@ -80,7 +80,22 @@ pub fn wrap(out: &mut String, text: &str, width: usize, indent: &str) {
     let mut line_len = indent.chars().count();
     let mut empty = true;
     let cont = format!("{indent}  ");
-    for word in text.split_whitespace() {
+    // Keep a number and its unit on one line: "1.6 ms", not "1.6" / "ms".
+    const UNITS: [&str; 10] = [
+        "ns", "µs", "ms", "s", "B", "KiB", "MiB", "GiB", "MB/s", "GB/s",
+    ];
+    let mut words: Vec<String> = Vec::new();
+    for w in text.split_whitespace() {
+        let bare = w.trim_end_matches([',', '.', ';', ':', ')']);
+        match words.last_mut() {
+            Some(prev) if UNITS.contains(&bare) && prev.ends_with(|c: char| c.is_ascii_digit()) => {
+                prev.push(' ');
+                prev.push_str(w);
+            }
+            _ => words.push(w.to_owned()),
+        }
+    }
+    for word in &words {
         let wl = word.chars().count();
         if !empty && line_len + 1 + wl > width {
             out.push_str(line.trim_end());
@@ -248,5 +263,8 @@ mod tests {
         let mut s = String::new();
         wrap(&mut s, "one two three four five six", 20, "  ");
         assert_eq!(s, "  one two three four\n    five six\n");
+        let mut s = String::new();
+        wrap(&mut s, "the tail is now 1.6 ms, then 2 MiB.", 20, "");
+        assert_eq!(s, "the tail is now\n  1.6 ms, then\n  2 MiB.\n");
     }
 }

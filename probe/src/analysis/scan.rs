@@ -404,11 +404,9 @@ fn visit<'a>(rank: &'a RankTrace, sp: &'a Span, w: &Window, is_new: bool, s: &mu
                 s.new_colls.push((sp, transport));
             }
         }
-        SpanKind::BucketReady => {
-            if is_new {
-                if let Some(b) = sp.bucket() {
-                    s.ready.set_max(b, sp.end());
-                }
+        SpanKind::BucketReady if is_new => {
+            if let Some(b) = sp.bucket() {
+                s.ready.set_max(b, sp.end());
             }
         }
         _ => {}

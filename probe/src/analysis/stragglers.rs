@@ -103,7 +103,7 @@ fn flush(touched: &mut Vec<usize>, in_step: &mut [u32], steps_last: &mut [u64]) 
 
 /// Computes the arrival statistics from the sequence views of the steady
 /// collectives.
-pub(crate) fn stragglers(seqs: &[SeqView], world: u32) -> Stragglers {
+pub(crate) fn stragglers(seqs: &[SeqView]) -> Stragglers {
     let compared: Vec<&SeqView> = seqs.iter().filter(|s| s.ranks >= 2).collect();
     let ranks_compared = compared.iter().map(|s| s.ranks).max().unwrap_or(0);
     let mut out = Stragglers {
@@ -118,12 +118,8 @@ pub(crate) fn stragglers(seqs: &[SeqView], world: u32) -> Stragglers {
     if compared.is_empty() {
         return out;
     }
-    let max_rank = compared
-        .iter()
-        .filter_map(|s| s.last)
-        .max()
-        .unwrap_or(0)
-        .max(world.saturating_sub(1)) as usize;
+    // Sized by the ranks that were last, not by the declared world size.
+    let max_rank = compared.iter().filter_map(|s| s.last).max().unwrap_or(0) as usize;
     let mut last = vec![0u64; max_rank + 1];
     let mut steps_last = vec![0u64; max_rank + 1];
     let mut wait = vec![0i64; max_rank + 1];
@@ -228,7 +224,7 @@ mod tests {
                 ]
             })
             .collect();
-        let st = stragglers(&seqs, 4);
+        let st = stragglers(&seqs);
         assert_eq!(st.collectives, 60);
         assert_eq!(st.steps, 20);
         let s = st.straggler.expect("named");
@@ -243,7 +239,7 @@ mod tests {
     #[test]
     fn rotating_last_rank_is_not_named() {
         let seqs: Vec<SeqView> = (0..40).map(|s| view(s, Some(s % 4), 10)).collect();
-        let st = stragglers(&seqs, 4);
+        let st = stragglers(&seqs);
         assert!(st.straggler.is_none());
         assert!(st.ranks.iter().all(|r| r.last == 10 && r.steps_last == 10));
     }
@@ -251,9 +247,9 @@ mod tests {
     #[test]
     fn ties_name_nobody_and_nothing_is_fine() {
         let seqs: Vec<SeqView> = (0..30).map(|s| view(s, None, 0)).collect();
-        let st = stragglers(&seqs, 4);
+        let st = stragglers(&seqs);
         assert_eq!(st.ties, 30);
         assert!(st.ranks.is_empty() && st.straggler.is_none());
-        assert_eq!(stragglers(&[], 4), Stragglers::default());
+        assert_eq!(stragglers(&[]), Stragglers::default());
     }
 }

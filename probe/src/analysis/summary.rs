@@ -210,7 +210,9 @@ pub struct Summary {
     pub world_size: u32,
     /// Ranks with a trace.
     pub ranks_loaded: u32,
-    /// Ranks of `0..world_size` without a trace.
+    /// How many ranks of `0..world_size` have no trace.
+    pub missing_rank_count: u64,
+    /// The first of them (at most 64).
     pub missing_ranks: Vec<u32>,
     /// Steady steps (the most of any rank).
     pub steady_steps: u64,
@@ -325,7 +327,7 @@ pub fn summarize(run: &Run, opts: &SummaryOptions) -> Summary {
     let seqs = seq_table.finish();
     let buckets = bucket_table.finish(run, &seqs);
     let ops = op_table.finish(run);
-    let stragglers = stragglers(&seqs, run.world_size);
+    let stragglers = stragglers(&seqs);
 
     let throughput = Throughput {
         steps_per_s: overall
@@ -353,7 +355,7 @@ pub fn summarize(run: &Run, opts: &SummaryOptions) -> Summary {
         notes.push(format!(
             "{} without `step` spans: {}",
             plural(no_steps.len(), "rank", "ranks"),
-            list(&no_steps)
+            list(&no_steps, no_steps.len() as u64)
         ));
     }
     if overall.is_none() && !run.ranks.is_empty() {
@@ -362,13 +364,27 @@ pub fn summarize(run: &Run, opts: &SummaryOptions) -> Summary {
                 .to_owned(),
         );
     }
-    let missing = run.missing_ranks();
-    if !missing.is_empty() {
+    // Ranks of 0..world_size without a trace, listing at most
+    // MISSING_LISTED of them (a header may declare a huge world).
+    let missing_count = u64::from(run.world_size).saturating_sub(run.ranks.len() as u64);
+    let mut missing = Vec::new();
+    let mut have = run.ranks.iter().map(|r| r.rank()).peekable();
+    for r in 0..run.world_size {
+        if missing.len() >= MISSING_LISTED {
+            break;
+        }
+        if have.peek() == Some(&r) {
+            have.next();
+        } else {
+            missing.push(r);
+        }
+    }
+    if missing_count > 0 {
         notes.push(format!(
             "{} of {} without a trace: {}",
-            plural(missing.len(), "rank", "ranks"),
+            plural(missing_count as usize, "rank", "ranks"),
             run.world_size,
-            list(&missing)
+            list(&missing, missing_count),
         ));
     }
     if overall.is_some() && steady_calls == 0 {
@@ -378,6 +394,7 @@ pub fn summarize(run: &Run, opts: &SummaryOptions) -> Summary {
         run_id: run.run_id.clone(),
         world_size: run.world_size,
         ranks_loaded: run.ranks.len() as u32,
+        missing_rank_count: missing_count,
         missing_ranks: missing,
         steady_steps,
         overall,
@@ -395,13 +412,19 @@ fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
-fn list(v: &[u32]) -> String {
+/// The first ranks of `v` (at most 12), and how many more of `total` there
+/// are.
+fn list(v: &[u32], total: u64) -> String {
     let mut s: Vec<String> = v.iter().take(12).map(u32::to_string).collect();
-    if v.len() > 12 {
-        s.push(format!("… ({} more)", v.len() - 12));
+    let shown = s.len() as u64;
+    if total > shown {
+        s.push(format!("… ({} more)", total - shown));
     }
     s.join(", ")
 }
+
+/// How many missing ranks a summary lists.
+const MISSING_LISTED: usize = 64;
 
 /// How many ranks the per-rank table shows before it keeps only the
 /// slowest.

@@ -1,0 +1,960 @@
+//! The HTML of one run: overview, configuration and environment, failure
+//! explanation, step-time breakdown per rank, the representative step,
+//! buckets, communication statistics, stragglers, bucket_cap_mb advice,
+//! warm-up steps, log messages and notes.
+
+use std::collections::BTreeSet;
+
+use probe::analysis::{Advice, Breakdown, Confidence, Summary};
+use probe::diagnosis::{Report as Diagnosis, Role};
+use probe::model::Run;
+use probe::trace::LogLevel;
+
+use crate::analyze::RunAnalysis;
+use crate::charts::{self, palette, BarRow};
+use crate::gantt::{gantt_data, median_step};
+use crate::html::{Cell, Html, Table};
+use crate::input::RunInput;
+use crate::report::ReportOptions;
+use crate::units::{bytes, count_rate, group_thousands, mib, ns, pct, rate, signed_ns};
+
+/// Most log messages listed per run.
+const MAX_LOG_LINES: usize = 60;
+/// Most parameter names shown per bucket.
+const NAMES_PER_BUCKET: usize = 4;
+
+/// Writes the sections of one run; `id` prefixes the element ids.
+pub(crate) fn write_run(
+    h: &mut Html,
+    input: &RunInput,
+    a: &RunAnalysis,
+    id: &str,
+    opts: &ReportOptions,
+) {
+    overview(h, input, a);
+    if a.failed() {
+        failure(h, a, id);
+    }
+    configuration(h, input, a, id);
+    if let (Some(run), Some(summary)) = (&input.run, &a.summary) {
+        breakdown(h, summary, id, opts);
+        representative_step(h, run, a, id, opts);
+        buckets(h, run, summary, id);
+        communication(h, summary, id);
+        stragglers(h, summary, id);
+    }
+    if let Some(advice) = &a.advice {
+        advice_section(h, advice, id);
+    }
+    if let Some(summary) = &a.summary {
+        warmup(h, summary, id);
+    }
+    if let Some(run) = &input.run {
+        logs(h, run, id);
+    }
+    notes(h, input, a, id);
+}
+
+fn section(h: &mut Html, id: &str, part: &str, title: &str) {
+    h.open("section", &[("id", &format!("{id}-{part}"))])
+        .elem("h3", &[], title);
+}
+
+/// Key numbers as cards.
+fn overview(h: &mut Html, input: &RunInput, a: &RunAnalysis) {
+    let mut cards: Vec<(String, String, &str)> = Vec::new();
+    let status = if a.failed() {
+        input
+            .manifests
+            .iter()
+            .map(|m| m.status.to_string())
+            .find(|s| s != "ok")
+            .unwrap_or_else(|| "failed".to_owned())
+    } else {
+        "ok".to_owned()
+    };
+    cards.push((
+        "status".into(),
+        status,
+        if a.failed() { "bad" } else { "good" },
+    ));
+    if let Some(n) = input.world_size() {
+        cards.push(("ranks".into(), n.to_string(), ""));
+    }
+    if let Some(s) = &a.summary {
+        cards.push(("steady steps".into(), group_thousands(s.steady_steps as i64), ""));
+        if let Some(b) = &s.overall {
+            cards.push(("median step".into(), ns(b.step.median), ""));
+            let share = b.totals.comm_exposed_ns as f64 / b.totals.step_ns.max(1) as f64;
+            cards.push((
+                "exposed communication".into(),
+                pct(share),
+                if share > 0.2 { "warn" } else { "" },
+            ));
+        }
+        match (s.throughput.samples_per_s, s.throughput.steps_per_s) {
+            (Some(v), _) => cards.push(("samples/s".into(), count_rate(v), "")),
+            (None, Some(v)) => cards.push(("steps/s".into(), count_rate(v), "")),
+            _ => {}
+        }
+    }
+    if let Some(r) = a.advice.as_ref().and_then(|x| x.recommendation.as_ref()) {
+        let text = if r.worth_changing {
+            format!("{} MiB (−{})", mib(r.cap_mb), pct(r.gain_frac))
+        } else {
+            "keep".to_owned()
+        };
+        cards.push(("bucket_cap_mb advice".into(), text, ""));
+    }
+    h.open("div", &[("class", "cards")]);
+    for (k, v, class) in &cards {
+        let c = if class.is_empty() {
+            "card".to_owned()
+        } else {
+            format!("card {class}")
+        };
+        h.open("div", &[("class", &c)])
+            .elem("div", &[("class", "k")], k)
+            .elem("div", &[("class", "v")], v)
+            .close("div");
+    }
+    h.close("div");
+}
+
+fn configuration(h: &mut Html, input: &RunInput, a: &RunAnalysis, id: &str) {
+    section(h, id, "config", "Configuration and environment");
+    let mut f: Vec<(String, String)> = Vec::new();
+    let program = input.program().unwrap_or_else(|| "unknown".to_owned());
+    let mut command = vec![program];
+    command.extend(input.args());
+    f.push(("command".into(), command.join(" ")));
+    if let Some(rid) = input.run_id() {
+        f.push(("run id".into(), rid));
+    }
+    let m = input.manifests.first();
+    if let Some(m) = m {
+        let mut s = m.status.to_string();
+        if let Some(c) = m.exit_code {
+            s.push_str(&format!(" (exit code {c})"));
+        }
+        f.push(("launcher status".into(), s));
+        f.push(("started".into(), m.started_at.clone()));
+        if let Some(d) = m.duration_s {
+            f.push(("duration".into(), format!("{d:.1} s")));
+        }
+        f.push((
+            "layout".into(),
+            format!(
+                "{} ranks: {} node(s) × {} per node",
+                m.world_size, m.nnodes, m.nproc_per_node
+            ),
+        ));
+        f.push(("master".into(), format!("{}:{}", m.master_addr, m.master_port)));
+        f.push(("working directory".into(), m.cwd.clone()));
+        f.push(("ddp-probe".into(), m.ddp_probe_version.clone()));
+        if let Some(c) = m.bucket_cap_mb {
+            f.push(("--bucket-cap-mb".into(), format!("{} MiB", mib(c))));
+        }
+    }
+    f.push((
+        "run directory".into(),
+        input
+            .dirs
+            .iter()
+            .map(|d| d.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+    ));
+    if let Some(run) = &input.run {
+        let hosts: BTreeSet<&str> = run
+            .ranks
+            .iter()
+            .map(|r| r.header.hostname.as_str())
+            .filter(|s| !s.is_empty())
+            .collect();
+        if !hosts.is_empty() {
+            f.push((
+                "hosts".into(),
+                hosts.into_iter().collect::<Vec<_>>().join(", "),
+            ));
+        }
+        let ddp = run.ranks.iter().find_map(|r| r.header.ddp.as_ref());
+        match ddp {
+            Some(d) => {
+                f.push(("backend".into(), d.backend.clone()));
+                f.push((
+                    "bucket_cap_mb".into(),
+                    d.bucket_cap_mb
+                        .map_or("not recorded (PyTorch default 25)".into(), |c| {
+                            format!("{} MiB", mib(c))
+                        }),
+                ));
+                if let Some(b) = d.first_bucket_bytes {
+                    f.push(("first bucket".into(), bytes(b as f64)));
+                }
+                f.push((
+                    "find_unused_parameters".into(),
+                    d.find_unused_parameters.to_string(),
+                ));
+                f.push((
+                    "gradient_as_bucket_view".into(),
+                    d.gradient_as_bucket_view.to_string(),
+                ));
+                if !d.params.is_empty() {
+                    let total: u64 = d.params.iter().map(|p| p.bytes).sum();
+                    let dtypes: BTreeSet<&str> =
+                        d.params.iter().map(|p| p.dtype.as_str()).collect();
+                    f.push((
+                        "parameters".into(),
+                        format!(
+                            "{} tensors, {} of gradients ({})",
+                            d.params.len(),
+                            bytes(total as f64),
+                            dtypes.into_iter().collect::<Vec<_>>().join(", ")
+                        ),
+                    ));
+                }
+            }
+            None => f.push(("DDP".into(), "no DDP configuration in the traces".into())),
+        }
+        if let Some(layout) = steady_layout(run, a) {
+            let sizes: Vec<u64> = layout.iter().map(|b| b.bytes).collect();
+            let lo = sizes.iter().copied().min().unwrap_or(0);
+            let hi = sizes.iter().copied().max().unwrap_or(0);
+            f.push((
+                "buckets".into(),
+                format!(
+                    "{} in the steady steps ({} to {})",
+                    layout.len(),
+                    bytes(lo as f64),
+                    bytes(hi as f64)
+                ),
+            ));
+        }
+        let versions: BTreeSet<String> = run.ranks.iter().map(|r| r.version.to_string()).collect();
+        f.push((
+            "trace".into(),
+            format!(
+                "format {}, {} of {} ranks, {} spans",
+                versions.into_iter().collect::<Vec<_>>().join(", "),
+                run.ranks.len(),
+                run.world_size,
+                group_thousands(run.span_count() as i64)
+            ),
+        ));
+        let off = run
+            .ranks
+            .iter()
+            .map(|r| r.header.offset_to_rank0_ns.unsigned_abs())
+            .max()
+            .unwrap_or(0);
+        let unc = run
+            .ranks
+            .iter()
+            .map(|r| r.header.offset_uncertainty_ns)
+            .max()
+            .unwrap_or(0);
+        f.push((
+            "clock offsets".into(),
+            format!(
+                "largest {} to rank 0 (uncertainty ±{})",
+                ns(off as f64),
+                ns(unc as f64)
+            ),
+        ));
+    }
+    h.facts(&f);
+    let env: Vec<(&String, &String)> = input.manifests.iter().flat_map(|m| m.env.iter()).collect();
+    if !env.is_empty() {
+        h.open("details", &[])
+            .elem("summary", &[], &format!("environment ({} variables)", env.len()));
+        let mut t = Table::new(&["variable", "value"]);
+        for (k, v) in env {
+            t.row(vec![Cell::markup(code(k)), Cell::markup(code(v))]);
+        }
+        h.table(&t).close("details");
+    }
+    h.close("section");
+}
+
+/// `<code>` around escaped text.
+fn code(s: &str) -> String {
+    let mut h = Html::new();
+    h.elem("code", &[], s);
+    h.finish()
+}
+
+/// The bucket layout of the steady steps (else the last one).
+fn steady_layout<'r>(run: &'r Run, a: &RunAnalysis) -> Option<&'r [probe::trace::BucketInfo]> {
+    let first = a
+        .steps
+        .iter()
+        .filter(|s| s.warmup.is_none())
+        .filter_map(|s| s.step)
+        .min();
+    run.ranks
+        .iter()
+        .find_map(|r| match first {
+            Some(s) => r.layout_at(s),
+            None => r.layouts.last(),
+        })
+        .map(|l| l.buckets.as_slice())
+        .filter(|b| !b.is_empty())
+}
+
+fn failure(h: &mut Html, a: &RunAnalysis, id: &str) {
+    section(h, id, "failure", "Why the run failed");
+    h.open("ul", &[("class", "reasons")]);
+    for r in &a.failure {
+        h.elem("li", &[], r);
+    }
+    h.close("ul");
+    match &a.diagnosis {
+        Some(Ok(d)) => diagnosis(h, d),
+        Some(Err(e)) => {
+            h.note(&format!("No diagnosis: {e}"));
+        }
+        None => {}
+    }
+    h.close("section");
+}
+
+fn diagnosis(h: &mut Html, d: &Diagnosis) {
+    h.open("p", &[("class", "headline")])
+        .text(&d.headline)
+        .close("p");
+    if let Some(run) = &d.run {
+        if !run.ranks.is_empty() {
+            let mut t = Table::new(&["#rank", "how it ended", "#after", "stopped by ddp-probe"]);
+            for r in &run.ranks {
+                t.row(vec![
+                    Cell::num(r.rank.to_string()),
+                    Cell::text(&r.how),
+                    Cell::num(r.after_s.map_or("-".into(), |s| format!("{s:.1} s"))),
+                    Cell::text(if r.stopped_by_launcher { "yes" } else { "no" }),
+                ]);
+            }
+            h.table(&t);
+        }
+    }
+    for (i, f) in d.findings.iter().enumerate() {
+        let role = match f.role {
+            Role::Cause => "cause",
+            Role::Symptom => "symptom",
+            Role::Consequence => "consequence",
+        };
+        h.open("div", &[("class", &format!("finding {role}"))])
+            .open("h4", &[])
+            .text(&format!("{}. {}", i + 1, f.title))
+            .text(" ")
+            .elem("span", &[("class", "tag")], f.category.id())
+            .elem("span", &[("class", "tag")], role)
+            .close("h4");
+        h.para(&f.explanation);
+        if !f.ranks.is_empty() {
+            h.para(&format!(
+                "Ranks: {}",
+                f.ranks
+                    .iter()
+                    .map(usize::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        if !f.evidence.is_empty() {
+            h.open("ul", &[("class", "evidence")]);
+            for e in &f.evidence {
+                h.open("li", &[])
+                    .elem("code", &[("class", "loc")], &e.location())
+                    .elem("pre", &[], &e.text)
+                    .close("li");
+            }
+            if f.evidence_omitted > 0 {
+                h.elem("li", &[], &format!("(+{} more lines)", f.evidence_omitted));
+            }
+            h.close("ul");
+        }
+        h.open("p", &[])
+            .elem("strong", &[], "Fix: ")
+            .text(&f.fix)
+            .close("p");
+        h.open("p", &[("class", "note")])
+            .text("More: ")
+            .elem("code", &[], &f.doc)
+            .close("p");
+        h.close("div");
+    }
+    for c in &d.nccl {
+        h.note(&format!("NCCL: {}", c.text));
+    }
+    for n in &d.notes {
+        h.note(n);
+    }
+}
+
+/// Mean per step of each part, in ms, in the chart's order: forward,
+/// backward, exposed communication, optimizer, data wait, other (the rest of
+/// the mean step).
+fn parts_ms(b: &Breakdown) -> Vec<f64> {
+    let n = b.steps.max(1) as f64;
+    let t = &b.totals;
+    let per = |v: i64| v as f64 / n / 1e6;
+    let known = [
+        per(t.forward_ns),
+        per(t.backward_ns),
+        per(t.comm_exposed_ns),
+        per(t.optimizer_ns),
+        per(t.data_wait_ns),
+    ];
+    let rest = (per(t.step_ns) - known.iter().sum::<f64>()).max(0.0);
+    let mut v = known.to_vec();
+    v.push(rest);
+    v
+}
+
+const PART_NAMES: [&str; 6] = [
+    "forward",
+    "backward compute",
+    "exposed communication",
+    "optimizer",
+    "data wait",
+    "other",
+];
+const PART_COLORS: [charts::Rgb; 6] = [
+    palette::FORWARD,
+    palette::BACKWARD,
+    palette::EXPOSED,
+    palette::OPTIMIZER,
+    palette::DATA,
+    palette::OTHER,
+];
+
+fn breakdown(h: &mut Html, s: &Summary, id: &str, opts: &ReportOptions) {
+    section(h, id, "breakdown", "Step-time breakdown per rank");
+    let Some(overall) = &s.overall else {
+        h.note("No steady steps to break down (every step is a warm-up step, or the traces have no step spans).");
+        h.close("section");
+        return;
+    };
+    let mut ranked: Vec<(&probe::analysis::RankSummary, &Breakdown)> = s
+        .ranks
+        .iter()
+        .filter_map(|r| r.breakdown.as_ref().map(|b| (r, b)))
+        .collect();
+    let total_ranks = ranked.len();
+    if ranked.len() > opts.max_bar_ranks {
+        ranked.sort_by(|a, b| b.1.step.mean.total_cmp(&a.1.step.mean));
+        ranked.truncate(opts.max_bar_ranks);
+        ranked.sort_by_key(|r| r.0.rank);
+        h.note(&format!(
+            "{} ranks: the {} with the longest mean step are shown.",
+            total_ranks, opts.max_bar_ranks
+        ));
+    }
+    let mut rows = vec![BarRow {
+        label: "all ranks".into(),
+        values: parts_ms(overall),
+    }];
+    rows.extend(ranked.iter().map(|(r, b)| BarRow {
+        label: format!("rank {}", r.rank),
+        values: parts_ms(b),
+    }));
+    match charts::stacked_bars(
+        "mean step time per rank, broken down",
+        &rows,
+        &PART_COLORS,
+        "mean time per steady step (ms)",
+    ) {
+        Ok(svg) => {
+            h.open("figure", &[("class", "chart")]).raw(&svg);
+            let entries: Vec<(&str, charts::Rgb, bool)> = PART_NAMES
+                .iter()
+                .zip(PART_COLORS)
+                .map(|(n, c)| (*n, c, false))
+                .collect();
+            h.raw(&charts::legend(&entries)).close("figure");
+        }
+        Err(e) => {
+            h.note(&e.to_string());
+        }
+    }
+    let comm = overall.totals.comm_ns.max(1) as f64;
+    h.para(&format!(
+        "Means over {} steady rank-steps. Communication takes {} per step on average; {} of it overlaps compute, the exposed rest is {} of the step. \"Other\" is the step time not covered by the parts shown (writeback, framework overhead, gaps).",
+        overall.steps,
+        ns(overall.comm.mean),
+        pct(overall.totals.comm_overlapped_ns as f64 / comm),
+        pct(overall.totals.comm_exposed_ns as f64 / overall.totals.step_ns.max(1) as f64),
+    ));
+    let mut t = Table::new(&[
+        "rank",
+        "#steps",
+        "#median step",
+        "#p95 step",
+        "#forward",
+        "#backward",
+        "#exposed comm",
+        "#optimizer",
+        "#data wait",
+        "#other",
+        "#exposed share",
+    ]);
+    let mut row = |label: String, b: &Breakdown| {
+        let p = parts_ms(b);
+        let ms = |v: f64| ns(v * 1e6);
+        t.row(vec![
+            Cell::text(label),
+            Cell::num(group_thousands(b.steps as i64)),
+            Cell::num(ns(b.step.median)),
+            Cell::num(ns(b.step.p95)),
+            Cell::num(ms(p[0])),
+            Cell::num(ms(p[1])),
+            Cell::num(ms(p[2])),
+            Cell::num(ms(p[3])),
+            Cell::num(ms(p[4])),
+            Cell::num(ms(p[5])),
+            Cell::num(pct(
+                b.totals.comm_exposed_ns as f64 / b.totals.step_ns.max(1) as f64,
+            )),
+        ]);
+    };
+    row("all ranks".into(), overall);
+    for (r, b) in &ranked {
+        row(format!("rank {}", r.rank), b);
+    }
+    h.table(&t);
+    h.close("section");
+}
+
+fn representative_step(h: &mut Html, run: &Run, a: &RunAnalysis, id: &str, opts: &ReportOptions) {
+    section(h, id, "step", "Representative step");
+    let Some(choice) = median_step(&a.steps) else {
+        h.note("The traces have no step spans, so there is no step to draw.");
+        h.close("section");
+        return;
+    };
+    let g = gantt_data(run, &choice, opts.max_gantt_ranks);
+    let which = match (choice.step, choice.position) {
+        (Some(n), _) => format!("Step {n}"),
+        (None, Some(p)) => format!("The step at position {p}"),
+        _ => "The step".to_owned(),
+    };
+    h.para(&format!(
+        "{which}, the median of {} {} by duration across ranks: {} from the first rank's start to the last rank's end; rank {} took longest.{}",
+        choice.candidates,
+        if choice.warmup { "steps (all warm-up)" } else { "steady steps" },
+        ns(choice.duration_ns as f64),
+        choice.slowest_rank,
+        if g.ranks_shown.len() < g.ranks_total {
+            format!(
+                " {} of {} ranks are drawn: the lowest ranks and the slowest one.",
+                g.ranks_shown.len(),
+                g.ranks_total
+            )
+        } else {
+            String::new()
+        }
+    ));
+    match charts::gantt(
+        "timeline of the representative step per rank",
+        &g.rows,
+        &g.shade,
+        &g.separators,
+        &g.bars,
+        g.t_max_ms,
+        "time since the step started (ms)",
+    ) {
+        Ok(svg) => {
+            h.open("figure", &[("class", "chart")]).raw(&svg);
+            h.raw(&charts::legend(&[
+                ("step (uncovered)", charts::Rgb(0xd9, 0xd9, 0xd9), false),
+                ("data wait", palette::DATA, false),
+                ("forward", palette::FORWARD, false),
+                ("backward", palette::BACKWARD, false),
+                ("optimizer", palette::OPTIMIZER, false),
+                ("bucket ready window", palette::READY, false),
+                ("communication, overlapped", palette::OVERLAPPED, false),
+                ("communication, exposed", palette::EXPOSED, false),
+                ("writeback", palette::WRITEBACK, false),
+            ]))
+            .close("figure");
+        }
+        Err(e) => {
+            h.note(&e.to_string());
+        }
+    }
+    if !g.exposed_ns.is_empty() {
+        let total: i64 = g.exposed_ns.iter().map(|e| e.1).sum();
+        h.note(&format!(
+            "Exposed communication in this step: {} per drawn rank on average (the red parts: collectives running while no forward, backward or optimizer compute ran).",
+            ns(total as f64 / g.exposed_ns.len() as f64)
+        ));
+    }
+    h.close("section");
+}
+
+fn buckets(h: &mut Html, run: &Run, s: &Summary, id: &str) {
+    section(h, id, "buckets", "Gradient buckets");
+    if s.buckets.is_empty() {
+        h.note("No bucket collectives in the steady steps.");
+        h.close("section");
+        return;
+    }
+    let names = |bucket: u32| -> String {
+        let Some(ddp) = run.ranks.iter().find_map(|r| r.header.ddp.as_ref()) else {
+            return String::new();
+        };
+        let layout = run
+            .ranks
+            .iter()
+            .find_map(|r| r.layouts.last())
+            .and_then(|l| l.buckets.iter().find(|b| b.id == bucket));
+        let Some(b) = layout else {
+            return String::new();
+        };
+        let mut v: Vec<&str> = b
+            .params
+            .iter()
+            .take(NAMES_PER_BUCKET)
+            .filter_map(|&i| ddp.params.iter().find(|p| p.index == i))
+            .map(|p| p.name.as_str())
+            .collect();
+        let more = b.params.len().saturating_sub(v.len());
+        let more_text = format!("+{more} more");
+        if more > 0 {
+            v.push(&more_text);
+        }
+        v.join(", ")
+    };
+    let mut t = Table::new(&[
+        "#bucket",
+        "#size",
+        "#params",
+        "parameters",
+        "#ready after bwd start",
+        "#launch delay",
+        "#all-reduce time",
+        "#algbw",
+        "#busbw",
+        "#exposed",
+        "#skew",
+    ]);
+    let d = |x: &probe::analysis::Dist| {
+        if x.is_empty() {
+            "-".to_owned()
+        } else {
+            ns(x.median)
+        }
+    };
+    for b in &s.buckets {
+        t.row(vec![
+            Cell::num(b.bucket.to_string()),
+            Cell::num(b.bytes.map_or("-".into(), |v| bytes(v as f64))),
+            Cell::num(b.params.map_or("-".into(), |v| v.to_string())),
+            Cell::markup(format!("<span class=\"names\">{}</span>", crate::html::escape(&names(b.bucket)))),
+            Cell::num(d(&b.ready_after_backward_start)),
+            Cell::num(d(&b.launch_delay)),
+            Cell::num(d(&b.duration)),
+            Cell::num(b.algbw_bytes_per_s.map_or("-".into(), rate)),
+            Cell::num(b.busbw_bytes_per_s.map_or("-".into(), rate)),
+            Cell::num(d(&b.exposed)),
+            Cell::num(d(&b.skew)),
+        ]);
+    }
+    h.table(&t);
+    h.note("Medians over the steady steps of all ranks. Bucket 0 is reduced first (it holds the parameters whose gradients are ready first). Launch delay: from ready to the all-reduce's start; skew: latest minus earliest start across ranks.");
+    h.close("section");
+}
+
+fn communication(h: &mut Html, s: &Summary, id: &str) {
+    section(h, id, "comm", "Communication by operation");
+    if s.ops.is_empty() {
+        h.note("No collectives in the steady steps.");
+        h.close("section");
+        return;
+    }
+    let mut t = Table::new(&[
+        "operation",
+        "#calls",
+        "#total size",
+        "#average size",
+        "#total latency",
+        "#average latency",
+        "#algbw",
+        "#busbw",
+    ]);
+    for o in &s.ops {
+        let sized = o.calls_with_bytes > 0;
+        t.row(vec![
+            Cell::text(&o.op),
+            Cell::num(group_thousands(o.calls as i64)),
+            Cell::num(if sized { bytes(o.bytes_total as f64) } else { "-".into() }),
+            Cell::num(if sized { bytes(o.bytes_mean) } else { "-".into() }),
+            Cell::num(ns(o.latency_total_ns as f64)),
+            Cell::num(ns(o.latency.mean)),
+            Cell::num(o.algbw_bytes_per_s.map_or("-".into(), rate)),
+            Cell::num(o.busbw_bytes_per_s.map_or("-".into(), rate)),
+        ]);
+    }
+    h.table(&t);
+    h.note("Steady steps, every rank's calls. Bandwidths as nccl-tests reports them: algbw = bytes / time; busbw = algbw × the operation's bus factor (2(n−1)/n for all_reduce).");
+    h.close("section");
+}
+
+fn stragglers(h: &mut Html, s: &Summary, id: &str) {
+    section(h, id, "stragglers", "Stragglers");
+    let st = &s.stragglers;
+    if st.collectives == 0 {
+        h.note("No collective was recorded by two or more ranks, so arrival order cannot be compared.");
+        h.close("section");
+        return;
+    }
+    let line = match &st.straggler {
+        Some(x) => format!(
+            "Rank {} is a straggler: it arrived last at {} of {} collectives (chance: {}) and was the last rank in {} of {} steps; the others waited {} for it in total ({} per step).",
+            x.rank,
+            pct(x.last_share),
+            st.collectives,
+            pct(st.chance),
+            x.steps_last,
+            x.steps,
+            ns(x.wait_caused_ns as f64),
+            ns(x.wait_per_step_ns)
+        ),
+        None => format!(
+            "No straggler: no rank arrives last at the {} collectives clearly more often than chance ({}).",
+            st.collectives,
+            pct(st.chance)
+        ),
+    };
+    h.open("p", &[("class", if st.straggler.is_some() { "headline warn" } else { "headline" })])
+        .text(&line)
+        .close("p");
+    if !st.ranks.is_empty() {
+        let mut t = Table::new(&["#rank", "#last at collectives", "#steps last", "#others waited"]);
+        for r in st.ranks.iter().take(16) {
+            t.row(vec![
+                Cell::num(r.rank.to_string()),
+                Cell::num(format!("{} ({})", group_thousands(r.last as i64), pct(r.last_share))),
+                Cell::num(group_thousands(r.steps_last as i64)),
+                Cell::num(ns(r.wait_caused_ns as f64)),
+            ]);
+        }
+        h.table(&t);
+        if st.ranks.len() > 16 {
+            h.note(&format!("{} more ranks arrived last at least once.", st.ranks.len() - 16));
+        }
+    }
+    h.close("section");
+}
+
+fn advice_section(h: &mut Html, advice: &Advice, id: &str) {
+    section(h, id, "advice", "bucket_cap_mb advice");
+    if !advice.missing.is_empty() {
+        h.para("No advice: the trace lacks what it needs.");
+        h.open("ul", &[]);
+        for m in &advice.missing {
+            h.elem("li", &[], m);
+        }
+        h.close("ul");
+    }
+    if let Some(r) = &advice.recommendation {
+        let class = match (r.worth_changing, r.confidence) {
+            (true, Confidence::High) => "headline good",
+            (true, _) => "headline",
+            (false, _) => "headline",
+        };
+        h.open("p", &[("class", class)]);
+        if r.worth_changing {
+            h.text(&format!(
+                "Try bucket_cap_mb={}: predicted {} per step ({}), confidence {}.",
+                mib(r.cap_mb),
+                signed_ns(-r.gain_ns),
+                format_args!("−{}", pct(r.gain_frac)),
+                match r.confidence {
+                    Confidence::High => "high",
+                    Confidence::Medium => "medium",
+                    Confidence::Low => "low",
+                }
+            ));
+        } else {
+            h.text("Keep the current bucket_cap_mb: no candidate is predicted to beat it by more than the noise.");
+        }
+        h.close("p");
+        for p in &r.explanation {
+            h.para(p);
+        }
+    }
+    let rec = advice.recommendation.as_ref();
+    if !advice.candidates.is_empty() {
+        let mut t = Table::new(&[
+            "cap",
+            "#first bucket",
+            "#buckets",
+            "#last all-reduce ends",
+            "#tail after backward",
+            "#exposed",
+            "#predicted step",
+            "#change",
+        ]);
+        for c in advice.recorded.iter().chain(advice.candidates.iter()) {
+            let best = rec.is_some_and(|r| {
+                !c.recorded_layout && r.cap_mb == c.cap_mb && r.first_bucket_bytes == c.first_bucket_bytes
+            });
+            let mark = if c.recorded_layout {
+                " (recorded layout)"
+            } else if c.is_current {
+                " (current)"
+            } else if best {
+                " (recommended)"
+            } else {
+                ""
+            };
+            let cells = vec![
+                Cell::text(format!("{} MiB{mark}", mib(c.cap_mb))),
+                Cell::num(bytes(c.first_bucket_bytes as f64)),
+                Cell::num(c.buckets.to_string()),
+                Cell::num(ns(c.comm_end_ns)),
+                Cell::num(ns(c.tail_ns)),
+                Cell::num(ns(c.exposed_ns)),
+                Cell::num(ns(c.predicted_step_ns)),
+                Cell::num(signed_ns(c.delta_ns)),
+            ];
+            if best {
+                t.row_with_class(cells, "best");
+            } else {
+                t.row(cells);
+            }
+        }
+        h.table(&t);
+        h.note("Predicted from this one trace: PyTorch's bucket assignment is replayed on the recorded gradient-ready times and the overlapped all-reduces are simulated with a latency + size/bandwidth model fitted to the recorded collectives. Times of the schedule are after backward start. `ddp-probe tune` measures instead of predicting.");
+    }
+    if !advice.fits.is_empty() {
+        let mut t = Table::new(&["transport", "operation", "#latency", "#busbw", "#sizes", "#calls", "#residual", "#r²"]);
+        for (i, f) in advice.fits.iter().enumerate() {
+            let cells = vec![
+                Cell::text(format!(
+                    "{}{}",
+                    f.transport,
+                    if advice.fit_used == Some(i) { " (used)" } else { "" }
+                )),
+                Cell::text(if f.mixed_ops {
+                    format!("{} + others", f.op)
+                } else {
+                    f.op.clone()
+                }),
+                Cell::num(ns(f.fit.latency_ns)),
+                Cell::num(rate(f.busbw_bytes_per_s())),
+                Cell::num(f.fit.sizes.to_string()),
+                Cell::num(group_thousands(f.fit.calls as i64)),
+                Cell::num(pct(f.fit.rel_rmse)),
+                Cell::num(format!("{:.3}", f.fit.r2)),
+            ];
+            t.row(cells);
+        }
+        h.open("details", &[])
+            .elem("summary", &[], "communication cost models")
+            .table(&t)
+            .close("details");
+    }
+    for n in &advice.notes {
+        h.note(n);
+    }
+    h.close("section");
+}
+
+fn warmup(h: &mut Html, s: &Summary, id: &str) {
+    if s.warmup.is_empty() {
+        return;
+    }
+    section(h, id, "warmup", "Warm-up steps (not in the statistics)");
+    let mut t = Table::new(&["step", "why", "#step (max over ranks)", "#communication", "#exposed"]);
+    for w in &s.warmup {
+        let b = &w.breakdown;
+        t.row(vec![
+            Cell::text(w.step.map_or("?".into(), |v| v.to_string())),
+            Cell::text(w.reason.describe()),
+            Cell::num(ns(b.step.max)),
+            Cell::num(ns(b.comm.max)),
+            Cell::num(ns(b.comm_exposed.max)),
+        ]);
+    }
+    h.table(&t);
+    h.close("section");
+}
+
+fn logs(h: &mut Html, run: &Run, id: &str) {
+    let start = run.time_range().map_or(0, |r| r.0);
+    let mut lines: Vec<(i64, u32, LogLevel, &str)> = run
+        .ranks
+        .iter()
+        .flat_map(|r| {
+            r.logs
+                .iter()
+                .filter(|l| l.level >= LogLevel::Warn)
+                .map(move |l| (l.t, r.rank(), l.level, &*l.message))
+        })
+        .collect();
+    let ends: Vec<(i64, u32, String)> = run
+        .ranks
+        .iter()
+        .filter_map(|r| {
+            let e = r.end.as_ref()?;
+            (e.status != "ok").then(|| {
+                (
+                    e.t,
+                    r.rank(),
+                    format!(
+                        "end: {}{}",
+                        e.status,
+                        e.message.as_ref().map_or(String::new(), |m| format!(": {m}"))
+                    ),
+                )
+            })
+        })
+        .collect();
+    if lines.is_empty() && ends.is_empty() {
+        return;
+    }
+    section(h, id, "logs", "Warnings and errors in the traces");
+    lines.sort_by_key(|l| (l.0, l.1));
+    let total = lines.len();
+    let mut t = Table::new(&["#time", "#rank", "level", "message"]);
+    for (ts, rank, level, msg) in lines.iter().take(MAX_LOG_LINES) {
+        t.row(vec![
+            Cell::num(format!("{:.3} s", (ts - start) as f64 / 1e9)),
+            Cell::num(rank.to_string()),
+            Cell::text(level.as_str()),
+            Cell::markup(format!("<code class=\"log\">{}</code>", crate::html::escape(msg))),
+        ]);
+    }
+    for (ts, rank, msg) in &ends {
+        t.row(vec![
+            Cell::num(format!("{:.3} s", (ts - start) as f64 / 1e9)),
+            Cell::num(rank.to_string()),
+            Cell::text("end"),
+            Cell::markup(format!("<code class=\"log\">{}</code>", crate::html::escape(msg))),
+        ]);
+    }
+    h.table(&t);
+    if total > MAX_LOG_LINES {
+        h.note(&format!("{} more messages are in the traces.", total - MAX_LOG_LINES));
+    }
+    h.close("section");
+}
+
+fn notes(h: &mut Html, input: &RunInput, a: &RunAnalysis, id: &str) {
+    let mut all: Vec<&str> = input.warnings.iter().map(String::as_str).collect();
+    if let Some(s) = &a.summary {
+        all.extend(s.notes.iter().map(String::as_str));
+    }
+    if all.is_empty() {
+        return;
+    }
+    section(h, id, "notes", "Notes");
+    h.open("ul", &[("class", "notes")]);
+    for n in all {
+        h.elem("li", &[], n);
+    }
+    h.close("ul").close("section");
+}

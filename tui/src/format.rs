@@ -1,0 +1,255 @@
+//! Text for the screen: durations, times on the axis, sizes and rates with
+//! units, and [`clean`], which makes any string taken from a trace or a log
+//! safe to draw.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+
+/// Whether `c` must not reach the terminal raw: control characters (C0, C1,
+/// DEL) and the Unicode bidirectional and zero-width formatting characters.
+fn needs_escape(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{200B}'..='\u{200F}'
+                | '\u{2028}'..='\u{202E}'
+                | '\u{2060}'..='\u{2069}'
+                | '\u{FEFF}'
+        )
+}
+
+/// A string from a trace, a log or a file name made safe to draw: control
+/// and formatting characters are shown as escapes (`\n`, `\x1b`,
+/// `\u{202e}`), everything else is kept. With `ascii`, every non-ASCII
+/// character is escaped too.
+pub fn clean(s: &str, ascii: bool) -> Cow<'_, str> {
+    let bad = |c: char| needs_escape(c) || (ascii && !c.is_ascii());
+    if !s.chars().any(bad) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if !bad(c) {
+            out.push(c);
+            continue;
+        }
+        match c {
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            '\n' => out.push_str("\\n"),
+            c if (c as u32) < 0x80 => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            c => {
+                let _ = write!(out, "\\u{{{:04x}}}", c as u32);
+            }
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// `s` cut to at most `max` characters, ending in `…` (`~` in ASCII) when
+/// cut.
+pub fn clip(s: &str, max: usize, ascii: bool) -> String {
+    if s.chars().count() <= max {
+        return s.to_owned();
+    }
+    if max == 0 {
+        return String::new();
+    }
+    let mut out: String = s.chars().take(max - 1).collect();
+    out.push(if ascii { '~' } else { '…' });
+    out
+}
+
+/// The micro sign, or `u` in ASCII.
+fn micro(ascii: bool) -> &'static str {
+    if ascii {
+        "u"
+    } else {
+        "µ"
+    }
+}
+
+/// A duration with three significant digits and its unit: `812 ns`,
+/// `12.3 µs`, `4.56 ms`, `1.23 s`, `2.5 min`.
+pub fn duration(ns: i64, ascii: bool) -> String {
+    let v = ns as f64;
+    let a = v.abs();
+    let (x, unit) = if a < 1e3 {
+        return format!("{ns} ns");
+    } else if a < 1e6 {
+        (v / 1e3, micro(ascii).to_owned() + "s")
+    } else if a < 1e9 {
+        (v / 1e6, "ms".to_owned())
+    } else if a < 600e9 {
+        (v / 1e9, "s".to_owned())
+    } else {
+        (v / 60e9, "min".to_owned())
+    };
+    format!("{} {unit}", sig3(x))
+}
+
+/// `x` with three significant digits (at least the integer part).
+fn sig3(x: f64) -> String {
+    let a = x.abs();
+    if a >= 99.95 {
+        format!("{x:.0}")
+    } else if a >= 9.995 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.2}")
+    }
+}
+
+/// The unit and divisor for axis labels whose ticks are `step` ns apart.
+fn axis_unit(step: i64, ascii: bool) -> (f64, String) {
+    if step < 1_000 {
+        (1.0, "ns".into())
+    } else if step < 1_000_000 {
+        (1e3, format!("{}s", micro(ascii)))
+    } else if step < 1_000_000_000 {
+        (1e6, "ms".into())
+    } else {
+        (1e9, "s".into())
+    }
+}
+
+/// The label of an axis tick at `t` ns after the start of the run, for
+/// ticks `step` ns apart: just enough decimals to tell ticks apart.
+pub fn axis_label(t: i64, step: i64, ascii: bool) -> String {
+    let (div, unit) = axis_unit(step.max(1), ascii);
+    let step_u = step.max(1) as f64 / div;
+    let decimals = if step_u >= 1.0 {
+        0
+    } else {
+        (-step_u.log10()).ceil().clamp(0.0, 9.0) as usize
+    };
+    format!("{:.*} {unit}", decimals, t as f64 / div)
+}
+
+/// A time on the run's clock (`t` ns after its start), in the unit of its
+/// magnitude, with enough decimals to resolve `resolution` ns: `12.345 ms`.
+pub fn time_at(t: i64, resolution: i64, ascii: bool) -> String {
+    let a = t.unsigned_abs();
+    let (div, unit) = if a < 1_000 {
+        (1.0, "ns".to_owned())
+    } else if a < 1_000_000 {
+        (1e3, format!("{}s", micro(ascii)))
+    } else if a < 1_000_000_000 {
+        (1e6, "ms".to_owned())
+    } else {
+        (1e9, "s".to_owned())
+    };
+    let res_u = resolution.max(1) as f64 / div;
+    let decimals = if res_u >= 1.0 {
+        0
+    } else {
+        (-res_u.log10()).ceil().clamp(0.0, 9.0) as usize
+    };
+    format!("{:.*} {unit}", decimals, t as f64 / div)
+}
+
+/// A size in bytes: `812 B`, `4.00 KiB`, `25.0 MiB`, `1.50 GiB`.
+pub fn bytes(b: u64) -> String {
+    let v = b as f64;
+    if b < 1024 {
+        format!("{b} B")
+    } else if v < 1024.0 * 1024.0 {
+        format!("{} KiB", sig3(v / 1024.0))
+    } else if v < 1024.0 * 1024.0 * 1024.0 {
+        format!("{} MiB", sig3(v / 1024.0 / 1024.0))
+    } else {
+        format!("{} GiB", sig3(v / 1024.0 / 1024.0 / 1024.0))
+    }
+}
+
+/// A transfer rate in decimal units, as nccl-tests reports it: `3.21 GB/s`.
+pub fn rate(bytes_per_s: f64) -> String {
+    let v = bytes_per_s;
+    if !v.is_finite() {
+        return "-".into();
+    }
+    if v < 1e3 {
+        format!("{v:.0} B/s")
+    } else if v < 1e6 {
+        format!("{} kB/s", sig3(v / 1e3))
+    } else if v < 1e9 {
+        format!("{} MB/s", sig3(v / 1e6))
+    } else {
+        format!("{} GB/s", sig3(v / 1e9))
+    }
+}
+
+/// A share as a percentage: `62%`, `0.4%`.
+pub fn pct(share: f64) -> String {
+    let p = share * 100.0;
+    if !p.is_finite() {
+        "-".into()
+    } else if p != 0.0 && p.abs() < 1.0 {
+        format!("{p:.1}%")
+    } else {
+        format!("{p:.0}%")
+    }
+}
+
+/// A nice tick spacing (1, 2 or 5 × 10ⁿ ns) of at least `raw` ns.
+pub fn nice_step(raw: f64) -> i64 {
+    let raw = raw.max(1.0);
+    let mut p = 10f64.powf(raw.log10().floor());
+    loop {
+        for m in [1.0, 2.0, 5.0] {
+            if m * p >= raw {
+                return (m * p).min(i64::MAX as f64 / 4.0) as i64;
+            }
+        }
+        p *= 10.0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_never_pass() {
+        let evil = "a\u{1b}[31mred\u{7}\r\nb\u{202e}c\u{0}";
+        let c = clean(evil, false);
+        assert!(!c.chars().any(needs_escape), "{c}");
+        assert_eq!(c, "a\\x1b[31mred\\x07\\r\\nb\\u{202e}c\\x00");
+        assert!(matches!(clean("plain µs", false), Cow::Borrowed(_)));
+        assert_eq!(clean("µs", true), "\\u{00b5}s");
+    }
+
+    #[test]
+    fn units() {
+        assert_eq!(duration(812, false), "812 ns");
+        assert_eq!(duration(12_345, false), "12.3 µs");
+        assert_eq!(duration(12_345, true), "12.3 us");
+        assert_eq!(duration(4_560_000, false), "4.56 ms");
+        assert_eq!(duration(123_400_000, false), "123 ms");
+        assert_eq!(duration(1_234_000_000, false), "1.23 s");
+        assert_eq!(bytes(512), "512 B");
+        assert_eq!(bytes(4 << 20), "4.00 MiB");
+        assert_eq!(rate(3.21e9), "3.21 GB/s");
+        assert_eq!(pct(0.625), "62%");
+        assert_eq!(pct(0.004), "0.4%");
+        assert_eq!(clip("abcdef", 4, false), "abc…");
+        assert_eq!(clip("abc", 4, true), "abc");
+    }
+
+    #[test]
+    fn axis_labels_and_steps() {
+        assert_eq!(nice_step(3.0), 5);
+        assert_eq!(nice_step(12_000.0), 20_000);
+        assert_eq!(nice_step(0.0), 1);
+        assert_eq!(axis_label(50_000_000, 10_000_000, false), "50 ms");
+        assert_eq!(axis_label(1_500_000, 500_000, false), "1.5 ms");
+        assert_eq!(axis_label(20_000, 5_000, true), "20 us");
+        assert_eq!(axis_label(2_000_000_000, 1_000_000_000, false), "2 s");
+        assert_eq!(axis_label(0, 200, false), "0 ns");
+        assert_eq!(time_at(12_345_678, 1_000, false), "12.346 ms");
+        assert_eq!(time_at(1_500_000_000, 1_000_000, false), "1.500 s");
+        assert_eq!(time_at(-500, 10, false), "-500 ns");
+    }
+}

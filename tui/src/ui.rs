@@ -1,0 +1,755 @@
+//! Drawing the [`App`]: title bar, time axis, step boundaries, one row per
+//! lane, details of the selection, key hints, the side panel and the help
+//! overlay.
+//!
+//! A lane row is drawn cell by cell from the coverage of the cell's time
+//! window by each class of span ([`crate::cover::Cover`]), so the cost of a
+//! frame does not grow with the number of spans; labels are written over
+//! spans only when few enough spans are in view to be wide.
+
+use probe::model::{Lane, RankTrace, Span};
+use probe::trace::SpanKind;
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Style};
+use ratatui::text::Line;
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget};
+
+use crate::app::{App, Mode, Regions, MIN_HEIGHT, MIN_WIDTH};
+use crate::format::{self, clip};
+use crate::theme::{self, Class, Glyphs, ASCII, UNICODE};
+use crate::timeline::Row;
+
+/// What one cell of a lane shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fill {
+    Empty,
+    Boundary,
+    Gap,
+    Full(Class),
+    Part(Class),
+    Tiny(Class),
+}
+
+/// Spans in view above which no labels are drawn (they would be too
+/// narrow anyway), per column.
+const LABEL_SPANS_PER_COLUMN: usize = 2;
+
+impl App {
+    /// The glyphs of the character set in use.
+    pub(crate) fn glyphs(&self) -> &'static Glyphs {
+        if self.ascii {
+            &ASCII
+        } else {
+            &UNICODE
+        }
+    }
+
+    /// Writes `text` at (`x`, `y`), at most `max` columns; non-ASCII
+    /// characters become `?` in ASCII mode.
+    fn put(&self, buf: &mut Buffer, x: u16, y: u16, text: &str, max: u16, style: Style) -> u16 {
+        if self.ascii && !text.is_ascii() {
+            let t: String = text
+                .chars()
+                .map(|c| if c.is_ascii() { c } else { '?' })
+                .collect();
+            buf.set_stringn(x, y, t, usize::from(max), style).0
+        } else {
+            buf.set_stringn(x, y, text, usize::from(max), style).0
+        }
+    }
+
+    fn render_title(&self, area: Rect, buf: &mut Buffer) {
+        buf.set_style(area, theme::TITLE);
+        let run = self.tl.run();
+        let g = self.glyphs();
+        let steps = self.tl.steps().len();
+        let mut left = format!(
+            " ddp-probe{}run {}{}{} rank{}{}{} spans{}{} steps",
+            g.dot,
+            self.safe(&clip(&run.run_id, 24, self.ascii)),
+            g.dot,
+            run.ranks.len(),
+            if run.ranks.len() == 1 { "" } else { "s" },
+            g.dot,
+            group_digits(self.tl.span_count()),
+            g.dot,
+            steps,
+        );
+        let missing = run.missing_ranks();
+        if !missing.is_empty() {
+            left.push_str(&format!("{}{} missing", g.dot, missing.len()));
+        }
+        let w = self.t1 - self.t0;
+        let mut right = format!(
+            "{} {} {} ({}) ",
+            self.at(self.t0),
+            g.arrow,
+            self.at(self.t1),
+            self.dur(w)
+        );
+        if let Some(live) = &self.live {
+            let follow = match self.follow {
+                crate::app::Follow::Off => "",
+                crate::app::Follow::All => " following",
+                crate::app::Follow::Latest => " following latest",
+            };
+            right = format!("{} LIVE{follow}{}{}", right, g.dot, self.safe(&live.text));
+            right.push(' ');
+        }
+        let rw = right.chars().count() as u16;
+        let lw = area.width.saturating_sub(rw + 1);
+        self.put(buf, area.x, area.y, &left, lw, theme::TITLE);
+        if rw < area.width {
+            self.put(buf, area.right() - rw, area.y, &right, rw, theme::TITLE);
+        }
+    }
+
+    fn render_axis(&self, r: &Regions, buf: &mut Buffer) {
+        let area = r.axis;
+        let g = self.glyphs();
+        self.put(buf, r.gutter.x, area.y, "time", r.gutter.width, theme::DIM);
+        let cols = i64::from(area.width.max(1));
+        let w = (self.t1 - self.t0).max(1);
+        let origin = self.tl.origin();
+        let mut step = format::nice_step(w as f64 * 12.0 / cols as f64);
+        for _ in 0..4 {
+            let len = format::axis_label(self.t1 - origin, step, self.ascii).len() as i64 + 3;
+            let want = format::nice_step(w as f64 * len as f64 / cols as f64);
+            if want <= step {
+                break;
+            }
+            step = want;
+        }
+        let first = (self.t0 - origin).div_euclid(step) * step + step;
+        let mut next_free = 0i64;
+        let mut t = first - step;
+        while t <= self.t1 - origin {
+            let c = self.time_col(cols, origin + t);
+            if (0..cols).contains(&c) && c >= next_free {
+                let label = format::axis_label(t, step, self.ascii);
+                let x = area.x + c as u16;
+                self.put(buf, x, area.y, g.tick, 1, theme::AXIS);
+                let room = (cols - c - 1).max(0) as u16;
+                if label.len() as u16 <= room {
+                    self.put(buf, x + 1, area.y, &label, room, theme::AXIS);
+                }
+                next_free = c + label.len() as i64 + 2;
+            }
+            t += step;
+        }
+    }
+
+    fn render_steps(&self, r: &Regions, buf: &mut Buffer) {
+        let area = r.steps;
+        let g = self.glyphs();
+        self.put(buf, r.gutter.x, area.y, "steps", r.gutter.width, theme::DIM);
+        let steps = self.tl.steps();
+        let cols = i64::from(area.width.max(1));
+        if let Some(i) = self.current_step {
+            if let Some(st) = steps.get(i) {
+                let c0 = self.time_col(cols, st.start).clamp(0, cols);
+                let c1 = self.time_col(cols, st.end).clamp(-1, cols - 1);
+                if c1 >= c0 {
+                    let rect = Rect::new(area.x + c0 as u16, area.y, (c1 - c0 + 1) as u16, 1);
+                    buf.set_style(rect, theme::STEP_CURRENT);
+                }
+            }
+        }
+        let mut next_free = 0i64;
+        for c in 0..cols {
+            let a = self.col_time(cols, c);
+            let b = self.col_time(cols, c + 1);
+            let k = steps.partition_point(|s| s.start < a);
+            if k >= steps.len() || steps[k].start >= b {
+                continue;
+            }
+            let x = area.x + c as u16;
+            let current = self.current_step == Some(k);
+            let style = if current {
+                theme::STEP_CURRENT
+            } else {
+                theme::STEP
+            };
+            if c >= next_free {
+                self.put(buf, x, area.y, g.boundary, 1, style);
+            }
+            if c + 1 < next_free {
+                continue;
+            }
+            let st = &steps[k];
+            let width_cells = self.time_col(cols, st.end) - c;
+            let label = match st.number {
+                Some(n) if width_cells >= 10 => format!("step {n}"),
+                Some(n) => n.to_string(),
+                None => format!("#{k}"),
+            };
+            let room = (cols - c - 1).max(0);
+            let len = label.len() as i64;
+            if len <= room && (width_cells > len || c + 1 >= next_free) {
+                self.put(buf, x + 1, area.y, &label, room as u16, style);
+                next_free = c + len + 2;
+            }
+        }
+    }
+
+    /// The fill of every cell of a row for the column boundaries `bounds`,
+    /// and the colour of the class drawn in each.
+    fn row_fills(&self, row: &Row, lane: &Lane, bounds: &[i64], edges: &[bool]) -> Vec<Fill> {
+        let cols = bounds.len() - 1;
+        let spans = lane.spans();
+        let starts: Vec<usize> = bounds
+            .iter()
+            .map(|&t| spans.partition_point(|s| s.start() < t))
+            .collect();
+        let prefixes: Vec<(Class, Vec<i64>)> = row
+            .classes
+            .iter()
+            .map(|(c, cov)| (*c, bounds.iter().map(|&t| cov.prefix(t)).collect()))
+            .collect();
+        let compute = self.tl.compute(row.rank);
+        let mut out = Vec::with_capacity(cols);
+        for c in 0..cols {
+            let width = (bounds[c + 1] - bounds[c]).max(1);
+            let mut best: Option<(Class, i64)> = None;
+            let mut total = 0i64;
+            let mut step = 0i64;
+            for (class, pre) in &prefixes {
+                let cov = pre[c + 1] - pre[c];
+                if cov <= 0 {
+                    continue;
+                }
+                if class.is_primary() {
+                    total += cov;
+                    if best.is_none_or(|(_, b)| cov > b) {
+                        best = Some((*class, cov));
+                    }
+                } else {
+                    step += cov;
+                }
+            }
+            let fill = match best {
+                Some((class, _)) if total * 10 >= width * 6 => Fill::Full(class),
+                Some((class, _)) => Fill::Part(class),
+                None => {
+                    let tiny = spans[starts[c]..starts[c + 1]]
+                        .iter()
+                        .take(8)
+                        .find(|s| s.kind() != SpanKind::Step)
+                        .map(|s| match Class::of(s) {
+                            Class::Overlapped
+                                if !compute.is_some_and(|cv| cv.contains(s.start())) =>
+                            {
+                                Class::Exposed
+                            }
+                            k => k,
+                        });
+                    match tiny {
+                        Some(k) => Fill::Tiny(k),
+                        None if step > 0 => Fill::Gap,
+                        None if edges[c] => Fill::Boundary,
+                        None => Fill::Empty,
+                    }
+                }
+            };
+            out.push(fill);
+        }
+        out
+    }
+
+    fn render_lanes(&self, r: &Regions, buf: &mut Buffer) {
+        let area = r.lanes;
+        let g = self.glyphs();
+        let cols = usize::from(area.width);
+        if cols == 0 || area.height == 0 {
+            return;
+        }
+        let rows = self.tl.rows();
+        if rows.is_empty() {
+            self.put(
+                buf,
+                area.x,
+                area.y,
+                "no spans recorded (yet)",
+                area.width,
+                theme::DIM,
+            );
+            return;
+        }
+        let ncols = cols as i64;
+        let bounds: Vec<i64> = (0..=ncols).map(|c| self.col_time(ncols, c)).collect();
+        let steps = self.tl.steps();
+        let edges: Vec<bool> = (0..cols)
+            .map(|c| {
+                let k = steps.partition_point(|s| s.start < bounds[c]);
+                k < steps.len() && steps[k].start < bounds[c + 1]
+            })
+            .collect();
+        let tag_w = r.gutter.width.saturating_sub(1);
+        for (i, ri) in (self.scroll..rows.len())
+            .take(usize::from(area.height))
+            .enumerate()
+        {
+            let y = area.y + i as u16;
+            let row = &rows[ri];
+            let rank = &self.tl.run().ranks[row.rank];
+            self.render_label(r.gutter.x, y, tag_w, ri, row, rank, buf);
+            let Some(lane) = self.tl.lane(ri) else {
+                continue;
+            };
+            let fills = self.row_fills(row, lane, &bounds, &edges);
+            let hl = self
+                .highlight
+                .as_ref()
+                .map(|h| (h.bucket, h.rows.get(ri).and_then(|c| c.as_ref())));
+            let mut colors = vec![Color::Reset; cols];
+            for (c, fill) in fills.iter().enumerate() {
+                let x = area.x + c as u16;
+                let (sym, mut style, color) = match *fill {
+                    Fill::Empty => continue,
+                    Fill::Boundary => (g.boundary.to_owned(), Style::new().fg(Color::DarkGray), Color::Reset),
+                    Fill::Gap => (g.gap.to_owned(), Style::new().fg(Class::Step.color()), Color::DarkGray),
+                    Fill::Full(k) => (self.cell_symbol(g, k, g.full), Style::new().fg(k.color()), k.color()),
+                    Fill::Part(k) => (self.cell_symbol(g, k, g.part), Style::new().fg(k.color()), k.color()),
+                    Fill::Tiny(k) => (self.cell_symbol(g, k, g.tiny), Style::new().fg(k.color()), k.color()),
+                };
+                if let Some((_, cover)) = hl {
+                    let bucket_class = matches!(
+                        fill,
+                        Fill::Full(k) | Fill::Part(k) | Fill::Tiny(k)
+                            if matches!(k, Class::Ready | Class::ReadyAlt | Class::Overlapped | Class::Exposed | Class::Writeback)
+                    );
+                    let lit = cover.is_some_and(|cv| cv.covered(bounds[c], bounds[c + 1]) > 0);
+                    if lit {
+                        style = if g.ascii {
+                            theme::HIGHLIGHT
+                        } else {
+                            Style::new().fg(Color::LightYellow)
+                        };
+                    } else if bucket_class {
+                        style = theme::DIMMED;
+                    }
+                }
+                colors[c] = color;
+                self.put(buf, x, y, &sym, 1, style);
+            }
+            self.render_span_labels(lane, rank, &bounds, &colors, area.x, y, buf);
+            if let Some(sel) = self.selection.filter(|s| s.row == ri) {
+                if let Some(span) = lane.spans().get(sel.index) {
+                    self.render_selected(span, rank, ncols, area.x, y, buf);
+                }
+            }
+        }
+    }
+
+    fn cell_symbol(&self, g: &Glyphs, class: Class, glyph: &str) -> String {
+        if g.ascii {
+            class.letter().to_string()
+        } else {
+            glyph.to_owned()
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn render_label(
+        &self,
+        x: u16,
+        y: u16,
+        width: u16,
+        ri: usize,
+        row: &Row,
+        rank: &RankTrace,
+        buf: &mut Buffer,
+    ) {
+        let tag = if row.first_of_rank {
+            format!("r{}", rank.rank())
+        } else {
+            String::new()
+        };
+        let tag_w = 1 + self
+            .tl
+            .run()
+            .ranks
+            .last()
+            .map_or(1, |r| r.rank().to_string().len());
+        let label_w = usize::from(width).saturating_sub(tag_w + 1);
+        let text = format!(
+            "{tag:<tag_w$} {}",
+            clip(&row.label, label_w, self.ascii)
+        );
+        let cursor = ri == self.cursor;
+        let style = if cursor {
+            theme::CURSOR
+        } else if row.first_of_rank {
+            theme::RANK
+        } else {
+            theme::LABEL
+        };
+        if cursor {
+            buf.set_style(Rect::new(x, y, width, 1), theme::CURSOR);
+        }
+        self.put(buf, x, y, &text, width, style);
+    }
+
+    /// Labels written over spans wide enough to hold them.
+    #[allow(clippy::too_many_arguments)]
+    fn render_span_labels(
+        &self,
+        lane: &Lane,
+        rank: &RankTrace,
+        bounds: &[i64],
+        colors: &[Color],
+        x0: u16,
+        y: u16,
+        buf: &mut Buffer,
+    ) {
+        let cols = (bounds.len() - 1) as i64;
+        let spans = lane.spans();
+        let lo = spans.partition_point(|s| s.start() < self.t0.saturating_sub(lane.max_duration()));
+        let hi = spans.partition_point(|s| s.start() < self.t1);
+        if hi.saturating_sub(lo) > LABEL_SPANS_PER_COLUMN * cols as usize {
+            return;
+        }
+        for s in lane.overlapping(self.t0, self.t1) {
+            if s.kind() == SpanKind::Step {
+                continue;
+            }
+            let c0 = self.time_col(cols, s.start()).max(0);
+            let c1 = self.time_col(cols, s.end()).min(cols - 1);
+            let cells = c1 - c0 + 1;
+            if cells < 4 {
+                continue;
+            }
+            let Some(label) = self.span_label(s, rank, (cells - 2) as usize) else {
+                continue;
+            };
+            for (k, ch) in label.chars().enumerate() {
+                let c = c0 + 1 + k as i64;
+                if c > c1 || c >= cols {
+                    break;
+                }
+                let bg = colors[c as usize];
+                if bg == Color::Reset {
+                    continue;
+                }
+                let mut tmp = [0u8; 4];
+                self.put(
+                    buf,
+                    x0 + c as u16,
+                    y,
+                    ch.encode_utf8(&mut tmp),
+                    1,
+                    Style::new().fg(theme::ON_BAR).bg(bg),
+                );
+            }
+        }
+    }
+
+    /// The longest label of `s` that fits in `room` cells.
+    fn span_label(&self, s: &Span, rank: &RankTrace, room: usize) -> Option<String> {
+        let sr = self.tl.run().span(rank, s);
+        let d = self.dur(s.duration());
+        let base = match s.kind() {
+            SpanKind::Collective => sr.op().unwrap_or("collective").to_owned(),
+            SpanKind::BucketReady => "ready".to_owned(),
+            SpanKind::DataWait => "data".to_owned(),
+            SpanKind::Kernel | SpanKind::User | SpanKind::Other => sr.label().to_owned(),
+            _ => sr.kind_name().to_owned(),
+        };
+        let base = self.safe(&base);
+        let bucket = s.bucket().map(|b| format!("b{b}"));
+        let candidates: Vec<String> = match &bucket {
+            Some(b) => vec![
+                format!("{b} {base} {d}"),
+                format!("{b} {base}"),
+                b.clone(),
+            ],
+            None => vec![format!("{base} {d}"), base.clone()],
+        };
+        candidates
+            .into_iter()
+            .find(|c| c.chars().count() <= room)
+            .or_else(|| {
+                (room >= 4 && bucket.is_none()).then(|| clip(&base, room, self.ascii))
+            })
+    }
+
+    fn render_selected(
+        &self,
+        span: &Span,
+        rank: &RankTrace,
+        cols: i64,
+        x0: u16,
+        y: u16,
+        buf: &mut Buffer,
+    ) {
+        let c0 = self.time_col(cols, span.start());
+        let c1 = self.time_col(cols, span.end()).max(c0);
+        if c1 < 0 || c0 >= cols {
+            return;
+        }
+        let (c0, c1) = (c0.max(0), c1.min(cols - 1));
+        let cells = (c1 - c0 + 1) as usize;
+        let label = self
+            .span_label(span, rank, cells.saturating_sub(1))
+            .unwrap_or_default();
+        let mut text: Vec<char> = vec![' '; cells];
+        for (k, ch) in label.chars().enumerate() {
+            if k + 1 < cells {
+                text[k + 1] = ch;
+            }
+        }
+        if cells == 1 {
+            text[0] = if self.ascii { '*' } else { '█' };
+        }
+        let s: String = text.into_iter().collect();
+        let style = if cells == 1 {
+            Style::new().fg(Color::White)
+        } else {
+            theme::SELECTED
+        };
+        self.put(buf, x0 + c0 as u16, y, &s, cells as u16, style);
+    }
+
+    fn render_details(&self, area: Rect, buf: &mut Buffer) {
+        if area.height == 0 {
+            return;
+        }
+        let fields = self.details_fields();
+        let width = usize::from(area.width);
+        let mut lines: Vec<Vec<(String, Style)>> = vec![Vec::new()];
+        let mut used = 0usize;
+        for (text, style) in fields {
+            let len = text.chars().count();
+            let sep = if used == 0 { 1 } else { 2 };
+            if used > 0 && used + sep + len > width {
+                lines.push(Vec::new());
+                used = 0;
+            }
+            let sep = if used == 0 { 1 } else { 2 };
+            let last = lines.last_mut().expect("one line at least");
+            last.push((" ".repeat(sep), Style::new()));
+            let fit = width.saturating_sub(used + sep);
+            last.push((clip(&text, fit, self.ascii), style));
+            used += sep + len.min(fit);
+        }
+        let many = lines.len() > usize::from(area.height);
+        for (i, line) in lines.iter().take(usize::from(area.height)).enumerate() {
+            let y = area.y + i as u16;
+            let mut x = area.x;
+            for (text, style) in line {
+                x = self.put(buf, x, y, text, area.right().saturating_sub(x), *style);
+            }
+            if many && i + 1 == usize::from(area.height) && x < area.right() {
+                let more = if self.ascii { "~" } else { "…" };
+                self.put(buf, area.right() - 1, y, more, 1, theme::DIM);
+            }
+        }
+        if self.selection.is_none() && area.height >= 2 && lines.len() < usize::from(area.height) {
+            let legend = self.legend();
+            let y = area.y + lines.len() as u16;
+            let mut x = area.x + 1;
+            for t in legend {
+                let content = t.content.to_string();
+                if x + content.chars().count() as u16 > area.right() {
+                    break;
+                }
+                x = self.put(buf, x, y, &content, area.right() - x, t.style);
+            }
+        }
+    }
+
+    fn render_footer(&self, area: Rect, buf: &mut Buffer) {
+        match &self.message {
+            Some(m) => {
+                buf.set_style(area, theme::MESSAGE);
+                let text = format!(" {}", self.safe(m));
+                self.put(buf, area.x, area.y, &text, area.width, theme::MESSAGE);
+            }
+            None => {
+                buf.set_style(area, theme::FOOTER);
+                let hints = [
+                    ("q", "quit"),
+                    ("?", "help"),
+                    ("h/l", "pan"),
+                    ("+/-", "zoom"),
+                    ("j/k", "lane"),
+                    ("Tab", "select"),
+                    ("n/p", "step"),
+                    ("s", "slowest"),
+                    ("e", "exposed"),
+                    ("b", "bucket"),
+                    ("1/2/3", "panels"),
+                    ("0", "fit"),
+                ];
+                let mut x = area.x + 1;
+                for (k, what) in hints {
+                    let len = (k.len() + what.len() + 3) as u16;
+                    if x + len > area.right() {
+                        break;
+                    }
+                    x = self.put(
+                        buf,
+                        x,
+                        area.y,
+                        k,
+                        area.right() - x,
+                        theme::FOOTER.add_modifier(ratatui::style::Modifier::BOLD),
+                    );
+                    x = self.put(buf, x, area.y, &format!(" {what}  "), area.right() - x, theme::FOOTER);
+                }
+            }
+        }
+    }
+
+    fn border_block(&self, title: &str) -> Block<'static> {
+        let block = Block::default()
+            .borders(Borders::ALL)
+            .border_style(theme::BORDER)
+            .title(Line::styled(format!(" {title} "), theme::HEADING));
+        if self.ascii {
+            block.border_set(ratatui::symbols::border::Set {
+                top_left: "+",
+                top_right: "+",
+                bottom_left: "+",
+                bottom_right: "+",
+                vertical_left: "|",
+                vertical_right: "|",
+                horizontal_top: "-",
+                horizontal_bottom: "-",
+            })
+        } else {
+            block
+        }
+    }
+
+    fn render_panel(&self, area: Rect, buf: &mut Buffer) {
+        let Some(panel) = self.panel else {
+            return;
+        };
+        Clear.render(area, buf);
+        let block = self.border_block(panel.title());
+        let inner = block.inner(area);
+        block.render(area, buf);
+        let lines = self.panel_lines(panel, usize::from(inner.width));
+        let max_scroll = lines.len().saturating_sub(usize::from(inner.height));
+        let scroll = self.panel_scroll.min(max_scroll);
+        self.render_lines(&lines[scroll..], inner, buf);
+        if max_scroll > 0 {
+            let text = format!(" {}/{} PgUp/PgDn ", scroll.min(max_scroll), max_scroll);
+            let w = text.len() as u16;
+            if w + 2 < area.width {
+                self.put(buf, area.right() - w - 1, area.bottom() - 1, &text, w, theme::DIM);
+            }
+        }
+    }
+
+    fn render_lines(&self, lines: &[Line<'static>], area: Rect, buf: &mut Buffer) {
+        for (i, line) in lines.iter().take(usize::from(area.height)).enumerate() {
+            let y = area.y + i as u16;
+            let mut x = area.x;
+            for t in &line.spans {
+                if x >= area.right() {
+                    break;
+                }
+                let style = line.style.patch(t.style);
+                x = self.put(buf, x, y, &t.content, area.right() - x, style);
+            }
+        }
+    }
+
+    fn render_help(&self, area: Rect, buf: &mut Buffer) {
+        let lines = self.help_lines();
+        let content_w = lines.iter().map(Line::width).max().unwrap_or(20) as u16;
+        let w = (content_w + 4).min(area.width);
+        let h = (lines.len() as u16 + 2).min(area.height);
+        let rect = Rect::new(
+            area.x + (area.width - w) / 2,
+            area.y + (area.height - h) / 2,
+            w,
+            h,
+        );
+        Clear.render(rect, buf);
+        let block = self.border_block("keys (any key closes)");
+        let inner = block.inner(rect);
+        block.render(rect, buf);
+        let inner = Rect::new(inner.x + 1, inner.y, inner.width.saturating_sub(1), inner.height);
+        let max_scroll = lines.len().saturating_sub(usize::from(inner.height));
+        let scroll = self.help_scroll.min(max_scroll);
+        self.render_lines(&lines[scroll..], inner, buf);
+        if max_scroll > 0 {
+            let text = " j/k: more ";
+            self.put(
+                buf,
+                rect.right().saturating_sub(text.len() as u16 + 1),
+                rect.bottom() - 1,
+                text,
+                text.len() as u16,
+                theme::DIM,
+            );
+        }
+    }
+}
+
+impl Widget for &App {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        let r = self.regions(area);
+        if r.too_small {
+            let text = format!("terminal too small: {MIN_WIDTH}x{MIN_HEIGHT} at least");
+            Paragraph::new(text).render(area, buf);
+            return;
+        }
+        self.render_title(r.title, buf);
+        self.render_axis(&r, buf);
+        self.render_steps(&r, buf);
+        self.render_lanes(&r, buf);
+        self.render_details(r.details, buf);
+        self.render_footer(r.footer, buf);
+        if let Some(p) = r.panel {
+            self.render_panel(p, buf);
+        }
+        if self.mode == Mode::Help {
+            self.render_help(area, buf);
+        }
+    }
+}
+
+/// `1000008` → `1,000,008`.
+fn group_digits(n: usize) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, ch) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+/// The text of a buffer, one string per row (for tests and snapshots).
+pub fn buffer_text(buf: &Buffer) -> Vec<String> {
+    let area = buf.area;
+    (area.y..area.bottom())
+        .map(|y| {
+            let mut line = String::new();
+            for x in area.x..area.right() {
+                line.push_str(buf[(x, y)].symbol());
+            }
+            line.trim_end().to_owned()
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn digits_are_grouped() {
+        assert_eq!(group_digits(0), "0");
+        assert_eq!(group_digits(999), "999");
+        assert_eq!(group_digits(1000), "1,000");
+        assert_eq!(group_digits(1_000_008), "1,000,008");
+    }
+}

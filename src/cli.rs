@@ -80,6 +80,199 @@ Examples:
     /// Convert a recorded run into another tool's format.
     #[command(subcommand)]
     Export(ExportCommand),
+    /// Interactive terminal timeline: every rank's steps, buckets and all-reduces.
+    #[command(after_help = "\
+One lane group per rank (compute, buckets, communication, data, GPU streams) on a time axis
+with step boundaries; all-reduce time with no compute running (exposed communication) is red.
+Zoom and pan with h/l/j/k, +/-, the arrows and the mouse; n/p step, s slowest step, e most
+exposed communication, Tab or click selects, b highlights a bucket on every rank; panels with
+the step breakdown (1), bucket_cap_mb advice (2) and explain findings (3). ? lists every key.
+
+Examples:
+  ddp-probe tui                     # runs/latest
+  ddp-probe tui runs/20261122-101500-train --ascii
+  ddp-probe tui --live runs/latest  # while `ddp-probe run` records it")]
+    Tui(TuiArgs),
+    /// One self-contained HTML report of runs: breakdown, the median step, buckets, advice, failures.
+    #[command(after_help = REPORT_AFTER_HELP)]
+    Report(ReportArgs),
+    /// Run a job at several world sizes and report how it scales.
+    #[command(after_help = SCALE_AFTER_HELP)]
+    Scale(ScaleArgs),
+    /// Measure the step time for several bucket_cap_mb values and recommend one.
+    #[command(after_help = TUNE_AFTER_HELP)]
+    Tune(TuneArgs),
+}
+
+const REPORT_AFTER_HELP: &str = "\
+One HTML file with inline CSS and SVG charts: no scripts, nothing fetched, readable offline and
+on a phone. Per run: configuration and environment, step-time breakdown per rank, the median
+step as a per-rank timeline (buckets' ready windows, exposed communication in red), buckets,
+communication per operation, stragglers, bucket_cap_mb advice, and why the run failed. Runs at
+two or more world sizes add throughput against world size with the ideal line, scaling
+efficiency and the share of exposed communication. A folder written by `ddp-probe scale` or
+`ddp-probe tune` stands for all its runs.
+
+Examples:
+  ddp-probe report runs/latest -o report.html
+  ddp-probe report runs/scale-20261122-101500 -o scaling.html";
+
+const SCALE_AFTER_HELP: &str = "\
+Runs the command once per world size on this machine (quiet console; every run keeps its own
+run directory in the series directory), then writes the report with the scaling section.
+`--steps N` is appended to the command when given. Unless OMP_NUM_THREADS is set, every run
+gets OMP_NUM_THREADS=1 (the launcher sets it only for more than one rank per node), so the
+runs compare like with like.
+
+Example:
+  ddp-probe scale --nproc 1,2,4 --steps 50 -- target/release/lm";
+
+const TUNE_AFTER_HELP: &str = "\
+Runs the command once per candidate cap and repeat (DDP_PROBE_BUCKET_CAP_MB), leaves out each
+rank's warm-up steps, and prints the median step time with its spread per cap, the recommended
+cap, and how the measurement compares with what `ddp-probe advise` predicted from the first
+run's trace alone. --auto starts from that prediction and halves or doubles the cap while the
+step gets faster. The report and tune.json go to the series directory.
+
+Examples:
+  ddp-probe tune --nproc-per-node 2 --steps 40 -- target/release/lm
+  ddp-probe tune --auto --repeats 2 --nproc-per-node 2 --json -- target/release/lm";
+
+/// Arguments of `ddp-probe report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Run directories, or folders of them [default: runs/latest].
+    #[arg(value_name = "RUN")]
+    pub runs: Vec<PathBuf>,
+
+    /// Where to write the HTML.
+    #[arg(short, long, value_name = "FILE", default_value = "report.html")]
+    pub output: PathBuf,
+
+    /// Leading steps of each rank counted as warm-up.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub warmup: u64,
+
+    /// The report's title [default: from the program's name].
+    #[arg(long, value_name = "TEXT")]
+    pub title: Option<String>,
+}
+
+/// Arguments of `ddp-probe scale`.
+#[derive(Debug, Args)]
+pub struct ScaleArgs {
+    /// World sizes to run, comma-separated (one machine).
+    #[arg(long, value_name = "N,N,...", value_delimiter = ',', required = true)]
+    pub nproc: Vec<usize>,
+
+    /// Training steps per run, appended to the command as `--steps N`.
+    #[arg(long, value_name = "N")]
+    pub steps: Option<u64>,
+
+    /// Gradient bucket size cap in MiB handed to every run (DDP_PROBE_BUCKET_CAP_MB).
+    #[arg(long, value_name = "MB")]
+    pub bucket_cap_mb: Option<f64>,
+
+    /// Series directory [default: runs/scale-<time>].
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+
+    /// Where to write the report [default: <DIR>/report.html].
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    /// Leading steps of each rank counted as warm-up.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub warmup: u64,
+
+    /// Stop a run in which no rank made progress for this many seconds.
+    #[arg(long, value_name = "SECONDS")]
+    pub hang_timeout: Option<f64>,
+
+    /// Print the scaling series as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Show the terminal timeline while the job runs (rank output goes to the run directory only).
+    #[arg(long)]
+    pub tui: bool,
+
+    /// The training command and its arguments, after `--`.
+    #[arg(required = true, last = true, value_name = "CMD")]
+    pub command: Vec<std::ffi::OsString>,
+}
+
+/// Arguments of `ddp-probe tune`.
+#[derive(Debug, Args)]
+pub struct TuneArgs {
+    /// Candidate caps in MiB, comma-separated [default: 1,5,10,25,50].
+    #[arg(
+        long,
+        value_name = "MB,MB,...",
+        value_delimiter = ',',
+        conflicts_with = "auto"
+    )]
+    pub bucket_cap_mb: Vec<f64>,
+
+    /// Search instead of sweeping: start from advise's prediction, halve or double while faster.
+    #[arg(long)]
+    pub auto: bool,
+
+    /// Training steps per run, appended to the command as `--steps N`.
+    #[arg(long, value_name = "N")]
+    pub steps: Option<u64>,
+
+    /// Runs per candidate cap.
+    #[arg(long, value_name = "K", default_value_t = 3)]
+    pub repeats: usize,
+
+    /// Ranks per run (one machine).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub nproc_per_node: usize,
+
+    /// Series directory [default: runs/tune-<time>].
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+
+    /// Where to write the report [default: <DIR>/report.html].
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    /// Leading steps of each rank counted as warm-up.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub warmup: u64,
+
+    /// Stop a run in which no rank made progress for this many seconds.
+    #[arg(long, value_name = "SECONDS")]
+    pub hang_timeout: Option<f64>,
+
+    /// Print the result as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Show the terminal timeline while the job runs (rank output goes to the run directory only).
+    #[arg(long)]
+    pub tui: bool,
+
+    /// The training command and its arguments, after `--`.
+    #[arg(required = true, last = true, value_name = "CMD")]
+    pub command: Vec<std::ffi::OsString>,
+}
+
+/// Arguments of `ddp-probe tui`.
+#[derive(Debug, Args)]
+pub struct TuiArgs {
+    /// Run directories (several for a multi-node run) [default: runs/latest].
+    #[arg(value_name = "RUN")]
+    pub runs: Vec<PathBuf>,
+
+    /// Draw with plain ASCII only (no block or box-drawing characters).
+    #[arg(long)]
+    pub ascii: bool,
+
+    /// Keep reloading one run while it is recorded (e.g. `ddp-probe run` in another terminal).
+    #[arg(long)]
+    pub live: bool,
 }
 
 /// Arguments of `ddp-probe summary` and `ddp-probe advise`.
@@ -177,6 +370,10 @@ pub struct RunArgs {
     /// except with `quiet`; every rank's full output is in the run directory).
     #[arg(long, value_enum, default_value_t = ConsoleArg::Rank0)]
     pub console: ConsoleArg,
+
+    /// Show the terminal timeline while the job runs (rank output goes to the run directory only).
+    #[arg(long)]
+    pub tui: bool,
 
     /// The training command and its arguments, after `--`.
     #[arg(required = true, last = true, value_name = "CMD")]

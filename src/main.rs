@@ -20,6 +20,10 @@ fn main() -> ExitCode {
         Command::Advise(args) => commands::analyze::advise(args),
         Command::Explain(args) => commands::explain::explain(args),
         Command::Export(ExportCommand::Chrome(args)) => commands::export::chrome(args),
+        Command::Tui(args) => commands::tui::tui(args),
+        Command::Report(args) => commands::report::report(args),
+        Command::Scale(args) => commands::scale::scale(args),
+        Command::Tune(args) => commands::tune::tune(args),
     };
     match result {
         Ok(code) => code,

@@ -31,13 +31,15 @@ use probe::trace::{DdpConfig, Header, ParamInfo, SpanKind};
 use tch::nn::VarStore;
 use tch::{Kind, Tensor};
 
-use crate::buckets::{BucketCapConfig, ParamSpec};
+use crate::buckets::{BucketCapConfig, ParamSpec, ParamSpecExt};
 use crate::error::{DdpError, Result};
 use crate::hooks::GradHooks;
 use crate::reducer::{comm_dtype, Compression, ParamEntry, Reducer};
 
 /// Environment variable through which `ddp-probe run --bucket-cap-mb` reaches the program.
 pub const BUCKET_CAP_ENV: &str = "DDP_PROBE_BUCKET_CAP_MB";
+/// Environment variable selecting gradient compression for a run: `none`, `fp16` or `bf16`.
+pub const COMPRESSION_ENV: &str = "DDP_PROBE_COMPRESSION";
 
 /// Options of [`Ddp::new`], with PyTorch's defaults.
 #[derive(Debug, Clone, PartialEq)]
@@ -64,9 +66,22 @@ impl Default for DdpOptions {
 }
 
 impl DdpOptions {
-    /// The defaults, with `bucket_cap_mb` from `DDP_PROBE_BUCKET_CAP_MB` when the launcher set it.
+    /// The defaults, with `bucket_cap_mb` from `DDP_PROBE_BUCKET_CAP_MB` (which
+    /// `ddp-probe run --bucket-cap-mb` sets) and the compression from `DDP_PROBE_COMPRESSION`.
     pub fn from_env() -> Result<Self> {
         let mut options = Self::default();
+        if let Ok(text) = std::env::var(COMPRESSION_ENV) {
+            options.compression = match text.trim().to_ascii_lowercase().as_str() {
+                "" | "none" => Compression::None,
+                "fp16" => Compression::Fp16,
+                "bf16" => Compression::Bf16,
+                _ => {
+                    return Err(DdpError::Config(format!(
+                        "{COMPRESSION_ENV}={text:?} is not a compression: use none, fp16 or bf16"
+                    )))
+                }
+            };
+        }
         if let Ok(text) = std::env::var(BUCKET_CAP_ENV) {
             let mb: f64 = text.trim().parse().map_err(|_| {
                 DdpError::Config(format!(
@@ -370,6 +385,9 @@ impl Ddp {
     /// [`SpanKind::DataWait`]; checkpoints: [`SpanKind::CheckpointSave`], ...).
     pub fn timed<T>(&self, kind: SpanKind, f: impl FnOnce() -> T) -> T {
         let start = probe::clock::now_ns();
+        // Nsight Systems shows the same ranges (a no-op without NVTX).
+        #[cfg(feature = "cuda")]
+        let _range = crate::cuda::nvtx::range(&crate::cuda::nvtx::name(kind, None, None, None));
         let out = f();
         self.recorder
             .span(kind, self.step, start, probe::clock::now_ns())

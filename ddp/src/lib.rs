@@ -30,8 +30,11 @@ pub mod sampler;
 
 pub use crate::ddp::{
     init_process_group, named_parameters_and_buffers, Ddp, DdpOptions, BUCKET_CAP_ENV,
+    COMPRESSION_ENV,
 };
-pub use buckets::{BucketCapConfig, BucketError, ParamSpec};
+pub use buckets::{
+    BucketCapConfig, BucketError, DeviceKeyExt, DtypeKeyExt, ParamSpec, ParamSpecExt,
+};
 pub use error::{DdpError, Result};
 pub use hooks::{GradHookHandle, GradHooks, HookError};
 pub use optim::{Optimizer, OptimizerKind};

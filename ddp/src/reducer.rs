@@ -88,6 +88,9 @@ struct BucketState {
     /// The all-reduce in flight and when it was handed to the process group.
     work: Option<Work>,
     queued_ns: u64,
+    /// The NVTX range of the all-reduce in flight, ended when it completes.
+    #[cfg(feature = "cuda")]
+    nvtx: Option<crate::cuda::nvtx::StartedRange>,
 }
 
 impl BucketState {
@@ -256,6 +259,8 @@ impl Reducer {
                 last_ready: 0,
                 work: None,
                 queued_ns: 0,
+                #[cfg(feature = "cuda")]
+                nvtx: None,
             });
         }
         self.buckets = states;
@@ -443,6 +448,16 @@ impl Reducer {
         let work = self.pg.all_reduce_async(buffer, ReduceOp::Sum);
         let seq = work.seq().unwrap_or(0);
         bucket.work = Some(work);
+        #[cfg(feature = "cuda")]
+        {
+            let name = crate::cuda::nvtx::name(
+                SpanKind::Collective,
+                Some("all_reduce"),
+                Some(b as u32),
+                Some(seq),
+            );
+            bucket.nvtx = Some(crate::cuda::nvtx::start(&name));
+        }
         if self.recorder.is_enabled() {
             let mut args = probe::trace::Args::new();
             args.insert("seq".into(), seq.into());
@@ -501,7 +516,12 @@ impl Reducer {
             let Some(work) = self.buckets[b].work.take() else {
                 continue;
             };
-            match work.wait() {
+            let result = work.wait();
+            #[cfg(feature = "cuda")]
+            if let Some(range) = self.buckets[b].nvtx.take() {
+                range.end();
+            }
+            match result {
                 Ok((buffer, info)) => {
                     let bucket = &mut self.buckets[b];
                     bucket.buffer = Some(decompress(buffer, bucket.kind));

@@ -4,8 +4,8 @@
 
 use ddp::buckets::{
     compute_bucket_assignment_by_size, initial_bucket_assignment, rebuilt_bucket_assignment,
-    should_rebuild_buckets, Bucket, BucketCapConfig, BucketError, DeviceKey, DtypeKey, ParamSpec,
-    DEFAULT_FIRST_BUCKET_BYTES, MIB, UNLIMITED_BUCKET_BYTES,
+    should_rebuild_buckets, Bucket, BucketCapConfig, BucketError, DeviceKey, DeviceKeyExt,
+    DtypeKey, ParamSpec, ParamSpecExt, DEFAULT_FIRST_BUCKET_BYTES, MIB, UNLIMITED_BUCKET_BYTES,
 };
 use serde_json::Value;
 

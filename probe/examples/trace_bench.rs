@@ -4,22 +4,50 @@
 //! cargo run --release -p probe --example trace_bench -- gen DIR [RANKS STEPS BUCKETS]
 //! cargo run --release -p probe --example trace_bench -- load DIR
 //! cargo run --release -p probe --example trace_bench -- chrome DIR OUT.json
+//! cargo run --release -p probe --example trace_bench -- bench [BASE_DIR] [SIZES...]
 //! ```
 //!
 //! `gen` writes a run (default 8 ranks × 1000 steps × 40 buckets: 1,000,008
-//! spans); `load` loads it and prints spans per second and the process's
+//! spans); `load` loads it (threads as `DDP_PROBE_LOAD_THREADS` says,
+//! binary cache as usual) and prints spans per second and the process's
 //! peak resident memory; `chrome` also exports it. Run `load` in its own
 //! process so the peak memory is the reader's alone.
+//!
+//! `bench` is the benchmark to cite: for runs of 1 and 10 million spans
+//! (8 ranks × 1,000 or 10,000 steps × 40 buckets; `SIZES` in millions of
+//! spans picks others), generated under `BASE_DIR` (default: the system's
+//! temporary folder) unless already there, it loads each run on ONE thread
+//! three ways, each in a fresh process of its own so that its peak memory
+//! is its own:
+//!
+//! * `parse`: no cache at all, the JSON parser alone;
+//! * `cold`: the cache deleted first, so the load parses and then writes the
+//!   cache (what the first load of a run costs);
+//! * `warm`: the cache written by `cold` is read instead of the JSON;
+//!
+//! and then summarises it with `probe::analysis::summarize`. It prints the
+//! wall time and the CPU time of the loading thread (the machine may be
+//! busy: CPU time is the steadier number), spans per second and the peak
+//! resident memory (`VmHWM`).
 
-use std::path::PathBuf;
-use std::process::ExitCode;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
 use std::time::Instant;
+
+use probe::reader::LoadOptions;
 
 fn peak_rss_mib() -> Option<f64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib / 1024.0)
+}
+
+/// CPU time of the calling thread so far (s), from the scheduler.
+fn thread_cpu_s() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns: f64 = s.split_whitespace().next()?.parse().ok()?;
+    Some(ns / 1e9)
 }
 
 fn arg_u64(args: &[String], i: usize, default: u64) -> Result<u64, String> {
@@ -29,31 +57,167 @@ fn arg_u64(args: &[String], i: usize, default: u64) -> Result<u64, String> {
     }
 }
 
+fn generate(dir: &Path, ranks: u32, steps: u64, buckets: u32) -> Result<(), String> {
+    let config = probe::synth::SynthConfig::new(ranks, steps, buckets);
+    let t = Instant::now();
+    let summary = probe::synth::generate_run(&config, dir).map_err(|e| e.to_string())?;
+    let bytes: u64 = summary
+        .files
+        .iter()
+        .filter_map(|f| std::fs::metadata(f).ok())
+        .map(|m| m.len())
+        .sum();
+    println!(
+        "wrote {} spans ({} records, {:.1} MiB) to {} in {:.2} s",
+        summary.spans,
+        summary.records,
+        bytes as f64 / (1 << 20) as f64,
+        dir.display(),
+        t.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// One measurement, in this process: `MODE DIR` → one line of numbers.
+fn measure(mode: &str, dir: &Path) -> Result<(), String> {
+    let mut options = LoadOptions {
+        threads: Some(1),
+        cache: true,
+        ..LoadOptions::default()
+    };
+    match mode {
+        "parse" => options.cache = false,
+        "cold" => {
+            let cache = dir.join(probe::trace::TRACES_DIR).join(".cache");
+            if cache.exists() {
+                std::fs::remove_dir_all(&cache).map_err(|e| e.to_string())?;
+            }
+        }
+        "warm" => {}
+        _ => return Err(format!("unknown mode {mode:?}")),
+    }
+    let cpu0 = thread_cpu_s().unwrap_or(0.0);
+    let t = Instant::now();
+    let (run, _warnings) =
+        probe::reader::load_run_with(&[dir], &options).map_err(|e| e.to_string())?;
+    let load_s = t.elapsed().as_secs_f64();
+    let cpu1 = thread_cpu_s().unwrap_or(0.0);
+    let load_peak = peak_rss_mib().unwrap_or(0.0);
+    let t = Instant::now();
+    let summary = probe::analysis::summarize(&run, &probe::analysis::SummaryOptions::default());
+    let sum_s = t.elapsed().as_secs_f64();
+    let cpu2 = thread_cpu_s().unwrap_or(0.0);
+    std::hint::black_box(&summary);
+    println!(
+        "{} {load_s:.4} {:.4} {sum_s:.4} {:.4} {load_peak:.1} {:.1}",
+        run.span_count(),
+        cpu1 - cpu0,
+        cpu2 - cpu1,
+        peak_rss_mib().unwrap_or(0.0)
+    );
+    Ok(())
+}
+
+fn bench(args: &[String]) -> Result<(), String> {
+    let base = args
+        .first()
+        .map(PathBuf::from)
+        .unwrap_or_else(|| std::env::temp_dir().join("ddp-probe-trace-bench"));
+    let sizes: Vec<u64> = if args.len() > 1 {
+        args[1..]
+            .iter()
+            .map(|s| s.parse().map_err(|_| format!("{s:?} is not a number")))
+            .collect::<Result<_, _>>()?
+    } else {
+        vec![1, 10]
+    };
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    println!(
+        "{:>6} {:>5} | {:>8} {:>8} {:>9} {:>8} | {:>8} {:>8} | {:>8} {:>8}",
+        "spans",
+        "mode",
+        "load s",
+        "cpu s",
+        "M span/s",
+        "peak MiB",
+        "summ. s",
+        "cpu s",
+        "total s",
+        "peak MiB"
+    );
+    for m in sizes {
+        let dir = base.join(format!("{m}m"));
+        let (ranks, buckets) = (8u32, 40u32);
+        // 5 + 3 × buckets spans per step and rank.
+        let steps = m * 1_000_000 / u64::from(ranks) / (5 + 3 * u64::from(buckets));
+        let marker = dir.join(probe::trace::TRACES_DIR).join("rank-7.jsonl");
+        if !marker.exists() {
+            generate(&dir, ranks, steps, buckets)?;
+        }
+        for mode in ["parse", "cold", "warm"] {
+            let out = Command::new(&exe)
+                .arg("measure")
+                .arg(mode)
+                .arg(&dir)
+                .output()
+                .map_err(|e| e.to_string())?;
+            if !out.status.success() {
+                return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+            }
+            let text = String::from_utf8_lossy(&out.stdout);
+            let v: Vec<f64> = text
+                .split_whitespace()
+                .filter_map(|x| x.parse().ok())
+                .collect();
+            let [spans, load, load_cpu, summ, summ_cpu, load_peak, peak] = v[..] else {
+                return Err(format!("unexpected output: {text}"));
+            };
+            println!(
+                "{:>5.1}M {mode:>5} | {load:>8.3} {load_cpu:>8.3} {:>9.2} {load_peak:>8.1} | {summ:>8.3} {summ_cpu:>8.3} | {:>8.3} {peak:>8.1}",
+                spans / 1e6,
+                spans / load / 1e6,
+                load + summ,
+            );
+        }
+        let cache: u64 = std::fs::read_dir(dir.join(probe::trace::TRACES_DIR).join(".cache"))
+            .map_err(|e| e.to_string())?
+            .filter_map(|e| e.ok()?.metadata().ok())
+            .map(|m| m.len())
+            .sum();
+        let json: u64 = probe::reader::find_trace_files(&[&dir])
+            .map_err(|e| e.to_string())?
+            .iter()
+            .filter_map(|f| std::fs::metadata(f).ok())
+            .map(|m| m.len())
+            .sum();
+        println!(
+            "       traces {:.1} MiB, cache {:.1} MiB",
+            json as f64 / (1 << 20) as f64,
+            cache as f64 / (1 << 20) as f64
+        );
+    }
+    Ok(())
+}
+
 fn run(args: &[String]) -> Result<(), String> {
-    let usage = "usage: trace_bench gen DIR [RANKS STEPS BUCKETS] | load DIR | chrome DIR OUT";
+    let usage = "usage: trace_bench gen DIR [RANKS STEPS BUCKETS] | load DIR | chrome DIR OUT \
+                 | bench [BASE_DIR] [SIZES...]";
     let cmd = args.first().ok_or(usage)?;
+    if cmd == "bench" {
+        return bench(&args[1..]);
+    }
+    if cmd == "measure" {
+        let mode = args.get(1).ok_or(usage)?;
+        let dir = PathBuf::from(args.get(2).ok_or(usage)?);
+        return measure(mode, &dir);
+    }
     let dir = PathBuf::from(args.get(1).ok_or(usage)?);
     match cmd.as_str() {
         "gen" => {
             let ranks = arg_u64(args, 2, 8)? as u32;
             let steps = arg_u64(args, 3, 1000)?;
             let buckets = arg_u64(args, 4, 40)? as u32;
-            let config = probe::synth::SynthConfig::new(ranks, steps, buckets);
-            let t = Instant::now();
-            let summary = probe::synth::generate_run(&config, &dir).map_err(|e| e.to_string())?;
-            let bytes: u64 = summary
-                .files
-                .iter()
-                .filter_map(|f| std::fs::metadata(f).ok())
-                .map(|m| m.len())
-                .sum();
-            println!(
-                "wrote {} spans ({} records, {:.1} MiB) in {:.2} s",
-                summary.spans,
-                summary.records,
-                bytes as f64 / (1 << 20) as f64,
-                t.elapsed().as_secs_f64()
-            );
+            generate(&dir, ranks, steps, buckets)?;
         }
         "load" | "chrome" => {
             let rss0 = peak_rss_mib().unwrap_or(0.0);

@@ -17,10 +17,13 @@
 //! * [`synth`]: deterministic synthetic runs for tests and benchmarks.
 
 pub mod analysis;
+pub mod buckets;
+mod cache;
 pub mod clock;
 pub mod diagnosis;
 pub mod error;
 pub mod export;
+mod fastparse;
 mod hash;
 pub mod model;
 pub mod reader;

@@ -13,10 +13,26 @@
 //! records that carry arrays (`buckets`, `grad_ready`), log messages and
 //! strings written with JSON escapes.
 //!
+//! The common record shapes (flat objects with the writer's key names,
+//! plain integers, strings without escapes) are read by a hand-written
+//! parser (`fastparse`) that hands every other line to serde_json; both
+//! produce the same model ([`LoadOptions::fast_parser`] turns it off).
+//!
 //! Damage is handled as the format specifies: a cut-off last line (no
 //! trailing newline and not valid JSON) loads everything before it with a
 //! [`Warning::Truncated`]; any other invalid line is an [`Error`] naming the
 //! file and line.
+//!
+//! Each trace file of at least [`LoadOptions::cache_min_bytes`] that loads
+//! is also written, as the model part it became, to a binary cache next to
+//! it (`<dir>/.cache/<name>.ddpc`); the next load reads that instead of
+//! parsing when the file's length, modification time and first and last
+//! 4 KiB are unchanged. The cache is derived data, safe to delete; failing to
+//! write it never fails a load. `DDP_PROBE_TRACE_CACHE=0` turns it off and
+//! `DDP_PROBE_DEBUG=1` prints its decisions to stderr.
+//!
+//! Files are parsed by one worker per core, or by
+//! `DDP_PROBE_LOAD_THREADS` workers, or as [`LoadOptions::threads`] says.
 
 use std::borrow::Cow;
 use std::fs::File;
@@ -29,7 +45,9 @@ use serde::{Deserialize, Deserializer};
 use serde_json::error::Category;
 use serde_json::value::RawValue;
 
+use crate::cache;
 use crate::error::{Error, Warning};
+use crate::fastparse::{self, Fields};
 use crate::hash::FxHashMap;
 use crate::model::{
     BucketLayout, CounterSample, EndInfo, GradReady, InstantEvent, Lane, LaneId, LaneKind,
@@ -43,6 +61,75 @@ use crate::trace::{
 /// Size of the read buffer per file.
 const READ_BUFFER_BYTES: usize = 1 << 20;
 
+/// Slots of [`Builder::cached_sym`].
+const SLOT_TRANSPORT: usize = 0;
+const SLOT_ALGO: usize = 1;
+const SLOT_DTYPE: usize = 2;
+const SLOT_NAME: usize = 3;
+const SLOT_OP: usize = 4;
+
+/// Environment variable: the number of worker threads that parse trace
+/// files (default: one per core).
+pub const THREADS_ENV: &str = "DDP_PROBE_LOAD_THREADS";
+
+/// Environment variable: `0`, `off` or `false` turns the binary cache of
+/// loaded trace files off.
+pub const CACHE_ENV: &str = "DDP_PROBE_TRACE_CACHE";
+
+/// How [`load_run_with`] and [`load_files_with`] load.
+#[derive(Clone, Debug)]
+pub struct LoadOptions {
+    /// Worker threads parsing files in parallel (each file is parsed by one
+    /// thread). `None`: [`THREADS_ENV`] when set, else one per core.
+    pub threads: Option<usize>,
+    /// Read and write the binary cache next to the trace files
+    /// (`<dir>/.cache/<name>.ddpc`). [`CACHE_ENV`] can turn it off even
+    /// when this is true.
+    pub cache: bool,
+    /// Files smaller than this are neither cached nor looked up in the
+    /// cache: parsing them takes about as long as reading a cache.
+    pub cache_min_bytes: u64,
+    /// Read the common record shapes with the hand-written parser (false:
+    /// serde_json for every line; the model is the same either way).
+    pub fast_parser: bool,
+}
+
+impl Default for LoadOptions {
+    /// Threads from the environment or one per core, the cache on for files
+    /// of 1 MiB and more, the fast parser on.
+    fn default() -> LoadOptions {
+        LoadOptions {
+            threads: None,
+            cache: true,
+            cache_min_bytes: 1 << 20,
+            fast_parser: true,
+        }
+    }
+}
+
+impl LoadOptions {
+    fn worker_threads(&self) -> usize {
+        self.threads
+            .or_else(|| {
+                std::env::var(THREADS_ENV)
+                    .ok()
+                    .and_then(|v| v.trim().parse().ok())
+            })
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |c| c.get()))
+            .max(1)
+    }
+
+    fn cache_enabled(&self) -> bool {
+        self.cache
+            && !std::env::var(CACHE_ENV).is_ok_and(|v| {
+                matches!(
+                    v.trim().to_ascii_lowercase().as_str(),
+                    "0" | "off" | "false" | "no"
+                )
+            })
+    }
+}
+
 /// Loads the run stored under `paths`.
 ///
 /// Each path may be a run directory (its `traces/` folder is searched for
@@ -51,8 +138,16 @@ const READ_BUFFER_BYTES: usize = 1 << 20;
 ///
 /// Returns the run and the warnings to show the user.
 pub fn load_run<P: AsRef<Path>>(paths: &[P]) -> Result<(Run, Vec<Warning>), Error> {
+    load_run_with(paths, &LoadOptions::default())
+}
+
+/// [`load_run`] with explicit options.
+pub fn load_run_with<P: AsRef<Path>>(
+    paths: &[P],
+    options: &LoadOptions,
+) -> Result<(Run, Vec<Warning>), Error> {
     let files = find_trace_files(paths)?;
-    load_files(&files)
+    load_files_with(&files, options)
 }
 
 /// The trace files [`load_run`] would read, sorted, without duplicates.
@@ -120,13 +215,62 @@ fn collect_jsonl(dir: &Path, out: &mut Vec<PathBuf>, depth: u32) -> Result<(), E
 
 /// Loads the given trace files (no directory search).
 pub fn load_files<P: AsRef<Path>>(files: &[P]) -> Result<(Run, Vec<Warning>), Error> {
+    load_files_with(files, &LoadOptions::default())
+}
+
+/// [`load_files`] with explicit options.
+pub fn load_files_with<P: AsRef<Path>>(
+    files: &[P],
+    options: &LoadOptions,
+) -> Result<(Run, Vec<Warning>), Error> {
     let paths: Vec<PathBuf> = files.iter().map(|p| p.as_ref().to_owned()).collect();
-    let outcomes = parallel_map(paths.len(), |i| {
-        let path = &paths[i];
-        let file = File::open(path).map_err(|e| io_error(path, e))?;
-        parse_file(path, file)
+    let cache = options.cache_enabled();
+    let outcomes = parallel_map(paths.len(), options.worker_threads(), |i| {
+        load_path(&paths[i], options, cache)
     });
     merge(outcomes, &paths)
+}
+
+/// Counts the bytes read through it.
+struct Counting<R> {
+    inner: R,
+    bytes: u64,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.bytes += n as u64;
+        Ok(n)
+    }
+}
+
+/// One trace file: from its cache when that is valid, else parsed (and
+/// then cached).
+fn load_path(path: &Path, options: &LoadOptions, cache: bool) -> Result<FileOutcome, Error> {
+    let file = File::open(path).map_err(|e| io_error(path, e))?;
+    let slot = if cache {
+        cache::Slot::open(path, &file, options.cache_min_bytes)
+    } else {
+        None
+    };
+    if let Some(slot) = &slot {
+        if let Some(part) = slot.load(path) {
+            return Ok(FileOutcome {
+                parsed: Some((part.rank, part.strings)),
+                warnings: part.warnings,
+            });
+        }
+    }
+    let mut input = Counting {
+        inner: &file,
+        bytes: 0,
+    };
+    let outcome = parse_file(path, &mut input, options.fast_parser)?;
+    if let (Some(slot), Some((rank, strings))) = (&slot, &outcome.parsed) {
+        slot.store(&file, input.bytes, rank, strings, &outcome.warnings);
+    }
+    Ok(outcome)
 }
 
 /// Loads traces from readers, each named by the path used in messages.
@@ -138,13 +282,14 @@ pub fn load_from_readers<R: Read + Send>(
         .into_iter()
         .map(|(_, r)| Mutex::new(Some(r)))
         .collect();
-    let outcomes = parallel_map(paths.len(), |i| {
+    let threads = LoadOptions::default().worker_threads();
+    let outcomes = parallel_map(paths.len(), threads, |i| {
         let input = slots[i]
             .lock()
             .map_err(|_| io_error(&paths[i], std::io::Error::other("a reader thread panicked")))?
             .take();
         match input {
-            Some(r) => parse_file(&paths[i], r),
+            Some(r) => parse_file(&paths[i], r, true),
             None => Err(io_error(
                 &paths[i],
                 std::io::Error::other("input was already consumed"),
@@ -178,11 +323,9 @@ fn io_error(path: &Path, source: std::io::Error) -> Error {
     }
 }
 
-/// Runs `f(0..n)` on up to one thread per core; results in index order.
-fn parallel_map<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
-    let workers = std::thread::available_parallelism()
-        .map_or(1, |c| c.get())
-        .min(n);
+/// Runs `f(0..n)` on up to `threads` threads; results in index order.
+fn parallel_map<T: Send>(n: usize, threads: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    let workers = threads.min(n);
     if workers <= 1 {
         return (0..n).map(f).collect();
     }
@@ -276,7 +419,11 @@ fn merge(
                     .ok_or_else(|| too_many_strings(&rank.path))?,
             );
         }
-        remap(&mut rank, &map);
+        // Ranks of one run usually intern the same strings in the same
+        // order: then there is nothing to rewrite.
+        if map.iter().enumerate().any(|(i, s)| s.index() != i) {
+            remap(&mut rank, &map);
+        }
         ranks.push(rank);
     }
     ranks.sort_by_key(|r| r.rank());
@@ -561,7 +708,7 @@ fn utf8_error(e: std::str::Utf8Error) -> serde_json::Error {
     ))
 }
 
-fn parse_file<R: Read>(path: &Path, input: R) -> Result<FileOutcome, Error> {
+fn parse_file<R: Read>(path: &Path, input: R, fast: bool) -> Result<FileOutcome, Error> {
     let mut reader = LineReader::new(input);
     let mut lineno = 0u64;
     let mut builder: Option<Builder> = None;
@@ -572,14 +719,15 @@ fn parse_file<R: Read>(path: &Path, input: R) -> Result<FileOutcome, Error> {
         if bytes.is_empty() {
             continue;
         }
-        let line = std::str::from_utf8(bytes).map_err(utf8_error);
         let Some(b) = builder.as_mut() else {
-            match line
+            match std::str::from_utf8(bytes)
+                .map_err(utf8_error)
                 .map_err(LineError::Json)
                 .and_then(|line| parse_header(path, lineno, line))
             {
-                Ok((b, w)) => {
+                Ok((mut b, w)) => {
                     warnings.extend(w);
+                    b.fast = fast;
                     builder = Some(b);
                     continue;
                 }
@@ -588,10 +736,7 @@ fn parse_file<R: Read>(path: &Path, input: R) -> Result<FileOutcome, Error> {
                 Err(LineError::Fatal(e)) => return Err(*e),
             }
         };
-        match line
-            .map_err(LineError::Json)
-            .and_then(|line| b.line(lineno, line))
-        {
+        match b.line(lineno, bytes) {
             Ok(()) => {}
             Err(LineError::Json(_)) if !complete => {
                 b.truncated = true;
@@ -779,6 +924,10 @@ struct Builder {
     custom_lanes: FxHashMap<Box<str>, LaneId>,
     extras: Vec<SpanExtra>,
     extra_ids: FxHashMap<SpanExtra, u32>,
+    /// The last extra of each span kind and its id.
+    last_extra: [Option<(SpanExtra, u32)>; SpanKind::ALL.len()],
+    /// The last string of each span field in [`Builder::cached_sym`].
+    last_syms: [(String, Option<Sym>); 5],
     layouts: Vec<BucketLayout>,
     grad_ready: Vec<GradReady>,
     instants: Vec<InstantEvent>,
@@ -789,6 +938,10 @@ struct Builder {
     unknown_kinds: Vec<(String, u64, u64)>,
     records: u64,
     truncated: bool,
+    /// Whether to try [`fastparse`] before serde_json.
+    fast: bool,
+    /// `offsets_ns` of the last `grad_ready` line read by [`fastparse`].
+    offsets: Vec<i64>,
 }
 
 impl Builder {
@@ -815,6 +968,8 @@ impl Builder {
             custom_lanes: FxHashMap::default(),
             extras: Vec::new(),
             extra_ids: FxHashMap::default(),
+            last_extra: [None; SpanKind::ALL.len()],
+            last_syms: Default::default(),
             layouts,
             grad_ready: Vec::new(),
             instants: Vec::new(),
@@ -825,6 +980,8 @@ impl Builder {
             unknown_kinds: Vec::new(),
             records: 1,
             truncated: false,
+            fast: true,
+            offsets: Vec::new(),
         }
     }
 
@@ -879,8 +1036,27 @@ impl Builder {
         }
     }
 
-    fn opt_sym(&mut self, line: u64, s: Option<&str>) -> Result<Option<Sym>, LineError> {
-        s.map(|s| self.sym(line, s)).transpose()
+    /// [`Builder::sym`] through a one-entry cache per span field: spans
+    /// in a row mostly repeat their op, transport, dtype...
+    #[inline]
+    fn cached_sym(
+        &mut self,
+        slot: usize,
+        line: u64,
+        s: Option<&str>,
+    ) -> Result<Option<Sym>, LineError> {
+        let Some(s) = s else { return Ok(None) };
+        if let (text, Some(sym)) = &self.last_syms[slot] {
+            if text.as_str() == s {
+                return Ok(Some(*sym));
+            }
+        }
+        let sym = self.sym(line, s)?;
+        let (text, cached) = &mut self.last_syms[slot];
+        text.clear();
+        text.push_str(s);
+        *cached = Some(sym);
+        Ok(Some(sym))
     }
 
     fn args_sym(
@@ -952,7 +1128,97 @@ impl Builder {
         Ok(id)
     }
 
-    fn line(&mut self, line: u64, text: &str) -> Result<(), LineError> {
+    /// Adds one trimmed, non-empty line.
+    fn line(&mut self, line: u64, bytes: &[u8]) -> Result<(), LineError> {
+        if self.fast {
+            let mut offsets = std::mem::take(&mut self.offsets);
+            let mut f = Fields::default();
+            let done = if fastparse::parse(bytes, &mut offsets, &mut f) {
+                self.fast_line(line, f, &offsets)
+            } else {
+                None
+            };
+            self.offsets = offsets;
+            if let Some(r) = done {
+                return r;
+            }
+        }
+        let text = std::str::from_utf8(bytes)
+            .map_err(utf8_error)
+            .map_err(LineError::Json)?;
+        self.serde_line(line, text)
+    }
+
+    /// A line [`fastparse`] read: the same checks and the same model as
+    /// [`Builder::serde_line`]. `None` leaves the line to serde_json.
+    fn fast_line<'a>(
+        &mut self,
+        line: u64,
+        f: Fields<'a>,
+        offsets: &[i64],
+    ) -> Option<Result<(), LineError>> {
+        fn s(v: Option<&str>) -> Option<Str<'_>> {
+            v.map(|v| Str(Cow::Borrowed(v)))
+        }
+        let ty = f.ty?;
+        if ty == "grad_ready" {
+            let r = self.grad_ready(line, f.step?, f.t0?, offsets.into());
+            if r.is_ok() {
+                self.records += 1;
+            }
+            return Some(r);
+        }
+        let raw = RawLine {
+            ty: None,
+            kind: s(f.kind),
+            step: f.step,
+            start: f.start,
+            end: f.end,
+            queued: f.queued,
+            name: s(f.name),
+            lane: s(f.lane),
+            bucket: f.bucket,
+            bytes: f.bytes,
+            params: f.params,
+            seq: f.seq,
+            op: s(f.op),
+            algo: s(f.algo),
+            transport: s(f.transport),
+            peer: f.peer,
+            dtype: s(f.dtype),
+            device: f.device,
+            stream: f.stream,
+            category: s(f.category),
+            correlation: f.correlation,
+            args: None,
+            t: f.t,
+            value: f.value,
+            level: s(f.level),
+            message: s(f.message),
+            status: s(f.status),
+        };
+        Some(self.record(line, ty, raw, ""))
+    }
+
+    fn grad_ready(
+        &mut self,
+        line: u64,
+        step: u64,
+        t0: u64,
+        offsets_ns: Box<[i64]>,
+    ) -> Result<(), LineError> {
+        const TY: &str = "grad_ready";
+        self.step(line, TY, Some(step))?;
+        let t0 = self.shift(line, TY, t0)?;
+        self.grad_ready.push(GradReady {
+            step,
+            t0,
+            offsets_ns,
+        });
+        Ok(())
+    }
+
+    fn serde_line(&mut self, line: u64, text: &str) -> Result<(), LineError> {
         let mut raw: RawLine<'_> = match serde_json::from_str(text) {
             Ok(r) => r,
             Err(e) => {
@@ -976,7 +1242,18 @@ impl Builder {
                 "the record has no \"type\" field".to_owned(),
             ));
         };
-        let ty: &str = &ty;
+        self.record(line, &ty, raw, text)
+    }
+
+    /// Checks a parsed line of type `ty` and adds it to the model. `text`
+    /// is the line, parsed again for the record types that carry arrays.
+    fn record(
+        &mut self,
+        line: u64,
+        ty: &str,
+        raw: RawLine<'_>,
+        text: &str,
+    ) -> Result<(), LineError> {
         match ty {
             "span" => self.span(line, raw)?,
             "instant" => {
@@ -1027,13 +1304,7 @@ impl Builder {
             "grad_ready" => {
                 let g: GradReadyRecord =
                     serde_json::from_str(text).map_err(|e| self.invalid(line, ty, describe(&e)))?;
-                self.step(line, ty, Some(g.step))?;
-                let t0 = self.shift(line, ty, g.t0)?;
-                self.grad_ready.push(GradReady {
-                    step: g.step,
-                    t0,
-                    offsets_ns: g.offsets_ns.into_boxed_slice(),
-                });
+                self.grad_ready(line, g.step, g.t0, g.offsets_ns.into_boxed_slice())?;
             }
             "buckets" => {
                 let b: BucketsRecord =
@@ -1092,18 +1363,25 @@ impl Builder {
         let extra = SpanExtra {
             kind_name,
             params: r.params,
-            transport: self.opt_sym(line, r.transport.as_deref())?,
-            algo: self.opt_sym(line, r.algo.as_deref())?,
-            dtype: self.opt_sym(line, r.dtype.as_deref())?,
+            transport: self.cached_sym(SLOT_TRANSPORT, line, r.transport.as_deref())?,
+            algo: self.cached_sym(SLOT_ALGO, line, r.algo.as_deref())?,
+            dtype: self.cached_sym(SLOT_DTYPE, line, r.dtype.as_deref())?,
             peer: r.peer,
             device: r.device,
             stream: r.stream,
             correlation: r.correlation,
             args: self.args_sym(line, TY, r.args)?,
         };
+        let last = &mut self.last_extra[kind as usize];
         let extra = if extra.is_empty() {
             None
+        } else if let Some(id) = last
+            .as_ref()
+            .and_then(|(x, id)| (*x == extra).then_some(*id))
+        {
+            Some(id)
         } else if let Some(&id) = self.extra_ids.get(&extra) {
+            *last = Some((extra, id));
             Some(id)
         } else {
             let id = u32::try_from(self.extras.len())
@@ -1114,6 +1392,7 @@ impl Builder {
                 })?;
             self.extras.push(extra);
             self.extra_ids.insert(extra, id);
+            self.last_extra[kind as usize] = Some((extra, id));
             Some(id)
         };
         let lane = match r.lane.as_deref() {
@@ -1131,8 +1410,8 @@ impl Builder {
             seq: r.seq,
             step,
             bucket: r.bucket,
-            name: self.opt_sym(line, r.name.as_deref())?,
-            op: self.opt_sym(line, r.op.as_deref())?,
+            name: self.cached_sym(SLOT_NAME, line, r.name.as_deref())?,
+            op: self.cached_sym(SLOT_OP, line, r.op.as_deref())?,
             extra,
             lane,
             kind,

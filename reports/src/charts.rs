@@ -83,6 +83,8 @@ impl StdError for ChartError {}
 type Draw<T> = Result<T, Box<dyn StdError>>;
 
 const WIDTH: u32 = 960;
+/// Line charts are narrower: they often sit two side by side.
+const LINE_WIDTH: u32 = 640;
 const FONT: &str = "sans-serif";
 const LABEL_PX: u32 = 15;
 const TEXT: RGBColor = RGBColor(0x22, 0x22, 0x22);
@@ -115,7 +117,7 @@ pub fn stacked_bars(
         .fold(0.0, f64::max);
     let xmax = if xmax > 0.0 { xmax * 1.04 } else { 1.0 };
     let mut svg = String::new();
-    draw_into(&mut svg, height, |root| {
+    draw_into(&mut svg, WIDTH, height, |root| {
         let mut chart = ChartBuilder::on(root)
             .margin_top(14)
             .margin_right(28)
@@ -134,6 +136,7 @@ pub fn stacked_bars(
             .label_style((FONT, LABEL_PX).into_font().color(&TEXT))
             .axis_desc_style((FONT, LABEL_PX).into_font().color(&TEXT))
             .light_line_style(GRID)
+            .max_light_lines(2)
             .bold_line_style(GRID)
             .draw()?;
         let mut rects = Vec::new();
@@ -199,7 +202,7 @@ pub fn gantt(
         1.0
     };
     let mut svg = String::new();
-    draw_into(&mut svg, height, |root| {
+    draw_into(&mut svg, WIDTH, height, |root| {
         let mut chart = ChartBuilder::on(root)
             .margin_top(10)
             .margin_right(28)
@@ -218,17 +221,14 @@ pub fn gantt(
             .label_style((FONT, LABEL_PX).into_font().color(&TEXT))
             .axis_desc_style((FONT, LABEL_PX).into_font().color(&TEXT))
             .light_line_style(GRID)
+            .max_light_lines(2)
             .bold_line_style(GRID)
             .draw()?;
         let top = |row: usize| (n - row) as f64;
         let shading = RGBColor(0xf4, 0xf6, 0xf8);
-        chart.draw_series(
-            shade
-                .iter()
-                .enumerate()
-                .filter(|(_, s)| **s)
-                .map(|(i, _)| Rectangle::new([(0.0, top(i) - 1.0), (t_max, top(i))], shading.filled())),
-        )?;
+        chart.draw_series(shade.iter().enumerate().filter(|(_, s)| **s).map(|(i, _)| {
+            Rectangle::new([(0.0, top(i) - 1.0), (t_max, top(i))], shading.filled())
+        }))?;
         chart.draw_series(separators.iter().filter(|&&r| r > 0 && r < n).map(|&r| {
             PathElement::new(
                 vec![(0.0, top(r)), (t_max, top(r))],
@@ -266,7 +266,8 @@ pub struct Line {
     pub dashed: bool,
     /// Draw a marker at each point.
     pub markers: bool,
-    /// Vertical error bars: `(x, low, high)`.
+    /// Vertical error bars: `(x, low, high)`, marked at the series' point of
+    /// the same `x`.
     pub errors: Vec<(f64, f64, f64)>,
 }
 
@@ -301,28 +302,34 @@ pub struct Axis {
 
 /// Lines on x/y axes. On a log₂ x axis the values must be positive.
 pub fn line_chart(aria: &str, lines: &[Line], x: &Axis, y: &Axis) -> Result<String, ChartError> {
-    let tx = |v: f64| if x.log2 { v.max(f64::MIN_POSITIVE).log2() } else { v };
+    let tx = |v: f64| {
+        if x.log2 {
+            v.max(f64::MIN_POSITIVE).log2()
+        } else {
+            v
+        }
+    };
     let (mut x0, mut x1) = (tx(x.range.0), tx(x.range.1));
-    if !(x1 > x0) {
+    if x0.is_nan() || x1.is_nan() || x1 <= x0 {
         x0 -= 0.5;
         x1 += 0.5;
     }
     let pad = (x1 - x0) * 0.06;
     let (x0, x1) = (x0 - pad, x1 + pad);
     let (mut y0, mut y1) = y.range;
-    if !(y1 > y0) {
+    if y0.is_nan() || y1.is_nan() || y1 <= y0 {
         y0 -= 1.0;
         y1 += 1.0;
     }
-    let height = 380;
+    let height = 420;
     let mut svg = String::new();
-    draw_into(&mut svg, height, |root| {
+    draw_into(&mut svg, LINE_WIDTH, height, |root| {
         let mut chart = ChartBuilder::on(root)
             .margin_top(16)
             .margin_right(28)
             .margin_left(8)
-            .x_label_area_size(58)
-            .y_label_area_size(86)
+            .x_label_area_size(62)
+            .y_label_area_size(90)
             .build_cartesian_2d(x0..x1, y0..y1)?;
         let xfmt = |v: &f64| (x.format)(if x.log2 { v.exp2() } else { *v });
         let yfmt = |v: &f64| (y.format)(*v);
@@ -338,6 +345,7 @@ pub fn line_chart(aria: &str, lines: &[Line], x: &Axis, y: &Axis) -> Result<Stri
             .label_style((FONT, LABEL_PX).into_font().color(&TEXT))
             .axis_desc_style((FONT, LABEL_PX).into_font().color(&TEXT))
             .light_line_style(GRID)
+            .max_light_lines(2)
             .bold_line_style(GRID)
             .draw()?;
         if let Some(ticks) = manual_ticks {
@@ -371,21 +379,22 @@ pub fn line_chart(aria: &str, lines: &[Line], x: &Axis, y: &Axis) -> Result<Stri
                 .map(|&(a, b)| (tx(a), b))
                 .collect();
             if l.dashed {
-                chart.draw_series(DashedLineSeries::new(
-                    pts.clone(),
-                    8,
-                    6,
-                    c.stroke_width(2),
-                ))?;
+                chart.draw_series(DashedLineSeries::new(pts.clone(), 8, 6, c.stroke_width(2)))?;
             } else {
                 chart.draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))?;
             }
             for &(ex, lo, hi) in &l.errors {
                 if ex.is_finite() && lo.is_finite() && hi.is_finite() {
+                    // The bar's marker sits on the series' own point.
+                    let mid = l
+                        .points
+                        .iter()
+                        .find(|p| p.0 == ex && p.1.is_finite())
+                        .map_or((lo + hi) / 2.0, |p| p.1);
                     chart.draw_series(std::iter::once(ErrorBar::new_vertical(
                         tx(ex),
                         lo,
-                        (lo + hi) / 2.0,
+                        mid,
                         hi,
                         c.stroke_width(2),
                         10,
@@ -423,13 +432,14 @@ pub fn legend(entries: &[(&str, Rgb, bool)]) -> String {
     h.finish()
 }
 
-/// Runs `f` on a white drawing area `WIDTH × height` writing SVG into `svg`.
+/// Runs `f` on a white drawing area `width × height` writing SVG into `svg`.
 fn draw_into(
     svg: &mut String,
+    width: u32,
     height: u32,
     f: impl FnOnce(&DrawingArea<SVGBackend<'_>, Shift>) -> Draw<()>,
 ) -> Result<(), ChartError> {
-    let root = SVGBackend::with_string(svg, (WIDTH, height)).into_drawing_area();
+    let root = SVGBackend::with_string(svg, (width, height)).into_drawing_area();
     let result = root
         .fill(&WHITE)
         .map_err(|e| Box::new(e) as Box<dyn StdError>)
@@ -523,11 +533,19 @@ mod tests {
             "time per step (ms)",
         )
         .unwrap();
-        assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"100%\" viewBox=\"0 0 960 "), "{}", &svg[..200]);
+        assert!(
+            svg.starts_with(
+                "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"100%\" viewBox=\"0 0 960 "
+            ),
+            "{}",
+            &svg[..200]
+        );
         assert!(!svg.contains("height=\"") || !svg[..svg.find('>').unwrap()].contains("height="));
         assert!(svg.contains("time per step (ms)"));
         assert!(svg.contains("rank &lt;1&gt;"));
-        assert!(svg.contains("#4e79a7") || svg.contains("rgb(78,121,167)") || svg.contains("#4E79A7"));
+        assert!(
+            svg.contains("#4e79a7") || svg.contains("rgb(78,121,167)") || svg.contains("#4E79A7")
+        );
     }
 
     #[test]
@@ -536,7 +554,11 @@ mod tests {
         assert!(g.contains("<svg"));
         let l = line_chart(
             "x",
-            &[Line::new("a", palette::MEASURED, vec![(1.0, f64::NAN), (2.0, 3.0)])],
+            &[Line::new(
+                "a",
+                palette::MEASURED,
+                vec![(1.0, f64::NAN), (2.0, 3.0)],
+            )],
             &Axis {
                 desc: "world size".into(),
                 range: (1.0, 1.0),
@@ -558,7 +580,10 @@ mod tests {
 
     #[test]
     fn legend_escapes_names() {
-        let l = legend(&[("<b>", palette::DATA, false), ("ideal", palette::PREDICTED, true)]);
+        let l = legend(&[
+            ("<b>", palette::DATA, false),
+            ("ideal", palette::PREDICTED, true),
+        ]);
         assert!(l.contains("&lt;b&gt;"));
         assert!(l.contains("sw dashed"));
     }

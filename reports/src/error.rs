@@ -58,7 +58,9 @@ pub enum ReportError {
     },
 
     /// The user interrupted a series (Ctrl-C); what ran so far was reported.
-    #[error("interrupted by {signal} during {what}; the report covers the runs that finished before")]
+    #[error(
+        "interrupted by {signal} during {what}; the report covers the runs that finished before"
+    )]
     Interrupted {
         /// The signal's name.
         signal: String,

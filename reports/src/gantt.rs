@@ -131,7 +131,8 @@ pub fn gantt_data(run: &Run, choice: &StepChoice, max_ranks: usize) -> GanttData
     let mut shown: Vec<(u32, i64, i64)> = if choice.windows.len() <= max_ranks {
         choice.windows.clone()
     } else {
-        let mut v: Vec<(u32, i64, i64)> = choice.windows.iter().take(max_ranks - 1).copied().collect();
+        let mut v: Vec<(u32, i64, i64)> =
+            choice.windows.iter().take(max_ranks - 1).copied().collect();
         if let Some(w) = choice.windows.iter().find(|w| w.0 == choice.slowest_rank) {
             if !v.iter().any(|x| x.0 == w.0) {
                 v.push(*w);
@@ -226,7 +227,8 @@ pub fn gantt_data(run: &Run, choice: &StepChoice, max_ranks: usize) -> GanttData
         data.exposed_ns.push((rank, exposed));
     }
     // Compute bars go over the grey step; keep the step first in each row.
-    data.bars.sort_by_key(|b| (b.row, b.color != Rgb(0xd9, 0xd9, 0xd9)));
+    data.bars
+        .sort_by_key(|b| (b.row, b.color != Rgb(0xd9, 0xd9, 0xd9)));
     data
 }
 
@@ -338,7 +340,10 @@ mod tests {
         ] {
             assert!(g.bars.iter().any(|b| b.color == color), "{color:?}");
         }
-        assert!(g.bars.iter().all(|b| b.start >= 0.0 && b.end <= g.t_max_ms + 1e-9));
+        assert!(g
+            .bars
+            .iter()
+            .all(|b| b.start >= 0.0 && b.end <= g.t_max_ms + 1e-9));
         assert!(g.exposed_ns.iter().all(|e| e.1 > 0));
     }
 }

@@ -105,14 +105,19 @@ pub fn load_runs(paths: &[PathBuf]) -> Result<Vec<RunInput>, ReportError> {
             }
         }
     }
-    let singles: Vec<RunInput> = dirs.iter().map(|d| load_one(std::slice::from_ref(d))).collect();
+    let singles: Vec<RunInput> = dirs
+        .iter()
+        .map(|d| load_one(std::slice::from_ref(d)))
+        .collect();
     Ok(merge_nodes(singles))
 }
 
 /// The run locations a path stands for.
 fn expand(p: &Path) -> Result<Vec<PathBuf>, ReportError> {
     if fs::symlink_metadata(p).is_err() {
-        return Err(ReportError::NotFound { path: p.to_path_buf() });
+        return Err(ReportError::NotFound {
+            path: p.to_path_buf(),
+        });
     }
     if p.is_file() || is_run(p) || is_traces_folder(p) {
         return Ok(vec![p.to_path_buf()]);
@@ -135,7 +140,9 @@ fn expand(p: &Path) -> Result<Vec<PathBuf>, ReportError> {
             return Ok(children);
         }
     }
-    Err(ReportError::NotARun { path: p.to_path_buf() })
+    Err(ReportError::NotARun {
+        path: p.to_path_buf(),
+    })
 }
 
 /// Whether `d` is a run directory (a manifest or a `traces/` folder).
@@ -262,7 +269,7 @@ mod tests {
             c.run_id = name.to_owned();
             generate_run(&c, &series.join(name)).unwrap();
         }
-        let runs = load_runs(&[series.clone()]).unwrap();
+        let runs = load_runs(std::slice::from_ref(&series)).unwrap();
         assert_eq!(runs.len(), 2);
         assert_eq!(runs[0].label, "n1");
         assert_eq!(runs[1].world_size(), Some(2));
@@ -295,7 +302,12 @@ mod tests {
             }
         }
         let runs = load_runs(&[dir.path().join("node0"), dir.path().join("node1")]).unwrap();
-        assert_eq!(runs.len(), 1, "{:?}", runs.iter().map(|r| &r.label).collect::<Vec<_>>());
+        assert_eq!(
+            runs.len(),
+            1,
+            "{:?}",
+            runs.iter().map(|r| &r.label).collect::<Vec<_>>()
+        );
         assert_eq!(runs[0].run.as_ref().unwrap().ranks.len(), 4);
         assert_eq!(runs[0].dirs.len(), 2);
     }
@@ -307,6 +319,10 @@ mod tests {
         fs::create_dir_all(run.join("traces")).unwrap();
         let runs = load_runs(&[run]).unwrap();
         assert!(runs[0].run.is_none());
-        assert!(runs[0].load_error.as_deref().unwrap().contains("no trace files"));
+        assert!(runs[0]
+            .load_error
+            .as_deref()
+            .unwrap()
+            .contains("no trace files"));
     }
 }

@@ -1,5 +1,45 @@
-//! HTML reports of ddp-probe runs.
+//! HTML reports of ddp-probe runs, and the series of runs behind
+//! `ddp-probe scale` and `ddp-probe tune`. No libtorch, no CUDA.
+//!
+//! * [`load_runs`] finds and loads runs ([`RunInput`]): run directories,
+//!   folders of them, nodes of one multi-node run merged.
+//! * [`render`] turns runs (and a tuning result) into one self-contained
+//!   HTML document: inline CSS, SVG charts drawn with plotters, no script,
+//!   nothing fetched. Per run: configuration and environment, step-time
+//!   breakdown per rank, the median step as a per-rank Gantt chart with the
+//!   buckets' ready windows and the exposed communication, buckets,
+//!   communication statistics per operation, stragglers, the bucket_cap_mb
+//!   advice of `probe::analysis::advise`, and for failed runs the findings
+//!   of `probe::diagnosis::explain`. Runs at two or more world sizes add a
+//!   scaling section ([`scaling`]). [`write_html`] writes it atomically.
+//! * [`run_scale`] and [`run_tune`] launch series of runs through
+//!   `probe_launch::launch` with a progress bar and write their reports;
+//!   [`tune`] holds the statistics, the `--auto` search and the comparison
+//!   with advise's one-trace prediction.
+//!
+//! Every string from logs, commands or traces is HTML-escaped
+//! ([`html::escape`]).
+
+pub mod analyze;
 pub mod charts;
 pub mod error;
+pub mod gantt;
 pub mod html;
+pub mod input;
+pub mod report;
+mod run_section;
+pub mod scaling;
+pub mod series;
+pub mod tune;
 pub mod units;
+
+pub use analyze::RunAnalysis;
+pub use error::ReportError;
+pub use input::{load_runs, RunInput};
+pub use report::{render, write_html, Rendered, ReportOptions};
+pub use scaling::{scaling, Scaling, ScalingPoint, ThroughputUnit};
+pub use series::{
+    default_series_dir, run_scale, run_tune, JobCommand, ScaleConfig, ScaleOutcome, ScaleRun,
+    SeriesOptions, TuneCaps, TuneConfig, TuneOutcome, TUNE_JSON,
+};
+pub use tune::{TuneCandidate, TuneMode, TuneRecommendation, TuneResult, TuneRun};

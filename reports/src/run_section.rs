@@ -82,7 +82,11 @@ fn overview(h: &mut Html, input: &RunInput, a: &RunAnalysis) {
         cards.push(("ranks".into(), n.to_string(), ""));
     }
     if let Some(s) = &a.summary {
-        cards.push(("steady steps".into(), group_thousands(s.steady_steps as i64), ""));
+        cards.push((
+            "steady steps".into(),
+            group_thousands(s.steady_steps as i64),
+            "",
+        ));
         if let Some(b) = &s.overall {
             cards.push(("median step".into(), ns(b.step.median), ""));
             let share = b.totals.comm_exposed_ns as f64 / b.totals.step_ns.max(1) as f64;
@@ -145,11 +149,18 @@ fn configuration(h: &mut Html, input: &RunInput, a: &RunAnalysis, id: &str) {
         f.push((
             "layout".into(),
             format!(
-                "{} ranks: {} node(s) × {} per node",
-                m.world_size, m.nnodes, m.nproc_per_node
+                "{} rank{}: {} node{} × {} per node",
+                m.world_size,
+                if m.world_size == 1 { "" } else { "s" },
+                m.nnodes,
+                if m.nnodes == 1 { "" } else { "s" },
+                m.nproc_per_node
             ),
         ));
-        f.push(("master".into(), format!("{}:{}", m.master_addr, m.master_port)));
+        f.push((
+            "master".into(),
+            format!("{}:{}", m.master_addr, m.master_port),
+        ));
         f.push(("working directory".into(), m.cwd.clone()));
         f.push(("ddp-probe".into(), m.ddp_probe_version.clone()));
         if let Some(c) = m.bucket_cap_mb {
@@ -266,8 +277,11 @@ fn configuration(h: &mut Html, input: &RunInput, a: &RunAnalysis, id: &str) {
     h.facts(&f);
     let env: Vec<(&String, &String)> = input.manifests.iter().flat_map(|m| m.env.iter()).collect();
     if !env.is_empty() {
-        h.open("details", &[])
-            .elem("summary", &[], &format!("environment ({} variables)", env.len()));
+        h.open("details", &[]).elem(
+            "summary",
+            &[],
+            &format!("environment ({} variables)", env.len()),
+        );
         let mut t = Table::new(&["variable", "value"]);
         for (k, v) in env {
             t.row(vec![Cell::markup(code(k)), Cell::markup(code(v))]);
@@ -514,7 +528,7 @@ fn breakdown(h: &mut Html, s: &Summary, id: &str, opts: &ReportOptions) {
             Cell::num(ms(p[4])),
             Cell::num(ms(p[5])),
             Cell::num(pct(
-                b.totals.comm_exposed_ns as f64 / b.totals.step_ns.max(1) as f64,
+                b.totals.comm_exposed_ns as f64 / b.totals.step_ns.max(1) as f64
             )),
         ]);
     };
@@ -630,7 +644,6 @@ fn buckets(h: &mut Html, run: &Run, s: &Summary, id: &str) {
         "#bucket",
         "#size",
         "#params",
-        "parameters",
         "#ready after bwd start",
         "#launch delay",
         "#all-reduce time",
@@ -638,6 +651,7 @@ fn buckets(h: &mut Html, run: &Run, s: &Summary, id: &str) {
         "#busbw",
         "#exposed",
         "#skew",
+        "parameters",
     ]);
     let d = |x: &probe::analysis::Dist| {
         if x.is_empty() {
@@ -651,7 +665,6 @@ fn buckets(h: &mut Html, run: &Run, s: &Summary, id: &str) {
             Cell::num(b.bucket.to_string()),
             Cell::num(b.bytes.map_or("-".into(), |v| bytes(v as f64))),
             Cell::num(b.params.map_or("-".into(), |v| v.to_string())),
-            Cell::markup(format!("<span class=\"names\">{}</span>", crate::html::escape(&names(b.bucket)))),
             Cell::num(d(&b.ready_after_backward_start)),
             Cell::num(d(&b.launch_delay)),
             Cell::num(d(&b.duration)),
@@ -659,6 +672,10 @@ fn buckets(h: &mut Html, run: &Run, s: &Summary, id: &str) {
             Cell::num(b.busbw_bytes_per_s.map_or("-".into(), rate)),
             Cell::num(d(&b.exposed)),
             Cell::num(d(&b.skew)),
+            Cell::markup(format!(
+                "<span class=\"names\">{}</span>",
+                crate::html::escape(&names(b.bucket))
+            )),
         ]);
     }
     h.table(&t);
@@ -688,8 +705,16 @@ fn communication(h: &mut Html, s: &Summary, id: &str) {
         t.row(vec![
             Cell::text(&o.op),
             Cell::num(group_thousands(o.calls as i64)),
-            Cell::num(if sized { bytes(o.bytes_total as f64) } else { "-".into() }),
-            Cell::num(if sized { bytes(o.bytes_mean) } else { "-".into() }),
+            Cell::num(if sized {
+                bytes(o.bytes_total as f64)
+            } else {
+                "-".into()
+            }),
+            Cell::num(if sized {
+                bytes(o.bytes_mean)
+            } else {
+                "-".into()
+            }),
             Cell::num(ns(o.latency_total_ns as f64)),
             Cell::num(ns(o.latency.mean)),
             Cell::num(o.algbw_bytes_per_s.map_or("-".into(), rate)),
@@ -705,7 +730,9 @@ fn stragglers(h: &mut Html, s: &Summary, id: &str) {
     section(h, id, "stragglers", "Stragglers");
     let st = &s.stragglers;
     if st.collectives == 0 {
-        h.note("No collective was recorded by two or more ranks, so arrival order cannot be compared.");
+        h.note(
+            "No collective was recorded by two or more ranks, so arrival order cannot be compared.",
+        );
         h.close("section");
         return;
     }
@@ -727,22 +754,44 @@ fn stragglers(h: &mut Html, s: &Summary, id: &str) {
             pct(st.chance)
         ),
     };
-    h.open("p", &[("class", if st.straggler.is_some() { "headline warn" } else { "headline" })])
-        .text(&line)
-        .close("p");
+    h.open(
+        "p",
+        &[(
+            "class",
+            if st.straggler.is_some() {
+                "headline warn"
+            } else {
+                "headline"
+            },
+        )],
+    )
+    .text(&line)
+    .close("p");
     if !st.ranks.is_empty() {
-        let mut t = Table::new(&["#rank", "#last at collectives", "#steps last", "#others waited"]);
+        let mut t = Table::new(&[
+            "#rank",
+            "#last at collectives",
+            "#steps last",
+            "#others waited",
+        ]);
         for r in st.ranks.iter().take(16) {
             t.row(vec![
                 Cell::num(r.rank.to_string()),
-                Cell::num(format!("{} ({})", group_thousands(r.last as i64), pct(r.last_share))),
+                Cell::num(format!(
+                    "{} ({})",
+                    group_thousands(r.last as i64),
+                    pct(r.last_share)
+                )),
                 Cell::num(group_thousands(r.steps_last as i64)),
                 Cell::num(ns(r.wait_caused_ns as f64)),
             ]);
         }
         h.table(&t);
         if st.ranks.len() > 16 {
-            h.note(&format!("{} more ranks arrived last at least once.", st.ranks.len() - 16));
+            h.note(&format!(
+                "{} more ranks arrived last at least once.",
+                st.ranks.len() - 16
+            ));
         }
     }
     h.close("section");
@@ -799,7 +848,9 @@ fn advice_section(h: &mut Html, advice: &Advice, id: &str) {
         ]);
         for c in advice.recorded.iter().chain(advice.candidates.iter()) {
             let best = rec.is_some_and(|r| {
-                !c.recorded_layout && r.cap_mb == c.cap_mb && r.first_bucket_bytes == c.first_bucket_bytes
+                !c.recorded_layout
+                    && r.cap_mb == c.cap_mb
+                    && r.first_bucket_bytes == c.first_bucket_bytes
             });
             let mark = if c.recorded_layout {
                 " (recorded layout)"
@@ -830,13 +881,26 @@ fn advice_section(h: &mut Html, advice: &Advice, id: &str) {
         h.note("Predicted from this one trace: PyTorch's bucket assignment is replayed on the recorded gradient-ready times and the overlapped all-reduces are simulated with a latency + size/bandwidth model fitted to the recorded collectives. Times of the schedule are after backward start. `ddp-probe tune` measures instead of predicting.");
     }
     if !advice.fits.is_empty() {
-        let mut t = Table::new(&["transport", "operation", "#latency", "#busbw", "#sizes", "#calls", "#residual", "#r²"]);
+        let mut t = Table::new(&[
+            "transport",
+            "operation",
+            "#latency",
+            "#busbw",
+            "#sizes",
+            "#calls",
+            "#residual",
+            "#r²",
+        ]);
         for (i, f) in advice.fits.iter().enumerate() {
             let cells = vec![
                 Cell::text(format!(
                     "{}{}",
                     f.transport,
-                    if advice.fit_used == Some(i) { " (used)" } else { "" }
+                    if advice.fit_used == Some(i) {
+                        " (used)"
+                    } else {
+                        ""
+                    }
                 )),
                 Cell::text(if f.mixed_ops {
                     format!("{} + others", f.op)
@@ -868,7 +932,13 @@ fn warmup(h: &mut Html, s: &Summary, id: &str) {
         return;
     }
     section(h, id, "warmup", "Warm-up steps (not in the statistics)");
-    let mut t = Table::new(&["step", "why", "#step (max over ranks)", "#communication", "#exposed"]);
+    let mut t = Table::new(&[
+        "step",
+        "why",
+        "#step (max over ranks)",
+        "#communication",
+        "#exposed",
+    ]);
     for w in &s.warmup {
         let b = &w.breakdown;
         t.row(vec![
@@ -907,7 +977,9 @@ fn logs(h: &mut Html, run: &Run, id: &str) {
                     format!(
                         "end: {}{}",
                         e.status,
-                        e.message.as_ref().map_or(String::new(), |m| format!(": {m}"))
+                        e.message
+                            .as_ref()
+                            .map_or(String::new(), |m| format!(": {m}"))
                     ),
                 )
             })
@@ -925,7 +997,10 @@ fn logs(h: &mut Html, run: &Run, id: &str) {
             Cell::num(format!("{:.3} s", (ts - start) as f64 / 1e9)),
             Cell::num(rank.to_string()),
             Cell::text(level.as_str()),
-            Cell::markup(format!("<code class=\"log\">{}</code>", crate::html::escape(msg))),
+            Cell::markup(format!(
+                "<code class=\"log\">{}</code>",
+                crate::html::escape(msg)
+            )),
         ]);
     }
     for (ts, rank, msg) in &ends {
@@ -933,12 +1008,18 @@ fn logs(h: &mut Html, run: &Run, id: &str) {
             Cell::num(format!("{:.3} s", (ts - start) as f64 / 1e9)),
             Cell::num(rank.to_string()),
             Cell::text("end"),
-            Cell::markup(format!("<code class=\"log\">{}</code>", crate::html::escape(msg))),
+            Cell::markup(format!(
+                "<code class=\"log\">{}</code>",
+                crate::html::escape(msg)
+            )),
         ]);
     }
     h.table(&t);
     if total > MAX_LOG_LINES {
-        h.note(&format!("{} more messages are in the traces.", total - MAX_LOG_LINES));
+        h.note(&format!(
+            "{} more messages are in the traces.",
+            total - MAX_LOG_LINES
+        ));
     }
     h.close("section");
 }

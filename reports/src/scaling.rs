@@ -5,10 +5,13 @@
 //! Data-parallel jobs usually keep the per-rank batch fixed (weak scaling),
 //! so ideal throughput grows linearly with the ranks:
 //! `ideal(n) = T(n₀) · n / n₀` from the smallest world size `n₀`, and the
-//! efficiency is `T(n) / ideal(n)`. Throughput is samples per second when
-//! every run records `samples` counters, else rank-steps per second (steps
-//! per second × ranks: samples per second in units of one rank's batch).
-//! Several runs of one world size are averaged.
+//! efficiency is `T(n) / ideal(n)`. Throughput comes from the median step
+//! time, so that a few slow steps (a busy machine, a checkpoint) do not
+//! decide it: `n × samples per step / median step` in samples per second
+//! when every run records `samples` counters (samples per step is their
+//! median over the steady rank-steps), else `n / median step` in
+//! rank-steps per second (samples per second in units of one rank's
+//! batch). Several runs of one world size are averaged.
 
 use std::collections::BTreeMap;
 
@@ -76,6 +79,60 @@ pub struct Scaling {
     pub notes: Vec<String>,
 }
 
+impl Scaling {
+    /// The series as a terminal table and its notes (no trailing newline).
+    pub fn render_text(&self) -> String {
+        let head = [
+            "ranks".to_owned(),
+            "median step".to_owned(),
+            format!("throughput ({})", self.unit.name()),
+            "ideal".to_owned(),
+            "efficiency".to_owned(),
+            "exposed comm".to_owned(),
+        ];
+        let rows: Vec<[String; 6]> = self
+            .points
+            .iter()
+            .map(|p| {
+                [
+                    p.world_size.to_string(),
+                    ns(p.median_step_ns),
+                    count_rate(p.throughput),
+                    count_rate(p.ideal),
+                    pct(p.efficiency),
+                    pct(p.exposed_share),
+                ]
+            })
+            .collect();
+        let mut w = [0usize; 6];
+        for r in std::iter::once(&head).chain(rows.iter()) {
+            for (i, c) in r.iter().enumerate() {
+                w[i] = w[i].max(c.chars().count());
+            }
+        }
+        let line = |r: &[String; 6]| {
+            r.iter()
+                .enumerate()
+                .map(|(i, c)| format!("{}{c}", " ".repeat(w[i] - c.chars().count())))
+                .collect::<Vec<_>>()
+                .join("  ")
+        };
+        let mut out = line(&head);
+        for r in &rows {
+            out.push('\n');
+            out.push_str(&line(r));
+        }
+        out.push_str(&format!(
+            "\n(efficiency = throughput / ideal, the ideal growing linearly from {})",
+            ranks(self.baseline_world_size)
+        ));
+        for n in &self.notes {
+            out.push_str(&format!("\nnote: {n}"));
+        }
+        out
+    }
+}
+
 /// The scaling series of `runs`, or `None` when fewer than two world sizes
 /// have steady steps to measure.
 pub fn scaling(runs: &[(&RunInput, &RunAnalysis)]) -> Option<Scaling> {
@@ -85,8 +142,7 @@ pub fn scaling(runs: &[(&RunInput, &RunAnalysis)]) -> Option<Scaling> {
         n: u32,
         steps: u64,
         median: f64,
-        steps_per_s: f64,
-        samples_per_s: Option<f64>,
+        samples_per_step: Option<f64>,
         exposed: i64,
         comm: i64,
         step: i64,
@@ -103,23 +159,31 @@ pub fn scaling(runs: &[(&RunInput, &RunAnalysis)]) -> Option<Scaling> {
             continue;
         }
         let Some(s) = &a.summary else { continue };
-        let (Some(b), Some(sps)) = (&s.overall, s.throughput.steps_per_s) else {
+        let Some(b) = s.overall.as_ref().filter(|b| b.step.median > 0.0) else {
             notes.push(format!("{label}: left out, it has no steady steps"));
             continue;
         };
+        let mut samples: Vec<f64> = a
+            .steps
+            .iter()
+            .filter(|st| st.warmup.is_none())
+            .filter_map(|st| st.samples)
+            .collect();
+        let samples_per_step = (!samples.is_empty())
+            .then(|| probe::analysis::stats::median(&mut samples))
+            .filter(|v| *v > 0.0);
         rows.push(Row {
             label,
             n,
             steps: b.steps,
             median: b.step.median,
-            steps_per_s: sps,
-            samples_per_s: s.throughput.samples_per_s,
+            samples_per_step,
             exposed: b.totals.comm_exposed_ns,
             comm: b.totals.comm_ns,
             step: b.totals.step_ns,
         });
     }
-    let unit = if !rows.is_empty() && rows.iter().all(|r| r.samples_per_s.is_some()) {
+    let unit = if !rows.is_empty() && rows.iter().all(|r| r.samples_per_step.is_some()) {
         ThroughputUnit::SamplesPerS
     } else {
         ThroughputUnit::RankStepsPerS
@@ -130,6 +194,40 @@ pub fn scaling(runs: &[(&RunInput, &RunAnalysis)]) -> Option<Scaling> {
     }
     if by_n.len() < 2 {
         return None;
+    }
+    // Threads per rank: the launcher (like torchrun) sets OMP_NUM_THREADS=1
+    // only for more than one rank per node.
+    let threads: BTreeMap<String, Vec<u32>> = runs
+        .iter()
+        .filter_map(|(i, _)| Some((i.world_size()?, i.manifests.first()?)))
+        .fold(BTreeMap::new(), |mut acc, (n, m)| {
+            let v = m
+                .ranks
+                .first()
+                .and_then(|r| r.env.get("OMP_NUM_THREADS"))
+                .or_else(|| m.env.get("OMP_NUM_THREADS"))
+                .cloned()
+                .unwrap_or_else(|| "unset".to_owned());
+            acc.entry(v).or_default().push(n);
+            acc
+        });
+    if threads.len() > 1 {
+        let parts: Vec<String> = threads
+            .iter()
+            .map(|(v, ns)| {
+                let mut ns = ns.clone();
+                ns.sort_unstable();
+                ns.dedup();
+                format!(
+                    "{v} at {} rank(s)",
+                    ns.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+                )
+            })
+            .collect();
+        notes.push(format!(
+            "OMP_NUM_THREADS differs between the runs ({}): `ddp-probe run`, like torchrun, sets it to 1 only for more than one rank per node, so compute per rank is not alike; `ddp-probe scale` sets it to 1 for every run",
+            parts.join("; ")
+        ));
     }
     let programs: std::collections::BTreeSet<String> =
         runs.iter().filter_map(|(i, _)| i.program()).collect();
@@ -143,9 +241,12 @@ pub fn scaling(runs: &[(&RunInput, &RunAnalysis)]) -> Option<Scaling> {
         .iter()
         .map(|(&n, v)| {
             let k = v.len() as f64;
-            let tp = |r: &Row<'_>| match unit {
-                ThroughputUnit::SamplesPerS => r.samples_per_s.unwrap_or(0.0),
-                ThroughputUnit::RankStepsPerS => r.steps_per_s * f64::from(r.n),
+            let tp = |r: &Row<'_>| {
+                let per_step = match unit {
+                    ThroughputUnit::SamplesPerS => r.samples_per_step.unwrap_or(0.0),
+                    ThroughputUnit::RankStepsPerS => 1.0,
+                };
+                f64::from(r.n) * per_step * 1e9 / r.median
             };
             let step: i64 = v.iter().map(|r| r.step).sum();
             ScalingPoint {
@@ -178,9 +279,15 @@ pub fn scaling(runs: &[(&RunInput, &RunAnalysis)]) -> Option<Scaling> {
     })
 }
 
+/// `"1 rank"`, `"4 ranks"`.
+fn ranks(n: u32) -> String {
+    format!("{n} rank{}", if n == 1 { "" } else { "s" })
+}
+
 /// Writes the scaling section.
 pub(crate) fn write_scaling(h: &mut Html, s: &Scaling) {
-    h.open("section", &[("id", "scaling")]).elem("h2", &[], "Scaling");
+    h.open("section", &[("id", "scaling")])
+        .elem("h2", &[], "Scaling");
     let last = s.points.last();
     if let Some(p) = last {
         h.open("p", &[("class", "headline")]).text(&format!(
@@ -194,11 +301,11 @@ pub(crate) fn write_scaling(h: &mut Html, s: &Scaling) {
         )).close("p");
     }
     h.para(&format!(
-        "The ideal line grows linearly from {} rank(s), as for a fixed batch per rank (weak scaling). Throughput is {}.",
-        s.baseline_world_size,
+        "The ideal line grows linearly from {}, as for a fixed batch per rank (weak scaling). Throughput is {}.",
+        ranks(s.baseline_world_size),
         match s.unit {
-            ThroughputUnit::SamplesPerS => "samples per second from the runs' samples counters",
-            ThroughputUnit::RankStepsPerS => "rank-steps per second: steps per second × ranks, that is samples per second in units of one rank's batch (the traces have no samples counters)",
+            ThroughputUnit::SamplesPerS => "ranks × samples per step (the runs' samples counters) / median step time, in samples per second; the median keeps a few slow steps from deciding it",
+            ThroughputUnit::RankStepsPerS => "ranks / median step time, in rank-steps per second: samples per second in units of one rank's batch (the traces have no samples counters); the median keeps a few slow steps from deciding it",
         }
     ));
     let ticks: Vec<f64> = s.points.iter().map(|p| f64::from(p.world_size)).collect();
@@ -291,13 +398,17 @@ pub(crate) fn write_scaling(h: &mut Html, s: &Scaling) {
             share_chart,
             charts::legend(&[
                 ("scaling efficiency", palette::MEASURED, false),
-                ("exposed communication share of the step", palette::EXPOSED, false),
+                (
+                    "exposed communication share of the step",
+                    palette::EXPOSED,
+                    false,
+                ),
             ]),
         ),
     ] {
         match chart {
             Ok(svg) => {
-                h.open("figure", &[("class", "chart")])
+                h.open("figure", &[("class", "chart line")])
                     .raw(&svg)
                     .raw(&legend)
                     .close("figure");

@@ -140,6 +140,23 @@ impl TuneCandidate {
         self.measurement = Measurement::of(&mut all);
     }
 
+    /// The lowest and highest median step time of its successful runs,
+    /// when it has two or more.
+    pub fn run_range(&self) -> Option<(f64, f64)> {
+        let v: Vec<f64> = self
+            .runs
+            .iter()
+            .filter(|r| r.failure.is_none())
+            .filter_map(|r| r.median_step_ns)
+            .collect();
+        (v.len() >= 2).then(|| {
+            (
+                v.iter().copied().fold(f64::INFINITY, f64::min),
+                v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            )
+        })
+    }
+
     /// Runs that ended normally.
     pub fn ok_runs(&self) -> usize {
         self.runs.iter().filter(|r| r.failure.is_none()).count()
@@ -172,22 +189,27 @@ pub struct SearchStep {
     pub verdict: String,
 }
 
+/// What [`auto_search`] measures with: a batch of caps in, one measurement
+/// per cap out (`None` when every run of it failed).
+pub type BatchMeasure<'a, E> = dyn FnMut(&[f64]) -> Result<Vec<Option<Measurement>>, E> + 'a;
+
 /// Runs the `--auto` search: measures `start`, then its neighbours `start/2`
 /// and `start×2`; if one is faster beyond noise, keeps halving or doubling
 /// in that direction while the next cap is faster beyond noise. Caps
-/// outside `[min_cap, max_cap]` are not tried. `measure` runs a cap (all its
-/// repeats) and returns its measurement (`None` when every run failed); it
-/// is called at most once per cap. Returns the path taken and the best cap
-/// (`None` when the start failed).
+/// outside `[min_cap, max_cap]` are not tried. `measure` runs a batch of
+/// caps (all their repeats, interleaved, so that a change in the machine's
+/// speed does not fall on one neighbour alone) and returns one measurement
+/// per cap (`None` when every run of it failed); no cap is measured twice.
+/// Returns the path taken and the best cap (`None` when the start failed).
 pub fn auto_search<E>(
     start: f64,
     min_cap: f64,
     max_cap: f64,
-    measure: &mut dyn FnMut(f64) -> Result<Option<Measurement>, E>,
+    measure: &mut BatchMeasure<'_, E>,
 ) -> Result<(Vec<SearchStep>, Option<f64>), E> {
     let mut path = Vec::new();
     let inside = |c: f64| c >= min_cap * (1.0 - 1e-9) && c <= max_cap * (1.0 + 1e-9);
-    let m0 = measure(start)?;
+    let m0 = measure_one(measure, start)?;
     let Some(mut best_m) = m0 else {
         path.push(SearchStep {
             cap_mb: start,
@@ -202,7 +224,12 @@ pub fn auto_search<E>(
         verdict: "start: advise's recommendation from the baseline trace".into(),
     });
     let mut best = start;
-    let mut judge = |cap: f64, m: Option<Measurement>, best: f64, best_m: &Measurement, path: &mut Vec<SearchStep>| -> bool {
+    let judge = |cap: f64,
+                 m: Option<Measurement>,
+                 best: f64,
+                 best_m: &Measurement,
+                 path: &mut Vec<SearchStep>|
+     -> bool {
         let (verdict, better) = match &m {
             None => ("every run failed".to_owned(), false),
             Some(m) if faster(m, best_m) => (
@@ -234,14 +261,21 @@ pub fn auto_search<E>(
         });
         better
     };
-    // Both neighbours first.
+    // Both neighbours first, measured together.
     let mut winner: Option<(f64, f64, Measurement)> = None;
-    for factor in [0.5, 2.0] {
-        let cap = best * factor;
-        if !inside(cap) {
-            continue;
-        }
-        let m = measure(cap)?;
+    let neighbours: Vec<(f64, f64)> = [0.5, 2.0]
+        .into_iter()
+        .map(|f| (f, best * f))
+        .filter(|&(_, c)| inside(c))
+        .collect();
+    let caps: Vec<f64> = neighbours.iter().map(|n| n.1).collect();
+    let ms = if caps.is_empty() {
+        Vec::new()
+    } else {
+        measure(&caps)?
+    };
+    for (k, &(factor, cap)) in neighbours.iter().enumerate() {
+        let m = ms.get(k).copied().flatten();
         if judge(cap, m, best, &best_m, &mut path) {
             let m = m.unwrap_or(best_m);
             if winner.is_none_or(|w| m.median_ns < w.2.median_ns) {
@@ -259,7 +293,7 @@ pub fn auto_search<E>(
         if !inside(cap) {
             break;
         }
-        let m = measure(cap)?;
+        let m = measure_one(measure, cap)?;
         if judge(cap, m, best, &best_m, &mut path) {
             best = cap;
             best_m = m.unwrap_or(best_m);
@@ -268,6 +302,11 @@ pub fn auto_search<E>(
         }
     }
     Ok((path, Some(best)))
+}
+
+/// One cap through a batch `measure` of [`auto_search`].
+fn measure_one<E>(measure: &mut BatchMeasure<'_, E>, cap: f64) -> Result<Option<Measurement>, E> {
+    Ok(measure(&[cap])?.into_iter().next().flatten())
 }
 
 /// The recommended cap.
@@ -296,20 +335,33 @@ pub fn recommend(cands: &[TuneCandidate]) -> Option<TuneRecommendation> {
         .iter()
         .filter_map(|c| Some((c.cap_mb?, c.measurement?)))
         .collect();
-    measured.sort_by(|a, b| a.1.median_ns.total_cmp(&b.1.median_ns).then(a.0.total_cmp(&b.0)));
+    measured.sort_by(|a, b| {
+        a.1.median_ns
+            .total_cmp(&b.1.median_ns)
+            .then(a.0.total_cmp(&b.0))
+    });
     let (cap, m) = *measured.first()?;
     let runner_up = measured.get(1).copied();
     let within = runner_up.is_some_and(|r| !faster(&m, &r.1));
+    // The reference: the job's own setting, else PyTorch's default of
+    // 25 MiB, else the largest cap measured.
+    let measured_cap = |c: &&TuneCandidate| c.measurement.is_some() && c.cap_mb.is_some();
     let reference = cands
         .iter()
         .find(|c| c.cap_mb.is_none() && c.measurement.is_some())
         .or_else(|| {
             cands
                 .iter()
-                .filter(|c| c.cap_mb.is_some() && c.measurement.is_some())
-                .max_by(|a, b| a.cap_mb.unwrap_or(0.0).total_cmp(&b.cap_mb.unwrap_or(0.0)))
-                .filter(|c| !c.cap_mb.is_some_and(|x| same_cap(x, cap)))
+                .filter(measured_cap)
+                .find(|c| c.cap_mb.is_some_and(|x| same_cap(x, 25.0)))
         })
+        .or_else(|| {
+            cands
+                .iter()
+                .filter(measured_cap)
+                .max_by(|a, b| a.cap_mb.unwrap_or(0.0).total_cmp(&b.cap_mb.unwrap_or(0.0)))
+        })
+        .filter(|c| !c.cap_mb.is_some_and(|x| same_cap(x, cap)))
         .and_then(|c| Some((c.label(), c.measurement?)));
     let beats = reference.as_ref().is_some_and(|r| faster(&m, &r.1));
     let mut text = format!(
@@ -339,6 +391,11 @@ pub fn recommend(cands: &[TuneCandidate]) -> Option<TuneRecommendation> {
         ));
     }
     text.push('.');
+    if within && !beats {
+        text.push_str(
+            " The differences between the caps are within run-to-run noise: any of the fastest is as good, and more steps or repeats would tell them apart if anything does.",
+        );
+    }
     Some(TuneRecommendation {
         cap_mb: cap,
         measurement: m,
@@ -416,7 +473,9 @@ pub fn compare_with_advice(
         missing: advice.missing.clone(),
     };
     let mut out = Vec::new();
-    let run_cap = run_cap_mb.map_or("the job's default".to_owned(), |c| format!("{} MiB", mib(c)));
+    let run_cap = run_cap_mb.map_or("the job's default".to_owned(), |c| {
+        format!("{} MiB", mib(c))
+    });
     let Some(r) = rec else {
         out.push(format!(
             "advise could not predict from the first run's trace ({from_run}, {run_cap}): {}.",
@@ -428,19 +487,19 @@ pub fn compare_with_advice(
         ));
         return (prediction, out);
     };
-    out.push(format!(
-        "From the first run's trace alone ({from_run}, {run_cap}), advise {} (predicted gain {}, confidence {}).",
-        if r.worth_changing {
-            format!("recommends bucket_cap_mb={}", mib(r.cap_mb))
-        } else {
-            format!(
-                "sees no cap beating the current one beyond noise (its best: {} MiB)",
-                mib(r.cap_mb)
-            )
-        },
-        ns(r.gain_ns),
-        prediction.confidence.as_deref().unwrap_or("-")
-    ));
+    out.push(if r.worth_changing {
+        format!(
+            "From the first run's trace alone ({from_run}, {run_cap}), advise recommends bucket_cap_mb={}: a predicted gain of {} per step, confidence {}.",
+            mib(r.cap_mb),
+            ns(r.gain_ns),
+            prediction.confidence.as_deref().unwrap_or("-")
+        )
+    } else {
+        format!(
+            "From the first run's trace alone ({from_run}, {run_cap}), advise predicts no cap beating the current one beyond noise; its best is {} MiB.",
+            mib(r.cap_mb)
+        )
+    });
     // Absolute error of the predictions.
     let errors: Vec<(f64, f64)> = cands
         .iter()
@@ -458,13 +517,20 @@ pub fn compare_with_advice(
             .max_by(|a, b| a.1.abs().total_cmp(&b.1.abs()))
             .copied()
             .unwrap_or((0.0, 0.0));
-        out.push(format!(
-            "Predicted step times differ from the measured medians by {} in the median case and at most {} (at {} MiB, predicted {} the measurement).",
+        let mut line = format!(
+            "Predicted step times differ from the measured medians by {} in the median case and at most {}",
             pct(percentile_sorted(&abs, 0.5)),
             pct(worst.1.abs()),
-            mib(worst.0),
-            if worst.1 > 0.0 { "above" } else { "below" }
-        ));
+        );
+        if worst.1.abs() >= 0.001 {
+            line.push_str(&format!(
+                " (at {} MiB, predicted {} the measurement)",
+                mib(worst.0),
+                if worst.1 > 0.0 { "above" } else { "below" }
+            ));
+        }
+        line.push('.');
+        out.push(line);
     }
     let Some(best) = recommend(cands) else {
         out.push("No candidate was measured, so the prediction cannot be checked.".to_owned());
@@ -478,14 +544,45 @@ pub fn compare_with_advice(
         "The model only moves the last all-reduce's tail after backward, with a latency + size / bandwidth cost fitted to the first run's collectives (residual {residual}); what it does not model — copies into and out of the buckets, the communication thread competing with backward for CPU cores, per-bucket framework overhead — changes with the cap too."
     );
     if same_cap(best.cap_mb, r.cap_mb) {
-        out.push(format!(
-            "The measurement agrees: {} MiB is the fastest cap measured (median {}).",
-            mib(best.cap_mb),
-            ns(best.measurement.median_ns)
-        ));
+        out.push(match best.runner_up.filter(|_| best.runner_up_within_noise) {
+            None => format!(
+                "The measurement agrees: {} MiB is the fastest cap measured (median {}).",
+                mib(best.cap_mb),
+                ns(best.measurement.median_ns)
+            ),
+            Some((rc, rm)) => format!(
+                "The measurement agrees as far as it can tell: {} MiB has the lowest median ({}), but {} MiB ({}) is within run-to-run noise of it.",
+                mib(best.cap_mb),
+                ns(best.measurement.median_ns),
+                mib(rc),
+                ns(rm)
+            ),
+        });
     } else if let Some(am) = advised.and_then(|c| c.measurement) {
         let gap = am.median_ns - best.measurement.median_ns;
-        if !faster(&best.measurement, &am) {
+        let best_cand = cands
+            .iter()
+            .find(|c| c.cap_mb.is_some_and(|x| same_cap(x, best.cap_mb)));
+        let ranges = (
+            best_cand.and_then(TuneCandidate::run_range),
+            advised.and_then(TuneCandidate::run_range),
+        );
+        let runs_overlap = matches!(ranges, (Some(a), Some(b)) if a.1 >= b.0 && b.1 >= a.0);
+        if runs_overlap {
+            let (a, b) = (ranges.0.unwrap_or_default(), ranges.1.unwrap_or_default());
+            out.push(format!(
+                "The measurement finds {} MiB fastest (median {}) and advise's {} MiB {} ({}) slower, but their runs' medians overlap ({}–{} against {}–{}): the difference is run-to-run noise, not a reliable sign of model error.",
+                mib(best.cap_mb),
+                ns(best.measurement.median_ns),
+                mib(r.cap_mb),
+                ns(gap),
+                pct(gap / best.measurement.median_ns),
+                ns(a.0),
+                ns(a.1),
+                ns(b.0),
+                ns(b.1)
+            ));
+        } else if !faster(&best.measurement, &am) {
             out.push(format!(
                 "The measurement finds {} MiB fastest (median {}), but advise's {} MiB is only {} ({}) slower, within run-to-run noise (interquartile ranges {} and {}): in practice the two are equally good, and the difference is noise, not model error.",
                 mib(best.cap_mb),
@@ -518,7 +615,7 @@ pub fn compare_with_advice(
                 _ => "advise had no prediction for one of them".to_owned(),
             };
             out.push(format!(
-                "The measurement disagrees beyond noise: {} MiB is fastest (median {}) and advise's {} MiB measured {} ({}) slower, while {predicted_gap}. That is model error. {why_model}",
+                "The measurement disagrees beyond noise: {} MiB is fastest (median {}) and advise's {} MiB measured {} ({}) slower, while {predicted_gap}. That is model error, unless the machine's speed changed between these runs. {why_model}",
                 mib(best.cap_mb),
                 ns(best.measurement.median_ns),
                 mib(r.cap_mb),
@@ -673,8 +770,8 @@ impl TuneResult {
             }
         }
         out.push_str(&format!(
-            "\n(steady steps of all ranks and repeats, first {} step(s) of each rank excluded; advise = predicted from the first run's trace)",
-            self.warmup_steps
+            "\n(steady steps of all ranks and repeats: each rank's first {} and the bucket-rebuild step left out; advise = predicted from the first run's trace)",
+            plural_steps(self.warmup_steps)
         ));
         match &self.recommendation {
             Some(r) => out.push_str(&format!("\nrecommended: {}", r.text)),
@@ -687,6 +784,15 @@ impl TuneResult {
             out.push_str(&format!("\nnote: {n}"));
         }
         out
+    }
+}
+
+/// `"step"`, `"2 steps"`.
+fn plural_steps(n: u64) -> String {
+    if n == 1 {
+        "step".to_owned()
+    } else {
+        format!("{n} steps")
     }
 }
 
@@ -716,7 +822,10 @@ pub(crate) fn write_tune(h: &mut Html, t: &TuneResult) {
         ("runs per cap".to_owned(), t.repeats.to_string()),
         (
             "warm-up".to_owned(),
-            format!("the first {} step(s) of each rank excluded", t.warmup_steps),
+            format!(
+                "each rank's first {} and the bucket-rebuild step left out",
+                plural_steps(t.warmup_steps)
+            ),
         ),
         (
             "caps".to_owned(),
@@ -730,7 +839,10 @@ pub(crate) fn write_tune(h: &mut Html, t: &TuneResult) {
         ("directory".to_owned(), t.dir.clone()),
     ];
     if let Some(sig) = &t.interrupted {
-        facts.push(("interrupted".to_owned(), format!("by {sig}; the report covers the runs that finished")));
+        facts.push((
+            "interrupted".to_owned(),
+            format!("by {sig}; the report covers the runs that finished"),
+        ));
     }
     h.facts(&facts);
     chart(h, t);
@@ -793,9 +905,22 @@ pub(crate) fn write_tune(h: &mut Html, t: &TuneResult) {
         }
         h.table(&s);
     }
-    h.open("details", &[])
-        .elem("summary", &[], &format!("every run ({})", t.candidates.iter().map(|c| c.runs.len()).sum::<usize>()));
-    let mut runs = Table::new(&["cap", "#repeat", "status", "#steady rank-steps", "#median step", "directory"]);
+    h.open("details", &[]).elem(
+        "summary",
+        &[],
+        &format!(
+            "every run ({})",
+            t.candidates.iter().map(|c| c.runs.len()).sum::<usize>()
+        ),
+    );
+    let mut runs = Table::new(&[
+        "cap",
+        "#repeat",
+        "status",
+        "#steady rank-steps",
+        "#median step",
+        "directory",
+    ]);
     for c in &t.candidates {
         for r in &c.runs {
             runs.row(vec![
@@ -849,17 +974,7 @@ fn chart(h: &mut Html, t: &TuneResult) {
         .fold(f64::NEG_INFINITY, f64::max);
     let pad = ((ymax - ymin) * 0.15).max(ymax * 0.02);
     let to_ms = |v: f64| v / 1e6;
-    let mut lines = vec![Line {
-        errors: measured
-            .iter()
-            .map(|(c, m)| (*c, to_ms(m.p25_ns), to_ms(m.p75_ns)))
-            .collect(),
-        ..Line::new(
-            "measured median",
-            palette::MEASURED,
-            measured.iter().map(|(c, m)| (*c, to_ms(m.median_ns))).collect(),
-        )
-    }];
+    let mut lines = Vec::new();
     if !predicted.is_empty() {
         lines.push(Line {
             dashed: true,
@@ -870,6 +985,20 @@ fn chart(h: &mut Html, t: &TuneResult) {
             )
         });
     }
+    lines.push(Line {
+        errors: measured
+            .iter()
+            .map(|(c, m)| (*c, to_ms(m.p25_ns), to_ms(m.p75_ns)))
+            .collect(),
+        ..Line::new(
+            "measured median",
+            palette::MEASURED,
+            measured
+                .iter()
+                .map(|(c, m)| (*c, to_ms(m.median_ns)))
+                .collect(),
+        )
+    });
     let chart = charts::line_chart(
         "median step time against bucket_cap_mb",
         &lines,
@@ -890,10 +1019,15 @@ fn chart(h: &mut Html, t: &TuneResult) {
     );
     match chart {
         Ok(svg) => {
-            h.open("figure", &[("class", "chart narrow")]).raw(&svg);
+            h.open("figure", &[("class", "chart line narrow")])
+                .raw(&svg);
             let mut legend = vec![("measured median, p25–p75 bars", palette::MEASURED, false)];
             if !predicted.is_empty() {
-                legend.push(("advise's prediction from the first run", palette::PREDICTED, true));
+                legend.push((
+                    "advise's prediction from the first run",
+                    palette::PREDICTED,
+                    true,
+                ));
             }
             h.raw(&charts::legend(&legend)).close("figure");
         }
@@ -942,9 +1076,9 @@ mod tests {
     fn auto_search_walks_to_the_minimum_from_either_side() {
         for start in [0.5, 1.0, 8.0, 64.0, 256.0] {
             let mut calls = Vec::new();
-            let (path, best) = auto_search::<()>(start, 0.0625, 1024.0, &mut |c| {
-                calls.push(c);
-                Ok(Some(cost(c)))
+            let (path, best) = auto_search::<()>(start, 0.0625, 1024.0, &mut |caps| {
+                calls.extend_from_slice(caps);
+                Ok(caps.iter().map(|&c| Some(cost(c))).collect())
             })
             .unwrap();
             assert_eq!(best, Some(8.0), "start {start}: {path:?}");
@@ -958,10 +1092,13 @@ mod tests {
 
     #[test]
     fn auto_search_respects_bounds_and_failures() {
-        let (path, best) =
-            auto_search::<()>(4.0, 4.0, 4.0, &mut |c| Ok(Some(cost(c)))).unwrap();
+        let (path, best) = auto_search::<()>(4.0, 4.0, 4.0, &mut |caps| {
+            Ok(caps.iter().map(|&c| Some(cost(c))).collect())
+        })
+        .unwrap();
         assert_eq!((path.len(), best), (1, Some(4.0)));
-        let (path, best) = auto_search::<()>(4.0, 1.0, 64.0, &mut |_| Ok(None)).unwrap();
+        let (path, best) =
+            auto_search::<()>(4.0, 1.0, 64.0, &mut |caps| Ok(vec![None; caps.len()])).unwrap();
         assert_eq!((path.len(), best), (1, None));
         let err = auto_search::<&str>(4.0, 1.0, 64.0, &mut |_| Err("launch failed"));
         assert_eq!(err.unwrap_err(), "launch failed");
@@ -999,5 +1136,90 @@ mod tests {
         assert!(r.beats_reference);
         assert!(r.text.contains("bucket_cap_mb=10"), "{}", r.text);
         assert!(recommend(&[cand(Some(1.0), None)]).is_none());
+    }
+
+    fn advice(recommended: f64, predicted: &[(f64, f64)]) -> Advice {
+        use probe::analysis::advice::{Candidate, Recommendation};
+        let candidate = |cap: f64, p: f64| Candidate {
+            cap_mb: cap,
+            first_bucket_bytes: (cap * MIB) as u64,
+            recorded_layout: false,
+            is_current: false,
+            buckets: 1,
+            largest_bucket_bytes: 1,
+            comm_end_ns: 0.0,
+            tail_ns: 0.0,
+            exposed_ns: 0.0,
+            predicted_step_ns: p,
+            delta_ns: 0.0,
+        };
+        Advice {
+            run_id: "r".into(),
+            missing: Vec::new(),
+            notes: Vec::new(),
+            current: None,
+            fits: Vec::new(),
+            fit_used: None,
+            observed: None,
+            recorded: None,
+            candidates: predicted.iter().map(|&(c, p)| candidate(c, p)).collect(),
+            recommendation: Some(Recommendation {
+                cap_mb: recommended,
+                first_bucket_bytes: (recommended * MIB) as u64,
+                is_current: false,
+                gain_ns: 5.0,
+                gain_frac: 0.05,
+                threshold_ns: 1.0,
+                worth_changing: true,
+                confidence: Confidence::Medium,
+                explanation: Vec::new(),
+            }),
+        }
+    }
+
+    /// A candidate with two runs of these medians.
+    fn runs(cap: f64, medians: [f64; 2]) -> TuneCandidate {
+        let mut c = TuneCandidate::new(Some(cap));
+        for (i, m) in medians.into_iter().enumerate() {
+            c.runs.push(TuneRun {
+                dir: format!("cap-{cap}-r{i}"),
+                repeat: i as u32 + 1,
+                status: "ok".into(),
+                steady_steps: 3,
+                median_step_ns: Some(m),
+                failure: None,
+                step_times_ns: vec![m - 0.5, m, m + 0.5],
+            });
+        }
+        c.measure();
+        c
+    }
+
+    #[test]
+    fn disagreement_is_model_error_only_when_the_runs_do_not_overlap() {
+        let a = advice(4.0, &[(2.0, 101.0), (4.0, 99.0)]);
+        // advise says 4, the runs clearly say 2.
+        let mut cands = vec![runs(2.0, [90.0, 91.0]), runs(4.0, [100.0, 101.0])];
+        let (p, text) = compare_with_advice(&a, "cap-2-r1", Some(2.0), &mut cands);
+        assert_eq!(p.recommended_cap_mb, Some(4.0));
+        assert_eq!(cands[0].predicted_step_ns, Some(101.0));
+        let all = text.join("\n");
+        assert!(all.contains("disagrees beyond noise"), "{all}");
+        assert!(all.contains("model error"), "{all}");
+        // The same medians, but one run of each overlaps the other cap's.
+        let mut cands = vec![runs(2.0, [85.0, 99.0]), runs(4.0, [96.0, 110.0])];
+        let (_, text) = compare_with_advice(&a, "cap-2-r1", Some(2.0), &mut cands);
+        let all = text.join("\n");
+        assert!(all.contains("run-to-run noise"), "{all}");
+        assert!(!all.contains("disagrees beyond noise"), "{all}");
+        // Agreement.
+        let b = advice(2.0, &[(2.0, 90.0), (4.0, 99.0)]);
+        let mut cands = vec![runs(2.0, [90.0, 91.0]), runs(4.0, [100.0, 101.0])];
+        let (_, text) = compare_with_advice(&b, "cap-2-r1", Some(2.0), &mut cands);
+        assert!(
+            text.iter()
+                .any(|t| t.contains("The measurement agrees: 2 MiB")),
+            "{text:?}"
+        );
     }
 }

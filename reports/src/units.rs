@@ -24,7 +24,9 @@ pub fn ns(v: f64) -> String {
 
 /// A signed duration with an explicit sign: `"−7.9 ms"`, `"+1.2 ms"`.
 pub fn signed_ns(v: f64) -> String {
-    if v < 0.0 {
+    if v.abs() < 0.5 {
+        "0 ns".to_owned()
+    } else if v < 0.0 {
         format!("−{}", ns(-v))
     } else {
         format!("+{}", ns(v))
@@ -96,6 +98,8 @@ pub fn mib(v: f64) -> String {
 pub fn count_rate(v: f64) -> String {
     if !v.is_finite() {
         "-".to_owned()
+    } else if v == 0.0 {
+        "0".to_owned()
     } else if v.abs() >= 1000.0 {
         group_thousands(v.round() as i64)
     } else if v.abs() >= 100.0 {
@@ -114,11 +118,14 @@ pub fn group_thousands(v: i64) -> String {
     if v < 0 {
         out.push('-');
     }
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
+    let lead = match digits.len() % 3 {
+        0 => 3,
+        r => r,
+    };
+    out.push_str(&digits[..lead]);
+    for chunk in digits.as_bytes()[lead..].chunks(3) {
+        out.push(',');
+        out.push_str(std::str::from_utf8(chunk).unwrap_or(""));
     }
     out
 }
@@ -133,6 +140,7 @@ mod tests {
         assert_eq!(ns(450_000.0), "450 µs");
         assert_eq!(ns(f64::NAN), "-");
         assert_eq!(signed_ns(-7.9e6), "−7.9 ms");
+        assert_eq!(signed_ns(-0.2), "0 ns");
         assert_eq!(bytes(4.0 * 1024.0 * 1024.0), "4.0 MiB");
         assert_eq!(rate(1.234e9), "1.23 GB/s");
         assert_eq!(pct(0.123), "12%");
@@ -143,7 +151,9 @@ mod tests {
         assert_eq!(mib(2.25), "2.25");
         assert_eq!(group_thousands(1_234_567), "1,234,567");
         assert_eq!(group_thousands(-999), "-999");
+        assert_eq!(group_thousands(0), "0");
+        assert_eq!(group_thousands(123_456), "123,456");
         assert_eq!(count_rate(1234.4), "1,234");
-        assert_eq!(count_rate(3.14159), "3.14");
+        assert_eq!(count_rate(4.256), "4.26");
     }
 }

@@ -5,4 +5,8 @@ pub mod analyze;
 pub mod explain;
 pub mod export;
 mod load;
+pub mod report;
 pub mod run;
+pub mod scale;
+pub mod tui;
+pub mod tune;

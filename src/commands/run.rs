@@ -1,10 +1,12 @@
 //! `ddp-probe run`: hands the arguments to the launcher and ends with the job's status.
 
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
 use anyhow::{bail, Result};
-use probe_launch::{launch, ConsoleMode, ConsoleObserver, LaunchConfig};
+use probe_launch::{launch, ConsoleMode, ConsoleObserver, Event, LaunchConfig};
 
 use crate::cli::{ConsoleArg, RunArgs};
 
@@ -34,7 +36,12 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         ConsoleArg::Quiet => ConsoleMode::Quiet,
     };
 
-    let outcome = match launch(&config, &mut ConsoleObserver) {
+    let result = if args.tui {
+        launch_with_viewer(config)?
+    } else {
+        launch(&config, &mut ConsoleObserver)
+    };
+    let outcome = match result {
         Ok(outcome) => outcome,
         Err(err) => {
             eprintln!("ddp-probe: error: {err}");
@@ -61,6 +68,39 @@ fn explain_briefly(run_dir: &std::path::Path) {
         }
         Err(e) => eprintln!("(could not explain the failure: {e})"),
     }
+}
+
+/// `run --tui`: the launch runs on a thread with a quiet console while the terminal timeline
+/// follows the run directory; closing the viewer leaves the job running (Ctrl-C stops it).
+fn launch_with_viewer(
+    mut config: LaunchConfig,
+) -> Result<Result<probe_launch::Outcome, probe_launch::LaunchError>> {
+    config.console = ConsoleMode::Quiet;
+    let (tx, rx) = mpsc::channel();
+    let done = Arc::new(AtomicBool::new(false));
+    let finished = Arc::clone(&done);
+    let job = std::thread::Builder::new()
+        .name("ddp-probe-launch".into())
+        .spawn(move || {
+            let mut observer = |event: &Event| {
+                if let Event::RunStarted { run_dir, .. } = event {
+                    let _ = tx.send(run_dir.clone());
+                }
+            };
+            let result = launch(&config, &mut observer);
+            finished.store(true, Ordering::SeqCst);
+            result
+        })?;
+    if let Ok(run_dir) = rx.recv() {
+        let options = probe_tui::Options::default();
+        probe_tui::live(&run_dir, || done.load(Ordering::SeqCst), &options)?;
+        if !done.load(Ordering::SeqCst) {
+            eprintln!("ddp-probe: viewer closed; the job goes on (Ctrl-C stops it)");
+        }
+    }
+    job.join().map_err(|_| {
+        anyhow::anyhow!("the launcher thread panicked; the run directory keeps what it recorded")
+    })
 }
 
 /// A user-given number of seconds as a duration, refusing negative, infinite and NaN values.

@@ -95,6 +95,17 @@ pub struct Highlight {
     pub rows: Vec<Option<Cover>>,
 }
 
+/// Where one row of the lanes is drawn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RowSlot {
+    /// The row (index into [`Timeline::rows`]).
+    pub row: usize,
+    /// The first screen line.
+    pub y: u16,
+    /// Lines.
+    pub height: u16,
+}
+
 /// A mouse drag in progress.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Drag {
@@ -330,7 +341,7 @@ impl App {
                 Some(Rect::new(area.x, area.y + 1, area.width, main_h)),
             ),
             Some(_) => {
-                let pw = (area.width * 2 / 5).clamp(30, 64);
+                let pw = (area.width * 9 / 20).clamp(36, 72);
                 let lw = area.width - pw;
                 (lw, Some(Rect::new(area.x + lw, area.y + 1, pw, main_h)))
             }
@@ -363,9 +374,61 @@ impl App {
         i64::from(self.current_regions().lanes.width.max(1))
     }
 
-    /// Rows of lanes on the current screen.
+    /// Rows of lanes on the current screen (all of them when they fit).
     fn lane_rows(&self) -> usize {
-        usize::from(self.current_regions().lanes.height.max(1))
+        let h = self.current_regions().lanes.height;
+        match self.row_metrics(h) {
+            (_, 1) => self.tl.rows().len().max(1),
+            _ => usize::from(h.max(1)),
+        }
+    }
+
+    /// Lines per lane and blank lines between ranks for a lanes region
+    /// `height` lines high: taller lanes and a gap between ranks when
+    /// everything fits, one line per lane and no gaps otherwise.
+    pub(crate) fn row_metrics(&self, height: u16) -> (u16, u16) {
+        let rows = self.tl.rows().len();
+        let groups = self.tl.rows().iter().filter(|r| r.first_of_rank).count();
+        let need = rows + groups.saturating_sub(1);
+        let h = usize::from(height);
+        if !self.ascii && rows > 0 && need + rows <= h {
+            (2, 1)
+        } else if need <= h {
+            (1, 1)
+        } else {
+            (1, 0)
+        }
+    }
+
+    /// Where each row on screen is drawn in the lanes region `lanes`.
+    pub fn row_slots(&self, lanes: Rect) -> Vec<RowSlot> {
+        let (lh, gap) = self.row_metrics(lanes.height);
+        let rows = self.tl.rows();
+        let mut out = Vec::new();
+        let mut y = lanes.y;
+        for (r, row) in rows.iter().enumerate().skip(self.scroll) {
+            if r > self.scroll && row.first_of_rank {
+                y += gap;
+            }
+            if y + lh > lanes.bottom() {
+                break;
+            }
+            out.push(RowSlot {
+                row: r,
+                y,
+                height: lh,
+            });
+            y += lh;
+        }
+        out
+    }
+
+    /// The row drawn at screen line `y`, if any.
+    pub fn row_at(&self, y: u16) -> Option<usize> {
+        self.row_slots(self.current_regions().lanes)
+            .into_iter()
+            .find(|s| y >= s.y && y < s.y + s.height)
+            .map(|s| s.row)
     }
 
     /// Time at the left edge of column `c` of `cols`.
@@ -383,6 +446,22 @@ impl App {
             .clamp(i128::from(i64::MIN / 4), i128::from(i64::MAX / 4)) as i64
     }
 
+    /// The time at the left edge of screen column `x` (a column of the
+    /// lanes region on the current screen).
+    pub fn time_at_column(&self, x: u16) -> i64 {
+        let r = self.current_regions();
+        self.col_time(
+            i64::from(r.lanes.width.max(1)),
+            i64::from(x) - i64::from(r.lanes.x),
+        )
+    }
+
+    /// The screen column showing time `t` (may be off screen).
+    pub fn column_of_time(&self, t: i64) -> i64 {
+        let r = self.current_regions();
+        i64::from(r.lanes.x) + self.time_col(i64::from(r.lanes.width.max(1)), t)
+    }
+
     // ----- resize -----
 
     /// The terminal is now `width` × `height`.
@@ -398,7 +477,7 @@ impl App {
     fn bounds(&self) -> (i64, i64) {
         let (a, b) = (self.tl.origin(), self.tl.end());
         let pad = ((b - a) / 50).max(MIN_VIEW_NS);
-        (a - pad, b + pad)
+        (a, b + pad)
     }
 
     fn min_width(&self) -> i64 {
@@ -484,7 +563,11 @@ impl App {
     /// Zooms one mouse-wheel notch around screen column `col` of the lanes.
     pub fn wheel_zoom(&mut self, col: u16, zoom_in: bool) {
         let t = self.col_time(self.columns(), i64::from(col));
-        let f = if zoom_in { 1.0 / WHEEL_ZOOM } else { WHEEL_ZOOM };
+        let f = if zoom_in {
+            1.0 / WHEEL_ZOOM
+        } else {
+            WHEEL_ZOOM
+        };
         self.zoom_at(f, t);
     }
 
@@ -633,7 +716,12 @@ impl App {
     /// Selects span `index` of `row`, moves the cursor there and brings it
     /// on screen.
     pub fn select(&mut self, row: usize, index: usize) {
-        let Some(span) = self.tl.lane(row).and_then(|l| l.spans().get(index)).copied() else {
+        let Some(span) = self
+            .tl
+            .lane(row)
+            .and_then(|l| l.spans().get(index))
+            .copied()
+        else {
             return;
         };
         self.selection = Some(Selection { row, index });
@@ -660,11 +748,6 @@ impl App {
                     .filter(|&i| self.tl.steps()[i].start <= mid && self.tl.steps()[i].end >= mid)
             });
         }
-    }
-
-    /// Clears the selection.
-    pub fn clear_selection(&mut self) {
-        self.selection = None;
     }
 
     /// Selects the next (`dir` > 0) or previous span of the cursor's lane:
@@ -701,10 +784,9 @@ impl App {
     /// an empty cell clears the selection.
     pub fn click(&mut self, x: u16, y: u16) {
         let r = self.current_regions();
-        let row = self.scroll + usize::from(y.saturating_sub(r.lanes.y));
-        if row >= self.tl.rows().len() {
+        let Some(row) = self.row_at(y) else {
             return;
-        }
+        };
         self.cursor = row;
         let cols = i64::from(r.lanes.width.max(1));
         let c = i64::from(x.saturating_sub(r.lanes.x));
@@ -939,7 +1021,7 @@ impl App {
                     ids[(k + ids.len() - 1) % ids.len()]
                 }
             }
-            (None, None) => {
+            (_, None) => {
                 if dir > 0 {
                     ids[0]
                 } else {
@@ -959,7 +1041,9 @@ impl App {
         if let Some(b) = bucket {
             self.message = Some(match self.bucket_skew(b) {
                 Some(text) => format!("bucket {b}: {text}  (b/B: next/previous, Esc: off)"),
-                None => format!("bucket {b} highlighted on every rank (b/B: next/previous, Esc: off)"),
+                None => {
+                    format!("bucket {b} highlighted on every rank (b/B: next/previous, Esc: off)")
+                }
             });
         }
     }
@@ -1005,7 +1089,10 @@ impl App {
             ));
         }
         if let Some((d, _)) = spread(&done).filter(|_| done.len() > 1) {
-            parts.push(format!("all-reduce end skew {}", format::duration(d, self.ascii)));
+            parts.push(format!(
+                "all-reduce end skew {}",
+                format::duration(d, self.ascii)
+            ));
         }
         (!parts.is_empty()).then(|| format!("{} in {}", parts.join(", "), st.name(i)))
     }
@@ -1133,9 +1220,7 @@ impl App {
         let find_row = |t: &Timeline, key: &(u32, LaneKind, String)| {
             (0..t.rows().len()).find(|&r| key_of(t, r).as_ref() == Some(key))
         };
-        self.cursor = cursor_key
-            .and_then(|k| find_row(&self.tl, &k))
-            .unwrap_or(0);
+        self.cursor = cursor_key.and_then(|k| find_row(&self.tl, &k)).unwrap_or(0);
         self.selection = sel.and_then(|(key, span)| {
             let row = find_row(&self.tl, &key)?;
             let spans = self.tl.lane(row)?.spans();

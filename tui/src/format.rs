@@ -33,6 +33,12 @@ pub fn clean(s: &str, ascii: bool) -> Cow<'_, str> {
             out.push(c);
             continue;
         }
+        if ascii && !needs_escape(c) {
+            if let Some(t) = transliterate(c) {
+                out.push_str(t);
+                continue;
+            }
+        }
         match c {
             '\t' => out.push_str("\\t"),
             '\r' => out.push_str("\\r"),
@@ -46,6 +52,31 @@ pub fn clean(s: &str, ascii: bool) -> Cow<'_, str> {
         }
     }
     Cow::Owned(out)
+}
+
+/// ASCII stand-ins for the symbols ddp-probe's own texts use.
+fn transliterate(c: char) -> Option<&'static str> {
+    Some(match c {
+        'µ' => "u",
+        '…' => "...",
+        '→' => "->",
+        '←' => "<-",
+        '↑' => "Up",
+        '↓' => "Down",
+        '×' => "x",
+        '≈' => "~",
+        '±' => "+/-",
+        '≤' => "<=",
+        '≥' => ">=",
+        '–' | '—' | '─' => "-",
+        '·' | '•' => "-",
+        '│' => "|",
+        '²' => "^2",
+        '⁶' => "^6",
+        '‘' | '’' => "'",
+        '“' | '”' => "\"",
+        _ => return None,
+    })
 }
 
 /// `s` cut to at most `max` characters, ending in `…` (`~` in ASCII) when
@@ -102,51 +133,44 @@ fn sig3(x: f64) -> String {
     }
 }
 
-/// The unit and divisor for axis labels whose ticks are `step` ns apart.
-fn axis_unit(step: i64, ascii: bool) -> (f64, String) {
-    if step < 1_000 {
+/// The unit and divisor for times up to `scale` ns.
+fn time_unit(scale: i64, ascii: bool) -> (f64, String) {
+    let a = scale.unsigned_abs();
+    if a < 1_000 {
         (1.0, "ns".into())
-    } else if step < 1_000_000 {
+    } else if a < 1_000_000 {
         (1e3, format!("{}s", micro(ascii)))
-    } else if step < 1_000_000_000 {
+    } else if a < 1_000_000_000 {
         (1e6, "ms".into())
     } else {
         (1e9, "s".into())
     }
 }
 
-/// The label of an axis tick at `t` ns after the start of the run, for
-/// ticks `step` ns apart: just enough decimals to tell ticks apart.
-pub fn axis_label(t: i64, step: i64, ascii: bool) -> String {
-    let (div, unit) = axis_unit(step.max(1), ascii);
-    let step_u = step.max(1) as f64 / div;
-    let decimals = if step_u >= 1.0 {
+/// Decimals needed to show multiples of `step_u` (in the unit).
+fn decimals_for(step_u: f64) -> usize {
+    if step_u >= 1.0 {
         0
     } else {
-        (-step_u.log10()).ceil().clamp(0.0, 9.0) as usize
-    };
+        (-step_u.log10() - 1e-9).ceil().clamp(0.0, 9.0) as usize
+    }
+}
+
+/// The label of an axis tick at `t` ns after the start of the run, for
+/// ticks `step` ns apart on an axis reaching `scale` ns: the unit of the
+/// axis's magnitude, just enough decimals to tell ticks apart.
+pub fn axis_label(t: i64, step: i64, scale: i64, ascii: bool) -> String {
+    let (div, unit) = time_unit(scale.max(step), ascii);
+    let decimals = decimals_for(step.max(1) as f64 / div);
     format!("{:.*} {unit}", decimals, t as f64 / div)
 }
 
-/// A time on the run's clock (`t` ns after its start), in the unit of its
-/// magnitude, with enough decimals to resolve `resolution` ns: `12.345 ms`.
-pub fn time_at(t: i64, resolution: i64, ascii: bool) -> String {
-    let a = t.unsigned_abs();
-    let (div, unit) = if a < 1_000 {
-        (1.0, "ns".to_owned())
-    } else if a < 1_000_000 {
-        (1e3, format!("{}s", micro(ascii)))
-    } else if a < 1_000_000_000 {
-        (1e6, "ms".to_owned())
-    } else {
-        (1e9, "s".to_owned())
-    };
-    let res_u = resolution.max(1) as f64 / div;
-    let decimals = if res_u >= 1.0 {
-        0
-    } else {
-        (-res_u.log10()).ceil().clamp(0.0, 9.0) as usize
-    };
+/// A time on the run's clock (`t` ns after its start) in the unit of
+/// `scale` (the largest time shown next to it), with enough decimals to
+/// resolve `resolution` ns: `12.345 ms`.
+pub fn time_at(t: i64, resolution: i64, scale: i64, ascii: bool) -> String {
+    let (div, unit) = time_unit(scale.unsigned_abs().max(t.unsigned_abs()) as i64, ascii);
+    let decimals = decimals_for(resolution.max(1) as f64 / div);
     format!("{:.*} {unit}", decimals, t as f64 / div)
 }
 
@@ -218,7 +242,8 @@ mod tests {
         assert!(!c.chars().any(needs_escape), "{c}");
         assert_eq!(c, "a\\x1b[31mred\\x07\\r\\nb\\u{202e}c\\x00");
         assert!(matches!(clean("plain µs", false), Cow::Borrowed(_)));
-        assert_eq!(clean("µs", true), "\\u{00b5}s");
+        assert_eq!(clean("µs", true), "us");
+        assert_eq!(clean("a → b ✓", true), "a -> b \\u{2713}");
     }
 
     #[test]
@@ -243,13 +268,24 @@ mod tests {
         assert_eq!(nice_step(3.0), 5);
         assert_eq!(nice_step(12_000.0), 20_000);
         assert_eq!(nice_step(0.0), 1);
-        assert_eq!(axis_label(50_000_000, 10_000_000, false), "50 ms");
-        assert_eq!(axis_label(1_500_000, 500_000, false), "1.5 ms");
-        assert_eq!(axis_label(20_000, 5_000, true), "20 us");
-        assert_eq!(axis_label(2_000_000_000, 1_000_000_000, false), "2 s");
-        assert_eq!(axis_label(0, 200, false), "0 ns");
-        assert_eq!(time_at(12_345_678, 1_000, false), "12.346 ms");
-        assert_eq!(time_at(1_500_000_000, 1_000_000, false), "1.500 s");
-        assert_eq!(time_at(-500, 10, false), "-500 ns");
+        assert_eq!(
+            axis_label(50_000_000, 10_000_000, 90_000_000, false),
+            "50 ms"
+        );
+        assert_eq!(axis_label(1_500_000, 500_000, 3_000_000, false), "1.5 ms");
+        assert_eq!(axis_label(20_000, 5_000, 40_000, true), "20 us");
+        assert_eq!(
+            axis_label(2_000_000_000, 500_000_000, 3_500_000_000, false),
+            "2.0 s"
+        );
+        assert_eq!(axis_label(0, 200, 800, false), "0 ns");
+        assert_eq!(
+            axis_label(1_200_100_000, 100_000, 1_300_000_000, false),
+            "1.2001 s"
+        );
+        assert_eq!(time_at(12_345_678, 1_000, 0, false), "12.346 ms");
+        assert_eq!(time_at(1_500_000_000, 1_000_000, 0, false), "1.500 s");
+        assert_eq!(time_at(-500, 10, 0, false), "-500 ns");
+        assert_eq!(time_at(0, 100_000, 352_900_000, false), "0.0 ms");
     }
 }

@@ -9,31 +9,33 @@ use crossterm::event::{MouseEvent, MouseEventKind};
 
 use crate::app::{App, Drag, Mode, Panel};
 
-/// The keys, as the help overlay lists them: (keys, what they do).
+/// The keys, as the help overlay lists them: (keys, what they do). Short
+/// enough for two columns on an 80-column terminal.
 pub const KEYS: &[(&str, &str)] = &[
-    ("h l  Left Right", "pan left / right"),
-    ("H L  S-Left S-Right", "pan a whole screen"),
-    ("+ -  =", "zoom in / out (around the selection or the centre)"),
-    ("wheel", "zoom around the mouse pointer"),
-    ("drag", "pan (sideways: time, up/down: lanes)"),
-    ("j k  Down Up", "next / previous lane (moves the selection along)"),
-    ("PgDn PgUp", "scroll the lanes (or the open panel)"),
+    ("h l", "pan (or Left Right)"),
+    ("H L", "pan a screen (S-arrows)"),
+    ("+ - =", "zoom in / out"),
+    ("wheel", "zoom at the pointer"),
+    ("S-wheel", "pan"),
+    ("drag", "pan time and lanes"),
+    ("j k", "next / prev lane (Down Up)"),
+    ("PgDn PgUp", "scroll lanes or panel"),
     ("0 f", "fit the whole run"),
-    ("Home End", "start / end of the run (End follows it live)"),
-    ("n ]  p [", "next / previous step"),
-    ("s", "slowest step (again: next slowest)"),
-    ("e", "most exposed communication (again: next)"),
-    ("Tab S-Tab", "select next / previous span of the lane"),
-    ("click", "select the span under the pointer"),
-    ("z Enter", "zoom to the selected span (or the step)"),
-    ("b B", "highlight a bucket on every rank (next / prev)"),
-    ("1 t", "panel: breakdown of the current step"),
-    ("2 a", "panel: bucket_cap_mb advice"),
+    ("Home End", "run start / end (follow)"),
+    ("n ] p [", "next / previous step"),
+    ("s", "slowest step (again: next)"),
+    ("e", "most exposed comm (again)"),
+    ("Tab S-Tab", "next / previous span"),
+    ("click", "select span at pointer"),
+    ("z Enter", "zoom to the selection"),
+    ("b B", "highlight a bucket"),
+    ("1 t", "panel: step breakdown"),
+    ("2 a", "panel: bucket advice"),
     ("3 x", "panel: explain findings"),
-    ("r", "reload now (live mode)"),
-    ("Esc", "close help / clear selection / highlight / panel"),
+    ("r", "reload now (live)"),
+    ("Esc", "close / clear"),
     ("?", "this help"),
-    ("q  C-c", "quit"),
+    ("q C-c", "quit"),
 ];
 
 impl App {
@@ -112,8 +114,8 @@ impl App {
     fn page(&mut self, dir: isize) {
         let r = self.regions(self.area());
         match r.panel {
-            Some(p) => self.scroll_panel(dir * isize::from(p.height.saturating_sub(3).max(1))),
-            None => self.scroll_rows(dir * isize::from(r.lanes.height.max(1))),
+            Some(p) => self.scroll_panel(dir * p.height.saturating_sub(3).max(1) as isize),
+            None => self.scroll_rows(dir * r.lanes.height.max(1) as isize),
         }
     }
 
@@ -121,8 +123,9 @@ impl App {
         ratatui::layout::Rect::new(0, 0, self.size.0, self.size.1)
     }
 
-    /// Handles a mouse event: the wheel zooms around the pointer (scrolls
-    /// over the panel and the lane labels), a drag pans, a click selects.
+    /// Handles a mouse event: the wheel zooms around the pointer (pans with
+    /// Shift, scrolls over the panel and the lane labels), a drag pans, a
+    /// click selects.
     pub fn handle_mouse(&mut self, m: MouseEvent) {
         let r = self.regions(self.area());
         if r.too_small {
@@ -150,7 +153,9 @@ impl App {
         match m.kind {
             MouseEventKind::ScrollDown | MouseEventKind::ScrollUp => {
                 let down = m.kind == MouseEventKind::ScrollDown;
-                if in_panel {
+                if m.modifiers.contains(KeyModifiers::SHIFT) && !in_panel {
+                    self.pan(if down { 0.1 } else { -0.1 });
+                } else if in_panel {
                     self.scroll_panel(if down { 3 } else { -3 });
                 } else if in_time {
                     self.wheel_zoom(x - r.lanes.x, !down);
@@ -177,8 +182,7 @@ impl App {
                         self.go_to_step(i);
                     }
                 } else if inside(r.gutter) {
-                    let row = self.scroll + usize::from(y - r.gutter.y);
-                    if row < self.tl.rows().len() {
+                    if let Some(row) = self.row_at(y) {
                         self.set_cursor(row);
                     }
                 }

@@ -5,7 +5,7 @@
 use probe::analysis::bus_factor;
 use probe::model::{LaneKind, SpanRef};
 use probe::trace::SpanKind;
-use ratatui::style::{Style, Stylize};
+use ratatui::style::Style;
 use ratatui::text::{Line, Span as Text};
 
 use crate::app::{App, Panel};
@@ -13,6 +13,26 @@ use crate::format::{self, clean, clip};
 use crate::input::KEYS;
 use crate::theme::{self, Class};
 use crate::timeline::StepInfo;
+
+/// The order of the legend: compute first, then gradients and
+/// communication, then the rest.
+const LEGEND_ORDER: [Class; 15] = [
+    Class::Forward,
+    Class::Backward,
+    Class::Optimizer,
+    Class::Data,
+    Class::Ready,
+    Class::Overlapped,
+    Class::Exposed,
+    Class::Writeback,
+    Class::Checkpoint,
+    Class::Kernel,
+    Class::CommKernel,
+    Class::Memcpy,
+    Class::User,
+    Class::Other,
+    Class::Step,
+];
 
 impl App {
     /// Text from the run, safe to draw in the current character set.
@@ -25,10 +45,11 @@ impl App {
     }
 
     /// Time `t` (rank 0's timeline) as shown to the user: since the start of
-    /// the run.
+    /// the run, in the unit of the view's end.
     pub(crate) fn at(&self, t: i64) -> String {
         let res = ((self.t1 - self.t0) / 1000).max(1);
-        format::time_at(t - self.tl.origin(), res, self.ascii)
+        let scale = (self.t1 - self.tl.origin()).abs();
+        format::time_at(t - self.tl.origin(), res, scale, self.ascii)
     }
 
     /// The fields describing the selected span, or the cursor and the
@@ -70,7 +91,11 @@ impl App {
             if host.is_empty() {
                 format!("rank {}", rank.rank())
             } else {
-                format!("rank {} ({})", rank.rank(), self.safe(&clip(host, 24, self.ascii)))
+                format!(
+                    "rank {} ({})",
+                    rank.rank(),
+                    self.safe(&clip(host, 24, self.ascii))
+                )
             },
             text,
         ));
@@ -92,7 +117,12 @@ impl App {
         let d = span.duration();
         f.push((self.dur(d), theme::HEADING));
         f.push((
-            format!("{} {} {}", self.at(span.start()), g.arrow, self.at(span.end())),
+            format!(
+                "{} {} {}",
+                self.at(span.start()),
+                g.arrow,
+                self.at(span.end())
+            ),
             dim,
         ));
         if span.kind() == SpanKind::Step {
@@ -121,11 +151,7 @@ impl App {
                 let n = run.world_size.max(1);
                 let bus = alg * bus_factor(sr.op().unwrap_or(""), n);
                 f.push((
-                    format!(
-                        "algbw {}  busbw {}",
-                        format::rate(alg),
-                        format::rate(bus)
-                    ),
+                    format!("algbw {}  busbw {}", format::rate(alg), format::rate(bus)),
                     text,
                 ));
             }
@@ -161,7 +187,10 @@ impl App {
                 span.kind(),
                 SpanKind::Kernel | SpanKind::User | SpanKind::Other
             ) {
-                f.push((format!("name {}", self.safe(&clip(name, 40, self.ascii))), dim));
+                f.push((
+                    format!("name {}", self.safe(&clip(name, 40, self.ascii))),
+                    dim,
+                ));
             }
         }
         if let Some(c) = sr.correlation() {
@@ -247,15 +276,43 @@ impl App {
         Some(s)
     }
 
+    /// How a rank's recording ended, when not normally: no `end` record
+    /// (killed, crashed or hung; not said while live mode still records) or
+    /// a status other than `ok`.
+    pub(crate) fn rank_end_problem(&self, rank: &probe::model::RankTrace) -> Option<String> {
+        if self.live.as_ref().is_some_and(|l| !l.finished) {
+            return None;
+        }
+        match &rank.end {
+            None => Some(format!(
+                "rank {} has no end record (killed, crashed or hung)",
+                rank.rank()
+            )),
+            Some(e) if e.status != "ok" => {
+                let mut s = format!(
+                    "rank {} ended: {}",
+                    rank.rank(),
+                    self.safe(&clip(&e.status, 20, self.ascii))
+                );
+                if let Some(m) = &e.message {
+                    s.push_str(&format!(": {}", self.safe(&clip(m, 80, self.ascii))));
+                }
+                Some(s)
+            }
+            Some(_) => None,
+        }
+    }
+
     /// With nothing selected: the cursor's lane and the current step.
     fn idle_fields(&self) -> Vec<(String, Style)> {
         let mut f = Vec::new();
         if let Some(row) = self.tl.rows().get(self.cursor) {
-            let rank = self.tl.run().ranks[row.rank].rank();
-            f.push((
-                format!("lane r{rank} {}", self.safe(&row.label)),
-                theme::HEADING,
-            ));
+            let trace = &self.tl.run().ranks[row.rank];
+            let rank = trace.rank();
+            f.push((format!("r{rank} {}", self.safe(&row.label)), theme::HEADING));
+            if let Some(problem) = self.rank_end_problem(trace) {
+                f.push((problem, theme::WARN));
+            }
         }
         let mid = self.t0 + (self.t1 - self.t0) / 2;
         let step = self.current_step.or_else(|| self.tl.step_near(mid));
@@ -263,7 +320,7 @@ impl App {
             let st = &self.tl.steps()[i];
             f.push((
                 format!(
-                    "{}: {} (slowest rank {})",
+                    "{} {} (rank {})",
                     st.name(i),
                     self.dur(st.time_ns),
                     st.slowest_rank
@@ -280,15 +337,14 @@ impl App {
                     theme::WARN,
                 ));
             }
+        } else if self.tl.rows().is_empty() {
+            f.push(("no spans recorded yet".to_owned(), theme::DIM));
         }
-        f.push((
-            "Tab or click: select a span  ? help".to_owned(),
-            theme::DIM,
-        ));
         f
     }
 
-    /// The classes drawn anywhere in the run, in legend order.
+    /// The classes drawn anywhere in the run, in legend order (the odd
+    /// bucket colour goes with the even one).
     pub(crate) fn legend_classes(&self) -> Vec<Class> {
         let mut present = [false; Class::COUNT];
         for r in self.tl.rows() {
@@ -296,25 +352,31 @@ impl App {
                 present[c.index()] = true;
             }
         }
-        Class::ALL
+        if present[Class::ReadyAlt.index()] {
+            present[Class::Ready.index()] = true;
+        }
+        LEGEND_ORDER
             .into_iter()
             .filter(|c| present[c.index()])
             .collect()
     }
 
-    /// The legend: a swatch and a name per class.
+    /// The legend: a swatch and a short name per class.
     pub(crate) fn legend(&self) -> Vec<Text<'static>> {
         let g = self.glyphs();
         let mut out = Vec::new();
         for c in self.legend_classes() {
-            let swatch = if g.ascii {
-                c.letter().to_string()
-            } else if c == Class::Step {
-                g.gap.to_owned()
-            } else {
-                g.full.to_owned()
+            let swatch = |k: Class| {
+                let s = if g.ascii {
+                    k.letter().to_string()
+                } else if k == Class::Step {
+                    g.gap.to_owned()
+                } else {
+                    g.full.to_owned()
+                };
+                Text::styled(s, Style::new().fg(k.color()))
             };
-            out.push(Text::styled(swatch, Style::new().fg(c.color())));
+            out.push(swatch(c));
             out.push(Text::styled(format!(" {}  ", c.name()), theme::DIM));
         }
         out
@@ -325,22 +387,25 @@ impl App {
         match panel {
             Panel::Breakdown => self.breakdown_lines(width),
             Panel::Advice => match &self.advice {
-                Some(a) => self.text_lines(&a.render_text(width.max(40))),
+                Some(a) => self.text_lines(&a.render_text(width), width),
                 None => vec![Line::from("computing...")],
             },
             Panel::Explain => match &self.report {
-                Some(Ok(r)) => self.text_lines(&r.render_text(width.max(40))),
+                Some(Ok(r)) => self.text_lines(&r.render_text(width), width),
                 Some(Err(e)) => vec![
                     Line::styled("explain could not read the run:", theme::WARN),
-                    Line::from(self.safe(e)),
+                    Line::from(wrap_text(&self.safe(e), width).join(" ")),
                 ],
                 None => vec![Line::from("reading...")],
             },
         }
     }
 
-    fn text_lines(&self, text: &str) -> Vec<Line<'static>> {
-        text.lines().map(|l| Line::from(self.safe(l))).collect()
+    fn text_lines(&self, text: &str, width: usize) -> Vec<Line<'static>> {
+        text.lines()
+            .flat_map(|l| wrap_text(&self.safe(l), width))
+            .map(Line::from)
+            .collect()
     }
 
     /// The step shown in the breakdown panel: the current one, else the one
@@ -451,29 +516,127 @@ impl App {
         out
     }
 
-    /// The help overlay's lines: every key, then the colours.
-    pub(crate) fn help_lines(&self) -> Vec<Line<'static>> {
-        let key_w = KEYS.iter().map(|(k, _)| k.len()).max().unwrap_or(8) + 2;
-        let mut out: Vec<Line<'static>> = KEYS
-            .iter()
-            .map(|(k, what)| {
-                Line::from(vec![
-                    Text::styled(format!("{k:<key_w$}"), theme::KEY),
-                    Text::styled((*what).to_owned(), theme::TEXT),
-                ])
-            })
-            .collect();
-        out.push(Line::from(""));
-        out.push(Line::styled("colours", theme::HEADING));
-        let legend = self.legend();
-        for pair in legend.chunks(2) {
-            out.push(Line::from(pair.to_vec()));
+    /// The help overlay's lines for an inner width of `width`: every key
+    /// (in two columns when they fit), then the colours.
+    pub(crate) fn help_lines(&self, width: usize) -> Vec<Line<'static>> {
+        let kw = KEYS.iter().map(|(k, _)| k.len()).max().unwrap_or(8);
+        let dw = KEYS.iter().map(|(_, d)| d.len()).max().unwrap_or(20);
+        let entry = |(k, d): &(&str, &str)| {
+            vec![
+                Text::styled(format!("{k:<kw$}  "), theme::KEY),
+                Text::styled(format!("{d:<dw$}"), theme::TEXT),
+            ]
+        };
+        let mut out: Vec<Line<'static>> = Vec::new();
+        if 2 * (kw + 2 + dw) + 2 <= width {
+            let half = KEYS.len().div_ceil(2);
+            for (i, left) in KEYS.iter().enumerate().take(half) {
+                let mut spans = entry(left);
+                if let Some(right) = KEYS.get(i + half) {
+                    spans.push(Text::raw("  "));
+                    spans.extend(entry(right));
+                }
+                out.push(Line::from(spans));
+            }
+        } else {
+            out.extend(KEYS.iter().map(|e| Line::from(entry(e))));
         }
         out.push(Line::from(""));
-        out.push(Line::from(
-            "red in the comm lane: all-reduce time with no compute running (exposed)"
-                .fg(theme::Class::Exposed.color()),
+        out.extend(wrap_spans(self.legend(), width));
+        out.push(Line::styled(
+            "red in a comm lane: all-reduce with no compute running (exposed)",
+            Style::new().fg(Class::Exposed.color()),
         ));
         out
+    }
+}
+
+/// Packs styled pieces into lines of at most `width` columns.
+pub(crate) fn wrap_spans(items: Vec<Text<'static>>, width: usize) -> Vec<Line<'static>> {
+    let mut lines = Vec::new();
+    let mut cur: Vec<Text<'static>> = Vec::new();
+    let mut used = 0;
+    // Pieces come in pairs (swatch, name): keep each pair on one line.
+    for pair in items.chunks(2) {
+        let w: usize = pair.iter().map(|t| t.width()).sum();
+        if used > 0 && used + w > width {
+            lines.push(Line::from(std::mem::take(&mut cur)));
+            used = 0;
+        }
+        cur.extend(pair.iter().cloned());
+        used += w;
+    }
+    if !cur.is_empty() {
+        lines.push(Line::from(cur));
+    }
+    lines
+}
+
+/// Wraps one line of text to `width` columns at spaces; continuation lines
+/// keep the line's indentation plus two spaces.
+pub(crate) fn wrap_text(line: &str, width: usize) -> Vec<String> {
+    let width = width.max(8);
+    if line.chars().count() <= width {
+        return vec![line.to_owned()];
+    }
+    let indent = line.len() - line.trim_start().len();
+    let cont = " ".repeat((indent + 2).min(width / 2));
+    let mut out = Vec::new();
+    let mut cur = line[..indent].to_owned();
+    let mut cur_len = indent;
+    let mut fresh = true;
+    for word in line.split_whitespace() {
+        let mut word = word.to_owned();
+        loop {
+            let wl = word.chars().count();
+            let sep = usize::from(!fresh);
+            if cur_len + sep + wl <= width {
+                if !fresh {
+                    cur.push(' ');
+                }
+                cur.push_str(&word);
+                cur_len += sep + wl;
+                fresh = false;
+                break;
+            }
+            if fresh {
+                // A word longer than a line: cut it.
+                let room = width.saturating_sub(cur_len).max(1);
+                let head: String = word.chars().take(room).collect();
+                let tail: String = word.chars().skip(room).collect();
+                cur.push_str(&head);
+                out.push(std::mem::replace(&mut cur, cont.clone()));
+                cur_len = cont.len();
+                word = tail;
+                if word.is_empty() {
+                    break;
+                }
+                continue;
+            }
+            out.push(std::mem::replace(&mut cur, cont.clone()));
+            cur_len = cont.len();
+            fresh = true;
+        }
+    }
+    if !fresh || cur.trim().is_empty() && out.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_wraps_at_spaces_with_indentation() {
+        let w = wrap_text("  alpha beta gamma delta", 12);
+        assert_eq!(w, vec!["  alpha beta", "    gamma", "    delta"]);
+        assert_eq!(wrap_text("short", 12), vec!["short"]);
+        let long = wrap_text("abcdefghijklmnop", 8);
+        assert_eq!(long, vec!["abcdefgh", "  ijklmn", "  op"]);
+        for l in wrap_text("x".repeat(100).as_str(), 10) {
+            assert!(l.chars().count() <= 10);
+        }
     }
 }

@@ -153,15 +153,14 @@ impl Class {
     /// The name in the legend.
     pub const fn name(self) -> &'static str {
         match self {
-            Class::Step => "step (other)",
-            Class::Data => "data wait",
-            Class::Forward => "forward",
-            Class::Backward => "backward",
-            Class::Optimizer => "optimizer",
-            Class::Ready => "bucket ready",
-            Class::ReadyAlt => "bucket ready (odd id)",
-            Class::Overlapped => "all-reduce overlapped",
-            Class::Exposed => "all-reduce exposed",
+            Class::Step => "gap",
+            Class::Data => "data",
+            Class::Forward => "fwd",
+            Class::Backward => "bwd",
+            Class::Optimizer => "optim",
+            Class::Ready | Class::ReadyAlt => "grad ready",
+            Class::Overlapped => "comm overlapped",
+            Class::Exposed => "comm exposed",
             Class::Writeback => "writeback",
             Class::Checkpoint => "checkpoint",
             Class::Kernel => "kernel",
@@ -170,6 +169,15 @@ impl Class {
             Class::User => "user",
             Class::Other => "other",
         }
+    }
+
+    /// Whether the class is part of a bucket's journey (ready window,
+    /// all-reduce, writeback): what a bucket highlight lights or dims.
+    pub const fn is_bucket_work(self) -> bool {
+        matches!(
+            self,
+            Class::Ready | Class::ReadyAlt | Class::Overlapped | Class::Exposed | Class::Writeback
+        )
     }
 
     /// Whether the class is a phase worth drawing over a bare step.
@@ -185,8 +193,10 @@ pub struct Glyphs {
     pub ascii: bool,
     /// A cell mostly covered.
     pub full: &'static str,
-    /// A cell partly covered.
+    /// A cell about half covered.
     pub part: &'static str,
+    /// A cell a little covered.
+    pub light: &'static str,
     /// A cell with only a very short span.
     pub tiny: &'static str,
     /// Inside a step, no phase.
@@ -207,7 +217,8 @@ pub struct Glyphs {
 pub const UNICODE: Glyphs = Glyphs {
     ascii: false,
     full: "█",
-    part: "▒",
+    part: "▓",
+    light: "▒",
     tiny: "▏",
     gap: "·",
     boundary: "│",
@@ -222,6 +233,7 @@ pub const ASCII: Glyphs = Glyphs {
     ascii: true,
     full: "#",
     part: "+",
+    light: "+",
     tiny: "|",
     gap: ".",
     boundary: "|",
@@ -279,4 +291,6 @@ pub const TEXT: Style = Style::new().fg(Color::White);
 /// Secondary text.
 pub const DIM: Style = Style::new().fg(Color::Gray);
 /// Warnings and exposed communication figures.
-pub const WARN: Style = Style::new().fg(Color::LightRed).add_modifier(Modifier::BOLD);
+pub const WARN: Style = Style::new()
+    .fg(Color::LightRed)
+    .add_modifier(Modifier::BOLD);

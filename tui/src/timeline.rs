@@ -179,22 +179,6 @@ impl Timeline {
         Some(k.min(self.steps.len() - 1))
     }
 
-    /// The first row of a rank (by index in [`Run::ranks`]).
-    pub fn first_row_of(&self, rank: usize) -> Option<usize> {
-        self.rows.iter().position(|r| r.rank == rank)
-    }
-
-    /// The row of a rank's lane of `kind`.
-    pub fn row_of(&self, rank: usize, kind: LaneKind) -> Option<usize> {
-        self.rows.iter().position(|r| {
-            r.rank == rank
-                && self.run.ranks[r.rank]
-                    .lanes
-                    .get(r.lane)
-                    .is_some_and(|l| l.kind == kind)
-        })
-    }
-
     /// The index in [`Run::ranks`] of global rank `rank`.
     pub fn rank_index(&self, rank: u32) -> Option<usize> {
         self.run

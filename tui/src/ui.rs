@@ -28,6 +28,7 @@ enum Fill {
     Gap,
     Full(Class),
     Part(Class),
+    Light(Class),
     Tiny(Class),
 }
 
@@ -63,46 +64,71 @@ impl App {
         buf.set_style(area, theme::TITLE);
         let run = self.tl.run();
         let g = self.glyphs();
-        let steps = self.tl.steps().len();
-        let mut left = format!(
-            " ddp-probe{}run {}{}{} rank{}{}{} spans{}{} steps",
-            g.dot,
-            self.safe(&clip(&run.run_id, 24, self.ascii)),
-            g.dot,
-            run.ranks.len(),
-            if run.ranks.len() == 1 { "" } else { "s" },
-            g.dot,
-            group_digits(self.tl.span_count()),
-            g.dot,
-            steps,
-        );
+        let n = run.ranks.len();
+        let mut left = vec!["ddp-probe".to_owned()];
+        if !run.run_id.is_empty() {
+            left.push(format!(
+                "run {}",
+                self.safe(&clip(&run.run_id, 24, self.ascii))
+            ));
+        }
+        if n > 0 {
+            left.push(format!("{n} rank{}", if n == 1 { "" } else { "s" }));
+            left.push(format!("{} steps", self.tl.steps().len()));
+            left.push(format!("{} spans", group_digits(self.tl.span_count())));
+        }
         let missing = run.missing_ranks();
         if !missing.is_empty() {
-            left.push_str(&format!("{}{} missing", g.dot, missing.len()));
+            left.push(format!("{} ranks missing", missing.len()));
         }
-        let w = self.t1 - self.t0;
-        let mut right = format!(
-            "{} {} {} ({}) ",
+        let mut right = vec![format!(
+            "{} {} {} ({})",
             self.at(self.t0),
             g.arrow,
             self.at(self.t1),
-            self.dur(w)
-        );
+            self.dur(self.t1 - self.t0)
+        )];
         if let Some(live) = &self.live {
             let follow = match self.follow {
                 crate::app::Follow::Off => "",
-                crate::app::Follow::All => " following",
-                crate::app::Follow::Latest => " following latest",
+                crate::app::Follow::All => ", following",
+                crate::app::Follow::Latest => ", following latest",
             };
-            right = format!("{} LIVE{follow}{}{}", right, g.dot, self.safe(&live.text));
-            right.push(' ');
+            right.push(format!("LIVE{follow}"));
+            right.push(self.safe(&live.text));
         }
-        let rw = right.chars().count() as u16;
-        let lw = area.width.saturating_sub(rw + 1);
-        self.put(buf, area.x, area.y, &left, lw, theme::TITLE);
-        if rw < area.width {
-            self.put(buf, area.right() - rw, area.y, &right, rw, theme::TITLE);
+        // Whole items are dropped from the ends until both sides fit.
+        let width = usize::from(area.width);
+        let join = |v: &[String]| format!(" {} ", v.join(g.dot));
+        let len = |s: &str| s.chars().count();
+        loop {
+            let l = join(&left);
+            let r = join(&right);
+            if len(&l) + len(&r) <= width || (left.len() <= 1 && right.len() <= 1) {
+                break;
+            }
+            if left.len() > 2 {
+                left.pop();
+            } else if right.len() > 1 {
+                right.pop();
+            } else if left.len() > 1 {
+                left.pop();
+            } else {
+                break;
+            }
         }
+        let l = join(&left);
+        let r = join(&right);
+        let rw = (len(&r) as u16).min(area.width);
+        self.put(
+            buf,
+            area.x,
+            area.y,
+            &l,
+            area.width.saturating_sub(rw),
+            theme::TITLE,
+        );
+        self.put(buf, area.right() - rw, area.y, &r, rw, theme::TITLE);
     }
 
     fn render_axis(&self, r: &Regions, buf: &mut Buffer) {
@@ -112,9 +138,11 @@ impl App {
         let cols = i64::from(area.width.max(1));
         let w = (self.t1 - self.t0).max(1);
         let origin = self.tl.origin();
+        let scale = (self.t1 - origin).abs().max((self.t0 - origin).abs());
         let mut step = format::nice_step(w as f64 * 12.0 / cols as f64);
         for _ in 0..4 {
-            let len = format::axis_label(self.t1 - origin, step, self.ascii).len() as i64 + 3;
+            let len =
+                format::axis_label(self.t1 - origin, step, scale, self.ascii).len() as i64 + 3;
             let want = format::nice_step(w as f64 * len as f64 / cols as f64);
             if want <= step {
                 break;
@@ -127,7 +155,7 @@ impl App {
         while t <= self.t1 - origin {
             let c = self.time_col(cols, origin + t);
             if (0..cols).contains(&c) && c >= next_free {
-                let label = format::axis_label(t, step, self.ascii);
+                let label = format::axis_label(t, step, scale, self.ascii);
                 let x = area.x + c as u16;
                 self.put(buf, x, area.y, g.tick, 1, theme::AXIS);
                 let room = (cols - c - 1).max(0) as u16;
@@ -229,8 +257,9 @@ impl App {
                 }
             }
             let fill = match best {
-                Some((class, _)) if total * 10 >= width * 6 => Fill::Full(class),
-                Some((class, _)) => Fill::Part(class),
+                Some((class, _)) if total * 4 >= width * 3 => Fill::Full(class),
+                Some((class, _)) if total * 5 >= width * 2 => Fill::Part(class),
+                Some((class, _)) => Fill::Light(class),
                 None => {
                     let tiny = spans[starts[c]..starts[c + 1]]
                         .iter()
@@ -286,11 +315,8 @@ impl App {
             })
             .collect();
         let tag_w = r.gutter.width.saturating_sub(1);
-        for (i, ri) in (self.scroll..rows.len())
-            .take(usize::from(area.height))
-            .enumerate()
-        {
-            let y = area.y + i as u16;
+        for slot in self.row_slots(area) {
+            let (ri, y) = (slot.row, slot.y);
             let row = &rows[ri];
             let rank = &self.tl.run().ranks[row.rank];
             self.render_label(r.gutter.x, y, tag_w, ri, row, rank, buf);
@@ -305,19 +331,35 @@ impl App {
             let mut colors = vec![Color::Reset; cols];
             for (c, fill) in fills.iter().enumerate() {
                 let x = area.x + c as u16;
+                let bar = |k: Class, glyph: &str| {
+                    (
+                        self.cell_symbol(g, k, glyph),
+                        Style::new().fg(k.color()),
+                        k.color(),
+                    )
+                };
                 let (sym, mut style, color) = match *fill {
                     Fill::Empty => continue,
-                    Fill::Boundary => (g.boundary.to_owned(), Style::new().fg(Color::DarkGray), Color::Reset),
-                    Fill::Gap => (g.gap.to_owned(), Style::new().fg(Class::Step.color()), Color::DarkGray),
-                    Fill::Full(k) => (self.cell_symbol(g, k, g.full), Style::new().fg(k.color()), k.color()),
-                    Fill::Part(k) => (self.cell_symbol(g, k, g.part), Style::new().fg(k.color()), k.color()),
-                    Fill::Tiny(k) => (self.cell_symbol(g, k, g.tiny), Style::new().fg(k.color()), k.color()),
+                    Fill::Boundary => (
+                        g.boundary.to_owned(),
+                        Style::new().fg(Color::DarkGray),
+                        Color::Reset,
+                    ),
+                    Fill::Gap => (
+                        g.gap.to_owned(),
+                        Style::new().fg(Class::Step.color()),
+                        Color::DarkGray,
+                    ),
+                    Fill::Full(k) => bar(k, g.full),
+                    Fill::Part(k) => bar(k, g.part),
+                    Fill::Light(k) => bar(k, g.light),
+                    Fill::Tiny(k) => bar(k, g.tiny),
                 };
                 if let Some((_, cover)) = hl {
                     let bucket_class = matches!(
                         fill,
-                        Fill::Full(k) | Fill::Part(k) | Fill::Tiny(k)
-                            if matches!(k, Class::Ready | Class::ReadyAlt | Class::Overlapped | Class::Exposed | Class::Writeback)
+                        Fill::Full(k) | Fill::Part(k) | Fill::Light(k) | Fill::Tiny(k)
+                            if k.is_bucket_work()
                     );
                     let lit = cover.is_some_and(|cv| cv.covered(bounds[c], bounds[c + 1]) > 0);
                     if lit {
@@ -332,11 +374,21 @@ impl App {
                 }
                 colors[c] = color;
                 self.put(buf, x, y, &sym, 1, style);
+                // Taller lanes: a mostly covered cell goes on as an upper
+                // half block, so that busier cells also look taller.
+                for dy in 1..slot.height {
+                    let lower = match fill {
+                        Fill::Full(_) => "▀",
+                        Fill::Boundary => g.boundary,
+                        _ => continue,
+                    };
+                    self.put(buf, x, y + dy, lower, 1, style);
+                }
             }
             self.render_span_labels(lane, rank, &bounds, &colors, area.x, y, buf);
             if let Some(sel) = self.selection.filter(|s| s.row == ri) {
                 if let Some(span) = lane.spans().get(sel.index) {
-                    self.render_selected(span, rank, ncols, area.x, y, buf);
+                    self.render_selected(span, rank, &colors, area.x, y, buf);
                 }
             }
         }
@@ -373,10 +425,7 @@ impl App {
             .last()
             .map_or(1, |r| r.rank().to_string().len());
         let label_w = usize::from(width).saturating_sub(tag_w + 1);
-        let text = format!(
-            "{tag:<tag_w$} {}",
-            clip(&row.label, label_w, self.ascii)
-        );
+        let text = format!("{tag:<tag_w$} {}", clip(&row.label, label_w, self.ascii));
         let cursor = ri == self.cursor;
         let style = if cursor {
             theme::CURSOR
@@ -389,6 +438,15 @@ impl App {
             buf.set_style(Rect::new(x, y, width, 1), theme::CURSOR);
         }
         self.put(buf, x, y, &text, width, style);
+        // A rank that did not end normally has its name in red.
+        if row.first_of_rank && self.rank_end_problem(rank).is_some() {
+            let tag_style = if cursor {
+                theme::CURSOR.fg(Color::Red)
+            } else {
+                theme::WARN
+            };
+            self.put(buf, x, y, &tag, tag_w as u16, tag_style);
+        }
     }
 
     /// Labels written over spans wide enough to hold them.
@@ -459,56 +517,69 @@ impl App {
         let base = self.safe(&base);
         let bucket = s.bucket().map(|b| format!("b{b}"));
         let candidates: Vec<String> = match &bucket {
-            Some(b) => vec![
-                format!("{b} {base} {d}"),
-                format!("{b} {base}"),
-                b.clone(),
-            ],
+            Some(b) => vec![format!("{b} {base} {d}"), format!("{b} {base}"), b.clone()],
             None => vec![format!("{base} {d}"), base.clone()],
         };
         candidates
             .into_iter()
             .find(|c| c.chars().count() <= room)
-            .or_else(|| {
-                (room >= 4 && bucket.is_none()).then(|| clip(&base, room, self.ascii))
-            })
+            .or_else(|| (room >= 6 && bucket.is_none()).then(|| clip(&base, room, self.ascii)))
     }
 
+    /// Marks the selected span's cells: a white band over the classes'
+    /// colours (reversed letters in ASCII), with its label when it is not a
+    /// whole step (a step's phases stay visible).
+    #[allow(clippy::too_many_arguments)]
     fn render_selected(
         &self,
         span: &Span,
         rank: &RankTrace,
-        cols: i64,
+        colors: &[Color],
         x0: u16,
         y: u16,
         buf: &mut Buffer,
     ) {
+        let cols = colors.len() as i64;
         let c0 = self.time_col(cols, span.start());
-        let c1 = self.time_col(cols, span.end()).max(c0);
+        let c1 = (self.time_col(cols, span.end()) - i64::from(span.end() > span.start())).max(c0);
         if c1 < 0 || c0 >= cols {
             return;
         }
         let (c0, c1) = (c0.max(0), c1.min(cols - 1));
         let cells = (c1 - c0 + 1) as usize;
-        let label = self
-            .span_label(span, rank, cells.saturating_sub(1))
-            .unwrap_or_default();
-        let mut text: Vec<char> = vec![' '; cells];
-        for (k, ch) in label.chars().enumerate() {
-            if k + 1 < cells {
-                text[k + 1] = ch;
+        let label = if span.kind() == SpanKind::Step || cells < 3 {
+            String::new()
+        } else {
+            self.span_label(span, rank, cells - 2).unwrap_or_default()
+        };
+        let label: Vec<char> = label.chars().collect();
+        for k in 0..cells {
+            let c = c0 as usize + k;
+            let x = x0 + c as u16;
+            let Some(cell) = buf.cell_mut((x, y)) else {
+                continue;
+            };
+            if let Some(&ch) = (k >= 1).then(|| label.get(k - 1)).flatten() {
+                let mut tmp = [0u8; 4];
+                cell.set_symbol(ch.encode_utf8(&mut tmp))
+                    .set_style(theme::SELECTED);
+            } else if self.ascii {
+                if cell.symbol() == " " {
+                    cell.set_symbol("*");
+                }
+                cell.set_style(theme::SELECTED);
+            } else if cells == 1 {
+                cell.set_symbol("█")
+                    .set_style(Style::new().fg(Color::White));
+            } else {
+                let fg = match colors[c] {
+                    Color::Reset => Color::White,
+                    c => c,
+                };
+                cell.set_symbol("▄")
+                    .set_style(Style::new().fg(fg).bg(Color::White));
             }
         }
-        if cells == 1 {
-            text[0] = if self.ascii { '*' } else { '█' };
-        }
-        let s: String = text.into_iter().collect();
-        let style = if cells == 1 {
-            Style::new().fg(Color::White)
-        } else {
-            theme::SELECTED
-        };
-        self.put(buf, x0 + c0 as u16, y, &s, cells as u16, style);
     }
 
     fn render_details(&self, area: Rect, buf: &mut Buffer) {
@@ -545,17 +616,16 @@ impl App {
                 self.put(buf, area.right() - 1, y, more, 1, theme::DIM);
             }
         }
-        if self.selection.is_none() && area.height >= 2 && lines.len() < usize::from(area.height) {
-            let legend = self.legend();
-            let y = area.y + lines.len() as u16;
-            let mut x = area.x + 1;
-            for t in legend {
-                let content = t.content.to_string();
-                if x + content.chars().count() as u16 > area.right() {
-                    break;
-                }
-                x = self.put(buf, x, y, &content, area.right() - x, t.style);
-            }
+        if self.selection.is_none() && lines.len() < usize::from(area.height) {
+            let room = usize::from(area.height) - lines.len();
+            let legend = crate::panels::wrap_spans(self.legend(), width.saturating_sub(1));
+            let inner = Rect::new(
+                area.x + 1,
+                area.y + lines.len() as u16,
+                area.width - 1,
+                room as u16,
+            );
+            self.render_lines(&legend, inner, buf);
         }
     }
 
@@ -596,7 +666,14 @@ impl App {
                         area.right() - x,
                         theme::FOOTER.add_modifier(ratatui::style::Modifier::BOLD),
                     );
-                    x = self.put(buf, x, area.y, &format!(" {what}  "), area.right() - x, theme::FOOTER);
+                    x = self.put(
+                        buf,
+                        x,
+                        area.y,
+                        &format!(" {what}  "),
+                        area.right() - x,
+                        theme::FOOTER,
+                    );
                 }
             }
         }
@@ -639,7 +716,14 @@ impl App {
             let text = format!(" {}/{} PgUp/PgDn ", scroll.min(max_scroll), max_scroll);
             let w = text.len() as u16;
             if w + 2 < area.width {
-                self.put(buf, area.right() - w - 1, area.bottom() - 1, &text, w, theme::DIM);
+                self.put(
+                    buf,
+                    area.right() - w - 1,
+                    area.bottom() - 1,
+                    &text,
+                    w,
+                    theme::DIM,
+                );
             }
         }
     }
@@ -659,7 +743,7 @@ impl App {
     }
 
     fn render_help(&self, area: Rect, buf: &mut Buffer) {
-        let lines = self.help_lines();
+        let lines = self.help_lines(usize::from(area.width.saturating_sub(4)));
         let content_w = lines.iter().map(Line::width).max().unwrap_or(20) as u16;
         let w = (content_w + 4).min(area.width);
         let h = (lines.len() as u16 + 2).min(area.height);
@@ -673,7 +757,12 @@ impl App {
         let block = self.border_block("keys (any key closes)");
         let inner = block.inner(rect);
         block.render(rect, buf);
-        let inner = Rect::new(inner.x + 1, inner.y, inner.width.saturating_sub(1), inner.height);
+        let inner = Rect::new(
+            inner.x + 1,
+            inner.y,
+            inner.width.saturating_sub(1),
+            inner.height,
+        );
         let max_scroll = lines.len().saturating_sub(usize::from(inner.height));
         let scroll = self.help_scroll.min(max_scroll);
         self.render_lines(&lines[scroll..], inner, buf);
@@ -719,7 +808,7 @@ fn group_digits(n: usize) -> String {
     let s = n.to_string();
     let mut out = String::with_capacity(s.len() + s.len() / 3);
     for (i, ch) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(ch);

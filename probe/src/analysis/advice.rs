@@ -19,8 +19,11 @@
 //!    and element types come from the header's parameter table.
 //! 3. **Replay.** For each candidate cap (and first-bucket size 1 MiB or
 //!    the same as the cap), PyTorch's rebuild assignment
-//!    ([`super::assign::assign_buckets`]) is replayed on the parameters in
-//!    ready order.
+//!    ([`super::assign::assign_buckets`], the reference DDP's own
+//!    [`crate::buckets`] code) is replayed on the parameters in ready order.
+//!    Its keys are (dtype, device); the trace does not give the device, so it
+//!    is the rank's GPU (`cuda:<local rank>` of the rank whose parameter table
+//!    is used) with the NCCL backend and the CPU otherwise.
 //! 4. **Schedule.** [`simulate_schedule`]: a bucket is ready when its last
 //!    parameter is; buckets are launched strictly in order, one collective
 //!    at a time, each costing the model's time. The *tail* is how long the
@@ -54,6 +57,7 @@ use super::render::{self, num, text, Table};
 use super::scan::{scan_run, CollObs};
 use super::stats::{median, robust_sigma};
 use super::SummaryOptions;
+use crate::buckets::DeviceKey;
 use crate::model::{LaneKind, Run, Sym};
 use crate::trace::{ParamInfo, SpanKind};
 
@@ -64,10 +68,7 @@ const MIB: f64 = 1024.0 * 1024.0;
 /// among them is recommended).
 pub const TIE_FRACTION: f64 = 0.001;
 
-/// PyTorch's default `bucket_cap_mb`.
-pub const DEFAULT_BUCKET_CAP_MB: f64 = 25.0;
-/// PyTorch's default first-bucket size (`dist._DEFAULT_FIRST_BUCKET_BYTES`).
-pub const DEFAULT_FIRST_BUCKET_BYTES: u64 = 1 << 20;
+pub use crate::buckets::{DEFAULT_BUCKET_CAP_MB, DEFAULT_FIRST_BUCKET_BYTES};
 
 /// What [`advise`] tries.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -531,12 +532,19 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
     }
 
     // The configuration and the parameter table (rank 0 first).
-    let ddp = run
+    let ddp_rank = run
         .ranks
         .iter()
-        .filter_map(|r| r.header.ddp.as_ref())
-        .find(|d| !d.params.is_empty())
-        .or_else(|| run.ranks.iter().find_map(|r| r.header.ddp.as_ref()));
+        .find(|r| r.header.ddp.as_ref().is_some_and(|d| !d.params.is_empty()))
+        .or_else(|| run.ranks.iter().find(|r| r.header.ddp.is_some()));
+    let ddp = ddp_rank.and_then(|r| r.header.ddp.as_ref());
+    // The parameters' device, part of PyTorch's bucket key.
+    let device = match ddp_rank {
+        Some(r) if ddp.is_some_and(|d| d.backend == crate::trace::transport::NCCL) => {
+            DeviceKey::cuda(i8::try_from(r.header.local_rank).unwrap_or(i8::MAX))
+        }
+        _ => DeviceKey::CPU,
+    };
     let mut table: Vec<ParamInfo> = ddp.map(|d| d.params.clone()).unwrap_or_default();
     // Parameter indices are positions in the parameter list; entries whose
     // index is far beyond the table's length are malformed (and would make
@@ -718,6 +726,7 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
         &specs,
         &order,
         &rebuild_limits(cap_bytes(cur_cap_mb), cur_first),
+        device,
     );
     advice.current = Some(CurrentSetting {
         bucket_cap_mb: cur_cap_mb,
@@ -818,7 +827,7 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
         firsts.sort_unstable();
         firsts.dedup();
         for f in firsts {
-            let layout = assign_buckets(&specs, &order, &rebuild_limits(cb, f));
+            let layout = assign_buckets(&specs, &order, &rebuild_limits(cb, f), device);
             let (s, n, largest) = simulate(&layout);
             advice.candidates.push(make(cap, f, false, s, n, largest));
         }

@@ -1,14 +1,15 @@
-//! PyTorch DDP's bucket assignment, as a small pure function.
+//! PyTorch DDP's bucket rebuild, replayed on a trace's parameter table.
 //!
-//! [`assign_buckets`] mirrors `compute_bucket_assignment_by_size` in
-//! PyTorch's `torch/csrc/distributed/c10d/reducer.cpp` as it runs at the
-//! bucket rebuild after the first iteration (called with the parameters in
-//! gradient-ready order and a non-empty `tensor_indices`, so the buckets are
-//! not re-sorted):
+//! [`assign_buckets`] runs [`crate::buckets::compute_bucket_assignment_by_size`]
+//! (`reducer.cpp`'s `compute_bucket_assignment_by_size`, the same code the
+//! reference DDP of the `ddp` crate assigns its buckets with) as the bucket
+//! rebuild after the first iteration calls it: on the parameters in
+//! gradient-ready order, with `tensor_indices`, so the buckets are not
+//! re-sorted. In short (the [`crate::buckets`] module documentation has the
+//! details):
 //!
 //! 1. Parameters are visited in the given order. Each goes to the open
-//!    bucket of its key: its element type (PyTorch keys on type *and*
-//!    device; a trace has one device per rank).
+//!    bucket of its key, its (dtype, device) pair.
 //! 2. The parameter's bytes are added to that bucket; a parameter is never
 //!    split. If the bucket's size is now **at least** its key's current
 //!    limit, the bucket closes (so a bucket can exceed its limit, and a
@@ -17,81 +18,111 @@
 //!    limit unless it is already at the last one: limits `[first, cap]` give
 //!    every dtype one first bucket of `first` bytes, then `cap`-sized ones.
 //! 3. After the last parameter, the still-open buckets are appended, one per
-//!    key. PyTorch appends them in hash-map order; here they come in the
-//!    order their keys first appeared, so the result is deterministic.
+//!    key, in the iteration order of PyTorch's hash map (libstdc++'s, as the
+//!    PyPI wheels are built).
 //!
-//! Sparse gradients (a bucket each, without limit) do not occur in traces
-//! and are not modelled.
+//! What a trace gives and what this module supplies:
+//!
+//! * the dtype comes as PyTorch's name (`"float32"`), turned into its
+//!   `c10::ScalarType` with [`DtypeKey::from_name`]. Names torch does not
+//!   have (`"other"`) get keys of their own, negative codes no scalar type
+//!   has, in the order they first appear: such parameters still bucket apart
+//!   from the others, but where their open buckets fall among the trailing
+//!   ones is then not PyTorch's;
+//! * a trace has one device per rank; the caller passes it;
+//! * sparse gradients (a bucket each, without limit) do not occur in traces
+//!   and are not modelled.
+
+use crate::buckets::{
+    self, compute_bucket_assignment_by_size, BucketCapConfig, DeviceKey, DtypeKey,
+};
 
 /// One parameter as the assignment sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ParamSpec<'a> {
     /// Gradient size in bytes (`numel × element size`).
     pub bytes: u64,
-    /// Element type; parameters of different types never share a bucket.
+    /// Element type, PyTorch's name (`"float32"`); parameters of different
+    /// types never share a bucket.
     pub dtype: &'a str,
 }
 
-/// The bucket size limits PyTorch uses at the rebuild:
-/// `[first_bucket_bytes, cap_bytes]`.
-pub fn rebuild_limits(cap_bytes: u64, first_bucket_bytes: u64) -> [u64; 2] {
-    [first_bucket_bytes, cap_bytes]
+/// The bucket size limits PyTorch uses at the rebuild,
+/// `[first_bucket_bytes, cap_bytes]` ([`BucketCapConfig::rebuild_limits`]).
+pub fn rebuild_limits(cap_bytes: u64, first_bucket_bytes: u64) -> Vec<u64> {
+    BucketCapConfig {
+        bucket_bytes_cap: cap_bytes,
+        per_bucket_bytes_caps: Vec::new(),
+        first_bucket_bytes_cap: first_bucket_bytes,
+    }
+    .rebuild_limits()
 }
 
 /// Assigns the parameters listed in `order` (indices into `params`, in
-/// gradient-ready order) to buckets with the size `limits` (see the module
-/// documentation). Returns the buckets in launch order, each a list of
-/// parameter indices in bucket order.
+/// gradient-ready order), all on `device`, to buckets with the size `limits`
+/// (see the module documentation). Returns the buckets in launch order, each
+/// a list of parameter indices in bucket order.
 ///
 /// Indices beyond `params` and repeated indices are skipped; empty `limits`
-/// mean no limit (one bucket per dtype).
-pub fn assign_buckets(params: &[ParamSpec<'_>], order: &[u32], limits: &[u64]) -> Vec<Vec<u32>> {
-    struct Open<'a> {
-        dtype: &'a str,
-        indices: Vec<u32>,
-        size: u64,
-        limit: usize,
-    }
-    let mut open: Vec<Open<'_>> = Vec::new();
-    let mut out = Vec::new();
+/// mean no limit (one bucket per dtype). Sizes and limits above `sys.maxsize`
+/// ([`buckets::UNLIMITED_BUCKET_BYTES`]) count as `sys.maxsize`, which PyTorch's
+/// sizes cannot exceed either.
+pub fn assign_buckets(
+    params: &[ParamSpec<'_>],
+    order: &[u32],
+    limits: &[u64],
+    device: DeviceKey,
+) -> Vec<Vec<u32>> {
     let mut seen = vec![false; params.len()];
-    for &i in order {
-        let Some(p) = params.get(i as usize) else {
-            continue;
-        };
-        if std::mem::replace(&mut seen[i as usize], true) {
-            continue;
-        }
-        let k = match open.iter().position(|o| o.dtype == p.dtype) {
-            Some(k) => k,
-            None => {
-                open.push(Open {
-                    dtype: p.dtype,
-                    indices: Vec::new(),
-                    size: 0,
-                    limit: 0,
-                });
-                open.len() - 1
-            }
-        };
-        let o = &mut open[k];
-        o.indices.push(i);
-        o.size = o.size.saturating_add(p.bytes);
-        let limit = limits.get(o.limit).copied().unwrap_or(u64::MAX);
-        if o.size >= limit {
-            out.push(std::mem::take(&mut o.indices));
-            o.size = 0;
-            if o.limit + 1 < limits.len() {
-                o.limit += 1;
-            }
-        }
+    let order: Vec<usize> = order
+        .iter()
+        .map(|&i| i as usize)
+        .filter(|&i| i < params.len() && !std::mem::replace(&mut seen[i], true))
+        .collect();
+    if order.is_empty() {
+        return Vec::new();
     }
-    for o in open {
-        if !o.indices.is_empty() {
-            out.push(o.indices);
-        }
+    let mut unknown: Vec<&str> = Vec::new();
+    let walked: Vec<buckets::ParamSpec> = order
+        .iter()
+        .map(|&i| {
+            let p = &params[i];
+            let bytes = p.bytes.min(buckets::UNLIMITED_BUCKET_BYTES);
+            buckets::ParamSpec::dense(bytes, 1, dtype_key(p.dtype, &mut unknown), device)
+        })
+        .collect();
+    let limits: Vec<u64> = if limits.is_empty() {
+        vec![buckets::UNLIMITED_BUCKET_BYTES]
+    } else {
+        limits
+            .iter()
+            .map(|&l| l.min(buckets::UNLIMITED_BUCKET_BYTES))
+            .collect()
+    };
+    // What the assignment refuses cannot occur here: there are parameters
+    // and limits, one index per parameter, at most 46 + 128 keys (one
+    // device), and with sizes and limits at most `i64::MAX` a bucket closes
+    // before its size could pass `u64::MAX`.
+    let layout = compute_bucket_assignment_by_size(&walked, &limits, Some(&order))
+        .expect("the assignment of a non-empty, clamped parameter list cannot fail");
+    layout
+        .into_iter()
+        .map(|b| b.indices.into_iter().map(|i| i as u32).collect())
+        .collect()
+}
+
+/// The key of the dtype PyTorch calls `name`; names torch does not have get
+/// negative codes in the order of `unknown` (-1, -2, ...; from the 128th
+/// such name on they share `i8::MIN`).
+fn dtype_key<'a>(name: &'a str, unknown: &mut Vec<&'a str>) -> DtypeKey {
+    if let Some(key) = DtypeKey::from_name(name) {
+        return key;
     }
-    out
+    let pos = unknown.iter().position(|&u| u == name).unwrap_or_else(|| {
+        unknown.push(name);
+        unknown.len() - 1
+    });
+    DtypeKey(i8::try_from(-1 - pos as i64).unwrap_or(i8::MIN))
 }
 
 #[cfg(test)]
@@ -110,12 +141,16 @@ mod tests {
             .collect()
     }
 
+    fn assign(params: &[ParamSpec<'_>], order: &[u32], limits: &[u64]) -> Vec<Vec<u32>> {
+        assign_buckets(params, order, limits, DeviceKey::CPU)
+    }
+
     #[test]
     fn closes_when_the_limit_is_reached_and_keeps_the_crossing_param() {
         // 3 × 1 MiB then 4 MiB, cap 2 MiB, first 1 MiB.
         let p = f32s(&[MIB, MIB, MIB, 4 * MIB, MIB]);
         let order = [0, 1, 2, 3, 4];
-        let b = assign_buckets(&p, &order, &rebuild_limits(2 * MIB, MIB));
+        let b = assign(&p, &order, &rebuild_limits(2 * MIB, MIB));
         // [0] reaches 1 MiB (first limit); [1,2] reach 2 MiB; [3] alone is
         // 4 MiB ≥ 2 MiB; [4] is left open.
         assert_eq!(b, vec![vec![0], vec![1, 2], vec![3], vec![4]]);
@@ -124,14 +159,14 @@ mod tests {
     #[test]
     fn a_param_larger_than_the_cap_shares_with_the_ones_before() {
         let p = f32s(&[MIB / 2, 10 * MIB, MIB / 2]);
-        let b = assign_buckets(&p, &[0, 1, 2], &[4 * MIB]);
+        let b = assign(&p, &[0, 1, 2], &[4 * MIB]);
         assert_eq!(b, vec![vec![0, 1], vec![2]]);
     }
 
     #[test]
     fn follows_the_given_order() {
         let p = f32s(&[MIB, MIB, MIB, MIB]);
-        let b = assign_buckets(&p, &[3, 2, 1, 0], &rebuild_limits(2 * MIB, MIB));
+        let b = assign(&p, &[3, 2, 1, 0], &rebuild_limits(2 * MIB, MIB));
         assert_eq!(b, vec![vec![3], vec![2, 1], vec![0]]);
     }
 
@@ -159,16 +194,84 @@ mod tests {
                 dtype: "float32",
             },
         ];
-        let b = assign_buckets(&p, &[0, 1, 2, 3, 4], &rebuild_limits(2 * MIB, MIB));
+        let b = assign(&p, &[0, 1, 2, 3, 4], &rebuild_limits(2 * MIB, MIB));
         // float32: [0] (first limit 1 MiB), then [2, 4] (2 MiB).
         // bfloat16: [1, 3] reaches its own first limit of 1 MiB.
         assert_eq!(b, vec![vec![0], vec![1, 3], vec![2, 4]]);
     }
 
     #[test]
+    fn open_buckets_come_in_pytorchs_map_order() {
+        // PyTorch 2.13 on CPU (ddp/tests/data/buckets.json, "pair
+        // first=torch.float16"): the open buckets are float64, float32,
+        // float16, not the order the dtypes first appeared in.
+        let p: Vec<ParamSpec<'static>> = [
+            (20, "float16"),
+            (40, "float32"),
+            (80, "float64"),
+            (20, "float16"),
+            (40, "float32"),
+        ]
+        .into_iter()
+        .map(|(bytes, dtype)| ParamSpec { bytes, dtype })
+        .collect();
+        assert_eq!(
+            assign(&p, &[0, 1, 2, 3, 4], &[]),
+            vec![vec![2], vec![1, 4], vec![0, 3]]
+        );
+        // The device enters the key's hash: float32, float16, bfloat16 (the
+        // order they appear in) come out differently on CPU and on cuda:2.
+        let amp: Vec<ParamSpec<'static>> = ["float32", "float16", "bfloat16"]
+            .into_iter()
+            .map(|dtype| ParamSpec { bytes: 4, dtype })
+            .collect();
+        assert_eq!(
+            assign(&amp, &[0, 1, 2], &[]),
+            vec![vec![2], vec![1], vec![0]]
+        );
+        assert_eq!(
+            assign_buckets(&amp, &[0, 1, 2], &[], DeviceKey::cuda(2)),
+            vec![vec![1], vec![2], vec![0]]
+        );
+    }
+
+    #[test]
+    fn unknown_dtypes_bucket_apart() {
+        let p = [
+            ParamSpec {
+                bytes: 8,
+                dtype: "other",
+            },
+            ParamSpec {
+                bytes: 8,
+                dtype: "float32",
+            },
+            ParamSpec {
+                bytes: 8,
+                dtype: "other",
+            },
+        ];
+        let mut b = assign(&p, &[0, 1, 2], &[MIB]);
+        b.sort();
+        assert_eq!(b, vec![vec![0, 2], vec![1]]);
+    }
+
+    #[test]
+    fn rebuild_limits_are_first_then_cap() {
+        assert_eq!(rebuild_limits(25 * MIB, MIB), vec![MIB, 25 * MIB]);
+        assert_eq!(rebuild_limits(2 * MIB, 2 * MIB), vec![2 * MIB, 2 * MIB]);
+    }
+
+    #[test]
     fn no_limits_one_bucket_and_bad_indices_skipped() {
         let p = f32s(&[MIB, MIB]);
-        assert_eq!(assign_buckets(&p, &[1, 7, 0, 1], &[]), vec![vec![1, 0]]);
-        assert!(assign_buckets(&p, &[], &[MIB]).is_empty());
+        assert_eq!(assign(&p, &[1, 7, 0, 1], &[]), vec![vec![1, 0]]);
+        assert!(assign(&p, &[], &[MIB]).is_empty());
+        // Sizes past sys.maxsize are clamped rather than overflowing.
+        let huge = f32s(&[u64::MAX, u64::MAX, u64::MAX]);
+        assert_eq!(
+            assign(&huge, &[0, 1, 2], &[u64::MAX]),
+            vec![vec![0], vec![1], vec![2]]
+        );
     }
 }

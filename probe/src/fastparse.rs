@@ -1,0 +1,701 @@
+//! A hand-written parser for the common shapes of trace lines.
+//!
+//! Writers of the format (this crate's [`crate::trace::TraceWriter`], the
+//! Python module) write the same few record shapes millions of times: flat
+//! objects with fixed key names, plain integers and short strings without
+//! escapes. [`parse`] reads exactly those, straight from the line's bytes,
+//! without allocating (except for a `grad_ready` record's offsets, which go
+//! to a buffer the caller reuses).
+//!
+//! It accepts a line only when it is sure serde_json would read the same
+//! values from it, and says "not mine" (`false`) for everything else: JSON
+//! escapes, keys it does not know, `args` objects, nested values, numbers
+//! with a fraction or exponent where an integer is expected, integers out of
+//! range, duplicate keys, record types other than the hot ones, malformed
+//! JSON. The reader then parses the line with serde_json as it always did,
+//! so every error message and every unusual record is handled by one path
+//! only, and both paths produce the same model.
+
+/// The values of one line's keys, as the reader's serde path would see them.
+///
+/// Every field is `None` when its key is absent or `null` (`value`, whose
+/// `null` means NaN, excepted).
+#[derive(Default)]
+pub(crate) struct Fields<'a> {
+    pub ty: Option<&'a str>,
+    pub kind: Option<&'a str>,
+    pub step: Option<u64>,
+    pub start: Option<u64>,
+    pub end: Option<u64>,
+    pub queued: Option<u64>,
+    pub name: Option<&'a str>,
+    pub lane: Option<&'a str>,
+    pub bucket: Option<u32>,
+    pub bytes: Option<u64>,
+    pub params: Option<u32>,
+    pub seq: Option<u64>,
+    pub op: Option<&'a str>,
+    pub algo: Option<&'a str>,
+    pub transport: Option<&'a str>,
+    pub peer: Option<u32>,
+    pub dtype: Option<&'a str>,
+    pub device: Option<u32>,
+    pub stream: Option<u64>,
+    pub category: Option<&'a str>,
+    pub correlation: Option<u64>,
+    pub t: Option<u64>,
+    pub value: Option<f64>,
+    pub level: Option<&'a str>,
+    pub message: Option<&'a str>,
+    pub status: Option<&'a str>,
+    /// A `grad_ready` record's `t0`.
+    pub t0: Option<u64>,
+    /// Whether the line had `offsets_ns`; the values are in the buffer
+    /// given to [`parse`].
+    pub has_offsets: bool,
+}
+
+/// The record types [`parse`] takes on.
+const HOT_TYPES: [&str; 6] = ["span", "instant", "counter", "log", "end", "grad_ready"];
+
+/// The keys [`parse`] knows.
+#[derive(Clone, Copy)]
+enum Key {
+    Type,
+    Kind,
+    Step,
+    Start,
+    End,
+    Queued,
+    Name,
+    Lane,
+    Bucket,
+    Bytes,
+    Params,
+    Seq,
+    Op,
+    Algo,
+    Transport,
+    Peer,
+    Dtype,
+    Device,
+    Stream,
+    Category,
+    Correlation,
+    T,
+    Value,
+    Level,
+    Message,
+    Status,
+    T0,
+    Offsets,
+}
+
+/// A key of at most eight bytes as a little-endian word, zero-padded.
+const fn kw(s: &[u8]) -> u64 {
+    let mut w = 0u64;
+    let mut i = 0;
+    while i < s.len() && i < 8 {
+        w |= (s[i] as u64) << (8 * i);
+        i += 1;
+    }
+    w
+}
+
+/// The keys of at most seven bytes (the quote that ends them is among the
+/// eight bytes read at once).
+const SHORT_KEYS: [(&[u8], Key); 24] = [
+    (b"type", Key::Type),
+    (b"kind", Key::Kind),
+    (b"step", Key::Step),
+    (b"start", Key::Start),
+    (b"end", Key::End),
+    (b"queued", Key::Queued),
+    (b"name", Key::Name),
+    (b"lane", Key::Lane),
+    (b"bucket", Key::Bucket),
+    (b"bytes", Key::Bytes),
+    (b"params", Key::Params),
+    (b"seq", Key::Seq),
+    (b"op", Key::Op),
+    (b"algo", Key::Algo),
+    (b"peer", Key::Peer),
+    (b"dtype", Key::Dtype),
+    (b"device", Key::Device),
+    (b"stream", Key::Stream),
+    (b"t", Key::T),
+    (b"value", Key::Value),
+    (b"level", Key::Level),
+    (b"message", Key::Message),
+    (b"status", Key::Status),
+    (b"t0", Key::T0),
+];
+
+/// Multiplier of the perfect hash of [`SHORT_KEYS`] into 32 slots.
+const KEY_HASH: u64 = 0xe426_9355_9dd8_b063;
+
+const fn key_slot(w: u64) -> usize {
+    (w.wrapping_mul(KEY_HASH) >> 59) as usize
+}
+
+/// [`SHORT_KEYS`] by the hash of their zero-padded words; building it
+/// fails to compile if two keys share a slot.
+const KEY_TABLE: [(u64, Option<Key>); 32] = {
+    let mut t: [(u64, Option<Key>); 32] = [(0, None); 32];
+    let mut i = 0;
+    while i < SHORT_KEYS.len() {
+        let w = kw(SHORT_KEYS[i].0);
+        let slot = key_slot(w);
+        assert!(t[slot].1.is_none(), "two keys share a hash slot");
+        t[slot] = (w, Some(SHORT_KEYS[i].1));
+        i += 1;
+    }
+    t
+};
+
+/// The key of at most seven bytes whose bytes, zero-padded, are `w`.
+#[inline]
+fn short_key(w: u64) -> Option<Key> {
+    let (k, key) = KEY_TABLE[key_slot(w)];
+    if k == w {
+        key
+    } else {
+        None
+    }
+}
+
+/// The keys of eight bytes and more.
+#[inline]
+fn long_key(k: &[u8]) -> Option<Key> {
+    match k {
+        b"category" => Some(Key::Category),
+        b"transport" => Some(Key::Transport),
+        b"correlation" => Some(Key::Correlation),
+        b"offsets_ns" => Some(Key::Offsets),
+        _ => None,
+    }
+}
+
+/// Eight bytes of `b` from `i` as a little-endian word, if there are eight.
+#[inline]
+fn word(b: &[u8], i: usize) -> Option<u64> {
+    let w = b.get(i..i + 8)?;
+    let mut a = [0u8; 8];
+    a.copy_from_slice(w);
+    Some(u64::from_le_bytes(a))
+}
+
+/// Up to eight bytes of `b` from `i`, zero-padded past its end.
+#[inline]
+fn word_padded(b: &[u8], i: usize) -> u64 {
+    if let Some(w) = word(b, i) {
+        return w;
+    }
+    let rest = b.get(i..).unwrap_or(&[]);
+    let mut a = [0u8; 8];
+    a[..rest.len()].copy_from_slice(rest);
+    u64::from_le_bytes(a)
+}
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// The high bit of each byte of `w` that is zero, and possibly of bytes
+/// above one that is (never of bytes below the first zero byte).
+#[inline]
+fn zero_bytes(w: u64) -> u64 {
+    w.wrapping_sub(ONES) & !w & HIGHS
+}
+
+/// The number written by eight digit values 0..=9, one per byte, the
+/// most significant in the lowest byte.
+#[inline]
+fn eight_digit_values(v: u64) -> u64 {
+    let v = (v * 10 + (v >> 8)) & 0x00ff_00ff_00ff_00ff;
+    let v = (v * 100 + (v >> 16)) & 0x0000_ffff_0000_ffff;
+    (v * 10000 + (v >> 32)) & 0xffff_ffff
+}
+
+/// A cursor over one line.
+struct Cursor<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+impl<'a> Cursor<'a> {
+    #[inline]
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.i).copied()
+    }
+
+    #[inline]
+    fn ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
+            self.i += 1;
+        }
+    }
+
+    #[inline]
+    fn eat(&mut self, c: u8) -> Option<()> {
+        self.ws();
+        if self.peek() == Some(c) {
+            self.i += 1;
+            Some(())
+        } else {
+            None
+        }
+    }
+
+    /// An object key the parser knows; the cursor is on its opening quote.
+    #[inline]
+    fn key(&mut self) -> Option<Key> {
+        if self.peek() != Some(b'"') {
+            return None;
+        }
+        let start = self.i + 1;
+        let w = word_padded(self.b, start);
+        let quote = zero_bytes(w ^ (0x22 * ONES));
+        if quote != 0 {
+            let len = (quote.trailing_zeros() / 8) as usize;
+            let mask = (1u64 << (8 * len)) - 1;
+            // With no NUL among its bytes (JSON has none in strings), the
+            // zero-padded word stands for exactly one key.
+            if zero_bytes(w) & mask != 0 {
+                return None;
+            }
+            let k = short_key(w & mask)?;
+            self.i = start + len + 1;
+            return Some(k);
+        }
+        let k = long_key(self.raw_string()?)?;
+        Some(k)
+    }
+
+    /// The bytes of a string without escapes or control characters; the
+    /// cursor is on its opening quote.
+    #[inline]
+    fn raw_string(&mut self) -> Option<&'a [u8]> {
+        if self.peek() != Some(b'"') {
+            return None;
+        }
+        let b = self.b;
+        let start = self.i + 1;
+        let mut j = start;
+        // Eight bytes at a time up to the first quote, backslash or control
+        // character, then byte by byte.
+        while let Some(w) = word(b, j) {
+            let special = zero_bytes(w ^ (0x22 * ONES))
+                | zero_bytes(w ^ (0x5c * ONES))
+                | (w.wrapping_sub(0x20 * ONES) & !w & HIGHS);
+            if special != 0 {
+                j += (special.trailing_zeros() / 8) as usize;
+                break;
+            }
+            j += 8;
+        }
+        loop {
+            let c = *b.get(j)?;
+            if c == b'"' {
+                break;
+            }
+            if c == b'\\' || c < 0x20 {
+                return None;
+            }
+            j += 1;
+        }
+        self.i = j + 1;
+        b.get(start..j)
+    }
+
+    #[inline]
+    fn string(&mut self) -> Option<&'a str> {
+        std::str::from_utf8(self.raw_string()?).ok()
+    }
+
+    /// `null`, if the cursor is on it.
+    #[inline]
+    fn null(&mut self) -> bool {
+        if self.peek() == Some(b'n') && self.b.get(self.i..self.i + 4) == Some(b"null") {
+            self.i += 4;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// A JSON integer in `0..=u64::MAX` (no sign, no leading zero, no
+    /// fraction or exponent: what follows is checked by the caller, which
+    /// expects `,`, `}` or `]`).
+    #[inline]
+    fn uint(&mut self) -> Option<u64> {
+        const POW10: [u64; 9] = [
+            1,
+            10,
+            100,
+            1_000,
+            10_000,
+            100_000,
+            1_000_000,
+            10_000_000,
+            100_000_000,
+        ];
+        let b = self.b;
+        let start = self.i;
+        let mut i = start;
+        let mut v: u64 = 0;
+        // Up to eight digits at a time: their count from a mask of the
+        // bytes that are not digits, their value from the digits moved to
+        // the top of the word.
+        loop {
+            let x = word_padded(b, i) ^ (0x30 * ONES);
+            let not_digit = (x.wrapping_add(0x76 * ONES) | x) & HIGHS;
+            let k = if not_digit == 0 {
+                8
+            } else {
+                (not_digit.trailing_zeros() / 8) as usize
+            };
+            if k == 0 {
+                break;
+            }
+            let digits = eight_digit_values(if k == 8 { x } else { x << (64 - 8 * k) });
+            // Sixteen digits always fit; beyond, check.
+            v = if i - start + k <= 16 {
+                v * POW10[k] + digits
+            } else {
+                v.checked_mul(POW10[k])?.checked_add(digits)?
+            };
+            i += k;
+            if k < 8 {
+                break;
+            }
+        }
+        let n = i - start;
+        if n == 0 || (n > 1 && b[start] == b'0') {
+            return None;
+        }
+        self.i = i;
+        Some(v)
+    }
+
+    #[inline]
+    fn u32(&mut self) -> Option<u32> {
+        u32::try_from(self.uint()?).ok()
+    }
+
+    /// A JSON integer in the range of `i64`.
+    #[inline]
+    fn int(&mut self) -> Option<i64> {
+        if self.peek() == Some(b'-') {
+            self.i += 1;
+            let m = self.uint()?;
+            // serde_json reads `-0` as a float, which an integer refuses.
+            if m == 0 {
+                None
+            } else if m == 1 << 63 {
+                Some(i64::MIN)
+            } else {
+                i64::try_from(m).ok().map(|m| -m)
+            }
+        } else {
+            i64::try_from(self.uint()?).ok()
+        }
+    }
+
+    /// A JSON number as serde_json reads it into an `f64`.
+    fn float(&mut self) -> Option<f64> {
+        let start = self.i;
+        while let Some(b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E') = self.peek() {
+            self.i += 1;
+        }
+        let text = self.b.get(start..self.i)?;
+        if text.is_empty() {
+            return None;
+        }
+        serde_json::from_slice::<f64>(text).ok()
+    }
+
+    /// A non-empty-or-empty array of `i64`, into `out`.
+    fn int_array(&mut self, out: &mut Vec<i64>) -> Option<()> {
+        self.eat(b'[')?;
+        out.clear();
+        self.ws();
+        if self.peek() == Some(b']') {
+            self.i += 1;
+            return Some(());
+        }
+        loop {
+            self.ws();
+            out.push(self.int()?);
+            self.ws();
+            match self.peek()? {
+                b',' => self.i += 1,
+                b']' => {
+                    self.i += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+}
+
+/// Reads `line` (one trimmed trace line) into `f` if it has one of the
+/// common shapes; `false` means "parse it with serde_json". Bytes that are
+/// not UTF-8 are only accepted inside strings, checked string by string.
+///
+/// `offsets` receives a `grad_ready` record's `offsets_ns` (see
+/// [`Fields::has_offsets`]).
+/// `f` must be empty ([`Fields::default`]); it is the caller's so that the
+/// values need not be copied out. Returns whether the line was read (`f`
+/// is then complete; otherwise it holds scraps to ignore).
+pub(crate) fn parse<'a>(line: &'a [u8], offsets: &mut Vec<i64>, f: &mut Fields<'a>) -> bool {
+    fields(line, offsets, f).is_some()
+}
+
+fn fields<'a>(line: &'a [u8], offsets: &mut Vec<i64>, f: &mut Fields<'a>) -> Option<()> {
+    let mut c = Cursor { b: line, i: 0 };
+    let mut seen: u32 = 0;
+    c.eat(b'{')?;
+    loop {
+        c.ws();
+        let k = c.key()?;
+        let bit = 1u32 << (k as u32);
+        if seen & bit != 0 {
+            return None;
+        }
+        seen |= bit;
+        c.eat(b':')?;
+        c.ws();
+        macro_rules! opt {
+            ($slot:expr, $read:ident) => {
+                if !c.null() {
+                    $slot = Some(c.$read()?);
+                }
+            };
+        }
+        match k {
+            Key::Type => f.ty = Some(c.string()?),
+            Key::Kind => opt!(f.kind, string),
+            Key::Step => opt!(f.step, uint),
+            Key::Start => opt!(f.start, uint),
+            Key::End => opt!(f.end, uint),
+            Key::Queued => opt!(f.queued, uint),
+            Key::Name => opt!(f.name, string),
+            Key::Lane => opt!(f.lane, string),
+            Key::Bucket => opt!(f.bucket, u32),
+            Key::Bytes => opt!(f.bytes, uint),
+            Key::Params => opt!(f.params, u32),
+            Key::Seq => opt!(f.seq, uint),
+            Key::Op => opt!(f.op, string),
+            Key::Algo => opt!(f.algo, string),
+            Key::Transport => opt!(f.transport, string),
+            Key::Peer => opt!(f.peer, u32),
+            Key::Dtype => opt!(f.dtype, string),
+            Key::Device => opt!(f.device, u32),
+            Key::Stream => opt!(f.stream, uint),
+            Key::Category => opt!(f.category, string),
+            Key::Correlation => opt!(f.correlation, uint),
+            Key::T => opt!(f.t, uint),
+            Key::Value => {
+                f.value = Some(if c.null() { f64::NAN } else { c.float()? });
+            }
+            Key::Level => opt!(f.level, string),
+            Key::Message => opt!(f.message, string),
+            Key::Status => opt!(f.status, string),
+            Key::T0 => f.t0 = Some(c.uint()?),
+            Key::Offsets => {
+                c.int_array(offsets)?;
+                f.has_offsets = true;
+            }
+        }
+        c.ws();
+        match c.peek()? {
+            b',' => c.i += 1,
+            b'}' => {
+                c.i += 1;
+                break;
+            }
+            _ => return None,
+        }
+    }
+    c.ws();
+    if c.i != c.b.len() {
+        return None;
+    }
+    let ty = f.ty?;
+    if !HOT_TYPES.contains(&ty) {
+        return None;
+    }
+    if ty == "grad_ready" {
+        // serde reads grad_ready's step, t0 and offsets_ns as required.
+        if f.step.is_none() || f.t0.is_none() || !f.has_offsets {
+            return None;
+        }
+    } else if seen & (1 << Key::T0 as u32 | 1 << Key::Offsets as u32) != 0 {
+        // Keys the other records do not know: leave them to serde.
+        return None;
+    }
+    Some(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse<'a>(line: &'a [u8], v: &mut Vec<i64>) -> Option<Fields<'a>> {
+        let mut f = Fields::default();
+        super::parse(line, v, &mut f).then_some(f)
+    }
+
+    fn p(s: &str) -> Option<Fields<'_>> {
+        let mut v = Vec::new();
+        parse(s.as_bytes(), &mut v)
+    }
+
+    #[test]
+    fn reads_a_collective() {
+        let f = p(r#"{"type":"span","kind":"collective","step":3,"start":1700000000104410000,"end":1700000000104900000,"queued":1700000000104400000,"bucket":0,"bytes":10280,"seq":7,"op":"all_reduce","algo":"ring","transport":"tcp","dtype":"float32"}"#).unwrap();
+        assert_eq!(f.ty, Some("span"));
+        assert_eq!(f.kind, Some("collective"));
+        assert_eq!(f.step, Some(3));
+        assert_eq!(f.start, Some(1_700_000_000_104_410_000));
+        assert_eq!(f.queued, Some(1_700_000_000_104_400_000));
+        assert_eq!(f.bucket, Some(0));
+        assert_eq!(f.op, Some("all_reduce"));
+        assert_eq!(f.dtype, Some("float32"));
+    }
+
+    #[test]
+    fn every_short_key_is_found() {
+        for (name, key) in SHORT_KEYS {
+            assert_eq!(short_key(kw(name)).map(|k| k as u32), Some(key as u32));
+        }
+        assert!(short_key(kw(b"tx")).is_none());
+        assert!(short_key(0).is_none());
+    }
+
+    #[test]
+    fn integers_at_the_limits() {
+        let f = p(r#"{"type":"span","start":18446744073709551615,"end":0,"bucket":4294967295}"#)
+            .unwrap();
+        assert_eq!(f.start, Some(u64::MAX));
+        assert_eq!(f.end, Some(0));
+        assert_eq!(f.bucket, Some(u32::MAX));
+        for bad in [
+            r#"{"type":"span","start":18446744073709551616}"#,
+            r#"{"type":"span","start":99999999999999999999}"#,
+            r#"{"type":"span","start":123456789012345678901}"#,
+            r#"{"type":"span","bucket":4294967296}"#,
+            r#"{"type":"span","start":01}"#,
+            r#"{"type":"span","start":-1}"#,
+            r#"{"type":"span","start":1.0}"#,
+            r#"{"type":"span","start":1e3}"#,
+            r#"{"type":"span","start":"1"}"#,
+            r#"{"type":"span","start":}"#,
+        ] {
+            assert!(p(bad).is_none(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn leaves_the_unusual_to_serde() {
+        for s in [
+            r#"{"type":"span","name":"a\"b"}"#,
+            r#"{"type":"span","name":"a	b"}"#,
+            r#"{"type":"span","args":{}}"#,
+            r#"{"type":"span","future":1}"#,
+            r#"{"type":"span","step":1,"step":2}"#,
+            r#"{"type":"header","format":"ddp-probe-trace"}"#,
+            r#"{"type":"buckets","step":1}"#,
+            r#"{"type":"novel","t":1}"#,
+            r#"{"kind":"step"}"#,
+            r#"{"type":null}"#,
+            r#"{"type":"span"} x"#,
+            r#"{"type":"span",}"#,
+            r#"{"type":"span""#,
+            r#"{}"#,
+            r#"[]"#,
+            r#"{"type":"span","t0":5}"#,
+            "{\"type\":\"span\",\"t\u{0}\":5}",
+            "{\"type\":\"span\",\"\":5}",
+            r#"{"type":"grad_ready","step":1,"offsets_ns":[1]}"#,
+            r#"{"type":"grad_ready","step":1,"t0":2,"offsets_ns":[1,]}"#,
+            r#"{"type":"grad_ready","step":1,"t0":2,"offsets_ns":[1.5]}"#,
+            r#"{"type":"grad_ready","step":null,"t0":2,"offsets_ns":[1]}"#,
+            r#"{"type":"counter","value":nan}"#,
+            r#"{"type":"counter","value":1e999}"#,
+        ] {
+            assert!(p(s).is_none(), "{s}");
+        }
+    }
+
+    #[test]
+    fn whitespace_null_and_values() {
+        let f = p(" { \"type\" : \"counter\" , \"name\" : \"loss\" , \"t\" : 5 , \"value\" : -2.5e-3 , \"step\" : null } ").unwrap();
+        assert_eq!(f.name, Some("loss"));
+        assert_eq!(f.value, Some(-2.5e-3));
+        assert_eq!(f.step, None);
+        let f = p(r#"{"type":"counter","name":"x","t":1,"value":null}"#).unwrap();
+        assert!(f.value.unwrap().is_nan());
+        let f = p(r#"{"type":"log","t":1,"level":"info","message":"ünï ✓"}"#).unwrap();
+        assert_eq!(f.message, Some("ünï ✓"));
+    }
+
+    #[test]
+    fn grad_ready_offsets() {
+        let mut v = Vec::new();
+        let f = parse(
+            br#"{"type":"grad_ready","step":3,"t0":10,"offsets_ns":[3900000, -1,0,-9223372036854775808,9223372036854775807]}"#,
+            &mut v,
+        )
+        .unwrap();
+        assert!(f.has_offsets);
+        assert_eq!(f.t0, Some(10));
+        assert_eq!(v, vec![3_900_000, -1, 0, i64::MIN, i64::MAX]);
+        let f = parse(
+            br#"{"type":"grad_ready","step":0,"t0":1,"offsets_ns":[]}"#,
+            &mut v,
+        )
+        .unwrap();
+        assert!(f.has_offsets && v.is_empty());
+        assert!(parse(
+            br#"{"type":"grad_ready","step":0,"t0":1,"offsets_ns":[9223372036854775808]}"#,
+            &mut v
+        )
+        .is_none());
+        assert!(parse(
+            br#"{"type":"grad_ready","step":0,"t0":1,"offsets_ns":[-9223372036854775809]}"#,
+            &mut v
+        )
+        .is_none());
+        assert!(parse(
+            br#"{"type":"grad_ready","step":0,"t0":1,"offsets_ns":[-0]}"#,
+            &mut v
+        )
+        .is_none());
+    }
+
+    #[test]
+    fn never_panics_on_cut_or_random_lines() {
+        let line = r#"{"type":"span","kind":"collective","step":3,"start":1700000000104410000,"end":1700000000104900000,"name":"ü✓","bucket":0}"#;
+        let mut v = Vec::new();
+        for cut in 0..=line.len() {
+            let _ = parse(&line.as_bytes()[..cut], &mut v);
+        }
+        // Bytes that are not UTF-8 inside and outside strings.
+        assert!(parse(b"{\"type\":\"span\",\"name\":\"\xff\"}", &mut v).is_none());
+        assert!(parse(b"{\"type\":\"span\",\xff}", &mut v).is_none());
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..20_000 {
+            let mut bytes = Vec::new();
+            let alphabet = b"{}[]\":,-0123456789.eE tnrua\\sp\xc3\xff";
+            for _ in 0..(x % 64) {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                bytes.push(alphabet[(x % alphabet.len() as u64) as usize]);
+            }
+            let _ = parse(&bytes, &mut v);
+        }
+    }
+}

@@ -1,0 +1,255 @@
+//! The HTML report: structure, escaping of everything that comes from
+//! traces and logs, charts and their axis labels, size, and odd input
+//! (failed runs, runs without traces, one rank, several world sizes).
+
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use common::{all_text, append_line, chart_texts, check_report, edit_traces};
+use probe::synth::{generate_run, SynthConfig};
+use probe_reports::{load_runs, render, write_html, ReportOptions};
+
+const SCRIPT: &str = "<script>alert(1)</script>";
+
+fn report_of(paths: &[PathBuf]) -> String {
+    let runs = load_runs(paths).unwrap();
+    render(&runs, None, &ReportOptions::default()).html
+}
+
+/// A 2-rank run whose program name, a parameter name and a log line carry
+/// markup.
+fn hostile_run(dir: &Path) -> PathBuf {
+    let run = dir.join("hostile");
+    let mut c = SynthConfig::new(2, 20, 3);
+    c.straggler = Some((1, 1.3));
+    generate_run(&c, &run).unwrap();
+    edit_traces(
+        &run,
+        "\"program\":\"synthetic\"",
+        &format!("\"program\":\"{SCRIPT}\""),
+    );
+    edit_traces(
+        &run,
+        "\"layers.0.weight\"",
+        "\"layers.0.<b onmouseover=x>w\"",
+    );
+    append_line(
+        &run,
+        1,
+        r#"{"type":"log","t":1700000000000950000,"level":"error","message":"loss is NaN <script>alert(2)</script> & \"quoted\""}"#,
+    );
+    run
+}
+
+#[test]
+fn markup_from_traces_appears_as_text_never_as_tags() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = hostile_run(dir.path());
+    let html = report_of(&[run]);
+    let doc = check_report(&html);
+    let text = all_text(&doc);
+    assert!(
+        text.contains(SCRIPT),
+        "the program name is not shown as text"
+    );
+    assert!(text.contains("loss is NaN <script>alert(2)</script> & \"quoted\""));
+    assert!(text.contains("layers.0.<b onmouseover=x>w"));
+    assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    assert!(!html.contains("<script"), "a raw <script in the report");
+    assert!(!html.contains("<b onmouseover"));
+    // The title takes the program's file name ("script>" after the last
+    // slash), as text.
+    let title = doc.descendants().find(|n| n.has_tag_name("title")).unwrap();
+    assert!(title.children().all(|c| c.is_text()));
+    assert_eq!(title.text(), Some("ddp-probe report: script> (run)"));
+}
+
+#[test]
+fn a_run_report_has_every_section_and_labelled_charts() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = hostile_run(dir.path());
+    let html = report_of(&[run]);
+    let doc = check_report(&html);
+    for id in [
+        "run-1-config",
+        "run-1-breakdown",
+        "run-1-step",
+        "run-1-buckets",
+        "run-1-comm",
+        "run-1-stragglers",
+        "run-1-advice",
+        "run-1-warmup",
+        "run-1-logs",
+    ] {
+        assert!(
+            doc.descendants().any(|n| n.attribute("id") == Some(id)),
+            "no section {id}"
+        );
+    }
+    let svgs = doc.descendants().filter(|n| n.has_tag_name("svg")).count();
+    assert_eq!(svgs, 2, "breakdown and representative step");
+    let texts = chart_texts(&doc);
+    for label in [
+        "mean time per steady step (ms)",
+        "time since the step started (ms)",
+        "all ranks",
+        "rank 0",
+        "rank 1",
+        "buckets",
+        "comm",
+    ] {
+        assert!(
+            texts.iter().any(|t| t == label),
+            "no chart label {label:?}: {texts:?}"
+        );
+    }
+    let text = all_text(&doc);
+    // The straggler, the advice and the communication statistics.
+    assert!(text.contains("Rank 1 is a straggler"), "{text}");
+    assert!(text.contains("all_reduce"));
+    assert!(text.contains("busbw"));
+    assert!(text.contains("bucket_cap_mb"));
+    // Legends name every part of the breakdown.
+    for part in [
+        "forward",
+        "backward compute",
+        "exposed communication",
+        "optimizer",
+        "data wait",
+        "other",
+    ] {
+        assert!(text.contains(part), "no legend entry {part}");
+    }
+}
+
+#[test]
+fn eight_ranks_by_a_thousand_steps_stay_under_five_megabytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("big");
+    generate_run(&SynthConfig::new(8, 1000, 8), &run).unwrap();
+    let started = std::time::Instant::now();
+    let html = report_of(&[run]);
+    let took = started.elapsed();
+    eprintln!(
+        "8 ranks × 1000 steps: {} bytes of HTML in {:.2} s",
+        html.len(),
+        took.as_secs_f64()
+    );
+    assert!(html.len() < 5 * 1024 * 1024, "{} bytes", html.len());
+    let doc = check_report(&html);
+    let texts = chart_texts(&doc);
+    assert!(texts.iter().any(|t| t == "rank 7"));
+}
+
+#[test]
+fn a_failed_run_is_explained_with_escaped_evidence() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("failed");
+    let mut c = SynthConfig::new(2, 6, 2);
+    c.end_status = None;
+    generate_run(&c, &run).unwrap();
+    fs::create_dir_all(run.join("logs")).unwrap();
+    fs::write(
+        run.join("logs/rank-1.stderr"),
+        "Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB <script>alert(3)</script>\n",
+    )
+    .unwrap();
+    let html = report_of(&[run]);
+    let doc = check_report(&html);
+    assert!(doc
+        .descendants()
+        .any(|n| n.attribute("id") == Some("run-1-failure")));
+    let text = all_text(&doc);
+    assert!(text.contains("Why the run failed"));
+    assert!(text.contains("no end record"), "{text}");
+    assert!(text.contains("out of memory"), "the diagnosis is missing");
+    assert!(
+        text.contains("<script>alert(3)</script>"),
+        "evidence not shown as text"
+    );
+    assert!(!html.contains("<script"));
+}
+
+#[test]
+fn runs_without_traces_one_rank_or_no_steps_still_render() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty");
+    fs::create_dir_all(empty.join("traces")).unwrap();
+    let one = dir.path().join("one");
+    generate_run(&SynthConfig::new(1, 3, 1), &one).unwrap();
+    let header_only = dir.path().join("header-only");
+    fs::create_dir_all(header_only.join("traces")).unwrap();
+    fs::write(
+        header_only.join("traces/rank-0.jsonl"),
+        "{\"type\":\"header\",\"format\":\"ddp-probe-trace\",\"version\":\"1.0\",\"run_id\":\"h\",\"rank\":0,\"world_size\":2,\"start_ns\":1700000000000000000}\n",
+    )
+    .unwrap();
+    for run in [empty, one, header_only] {
+        let html = report_of(std::slice::from_ref(&run));
+        let doc = check_report(&html);
+        let text = all_text(&doc);
+        assert!(
+            text.contains("Configuration and environment"),
+            "{}",
+            run.display()
+        );
+        if run.ends_with("empty") {
+            assert!(text.contains("could not be loaded"), "{text}");
+        }
+        if run.ends_with("header-only") {
+            assert!(
+                text.contains("No steady steps") || text.contains("no step spans"),
+                "{text}"
+            );
+        }
+    }
+}
+
+#[test]
+fn runs_at_several_world_sizes_get_a_scaling_section() {
+    let dir = tempfile::tempdir().unwrap();
+    let series = dir.path().join("series");
+    for n in [1u32, 2, 4] {
+        let mut c = SynthConfig::new(n, 10, 2);
+        c.run_id = format!("n{n}");
+        c.latency_ns = 1_000_000 * u64::from(n);
+        generate_run(&c, &series.join(format!("n{n}"))).unwrap();
+    }
+    let out = dir.path().join("out/report.html");
+    let runs = load_runs(&[series]).unwrap();
+    let rendered = render(&runs, None, &ReportOptions::default());
+    write_html(&out, &rendered.html).unwrap();
+    let html = fs::read_to_string(&out).unwrap();
+    let doc = check_report(&html);
+    assert!(doc
+        .descendants()
+        .any(|n| n.attribute("id") == Some("scaling")));
+    let texts = chart_texts(&doc);
+    for label in [
+        "world size (ranks)",
+        "throughput (rank-steps/s)",
+        "share",
+        "1",
+        "2",
+        "4",
+    ] {
+        assert!(
+            texts.iter().any(|t| t == label),
+            "no chart label {label:?}: {texts:?}"
+        );
+    }
+    let text = all_text(&doc);
+    assert!(text.contains("of ideal scaling"));
+    assert!(text.contains("efficiency"));
+    let s = rendered.scaling.unwrap();
+    assert_eq!(s.points.len(), 3);
+    // Three runs, each a collapsible section.
+    assert_eq!(
+        doc.descendants()
+            .filter(|n| n.has_tag_name("details") && n.attribute("class") == Some("run"))
+            .count(),
+        3
+    );
+}

@@ -1,0 +1,241 @@
+//! `ddp-probe tui` in a real terminal: tmux runs the binary on a generated run, the test sends
+//! keys and reads the screen back. Each test uses its own tmux server (`tmux -L`), so the user's
+//! sessions are never touched. Skipped, with a message, where tmux is not installed.
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use probe::synth::{generate_run, SynthConfig};
+
+/// A private tmux server, killed when dropped (also when a test fails).
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn new(tag: &str) -> Tmux {
+        Tmux {
+            socket: format!("ddp-probe-test-{tag}-{}", std::process::id()),
+        }
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new("tmux")
+            .arg("-L")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .expect("tmux runs")
+    }
+
+    fn send(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "tui"];
+        args.extend_from_slice(keys);
+        let out = self.run(&args);
+        assert!(out.status.success(), "send-keys: {out:?}");
+    }
+
+    fn pane(&self) -> String {
+        let out = self.run(&["capture-pane", "-p", "-t", "tui"]);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Waits until the screen contains `needle`; fails with the screen after 15 s.
+    fn wait_for(&self, needle: &str) -> String {
+        self.wait_until(&format!("showed {needle:?}"), |p| p.contains(needle))
+    }
+
+    /// Waits until `ok(screen)`; fails with the screen after 15 s.
+    fn wait_until(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let pane = self.pane();
+            if ok(&pane) {
+                return pane;
+            }
+            if start.elapsed() > Duration::from_secs(15) {
+                panic!("the screen never {what}:\n{pane}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.run(&["kill-server"]);
+    }
+}
+
+fn have_tmux() -> bool {
+    Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Starts `ddp-probe tui RUN EXTRA...` in a 120×40 tmux window; the shell prints
+/// `exit status N` when it ends.
+fn start(tag: &str, run: &Path, extra: &str) -> Tmux {
+    let tmux = Tmux::new(tag);
+    let cmd = format!(
+        "'{}' tui '{}' {extra}; echo \"exit status $?\"; sleep 60",
+        env!("CARGO_BIN_EXE_ddp-probe"),
+        run.display()
+    );
+    let out = tmux.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        "tui",
+        "-x",
+        "120",
+        "-y",
+        "40",
+        &cmd,
+    ]);
+    assert!(out.status.success(), "tmux new-session: {out:?}");
+    tmux
+}
+
+fn generated_run() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = SynthConfig::new(2, 20, 4);
+    config.straggler = Some((1, 1.3));
+    generate_run(&config, dir.path()).unwrap();
+    dir
+}
+
+#[test]
+fn the_timeline_runs_in_a_real_terminal() {
+    if !have_tmux() {
+        eprintln!("skipped: tmux is not installed (apt-get install tmux to run this test)");
+        return;
+    }
+    let run = generated_run();
+    let tmux = start("main", run.path(), "");
+    let screen = tmux.wait_for("r1 compute");
+    for needle in [
+        "ddp-probe",
+        "r0 compute",
+        "buckets",
+        "comm",
+        "data",
+        "steps",
+        " ms",
+        "q quit",
+    ] {
+        assert!(screen.contains(needle), "{needle:?} missing:\n{screen}");
+    }
+
+    tmux.send(&["s"]);
+    let screen = tmux.wait_for("by step time");
+    assert!(
+        screen.contains("slowest") || screen.contains("1st of"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("▶ step"),
+        "the slowest step's span is selected:\n{screen}"
+    );
+
+    tmux.send(&["1"]);
+    tmux.wait_for("step breakdown");
+    tmux.send(&["Escape", "Escape"]);
+
+    tmux.send(&["?"]);
+    let screen = tmux.wait_for("keys (any key closes)");
+    assert!(screen.contains("slowest step"), "{screen}");
+    tmux.send(&["x"]);
+    tmux.send(&["j", "j", "Tab"]);
+    tmux.wait_for("all_reduce");
+
+    // The terminal resizes with the window.
+    let out = tmux.run(&["resize-window", "-t", "tui", "-x", "80", "-y", "24"]);
+    if out.status.success() {
+        std::thread::sleep(Duration::from_millis(500));
+        let screen = tmux.wait_for("q quit");
+        assert!(
+            screen.lines().all(|l| l.chars().count() <= 80),
+            "drawn for 80 columns:\n{screen}"
+        );
+    }
+
+    tmux.send(&["q"]);
+    let screen = tmux.wait_for("exit status 0");
+    assert!(
+        !screen.contains("r0 compute"),
+        "the alternate screen is left on exit:\n{screen}"
+    );
+}
+
+#[test]
+fn ascii_mode_in_a_real_terminal() {
+    if !have_tmux() {
+        eprintln!("skipped: tmux is not installed (apt-get install tmux to run this test)");
+        return;
+    }
+    let run = generated_run();
+    let tmux = start("ascii", run.path(), "--ascii");
+    tmux.wait_for("r1 compute");
+    tmux.send(&["n", "Tab", "?"]);
+    let screen = tmux.wait_for("keys (any key closes)");
+    assert!(screen.is_ascii(), "non-ASCII on screen:\n{screen}");
+    tmux.send(&["q"]);
+    tmux.wait_for("exit status 0");
+}
+
+#[test]
+fn a_missing_run_is_an_error_not_a_broken_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
+        .args(["tui", "no-such-run"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no-such-run"), "{err}");
+}
+
+#[test]
+fn without_a_terminal_the_timeline_says_so() {
+    let run = generated_run();
+    let out = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
+        .arg("tui")
+        .arg(run.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("terminal"), "{err}");
+}
+
+#[test]
+fn live_mode_follows_a_growing_run() {
+    if !have_tmux() {
+        eprintln!("skipped: tmux is not installed (apt-get install tmux to run this test)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    // The viewer starts before the run directory exists.
+    let tmux = start("live", &run, "--live");
+    tmux.wait_for("waiting for traces");
+    generate_run(&SynthConfig::new(2, 3, 2), &run).unwrap();
+    tmux.wait_for("3 steps");
+    tmux.wait_for("LIVE, following");
+    generate_run(&SynthConfig::new(2, 12, 2), &run).unwrap();
+    let screen = tmux.wait_for("12 steps");
+    assert!(screen.contains("r1 compute"), "{screen}");
+    // Panning stops following; End follows the latest time again.
+    tmux.send(&["h"]);
+    tmux.wait_until("stopped following", |p| {
+        p.contains("LIVE") && !p.contains("following")
+    });
+    tmux.send(&["End"]);
+    tmux.wait_for("following latest");
+    tmux.send(&["q"]);
+    tmux.wait_for("exit status 0");
+}

@@ -1,0 +1,226 @@
+//! Rendering on an in-memory buffer: the main screens at 80×24 and 160×48
+//! against plain-text snapshots in `tests/snapshots/`, the help overlay,
+//! the details of a selected span, the panels, ASCII mode and the
+//! sanitising of strings taken from the trace.
+//!
+//! `UPDATE_SNAPSHOTS=1 cargo test -p probe-tui --test render` rewrites the
+//! snapshots after an intended change (review the diff).
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::{app, app_with, screen};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use probe_tui::{App, Options, KEYS};
+
+fn key(app: &mut App, code: KeyCode) {
+    app.handle_key(KeyEvent::new(code, KeyModifiers::NONE));
+}
+
+fn keys(app: &mut App, s: &str) {
+    for c in s.chars() {
+        key(app, KeyCode::Char(c));
+    }
+}
+
+/// Compares the screen with `tests/snapshots/<name>.txt`.
+fn snapshot(name: &str, lines: &[String]) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/snapshots")
+        .join(format!("{name}.txt"));
+    let text = lines.join("\n") + "\n";
+    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+        std::fs::write(&path, &text).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (UPDATE_SNAPSHOTS=1 writes it)", path.display()));
+    if expected != text {
+        panic!(
+            "screen differs from {}\n--- expected\n{expected}--- got\n{text}",
+            path.display()
+        );
+    }
+}
+
+fn joined(lines: &[String]) -> String {
+    lines.join("\n")
+}
+
+#[test]
+fn main_screen_80x24() {
+    let a = app(80, 24);
+    let s = screen(&a, 80, 24);
+    snapshot("main-80x24", &s);
+    let text = joined(&s);
+    for label in [
+        "r0 compute",
+        "buckets",
+        "comm",
+        "data",
+        "gpu0 s7",
+        "r1 compute",
+    ] {
+        assert!(text.contains(label), "lane label {label} missing:\n{text}");
+    }
+    assert!(s[1].contains(" ms"), "the axis has units: {}", s[1]);
+    assert!(s[2].contains("step 0") || s[2].contains('0'), "{}", s[2]);
+    assert!(s[0].contains("run fixture") && s[0].contains("2 ranks"));
+}
+
+#[test]
+fn main_screen_160x48_with_a_selected_all_reduce() {
+    let mut a = app(160, 48);
+    // The most exposed step, then the lane below the compute lane twice:
+    // the all-reduce of bucket 1 that runs 30 ms after backward.
+    keys(&mut a, "ejj");
+    for _ in 0..10 {
+        let s = a.selected_span().copied();
+        if s.is_some_and(|s| {
+            s.kind() == probe::trace::SpanKind::Collective && s.bucket() == Some(1)
+        }) {
+            break;
+        }
+        key(&mut a, KeyCode::Tab);
+    }
+    let s = screen(&a, 160, 48);
+    snapshot("step2-160x48", &s);
+    let text = joined(&s);
+    for want in [
+        "all_reduce",
+        "rank 0 (node0)",
+        "step 2",
+        "bucket 1",
+        "129 KiB",
+        "seq 6",
+        "ring/tcp/float32",
+        "algbw",
+        "busbw",
+        "overlap with compute 0%, exposed 30.0 ms",
+        "params fc1.bias, fc1.weight",
+    ] {
+        assert!(text.contains(want), "details lack {want:?}:\n{text}");
+    }
+}
+
+#[test]
+fn help_overlay_lists_every_key() {
+    for (w, h) in [(80, 24), (160, 48)] {
+        let mut a = app(w, h);
+        keys(&mut a, "?");
+        let s = screen(&a, w, h);
+        if w == 80 {
+            snapshot("help-80x24", &s);
+        }
+        let text = joined(&s);
+        for (k, what) in KEYS {
+            assert!(text.contains(k), "{k} missing at {w}x{h}:\n{text}");
+            assert!(text.contains(what), "{what} missing at {w}x{h}");
+        }
+        assert!(text.contains("comm exposed"), "the legend is there");
+    }
+}
+
+#[test]
+fn breakdown_panel_shows_every_rank() {
+    let mut a = app(160, 48);
+    keys(&mut a, "s1");
+    let s = screen(&a, 160, 48);
+    snapshot("breakdown-160x48", &s);
+    let text = joined(&s);
+    for want in [
+        "step breakdown",
+        "step 1",
+        "rank 0",
+        "rank 1",
+        "data wait",
+        "60.0 ms",
+        "exposed",
+    ] {
+        assert!(text.contains(want), "{want} missing:\n{text}");
+    }
+}
+
+#[test]
+fn advice_and_explain_panels_render() {
+    let mut a = app(120, 40);
+    keys(&mut a, "2");
+    let text = joined(&screen(&a, 120, 40));
+    assert!(text.contains("bucket_cap_mb"), "{text}");
+    keys(&mut a, "3");
+    let text = joined(&screen(&a, 120, 40));
+    assert!(text.contains("explain"), "{text}");
+    assert!(
+        text.contains("no run directory"),
+        "the fixture has no run directory to explain:\n{text}"
+    );
+}
+
+#[test]
+fn strings_from_the_trace_are_sanitised() {
+    let mut a = app(160, 48);
+    // The custom lane (named with an escape sequence) of rank 1.
+    let row = a
+        .timeline()
+        .rows()
+        .iter()
+        .position(|r| r.label.contains("loader"))
+        .unwrap();
+    for _ in 0..row {
+        keys(&mut a, "j");
+    }
+    key(&mut a, KeyCode::Tab);
+    let s = screen(&a, 160, 48);
+    let text = joined(&s);
+    assert!(text.contains("loader\\x1b[31m"), "{text}");
+    assert!(text.contains("tokenize\\x1b[2J"), "{text}");
+    for line in &s {
+        assert!(
+            !line.chars().any(char::is_control),
+            "control char in {line:?}"
+        );
+    }
+    // The kernel's name carries a BEL.
+    keys(&mut a, "0");
+    let row = a
+        .timeline()
+        .rows()
+        .iter()
+        .position(|r| r.label == "gpu0 s7")
+        .unwrap();
+    while a.cursor() > row {
+        keys(&mut a, "k");
+    }
+    key(&mut a, KeyCode::Tab);
+    let text = joined(&screen(&a, 160, 48));
+    assert!(text.contains("fwd_gemm\\x07"), "{text}");
+}
+
+#[test]
+fn ascii_mode_draws_only_ascii() {
+    let opts = Options { ascii: true };
+    for (w, h) in [(80, 24), (160, 48)] {
+        let mut a = app_with(w, h, &opts);
+        let check = |a: &App, what: &str| {
+            for line in screen(a, w, h) {
+                assert!(line.is_ascii(), "{what} at {w}x{h}: {line:?}");
+            }
+        };
+        check(&a, "main screen");
+        if w == 80 {
+            snapshot("ascii-80x24", &screen(&a, w, h));
+        }
+        keys(&mut a, "e");
+        key(&mut a, KeyCode::Tab);
+        check(&a, "selection");
+        keys(&mut a, "b");
+        check(&a, "bucket highlight");
+        for p in ["1", "2", "3"] {
+            keys(&mut a, p);
+            check(&a, "panel");
+        }
+        keys(&mut a, "?");
+        check(&a, "help");
+    }
+}

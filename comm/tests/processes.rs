@@ -42,11 +42,10 @@ fn spawn_world(world: usize, role: &str, extra_env: &[(&str, &str)]) -> Vec<Outp
             cmd.spawn().unwrap()
         })
         .collect();
-    let outs = children
+    children
         .into_iter()
         .map(|c| c.wait_with_output().unwrap())
-        .collect();
-    outs
+        .collect()
 }
 
 /// The part of the output from `marker` to the end of its line (libtest

@@ -236,7 +236,7 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
             ddp.end_step();
             step_ms.push(began.elapsed().as_secs_f64() * 1e3);
             step += 1;
-            if step % args.log_every.max(1) == 0 || step == args.steps {
+            if step.is_multiple_of(args.log_every.max(1)) || step == args.steps {
                 let local = recent.iter().sum::<f64>() / recent.len().max(1) as f64;
                 recent.clear();
                 let mean = ddp::metrics::average(&pg, local)?;

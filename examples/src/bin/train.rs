@@ -191,7 +191,7 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
             accuracy.correct,
             accuracy.total
         );
-        if args.checkpoint_every > 0 && (epoch + 1) % args.checkpoint_every == 0 {
+        if args.checkpoint_every > 0 && (epoch + 1).is_multiple_of(args.checkpoint_every) {
             let path = ddp.timed(SpanKind::CheckpointSave, || {
                 checkpoints.save_on_rank0(&pg, || {
                     Ok(Checkpoint::new(epoch + 1, steps)

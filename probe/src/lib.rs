@@ -30,6 +30,7 @@ pub mod reader;
 pub mod recorder;
 pub mod synth;
 pub mod trace;
+pub mod units;
 
 pub use error::{Error, Warning};
 pub use model::Run;

@@ -922,18 +922,15 @@ fn execute(
         } => {
             check_rank("gather root", *root, n)?;
             if rank == *root {
-                match output {
-                    Some(o) if o.len() == input.len().saturating_mul(n) => {}
-                    Some(o) => {
-                        return Err(invalid(format!(
-                        "gather output has {} elements, expected world size {n} x input {} = {}",
-                        o.len() / es,
-                        input.len() / es,
-                        (input.len() / es).saturating_mul(n)
-                    )))
-                    }
-                    None => return Err(invalid("gather root needs an output buffer".into())),
-                }
+                check_root_buffer(
+                    "gather",
+                    "output",
+                    "input",
+                    output.as_deref(),
+                    input.len(),
+                    n,
+                    es,
+                )?;
             }
             (
                 OpKind::Gather,
@@ -950,18 +947,15 @@ fn execute(
         } => {
             check_rank("scatter root", *root, n)?;
             if rank == *root {
-                match input {
-                    Some(i) if i.len() == output.len().saturating_mul(n) => {}
-                    Some(i) => {
-                        return Err(invalid(format!(
-                        "scatter input has {} elements, expected world size {n} x output {} = {}",
-                        i.len() / es,
-                        output.len() / es,
-                        (output.len() / es).saturating_mul(n)
-                    )))
-                    }
-                    None => return Err(invalid("scatter root needs an input buffer".into())),
-                }
+                check_root_buffer(
+                    "scatter",
+                    "input",
+                    "output",
+                    input.as_deref(),
+                    output.len(),
+                    n,
+                    es,
+                )?;
             }
             (
                 OpKind::Scatter,
@@ -1135,5 +1129,28 @@ fn run_op(eng: &mut Engine, ctx: &OpCtx, algo: Algorithm, dtype: DType, op: Op<'
         },
         Op::Send { data, dst } => eng.p2p_send(ctx, data, dst),
         Op::Recv { data, src } => eng.p2p_recv(ctx, &ctx.desc, data, src),
+    }
+}
+
+/// The root's world-sized buffer of gather (its output) or scatter (its input) must hold
+/// `n` times the per-rank buffer of `per_rank_bytes`.
+fn check_root_buffer(
+    op: &str,
+    big_name: &str,
+    small_name: &str,
+    big: Option<&[u8]>,
+    per_rank_bytes: usize,
+    n: usize,
+    es: usize,
+) -> Result<()> {
+    match big {
+        Some(b) if b.len() == per_rank_bytes.saturating_mul(n) => Ok(()),
+        Some(b) => Err(invalid(format!(
+            "{op} {big_name} has {} elements, expected world size {n} x {small_name} {} = {}",
+            b.len() / es,
+            per_rank_bytes / es,
+            (per_rank_bytes / es).saturating_mul(n)
+        ))),
+        None => Err(invalid(format!("{op} root needs an {big_name} buffer"))),
     }
 }

@@ -118,27 +118,7 @@ pub fn stacked_bars(
     let xmax = if xmax > 0.0 { xmax * 1.04 } else { 1.0 };
     let mut svg = String::new();
     draw_into(&mut svg, WIDTH, height, |root| {
-        let mut chart = ChartBuilder::on(root)
-            .margin_top(14)
-            .margin_right(28)
-            .margin_left(8)
-            .x_label_area_size(54)
-            .y_label_area_size(label_w)
-            .build_cartesian_2d(0f64..xmax, 0f64..n as f64)?;
-        let fmt = axis_formatter(xmax);
-        chart
-            .configure_mesh()
-            .disable_y_mesh()
-            .y_labels(0)
-            .x_labels(8)
-            .x_label_formatter(&fmt)
-            .x_desc(x_desc)
-            .label_style((FONT, LABEL_PX).into_font().color(&TEXT))
-            .axis_desc_style((FONT, LABEL_PX).into_font().color(&TEXT))
-            .light_line_style(GRID)
-            .max_light_lines(2)
-            .bold_line_style(GRID)
-            .draw()?;
+        let mut chart = row_chart(root, 14, xmax, n, label_w, 8, x_desc)?;
         let mut rects = Vec::new();
         for (i, row) in rows.iter().enumerate() {
             let y1 = (n - i) as f64 - 0.14;
@@ -203,27 +183,7 @@ pub fn gantt(
     };
     let mut svg = String::new();
     draw_into(&mut svg, WIDTH, height, |root| {
-        let mut chart = ChartBuilder::on(root)
-            .margin_top(10)
-            .margin_right(28)
-            .margin_left(8)
-            .x_label_area_size(54)
-            .y_label_area_size(label_w)
-            .build_cartesian_2d(0f64..t_max, 0f64..n as f64)?;
-        let fmt = axis_formatter(t_max);
-        chart
-            .configure_mesh()
-            .disable_y_mesh()
-            .y_labels(0)
-            .x_labels(10)
-            .x_label_formatter(&fmt)
-            .x_desc(x_desc)
-            .label_style((FONT, LABEL_PX).into_font().color(&TEXT))
-            .axis_desc_style((FONT, LABEL_PX).into_font().color(&TEXT))
-            .light_line_style(GRID)
-            .max_light_lines(2)
-            .bold_line_style(GRID)
-            .draw()?;
+        let mut chart = row_chart(root, 10, t_max, n, label_w, 10, x_desc)?;
         let top = |row: usize| (n - row) as f64;
         let shading = RGBColor(0xf4, 0xf6, 0xf8);
         chart.draw_series(shade.iter().enumerate().filter(|(_, s)| **s).map(|(i, _)| {
@@ -471,6 +431,48 @@ fn label_width<'a>(labels: impl Iterator<Item = &'a str>) -> u32 {
 }
 
 /// Axis labels with as many decimals as the range needs.
+/// A chart of `rows` horizontal rows over `0..x_max` (bars, Gantt lanes): x axis with
+/// `x_labels` labels and the description `x_desc`, no y mesh or labels (rows are labelled by
+/// the caller), the report's fonts and grid.
+fn row_chart<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    margin_top: u32,
+    x_max: f64,
+    rows: usize,
+    label_w: u32,
+    x_labels: usize,
+    x_desc: &str,
+) -> Draw<
+    ChartContext<
+        'a,
+        SVGBackend<'b>,
+        Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+    >,
+> {
+    let mut chart = ChartBuilder::on(root)
+        .margin_top(margin_top)
+        .margin_right(28)
+        .margin_left(8)
+        .x_label_area_size(54)
+        .y_label_area_size(label_w)
+        .build_cartesian_2d(0f64..x_max, 0f64..rows as f64)?;
+    let fmt = axis_formatter(x_max);
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .y_labels(0)
+        .x_labels(x_labels)
+        .x_label_formatter(&fmt)
+        .x_desc(x_desc)
+        .label_style((FONT, LABEL_PX).into_font().color(&TEXT))
+        .axis_desc_style((FONT, LABEL_PX).into_font().color(&TEXT))
+        .light_line_style(GRID)
+        .max_light_lines(2)
+        .bold_line_style(GRID)
+        .draw()?;
+    Ok(chart)
+}
+
 fn axis_formatter(max: f64) -> impl Fn(&f64) -> String {
     let decimals = if max >= 20.0 {
         0

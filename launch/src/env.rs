@@ -18,6 +18,43 @@ pub const DDP_PROBE_TRACE_DIR: &str = "DDP_PROBE_TRACE_DIR";
 pub const DDP_PROBE_STORE_TOKEN: &str = "DDP_PROBE_STORE_TOKEN";
 /// The DDP bucket size in MB, when `--bucket-cap-mb` is given.
 pub const DDP_PROBE_BUCKET_CAP_MB: &str = "DDP_PROBE_BUCKET_CAP_MB";
+/// Overrides where the launcher finds the project's `python/` folder (the
+/// `ddp_probe_torch` module), which it appends to every rank's `PYTHONPATH`.
+pub const DDP_PROBE_PYTHON_DIR: &str = "DDP_PROBE_PYTHON_DIR";
+/// The file that marks the project's `python/` folder.
+pub const PYTHON_MODULE_FILE: &str = "ddp_probe_torch.py";
+
+/// The project's `python/` folder holding `ddp_probe_torch.py`:
+/// [`DDP_PROBE_PYTHON_DIR`] when set, else the source tree this launcher was
+/// built from, else `python/` two levels above the executable
+/// (`<repo>/target/release/ddp-probe`). `None` when none of them holds the module.
+pub fn python_dir() -> Option<std::path::PathBuf> {
+    let has_module = |d: &Path| d.join(PYTHON_MODULE_FILE).is_file();
+    if let Some(dir) = std::env::var_os(DDP_PROBE_PYTHON_DIR).filter(|v| !v.is_empty()) {
+        let dir = std::path::PathBuf::from(dir);
+        return has_module(&dir).then_some(dir);
+    }
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("python");
+    if has_module(&source) {
+        return Some(source.canonicalize().unwrap_or(source));
+    }
+    let exe = std::env::current_exe().ok()?;
+    let dir = exe.parent()?.parent()?.parent()?.join("python");
+    has_module(&dir).then_some(dir)
+}
+
+/// The `PYTHONPATH` with `dir` appended (after the user's entries, so a
+/// module of the user's own name wins), unchanged when it already holds `dir`.
+pub(crate) fn python_path_with(user: Option<&OsStr>, dir: &Path) -> OsString {
+    let mut parts: Vec<std::path::PathBuf> = user
+        .map(|v| std::env::split_paths(v).collect())
+        .unwrap_or_default();
+    parts.retain(|p| !p.as_os_str().is_empty());
+    if !parts.iter().any(|p| p == dir) {
+        parts.push(dir.to_path_buf());
+    }
+    std::env::join_paths(parts).unwrap_or_else(|_| dir.as_os_str().to_owned())
+}
 
 /// What the launcher prints when it sets `OMP_NUM_THREADS=1` (as torchrun does).
 pub const OMP_NOTICE: &str = "Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, to avoid your system being overloaded, please further tune the variable for optimal performance in your application as needed.";
@@ -96,6 +133,8 @@ pub(crate) struct RankEnvSpec<'a> {
     pub(crate) run_dir: &'a Path,
     pub(crate) store_token: &'a str,
     pub(crate) bucket_cap_mb: Option<f64>,
+    /// The project's `python/` folder, appended to `PYTHONPATH` ([`python_dir`]).
+    pub(crate) python_dir: Option<&'a Path>,
 }
 
 /// The path of rank `rank`'s NCCL log in `run_dir`.
@@ -151,6 +190,10 @@ pub(crate) fn rank_env(
     if let Some(mb) = spec.bucket_cap_mb {
         set(DDP_PROBE_BUCKET_CAP_MB, mb.to_string());
     }
+    if let Some(dir) = spec.python_dir {
+        let path = python_path_with(user.get(OsStr::new("PYTHONPATH")).map(|v| v.as_os_str()), dir);
+        env.insert(OsString::from("PYTHONPATH"), path);
+    }
     // Defaults the user may override.
     let defaults = [
         (
@@ -166,16 +209,7 @@ pub(crate) fn rank_env(
                     .into_owned(),
             ),
         ),
-        ("TORCH_NCCL_TRACE_BUFFER_SIZE", Some("2000".to_owned())),
         ("TORCH_NCCL_DUMP_ON_TIMEOUT", Some("1".to_owned())),
-        (
-            "TORCH_NCCL_DEBUG_INFO_TEMP_FILE",
-            Some(
-                flight_recorder_prefix(spec.run_dir)
-                    .to_string_lossy()
-                    .into_owned(),
-            ),
-        ),
         (
             "TORCHELASTIC_ERROR_FILE",
             Some(
@@ -192,8 +226,35 @@ pub(crate) fn rank_env(
             }
         }
     }
+    // The flight recorder, under both of PyTorch's names (torch 2.13 reads the
+    // `TORCH_FR_*` name first, older versions only the `TORCH_NCCL_*` one). A
+    // pair is left alone when the user set either of its names, since the
+    // newer name would otherwise override the user's older one.
+    let prefix = flight_recorder_prefix(spec.run_dir)
+        .to_string_lossy()
+        .into_owned();
+    for (names, value) in [
+        (FLIGHT_RECORDER_BUFFER_VARS, FLIGHT_RECORDER_ENTRIES.to_string()),
+        (FLIGHT_RECORDER_FILE_VARS, prefix),
+    ] {
+        if !names.iter().any(|n| user.contains_key(OsStr::new(n))) {
+            for name in names {
+                env.insert(OsString::from(*name), OsString::from(&value));
+            }
+        }
+    }
     env
 }
+
+/// The variables of the flight recorder's ring buffer size, newest name first.
+pub const FLIGHT_RECORDER_BUFFER_VARS: &[&str] =
+    &["TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE"];
+/// The variables of the flight recorder's dump file prefix (the rank is
+/// appended), newest name first.
+pub const FLIGHT_RECORDER_FILE_VARS: &[&str] =
+    &["TORCH_FR_DUMP_TEMP_FILE", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE"];
+/// How many collectives the flight recorder keeps when the launcher turns it on.
+pub const FLIGHT_RECORDER_ENTRIES: usize = 2000;
 
 #[cfg(test)]
 mod tests {
@@ -213,6 +274,7 @@ mod tests {
             run_dir: dir,
             store_token: "abcd",
             bucket_cap_mb: Some(25.0),
+            python_dir: Some(Path::new("/repo/python")),
         }
     }
 
@@ -254,11 +316,14 @@ mod tests {
             ("NCCL_DEBUG", "INFO"),
             ("NCCL_DEBUG_FILE", "/runs/x/logs/nccl-rank3.log"),
             ("TORCH_NCCL_TRACE_BUFFER_SIZE", "2000"),
+            ("TORCH_FR_BUFFER_SIZE", "2000"),
             ("TORCH_NCCL_DUMP_ON_TIMEOUT", "1"),
             (
                 "TORCH_NCCL_DEBUG_INFO_TEMP_FILE",
                 "/runs/x/logs/nccl_trace_rank_",
             ),
+            ("TORCH_FR_DUMP_TEMP_FILE", "/runs/x/logs/nccl_trace_rank_"),
+            ("PYTHONPATH", "/repo/python"),
         ] {
             assert_eq!(get(&env, k), v, "{k}");
         }
@@ -280,7 +345,47 @@ mod tests {
         assert_eq!(get(&env, "NCCL_DEBUG_FILE"), "/runs/x/logs/nccl-rank3.log");
         assert_eq!(get(&env, "OMP_NUM_THREADS"), "8");
         assert_eq!(get(&env, "TORCH_NCCL_TRACE_BUFFER_SIZE"), "10");
+        // The newer name would override the user's older one: left unset.
+        assert!(!env.contains_key(OsStr::new("TORCH_FR_BUFFER_SIZE")));
         assert!(!sets_omp_threads(&user, 2));
+    }
+
+    #[test]
+    fn flight_recorder_file_follows_the_user_under_either_name() {
+        let dir = Path::new("/runs/x");
+        for name in FLIGHT_RECORDER_FILE_VARS {
+            let mut user = BTreeMap::new();
+            user.insert(OsString::from(*name), OsString::from("/tmp/mine_"));
+            let env = rank_env(&user, &spec(dir));
+            assert_eq!(get(&env, name), "/tmp/mine_");
+            for other in FLIGHT_RECORDER_FILE_VARS.iter().filter(|o| *o != name) {
+                assert!(!env.contains_key(OsStr::new(other)), "{other} set");
+            }
+            // The buffer stays on: the user named only the file.
+            assert_eq!(get(&env, "TORCH_FR_BUFFER_SIZE"), "2000");
+        }
+    }
+
+    #[test]
+    fn python_path_gets_the_module_folder_after_the_users_entries() {
+        let dir = Path::new("/runs/x");
+        let mut user = BTreeMap::new();
+        user.insert(OsString::from("PYTHONPATH"), OsString::from("/a:/b"));
+        let env = rank_env(&user, &spec(dir));
+        assert_eq!(get(&env, "PYTHONPATH"), "/a:/b:/repo/python");
+        user.insert(OsString::from("PYTHONPATH"), OsString::from("/repo/python:/a"));
+        let env = rank_env(&user, &spec(dir));
+        assert_eq!(get(&env, "PYTHONPATH"), "/repo/python:/a");
+        let mut s = spec(dir);
+        s.python_dir = None;
+        let env = rank_env(&BTreeMap::new(), &s);
+        assert!(!env.contains_key(OsStr::new("PYTHONPATH")));
+    }
+
+    #[test]
+    fn the_source_tree_python_folder_is_found() {
+        let dir = python_dir().expect("python/ddp_probe_torch.py in the source tree");
+        assert!(dir.join(PYTHON_MODULE_FILE).is_file());
     }
 
     #[test]

@@ -519,6 +519,7 @@ impl Run {
         };
         let mut slots = Vec::new();
         let mut records = Vec::new();
+        let python_dir = env::python_dir();
         for local_rank in 0..config.nproc_per_node {
             let rank = config.node_rank * config.nproc_per_node + local_rank;
             let spec = RankEnvSpec {
@@ -534,6 +535,7 @@ impl Run {
                 run_dir: &run_dir,
                 store_token: &plan.store_token,
                 bucket_cap_mb: config.bucket_cap_mb,
+                python_dir: python_dir.as_deref(),
             };
             let rank_env = env::rank_env(&plan.user_env, &spec);
             records.push(RankRecord {
@@ -546,7 +548,10 @@ impl Run {
                 nccl_log: user_value("NCCL_DEBUG_FILE")
                     .unwrap_or_else(|| rel(env::nccl_log_path(&run_dir, rank))),
                 trace: rundir::rank_trace(rank),
-                flight_recorder: match user_value("TORCH_NCCL_DEBUG_INFO_TEMP_FILE") {
+                flight_recorder: match env::FLIGHT_RECORDER_FILE_VARS
+                    .iter()
+                    .find_map(|name| user_value(name))
+                {
                     Some(prefix) => format!("{prefix}{rank}"),
                     None => format!("{}{rank}", rel(env::flight_recorder_prefix(&run_dir))),
                 },

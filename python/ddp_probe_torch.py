@@ -1,0 +1,644 @@
+"""Record a PyTorch DistributedDataParallel job in the ddp-probe trace format.
+
+One line enables it::
+
+    import ddp_probe_torch
+    model = ddp_probe_torch.instrument(DDP(model))
+
+Each rank then writes ``$DDP_PROBE_TRACE_DIR/rank-$RANK.jsonl`` (trace format
+1.0, docs/trace-format.md) with the spans the reference DDP writes:
+
+* ``step`` (the DDP module's forward pre-hook to the end of the optimizer
+  step), ``forward`` (forward pre-hook to forward hook of the DDP module),
+  ``backward`` (the gradient of the model's output is computed to the end of
+  the autograd pass, before DDP waits for its all-reduces), ``optimizer``
+  (global optimizer step pre/post hooks, so every optimizer counts);
+* per bucket and step a ``bucket_ready`` span (first to last gradient of the
+  bucket accumulated, from ``register_post_accumulate_grad_hook`` on every
+  parameter; the bucket's parameters come from the ``GradBucket`` that DDP
+  hands to its communication hook) and a ``collective`` span (``op``
+  ``all_reduce``; starts when DDP calls the communication hook, ends when the
+  all-reduce's future completes; ``seq`` is the process group's sequence
+  number of that all-reduce, equal on every rank);
+* a ``grad_ready`` record per step (per-parameter ready offsets, for offline
+  re-bucketing), a ``buckets`` record whenever DDP's bucket layout changes
+  (PyTorch rebuilds it after the first iteration), a ``samples`` counter per
+  step (the first dimension of the first tensor given to forward), and an
+  ``end`` record at exit.
+
+The communication hook: ``instrument`` registers one that divides by the
+world size and all-reduces (what DDP does without a hook) at the first
+forward. If the program calls ``model.register_comm_hook(state, hook)`` after
+``instrument``, its hook is wrapped instead, so its own communication is
+timed. A hook registered *before* ``instrument`` cannot be wrapped (DDP
+accepts one hook only and does not let it be replaced): then a warning says
+so and everything but the ``collective`` spans is recorded (the
+``bucket_ready`` windows are then attributed to the layout DDP reports).
+Built-in C++ hooks (``register_builtin_comm_hook``) are not wrapped either.
+
+When ``DDP_PROBE_TRACE_DIR`` is not set (the program does not run under
+``ddp-probe run``) or ``DDP_PROBE_TRACE=0``, ``instrument`` logs one line and
+returns the model unchanged: it records nothing. The header's run id is
+``DDP_PROBE_RUN_ID`` (else ``TORCHELASTIC_RUN_ID``, else ``local``); ranks
+come from torchrun's variables. Clock offsets between ranks are not measured:
+the header says 0 (exact for ranks of one machine, which share a clock).
+
+Cost: records are kept as whole JSON lines in memory and written with one
+``os.write`` per batch of whole lines, by the training thread when 100 ms
+have passed or 512 lines are waiting, by a daemon thread every 100 ms (so a
+hung rank's file is current), and at exit. A process killed at any moment
+leaves a file of complete lines, missing at most the last 100 ms.
+
+Only the standard library and torch are needed.
+"""
+
+import atexit
+import json
+import logging
+import os
+import socket
+import sys
+import threading
+import time
+
+import torch
+import torch.distributed as dist
+
+__all__ = ["instrument", "TraceWriter", "FORMAT_VERSION"]
+
+#: Version of the trace format this module writes.
+FORMAT_VERSION = "1.0"
+
+_LOG = logging.getLogger("ddp_probe_torch")
+_FLUSH_INTERVAL_S = 0.1
+_FLUSH_LINES = 512
+
+# Anchor a monotonic clock to the realtime clock once, so spans do not jump
+# when NTP steps the clock (as probe::clock does).
+_ANCHOR_NS = time.time_ns() - time.perf_counter_ns()
+
+
+def now_ns():
+    """Nanoseconds since the Unix epoch on this process's anchored monotonic clock."""
+    return _ANCHOR_NS + time.perf_counter_ns()
+
+
+def _say(message):
+    """One informative line on stderr (the launcher prefixes it with the rank)."""
+    print(f"ddp_probe_torch: {message}", file=sys.stderr, flush=True)
+
+
+def _env_int(name, default):
+    value = os.environ.get(name)
+    if value is None or value.strip() == "":
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(f"environment variable {name}={value!r} is not an integer") from None
+
+
+class TraceWriter:
+    """Appends whole JSON lines to one rank's trace file, buffered.
+
+    Thread-safe: spans are recorded from the training thread, the autograd
+    thread and the process group's completion threads.
+    """
+
+    def __init__(self, path, header):
+        self.path = path
+        self._lock = threading.Lock()
+        self._lines = []
+        self._last_flush = time.monotonic()
+        self._closed = False
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
+        self.record(header)
+        self.flush()
+        self._thread = threading.Thread(target=self._flusher, name="ddp-probe-trace", daemon=True)
+        self._thread.start()
+
+    def record(self, obj):
+        """Queues one record (a dict); writes the batch when it is due."""
+        line = json.dumps(obj, separators=(",", ":"), allow_nan=False) + "\n"
+        with self._lock:
+            if self._closed:
+                return
+            self._lines.append(line)
+            due = (
+                len(self._lines) >= _FLUSH_LINES
+                or time.monotonic() - self._last_flush >= _FLUSH_INTERVAL_S
+            )
+            if due:
+                self._flush_locked()
+
+    def flush(self):
+        """Writes every queued line."""
+        with self._lock:
+            self._flush_locked()
+
+    def _flush_locked(self):
+        self._last_flush = time.monotonic()
+        if not self._lines or self._fd is None:
+            return
+        data = "".join(self._lines).encode("utf-8")
+        self._lines = []
+        view = memoryview(data)
+        while view:
+            written = os.write(self._fd, view)
+            view = view[written:]
+
+    def _flusher(self):
+        while True:
+            time.sleep(_FLUSH_INTERVAL_S)
+            with self._lock:
+                if self._closed:
+                    return
+                if self._lines and time.monotonic() - self._last_flush >= _FLUSH_INTERVAL_S:
+                    self._flush_locked()
+
+    def close(self, status, message=None):
+        """Writes the ``end`` record and closes the file (idempotent)."""
+        end = {"type": "end", "t": now_ns(), "status": status}
+        if message:
+            end["message"] = message
+        with self._lock:
+            if self._closed:
+                return
+            self._lines.append(json.dumps(end, separators=(",", ":")) + "\n")
+            self._flush_locked()
+            self._closed = True
+            os.close(self._fd)
+            self._fd = None
+
+
+def _dtype_name(dtype):
+    return str(dtype).replace("torch.", "")
+
+
+def _tensors(obj, depth=0):
+    """The tensors in a (nested) forward output."""
+    if isinstance(obj, torch.Tensor):
+        yield obj
+    elif depth < 4 and isinstance(obj, (list, tuple)):
+        for item in obj:
+            yield from _tensors(item, depth + 1)
+    elif depth < 4 and isinstance(obj, dict):
+        for item in obj.values():
+            yield from _tensors(item, depth + 1)
+
+
+class _StepState:
+    """What one training step has seen so far."""
+
+    def __init__(self, step, start):
+        self.step = step
+        self.start = start
+        self.samples = None
+        self.backward_start = None
+        self.backward_end = None
+        self.synced = False
+        self.optimizer_start = None
+        # bucket index -> (hook call time, parameter indices, bytes, dtype)
+        self.buckets = {}
+
+
+class _Instrumentation:
+    """The hooks on one DDP model and the trace they write."""
+
+    def __init__(self, ddp, writer, world_size):
+        self.ddp = ddp
+        self.writer = writer
+        self.world_size = world_size
+        self.lock = threading.Lock()
+        self.state = None
+        self.next_step = 0
+        self.forward_start = None
+        self.ready = {}
+        self.layout = None
+        self.comm_hook_registered = False
+        self.can_wrap = True
+        self.local_seq = 0
+        self.pg = getattr(ddp, "process_group", None) or dist.distributed_c10d._get_default_group()
+        self.params = [p for p in ddp.parameters() if p.requires_grad]
+        names = {id(p): n for n, p in ddp.module.named_parameters()}
+        self.index = {id(p): i for i, p in enumerate(self.params)}
+        self.names = [names.get(id(p), f"param{i}") for i, p in enumerate(self.params)]
+
+    # -- the header -------------------------------------------------------
+
+    def param_table(self):
+        """The header's parameter table, in DDP's parameter order."""
+        return [
+            {
+                "index": i,
+                "name": self.names[i],
+                "shape": list(p.shape),
+                "dtype": _dtype_name(p.dtype),
+                "numel": p.numel(),
+                "bytes": p.numel() * p.element_size(),
+            }
+            for i, p in enumerate(self.params)
+        ]
+
+    def current_layout(self):
+        """DDP's current bucket layout, from its reducer, or None if it cannot tell."""
+        try:
+            buckets = self.ddp.reducer._get_zeros_like_grad_buckets()
+        except Exception:  # noqa: BLE001 - private API; the layout is optional
+            return None
+        layout = []
+        for b in buckets:
+            buf = b.buffer()
+            params = [self.index.get(id(p)) for p in b.parameters()]
+            if any(i is None for i in params):
+                return None
+            layout.append(
+                {"id": b.index(), "params": params, "bytes": buf.numel() * buf.element_size()}
+            )
+        return sorted(layout, key=lambda b: b["id"])
+
+    # -- hooks ------------------------------------------------------------
+
+    def install(self):
+        ddp = self.ddp
+        if getattr(ddp, "_comm_hooks", None):
+            self.can_wrap = False
+            _say(
+                "a communication hook was registered before instrument(); DDP accepts only one, "
+                "so it cannot be wrapped: all-reduce spans are not recorded (call instrument() "
+                "before register_comm_hook to have them)"
+            )
+        ddp.register_forward_pre_hook(self.on_forward_pre, with_kwargs=True)
+        ddp.register_forward_hook(self.on_forward)
+        for p in self.params:
+            p.register_post_accumulate_grad_hook(self.on_grad_ready)
+        from torch.optim.optimizer import (
+            register_optimizer_step_post_hook,
+            register_optimizer_step_pre_hook,
+        )
+
+        register_optimizer_step_pre_hook(self.on_optimizer_pre)
+        register_optimizer_step_post_hook(self.on_optimizer_post)
+
+        original = ddp.register_comm_hook
+        self.register_original = original
+
+        def register_comm_hook(state, hook):
+            """DDP's register_comm_hook, with the hook timed by ddp_probe_torch."""
+            if self.comm_hook_registered:
+                return original(state, hook)
+            self.comm_hook_registered = True
+            return original(state, self.wrap_hook(hook))
+
+        ddp.register_comm_hook = register_comm_hook
+        original_builtin = ddp._register_builtin_comm_hook
+
+        def register_builtin_comm_hook(comm_hook_type):
+            self.comm_hook_registered = True
+            _say("a built-in communication hook cannot be wrapped: all-reduce spans not recorded")
+            return original_builtin(comm_hook_type)
+
+        ddp._register_builtin_comm_hook = register_builtin_comm_hook
+
+    def wrap_hook(self, hook):
+        """A communication hook that records the bucket and times ``hook``."""
+
+        def ddp_probe_hook(state, bucket):
+            t = now_ns()
+            st = self.note_bucket(bucket, t)
+            fut = hook(state, bucket)
+            seq = self.seq_after_issue()
+            info = st[1] if st else None
+            step = st[0] if st else None
+            if info is None:
+                return fut
+
+            def done(f):
+                end = now_ns()
+                span = {
+                    "type": "span",
+                    "kind": "collective",
+                    "step": step,
+                    "start": t,
+                    "end": max(end, t),
+                    "queued": t,
+                    "op": "all_reduce",
+                    "bucket": info[0],
+                    "bytes": info[2],
+                    "params": len(info[1]),
+                    "dtype": info[3],
+                    "transport": self.backend,
+                }
+                if seq is not None:
+                    span["seq"] = seq
+                if _has_exception(f):
+                    span["args"] = {"error": True}
+                self.writer.record(span)
+
+            try:
+                fut.add_done_callback(_safe(done))
+            except AttributeError:
+                pass
+            return fut
+
+        ddp_probe_hook.__qualname__ = getattr(hook, "__qualname__", "hook")
+        ddp_probe_hook.__name__ = getattr(hook, "__name__", "hook")
+        return ddp_probe_hook
+
+    def seq_after_issue(self):
+        get = getattr(self.pg, "_get_sequence_number_for_group", None)
+        if get is not None:
+            try:
+                return int(get())
+            except Exception:  # noqa: BLE001 - not every backend counts
+                pass
+        self.local_seq += 1
+        return None
+
+    def note_bucket(self, bucket, t):
+        """Remembers which parameters make up ``bucket`` in this step."""
+        buf = bucket.buffer()
+        params = [self.index.get(id(p)) for p in bucket.parameters()]
+        params = [i for i in params if i is not None]
+        info = (bucket.index(), params, buf.numel() * buf.element_size(), _dtype_name(buf.dtype))
+        with self.lock:
+            st = self.state
+            if st is None:
+                return None
+            st.buckets[info[0]] = (t, params, info[2], info[3])
+            st.synced = True
+            return st.step, info
+
+    def on_forward_pre(self, module, args, kwargs):
+        if not torch.is_grad_enabled() or not module.training:
+            return None
+        t = now_ns()
+        if not self.comm_hook_registered and self.can_wrap:
+            self.comm_hook_registered = True
+            from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
+            self.register_original(self.pg, self.wrap_hook(default_hooks.allreduce_hook))
+        with self.lock:
+            st = self.state
+        if st is not None and st.synced and st.backward_end is not None:
+            # A synchronised backward without an optimizer step: close its step.
+            self.end_step(t)
+            st = None
+        with self.lock:
+            if st is None:
+                self.state = _StepState(self.next_step, t)
+                self.next_step += 1
+            else:
+                # Gradient accumulation (no_sync): the next micro-batch, same step.
+                st.backward_start = None
+                st.backward_end = None
+            self.ready = {}
+        first = next(_tensors((args, kwargs)), None)
+        if first is not None and first.dim() > 0 and self.state.samples is None:
+            self.state.samples = int(first.shape[0])
+        self.forward_start = t
+        return None
+
+    def on_forward(self, module, args, output):
+        st = self.state
+        if st is None or self.forward_start is None:
+            return None
+        t = now_ns()
+        self.writer.record(
+            {"type": "span", "kind": "forward", "step": st.step, "start": self.forward_start, "end": t}
+        )
+        self.forward_start = None
+        for out in _tensors(output):
+            if out.requires_grad:
+                out.register_hook(self.on_output_grad)
+        return None
+
+    def on_output_grad(self, grad):
+        st = self.state
+        if st is not None and st.backward_start is None:
+            st.backward_start = now_ns()
+            torch.autograd.Variable._execution_engine.queue_callback(self.on_backward_end)
+        return None
+
+    def on_grad_ready(self, param):
+        t = now_ns()
+        i = self.index.get(id(param))
+        if i is not None and i not in self.ready:
+            self.ready[i] = t
+
+    def on_backward_end(self):
+        st = self.state
+        if st is None or st.backward_start is None:
+            return
+        t = now_ns()
+        st.backward_end = t
+        ready = dict(self.ready)
+        last = max(ready.values(), default=t)
+        self.writer.record(
+            {
+                "type": "span",
+                "kind": "backward",
+                "step": st.step,
+                "start": st.backward_start,
+                "end": max(st.backward_start, min(t, last)),
+            }
+        )
+        if not st.synced:
+            return
+        self.note_layout(st)
+        for bid, (hook_t, params, nbytes, _dtype) in sorted(st.buckets.items()):
+            times = [ready[i] for i in params if i in ready]
+            start = min(times, default=hook_t)
+            end = min(max(times, default=hook_t), hook_t)
+            self.writer.record(
+                {
+                    "type": "span",
+                    "kind": "bucket_ready",
+                    "step": st.step,
+                    "start": min(start, end),
+                    "end": end,
+                    "bucket": bid,
+                    "bytes": nbytes,
+                    "params": len(params),
+                }
+            )
+        t0 = st.backward_start
+        offsets = [ready[i] - t0 if i in ready else -1 for i in range(len(self.params))]
+        offsets = [max(o, 0) if o != -1 else -1 for o in offsets]
+        self.writer.record({"type": "grad_ready", "step": st.step, "t0": t0, "offsets_ns": offsets})
+
+    def note_layout(self, st):
+        layout = [
+            {"id": bid, "params": params, "bytes": nbytes}
+            for bid, (_t, params, nbytes, _d) in sorted(st.buckets.items())
+        ]
+        if self.layout is None or layout == self.layout:
+            self.layout = layout
+            return
+        self.layout = layout
+        self.writer.record(
+            {
+                "type": "buckets",
+                "step": st.step,
+                "t": st.backward_start,
+                "reason": "rebuild",
+                "buckets": layout,
+            }
+        )
+
+    def on_optimizer_pre(self, optimizer, args, kwargs):
+        st = self.state
+        if st is not None:
+            st.optimizer_start = now_ns()
+
+    def on_optimizer_post(self, optimizer, args, kwargs):
+        st = self.state
+        start = st.optimizer_start if st is not None else None
+        if start is None:
+            return
+        t = now_ns()
+        self.writer.record(
+            {"type": "span", "kind": "optimizer", "step": st.step, "start": start, "end": t}
+        )
+        st.optimizer_start = None
+        self.end_step(t)
+
+    def end_step(self, t):
+        with self.lock:
+            st = self.state
+            self.state = None
+        if st is None:
+            return
+        self.writer.record({"type": "span", "kind": "step", "step": st.step, "start": st.start, "end": t})
+        if st.samples is not None:
+            self.writer.record({"type": "counter", "name": "samples", "t": t, "value": st.samples})
+
+
+def _has_exception(fut):
+    try:
+        fut.value()
+        return False
+    except Exception:  # noqa: BLE001 - the future's error is the hook's to report
+        return True
+
+
+def _safe(fn):
+    """A future callback that never raises into the process group's thread."""
+
+    def callback(fut):
+        try:
+            fn(fut)
+        except Exception as e:  # noqa: BLE001 - recording must not break training
+            _LOG.debug("ddp_probe_torch: recording a collective failed: %s", e)
+
+    return callback
+
+
+_ACTIVE = []
+
+
+def instrument(ddp_model, *, trace_dir=None):
+    """Records ``ddp_model`` (a ``DistributedDataParallel``) in the ddp-probe trace format.
+
+    Returns ``ddp_model`` itself, so ``model = instrument(DDP(model))`` works.
+    ``trace_dir`` overrides ``DDP_PROBE_TRACE_DIR``. Without either (or with
+    ``DDP_PROBE_TRACE=0``) this logs one line and records nothing.
+    """
+    from torch.nn.parallel import DistributedDataParallel
+
+    if not isinstance(ddp_model, DistributedDataParallel):
+        raise TypeError(
+            "ddp_probe_torch.instrument expects a torch.nn.parallel.DistributedDataParallel "
+            f"model, got {type(ddp_model).__name__}: wrap the model in DDP first"
+        )
+    if os.environ.get("DDP_PROBE_TRACE", "").strip().lower() in ("0", "off", "false", "no"):
+        _say("DDP_PROBE_TRACE=0: not recording")
+        return ddp_model
+    trace_dir = trace_dir or os.environ.get("DDP_PROBE_TRACE_DIR")
+    if not trace_dir:
+        _say(
+            "DDP_PROBE_TRACE_DIR is not set (not under `ddp-probe run`): not recording; "
+            "run the script with `ddp-probe run -- python SCRIPT` to record a trace"
+        )
+        return ddp_model
+    if any(inst.ddp is ddp_model for inst in _ACTIVE):
+        return ddp_model
+    if _ACTIVE:
+        raise RuntimeError(
+            "ddp_probe_torch records one DDP model per process (one trace per rank); "
+            "instrument() was already called on another model"
+        )
+    rank = _env_int("RANK", dist.get_rank() if dist.is_initialized() else 0)
+    world_size = _env_int("WORLD_SIZE", dist.get_world_size() if dist.is_initialized() else 1)
+    inst_header = {
+        "type": "header",
+        "format": "ddp-probe-trace",
+        "version": FORMAT_VERSION,
+        "run_id": os.environ.get("DDP_PROBE_RUN_ID")
+        or os.environ.get("TORCHELASTIC_RUN_ID")
+        or "local",
+        "rank": rank,
+        "world_size": world_size,
+        "local_rank": _env_int("LOCAL_RANK", rank),
+        "local_world_size": _env_int("LOCAL_WORLD_SIZE", world_size),
+        "node_rank": _env_int("GROUP_RANK", _env_int("NODE_RANK", 0)),
+        "hostname": socket.gethostname(),
+        "pid": os.getpid(),
+        "start_ns": now_ns(),
+        "clock": "unix_ns",
+        # Not measured: exact for the ranks of one machine (one clock).
+        "offset_to_rank0_ns": 0,
+        "offset_uncertainty_ns": 0,
+        "program": os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "python",
+        "argv": list(sys.argv),
+    }
+    inst = _Instrumentation(ddp_model, None, world_size)
+    backend = dist.get_backend(inst.pg) if dist.is_initialized() else "unknown"
+    inst.backend = str(backend)
+    cap_bytes = getattr(ddp_model, "bucket_bytes_cap", None)
+    ddp_cfg = {
+        "backend": inst.backend,
+        "find_unused_parameters": bool(getattr(ddp_model, "find_unused_parameters", False)),
+        "gradient_as_bucket_view": bool(getattr(ddp_model, "gradient_as_bucket_view", False)),
+        "params": inst.param_table(),
+    }
+    if cap_bytes:
+        ddp_cfg["bucket_cap_mb"] = cap_bytes / (1024 * 1024)
+        first = getattr(getattr(ddp_model, "_bucket_config", None), "first_bucket_bytes_cap", None)
+        if first is None:
+            default_first = getattr(dist, "_DEFAULT_FIRST_BUCKET_BYTES", 1024 * 1024)
+            explicit = not getattr(ddp_model, "bucket_bytes_cap_default", True)
+            first = cap_bytes if explicit else min(default_first, cap_bytes)
+        ddp_cfg["first_bucket_bytes"] = int(first)
+    layout = inst.current_layout()
+    if layout is not None:
+        ddp_cfg["buckets"] = layout
+        inst.layout = layout
+    inst_header["ddp"] = ddp_cfg
+    path = os.path.join(trace_dir, f"rank-{rank}.jsonl")
+    inst.writer = TraceWriter(path, inst_header)
+    inst.install()
+    _ACTIVE.append(inst)
+    _install_exit(inst.writer)
+    _say(f"recording rank {rank} to {path}")
+    return ddp_model
+
+
+def _install_exit(writer):
+    previous = sys.excepthook
+    failure = {}
+
+    def excepthook(kind, value, tb):
+        failure["message"] = f"{kind.__name__}: {value}"
+        previous(kind, value, tb)
+
+    sys.excepthook = excepthook
+
+    def at_exit():
+        if "message" in failure:
+            writer.close("error", failure["message"])
+        else:
+            writer.close("ok")
+
+    atexit.register(at_exit)

@@ -336,11 +336,16 @@ class _Instrumentation:
                     span["args"] = {"error": True}
                 self.writer.record(span)
 
+            def then(f):
+                # Record first, then hand DDP the value (or the error): DDP
+                # waits on this future, so the span ends before DDP goes on.
+                _safe(done)(f)
+                return f.value()
+
             try:
-                fut.add_done_callback(_safe(done))
+                return fut.then(then)
             except AttributeError:
-                pass
-            return fut
+                return fut
 
         ddp_probe_hook.__qualname__ = getattr(hook, "__qualname__", "hook")
         ddp_probe_hook.__name__ = getattr(hook, "__name__", "hook")

@@ -1,0 +1,287 @@
+//! End to end with real PyTorch: `ddp-probe run` launches
+//! `examples/python/train_ddp.py` (PyTorch's own DistributedDataParallel,
+//! gloo, 2 CPU ranks) instrumented by `python/ddp_probe_torch.py`, and the
+//! traces it leaves are checked against the invariants of the reference DDP's
+//! traces and against PyTorch's own bucket layout.
+//!
+//! Needs the project's venv (`<repo>/.venv/bin/python` with torch, made by
+//! `scripts/setup`); without it the test says so and passes without running.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use probe::model::{RankTrace, Run};
+use probe::trace::SpanKind;
+
+const STEPS: u64 = 12;
+/// The bucket cap handed to DDP: 0.1 MiB = 104857 bytes.
+const CAP_MB: &str = "0.1";
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The venv's Python when it exists and imports torch.
+fn python() -> Option<PathBuf> {
+    let py = repo().join(".venv/bin/python");
+    if !py.is_file() {
+        eprintln!(
+            "SKIPPED: {} is absent; run scripts/setup to create the venv with torch",
+            py.display()
+        );
+        return None;
+    }
+    let ok = Command::new(&py)
+        .args(["-c", "import torch, torch.distributed"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("SKIPPED: {} cannot import torch", py.display());
+        return None;
+    }
+    Some(py)
+}
+
+/// Gradient bytes of the example's MLP (32 → 256 → 256 → 128 → 10, float32),
+/// per layer (weight + bias), first layer first.
+fn layer_bytes() -> [u64; 4] {
+    let layer = |i: u64, o: u64| (i * o + o) * 4;
+    [
+        layer(32, 256),
+        layer(256, 256),
+        layer(256, 128),
+        layer(128, 10),
+    ]
+}
+
+/// PyTorch's rebuilt layout for a cap of 104857 bytes, by hand: buckets fill
+/// in gradient-ready order (last layer first) until they reach the cap.
+/// Layers 4 and 3 (5160 + 131584 bytes) pass the cap together; layer 2
+/// (263168) alone; layer 1 (33792) is what is left.
+fn expected_rebuilt() -> Vec<u64> {
+    let l = layer_bytes();
+    vec![l[3] + l[2], l[1], l[0]]
+}
+
+fn run_example(py: &Path, out: &Path) {
+    let status = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
+        .current_dir(repo())
+        .args(["run", "--nproc-per-node", "2", "--out"])
+        .arg(out)
+        .arg("--")
+        .arg(py)
+        .arg("examples/python/train_ddp.py")
+        .args(["--steps", &STEPS.to_string(), "--bucket-cap-mb", CAP_MB])
+        .env_remove("PYTHONPATH")
+        .env_remove("DDP_PROBE_TRACE")
+        .status()
+        .expect("start ddp-probe run");
+    let log = |name: &str| std::fs::read_to_string(out.join("logs").join(name)).unwrap_or_default();
+    assert!(
+        status.success(),
+        "ddp-probe run failed ({status}); rank 0 stderr:\n{}\nrank 1 stderr:\n{}",
+        log("rank-0.stderr"),
+        log("rank-1.stderr")
+    );
+}
+
+/// PyTorch's layout as the example prints it from DDP's reducer:
+/// `pytorch buckets: 0=136744 1=263168 2=33792`.
+fn pytorch_layout(out: &Path) -> Vec<u64> {
+    let stdout = std::fs::read_to_string(out.join("logs/rank-0.stdout")).expect("rank 0 stdout");
+    let line = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("pytorch buckets: "))
+        .unwrap_or_else(|| panic!("no `pytorch buckets:` line in rank 0's stdout:\n{stdout}"));
+    line.split_whitespace()
+        .enumerate()
+        .map(|(i, kv)| {
+            let (id, bytes) = kv.split_once('=').expect("id=bytes");
+            assert_eq!(id.parse::<usize>().unwrap(), i, "{line}");
+            bytes.parse().unwrap()
+        })
+        .collect()
+}
+
+/// Spans of one kind and step of a rank, by bucket.
+fn by_bucket(
+    rank: &RankTrace,
+    kind: SpanKind,
+    step: u64,
+) -> BTreeMap<u32, Vec<&probe::model::Span>> {
+    let mut out: BTreeMap<u32, Vec<_>> = BTreeMap::new();
+    for s in rank.spans_of_kind(kind).filter(|s| s.step() == Some(step)) {
+        out.entry(s.bucket().expect("bucket field"))
+            .or_default()
+            .push(s);
+    }
+    out
+}
+
+fn one_of(rank: &RankTrace, kind: SpanKind, step: u64) -> &probe::model::Span {
+    let spans: Vec<_> = rank
+        .spans_of_kind(kind)
+        .filter(|s| s.step() == Some(step))
+        .collect();
+    assert_eq!(
+        spans.len(),
+        1,
+        "rank {} step {step}: {kind:?} spans",
+        rank.rank()
+    );
+    spans[0]
+}
+
+fn check_trace(run: &Run, pytorch: &[u64]) {
+    assert_eq!(run.world_size, 2);
+    assert_eq!(run.ranks.len(), 2, "both ranks left a trace");
+    let total: u64 = layer_bytes().iter().sum();
+    // seq of (step, bucket) on each rank.
+    let mut seqs: Vec<BTreeMap<(u64, u32), u64>> = Vec::new();
+    for rank in &run.ranks {
+        let r = rank.rank();
+        assert!(rank.end.is_some(), "rank {r}: no end record");
+        let ddp = rank.header.ddp.as_ref().expect("ddp header");
+        assert_eq!(ddp.backend, "gloo");
+        assert_eq!(ddp.params.len(), 8, "rank {r}: parameter table");
+        assert_eq!(ddp.params.iter().map(|p| p.bytes).sum::<u64>(), total);
+        // Layouts: one bucket of everything for the first iteration, PyTorch's
+        // rebuilt one from step 1.
+        assert_eq!(
+            rank.layouts.len(),
+            2,
+            "rank {r}: layouts {:?}",
+            rank.layouts
+        );
+        let bytes =
+            |i: usize| -> Vec<u64> { rank.layouts[i].buckets.iter().map(|b| b.bytes).collect() };
+        assert_eq!(bytes(0), vec![total], "rank {r}: first layout");
+        assert_eq!(rank.layouts[1].from_step, 1);
+        assert_eq!(rank.layouts[1].reason, "rebuild");
+        assert_eq!(
+            bytes(1),
+            pytorch,
+            "rank {r}: rebuilt layout vs PyTorch's reducer"
+        );
+
+        assert_eq!(rank.steps().count() as u64, STEPS, "rank {r}: step spans");
+        let mut rank_seqs = BTreeMap::new();
+        for step in 0..STEPS {
+            let layout = if step == 0 {
+                vec![total]
+            } else {
+                pytorch.to_vec()
+            };
+            let ready = by_bucket(rank, SpanKind::BucketReady, step);
+            let comm = by_bucket(rank, SpanKind::Collective, step);
+            let ids: BTreeSet<u32> = (0..layout.len() as u32).collect();
+            assert_eq!(
+                ready.keys().copied().collect::<BTreeSet<_>>(),
+                ids,
+                "rank {r} step {step}: ready buckets"
+            );
+            assert_eq!(
+                comm.keys().copied().collect::<BTreeSet<_>>(),
+                ids,
+                "rank {r} step {step}: all-reduced buckets"
+            );
+            let backward = one_of(rank, SpanKind::Backward, step);
+            let step_span = one_of(rank, SpanKind::Step, step);
+            let forward = one_of(rank, SpanKind::Forward, step);
+            let opt = one_of(rank, SpanKind::Optimizer, step);
+            assert!(step_span.start() <= forward.start() && forward.end() <= backward.start());
+            assert!(backward.end() <= opt.start() && opt.end() <= step_span.end());
+            for (&b, spans) in &ready {
+                assert_eq!(
+                    spans.len(),
+                    1,
+                    "rank {r} step {step} bucket {b}: ready windows"
+                );
+                let w = spans[0];
+                assert_eq!(w.bytes(), Some(layout[b as usize]));
+                assert!(
+                    backward.start() <= w.start() && w.end() <= backward.end(),
+                    "rank {r} step {step} bucket {b}: ready window outside backward"
+                );
+                let c = &comm[&b];
+                assert_eq!(c.len(), 1, "rank {r} step {step} bucket {b}: all-reduces");
+                let c = c[0];
+                assert_eq!(
+                    c.bytes(),
+                    Some(layout[b as usize]),
+                    "rank {r} step {step} bucket {b}"
+                );
+                assert!(c.end() >= c.start());
+                assert!(
+                    c.start() >= w.end(),
+                    "all-reduce starts once the bucket is ready"
+                );
+                assert!(
+                    c.end() <= opt.start(),
+                    "DDP waits for every all-reduce before the optimizer"
+                );
+                assert_eq!(run.str(c.op().expect("op")), "all_reduce");
+                rank_seqs.insert((step, b), c.seq().expect("seq"));
+            }
+        }
+        seqs.push(rank_seqs);
+    }
+    assert_eq!(
+        seqs[0], seqs[1],
+        "the same all-reduce has the same seq on both ranks"
+    );
+    let distinct: BTreeSet<u64> = seqs[0].values().copied().collect();
+    assert_eq!(distinct.len(), seqs[0].len(), "seq numbers are unique");
+}
+
+#[test]
+fn pytorch_ddp_traces_have_the_reference_invariants() {
+    let Some(py) = python() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    run_example(&py, &out);
+    let pytorch = pytorch_layout(&out);
+    assert_eq!(
+        pytorch,
+        expected_rebuilt(),
+        "PyTorch's layout vs the hand-computed one"
+    );
+    let (run, _warnings) = probe::reader::load_run(&[&out]).expect("load the traces");
+    check_trace(&run, &pytorch);
+
+    let summary = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
+        .args(["summary"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(summary.status.success());
+    let text = String::from_utf8_lossy(&summary.stdout);
+    let table = text
+        .split("\nbuckets (")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no bucket table in the summary:\n{text}"));
+    for (id, bytes) in pytorch.iter().enumerate() {
+        let row = table
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(&id.to_string()))
+            .unwrap_or_else(|| panic!("no row for bucket {id}:\n{text}"));
+        let kib = format!("{:.1} KiB", *bytes as f64 / 1024.0);
+        assert!(row.contains(&kib), "bucket {id} row {row:?} lacks {kib}");
+    }
+    let json = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
+        .args(["summary", "--json"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).expect("summary --json");
+    let totals = &v["summary"]["overall"]["totals"];
+    let n = |k: &str| {
+        totals[k]
+            .as_i64()
+            .unwrap_or_else(|| panic!("{k} in {totals}"))
+    };
+    assert!(n("comm_ns") > 0);
+    assert_eq!(n("comm_overlapped_ns") + n("comm_exposed_ns"), n("comm_ns"));
+    assert_eq!(v["summary"]["buckets"].as_array().map(Vec::len), Some(3));
+}

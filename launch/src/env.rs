@@ -34,7 +34,9 @@ pub fn python_dir() -> Option<std::path::PathBuf> {
         let dir = std::path::PathBuf::from(dir);
         return has_module(&dir).then_some(dir);
     }
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("python");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("python");
     if has_module(&source) {
         return Some(source.canonicalize().unwrap_or(source));
     }
@@ -191,7 +193,10 @@ pub(crate) fn rank_env(
         set(DDP_PROBE_BUCKET_CAP_MB, mb.to_string());
     }
     if let Some(dir) = spec.python_dir {
-        let path = python_path_with(user.get(OsStr::new("PYTHONPATH")).map(|v| v.as_os_str()), dir);
+        let path = python_path_with(
+            user.get(OsStr::new("PYTHONPATH")).map(|v| v.as_os_str()),
+            dir,
+        );
         env.insert(OsString::from("PYTHONPATH"), path);
     }
     // Defaults the user may override.
@@ -234,7 +239,10 @@ pub(crate) fn rank_env(
         .to_string_lossy()
         .into_owned();
     for (names, value) in [
-        (FLIGHT_RECORDER_BUFFER_VARS, FLIGHT_RECORDER_ENTRIES.to_string()),
+        (
+            FLIGHT_RECORDER_BUFFER_VARS,
+            FLIGHT_RECORDER_ENTRIES.to_string(),
+        ),
         (FLIGHT_RECORDER_FILE_VARS, prefix),
     ] {
         if !names.iter().any(|n| user.contains_key(OsStr::new(n))) {
@@ -373,7 +381,10 @@ mod tests {
         user.insert(OsString::from("PYTHONPATH"), OsString::from("/a:/b"));
         let env = rank_env(&user, &spec(dir));
         assert_eq!(get(&env, "PYTHONPATH"), "/a:/b:/repo/python");
-        user.insert(OsString::from("PYTHONPATH"), OsString::from("/repo/python:/a"));
+        user.insert(
+            OsString::from("PYTHONPATH"),
+            OsString::from("/repo/python:/a"),
+        );
         let env = rank_env(&user, &spec(dir));
         assert_eq!(get(&env, "PYTHONPATH"), "/repo/python:/a");
         let mut s = spec(dir);

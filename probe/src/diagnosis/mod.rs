@@ -43,9 +43,11 @@
 mod category;
 mod correlate;
 mod error;
+mod flight_recorder;
 mod lines;
 mod manifest;
 mod nccl;
+mod pickle;
 mod report;
 mod rules;
 mod sanitize;
@@ -129,6 +131,8 @@ pub(crate) struct Gathered {
     pub scans: Vec<FileScan>,
     /// Trace progress per rank.
     pub progress: Vec<RankProgress>,
+    /// PyTorch flight-recorder dumps found, with their rank.
+    pub flight_recorder: Vec<(PathBuf, usize)>,
     /// Things worked around.
     pub notes: Vec<String>,
     /// Observation counter.
@@ -170,6 +174,11 @@ pub fn explain_with(inputs: &[PathBuf], opts: &Options) -> Result<Report, Error>
             gather_dir(input, &mut g, &mut sources, &mut trace_inputs);
         } else if input.extension().is_some_and(|e| e == "jsonl") {
             trace_inputs.push(input.clone());
+        } else if let Some(rank) = flight_recorder::is_dump_name(input)
+            .then(|| flight_recorder::rank_of(input))
+            .flatten()
+        {
+            g.flight_recorder.push((input.clone(), rank));
         } else {
             sources.push(Source {
                 path: input.clone(),
@@ -196,6 +205,13 @@ pub fn explain_with(inputs: &[PathBuf], opts: &Options) -> Result<Report, Error>
             continue;
         }
         read_any |= scan_source(&src, opts, &mut g);
+    }
+    if !g.flight_recorder.is_empty() {
+        let (dumps, notes) = flight_recorder::read_all(&g.flight_recorder);
+        read_any |= !dumps.is_empty();
+        g.notes.extend(notes);
+        let signals = flight_recorder::signals(&dumps, &mut g.order);
+        g.signals.extend(signals);
     }
     if skipped_files > 0 {
         g.notes.push(format!(
@@ -245,6 +261,13 @@ fn gather_dir(
         }
     }
     for folder in [dir.to_path_buf(), logs_dir] {
+        for path in flight_recorder_files_in(&folder) {
+            if let Some(rank) = flight_recorder::rank_of(&path) {
+                if !g.flight_recorder.iter().any(|(p, _)| p == &path) {
+                    g.flight_recorder.push((path, rank));
+                }
+            }
+        }
         for path in log_files_in(&folder) {
             if listed.insert(path.clone()) {
                 let rank = rank_from_name(&path);
@@ -281,6 +304,22 @@ fn log_files_in(dir: &Path) -> Vec<PathBuf> {
                 .iter()
                 .any(|ext| name.ends_with(ext)))
         })
+        .collect();
+    out.sort();
+    out
+}
+
+/// PyTorch flight-recorder dumps in `dir` (`nccl_trace_rank_<R>`, the
+/// prefix `ddp-probe run` and PyTorch's default writer use).
+fn flight_recorder_files_in(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut out: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .map(|e| e.path())
+        .filter(|p| flight_recorder::is_dump_name(p))
         .collect();
     out.sort();
     out

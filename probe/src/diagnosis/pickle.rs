@@ -274,7 +274,7 @@ impl Machine<'_> {
     }
 
     fn set_items(&mut self, dict: usize, items: Vec<usize>) -> Result<(), PickleError> {
-        if items.len() % 2 != 0 {
+        if !items.len().is_multiple_of(2) {
             return self.err("a dict update with an odd number of items");
         }
         match &mut self.nodes[dict] {

@@ -49,6 +49,19 @@ have passed or 512 lines are waiting, by a daemon thread every 100 ms (so a
 hung rank's file is current), and at exit. A process killed at any moment
 leaves a file of complete lines, missing at most the last 100 ms.
 
+Flight-recorder dumps on request: under ``ddp-probe run`` (``DDP_PROBE_RUN_DIR``
+set) the module writes ``control/rank-<R>.listening`` in the run directory,
+and its daemon thread looks for ``control/dump-request`` every 100 ms. The
+launcher's hang watchdog writes that file before it stops a hung job; the
+thread then writes PyTorch's flight-recorder dump
+(``torch._C._distributed_c10d._dump_fr_trace()``, the pickle the NCCL watchdog
+writes on a timeout) to ``<prefix><rank>`` (the prefix from
+``TORCH_FR_DUMP_TEMP_FILE``, older name ``TORCH_NCCL_DEBUG_INFO_TEMP_FILE``),
+flushes the trace and answers with ``control/rank-<R>.dumped`` (``ok PATH`` or
+``error: WHY``). This works while the training thread waits in a collective
+(PyTorch releases the GIL in its waits), for gloo as for NCCL: gloo itself
+never dumps on a timeout.
+
 Only the standard library and torch are needed.
 """
 
@@ -64,7 +77,7 @@ import time
 import torch
 import torch.distributed as dist
 
-__all__ = ["instrument", "TraceWriter", "FORMAT_VERSION"]
+__all__ = ["instrument", "TraceWriter", "DumpWatcher", "FORMAT_VERSION"]
 
 #: Version of the trace format this module writes.
 FORMAT_VERSION = "1.0"
@@ -111,6 +124,8 @@ class TraceWriter:
         self._lines = []
         self._last_flush = time.monotonic()
         self._closed = False
+        #: A :class:`DumpWatcher` the daemon thread polls, or None.
+        self.dump_watcher = None
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
         self.record(header)
@@ -156,6 +171,12 @@ class TraceWriter:
                     return
                 if self._lines and time.monotonic() - self._last_flush >= _FLUSH_INTERVAL_S:
                     self._flush_locked()
+            watcher = self.dump_watcher
+            if watcher is not None:
+                try:
+                    watcher.poll(self)
+                except Exception as e:  # noqa: BLE001 - recording must not break training
+                    _LOG.debug("ddp_probe_torch: answering a dump request failed: %s", e)
 
     def close(self, status, message=None):
         """Writes the ``end`` record and closes the file (idempotent)."""
@@ -170,6 +191,68 @@ class TraceWriter:
             self._closed = True
             os.close(self._fd)
             self._fd = None
+
+
+class DumpWatcher:
+    """Answers the launcher's flight-recorder dump request (see the module doc).
+
+    ``poll`` runs on the trace writer's daemon thread, so a request is seen
+    while the training thread is blocked in a collective.
+    """
+
+    def __init__(self, run_dir, rank):
+        self.rank = rank
+        control = os.path.join(run_dir, "control")
+        self.request = os.path.join(control, "dump-request")
+        self.done = os.path.join(control, f"rank-{rank}.dumped")
+        self.answered = False
+        os.makedirs(control, exist_ok=True)
+        _write_file(os.path.join(control, f"rank-{rank}.listening"), f"{os.getpid()}\n")
+
+    def poll(self, writer):
+        """Dumps once when the request file exists."""
+        if self.answered or not os.path.exists(self.request):
+            return
+        self.answered = True
+        try:
+            path = self.dump()
+            writer.record(
+                {
+                    "type": "instant",
+                    "name": "flight_recorder_dump",
+                    "t": now_ns(),
+                    "args": {"path": path, "reason": "requested by ddp-probe run"},
+                }
+            )
+            answer = f"ok {path}\n"
+        except Exception as e:  # noqa: BLE001 - the answer carries the reason
+            answer = f"error: {type(e).__name__}: {e}\n"
+        writer.flush()
+        _write_file(self.done, answer)
+
+    def dump(self):
+        """Writes PyTorch's flight-recorder dump to ``<prefix><rank>``; returns the path."""
+        import torch._C._distributed_c10d as c10d
+
+        dump_fr = getattr(c10d, "_dump_fr_trace", None) or getattr(c10d, "_dump_nccl_trace")
+        prefix = (
+            os.environ.get("TORCH_FR_DUMP_TEMP_FILE")
+            or os.environ.get("TORCH_NCCL_DEBUG_INFO_TEMP_FILE")
+            or "/tmp/nccl_trace_rank_"
+        )
+        path = f"{prefix}{self.rank}"
+        data = dump_fr()
+        with open(path + ".tmp", "wb") as f:
+            f.write(data)
+        os.replace(path + ".tmp", path)
+        return path
+
+
+def _write_file(path, text):
+    """Writes ``text`` to ``path`` whole (a reader never sees half of it)."""
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(path + ".tmp", path)
 
 
 def _dtype_name(dtype):
@@ -313,6 +396,18 @@ class _Instrumentation:
             step = st[0] if st else None
             if info is None:
                 return fut
+            if seq is not None:
+                # What a hang report needs: this rank has issued collective
+                # `seq`; the span with the same seq says it completed.
+                self.writer.record(
+                    {
+                        "type": "instant",
+                        "name": "collective_queued",
+                        "t": t,
+                        "step": step,
+                        "args": {"seq": seq, "op": "all_reduce", "bucket": info[0], "bytes": info[2]},
+                    }
+                )
 
             def done(f):
                 end = now_ns()
@@ -609,7 +704,7 @@ def instrument(ddp_model, *, trace_dir=None):
         "params": inst.param_table(),
     }
     if cap_bytes:
-        ddp_cfg["bucket_cap_mb"] = cap_bytes / (1024 * 1024)
+        ddp_cfg["bucket_cap_mb"] = _cap_mb(cap_bytes)
         first = getattr(getattr(ddp_model, "_bucket_config", None), "first_bucket_bytes_cap", None)
         if first is None:
             default_first = getattr(dist, "_DEFAULT_FIRST_BUCKET_BYTES", 1024 * 1024)
@@ -623,11 +718,27 @@ def instrument(ddp_model, *, trace_dir=None):
     inst_header["ddp"] = ddp_cfg
     path = os.path.join(trace_dir, f"rank-{rank}.jsonl")
     inst.writer = TraceWriter(path, inst_header)
+    run_dir = os.environ.get("DDP_PROBE_RUN_DIR")
+    if run_dir:
+        try:
+            inst.writer.dump_watcher = DumpWatcher(run_dir, rank)
+        except OSError as e:
+            _say(f"cannot answer flight-recorder dump requests: {e}")
     inst.install()
     _ACTIVE.append(inst)
     _install_exit(inst.writer)
     _say(f"recording rank {rank} to {path}")
     return ddp_model
+
+
+def _cap_mb(cap_bytes):
+    """The shortest bucket_cap_mb that DDP turns into ``cap_bytes`` (0.1, not 0.0999994)."""
+    exact = cap_bytes / (1024 * 1024)
+    for digits in range(1, 10):
+        value = round(exact, digits)
+        if int(value * 1024 * 1024) == cap_bytes:
+            return value
+    return exact
 
 
 def _install_exit(writer):

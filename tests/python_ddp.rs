@@ -4,12 +4,18 @@
 //! traces it leaves are checked against the invariants of the reference DDP's
 //! traces and against PyTorch's own bucket layout.
 //!
+//! A second test makes rank 1 of the same example stop before a step's
+//! forward (`TRAIN_DDP_HANG_AT_STEP`, `TRAIN_DDP_HANG_RANK`): the hang
+//! watchdog asks both ranks for PyTorch flight-recorder dumps, stops the job,
+//! and `explain` names rank 1 from the traces and the dumps.
+//!
 //! Needs the project's venv (`<repo>/.venv/bin/python` with torch, made by
 //! `scripts/setup`); without it the test says so and passes without running.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Mutex;
 
 use probe::model::{RankTrace, Run};
 use probe::trace::SpanKind;
@@ -17,6 +23,10 @@ use probe::trace::SpanKind;
 const STEPS: u64 = 12;
 /// The bucket cap handed to DDP: 0.1 MiB = 104857 bytes.
 const CAP_MB: &str = "0.1";
+
+/// One PyTorch job at a time: two jobs at once on a small machine could
+/// starve a rank's start past the hang timeout.
+static PYTORCH_JOB: Mutex<()> = Mutex::new(());
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -240,7 +250,10 @@ fn pytorch_ddp_traces_have_the_reference_invariants() {
     let Some(py) = python() else { return };
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
-    run_example(&py, &out);
+    {
+        let _one = PYTORCH_JOB.lock().unwrap_or_else(|e| e.into_inner());
+        run_example(&py, &out);
+    }
     let pytorch = pytorch_layout(&out);
     assert_eq!(
         pytorch,
@@ -284,4 +297,194 @@ fn pytorch_ddp_traces_have_the_reference_invariants() {
     assert!(n("comm_ns") > 0);
     assert_eq!(n("comm_overlapped_ns") + n("comm_exposed_ns"), n("comm_ns"));
     assert_eq!(v["summary"]["buckets"].as_array().map(Vec::len), Some(3));
+
+    // advise: bucket advice from the per-parameter gradient-ready times.
+    let advise = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
+        .args(["advise", "--json"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        advise.status.success(),
+        "{}",
+        String::from_utf8_lossy(&advise.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&advise.stdout).expect("advise --json");
+    assert_eq!(
+        v["missing"],
+        serde_json::json!([]),
+        "advise lacks data: {v}"
+    );
+    assert_eq!(v["current"]["bucket_cap_mb"].as_f64(), Some(0.1), "{v}");
+    assert_eq!(v["current"]["cap_from_trace"], true);
+    assert_eq!(v["observed"]["params_ready"].as_u64(), Some(8));
+    assert!(v["observed"]["ready_records"].as_u64() >= Some(STEPS - 2));
+    let rec = &v["recommendation"];
+    assert!(rec["cap_mb"].as_f64().is_some_and(|c| c > 0.0), "{v}");
+    assert!(rec["worth_changing"].is_boolean(), "{v}");
+    let why = rec["explanation"].as_array().map(Vec::len).unwrap_or(0);
+    assert!(why >= 2, "advise gives its reasoning: {rec}");
+    let text = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
+        .args(["advise"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("bucket_cap_mb=0.1 "), "{text}");
+    assert!(
+        text.contains("Cost model for all_reduce over gloo"),
+        "{text}"
+    );
+}
+
+/// Seconds without progress before the watchdog stops the job: above the
+/// silent start of a Python rank (importing torch), well below the test's
+/// patience.
+const HANG_TIMEOUT_S: &str = "15";
+/// The step before whose forward rank 1 stops.
+const HANG_AT_STEP: u64 = 3;
+
+#[test]
+fn pytorch_hang_is_explained_naming_the_rank_behind() {
+    let Some(py) = python() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let status = {
+        let _one = PYTORCH_JOB.lock().unwrap_or_else(|e| e.into_inner());
+        Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
+            .current_dir(repo())
+            .args(["run", "--nproc-per-node", "2", "--grace", "2"])
+            .args(["--hang-timeout", HANG_TIMEOUT_S, "--out"])
+            .arg(&out)
+            .arg("--")
+            .arg(&py)
+            .arg("examples/python/train_ddp.py")
+            .args(["--steps", &STEPS.to_string(), "--bucket-cap-mb", CAP_MB])
+            .env("TRAIN_DDP_HANG_AT_STEP", HANG_AT_STEP.to_string())
+            .env("TRAIN_DDP_HANG_RANK", "1")
+            .env_remove("PYTHONPATH")
+            .env_remove("DDP_PROBE_TRACE")
+            .status()
+            .expect("start ddp-probe run")
+    };
+    let read = |rel: &str| std::fs::read_to_string(out.join(rel)).unwrap_or_default();
+    assert_eq!(
+        status.code(),
+        Some(124),
+        "the watchdog stops the hung job; rank 0 stderr:\n{}\nrank 1 stderr:\n{}",
+        read("logs/rank-0.stderr"),
+        read("logs/rank-1.stderr")
+    );
+    let manifest: serde_json::Value =
+        serde_json::from_str(&read("manifest.json")).expect("manifest");
+    assert_eq!(manifest["status"], "hang");
+    assert_eq!(
+        manifest["hang"]["behind"],
+        serde_json::json!([1]),
+        "{manifest}"
+    );
+
+    // Both ranks answered the watchdog's dump request with a real dump.
+    for rank in 0..2 {
+        let answer = read(&format!("control/rank-{rank}.dumped"));
+        let dump = out.join(format!("logs/nccl_trace_rank_{rank}"));
+        assert_eq!(
+            answer.trim(),
+            format!("ok {}", dump.display()),
+            "rank {rank}'s answer; stderr:\n{}",
+            read(&format!("logs/rank-{rank}.stderr"))
+        );
+        assert!(std::fs::metadata(&dump).is_ok_and(|m| m.len() > 0));
+    }
+
+    // The traces: rank 0 queued the first all-reduce of the step and waits;
+    // rank 1 never got there. Their common last one is the step before's.
+    let (run, _warnings) = probe::reader::load_run(&[&out]).expect("load the traces");
+    let last_seq = |rank: usize| {
+        run.ranks[rank]
+            .spans_of_kind(SpanKind::Collective)
+            .filter_map(|s| s.seq())
+            .max()
+            .expect("completed all-reduces")
+    };
+    let last = last_seq(0);
+    assert_eq!(
+        last_seq(1),
+        last,
+        "both ranks completed the same all-reduces"
+    );
+    let stuck = last + 1;
+    for rank in &run.ranks {
+        assert!(
+            rank.spans_of_kind(SpanKind::Step)
+                .all(|s| s.step() < Some(HANG_AT_STEP)),
+            "no rank completed step {HANG_AT_STEP}"
+        );
+    }
+
+    let explain = |json: bool| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_ddp-probe"));
+        c.arg("explain");
+        if json {
+            c.arg("--json");
+        }
+        let o = c.arg(&out).output().unwrap();
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let v: serde_json::Value = serde_json::from_str(&explain(true)).expect("explain --json");
+    let first = &v["findings"][0];
+    assert_eq!(first["category"], "collective_timeout", "{v}");
+    assert_eq!(first["role"], "cause", "{v}");
+    assert_eq!(first["ranks"], serde_json::json!([1]), "{v}");
+    let evidence = first["evidence"].as_array().expect("evidence");
+    let cited = |file: &str, needle: &str| {
+        evidence.iter().any(|e| {
+            e["file"].as_str().is_some_and(|f| f.ends_with(file))
+                && e["text"].as_str().is_some_and(|t| t.contains(needle))
+        })
+    };
+    // The flight-recorder dumps: rank 1 stopped at the last common
+    // collective; rank 0 enqueued the next one.
+    assert!(
+        cited("logs/nccl_trace_rank_1", &format!("collective seq {last}")),
+        "{first}"
+    );
+    assert!(
+        cited("logs/nccl_trace_rank_0", &format!("collective seq {stuck}")),
+        "{first}"
+    );
+    // The traces.
+    assert!(
+        cited(
+            "traces/rank-1.jsonl",
+            &format!("rank 1 never queued all_reduce seq {stuck} (step {HANG_AT_STEP})")
+        ),
+        "{first}"
+    );
+    assert!(
+        cited(
+            "traces/rank-0.jsonl",
+            &format!("rank 0 queued all_reduce seq {stuck} (step {HANG_AT_STEP})")
+        ),
+        "{first}"
+    );
+
+    let text = explain(false);
+    let headline = text.lines().next().unwrap_or_default();
+    assert_eq!(
+        headline,
+        "most likely cause: rank 0 timed out in a collective waiting for rank 1, which never joined it",
+        "{text}"
+    );
+    assert!(text.contains("[collective_timeout]"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "rank 1 never enqueued collective seq {stuck} (all_reduce)"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("rank 0 waits in collective seq {stuck}")),
+        "{text}"
+    );
 }

@@ -10,10 +10,17 @@ points of a fixed random mixture of Gaussians (generated from --seed, so every
 rank sees the same data set; DistributedSampler gives each rank its share) with
 an MLP. At the end rank 0 prints PyTorch's own bucket layout (from DDP's
 reducer), one line `pytorch buckets: id=bytes ...`.
+
+A fault for ddp-probe's own tests (not needed to use ddp-probe):
+TRAIN_DDP_HANG_AT_STEP=S with TRAIN_DDP_HANG_RANK=R makes rank R stop making
+progress before the forward of step S (0-based, the step numbers of the
+trace): it sleeps until it is stopped, and the other ranks wait for it in the
+all-reduces of step S.
 """
 
 import argparse
 import os
+import time
 
 import torch
 import torch.distributed as dist
@@ -64,10 +71,17 @@ def main():
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
 
+    hang_at = int(os.environ.get("TRAIN_DDP_HANG_AT_STEP", "-1"))
+    hang_rank = int(os.environ.get("TRAIN_DDP_HANG_RANK", "-1"))
+
     step, epoch = 0, 0
     while step < args.steps:
         sampler.set_epoch(epoch)
         for x, y in loader:
+            if step == hang_at and rank == hang_rank:
+                print(f"rank {rank}: TRAIN_DDP_HANG_AT_STEP={hang_at}: not going on", flush=True)
+                while True:
+                    time.sleep(60)
             opt.zero_grad()
             loss = loss_fn(model(x), y)
             loss.backward()

@@ -7,8 +7,10 @@
 //! * step spans: `{"type":"span","kind":"step","step":..}`
 //! * queued collectives: `{"type":"instant","name":"collective_queued","step":..,"args":{"seq":..,"op":..,"bucket":..,"bytes":..}}`
 //!
-//! A rank *waits in* the collective with the highest queued `seq` that has no
-//! collective span with that `seq`. The ranks *behind* are those that got the
+//! A rank *waits in* the first queued collective above its last completed
+//! `seq` (collectives complete in order, so a rank that queued several, as
+//! DDP does with its buckets, is blocked in the first); failing that, the
+//! highest queued `seq` that has no collective span. The ranks *behind* are those that got the
 //! least far (lowest last completed `seq`, then highest queued `seq`, then
 //! step): the others wait for them. Only the last [`TRACE_TAIL_BYTES`] of a
 //! file are read, and a cut or garbled line is skipped.
@@ -126,11 +128,17 @@ impl TraceTail {
                 _ => {}
             }
         }
+        let last = completed.last().copied();
         tail.waiting_in = queued
-            .into_iter()
-            .rev()
-            .find(|(seq, _)| !completed.contains(seq))
-            .map(|(_, c)| c);
+            .iter()
+            .find(|(seq, _)| last.is_none_or(|l| **seq > l))
+            .or_else(|| {
+                queued
+                    .iter()
+                    .rev()
+                    .find(|(seq, _)| !completed.contains(seq))
+            })
+            .map(|(_, c)| c.clone());
         tail
     }
 
@@ -395,6 +403,20 @@ mod tests {
         assert_eq!(w.step, Some(4));
         assert_eq!(w.bucket, Some(2));
         assert_eq!(w.bytes, Some(4096));
+    }
+
+    #[test]
+    fn waits_in_the_first_of_several_queued() {
+        // DDP queues every bucket's all-reduce; the first blocks the rest.
+        let lines = [
+            queued(12, 2),
+            coll(12, 2),
+            queued(13, 3),
+            queued(14, 3),
+            queued(15, 3),
+        ];
+        let t = TraceTail::from_lines(&lines.join("\n"));
+        assert_eq!(t.waiting_in.map(|c| c.seq), Some(13));
     }
 
     #[test]

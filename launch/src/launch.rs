@@ -43,6 +43,9 @@ const DRAIN_WAIT: Duration = Duration::from_secs(2);
 const OUTPUT_SETTLE: Duration = Duration::from_millis(250);
 /// How long to wait for a rank to disappear after SIGKILL before giving up.
 const KILL_WAIT: Duration = Duration::from_secs(10);
+/// How long the hang watchdog waits for the ranks' flight-recorder dumps
+/// before it stops them.
+const DUMP_WAIT: Duration = Duration::from_secs(3);
 
 /// How a launch ended.
 #[derive(Debug, Clone)]
@@ -443,6 +446,15 @@ struct Stop {
     killed_at: Option<Instant>,
 }
 
+/// A flight-recorder dump request the hang watchdog waits on.
+#[derive(Debug)]
+struct DumpWait {
+    /// When the ranks are stopped even if not every one answered.
+    until: Instant,
+    /// The slots of the ranks asked (those that listen).
+    slots: Vec<usize>,
+}
+
 /// One rank of this node.
 struct Slot {
     rank: usize,
@@ -498,6 +510,7 @@ struct Run {
     hang_timeout: Option<Duration>,
     trigger: Option<Trigger>,
     stop: Option<Stop>,
+    dump_wait: Option<DumpWait>,
     first_failure: Option<Failure>,
     hang: Option<HangReport>,
     interrupted_by: Option<String>,
@@ -625,6 +638,7 @@ impl Run {
             hang_timeout: config.hang_timeout,
             trigger: None,
             stop: None,
+            dump_wait: None,
             first_failure: None,
             hang: None,
             interrupted_by: None,
@@ -849,6 +863,7 @@ impl Run {
                 self.poll_traces();
                 self.check_hang(observer);
             }
+            self.check_dump_wait(observer);
         }
         // Whatever ended but was not recorded yet (the loop gave up waiting).
         while let Some(exit) = self.pending_exits.pop_front() {
@@ -975,6 +990,9 @@ impl Run {
             });
             self.interrupted_by = Some(name);
             self.begin_stop(observer);
+        } else if self.dump_wait.take().is_some() {
+            // A stop signal while waiting for dumps: stop the ranks now.
+            self.begin_stop(observer);
         } else {
             // A second stop signal: no more grace.
             self.kill(observer);
@@ -1043,6 +1061,103 @@ impl Run {
         self.trigger = Some(Trigger::Hang);
         observer.on_event(&Event::Hang(report.clone()));
         self.hang = Some(report);
+        if !self.request_dumps(observer) {
+            self.begin_stop(observer);
+        }
+    }
+
+    /// Asks the ranks that listen (`control/rank-<R>.listening`, written by
+    /// `python/ddp_probe_torch.py`) for PyTorch flight-recorder dumps before
+    /// they are stopped: gloo never writes one on its own, and a stopped
+    /// NCCL job never reaches its timeout. Returns whether a request was made
+    /// (the ranks are then stopped by [`Run::check_dump_wait`]).
+    fn request_dumps(&mut self, observer: &mut dyn Observer) -> bool {
+        let slots: Vec<usize> = self
+            .slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.pid.is_some() && !s.exited)
+            .filter(|(_, s)| {
+                self.run_dir
+                    .join(rundir::rank_dump_listening(s.rank))
+                    .is_file()
+            })
+            .map(|(i, _)| i)
+            .collect();
+        if slots.is_empty() {
+            return false;
+        }
+        let request = self.run_dir.join(rundir::dump_request());
+        if let Err(e) = std::fs::write(&request, "hang\n") {
+            observer.on_event(&Event::Notice {
+                message: format!(
+                    "could not ask the ranks for flight-recorder dumps ({}): {e}",
+                    request.display()
+                ),
+            });
+            return false;
+        }
+        let ranks: Vec<String> = slots
+            .iter()
+            .map(|&i| self.slots[i].rank.to_string())
+            .collect();
+        observer.on_event(&Event::Notice {
+            message: format!(
+                "asked rank(s) {} for a flight-recorder dump; waiting up to {} s",
+                ranks.join(", "),
+                DUMP_WAIT.as_secs()
+            ),
+        });
+        self.dump_wait = Some(DumpWait {
+            until: Instant::now() + DUMP_WAIT,
+            slots,
+        });
+        true
+    }
+
+    /// Stops the ranks once every rank asked for a dump answered (or ended),
+    /// or [`DUMP_WAIT`] passed; says what each answered.
+    fn check_dump_wait(&mut self, observer: &mut dyn Observer) {
+        let Some(wait) = &self.dump_wait else {
+            return;
+        };
+        let answer = |slot: &Slot| {
+            std::fs::read_to_string(self.run_dir.join(rundir::rank_dump_answer(slot.rank))).ok()
+        };
+        let done = wait.slots.iter().all(|&i| {
+            let s = &self.slots[i];
+            s.exited || answer(s).is_some()
+        });
+        if !done && Instant::now() < wait.until {
+            return;
+        }
+        let mut lines = Vec::new();
+        for &i in &wait.slots {
+            let s = &self.slots[i];
+            let text = match answer(s) {
+                Some(a) => {
+                    let a = a.trim();
+                    match a.strip_prefix("ok ") {
+                        Some(path) => {
+                            let path = Path::new(path);
+                            let shown = path.strip_prefix(&self.run_dir).unwrap_or(path);
+                            format!("wrote {}", shown.display())
+                        }
+                        None => crate::console::sanitize(a.as_bytes())
+                            .chars()
+                            .take(200)
+                            .collect(),
+                    }
+                }
+                None if s.exited => "ended before it answered".to_owned(),
+                None => format!("no answer within {} s", DUMP_WAIT.as_secs()),
+            };
+            lines.push(format!("rank {}: {text}", s.rank));
+        }
+        observer.on_event(&Event::Notice {
+            message: format!("flight-recorder dumps: {}", lines.join("; ")),
+        });
+        self.dump_wait = None;
         self.begin_stop(observer);
     }
 

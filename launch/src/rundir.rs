@@ -11,6 +11,9 @@
 //!     logs/nccl_trace_rank_<R>             (PyTorch flight recorder dumps)
 //!     logs/error-rank<R>.json              (torchelastic error file)
 //!     traces/rank-<R>.jsonl                (written by the ranks' recorder)
+//!     control/rank-<R>.listening           (a rank answers dump requests: python/ddp_probe_torch.py)
+//!     control/dump-request                 (the hang watchdog asks for flight-recorder dumps)
+//!     control/rank-<R>.dumped              (the rank's answer: `ok PATH` or `error: WHY`)
 //! ```
 
 use std::ffi::{OsStr, OsString};
@@ -31,6 +34,27 @@ pub const MANIFEST_FILE: &str = "manifest.json";
 pub const LOGS_DIR: &str = "logs";
 /// The traces directory in a run directory.
 pub const TRACES_DIR: &str = "traces";
+
+/// The directory of the launcher's requests to the ranks and their answers.
+pub const CONTROL_DIR: &str = "control";
+
+/// `control/dump-request`, relative to the run directory: written by the hang
+/// watchdog to ask listening ranks for a flight-recorder dump.
+pub fn dump_request() -> String {
+    format!("{CONTROL_DIR}/dump-request")
+}
+
+/// `control/rank-<R>.listening`, relative to the run directory: the rank
+/// answers dump requests.
+pub fn rank_dump_listening(rank: usize) -> String {
+    format!("{CONTROL_DIR}/rank-{rank}.listening")
+}
+
+/// `control/rank-<R>.dumped`, relative to the run directory: the rank's
+/// answer to a dump request (`ok PATH` or `error: WHY`).
+pub fn rank_dump_answer(rank: usize) -> String {
+    format!("{CONTROL_DIR}/rank-{rank}.dumped")
+}
 
 /// `logs/rank-<R>.stdout`, relative to the run directory.
 pub fn rank_stdout(rank: usize) -> String {

@@ -371,13 +371,22 @@ pub(crate) fn signals(dumps: &[Dump], order: &mut u64) -> Vec<Signal> {
             .filter(|(_, s)| *s != Some(max))
             .collect();
         if !behind.is_empty() && !mismatched.contains(&max) {
+            // The first collective a rank behind never enqueued: collectives
+            // of a group complete in order, so the ranks ahead are blocked
+            // there even when they enqueued more (DDP enqueues every bucket).
+            let first_missing = behind
+                .iter()
+                .map(|(_, s)| s.map_or(1, |s| s + 1))
+                .min()
+                .unwrap_or(max)
+                .min(max);
             let stuck = ahead
                 .first()
                 .and_then(|r| dumps.iter().find(|d| d.rank == *r))
                 .and_then(|d| {
                     d.entries
                         .iter()
-                        .find(|e| &e.pg == pg && !e.is_p2p && e.collective_seq == max)
+                        .find(|e| &e.pg == pg && !e.is_p2p && e.collective_seq == first_missing)
                         .map(|e| (d, e))
                 });
             for (d, seq) in &behind {
@@ -425,8 +434,15 @@ pub(crate) fn signals(dumps: &[Dump], order: &mut u64) -> Vec<Signal> {
                 s.observer = Some(d.rank);
                 s.observer_explicit = true;
                 s.subjects = behind.iter().map(|(b, _)| b.rank).collect();
+                let waits =
+                    done.map_or(first_missing, |done| (done + 1).max(first_missing).min(max));
+                let more = if waits < max {
+                    format!(" (and enqueued up to seq {max})")
+                } else {
+                    String::new()
+                };
                 s.detail = Some(format!(
-                    "rank {} waits in collective seq {max} of process group {pg}; {}",
+                    "rank {} waits in collective seq {waits} of process group {pg}{more}; {}",
                     d.rank,
                     last_completed_text(d, pg)
                 ));

@@ -1,7 +1,8 @@
 //! What the ranks' traces say about collectives: per rank, the last completed
 //! collective (the `collective` span with the highest `seq`) and the one it
-//! waits in (the highest `collective_queued` instant whose `seq` has no
-//! completed span).
+//! waits in (the lowest `collective_queued` instant above the last completed
+//! `seq`: collectives complete in order, so a rank that queued several, as
+//! DDP does with its buckets, is blocked in the first of them).
 //!
 //! Traces are loaded with the probe reader ([`crate::reader::load_files`]).
 //! When they are too large for that or do not load (a damaged file), the last
@@ -166,11 +167,19 @@ fn coll_of(fields: &serde_json::Map<String, Value>, step: Option<u64>) -> Option
     })
 }
 
+/// The first queued collective above the last completed one; else the
+/// highest queued one that never completed.
 fn waiting(queued: &BTreeMap<u64, Coll>, completed: &BTreeSet<u64>) -> Option<Coll> {
+    let last = completed.last().copied();
     queued
         .iter()
-        .rev()
-        .find(|(seq, _)| !completed.contains(seq))
+        .find(|(seq, _)| last.is_none_or(|l| **seq > l))
+        .or_else(|| {
+            queued
+                .iter()
+                .rev()
+                .find(|(seq, _)| !completed.contains(seq))
+        })
         .map(|(_, c)| c.clone())
 }
 
@@ -284,6 +293,8 @@ mod tests {
                 r#"{"type":"instant","name":"collective_queued","t":2000,"step":0,"args":{"seq":1,"op":"all_reduce"}}"#,
                 r#"{"type":"span","kind":"collective","step":0,"start":2000,"end":3000,"seq":1,"op":"all_reduce"}"#,
                 r#"{"type":"instant","name":"collective_queued","t":4000,"step":1,"args":{"seq":2,"op":"all_reduce"}}"#,
+                // Queued after seq 2 (as DDP queues every bucket): seq 2 blocks it.
+                r#"{"type":"instant","name":"collective_queued","t":4100,"step":1,"args":{"seq":3,"op":"all_reduce"}}"#,
             ],
         );
         let (via_reader, notes) = read(dir.path(), u64::MAX);

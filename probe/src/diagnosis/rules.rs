@@ -324,6 +324,13 @@ fn ex_world_size(line: &str, lower: &str) -> Extract {
         }
     } else if let Some(i) = lower.find("invalid rank") {
         ex.detail = Some(phrase(line, i, 120));
+    } else if let Some(i) = lower.find("world size mismatch: rank ") {
+        // comm's "world size mismatch: rank R was started with world size N, rank 0 with M".
+        let r = leading_number(&lower[i + "world size mismatch: rank ".len()..]);
+        if let Some(r) = r.and_then(|r| usize::try_from(r).ok()) {
+            ex.subjects = vec![r];
+        }
+        ex.detail = Some(phrase(line, i, 160));
     } else if let Some(i) = lower.find("world") {
         ex.detail = Some(phrase(line, i, 120));
     }

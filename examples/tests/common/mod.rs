@@ -87,14 +87,14 @@ pub struct Finished {
     pub output: String,
 }
 
-/// Spawns `cmd` with its output in `log`, waits at most `limit`; past that it is killed (with its
-/// process group) and the test fails: the bound keeps CI from hanging, it measures nothing.
+/// Spawns `cmd` with its output in `log`, waits at most `limit`; past that it is stopped
+/// ([`stop`]) and the test fails: the bound keeps CI from hanging, it measures nothing.
 pub fn run_bounded(mut cmd: Command, log: &Path, limit: Duration) -> Finished {
     let out = File::create(log).expect("the log file can be created");
     let err = out.try_clone().expect("the log file can be shared");
     cmd.stdin(Stdio::null()).stdout(out).stderr(err);
-    let child = cmd.spawn().expect("the command starts");
-    let status = wait_bounded(child, limit, log);
+    let mut child = cmd.spawn().expect("the command starts");
+    let status = wait_bounded(&mut child, limit, log);
     Finished {
         status,
         output: std::fs::read_to_string(log).unwrap_or_default(),
@@ -102,15 +102,14 @@ pub fn run_bounded(mut cmd: Command, log: &Path, limit: Duration) -> Finished {
 }
 
 /// Waits for `child` at most `limit`, killing it and failing the test past that.
-pub fn wait_bounded(mut child: Child, limit: Duration, log: &Path) -> ExitStatus {
+pub fn wait_bounded(child: &mut Child, limit: Duration, log: &Path) -> ExitStatus {
     let deadline = Instant::now() + limit;
     loop {
         if let Some(status) = child.try_wait().expect("waiting works") {
             return status;
         }
         if Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
+            stop(child);
             panic!(
                 "the command ran past its bound of {limit:?}; its output:\n{}",
                 std::fs::read_to_string(log).unwrap_or_default()
@@ -118,6 +117,23 @@ pub fn wait_bounded(mut child: Child, limit: Duration, log: &Path) -> ExitStatus
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// Stops `child`: SIGTERM first (`ddp-probe run` then stops its ranks, which run in their own
+/// process groups), SIGKILL after 3 s.
+pub fn stop(child: &mut Child) {
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 /// `ddp-probe run --nproc-per-node 2 --out <run> [extra...] -- train [train_args...]` with

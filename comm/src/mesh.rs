@@ -299,13 +299,12 @@ pub(crate) fn build(
         world.to_string().as_bytes(),
     )?;
     if rank != 0 {
-        // Rank 0 hosts the store (`env://`), so its key is there almost at once; if it is not,
-        // the rendezvous below reports the missing ranks.
+        // Rank 0 hosts the store (`env://`), so its key is there almost at once. If it is not
+        // (another store, rank 0 late), this waits a bounded part of the setup time and leaves
+        // the rest to the rendezvous below, which reports the missing ranks.
         let key = format!("{prefix}/world/0");
-        if store
-            .wait(&[&key], su.check_time("waiting for rank 0")?)
-            .is_ok()
-        {
+        let wait = (su.check_time("waiting for rank 0")? / 2).min(Duration::from_secs(2));
+        if store.wait(&[&key], wait).is_ok() {
             check_world(&su, store, &key, 0)?;
         }
     }

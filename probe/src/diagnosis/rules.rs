@@ -658,6 +658,21 @@ mod tests {
     }
 
     #[test]
+    fn comm_world_size_mismatch_names_the_odd_rank() {
+        let (r, ex) = classify(
+            "train: error: process group setup failed on rank 0: world size mismatch: rank 3 was \
+             started with world size 8, rank 0 with 4; every rank needs the same WORLD_SIZE",
+        )
+        .unwrap();
+        assert_eq!(r.category, Category::WorldSizeMismatch);
+        assert_eq!(ex.subjects, vec![3]);
+        assert!(ex
+            .detail
+            .unwrap()
+            .starts_with("world size mismatch: rank 3"));
+    }
+
+    #[test]
     fn extractors_read_the_specifics() {
         let (r, ex) = classify(
             "rendezvous timed out after 30s: ranks 2, 3 of 4 never arrived at 127.0.0.1:29500 (check)",

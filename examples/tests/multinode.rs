@@ -146,17 +146,17 @@ fn two_nodes_in_namespaces_merge_their_traces_and_a_cut_link_is_diagnosed() {
     let runs: [PathBuf; 2] = [dir.path().join("node0"), dir.path().join("node1")];
     let rdzv_id = format!("netns-{}", std::process::id());
     let mut nodes = Nodes(Vec::new());
-    for k in 0..2 {
+    for (k, (ns_name, run_dir)) in ns.names.iter().zip(&runs).enumerate() {
         let log = std::fs::File::create(dir.path().join(format!("node{k}.log"))).unwrap();
         let child = Command::new("ip")
-            .args(["netns", "exec", &ns.names[k]])
+            .args(["netns", "exec", ns_name])
             .arg(ddp_probe_bin())
             .args(["run", "--nnodes", "2", "--nproc-per-node", "2"])
             .args(["--node-rank", &k.to_string()])
             .args(["--master-addr", &ns.addrs[0], "--master-port", "29511"])
             .args(["--rdzv-id", &rdzv_id, "--grace", "1", "--console", "quiet"])
             .arg("--out")
-            .arg(&runs[k])
+            .arg(run_dir)
             .arg("--")
             .arg(train_bin())
             .args(["--epochs", "100000", "--checkpoint-every", "0"])

@@ -6,7 +6,7 @@
 //! its reported uncertainty (both nodes share one physical clock, so the true offset is 0);
 //! the two run directories load as one run of 4 ranks; after the cut every rank ends within
 //! the group timeout, and `ddp-probe explain` over both run directories reports a
-//! collective timeout naming all four ranks, each rank waiting for a rank of the other node.
+//! collective timeout on both nodes that says the nodes lost each other.
 //!
 //! Needs root (network namespaces) and `ip` (iproute2); without them the test says why and
 //! passes without running. The namespaces (unique names) are deleted on drop, also when the
@@ -249,8 +249,15 @@ fn two_nodes_in_namespaces_merge_their_traces_and_a_cut_link_is_diagnosed() {
             "a rank of node {node} is named: {findings:?}"
         );
     }
-    // Every rank that timed out waited for ranks of the other node only: the cut lies between
-    // the nodes.
+    assert!(
+        first
+            .json
+            .contains("wait for ranks on another node (node 0: ranks 0, 1; node 1: ranks 2, 3)"),
+        "the finding names the nodes that lost each other: {}",
+        first.json
+    );
+    // The logs, independently: on each node a rank timed out waiting for a rank of the other
+    // node (ring all-reduces chain the waits, so a rank may also wait for a node-mate).
     let mut reporting_nodes = [false; 2];
     for rank in 0..4u64 {
         let node = rank / 2;
@@ -266,11 +273,7 @@ fn two_nodes_in_namespaces_merge_their_traces_and_a_cut_link_is_diagnosed() {
                 rest[..end].parse().ok()
             })
             .collect();
-        assert!(
-            waited.iter().all(|&r| r / 2 != node),
-            "rank {rank} (node {node}) should wait for ranks of the other node only: {text}"
-        );
-        reporting_nodes[node as usize] |= !waited.is_empty();
+        reporting_nodes[node as usize] |= waited.iter().any(|&r| r / 2 != node);
     }
     assert_eq!(
         reporting_nodes,

@@ -176,6 +176,8 @@ pub struct Finding {
     pub category: String,
     /// The ranks it names.
     pub ranks: Vec<u64>,
+    /// The whole finding as JSON text, to look for what it says.
+    pub json: String,
 }
 
 /// `ddp-probe explain --json` over `inputs` (run directories), in `cwd`: the findings, most
@@ -203,6 +205,7 @@ pub fn explain(cwd: &Path, inputs: &[&Path]) -> Vec<Finding> {
                         .as_array()
                         .map(|r| r.iter().filter_map(Value::as_u64).collect())
                         .unwrap_or_default(),
+                    json: f.to_string(),
                 })
                 .collect()
         })

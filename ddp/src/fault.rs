@@ -21,7 +21,7 @@
 //!
 //! For example `DDP_PROBE_FAULT="rank=1,at=forward,step=5,action=kill"`. A fault fires once.
 //! Before acting, the rank writes one line to its standard error, `ddp-probe fault
-//! injection: ...`, so a log shows what was injected. Before a kill it waits 300 ms, so the
+//! injection: ...`, so a log shows what was injected. Before a kill it waits 500 ms, so the
 //! trace writer (which flushes every 100 ms) has written what the rank recorded before the
 //! fault, as it has for a rank that dies at a random moment.
 //!
@@ -227,7 +227,7 @@ pub fn hit(point: Point, step: u64, pg: Option<&ProcessGroup>) -> Result<()> {
         Action::Kill => {
             // Give the trace writer (which flushes every 100 ms) time to write what was recorded
             // before the fault, as it has for a rank that dies at a random moment; then die.
-            std::thread::sleep(Duration::from_millis(300));
+            std::thread::sleep(Duration::from_millis(500));
             // SAFETY: kill(2) on our own pid with a valid signal number has no memory effects.
             unsafe {
                 libc::kill(libc::getpid(), libc::SIGKILL);

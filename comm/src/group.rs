@@ -318,7 +318,10 @@ impl ProcessGroup {
     /// `MASTER_ADDR:MASTER_PORT` and every rank connects to it. Without a token (a launcher other
     /// than `ddp-probe run`), one is derived from `TORCHELASTIC_RUN_ID` and the endpoint, which
     /// every rank computes alike.
-    pub fn from_env(options: GroupOptions) -> Result<ProcessGroup> {
+    ///
+    /// [`crate::TIMEOUT_ENV`], when set, replaces `options.timeout`.
+    pub fn from_env(mut options: GroupOptions) -> Result<ProcessGroup> {
+        options.timeout = options.resolved_timeout()?;
         fn var(name: &str) -> Result<String> {
             std::env::var(name).map_err(|_| {
                 CommError::InvalidArgument(format!("environment variable {name} is not set"))

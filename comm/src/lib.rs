@@ -86,7 +86,7 @@ pub use group::ProcessGroup;
 pub use mesh::host_identity;
 pub use options::{
     AlgorithmChoice, GroupOptions, TransportChoice, ALGORITHM_ENV, DEFAULT_SHM_RING_BYTES,
-    DEFAULT_TIMEOUT, RING_THRESHOLD_BYTES, TRANSPORT_ENV,
+    DEFAULT_TIMEOUT, RING_THRESHOLD_BYTES, TIMEOUT_ENV, TRANSPORT_ENV,
 };
 pub use store::{rendezvous, ServerOptions, StoreClient, StoreServer};
 pub use token::{Token, MAX_TOKEN_BYTES, TOKEN_ENV};

@@ -223,6 +223,31 @@ fn u64_at(b: &[u8], o: usize) -> u64 {
 }
 
 /// Builds rank `rank`'s connections to the other `world - 1` ranks.
+/// Compares the world size rank `peer` published under `key` with this rank's; a difference is
+/// an error naming the rank that differs from rank 0.
+fn check_world(
+    su: &Setup<'_>,
+    store: &StoreClient,
+    key: &str,
+    peer: usize,
+) -> Result<(), CommError> {
+    let value = store.get(key)?;
+    let theirs = String::from_utf8_lossy(&value).trim().parse::<usize>().ok();
+    if theirs == Some(su.world) {
+        return Ok(());
+    }
+    let theirs = theirs.map_or_else(|| "an unreadable value".to_owned(), |w| w.to_string());
+    let (odd, odd_world, zero_world) = if su.rank == 0 {
+        (peer, theirs, su.world.to_string())
+    } else {
+        (su.rank, su.world.to_string(), theirs)
+    };
+    Err(su.err(format!(
+        "world size mismatch: rank {odd} was started with world size {odd_world}, rank 0 with \
+         {zero_world}; every rank needs the same WORLD_SIZE"
+    )))
+}
+
 pub(crate) fn build(
     rank: usize,
     world: usize,
@@ -267,6 +292,22 @@ pub(crate) fn build(
     let gen = store.add(&format!("ddp-comm/{group}/gen/{rank}"), 1)?;
     let payload = format!("{my_addr}\n{host_id}\n{transport}");
     let prefix = format!("ddp-comm/{group}/{gen}");
+    // Every rank publishes the world size it was started with before it waits for the others:
+    // a rank given another `WORLD_SIZE` is then named at once instead of the group timing out.
+    store.set(
+        &format!("{prefix}/world/{rank}"),
+        world.to_string().as_bytes(),
+    )?;
+    if rank != 0 {
+        // Rank 0 hosts the store (`env://`), so its key is there almost at once. If it is not
+        // (another store, rank 0 late), this waits a bounded part of the setup time and leaves
+        // the rest to the rendezvous below, which reports the missing ranks.
+        let key = format!("{prefix}/world/0");
+        let wait = (su.check_time("waiting for rank 0")? / 2).min(Duration::from_secs(2));
+        if store.wait(&[&key], wait).is_ok() {
+            check_world(&su, store, &key, 0)?;
+        }
+    }
     let values = rendezvous(
         store,
         &format!("{prefix}/peers"),
@@ -275,6 +316,11 @@ pub(crate) fn build(
         payload.as_bytes(),
         su.check_time("waiting for the other ranks")?,
     )?;
+    if rank == 0 {
+        for r in 1..world {
+            check_world(&su, store, &format!("{prefix}/world/{r}"), r)?;
+        }
+    }
     let mut addrs = Vec::with_capacity(world);
     let mut hosts = Vec::with_capacity(world);
     let mut choices = Vec::with_capacity(world);

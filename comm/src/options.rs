@@ -19,6 +19,11 @@ pub const TRANSPORT_ENV: &str = "DDP_COMM_TRANSPORT";
 /// (bandwidth-optimal), `latency` or `auto`.
 pub const ALGORITHM_ENV: &str = "DDP_COMM_ALGORITHM";
 
+/// Environment variable overriding [`GroupOptions::timeout`] for groups created by
+/// [`crate::ProcessGroup::from_env`]: seconds, a positive number (fractions allowed). Short
+/// values let tests and health checks notice a dead peer or a cut link quickly.
+pub const TIMEOUT_ENV: &str = "DDP_PROBE_TIMEOUT";
+
 /// Messages of at least this many bytes use the bandwidth-optimal
 /// algorithms (ring, pipeline); smaller ones the latency-optimal ones
 /// (recursive doubling, binomial tree, direct exchange).
@@ -152,6 +157,19 @@ impl GroupOptions {
         GroupOptions {
             timeout,
             ..Default::default()
+        }
+    }
+
+    /// The timeout after applying [`TIMEOUT_ENV`], when it is set.
+    pub fn resolved_timeout(&self) -> Result<Duration, CommError> {
+        let Ok(v) = std::env::var(TIMEOUT_ENV) else {
+            return Ok(self.timeout);
+        };
+        match v.trim().parse::<f64>() {
+            Ok(s) if s.is_finite() && s > 0.0 && s < 1e9 => Ok(Duration::from_secs_f64(s)),
+            _ => Err(CommError::InvalidArgument(format!(
+                "{TIMEOUT_ENV}={v:?} is not a positive number of seconds"
+            ))),
         }
     }
 

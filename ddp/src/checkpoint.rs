@@ -417,6 +417,9 @@ impl Checkpoint {
             TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
         ));
         let written = write_durably(&entries, &tmp)
+            // Test-only fault injection (`DDP_PROBE_FAULT`, off by default): between the
+            // durable temporary file and the rename.
+            .and_then(|()| crate::fault::hit(crate::fault::Point::Checkpoint, self.step, None))
             .and_then(|()| fs::rename(&tmp, path).map_err(|e| io_error("renaming", &tmp, e)));
         if let Err(e) = written {
             let _ = fs::remove_file(&tmp);

@@ -399,7 +399,14 @@ impl Ddp {
     /// does before forward, then `f`, recorded as the step's `forward` span.
     pub fn forward<T>(&mut self, f: impl FnOnce() -> T) -> Result<T> {
         self.pre_forward()?;
-        Ok(self.timed(SpanKind::Forward, f))
+        let (pg, step) = (&self.pg, self.step);
+        let mut injected = Ok(());
+        let out = self.timed(SpanKind::Forward, || {
+            // Test-only fault injection (`DDP_PROBE_FAULT`, off by default): inside the span.
+            injected = crate::fault::hit(crate::fault::Point::Forward, step, Some(pg));
+            f()
+        });
+        injected.map(|()| out)
     }
 
     fn pre_forward(&mut self) -> Result<()> {
@@ -611,6 +618,11 @@ fn broadcast_tensors<'a>(
 pub fn init_process_group(options: comm::GroupOptions) -> Result<Arc<ProcessGroup>> {
     let distributed =
         std::env::var_os("WORLD_SIZE").is_some() || std::env::var_os("RANK").is_some();
+    // A malformed `DDP_PROBE_FAULT` is reported here, before any training.
+    if let Some(world) = crate::fault::world_size_override()? {
+        eprintln!("ddp-probe fault injection: this rank claims world size {world}");
+        std::env::set_var("WORLD_SIZE", world.to_string());
+    }
     if distributed {
         return Ok(Arc::new(ProcessGroup::from_env(options)?));
     }

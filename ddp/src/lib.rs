@@ -22,6 +22,7 @@ pub mod checkpoint;
 pub mod cuda;
 pub mod ddp;
 pub mod error;
+pub mod fault;
 pub mod hooks;
 pub mod metrics;
 pub mod optim;

@@ -516,6 +516,18 @@ impl Reducer {
             let Some(work) = self.buckets[b].work.take() else {
                 continue;
             };
+            if b == 0 {
+                // Test-only fault injection (`DDP_PROBE_FAULT`, off by default): while bucket 0's
+                // all-reduce is in flight.
+                if let Err(e) =
+                    crate::fault::hit(crate::fault::Point::AllReduce, self.step, Some(&self.pg))
+                {
+                    first_error.get_or_insert(match e {
+                        crate::DdpError::Comm(c) => c,
+                        other => comm::CommError::InvalidArgument(other.to_string()),
+                    });
+                }
+            }
             let result = work.wait();
             #[cfg(feature = "cuda")]
             if let Some(range) = self.buckets[b].nvtx.take() {

@@ -258,6 +258,9 @@ pub(crate) fn build(mut g: Gathered, opts: &Options) -> Report {
         }
     }
 
+    // 4b. Timeouts across nodes only.
+    cross_node_timeouts(&g, &mut signals);
+
     // 5. Group.
     let mut findings = group(signals, opts);
 
@@ -301,6 +304,76 @@ pub(crate) fn build(mut g: Gathered, opts: &Options) -> Report {
 /// Observations from the traces: each waiting rank, each rank behind; a
 /// behind rank that finished normally ran out of inputs. Returns whether
 /// every traced rank waits in the same collective.
+/// When the run's manifests tell each rank's node, every rank waited for in a collective
+/// timeout timed out waiting itself (nobody is behind or gone), and ranks of at least two nodes
+/// wait for ranks on another node: the nodes lost each other. Says so in the first such
+/// timeout's detail, with the nodes and their ranks. (Ring algorithms chain the waits, so a
+/// rank may also wait for a node-mate that waits across the nodes.)
+fn cross_node_timeouts(g: &Gathered, signals: &mut [Signal]) {
+    let mut node_of: BTreeMap<usize, usize> = BTreeMap::new();
+    for m in &g.manifests {
+        let Some(node) = m.manifest.node_rank else {
+            continue;
+        };
+        for r in &m.manifest.ranks {
+            node_of.insert(r.rank, node);
+        }
+    }
+    let waits: Vec<(usize, &[usize])> = signals
+        .iter()
+        .filter(|s| s.category == Category::CollectiveTimeout)
+        .filter_map(|s| {
+            let o = s.observer?;
+            let waited = s.subjects.as_slice();
+            (!waited.is_empty() && waited != [o]).then_some((o, waited))
+        })
+        .collect();
+    let observers: BTreeSet<usize> = waits.iter().map(|(o, _)| *o).collect();
+    let mut waiting_nodes = BTreeSet::new();
+    for (o, waited) in &waits {
+        let Some(&node) = node_of.get(o) else {
+            return;
+        };
+        for w in *waited {
+            if !observers.contains(w) {
+                return;
+            }
+            match node_of.get(w) {
+                None => return,
+                Some(&n) if n != node => {
+                    waiting_nodes.insert(node);
+                }
+                Some(_) => {}
+            }
+        }
+    }
+    if waiting_nodes.len() < 2 {
+        return;
+    }
+    let mut by_node: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    for (&r, &n) in &node_of {
+        by_node.entry(n).or_default().push(r);
+    }
+    let nodes: Vec<String> = by_node
+        .iter()
+        .map(|(n, ranks)| format!("node {n}: {}", who(ranks)))
+        .collect();
+    let note = format!(
+        "every rank waited for is itself waiting, and each node's ranks wait for ranks on \
+         another node ({}): the nodes lost each other; check the network between them (link, \
+         switch, firewall, a node that went away)",
+        nodes.join("; ")
+    );
+    if let Some(s) = signals.iter_mut().find(|s| {
+        s.category == Category::CollectiveTimeout && s.observer.is_some() && !s.subjects.is_empty()
+    }) {
+        s.detail = Some(match s.detail.take() {
+            Some(d) if !d.is_empty() => format!("{d}; {note}"),
+            _ => note,
+        });
+    }
+}
+
 fn progress_signals(
     progress: &[RankProgress],
     ctx: &RunContext,

@@ -171,6 +171,9 @@ pub(crate) struct Manifest {
     /// Ranks in the run.
     #[serde(default)]
     pub world_size: Option<usize>,
+    /// This node's index among the run's nodes.
+    #[serde(default)]
+    pub node_rank: Option<usize>,
     /// The logs directory.
     #[serde(default)]
     pub logs_dir: Option<String>,

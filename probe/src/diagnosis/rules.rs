@@ -324,6 +324,13 @@ fn ex_world_size(line: &str, lower: &str) -> Extract {
         }
     } else if let Some(i) = lower.find("invalid rank") {
         ex.detail = Some(phrase(line, i, 120));
+    } else if let Some(i) = lower.find("world size mismatch: rank ") {
+        // comm's "world size mismatch: rank R was started with world size N, rank 0 with M".
+        let r = leading_number(&lower[i + "world size mismatch: rank ".len()..]);
+        if let Some(r) = r.and_then(|r| usize::try_from(r).ok()) {
+            ex.subjects = vec![r];
+        }
+        ex.detail = Some(phrase(line, i, 160));
     } else if let Some(i) = lower.find("world") {
         ex.detail = Some(phrase(line, i, 120));
     }
@@ -648,6 +655,21 @@ mod tests {
             cat("h:1:1 [0] NCCL INFO NVLS multicast support is not available on dev 0"),
             None
         );
+    }
+
+    #[test]
+    fn comm_world_size_mismatch_names_the_odd_rank() {
+        let (r, ex) = classify(
+            "train: error: process group setup failed on rank 0: world size mismatch: rank 3 was \
+             started with world size 8, rank 0 with 4; every rank needs the same WORLD_SIZE",
+        )
+        .unwrap();
+        assert_eq!(r.category, Category::WorldSizeMismatch);
+        assert_eq!(ex.subjects, vec![3]);
+        assert!(ex
+            .detail
+            .unwrap()
+            .starts_with("world size mismatch: rank 3"));
     }
 
     #[test]

@@ -1,0 +1,378 @@
+//! Injected faults, end to end: the `train` example on 2 CPU ranks under `ddp-probe run`, one
+//! fault injected through `DDP_PROBE_FAULT` (see `ddp::fault`), then what a user gets:
+//! `ddp-probe run`'s exit status, `ddp-probe explain`'s first finding (category and ranks), the
+//! traces as probe's reader loads them, the checkpoints left, and a resumed run's final
+//! parameters compared bit for bit with an uninterrupted run's.
+//!
+//! Every job is bounded in wall time (an upper bound only, to keep CI from hanging).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use common::{checkpoint_bits, explain, job_lock, run_train, Finding};
+use ddp::checkpoint::{Checkpoint, CheckpointManager};
+use probe::trace::SpanKind;
+use tch::Kind;
+
+/// Epochs of every job; `train` does 28 steps per epoch with 2 ranks and batch 8.
+const EPOCHS: &str = "3";
+const STEPS_PER_EPOCH: u64 = 28;
+/// The step of the final checkpoint (written after the last epoch).
+const FINAL_STEP: u64 = 3 * STEPS_PER_EPOCH;
+/// Bound on each job's wall time.
+const JOB_LIMIT: Duration = Duration::from_secs(180);
+/// The group timeout the ranks run with: failures end in seconds, not the default 5 minutes.
+const COMM_TIMEOUT: (&str, &str) = ("DDP_PROBE_TIMEOUT", "30");
+
+type Bits = Vec<(String, Kind, Vec<i64>, Vec<u8>)>;
+
+fn train_args(ckpt_dir: &Path, resume: bool) -> Vec<String> {
+    let mut args = vec![
+        "--epochs".to_owned(),
+        EPOCHS.to_owned(),
+        "--checkpoint-every".to_owned(),
+        "1".to_owned(),
+        "--checkpoint-dir".to_owned(),
+        ckpt_dir.display().to_string(),
+    ];
+    if resume {
+        args.push("--resume".to_owned());
+    }
+    args
+}
+
+fn strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+/// The final checkpoint of an uninterrupted run, as raw bits (computed once per test binary).
+fn uninterrupted() -> &'static Bits {
+    static BITS: OnceLock<Bits> = OnceLock::new();
+    BITS.get_or_init(|| {
+        let _lock = job_lock();
+        let dir = tempfile::tempdir().unwrap();
+        let ckpt = dir.path().join("ckpt");
+        let done = run_train(
+            dir.path(),
+            "reference",
+            &[COMM_TIMEOUT],
+            &[],
+            &strs(&train_args(&ckpt, false)),
+            JOB_LIMIT,
+        );
+        assert!(
+            done.status.success(),
+            "reference run failed:\n{}",
+            done.output
+        );
+        checkpoint_bits(&ckpt.join(format!("ckpt-{FINAL_STEP}.safetensors")))
+    })
+}
+
+/// The first finding of `explain` over `run`, with every finding for the failure message.
+fn first_finding(cwd: &Path, run: &Path) -> (Finding, Vec<Finding>) {
+    let findings = explain(cwd, &[run]);
+    let first = findings
+        .first()
+        .cloned()
+        .unwrap_or_else(|| panic!("explain found nothing in {}", run.display()));
+    (first, findings)
+}
+
+/// The manifest's first failure: (rank, how it ended).
+fn first_failure(run: &Path) -> (u64, String) {
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run.join("manifest.json")).unwrap()).unwrap();
+    let f = &manifest["first_failure"];
+    (
+        f["rank"]
+            .as_u64()
+            .expect("the manifest names the first failure"),
+        f.to_string(),
+    )
+}
+
+/// Loads the run's traces with probe's reader: every rank's trace must load (a cut last line
+/// is allowed and reported as a warning). Returns, per rank, the highest step of any span and
+/// whether the trace has its `end` record.
+fn traces(run: &Path) -> Vec<(u32, Option<u64>, bool, probe::model::RankTrace)> {
+    let (loaded, _warnings) =
+        probe::reader::load_run(&[run]).expect("the traces of the run load up to the fault");
+    assert_eq!(loaded.world_size, 2);
+    assert!(loaded.missing_ranks().is_empty(), "a rank has no trace");
+    loaded
+        .ranks
+        .into_iter()
+        .map(|t| {
+            let max_step = t.spans().filter_map(|s| s.step()).max();
+            (t.rank(), max_step, t.end.is_some(), t)
+        })
+        .collect()
+}
+
+/// A rank killed at `step` of `point`: its trace loads, ends without an `end` record, holds the
+/// complete previous step (its optimizer span) and nothing after `step`.
+fn assert_trace_stops_at(run: &Path, rank: u32, step: u64) {
+    let all = traces(run);
+    let (_, max_step, ended, trace) = all
+        .iter()
+        .find(|(r, ..)| *r == rank)
+        .expect("the killed rank has a trace");
+    assert!(!ended, "a killed rank cannot have written its end record");
+    assert_eq!(
+        *max_step,
+        Some(step),
+        "rank {rank}'s trace runs up to the fault's step"
+    );
+    assert!(
+        trace
+            .spans_of_kind(SpanKind::Optimizer)
+            .any(|s| s.step() == Some(step - 1)),
+        "rank {rank}'s trace holds the step before the fault complete"
+    );
+}
+
+/// Resumes from `ckpt_dir` (no fault) and compares the final checkpoint bit for bit with the
+/// uninterrupted run's.
+fn assert_resume_matches(cwd: &Path, ckpt_dir: &Path) {
+    let reference = uninterrupted();
+    let _lock = job_lock();
+    let done = run_train(
+        cwd,
+        "resumed",
+        &[COMM_TIMEOUT],
+        &[],
+        &strs(&train_args(ckpt_dir, true)),
+        JOB_LIMIT,
+    );
+    assert!(
+        done.status.success(),
+        "the resumed run failed:\n{}",
+        done.output
+    );
+    assert!(
+        done.output.contains("resumed from the checkpoint"),
+        "the run did not resume:\n{}",
+        done.output
+    );
+    let resumed = checkpoint_bits(&ckpt_dir.join(format!("ckpt-{FINAL_STEP}.safetensors")));
+    assert_eq!(resumed.len(), reference.len(), "same entries");
+    for (a, b) in resumed.iter().zip(reference) {
+        assert_eq!(
+            (&a.0, a.1, &a.2),
+            (&b.0, b.1, &b.2),
+            "same entry, kind and shape"
+        );
+        assert!(
+            a.3 == b.3,
+            "{} differs from the uninterrupted run's after resuming",
+            a.0
+        );
+    }
+}
+
+/// The newest complete checkpoint in `dir`: its step, after loading it.
+fn latest_checkpoint_step(dir: &Path) -> u64 {
+    let latest = CheckpointManager::new(dir, 3)
+        .unwrap()
+        .latest()
+        .unwrap()
+        .expect("a complete checkpoint is left");
+    Checkpoint::load(&latest)
+        .expect("the last checkpoint loads")
+        .step
+}
+
+/// Runs a job in which `fault` kills `rank`; checks the exit status, the manifest's first
+/// failure and the diagnosis. Returns the temporary folder and the checkpoint folder.
+fn kill_and_resume(fault: &str, rank: u64) -> (tempfile::TempDir, PathBuf) {
+    // The reference first, so the two jobs do not run at once.
+    uninterrupted();
+    let dir = tempfile::tempdir().unwrap();
+    let ckpt = dir.path().join("ckpt");
+    let run = dir.path().join("killed");
+    {
+        let _lock = job_lock();
+        let done = run_train(
+            dir.path(),
+            "killed",
+            &[COMM_TIMEOUT, ("DDP_PROBE_FAULT", fault)],
+            &[],
+            &strs(&train_args(&ckpt, false)),
+            JOB_LIMIT,
+        );
+        assert_eq!(
+            done.status.code(),
+            Some(128 + 9),
+            "ddp-probe run exits with the killed rank's status:\n{}",
+            done.output
+        );
+    }
+    let (failed, how) = first_failure(&run);
+    assert_eq!(failed, rank, "the killed rank fails first: {how}");
+    assert!(how.contains("SIGKILL"), "{how}");
+    let (first, all) = first_finding(dir.path(), &run);
+    assert_eq!(
+        (first.category.as_str(), first.ranks.clone()),
+        ("host_oom_killed", vec![rank]),
+        "an unexplained SIGKILL names the killed rank: {all:?}"
+    );
+    (dir, ckpt)
+}
+
+#[test]
+fn kill_in_forward_names_the_rank_and_resume_is_bit_exact() {
+    let step = STEPS_PER_EPOCH + 12;
+    let (dir, ckpt) = kill_and_resume(&format!("rank=1,at=forward,step={step},action=kill"), 1);
+    let run = dir.path().join("killed");
+    assert_trace_stops_at(&run, 1, step);
+    // The forward span of the fault's step was never finished.
+    let all = traces(&run);
+    let killed = &all.iter().find(|t| t.0 == 1).unwrap().3;
+    assert!(!killed
+        .spans_of_kind(SpanKind::Forward)
+        .any(|s| s.step() == Some(step)));
+    assert_eq!(latest_checkpoint_step(&ckpt), STEPS_PER_EPOCH);
+    assert_resume_matches(dir.path(), &ckpt);
+}
+
+#[test]
+fn kill_in_allreduce_wait_names_the_rank_and_resume_is_bit_exact() {
+    let step = STEPS_PER_EPOCH + 17;
+    let (dir, ckpt) = kill_and_resume(&format!("rank=1,at=allreduce,step={step},action=kill"), 1);
+    let run = dir.path().join("killed");
+    assert_trace_stops_at(&run, 1, step);
+    // The rank got through forward and into the all-reduce of that step: its forward span and
+    // the queued all-reduce are there, the optimizer span of the step is not.
+    let all = traces(&run);
+    let killed = &all.iter().find(|t| t.0 == 1).unwrap().3;
+    assert!(killed
+        .spans_of_kind(SpanKind::Forward)
+        .any(|s| s.step() == Some(step)));
+    assert!(!killed
+        .spans_of_kind(SpanKind::Optimizer)
+        .any(|s| s.step() == Some(step)));
+    assert_eq!(latest_checkpoint_step(&ckpt), STEPS_PER_EPOCH);
+    assert_resume_matches(dir.path(), &ckpt);
+}
+
+#[test]
+fn kill_between_checkpoint_write_and_rename_keeps_the_previous_checkpoint() {
+    // Rank 0 writes checkpoints; the one of step 56 (after epoch 2) is killed before its rename.
+    let step = 2 * STEPS_PER_EPOCH;
+    let (dir, ckpt) = kill_and_resume(&format!("rank=0,at=checkpoint,step={step},action=kill"), 0);
+    // The temporary file was written completely (it loads as the checkpoint of that step) but
+    // never renamed: the kill fell exactly between the two.
+    let temps: Vec<PathBuf> = std::fs::read_dir(&ckpt)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(&format!(".ckpt-{step}.safetensors.tmp-")))
+        })
+        .collect();
+    assert_eq!(temps.len(), 1, "one temporary file is left: {temps:?}");
+    assert_eq!(Checkpoint::load(&temps[0]).unwrap().step, step);
+    assert!(!ckpt.join(format!("ckpt-{step}.safetensors")).exists());
+    assert_eq!(latest_checkpoint_step(&ckpt), STEPS_PER_EPOCH);
+    let run = dir.path().join("killed");
+    let all = traces(&run);
+    assert!(
+        !all.iter().find(|t| t.0 == 0).unwrap().2,
+        "rank 0 has no end record"
+    );
+    assert_resume_matches(dir.path(), &ckpt);
+    assert!(
+        !temps[0].exists(),
+        "the next checkpoint write removes the dead writer's temporary file"
+    );
+}
+
+#[test]
+fn a_rank_that_stops_making_progress_is_stopped_and_named() {
+    let _lock = job_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let ckpt = dir.path().join("ckpt");
+    let done = run_train(
+        dir.path(),
+        "hung",
+        &[
+            COMM_TIMEOUT,
+            ("DDP_PROBE_FAULT", "rank=1,at=forward,step=10,action=hang"),
+        ],
+        &["--hang-timeout", "3"],
+        &strs(&train_args(&ckpt, false)),
+        JOB_LIMIT,
+    );
+    assert_eq!(done.status.code(), Some(124), "{}", done.output);
+    let run = dir.path().join("hung");
+    let (first, all) = first_finding(dir.path(), &run);
+    assert_eq!(
+        (first.category.as_str(), first.ranks.clone()),
+        ("collective_timeout", vec![1]),
+        "the rank behind is named: {all:?}"
+    );
+    // Both traces load; the hung rank got no further than the fault's step.
+    let all = traces(&run);
+    let hung = all.iter().find(|t| t.0 == 1).unwrap();
+    assert!(hung.1.is_some_and(|s| s <= 10), "{:?}", hung.1);
+}
+
+#[test]
+fn an_extra_collective_on_one_rank_is_a_collective_mismatch() {
+    let _lock = job_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let ckpt = dir.path().join("ckpt");
+    let done = run_train(
+        dir.path(),
+        "extra",
+        &[
+            COMM_TIMEOUT,
+            (
+                "DDP_PROBE_FAULT",
+                "rank=1,at=forward,step=10,action=extra_allreduce",
+            ),
+        ],
+        &[],
+        &strs(&train_args(&ckpt, false)),
+        JOB_LIMIT,
+    );
+    assert_eq!(done.status.code(), Some(1), "{}", done.output);
+    let run = dir.path().join("extra");
+    let (first, all) = first_finding(dir.path(), &run);
+    assert_eq!(first.category, "collective_mismatch", "{all:?}");
+    // Two ranks that disagree are a pair: both are named, the one that issued the extra call
+    // among them.
+    assert!(first.ranks.contains(&1), "{all:?}");
+    traces(&run);
+}
+
+#[test]
+fn a_rank_with_another_world_size_is_a_world_size_mismatch() {
+    let _lock = job_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let ckpt = dir.path().join("ckpt");
+    let done = run_train(
+        dir.path(),
+        "world",
+        &[
+            COMM_TIMEOUT,
+            ("DDP_PROBE_FAULT", "rank=1,action=world_size,world_size=3"),
+        ],
+        &[],
+        &strs(&train_args(&ckpt, false)),
+        JOB_LIMIT,
+    );
+    assert_eq!(done.status.code(), Some(1), "{}", done.output);
+    let run = dir.path().join("world");
+    let (first, all) = first_finding(dir.path(), &run);
+    assert_eq!(
+        (first.category.as_str(), first.ranks.clone()),
+        ("world_size_mismatch", vec![1]),
+        "{all:?}"
+    );
+}

@@ -587,6 +587,42 @@ struct RawLine<'a> {
     status: Option<Str<'a>>,
 }
 
+impl RawLine<'_> {
+    /// The fields, borrowed, as [`fastparse`] hands them over.
+    fn fields(&self) -> Fields<'_> {
+        Fields {
+            ty: self.ty.as_deref(),
+            kind: self.kind.as_deref(),
+            step: self.step,
+            start: self.start,
+            end: self.end,
+            queued: self.queued,
+            name: self.name.as_deref(),
+            lane: self.lane.as_deref(),
+            bucket: self.bucket,
+            bytes: self.bytes,
+            params: self.params,
+            seq: self.seq,
+            op: self.op.as_deref(),
+            algo: self.algo.as_deref(),
+            transport: self.transport.as_deref(),
+            peer: self.peer,
+            dtype: self.dtype.as_deref(),
+            device: self.device,
+            stream: self.stream,
+            category: self.category.as_deref(),
+            correlation: self.correlation,
+            t: self.t,
+            value: self.value,
+            level: self.level.as_deref(),
+            message: self.message.as_deref(),
+            status: self.status.as_deref(),
+            t0: None,
+            has_offsets: false,
+        }
+    }
+}
+
 /// A present `value`: a number, or `null` for NaN.
 fn present_f64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
     Ok(Some(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN)))
@@ -1134,7 +1170,7 @@ impl Builder {
             let mut offsets = std::mem::take(&mut self.offsets);
             let mut f = Fields::default();
             let done = if fastparse::parse(bytes, &mut offsets, &mut f) {
-                self.fast_line(line, f, &offsets)
+                self.fast_line(line, &f, &offsets)
             } else {
                 None
             };
@@ -1154,12 +1190,9 @@ impl Builder {
     fn fast_line<'a>(
         &mut self,
         line: u64,
-        f: Fields<'a>,
+        f: &Fields<'a>,
         offsets: &[i64],
     ) -> Option<Result<(), LineError>> {
-        fn s(v: Option<&str>) -> Option<Str<'_>> {
-            v.map(|v| Str(Cow::Borrowed(v)))
-        }
         let ty = f.ty?;
         if ty == "grad_ready" {
             let r = self.grad_ready(line, f.step?, f.t0?, offsets.into());
@@ -1168,36 +1201,7 @@ impl Builder {
             }
             return Some(r);
         }
-        let raw = RawLine {
-            ty: None,
-            kind: s(f.kind),
-            step: f.step,
-            start: f.start,
-            end: f.end,
-            queued: f.queued,
-            name: s(f.name),
-            lane: s(f.lane),
-            bucket: f.bucket,
-            bytes: f.bytes,
-            params: f.params,
-            seq: f.seq,
-            op: s(f.op),
-            algo: s(f.algo),
-            transport: s(f.transport),
-            peer: f.peer,
-            dtype: s(f.dtype),
-            device: f.device,
-            stream: f.stream,
-            category: s(f.category),
-            correlation: f.correlation,
-            args: None,
-            t: f.t,
-            value: f.value,
-            level: s(f.level),
-            message: s(f.message),
-            status: s(f.status),
-        };
-        Some(self.record(line, ty, raw, ""))
+        Some(self.record(line, ty, f, None, ""))
     }
 
     fn grad_ready(
@@ -1219,7 +1223,7 @@ impl Builder {
     }
 
     fn serde_line(&mut self, line: u64, text: &str) -> Result<(), LineError> {
-        let mut raw: RawLine<'_> = match serde_json::from_str(text) {
+        let raw: RawLine<'_> = match serde_json::from_str(text) {
             Ok(r) => r,
             Err(e) => {
                 // A record of a newer type may reuse a field name with
@@ -1235,14 +1239,14 @@ impl Builder {
                 return Err(LineError::Json(e));
             }
         };
-        let Some(ty) = raw.ty.take() else {
+        let Some(ty) = raw.ty.as_deref() else {
             return Err(self.invalid(
                 line,
                 "untyped",
                 "the record has no \"type\" field".to_owned(),
             ));
         };
-        self.record(line, &ty, raw, text)
+        self.record(line, ty, &raw.fields(), raw.args, text)
     }
 
     /// Checks a parsed line of type `ty` and adds it to the model. `text`
@@ -1251,18 +1255,19 @@ impl Builder {
         &mut self,
         line: u64,
         ty: &str,
-        raw: RawLine<'_>,
+        raw: &Fields<'_>,
+        args: Option<&RawValue>,
         text: &str,
     ) -> Result<(), LineError> {
         match ty {
-            "span" => self.span(line, raw)?,
+            "span" => self.span(line, raw, args)?,
             "instant" => {
                 let name = raw.name.ok_or_else(|| self.missing(line, ty, "name"))?;
                 let t = raw.t.ok_or_else(|| self.missing(line, ty, "t"))?;
                 let t = self.shift(line, ty, t)?;
                 let step = self.step(line, ty, raw.step)?.map(u64::from);
-                let name = self.sym(line, &name)?;
-                let args = self.args_sym(line, ty, raw.args)?;
+                let name = self.sym(line, name)?;
+                let args = self.args_sym(line, ty, args)?;
                 self.instants.push(InstantEvent {
                     t,
                     step,
@@ -1275,7 +1280,7 @@ impl Builder {
                 let t = raw.t.ok_or_else(|| self.missing(line, ty, "t"))?;
                 let value = raw.value.ok_or_else(|| self.missing(line, ty, "value"))?;
                 let t = self.shift(line, ty, t)?;
-                let name = self.sym(line, &name)?;
+                let name = self.sym(line, name)?;
                 self.counters.push(CounterSample { t, name, value });
             }
             "log" => {
@@ -1287,8 +1292,8 @@ impl Builder {
                 let t = self.shift(line, ty, t)?;
                 self.logs.push(LogEntry {
                     t,
-                    level: LogLevel::parse(&level),
-                    message: (*message).into(),
+                    level: LogLevel::parse(level),
+                    message: message.into(),
                 });
             }
             "end" => {
@@ -1297,8 +1302,8 @@ impl Builder {
                 let t = self.shift(line, ty, t)?;
                 self.end = Some(EndInfo {
                     t,
-                    status: status.into_owned(),
-                    message: raw.message.map(Str::into_owned),
+                    status: status.to_owned(),
+                    message: raw.message.map(str::to_owned),
                 });
             }
             "grad_ready" => {
@@ -1337,12 +1342,14 @@ impl Builder {
         Ok(())
     }
 
-    fn span(&mut self, line: u64, r: RawLine<'_>) -> Result<(), LineError> {
+    fn span(
+        &mut self,
+        line: u64,
+        r: &Fields<'_>,
+        args: Option<&RawValue>,
+    ) -> Result<(), LineError> {
         const TY: &str = "span";
-        let kind_text = r
-            .kind
-            .as_deref()
-            .ok_or_else(|| self.missing(line, TY, "kind"))?;
+        let kind_text = r.kind.ok_or_else(|| self.missing(line, TY, "kind"))?;
         let start = r.start.ok_or_else(|| self.missing(line, TY, "start"))?;
         let end = r.end.ok_or_else(|| self.missing(line, TY, "end"))?;
         if end < start {
@@ -1363,14 +1370,14 @@ impl Builder {
         let extra = SpanExtra {
             kind_name,
             params: r.params,
-            transport: self.cached_sym(SLOT_TRANSPORT, line, r.transport.as_deref())?,
-            algo: self.cached_sym(SLOT_ALGO, line, r.algo.as_deref())?,
-            dtype: self.cached_sym(SLOT_DTYPE, line, r.dtype.as_deref())?,
+            transport: self.cached_sym(SLOT_TRANSPORT, line, r.transport)?,
+            algo: self.cached_sym(SLOT_ALGO, line, r.algo)?,
+            dtype: self.cached_sym(SLOT_DTYPE, line, r.dtype)?,
             peer: r.peer,
             device: r.device,
             stream: r.stream,
             correlation: r.correlation,
-            args: self.args_sym(line, TY, r.args)?,
+            args: self.args_sym(line, TY, args)?,
         };
         let last = &mut self.last_extra[kind as usize];
         let extra = if extra.is_empty() {
@@ -1395,7 +1402,7 @@ impl Builder {
             self.last_extra[kind as usize] = Some((extra, id));
             Some(id)
         };
-        let lane = match r.lane.as_deref() {
+        let lane = match r.lane {
             Some(name) => match LaneKind::from_key(name) {
                 Some(k) => self.lane(line, k)?,
                 None => self.custom_lane(line, name)?,
@@ -1410,12 +1417,12 @@ impl Builder {
             seq: r.seq,
             step,
             bucket: r.bucket,
-            name: self.cached_sym(SLOT_NAME, line, r.name.as_deref())?,
-            op: self.cached_sym(SLOT_OP, line, r.op.as_deref())?,
+            name: self.cached_sym(SLOT_NAME, line, r.name)?,
+            op: self.cached_sym(SLOT_OP, line, r.op)?,
             extra,
             lane,
             kind,
-            category: r.category.as_deref().map(KernelCategory::parse),
+            category: r.category.map(KernelCategory::parse),
         });
         self.lanes[usize::from(lane)].spans.push(span);
         Ok(())

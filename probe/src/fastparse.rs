@@ -416,25 +416,21 @@ impl<'a> Cursor<'a> {
         }
         // Sixteen digits always fit; beyond, check.
         v = v * 100_000_000 + eight_digit_values(x1);
-        let mut i = start + 16;
-        loop {
-            let x = word_padded(b, i) ^ (0x30 * ONES);
-            let nd = not_digits(x);
-            let k = if nd == 0 {
-                8
-            } else {
-                (nd.trailing_zeros() / 8) as usize
-            };
-            if k == 0 {
-                break;
-            }
-            v = v.checked_mul(POW10[k])?.checked_add(leading_digits(x, k))?;
-            i += k;
-            if k < 8 {
-                break;
-            }
-        }
-        self.i = i;
+        // Up to four more: nineteen always fit, twenty may not, more never.
+        let x2 = word_padded(b, start + 16) ^ (0x30 * ONES);
+        let nd2 = not_digits(x2);
+        let k = if nd2 == 0 {
+            8
+        } else {
+            (nd2.trailing_zeros() / 8) as usize
+        };
+        let v = match k {
+            0 => v,
+            1..=3 => v * POW10[k] + leading_digits(x2, k),
+            4 => v.checked_mul(10_000)?.checked_add(leading_digits(x2, 4))?,
+            _ => return None,
+        };
+        self.i = start + 16 + k;
         Some(v)
     }
 

@@ -266,7 +266,8 @@ fn load_path(path: &Path, options: &LoadOptions, cache: bool) -> Result<FileOutc
         inner: &file,
         bytes: 0,
     };
-    let outcome = parse_file(path, &mut input, options.fast_parser)?;
+    let len = file.metadata().ok().map(|m| m.len());
+    let outcome = parse_file(path, &mut input, len, options.fast_parser)?;
     if let (Some(slot), Some((rank, strings))) = (&slot, &outcome.parsed) {
         slot.store(&file, input.bytes, rank, strings, &outcome.warnings);
     }
@@ -289,7 +290,7 @@ pub fn load_from_readers<R: Read + Send>(
             .map_err(|_| io_error(&paths[i], std::io::Error::other("a reader thread panicked")))?
             .take();
         match input {
-            Some(r) => parse_file(&paths[i], r, true),
+            Some(r) => parse_file(&paths[i], r, None, true),
             None => Err(io_error(
                 &paths[i],
                 std::io::Error::other("input was already consumed"),
@@ -744,13 +745,22 @@ fn utf8_error(e: std::str::Utf8Error) -> serde_json::Error {
     ))
 }
 
-fn parse_file<R: Read>(path: &Path, input: R, fast: bool) -> Result<FileOutcome, Error> {
+/// Parses one trace file; `len` (the file's length, when known) sizes the
+/// span lists as the file goes on.
+fn parse_file<R: Read>(
+    path: &Path,
+    input: R,
+    len: Option<u64>,
+    fast: bool,
+) -> Result<FileOutcome, Error> {
     let mut reader = LineReader::new(input);
     let mut lineno = 0u64;
     let mut builder: Option<Builder> = None;
     let mut warnings = Vec::new();
+    let mut pos = 0u64;
     while let Some((raw, complete)) = reader.next_line().map_err(|e| io_error(path, e))? {
         lineno += 1;
+        pos += raw.len() as u64 + u64::from(complete);
         let bytes = trim(raw);
         if bytes.is_empty() {
             continue;
@@ -764,6 +774,7 @@ fn parse_file<R: Read>(path: &Path, input: R, fast: bool) -> Result<FileOutcome,
                 Ok((mut b, w)) => {
                     warnings.extend(w);
                     b.fast = fast;
+                    b.len = len;
                     builder = Some(b);
                     continue;
                 }
@@ -772,6 +783,7 @@ fn parse_file<R: Read>(path: &Path, input: R, fast: bool) -> Result<FileOutcome,
                 Err(LineError::Fatal(e)) => return Err(*e),
             }
         };
+        b.pos = pos;
         match b.line(lineno, bytes) {
             Ok(()) => {}
             Err(LineError::Json(_)) if !complete => {
@@ -940,6 +952,26 @@ fn check_buckets(buckets: &[BucketInfo], params: usize) -> Result<(), String> {
     Ok(())
 }
 
+/// How many more spans to make room for in a full lane of `len` spans,
+/// `pos` bytes into a file of `file_len`: the lane's share of the file so
+/// far, extrapolated to the whole file (plus a little), so that a lane is
+/// reallocated a few times rather than once per doubling. Without a length,
+/// or near the end, it doubles.
+fn growth(len: usize, pos: u64, file_len: Option<u64>) -> usize {
+    let doubling = len.max(64);
+    let Some(file_len) = file_len else {
+        return doubling;
+    };
+    if pos == 0 || pos >= file_len || len < 1024 {
+        return doubling;
+    }
+    let expected = (len as f64 * (file_len as f64 / pos as f64) * 1.05) as usize;
+    // At least a quarter more, at most eight times as many.
+    expected
+        .saturating_sub(len)
+        .clamp(len / 4, len.saturating_mul(8))
+}
+
 /// A lane being filled.
 struct LaneBuild {
     kind: LaneKind,
@@ -978,6 +1010,10 @@ struct Builder {
     fast: bool,
     /// `offsets_ns` of the last `grad_ready` line read by [`fastparse`].
     offsets: Vec<i64>,
+    /// The file's length, when known.
+    len: Option<u64>,
+    /// Bytes of the file read so far (up to the current line's end).
+    pos: u64,
 }
 
 impl Builder {
@@ -1018,6 +1054,8 @@ impl Builder {
             truncated: false,
             fast: true,
             offsets: Vec::new(),
+            len: None,
+            pos: 0,
         }
     }
 
@@ -1424,7 +1462,11 @@ impl Builder {
             kind,
             category: r.category.map(KernelCategory::parse),
         });
-        self.lanes[usize::from(lane)].spans.push(span);
+        let spans = &mut self.lanes[usize::from(lane)].spans;
+        if spans.len() == spans.capacity() {
+            spans.reserve(growth(spans.len(), self.pos, self.len));
+        }
+        spans.push(span);
         Ok(())
     }
 
@@ -1452,13 +1494,10 @@ impl Builder {
         let lanes: Vec<Lane> = lanes
             .into_iter()
             .enumerate()
-            .map(|(new, (_, mut l))| {
+            .map(|(new, (old, l))| {
                 // At most 65536 lanes were created, so `new` fits.
                 let id = LaneId::try_from(new).unwrap_or(LaneId::MAX);
-                for s in &mut l.spans {
-                    s.set_lane(id);
-                }
-                Lane::new(l.kind, l.name, l.spans)
+                Lane::with_id(l.kind, l.name, l.spans, (old != new).then_some(id))
             })
             .collect();
         let mut layouts = self.layouts;
@@ -1524,6 +1563,21 @@ mod tests {
             .collect();
             assert_eq!(got, want, "capacity {cap}");
         }
+    }
+
+    #[test]
+    fn lanes_grow_by_the_share_of_the_file_read() {
+        // Without a length, or early, or at the end: doubling.
+        assert_eq!(growth(0, 0, None), 64);
+        assert_eq!(growth(5000, 100, None), 5000);
+        assert_eq!(growth(100, 10, Some(1000)), 100);
+        assert_eq!(growth(5000, 1000, Some(1000)), 5000);
+        // A fifth of the file gave 10,000 spans: room for about 42,500 more.
+        let more = growth(10_000, 2_000, Some(10_000));
+        assert!((40_000..=45_000).contains(&more), "{more}");
+        // Bounded: a quarter more at least, eight times as many at most.
+        assert_eq!(growth(10_000, 9_999, Some(10_000)), 2_500);
+        assert_eq!(growth(10_000, 1, Some(1 << 40)), 80_000);
     }
 
     #[test]

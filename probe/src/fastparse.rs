@@ -382,7 +382,7 @@ impl<'a> Cursor<'a> {
     /// A JSON integer in `0..=u64::MAX` (no sign, no leading zero, no
     /// fraction or exponent: what follows is checked by the caller, which
     /// expects `,`, `}` or `]`).
-    #[inline]
+    #[inline(always)]
     fn uint(&mut self) -> Option<u64> {
         let b = self.b;
         let start = self.i;

@@ -1074,6 +1074,7 @@ impl Builder {
     }
 
     /// A timestamp of this rank moved onto rank 0's timeline.
+    #[inline]
     fn shift(&self, line: u64, record: &str, t: u64) -> Result<i64, LineError> {
         i64::try_from(t)
             .ok()
@@ -1087,6 +1088,7 @@ impl Builder {
             })
     }
 
+    #[inline]
     fn step(&self, line: u64, record: &str, step: Option<u64>) -> Result<Option<u32>, LineError> {
         match step {
             None => Ok(None),
@@ -1112,7 +1114,7 @@ impl Builder {
 
     /// [`Builder::sym`] through a one-entry cache per span field: spans
     /// in a row mostly repeat their op, transport, dtype...
-    #[inline]
+    #[inline(always)]
     fn cached_sym(
         &mut self,
         slot: usize,
@@ -1125,14 +1127,21 @@ impl Builder {
                 return Ok(Some(*sym));
             }
         }
+        self.cached_sym_miss(slot, line, s).map(Some)
+    }
+
+    /// [`Builder::cached_sym`] for a string other than the slot's last.
+    #[inline(never)]
+    fn cached_sym_miss(&mut self, slot: usize, line: u64, s: &str) -> Result<Sym, LineError> {
         let sym = self.sym(line, s)?;
         let (text, cached) = &mut self.last_syms[slot];
         text.clear();
         text.push_str(s);
         *cached = Some(sym);
-        Ok(Some(sym))
+        Ok(sym)
     }
 
+    #[inline]
     fn args_sym(
         &mut self,
         line: u64,
@@ -1169,6 +1178,7 @@ impl Builder {
         Ok(id)
     }
 
+    #[inline]
     fn lane(&mut self, line: u64, kind: LaneKind) -> Result<LaneId, LineError> {
         let slot = match kind {
             LaneKind::Compute => 0,

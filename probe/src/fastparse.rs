@@ -177,7 +177,7 @@ fn long_key(k: &[u8]) -> Option<Key> {
 }
 
 /// Eight bytes of `b` from `i` as a little-endian word, if there are eight.
-#[inline]
+#[inline(always)]
 fn word(b: &[u8], i: usize) -> Option<u64> {
     let w = b.get(i..i + 8)?;
     let mut a = [0u8; 8];
@@ -186,11 +186,18 @@ fn word(b: &[u8], i: usize) -> Option<u64> {
 }
 
 /// Up to eight bytes of `b` from `i`, zero-padded past its end.
-#[inline]
+#[inline(always)]
 fn word_padded(b: &[u8], i: usize) -> u64 {
     if let Some(w) = word(b, i) {
         return w;
     }
+    word_tail(b, i)
+}
+
+/// [`word_padded`] near the end of `b`.
+#[cold]
+#[inline(never)]
+fn word_tail(b: &[u8], i: usize) -> u64 {
     let rest = b.get(i..).unwrap_or(&[]);
     let mut a = [0u8; 8];
     a[..rest.len()].copy_from_slice(rest);

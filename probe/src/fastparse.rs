@@ -685,6 +685,8 @@ mod tests {
             r#"[]"#,
             r#"{"type":"span","t0":5}"#,
             "{\"type\":\"span\",\"t\u{0}\":5}",
+            "{\"type\":\"span\",\"op\u{0}\u{0}\":5}",
+            "{\"type\":\"span\",\"\u{0}t\":5}",
             "{\"type\":\"span\",\"\":5}",
             r#"{"type":"grad_ready","step":1,"offsets_ns":[1]}"#,
             r#"{"type":"grad_ready","step":1,"t0":2,"offsets_ns":[1,]}"#,

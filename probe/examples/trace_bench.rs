@@ -28,7 +28,9 @@
 //! and then summarises it with `probe::analysis::summarize`. It prints the
 //! wall time and the CPU time of the loading thread (the machine may be
 //! busy: CPU time is the steadier number), spans per second and the peak
-//! resident memory (`VmHWM`).
+//! resident memory (`VmHWM`). For the run of 10 million spans it then
+//! says, mode by mode, whether the goals hold: loading and summarising in
+//! under 2 s of one core's CPU time, with a peak under 1 GiB.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -154,6 +156,7 @@ fn bench(args: &[String]) -> Result<(), String> {
         if !marker.exists() {
             generate(&dir, ranks, steps, buckets)?;
         }
+        let mut results = Vec::new();
         for mode in ["parse", "cold", "warm"] {
             let out = Command::new(&exe)
                 .arg("measure")
@@ -178,6 +181,7 @@ fn bench(args: &[String]) -> Result<(), String> {
                 spans / load / 1e6,
                 load + summ,
             );
+            results.push((mode, spans, load_cpu + summ_cpu, peak));
         }
         let cache: u64 = std::fs::read_dir(dir.join(probe::trace::TRACES_DIR).join(".cache"))
             .map_err(|e| e.to_string())?
@@ -195,8 +199,42 @@ fn bench(args: &[String]) -> Result<(), String> {
             json as f64 / (1 << 20) as f64,
             cache as f64 / (1 << 20) as f64
         );
+        if m == GOAL_SPANS_M {
+            print_goals(&results);
+        }
     }
     Ok(())
+}
+
+/// The size of run the goals speak of, in millions of spans.
+const GOAL_SPANS_M: u64 = 10;
+/// Goal: CPU seconds of one core to load and summarise it.
+const GOAL_CPU_S: f64 = 2.0;
+/// Goal: peak resident memory (MiB).
+const GOAL_PEAK_MIB: f64 = 1024.0;
+
+/// Whether each load mode meets the goals, one line each: CPU time of the
+/// load and the summary together, and the process's peak memory.
+fn print_goals(results: &[(&str, f64, f64, f64)]) {
+    println!(
+        "goals for {GOAL_SPANS_M}M spans: load + summary < {GOAL_CPU_S} s of one core (CPU time), \
+         peak memory < {GOAL_PEAK_MIB:.0} MiB"
+    );
+    let verdict = |ok: bool| if ok { "OK" } else { "NOT MET" };
+    for &(mode, spans, cpu, peak) in results {
+        let what = match mode {
+            "parse" => "parse, no cache",
+            "cold" => "cold: first load, parse + write cache",
+            _ => "warm: from the cache",
+        };
+        println!(
+            "  {what:<38} {:.1}M spans: {cpu:.2} s CPU (goal < {GOAL_CPU_S} s) {}; \
+             peak {peak:.0} MiB (goal < {GOAL_PEAK_MIB:.0} MiB) {}",
+            spans / 1e6,
+            verdict(cpu < GOAL_CPU_S),
+            verdict(peak < GOAL_PEAK_MIB),
+        );
+    }
 }
 
 fn run(args: &[String]) -> Result<(), String> {

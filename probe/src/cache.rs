@@ -663,6 +663,25 @@ fn encode<W: Write>(
     Ok(())
 }
 
+/// A varint (as [`Enc::uv`] writes it) into `out` at `*n`.
+#[inline(always)]
+fn put_uv(out: &mut [u8; MAX_SPAN_BYTES], n: &mut usize, mut v: u64) {
+    while v >= 0x80 {
+        out[*n] = v as u8 | 0x80;
+        v >>= 7;
+        *n += 1;
+    }
+    out[*n] = v as u8;
+    *n += 1;
+}
+
+/// A zigzag varint (as [`Enc::iv`] writes it) into `out` at `*n`.
+#[inline(always)]
+fn put_iv(out: &mut [u8; MAX_SPAN_BYTES], n: &mut usize, v: i64) {
+    put_uv(out, n, ((v << 1) ^ (v >> 63)) as u64);
+}
+
+/// One span, encoded on the stack and appended in one go.
 #[inline]
 fn encode_span<W: Write>(e: &mut Enc<W>, s: &Span, prev_start: i64) {
     let mut flags = (s.kind() as u64) << KIND_SHIFT;
@@ -680,36 +699,40 @@ fn encode_span<W: Write>(e: &mut Enc<W>, s: &Span, prev_start: i64) {
     set(&mut flags, F_OP, s.op().is_some());
     set(&mut flags, F_EXTRA, s.extra_index().is_some());
     set(&mut flags, F_CATEGORY, s.category().is_some());
-    e.uv(flags);
-    e.iv(s.start().wrapping_sub(prev_start));
-    e.iv(s.end().wrapping_sub(s.start()));
+    let mut out = [0u8; MAX_SPAN_BYTES];
+    let mut n = 0;
+    put_uv(&mut out, &mut n, flags);
+    put_iv(&mut out, &mut n, s.start().wrapping_sub(prev_start));
+    put_iv(&mut out, &mut n, s.end().wrapping_sub(s.start()));
     if let Some(q) = s.queued() {
-        e.iv(s.start().wrapping_sub(q));
+        put_iv(&mut out, &mut n, s.start().wrapping_sub(q));
     }
     if let Some(v) = s.bytes() {
-        e.uv(v);
+        put_uv(&mut out, &mut n, v);
     }
     if let Some(v) = s.seq() {
-        e.uv(v);
+        put_uv(&mut out, &mut n, v);
     }
     if let Some(v) = s.step() {
-        e.uv(v);
+        put_uv(&mut out, &mut n, v);
     }
     if let Some(v) = s.bucket() {
-        e.uv(u64::from(v));
+        put_uv(&mut out, &mut n, u64::from(v));
     }
     if let Some(v) = s.name() {
-        e.sym(v);
+        put_uv(&mut out, &mut n, v.index() as u64);
     }
     if let Some(v) = s.op() {
-        e.sym(v);
+        put_uv(&mut out, &mut n, v.index() as u64);
     }
     if let Some(v) = s.extra_index() {
-        e.uv(v as u64);
+        put_uv(&mut out, &mut n, v as u64);
     }
     if let Some(c) = s.category() {
-        e.u8(c as u8);
+        out[n] = c as u8;
+        n += 1;
     }
+    e.buf.extend_from_slice(&out[..n]);
 }
 
 fn encode_buckets<W: Write>(e: &mut Enc<W>, buckets: &[BucketInfo]) -> io::Result<()> {

@@ -7,6 +7,11 @@
 //! without allocating (except for a `grad_ready` record's offsets, which go
 //! to a buffer the caller reuses).
 //!
+//! It reads eight bytes at a time: keys are looked up by their bytes as one
+//! word, integers are converted eight digits at once, and strings are
+//! scanned for their closing quote a word at a time while noting whether
+//! any byte is non-ASCII; only such strings go through UTF-8 validation.
+//!
 //! It accepts a line only when it is sure serde_json would read the same
 //! values from it, and says "not mine" (`false`) for everything else: JSON
 //! escapes, keys it does not know, `args` objects, nested values, numbers
@@ -177,7 +182,7 @@ fn long_key(k: &[u8]) -> Option<Key> {
 }
 
 /// Eight bytes of `b` from `i` as a little-endian word, if there are eight.
-#[inline]
+#[inline(always)]
 fn word(b: &[u8], i: usize) -> Option<u64> {
     let w = b.get(i..i + 8)?;
     let mut a = [0u8; 8];
@@ -186,11 +191,18 @@ fn word(b: &[u8], i: usize) -> Option<u64> {
 }
 
 /// Up to eight bytes of `b` from `i`, zero-padded past its end.
-#[inline]
+#[inline(always)]
 fn word_padded(b: &[u8], i: usize) -> u64 {
     if let Some(w) = word(b, i) {
         return w;
     }
+    word_tail(b, i)
+}
+
+/// [`word_padded`] near the end of `b`.
+#[cold]
+#[inline(never)]
+fn word_tail(b: &[u8], i: usize) -> u64 {
     let rest = b.get(i..).unwrap_or(&[]);
     let mut a = [0u8; 8];
     a[..rest.len()].copy_from_slice(rest);
@@ -222,14 +234,48 @@ struct Cursor<'a> {
     i: usize,
 }
 
+/// `10^k` for the digit counts of one word.
+const POW10: [u64; 9] = [
+    1,
+    10,
+    100,
+    1_000,
+    10_000,
+    100_000,
+    1_000_000,
+    10_000_000,
+    100_000_000,
+];
+
+/// The high bit of each byte of `x` (digits xor `'0'`) that is not a
+/// digit.
+#[inline]
+fn not_digits(x: u64) -> u64 {
+    (x.wrapping_add(0x76 * ONES) | x) & HIGHS
+}
+
+/// The value of the first `k` (1..=8) digits of `x` (digits xor `'0'`,
+/// the first in the lowest byte).
+#[inline]
+fn leading_digits(x: u64, k: usize) -> u64 {
+    debug_assert!((1..=8).contains(&k));
+    eight_digit_values(x << (64 - 8 * k as u32))
+}
+
 impl<'a> Cursor<'a> {
     #[inline]
     fn peek(&self) -> Option<u8> {
         self.b.get(self.i).copied()
     }
 
+    /// Skips whitespace; one comparison when there is none.
     #[inline]
     fn ws(&mut self) {
+        if let Some(&c) = self.b.get(self.i) {
+            if c > b' ' {
+                return;
+            }
+        }
         while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
             self.i += 1;
         }
@@ -246,7 +292,8 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    /// An object key the parser knows; the cursor is on its opening quote.
+    /// An object key the parser knows and the `:` after it; the cursor is
+    /// on the key's opening quote.
     #[inline]
     fn key(&mut self) -> Option<Key> {
         if self.peek() != Some(b'"') {
@@ -255,7 +302,7 @@ impl<'a> Cursor<'a> {
         let start = self.i + 1;
         let w = word_padded(self.b, start);
         let quote = zero_bytes(w ^ (0x22 * ONES));
-        if quote != 0 {
+        let k = if quote != 0 {
             let len = (quote.trailing_zeros() / 8) as usize;
             let mask = (1u64 << (8 * len)) - 1;
             // With no NUL among its bytes (JSON has none in strings), the
@@ -265,22 +312,30 @@ impl<'a> Cursor<'a> {
             }
             let k = short_key(w & mask)?;
             self.i = start + len + 1;
-            return Some(k);
+            k
+        } else {
+            long_key(self.raw_string()?.0)?
+        };
+        // Writers put the colon right after the key.
+        if self.b.get(self.i) == Some(&b':') {
+            self.i += 1;
+        } else {
+            self.eat(b':')?;
         }
-        let k = long_key(self.raw_string()?)?;
         Some(k)
     }
 
-    /// The bytes of a string without escapes or control characters; the
-    /// cursor is on its opening quote.
+    /// The bytes of a string without escapes or control characters, and
+    /// whether they are all ASCII; the cursor is on its opening quote.
     #[inline]
-    fn raw_string(&mut self) -> Option<&'a [u8]> {
+    fn raw_string(&mut self) -> Option<(&'a [u8], bool)> {
         if self.peek() != Some(b'"') {
             return None;
         }
         let b = self.b;
         let start = self.i + 1;
         let mut j = start;
+        let mut high = 0u64;
         // Eight bytes at a time up to the first quote, backslash or control
         // character, then byte by byte.
         while let Some(w) = word(b, j) {
@@ -288,9 +343,13 @@ impl<'a> Cursor<'a> {
                 | zero_bytes(w ^ (0x5c * ONES))
                 | (w.wrapping_sub(0x20 * ONES) & !w & HIGHS);
             if special != 0 {
-                j += (special.trailing_zeros() / 8) as usize;
+                let k = special.trailing_zeros() / 8;
+                // The bytes before the first special one (k < 8).
+                high |= w & ((1u64 << (8 * k)) - 1);
+                j += k as usize;
                 break;
             }
+            high |= w;
             j += 8;
         }
         loop {
@@ -301,15 +360,24 @@ impl<'a> Cursor<'a> {
             if c == b'\\' || c < 0x20 {
                 return None;
             }
+            high |= u64::from(c);
             j += 1;
         }
         self.i = j + 1;
-        b.get(start..j)
+        Some((b.get(start..j)?, high & HIGHS == 0))
     }
 
+    /// A string value, checked to be UTF-8 (ASCII needs no further check).
     #[inline]
     fn string(&mut self) -> Option<&'a str> {
-        std::str::from_utf8(self.raw_string()?).ok()
+        let (bytes, ascii) = self.raw_string()?;
+        if ascii {
+            // SAFETY: every byte is below 0x80, so `bytes` is ASCII, which
+            // is valid UTF-8.
+            Some(unsafe { std::str::from_utf8_unchecked(bytes) })
+        } else {
+            std::str::from_utf8(bytes).ok()
+        }
     }
 
     /// `null`, if the cursor is on it.
@@ -326,54 +394,55 @@ impl<'a> Cursor<'a> {
     /// A JSON integer in `0..=u64::MAX` (no sign, no leading zero, no
     /// fraction or exponent: what follows is checked by the caller, which
     /// expects `,`, `}` or `]`).
-    #[inline]
+    #[inline(always)]
     fn uint(&mut self) -> Option<u64> {
-        const POW10: [u64; 9] = [
-            1,
-            10,
-            100,
-            1_000,
-            10_000,
-            100_000,
-            1_000_000,
-            10_000_000,
-            100_000_000,
-        ];
         let b = self.b;
         let start = self.i;
-        let mut i = start;
-        let mut v: u64 = 0;
-        // Up to eight digits at a time: their count from a mask of the
-        // bytes that are not digits, their value from the digits moved to
-        // the top of the word.
-        loop {
-            let x = word_padded(b, i) ^ (0x30 * ONES);
-            let not_digit = (x.wrapping_add(0x76 * ONES) | x) & HIGHS;
-            let k = if not_digit == 0 {
-                8
-            } else {
-                (not_digit.trailing_zeros() / 8) as usize
-            };
-            if k == 0 {
-                break;
+        // Eight digits at a time: their count from a mask of the bytes
+        // that are not digits, their value from the digits moved to the
+        // top of the word.
+        let x0 = word_padded(b, start) ^ (0x30 * ONES);
+        let nd0 = not_digits(x0);
+        if nd0 != 0 {
+            let k = (nd0.trailing_zeros() / 8) as usize;
+            // No digit, or a leading zero.
+            if k == 0 || (k > 1 && x0 & 0xff == 0) {
+                return None;
             }
-            let digits = eight_digit_values(if k == 8 { x } else { x << (64 - 8 * k) });
-            // Sixteen digits always fit; beyond, check.
-            v = if i - start + k <= 16 {
-                v * POW10[k] + digits
-            } else {
-                v.checked_mul(POW10[k])?.checked_add(digits)?
-            };
-            i += k;
-            if k < 8 {
-                break;
-            }
+            self.i = start + k;
+            return Some(leading_digits(x0, k));
         }
-        let n = i - start;
-        if n == 0 || (n > 1 && b[start] == b'0') {
+        if x0 & 0xff == 0 {
             return None;
         }
-        self.i = i;
+        let mut v = eight_digit_values(x0);
+        let x1 = word_padded(b, start + 8) ^ (0x30 * ONES);
+        let nd1 = not_digits(x1);
+        if nd1 != 0 {
+            let k = (nd1.trailing_zeros() / 8) as usize;
+            if k > 0 {
+                v = v * POW10[k] + leading_digits(x1, k);
+            }
+            self.i = start + 8 + k;
+            return Some(v);
+        }
+        // Sixteen digits always fit; beyond, check.
+        v = v * 100_000_000 + eight_digit_values(x1);
+        // Up to four more: nineteen always fit, twenty may not, more never.
+        let x2 = word_padded(b, start + 16) ^ (0x30 * ONES);
+        let nd2 = not_digits(x2);
+        let k = if nd2 == 0 {
+            8
+        } else {
+            (nd2.trailing_zeros() / 8) as usize
+        };
+        let v = match k {
+            0 => v,
+            1..=3 => v * POW10[k] + leading_digits(x2, k),
+            4 => v.checked_mul(10_000)?.checked_add(leading_digits(x2, 4))?,
+            _ => return None,
+        };
+        self.i = start + 16 + k;
         Some(v)
     }
 
@@ -464,7 +533,6 @@ fn fields<'a>(line: &'a [u8], offsets: &mut Vec<i64>, f: &mut Fields<'a>) -> Opt
             return None;
         }
         seen |= bit;
-        c.eat(b':')?;
         c.ws();
         macro_rules! opt {
             ($slot:expr, $read:ident) => {
@@ -617,6 +685,8 @@ mod tests {
             r#"[]"#,
             r#"{"type":"span","t0":5}"#,
             "{\"type\":\"span\",\"t\u{0}\":5}",
+            "{\"type\":\"span\",\"op\u{0}\u{0}\":5}",
+            "{\"type\":\"span\",\"\u{0}t\":5}",
             "{\"type\":\"span\",\"\":5}",
             r#"{"type":"grad_ready","step":1,"offsets_ns":[1]}"#,
             r#"{"type":"grad_ready","step":1,"t0":2,"offsets_ns":[1,]}"#,
@@ -639,6 +709,57 @@ mod tests {
         assert!(f.value.unwrap().is_nan());
         let f = p(r#"{"type":"log","t":1,"level":"info","message":"ünï ✓"}"#).unwrap();
         assert_eq!(f.message, Some("ünï ✓"));
+    }
+
+    #[test]
+    fn integers_of_every_length() {
+        let mut v: u64 = 0;
+        for digits in 1..=20u32 {
+            v = v * 10 + u64::from(digits % 10);
+            let line = format!(r#"{{"type":"span","start":{v},"end":{v}}}"#);
+            let f = p(&line).unwrap_or_else(|| panic!("{line}"));
+            assert_eq!(f.start, Some(v), "{line}");
+            let spaced = format!(r#"{{"type":"span","start":{v} ,"end":0}}"#);
+            assert_eq!(p(&spaced).and_then(|f| f.start), Some(v), "{spaced}");
+            if digits > 1 {
+                let zero = format!(r#"{{"type":"span","start":0{v}}}"#);
+                assert!(p(&zero).is_none(), "{zero}");
+            }
+        }
+        // Leading zeros after eight and sixteen digits are still digits.
+        let f = p(r#"{"type":"span","start":100000000000000000}"#).unwrap();
+        assert_eq!(f.start, Some(100_000_000_000_000_000));
+        assert!(p(r#"{"type":"span","start":00000000000000000}"#).is_none());
+    }
+
+    #[test]
+    fn strings_ascii_and_not() {
+        // Long and short, ASCII and not, the non-ASCII byte in the first
+        // word, a later word or the tail.
+        for name in [
+            "a",
+            "forward",
+            "layer.0.weight.grad",
+            "é",
+            "ü✓ and more text after",
+            "0123456789abcdef€",
+            "0123456789abcdefg€",
+        ] {
+            let line = format!(r#"{{"type":"span","kind":"forward","name":"{name}"}}"#);
+            assert_eq!(p(&line).and_then(|f| f.name), Some(name), "{line}");
+        }
+        // Invalid UTF-8 anywhere in a string is refused (serde_json then
+        // reports it).
+        for at in 0..20 {
+            let mut line = br#"{"type":"span","name":""#.to_vec();
+            line.extend(std::iter::repeat_n(b'a', at));
+            line.push(0xff);
+            line.extend_from_slice(br#"xyz"}"#);
+            assert!(parse(&line, &mut Vec::new()).is_none(), "byte at {at}");
+        }
+        // A key and its colon apart.
+        let f = p(r#"{"type" :"span","name"	: "x"}"#).unwrap();
+        assert_eq!(f.name, Some("x"));
     }
 
     #[test]

@@ -257,10 +257,6 @@ impl Span {
         self.start < t1 && (self.end > t0 || self.start >= t0)
     }
 
-    pub(crate) fn set_lane(&mut self, lane: LaneId) {
-        self.lane = lane;
-    }
-
     pub(crate) fn remap_syms(&mut self, map: &[Sym]) {
         self.name = self.name.map(|s| map[s.index()]);
         self.op = self.op.map(|s| map[s.index()]);
@@ -404,6 +400,17 @@ pub struct Lane {
 
 impl Lane {
     pub(crate) fn new(kind: LaneKind, name: String, spans: Vec<Span>) -> Lane {
+        Lane::with_id(kind, name, spans, None)
+    }
+
+    /// [`Lane::new`] that also sets every span's lane to `id`, in the same
+    /// pass.
+    pub(crate) fn with_id(
+        kind: LaneKind,
+        name: String,
+        spans: Vec<Span>,
+        id: Option<LaneId>,
+    ) -> Lane {
         let mut lane = Lane {
             kind,
             name,
@@ -411,17 +418,34 @@ impl Lane {
             max_duration: 0,
             end_max: i64::MIN,
         };
-        lane.finish();
+        lane.finish(id);
         lane
     }
 
-    /// Sorts the spans and computes the search bounds.
-    fn finish(&mut self) {
-        self.spans
-            .sort_by(|a, b| a.start.cmp(&b.start).then(b.end.cmp(&a.end)));
+    /// Sorts the spans (unless they already are: writers mostly emit them
+    /// in order) and computes the search bounds, in one pass over them when
+    /// they are in order.
+    fn finish(&mut self, id: Option<LaneId>) {
+        let order = |a: &Span, b: &Span| a.start.cmp(&b.start).then(b.end.cmp(&a.end));
+        let (mut sorted, mut max_duration, mut end_max) = (true, 0, i64::MIN);
+        let mut prev: Option<(i64, i64)> = None;
+        for s in &mut self.spans {
+            if let Some(id) = id {
+                s.lane = id;
+            }
+            if let Some((start, end)) = prev {
+                sorted &= start < s.start || (start == s.start && end >= s.end);
+            }
+            max_duration = max_duration.max(s.duration());
+            end_max = end_max.max(s.end);
+            prev = Some((s.start, s.end));
+        }
+        if !sorted {
+            self.spans.sort_by(order);
+        }
         self.spans.shrink_to_fit();
-        self.max_duration = self.spans.iter().map(Span::duration).max().unwrap_or(0);
-        self.end_max = self.spans.iter().map(|s| s.end).max().unwrap_or(i64::MIN);
+        self.max_duration = max_duration;
+        self.end_max = end_max;
     }
 
     pub(crate) fn spans_mut(&mut self) -> &mut [Span] {

@@ -266,7 +266,8 @@ fn load_path(path: &Path, options: &LoadOptions, cache: bool) -> Result<FileOutc
         inner: &file,
         bytes: 0,
     };
-    let outcome = parse_file(path, &mut input, options.fast_parser)?;
+    let len = file.metadata().ok().map(|m| m.len());
+    let outcome = parse_file(path, &mut input, len, options.fast_parser)?;
     if let (Some(slot), Some((rank, strings))) = (&slot, &outcome.parsed) {
         slot.store(&file, input.bytes, rank, strings, &outcome.warnings);
     }
@@ -289,7 +290,7 @@ pub fn load_from_readers<R: Read + Send>(
             .map_err(|_| io_error(&paths[i], std::io::Error::other("a reader thread panicked")))?
             .take();
         match input {
-            Some(r) => parse_file(&paths[i], r, true),
+            Some(r) => parse_file(&paths[i], r, None, true),
             None => Err(io_error(
                 &paths[i],
                 std::io::Error::other("input was already consumed"),
@@ -587,6 +588,42 @@ struct RawLine<'a> {
     status: Option<Str<'a>>,
 }
 
+impl RawLine<'_> {
+    /// The fields, borrowed, as [`fastparse`] hands them over.
+    fn fields(&self) -> Fields<'_> {
+        Fields {
+            ty: self.ty.as_deref(),
+            kind: self.kind.as_deref(),
+            step: self.step,
+            start: self.start,
+            end: self.end,
+            queued: self.queued,
+            name: self.name.as_deref(),
+            lane: self.lane.as_deref(),
+            bucket: self.bucket,
+            bytes: self.bytes,
+            params: self.params,
+            seq: self.seq,
+            op: self.op.as_deref(),
+            algo: self.algo.as_deref(),
+            transport: self.transport.as_deref(),
+            peer: self.peer,
+            dtype: self.dtype.as_deref(),
+            device: self.device,
+            stream: self.stream,
+            category: self.category.as_deref(),
+            correlation: self.correlation,
+            t: self.t,
+            value: self.value,
+            level: self.level.as_deref(),
+            message: self.message.as_deref(),
+            status: self.status.as_deref(),
+            t0: None,
+            has_offsets: false,
+        }
+    }
+}
+
 /// A present `value`: a number, or `null` for NaN.
 fn present_f64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
     Ok(Some(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN)))
@@ -708,13 +745,22 @@ fn utf8_error(e: std::str::Utf8Error) -> serde_json::Error {
     ))
 }
 
-fn parse_file<R: Read>(path: &Path, input: R, fast: bool) -> Result<FileOutcome, Error> {
+/// Parses one trace file; `len` (the file's length, when known) sizes the
+/// span lists as the file goes on.
+fn parse_file<R: Read>(
+    path: &Path,
+    input: R,
+    len: Option<u64>,
+    fast: bool,
+) -> Result<FileOutcome, Error> {
     let mut reader = LineReader::new(input);
     let mut lineno = 0u64;
     let mut builder: Option<Builder> = None;
     let mut warnings = Vec::new();
+    let mut pos = 0u64;
     while let Some((raw, complete)) = reader.next_line().map_err(|e| io_error(path, e))? {
         lineno += 1;
+        pos += raw.len() as u64 + u64::from(complete);
         let bytes = trim(raw);
         if bytes.is_empty() {
             continue;
@@ -728,6 +774,7 @@ fn parse_file<R: Read>(path: &Path, input: R, fast: bool) -> Result<FileOutcome,
                 Ok((mut b, w)) => {
                     warnings.extend(w);
                     b.fast = fast;
+                    b.len = len;
                     builder = Some(b);
                     continue;
                 }
@@ -736,6 +783,7 @@ fn parse_file<R: Read>(path: &Path, input: R, fast: bool) -> Result<FileOutcome,
                 Err(LineError::Fatal(e)) => return Err(*e),
             }
         };
+        b.pos = pos;
         match b.line(lineno, bytes) {
             Ok(()) => {}
             Err(LineError::Json(_)) if !complete => {
@@ -904,6 +952,26 @@ fn check_buckets(buckets: &[BucketInfo], params: usize) -> Result<(), String> {
     Ok(())
 }
 
+/// How many more spans to make room for in a full lane of `len` spans,
+/// `pos` bytes into a file of `file_len`: the lane's share of the file so
+/// far, extrapolated to the whole file (plus a little), so that a lane is
+/// reallocated a few times rather than once per doubling. Without a length,
+/// or near the end, it doubles.
+fn growth(len: usize, pos: u64, file_len: Option<u64>) -> usize {
+    let doubling = len.max(64);
+    let Some(file_len) = file_len else {
+        return doubling;
+    };
+    if pos == 0 || pos >= file_len || len < 1024 {
+        return doubling;
+    }
+    let expected = (len as f64 * (file_len as f64 / pos as f64) * 1.05) as usize;
+    // At least a quarter more, at most eight times as many.
+    expected
+        .saturating_sub(len)
+        .clamp(len / 4, len.saturating_mul(8))
+}
+
 /// A lane being filled.
 struct LaneBuild {
     kind: LaneKind,
@@ -942,6 +1010,10 @@ struct Builder {
     fast: bool,
     /// `offsets_ns` of the last `grad_ready` line read by [`fastparse`].
     offsets: Vec<i64>,
+    /// The file's length, when known.
+    len: Option<u64>,
+    /// Bytes of the file read so far (up to the current line's end).
+    pos: u64,
 }
 
 impl Builder {
@@ -982,6 +1054,8 @@ impl Builder {
             truncated: false,
             fast: true,
             offsets: Vec::new(),
+            len: None,
+            pos: 0,
         }
     }
 
@@ -1000,6 +1074,7 @@ impl Builder {
     }
 
     /// A timestamp of this rank moved onto rank 0's timeline.
+    #[inline]
     fn shift(&self, line: u64, record: &str, t: u64) -> Result<i64, LineError> {
         i64::try_from(t)
             .ok()
@@ -1013,6 +1088,7 @@ impl Builder {
             })
     }
 
+    #[inline]
     fn step(&self, line: u64, record: &str, step: Option<u64>) -> Result<Option<u32>, LineError> {
         match step {
             None => Ok(None),
@@ -1038,7 +1114,7 @@ impl Builder {
 
     /// [`Builder::sym`] through a one-entry cache per span field: spans
     /// in a row mostly repeat their op, transport, dtype...
-    #[inline]
+    #[inline(always)]
     fn cached_sym(
         &mut self,
         slot: usize,
@@ -1051,14 +1127,21 @@ impl Builder {
                 return Ok(Some(*sym));
             }
         }
+        self.cached_sym_miss(slot, line, s).map(Some)
+    }
+
+    /// [`Builder::cached_sym`] for a string other than the slot's last.
+    #[inline(never)]
+    fn cached_sym_miss(&mut self, slot: usize, line: u64, s: &str) -> Result<Sym, LineError> {
         let sym = self.sym(line, s)?;
         let (text, cached) = &mut self.last_syms[slot];
         text.clear();
         text.push_str(s);
         *cached = Some(sym);
-        Ok(Some(sym))
+        Ok(sym)
     }
 
+    #[inline]
     fn args_sym(
         &mut self,
         line: u64,
@@ -1095,6 +1178,7 @@ impl Builder {
         Ok(id)
     }
 
+    #[inline]
     fn lane(&mut self, line: u64, kind: LaneKind) -> Result<LaneId, LineError> {
         let slot = match kind {
             LaneKind::Compute => 0,
@@ -1134,7 +1218,7 @@ impl Builder {
             let mut offsets = std::mem::take(&mut self.offsets);
             let mut f = Fields::default();
             let done = if fastparse::parse(bytes, &mut offsets, &mut f) {
-                self.fast_line(line, f, &offsets)
+                self.fast_line(line, &f, &offsets)
             } else {
                 None
             };
@@ -1154,12 +1238,9 @@ impl Builder {
     fn fast_line<'a>(
         &mut self,
         line: u64,
-        f: Fields<'a>,
+        f: &Fields<'a>,
         offsets: &[i64],
     ) -> Option<Result<(), LineError>> {
-        fn s(v: Option<&str>) -> Option<Str<'_>> {
-            v.map(|v| Str(Cow::Borrowed(v)))
-        }
         let ty = f.ty?;
         if ty == "grad_ready" {
             let r = self.grad_ready(line, f.step?, f.t0?, offsets.into());
@@ -1168,36 +1249,7 @@ impl Builder {
             }
             return Some(r);
         }
-        let raw = RawLine {
-            ty: None,
-            kind: s(f.kind),
-            step: f.step,
-            start: f.start,
-            end: f.end,
-            queued: f.queued,
-            name: s(f.name),
-            lane: s(f.lane),
-            bucket: f.bucket,
-            bytes: f.bytes,
-            params: f.params,
-            seq: f.seq,
-            op: s(f.op),
-            algo: s(f.algo),
-            transport: s(f.transport),
-            peer: f.peer,
-            dtype: s(f.dtype),
-            device: f.device,
-            stream: f.stream,
-            category: s(f.category),
-            correlation: f.correlation,
-            args: None,
-            t: f.t,
-            value: f.value,
-            level: s(f.level),
-            message: s(f.message),
-            status: s(f.status),
-        };
-        Some(self.record(line, ty, raw, ""))
+        Some(self.record(line, ty, f, None, ""))
     }
 
     fn grad_ready(
@@ -1219,7 +1271,7 @@ impl Builder {
     }
 
     fn serde_line(&mut self, line: u64, text: &str) -> Result<(), LineError> {
-        let mut raw: RawLine<'_> = match serde_json::from_str(text) {
+        let raw: RawLine<'_> = match serde_json::from_str(text) {
             Ok(r) => r,
             Err(e) => {
                 // A record of a newer type may reuse a field name with
@@ -1235,14 +1287,14 @@ impl Builder {
                 return Err(LineError::Json(e));
             }
         };
-        let Some(ty) = raw.ty.take() else {
+        let Some(ty) = raw.ty.as_deref() else {
             return Err(self.invalid(
                 line,
                 "untyped",
                 "the record has no \"type\" field".to_owned(),
             ));
         };
-        self.record(line, &ty, raw, text)
+        self.record(line, ty, &raw.fields(), raw.args, text)
     }
 
     /// Checks a parsed line of type `ty` and adds it to the model. `text`
@@ -1251,18 +1303,19 @@ impl Builder {
         &mut self,
         line: u64,
         ty: &str,
-        raw: RawLine<'_>,
+        raw: &Fields<'_>,
+        args: Option<&RawValue>,
         text: &str,
     ) -> Result<(), LineError> {
         match ty {
-            "span" => self.span(line, raw)?,
+            "span" => self.span(line, raw, args)?,
             "instant" => {
                 let name = raw.name.ok_or_else(|| self.missing(line, ty, "name"))?;
                 let t = raw.t.ok_or_else(|| self.missing(line, ty, "t"))?;
                 let t = self.shift(line, ty, t)?;
                 let step = self.step(line, ty, raw.step)?.map(u64::from);
-                let name = self.sym(line, &name)?;
-                let args = self.args_sym(line, ty, raw.args)?;
+                let name = self.sym(line, name)?;
+                let args = self.args_sym(line, ty, args)?;
                 self.instants.push(InstantEvent {
                     t,
                     step,
@@ -1275,7 +1328,7 @@ impl Builder {
                 let t = raw.t.ok_or_else(|| self.missing(line, ty, "t"))?;
                 let value = raw.value.ok_or_else(|| self.missing(line, ty, "value"))?;
                 let t = self.shift(line, ty, t)?;
-                let name = self.sym(line, &name)?;
+                let name = self.sym(line, name)?;
                 self.counters.push(CounterSample { t, name, value });
             }
             "log" => {
@@ -1287,8 +1340,8 @@ impl Builder {
                 let t = self.shift(line, ty, t)?;
                 self.logs.push(LogEntry {
                     t,
-                    level: LogLevel::parse(&level),
-                    message: (*message).into(),
+                    level: LogLevel::parse(level),
+                    message: message.into(),
                 });
             }
             "end" => {
@@ -1297,8 +1350,8 @@ impl Builder {
                 let t = self.shift(line, ty, t)?;
                 self.end = Some(EndInfo {
                     t,
-                    status: status.into_owned(),
-                    message: raw.message.map(Str::into_owned),
+                    status: status.to_owned(),
+                    message: raw.message.map(str::to_owned),
                 });
             }
             "grad_ready" => {
@@ -1337,12 +1390,14 @@ impl Builder {
         Ok(())
     }
 
-    fn span(&mut self, line: u64, r: RawLine<'_>) -> Result<(), LineError> {
+    fn span(
+        &mut self,
+        line: u64,
+        r: &Fields<'_>,
+        args: Option<&RawValue>,
+    ) -> Result<(), LineError> {
         const TY: &str = "span";
-        let kind_text = r
-            .kind
-            .as_deref()
-            .ok_or_else(|| self.missing(line, TY, "kind"))?;
+        let kind_text = r.kind.ok_or_else(|| self.missing(line, TY, "kind"))?;
         let start = r.start.ok_or_else(|| self.missing(line, TY, "start"))?;
         let end = r.end.ok_or_else(|| self.missing(line, TY, "end"))?;
         if end < start {
@@ -1363,14 +1418,14 @@ impl Builder {
         let extra = SpanExtra {
             kind_name,
             params: r.params,
-            transport: self.cached_sym(SLOT_TRANSPORT, line, r.transport.as_deref())?,
-            algo: self.cached_sym(SLOT_ALGO, line, r.algo.as_deref())?,
-            dtype: self.cached_sym(SLOT_DTYPE, line, r.dtype.as_deref())?,
+            transport: self.cached_sym(SLOT_TRANSPORT, line, r.transport)?,
+            algo: self.cached_sym(SLOT_ALGO, line, r.algo)?,
+            dtype: self.cached_sym(SLOT_DTYPE, line, r.dtype)?,
             peer: r.peer,
             device: r.device,
             stream: r.stream,
             correlation: r.correlation,
-            args: self.args_sym(line, TY, r.args)?,
+            args: self.args_sym(line, TY, args)?,
         };
         let last = &mut self.last_extra[kind as usize];
         let extra = if extra.is_empty() {
@@ -1395,7 +1450,7 @@ impl Builder {
             self.last_extra[kind as usize] = Some((extra, id));
             Some(id)
         };
-        let lane = match r.lane.as_deref() {
+        let lane = match r.lane {
             Some(name) => match LaneKind::from_key(name) {
                 Some(k) => self.lane(line, k)?,
                 None => self.custom_lane(line, name)?,
@@ -1410,14 +1465,18 @@ impl Builder {
             seq: r.seq,
             step,
             bucket: r.bucket,
-            name: self.cached_sym(SLOT_NAME, line, r.name.as_deref())?,
-            op: self.cached_sym(SLOT_OP, line, r.op.as_deref())?,
+            name: self.cached_sym(SLOT_NAME, line, r.name)?,
+            op: self.cached_sym(SLOT_OP, line, r.op)?,
             extra,
             lane,
             kind,
-            category: r.category.as_deref().map(KernelCategory::parse),
+            category: r.category.map(KernelCategory::parse),
         });
-        self.lanes[usize::from(lane)].spans.push(span);
+        let spans = &mut self.lanes[usize::from(lane)].spans;
+        if spans.len() == spans.capacity() {
+            spans.reserve(growth(spans.len(), self.pos, self.len));
+        }
+        spans.push(span);
         Ok(())
     }
 
@@ -1445,13 +1504,10 @@ impl Builder {
         let lanes: Vec<Lane> = lanes
             .into_iter()
             .enumerate()
-            .map(|(new, (_, mut l))| {
+            .map(|(new, (old, l))| {
                 // At most 65536 lanes were created, so `new` fits.
                 let id = LaneId::try_from(new).unwrap_or(LaneId::MAX);
-                for s in &mut l.spans {
-                    s.set_lane(id);
-                }
-                Lane::new(l.kind, l.name, l.spans)
+                Lane::with_id(l.kind, l.name, l.spans, (old != new).then_some(id))
             })
             .collect();
         let mut layouts = self.layouts;
@@ -1517,6 +1573,21 @@ mod tests {
             .collect();
             assert_eq!(got, want, "capacity {cap}");
         }
+    }
+
+    #[test]
+    fn lanes_grow_by_the_share_of_the_file_read() {
+        // Without a length, or early, or at the end: doubling.
+        assert_eq!(growth(0, 0, None), 64);
+        assert_eq!(growth(5000, 100, None), 5000);
+        assert_eq!(growth(100, 10, Some(1000)), 100);
+        assert_eq!(growth(5000, 1000, Some(1000)), 5000);
+        // A fifth of the file gave 10,000 spans: room for about 42,500 more.
+        let more = growth(10_000, 2_000, Some(10_000));
+        assert!((40_000..=45_000).contains(&more), "{more}");
+        // Bounded: a quarter more at least, eight times as many at most.
+        assert_eq!(growth(10_000, 9_999, Some(10_000)), 2_500);
+        assert_eq!(growth(10_000, 1, Some(1 << 40)), 80_000);
     }
 
     #[test]

@@ -279,3 +279,68 @@ fn missing_inputs_say_what_was_expected() {
     assert!(matches!(err, Error::NotFound { .. }), "{err}");
     assert!(err.to_string().contains("does not exist"), "{err}");
 }
+
+#[test]
+fn invalid_utf8_in_a_string_is_an_error_naming_file_and_line() {
+    let mut text = to_bytes(&[
+        Record::Header(header("utf8", 0, 1, 0)),
+        Record::Span(SpanRecord::new(SpanKind::Forward, 0, T0 + 1, T0 + 2).name("ünï ✓")),
+    ]);
+    // A third line whose name holds a byte that is not UTF-8, then a valid
+    // one after it (so it is not the cut-off last line).
+    let bad = format!(
+        r#"{{"type":"span","kind":"backward","step":0,"start":{},"end":{},"name":"ab"#,
+        T0 + 2,
+        T0 + 3
+    );
+    text.extend_from_slice(bad.as_bytes());
+    text.extend_from_slice(b"\xff\xfe\"}\n");
+    text.extend_from_slice(
+        format!(
+            r#"{{"type":"span","kind":"optimizer","step":0,"start":{},"end":{}}}"#,
+            T0 + 3,
+            T0 + 4
+        )
+        .as_bytes(),
+    );
+    text.push(b'\n');
+    let err = load_text(&text).unwrap_err();
+    match &err {
+        Error::InvalidRecord {
+            path,
+            line,
+            problem,
+            ..
+        } => {
+            assert!(path.ends_with("rank-0.jsonl"), "{err}");
+            assert_eq!(*line, 3, "{err}");
+            assert!(problem.contains("UTF-8"), "{err}");
+        }
+        other => panic!("unexpected error: {other}"),
+    }
+    assert!(err.to_string().contains("rank-0.jsonl:3"), "{err}");
+}
+
+#[test]
+fn non_ascii_names_load_through_the_fast_path() {
+    let names = [
+        "é",
+        "ü✓ and more text after it",
+        "0123456789abcdef€",
+        "日本語",
+    ];
+    let mut records = vec![Record::Header(header("names", 0, 1, 0))];
+    for (i, n) in names.iter().enumerate() {
+        let t = T0 + 10 * i as u64;
+        records.push(Record::Span(
+            SpanRecord::new(SpanKind::User, 0, t, t + 5).name(*n),
+        ));
+    }
+    let (run, _) = load_text(&to_bytes(&records)).unwrap();
+    let got: Vec<&str> = run.ranks[0]
+        .spans()
+        .filter_map(|s| s.name())
+        .map(|s| run.str(s))
+        .collect();
+    assert_eq!(got, names);
+}

@@ -600,3 +600,47 @@ fn synthetic_run_has_the_expected_structure() {
     };
     assert!(wait(0) > wait(2));
 }
+
+#[test]
+fn lanes_in_order_and_out_of_order_load_alike() {
+    // (start, end) of comm-lane spans: in order, then the same shuffled,
+    // with ties (same start: the longer first).
+    let spans: [(u64, u64); 6] = [(0, 9), (0, 4), (2, 3), (5, 8), (5, 6), (7, 30)];
+    let shuffled = [spans[3], spans[1], spans[5], spans[0], spans[4], spans[2]];
+    let load = |list: &[(u64, u64)]| {
+        let mut records = vec![Record::Header(header("order", 0, 1, 0))];
+        // A step first so that the compute lane exists and the lanes are
+        // renumbered into display order.
+        records.push(Record::Span(SpanRecord::new(
+            SpanKind::Step,
+            0,
+            T0,
+            T0 + 40,
+        )));
+        for &(s, e) in list {
+            records.push(Record::Span(SpanRecord::new(
+                SpanKind::Writeback,
+                0,
+                T0 + s,
+                T0 + e,
+            )));
+        }
+        let (run, _) = load_records(&[records]).unwrap();
+        run
+    };
+    for run in [load(&spans), load(&shuffled)] {
+        let rank = &run.ranks[0];
+        let id = rank.lane_id(LaneKind::Comm).unwrap();
+        let lane = rank.lane(id).unwrap();
+        let got: Vec<(i64, i64)> = lane
+            .spans()
+            .iter()
+            .map(|s| (s.start() - T0 as i64, s.end() - T0 as i64))
+            .collect();
+        let want: Vec<(i64, i64)> = spans.iter().map(|&(s, e)| (s as i64, e as i64)).collect();
+        assert_eq!(got, want);
+        assert!(lane.spans().iter().all(|s| s.lane() == id));
+        assert_eq!(lane.max_duration(), 23);
+        assert_eq!(lane.time_range(), Some((T0 as i64, T0 as i64 + 30)));
+    }
+}

@@ -64,13 +64,73 @@ const NONE: i64 = i64::MIN;
 /// duration, exposed time (one write stream per bucket, not five).
 type Row = [i64; 5];
 
+/// A [`Row`] in half the memory, while every value fits: [`NONE`] is
+/// `i32::MIN`, other values must lie in `i32::MIN + 1..=i32::MAX` (about
+/// ±2.1 s or 2 GiB, what calls usually take and move).
+type SmallRow = [i32; 5];
+
+/// A [`Row`] as a [`SmallRow`], if every value fits.
+fn small_row(row: &Row) -> Option<SmallRow> {
+    let mut out = [i32::MIN; 5];
+    for (o, &v) in out.iter_mut().zip(row) {
+        if v != NONE {
+            *o = i32::try_from(v).ok().filter(|&x| x != i32::MIN)?;
+        }
+    }
+    Some(out)
+}
+
+/// A [`SmallRow`]'s values.
+fn wide_row(row: &SmallRow) -> Row {
+    row.map(|v| if v == i32::MIN { NONE } else { i64::from(v) })
+}
+
+/// The calls of one bucket: small rows until a value needs 64 bits, then
+/// all rows wide.
+#[derive(Default)]
+struct Rows {
+    small: Vec<SmallRow>,
+    wide: Vec<Row>,
+}
+
+impl Rows {
+    fn push(&mut self, row: Row) {
+        if self.wide.is_empty() {
+            if let Some(r) = small_row(&row) {
+                self.small.push(r);
+                return;
+            }
+            self.wide = self.small.iter().map(wide_row).collect();
+            self.small = Vec::new();
+        }
+        self.wide.push(row);
+    }
+
+    fn len(&self) -> usize {
+        self.small.len() + self.wide.len()
+    }
+
+    /// Column `k` of every row, absent values left out, into `out`.
+    fn column(&self, k: usize, out: &mut Vec<i64>) {
+        out.clear();
+        out.extend(
+            self.small
+                .iter()
+                .map(|r| r[k])
+                .filter(|&v| v != i32::MIN)
+                .map(i64::from),
+        );
+        out.extend(self.wide.iter().map(|r| r[k]).filter(|&v| v != NONE));
+    }
+}
+
 #[derive(Default)]
 struct Acc {
     bucket: u32,
     ops: Vec<(Option<Sym>, u64)>,
     sum_bytes: u128,
     sum_dur: i128,
-    rows: Vec<Row>,
+    rows: Rows,
     exposed_total: i64,
     skew: Vec<i64>,
     /// A call's rank and step, to find the bucket's layout.
@@ -140,8 +200,7 @@ impl BucketTable {
                     .map_or("unknown", |s| run.str(s))
                     .to_owned();
                 let mut dist = |k: usize| {
-                    col.clear();
-                    col.extend(a.rows.iter().map(|r| r[k]).filter(|&v| v != NONE));
+                    a.rows.column(k, &mut col);
                     Dist::of_i64(&mut col)
                 };
                 let bytes_dist = dist(0);
@@ -180,5 +239,32 @@ impl BucketTable {
                 }
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_widen_when_a_value_needs_64_bits() {
+        let mut rows = Rows::default();
+        rows.push([4, NONE, 2, 3, 0]);
+        rows.push([i64::from(i32::MAX), -5, NONE, 1, 0]);
+        assert!(rows.wide.is_empty());
+        // i32::MIN stands for "absent" in small rows, so it widens too.
+        rows.push([1, i64::from(i32::MIN), 0, 0, 0]);
+        assert!(rows.small.is_empty());
+        rows.push([1 << 40, 0, 0, 0, i64::MAX]);
+        assert_eq!(rows.len(), 4);
+        let mut col = Vec::new();
+        rows.column(0, &mut col);
+        assert_eq!(col, vec![4, i64::from(i32::MAX), 1, 1 << 40]);
+        rows.column(1, &mut col);
+        assert_eq!(col, vec![-5, i64::from(i32::MIN), 0]);
+        rows.column(2, &mut col);
+        assert_eq!(col, vec![2, 0, 0]);
+        rows.column(4, &mut col);
+        assert_eq!(col, vec![0, 0, 0, i64::MAX]);
     }
 }

@@ -133,6 +133,18 @@ fn run_reports_the_failing_rank_and_propagates_its_exit_code() {
 /// Runs a 2-rank job of `script` (sh) through `ddp-probe run`, then `ddp-probe explain --json`
 /// on it; returns the exit code of the run and the first finding's (category, ranks).
 fn run_then_explain(dir: &Path, script: &str, extra: &[&str]) -> (Option<i32>, String, Vec<u64>) {
+    let (code, report) = run_then_explain_report(dir, script, extra);
+    let first = &report["findings"][0];
+    let category = first["category"].as_str().unwrap_or_default().to_owned();
+    let ranks = first["ranks"]
+        .as_array()
+        .map(|r| r.iter().filter_map(Value::as_u64).collect())
+        .unwrap_or_default();
+    (code, category, ranks)
+}
+
+/// As [`run_then_explain`], returning the whole `explain --json` report.
+fn run_then_explain_report(dir: &Path, script: &str, extra: &[&str]) -> (Option<i32>, Value) {
     let mut args = vec![
         "run",
         "--nproc-per-node",
@@ -152,13 +164,20 @@ fn run_then_explain(dir: &Path, script: &str, extra: &[&str]) -> (Option<i32>, S
         text(&explain.stderr)
     );
     let report: Value = serde_json::from_slice(&explain.stdout).unwrap();
-    let first = &report["findings"][0];
-    let category = first["category"].as_str().unwrap_or_default().to_owned();
-    let ranks = first["ranks"]
-        .as_array()
-        .map(|r| r.iter().filter_map(Value::as_u64).collect())
-        .unwrap_or_default();
-    (run.status.code(), category, ranks)
+    (run.status.code(), report)
+}
+
+/// The `kill_evidence` the launcher recorded in rank `rank`'s end.
+fn kill_evidence(dir: &Path, rank: usize) -> Value {
+    let text = std::fs::read_to_string(dir.join("runs/latest/manifest.json")).unwrap();
+    let m: Value = serde_json::from_str(&text).unwrap();
+    m["ranks"][rank]["end"]["kill_evidence"].clone()
+}
+
+/// Whether the host has the host-wide OOM-kill counter (Linux 4.13 and later).
+fn host_counts_oom_kills() -> bool {
+    std::fs::read_to_string("/proc/vmstat")
+        .is_ok_and(|t| t.lines().any(|l| l.starts_with("oom_kill ")))
 }
 
 #[test]
@@ -175,15 +194,53 @@ fn explain_names_the_cause_of_each_launcher_failure() {
     assert_eq!(code, Some(3));
     assert_eq!((category.as_str(), ranks), ("rank_crashed", vec![1]));
 
-    // A rank killed by SIGKILL with no word of its own: the host's OOM killer is the usual cause.
+    // A rank killed by SIGKILL from outside (kill -9): the launcher reads the OOM-kill
+    // counters at its start and its death; unchanged, they prove it was not the OOM killer.
     let dir = tempfile::tempdir().unwrap();
-    let (code, category, ranks) = run_then_explain(
+    let (code, report) = run_then_explain_report(
         dir.path(),
-        "if [ \"$RANK\" = 1 ]; then kill -9 $$; fi; sleep 30",
+        "if [ \"$RANK\" = 1 ]; then sleep 0.5; kill -9 $$; fi; sleep 30",
         &[],
     );
     assert_eq!(code, Some(137));
-    assert_eq!((category.as_str(), ranks), ("host_oom_killed", vec![1]));
+    let evidence = kill_evidence(dir.path(), 1);
+    let counters = evidence["oom_kill_counters"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let first = &report["findings"][0];
+    let explanation = first["explanation"].as_str().unwrap_or_default();
+    if host_counts_oom_kills() {
+        assert!(
+            !counters.is_empty(),
+            "the counters are recorded: {evidence}"
+        );
+        assert_eq!(
+            (first["category"].as_str(), first["ranks"].clone()),
+            (Some("rank_crashed"), serde_json::json!([1])),
+            "{report:#}"
+        );
+        assert!(
+            explanation.contains(
+                "rank 1 was killed by SIGKILL from outside the process (kill -9, a scheduler's \
+                 preemption or a timeout); the out-of-memory killer did not act ("
+            ) && explanation.contains("oom_kill unchanged)"),
+            "{explanation}"
+        );
+    } else {
+        eprintln!(
+            "no oom_kill counter in /proc/vmstat here: expecting the unconfirmed OOM verdict"
+        );
+        assert_eq!(
+            first["category"].as_str(),
+            Some("host_oom_killed"),
+            "{report:#}"
+        );
+        assert!(
+            explanation.contains("could not be confirmed"),
+            "{explanation}"
+        );
+    }
 
     // A hang: rank 0 queued all_reduce seq 5 and waits; rank 1 never gets there.
     let dir = tempfile::tempdir().unwrap();
@@ -196,4 +253,131 @@ fn explain_names_the_cause_of_each_launcher_failure() {
     assert_eq!(code, Some(124));
     assert_eq!(category, "collective_timeout");
     assert_eq!(ranks, vec![1], "the rank behind is named");
+}
+
+/// A memory cgroup made for one test, removed when dropped.
+struct TestCgroup {
+    dir: std::path::PathBuf,
+}
+
+impl TestCgroup {
+    /// A child of this process's memory cgroup limited to `bytes` (cgroup v1's memory
+    /// controller, or cgroup v2 where this process's cgroup delegates `memory`); `Err` says
+    /// why none could be made.
+    fn create(bytes: u64) -> Result<TestCgroup, String> {
+        let own = std::fs::read_to_string("/proc/self/cgroup").map_err(|e| e.to_string())?;
+        let name = format!("ddp-probe-oom-test-{}", std::process::id());
+        let mut tried = Vec::new();
+        for line in own.lines() {
+            let mut parts = line.splitn(3, ':');
+            let (_, controllers, path) = match (parts.next(), parts.next(), parts.next()) {
+                (Some(a), Some(b), Some(c)) => (a, b, c),
+                _ => continue,
+            };
+            let (base, limit_file) = if controllers.split(',').any(|c| c == "memory") {
+                ("/sys/fs/cgroup/memory", "memory.limit_in_bytes")
+            } else if controllers.is_empty() {
+                let v2 = if Path::new("/sys/fs/cgroup/cgroup.controllers").is_file() {
+                    "/sys/fs/cgroup"
+                } else {
+                    "/sys/fs/cgroup/unified"
+                };
+                (v2, "memory.max")
+            } else {
+                continue;
+            };
+            let parent = Path::new(base).join(path.trim_start_matches('/'));
+            let dir = parent.join(&name);
+            if let Err(e) = std::fs::create_dir(&dir) {
+                tried.push(format!("{}: {e}", dir.display()));
+                continue;
+            }
+            let cg = TestCgroup { dir };
+            match std::fs::write(cg.dir.join(limit_file), bytes.to_string()) {
+                Ok(()) => {
+                    // No swap to escape to (absent files are fine).
+                    let _ = std::fs::write(cg.dir.join("memory.swap.max"), "0");
+                    let _ = std::fs::write(
+                        cg.dir.join("memory.memsw.limit_in_bytes"),
+                        bytes.to_string(),
+                    );
+                    return Ok(cg);
+                }
+                Err(e) => tried.push(format!("{}: {e}", cg.dir.join(limit_file).display())),
+            }
+        }
+        Err(if tried.is_empty() {
+            "no memory cgroup found".to_owned()
+        } else {
+            tried.join("; ")
+        })
+    }
+}
+
+impl Drop for TestCgroup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+#[test]
+fn a_rank_killed_by_the_oom_killer_is_named_with_the_kernels_evidence() {
+    // Rank 1 moves itself into a cgroup limited to 64 MiB, waits for the launcher to see it
+    // there, and becomes `tail /dev/zero`, which holds an ever longer line in memory.
+    let cg = match TestCgroup::create(64 << 20) {
+        Ok(cg) => cg,
+        Err(why) => {
+            eprintln!("skipped: no writable memory cgroup to make a real OOM kill in ({why})");
+            return;
+        }
+    };
+    let procs = cg.dir.join("cgroup.procs");
+    let script = format!(
+        "if [ \"$RANK\" = 1 ]; then echo $$ > '{}' || exit 9; sleep 1; exec tail /dev/zero; fi; sleep 30",
+        procs.display()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let (code, report) = run_then_explain_report(dir.path(), &script, &[]);
+    assert_eq!(code, Some(137), "{report:#}");
+    let evidence = kill_evidence(dir.path(), 1);
+    let own = evidence["oom_kill_counters"]
+        .as_array()
+        .and_then(|c| {
+            c.iter().find(|c| {
+                c["file"]
+                    .as_str()
+                    .is_some_and(|f| f.contains("ddp-probe-oom-test-"))
+            })
+        })
+        .cloned()
+        .unwrap_or_else(|| panic!("the rank's own cgroup counter is recorded: {evidence:#}"));
+    assert_eq!(own["scope"], "cgroup", "{own}");
+    assert!(
+        own["at_death"].as_u64() > own["at_start"].as_u64(),
+        "the kernel counted the kill: {own}"
+    );
+    assert!(
+        evidence["last_memory"]["rss_kib"].as_u64().is_some(),
+        "the last memory sample is recorded: {evidence:#}"
+    );
+    let first = &report["findings"][0];
+    assert_eq!(
+        (first["category"].as_str(), first["ranks"].clone()),
+        (Some("host_oom_killed"), serde_json::json!([1])),
+        "{report:#}"
+    );
+    assert_eq!(
+        first["title"].as_str(),
+        Some("rank 1 was killed by the out-of-memory killer")
+    );
+    let explanation = first["explanation"].as_str().unwrap_or_default();
+    if evidence["kernel_log_read"] == true {
+        assert!(
+            explanation.contains("the kernel log names its pid"),
+            "{explanation}"
+        );
+    } else {
+        assert!(explanation.contains("oom_kill rose from"), "{explanation}");
+    }
+    drop(cg);
 }

@@ -95,6 +95,52 @@ fn first_failure(run: &Path) -> (u64, String) {
     )
 }
 
+/// What `explain` must say about rank `rank`'s SIGKILL, given the evidence the launcher recorded
+/// at its death: `rank_crashed` "from outside" when the deciding OOM-kill counters (the rank's
+/// own cgroup's, else any) were readable and none rose; `host_oom_killed` otherwise. Where the
+/// host counts OOM kills (`/proc/vmstat`, Linux 4.13 and later) a counter must have been read.
+fn expected_kill_verdict(run: &Path, rank: u64) -> (&'static str, &'static str) {
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run.join("manifest.json")).unwrap()).unwrap();
+    let ev = &manifest["ranks"][rank as usize]["end"]["kill_evidence"];
+    let counters = ev["oom_kill_counters"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let readable = |c: &&serde_json::Value| c["at_death"].is_u64();
+    let own = counters
+        .iter()
+        .filter(readable)
+        .filter(|c| c["scope"] == "cgroup")
+        .collect::<Vec<_>>();
+    let decisive = if own.is_empty() {
+        counters.iter().filter(readable).collect()
+    } else {
+        own
+    };
+    let host_counts = std::fs::read_to_string("/proc/vmstat")
+        .is_ok_and(|t| t.lines().any(|l| l.starts_with("oom_kill ")));
+    assert!(
+        !decisive.is_empty() || !host_counts,
+        "the launcher recorded no readable OOM-kill counter: {ev}"
+    );
+    if decisive.is_empty() {
+        eprintln!("no OOM-kill counter was readable here: expecting the unconfirmed verdict");
+        ("host_oom_killed", "could not be confirmed")
+    } else if decisive
+        .iter()
+        .any(|c| c["at_death"].as_u64() > c["at_start"].as_u64())
+    {
+        eprintln!("an OOM kill happened on this host during the run: {ev}");
+        ("host_oom_killed", "oom_kill rose")
+    } else {
+        (
+            "rank_crashed",
+            "from outside the process (kill -9, a scheduler",
+        )
+    }
+}
+
 /// Loads the run's traces with probe's reader: every rank's trace must load (a cut last line
 /// is allowed and reported as a warning). Returns, per rank, the highest step of any span and
 /// whether the trace has its `end` record.
@@ -215,11 +261,15 @@ fn kill_and_resume(fault: &str, rank: u64) -> (tempfile::TempDir, PathBuf) {
     assert_eq!(failed, rank, "the killed rank fails first: {how}");
     assert!(how.contains("SIGKILL"), "{how}");
     let (first, all) = first_finding(dir.path(), &run);
+    // The fault hook's kill -9 leaves the OOM-kill counters the launcher reads at the rank's
+    // start and death unchanged: the diagnosis says the SIGKILL came from outside.
+    let (expected, says) = expected_kill_verdict(&run, rank);
     assert_eq!(
         (first.category.as_str(), first.ranks.clone()),
-        ("host_oom_killed", vec![rank]),
-        "an unexplained SIGKILL names the killed rank: {all:?}"
+        (expected, vec![rank]),
+        "the SIGKILL names the killed rank: {all:?}"
     );
+    assert!(first.json.contains(says), "{}", first.json);
     (dir, ckpt)
 }
 

@@ -19,9 +19,10 @@ use crate::config::{LaunchConfig, DEFAULT_MASTER_ADDR, DEFAULT_RDZV_PORT, MAX_NP
 use crate::console::{ConsoleFilter, LineSplitter, Stream, MAX_CONSOLE_LINE_BYTES};
 use crate::env::{self, RankEnvSpec};
 use crate::error::LaunchError;
+use crate::evidence::{self, KernelLog, Mounts, RankWatch};
 use crate::hang::{HangReport, RankHangState, TraceTail};
 use crate::manifest::{
-    Failure, Manifest, RankEnd, RankRecord, RunStatus, Termination, MANIFEST_FORMAT,
+    Failure, KillEvidence, Manifest, RankEnd, RankRecord, RunStatus, Termination, MANIFEST_FORMAT,
 };
 use crate::observer::{Event, Observer};
 use crate::process;
@@ -469,6 +470,8 @@ struct Slot {
     open_readers: usize,
     /// Its process ended (its end may still wait in `pending_exits`).
     exited: bool,
+    /// Its OOM-kill counters and last memory sample.
+    watch: RankWatch,
 }
 
 /// A rank end not recorded yet; see [`Run::settle_exits`].
@@ -478,6 +481,7 @@ struct PendingExit {
     at: DateTime<Local>,
     when: Instant,
     settle_until: Instant,
+    kill_evidence: Option<KillEvidence>,
 }
 
 enum Msg {
@@ -515,6 +519,12 @@ struct Run {
     hang: Option<HangReport>,
     interrupted_by: Option<String>,
     pending_exits: VecDeque<PendingExit>,
+    /// The cgroup mounts, to find each rank's OOM-kill counters.
+    mounts: Mounts,
+    /// The host's OOM-kill counter at the launch.
+    host_oom_kills: Option<u64>,
+    /// The kernel log from the launch on.
+    kernel_log: KernelLog,
 }
 
 impl Run {
@@ -585,6 +595,7 @@ impl Run {
                 console: ConsoleFilter::new(config.console, local_rank == 0),
                 open_readers: 0,
                 exited: false,
+                watch: RankWatch::default(),
             });
         }
         let cwd = std::env::current_dir()
@@ -643,6 +654,9 @@ impl Run {
             hang: None,
             interrupted_by: None,
             pending_exits: VecDeque::new(),
+            mounts: Mounts::read(),
+            host_oom_kills: evidence::host_counter(),
+            kernel_log: KernelLog::open(),
         }
     }
 
@@ -696,9 +710,13 @@ impl Run {
                 }
             };
             let pid = child.id();
+            let after_s = self.start.elapsed().as_secs_f64();
             let slot = &mut self.slots[idx];
             slot.pid = Some(pid);
             slot.last_progress = Instant::now();
+            slot.watch.add_host_counter(self.host_oom_kills);
+            slot.watch.refresh_cgroups(pid, &self.mounts);
+            slot.watch.sample_memory(pid, after_s);
             self.manifest.ranks[idx].pid = Some(pid);
             self.manifest.ranks[idx].started_at =
                 Some(Local::now().to_rfc3339_opts(SecondsFormat::Millis, false));
@@ -861,6 +879,7 @@ impl Run {
             if Instant::now() >= next_trace_poll {
                 next_trace_poll = Instant::now() + TRACE_POLL;
                 self.poll_traces();
+                self.sample_ranks();
                 self.check_hang(observer);
             }
             self.check_dump_wait(observer);
@@ -913,15 +932,32 @@ impl Run {
                 when,
             } => {
                 self.slots[slot].exited = true;
+                let kill_evidence = self.kill_evidence(slot, &termination);
                 self.pending_exits.push_back(PendingExit {
                     slot,
                     termination,
                     at,
                     when,
                     settle_until: Instant::now() + OUTPUT_SETTLE,
+                    kill_evidence,
                 });
             }
         }
+    }
+
+    /// For a rank that died of a SIGKILL the launcher did not send, the
+    /// evidence about the sender, read now (the OOM killer raises its
+    /// counters before it sends the signal, so they already show it).
+    fn kill_evidence(&mut self, slot: usize, termination: &Termination) -> Option<KillEvidence> {
+        let sigkill =
+            matches!(termination, Termination::Signaled { number, .. } if *number == libc::SIGKILL);
+        let launcher_killed = self.stop.as_ref().is_some_and(|s| s.killed_at.is_some());
+        if !sigkill || launcher_killed {
+            return None;
+        }
+        let s = &self.slots[slot];
+        let pid = s.pid?;
+        Some(evidence::collect(&s.watch, &mut self.kernel_log, pid))
     }
 
     /// Records rank ends in the order they happened, each once the rank's
@@ -946,6 +982,7 @@ impl Run {
             termination,
             at,
             when,
+            kill_evidence,
             ..
         } = exit;
         let after_s = when.duration_since(self.start).as_secs_f64();
@@ -955,6 +992,7 @@ impl Run {
             at: at.to_rfc3339_opts(SecondsFormat::Millis, false),
             after_s,
             stopped_by_launcher,
+            kill_evidence,
         };
         let (rank, local_rank) = {
             let s = &mut self.slots[slot];
@@ -973,6 +1011,7 @@ impl Run {
                 termination,
                 at: end.at,
                 after_s,
+                kill_evidence: end.kill_evidence.clone(),
             };
             self.trigger = Some(Trigger::Failure);
             observer.on_event(&Event::FirstFailure(failure.clone()));
@@ -1014,6 +1053,22 @@ impl Run {
                     s.last_progress = now;
                 }
             }
+        }
+    }
+
+    /// Samples each running rank's memory use and picks up cgroups it moved
+    /// into (see [`crate::evidence`]).
+    fn sample_ranks(&mut self) {
+        let after_s = self.start.elapsed().as_secs_f64();
+        for s in &mut self.slots {
+            let Some(pid) = s.pid else {
+                continue;
+            };
+            if s.exited {
+                continue;
+            }
+            s.watch.refresh_cgroups(pid, &self.mounts);
+            s.watch.sample_memory(pid, after_s);
         }
     }
 

@@ -13,6 +13,10 @@
 //! * Each rank runs in its own process group. When the first rank fails, or
 //!   the hang watchdog fires, or the launcher gets Ctrl-C/SIGTERM/SIGHUP, all
 //!   ranks get SIGTERM, then SIGKILL after the grace period.
+//! * When a rank dies of a SIGKILL the launcher did not send, the manifest
+//!   records the evidence about its sender ([`KillEvidence`]: the cgroup and
+//!   host `oom_kill` counters at its start and death, kernel log lines naming
+//!   its pid, its last resident-set sample).
 //! * The other commands find a run again with [`RunDir::open`] and read its
 //!   [`Manifest`].
 //!
@@ -22,6 +26,7 @@ pub mod config;
 pub mod console;
 pub mod env;
 pub mod error;
+mod evidence;
 pub mod hang;
 mod launch;
 pub mod manifest;
@@ -35,7 +40,10 @@ pub use console::Stream;
 pub use error::{LaunchError, RunDirError};
 pub use hang::{CollectiveRef, HangReport, RankHangState, TraceTail};
 pub use launch::{launch, Outcome, EXIT_HANG, EXIT_INTERRUPTED};
-pub use manifest::{Failure, Manifest, RankEnd, RankRecord, RunStatus, Termination};
+pub use manifest::{
+    CounterScope, Failure, KillEvidence, Manifest, MemorySample, OomKillCounter, RankEnd,
+    RankRecord, RunStatus, Termination,
+};
 pub use observer::{ConsoleObserver, Event, NullObserver, Observer};
 pub use process::signal_name;
 pub use rundir::{read_manifest, resolve_run_dir, RunDir};

@@ -118,6 +118,79 @@ impl fmt::Display for Termination {
     }
 }
 
+/// Where an OOM-kill counter counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CounterScope {
+    /// The counter of the rank's own cgroup when last seen (`memory.events`
+    /// of cgroup v2, `memory.oom_control` of v1). The kernel raises the
+    /// counter of the victim's cgroup on every OOM kill, global or by a
+    /// cgroup limit, so this one decides.
+    Cgroup,
+    /// The counter of a parent cgroup (or one the rank left): it also counts
+    /// OOM kills of other processes below it.
+    ParentCgroup,
+    /// The host-wide counter (`/proc/vmstat`): every OOM kill on the host.
+    Host,
+}
+
+/// An `oom_kill` counter read when the rank started and when it died.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OomKillCounter {
+    /// The file it was read from.
+    pub file: String,
+    /// Whether it counts a cgroup's kills or the host's.
+    pub scope: CounterScope,
+    /// Its value when first read (at the rank's start).
+    pub at_start: u64,
+    /// Its value at the rank's death; absent when it could not be read again.
+    pub at_death: Option<u64>,
+}
+
+impl OomKillCounter {
+    /// Whether it rose between the two reads.
+    pub fn rose(&self) -> bool {
+        self.at_death.is_some_and(|d| d > self.at_start)
+    }
+}
+
+/// The last sample of a rank's memory use taken by the launch loop.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemorySample {
+    /// The rank process's resident set (`VmRSS`), in KiB (its own children
+    /// not included).
+    pub rss_kib: u64,
+    /// The host's `MemAvailable` at that moment, in KiB.
+    pub mem_available_kib: Option<u64>,
+    /// Seconds from the launch to the sample.
+    pub after_s: f64,
+}
+
+/// What the launcher saw when a rank died of a SIGKILL it did not send: the
+/// evidence for or against the kernel's out-of-memory killer (see
+/// `docs/diagnoses/host_oom_killed.md`). Every part may be empty where the
+/// host does not let it be read.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct KillEvidence {
+    /// The `oom_kill` counters readable at the rank's start: its cgroup and
+    /// the parents up to the root, and the host's.
+    #[serde(default)]
+    pub oom_kill_counters: Vec<OomKillCounter>,
+    /// Whether the kernel log (`/dev/kmsg`) could be read.
+    #[serde(default)]
+    pub kernel_log_read: bool,
+    /// Kernel log lines written during the run about an OOM kill of the
+    /// rank's pid.
+    #[serde(default)]
+    pub kernel_log_lines: Vec<String>,
+    /// The rank's last memory sample.
+    #[serde(default)]
+    pub last_memory: Option<MemorySample>,
+    /// Why a source could not be read.
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
 /// When and how a rank ended.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RankEnd {
@@ -131,6 +204,10 @@ pub struct RankEnd {
     /// Whether it ended after the launcher had signalled the ranks to stop
     /// (so its end is a consequence, not a cause).
     pub stopped_by_launcher: bool,
+    /// For a SIGKILL the launcher did not send: the evidence about its
+    /// sender. Absent otherwise, and in manifests of earlier versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kill_evidence: Option<KillEvidence>,
 }
 
 /// The first rank to fail, which caused the others to be stopped.
@@ -147,6 +224,10 @@ pub struct Failure {
     pub at: String,
     /// Seconds from the launch to its end.
     pub after_s: f64,
+    /// For a SIGKILL the launcher did not send: the evidence about its
+    /// sender (as in the rank's [`RankEnd`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kill_evidence: Option<KillEvidence>,
 }
 
 impl fmt::Display for Failure {
@@ -328,12 +409,33 @@ mod tests {
             at: "2024-01-01T00:00:00+00:00".into(),
             after_s: 1.5,
             stopped_by_launcher: true,
+            kill_evidence: None,
         };
         let v = serde_json::to_value(&end).unwrap();
         assert_eq!(v["how"], "signaled");
         assert_eq!(v["signal"], "SIGTERM");
-        let back: RankEnd = serde_json::from_value(v).unwrap();
+        let back: RankEnd = serde_json::from_value(v.clone()).unwrap();
         assert_eq!(back, end);
+        assert!(
+            v.get("kill_evidence").is_none(),
+            "absent evidence is not written"
+        );
+    }
+
+    #[test]
+    fn ends_without_evidence_from_earlier_versions_load() {
+        let old = r#"{"how": "signaled", "signal": "SIGKILL", "number": 9, "at": "t",
+                      "after_s": 2.0, "stopped_by_launcher": false}"#;
+        let end: RankEnd = serde_json::from_str(old).unwrap();
+        assert_eq!(end.kill_evidence, None);
+        let with = r#"{"how": "signaled", "signal": "SIGKILL", "number": 9, "at": "t",
+                       "after_s": 2.0, "stopped_by_launcher": false,
+                       "kill_evidence": {"oom_kill_counters": [{"file": "/proc/vmstat",
+                       "scope": "host", "at_start": 3, "at_death": 4}]}}"#;
+        let end: RankEnd = serde_json::from_str(with).unwrap();
+        let ev = end.kill_evidence.unwrap();
+        assert!(ev.oom_kill_counters[0].rose());
+        assert!(!ev.kernel_log_read);
     }
 
     #[test]

@@ -651,6 +651,205 @@ fn oom_killed_rank_ranks_before_the_others_closed_connections() {
         Some("rank 1 killed by SIGKILL after 12.3 s")
     );
     assert!(r.headline.contains("rank 1 got SIGKILL"), "{}", r.headline);
+    // A manifest of an earlier version has no evidence: the OOM killer stays
+    // the likely cause, said to be unconfirmed, with how to check.
+    assert!(
+        top.explanation.contains("could not be confirmed")
+            && top.explanation.contains("dmesg | grep -i oom"),
+        "{}",
+        top.explanation
+    );
+}
+
+/// A run of 2 ranks in which rank 1 died of a SIGKILL the launcher did not
+/// send, with this `kill_evidence` in its end (and its first failure), and
+/// rank 0 was stopped; returns the manifest's text and the report.
+fn sigkilled_run(root: &Path, evidence: serde_json::Value) -> (String, Report) {
+    let mut killed = end(
+        json!({"how": "signaled", "signal": "SIGKILL", "number": 9, "core_dumped": false}),
+        4.5,
+        false,
+    );
+    killed["kill_evidence"] = evidence.clone();
+    let m = manifest(
+        "failed",
+        2,
+        vec![rank_record(0, 2, stopped()), rank_record(1, 2, killed)],
+        json!({"first_failure": {"rank": 1, "local_rank": 1, "how": "signaled", "signal": "SIGKILL",
+               "number": 9, "core_dumped": false, "at": "t", "after_s": 4.5,
+               "kill_evidence": evidence}}),
+    );
+    put(root, "manifest.json", &m);
+    put(root, "logs/rank-1.stderr", "step 10\n");
+    put(
+        root,
+        "logs/rank-0.stderr",
+        "step 10\nerror: rank 1 closed its connection during all_reduce seq 17; it probably exited or was killed\n",
+    );
+    let r = explain(&[root.to_path_buf()]).unwrap();
+    (m, r)
+}
+
+/// The line of the first `"kill_evidence"` in rank `r`'s record.
+fn line_of_rank_evidence(m: &str, r: usize) -> u64 {
+    let lines: Vec<&str> = m.lines().collect();
+    let rank = lines
+        .iter()
+        .position(|l| l.contains(&format!("\"rank\": {r},")))
+        .unwrap();
+    (rank..lines.len())
+        .find(|&i| lines[i].contains("\"kill_evidence\""))
+        .map(|i| i as u64 + 1)
+        .unwrap()
+}
+
+const CGROUP_EVENTS: &str = "/sys/fs/cgroup/job.slice/memory.events";
+
+#[test]
+fn sigkill_with_oom_evidence_is_the_oom_killer_citing_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (m, r) = sigkilled_run(
+        dir.path(),
+        json!({
+            "oom_kill_counters": [
+                {"file": CGROUP_EVENTS, "scope": "cgroup", "at_start": 0, "at_death": 1},
+                {"file": "/proc/vmstat", "scope": "host", "at_start": 5, "at_death": 6}
+            ],
+            "kernel_log_read": true,
+            "kernel_log_lines": ["Memory cgroup out of memory: Killed process 4001 (python3) total-vm:9000000kB"],
+            "last_memory": {"rss_kib": 7340032, "mem_available_kib": 102400, "after_s": 4.3},
+            "notes": []
+        }),
+    );
+    let top = &r.findings[0];
+    assert_eq!(
+        (top.category, top.role, top.ranks.clone()),
+        (Category::HostOomKilled, Role::Cause, vec![1]),
+        "{}",
+        r.render_text(100)
+    );
+    assert_eq!(top.title, "rank 1 was killed by the out-of-memory killer");
+    assert!(
+        top.explanation.contains("Killed process 4001")
+            && top.explanation.contains("7.0 GiB")
+            && top.explanation.contains("100 MiB available"),
+        "{}",
+        top.explanation
+    );
+    assert!(!top.explanation.contains("could not be confirmed"));
+    let ev = top
+        .evidence
+        .iter()
+        .find(|e| e.text.contains("out-of-memory killer acted"))
+        .unwrap_or_else(|| panic!("{:?}", top.evidence));
+    assert_eq!(ev.line, Some(line_of_rank_evidence(&m, 1)));
+
+    // The counter alone proves it too, and is cited.
+    let dir = tempfile::tempdir().unwrap();
+    let (_, r) = sigkilled_run(
+        dir.path(),
+        json!({
+            "oom_kill_counters": [{"file": CGROUP_EVENTS, "scope": "cgroup", "at_start": 2, "at_death": 3}],
+            "kernel_log_read": false,
+            "notes": ["cannot read /dev/kmsg: Operation not permitted (os error 1)"]
+        }),
+    );
+    let top = &r.findings[0];
+    assert_eq!(top.category, Category::HostOomKilled);
+    assert!(
+        top.explanation
+            .contains(&format!("oom_kill rose from 2 to 3 in {CGROUP_EVENTS}")),
+        "{}",
+        top.explanation
+    );
+}
+
+#[test]
+fn sigkill_with_unchanged_oom_counters_is_a_kill_from_outside() {
+    let dir = tempfile::tempdir().unwrap();
+    let (m, r) = sigkilled_run(
+        dir.path(),
+        json!({
+            "oom_kill_counters": [
+                {"file": CGROUP_EVENTS, "scope": "cgroup", "at_start": 0, "at_death": 0},
+                {"file": "/sys/fs/cgroup/memory.events", "scope": "parent_cgroup", "at_start": 4, "at_death": 4},
+                // Another process on the host was OOM-killed meanwhile: the
+                // rank's own cgroup, which the kernel charges for every kill
+                // of its processes, decides.
+                {"file": "/proc/vmstat", "scope": "host", "at_start": 7, "at_death": 8}
+            ],
+            "kernel_log_read": true,
+            "kernel_log_lines": [],
+            "last_memory": {"rss_kib": 204800, "mem_available_kib": 8388608, "after_s": 4.4},
+            "notes": []
+        }),
+    );
+    let top = &r.findings[0];
+    assert_eq!(
+        (top.category, top.role, top.ranks.clone()),
+        (Category::RankCrashed, Role::Cause, vec![1]),
+        "{}",
+        r.render_text(100)
+    );
+    assert!(
+        r.findings
+            .iter()
+            .all(|f| f.category != Category::HostOomKilled),
+        "{}",
+        r.render_text(100)
+    );
+    assert!(
+        top.title.contains("from outside the process"),
+        "{}",
+        top.title
+    );
+    assert!(
+        top.explanation.contains(
+            "rank 1 was killed by SIGKILL from outside the process (kill -9, a scheduler's \
+             preemption or a timeout); the out-of-memory killer did not act (memory.events \
+             oom_kill unchanged)"
+        ),
+        "{}",
+        top.explanation
+    );
+    assert!(top.explanation.contains("200 MiB"), "{}", top.explanation);
+    assert!(top
+        .evidence
+        .iter()
+        .any(|e| e.line == Some(line_of_rank_evidence(&m, 1)) && e.text.contains("did not act")));
+    assert!(r.headline.contains("from outside"), "{}", r.headline);
+}
+
+#[test]
+fn sigkill_with_no_readable_evidence_stays_the_likely_oom_killer_unconfirmed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, r) = sigkilled_run(
+        dir.path(),
+        json!({
+            "oom_kill_counters": [],
+            "kernel_log_read": false,
+            "kernel_log_lines": [],
+            "notes": ["cannot read /dev/kmsg: Operation not permitted (os error 1)",
+                      "no oom_kill counter was readable"]
+        }),
+    );
+    let top = &r.findings[0];
+    assert_eq!(
+        (top.category, top.ranks.clone()),
+        (Category::HostOomKilled, vec![1]),
+        "{}",
+        r.render_text(100)
+    );
+    assert!(
+        top.explanation.contains("could not be confirmed")
+            && top
+                .explanation
+                .contains("no oom_kill counter could be read")
+            && top.explanation.contains("`dmesg | grep -i oom`"),
+        "{}",
+        top.explanation
+    );
+    assert!(top.title.contains("most likely"), "{}", top.title);
 }
 
 /// The line of rank `r`'s `"how"` in a pretty manifest.

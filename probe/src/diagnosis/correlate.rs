@@ -25,6 +25,7 @@ use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::category::Category;
+use super::manifest;
 use super::report::{Evidence, Finding, Report, Role, RunFacts, SCHEMA_VERSION};
 use super::sanitize::sanitize;
 use super::signal::{Attach, Signal};
@@ -615,6 +616,12 @@ fn group(signals: Vec<Signal>, opts: &Options) -> Vec<Draft> {
         .collect()
 }
 
+/// The fix for a rank proven to be killed by a SIGKILL from outside.
+const KILLED_FROM_OUTSIDE_FIX: &str = "Find the sender of the SIGKILL: the batch system's \
+     accounting (preemption, a time or memory limit it enforces itself: `sacct -j JOB`, \
+     `kubectl describe pod`), a watchdog or health check, or a person; the rank's own log ends \
+     without an error because SIGKILL cannot be caught.";
+
 fn draft(category: Category, g: Group, opts: &Options) -> Draft {
     let role = g.role();
     let mut own = g.own;
@@ -686,7 +693,21 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
         .copied()
         .filter(|r| !ranks.contains(r))
         .collect();
-    let title = title(category, role, &ranks, &observers_only);
+    let mut title = title(category, role, &ranks, &observers_only);
+    let mut fix = category.fix().to_owned();
+    // A SIGKILL whose sender the launcher's evidence proves says so.
+    let proven = |rule: &str| own.iter().any(|s| s.rule == rule);
+    if !ranks.is_empty() && role == Role::Cause {
+        if category == Category::HostOomKilled && proven(manifest::RULE_OOM_CONFIRMED) {
+            title = format!("{} was killed by the out-of-memory killer", who(&ranks));
+        } else if category == Category::RankCrashed && proven(manifest::RULE_KILLED_FROM_OUTSIDE) {
+            title = format!(
+                "{} was killed by SIGKILL from outside the process, not by the out-of-memory killer",
+                who(&ranks)
+            );
+            fix = KILLED_FROM_OUTSIDE_FIX.to_owned();
+        }
+    }
     let mut explanation = category.meaning().to_owned();
     if !details.is_empty() {
         explanation.push_str(" Seen: ");
@@ -704,7 +725,7 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
             explanation,
             evidence,
             evidence_omitted,
-            fix: category.fix().to_owned(),
+            fix,
             doc: category.doc_path(),
         },
     }

@@ -6,6 +6,14 @@
 //! What it contributes: the log files of each rank, how each rank ended
 //! (exit code or signal, whether the launcher stopped it), the first failure,
 //! the hang report, and the world size.
+//!
+//! A rank killed by SIGKILL that the launcher did not send is judged by the
+//! evidence the launcher recorded at its death (`kill_evidence`, absent in
+//! manifests of earlier versions): an `oom_kill` counter that rose or a kernel
+//! line naming its pid proves the out-of-memory killer (`host_oom_killed`);
+//! readable counters that did not move, with no such line, prove that the
+//! signal came from outside the process (`rank_crashed`); with neither, the
+//! OOM killer stays the likely cause, said to be unconfirmed.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -18,6 +26,41 @@ use super::report::{Evidence, RankEndFact, Role};
 use super::rules;
 use super::sanitize::{display_path, sanitize};
 use super::signal::{Attach, Signal};
+
+/// The rule name of a SIGKILL proven to come from the out-of-memory killer.
+pub(crate) const RULE_OOM_CONFIRMED: &str = "manifest_oom_confirmed";
+/// The rule name of a SIGKILL proven not to come from the out-of-memory killer.
+pub(crate) const RULE_KILLED_FROM_OUTSIDE: &str = "manifest_killed_from_outside";
+
+/// The sentence about a SIGKILL'd rank for the finding's explanation: the
+/// verdict, what shows it, and the last memory sample.
+fn kill_detail(rank: usize, verdict: &KillVerdict, end: &str, ev: Option<&KillEvidence>) -> String {
+    let mut out = match verdict {
+        KillVerdict::OomKiller(why) => {
+            format!("{end}; the out-of-memory killer killed it ({why})")
+        }
+        KillVerdict::FromOutside(why) => format!(
+            "rank {rank} was killed by SIGKILL from outside the process (kill -9, a scheduler's \
+             preemption or a timeout); the out-of-memory killer did not act ({why})"
+        ),
+        KillVerdict::Unconfirmed(why) => format!(
+            "{end}; most likely the out-of-memory killer, but this could not be confirmed \
+             ({why}): check with `dmesg | grep -i oom` on the node"
+        ),
+    };
+    if let Some(m) = ev.and_then(|e| e.last_memory.as_ref()) {
+        if let Some(rss) = m.rss_kib {
+            out.push_str(&format!("; its last resident set was {}", human_kib(rss)));
+            if let Some(avail) = m.mem_available_kib {
+                out.push_str(&format!(" with {} available on the host", human_kib(avail)));
+            }
+            if let Some(a) = m.after_s {
+                out.push_str(&format!(" ({a:.1} s after the launch)"));
+            }
+        }
+    }
+    out
+}
 
 /// The manifest's file name.
 pub(crate) const MANIFEST_FILE: &str = "manifest.json";
@@ -68,12 +111,160 @@ impl Termination {
     }
 }
 
+/// An `oom_kill` counter read at a rank's start and at its death.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub(crate) struct OomKillCounter {
+    /// The file it was read from.
+    #[serde(default)]
+    pub file: String,
+    /// `cgroup` (the rank's own), `parent_cgroup` or `host`; absent is read
+    /// as `cgroup`.
+    #[serde(default)]
+    pub scope: Option<String>,
+    /// Its value at the rank's start.
+    #[serde(default)]
+    pub at_start: Option<u64>,
+    /// Its value at the rank's death.
+    #[serde(default)]
+    pub at_death: Option<u64>,
+}
+
+impl OomKillCounter {
+    /// The file's name for a sentence: `memory.events`, `/proc/vmstat`.
+    fn short_name(&self) -> String {
+        let name = if self.file.starts_with("/proc/") {
+            self.file.as_str()
+        } else {
+            self.file.rsplit('/').next().unwrap_or(&self.file)
+        };
+        sanitize(name, 60)
+    }
+}
+
+/// A rank's last memory sample.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub(crate) struct MemorySample {
+    /// Its resident set in KiB.
+    #[serde(default)]
+    pub rss_kib: Option<u64>,
+    /// The host's available memory in KiB.
+    #[serde(default)]
+    pub mem_available_kib: Option<u64>,
+    /// Seconds after the launch.
+    #[serde(default)]
+    pub after_s: Option<f64>,
+}
+
+/// What the launcher saw when a rank died of a SIGKILL it did not send.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub(crate) struct KillEvidence {
+    /// The OOM-kill counters.
+    #[serde(default)]
+    pub oom_kill_counters: Vec<OomKillCounter>,
+    /// Whether the kernel log could be read.
+    #[serde(default)]
+    pub kernel_log_read: bool,
+    /// Kernel lines about an OOM kill of the rank's pid.
+    #[serde(default)]
+    pub kernel_log_lines: Vec<String>,
+    /// The last memory sample.
+    #[serde(default)]
+    pub last_memory: Option<MemorySample>,
+}
+
+/// Who sent a SIGKILL, as far as the evidence proves.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum KillVerdict {
+    /// The out-of-memory killer: what shows it.
+    OomKiller(String),
+    /// Not the out-of-memory killer: the counters that did not move.
+    FromOutside(String),
+    /// Nothing readable either way: why.
+    Unconfirmed(String),
+}
+
+impl KillEvidence {
+    /// What the evidence proves about the sender of the SIGKILL.
+    pub fn verdict(evidence: Option<&KillEvidence>) -> KillVerdict {
+        let Some(ev) = evidence else {
+            return KillVerdict::Unconfirmed(
+                "the manifest holds no evidence about the sender (an earlier ddp-probe wrote it)"
+                    .to_owned(),
+            );
+        };
+        if let Some(line) = ev.kernel_log_lines.first() {
+            return KillVerdict::OomKiller(format!(
+                "the kernel log names its pid: \"{}\"",
+                sanitize(line, 160)
+            ));
+        }
+        // The kernel raises the counter of the victim's own cgroup on every
+        // OOM kill, so the narrowest readable level decides: the rank's own
+        // cgroup, else its parents, else the host.
+        for level in ["cgroup", "parent_cgroup", "host"] {
+            let counters: Vec<&OomKillCounter> = ev
+                .oom_kill_counters
+                .iter()
+                .filter(|c| c.scope.as_deref().unwrap_or("cgroup") == level)
+                .filter(|c| c.at_start.is_some() && c.at_death.is_some())
+                .collect();
+            if counters.is_empty() {
+                continue;
+            }
+            let rose: Vec<String> = counters
+                .iter()
+                .filter_map(|c| match (c.at_start, c.at_death) {
+                    (Some(a), Some(d)) if d > a => Some(format!(
+                        "oom_kill rose from {a} to {d} in {}",
+                        sanitize(&c.file, 120)
+                    )),
+                    _ => None,
+                })
+                .take(2)
+                .collect();
+            if !rose.is_empty() {
+                return KillVerdict::OomKiller(rose.join(", "));
+            }
+            let mut unchanged: Vec<String> = Vec::new();
+            for c in counters {
+                let name = c.short_name();
+                if !unchanged.contains(&name) {
+                    unchanged.push(name);
+                }
+            }
+            return KillVerdict::FromOutside(format!(
+                "{} oom_kill unchanged",
+                unchanged.join(", ")
+            ));
+        }
+        let log = if ev.kernel_log_read {
+            "the kernel log names no OOM kill"
+        } else {
+            "the kernel log could not be read"
+        };
+        KillVerdict::Unconfirmed(format!("no oom_kill counter could be read and {log}"))
+    }
+}
+
+/// `1.2 GiB`, `340 MiB` from KiB.
+fn human_kib(kib: u64) -> String {
+    let mib = kib as f64 / 1024.0;
+    if mib >= 1024.0 {
+        format!("{:.1} GiB", mib / 1024.0)
+    } else {
+        format!("{mib:.0} MiB")
+    }
+}
+
 /// A rank's end.
 #[derive(Debug, Clone, Deserialize)]
 pub(crate) struct RankEnd {
     /// How.
     #[serde(flatten)]
     pub termination: Termination,
+    /// The evidence about the sender of a SIGKILL.
+    #[serde(default)]
+    pub kill_evidence: Option<KillEvidence>,
     /// Seconds after the launch.
     #[serde(default)]
     pub after_s: Option<f64>,
@@ -305,8 +496,20 @@ impl LoadedManifest {
     /// rank's object whatever the order of its fields; the `"rank"` line
     /// when the end is not found.
     fn rank_end_line(&self, r: usize) -> Option<usize> {
+        self.rank_field_line(r, "\"how\"")
+            .or_else(|| self.rank_line(r))
+    }
+
+    /// The `"rank": r` line of rank `r`'s object.
+    fn rank_line(&self, r: usize) -> Option<usize> {
         let ranks = self.line_of("\"ranks\"", 0)?;
-        let rank = self.line_of(&format!("\"rank\": {r},"), ranks - 1)?;
+        self.line_of(&format!("\"rank\": {r},"), ranks - 1)
+    }
+
+    /// The first line inside rank `r`'s object that contains `needle`,
+    /// whatever the order of its fields.
+    fn rank_field_line(&self, r: usize, needle: &str) -> Option<usize> {
+        let rank = self.rank_line(r)?;
         let lines: Vec<&str> = self.text.lines().collect();
         let at = rank - 1;
         let indent = |l: &str| l.len() - l.trim_start().len();
@@ -319,9 +522,8 @@ impl LoadedManifest {
             .find(|&i| lines[i].trim_start().starts_with('}') && indent(lines[i]) < field)
             .unwrap_or(lines.len());
         (start..end)
-            .find(|&i| lines[i].contains("\"how\""))
+            .find(|&i| lines[i].contains(needle))
             .map(|i| i + 1)
-            .or(Some(rank))
     }
 
     /// Evidence pointing at the run's status, when it has one.
@@ -369,13 +571,20 @@ impl LoadedManifest {
                 continue;
             }
             let t = &end.termination;
+            let mut verdict = None;
             let (category, role, attach) = if t.how == "exited" {
                 if t.code == Some(0) || t.code.is_none() {
                     continue;
                 }
                 (Category::RankCrashed, Role::Cause, Attach::AnyFinding)
             } else if t.is_signal("SIGKILL", 9) {
-                (Category::HostOomKilled, Role::Cause, Attach::CauseOnly)
+                let v = KillEvidence::verdict(end.kill_evidence.as_ref());
+                let category = match v {
+                    KillVerdict::FromOutside(_) => Category::RankCrashed,
+                    _ => Category::HostOomKilled,
+                };
+                verdict = Some(v);
+                (category, Role::Cause, Attach::CauseOnly)
             } else if t.is_signal("SIGTERM", 15)
                 || t.is_signal("SIGINT", 2)
                 || t.is_signal("SIGHUP", 1)
@@ -386,7 +595,12 @@ impl LoadedManifest {
             } else {
                 continue;
             };
-            let mut s = Signal::new("manifest_rank_end", category, role, attach);
+            let rule = match &verdict {
+                Some(KillVerdict::OomKiller(_)) => RULE_OOM_CONFIRMED,
+                Some(KillVerdict::FromOutside(_)) => RULE_KILLED_FROM_OUTSIDE,
+                _ => "manifest_rank_end",
+            };
+            let mut s = Signal::new(rule, category, role, attach);
             s.subjects = vec![r.rank];
             s.observer = Some(r.rank);
             let when = end
@@ -399,9 +613,26 @@ impl LoadedManifest {
                 ""
             };
             let text = format!("rank {} {}{when}{first_note}", r.rank, t.describe());
-            s.detail = Some(text.clone());
+            s.detail = Some(match &verdict {
+                None => text.clone(),
+                Some(v) => kill_detail(r.rank, v, &text, end.kill_evidence.as_ref()),
+            });
             s.evidence
                 .push(self.evidence(self.rank_end_line(r.rank), text));
+            if let Some(v) = &verdict {
+                let line = self.rank_field_line(r.rank, "\"kill_evidence\"");
+                let said = match v {
+                    KillVerdict::OomKiller(why) => format!("the out-of-memory killer acted: {why}"),
+                    KillVerdict::FromOutside(why) => {
+                        format!("the out-of-memory killer did not act: {why}")
+                    }
+                    KillVerdict::Unconfirmed(why) => format!("not confirmed: {why}"),
+                };
+                if line.is_some() {
+                    s.evidence
+                        .push(self.evidence(line, format!("rank {}: {said}", r.rank)));
+                }
+            }
             *order += 1;
             s.order = *order;
             out.push(s);

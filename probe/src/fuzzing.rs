@@ -18,9 +18,8 @@
 use std::path::Path;
 
 use crate::diagnosis::{explain_log_bytes, Options};
-use crate::error::{Error, Warning};
 use crate::model::Run;
-use crate::reader;
+use crate::reader::{self, Loaded};
 use crate::text::needs_escape;
 use crate::trace::TraceWriter;
 
@@ -38,11 +37,7 @@ fn records(run: &Run) -> Vec<String> {
 
 /// Asserts that two loads ended alike: the same records and warnings, or
 /// the same error message.
-fn assert_same(
-    a: &Result<(Run, Vec<Warning>), Error>,
-    b: &Result<(Run, Vec<Warning>), Error>,
-    what: &str,
-) {
+fn assert_same(a: &Loaded, b: &Loaded, what: &str) {
     match (a, b) {
         (Ok((ra, wa)), Ok((rb, wb))) => {
             assert_eq!(wa, wb, "{what}: warnings differ");

@@ -351,14 +351,13 @@ fn parallel_map<T: Send>(n: usize, threads: usize, f: impl Fn(usize) -> T + Sync
         .collect()
 }
 
+/// A load's result: the run and its warnings, or the error.
+pub(crate) type Loaded = Result<(Run, Vec<Warning>), Error>;
+
 /// Loads one trace file's bytes, named `path`, as a run, with the fast
 /// parser or serde_json only; also returns the cache payload written for it
 /// (when it loaded a rank). For the fuzz targets and tests.
-pub(crate) fn load_bytes(
-    path: &Path,
-    bytes: &[u8],
-    fast: bool,
-) -> (Result<(Run, Vec<Warning>), Error>, Option<Vec<u8>>) {
+pub(crate) fn load_bytes(path: &Path, bytes: &[u8], fast: bool) -> (Loaded, Option<Vec<u8>>) {
     let outcome = parse_file(path, bytes, fast);
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
     let payload = match (&outcome, name) {

@@ -1249,6 +1249,15 @@ impl Builder {
     ) -> Result<(), LineError> {
         const TY: &str = "grad_ready";
         self.step(line, TY, Some(step))?;
+        // The same rule as the writer's (`Record::validate`): a model that
+        // loads can always be written back.
+        if let Some(o) = offsets_ns.iter().find(|&&o| o < -1) {
+            return Err(self.invalid(
+                line,
+                TY,
+                format!("offset {o} is negative; -1 marks a parameter without gradient"),
+            ));
+        }
         let t0 = self.shift(line, TY, t0)?;
         self.grad_ready.push(GradReady {
             step,

@@ -46,3 +46,33 @@ fn trace_cache_inputs() {
 fn explain_log_inputs() {
     run_all("explain_log", probe::fuzzing::log_file);
 }
+
+/// Found by `trace_file`: the reader accepted a `grad_ready` offset below
+/// -1 that the writer refuses, so a loaded model could not be written back.
+#[test]
+fn a_negative_grad_ready_offset_is_refused_with_its_line() {
+    let trace = concat!(
+        r#"{"type":"header","format":"ddp-probe-trace","version":"1.0","run_id":"r","rank":0,"world_size":1,"start_ns":1700000000000000000}"#,
+        "\n",
+        r#"{"type":"grad_ready","step":3,"t0":1700000000103500000,"offsets_ns":[-3900000,2100000,-1]}"#,
+        "\n",
+    );
+    for fast in [true, false] {
+        let options = probe::reader::LoadOptions {
+            fast_parser: fast,
+            cache: false,
+            ..probe::reader::LoadOptions::default()
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rank-0.jsonl");
+        std::fs::write(&path, trace).unwrap();
+        let e = probe::reader::load_files_with(&[&path], &options).unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.contains("rank-0.jsonl:2: invalid grad_ready record"),
+            "{msg}"
+        );
+        assert!(msg.contains("offset -3900000 is negative"), "{msg}");
+    }
+    probe::fuzzing::trace_file(trace.as_bytes());
+}

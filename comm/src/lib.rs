@@ -66,6 +66,9 @@
 pub mod clock;
 pub mod store;
 
+#[doc(hidden)]
+pub mod fuzzing;
+
 mod algorithms;
 mod dtype;
 mod engine;

@@ -437,6 +437,38 @@ impl<W: Write> Enc<W> {
 
 const F_QUEUED: u64 = 1;
 const F_BYTES: u64 = 1 << 1;
+/// Decodes a cache payload held in memory (the bytes after the header) as
+/// written for the trace file `path` named `name`; the checksum is not
+/// checked, so every byte reaches the decoder. For the fuzz targets and
+/// tests.
+pub(crate) fn decode_payload(payload: &[u8], name: &str, path: &Path) -> Result<Part, Bad> {
+    let mut d = Dec {
+        input: payload,
+        buf: Vec::new(),
+        pos: 0,
+        end: 0,
+        left: payload.len() as u64,
+        hash: 0,
+    };
+    let part = decode(&mut d, name, path)?;
+    if d.remaining() != 0 {
+        return Err(bad("bytes after the end"));
+    }
+    Ok(part)
+}
+
+/// The cache payload (without the header) of a parsed trace file `name`.
+pub(crate) fn encode_payload(
+    name: &str,
+    rank: &RankTrace,
+    strings: &Strings,
+    warnings: &[Warning],
+) -> io::Result<Vec<u8>> {
+    let mut e = Enc::new(Vec::new());
+    encode(&mut e, name, rank, strings, warnings)?;
+    Ok(e.finish()?.0)
+}
+
 const F_SEQ: u64 = 1 << 2;
 const F_STEP: u64 = 1 << 3;
 const F_BUCKET: u64 = 1 << 4;

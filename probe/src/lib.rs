@@ -29,8 +29,12 @@ pub mod model;
 pub mod reader;
 pub mod recorder;
 pub mod synth;
+pub mod text;
 pub mod trace;
 pub mod units;
+
+#[doc(hidden)]
+pub mod fuzzing;
 
 pub use error::{Error, Warning};
 pub use model::Run;

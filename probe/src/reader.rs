@@ -352,6 +352,46 @@ fn parallel_map<T: Send>(n: usize, threads: usize, f: impl Fn(usize) -> T + Sync
         .collect()
 }
 
+/// A load's result: the run and its warnings, or the error.
+pub(crate) type Loaded = Result<(Run, Vec<Warning>), Error>;
+
+/// Loads one trace file's bytes, named `path`, as a run, with the fast
+/// parser or serde_json only; also returns the cache payload written for it
+/// (when it loaded a rank). For the fuzz targets and tests.
+pub(crate) fn load_bytes(path: &Path, bytes: &[u8], fast: bool) -> (Loaded, Option<Vec<u8>>) {
+    let outcome = parse_file(path, bytes, fast);
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+    let payload = match (&outcome, name) {
+        (
+            Ok(FileOutcome {
+                parsed: Some((rank, strings)),
+                warnings,
+            }),
+            Some(name),
+        ) => cache::encode_payload(&name, rank, strings, warnings).ok(),
+        _ => None,
+    };
+    (merge(vec![outcome], &[path.to_owned()]), payload)
+}
+
+/// Loads a run from a cache payload (see [`cache::decode_payload`]) as if
+/// it had been read for the trace file `path`. For the fuzz targets.
+pub(crate) fn load_cache_payload(
+    path: &Path,
+    payload: &[u8],
+) -> Result<(Run, Vec<Warning>), String> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let part = cache::decode_payload(payload, &name, path)?;
+    let outcome = FileOutcome {
+        parsed: Some((part.rank, part.strings)),
+        warnings: part.warnings,
+    };
+    merge(vec![Ok(outcome)], &[path.to_owned()]).map_err(|e| e.to_string())
+}
+
 /// One file's result: its rank (absent when the file has no complete
 /// header) and its warnings.
 struct FileOutcome {
@@ -1261,6 +1301,15 @@ impl Builder {
     ) -> Result<(), LineError> {
         const TY: &str = "grad_ready";
         self.step(line, TY, Some(step))?;
+        // The same rule as the writer's (`Record::validate`): a model that
+        // loads can always be written back.
+        if let Some(o) = offsets_ns.iter().find(|&&o| o < -1) {
+            return Err(self.invalid(
+                line,
+                TY,
+                format!("offset {o} is negative; -1 marks a parameter without gradient"),
+            ));
+        }
         let t0 = self.shift(line, TY, t0)?;
         self.grad_ready.push(GradReady {
             step,

@@ -10,19 +10,31 @@
 
 use std::fmt::Write as _;
 
-/// `s` with `&`, `<`, `>`, `"` and `'` replaced by character references, and
-/// control characters other than tab and newline shown as `U+XXXX` (they
-/// are not allowed in XML and mean nothing in a report), so it can stand in
-/// element content and in quoted attribute values.
+/// Most characters of one piece of text written to a report: far more than
+/// any legitimate value, few enough that a log line of megabytes cannot
+/// bloat the report. Longer text is cut and says how much was left out.
+pub const MAX_TEXT_CHARS: usize = 20_000;
+
+/// `s` with `&`, `<`, `>`, `"` and `'` replaced by character references,
+/// and the characters [`probe::text::needs_escape`] names (controls,
+/// bidirectional overrides, zero-width characters; tab and newline apart)
+/// shown as `U+XXXX` (controls are not allowed in XML, and the others would
+/// make the text read differently from what it is), cut to
+/// [`MAX_TEXT_CHARS`], so it can stand in element content and in quoted
+/// attribute values.
 pub fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 8);
+    let mut out = String::with_capacity(s.len().min(MAX_TEXT_CHARS) + 8);
     escape_into(&mut out, s);
     out
 }
 
 /// [`escape`] appending to `out`.
 pub fn escape_into(out: &mut String, s: &str) {
-    for c in s.chars() {
+    for (n, (i, c)) in s.char_indices().enumerate() {
+        if n == MAX_TEXT_CHARS {
+            let _ = write!(out, "… [{} more characters]", s[i..].chars().count());
+            return;
+        }
         match c {
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),
@@ -30,7 +42,7 @@ pub fn escape_into(out: &mut String, s: &str) {
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
             '\t' | '\n' => out.push(c),
-            c if c.is_control() || matches!(c, '\u{FFFE}' | '\u{FFFF}') => {
+            c if probe::text::needs_escape(c) || matches!(c, '\u{FFFE}' | '\u{FFFF}') => {
                 let _ = write!(out, "U+{:04X}", c as u32);
             }
             c => out.push(c),
@@ -282,6 +294,20 @@ mod tests {
         );
         assert_eq!(escape("a\u{1b}[31mb\tc\n"), "aU+001B[31mb\tc\n");
         assert_eq!(escape("µs → ✓"), "µs → ✓");
+        assert_eq!(escape("a\u{202e}b\r\u{200b}"), "aU+202EbU+000DU+200B");
+    }
+
+    #[test]
+    fn very_long_text_is_cut() {
+        let long = "<".repeat(MAX_TEXT_CHARS + 5);
+        let e = escape(&long);
+        assert!(e.starts_with("&lt;&lt;"));
+        assert!(
+            e.ends_with("&lt;… [5 more characters]"),
+            "{}",
+            &e[e.len() - 40..]
+        );
+        assert_eq!(e.matches("&lt;").count(), MAX_TEXT_CHARS);
     }
 
     #[test]

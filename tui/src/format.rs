@@ -3,55 +3,45 @@
 //! safe to draw.
 
 use std::borrow::Cow;
-use std::fmt::Write as _;
 
-/// Whether `c` must not reach the terminal raw: control characters (C0, C1,
-/// DEL) and the Unicode bidirectional and zero-width formatting characters.
-fn needs_escape(c: char) -> bool {
-    c.is_control()
-        || matches!(
-            c,
-            '\u{200B}'..='\u{200F}'
-                | '\u{2028}'..='\u{202E}'
-                | '\u{2060}'..='\u{2069}'
-                | '\u{FEFF}'
-        )
-}
+use probe::text::{self, needs_escape};
+
+/// Most characters drawn from one string: wider than any screen, and it
+/// bounds the work per frame for strings of megabytes.
+pub const MAX_DRAWN_CHARS: usize = 1024;
 
 /// A string from a trace, a log or a file name made safe to draw: control
-/// and formatting characters are shown as escapes (`\n`, `\x1b`,
-/// `\u{202e}`), everything else is kept. With `ascii`, every non-ASCII
-/// character is escaped too.
+/// and formatting characters ([`probe::text::needs_escape`]) are shown as
+/// escapes (`\n`, `\x1b`, `\u{202e}`), everything else is kept, up to
+/// [`MAX_DRAWN_CHARS`] characters (a longer string ends in `…`, `~` in
+/// ASCII). With `ascii`, every non-ASCII character is escaped too.
 pub fn clean(s: &str, ascii: bool) -> Cow<'_, str> {
+    let (s, cut) = match s.char_indices().nth(MAX_DRAWN_CHARS) {
+        Some((i, _)) => (&s[..i], true),
+        None => (s, false),
+    };
     let bad = |c: char| needs_escape(c) || (ascii && !c.is_ascii());
-    if !s.chars().any(bad) {
-        return Cow::Borrowed(s);
-    }
-    let mut out = String::with_capacity(s.len() + 8);
-    for c in s.chars() {
-        if !bad(c) {
-            out.push(c);
-            continue;
-        }
-        if ascii && !needs_escape(c) {
-            if let Some(t) = transliterate(c) {
+    let mut out = if !ascii {
+        text::escape_controls(s)
+    } else if !s.chars().any(bad) {
+        Cow::Borrowed(s)
+    } else {
+        let mut out = String::with_capacity(s.len() + 8);
+        for c in s.chars() {
+            if !bad(c) {
+                out.push(c);
+            } else if let Some(t) = transliterate(c).filter(|_| !needs_escape(c)) {
                 out.push_str(t);
-                continue;
+            } else {
+                text::push_escape(&mut out, c);
             }
         }
-        match c {
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            '\n' => out.push_str("\\n"),
-            c if (c as u32) < 0x80 => {
-                let _ = write!(out, "\\x{:02x}", c as u32);
-            }
-            c => {
-                let _ = write!(out, "\\u{{{:04x}}}", c as u32);
-            }
-        }
+        Cow::Owned(out)
+    };
+    if cut {
+        out.to_mut().push(if ascii { '~' } else { '…' });
     }
-    Cow::Owned(out)
+    out
 }
 
 /// ASCII stand-ins for the symbols ddp-probe's own texts use.
@@ -244,6 +234,9 @@ mod tests {
         assert!(matches!(clean("plain µs", false), Cow::Borrowed(_)));
         assert_eq!(clean("µs", true), "us");
         assert_eq!(clean("a → b ✓", true), "a -> b \\u{2713}");
+        let long = "\u{1b}".repeat(MAX_DRAWN_CHARS * 3);
+        let c = clean(&long, false);
+        assert_eq!(c, "\\x1b".repeat(MAX_DRAWN_CHARS) + "…");
     }
 
     #[test]

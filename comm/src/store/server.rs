@@ -5,8 +5,11 @@
 //! [`ServerOptions::handshake_timeout`]; once a frame has started it must
 //! complete within [`ServerOptions::frame_timeout`]; frames are bounded by
 //! the limits in [`super::protocol`]; at most
-//! [`ServerOptions::max_connections`] connections are served at once. A
-//! misbehaving client only ever costs its own thread, and that thread ends.
+//! [`ServerOptions::max_connections`] connections are served at once, and
+//! when that many are open a new connection pushes out the oldest one that
+//! has not presented the token yet (so a flood of idle connections cannot
+//! lock the job's own clients out). A misbehaving client only ever costs its
+//! own thread, and that thread ends.
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
@@ -19,14 +22,16 @@ use std::time::{Duration, Instant};
 
 use super::protocol::{Request, Response, MAX_FRAME_BYTES, PROTOCOL_VERSION};
 use crate::error::CommError;
-use crate::token::Token;
+use crate::token::{Token, TOKEN_ENV};
 
 /// How often blocked server threads look at the stop flag.
 const POLL_INTERVAL: Duration = Duration::from_millis(50);
 /// Largest frame accepted before the token was presented.
 const MAX_HELLO_FRAME_BYTES: usize = 1024;
-/// Longest wait a `GET` or `WAIT` may ask for.
-const MAX_WAIT: Duration = Duration::from_secs(24 * 3600);
+/// Stack of a connection thread: requests are handled without recursion and
+/// values live on the heap, so a small stack lets many connections be
+/// served cheaply.
+const CONNECTION_STACK_BYTES: usize = 256 << 10;
 
 /// Limits of a [`StoreServer`].
 #[derive(Debug, Clone)]
@@ -36,8 +41,13 @@ pub struct ServerOptions {
     /// Time a frame may take from its first byte to its last, and a response
     /// may take to be written.
     pub frame_timeout: Duration,
-    /// Most connections served at once; further ones are refused.
+    /// Most connections served at once. At the limit, a new connection
+    /// replaces the oldest one still waiting to present the token; when
+    /// every connection has presented it, the new one is refused.
     pub max_connections: usize,
+    /// Longest wait a `GET` or `WAIT` may ask for; longer requests are cut
+    /// to it (they answer `TIMEOUT` then).
+    pub max_wait: Duration,
 }
 
 impl Default for ServerOptions {
@@ -46,6 +56,7 @@ impl Default for ServerOptions {
             handshake_timeout: Duration::from_secs(10),
             frame_timeout: Duration::from_secs(30),
             max_connections: 1024,
+            max_wait: Duration::from_secs(24 * 3600),
         }
     }
 }
@@ -56,7 +67,8 @@ struct Shared {
     stop: AtomicBool,
     data: Mutex<HashMap<String, Vec<u8>>>,
     changed: Condvar,
-    conns: Mutex<HashMap<u64, TcpStream>>,
+    /// Open connections by id, and whether each has presented the token.
+    conns: Mutex<HashMap<u64, (TcpStream, bool)>>,
     active: AtomicUsize,
     next_id: AtomicU64,
 }
@@ -67,7 +79,7 @@ impl Shared {
         // map itself is always left consistent.
         self.data.lock().unwrap_or_else(|e| e.into_inner())
     }
-    fn conns(&self) -> MutexGuard<'_, HashMap<u64, TcpStream>> {
+    fn conns(&self) -> MutexGuard<'_, HashMap<u64, (TcpStream, bool)>> {
         self.conns.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -151,7 +163,7 @@ impl StoreServer {
     fn stop(&mut self) {
         self.shared.stop.store(true, Ordering::SeqCst);
         self.shared.changed.notify_all();
-        for conn in self.shared.conns().values() {
+        for (conn, _) in self.shared.conns().values() {
             let _ = conn.shutdown(Shutdown::Both);
         }
         if let Some(h) = self.accept.take() {
@@ -204,30 +216,63 @@ fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
 fn start_connection(mut stream: TcpStream, shared: &Arc<Shared>) {
     let _ = stream.set_nonblocking(false);
     let _ = stream.set_nodelay(true);
-    if shared.active.load(Ordering::SeqCst) >= shared.opts.max_connections {
+    if shared.active.load(Ordering::SeqCst) >= shared.opts.max_connections
+        && !push_out_oldest_unauthenticated(shared)
+    {
         let _ = stream.set_write_timeout(Some(Duration::from_millis(100)));
-        let _ = stream.write_all(&Response::Error("too many connections".into()).encode());
+        let _ = stream.write_all(
+            &Response::Error(format!(
+                "too many connections: all {} allowed are in use by authenticated clients",
+                shared.opts.max_connections
+            ))
+            .encode(),
+        );
         return;
     }
     let id = shared.next_id.fetch_add(1, Ordering::SeqCst);
     let Ok(clone) = stream.try_clone() else {
         return;
     };
-    shared.active.fetch_add(1, Ordering::SeqCst);
-    shared.conns().insert(id, clone);
+    {
+        let mut conns = shared.conns();
+        conns.insert(id, (clone, false));
+        shared.active.fetch_add(1, Ordering::SeqCst);
+    }
     let s2 = Arc::clone(shared);
     let spawned = std::thread::Builder::new()
         .name("store-conn".into())
+        .stack_size(CONNECTION_STACK_BYTES)
         .spawn(move || {
             let _guard = ConnGuard {
                 shared: Arc::clone(&s2),
                 id,
             };
-            serve_connection(stream, &s2);
+            serve_connection(stream, &s2, id);
         });
     if spawned.is_err() {
-        shared.conns().remove(&id);
-        shared.active.fetch_sub(1, Ordering::SeqCst);
+        let mut conns = shared.conns();
+        if conns.remove(&id).is_some() {
+            shared.active.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+/// Closes the oldest connection that has not presented the token yet and
+/// stops counting it (its thread then ends); false when there is none.
+fn push_out_oldest_unauthenticated(shared: &Shared) -> bool {
+    let mut conns = shared.conns();
+    let oldest = conns
+        .iter()
+        .filter(|(_, (_, authed))| !authed)
+        .map(|(id, _)| *id)
+        .min();
+    match oldest.and_then(|id| conns.remove(&id)) {
+        Some((stream, _)) => {
+            let _ = stream.shutdown(Shutdown::Both);
+            shared.active.fetch_sub(1, Ordering::SeqCst);
+            true
+        }
+        None => false,
     }
 }
 
@@ -239,8 +284,11 @@ struct ConnGuard {
 
 impl Drop for ConnGuard {
     fn drop(&mut self) {
-        self.shared.conns().remove(&self.id);
-        self.shared.active.fetch_sub(1, Ordering::SeqCst);
+        // A connection pushed out was already removed and uncounted.
+        let mut conns = self.shared.conns();
+        if conns.remove(&self.id).is_some() {
+            self.shared.active.fetch_sub(1, Ordering::SeqCst);
+        }
     }
 }
 
@@ -343,7 +391,7 @@ fn read_exact_polled(
     Ok(true)
 }
 
-fn serve_connection(mut stream: TcpStream, shared: &Shared) {
+fn serve_connection(mut stream: TcpStream, shared: &Shared, id: u64) {
     if stream.set_read_timeout(Some(POLL_INTERVAL)).is_err()
         || stream
             .set_write_timeout(Some(shared.opts.frame_timeout))
@@ -369,8 +417,17 @@ fn serve_connection(mut stream: TcpStream, shared: &Shared) {
                 Err(format!(
                     "protocol version {version} is not supported (server speaks {PROTOCOL_VERSION})"
                 ))
+            } else if token.is_empty() {
+                Err(format!(
+                    "no token presented: every client of a run must present the run's token \
+                     (ddp-probe run passes it to each rank in {TOKEN_ENV})"
+                ))
             } else if !shared.token.matches(&token) {
-                Err("invalid token".to_string())
+                Err(format!(
+                    "invalid token: this process does not have the token of the run this store \
+                     belongs to; start it under the same ddp-probe run, or set {TOKEN_ENV} to \
+                     the run's token"
+                ))
             } else {
                 Ok(())
             }
@@ -381,6 +438,9 @@ fn serve_connection(mut stream: TcpStream, shared: &Shared) {
     if let Err(why) = verdict {
         let _ = stream.write_all(&Response::Error(why).encode());
         return;
+    }
+    if let Some((_, authed)) = shared.conns().get_mut(&id) {
+        *authed = true;
     }
     if stream.write_all(&Response::Ok.encode()).is_err() {
         return;
@@ -407,8 +467,8 @@ fn serve_connection(mut stream: TcpStream, shared: &Shared) {
     }
 }
 
-fn timeout_of(ms: u64) -> Duration {
-    Duration::from_millis(ms).min(MAX_WAIT)
+fn timeout_of(ms: u64, shared: &Shared) -> Duration {
+    Duration::from_millis(ms).min(shared.opts.max_wait)
 }
 
 /// Executes one authenticated request; the flag says whether the connection
@@ -423,7 +483,7 @@ fn handle(req: Request, shared: &Shared) -> (Response, bool) {
         }
         Request::Get { key, timeout_ms } => {
             let keys = [key];
-            match wait_for(shared, &keys, timeout_of(timeout_ms)) {
+            match wait_for(shared, &keys, timeout_of(timeout_ms, shared)) {
                 Ok(map) => match map.get(&keys[0]) {
                     Some(v) => (Response::Value(v.clone()), false),
                     None => (Response::Timeout(keys.to_vec()), false),
@@ -453,22 +513,23 @@ fn handle(req: Request, shared: &Shared) -> (Response, bool) {
             };
             (resp, false)
         }
-        Request::Wait { keys, timeout_ms } => match wait_for(shared, &keys, timeout_of(timeout_ms))
-        {
-            Ok(map) => {
-                let missing: Vec<String> = keys
-                    .iter()
-                    .filter(|k| !map.contains_key(*k))
-                    .cloned()
-                    .collect();
-                if missing.is_empty() {
-                    (Response::Ok, false)
-                } else {
-                    (Response::Timeout(missing), false)
+        Request::Wait { keys, timeout_ms } => {
+            match wait_for(shared, &keys, timeout_of(timeout_ms, shared)) {
+                Ok(map) => {
+                    let missing: Vec<String> = keys
+                        .iter()
+                        .filter(|k| !map.contains_key(*k))
+                        .cloned()
+                        .collect();
+                    if missing.is_empty() {
+                        (Response::Ok, false)
+                    } else {
+                        (Response::Timeout(missing), false)
+                    }
                 }
+                Err(resp) => (resp, false),
             }
-            Err(resp) => (resp, false),
-        },
+        }
         Request::Delete { key } => {
             let existed = shared.data().remove(&key).is_some();
             (Response::Bool(existed), false)

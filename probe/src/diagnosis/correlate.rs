@@ -28,6 +28,11 @@ use super::category::Category;
 use super::manifest;
 use super::report::{Evidence, Finding, Report, Role, RunFacts, SCHEMA_VERSION};
 use super::sanitize::sanitize;
+
+/// Longest detail of one observation quoted in a finding, in characters.
+const MAX_DETAIL_CHARS: usize = 400;
+/// Longest note, in characters.
+const MAX_NOTE_CHARS: usize = 4096 + 200;
 use super::signal::{Attach, Signal};
 use super::traces::{locate, RankProgress};
 use super::{Gathered, Options};
@@ -291,6 +296,8 @@ pub(crate) fn build(mut g: Gathered, opts: &Options) -> Report {
             ));
         }
     }
+    // Notes may quote file names and error messages: sanitised as well.
+    let notes = notes.iter().map(|n| sanitize(n, MAX_NOTE_CHARS)).collect();
     Report {
         schema_version: SCHEMA_VERSION,
         inputs: std::mem::take(&mut g.inputs),
@@ -683,8 +690,11 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
     let mut details: Vec<String> = Vec::new();
     for s in own.iter().chain(g.attached.iter()) {
         if let Some(d) = &s.detail {
-            if !details.contains(d) && details.len() < 4 {
-                details.push(d.clone());
+            // Details quote words from the inputs (versions, interfaces,
+            // statuses): sanitised here once, whoever built them.
+            let d = sanitize(d, MAX_DETAIL_CHARS);
+            if !details.contains(&d) && details.len() < 4 {
+                details.push(d);
             }
         }
     }

@@ -42,9 +42,9 @@ pub(crate) struct ReadSummary {
 pub(crate) fn for_each_line(
     path: &Path,
     limits: &ReadLimits,
-    mut f: impl FnMut(Option<u64>, &str),
+    f: impl FnMut(Option<u64>, &str),
 ) -> io::Result<ReadSummary> {
-    let mut file = File::open(path)?;
+    let file = File::open(path)?;
     let meta = file.metadata()?;
     if !meta.is_file() {
         return Err(io::Error::new(
@@ -52,7 +52,17 @@ pub(crate) fn for_each_line(
             "not a regular file",
         ));
     }
-    let len = meta.len();
+    for_each_line_in(file, meta.len(), limits, f)
+}
+
+/// [`for_each_line`] over any seekable input of `len` bytes (a file, or a
+/// log held in memory).
+pub(crate) fn for_each_line_in<R: Read + Seek>(
+    mut file: R,
+    len: u64,
+    limits: &ReadLimits,
+    mut f: impl FnMut(Option<u64>, &str),
+) -> io::Result<ReadSummary> {
     let mut summary = ReadSummary {
         file_bytes: len,
         ..ReadSummary::default()

@@ -67,7 +67,7 @@ pub use report::{
 };
 pub use sanitize::sanitize;
 
-use lines::{for_each_line, ReadLimits};
+use lines::{for_each_line, for_each_line_in, ReadLimits, ReadSummary};
 use manifest::{LoadedManifest, MANIFEST_FILE};
 use nccl::NcclCollector;
 use sanitize::display_path;
@@ -114,6 +114,27 @@ impl Default for Options {
 /// `traces/`), a log file, or a trace file (`*.jsonl`).
 pub fn explain(inputs: &[PathBuf]) -> Result<Report, Error> {
     explain_with(inputs, &Options::default())
+}
+
+/// Diagnoses one log held in memory as if it had been read from a file
+/// named `name` (shown in the evidence; a name such as `rank-3.stderr` also
+/// gives the rank), with the same limits as a file.
+///
+/// Any bytes are accepted: invalid UTF-8 is decoded lossily and every
+/// string in the report is sanitised. A log with nothing recognisable gives
+/// a report without findings, or with an `unknown` one.
+pub fn explain_log_bytes(name: &str, bytes: &[u8], opts: &Options) -> Report {
+    let path = PathBuf::from(name);
+    let display = display_path(&path);
+    let mut g = Gathered {
+        inputs: vec![display.clone()],
+        ..Gathered::default()
+    };
+    let len = bytes.len() as u64;
+    scan_lines(display, rank_from_name(&path), opts, &mut g, |limits, f| {
+        for_each_line_in(io::Cursor::new(bytes), len, limits, f)
+    });
+    correlate::build(g, opts)
 }
 
 /// Everything read from the inputs, before correlation.
@@ -352,11 +373,6 @@ fn merge_progress(into: &mut Vec<RankProgress>, more: Vec<RankProgress>) {
 /// Reads one log file; returns whether it could be read.
 fn scan_source(src: &Source, opts: &Options, g: &mut Gathered) -> bool {
     let display = display_path(&src.path);
-    let limits = ReadLimits {
-        head_bytes: opts.head_bytes,
-        tail_bytes: opts.tail_bytes,
-        max_line_bytes: opts.max_line_bytes,
-    };
     if let Some(text) = torchelastic_error_text(&src.path) {
         let mut scanner = Scanner::new(display, src.rank, &mut g.nccl, &mut g.order);
         for line in text.lines() {
@@ -367,8 +383,27 @@ fn scan_source(src: &Source, opts: &Options, g: &mut Gathered) -> bool {
         g.scans.push(scan);
         return true;
     }
-    let mut scanner = Scanner::new(display.clone(), src.rank, &mut g.nccl, &mut g.order);
-    let result = for_each_line(&src.path, &limits, |n, t| scanner.line(n, t));
+    scan_lines(display, src.rank, opts, g, |limits, f| {
+        for_each_line(&src.path, limits, f)
+    })
+}
+
+/// Scans the lines `read` hands out (it gets the limits and the callback)
+/// for the log shown as `display`; false when it could not be read.
+fn scan_lines(
+    display: String,
+    rank: Option<usize>,
+    opts: &Options,
+    g: &mut Gathered,
+    read: impl FnOnce(&ReadLimits, &mut dyn FnMut(Option<u64>, &str)) -> io::Result<ReadSummary>,
+) -> bool {
+    let limits = ReadLimits {
+        head_bytes: opts.head_bytes,
+        tail_bytes: opts.tail_bytes,
+        max_line_bytes: opts.max_line_bytes,
+    };
+    let mut scanner = Scanner::new(display.clone(), rank, &mut g.nccl, &mut g.order);
+    let result = read(&limits, &mut |n, t| scanner.line(n, t));
     let mut scan = scanner.finish();
     match result {
         Ok(summary) => {

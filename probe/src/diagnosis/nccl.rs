@@ -447,16 +447,21 @@ impl NcclCollector {
             let ranks: Vec<usize> = comm.ranks.keys().copied().collect();
             let init_complete = !comm.ranks.is_empty() && comm.ranks.values().all(|r| r.complete);
             let transports: Vec<String> = comm.transports.iter().cloned().collect();
+            // Every field is a word taken from a log line: shown only
+            // sanitised (a word may hold control characters that are not
+            // whitespace, such as U+001C).
+            let safe = |s: &str| super::sanitize::sanitize(s, 80);
+            let safe_all = |v: Vec<String>| v.iter().map(|s| safe(s)).collect::<Vec<_>>();
             let mut summary = CommSummary {
-                comm_id: comm.comm_id.clone(),
+                comm_id: comm.comm_id.as_deref().map(safe),
                 nranks: comm.nranks,
                 ranks,
                 nnodes: comm.nnodes,
-                versions,
-                network,
-                interfaces,
+                versions: safe_all(versions),
+                network: network.as_deref().map(safe),
+                interfaces: safe_all(interfaces),
                 channels: comm.channels,
-                transports,
+                transports: safe_all(transports),
                 init_complete,
                 text: String::new(),
             };

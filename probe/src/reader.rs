@@ -359,7 +359,7 @@ pub(crate) type Loaded = Result<(Run, Vec<Warning>), Error>;
 /// parser or serde_json only; also returns the cache payload written for it
 /// (when it loaded a rank). For the fuzz targets and tests.
 pub(crate) fn load_bytes(path: &Path, bytes: &[u8], fast: bool) -> (Loaded, Option<Vec<u8>>) {
-    let outcome = parse_file(path, bytes, fast);
+    let outcome = parse_file(path, bytes, Some(bytes.len() as u64), fast);
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
     let payload = match (&outcome, name) {
         (

@@ -21,9 +21,7 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use comm::{
-    AlgorithmChoice, GroupOptions, ProcessGroup, ReduceOp, StoreServer, Token, TransportChoice,
-};
+use comm::{AlgorithmChoice, GroupOptions, ProcessGroup, ReduceOp, Token, TransportChoice};
 
 const RANK_ENV: &str = "COMM_BENCH_RANK";
 
@@ -205,7 +203,11 @@ fn main() {
         return;
     }
     let token = Token::generate().expect("token");
-    let server = StoreServer::bind("127.0.0.1:0", token.clone()).expect("store");
+    // Rank 0 hosts the rendezvous store (ProcessGroup::from_env), on a port free now.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
     let exe = std::env::current_exe().expect("current exe");
     let mut children = Vec::new();
     for rank in 0..args.world {
@@ -215,7 +217,7 @@ fn main() {
             .env("RANK", rank.to_string())
             .env("WORLD_SIZE", args.world.to_string())
             .env("MASTER_ADDR", "127.0.0.1")
-            .env("MASTER_PORT", server.local_addr().port().to_string())
+            .env("MASTER_PORT", port.to_string())
             .env(comm::TOKEN_ENV, token.as_str())
             .stdout(if rank == 0 {
                 Stdio::inherit()
@@ -230,7 +232,6 @@ fn main() {
     for mut c in children {
         ok &= c.wait().map(|s| s.success()).unwrap_or(false);
     }
-    drop(server);
     if !ok {
         eprintln!("a rank failed");
         std::process::exit(1);

@@ -1,8 +1,8 @@
 """torch.distributed (gloo) side of bench/run's collective benchmark, measured exactly as comm's
-bench (comm/benches/allreduce.rs) measures ours: f32 buffers, 3 warm-up calls, one timed call on
-rank 0 sets the iteration count (min-time / that call, within [5, 20000]) for every rank, a
-barrier, the loop, and the slowest rank's time. Sizes are bytes; an all_gather's size is its
-output (nccl-tests). Prints one JSON object per operation and size from rank 0.
+bench (comm/benches/allreduce.rs) measures ours: f32 buffers, 3 warm-up calls (1 from 64 MiB),
+one timed call on rank 0 sets the iteration count (min-time / that call, within [5, 20000]) for
+every rank, a barrier, the loop, and the slowest rank's time. Sizes are bytes; an all_gather's
+size is its output (nccl-tests). Prints one JSON object per operation and size from rank 0.
 
     ddp-probe run --nproc-per-node N -- python collectives.py [--sizes 4096,...] [--ops ...]"""
 import argparse
@@ -32,7 +32,7 @@ for op in args.ops.split(","):
         run = {"all_reduce": lambda: dist.all_reduce(buf),
                "broadcast": lambda: dist.broadcast(buf, 0),
                "all_gather": lambda: dist.all_gather_into_tensor(buf, inp)}[op]
-        for _ in range(3):
+        for _ in range(1 if size >= 64 << 20 else 3):
             run()
         t = time.perf_counter()
         run()

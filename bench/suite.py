@@ -4,8 +4,9 @@ writes bench/results/suite.json after every part (so an interrupted run keeps wh
 
     .venv/bin/python bench/suite.py [--quick] [--only PART,...]   (bench/run builds first)
 
-Budgets (full configuration, 2-core machine): training ~4 min, collectives ~7 min, overhead
-~1.5 min, analysis ~3 min, tui ~1 min, report ~0.5 min."""
+Time of the full configuration on a busy 2-core machine (about 9 minutes in all, under the
+20-minute budget): training 2.5 min, collectives 3.5 min, overhead 2 min, analysis 1 min (plus
+20 s the first time, to generate the 10M-span run), tui and report a few seconds each."""
 import argparse
 import datetime
 import json
@@ -212,8 +213,9 @@ def machine():
     cpu = open("/proc/cpuinfo").read()
     model = re.search(r"model name\s*:\s*(.*)", cpu)
     mem = int(re.search(r"MemTotal:\s+(\d+)", open("/proc/meminfo").read()).group(1))
+    gpu = subprocess.run("nvidia-smi -L", shell=True, capture_output=True, text=True).stdout.strip()
     return {"nproc": os.cpu_count(), "cpu_model": model.group(1) if model else platform.machine(),
-            "memory_gib": round(mem / 2**20, 1), "kernel": platform.release()}
+            "memory_gib": round(mem / 2**20, 1), "kernel": platform.release(), "gpu": gpu or None}
 
 
 def versions():

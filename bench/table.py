@@ -8,7 +8,7 @@ import sys
 suite = json.load(open(sys.argv[1] if len(sys.argv) > 1 else "bench/results/suite.json"))
 m, v = suite["machine"], suite["versions"]
 dates = sorted({p["date"][:10] for p in suite["parts"].values()})
-print(f"Machine: {m['nproc']} CPUs ({m['cpu_model']}), {m['memory_gib']} GiB, no GPU; "
+print(f"Machine: {m['nproc']} CPUs ({m['cpu_model']}), {m['memory_gib']} GiB, {m.get('gpu') or 'no GPU'}; "
       f"{', '.join(dates)}; commit {v['git_commit'][:10]}{' (modified)' if v['git_dirty'] else ''}; "
       f"{v['rustc']}, torch {v['torch']}{'; QUICK configuration' if suite.get('quick') else ''}.\n")
 
@@ -16,8 +16,8 @@ print("| Part | Figure | Value | Goal | |")
 print("|---|---|---:|---|---|")
 for name, part in suite["parts"].items():
     for g in part["goals"]:
-        print(f"| {name} | {g['name']} | {g['value']:.3f} | {g['op']} {g['goal']} | "
-              f"{'OK' if g['ok'] else 'MISSED'} |")
+        print(f"| {name} | {g['name'].removeprefix(name + ' ')} | {g['value']:.3f} | "
+              f"{g['op']} {g['goal']} | {'OK' if g['ok'] else 'MISSED'} |")
 if "training" in suite["parts"]:  # the step times behind the ratios
     for model, r in suite["parts"]["training"]["results"].items():
         med = lambda xs: sorted(xs)[len(xs) // 2]
@@ -39,12 +39,15 @@ if "analysis" in suite["parts"]:
 if "collectives" in suite["parts"]:
     rows = suite["parts"]["collectives"]["results"]
     impls = list(dict.fromkeys(r["impl"] for r in rows))
-    print("\nBus bandwidth (GB/s; 4 KB: time in µs) of comm against gloo:\n")
+    # A few sizes; every size is in suite.json.
+    sizes = {4096, 1 << 20, 16 << 20, 256 << 20}
+    print("\nBus bandwidth (GB/s; 4 KB: time in µs) of comm against gloo "
+          "(every size from 4 KB to 256 MB is in suite.json):\n")
     print("| op | ranks | bytes | " + " | ".join(impls) + " |")
     print("|---|---:|---:|" + "---:|" * len(impls))
     keys = list(dict.fromkeys((r["op"], r["world"], r["bytes"]) for r in rows))
     by = {(r["impl"], r["op"], r["world"], r["bytes"]): r for r in rows}
-    for op, world, size in keys:
+    for op, world, size in (k for k in keys if k[2] in sizes):
         cells = []
         for i in impls:
             r = by.get((i, op, world, size))

@@ -1,6 +1,7 @@
 """The parts of bench/run. Each part runs the project's own benchmark programs, parses what they
 print, and returns its exact configuration, its figures and its goals; the suite prints them and
-writes bench/results/suite.json after every part (so an interrupted run keeps what it measured).
+writes bench/results/suite.json after every part (so an interrupted run keeps what it measured;
+--quick writes suite-quick.json instead, so a smoke run leaves the figures of a full run alone).
 
     .venv/bin/python bench/suite.py [--quick] [--only PART,...]   (bench/run builds first)
 
@@ -8,12 +9,14 @@ Time of the full configuration on a busy 2-core machine (about 9 minutes in all,
 20-minute budget): training 2.5 min, collectives 3.5 min, overhead 2 min, analysis 1 min (plus
 20 s the first time, to generate the 10M-span run), tui and report a few seconds each."""
 import argparse
+import atexit
 import datetime
 import json
 import os
 import pathlib
 import platform
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -23,7 +26,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 TARGET = pathlib.Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target")) / "release"
 PY = str(ROOT / ".venv/bin/python")
 OUT = ROOT / "bench/results/suite.json"
-TMP = pathlib.Path(tempfile.mkdtemp(prefix="ddp-probe-bench-"))
+TMP = pathlib.Path(tempfile.mkdtemp(prefix="ddp-probe-bench-"))  # the run directories
+atexit.register(shutil.rmtree, TMP, ignore_errors=True)
 PARTS = ["training", "collectives", "overhead", "analysis", "tui", "report"]
 # Full and --quick configurations of every part.
 FULL = dict(train_steps=80, lm_steps=80, rounds=3, sizes=[4096 * 4**i for i in range(9)], worlds=[2, 4], min_time_ms=200,
@@ -34,8 +38,11 @@ QUICK = dict(train_steps=20, lm_steps=20, rounds=1, sizes=[4096, 1 << 20], world
 
 def sh(cmd, timeout=900, env=None, cwd=ROOT):
     """Runs a command, returns its stdout; a failure stops the suite with the command's stderr."""
-    r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                       env={**os.environ, **(env or {})})
+    try:
+        r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                           env={**os.environ, **(env or {})})
+    except subprocess.TimeoutExpired:
+        sys.exit(f"bench/run: {' '.join(map(str, cmd))} took more than {timeout} s; stopped")
     if r.returncode != 0:
         sys.exit(f"bench/run: {' '.join(map(str, cmd))} failed ({r.returncode}):\n{r.stderr[-3000:]}")
     return r.stdout
@@ -232,11 +239,13 @@ def main():
     p.add_argument("--only", default=",".join(PARTS), help="parts to run: " + ",".join(PARTS))
     args = p.parse_args()
     cfg = QUICK if args.quick else FULL
+    # A smoke run does not replace the figures of a full one.
+    out = OUT.with_name("suite-quick.json") if args.quick else OUT
     only = args.only.split(",")
     if bad := set(only) - set(PARTS):
         sys.exit(f"bench/run: unknown part(s) {sorted(bad)}; the parts are {PARTS}")
     # --only keeps the other parts of an earlier suite.json (each part carries its own date).
-    suite = json.loads(OUT.read_text()) if OUT.exists() and len(only) < len(PARTS) else {"parts": {}}
+    suite = json.loads(out.read_text()) if out.exists() and len(only) < len(PARTS) else {"parts": {}}
     suite.update(machine=machine(), versions=versions(), quick=args.quick)
     for name in only:
         print(f"== {name}", flush=True)
@@ -247,14 +256,14 @@ def main():
                     goals=goals)
         suite["parts"][name] = part
         suite["date"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-        OUT.parent.mkdir(parents=True, exist_ok=True)
-        OUT.write_text(json.dumps(suite, indent=1) + "\n")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(suite, indent=1) + "\n")
         print(f"   ({part['seconds']} s)", flush=True)
     print("== goals")
     for name, part in suite["parts"].items():
         for g in part["goals"]:
             print(f"  {'OK    ' if g['ok'] else 'MISSED'} {g['name']}: {g['value']:.3f} (goal {g['op']} {g['goal']})")
-    print(f"wrote {OUT.relative_to(ROOT)}")
+    print(f"wrote {out.relative_to(ROOT)}")
 
 
 if __name__ == "__main__":

@@ -51,10 +51,16 @@ def sh(cmd, timeout=900, env=None, cwd=ROOT):
 def launch(name, cmd, nproc=2, env=None):
     """Runs `cmd` on `nproc` ranks under `ddp-probe run` (torchrun's variables, OMP_NUM_THREADS=1);
     returns the run directory and rank 0's stdout."""
-    run_dir = TMP / name
-    sh([TARGET / "ddp-probe", "run", "--nproc-per-node", str(nproc), "--console", "quiet",
-        "--out", run_dir, "--", *cmd], env={"OMP_NUM_THREADS": "1", **(env or {})})
-    return run_dir, (run_dir / "logs/rank-0.stdout").read_text()
+    for attempt in (1, 2):  # gloo at exit aborts now and then on a loaded machine: once more
+        run_dir = TMP / f"{name}-{attempt}"
+        r = subprocess.run([TARGET / "ddp-probe", "run", "--nproc-per-node", str(nproc), "--console",
+                            "quiet", "--out", run_dir, "--", *cmd], cwd=ROOT, capture_output=True,
+                           text=True, timeout=900, env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})})
+        if r.returncode == 0:
+            return run_dir, (run_dir / "logs/rank-0.stdout").read_text()
+        logs = "".join(f"--- {f.name}\n" + f.read_text()[-1500:] for f in sorted((run_dir / "logs").glob("*")))
+        print(f"bench/run: {name} failed (attempt {attempt}):\n{r.stdout[-1500:]}{logs}", file=sys.stderr)
+    sys.exit(f"bench/run: {name} failed twice; see above")
 
 
 def goal(name, value, op, target, unit=""):
@@ -154,8 +160,9 @@ def collectives(cfg):
 # ---- 3. recording overhead (bench/overhead) --------------------------------------------------
 def overhead(cfg):
     rounds, steps = cfg["overhead"]
-    print(sh(["bench/overhead", str(rounds), str(steps)], timeout=1800), end="")
-    o = json.loads((ROOT / "bench/results/overhead.json").read_text())
+    print(sh(["bench/overhead", str(rounds), str(steps)], timeout=1800,
+             env={"OVERHEAD_JSON": str(TMP / "overhead.json")}), end="")
+    o = json.loads((TMP / "overhead.json").read_text())
     config = {"example": "lm", "ranks": 2, "threads_per_rank": 1, "rounds": rounds, "steps": steps}
     return {"config": config, "results": o}, [goal("recording on / off (lm step time)", o["ratio"], "<", 1.01)]
 

@@ -51,4 +51,5 @@ for op in args.ops.split(","):
             print(json.dumps({"op": op, "world": n, "transport": "gloo", "bytes": size,
                               "iters": int(iters), "time_us": per * 1e6, "algbw_gbps": algbw,
                               "busbw_gbps": algbw * BUS[op]}), flush=True)
+dist.barrier()  # no rank closes its connections while a peer still uses them
 dist.destroy_process_group()

@@ -102,4 +102,5 @@ while step < args.steps:
         step += 1
     epoch += 1
 timer.report("lm", params, tensors)
+torch.distributed.barrier()  # no rank closes its connections while a peer still uses them
 torch.distributed.destroy_process_group()

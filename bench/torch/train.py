@@ -63,4 +63,5 @@ while step < args.steps:
         step += 1
     epoch += 1
 timer.report("train", params, len(list(model.parameters())))
+torch.distributed.barrier()  # no rank closes its connections while a peer still uses them
 torch.distributed.destroy_process_group()

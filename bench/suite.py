@@ -5,9 +5,9 @@ writes bench/results/suite.json after every part (so an interrupted run keeps wh
 
     .venv/bin/python bench/suite.py [--quick] [--only PART,...]   (bench/run builds first)
 
-Time of the full configuration on a busy 2-core machine (about 9 minutes in all, under the
-20-minute budget): training 2.5 min, collectives 3.5 min, overhead 2 min, analysis 1 min (plus
-20 s the first time, to generate the 10M-span run), tui and report a few seconds each."""
+Time of the full configuration on a busy 2-core machine (about 7 minutes in all, under the
+20-minute budget): training 1.5-2.5 min, collectives 3-3.5 min, overhead 2 min, analysis 0.5 min
+(plus 20 s the first time, to generate the 10M-span run), tui and report a few seconds each."""
 import argparse
 import atexit
 import datetime

@@ -1,23 +1,27 @@
-//! all_reduce bandwidth and latency benchmark.
+//! Collective bandwidth and latency benchmark (all_reduce, and on request
+//! broadcast and all_gather).
 //!
 //! Starts a store, spawns `--world` copies of itself as separate processes
-//! (one per rank) and has rank 0 print, per message size, the mean time of
-//! an `f32` sum all-reduce, the algorithm bandwidth (bytes / time) and the
-//! bus bandwidth (algbw * 2 (n - 1) / n, the figure NCCL and gloo
-//! benchmarks report).
+//! (one per rank) and has rank 0 print, per operation and message size, the
+//! mean time of the `f32` collective (the slowest rank's), the algorithm
+//! bandwidth (algbw = bytes / time) and the bus bandwidth, with the
+//! definitions of nccl-tests: busbw = algbw × 2 (n − 1) / n for all_reduce,
+//! × (n − 1) / n for all_gather, × 1 for broadcast. The size of an
+//! all_gather is its output (each rank contributes size / n), as in
+//! nccl-tests. `--json` prints one JSON object per line instead of the
+//! table (what `bench/run` reads; `bench/torch/collectives.py` measures
+//! torch.distributed the same way).
 //!
 //! ```text
 //! cargo bench -p comm --bench allreduce -- [--world N] [--transport tcp|shm|auto]
 //!     [--algorithm auto|ring|latency] [--sizes 4096,1048576,...] [--min-time-ms 300]
-//!     [--sockbuf BYTES] [--shm-ring BYTES]
+//!     [--ops all_reduce,broadcast,all_gather] [--sockbuf BYTES] [--shm-ring BYTES] [--json]
 //! ```
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use comm::{
-    AlgorithmChoice, GroupOptions, ProcessGroup, ReduceOp, StoreServer, Token, TransportChoice,
-};
+use comm::{AlgorithmChoice, GroupOptions, ProcessGroup, ReduceOp, Token, TransportChoice};
 
 const RANK_ENV: &str = "COMM_BENCH_RANK";
 
@@ -29,6 +33,20 @@ struct Args {
     min_time: Duration,
     sockbuf: Option<usize>,
     shm_ring: usize,
+    ops: Vec<String>,
+    json: bool,
+}
+
+/// The operations measured, with their bus bandwidth factor for `n` ranks.
+const OPS: [&str; 3] = ["all_reduce", "broadcast", "all_gather"];
+
+fn bus_factor(op: &str, n: usize) -> f64 {
+    let n = n as f64;
+    match op {
+        "all_reduce" => 2.0 * (n - 1.0) / n,
+        "all_gather" => (n - 1.0) / n,
+        _ => 1.0,
+    }
 }
 
 fn parse_args() -> Args {
@@ -49,6 +67,8 @@ fn parse_args() -> Args {
         min_time: Duration::from_millis(300),
         sockbuf: None,
         shm_ring: comm::DEFAULT_SHM_RING_BYTES,
+        ops: vec!["all_reduce".to_owned()],
+        json: false,
     };
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -82,6 +102,15 @@ fn parse_args() -> Args {
                 a.shm_ring = val.parse().expect("--shm-ring BYTES");
                 i += 1;
             }
+            "--ops" => {
+                a.ops = val.split(',').map(str::to_owned).collect();
+                assert!(
+                    a.ops.iter().all(|o| OPS.contains(&o.as_str())),
+                    "--ops takes a list of {OPS:?}"
+                );
+                i += 1;
+            }
+            "--json" => a.json = true,
             "--min-time-ms" => {
                 a.min_time = Duration::from_millis(val.parse().expect("--min-time-ms N"));
                 i += 1;
@@ -104,49 +133,66 @@ fn rank_main(rank: usize, args: &Args) {
     };
     let pg = ProcessGroup::from_env(opts).expect("process group");
     let n = pg.world_size();
-    if rank == 0 {
+    if rank == 0 && !args.json {
         println!(
             "world {n}, transport {}, algorithm choice {:?}",
             pg.transport(),
             args.algorithm
         );
         println!(
-            "{:>12} {:>10} {:>12} {:>12} {:>12}  algorithm",
-            "bytes", "iters", "time_us", "algbw_GB/s", "busbw_GB/s"
+            "{:>10} {:>12} {:>10} {:>12} {:>12} {:>12}  algorithm",
+            "op", "bytes", "iters", "time_us", "algbw_GB/s", "busbw_GB/s"
         );
     }
-    for &bytes in &args.sizes {
-        let mut buf = vec![1.0f32; bytes / 4];
-        // Warm up, then calibrate the iteration count on rank 0 and share it.
-        for _ in 0..3 {
-            pg.all_reduce(&mut buf, ReduceOp::Sum).expect("all_reduce");
-        }
-        let t = Instant::now();
-        let info = pg.all_reduce(&mut buf, ReduceOp::Sum).expect("all_reduce");
-        let one = t.elapsed().max(Duration::from_micros(1));
-        let mut iters =
-            [((args.min_time.as_secs_f64() / one.as_secs_f64()) as i64).clamp(5, 20_000)];
-        pg.broadcast(&mut iters, 0).expect("broadcast");
-        pg.barrier().expect("barrier");
-        let t = Instant::now();
-        for _ in 0..iters[0] {
-            pg.all_reduce(&mut buf, ReduceOp::Sum).expect("all_reduce");
-        }
-        let mut el = [t.elapsed().as_secs_f64()];
-        pg.all_reduce(&mut el, ReduceOp::Max).expect("all_reduce");
-        let per = el[0] / iters[0] as f64;
-        let algbw = bytes as f64 / per / 1e9;
-        let busbw = algbw * 2.0 * (n as f64 - 1.0) / n as f64;
-        if rank == 0 {
-            println!(
-                "{:>12} {:>10} {:>12.1} {:>12.3} {:>12.3}  {}",
-                bytes,
-                iters[0],
-                per * 1e6,
-                algbw,
-                busbw,
-                info.algorithm
-            );
+    for op in &args.ops {
+        for &bytes in &args.sizes {
+            let mut buf = vec![1.0f32; bytes / 4];
+            let input = vec![1.0f32; bytes / 4 / n];
+            let mut run = || match op.as_str() {
+                "all_reduce" => pg.all_reduce(&mut buf, ReduceOp::Sum),
+                "broadcast" => pg.broadcast(&mut buf, 0),
+                _ => pg.all_gather(&input, &mut buf),
+            };
+            // Warm up (3 calls, 1 from 64 MiB on), then calibrate the iteration count on
+            // rank 0 and share it.
+            for _ in 0..if bytes >= 64 << 20 { 1 } else { 3 } {
+                run().expect(op);
+            }
+            let t = Instant::now();
+            let info = run().expect(op);
+            let one = t.elapsed().max(Duration::from_micros(1));
+            let mut iters =
+                [((args.min_time.as_secs_f64() / one.as_secs_f64()) as i64).clamp(5, 20_000)];
+            pg.broadcast(&mut iters, 0).expect("broadcast");
+            pg.barrier().expect("barrier");
+            let t = Instant::now();
+            for _ in 0..iters[0] {
+                run().expect(op);
+            }
+            let mut el = [t.elapsed().as_secs_f64()];
+            pg.all_reduce(&mut el, ReduceOp::Max).expect("all_reduce");
+            let per = el[0] / iters[0] as f64;
+            let algbw = bytes as f64 / per / 1e9;
+            let busbw = algbw * bus_factor(op, n);
+            if rank == 0 && args.json {
+                println!(
+                    "{{\"op\":\"{op}\",\"world\":{n},\"transport\":\"{}\",\"bytes\":{bytes},\"iters\":{},\"time_us\":{:.3},\"algbw_gbps\":{algbw:.6},\"busbw_gbps\":{busbw:.6},\"algorithm\":\"{}\"}}",
+                    pg.transport(),
+                    iters[0],
+                    per * 1e6,
+                    info.algorithm
+                );
+            } else if rank == 0 {
+                println!(
+                    "{op:>10} {:>12} {:>10} {:>12.1} {:>12.3} {:>12.3}  {}",
+                    bytes,
+                    iters[0],
+                    per * 1e6,
+                    algbw,
+                    busbw,
+                    info.algorithm
+                );
+            }
         }
     }
 }
@@ -158,7 +204,11 @@ fn main() {
         return;
     }
     let token = Token::generate().expect("token");
-    let server = StoreServer::bind("127.0.0.1:0", token.clone()).expect("store");
+    // Rank 0 hosts the rendezvous store (ProcessGroup::from_env), on a port free now.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
     let exe = std::env::current_exe().expect("current exe");
     let mut children = Vec::new();
     for rank in 0..args.world {
@@ -168,7 +218,7 @@ fn main() {
             .env("RANK", rank.to_string())
             .env("WORLD_SIZE", args.world.to_string())
             .env("MASTER_ADDR", "127.0.0.1")
-            .env("MASTER_PORT", server.local_addr().port().to_string())
+            .env("MASTER_PORT", port.to_string())
             .env(comm::TOKEN_ENV, token.as_str())
             .stdout(if rank == 0 {
                 Stdio::inherit()
@@ -183,7 +233,6 @@ fn main() {
     for mut c in children {
         ok &= c.wait().map(|s| s.success()).unwrap_or(false);
     }
-    drop(server);
     if !ok {
         eprintln!("a rank failed");
         std::process::exit(1);

@@ -7,6 +7,7 @@
 
 pub mod cancer;
 
+use comm::ProcessGroup;
 use ddp::DistributedSampler;
 
 /// Prints from rank 0 only (every rank's output is in the run directory anyway).
@@ -54,4 +55,29 @@ pub fn epoch_batches(
         .chunks_exact(batch.max(1))
         .map(<[usize]>::to_vec)
         .collect())
+}
+
+/// Steps left out of the step-time statistic that [`print_step_time`] prints.
+pub const WARMUP_STEPS: usize = 3;
+
+/// Prints from rank 0 the median of this rank's step times after [`WARMUP_STEPS`] warm-up steps,
+/// averaged over the ranks (every rank must call it): `step time: median X ms over N steps ...`.
+/// Measured in the program itself (not from the trace), so that runs with recording on and off
+/// compare (`bench/overhead`), and so that `bench/run` compares it with PyTorch's DDP.
+pub fn print_step_time(pg: &ProcessGroup, step_ms: &[f64]) -> Result<(), ddp::DdpError> {
+    let warm = WARMUP_STEPS.min(step_ms.len());
+    let mut steady = step_ms[warm..].to_vec();
+    if steady.is_empty() {
+        return Ok(());
+    }
+    steady.sort_by(f64::total_cmp);
+    let median = ddp::metrics::average(pg, steady[steady.len() / 2])?;
+    log0!(
+        pg,
+        "step time: median {median:.3} ms over {} steps after {warm} warm-up steps (mean of the \
+         ranks' medians; {} threads per rank)",
+        steady.len(),
+        tch::get_num_threads()
+    );
+    Ok(())
 }

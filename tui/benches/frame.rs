@@ -108,7 +108,7 @@ fn main() {
         ),
         ("help overlay over 10 steps", "0++++++++?"),
     ];
-    for (w, h) in [(80, 24), (160, 48), (320, 96)] {
+    for (w, h) in [(80, 24), (200, 50), (320, 96)] {
         for (name, keys) in views {
             app.resize(w, h);
             for c in keys.chars() {

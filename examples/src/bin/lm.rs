@@ -248,19 +248,7 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         }
         epoch += 1;
     }
-    // Step time measured in the program itself (not from the trace), so that runs with
-    // recording on and off compare (bench/overhead). The first steps are warm-up.
-    let warm = (WARMUP_STEPS as usize).min(step_ms.len());
-    let mut steady = step_ms[warm..].to_vec();
-    if !steady.is_empty() {
-        steady.sort_by(f64::total_cmp);
-        let median = steady[steady.len() / 2];
-        let median = ddp::metrics::average(&pg, median)?;
-        log0!(pg, "step time: median {median:.3} ms over {} steps after {warm} warm-up steps (mean of the ranks' medians)", steady.len());
-    }
+    ddp_examples::print_step_time(&pg, &step_ms)?;
     ddp.finish("ok")?;
     Ok(())
 }
-
-/// Steps left out of the step-time statistic printed at the end.
-const WARMUP_STEPS: u64 = 3;

@@ -105,7 +105,14 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         options.bucket_cap_mb = Some(mb);
     }
     let mut ddp = Ddp::new(&vs, pg.clone(), options)?;
-    let mut opt = Optimizer::new(OptimizerKind::adam(args.lr), ddp.parameters());
+    let params = ddp.parameters();
+    let numel: usize = params.iter().map(Tensor::numel).sum();
+    log0!(
+        pg,
+        "train: {} parameter tensors, {numel} parameters",
+        params.len()
+    );
+    let mut opt = Optimizer::new(OptimizerKind::adam(args.lr), params);
 
     let mut sampler = DistributedSampler::new(train.len(), world, rank, true, args.seed, false)?;
     let plan = EpochPlan::new(&sampler, args.batch_size, world);
@@ -130,6 +137,7 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let checkpoints = CheckpointManager::new(&ckpt_dir, 3)?;
     let mut first_epoch = 0;
     let mut steps = 0u64;
+    let mut step_ms = Vec::new();
     if args.resume {
         if let Some(ckpt) = ddp.timed(SpanKind::CheckpointLoad, || checkpoints.load_latest())? {
             ckpt.apply_to_var_store(&vs)?;
@@ -160,6 +168,7 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
             if args.steps.is_some_and(|limit| steps >= limit) {
                 break 'epochs;
             }
+            let began = std::time::Instant::now();
             ddp.begin_step();
             let (x, y) = ddp.timed(SpanKind::DataWait, || {
                 let idx = Tensor::from_slice(&batch.iter().map(|&i| i as i64).collect::<Vec<_>>());
@@ -180,6 +189,7 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
             opt.zero_grad()?;
             loss_sum += loss.double_value(&[]);
             ddp.end_step();
+            step_ms.push(began.elapsed().as_secs_f64() * 1e3);
             steps += 1;
         }
         let mean_loss = ddp::metrics::average(&pg, loss_sum / batches.len().max(1) as f64)?;
@@ -209,6 +219,7 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     log0!(pg, "done: {steps} steps per rank");
+    ddp_examples::print_step_time(&pg, &step_ms)?;
     ddp.finish("ok")?;
     Ok(())
 }

@@ -1,0 +1,55 @@
+"""torch.distributed (gloo) side of bench/run's collective benchmark, measured exactly as comm's
+bench (comm/benches/allreduce.rs) measures ours: f32 buffers, 3 warm-up calls (1 from 64 MiB),
+one timed call on rank 0 sets the iteration count (min-time / that call, within [5, 20000]) for
+every rank, a barrier, the loop, and the slowest rank's time. Sizes are bytes; an all_gather's
+size is its output (nccl-tests). Prints one JSON object per operation and size from rank 0.
+
+    ddp-probe run --nproc-per-node N -- python collectives.py [--sizes 4096,...] [--ops ...]"""
+import argparse
+import warnings
+import json
+import time
+
+import torch
+import torch.distributed as dist
+
+p = argparse.ArgumentParser()
+p.add_argument("--sizes", default="4096,1048576")
+p.add_argument("--ops", default="all_reduce,broadcast,all_gather")
+p.add_argument("--min-time-ms", type=float, default=300)
+args = p.parse_args()
+torch.set_num_threads(1)
+warnings.filterwarnings("ignore", category=FutureWarning)  # all_gather_into_tensor
+dist.init_process_group("gloo")
+rank, n = dist.get_rank(), dist.get_world_size()
+# Bus bandwidth factors of nccl-tests.
+BUS = {"all_reduce": 2 * (n - 1) / n, "all_gather": (n - 1) / n, "broadcast": 1.0}
+
+for op in args.ops.split(","):
+    for size in (int(s) for s in args.sizes.split(",")):
+        buf = torch.ones(size // 4)
+        inp = torch.ones(size // 4 // n)
+        run = {"all_reduce": lambda: dist.all_reduce(buf),
+               "broadcast": lambda: dist.broadcast(buf, 0),
+               "all_gather": lambda: dist.all_gather_into_tensor(buf, inp)}[op]
+        for _ in range(1 if size >= 64 << 20 else 3):
+            run()
+        t = time.perf_counter()
+        run()
+        one = max(time.perf_counter() - t, 1e-6)
+        iters = torch.tensor([min(max(int(args.min_time_ms / 1e3 / one), 5), 20000)])
+        dist.broadcast(iters, 0)
+        dist.barrier()
+        t = time.perf_counter()
+        for _ in range(int(iters)):
+            run()
+        el = torch.tensor([time.perf_counter() - t], dtype=torch.float64)
+        dist.all_reduce(el, op=dist.ReduceOp.MAX)
+        per = el.item() / int(iters)
+        algbw = size / per / 1e9
+        if rank == 0:
+            print(json.dumps({"op": op, "world": n, "transport": "gloo", "bytes": size,
+                              "iters": int(iters), "time_us": per * 1e6, "algbw_gbps": algbw,
+                              "busbw_gbps": algbw * BUS[op]}), flush=True)
+dist.barrier()  # no rank closes its connections while a peer still uses them
+dist.destroy_process_group()

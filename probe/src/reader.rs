@@ -1010,6 +1010,8 @@ struct Builder {
     fast: bool,
     /// `offsets_ns` of the last `grad_ready` line read by [`fastparse`].
     offsets: Vec<i64>,
+    /// What [`fastparse`] remembers between lines.
+    memo: fastparse::Memo,
     /// The file's length, when known.
     len: Option<u64>,
     /// Bytes of the file read so far (up to the current line's end).
@@ -1054,6 +1056,7 @@ impl Builder {
             truncated: false,
             fast: true,
             offsets: Vec::new(),
+            memo: fastparse::Memo::default(),
             len: None,
             pos: 0,
         }
@@ -1217,7 +1220,7 @@ impl Builder {
         if self.fast {
             let mut offsets = std::mem::take(&mut self.offsets);
             let mut f = Fields::default();
-            let done = if fastparse::parse(bytes, &mut offsets, &mut f) {
+            let done = if fastparse::parse(bytes, &mut offsets, &mut f, &mut self.memo) {
                 self.fast_line(line, &f, &offsets)
             } else {
                 None

@@ -1077,18 +1077,26 @@ impl Builder {
     }
 
     /// A timestamp of this rank moved onto rank 0's timeline.
-    #[inline]
+    #[inline(always)]
     fn shift(&self, line: u64, record: &str, t: u64) -> Result<i64, LineError> {
-        i64::try_from(t)
+        match i64::try_from(t)
             .ok()
             .and_then(|t| t.checked_add(self.offset))
-            .ok_or_else(|| {
-                self.invalid(
-                    line,
-                    record,
-                    format!("timestamp {t} is out of range (nanoseconds since 1970 must fit in 63 bits)"),
-                )
-            })
+        {
+            Some(t) => Ok(t),
+            None => Err(self.shift_error(line, record, t)),
+        }
+    }
+
+    /// The error of [`Builder::shift`], out of line.
+    #[cold]
+    #[inline(never)]
+    fn shift_error(&self, line: u64, record: &str, t: u64) -> LineError {
+        self.invalid(
+            line,
+            record,
+            format!("timestamp {t} is out of range (nanoseconds since 1970 must fit in 63 bits)"),
+        )
     }
 
     #[inline]
@@ -1144,14 +1152,22 @@ impl Builder {
         Ok(sym)
     }
 
-    #[inline]
+    #[inline(always)]
     fn args_sym(
         &mut self,
         line: u64,
         record: &str,
         args: Option<&RawValue>,
     ) -> Result<Option<Sym>, LineError> {
-        let Some(raw) = args else { return Ok(None) };
+        match args {
+            None => Ok(None),
+            Some(raw) => self.args_text_sym(line, record, raw).map(Some),
+        }
+    }
+
+    /// [`Builder::args_sym`] of present `args`.
+    #[inline(never)]
+    fn args_text_sym(&mut self, line: u64, record: &str, raw: &RawValue) -> Result<Sym, LineError> {
         let text = raw.get();
         if !text.starts_with('{') {
             return Err(self.invalid(
@@ -1160,7 +1176,7 @@ impl Builder {
                 format!("\"args\" must be a JSON object, found {text}"),
             ));
         }
-        self.sym(line, text).map(Some)
+        self.sym(line, text)
     }
 
     fn count(list: &mut Vec<(String, u64, u64)>, name: &str, line: u64) {

@@ -12,6 +12,17 @@
 //! scanned for their closing quote a word at a time while noting whether
 //! any byte is non-ASCII; only such strings go through UTF-8 validation.
 //!
+//! Span lines written by this crate's writer are first tried against a
+//! template (`span_template`): the keys come in the writer's field order,
+//! so the bytes between two values are compared with the literal expected
+//! there (`,"start":`, `,"op":"`...) as two masked words, optional keys
+//! being skipped over, and string values equal to the previous line's (the
+//! same op, dtype, transport; one of the last few kinds) are recognised by
+//! the same comparison ([`Memo`]). Any deviation (another order,
+//! whitespace, `null`, an escape, an unknown key) sends the line to the
+//! general parser below, which reads every line the template reads to the
+//! same fields.
+//!
 //! It accepts a line only when it is sure serde_json would read the same
 //! values from it, and says "not mine" (`false`) for everything else: JSON
 //! escapes, keys it does not know, `args` objects, nested values, numbers
@@ -25,7 +36,7 @@
 ///
 /// Every field is `None` when its key is absent or `null` (`value`, whose
 /// `null` means NaN, excepted).
-#[derive(Default)]
+#[derive(Default, Debug, PartialEq)]
 pub(crate) struct Fields<'a> {
     pub ty: Option<&'a str>,
     pub kind: Option<&'a str>,
@@ -367,6 +378,65 @@ impl<'a> Cursor<'a> {
         Some((b.get(start..j)?, high & HIGHS == 0))
     }
 
+    /// A string value whose opening quote is just before the cursor:
+    /// `memo`'s when the line repeats it there (with its closing quote),
+    /// else read by [`Cursor::string`] and remembered in `memo` when it is
+    /// short and ASCII.
+    #[inline(always)]
+    fn memo_string(&mut self, memo: &mut Option<Lit>) -> Option<&'a str> {
+        let b = self.b;
+        let i = self.i;
+        if let Some(l) = memo {
+            if l.at(b, i, word_padded(b, i)) {
+                self.i = i + l.len;
+                let bytes = b.get(i..self.i - 1)?;
+                // SAFETY: these bytes equal the remembered value, which was
+                // only remembered when all of its bytes were below 0x80:
+                // they are ASCII, which is valid UTF-8.
+                return Some(unsafe { std::str::from_utf8_unchecked(bytes) });
+            }
+        }
+        self.i = i - 1;
+        self.memo_miss(memo)
+    }
+
+    /// The span kind whose opening quote is just before the cursor: one of
+    /// `memo`'s kinds, or read and remembered in place of the oldest.
+    #[inline(always)]
+    fn kind(&mut self, memo: &mut Memo) -> Option<&'a str> {
+        let b = self.b;
+        let i = self.i;
+        let w0 = word_padded(b, i);
+        for l in memo.kinds.iter().flatten() {
+            if l.at(b, i, w0) {
+                self.i = i + l.len;
+                let bytes = b.get(i..self.i - 1)?;
+                // SAFETY: these bytes equal a remembered kind, which was
+                // only remembered when all of its bytes were below 0x80:
+                // they are ASCII, which is valid UTF-8.
+                return Some(unsafe { std::str::from_utf8_unchecked(bytes) });
+            }
+        }
+        self.i = i - 1;
+        let slot = memo.next_kind % KIND_MEMO;
+        memo.next_kind = slot + 1;
+        self.memo_miss(&mut memo.kinds[slot])
+    }
+
+    /// [`Cursor::memo_string`] when the value is not the remembered one.
+    #[inline(never)]
+    fn memo_miss(&mut self, memo: &mut Option<Lit>) -> Option<&'a str> {
+        let (bytes, ascii) = self.raw_string()?;
+        if ascii {
+            *memo = Lit::of_value(bytes, b'"');
+            // SAFETY: every byte is below 0x80, so `bytes` is ASCII, which
+            // is valid UTF-8.
+            Some(unsafe { std::str::from_utf8_unchecked(bytes) })
+        } else {
+            std::str::from_utf8(bytes).ok()
+        }
+    }
+
     /// A string value, checked to be UTF-8 (ASCII needs no further check).
     #[inline]
     fn string(&mut self) -> Option<&'a str> {
@@ -508,16 +578,205 @@ impl<'a> Cursor<'a> {
     }
 }
 
+/// The bytes from the comma before a key to the colon after it (and, for a
+/// string value, its opening quote), as at most two little-endian words
+/// with masks of the bytes they hold.
+#[derive(Clone, Copy)]
+struct Lit {
+    w0: u64,
+    m0: u64,
+    w1: u64,
+    m1: u64,
+    len: usize,
+}
+
+/// [`Lit`] of `s` (at most 16 bytes).
+const fn lit(s: &[u8]) -> Lit {
+    assert!(s.len() <= 16, "a template literal is longer than two words");
+    let (mut w0, mut m0, mut w1, mut m1) = (0u64, 0u64, 0u64, 0u64);
+    let mut i = 0;
+    while i < s.len() {
+        if i < 8 {
+            w0 |= (s[i] as u64) << (8 * i);
+            m0 |= 0xff << (8 * i);
+        } else {
+            w1 |= (s[i] as u64) << (8 * (i - 8));
+            m1 |= 0xff << (8 * (i - 8));
+        }
+        i += 1;
+    }
+    Lit {
+        w0,
+        m0,
+        w1,
+        m1,
+        len: s.len(),
+    }
+}
+
+impl Lit {
+    /// The literal of `s` followed by `end`, if it fits in two words.
+    fn of_value(s: &[u8], end: u8) -> Option<Lit> {
+        if s.len() >= 16 {
+            return None;
+        }
+        let mut a = [0u8; 16];
+        a[..s.len()].copy_from_slice(s);
+        a[s.len()] = end;
+        let len = s.len() + 1;
+        let mask = |n: usize| -> u64 {
+            match n {
+                0 => 0,
+                8.. => u64::MAX,
+                n => (1u64 << (8 * n)) - 1,
+            }
+        };
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&a[..8]);
+        let w0 = u64::from_le_bytes(w);
+        w.copy_from_slice(&a[8..]);
+        let w1 = u64::from_le_bytes(w);
+        Some(Lit {
+            w0,
+            m0: mask(len.min(8)),
+            w1,
+            m1: mask(len.saturating_sub(8)),
+            len,
+        })
+    }
+
+    /// Whether `b` holds the literal at `i`.
+    #[inline(always)]
+    fn at(&self, b: &[u8], i: usize, w0: u64) -> bool {
+        w0 & self.m0 == self.w0 && (self.m1 == 0 || word_padded(b, i + 8) & self.m1 == self.w1)
+    }
+}
+
+/// What [`parse`] remembers from one line to the next: the last value of
+/// each string field of a span, when it was short and ASCII, so that a
+/// line repeating it is read by comparing two words.
+///
+/// Span kinds alternate (a bucket's ready window, its collective, its
+/// writeback...), so the last few distinct ones are kept, replaced in turn.
+#[derive(Default)]
+pub(crate) struct Memo {
+    strings: [Option<Lit>; 7],
+    kinds: [Option<Lit>; KIND_MEMO],
+    next_kind: usize,
+}
+
+/// How many span kinds [`Memo`] keeps.
+const KIND_MEMO: usize = 4;
+
+/// The optional keys of a span after its `kind`, in the order
+/// [`crate::trace::TraceWriter`] writes them (the field order of
+/// [`crate::trace::SpanRecord`]), each with the bytes that introduce it.
+const SPAN_TEMPLATE: [(Lit, Key); 19] = [
+    (lit(b",\"step\":"), Key::Step),
+    (lit(b",\"start\":"), Key::Start),
+    (lit(b",\"end\":"), Key::End),
+    (lit(b",\"queued\":"), Key::Queued),
+    (lit(b",\"name\":\""), Key::Name),
+    (lit(b",\"lane\":\""), Key::Lane),
+    (lit(b",\"bucket\":"), Key::Bucket),
+    (lit(b",\"bytes\":"), Key::Bytes),
+    (lit(b",\"params\":"), Key::Params),
+    (lit(b",\"seq\":"), Key::Seq),
+    (lit(b",\"op\":\""), Key::Op),
+    (lit(b",\"algo\":\""), Key::Algo),
+    (lit(b",\"transport\":\""), Key::Transport),
+    (lit(b",\"peer\":"), Key::Peer),
+    (lit(b",\"dtype\":\""), Key::Dtype),
+    (lit(b",\"device\":"), Key::Device),
+    (lit(b",\"stream\":"), Key::Stream),
+    (lit(b",\"category\":\""), Key::Category),
+    (lit(b",\"correlation\":"), Key::Correlation),
+];
+
+/// How every span line of this crate's writer begins.
+const SPAN_PREFIX: &[u8] = b"{\"type\":\"span\",\"kind\":\"";
+
+/// The template fast path: a span line exactly as the writer writes it
+/// (compact, keys in [`SPAN_TEMPLATE`] order, any of them left out, no
+/// `null`, no escapes, no `args`), read by comparing the bytes between the
+/// values with the expected literals. `None` on any deviation; the caller
+/// then clears `f` and runs the general parser, which reads every line
+/// this one reads to the same fields.
+#[inline]
+fn span_template<'a>(b: &'a [u8], f: &mut Fields<'a>, memo: &mut Memo) -> Option<()> {
+    if b.get(..SPAN_PREFIX.len())? != SPAN_PREFIX {
+        return None;
+    }
+    let mut c = Cursor {
+        b,
+        i: SPAN_PREFIX.len(),
+    };
+    f.ty = Some("span");
+    f.kind = Some(c.kind(memo)?);
+    let mut next = 0;
+    loop {
+        let w0 = word_padded(b, c.i);
+        if w0 & 0xff == u64::from(b'}') {
+            return (c.i + 1 == b.len()).then_some(());
+        }
+        // The first key of the rest of the template whose literal is here
+        // (keys may be absent, never out of order).
+        let (l, key) = loop {
+            let (l, key) = *SPAN_TEMPLATE.get(next)?;
+            next += 1;
+            if l.at(b, c.i, w0) {
+                break (l, key);
+            }
+        };
+        // Past the literal: on the value, or after a string's opening quote.
+        c.i += l.len;
+        match key {
+            Key::Step => f.step = Some(c.uint()?),
+            Key::Start => f.start = Some(c.uint()?),
+            Key::End => f.end = Some(c.uint()?),
+            Key::Queued => f.queued = Some(c.uint()?),
+            Key::Bucket => f.bucket = Some(c.u32()?),
+            Key::Bytes => f.bytes = Some(c.uint()?),
+            Key::Params => f.params = Some(c.u32()?),
+            Key::Seq => f.seq = Some(c.uint()?),
+            Key::Peer => f.peer = Some(c.u32()?),
+            Key::Device => f.device = Some(c.u32()?),
+            Key::Stream => f.stream = Some(c.uint()?),
+            Key::Correlation => f.correlation = Some(c.uint()?),
+            // String values: back onto the opening quote the literal ended
+            // with.
+            Key::Name => f.name = Some(c.memo_string(&mut memo.strings[0])?),
+            Key::Lane => f.lane = Some(c.memo_string(&mut memo.strings[1])?),
+            Key::Op => f.op = Some(c.memo_string(&mut memo.strings[2])?),
+            Key::Algo => f.algo = Some(c.memo_string(&mut memo.strings[3])?),
+            Key::Transport => f.transport = Some(c.memo_string(&mut memo.strings[4])?),
+            Key::Dtype => f.dtype = Some(c.memo_string(&mut memo.strings[5])?),
+            Key::Category => f.category = Some(c.memo_string(&mut memo.strings[6])?),
+            _ => return None,
+        }
+    }
+}
+
 /// Reads `line` (one trimmed trace line) into `f` if it has one of the
 /// common shapes; `false` means "parse it with serde_json". Bytes that are
 /// not UTF-8 are only accepted inside strings, checked string by string.
 ///
 /// `offsets` receives a `grad_ready` record's `offsets_ns` (see
-/// [`Fields::has_offsets`]).
+/// [`Fields::has_offsets`]); `memo` is the caller's from one line to the
+/// next (it only makes reading faster, never changes what is read).
 /// `f` must be empty ([`Fields::default`]); it is the caller's so that the
 /// values need not be copied out. Returns whether the line was read (`f`
 /// is then complete; otherwise it holds scraps to ignore).
-pub(crate) fn parse<'a>(line: &'a [u8], offsets: &mut Vec<i64>, f: &mut Fields<'a>) -> bool {
+pub(crate) fn parse<'a>(
+    line: &'a [u8],
+    offsets: &mut Vec<i64>,
+    f: &mut Fields<'a>,
+    memo: &mut Memo,
+) -> bool {
+    if span_template(line, f, memo).is_some() {
+        return true;
+    }
+    *f = Fields::default();
     fields(line, offsets, f).is_some()
 }
 
@@ -612,7 +871,7 @@ mod tests {
 
     fn parse<'a>(line: &'a [u8], v: &mut Vec<i64>) -> Option<Fields<'a>> {
         let mut f = Fields::default();
-        super::parse(line, v, &mut f).then_some(f)
+        super::parse(line, v, &mut f, &mut Memo::default()).then_some(f)
     }
 
     fn p(s: &str) -> Option<Fields<'_>> {
@@ -794,6 +1053,220 @@ mod tests {
             &mut v
         )
         .is_none());
+    }
+
+    /// A small random generator for the differential test.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+        fn chance(&mut self, one_in: usize) -> bool {
+            self.below(one_in) == 0
+        }
+        fn pick<'a>(&mut self, from: &[&'a str]) -> &'a str {
+            from[self.below(from.len())]
+        }
+    }
+
+    /// A span line of the writer's shape, or (at random) one that deviates
+    /// from it; the flag says whether it is of the writer's shape with
+    /// plain values (the template must then read it).
+    fn random_span_line(rng: &mut Rng) -> (Vec<u8>, bool) {
+        const INTS: [&str; 10] = [
+            "0",
+            "7",
+            "10280",
+            "4294967295",
+            "1700000000104410000",
+            "18446744073709551615",
+            "12345678",
+            "123456789",
+            "1234567890123456",
+            "12345678901234567",
+        ];
+        const BAD_INTS: [&str; 11] = [
+            "4294967296",
+            "18446744073709551616",
+            "99999999999999999999",
+            "01",
+            "-1",
+            "1.5",
+            "1e3",
+            "null",
+            "\"1\"",
+            "",
+            "00",
+        ];
+        const STRS: [&str; 12] = [
+            "all_reduce",
+            "all_reduce2",
+            "ring",
+            "ringx",
+            "tcp",
+            "float32",
+            "float3",
+            "",
+            "x",
+            "0123456789abcde",
+            "0123456789abcdef",
+            "ü✓ and more",
+        ];
+        const BAD_STRS: [&str; 6] = ["a\\\"b", "\\u0041", "tab\t", "null", "1", "\"unterminated"];
+        const KINDS: [&str; 8] = [
+            "collective",
+            "bucket_ready",
+            "writeback",
+            "forward",
+            "backward",
+            "step",
+            "novel_kind",
+            "ü",
+        ];
+        let mut canonical = true;
+        let mut parts: Vec<(String, String)> = Vec::new();
+        let kind = if rng.chance(40) {
+            canonical = false;
+            rng.pick(&BAD_STRS).to_owned()
+        } else {
+            format!("\"{}\"", rng.pick(&KINDS))
+        };
+        parts.push(("kind".to_owned(), kind));
+        for (l, key) in SPAN_TEMPLATE {
+            if !rng.chance(2) {
+                continue;
+            }
+            let name = (1..l.len)
+                .map(|i| {
+                    let w = if i < 8 {
+                        l.w0 >> (8 * i)
+                    } else {
+                        l.w1 >> (8 * (i - 8))
+                    };
+                    w as u8
+                })
+                .filter(|&c| c != b'"' && c != b':')
+                .map(char::from)
+                .collect::<String>();
+            let string = l.len > 1 && {
+                let i = l.len - 1;
+                let w = if i < 8 {
+                    l.w0 >> (8 * i)
+                } else {
+                    l.w1 >> (8 * (i - 8))
+                };
+                w as u8 == b'"'
+            };
+            let _ = key;
+            let value = if string {
+                if rng.chance(30) {
+                    canonical = false;
+                    rng.pick(&BAD_STRS).to_owned()
+                } else {
+                    format!("\"{}\"", rng.pick(&STRS))
+                }
+            } else if rng.chance(20) {
+                canonical = false;
+                rng.pick(&BAD_INTS).to_owned()
+            } else {
+                let v = rng.pick(&INTS);
+                let small = ["bucket", "params", "peer", "device"].contains(&name.as_str());
+                if small && v.len() > 10 {
+                    canonical = false;
+                }
+                v.to_owned()
+            };
+            parts.push((name, value));
+        }
+        if rng.chance(20) {
+            canonical = false;
+            let extra = rng.pick(&["args", "future", "t0", "value", "step", "kind", "type"]);
+            let at = rng.below(parts.len() + 1);
+            parts.insert(at, (extra.to_owned(), "1".to_owned()));
+        }
+        if rng.chance(20) && parts.len() > 2 {
+            canonical = false;
+            let (a, b) = (rng.below(parts.len()), rng.below(parts.len()));
+            parts.swap(a, b);
+        }
+        let mut line = String::from(r#"{"type":"span""#);
+        if rng.chance(40) {
+            canonical = false;
+            line = String::from(r#"{"type":"instant""#);
+        }
+        for (k, v) in &parts {
+            line.push(',');
+            if rng.chance(60) {
+                canonical = false;
+                line.push(' ');
+            }
+            line.push_str(&format!("\"{k}\":"));
+            if rng.chance(60) {
+                canonical = false;
+                line.push(' ');
+            }
+            line.push_str(v);
+        }
+        line.push('}');
+        let mut bytes = line.into_bytes();
+        if rng.chance(50) {
+            canonical = false;
+            let at = rng.below(bytes.len());
+            bytes[at] = 0xff;
+        }
+        if rng.chance(50) {
+            canonical = false;
+            let cut = rng.below(bytes.len());
+            bytes.truncate(cut);
+        }
+        (bytes, canonical)
+    }
+
+    /// The template fast path and the general parser read every line the
+    /// same way: both refuse it, or both give the same fields. Lines come
+    /// in random order through one memo, so remembered values are
+    /// compared against similar ones (prefixes, longer and shorter).
+    #[test]
+    fn template_and_general_parser_agree() {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let mut memo = Memo::default();
+        let mut v = Vec::new();
+        let (mut accepted, mut canonical_lines) = (0, 0);
+        for _ in 0..200_000 {
+            let (line, canonical) = random_span_line(&mut rng);
+            let mut general = Fields::default();
+            let general_ok = fields(&line, &mut v, &mut general).is_some();
+            let mut fast = Fields::default();
+            let template_ok = span_template(&line, &mut fast, &mut memo).is_some();
+            let text = String::from_utf8_lossy(&line);
+            if template_ok {
+                accepted += 1;
+                assert!(general_ok, "only the template reads {text}");
+                assert_eq!(fast, general, "{text}");
+            }
+            if canonical {
+                canonical_lines += 1;
+                assert!(template_ok, "the template refuses {text}");
+            }
+            let mut both = Fields::default();
+            assert_eq!(
+                super::parse(&line, &mut v, &mut both, &mut memo),
+                general_ok,
+                "{text}"
+            );
+            if general_ok {
+                assert_eq!(both, general, "{text}");
+            }
+        }
+        assert!(canonical_lines > 20_000, "{canonical_lines}");
+        assert!(accepted >= canonical_lines);
     }
 
     #[test]

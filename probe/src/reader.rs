@@ -1050,6 +1050,8 @@ struct Builder {
     fast: bool,
     /// `offsets_ns` of the last `grad_ready` line read by [`fastparse`].
     offsets: Vec<i64>,
+    /// What [`fastparse`] remembers between lines.
+    memo: fastparse::Memo,
     /// The file's length, when known.
     len: Option<u64>,
     /// Bytes of the file read so far (up to the current line's end).
@@ -1094,6 +1096,7 @@ impl Builder {
             truncated: false,
             fast: true,
             offsets: Vec::new(),
+            memo: fastparse::Memo::default(),
             len: None,
             pos: 0,
         }
@@ -1114,18 +1117,26 @@ impl Builder {
     }
 
     /// A timestamp of this rank moved onto rank 0's timeline.
-    #[inline]
+    #[inline(always)]
     fn shift(&self, line: u64, record: &str, t: u64) -> Result<i64, LineError> {
-        i64::try_from(t)
+        match i64::try_from(t)
             .ok()
             .and_then(|t| t.checked_add(self.offset))
-            .ok_or_else(|| {
-                self.invalid(
-                    line,
-                    record,
-                    format!("timestamp {t} is out of range (nanoseconds since 1970 must fit in 63 bits)"),
-                )
-            })
+        {
+            Some(t) => Ok(t),
+            None => Err(self.shift_error(line, record, t)),
+        }
+    }
+
+    /// The error of [`Builder::shift`], out of line.
+    #[cold]
+    #[inline(never)]
+    fn shift_error(&self, line: u64, record: &str, t: u64) -> LineError {
+        self.invalid(
+            line,
+            record,
+            format!("timestamp {t} is out of range (nanoseconds since 1970 must fit in 63 bits)"),
+        )
     }
 
     #[inline]
@@ -1181,14 +1192,22 @@ impl Builder {
         Ok(sym)
     }
 
-    #[inline]
+    #[inline(always)]
     fn args_sym(
         &mut self,
         line: u64,
         record: &str,
         args: Option<&RawValue>,
     ) -> Result<Option<Sym>, LineError> {
-        let Some(raw) = args else { return Ok(None) };
+        match args {
+            None => Ok(None),
+            Some(raw) => self.args_text_sym(line, record, raw).map(Some),
+        }
+    }
+
+    /// [`Builder::args_sym`] of present `args`.
+    #[inline(never)]
+    fn args_text_sym(&mut self, line: u64, record: &str, raw: &RawValue) -> Result<Sym, LineError> {
         let text = raw.get();
         if !text.starts_with('{') {
             return Err(self.invalid(
@@ -1197,7 +1216,7 @@ impl Builder {
                 format!("\"args\" must be a JSON object, found {text}"),
             ));
         }
-        self.sym(line, text).map(Some)
+        self.sym(line, text)
     }
 
     fn count(list: &mut Vec<(String, u64, u64)>, name: &str, line: u64) {
@@ -1257,7 +1276,7 @@ impl Builder {
         if self.fast {
             let mut offsets = std::mem::take(&mut self.offsets);
             let mut f = Fields::default();
-            let done = if fastparse::parse(bytes, &mut offsets, &mut f) {
+            let done = if fastparse::parse(bytes, &mut offsets, &mut f, &mut self.memo) {
                 self.fast_line(line, &f, &offsets)
             } else {
                 None

@@ -1,0 +1,714 @@
+//! Streaming reader of PyTorch profiler (Kineto) trace files.
+//!
+//! A Kineto trace is one JSON object per rank, `{"distributedInfo": {...}, ...,
+//! "traceEvents": [...]}`, plain or gzipped, and can be several gigabytes. This module reads
+//! it with serde_json's streaming deserializer and a custom visitor over the `traceEvents`
+//! array: each event is decoded into a compact [`Event`] (names interned, only the arguments
+//! the importer and the HTA analysis use) and the JSON text itself is never held in memory.
+//! Events nobody needs (plain ATen operators, flows, metadata, instants) are dropped as they
+//! are read, so memory grows with the GPU activity and the few CPU events kept, not with the
+//! file.
+//!
+//! A file cut off while it was written (a profiler killed mid-write, a truncated gzip stream)
+//! yields the events up to the cut and a warning in [`KinetoTrace::truncated`].
+
+use std::collections::HashMap;
+use std::fmt;
+use std::fs::File;
+use std::io::{self, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+
+use super::ImportError;
+
+/// The category (`cat`) of a Kineto event, as far as the importer distinguishes them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Cat {
+    /// `kernel` (or legacy `Kernel`): a GPU kernel.
+    Kernel,
+    /// `gpu_memcpy` (or legacy `Memcpy`).
+    GpuMemcpy,
+    /// `gpu_memset` (or legacy `Memset`).
+    GpuMemset,
+    /// `cuda_runtime` / `cuda_driver` (or legacy `Runtime`): a launch or other CUDA API call.
+    Runtime,
+    /// `cpu_op` (or legacy `Operator`).
+    CpuOp,
+    /// `user_annotation`: `record_function` ranges (`ProfilerStep#N`, `gloo:all_reduce`, ...).
+    UserAnnotation,
+    /// `gpu_user_annotation`: annotations projected onto a GPU stream (not GPU work).
+    GpuUserAnnotation,
+    /// `cuda_sync`: synchronization events.
+    CudaSync,
+    /// Any other category.
+    Other,
+}
+
+impl Cat {
+    fn parse(s: &str) -> Cat {
+        match s {
+            "kernel" | "Kernel" => Cat::Kernel,
+            "gpu_memcpy" | "Memcpy" => Cat::GpuMemcpy,
+            "gpu_memset" | "Memset" => Cat::GpuMemset,
+            "cuda_runtime" | "cuda_driver" | "Runtime" => Cat::Runtime,
+            "cpu_op" | "Operator" => Cat::CpuOp,
+            "user_annotation" => Cat::UserAnnotation,
+            "gpu_user_annotation" => Cat::GpuUserAnnotation,
+            "cuda_sync" => Cat::CudaSync,
+            _ => Cat::Other,
+        }
+    }
+}
+
+/// Collective metadata of an event: the `record_param_comms` / NCCL kernel arguments of recent
+/// PyTorch versions, or the input shape and type of a `gloo:*` / `c10d::*` operator.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CommArgs {
+    /// `Collective name` ("allreduce", "broadcast", ...).
+    pub collective: Option<String>,
+    /// `In msg nelems`: elements sent.
+    pub in_nelems: Option<u64>,
+    /// `Out msg nelems`: elements received.
+    pub out_nelems: Option<u64>,
+    /// `dtype` ("Float", "BFloat16", ...), or the first `Input type` of an operator.
+    pub dtype: Option<String>,
+    /// `Group size`.
+    pub group_size: Option<u64>,
+    /// `Process Group Name`.
+    pub pg_name: Option<String>,
+    /// Elements of the first input, from `Input Dims` (a tensor list counts all its tensors).
+    pub input_numel: Option<u64>,
+}
+
+/// One kept event of a Kineto trace, with its timestamps as written (microseconds).
+#[derive(Clone, Debug)]
+pub struct Event {
+    /// `ts`, µs.
+    pub ts: f64,
+    /// `dur`, µs.
+    pub dur: f64,
+    /// Index of the name in [`KinetoTrace::names`].
+    pub name: u32,
+    /// The category.
+    pub cat: Cat,
+    /// `pid` (strings map to -1).
+    pub pid: i64,
+    /// `tid` (strings map to -1).
+    pub tid: i64,
+    /// `args.stream`, -1 when absent.
+    pub stream: i64,
+    /// `args.correlation`, -1 when absent.
+    pub correlation: i64,
+    /// `args.device`, -1 when absent.
+    pub device: i64,
+    /// Collective metadata, for the few events that carry it.
+    pub comm: Option<Box<CommArgs>>,
+}
+
+impl Event {
+    /// Whether this is GPU activity as HTA counts it: a stream and a correlation id.
+    pub fn is_gpu(&self) -> bool {
+        self.stream >= 0 && self.correlation >= 0
+    }
+
+    /// End, µs (`ts + dur`).
+    pub fn end(&self) -> f64 {
+        self.ts + self.dur
+    }
+}
+
+/// `distributedInfo` of a trace.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct DistributedInfo {
+    /// Communication backend ("nccl", "gloo").
+    #[serde(default)]
+    pub backend: Option<String>,
+    /// Global rank.
+    #[serde(default)]
+    pub rank: Option<u32>,
+    /// World size.
+    #[serde(default)]
+    pub world_size: Option<u32>,
+}
+
+/// One parsed Kineto trace file.
+#[derive(Clone, Debug)]
+pub struct KinetoTrace {
+    /// The file.
+    pub path: PathBuf,
+    /// `distributedInfo`, when present.
+    pub dist: Option<DistributedInfo>,
+    /// `baseTimeNanoseconds`: add to `ts × 1000` to get ns since the Unix epoch.
+    pub base_time_ns: Option<u64>,
+    /// `host_name`.
+    pub host_name: Option<String>,
+    /// Interned event names.
+    pub names: Vec<String>,
+    /// The kept events, in file order (not sorted).
+    pub events: Vec<Event>,
+    /// Whether any `ts` was written as a float (ns-resolution trace); HTA rounds those.
+    pub float_ts: bool,
+    /// Events read in all, kept or not.
+    pub events_read: u64,
+    /// Why the file ended early, when it was cut off.
+    pub truncated: Option<String>,
+}
+
+impl KinetoTrace {
+    /// The name of an event.
+    pub fn name(&self, e: &Event) -> &str {
+        &self.names[e.name as usize]
+    }
+}
+
+/// Whether an event of this category and name is worth keeping (GPU activity, launches,
+/// annotations and the CPU operators the importer interprets).
+fn keep(cat: Cat, name: &str, has_correlation: bool, has_stream: bool) -> bool {
+    match cat {
+        Cat::Kernel | Cat::GpuMemcpy | Cat::GpuMemset | Cat::CudaSync | Cat::UserAnnotation => true,
+        Cat::Runtime => true,
+        // HTA counts these as CPU-side rows; a projected ProfilerStep moves its last-step mark.
+        Cat::GpuUserAnnotation => name.contains("ProfilerStep"),
+        Cat::CpuOp => {
+            has_correlation
+                || name.starts_with("c10d::")
+                || name == "record_param_comms"
+                || name.starts_with("autograd::engine::evaluate_function")
+                || name.contains("ProfilerStep")
+        }
+        Cat::Other => has_correlation || has_stream || name.contains("ProfilerStep"),
+    }
+}
+
+/// Parses one trace file (plain JSON or gzip, detected by content).
+pub fn parse_file(path: &Path) -> Result<KinetoTrace, ImportError> {
+    let io_err = |source| ImportError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let mut file = File::open(path).map_err(io_err)?;
+    let mut magic = [0u8; 2];
+    let n = read_up_to(&mut file, &mut magic).map_err(io_err)?;
+    let file = File::open(path).map_err(io_err)?;
+    let reader: Box<dyn Read> = if n == 2 && magic == [0x1f, 0x8b] {
+        Box::new(flate2::read::MultiGzDecoder::new(BufReader::with_capacity(
+            1 << 16,
+            file,
+        )))
+    } else {
+        Box::new(file)
+    };
+    parse_reader(path, BufReader::with_capacity(1 << 20, reader))
+}
+
+fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+/// Parses a trace from any reader; `path` names it in messages.
+pub fn parse_reader(path: &Path, reader: impl Read) -> Result<KinetoTrace, ImportError> {
+    let mut sink = Sink::default();
+    let mut de = serde_json::Deserializer::from_reader(reader);
+    let result = (&mut de).deserialize_map(TopVisitor { sink: &mut sink });
+    let result = result.and_then(|()| de.end());
+    let mut truncated = None;
+    if let Err(e) = result {
+        if e.is_eof() || e.is_io() {
+            if !sink.saw_events && sink.events.is_empty() {
+                return Err(ImportError::CutOff {
+                    path: path.to_owned(),
+                    message: e.to_string(),
+                });
+            }
+            truncated = Some(format!(
+                "{}: the file ends early ({e}); imported the {} events before the cut",
+                path.display(),
+                sink.events_read
+            ));
+        } else {
+            return Err(ImportError::Json {
+                path: path.to_owned(),
+                message: e.to_string(),
+            });
+        }
+    }
+    if !sink.saw_events {
+        return Err(ImportError::NotKineto {
+            path: path.to_owned(),
+            why: "it has no \"traceEvents\" array".into(),
+        });
+    }
+    Ok(KinetoTrace {
+        path: path.to_owned(),
+        dist: sink.dist,
+        base_time_ns: sink.base_time_ns,
+        host_name: sink.host_name,
+        names: sink.names,
+        events: sink.events,
+        float_ts: sink.float_ts,
+        events_read: sink.events_read,
+        truncated,
+    })
+}
+
+#[derive(Default)]
+struct Sink {
+    dist: Option<DistributedInfo>,
+    base_time_ns: Option<u64>,
+    host_name: Option<String>,
+    names: Vec<String>,
+    index: HashMap<String, u32>,
+    events: Vec<Event>,
+    float_ts: bool,
+    saw_events: bool,
+    events_read: u64,
+}
+
+impl Sink {
+    fn intern(&mut self, s: &str) -> u32 {
+        if let Some(&i) = self.index.get(s) {
+            return i;
+        }
+        let i = self.names.len() as u32;
+        self.names.push(s.to_owned());
+        self.index.insert(s.to_owned(), i);
+        i
+    }
+}
+
+struct TopVisitor<'a> {
+    sink: &'a mut Sink,
+}
+
+impl<'de> Visitor<'de> for TopVisitor<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a PyTorch profiler trace (a JSON object with \"traceEvents\")")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "traceEvents" => {
+                    self.sink.saw_events = true;
+                    map.next_value_seed(EventsSeed { sink: self.sink })?;
+                }
+                "distributedInfo" => {
+                    let v: Lenient<DistributedInfo> = map.next_value()?;
+                    self.sink.dist = v.0;
+                }
+                "baseTimeNanoseconds" => {
+                    let v: Scalar = map.next_value()?;
+                    self.sink.base_time_ns = v.as_i64().and_then(|x| u64::try_from(x).ok());
+                }
+                "host_name" => {
+                    let v: Scalar = map.next_value()?;
+                    self.sink.host_name = v.into_string();
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A value that is `None` when it does not have the expected shape, instead of an error.
+struct Lenient<T>(Option<T>);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Lenient<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = serde_json::Value::deserialize(d)?;
+        Ok(Lenient(T::deserialize(v).ok()))
+    }
+}
+
+struct EventsSeed<'a> {
+    sink: &'a mut Sink,
+}
+
+impl<'de> DeserializeSeed<'de> for EventsSeed<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for EventsSeed<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("the traceEvents array")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq
+            .next_element_seed(EventSeed {
+                sink: &mut *self.sink,
+            })?
+            .is_some()
+        {}
+        Ok(())
+    }
+}
+
+struct EventSeed<'a> {
+    sink: &'a mut Sink,
+}
+
+impl<'de> DeserializeSeed<'de> for EventSeed<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(field_identifier, rename_all = "lowercase")]
+enum Field {
+    Ph,
+    Cat,
+    Name,
+    Ts,
+    Dur,
+    Pid,
+    Tid,
+    Args,
+    #[serde(other)]
+    Other,
+}
+
+impl<'de> Visitor<'de> for EventSeed<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a trace event object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let sink = self.sink;
+        let mut ts: Option<(f64, bool)> = None;
+        let mut dur: Option<f64> = None;
+        let mut cat: Option<Cat> = None;
+        let mut name: Option<u32> = None;
+        let mut ph_complete = true;
+        let mut pid = -1;
+        let mut tid = -1;
+        let mut args = RawArgs::default();
+        while let Some(field) = map.next_key::<Field>()? {
+            match field {
+                Field::Ph => {
+                    let s: Scalar = map.next_value()?;
+                    // Only complete events ("X") carry work; no ph at all is read as "X", as
+                    // HTA keeps every event with a dur and a cat.
+                    ph_complete = matches!(&s, Scalar::Str(p) if p == "X");
+                }
+                Field::Cat => cat = Some(map.next_value_seed(CatSeed)?),
+                Field::Name => name = Some(map.next_value_seed(InternSeed { sink })?),
+                Field::Ts => {
+                    ts = match map.next_value::<Scalar>()? {
+                        Scalar::Int(i) => Some((i as f64, false)),
+                        Scalar::Float(x) => Some((x, true)),
+                        _ => None,
+                    }
+                }
+                Field::Dur => dur = map.next_value::<Scalar>()?.as_f64(),
+                Field::Pid => pid = map.next_value::<Scalar>()?.as_i64().unwrap_or(-1),
+                Field::Tid => tid = map.next_value::<Scalar>()?.as_i64().unwrap_or(-1),
+                Field::Args => args = map.next_value()?,
+                Field::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        sink.events_read += 1;
+        let (Some((ts, is_float)), Some(dur), Some(cat), true) = (ts, dur, cat, ph_complete) else {
+            return Ok(());
+        };
+        if !ts.is_finite() || !dur.is_finite() {
+            return Ok(());
+        }
+        let name = match name {
+            Some(n) => n,
+            None => sink.intern(""),
+        };
+        let stream = args.stream.as_ref().and_then(Scalar::as_i64).unwrap_or(-1);
+        let correlation = args
+            .correlation
+            .as_ref()
+            .and_then(Scalar::as_i64)
+            .unwrap_or(-1);
+        if !keep(
+            cat,
+            &sink.names[name as usize],
+            correlation >= 0,
+            stream >= 0,
+        ) {
+            return Ok(());
+        }
+        sink.float_ts |= is_float;
+        let comm = args.comm();
+        sink.events.push(Event {
+            ts,
+            dur,
+            name,
+            cat,
+            pid,
+            tid,
+            stream,
+            correlation,
+            device: args.device.as_ref().and_then(Scalar::as_i64).unwrap_or(-1),
+            comm,
+        });
+        Ok(())
+    }
+}
+
+struct CatSeed;
+
+impl<'de> DeserializeSeed<'de> for CatSeed {
+    type Value = Cat;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Cat, D::Error> {
+        match Scalar::deserialize(d)? {
+            Scalar::Str(s) => Ok(Cat::parse(&s)),
+            _ => Ok(Cat::Other),
+        }
+    }
+}
+
+struct InternSeed<'a> {
+    sink: &'a mut Sink,
+}
+
+impl<'de> DeserializeSeed<'de> for InternSeed<'_> {
+    type Value = u32;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<u32, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for InternSeed<'_> {
+    type Value = u32;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an event name")
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<u32, E> {
+        Ok(self.sink.intern(v))
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<u32, E> {
+        Ok(self.sink.intern(&v.to_string()))
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<u32, E> {
+        Ok(self.sink.intern(&v.to_string()))
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<u32, E> {
+        Ok(self.sink.intern(&v.to_string()))
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<u32, E> {
+        Ok(self.sink.intern(""))
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<u32, E> {
+        Ok(self.sink.intern(if v { "true" } else { "false" }))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<u32, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(self.sink.intern(""))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<u32, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(self.sink.intern(""))
+    }
+}
+
+/// Any JSON value, reduced to what the importer reads from scalars (containers are skipped).
+#[derive(Clone, Debug, PartialEq)]
+enum Scalar {
+    Int(i64),
+    Float(f64),
+    Str(String),
+    Other,
+}
+
+impl Scalar {
+    fn as_i64(&self) -> Option<i64> {
+        match self {
+            Scalar::Int(i) => Some(*i),
+            Scalar::Float(x) if x.fract() == 0.0 && x.abs() < 9.0e18 => Some(*x as i64),
+            Scalar::Str(s) => s.trim().parse().ok(),
+            _ => None,
+        }
+    }
+
+    fn as_u64(&self) -> Option<u64> {
+        self.as_i64().and_then(|i| u64::try_from(i).ok())
+    }
+
+    fn as_f64(&self) -> Option<f64> {
+        match self {
+            Scalar::Int(i) => Some(*i as f64),
+            Scalar::Float(x) => Some(*x),
+            Scalar::Str(s) => s.trim().parse().ok(),
+            Scalar::Other => None,
+        }
+    }
+
+    fn into_string(self) -> Option<String> {
+        match self {
+            Scalar::Str(s) => Some(s),
+            Scalar::Int(i) => Some(i.to_string()),
+            _ => None,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Scalar {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Scalar, D::Error> {
+        d.deserialize_any(ScalarVisitor)
+    }
+}
+
+struct ScalarVisitor;
+
+impl<'de> Visitor<'de> for ScalarVisitor {
+    type Value = Scalar;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Scalar, E> {
+        Ok(Scalar::Int(v))
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Scalar, E> {
+        Ok(i64::try_from(v).map_or(Scalar::Float(v as f64), Scalar::Int))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Scalar, E> {
+        Ok(Scalar::Float(v))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Scalar, E> {
+        Ok(Scalar::Str(v.to_owned()))
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Scalar, E> {
+        Ok(Scalar::Other)
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Scalar, E> {
+        Ok(Scalar::Other)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Scalar, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Scalar::Other)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Scalar, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(Scalar::Other)
+    }
+}
+
+/// Elements of the first input of an operator from its `Input Dims`: `[[2, 3], ...]` gives
+/// 6; a tensor list `[[[2, 3], [4]], ...]` gives 10.
+#[derive(Default)]
+struct FirstInputNumel(Option<u64>);
+
+impl<'de> Deserialize<'de> for FirstInputNumel {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = serde_json::Value::deserialize(d)?;
+        let first = v.as_array().and_then(|a| a.first());
+        Ok(FirstInputNumel(first.and_then(numel)))
+    }
+}
+
+fn numel(v: &serde_json::Value) -> Option<u64> {
+    let dims = v.as_array()?;
+    if dims.iter().all(|d| d.is_array()) && !dims.is_empty() {
+        dims.iter().map(numel).sum()
+    } else {
+        dims.iter()
+            .map(|d| d.as_u64())
+            .try_fold(1u64, |acc, d| d.map(|d| acc.saturating_mul(d)))
+    }
+}
+
+/// The first string of a list (`Input type`).
+#[derive(Default)]
+struct FirstString(Option<String>);
+
+impl<'de> Deserialize<'de> for FirstString {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = serde_json::Value::deserialize(d)?;
+        Ok(FirstString(match v {
+            serde_json::Value::Array(a) => a.into_iter().find_map(|x| match x {
+                serde_json::Value::String(s) if !s.is_empty() => Some(s),
+                _ => None,
+            }),
+            serde_json::Value::String(s) => Some(s),
+            _ => None,
+        }))
+    }
+}
+
+#[derive(Default, Deserialize)]
+struct RawArgs {
+    #[serde(default)]
+    stream: Option<Scalar>,
+    #[serde(default)]
+    correlation: Option<Scalar>,
+    #[serde(default)]
+    device: Option<Scalar>,
+    #[serde(default, rename = "Collective name")]
+    collective: Option<Scalar>,
+    #[serde(default, rename = "In msg nelems")]
+    in_nelems: Option<Scalar>,
+    #[serde(default, rename = "Out msg nelems")]
+    out_nelems: Option<Scalar>,
+    #[serde(default)]
+    dtype: Option<Scalar>,
+    #[serde(default, rename = "Group size")]
+    group_size: Option<Scalar>,
+    #[serde(default, rename = "Process Group Name")]
+    pg_name: Option<Scalar>,
+    #[serde(default, rename = "Input Dims")]
+    input_dims: Option<FirstInputNumel>,
+    #[serde(default, rename = "Input type")]
+    input_type: Option<FirstString>,
+}
+
+impl RawArgs {
+    fn comm(&mut self) -> Option<Box<CommArgs>> {
+        let c = CommArgs {
+            collective: self.collective.take().and_then(Scalar::into_string),
+            in_nelems: self.in_nelems.as_ref().and_then(Scalar::as_u64),
+            out_nelems: self.out_nelems.as_ref().and_then(Scalar::as_u64),
+            dtype: self
+                .dtype
+                .take()
+                .and_then(Scalar::into_string)
+                .or_else(|| self.input_type.take().and_then(|t| t.0)),
+            group_size: self.group_size.as_ref().and_then(Scalar::as_u64),
+            pg_name: self.pg_name.take().and_then(Scalar::into_string),
+            input_numel: self.input_dims.take().and_then(|d| d.0),
+        };
+        (c != CommArgs::default()).then(|| Box::new(c))
+    }
+}

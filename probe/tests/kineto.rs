@@ -13,18 +13,23 @@ use probe::import::parse::parse_file;
 use probe::trace::SpanKind;
 
 fn shared_data() -> Option<PathBuf> {
+    // `shared/` sits beside the repository root (probe/ → root → ..); a git worktree one
+    // folder deeper (e.g. wt/<name>) looks one more level up. DDP_PROBE_KINETO_DATA overrides.
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    // probe/ → repository root → its parent holds shared/.
-    for up in [
-        manifest.join("../../shared/data/kineto"),
-        manifest.join("../shared/data/kineto"),
-    ] {
-        if up.join("README.md").is_file() {
-            return Some(up);
-        }
+    let mut candidates: Vec<PathBuf> = std::env::var_os("DDP_PROBE_KINETO_DATA")
+        .map(PathBuf::from)
+        .into_iter()
+        .collect();
+    candidates.push(manifest.join("../../shared/data/kineto"));
+    candidates.push(manifest.join("../../../shared/data/kineto"));
+    if let Some(dir) = candidates
+        .into_iter()
+        .find(|d| d.join("README.md").is_file())
+    {
+        return Some(dir);
     }
     eprintln!(
-        "skipped: the real GPU traces (../shared/data/kineto beside the repository) are not here"
+        "skipped: the real GPU traces (shared/data/kineto beside the repository) are not here"
     );
     None
 }
@@ -56,7 +61,8 @@ fn f(row: &HashMap<String, String>, k: &str) -> f64 {
         .unwrap_or_else(|_| panic!("{k} = {}", row[k]))
 }
 
-fn check(dataset: &Path, hta_dir: &Path, suffix: &str, options: HtaOptions) {
+/// `tol_us`: allowed difference of absolute figures (0 where HTA's sums are of integers).
+fn check(dataset: &Path, hta_dir: &Path, suffix: &str, options: HtaOptions, tol_us: f64) {
     let files = find_traces(&[dataset.to_owned()]).unwrap();
     let traces = load_traces(&files).unwrap();
     let pairs: Vec<_> = traces.iter().map(|(r, t)| (*r, t)).collect();
@@ -71,7 +77,7 @@ fn check(dataset: &Path, hta_dir: &Path, suffix: &str, options: HtaOptions) {
         let a = &abs[&r.rank];
         let eq = |ours: f64, theirs: f64, what: &str| {
             assert!(
-                (ours - theirs).abs() <= 1e-6 * theirs.abs().max(1.0),
+                (ours - theirs).abs() <= tol_us.max(1e-9 * theirs.abs()),
                 "{name}: {what}: ours {ours}, HTA {theirs}"
             );
         };
@@ -148,7 +154,7 @@ fn kineto_hta_figures_match_hta_on_the_real_gpu_traces() {
         "hta_a100_rank3of8",
     ] {
         let d = root.join(ds);
-        check(&d, &d.join("hta"), "", HtaOptions::default());
+        check(&d, &d.join("hta"), "", HtaOptions::default(), 0.0);
         check(
             &d,
             &d.join("hta"),
@@ -157,6 +163,7 @@ fn kineto_hta_figures_match_hta_on_the_real_gpu_traces() {
                 include_last_step: true,
                 ..HtaOptions::default()
             },
+            0.0,
         );
     }
     let d = root.join("hta_ddp_a100_rank0of2");
@@ -165,8 +172,9 @@ fn kineto_hta_figures_match_hta_on_the_real_gpu_traces() {
         no_ns_rounding: true,
         ..HtaOptions::default()
     };
-    // Without rounding the sums are of fractional µs; compare within float noise.
-    check(&d, &off, "", opts);
+    // Without rounding the sums are of fractional µs, added in another order (and from
+    // another origin) than pandas does: equal within 0.1 µs, percentages equal.
+    check(&d, &off, "", opts, 0.1);
 }
 
 #[test]
@@ -200,7 +208,7 @@ fn kineto_import_of_real_gpu_traces_gives_steps_kernels_and_collectives() {
         .iter()
         .filter(|c| c.op().map(|o| model.str(o)) == Some("broadcast"))
         .count();
-    assert_eq!((all_reduce, broadcast), (21, 6), "ops");
+    assert_eq!((all_reduce, broadcast), (15, 6), "ops");
     // The first NCCL kernel of the file carries 6637568 float elements.
     assert!(colls.iter().any(|c| c.bytes() == Some(6637568 * 4)));
 }

@@ -159,9 +159,19 @@ pub fn hta_breakdown(traces: &[(u32, &KinetoTrace)], options: &HtaOptions) -> Ht
     } else if step_names.len() == 1 {
         notes.push("only one ProfilerStep in the traces: every event is counted".to_owned());
     }
+    // HTA subtracts the global minimum timestamp before anything else; sums of absolute µs
+    // timestamps (~1e15) would also lose exactness in f64.
+    let origin = traces
+        .iter()
+        .flat_map(|(_, t)| {
+            let round = t.float_ts && !options.no_ns_rounding;
+            t.events.iter().map(move |e| round_inward(e, round, 0.0).0)
+        })
+        .fold(f64::INFINITY, f64::min);
+    let origin = if origin.is_finite() { origin } else { 0.0 };
     let mut ranks: Vec<HtaRank> = traces
         .iter()
-        .map(|(rank, t)| rank_breakdown(*rank, t, step_filter, options))
+        .map(|(rank, t)| rank_breakdown(*rank, t, step_filter, origin, options))
         .collect();
     ranks.sort_by_key(|r| r.rank);
     for r in &ranks {
@@ -181,12 +191,13 @@ pub fn hta_breakdown(traces: &[(u32, &KinetoTrace)], options: &HtaOptions) -> Ht
     }
 }
 
-fn round_inward(e: &Event, round: bool) -> (f64, f64) {
+/// Start and end of an event relative to `origin`, rounded inward when `round`.
+fn round_inward(e: &Event, round: bool, origin: f64) -> (f64, f64) {
     let end = e.ts + e.dur;
     if round {
-        (e.ts.ceil(), end.floor())
+        (e.ts.ceil() - origin, end.floor() - origin)
     } else {
-        (e.ts, end)
+        (e.ts - origin, end - origin)
     }
 }
 
@@ -195,7 +206,13 @@ fn is_gpu(t: &KinetoTrace, e: &Event) -> bool {
     e.is_gpu() || matches!(t.name(e), "Event Sync" | "Context Sync")
 }
 
-fn rank_breakdown(rank: u32, t: &KinetoTrace, step_filter: bool, o: &HtaOptions) -> HtaRank {
+fn rank_breakdown(
+    rank: u32,
+    t: &KinetoTrace,
+    step_filter: bool,
+    origin: f64,
+    o: &HtaOptions,
+) -> HtaRank {
     let round = t.float_ts && !o.no_ns_rounding;
     // HTA drops the Trace span at parse time; the importer never keeps it (cat Other with no
     // stream/correlation), and gpu_user_annotation events are CPU-side rows for HTA that
@@ -208,7 +225,7 @@ fn rank_breakdown(rank: u32, t: &KinetoTrace, step_filter: bool, o: &HtaOptions)
         let mut any_step = false;
         for e in t.events.iter().filter(|e| !is_gpu(t, e)) {
             if t.name(e).contains("ProfilerStep") {
-                let (s, en) = round_inward(e, round);
+                let (s, en) = round_inward(e, round, origin);
                 last_start = last_start.max(s);
                 last_end = last_end.max(en);
                 any_step = true;
@@ -225,7 +242,7 @@ fn rank_breakdown(rank: u32, t: &KinetoTrace, step_filter: bool, o: &HtaOptions)
         };
         let mut correlations: HashSet<i64> = HashSet::new();
         for e in t.events.iter().filter(|e| !is_gpu(t, e)) {
-            let (s, en) = round_inward(e, round);
+            let (s, en) = round_inward(e, round, origin);
             if keep_cpu(s) {
                 correlations.insert(e.correlation);
                 // A CPU-side row with a stream (no correlation) still counts as GPU time in
@@ -242,14 +259,14 @@ fn rank_breakdown(rank: u32, t: &KinetoTrace, step_filter: bool, o: &HtaOptions)
         }
         for e in t.events.iter().filter(|e| is_gpu(t, e)) {
             if correlations.contains(&e.correlation) && e.stream != -1 {
-                let (s, en) = round_inward(e, round);
+                let (s, en) = round_inward(e, round, origin);
                 rows.push(iv(t, e, s, en));
             }
         }
     } else {
         for e in &t.events {
             if e.stream != -1 && e.cat != Cat::GpuUserAnnotation {
-                let (s, en) = round_inward(e, round);
+                let (s, en) = round_inward(e, round, origin);
                 rows.push(iv(t, e, s, en));
             }
             if let Some(n) = t.name(e).strip_prefix("ProfilerStep#") {

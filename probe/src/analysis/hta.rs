@@ -23,7 +23,7 @@
 
 use std::collections::{BTreeSet, HashSet};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::import::parse::{Cat, Event, KinetoTrace};
 
@@ -37,7 +37,7 @@ pub struct HtaOptions {
 }
 
 /// HTA's kernel classes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum KernelClass {
     /// `^nccl.*Kernel`.
@@ -64,7 +64,7 @@ pub fn kernel_class(name: &str) -> KernelClass {
 }
 
 /// Count, sum of durations and merged (union) time of one kernel class, µs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ClassTime {
     /// Events.
     pub count: u64,
@@ -75,7 +75,7 @@ pub struct ClassTime {
 }
 
 /// HTA's figures for one rank.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct HtaRank {
     /// The rank.
     pub rank: u32,
@@ -116,7 +116,7 @@ pub struct HtaRank {
 }
 
 /// HTA's figures for a set of traces (one per rank).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct HtaBreakdown {
     /// Whether the last profiler step was kept.
     pub include_last_step: bool,
@@ -414,6 +414,12 @@ impl HtaBreakdown {
     pub fn render_text(&self) -> String {
         use std::fmt::Write as _;
         let mut s = String::new();
+        if self.ranks.iter().all(|r| r.gpu_events == 0) {
+            s.push_str(
+                "GPU time breakdown (HTA definitions): no GPU kernels in these traces (a CPU-only job?), nothing to break down\n",
+            );
+            return s;
+        }
         let _ = writeln!(
             s,
             "GPU time breakdown (HTA definitions{}{})",

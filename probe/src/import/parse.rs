@@ -218,30 +218,40 @@ fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
 }
 
 /// Parses a trace from any reader; `path` names it in messages.
+///
+/// The reader is consumed in chunks: a byte scanner finds each complete element of the
+/// top-level object and of its `traceEvents` array, and serde_json decodes that element alone
+/// from the buffer (borrowing its strings), so memory holds one chunk plus the kept events.
 pub fn parse_reader(path: &Path, reader: impl Read) -> Result<KinetoTrace, ImportError> {
     let mut sink = Sink::default();
-    let mut de = serde_json::Deserializer::from_reader(reader);
-    let result = (&mut de).deserialize_map(TopVisitor { sink: &mut sink });
-    let result = result.and_then(|()| de.end());
+    let mut stream = Stream {
+        r: reader,
+        buf: Vec::with_capacity(CHUNK),
+        pos: 0,
+        base: 0,
+        done: None,
+    };
     let mut truncated = None;
-    if let Err(e) = result {
-        if e.is_eof() || e.is_io() {
-            if !sink.saw_events && sink.events.is_empty() {
+    match top_level(&mut stream, &mut sink) {
+        Ok(()) => {}
+        Err(Stop::Cut(why)) => {
+            if sink.events_read == 0 {
                 return Err(ImportError::CutOff {
                     path: path.to_owned(),
-                    message: e.to_string(),
+                    message: why,
                 });
             }
             truncated = Some(format!(
-                "{}: the file ends early ({e}); imported the {} events before the cut",
+                "{}: the file ends early ({why}); imported the {} events before the cut",
                 path.display(),
                 sink.events_read
             ));
-        } else {
+        }
+        Err(Stop::Bad(message)) => {
             return Err(ImportError::Json {
                 path: path.to_owned(),
-                message: e.to_string(),
-            });
+                message,
+            })
         }
     }
     if !sink.saw_events {
@@ -261,6 +271,236 @@ pub fn parse_reader(path: &Path, reader: impl Read) -> Result<KinetoTrace, Impor
         events_read: sink.events_read,
         truncated,
     })
+}
+
+/// Bytes read at a time.
+const CHUNK: usize = 1 << 20;
+
+/// Why scanning stopped early.
+enum Stop {
+    /// The input ended (or could not be read further) inside the JSON.
+    Cut(String),
+    /// The JSON is malformed.
+    Bad(String),
+}
+
+/// A buffered byte stream with the scanner's position.
+struct Stream<R> {
+    r: R,
+    buf: Vec<u8>,
+    /// Index of the next unread byte in `buf`.
+    pos: usize,
+    /// Offset in the input of `buf[0]`.
+    base: u64,
+    /// Why no more bytes come: `Some("")` at a clean end of input, else the read error.
+    done: Option<String>,
+}
+
+impl<R: Read> Stream<R> {
+    /// Reads more input (at least as much as is buffered past `pos`, so a long value is
+    /// rescanned a logarithmic number of times). Returns false when no more comes.
+    fn fill(&mut self) -> bool {
+        if self.done.is_some() {
+            return false;
+        }
+        if self.pos > 0 {
+            self.buf.drain(..self.pos);
+            self.base += self.pos as u64;
+            self.pos = 0;
+        }
+        let want = CHUNK.max(self.buf.len());
+        let old = self.buf.len();
+        self.buf.resize(old + want, 0);
+        let mut n = 0;
+        while n < want {
+            match self.r.read(&mut self.buf[old + n..]) {
+                Ok(0) => {
+                    self.done = Some(String::new());
+                    break;
+                }
+                Ok(k) => n += k,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    self.done = Some(e.to_string());
+                    break;
+                }
+            }
+        }
+        self.buf.truncate(old + n);
+        n > 0
+    }
+
+    fn cut(&self) -> Stop {
+        match self.done.as_deref() {
+            Some(e) if !e.is_empty() => Stop::Cut(format!("read error: {e}")),
+            _ => Stop::Cut(format!("end of input after {} bytes", self.base + self.buf.len() as u64)),
+        }
+    }
+
+    /// The next byte that is not whitespace, without consuming it.
+    fn peek(&mut self) -> Result<u8, Stop> {
+        loop {
+            while self.pos < self.buf.len() {
+                let b = self.buf[self.pos];
+                if !b.is_ascii_whitespace() {
+                    return Ok(b);
+                }
+                self.pos += 1;
+            }
+            if !self.fill() {
+                return Err(self.cut());
+            }
+        }
+    }
+
+    fn expect(&mut self, c: u8, what: &str) -> Result<(), Stop> {
+        let b = self.peek()?;
+        if b != c {
+            return Err(Stop::Bad(format!(
+                "expected {what} at byte {}, found {:?}",
+                self.base + self.pos as u64,
+                b as char
+            )));
+        }
+        self.pos += 1;
+        Ok(())
+    }
+
+    /// The end (exclusive index into `buf`) of the JSON value starting at `pos`, reading more
+    /// input as needed.
+    fn value_end(&mut self) -> Result<usize, Stop> {
+        self.peek()?;
+        loop {
+            if let Some(end) = scan_value(&self.buf, self.pos) {
+                return Ok(end);
+            }
+            if !self.fill() {
+                // A scalar that ends exactly at the end of input is complete.
+                if !matches!(self.buf.get(self.pos), Some(b'{' | b'[' | b'"')) {
+                    if let Some(e) = self.done.as_deref() {
+                        if e.is_empty() && self.pos < self.buf.len() {
+                            return Ok(self.buf.len());
+                        }
+                    }
+                }
+                return Err(self.cut());
+            }
+        }
+    }
+
+    fn bad(&self, at: usize, e: serde_json::Error) -> Stop {
+        Stop::Bad(format!("{e} (in the value at byte {})", self.base + at as u64))
+    }
+}
+
+/// The end of the JSON value at `buf[i]`, or `None` if it continues past the buffer.
+fn scan_value(buf: &[u8], i: usize) -> Option<usize> {
+    match *buf.get(i)? {
+        b'"' => string_end(buf, i + 1),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            let mut j = i;
+            while j < buf.len() {
+                match buf[j] {
+                    b'"' => {
+                        j = string_end(buf, j + 1)?;
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(j + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                j += 1;
+            }
+            None
+        }
+        _ => buf[i..]
+            .iter()
+            .position(|b| matches!(b, b',' | b'}' | b']') || b.is_ascii_whitespace())
+            .map(|k| i + k),
+    }
+}
+
+/// The index just past the closing quote of a string whose contents start at `j`.
+fn string_end(buf: &[u8], mut j: usize) -> Option<usize> {
+    loop {
+        let k = j + memchr::memchr2(b'"', b'\\', buf.get(j..)?)?;
+        if buf[k] == b'"' {
+            return Some(k + 1);
+        }
+        j = k + 2;
+    }
+}
+
+fn top_level<R: Read>(st: &mut Stream<R>, sink: &mut Sink) -> Result<(), Stop> {
+    st.expect(b'{', "a JSON object (a PyTorch profiler trace)")?;
+    loop {
+        match st.peek()? {
+            b'}' => return Ok(()),
+            b',' => {
+                st.pos += 1;
+                continue;
+            }
+            _ => {}
+        }
+        let end = st.value_end()?;
+        let key: String =
+            serde_json::from_slice(&st.buf[st.pos..end]).map_err(|e| st.bad(st.pos, e))?;
+        st.pos = end;
+        st.expect(b':', "':' after a key")?;
+        if key == "traceEvents" {
+            sink.saw_events = true;
+            events(st, sink)?;
+            continue;
+        }
+        let end = st.value_end()?;
+        let slice = &st.buf[st.pos..end];
+        match key.as_str() {
+            "distributedInfo" => {
+                let v: Lenient<DistributedInfo> =
+                    serde_json::from_slice(slice).map_err(|e| st.bad(st.pos, e))?;
+                sink.dist = v.0;
+            }
+            "baseTimeNanoseconds" => {
+                let v: Scalar = serde_json::from_slice(slice).map_err(|e| st.bad(st.pos, e))?;
+                sink.base_time_ns = v.as_i64().and_then(|x| u64::try_from(x).ok());
+            }
+            "host_name" => {
+                let v: Scalar = serde_json::from_slice(slice).map_err(|e| st.bad(st.pos, e))?;
+                sink.host_name = v.into_string();
+            }
+            _ => {}
+        }
+        st.pos = end;
+    }
+}
+
+fn events<R: Read>(st: &mut Stream<R>, sink: &mut Sink) -> Result<(), Stop> {
+    st.expect(b'[', "the traceEvents array")?;
+    loop {
+        match st.peek()? {
+            b']' => {
+                st.pos += 1;
+                return Ok(());
+            }
+            b',' => {
+                st.pos += 1;
+                continue;
+            }
+            _ => {}
+        }
+        let end = st.value_end()?;
+        let mut de = serde_json::Deserializer::from_slice(&st.buf[st.pos..end]);
+        EventSeed { sink: &mut *sink }
+            .deserialize(&mut de)
+            .map_err(|e| st.bad(st.pos, e))?;
+        st.pos = end;
+    }
 }
 
 #[derive(Default)]
@@ -288,45 +528,6 @@ impl Sink {
     }
 }
 
-struct TopVisitor<'a> {
-    sink: &'a mut Sink,
-}
-
-impl<'de> Visitor<'de> for TopVisitor<'_> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a PyTorch profiler trace (a JSON object with \"traceEvents\")")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        while let Some(key) = map.next_key::<String>()? {
-            match key.as_str() {
-                "traceEvents" => {
-                    self.sink.saw_events = true;
-                    map.next_value_seed(EventsSeed { sink: self.sink })?;
-                }
-                "distributedInfo" => {
-                    let v: Lenient<DistributedInfo> = map.next_value()?;
-                    self.sink.dist = v.0;
-                }
-                "baseTimeNanoseconds" => {
-                    let v: Scalar = map.next_value()?;
-                    self.sink.base_time_ns = v.as_i64().and_then(|x| u64::try_from(x).ok());
-                }
-                "host_name" => {
-                    let v: Scalar = map.next_value()?;
-                    self.sink.host_name = v.into_string();
-                }
-                _ => {
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
 /// A value that is `None` when it does not have the expected shape, instead of an error.
 struct Lenient<T>(Option<T>);
 
@@ -334,35 +535,6 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Lenient<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let v = serde_json::Value::deserialize(d)?;
         Ok(Lenient(T::deserialize(v).ok()))
-    }
-}
-
-struct EventsSeed<'a> {
-    sink: &'a mut Sink,
-}
-
-impl<'de> DeserializeSeed<'de> for EventsSeed<'_> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_seq(self)
-    }
-}
-
-impl<'de> Visitor<'de> for EventsSeed<'_> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("the traceEvents array")
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while seq
-            .next_element_seed(EventSeed {
-                sink: &mut *self.sink,
-            })?
-            .is_some()
-        {}
-        Ok(())
     }
 }
 

@@ -33,14 +33,23 @@ fn kineto_import_then_summary_and_breakdown() {
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
-    assert!(stdout.contains("imported 2 ranks (world size 2)"), "{stdout}");
+    assert!(
+        stdout.contains("imported 2 ranks (world size 2)"),
+        "{stdout}"
+    );
     assert!(stdout.contains("4 steps"), "{stdout}");
 
     let out = ddp_probe(&["summary", "run", "--json"], dir.path());
     assert!(out.status.success(), "{}", text(&out.stderr));
     let json: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(json["summary"].is_object());
-    assert_eq!(json["gpu_time_breakdown_hta"]["ranks"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        json["gpu_time_breakdown_hta"]["ranks"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
 
     let out = ddp_probe(&["summary", "run"], dir.path());
     let s = text(&out.stdout);
@@ -78,7 +87,10 @@ fn kineto_import_then_summary_and_breakdown() {
 fn help_lists_the_kineto_commands() {
     let dir = tempfile::tempdir().unwrap();
     let help = text(&ddp_probe(&["--help"], dir.path()).stdout);
-    assert!(help.contains("import") && help.contains("breakdown"), "{help}");
+    assert!(
+        help.contains("import") && help.contains("breakdown"),
+        "{help}"
+    );
     let help = text(&ddp_probe(&["import", "kineto", "--help"], dir.path()).stdout);
     assert!(help.contains("distributedInfo"), "{help}");
 }

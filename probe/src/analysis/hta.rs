@@ -455,11 +455,11 @@ impl HtaBreakdown {
                 ),
                 r.comp_comm_overlap_pctg
                     .map_or("-".to_owned(), |p| format!("{p:.2}%")),
-                r.steps_kept
-                    .iter()
-                    .map(u64::to_string)
-                    .collect::<Vec<_>>()
-                    .join(" ")
+                match r.steps_kept.as_slice() {
+                    [a, .., b] if r.steps_kept.len() > 6 =>
+                        format!("{a}-{b} ({})", r.steps_kept.len()),
+                    s => s.iter().map(u64::to_string).collect::<Vec<_>>().join(" "),
+                }
             );
         }
         s.push_str(

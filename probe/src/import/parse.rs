@@ -193,15 +193,78 @@ pub fn parse_file(path: &Path) -> Result<KinetoTrace, ImportError> {
     let mut magic = [0u8; 2];
     let n = read_up_to(&mut file, &mut magic).map_err(io_err)?;
     let file = File::open(path).map_err(io_err)?;
-    let reader: Box<dyn Read> = if n == 2 && magic == [0x1f, 0x8b] {
-        Box::new(flate2::read::MultiGzDecoder::new(BufReader::with_capacity(
-            1 << 16,
-            file,
-        )))
+    if n == 2 && magic == [0x1f, 0x8b] {
+        // Decompress on a second thread while this one parses.
+        let gz = flate2::read::MultiGzDecoder::new(BufReader::with_capacity(1 << 16, file));
+        std::thread::scope(|s| {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<io::Result<Vec<u8>>>(4);
+            s.spawn(move || pump(gz, tx));
+            parse_reader(
+                path,
+                ChannelReader {
+                    rx,
+                    cur: Vec::new(),
+                    pos: 0,
+                },
+            )
+        })
     } else {
-        Box::new(file)
-    };
-    parse_reader(path, BufReader::with_capacity(1 << 20, reader))
+        parse_reader(path, file)
+    }
+}
+
+/// Reads `r` in chunks into `tx` until its end or an error (which is passed on).
+fn pump(mut r: impl Read, tx: std::sync::mpsc::SyncSender<io::Result<Vec<u8>>>) {
+    loop {
+        let mut chunk = vec![0u8; CHUNK];
+        let mut n = 0;
+        while n < chunk.len() {
+            match r.read(&mut chunk[n..]) {
+                Ok(0) => break,
+                Ok(k) => n += k,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    if n > 0 {
+                        chunk.truncate(n);
+                        let _ = tx.send(Ok(chunk));
+                    }
+                    let _ = tx.send(Err(e));
+                    return;
+                }
+            }
+        }
+        chunk.truncate(n);
+        let end = n == 0;
+        if tx.send(Ok(chunk)).is_err() || end {
+            return;
+        }
+    }
+}
+
+/// The receiving end of [`pump`] as a reader (an empty chunk is the end of input).
+struct ChannelReader {
+    rx: std::sync::mpsc::Receiver<io::Result<Vec<u8>>>,
+    cur: Vec<u8>,
+    pos: usize,
+}
+
+impl Read for ChannelReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.pos == self.cur.len() {
+            match self.rx.recv() {
+                Ok(Ok(chunk)) => {
+                    self.cur = chunk;
+                    self.pos = 0;
+                }
+                Ok(Err(e)) => return Err(e),
+                Err(_) => return Ok(0),
+            }
+        }
+        let n = buf.len().min(self.cur.len() - self.pos);
+        buf[..n].copy_from_slice(&self.cur[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
 }
 
 fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
@@ -333,7 +396,10 @@ impl<R: Read> Stream<R> {
     fn cut(&self) -> Stop {
         match self.done.as_deref() {
             Some(e) if !e.is_empty() => Stop::Cut(format!("read error: {e}")),
-            _ => Stop::Cut(format!("end of input after {} bytes", self.base + self.buf.len() as u64)),
+            _ => Stop::Cut(format!(
+                "end of input after {} bytes",
+                self.base + self.buf.len() as u64
+            )),
         }
     }
 
@@ -389,7 +455,10 @@ impl<R: Read> Stream<R> {
     }
 
     fn bad(&self, at: usize, e: serde_json::Error) -> Stop {
-        Stop::Bad(format!("{e} (in the value at byte {})", self.base + at as u64))
+        Stop::Bad(format!(
+            "{e} (in the value at byte {})",
+            self.base + at as u64
+        ))
     }
 }
 
@@ -397,27 +466,29 @@ impl<R: Read> Stream<R> {
 fn scan_value(buf: &[u8], i: usize) -> Option<usize> {
     match *buf.get(i)? {
         b'"' => string_end(buf, i + 1),
-        b'{' | b'[' => {
+        open @ (b'{' | b'[') => {
+            // Only this kind of bracket can close the value once strings are skipped, so the
+            // scan jumps between quotes and these two bytes (vectorized).
+            let close = if open == b'{' { b'}' } else { b']' };
             let mut depth = 0usize;
             let mut j = i;
-            while j < buf.len() {
+            loop {
+                j += memchr::memchr3(b'"', open, close, buf.get(j..)?)?;
                 match buf[j] {
                     b'"' => {
                         j = string_end(buf, j + 1)?;
                         continue;
                     }
-                    b'{' | b'[' => depth += 1,
-                    b'}' | b']' => {
+                    b if b == open => depth += 1,
+                    _ => {
                         depth -= 1;
                         if depth == 0 {
                             return Some(j + 1);
                         }
                     }
-                    _ => {}
                 }
                 j += 1;
             }
-            None
         }
         _ => buf[i..]
             .iter()

@@ -621,18 +621,28 @@ fn op_from_kernel(name: &str) -> Option<String> {
 /// The element type at the end of an old-style NCCL kernel name (`..._Sum_float(...)`).
 fn dtype_from_kernel(name: &str) -> Option<&'static str> {
     let head = name.split('(').next()?;
-    let last = head.rsplit('_').next()?;
-    Some(match last {
-        "float" | "f32" => "float32",
-        "half" | "f16" => "float16",
-        "bfloat16" | "bf16" => "bfloat16",
-        "double" | "f64" => "float64",
-        "int8" | "int8_t" | "i8" => "int8",
-        "uint8" | "uint8_t" | "u8" => "uint8",
-        "int32" | "int32_t" | "i32" => "int32",
-        "int64" | "int64_t" | "i64" => "int64",
-        _ => return None,
-    })
+    const SUFFIXES: [(&str, &str); 16] = [
+        ("_uint8_t", "uint8"),
+        ("_int8_t", "int8"),
+        ("_int32_t", "int32"),
+        ("_int64_t", "int64"),
+        ("_uint8", "uint8"),
+        ("_int8", "int8"),
+        ("_bfloat16", "bfloat16"),
+        ("_float", "float32"),
+        ("_half", "float16"),
+        ("_double", "float64"),
+        ("_f32", "float32"),
+        ("_f16", "float16"),
+        ("_bf16", "bfloat16"),
+        ("_f64", "float64"),
+        ("_i32", "int32"),
+        ("_i64", "int64"),
+    ];
+    SUFFIXES
+        .iter()
+        .find(|(suffix, _)| head.ends_with(suffix))
+        .map(|(_, d)| *d)
 }
 
 /// The format's dtype name for PyTorch's scalar type names ("Float", "float", "c10::Half").

@@ -186,7 +186,7 @@ fn kineto_import_of_real_gpu_traces_gives_steps_kernels_and_collectives() {
     assert_eq!(report.world_size, 2);
     assert_eq!(report.ranks.len(), 1);
     assert!(run.join(IMPORT_JSON).is_file());
-    let (model, warnings) = probe::load_run(&[run.clone()]).unwrap();
+    let (model, warnings) = probe::load_run(std::slice::from_ref(&run)).unwrap();
     // Rank 1 of 2 was not published: the reader says so.
     assert!(
         warnings.iter().any(|w| w.to_string().contains('1')),

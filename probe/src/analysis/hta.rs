@@ -436,8 +436,8 @@ impl HtaBreakdown {
         );
         let _ = writeln!(
             s,
-            "  {:>4}  {:>12}  {:>16}  {:>16}  {:>16}  {:>8}  {}",
-            "rank", "span", "idle", "compute", "non-compute", "overlap", "steps"
+            "  {:>4}  {:>12}  {:>16}  {:>16}  {:>16}  {:>8}  steps",
+            "rank", "span", "idle", "compute", "non-compute", "overlap"
         );
         for r in &self.ranks {
             let ms = |us: f64| format!("{:.3} ms", us / 1000.0);

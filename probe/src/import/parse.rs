@@ -620,19 +620,59 @@ impl<'de> DeserializeSeed<'de> for EventSeed<'_> {
     }
 }
 
-#[derive(Deserialize)]
-#[serde(field_identifier, rename_all = "lowercase")]
-enum Field {
-    Ph,
-    Cat,
-    Name,
-    Ts,
-    Dur,
-    Pid,
-    Tid,
-    Args,
-    #[serde(other)]
-    Other,
+/// A map key matched as raw bytes against a table (no UTF-8 validation, no allocation):
+/// `Key(i)` is `TABLE[i]`, `Key(u8::MAX)` any other key.
+struct Key<const T: usize>(u8);
+
+/// Keys of an event object.
+const EVENT_KEYS: &[&[u8]] = &[
+    b"ph", b"cat", b"name", b"ts", b"dur", b"pid", b"tid", b"args",
+];
+/// Keys of an event's `args` that the importer reads.
+const ARG_KEYS: &[&[u8]] = &[
+    b"stream",
+    b"correlation",
+    b"device",
+    b"Collective name",
+    b"In msg nelems",
+    b"Out msg nelems",
+    b"dtype",
+    b"Group size",
+    b"Process Group Name",
+    b"Input Dims",
+    b"Input type",
+];
+
+impl<'de, const T: usize> Deserialize<'de> for Key<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_bytes(KeyVisitor::<T>)
+    }
+}
+
+struct KeyVisitor<const T: usize>;
+
+impl<const T: usize> KeyVisitor<T> {
+    fn find(v: &[u8]) -> Key<T> {
+        let table = if T == 0 { EVENT_KEYS } else { ARG_KEYS };
+        Key(table
+            .iter()
+            .position(|k| *k == v)
+            .map_or(u8::MAX, |i| i as u8))
+    }
+}
+
+impl<'de, const T: usize> Visitor<'de> for KeyVisitor<T> {
+    type Value = Key<T>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a key")
+    }
+    fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Key<T>, E> {
+        Ok(Self::find(v))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Key<T>, E> {
+        Ok(Self::find(v.as_bytes()))
+    }
 }
 
 impl<'de> Visitor<'de> for EventSeed<'_> {
@@ -652,28 +692,28 @@ impl<'de> Visitor<'de> for EventSeed<'_> {
         let mut pid = -1;
         let mut tid = -1;
         let mut args = RawArgs::default();
-        while let Some(field) = map.next_key::<Field>()? {
+        while let Some(Key(field)) = map.next_key::<Key<0>>()? {
             match field {
-                Field::Ph => {
+                0 => {
                     let s: Scalar = map.next_value()?;
                     // Only complete events ("X") carry work; no ph at all is read as "X", as
                     // HTA keeps every event with a dur and a cat.
                     ph_complete = matches!(&s, Scalar::Str(p) if p == "X");
                 }
-                Field::Cat => cat = Some(map.next_value_seed(CatSeed)?),
-                Field::Name => name = Some(map.next_value_seed(InternSeed { sink })?),
-                Field::Ts => {
+                1 => cat = Some(map.next_value_seed(CatSeed)?),
+                2 => name = Some(map.next_value_seed(InternSeed { sink })?),
+                3 => {
                     ts = match map.next_value::<Scalar>()? {
                         Scalar::Int(i) => Some((i as f64, false)),
                         Scalar::Float(x) => Some((x, true)),
                         _ => None,
                     }
                 }
-                Field::Dur => dur = map.next_value::<Scalar>()?.as_f64(),
-                Field::Pid => pid = map.next_value::<Scalar>()?.as_i64().unwrap_or(-1),
-                Field::Tid => tid = map.next_value::<Scalar>()?.as_i64().unwrap_or(-1),
-                Field::Args => args = map.next_value()?,
-                Field::Other => {
+                4 => dur = map.next_value::<Scalar>()?.as_f64(),
+                5 => pid = map.next_value::<Scalar>()?.as_i64().unwrap_or(-1),
+                6 => tid = map.next_value::<Scalar>()?.as_i64().unwrap_or(-1),
+                7 => args = map.next_value()?,
+                _ => {
                     map.next_value::<IgnoredAny>()?;
                 }
             }
@@ -911,30 +951,82 @@ impl<'de> Deserialize<'de> for FirstString {
     }
 }
 
-#[derive(Default, Deserialize)]
+#[derive(Default)]
 struct RawArgs {
-    #[serde(default)]
     stream: Option<Scalar>,
-    #[serde(default)]
     correlation: Option<Scalar>,
-    #[serde(default)]
     device: Option<Scalar>,
-    #[serde(default, rename = "Collective name")]
     collective: Option<Scalar>,
-    #[serde(default, rename = "In msg nelems")]
     in_nelems: Option<Scalar>,
-    #[serde(default, rename = "Out msg nelems")]
     out_nelems: Option<Scalar>,
-    #[serde(default)]
     dtype: Option<Scalar>,
-    #[serde(default, rename = "Group size")]
     group_size: Option<Scalar>,
-    #[serde(default, rename = "Process Group Name")]
     pg_name: Option<Scalar>,
-    #[serde(default, rename = "Input Dims")]
     input_dims: Option<FirstInputNumel>,
-    #[serde(default, rename = "Input type")]
     input_type: Option<FirstString>,
+}
+
+impl<'de> Deserialize<'de> for RawArgs {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(RawArgsVisitor)
+    }
+}
+
+struct RawArgsVisitor;
+
+impl<'de> Visitor<'de> for RawArgsVisitor {
+    type Value = RawArgs;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("the args object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawArgs, A::Error> {
+        let mut a = RawArgs::default();
+        while let Some(Key(k)) = map.next_key::<Key<1>>()? {
+            match k {
+                0 => a.stream = Some(map.next_value()?),
+                1 => a.correlation = Some(map.next_value()?),
+                2 => a.device = Some(map.next_value()?),
+                3 => a.collective = Some(map.next_value()?),
+                4 => a.in_nelems = Some(map.next_value()?),
+                5 => a.out_nelems = Some(map.next_value()?),
+                6 => a.dtype = Some(map.next_value()?),
+                7 => a.group_size = Some(map.next_value()?),
+                8 => a.pg_name = Some(map.next_value()?),
+                9 => a.input_dims = Some(map.next_value()?),
+                10 => a.input_type = Some(map.next_value()?),
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(a)
+    }
+
+    // args that are not an object (null, a string...) carry nothing.
+    fn visit_unit<E: de::Error>(self) -> Result<RawArgs, E> {
+        Ok(RawArgs::default())
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<RawArgs, E> {
+        Ok(RawArgs::default())
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<RawArgs, E> {
+        Ok(RawArgs::default())
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<RawArgs, E> {
+        Ok(RawArgs::default())
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<RawArgs, E> {
+        Ok(RawArgs::default())
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<RawArgs, E> {
+        Ok(RawArgs::default())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<RawArgs, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(RawArgs::default())
+    }
 }
 
 impl RawArgs {

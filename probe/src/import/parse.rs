@@ -712,7 +712,19 @@ impl<'de> Visitor<'de> for EventSeed<'_> {
                 4 => dur = map.next_value::<Scalar>()?.as_f64(),
                 5 => pid = map.next_value::<Scalar>()?.as_i64().unwrap_or(-1),
                 6 => tid = map.next_value::<Scalar>()?.as_i64().unwrap_or(-1),
-                7 => args = map.next_value()?,
+                7 => {
+                    // Input shapes are read only for the operators that carry collective sizes
+                    // (the name comes before args in Kineto's output); for the thousands of
+                    // other operators they are skipped unparsed.
+                    let shapes = name.is_none_or(|n| {
+                        let n = sink.names[n as usize].as_str();
+                        n.contains("gloo:")
+                            || n.contains("nccl:")
+                            || n.starts_with("c10d::")
+                            || n == "record_param_comms"
+                    });
+                    args = map.next_value_seed(RawArgsVisitor { shapes })?;
+                }
                 _ => {
                     map.next_value::<IgnoredAny>()?;
                 }
@@ -966,13 +978,17 @@ struct RawArgs {
     input_type: Option<FirstString>,
 }
 
-impl<'de> Deserialize<'de> for RawArgs {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(RawArgsVisitor)
-    }
+/// Reads `args`; `shapes`: also `Input Dims` / `Input type`.
+struct RawArgsVisitor {
+    shapes: bool,
 }
 
-struct RawArgsVisitor;
+impl<'de> DeserializeSeed<'de> for RawArgsVisitor {
+    type Value = RawArgs;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<RawArgs, D::Error> {
+        d.deserialize_any(self)
+    }
+}
 
 impl<'de> Visitor<'de> for RawArgsVisitor {
     type Value = RawArgs;
@@ -994,8 +1010,8 @@ impl<'de> Visitor<'de> for RawArgsVisitor {
                 6 => a.dtype = Some(map.next_value()?),
                 7 => a.group_size = Some(map.next_value()?),
                 8 => a.pg_name = Some(map.next_value()?),
-                9 => a.input_dims = Some(map.next_value()?),
-                10 => a.input_type = Some(map.next_value()?),
+                9 if self.shapes => a.input_dims = Some(map.next_value()?),
+                10 if self.shapes => a.input_type = Some(map.next_value()?),
                 _ => {
                     map.next_value::<IgnoredAny>()?;
                 }

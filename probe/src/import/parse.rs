@@ -2,9 +2,10 @@
 //!
 //! A Kineto trace is one JSON object per rank, `{"distributedInfo": {...}, ...,
 //! "traceEvents": [...]}`, plain or gzipped, and can be several gigabytes. This module reads
-//! it with serde_json's streaming deserializer and a custom visitor over the `traceEvents`
-//! array: each event is decoded into a compact [`Event`] (names interned, only the arguments
-//! the importer and the HTA analysis use) and the JSON text itself is never held in memory.
+//! it in 1 MiB chunks (gzip inflated on a second thread): a byte scanner finds each complete
+//! element of the top-level object and of its `traceEvents` array, and serde_json decodes that
+//! element alone, with custom visitors, into a compact [`Event`] (names interned, only the
+//! arguments the importer and the HTA analysis use). The JSON text is never held as a whole.
 //! Events nobody needs (plain ATen operators, flows, metadata, instants) are dropped as they
 //! are read, so memory grows with the GPU activity and the few CPU events kept, not with the
 //! file.

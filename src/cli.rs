@@ -102,6 +102,78 @@ Examples:
     /// Measure the step time for several bucket_cap_mb values and recommend one.
     #[command(after_help = TUNE_AFTER_HELP)]
     Tune(TuneArgs),
+    /// Turn other tools' traces into a run (PyTorch profiler traces: `import kineto`).
+    #[command(subcommand)]
+    Import(ImportCommand),
+    /// GPU time breakdown and comm/comp overlap of PyTorch profiler traces, as HTA defines them.
+    #[command(after_help = BREAKDOWN_AFTER_HELP)]
+    Breakdown(BreakdownArgs),
+}
+
+const BREAKDOWN_AFTER_HELP: &str = "\
+Holistic Trace Analysis' temporal breakdown (idle, compute, non-compute time of each rank's GPU)
+and communication/computation overlap, computed with HTA 0.5.0's rules: the last ProfilerStep
+dropped, ns timestamps rounded inward, kernels classed by name (docs/hta-definitions.md).
+TRACE is a PyTorch profiler trace (.json or .json.gz, one per rank), a folder of them, or a run
+written by `ddp-probe import kineto` (its stored breakdown).
+
+Examples:
+  ddp-probe breakdown traces/            # one file per rank
+  ddp-probe breakdown traces/ --include-last-step --json";
+
+/// Arguments of `ddp-probe breakdown`.
+#[derive(Debug, Args)]
+pub struct BreakdownArgs {
+    /// PyTorch profiler traces, folders of them, or an imported run.
+    #[arg(value_name = "TRACE", required = true)]
+    pub inputs: Vec<PathBuf>,
+
+    /// Keep the last ProfilerStep (HTA's include_last_profiler_step=True).
+    #[arg(long)]
+    pub include_last_step: bool,
+
+    /// Do not round ns-resolution timestamps inward (HTA_DISABLE_NS_ROUNDING=1).
+    #[arg(long)]
+    pub no_ns_rounding: bool,
+
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `ddp-probe import ...`
+#[derive(Debug, Subcommand)]
+pub enum ImportCommand {
+    /// PyTorch profiler (Kineto) traces, one per rank, into a run directory.
+    #[command(after_help = "\
+Reads torch.profiler / tensorboard_trace_handler traces (.json or .json.gz, several GB are
+streamed), one per rank (rank and world size from distributedInfo), and writes a run that
+summary, tui, report and advise read: steps from ProfilerStep#N, GPU kernels per stream split
+into compute and NCCL communication, collectives with their sizes, forward/backward/optimizer
+from the profiler's annotations, gloo collectives of CPU-only jobs. A file cut off mid-write is
+imported up to the cut, with a warning. The run also keeps the GPU time breakdown with HTA's
+definitions (shown by `ddp-probe summary`).
+
+Examples:
+  ddp-probe import kineto ./log/ -o runs/profiled
+  ddp-probe import kineto rank0.json.gz rank1.json.gz -o runs/profiled && ddp-probe summary runs/profiled")]
+    Kineto(ImportKinetoArgs),
+}
+
+/// Arguments of `ddp-probe import kineto`.
+#[derive(Debug, Args)]
+pub struct ImportKinetoArgs {
+    /// Trace files (.json, .json.gz) or folders of them.
+    #[arg(value_name = "TRACE", required = true)]
+    pub inputs: Vec<PathBuf>,
+
+    /// The run directory to write (must not hold traces yet).
+    #[arg(short, long, value_name = "RUN")]
+    pub output: PathBuf,
+
+    /// Print what was imported as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 const REPORT_AFTER_HELP: &str = "\

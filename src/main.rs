@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::cli::{Cli, Command, ExportCommand};
+use crate::cli::{Cli, Command, ExportCommand, ImportCommand};
 
 fn main() -> ExitCode {
     restore_sigpipe();
@@ -24,6 +24,8 @@ fn main() -> ExitCode {
         Command::Report(args) => commands::report::report(args),
         Command::Scale(args) => commands::scale::scale(args),
         Command::Tune(args) => commands::tune::tune(args),
+        Command::Import(ImportCommand::Kineto(args)) => commands::import::kineto(args),
+        Command::Breakdown(args) => commands::import::breakdown(args),
     };
     match result {
         Ok(code) => code,

@@ -15,6 +15,7 @@
 //! * [`export::chrome`]: Chrome trace-event JSON for Perfetto and
 //!   `chrome://tracing`.
 //! * [`synth`]: deterministic synthetic runs for tests and benchmarks.
+//! * [`import`]: PyTorch profiler (Kineto) traces turned into runs.
 
 pub mod analysis;
 pub mod buckets;
@@ -25,6 +26,7 @@ pub mod error;
 pub mod export;
 mod fastparse;
 mod hash;
+pub mod import;
 pub mod model;
 pub mod reader;
 pub mod recorder;

@@ -23,8 +23,13 @@ pub fn summary(args: AnalyzeArgs) -> Result<ExitCode> {
             ..AdviceOptions::default()
         },
     );
+    // A run imported from PyTorch profiler traces carries HTA's GPU time breakdown.
+    let hta = crate::commands::import::stored_in_run(&args.runs);
     if args.json {
-        let json = serde_json::json!({ "summary": summary, "advice": advice });
+        let mut json = serde_json::json!({ "summary": summary, "advice": advice });
+        if let Some(h) = &hta {
+            json["gpu_time_breakdown_hta"] = h.clone();
+        }
         println!(
             "{}",
             serde_json::to_string_pretty(&json).context("could not encode the summary")?
@@ -34,6 +39,12 @@ pub fn summary(args: AnalyzeArgs) -> Result<ExitCode> {
         print_block(&summary.render_text(width));
         println!();
         print_block(&advice.render_text(width));
+        if let Some(b) =
+            hta.and_then(|h| serde_json::from_value::<probe::analysis::hta::HtaBreakdown>(h).ok())
+        {
+            println!();
+            print_block(&b.render_text());
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

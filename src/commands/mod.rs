@@ -4,6 +4,7 @@
 pub mod analyze;
 pub mod explain;
 pub mod export;
+pub mod import;
 mod load;
 pub mod report;
 pub mod run;

@@ -1,0 +1,1066 @@
+//! Streaming reader of PyTorch profiler (Kineto) trace files.
+//!
+//! A Kineto trace is one JSON object per rank, `{"distributedInfo": {...}, ...,
+//! "traceEvents": [...]}`, plain or gzipped, and can be several gigabytes. This module reads
+//! it in 1 MiB chunks (gzip inflated on a second thread): a byte scanner finds each complete
+//! element of the top-level object and of its `traceEvents` array, and serde_json decodes that
+//! element alone, with custom visitors, into a compact [`Event`] (names interned, only the
+//! arguments the importer and the HTA analysis use). The JSON text is never held as a whole.
+//! Events nobody needs (plain ATen operators, flows, metadata, instants) are dropped as they
+//! are read, so memory grows with the GPU activity and the few CPU events kept, not with the
+//! file.
+//!
+//! A file cut off while it was written (a profiler killed mid-write, a truncated gzip stream)
+//! yields the events up to the cut and a warning in [`KinetoTrace::truncated`].
+
+use std::collections::HashMap;
+use std::fmt;
+use std::fs::File;
+use std::io::{self, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+
+use super::ImportError;
+
+/// The category (`cat`) of a Kineto event, as far as the importer distinguishes them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Cat {
+    /// `kernel` (or legacy `Kernel`): a GPU kernel.
+    Kernel,
+    /// `gpu_memcpy` (or legacy `Memcpy`).
+    GpuMemcpy,
+    /// `gpu_memset` (or legacy `Memset`).
+    GpuMemset,
+    /// `cuda_runtime` / `cuda_driver` (or legacy `Runtime`): a launch or other CUDA API call.
+    Runtime,
+    /// `cpu_op` (or legacy `Operator`).
+    CpuOp,
+    /// `user_annotation`: `record_function` ranges (`ProfilerStep#N`, `gloo:all_reduce`, ...).
+    UserAnnotation,
+    /// `gpu_user_annotation`: annotations projected onto a GPU stream (not GPU work).
+    GpuUserAnnotation,
+    /// `cuda_sync`: synchronization events.
+    CudaSync,
+    /// Any other category.
+    Other,
+}
+
+impl Cat {
+    fn parse(s: &str) -> Cat {
+        match s {
+            "kernel" | "Kernel" => Cat::Kernel,
+            "gpu_memcpy" | "Memcpy" => Cat::GpuMemcpy,
+            "gpu_memset" | "Memset" => Cat::GpuMemset,
+            "cuda_runtime" | "cuda_driver" | "Runtime" => Cat::Runtime,
+            "cpu_op" | "Operator" => Cat::CpuOp,
+            "user_annotation" => Cat::UserAnnotation,
+            "gpu_user_annotation" => Cat::GpuUserAnnotation,
+            "cuda_sync" => Cat::CudaSync,
+            _ => Cat::Other,
+        }
+    }
+}
+
+/// Collective metadata of an event: the `record_param_comms` / NCCL kernel arguments of recent
+/// PyTorch versions, or the input shape and type of a `gloo:*` / `c10d::*` operator.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CommArgs {
+    /// `Collective name` ("allreduce", "broadcast", ...).
+    pub collective: Option<String>,
+    /// `In msg nelems`: elements sent.
+    pub in_nelems: Option<u64>,
+    /// `Out msg nelems`: elements received.
+    pub out_nelems: Option<u64>,
+    /// `dtype` ("Float", "BFloat16", ...), or the first `Input type` of an operator.
+    pub dtype: Option<String>,
+    /// `Group size`.
+    pub group_size: Option<u64>,
+    /// `Process Group Name`.
+    pub pg_name: Option<String>,
+    /// Elements of the first input, from `Input Dims` (a tensor list counts all its tensors).
+    pub input_numel: Option<u64>,
+}
+
+/// One kept event of a Kineto trace, with its timestamps as written (microseconds).
+#[derive(Clone, Debug)]
+pub struct Event {
+    /// `ts`, µs.
+    pub ts: f64,
+    /// `dur`, µs.
+    pub dur: f64,
+    /// Index of the name in [`KinetoTrace::names`].
+    pub name: u32,
+    /// The category.
+    pub cat: Cat,
+    /// `pid` (strings map to -1).
+    pub pid: i64,
+    /// `tid` (strings map to -1).
+    pub tid: i64,
+    /// `args.stream`, -1 when absent.
+    pub stream: i64,
+    /// `args.correlation`, -1 when absent.
+    pub correlation: i64,
+    /// `args.device`, -1 when absent.
+    pub device: i64,
+    /// Collective metadata, for the few events that carry it.
+    pub comm: Option<Box<CommArgs>>,
+}
+
+impl Event {
+    /// Whether this is GPU activity as HTA counts it: a stream and a correlation id.
+    pub fn is_gpu(&self) -> bool {
+        self.stream >= 0 && self.correlation >= 0
+    }
+
+    /// End, µs (`ts + dur`).
+    pub fn end(&self) -> f64 {
+        self.ts + self.dur
+    }
+}
+
+/// `distributedInfo` of a trace.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct DistributedInfo {
+    /// Communication backend ("nccl", "gloo").
+    #[serde(default)]
+    pub backend: Option<String>,
+    /// Global rank.
+    #[serde(default)]
+    pub rank: Option<u32>,
+    /// World size.
+    #[serde(default)]
+    pub world_size: Option<u32>,
+}
+
+/// One parsed Kineto trace file.
+#[derive(Clone, Debug)]
+pub struct KinetoTrace {
+    /// The file.
+    pub path: PathBuf,
+    /// `distributedInfo`, when present.
+    pub dist: Option<DistributedInfo>,
+    /// `baseTimeNanoseconds`: add to `ts × 1000` to get ns since the Unix epoch.
+    pub base_time_ns: Option<u64>,
+    /// `host_name`.
+    pub host_name: Option<String>,
+    /// Interned event names.
+    pub names: Vec<String>,
+    /// The kept events, in file order (not sorted).
+    pub events: Vec<Event>,
+    /// Whether any `ts` was written as a float (ns-resolution trace); HTA rounds those.
+    pub float_ts: bool,
+    /// Events read in all, kept or not.
+    pub events_read: u64,
+    /// Why the file ended early, when it was cut off.
+    pub truncated: Option<String>,
+}
+
+impl KinetoTrace {
+    /// The name of an event.
+    pub fn name(&self, e: &Event) -> &str {
+        &self.names[e.name as usize]
+    }
+}
+
+/// Whether an event of this category and name is worth keeping (GPU activity, launches,
+/// annotations and the CPU operators the importer interprets).
+fn keep(cat: Cat, name: &str, has_correlation: bool, has_stream: bool) -> bool {
+    match cat {
+        Cat::Kernel | Cat::GpuMemcpy | Cat::GpuMemset | Cat::CudaSync | Cat::UserAnnotation => true,
+        Cat::Runtime => true,
+        // HTA counts these as CPU-side rows; a projected ProfilerStep moves its last-step mark.
+        Cat::GpuUserAnnotation => name.contains("ProfilerStep"),
+        Cat::CpuOp => {
+            has_correlation
+                || name.starts_with("c10d::")
+                || name == "record_param_comms"
+                || name.starts_with("autograd::engine::evaluate_function")
+                || name.contains("ProfilerStep")
+        }
+        Cat::Other => has_correlation || has_stream || name.contains("ProfilerStep"),
+    }
+}
+
+/// Parses one trace file (plain JSON or gzip, detected by content).
+pub fn parse_file(path: &Path) -> Result<KinetoTrace, ImportError> {
+    let io_err = |source| ImportError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let mut file = File::open(path).map_err(io_err)?;
+    let mut magic = [0u8; 2];
+    let n = read_up_to(&mut file, &mut magic).map_err(io_err)?;
+    let file = File::open(path).map_err(io_err)?;
+    if n == 2 && magic == [0x1f, 0x8b] {
+        // Decompress on a second thread while this one parses.
+        let gz = flate2::read::MultiGzDecoder::new(BufReader::with_capacity(1 << 16, file));
+        std::thread::scope(|s| {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<io::Result<Vec<u8>>>(4);
+            s.spawn(move || pump(gz, tx));
+            parse_reader(
+                path,
+                ChannelReader {
+                    rx,
+                    cur: Vec::new(),
+                    pos: 0,
+                },
+            )
+        })
+    } else {
+        parse_reader(path, file)
+    }
+}
+
+/// Reads `r` in chunks into `tx` until its end or an error (which is passed on).
+fn pump(mut r: impl Read, tx: std::sync::mpsc::SyncSender<io::Result<Vec<u8>>>) {
+    loop {
+        let mut chunk = vec![0u8; CHUNK];
+        let mut n = 0;
+        while n < chunk.len() {
+            match r.read(&mut chunk[n..]) {
+                Ok(0) => break,
+                Ok(k) => n += k,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    if n > 0 {
+                        chunk.truncate(n);
+                        let _ = tx.send(Ok(chunk));
+                    }
+                    let _ = tx.send(Err(e));
+                    return;
+                }
+            }
+        }
+        chunk.truncate(n);
+        let end = n == 0;
+        if tx.send(Ok(chunk)).is_err() || end {
+            return;
+        }
+    }
+}
+
+/// The receiving end of [`pump`] as a reader (an empty chunk is the end of input).
+struct ChannelReader {
+    rx: std::sync::mpsc::Receiver<io::Result<Vec<u8>>>,
+    cur: Vec<u8>,
+    pos: usize,
+}
+
+impl Read for ChannelReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.pos == self.cur.len() {
+            match self.rx.recv() {
+                Ok(Ok(chunk)) => {
+                    self.cur = chunk;
+                    self.pos = 0;
+                }
+                Ok(Err(e)) => return Err(e),
+                Err(_) => return Ok(0),
+            }
+        }
+        let n = buf.len().min(self.cur.len() - self.pos);
+        buf[..n].copy_from_slice(&self.cur[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
+}
+
+fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+/// Parses a trace from any reader; `path` names it in messages.
+///
+/// The reader is consumed in chunks: a byte scanner finds each complete element of the
+/// top-level object and of its `traceEvents` array, and serde_json decodes that element alone
+/// from the buffer (borrowing its strings), so memory holds one chunk plus the kept events.
+pub fn parse_reader(path: &Path, reader: impl Read) -> Result<KinetoTrace, ImportError> {
+    let mut sink = Sink::default();
+    let mut stream = Stream {
+        r: reader,
+        buf: Vec::with_capacity(CHUNK),
+        pos: 0,
+        base: 0,
+        done: None,
+    };
+    let mut truncated = None;
+    match top_level(&mut stream, &mut sink) {
+        Ok(()) => {}
+        Err(Stop::Cut(why)) => {
+            if sink.events_read == 0 {
+                return Err(ImportError::CutOff {
+                    path: path.to_owned(),
+                    message: why,
+                });
+            }
+            truncated = Some(format!(
+                "{}: the file ends early ({why}); imported the {} events before the cut",
+                path.display(),
+                sink.events_read
+            ));
+        }
+        Err(Stop::Bad(message)) => {
+            return Err(ImportError::Json {
+                path: path.to_owned(),
+                message,
+            })
+        }
+    }
+    if !sink.saw_events {
+        return Err(ImportError::NotKineto {
+            path: path.to_owned(),
+            why: "it has no \"traceEvents\" array".into(),
+        });
+    }
+    Ok(KinetoTrace {
+        path: path.to_owned(),
+        dist: sink.dist,
+        base_time_ns: sink.base_time_ns,
+        host_name: sink.host_name,
+        names: sink.names,
+        events: sink.events,
+        float_ts: sink.float_ts,
+        events_read: sink.events_read,
+        truncated,
+    })
+}
+
+/// Bytes read at a time.
+const CHUNK: usize = 1 << 20;
+
+/// Why scanning stopped early.
+enum Stop {
+    /// The input ended (or could not be read further) inside the JSON.
+    Cut(String),
+    /// The JSON is malformed.
+    Bad(String),
+}
+
+/// A buffered byte stream with the scanner's position.
+struct Stream<R> {
+    r: R,
+    buf: Vec<u8>,
+    /// Index of the next unread byte in `buf`.
+    pos: usize,
+    /// Offset in the input of `buf[0]`.
+    base: u64,
+    /// Why no more bytes come: `Some("")` at a clean end of input, else the read error.
+    done: Option<String>,
+}
+
+impl<R: Read> Stream<R> {
+    /// Reads more input (at least as much as is buffered past `pos`, so a long value is
+    /// rescanned a logarithmic number of times). Returns false when no more comes.
+    fn fill(&mut self) -> bool {
+        if self.done.is_some() {
+            return false;
+        }
+        if self.pos > 0 {
+            self.buf.drain(..self.pos);
+            self.base += self.pos as u64;
+            self.pos = 0;
+        }
+        let want = CHUNK.max(self.buf.len());
+        let old = self.buf.len();
+        self.buf.resize(old + want, 0);
+        let mut n = 0;
+        while n < want {
+            match self.r.read(&mut self.buf[old + n..]) {
+                Ok(0) => {
+                    self.done = Some(String::new());
+                    break;
+                }
+                Ok(k) => n += k,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    self.done = Some(e.to_string());
+                    break;
+                }
+            }
+        }
+        self.buf.truncate(old + n);
+        n > 0
+    }
+
+    fn cut(&self) -> Stop {
+        match self.done.as_deref() {
+            Some(e) if !e.is_empty() => Stop::Cut(format!("read error: {e}")),
+            _ => Stop::Cut(format!(
+                "end of input after {} bytes",
+                self.base + self.buf.len() as u64
+            )),
+        }
+    }
+
+    /// The next byte that is not whitespace, without consuming it.
+    fn peek(&mut self) -> Result<u8, Stop> {
+        loop {
+            while self.pos < self.buf.len() {
+                let b = self.buf[self.pos];
+                if !b.is_ascii_whitespace() {
+                    return Ok(b);
+                }
+                self.pos += 1;
+            }
+            if !self.fill() {
+                return Err(self.cut());
+            }
+        }
+    }
+
+    fn expect(&mut self, c: u8, what: &str) -> Result<(), Stop> {
+        let b = self.peek()?;
+        if b != c {
+            return Err(Stop::Bad(format!(
+                "expected {what} at byte {}, found {:?}",
+                self.base + self.pos as u64,
+                b as char
+            )));
+        }
+        self.pos += 1;
+        Ok(())
+    }
+
+    /// The end (exclusive index into `buf`) of the JSON value starting at `pos`, reading more
+    /// input as needed.
+    fn value_end(&mut self) -> Result<usize, Stop> {
+        self.peek()?;
+        loop {
+            if let Some(end) = scan_value(&self.buf, self.pos) {
+                return Ok(end);
+            }
+            if !self.fill() {
+                // A scalar that ends exactly at the end of input is complete.
+                if !matches!(self.buf.get(self.pos), Some(b'{' | b'[' | b'"')) {
+                    if let Some(e) = self.done.as_deref() {
+                        if e.is_empty() && self.pos < self.buf.len() {
+                            return Ok(self.buf.len());
+                        }
+                    }
+                }
+                return Err(self.cut());
+            }
+        }
+    }
+
+    fn bad(&self, at: usize, e: serde_json::Error) -> Stop {
+        Stop::Bad(format!(
+            "{e} (in the value at byte {})",
+            self.base + at as u64
+        ))
+    }
+}
+
+/// The end of the JSON value at `buf[i]`, or `None` if it continues past the buffer.
+fn scan_value(buf: &[u8], i: usize) -> Option<usize> {
+    match *buf.get(i)? {
+        b'"' => string_end(buf, i + 1),
+        open @ (b'{' | b'[') => {
+            // Only this kind of bracket can close the value once strings are skipped, so the
+            // scan jumps between quotes and these two bytes (vectorized).
+            let close = if open == b'{' { b'}' } else { b']' };
+            let mut depth = 0usize;
+            let mut j = i;
+            loop {
+                j += memchr::memchr3(b'"', open, close, buf.get(j..)?)?;
+                match buf[j] {
+                    b'"' => {
+                        j = string_end(buf, j + 1)?;
+                        continue;
+                    }
+                    b if b == open => depth += 1,
+                    _ => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(j + 1);
+                        }
+                    }
+                }
+                j += 1;
+            }
+        }
+        _ => buf[i..]
+            .iter()
+            .position(|b| matches!(b, b',' | b'}' | b']') || b.is_ascii_whitespace())
+            .map(|k| i + k),
+    }
+}
+
+/// The index just past the closing quote of a string whose contents start at `j`.
+fn string_end(buf: &[u8], mut j: usize) -> Option<usize> {
+    loop {
+        let k = j + memchr::memchr2(b'"', b'\\', buf.get(j..)?)?;
+        if buf[k] == b'"' {
+            return Some(k + 1);
+        }
+        j = k + 2;
+    }
+}
+
+fn top_level<R: Read>(st: &mut Stream<R>, sink: &mut Sink) -> Result<(), Stop> {
+    st.expect(b'{', "a JSON object (a PyTorch profiler trace)")?;
+    loop {
+        match st.peek()? {
+            b'}' => return Ok(()),
+            b',' => {
+                st.pos += 1;
+                continue;
+            }
+            _ => {}
+        }
+        let end = st.value_end()?;
+        let key: String =
+            serde_json::from_slice(&st.buf[st.pos..end]).map_err(|e| st.bad(st.pos, e))?;
+        st.pos = end;
+        st.expect(b':', "':' after a key")?;
+        if key == "traceEvents" {
+            sink.saw_events = true;
+            events(st, sink)?;
+            continue;
+        }
+        let end = st.value_end()?;
+        let slice = &st.buf[st.pos..end];
+        match key.as_str() {
+            "distributedInfo" => {
+                let v: Lenient<DistributedInfo> =
+                    serde_json::from_slice(slice).map_err(|e| st.bad(st.pos, e))?;
+                sink.dist = v.0;
+            }
+            "baseTimeNanoseconds" => {
+                let v: Scalar = serde_json::from_slice(slice).map_err(|e| st.bad(st.pos, e))?;
+                sink.base_time_ns = v.as_i64().and_then(|x| u64::try_from(x).ok());
+            }
+            "host_name" => {
+                let v: Scalar = serde_json::from_slice(slice).map_err(|e| st.bad(st.pos, e))?;
+                sink.host_name = v.into_string();
+            }
+            _ => {}
+        }
+        st.pos = end;
+    }
+}
+
+fn events<R: Read>(st: &mut Stream<R>, sink: &mut Sink) -> Result<(), Stop> {
+    st.expect(b'[', "the traceEvents array")?;
+    loop {
+        match st.peek()? {
+            b']' => {
+                st.pos += 1;
+                return Ok(());
+            }
+            b',' => {
+                st.pos += 1;
+                continue;
+            }
+            _ => {}
+        }
+        let end = st.value_end()?;
+        let mut de = serde_json::Deserializer::from_slice(&st.buf[st.pos..end]);
+        EventSeed { sink: &mut *sink }
+            .deserialize(&mut de)
+            .map_err(|e| st.bad(st.pos, e))?;
+        st.pos = end;
+    }
+}
+
+#[derive(Default)]
+struct Sink {
+    dist: Option<DistributedInfo>,
+    base_time_ns: Option<u64>,
+    host_name: Option<String>,
+    names: Vec<String>,
+    index: HashMap<String, u32>,
+    events: Vec<Event>,
+    float_ts: bool,
+    saw_events: bool,
+    events_read: u64,
+}
+
+impl Sink {
+    fn intern(&mut self, s: &str) -> u32 {
+        if let Some(&i) = self.index.get(s) {
+            return i;
+        }
+        let i = self.names.len() as u32;
+        self.names.push(s.to_owned());
+        self.index.insert(s.to_owned(), i);
+        i
+    }
+}
+
+/// A value that is `None` when it does not have the expected shape, instead of an error.
+struct Lenient<T>(Option<T>);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Lenient<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = serde_json::Value::deserialize(d)?;
+        Ok(Lenient(T::deserialize(v).ok()))
+    }
+}
+
+struct EventSeed<'a> {
+    sink: &'a mut Sink,
+}
+
+impl<'de> DeserializeSeed<'de> for EventSeed<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+/// A map key matched as raw bytes against a table (no UTF-8 validation, no allocation):
+/// `Key(i)` is `TABLE[i]`, `Key(u8::MAX)` any other key.
+struct Key<const T: usize>(u8);
+
+/// Keys of an event object.
+const EVENT_KEYS: &[&[u8]] = &[
+    b"ph", b"cat", b"name", b"ts", b"dur", b"pid", b"tid", b"args",
+];
+/// Keys of an event's `args` that the importer reads.
+const ARG_KEYS: &[&[u8]] = &[
+    b"stream",
+    b"correlation",
+    b"device",
+    b"Collective name",
+    b"In msg nelems",
+    b"Out msg nelems",
+    b"dtype",
+    b"Group size",
+    b"Process Group Name",
+    b"Input Dims",
+    b"Input type",
+];
+
+impl<'de, const T: usize> Deserialize<'de> for Key<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_bytes(KeyVisitor::<T>)
+    }
+}
+
+struct KeyVisitor<const T: usize>;
+
+impl<const T: usize> KeyVisitor<T> {
+    fn find(v: &[u8]) -> Key<T> {
+        let table = if T == 0 { EVENT_KEYS } else { ARG_KEYS };
+        Key(table
+            .iter()
+            .position(|k| *k == v)
+            .map_or(u8::MAX, |i| i as u8))
+    }
+}
+
+impl<'de, const T: usize> Visitor<'de> for KeyVisitor<T> {
+    type Value = Key<T>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a key")
+    }
+    fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Key<T>, E> {
+        Ok(Self::find(v))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Key<T>, E> {
+        Ok(Self::find(v.as_bytes()))
+    }
+}
+
+impl<'de> Visitor<'de> for EventSeed<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a trace event object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let sink = self.sink;
+        let mut ts: Option<(f64, bool)> = None;
+        let mut dur: Option<f64> = None;
+        let mut cat: Option<Cat> = None;
+        let mut name: Option<u32> = None;
+        let mut ph_complete = true;
+        let mut pid = -1;
+        let mut tid = -1;
+        let mut args = RawArgs::default();
+        while let Some(Key(field)) = map.next_key::<Key<0>>()? {
+            match field {
+                0 => {
+                    let s: Scalar = map.next_value()?;
+                    // Only complete events ("X") carry work; no ph at all is read as "X", as
+                    // HTA keeps every event with a dur and a cat.
+                    ph_complete = matches!(&s, Scalar::Str(p) if p == "X");
+                }
+                1 => cat = Some(map.next_value_seed(CatSeed)?),
+                2 => name = Some(map.next_value_seed(InternSeed { sink })?),
+                3 => {
+                    ts = match map.next_value::<Scalar>()? {
+                        Scalar::Int(i) => Some((i as f64, false)),
+                        Scalar::Float(x) => Some((x, true)),
+                        _ => None,
+                    }
+                }
+                4 => dur = map.next_value::<Scalar>()?.as_f64(),
+                5 => pid = map.next_value::<Scalar>()?.as_i64().unwrap_or(-1),
+                6 => tid = map.next_value::<Scalar>()?.as_i64().unwrap_or(-1),
+                7 => {
+                    // Input shapes are read only for the operators that carry collective sizes
+                    // (the name comes before args in Kineto's output); for the thousands of
+                    // other operators they are skipped unparsed.
+                    let shapes = name.is_none_or(|n| {
+                        let n = sink.names[n as usize].as_str();
+                        n.contains("gloo:")
+                            || n.contains("nccl:")
+                            || n.starts_with("c10d::")
+                            || n == "record_param_comms"
+                    });
+                    args = map.next_value_seed(RawArgsVisitor { shapes })?;
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        sink.events_read += 1;
+        let (Some((ts, is_float)), Some(dur), Some(cat), true) = (ts, dur, cat, ph_complete) else {
+            return Ok(());
+        };
+        if !ts.is_finite() || !dur.is_finite() {
+            return Ok(());
+        }
+        let name = match name {
+            Some(n) => n,
+            None => sink.intern(""),
+        };
+        let stream = args.stream.as_ref().and_then(Scalar::as_i64).unwrap_or(-1);
+        let correlation = args
+            .correlation
+            .as_ref()
+            .and_then(Scalar::as_i64)
+            .unwrap_or(-1);
+        if !keep(
+            cat,
+            &sink.names[name as usize],
+            correlation >= 0,
+            stream >= 0,
+        ) {
+            return Ok(());
+        }
+        sink.float_ts |= is_float;
+        let comm = args.comm();
+        sink.events.push(Event {
+            ts,
+            dur,
+            name,
+            cat,
+            pid,
+            tid,
+            stream,
+            correlation,
+            device: args.device.as_ref().and_then(Scalar::as_i64).unwrap_or(-1),
+            comm,
+        });
+        Ok(())
+    }
+}
+
+struct CatSeed;
+
+impl<'de> DeserializeSeed<'de> for CatSeed {
+    type Value = Cat;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Cat, D::Error> {
+        match Scalar::deserialize(d)? {
+            Scalar::Str(s) => Ok(Cat::parse(&s)),
+            _ => Ok(Cat::Other),
+        }
+    }
+}
+
+struct InternSeed<'a> {
+    sink: &'a mut Sink,
+}
+
+impl<'de> DeserializeSeed<'de> for InternSeed<'_> {
+    type Value = u32;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<u32, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for InternSeed<'_> {
+    type Value = u32;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an event name")
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<u32, E> {
+        Ok(self.sink.intern(v))
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<u32, E> {
+        Ok(self.sink.intern(&v.to_string()))
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<u32, E> {
+        Ok(self.sink.intern(&v.to_string()))
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<u32, E> {
+        Ok(self.sink.intern(&v.to_string()))
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<u32, E> {
+        Ok(self.sink.intern(""))
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<u32, E> {
+        Ok(self.sink.intern(if v { "true" } else { "false" }))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<u32, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(self.sink.intern(""))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<u32, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(self.sink.intern(""))
+    }
+}
+
+/// Any JSON value, reduced to what the importer reads from scalars (containers are skipped).
+#[derive(Clone, Debug, PartialEq)]
+enum Scalar {
+    Int(i64),
+    Float(f64),
+    Str(String),
+    Other,
+}
+
+impl Scalar {
+    fn as_i64(&self) -> Option<i64> {
+        match self {
+            Scalar::Int(i) => Some(*i),
+            Scalar::Float(x) if x.fract() == 0.0 && x.abs() < 9.0e18 => Some(*x as i64),
+            Scalar::Str(s) => s.trim().parse().ok(),
+            _ => None,
+        }
+    }
+
+    fn as_u64(&self) -> Option<u64> {
+        self.as_i64().and_then(|i| u64::try_from(i).ok())
+    }
+
+    fn as_f64(&self) -> Option<f64> {
+        match self {
+            Scalar::Int(i) => Some(*i as f64),
+            Scalar::Float(x) => Some(*x),
+            Scalar::Str(s) => s.trim().parse().ok(),
+            Scalar::Other => None,
+        }
+    }
+
+    fn into_string(self) -> Option<String> {
+        match self {
+            Scalar::Str(s) => Some(s),
+            Scalar::Int(i) => Some(i.to_string()),
+            _ => None,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Scalar {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Scalar, D::Error> {
+        d.deserialize_any(ScalarVisitor)
+    }
+}
+
+struct ScalarVisitor;
+
+impl<'de> Visitor<'de> for ScalarVisitor {
+    type Value = Scalar;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Scalar, E> {
+        Ok(Scalar::Int(v))
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Scalar, E> {
+        Ok(i64::try_from(v).map_or(Scalar::Float(v as f64), Scalar::Int))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Scalar, E> {
+        Ok(Scalar::Float(v))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Scalar, E> {
+        Ok(Scalar::Str(v.to_owned()))
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Scalar, E> {
+        Ok(Scalar::Other)
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Scalar, E> {
+        Ok(Scalar::Other)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Scalar, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Scalar::Other)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Scalar, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(Scalar::Other)
+    }
+}
+
+/// Elements of the first input of an operator from its `Input Dims`: `[[2, 3], ...]` gives
+/// 6; a tensor list `[[[2, 3], [4]], ...]` gives 10.
+#[derive(Default)]
+struct FirstInputNumel(Option<u64>);
+
+impl<'de> Deserialize<'de> for FirstInputNumel {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = serde_json::Value::deserialize(d)?;
+        let first = v.as_array().and_then(|a| a.first());
+        Ok(FirstInputNumel(first.and_then(numel)))
+    }
+}
+
+fn numel(v: &serde_json::Value) -> Option<u64> {
+    let dims = v.as_array()?;
+    if dims.iter().all(|d| d.is_array()) && !dims.is_empty() {
+        dims.iter().map(numel).sum()
+    } else {
+        dims.iter()
+            .map(|d| d.as_u64())
+            .try_fold(1u64, |acc, d| d.map(|d| acc.saturating_mul(d)))
+    }
+}
+
+/// The first string of a list (`Input type`).
+#[derive(Default)]
+struct FirstString(Option<String>);
+
+impl<'de> Deserialize<'de> for FirstString {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = serde_json::Value::deserialize(d)?;
+        Ok(FirstString(match v {
+            serde_json::Value::Array(a) => a.into_iter().find_map(|x| match x {
+                serde_json::Value::String(s) if !s.is_empty() => Some(s),
+                _ => None,
+            }),
+            serde_json::Value::String(s) => Some(s),
+            _ => None,
+        }))
+    }
+}
+
+#[derive(Default)]
+struct RawArgs {
+    stream: Option<Scalar>,
+    correlation: Option<Scalar>,
+    device: Option<Scalar>,
+    collective: Option<Scalar>,
+    in_nelems: Option<Scalar>,
+    out_nelems: Option<Scalar>,
+    dtype: Option<Scalar>,
+    group_size: Option<Scalar>,
+    pg_name: Option<Scalar>,
+    input_dims: Option<FirstInputNumel>,
+    input_type: Option<FirstString>,
+}
+
+/// Reads `args`; `shapes`: also `Input Dims` / `Input type`.
+struct RawArgsVisitor {
+    shapes: bool,
+}
+
+impl<'de> DeserializeSeed<'de> for RawArgsVisitor {
+    type Value = RawArgs;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<RawArgs, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for RawArgsVisitor {
+    type Value = RawArgs;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("the args object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawArgs, A::Error> {
+        let mut a = RawArgs::default();
+        while let Some(Key(k)) = map.next_key::<Key<1>>()? {
+            match k {
+                0 => a.stream = Some(map.next_value()?),
+                1 => a.correlation = Some(map.next_value()?),
+                2 => a.device = Some(map.next_value()?),
+                3 => a.collective = Some(map.next_value()?),
+                4 => a.in_nelems = Some(map.next_value()?),
+                5 => a.out_nelems = Some(map.next_value()?),
+                6 => a.dtype = Some(map.next_value()?),
+                7 => a.group_size = Some(map.next_value()?),
+                8 => a.pg_name = Some(map.next_value()?),
+                9 if self.shapes => a.input_dims = Some(map.next_value()?),
+                10 if self.shapes => a.input_type = Some(map.next_value()?),
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(a)
+    }
+
+    // args that are not an object (null, a string...) carry nothing.
+    fn visit_unit<E: de::Error>(self) -> Result<RawArgs, E> {
+        Ok(RawArgs::default())
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<RawArgs, E> {
+        Ok(RawArgs::default())
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<RawArgs, E> {
+        Ok(RawArgs::default())
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<RawArgs, E> {
+        Ok(RawArgs::default())
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<RawArgs, E> {
+        Ok(RawArgs::default())
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<RawArgs, E> {
+        Ok(RawArgs::default())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<RawArgs, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(RawArgs::default())
+    }
+}
+
+impl RawArgs {
+    fn comm(&mut self) -> Option<Box<CommArgs>> {
+        let c = CommArgs {
+            collective: self.collective.take().and_then(Scalar::into_string),
+            in_nelems: self.in_nelems.as_ref().and_then(Scalar::as_u64),
+            out_nelems: self.out_nelems.as_ref().and_then(Scalar::as_u64),
+            dtype: self
+                .dtype
+                .take()
+                .and_then(Scalar::into_string)
+                .or_else(|| self.input_type.take().and_then(|t| t.0)),
+            group_size: self.group_size.as_ref().and_then(Scalar::as_u64),
+            pg_name: self.pg_name.take().and_then(Scalar::into_string),
+            input_numel: self.input_dims.take().and_then(|d| d.0),
+        };
+        (c != CommArgs::default()).then(|| Box::new(c))
+    }
+}

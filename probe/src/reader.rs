@@ -1028,6 +1028,9 @@ struct Builder {
     strings: Strings,
     lanes: Vec<LaneBuild>,
     fixed_lanes: [Option<LaneId>; 4],
+    /// The lane of each span kind whose lane the kind alone decides (no
+    /// `lane` field; not `kernel` or `memcpy`), once known.
+    kind_lanes: [Option<LaneId>; SpanKind::ALL.len()],
     gpu_lanes: FxHashMap<(u32, u64), LaneId>,
     custom_lanes: FxHashMap<Box<str>, LaneId>,
     extras: Vec<SpanExtra>,
@@ -1078,6 +1081,7 @@ impl Builder {
             strings: Strings::new(),
             lanes: Vec::new(),
             fixed_lanes: [None; 4],
+            kind_lanes: [None; SpanKind::ALL.len()],
             gpu_lanes: FxHashMap::default(),
             custom_lanes: FxHashMap::default(),
             extras: Vec::new(),
@@ -1523,7 +1527,16 @@ impl Builder {
                 Some(k) => self.lane(line, k)?,
                 None => self.custom_lane(line, name)?,
             },
-            None => self.lane(line, LaneKind::default_for(kind, r.device, r.stream))?,
+            None => match self.kind_lanes[kind as usize] {
+                Some(id) => id,
+                None => {
+                    let id = self.lane(line, LaneKind::default_for(kind, r.device, r.stream))?;
+                    if !matches!(kind, SpanKind::Kernel | SpanKind::Memcpy) {
+                        self.kind_lanes[kind as usize] = Some(id);
+                    }
+                    id
+                }
+            },
         };
         let span = Span::from_parts(SpanParts {
             start: self.shift(line, TY, start)?,

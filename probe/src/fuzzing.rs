@@ -14,10 +14,15 @@
 //! * [`log_file`]: `explain` on any log; neither its text nor its JSON
 //!   holds a character that [`crate::text::needs_escape`] names (bar the
 //!   text rendering's own newlines).
+//! * [`kineto_file`]: the Kineto (PyTorch profiler) importer on any file,
+//!   plain or gzip, in memory; what it imports loads back as a run of that
+//!   rank, alike with the fast parser and serde_json.
 
 use std::path::Path;
 
+use crate::analysis::hta::{hta_breakdown, HtaOptions};
 use crate::diagnosis::{explain_log_bytes, Options};
+use crate::import::{kineto, parse};
 use crate::model::Run;
 use crate::reader::{self, Loaded};
 use crate::text::needs_escape;
@@ -137,4 +142,48 @@ fn check_json_strings(v: &serde_json::Value) {
 /// when it loads a rank (seeds for the `trace_cache` target).
 pub fn cache_payload_of(data: &[u8]) -> Option<Vec<u8>> {
     reader::load_bytes(Path::new(TRACE_PATH), data, true).1
+}
+
+/// Imports `data` as one PyTorch profiler trace (plain JSON, or gzip when it
+/// starts with the gzip magic) the way `probe import` imports a single file,
+/// in memory, and checks that the trace file written loads back as a run.
+pub fn kineto_file(data: &[u8]) {
+    let source = Path::new("fuzz/rank-0.json");
+    let Ok(t) = parse::parse_bytes(source, data) else {
+        return;
+    };
+    let Ok(rank) = kineto::rank_of(&t, true) else {
+        return;
+    };
+    let traces = vec![(rank, t)];
+    let world_size = kineto::world_size_of(&traces);
+    assert!(rank < world_size, "rank {rank} of world size {world_size}");
+    let mut w = TraceWriter::new(Vec::new());
+    if let Err(e) = kineto::convert(&traces[0].1, rank, world_size, "kineto-fuzz", &mut w) {
+        panic!("converting to memory failed: {e}");
+    }
+    let bytes = match w.into_inner() {
+        Ok(b) => b,
+        Err(e) => panic!("flushing the converted trace: {e}"),
+    };
+    let pairs: Vec<(u32, &parse::KinetoTrace)> = traces.iter().map(|(r, t)| (*r, t)).collect();
+    let hta = hta_breakdown(&pairs, &HtaOptions::default());
+    if let Err(e) = serde_json::to_vec_pretty(&hta) {
+        panic!("the HTA breakdown does not serialize: {e}");
+    }
+    let path = format!("fuzz/traces/rank-{rank}.jsonl");
+    let path = Path::new(&path);
+    let (fast, _) = reader::load_bytes(path, &bytes, true);
+    let (slow, _) = reader::load_bytes(path, &bytes, false);
+    assert_same(&fast, &slow, "imported trace, fast parser vs serde_json");
+    match fast {
+        Ok((run, _)) => {
+            let ranks: Vec<u32> = run.ranks.iter().map(|r| r.header.rank).collect();
+            assert_eq!(ranks, [rank], "the imported run's ranks");
+        }
+        Err(e) => panic!(
+            "an imported trace does not load: {e}\n{}",
+            String::from_utf8_lossy(&bytes)
+        ),
+    }
 }

@@ -24,6 +24,7 @@
 
 use std::collections::HashMap;
 use std::fs::{self, File};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -136,11 +137,7 @@ pub fn load_traces(files: &[PathBuf]) -> Result<Vec<(u32, KinetoTrace)>, ImportE
     let single = files.len() == 1;
     for r in parsed.into_iter().flatten() {
         let t = r?;
-        let rank = match t.dist.as_ref().and_then(|d| d.rank) {
-            Some(r) => r,
-            None if single => 0,
-            None => return Err(ImportError::NoRank { path: t.path }),
-        };
+        let rank = rank_of(&t, single)?;
         if let Some((_, other)) = out.iter().find(|(r, _)| *r == rank) {
             return Err(ImportError::DuplicateRank {
                 rank,
@@ -152,6 +149,25 @@ pub fn load_traces(files: &[PathBuf]) -> Result<Vec<(u32, KinetoTrace)>, ImportE
     }
     out.sort_by_key(|(r, _)| *r);
     Ok(out)
+}
+
+/// The rank of the trace `t`: its `distributedInfo.rank`, else 0 when it is the only file
+/// (`single`). A rank no world size can hold (u32::MAX) is refused.
+pub(crate) fn rank_of(t: &KinetoTrace, single: bool) -> Result<u32, ImportError> {
+    match t.dist.as_ref().and_then(|d| d.rank) {
+        Some(u32::MAX) => Err(ImportError::NotKineto {
+            path: t.path.clone(),
+            why: format!(
+                "distributedInfo.rank is {}, more than a world size can hold",
+                u32::MAX
+            ),
+        }),
+        Some(r) => Ok(r),
+        None if single => Ok(0),
+        None => Err(ImportError::NoRank {
+            path: t.path.clone(),
+        }),
+    }
 }
 
 /// Imports the traces named by `inputs` into the run directory `out` (created; it must not
@@ -173,13 +189,7 @@ pub fn import(inputs: &[PathBuf], out: &Path) -> Result<ImportReport, ImportErro
         path: traces_dir.clone(),
         source,
     })?;
-    let max_rank = traces.iter().map(|(r, _)| *r).max().unwrap_or(0);
-    let world_size = traces
-        .iter()
-        .filter_map(|(_, t)| t.dist.as_ref().and_then(|d| d.world_size))
-        .max()
-        .unwrap_or(0)
-        .max(max_rank + 1);
+    let world_size = world_size_of(&traces);
     let run_id = format!(
         "kineto-{}",
         out.file_name()
@@ -236,8 +246,20 @@ pub fn import(inputs: &[PathBuf], out: &Path) -> Result<ImportReport, ImportErro
     Ok(report)
 }
 
+/// The world size written in the headers: the largest `distributedInfo.world_size`, and at
+/// least one more than the largest rank.
+pub(crate) fn world_size_of(traces: &[(u32, KinetoTrace)]) -> u32 {
+    let max_rank = traces.iter().map(|(r, _)| *r).max().unwrap_or(0);
+    traces
+        .iter()
+        .filter_map(|(_, t)| t.dist.as_ref().and_then(|d| d.world_size))
+        .max()
+        .unwrap_or(0)
+        .max(max_rank.saturating_add(1))
+}
+
 #[derive(Default)]
-struct Stats {
+pub(crate) struct Stats {
     spans: u64,
     steps: u64,
     gpu_events: u64,
@@ -258,12 +280,13 @@ struct Coll {
     stream: Option<u64>,
 }
 
-fn convert(
+/// Writes the trace `t` as rank `rank` of a run of `world_size` ranks, in trace format v1.
+pub(crate) fn convert<W: Write>(
     t: &KinetoTrace,
     rank: u32,
     world_size: u32,
     run_id: &str,
-    w: &mut TraceWriter<File>,
+    w: &mut TraceWriter<W>,
 ) -> std::io::Result<Stats> {
     let base = t.base_time_ns.unwrap_or(0);
     let ns = |us: f64| -> u64 {

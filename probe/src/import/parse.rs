@@ -194,9 +194,27 @@ pub fn parse_file(path: &Path) -> Result<KinetoTrace, ImportError> {
     let mut magic = [0u8; 2];
     let n = read_up_to(&mut file, &mut magic).map_err(io_err)?;
     let file = File::open(path).map_err(io_err)?;
-    if n == 2 && magic == [0x1f, 0x8b] {
+    if n == 2 && magic == GZIP_MAGIC {
+        parse_source(path, true, BufReader::with_capacity(1 << 16, file))
+    } else {
+        parse_reader(path, file)
+    }
+}
+
+/// Parses one trace held in memory (plain JSON or gzip, detected by content) as
+/// [`parse_file`] parses a file holding these bytes; `path` names it in messages.
+pub fn parse_bytes(path: &Path, data: &[u8]) -> Result<KinetoTrace, ImportError> {
+    parse_source(path, data.starts_with(&GZIP_MAGIC), data)
+}
+
+/// The first two bytes of a gzip stream.
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+
+/// Parses `r`, inflating it on a second thread when it is gzip.
+fn parse_source(path: &Path, gzip: bool, r: impl Read + Send) -> Result<KinetoTrace, ImportError> {
+    if gzip {
         // Decompress on a second thread while this one parses.
-        let gz = flate2::read::MultiGzDecoder::new(BufReader::with_capacity(1 << 16, file));
+        let gz = flate2::read::MultiGzDecoder::new(r);
         std::thread::scope(|s| {
             let (tx, rx) = std::sync::mpsc::sync_channel::<io::Result<Vec<u8>>>(4);
             s.spawn(move || pump(gz, tx));
@@ -210,7 +228,7 @@ pub fn parse_file(path: &Path) -> Result<KinetoTrace, ImportError> {
             )
         })
     } else {
-        parse_reader(path, file)
+        parse_reader(path, r)
     }
 }
 

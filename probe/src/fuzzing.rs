@@ -155,6 +155,9 @@ pub fn kineto_file(data: &[u8]) {
     let Ok(rank) = kineto::rank_of(&t, true) else {
         return;
     };
+    if kineto::check_time_range(&t).is_err() {
+        return;
+    }
     let traces = vec![(rank, t)];
     let world_size = kineto::world_size_of(&traces);
     assert!(rank < world_size, "rank {rank} of world size {world_size}");

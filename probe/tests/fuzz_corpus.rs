@@ -71,3 +71,21 @@ fn a_kineto_trace_of_rank_u32_max_is_refused() {
     );
     assert!(!dir.path().join("run").exists(), "nothing written");
 }
+
+/// Found by the `kineto_import` fuzz target: `baseTimeNanoseconds` plus an event's `ts` past
+/// 2^63 ns used to import into a run that the reader then refused.
+#[test]
+fn a_kineto_trace_with_timestamps_past_63_bits_is_refused() {
+    let trace = r#"{"baseTimeNanoseconds":1790857026000000000,"traceEvents":[{"ph":"X","cat":"user_annotation","name":"ProfilerStep#1","pid":1,"tid":1,"ts":9000000000000000,"dur":2}]}"#;
+    probe::fuzzing::kineto_file(trace.as_bytes());
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("rank.json");
+    std::fs::write(&file, trace).unwrap();
+    let e = probe::import::kineto::import(&[file], &dir.path().join("run")).unwrap_err();
+    let msg = e.to_string();
+    assert!(
+        msg.contains("\"ProfilerStep#1\"") && msg.contains("63 bits"),
+        "{msg}"
+    );
+    assert!(!dir.path().join("run").exists(), "nothing written");
+}

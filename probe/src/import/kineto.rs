@@ -138,6 +138,7 @@ pub fn load_traces(files: &[PathBuf]) -> Result<Vec<(u32, KinetoTrace)>, ImportE
     for r in parsed.into_iter().flatten() {
         let t = r?;
         let rank = rank_of(&t, single)?;
+        check_time_range(&t)?;
         if let Some((_, other)) = out.iter().find(|(r, _)| *r == rank) {
             return Err(ImportError::DuplicateRank {
                 rank,
@@ -278,6 +279,38 @@ struct Coll {
     name: String,
     device: Option<u32>,
     stream: Option<u64>,
+}
+
+/// The largest timestamp trace format v1 holds (nanoseconds since 1970 in 63 bits).
+const MAX_TRACE_NS: f64 = i64::MAX as f64;
+
+/// Refuses a trace whose timestamps (`baseTimeNanoseconds` plus an event's end) do not fit the
+/// trace format's 63 bits, naming the first event that does not, instead of writing a run the
+/// reader would refuse.
+pub(crate) fn check_time_range(t: &KinetoTrace) -> Result<(), ImportError> {
+    let base = t.base_time_ns.unwrap_or(0);
+    let refuse = |why: String| ImportError::NotKineto {
+        path: t.path.clone(),
+        why,
+    };
+    if base as f64 >= MAX_TRACE_NS {
+        return Err(refuse(format!(
+            "baseTimeNanoseconds {base} does not fit the trace format (nanoseconds since 1970 \
+             must fit in 63 bits)"
+        )));
+    }
+    for e in &t.events {
+        let end_us = e.ts + e.dur.max(0.0);
+        if !end_us.is_finite() || base as f64 + (end_us * 1000.0).round() >= MAX_TRACE_NS {
+            let name = t.names.get(e.name as usize).map_or("?", String::as_str);
+            return Err(refuse(format!(
+                "event {name:?} at ts {} us ends past what the trace format holds \
+                 (baseTimeNanoseconds + ts must fit in 63 bits of nanoseconds)",
+                e.ts
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Writes the trace `t` as rank `rank` of a run of `world_size` ranks, in trace format v1.

@@ -16,6 +16,18 @@
 //! `O(spans + steps)` with per-step scratch buffers reused across steps and
 //! no allocation per span. Collective calls are handed to a callback as
 //! they are measured instead of being stored.
+//!
+//! **What communication overlaps.** On a rank whose collectives are GPU
+//! kernels (collective spans that name a `device`, as `import kineto` writes
+//! for NCCL kernels) and whose trace has GPU compute kernels (`kernel` spans
+//! of category `compute`) on those devices, overlapped communication is
+//! measured against those compute kernels: the part of the collectives'
+//! union during which a compute kernel of the same GPU runs (Holistic Trace
+//! Analysis' comm/comp overlap, docs/hta-definitions.md). The CPU-side
+//! forward / backward / optimizer ranges of such a rank only enqueue GPU work
+//! and would show all communication as overlapped. Every other rank (the
+//! reference DDP, CPU jobs) measures it against the union of its forward,
+//! backward and optimizer spans.
 
 use serde::{Deserialize, Serialize};
 
@@ -23,7 +35,7 @@ use super::intervals::{self, Interval};
 use super::SummaryOptions;
 use crate::hash::FxHashMap;
 use crate::model::{LaneKind, RankTrace, Run, Span, Sym};
-use crate::trace::SpanKind;
+use crate::trace::{KernelCategory, SpanKind};
 
 /// Why a step is left out of the statistics and reported on its own.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -79,7 +91,9 @@ pub struct StepBreakdown {
     pub comm_ns: i64,
     /// The part of `comm_ns` during which forward, backward or optimizer
     /// compute also ran (the intersection of the collectives' union with the
-    /// union of forward, backward and optimizer spans).
+    /// union of forward, backward and optimizer spans), or, on a rank whose
+    /// collectives are GPU kernels, during which a compute kernel of the same
+    /// GPU ran (see the module documentation).
     pub comm_overlapped_ns: i64,
     /// The part of `comm_ns` with no compute running: what the step waited
     /// for communication.
@@ -216,6 +230,9 @@ struct Scratch<'a> {
     wb: Vec<Interval>,
     coll: Vec<Interval>,
     compute: Vec<Interval>,
+    /// The GPU compute kernels inside the current window, on ranks whose
+    /// collectives are GPU kernels.
+    gpu_compute: Vec<Interval>,
     /// Collectives that start in the current window: (span, transport).
     new_colls: Vec<(&'a Span, Option<Sym>)>,
     /// Bucket id → latest `bucket_ready` end in the current window.
@@ -281,6 +298,7 @@ impl Scratch<'_> {
             &mut self.wb,
             &mut self.coll,
             &mut self.compute,
+            &mut self.gpu_compute,
         ] {
             v.clear();
         }
@@ -324,6 +342,8 @@ fn scan_rank<'a>(
         .collect();
     windows.sort_by_key(|w| (w.start, std::cmp::Reverse(w.end)));
 
+    let gpu_compute = gpu_compute_of(rank);
+
     let mut cursors = vec![0usize; lanes.len()];
     let mut carries: Vec<Vec<u32>> = vec![Vec::new(); lanes.len()];
     let mut steps = Vec::with_capacity(windows.len());
@@ -360,7 +380,17 @@ fn scan_rank<'a>(
             (false, true) => Some(WarmupReason::Rebuild),
             (false, false) => None,
         };
-        steps.push(measure(rank.rank(), w, warmup, s, sink));
+        if let Some(g) = &gpu_compute {
+            clip_into(&mut s.gpu_compute, g, w.start, w.end);
+        }
+        steps.push(measure(
+            rank.rank(),
+            w,
+            warmup,
+            gpu_compute.is_some(),
+            s,
+            sink,
+        ));
     }
 
     // Samples counters, by time: t in [start, end], ties to the earlier step.
@@ -382,6 +412,58 @@ fn scan_rank<'a>(
     RankScan {
         rank: rank.rank(),
         steps,
+    }
+}
+
+/// The merged GPU compute kernels of a rank whose collectives are GPU kernels:
+/// the `kernel` spans of category `compute` on the GPUs that its collective
+/// spans name. `None` when no collective names a GPU, or when those GPUs ran
+/// no compute kernel in the trace (then the CPU-side compute spans are the
+/// reference, as for CPU jobs).
+fn gpu_compute_of(rank: &RankTrace) -> Option<Vec<Interval>> {
+    let mut devices: Vec<u32> = rank
+        .lanes
+        .iter()
+        .filter(|l| !matches!(l.kind, LaneKind::Gpu { .. }))
+        .flat_map(|l| l.spans().iter())
+        .filter(|sp| sp.kind() == SpanKind::Collective)
+        .filter_map(|sp| rank.extra(sp).and_then(|x| x.device))
+        .collect();
+    if devices.is_empty() {
+        return None;
+    }
+    devices.sort_unstable();
+    devices.dedup();
+    let mut v: Vec<Interval> = rank
+        .lanes
+        .iter()
+        .filter(|l| matches!(l.kind, LaneKind::Gpu { device, .. } if devices.binary_search(&device).is_ok()))
+        .flat_map(|l| l.spans().iter())
+        .filter(|sp| {
+            sp.kind() == SpanKind::Kernel && sp.category() == Some(KernelCategory::Compute)
+        })
+        .map(|sp| (sp.start(), sp.end()))
+        .collect();
+    if v.is_empty() {
+        return None;
+    }
+    intervals::normalize(&mut v);
+    Some(v)
+}
+
+/// Sets `out` to the parts of the merged, sorted intervals `all` inside
+/// `[lo, hi)`.
+fn clip_into(out: &mut Vec<Interval>, all: &[Interval], lo: i64, hi: i64) {
+    out.clear();
+    let first = all.partition_point(|iv| iv.1 <= lo);
+    for &(a, b) in &all[first..] {
+        if a >= hi {
+            break;
+        }
+        let (a, b) = (a.max(lo), b.min(hi));
+        if b > a {
+            out.push((a, b));
+        }
     }
 }
 
@@ -419,6 +501,7 @@ fn measure(
     rank: u32,
     w: &Window,
     warmup: Option<WarmupReason>,
+    gpu: bool,
     s: &mut Scratch<'_>,
     sink: &mut dyn FnMut(&CollObs),
 ) -> StepBreakdown {
@@ -435,6 +518,9 @@ fn measure(
     }
     union_into(&mut s.compute, &[&s.fwd, &s.bwd, &s.opt]);
     let busy = union_len(&[&s.data, &s.wb, &s.coll, &s.compute]);
+    // What communication overlaps: GPU compute kernels on GPU-collective
+    // ranks, else the CPU-side compute spans.
+    let reference: &[Interval] = if gpu { &s.gpu_compute } else { &s.compute };
 
     let step_ns = w.end.saturating_sub(w.start).max(0);
     let comm_ns = total(&s.coll);
@@ -452,7 +538,7 @@ fn measure(
     for &(sp, transport) in &s.new_colls {
         let lo = sp.start().max(w.start);
         let hi = sp.end().min(w.end);
-        let exposed = (hi - lo).max(0) - intervals::covered_len(lo, hi, &s.compute);
+        let exposed = (hi - lo).max(0) - intervals::covered_len(lo, hi, reference);
         let ready = sp
             .bucket()
             .and_then(|b| s.ready.get(b))
@@ -483,8 +569,8 @@ fn measure(
         forward_ns: total(&s.fwd),
         backward_ns: total(&s.bwd),
         comm_ns,
-        comm_overlapped_ns: intersection_len(&s.coll, &s.compute),
-        comm_exposed_ns: difference_len(&s.coll, &s.compute),
+        comm_overlapped_ns: intersection_len(&s.coll, reference),
+        comm_exposed_ns: difference_len(&s.coll, reference),
         optimizer_ns: total(&s.opt),
         writeback_ns: total(&s.wb),
         other_ns: step_ns - busy,

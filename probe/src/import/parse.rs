@@ -585,12 +585,38 @@ fn events<R: Read>(st: &mut Stream<R>, sink: &mut Sink) -> Result<(), Stop> {
             _ => {}
         }
         let end = st.value_end()?;
+        if skippable_cpu_op(&st.buf[st.pos..end]) {
+            sink.events_read += 1;
+            st.pos = end;
+            continue;
+        }
         let mut de = serde_json::Deserializer::from_slice(&st.buf[st.pos..end]);
         EventSeed { sink: &mut *sink }
             .deserialize(&mut de)
             .map_err(|e| st.bad(st.pos, e))?;
         st.pos = end;
     }
+}
+
+/// Whether the raw bytes of an event are surely a CPU operator that [`keep`] drops, so that
+/// decoding it can be skipped (most events of a trace are such operators). Conservative: the
+/// event must say `"cat": "cpu_op"` and must not mention a correlation id or any name that
+/// [`keep`] looks for, nor contain an escape that could hide one.
+fn skippable_cpu_op(ev: &[u8]) -> bool {
+    use memchr::memmem::find;
+    let is_cpu_op =
+        find(ev, b"\"cat\": \"cpu_op\"").is_some() || find(ev, b"\"cat\":\"cpu_op\"").is_some();
+    is_cpu_op
+        && memchr::memchr(b'\\', ev).is_none()
+        && [
+            &b"correlation"[..],
+            b"c10d::",
+            b"record_param_comms",
+            b"autograd::engine::evaluate_function",
+            b"ProfilerStep",
+        ]
+        .iter()
+        .all(|needle| find(ev, needle).is_none())
 }
 
 #[derive(Default)]

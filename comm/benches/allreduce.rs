@@ -3,19 +3,28 @@
 //!
 //! Starts a store, spawns `--world` copies of itself as separate processes
 //! (one per rank) and has rank 0 print, per operation and message size, the
-//! mean time of the `f32` collective (the slowest rank's), the algorithm
-//! bandwidth (algbw = bytes / time) and the bus bandwidth, with the
-//! definitions of nccl-tests: busbw = algbw × 2 (n − 1) / n for all_reduce,
-//! × (n − 1) / n for all_gather, × 1 for broadcast. The size of an
-//! all_gather is its output (each rank contributes size / n), as in
-//! nccl-tests. `--json` prints one JSON object per line instead of the
+//! time of the `f32` collective, the algorithm bandwidth (algbw = bytes /
+//! time) and the bus bandwidth, with the definitions of nccl-tests: busbw =
+//! algbw × 2 (n − 1) / n for all_reduce, × (n − 1) / n for all_gather, × 1
+//! for broadcast. The size of an all_gather is its output (each rank
+//! contributes size / n), as in nccl-tests.
+//!
+//! Method, per operation and size: 3 warm-up calls (1 from 64 MiB on); rank
+//! 0 times batches of 1, 2, 4, ... calls until a tenth of `--min-time-ms`
+//! has passed and sets the iteration count (min-time / mean call, within
+//! [3, 20000]) for every rank; then `--repeats` (3) timed loops of that many calls, each started after a
+//! barrier and measured as the slowest rank's time over the loop. The time
+//! reported is the fastest loop's time per call (`time_us`; the median loop's
+//! is `time_us_median`): on a machine shared with other work, the least
+//! disturbed loop. `--json` prints one JSON object per line instead of the
 //! table (what `bench/run` reads; `bench/torch/collectives.py` measures
 //! torch.distributed the same way).
 //!
 //! ```text
 //! cargo bench -p comm --bench allreduce -- [--world N] [--transport tcp|shm|auto]
 //!     [--algorithm auto|ring|latency] [--sizes 4096,1048576,...] [--min-time-ms 300]
-//!     [--ops all_reduce,broadcast,all_gather] [--sockbuf BYTES] [--shm-ring BYTES] [--json]
+//!     [--repeats 3] [--ops all_reduce,broadcast,all_gather] [--sockbuf BYTES]
+//!     [--shm-ring BYTES] [--json]
 //! ```
 
 use std::process::{Command, Stdio};
@@ -34,6 +43,7 @@ struct Args {
     sockbuf: Option<usize>,
     shm_ring: usize,
     ops: Vec<String>,
+    repeats: usize,
     json: bool,
 }
 
@@ -68,6 +78,7 @@ fn parse_args() -> Args {
         sockbuf: None,
         shm_ring: comm::DEFAULT_SHM_RING_BYTES,
         ops: vec!["all_reduce".to_owned()],
+        repeats: 3,
         json: false,
     };
     let argv: Vec<String> = std::env::args().skip(1).collect();
@@ -108,6 +119,11 @@ fn parse_args() -> Args {
                     a.ops.iter().all(|o| OPS.contains(&o.as_str())),
                     "--ops takes a list of {OPS:?}"
                 );
+                i += 1;
+            }
+            "--repeats" => {
+                a.repeats = val.parse().expect("--repeats N");
+                assert!(a.repeats > 0, "--repeats takes a positive number");
                 i += 1;
             }
             "--json" => a.json = true,
@@ -153,33 +169,61 @@ fn rank_main(rank: usize, args: &Args) {
                 "broadcast" => pg.broadcast(&mut buf, 0),
                 _ => pg.all_gather(&input, &mut buf),
             };
-            // Warm up (3 calls, 1 from 64 MiB on), then calibrate the iteration count on
-            // rank 0 and share it.
+            // Warm up (3 calls, 1 from 64 MiB on), then calibrate: batches of 1, 2, 4, ...
+            // calls until rank 0 has timed a tenth of the minimum time (every rank makes the
+            // same calls: rank 0 broadcasts whether to go on), so that one slow call on a
+            // loaded machine does not leave the timed loops with a handful of iterations.
             for _ in 0..if bytes >= 64 << 20 { 1 } else { 3 } {
                 run().expect(op);
             }
-            let t = Instant::now();
-            let info = run().expect(op);
-            let one = t.elapsed().max(Duration::from_micros(1));
+            let mut timed = Duration::ZERO;
+            let mut calls = 0u32;
+            let mut batch = 1u32;
+            let info = loop {
+                let t = Instant::now();
+                let mut last = None;
+                for _ in 0..batch {
+                    last = Some(run().expect(op));
+                }
+                timed += t.elapsed();
+                calls += batch;
+                batch *= 2;
+                let mut more = [i32::from(timed < args.min_time / 10)];
+                pg.broadcast(&mut more, 0).expect("broadcast");
+                if more[0] == 0 {
+                    break last.expect("at least one call");
+                }
+            };
+            let one = (timed / calls).max(Duration::from_micros(1));
             let mut iters =
-                [((args.min_time.as_secs_f64() / one.as_secs_f64()) as i64).clamp(5, 20_000)];
+                [((args.min_time.as_secs_f64() / one.as_secs_f64()) as i64).clamp(3, 20_000)];
             pg.broadcast(&mut iters, 0).expect("broadcast");
-            pg.barrier().expect("barrier");
-            let t = Instant::now();
-            for _ in 0..iters[0] {
-                run().expect(op);
+            // `repeats` timed loops, each between a barrier and the slowest rank's end;
+            // the fastest loop is reported (the one least disturbed by other processes).
+            let mut loops = Vec::with_capacity(args.repeats);
+            for _ in 0..args.repeats {
+                pg.barrier().expect("barrier");
+                let t = Instant::now();
+                for _ in 0..iters[0] {
+                    run().expect(op);
+                }
+                let mut el = [t.elapsed().as_secs_f64()];
+                pg.all_reduce(&mut el, ReduceOp::Max).expect("all_reduce");
+                loops.push(el[0] / iters[0] as f64);
             }
-            let mut el = [t.elapsed().as_secs_f64()];
-            pg.all_reduce(&mut el, ReduceOp::Max).expect("all_reduce");
-            let per = el[0] / iters[0] as f64;
+            loops.sort_by(f64::total_cmp);
+            let per = loops[0];
+            let median = loops[loops.len() / 2];
             let algbw = bytes as f64 / per / 1e9;
             let busbw = algbw * bus_factor(op, n);
             if rank == 0 && args.json {
                 println!(
-                    "{{\"op\":\"{op}\",\"world\":{n},\"transport\":\"{}\",\"bytes\":{bytes},\"iters\":{},\"time_us\":{:.3},\"algbw_gbps\":{algbw:.6},\"busbw_gbps\":{busbw:.6},\"algorithm\":\"{}\"}}",
+                    "{{\"op\":\"{op}\",\"world\":{n},\"transport\":\"{}\",\"bytes\":{bytes},\"iters\":{},\"time_us\":{:.3},\"time_us_median\":{:.3},\"repeats\":{},\"algbw_gbps\":{algbw:.6},\"busbw_gbps\":{busbw:.6},\"algorithm\":\"{}\"}}",
                     pg.transport(),
                     iters[0],
                     per * 1e6,
+                    median * 1e6,
+                    args.repeats,
                     info.algorithm
                 );
             } else if rank == 0 {

@@ -5,7 +5,9 @@
 //! | collective      | bandwidth algorithm               | latency algorithm        |
 //! |-----------------|-----------------------------------|--------------------------|
 //! | all_reduce      | ring: reduce-scatter + all-gather | recursive doubling       |
+//! |                 | (one host: direct reads)          |                          |
 //! | broadcast       | pipelined chain                   | binomial tree            |
+//! |                 | (one host: direct reads)          |                          |
 //! | all_gather      | ring                              | direct exchange          |
 //! | reduce_scatter  | ring                              | direct exchange          |
 //! | gather, scatter | direct to/from the root           | same                     |
@@ -18,11 +20,27 @@
 //! bitwise identical on every rank: each ring segment is reduced once along
 //! the ring and then copied, recursive doubling combines partners with
 //! commutative operations, and direct reductions go in rank order.
+//!
+//! Direct reads ([`crate::cma`]) replace the ring and the chain when every
+//! rank is on one host, the group's probe found that ranks may read each
+//! other's memory and [`crate::DirectReadChoice`] allows it: the ranks exchange their buffer addresses, and each copies
+//! what it needs straight from its peers' buffers, one copy per byte where a
+//! shared-memory ring costs two. All-reduce: rank `r` reduces segment `r`
+//! in place, combining the peers' copies of it in rank order (chunks of
+//! [`DIRECT_READ_CHUNK`] bytes read into a scratch buffer that stays in the
+//! cache), a barrier, then every rank reads the other segments from their
+//! owners; each segment is reduced once by its owner, so results are bitwise
+//! identical on every rank. Broadcast: every rank reads the root's buffer.
+//! A final barrier keeps every buffer in place until all peers have read it.
 
-use crate::dtype::ReduceOp;
+use std::time::Instant;
+
+use crate::cma;
+use crate::dtype::{DType, ReduceOp};
 use crate::engine::{Engine, OpCtx, RecvStep, RecvStream, SendStep, SendStream};
 use crate::error::CommError;
 use crate::reduce::reduce_bytes;
+use crate::wire::{Algorithm, OpDesc, OpKind, NO_ROOT};
 
 type Result<T> = std::result::Result<T, CommError>;
 
@@ -39,6 +57,21 @@ fn segments(count: usize, n: usize, es: usize) -> Vec<(usize, usize)> {
         off += len;
     }
     out
+}
+
+/// Bytes of a peer's segment read at a time by the direct-read all-reduce
+/// before being combined into this rank's buffer (fits in L2 next to the
+/// destination chunk).
+const DIRECT_READ_CHUNK: usize = 256 << 10;
+
+/// The word the direct-read probe reads from every peer.
+const PROBE_WORD: u64 = u64::from_le_bytes(*b"DDPREAD1");
+
+/// Where a peer's buffer is: its process id and the buffer's address there.
+#[derive(Clone, Copy)]
+struct Remote {
+    pid: i32,
+    addr: u64,
 }
 
 /// An 8-byte aligned scratch buffer of `len` bytes.
@@ -442,6 +475,156 @@ impl Engine {
             }
             _ => self.exchange(ctx, None, Some((root, output))),
         }
+    }
+
+    /// Tells every rank where this rank's buffer at `addr` is and learns
+    /// where theirs are (16 bytes to and from every peer).
+    fn share_addresses(&mut self, ctx: &OpCtx, addr: u64) -> Result<Vec<Remote>> {
+        let mut mine = [0u8; 16];
+        mine[..8].copy_from_slice(&u64::from(cma::own_pid().unsigned_abs()).to_le_bytes());
+        mine[8..].copy_from_slice(&addr.to_le_bytes());
+        let mut all = vec![0u8; 16 * self.world];
+        self.direct_all_gather(ctx, &mine, &mut all)?;
+        Ok(all
+            .chunks_exact(16)
+            .map(|c| {
+                let word = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or([0; 8]));
+                Remote {
+                    pid: i32::try_from(word(&c[..8])).unwrap_or(-1),
+                    addr: word(&c[8..]),
+                }
+            })
+            .collect())
+    }
+
+    /// Copies `dst.len()` bytes from offset `off` of `peer`'s buffer.
+    fn read_peer(
+        &self,
+        ctx: &OpCtx,
+        peer: usize,
+        at: Remote,
+        off: usize,
+        dst: &mut [u8],
+    ) -> Result<()> {
+        if dst.is_empty() {
+            return Ok(());
+        }
+        let op = ctx.local.kind.name().to_string();
+        let seq = ctx.local.seq;
+        cma::read(at.pid, at.addr.wrapping_add(off as u64), dst).map_err(|source| {
+            // The peer's process is gone: it died, as a closed connection says.
+            if source.raw_os_error() == Some(libc::ESRCH) {
+                CommError::PeerClosed { peer, op, seq }
+            } else {
+                CommError::PeerIo {
+                    peer,
+                    op,
+                    seq,
+                    source,
+                }
+            }
+        })
+    }
+
+    /// Finds out, once at group creation, whether every rank can read every
+    /// peer's memory (see [`crate::cma`]). `wish` is this rank's choice: 0
+    /// never, 1 auto, 2 always. Returns the smallest wish of all ranks, or 0
+    /// when some rank could not read some peer. Every rank of an
+    /// all-shared-memory group takes part, and all get the same answer.
+    pub(crate) fn probe_direct_read(&mut self, wish: u8) -> Result<u8> {
+        let desc = OpDesc {
+            kind: OpKind::Barrier,
+            dtype: DType::U8,
+            count: 0,
+            root: NO_ROOT,
+            redop: None,
+            algo: Algorithm::DirectRead,
+            seq: u64::MAX,
+        };
+        let start = Instant::now();
+        let ctx = OpCtx {
+            desc,
+            local: desc,
+            start,
+            deadline: start + self.timeout,
+        };
+        let word = PROBE_WORD;
+        let remotes = self.share_addresses(&ctx, std::ptr::addr_of!(word) as u64)?;
+        let mut ok = wish > 0;
+        for (p, at) in remotes.iter().enumerate() {
+            if p != self.rank && ok {
+                let mut got = [0u8; 8];
+                ok = self.read_peer(&ctx, p, *at, 0, &mut got).is_ok()
+                    && u64::from_le_bytes(got) == PROBE_WORD;
+            }
+        }
+        // Everyone has read `word` once it sends its answer.
+        let mut answers = vec![0u8; self.world];
+        self.direct_all_gather(&ctx, &[if ok { wish } else { 0 }], &mut answers)?;
+        std::hint::black_box(&word);
+        Ok(answers.iter().copied().min().unwrap_or(0))
+    }
+
+    /// Direct-read all-reduce (see the module documentation).
+    pub(crate) fn direct_read_all_reduce(
+        &mut self,
+        ctx: &OpCtx,
+        buf: &mut [u8],
+        op: ReduceOp,
+    ) -> Result<()> {
+        let n = self.world;
+        let r = self.rank;
+        let dtype = ctx.desc.dtype;
+        let es = dtype.size();
+        let segs = segments(buf.len() / es, n, es);
+        let remotes = self.share_addresses(ctx, buf.as_ptr() as u64)?;
+        // Reduce-scatter: this rank's segment, chunk by chunk, peers in rank
+        // order (the chunk size is a multiple of every element size).
+        let (off, len) = segs[r];
+        let mut tmp = Scratch::new(DIRECT_READ_CHUNK.min(len));
+        let mut c = 0;
+        while c < len {
+            let l = DIRECT_READ_CHUNK.min(len - c);
+            for (p, at) in remotes.iter().enumerate().filter(|(p, _)| *p != r) {
+                let t = &mut tmp.bytes()[..l];
+                self.read_peer(ctx, p, *at, off + c, t)?;
+                reduce_bytes(dtype, op, &mut buf[off + c..off + c + l], t);
+            }
+            c += l;
+        }
+        // Every segment is final: all-gather by reading each from its owner.
+        self.dissemination_barrier(ctx)?;
+        for (p, at) in remotes.iter().enumerate().filter(|(p, _)| *p != r) {
+            let (o, l) = segs[p];
+            self.read_peer(ctx, p, *at, o, &mut buf[o..o + l])?;
+        }
+        // Nobody reads this buffer any more once everyone is here.
+        self.dissemination_barrier(ctx)
+    }
+
+    /// Direct-read broadcast: every rank copies the root's buffer.
+    pub(crate) fn direct_read_broadcast(
+        &mut self,
+        ctx: &OpCtx,
+        buf: &mut [u8],
+        root: usize,
+    ) -> Result<()> {
+        let mut at = [0u8; 16];
+        if self.rank == root {
+            at[..8].copy_from_slice(&u64::from(cma::own_pid().unsigned_abs()).to_le_bytes());
+            at[8..].copy_from_slice(&(buf.as_ptr() as u64).to_le_bytes());
+        }
+        self.binomial_broadcast(ctx, &mut at, root)?;
+        if self.rank != root {
+            let word = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or([0; 8]));
+            let remote = Remote {
+                pid: i32::try_from(word(&at[..8])).unwrap_or(-1),
+                addr: word(&at[8..]),
+            };
+            self.read_peer(ctx, root, remote, 0, buf)?;
+        }
+        // The root's buffer stays untouched until every rank has read it.
+        self.dissemination_barrier(ctx)
     }
 
     /// Dissemination barrier: in round `k` send a header to `rank + 2^k`

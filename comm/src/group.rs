@@ -19,7 +19,7 @@ use crate::dtype::{as_bytes, as_bytes_mut, Buffer, DType, Element, ReduceOp};
 use crate::engine::{AbortChannel, Engine, OpCtx};
 use crate::error::CommError;
 use crate::mesh;
-use crate::options::{AlgorithmChoice, GroupOptions};
+use crate::options::{AlgorithmChoice, DirectReadChoice, GroupOptions};
 use crate::reduce::finish_avg;
 use crate::store::{StoreClient, StoreServer};
 use crate::token::Token;
@@ -112,6 +112,8 @@ enum AsyncOp {
 struct ExecConfig {
     algorithm: AlgorithmChoice,
     threshold: usize,
+    /// Every rank is on this host and may read its peers' memory.
+    direct_read: bool,
 }
 
 struct Sched {
@@ -265,6 +267,22 @@ impl ProcessGroup {
             mesh.transport,
         );
         engine.bell = mesh.bell;
+        // Every rank of an all-shared-memory group takes part in the probe
+        // (whatever it chose), so all agree on the outcome.
+        let direct_read = if mesh.transport == Transport::Shm {
+            let wish = match options.resolved_direct_read()? {
+                DirectReadChoice::Never => 0,
+                DirectReadChoice::Auto => 1,
+                DirectReadChoice::Always => 2,
+            };
+            match engine.probe_direct_read(wish)? {
+                2 => true,
+                1 => world_size == 2,
+                _ => false,
+            }
+        } else {
+            false
+        };
         if world_size > 1 {
             // A second, short-timeout connection to the store for reporting
             // failures; without it failures are still detected, only not
@@ -288,6 +306,7 @@ impl ProcessGroup {
             cfg: ExecConfig {
                 algorithm,
                 threshold: options.ring_threshold_bytes,
+                direct_read,
             },
             options,
             engine: Mutex::new(engine),
@@ -406,6 +425,15 @@ impl ProcessGroup {
     /// ping round trip), in nanoseconds. 0 on rank 0.
     pub fn clock_uncertainty_ns(&self) -> u64 {
         self.shared.clock_uncertainty_ns
+    }
+
+    /// Whether large all-reduces and broadcasts read the peers' buffers
+    /// directly ([`Algorithm::DirectRead`]): every rank is on this host, the
+    /// group's probe at creation found that they may read each other's
+    /// memory, and the ranks' [`GroupOptions::direct_read`] allow it at this
+    /// world size.
+    pub fn direct_read(&self) -> bool {
+        self.shared.cfg.direct_read
     }
 
     /// The algorithm a collective of `kind` over `bytes` bytes (the whole
@@ -841,6 +869,7 @@ fn choose(kind: OpKind, bytes: usize, world: usize, cfg: &ExecConfig) -> Algorit
         AlgorithmChoice::Auto => bytes >= cfg.threshold,
     };
     match kind {
+        OpKind::AllReduce | OpKind::Broadcast if large && cfg.direct_read => Algorithm::DirectRead,
         OpKind::AllReduce if large => Algorithm::Ring,
         OpKind::AllReduce => Algorithm::RecursiveDoubling,
         OpKind::Broadcast if large => Algorithm::Pipeline,
@@ -1069,6 +1098,7 @@ fn run_op(eng: &mut Engine, ctx: &OpCtx, algo: Algorithm, dtype: DType, op: Op<'
             match algo {
                 Algorithm::Ring => eng.ring_all_reduce(ctx, buf)?,
                 Algorithm::RecursiveDoubling => eng.recursive_doubling_all_reduce(ctx, buf, op)?,
+                Algorithm::DirectRead => eng.direct_read_all_reduce(ctx, buf, op)?,
                 _ => {}
             }
             if op == ReduceOp::Avg {
@@ -1078,6 +1108,7 @@ fn run_op(eng: &mut Engine, ctx: &OpCtx, algo: Algorithm, dtype: DType, op: Op<'
         }
         Op::Broadcast { buf, root } => match algo {
             Algorithm::Pipeline => eng.pipeline_broadcast(ctx, buf, root),
+            Algorithm::DirectRead => eng.direct_read_broadcast(ctx, buf, root),
             Algorithm::BinomialTree => eng.binomial_broadcast(ctx, buf, root),
             _ => Ok(()),
         },

@@ -70,6 +70,7 @@ pub mod store;
 pub mod fuzzing;
 
 mod algorithms;
+mod cma;
 mod dtype;
 mod engine;
 mod error;
@@ -88,8 +89,9 @@ pub use error::{fmt_duration, fmt_ranks, CommError};
 pub use group::ProcessGroup;
 pub use mesh::host_identity;
 pub use options::{
-    AlgorithmChoice, GroupOptions, TransportChoice, ALGORITHM_ENV, DEFAULT_SHM_RING_BYTES,
-    DEFAULT_TIMEOUT, RING_THRESHOLD_BYTES, TIMEOUT_ENV, TRANSPORT_ENV,
+    AlgorithmChoice, DirectReadChoice, GroupOptions, TransportChoice, ALGORITHM_ENV,
+    DEFAULT_SHM_RING_BYTES, DEFAULT_TIMEOUT, DIRECT_READ_ENV, RING_THRESHOLD_BYTES, TIMEOUT_ENV,
+    TRANSPORT_ENV,
 };
 pub use store::{rendezvous, ServerOptions, StoreClient, StoreServer};
 pub use token::{Token, MAX_TOKEN_BYTES, TOKEN_ENV};

@@ -19,6 +19,10 @@ pub const TRANSPORT_ENV: &str = "DDP_COMM_TRANSPORT";
 /// (bandwidth-optimal), `latency` or `auto`.
 pub const ALGORITHM_ENV: &str = "DDP_COMM_ALGORITHM";
 
+/// Environment variable choosing [`GroupOptions::direct_read`] when it is
+/// [`DirectReadChoice::Auto`]: `auto`, `always` (or `1`), `never` (or `0`).
+pub const DIRECT_READ_ENV: &str = "DDP_COMM_DIRECT_READ";
+
 /// Environment variable overriding [`GroupOptions::timeout`] for groups created by
 /// [`crate::ProcessGroup::from_env`]: seconds, a positive number (fractions allowed). Short
 /// values let tests and health checks notice a dead peer or a cut link quickly.
@@ -81,7 +85,8 @@ pub enum AlgorithmChoice {
     /// [`ALGORITHM_ENV`] may override.
     #[default]
     Auto,
-    /// Always the bandwidth-optimal algorithms (ring, pipeline).
+    /// Always the bandwidth-optimal algorithms (ring, pipeline; direct
+    /// reads for all-reduce and broadcast on one host where allowed).
     Ring,
     /// Always the latency-optimal algorithms (recursive doubling, binomial
     /// tree, direct exchange).
@@ -97,6 +102,40 @@ impl FromStr for AlgorithmChoice {
             "latency" => Ok(AlgorithmChoice::Latency),
             other => Err(CommError::InvalidArgument(format!(
                 "unknown algorithm choice {other:?} (expected ring, latency or auto)"
+            ))),
+        }
+    }
+}
+
+/// When large all-reduces and broadcasts between ranks on one host read
+/// the peers' buffers directly ([`crate::Algorithm::DirectRead`], one copy
+/// per byte) instead of streaming through the shared-memory rings (two).
+/// Only where every rank is on one host and the group's probe at creation
+/// found that the ranks may read each other's memory; the group takes the
+/// most restrictive choice of its ranks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum DirectReadChoice {
+    /// With 2 ranks. With more, on a 2-core machine (4 ranks), rings were
+    /// as fast or faster from 32 MiB up: several readers of one buffer
+    /// stream it from memory separately, where a chain passes it on in
+    /// cache. [`DIRECT_READ_ENV`] may override.
+    #[default]
+    Auto,
+    /// At every world size.
+    Always,
+    /// Never: rings only.
+    Never,
+}
+
+impl FromStr for DirectReadChoice {
+    type Err = CommError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" | "" => Ok(DirectReadChoice::Auto),
+            "always" | "1" => Ok(DirectReadChoice::Always),
+            "never" | "0" => Ok(DirectReadChoice::Never),
+            other => Err(CommError::InvalidArgument(format!(
+                "unknown direct-read choice {other:?} (expected auto, always or never)"
             ))),
         }
     }
@@ -132,6 +171,8 @@ pub struct GroupOptions {
     pub socket_buffer_bytes: Option<usize>,
     /// Ping round trips per rank when measuring the clock offset to rank 0.
     pub clock_sync_rounds: usize,
+    /// Direct reads between ranks on one host.
+    pub direct_read: DirectReadChoice,
 }
 
 impl Default for GroupOptions {
@@ -147,6 +188,7 @@ impl Default for GroupOptions {
             shm_dir: PathBuf::from("/dev/shm"),
             socket_buffer_bytes: None,
             clock_sync_rounds: 8,
+            direct_read: DirectReadChoice::Auto,
         }
     }
 }
@@ -179,6 +221,17 @@ impl GroupOptions {
             TransportChoice::Auto => match std::env::var(TRANSPORT_ENV) {
                 Ok(v) => v.parse(),
                 Err(_) => Ok(TransportChoice::Auto),
+            },
+            other => Ok(other),
+        }
+    }
+
+    /// The direct-read choice after applying [`DIRECT_READ_ENV`] to `Auto`.
+    pub fn resolved_direct_read(&self) -> Result<DirectReadChoice, CommError> {
+        match self.direct_read {
+            DirectReadChoice::Auto => match std::env::var(DIRECT_READ_ENV) {
+                Ok(v) => v.parse(),
+                Err(_) => Ok(DirectReadChoice::Auto),
             },
             other => Ok(other),
         }

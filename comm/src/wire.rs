@@ -117,6 +117,10 @@ pub enum Algorithm {
     Dissemination,
     /// Point-to-point transfer.
     PointToPoint,
+    /// Every rank reads what it needs straight from its peers' buffers
+    /// (cross-memory attach between ranks on one host; large all-reduces
+    /// and broadcasts).
+    DirectRead,
 }
 
 impl Algorithm {
@@ -131,10 +135,11 @@ impl Algorithm {
             Algorithm::Direct => "direct",
             Algorithm::Dissemination => "dissemination",
             Algorithm::PointToPoint => "p2p",
+            Algorithm::DirectRead => "direct_read",
         }
     }
 
-    const ALL: [Algorithm; 8] = [
+    const ALL: [Algorithm; 9] = [
         Algorithm::Local,
         Algorithm::Ring,
         Algorithm::RecursiveDoubling,
@@ -143,6 +148,7 @@ impl Algorithm {
         Algorithm::Direct,
         Algorithm::Dissemination,
         Algorithm::PointToPoint,
+        Algorithm::DirectRead,
     ];
 
     fn code(self) -> u8 {

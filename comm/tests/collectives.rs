@@ -6,8 +6,8 @@
 mod common;
 
 use comm::{
-    Algorithm, AlgorithmChoice, Buffer, DType, GroupOptions, OpKind, ProcessGroup, ReduceOp,
-    Transport, TransportChoice,
+    Algorithm, AlgorithmChoice, Buffer, DType, DirectReadChoice, GroupOptions, OpKind,
+    ProcessGroup, ReduceOp, Transport, TransportChoice,
 };
 use common::{assert_close, make, run_ranks, to_f64, tolerance, value};
 
@@ -29,31 +29,56 @@ fn options(t: TransportChoice, a: AlgorithmChoice) -> GroupOptions {
     }
 }
 
-/// Runs `body(pg, world)` for every world size, transport and algorithm
-/// family.
+/// The direct-read choices tried with `t`: over shared memory both the
+/// rings and the direct reads, at every world size.
+fn direct_reads(t: TransportChoice) -> &'static [DirectReadChoice] {
+    match t {
+        TransportChoice::Shm => &[DirectReadChoice::Never, DirectReadChoice::Always],
+        _ => &[DirectReadChoice::Auto],
+    }
+}
+
+/// Runs `body(pg, world)` for every world size, transport (over shared
+/// memory with and without direct reads) and algorithm family.
 fn matrix(body: impl Fn(&ProcessGroup, usize, AlgorithmChoice) + Sync) {
     for world in 1..=4 {
         for t in TRANSPORTS {
             for a in ALGOS {
-                run_ranks(world, options(t, a), |pg| {
-                    let expect_transport = match (world, t) {
-                        (1, _) => Transport::Local,
-                        (_, TransportChoice::Tcp) => Transport::Tcp,
-                        _ => Transport::Shm,
+                for &d in direct_reads(t) {
+                    let opts = GroupOptions {
+                        direct_read: d,
+                        ..options(t, a)
                     };
-                    assert_eq!(pg.transport(), expect_transport);
-                    body(pg, world, a)
-                });
+                    run_ranks(world, opts, |pg| {
+                        let expect_transport = match (world, t) {
+                            (1, _) => Transport::Local,
+                            (_, TransportChoice::Tcp) => Transport::Tcp,
+                            _ => Transport::Shm,
+                        };
+                        assert_eq!(pg.transport(), expect_transport);
+                        // Threads of one process may always read each other.
+                        assert_eq!(pg.direct_read(), world > 1 && d == DirectReadChoice::Always);
+                        body(pg, world, a)
+                    });
+                }
             }
         }
     }
 }
 
-fn expected_algorithm(kind: OpKind, world: usize, a: AlgorithmChoice) -> Algorithm {
+fn expected_algorithm(
+    pg: &ProcessGroup,
+    kind: OpKind,
+    world: usize,
+    a: AlgorithmChoice,
+) -> Algorithm {
     if world == 1 {
         return Algorithm::Local;
     }
     let ring = a == AlgorithmChoice::Ring;
+    if ring && pg.direct_read() && matches!(kind, OpKind::AllReduce | OpKind::Broadcast) {
+        return Algorithm::DirectRead;
+    }
     match kind {
         OpKind::AllReduce => {
             if ring {
@@ -136,7 +161,7 @@ fn all_reduce_matches_reference() {
                     assert_eq!(info.world_size, world);
                     assert_eq!(
                         info.algorithm,
-                        expected_algorithm(OpKind::AllReduce, world, a)
+                        expected_algorithm(pg, OpKind::AllReduce, world, a)
                     );
                     assert!(
                         info.queued_ns <= info.started_ns && info.started_ns <= info.finished_ns
@@ -153,36 +178,42 @@ fn all_reduce_results_are_bitwise_identical_across_ranks() {
     // must have reduced in the same order.
     for t in TRANSPORTS {
         for a in ALGOS {
-            let results = run_ranks(3, options(t, a), |pg| {
-                let mut v: Vec<f32> = (0..1001)
-                    .map(|i| ((i * 7919 + pg.rank() * 104_729) % 1000) as f32 * 0.001_37 + 0.1)
-                    .collect();
-                let mut h: Vec<comm::half::f16> =
-                    v.iter().map(|&x| comm::half::f16::from_f32(x)).collect();
-                pg.all_reduce(&mut v, ReduceOp::Sum).unwrap();
-                pg.all_reduce(&mut h, ReduceOp::Sum).unwrap();
-                (v, h)
-            });
-            for r in &results[1..] {
-                assert!(r
-                    .0
-                    .iter()
-                    .zip(&results[0].0)
-                    .all(|(a, b)| a.to_bits() == b.to_bits()));
-                assert!(r
-                    .1
-                    .iter()
-                    .zip(&results[0].1)
-                    .all(|(a, b)| a.to_bits() == b.to_bits()));
-            }
-            // And close to the exact sum.
-            for i in 0..1001 {
-                let exact: f64 = (0..3)
-                    .map(|r| ((i * 7919 + r * 104_729) % 1000) as f32 * 0.001_37 + 0.1)
-                    .map(f64::from)
-                    .sum();
-                assert!((results[0].0[i] as f64 - exact).abs() < 1e-5 * exact);
-                assert!((results[0].1[i].to_f64() - exact).abs() < 3e-3 * exact);
+            for &d in direct_reads(t) {
+                let opts = GroupOptions {
+                    direct_read: d,
+                    ..options(t, a)
+                };
+                let results = run_ranks(3, opts, |pg| {
+                    let mut v: Vec<f32> = (0..1001)
+                        .map(|i| ((i * 7919 + pg.rank() * 104_729) % 1000) as f32 * 0.001_37 + 0.1)
+                        .collect();
+                    let mut h: Vec<comm::half::f16> =
+                        v.iter().map(|&x| comm::half::f16::from_f32(x)).collect();
+                    pg.all_reduce(&mut v, ReduceOp::Sum).unwrap();
+                    pg.all_reduce(&mut h, ReduceOp::Sum).unwrap();
+                    (v, h)
+                });
+                for r in &results[1..] {
+                    assert!(r
+                        .0
+                        .iter()
+                        .zip(&results[0].0)
+                        .all(|(a, b)| a.to_bits() == b.to_bits()));
+                    assert!(r
+                        .1
+                        .iter()
+                        .zip(&results[0].1)
+                        .all(|(a, b)| a.to_bits() == b.to_bits()));
+                }
+                // And close to the exact sum.
+                for i in 0..1001 {
+                    let exact: f64 = (0..3)
+                        .map(|r| ((i * 7919 + r * 104_729) % 1000) as f32 * 0.001_37 + 0.1)
+                        .map(f64::from)
+                        .sum();
+                    assert!((results[0].0[i] as f64 - exact).abs() < 1e-5 * exact);
+                    assert!((results[0].1[i].to_f64() - exact).abs() < 3e-3 * exact);
+                }
             }
         }
     }
@@ -208,7 +239,7 @@ fn broadcast_matches_reference() {
                     );
                     assert_eq!(
                         info.algorithm,
-                        expected_algorithm(OpKind::Broadcast, world, a)
+                        expected_algorithm(pg, OpKind::Broadcast, world, a)
                     );
                 }
             }
@@ -236,7 +267,7 @@ fn all_gather_matches_reference() {
                 );
                 assert_eq!(
                     info.algorithm,
-                    expected_algorithm(OpKind::AllGather, world, a)
+                    expected_algorithm(pg, OpKind::AllGather, world, a)
                 );
                 assert_eq!(info.count, len);
             }
@@ -277,7 +308,7 @@ fn reduce_scatter_matches_reference() {
                     );
                     assert_eq!(
                         info.algorithm,
-                        expected_algorithm(OpKind::ReduceScatter, world, a)
+                        expected_algorithm(pg, OpKind::ReduceScatter, world, a)
                     );
                 }
             }
@@ -400,7 +431,21 @@ fn large_prime_sizes_all_transports() {
                     .map(|i| ((i * 31 + rank * 17) % 101) as f32)
                     .collect();
                 let info = pg.all_reduce(&mut v, ReduceOp::Sum).unwrap();
-                assert_eq!(info.algorithm, Algorithm::Ring);
+                // Ranks that are threads of one process may read each other's
+                // memory (Linux allows a process to read itself), so shared
+                // memory groups here use direct reads (by default at 2 ranks).
+                assert_eq!(
+                    pg.direct_read(),
+                    pg.transport() == Transport::Shm && world == 2
+                );
+                // The rings over shared memory at 3 and 4 ranks are covered
+                // here; direct reads at every size by `matrix`.
+                let want = if pg.direct_read() {
+                    Algorithm::DirectRead
+                } else {
+                    Algorithm::Ring
+                };
+                assert_eq!(info.algorithm, want);
                 for (i, x) in v
                     .iter()
                     .enumerate()
@@ -413,12 +458,25 @@ fn large_prime_sizes_all_transports() {
                 // Latency algorithm forced on a large buffer still works.
                 let mut w: Vec<i64> = (0..N as i64).map(|i| i * (rank as i64 + 1)).collect();
                 let opts_w = pg.algorithm_for(OpKind::AllReduce, N * 8);
-                assert_eq!(opts_w, Algorithm::Ring);
+                assert_eq!(opts_w, want);
                 pg.all_reduce(&mut w, ReduceOp::Max).unwrap();
                 assert!(w
                     .iter()
                     .enumerate()
                     .all(|(i, &x)| x == i as i64 * world as i64));
+                // A large broadcast from the last rank.
+                let root = world - 1;
+                let mut b: Vec<f32> = (0..N)
+                    .map(|i| if rank == root { i as f32 } else { -1.0 })
+                    .collect();
+                let info = pg.broadcast(&mut b, root).unwrap();
+                let want = if pg.direct_read() {
+                    Algorithm::DirectRead
+                } else {
+                    Algorithm::Pipeline
+                };
+                assert_eq!(info.algorithm, want);
+                assert!(b.iter().enumerate().all(|(i, &x)| x == i as f32));
             });
         }
     }

@@ -1,0 +1,69 @@
+//! Direct reads from a peer process's memory (cross-memory attach,
+//! `process_vm_readv(2)`), the basis of the direct-read algorithms between
+//! ranks on one host: a rank copies a peer's data straight from the peer's
+//! buffer into its own, one copy where a shared-memory ring needs two (into
+//! the ring, out of the ring).
+//!
+//! The kernel allows it between processes of the same user unless a
+//! security policy (Yama's `ptrace_scope`, a seccomp filter) forbids it; the
+//! group probes it once at creation ([`crate::ProcessGroup::new`]) and uses
+//! the direct-read algorithms only when every rank could read every peer.
+//! A read of an address the peer does not map fails with `EFAULT` and never
+//! touches memory of this process outside the destination slice.
+
+use std::io;
+
+/// Copies `dst.len()` bytes from address `remote` of process `pid` into
+/// `dst`, looping over partial transfers.
+pub(crate) fn read(pid: i32, remote: u64, dst: &mut [u8]) -> io::Result<()> {
+    let mut done = 0usize;
+    while done < dst.len() {
+        let local = libc::iovec {
+            iov_base: dst[done..].as_mut_ptr().cast::<libc::c_void>(),
+            iov_len: dst.len() - done,
+        };
+        let from = libc::iovec {
+            iov_base: (remote as usize).wrapping_add(done) as *mut libc::c_void,
+            iov_len: dst.len() - done,
+        };
+        // SAFETY: `local` describes the writable slice `dst[done..]`; the
+        // remote range is only read by the kernel, which checks it against
+        // the other process's mappings (EFAULT otherwise).
+        let n = unsafe { libc::process_vm_readv(pid, &local, 1, &from, 1, 0) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if n == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "process_vm_readv transferred nothing",
+            ));
+        }
+        done += n as usize;
+    }
+    Ok(())
+}
+
+/// This process's id, as peers name it in [`read`].
+pub(crate) fn own_pid() -> i32 {
+    std::process::id() as i32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_own_memory_and_refuses_a_bad_address() {
+        let src: Vec<u8> = (0..=255).collect();
+        let mut dst = vec![0u8; 256];
+        read(own_pid(), src.as_ptr() as u64, &mut dst).unwrap();
+        assert_eq!(src, dst);
+        assert!(read(own_pid(), 8, &mut dst[..16]).is_err());
+        read(own_pid(), 8, &mut []).unwrap();
+    }
+}

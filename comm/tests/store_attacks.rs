@@ -386,5 +386,41 @@ fn random_bytes_before_and_after_the_hello_do_not_hurt_the_server() {
         read_to_close(&mut s);
     }
     job_still_works(&server, &token, "after-random-bytes");
-    assert!(eventually(T, || server.num_connections() == 1));
+    // Every junk connection is gone (including any that decoded into a long GET or
+    // WAIT and then hung up): only the job's client, held here, remains.
+    let c = StoreClient::connect(addr, &token, T).unwrap();
+    assert!(
+        eventually(T, || server.num_connections() == 1),
+        "{} connections",
+        server.num_connections()
+    );
+    drop(c);
+}
+
+/// A client that asks for a key nobody sets, with a long timeout, and then goes away must not
+/// hold its connection (a slot and a thread) for the rest of that timeout.
+#[test]
+fn a_client_that_hangs_up_during_a_long_wait_frees_its_connection() {
+    let (server, token) = store_with_secret(ServerOptions::default());
+    let addr = server.local_addr();
+    let held = StoreClient::connect(addr, &token, T).unwrap();
+    for _ in 0..5 {
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.write_all(&hello_with(token.as_str().as_bytes())).unwrap();
+        let mut b = vec![0x03];
+        b.extend_from_slice(&bytes_field(b"never/set"));
+        b.extend_from_slice(&(3_600_000u64).to_le_bytes()); // an hour
+        s.write_all(&frame(&b)).unwrap();
+        // The HELLO's answer, then hang up while the GET waits.
+        let mut ok = [0u8; 5];
+        s.read_exact(&mut ok).unwrap();
+        drop(s);
+    }
+    assert!(
+        eventually(T, || server.num_connections() == 1),
+        "{} connections still open",
+        server.num_connections()
+    );
+    job_still_works(&server, &token, "after-hang-ups");
+    drop(held);
 }

@@ -458,7 +458,7 @@ fn serve_connection(mut stream: TcpStream, shared: &Shared, id: u64) {
             }
         };
         let (resp, fatal) = match Request::decode(&body) {
-            Ok(req) => handle(req, shared),
+            Ok(req) => handle(req, shared, &stream),
             Err(e) => (Response::Error(format!("malformed request: {e}")), true),
         };
         if stream.write_all(&resp.encode()).is_err() || fatal {
@@ -471,9 +471,9 @@ fn timeout_of(ms: u64, shared: &Shared) -> Duration {
     Duration::from_millis(ms).min(shared.opts.max_wait)
 }
 
-/// Executes one authenticated request; the flag says whether the connection
-/// must be closed after the response.
-fn handle(req: Request, shared: &Shared) -> (Response, bool) {
+/// Executes one authenticated request from the client on `peer`; the flag says whether the
+/// connection must be closed after the response.
+fn handle(req: Request, shared: &Shared, peer: &TcpStream) -> (Response, bool) {
     match req {
         Request::Hello { .. } => (Response::Error("hello sent twice".into()), true),
         Request::Set { key, value } => {
@@ -483,12 +483,12 @@ fn handle(req: Request, shared: &Shared) -> (Response, bool) {
         }
         Request::Get { key, timeout_ms } => {
             let keys = [key];
-            match wait_for(shared, &keys, timeout_of(timeout_ms, shared)) {
+            match wait_for(shared, &keys, timeout_of(timeout_ms, shared), peer) {
                 Ok(map) => match map.get(&keys[0]) {
                     Some(v) => (Response::Value(v.clone()), false),
                     None => (Response::Timeout(keys.to_vec()), false),
                 },
-                Err(resp) => (resp, false),
+                Err(resp) => (resp, true),
             }
         }
         Request::Add { key, delta } => {
@@ -514,7 +514,7 @@ fn handle(req: Request, shared: &Shared) -> (Response, bool) {
             (resp, false)
         }
         Request::Wait { keys, timeout_ms } => {
-            match wait_for(shared, &keys, timeout_of(timeout_ms, shared)) {
+            match wait_for(shared, &keys, timeout_of(timeout_ms, shared), peer) {
                 Ok(map) => {
                     let missing: Vec<String> = keys
                         .iter()
@@ -527,7 +527,7 @@ fn handle(req: Request, shared: &Shared) -> (Response, bool) {
                         (Response::Timeout(missing), false)
                     }
                 }
-                Err(resp) => (resp, false),
+                Err(resp) => (resp, true),
             }
         }
         Request::Delete { key } => {
@@ -548,10 +548,14 @@ fn handle(req: Request, shared: &Shared) -> (Response, bool) {
 
 /// Waits until every key exists or the timeout passes, and returns the
 /// locked map either way (the caller sorts out which keys are missing).
+/// A wait ends early with an error when the store shuts down or when the
+/// client on `peer` has gone away (a dead client must not hold a connection
+/// slot and a thread for the rest of a long timeout).
 fn wait_for<'a>(
     shared: &'a Shared,
     keys: &[String],
     timeout: Duration,
+    peer: &TcpStream,
 ) -> Result<MutexGuard<'a, HashMap<String, Vec<u8>>>, Response> {
     let deadline = Instant::now() + timeout;
     let mut map = shared.data();
@@ -567,10 +571,32 @@ fn wait_for<'a>(
             return Ok(map);
         }
         let slice = (deadline - now).min(POLL_INTERVAL * 4);
+        if peer_gone(peer) {
+            return Err(Response::Error("the client closed the connection".into()));
+        }
         map = shared
             .changed
             .wait_timeout(map, slice)
             .map(|(g, _)| g)
             .unwrap_or_else(|e| e.into_inner().0);
     }
+}
+
+/// Whether the client on `peer` has closed its end or the connection broke: a
+/// non-blocking peek that sees end-of-file or an error. Bytes waiting to be read
+/// (a pipelined request) mean the client is still there.
+fn peer_gone(peer: &TcpStream) -> bool {
+    if peer.set_nonblocking(true).is_err() {
+        return true;
+    }
+    let mut byte = [0u8; 1];
+    let gone = match peer.peek(&mut byte) {
+        Ok(0) => true,
+        Ok(_) => false,
+        Err(e) => !matches!(
+            e.kind(),
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted
+        ),
+    };
+    peer.set_nonblocking(false).is_err() || gone
 }

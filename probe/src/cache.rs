@@ -695,144 +695,76 @@ fn encode<W: Write>(
     Ok(())
 }
 
-/// Spreads the low 56 bits of `v` into eight 7-bit groups, one per byte
-/// (little-endian), high bits of each byte clear.
+/// A varint (as [`Enc::uv`] writes it) into `out` at `*n`.
 #[inline(always)]
-fn spread7(v: u64) -> u64 {
-    (v & 0x7f)
-        | ((v << 1) & 0x7f00)
-        | ((v << 2) & 0x7f_0000)
-        | ((v << 3) & 0x7f00_0000)
-        | ((v << 4) & 0x7f_0000_0000)
-        | ((v << 5) & 0x7f00_0000_0000)
-        | ((v << 6) & 0x7f_0000_0000_0000)
-        | ((v << 7) & 0x7f00_0000_0000_0000)
-}
-
-/// A varint (as [`Enc::uv`] writes it) at `p`, returning the bytes written.
-///
-/// # Safety
-/// `p` must be valid for writing 10 bytes.
-#[inline(always)]
-unsafe fn put_uv(p: *mut u8, v: u64) -> usize {
-    if v < 0x80 {
-        // SAFETY: the caller's promise.
-        unsafe { p.write(v as u8) };
-        return 1;
-    }
-    if v < 1 << 56 {
-        // 2 to 8 bytes: the groups with the continuation bit on every byte
-        // but the last, stored as one word (the bytes past the varint are
-        // overwritten later or lie beyond the buffer's length).
-        let bits = 64 - v.leading_zeros() as usize;
-        let len = bits.div_ceil(7);
-        let cont = 0x8080_8080_8080_8080u64 & ((1u64 << (8 * (len - 1))) - 1);
-        // SAFETY: the caller's promise (8 <= 10 bytes).
-        unsafe {
-            p.cast::<[u8; 8]>()
-                .write_unaligned((spread7(v) | cont).to_le_bytes())
-        };
-        return len;
-    }
-    // SAFETY: the caller's promise.
-    unsafe { put_uv_long(p, v) }
-}
-
-/// [`put_uv`] for values of 57 bits or more.
-///
-/// # Safety
-/// As [`put_uv`].
-#[cold]
-#[inline(never)]
-unsafe fn put_uv_long(p: *mut u8, mut v: u64) -> usize {
-    let mut n = 0;
+fn put_uv(out: &mut [u8; MAX_SPAN_BYTES], n: &mut usize, mut v: u64) {
     while v >= 0x80 {
-        // SAFETY: at most 10 bytes, the caller's promise.
-        unsafe { p.add(n).write(v as u8 | 0x80) };
+        out[*n] = v as u8 | 0x80;
         v >>= 7;
-        n += 1;
+        *n += 1;
     }
-    // SAFETY: as above.
-    unsafe { p.add(n).write(v as u8) };
-    n + 1
+    out[*n] = v as u8;
+    *n += 1;
 }
 
-/// A zigzag varint (as [`Enc::iv`] writes it) at `p`.
-///
-/// # Safety
-/// As [`put_uv`].
+/// A zigzag varint (as [`Enc::iv`] writes it) into `out` at `*n`.
 #[inline(always)]
-unsafe fn put_iv(p: *mut u8, v: i64) -> usize {
-    // SAFETY: the caller's promise.
-    unsafe { put_uv(p, ((v << 1) ^ (v >> 63)) as u64) }
+fn put_iv(out: &mut [u8; MAX_SPAN_BYTES], n: &mut usize, v: i64) {
+    put_uv(out, n, ((v << 1) ^ (v >> 63)) as u64);
 }
 
-/// One span, encoded straight into the buffer's spare capacity.
+/// One span, encoded on the stack and appended in one go.
 #[inline]
 fn encode_span<W: Write>(e: &mut Enc<W>, s: &Span, prev_start: i64) {
-    let queued = s.queued();
-    let bytes = s.bytes();
-    let seq = s.seq();
-    let step = s.step();
-    let bucket = s.bucket();
-    let name = s.name();
-    let op = s.op();
-    let extra = s.extra_index();
-    let category = s.category();
-    let flags = ((s.kind() as u64) << KIND_SHIFT)
-        | (u64::from(queued.is_some()) * F_QUEUED)
-        | (u64::from(bytes.is_some()) * F_BYTES)
-        | (u64::from(seq.is_some()) * F_SEQ)
-        | (u64::from(step.is_some()) * F_STEP)
-        | (u64::from(bucket.is_some()) * F_BUCKET)
-        | (u64::from(name.is_some()) * F_NAME)
-        | (u64::from(op.is_some()) * F_OP)
-        | (u64::from(extra.is_some()) * F_EXTRA)
-        | (u64::from(category.is_some()) * F_CATEGORY);
-    // Every put below may store up to 10 bytes from its position; the
-    // encoded span is at most MAX_SPAN_BYTES.
-    e.buf.reserve(MAX_SPAN_BYTES + 10);
-    let len = e.buf.len();
-    // SAFETY: `reserve` made room for MAX_SPAN_BYTES + 10 bytes past `len`;
-    // the puts write at most MAX_SPAN_BYTES bytes in all, each at most 10
-    // bytes from where it starts, so every store stays in the allocation.
-    // `set_len` then covers only bytes that were written.
-    unsafe {
-        let p = e.buf.as_mut_ptr().add(len);
-        let mut n = put_uv(p, flags);
-        n += put_iv(p.add(n), s.start().wrapping_sub(prev_start));
-        n += put_iv(p.add(n), s.end().wrapping_sub(s.start()));
-        if let Some(q) = queued {
-            n += put_iv(p.add(n), s.start().wrapping_sub(q));
+    let mut flags = (s.kind() as u64) << KIND_SHIFT;
+    let set = |f: &mut u64, bit: u64, on: bool| {
+        if on {
+            *f |= bit;
         }
-        if let Some(v) = bytes {
-            n += put_uv(p.add(n), v);
-        }
-        if let Some(v) = seq {
-            n += put_uv(p.add(n), v);
-        }
-        if let Some(v) = step {
-            n += put_uv(p.add(n), v);
-        }
-        if let Some(v) = bucket {
-            n += put_uv(p.add(n), u64::from(v));
-        }
-        if let Some(v) = name {
-            n += put_uv(p.add(n), v.index() as u64);
-        }
-        if let Some(v) = op {
-            n += put_uv(p.add(n), v.index() as u64);
-        }
-        if let Some(v) = extra {
-            n += put_uv(p.add(n), v as u64);
-        }
-        if let Some(c) = category {
-            p.add(n).write(c as u8);
-            n += 1;
-        }
-        debug_assert!(n <= MAX_SPAN_BYTES);
-        e.buf.set_len(len + n);
+    };
+    set(&mut flags, F_QUEUED, s.queued().is_some());
+    set(&mut flags, F_BYTES, s.bytes().is_some());
+    set(&mut flags, F_SEQ, s.seq().is_some());
+    set(&mut flags, F_STEP, s.step().is_some());
+    set(&mut flags, F_BUCKET, s.bucket().is_some());
+    set(&mut flags, F_NAME, s.name().is_some());
+    set(&mut flags, F_OP, s.op().is_some());
+    set(&mut flags, F_EXTRA, s.extra_index().is_some());
+    set(&mut flags, F_CATEGORY, s.category().is_some());
+    let mut out = [0u8; MAX_SPAN_BYTES];
+    let mut n = 0;
+    put_uv(&mut out, &mut n, flags);
+    put_iv(&mut out, &mut n, s.start().wrapping_sub(prev_start));
+    put_iv(&mut out, &mut n, s.end().wrapping_sub(s.start()));
+    if let Some(q) = s.queued() {
+        put_iv(&mut out, &mut n, s.start().wrapping_sub(q));
     }
+    if let Some(v) = s.bytes() {
+        put_uv(&mut out, &mut n, v);
+    }
+    if let Some(v) = s.seq() {
+        put_uv(&mut out, &mut n, v);
+    }
+    if let Some(v) = s.step() {
+        put_uv(&mut out, &mut n, v);
+    }
+    if let Some(v) = s.bucket() {
+        put_uv(&mut out, &mut n, u64::from(v));
+    }
+    if let Some(v) = s.name() {
+        put_uv(&mut out, &mut n, v.index() as u64);
+    }
+    if let Some(v) = s.op() {
+        put_uv(&mut out, &mut n, v.index() as u64);
+    }
+    if let Some(v) = s.extra_index() {
+        put_uv(&mut out, &mut n, v as u64);
+    }
+    if let Some(c) = s.category() {
+        out[n] = c as u8;
+        n += 1;
+    }
+    e.buf.extend_from_slice(&out[..n]);
 }
 
 fn encode_buckets<W: Write>(e: &mut Enc<W>, buckets: &[BucketInfo]) -> io::Result<()> {
@@ -1613,35 +1545,6 @@ fn decode_header<R: Read>(d: &mut Dec<R>) -> Result<Header, Bad> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn word_varints_match_the_byte_loop() {
-        let mut values = vec![0u64, 1, u64::MAX, i64::MAX as u64];
-        for b in 0..64 {
-            let p = 1u64 << b;
-            values.extend([p - 1, p, p + 1, p | (p >> 1), !0 >> (63 - b)]);
-        }
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        for _ in 0..10_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            values.push(x >> (x % 64));
-        }
-        for v in values {
-            let mut e = Enc::new(Vec::new());
-            e.uv(v);
-            let mut out = [0xaau8; 16];
-            // SAFETY: 16 bytes are writable.
-            let n = unsafe { put_uv(out.as_mut_ptr(), v) };
-            assert_eq!(&out[..n], &e.buf[..], "{v:#x}");
-            let mut e = Enc::new(Vec::new());
-            e.iv(v as i64);
-            // SAFETY: as above.
-            let n = unsafe { put_iv(out.as_mut_ptr(), v as i64) };
-            assert_eq!(&out[..n], &e.buf[..], "{v:#x}");
-        }
-    }
 
     #[test]
     fn vocabularies_index_by_discriminant() {

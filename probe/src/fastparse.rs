@@ -69,6 +69,12 @@ pub(crate) struct Fields<'a> {
     /// Whether the line had `offsets_ns`; the values are in the buffer
     /// given to [`parse`].
     pub has_offsets: bool,
+    /// Bit `i` set: the template read string slot `i` of [`Memo`] as a
+    /// repeat of its remembered value (see [`Memo::sym`]).
+    pub memo_hits: u8,
+    /// One plus the [`Memo`] kind slot the template read `kind` from as a
+    /// repeat; 0 when it did not (see [`Memo::kind_id`]).
+    pub kind_hit: u8,
 }
 
 /// The record types [`parse`] takes on.
@@ -383,11 +389,12 @@ impl<'a> Cursor<'a> {
     /// else read by [`Cursor::string`] and remembered in `memo` when it is
     /// short and ASCII.
     #[inline(always)]
-    fn memo_string(&mut self, memo: &mut Option<Lit>) -> Option<&'a str> {
+    fn memo_string(&mut self, memo: &mut Memo, slot: usize, hits: &mut u8) -> Option<&'a str> {
         let b = self.b;
         let i = self.i;
-        if let Some(l) = memo {
+        if let Some(l) = &memo.strings[slot] {
             if l.at(b, i, word_padded(b, i)) {
+                *hits |= 1 << slot;
                 self.i = i + l.len;
                 let bytes = b.get(i..self.i - 1)?;
                 // SAFETY: these bytes equal the remembered value, which was
@@ -397,18 +404,21 @@ impl<'a> Cursor<'a> {
             }
         }
         self.i = i - 1;
-        self.memo_miss(memo)
+        memo.syms[slot] = None;
+        self.memo_miss(&mut memo.strings[slot])
     }
 
     /// The span kind whose opening quote is just before the cursor: one of
     /// `memo`'s kinds, or read and remembered in place of the oldest.
     #[inline(always)]
-    fn kind(&mut self, memo: &mut Memo) -> Option<&'a str> {
+    fn kind(&mut self, memo: &mut Memo, hit: &mut u8) -> Option<&'a str> {
         let b = self.b;
         let i = self.i;
         let w0 = word_padded(b, i);
-        for l in memo.kinds.iter().flatten() {
+        for (slot, l) in memo.kinds.iter().enumerate() {
+            let Some(l) = l else { continue };
             if l.at(b, i, w0) {
+                *hit = slot as u8 + 1;
                 self.i = i + l.len;
                 let bytes = b.get(i..self.i - 1)?;
                 // SAFETY: these bytes equal a remembered kind, which was
@@ -420,6 +430,7 @@ impl<'a> Cursor<'a> {
         self.i = i - 1;
         let slot = memo.next_kind % KIND_MEMO;
         memo.next_kind = slot + 1;
+        memo.kind_ids[slot] = None;
         self.memo_miss(&mut memo.kinds[slot])
     }
 
@@ -663,6 +674,47 @@ pub(crate) struct Memo {
     strings: [Option<Lit>; 7],
     kinds: [Option<Lit>; KIND_MEMO],
     next_kind: usize,
+    /// The reader's interned id of each remembered string, once it set it:
+    /// cleared whenever the string is replaced. The ids belong to one
+    /// reader (one file), which owns this memo.
+    syms: [Option<crate::model::Sym>; 7],
+    /// The reader's resolved kind of each remembered kind, likewise.
+    kind_ids: [Option<crate::trace::SpanKind>; KIND_MEMO],
+}
+
+/// [`Memo`]'s string slots, as bits of [`Fields::memo_hits`].
+pub(crate) const MEMO_NAME: usize = 0;
+pub(crate) const MEMO_OP: usize = 2;
+pub(crate) const MEMO_ALGO: usize = 3;
+pub(crate) const MEMO_TRANSPORT: usize = 4;
+pub(crate) const MEMO_DTYPE: usize = 5;
+
+impl Memo {
+    /// The id remembered for string slot `slot`, valid when the line's
+    /// [`Fields::memo_hits`] has the slot's bit.
+    #[inline(always)]
+    pub(crate) fn sym(&self, slot: usize) -> Option<crate::model::Sym> {
+        self.syms[slot]
+    }
+
+    /// Remembers `sym` as the id of string slot `slot`'s value; only for a
+    /// line whose [`Fields::memo_hits`] has the slot's bit.
+    #[inline(always)]
+    pub(crate) fn set_sym(&mut self, slot: usize, sym: Option<crate::model::Sym>) {
+        self.syms[slot] = sym;
+    }
+
+    /// The kind remembered for a line's [`Fields::kind_hit`] (non-zero).
+    #[inline(always)]
+    pub(crate) fn kind_id(&self, hit: u8) -> Option<crate::trace::SpanKind> {
+        self.kind_ids[usize::from(hit) - 1]
+    }
+
+    /// Remembers the kind of a line's [`Fields::kind_hit`] (non-zero).
+    #[inline(always)]
+    pub(crate) fn set_kind_id(&mut self, hit: u8, kind: crate::trace::SpanKind) {
+        self.kind_ids[usize::from(hit) - 1] = Some(kind);
+    }
 }
 
 /// How many span kinds [`Memo`] keeps.
@@ -712,7 +764,7 @@ fn span_template<'a>(b: &'a [u8], f: &mut Fields<'a>, memo: &mut Memo) -> Option
         i: SPAN_PREFIX.len(),
     };
     f.ty = Some("span");
-    f.kind = Some(c.kind(memo)?);
+    f.kind = Some(c.kind(memo, &mut f.kind_hit)?);
     let mut next = 0;
     loop {
         let w0 = word_padded(b, c.i);
@@ -745,13 +797,13 @@ fn span_template<'a>(b: &'a [u8], f: &mut Fields<'a>, memo: &mut Memo) -> Option
             Key::Correlation => f.correlation = Some(c.uint()?),
             // String values: back onto the opening quote the literal ended
             // with.
-            Key::Name => f.name = Some(c.memo_string(&mut memo.strings[0])?),
-            Key::Lane => f.lane = Some(c.memo_string(&mut memo.strings[1])?),
-            Key::Op => f.op = Some(c.memo_string(&mut memo.strings[2])?),
-            Key::Algo => f.algo = Some(c.memo_string(&mut memo.strings[3])?),
-            Key::Transport => f.transport = Some(c.memo_string(&mut memo.strings[4])?),
-            Key::Dtype => f.dtype = Some(c.memo_string(&mut memo.strings[5])?),
-            Key::Category => f.category = Some(c.memo_string(&mut memo.strings[6])?),
+            Key::Name => f.name = Some(c.memo_string(memo, 0, &mut f.memo_hits)?),
+            Key::Lane => f.lane = Some(c.memo_string(memo, 1, &mut f.memo_hits)?),
+            Key::Op => f.op = Some(c.memo_string(memo, 2, &mut f.memo_hits)?),
+            Key::Algo => f.algo = Some(c.memo_string(memo, 3, &mut f.memo_hits)?),
+            Key::Transport => f.transport = Some(c.memo_string(memo, 4, &mut f.memo_hits)?),
+            Key::Dtype => f.dtype = Some(c.memo_string(memo, 5, &mut f.memo_hits)?),
+            Key::Category => f.category = Some(c.memo_string(memo, 6, &mut f.memo_hits)?),
             _ => return None,
         }
     }
@@ -1237,6 +1289,7 @@ mod tests {
     fn template_and_general_parser_agree() {
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
         let mut memo = Memo::default();
+        let mut strings = crate::model::Strings::new();
         let mut v = Vec::new();
         let (mut accepted, mut canonical_lines) = (0, 0);
         for _ in 0..200_000 {
@@ -1249,6 +1302,39 @@ mod tests {
             if template_ok {
                 accepted += 1;
                 assert!(general_ok, "only the template reads {text}");
+                // Resolve the remembered ids as the reader would, then
+                // compare values: a remembered id must name the line's
+                // string, a remembered kind its kind.
+                let strs = [
+                    (MEMO_NAME, fast.name),
+                    (MEMO_OP, fast.op),
+                    (MEMO_ALGO, fast.algo),
+                    (MEMO_TRANSPORT, fast.transport),
+                    (MEMO_DTYPE, fast.dtype),
+                ];
+                for (slot, s) in strs {
+                    if fast.memo_hits & (1 << slot) == 0 {
+                        continue;
+                    }
+                    let s = s.expect("a hit is a present string");
+                    match memo.sym(slot) {
+                        Some(sym) => assert_eq!(strings.resolve(sym), s, "{text}"),
+                        None => memo.set_sym(slot, strings.intern(s)),
+                    }
+                }
+                if fast.kind_hit != 0 {
+                    let k = fast.kind.expect("a hit is a present kind");
+                    match memo.kind_id(fast.kind_hit) {
+                        Some(id) => assert_eq!(id.as_str(), k, "{text}"),
+                        None => {
+                            if let Some(id) = crate::trace::SpanKind::from_name(k) {
+                                memo.set_kind_id(fast.kind_hit, id);
+                            }
+                        }
+                    }
+                }
+                fast.memo_hits = 0;
+                fast.kind_hit = 0;
                 assert_eq!(fast, general, "{text}");
             }
             if canonical {
@@ -1262,6 +1348,8 @@ mod tests {
                 "{text}"
             );
             if general_ok {
+                both.memo_hits = 0;
+                both.kind_hit = 0;
                 assert_eq!(both, general, "{text}");
             }
         }

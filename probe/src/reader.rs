@@ -660,6 +660,8 @@ impl RawLine<'_> {
             status: self.status.as_deref(),
             t0: None,
             has_offsets: false,
+            memo_hits: 0,
+            kind_hit: 0,
         }
     }
 }
@@ -1185,6 +1187,29 @@ impl Builder {
         self.cached_sym_miss(slot, line, s).map(Some)
     }
 
+    /// [`Builder::cached_sym`], first through the id [`fastparse::Memo`]
+    /// remembers for its string slot `memo_slot` when the line repeated
+    /// that slot's string (`hits`, [`Fields::memo_hits`]).
+    #[inline(always)]
+    fn memo_sym(
+        &mut self,
+        memo_slot: usize,
+        slot: usize,
+        line: u64,
+        s: Option<&str>,
+        hits: u8,
+    ) -> Result<Option<Sym>, LineError> {
+        if hits & (1 << memo_slot) == 0 {
+            return self.cached_sym(slot, line, s);
+        }
+        if let Some(sym) = self.memo.sym(memo_slot) {
+            return Ok(Some(sym));
+        }
+        let sym = self.cached_sym(slot, line, s)?;
+        self.memo.set_sym(memo_slot, sym);
+        Ok(sym)
+    }
+
     /// [`Builder::cached_sym`] for a string other than the slot's last.
     #[inline(never)]
     fn cached_sym_miss(&mut self, slot: usize, line: u64, s: &str) -> Result<Sym, LineError> {
@@ -1480,7 +1505,21 @@ impl Builder {
             ));
         }
         let step = self.step(line, TY, r.step)?;
-        let (kind, kind_name) = match SpanKind::from_name(kind_text) {
+        let known = if r.kind_hit != 0 {
+            match self.memo.kind_id(r.kind_hit) {
+                Some(k) => Some(k),
+                None => {
+                    let k = SpanKind::from_name(kind_text);
+                    if let Some(k) = k {
+                        self.memo.set_kind_id(r.kind_hit, k);
+                    }
+                    k
+                }
+            }
+        } else {
+            SpanKind::from_name(kind_text)
+        };
+        let (kind, kind_name) = match known {
             Some(k) => (k, None),
             None => {
                 Builder::count(&mut self.unknown_kinds, kind_text, line);
@@ -1490,9 +1529,21 @@ impl Builder {
         let extra = SpanExtra {
             kind_name,
             params: r.params,
-            transport: self.cached_sym(SLOT_TRANSPORT, line, r.transport)?,
-            algo: self.cached_sym(SLOT_ALGO, line, r.algo)?,
-            dtype: self.cached_sym(SLOT_DTYPE, line, r.dtype)?,
+            transport: self.memo_sym(
+                fastparse::MEMO_TRANSPORT,
+                SLOT_TRANSPORT,
+                line,
+                r.transport,
+                r.memo_hits,
+            )?,
+            algo: self.memo_sym(fastparse::MEMO_ALGO, SLOT_ALGO, line, r.algo, r.memo_hits)?,
+            dtype: self.memo_sym(
+                fastparse::MEMO_DTYPE,
+                SLOT_DTYPE,
+                line,
+                r.dtype,
+                r.memo_hits,
+            )?,
             peer: r.peer,
             device: r.device,
             stream: r.stream,
@@ -1546,8 +1597,8 @@ impl Builder {
             seq: r.seq,
             step,
             bucket: r.bucket,
-            name: self.cached_sym(SLOT_NAME, line, r.name)?,
-            op: self.cached_sym(SLOT_OP, line, r.op)?,
+            name: self.memo_sym(fastparse::MEMO_NAME, SLOT_NAME, line, r.name, r.memo_hits)?,
+            op: self.memo_sym(fastparse::MEMO_OP, SLOT_OP, line, r.op, r.memo_hits)?,
             extra,
             lane,
             kind,

@@ -361,6 +361,96 @@ pub struct AnalyzeArgs {
     /// Leading steps of each rank counted as warm-up.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub warmup: u64,
+
+    /// For the advice: the fixed cost of one collective (e.g. 50us, 0.2ms), used with
+    /// --bandwidth instead of the cost fitted to the trace (when all collectives have one
+    /// size, or their times are too noisy to show the bandwidth).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration_ns, requires = "bandwidth")]
+    pub latency: Option<f64>,
+
+    /// For the advice: the bus bandwidth of the network (as nccl-tests reports it, e.g.
+    /// 10GB/s, 800MiB/s, 100Gbit/s), used with --latency.
+    #[arg(long, value_name = "RATE", value_parser = parse_rate_bytes_per_s, requires = "latency")]
+    pub bandwidth: Option<f64>,
+}
+
+/// Splits "12.5unit" into the number and the unit.
+fn split_number(s: &str) -> Option<(f64, &str)> {
+    let s = s.trim();
+    let end = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == 'e' || c == 'E' || c == '+'))
+        .unwrap_or(s.len());
+    let v: f64 = s[..end].parse().ok()?;
+    (v.is_finite() && v >= 0.0).then_some((v, s[end..].trim()))
+}
+
+/// Parses a duration such as `50us`, `0.2ms`, `1s` or `800ns` into nanoseconds.
+pub fn parse_duration_ns(s: &str) -> Result<f64, String> {
+    let bad =
+        || format!("{s:?} is not a duration: write a number and a unit, e.g. 50us, 0.2ms, 1s");
+    let (v, unit) = split_number(s).ok_or_else(bad)?;
+    let scale = match unit {
+        "ns" => 1.0,
+        "us" | "µs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        _ => return Err(bad()),
+    };
+    Ok(v * scale)
+}
+
+/// Parses a rate such as `10GB/s`, `800MiB/s` or `100Gbit/s` into bytes per second
+/// (must be above zero).
+pub fn parse_rate_bytes_per_s(s: &str) -> Result<f64, String> {
+    let bad = || {
+        format!(
+            "{s:?} is not a bandwidth: write a number and a unit, e.g. 10GB/s, 800MiB/s, 100Gbit/s"
+        )
+    };
+    let (v, unit) = split_number(s).ok_or_else(bad)?;
+    let scale = match unit {
+        "B/s" => 1.0,
+        "KB/s" | "kB/s" => 1e3,
+        "MB/s" => 1e6,
+        "GB/s" => 1e9,
+        "KiB/s" => 1024.0,
+        "MiB/s" => 1024.0 * 1024.0,
+        "GiB/s" => 1024.0 * 1024.0 * 1024.0,
+        "Mbit/s" | "Mb/s" => 1e6 / 8.0,
+        "Gbit/s" | "Gb/s" => 1e9 / 8.0,
+        _ => return Err(bad()),
+    };
+    let r = v * scale;
+    if r > 0.0 {
+        Ok(r)
+    } else {
+        Err(format!("{s:?}: the bandwidth must be above zero"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_and_rates_parse_with_their_units() {
+        assert_eq!(parse_duration_ns("50us").unwrap(), 50_000.0);
+        assert_eq!(parse_duration_ns("0.2ms").unwrap(), 200_000.0);
+        assert_eq!(parse_duration_ns("1s").unwrap(), 1e9);
+        assert_eq!(parse_rate_bytes_per_s("10GB/s").unwrap(), 1e10);
+        assert_eq!(parse_rate_bytes_per_s("1MiB/s").unwrap(), 1_048_576.0);
+        assert_eq!(parse_rate_bytes_per_s("100Gbit/s").unwrap(), 12.5e9);
+        for bad in ["50", "fast", "-3us", "10 parsecs"] {
+            let e = parse_duration_ns(bad).unwrap_err();
+            assert!(e.contains("not a duration"), "{e}");
+        }
+        assert!(parse_rate_bytes_per_s("0GB/s")
+            .unwrap_err()
+            .contains("above zero"));
+        assert!(parse_rate_bytes_per_s("10GB")
+            .unwrap_err()
+            .contains("e.g. 10GB/s"));
+    }
 }
 
 /// Arguments of `ddp-probe explain`.

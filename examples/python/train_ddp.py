@@ -102,6 +102,9 @@ def main():
             f"{b.index()}={b.buffer().numel() * b.buffer().element_size()}" for b in layout
         )
         print(f"pytorch buckets: {sizes}", flush=True)
+    # No rank closes its gloo connections while a peer still uses them (gloo may abort
+    # with "terminate called without an active exception" otherwise).
+    dist.barrier()
     dist.destroy_process_group()
 
 

@@ -20,6 +20,7 @@ pub fn summary(args: AnalyzeArgs) -> Result<ExitCode> {
         &run,
         &AdviceOptions {
             summary: options,
+            assumed_cost: assumed_cost(&args),
             ..AdviceOptions::default()
         },
     );
@@ -49,6 +50,14 @@ pub fn summary(args: AnalyzeArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The cost the user stated with `--latency` and `--bandwidth` (clap makes them come together).
+fn assumed_cost(args: &AnalyzeArgs) -> Option<analysis::AssumedCost> {
+    Some(analysis::AssumedCost {
+        latency_ns: args.latency?,
+        busbw_bytes_per_s: args.bandwidth?,
+    })
+}
+
 /// Prints the bucket_cap_mb advice alone.
 pub fn advise(args: AnalyzeArgs) -> Result<ExitCode> {
     let run = load::run(&args.runs)?;
@@ -57,6 +66,7 @@ pub fn advise(args: AnalyzeArgs) -> Result<ExitCode> {
             warmup_steps: args.warmup,
             ..SummaryOptions::default()
         },
+        assumed_cost: assumed_cost(&args),
         ..AdviceOptions::default()
     };
     let advice = analysis::advise(&run, &options);

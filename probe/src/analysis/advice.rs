@@ -51,7 +51,7 @@ use serde::{Deserialize, Serialize};
 
 use super::assign::{assign_buckets, rebuild_limits, ParamSpec};
 use super::comm::{bus_factor, SeqTable};
-use super::costmodel::{fit_latency_bandwidth, CostFit};
+use super::costmodel::{fit_latency_bandwidth, CostFit, LinearFit};
 use super::group::Groups;
 use super::render::{self, num, text, Table};
 use super::scan::{scan_run, CollObs};
@@ -81,6 +81,21 @@ pub struct AdviceOptions {
     /// At most this many `grad_ready` records (evenly spread over the steady
     /// steps) feed the per-parameter medians. Default 512.
     pub max_ready_samples: usize,
+    /// A communication cost the user states (`ddp-probe advise --latency
+    /// --bandwidth`), used instead of the one fitted to the trace: for runs
+    /// whose collectives all have one size, or whose times are too noisy to
+    /// show the bandwidth.
+    #[serde(default)]
+    pub assumed_cost: Option<AssumedCost>,
+}
+
+/// A communication cost stated by the user rather than fitted.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AssumedCost {
+    /// Fixed cost of one collective call (ns).
+    pub latency_ns: f64,
+    /// Bus bandwidth (nccl-tests definition), bytes per second.
+    pub busbw_bytes_per_s: f64,
 }
 
 impl Default for AdviceOptions {
@@ -89,6 +104,7 @@ impl Default for AdviceOptions {
             summary: SummaryOptions::default(),
             candidate_caps_mib: vec![1.0, 2.0, 5.0, 10.0, 15.0, 25.0, 50.0, 100.0],
             max_ready_samples: 512,
+            assumed_cost: None,
         }
     }
 }
@@ -427,6 +443,7 @@ fn fit_all(
                     op: op_name,
                     mixed_ops: mixed,
                     fit,
+                    assumed: false,
                 });
             }
             Err(e) => {
@@ -665,7 +682,20 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
                 .map(|p| (p.transport, 1)),
         )
     });
-    let (fits, used) = fit_all(run, &points, bucket_op, bucket_transport, &mut fit_errors);
+    let (mut fits, mut used) = fit_all(run, &points, bucket_op, bucket_transport, &mut fit_errors);
+    if let Some(a) = opts.assumed_cost {
+        let op = sym_name(run, bucket_op);
+        fits.push(CostFit {
+            transport: sym_name(run, bucket_transport.flatten()),
+            bus_factor: bus_factor(&op, run.world_size),
+            op,
+            mixed_ops: false,
+            fit: LinearFit::assumed(a.latency_ns, a.busbw_bytes_per_s),
+            assumed: true,
+        });
+        used = Some(fits.len() - 1);
+        fit_errors.clear();
+    }
     advice.fits = fits;
     advice.fit_used = used;
     if used.is_none() {
@@ -676,6 +706,9 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
             ));
         } else {
             advice.missing.append(&mut fit_errors);
+            advice.missing.push(
+                "to get advice anyway, state the network's cost: ddp-probe advise --latency 50us --bandwidth 10GB/s (bus bandwidth, as nccl-tests reports it)".to_owned(),
+            );
         }
     }
 
@@ -869,7 +902,7 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
     let worth = !best.is_current && gain > threshold;
     let confidence = if !worth {
         Confidence::Low
-    } else if gain >= 3.0 * threshold && rel <= 0.10 {
+    } else if gain >= 3.0 * threshold && rel <= 0.10 && !fit.assumed {
         Confidence::High
     } else {
         Confidence::Medium
@@ -937,7 +970,7 @@ fn explain(
     ));
     let cap_bytes = (cur_cap * MIB) as u64;
     out.push(format!(
-        "Cost model for {} over {}: {}{} per call plus {}size at {} bus bandwidth (fitted to {} sizes, residual {}); a {} MiB bucket takes {}.",
+        "Cost model for {} over {}: {}{} per call plus {}size at {} bus bandwidth ({}); a {} MiB bucket takes {}.",
         fit.op,
         fit.transport,
         render::ns(fit.fit.latency_ns),
@@ -948,8 +981,15 @@ fn explain(
             String::new()
         },
         render::rate(fit.busbw_bytes_per_s()),
-        fit.fit.sizes,
-        render::pct(fit.fit.rel_rmse),
+        if fit.assumed {
+            "as stated with --latency and --bandwidth, not fitted".to_owned()
+        } else {
+            format!(
+                "fitted to {} sizes, residual {}",
+                fit.fit.sizes,
+                render::pct(fit.fit.rel_rmse)
+            )
+        },
         mib(cur_cap),
         render::ns(fit.predict_ns(cap_bytes)),
     ));

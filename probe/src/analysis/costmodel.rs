@@ -193,6 +193,27 @@ pub struct CostFit {
     /// The bus factor of `op` among the run's ranks: a call of `b` bytes
     /// costs `latency + b · bus_factor · ns_per_byte`.
     pub bus_factor: f64,
+    /// Whether the user gave this model (`--latency`/`--bandwidth`) instead
+    /// of it being fitted to the trace; `fit`'s quality fields are then 0.
+    #[serde(default)]
+    pub assumed: bool,
+}
+
+impl LinearFit {
+    /// A line the user states rather than one fitted: `latency_ns` per call
+    /// plus bytes at `busbw_bytes_per_s` (bus bandwidth).
+    pub fn assumed(latency_ns: f64, busbw_bytes_per_s: f64) -> LinearFit {
+        LinearFit {
+            latency_ns,
+            ns_per_byte: 1e9 / busbw_bytes_per_s,
+            sizes: 0,
+            calls: 0,
+            r2: 1.0,
+            rel_rmse: 0.0,
+            rel_mad: 0.0,
+            latency_clamped: false,
+        }
+    }
 }
 
 impl CostFit {

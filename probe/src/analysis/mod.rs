@@ -41,7 +41,9 @@ pub mod stats;
 mod stragglers;
 mod summary;
 
-pub use advice::{advise, Advice, AdviceOptions, Candidate, Confidence, Recommendation};
+pub use advice::{
+    advise, Advice, AdviceOptions, AssumedCost, Candidate, Confidence, Recommendation,
+};
 pub use assign::{assign_buckets, ParamSpec};
 pub use buckets::BucketStats;
 pub use comm::{bus_factor, OpStats};

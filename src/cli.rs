@@ -428,31 +428,6 @@ pub fn parse_rate_bytes_per_s(s: &str) -> Result<f64, String> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations_and_rates_parse_with_their_units() {
-        assert_eq!(parse_duration_ns("50us").unwrap(), 50_000.0);
-        assert_eq!(parse_duration_ns("0.2ms").unwrap(), 200_000.0);
-        assert_eq!(parse_duration_ns("1s").unwrap(), 1e9);
-        assert_eq!(parse_rate_bytes_per_s("10GB/s").unwrap(), 1e10);
-        assert_eq!(parse_rate_bytes_per_s("1MiB/s").unwrap(), 1_048_576.0);
-        assert_eq!(parse_rate_bytes_per_s("100Gbit/s").unwrap(), 12.5e9);
-        for bad in ["50", "fast", "-3us", "10 parsecs"] {
-            let e = parse_duration_ns(bad).unwrap_err();
-            assert!(e.contains("not a duration"), "{e}");
-        }
-        assert!(parse_rate_bytes_per_s("0GB/s")
-            .unwrap_err()
-            .contains("above zero"));
-        assert!(parse_rate_bytes_per_s("10GB")
-            .unwrap_err()
-            .contains("e.g. 10GB/s"));
-    }
-}
-
 /// Arguments of `ddp-probe explain`.
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
@@ -582,6 +557,26 @@ pub struct ExportChromeArgs {
 mod tests {
     use super::*;
     use clap::CommandFactory;
+
+    #[test]
+    fn durations_and_rates_parse_with_their_units() {
+        assert_eq!(parse_duration_ns("50us").unwrap(), 50_000.0);
+        assert_eq!(parse_duration_ns("0.2ms").unwrap(), 200_000.0);
+        assert_eq!(parse_duration_ns("1s").unwrap(), 1e9);
+        assert_eq!(parse_rate_bytes_per_s("10GB/s").unwrap(), 1e10);
+        assert_eq!(parse_rate_bytes_per_s("1MiB/s").unwrap(), 1_048_576.0);
+        assert_eq!(parse_rate_bytes_per_s("100Gbit/s").unwrap(), 12.5e9);
+        for bad in ["50", "fast", "-3us", "10 parsecs"] {
+            let e = parse_duration_ns(bad).unwrap_err();
+            assert!(e.contains("not a duration"), "{e}");
+        }
+        assert!(parse_rate_bytes_per_s("0GB/s")
+            .unwrap_err()
+            .contains("above zero"));
+        assert!(parse_rate_bytes_per_s("10GB")
+            .unwrap_err()
+            .contains("e.g. 10GB/s"));
+    }
 
     #[test]
     fn the_command_line_definition_is_consistent() {

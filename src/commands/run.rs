@@ -49,10 +49,21 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         }
     };
     eprintln!("{}", outcome.render_summary());
+    warm_trace_cache(&outcome.run_dir);
     if outcome.exit_code != 0 {
         explain_briefly(&outcome.run_dir);
     }
     Ok(exit_code(outcome.exit_code))
+}
+
+/// Loads the run's traces once, now that every rank has ended, so that the reader writes its
+/// binary cache: the user's first `summary`, `tui` or `report` then reads the cache instead of
+/// parsing the JSON. Best effort: a trace that cannot be read is reported by the command that
+/// reads it, not here.
+fn warm_trace_cache(run_dir: &std::path::Path) {
+    if let Err(e) = probe::reader::load_run(&[run_dir.to_path_buf()]) {
+        tracing::debug!("traces of {} not cached: {e}", run_dir.display());
+    }
 }
 
 /// After a failed run: the likely cause and the fix to try, from the diagnosis of the run

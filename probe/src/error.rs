@@ -20,6 +20,15 @@ fn ranks(r: &[u32]) -> String {
     r.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
 }
 
+/// ", ... (N in all)" when a list shows fewer than all `count` items.
+fn more(count: u64, listed: usize) -> String {
+    if count > listed as u64 {
+        format!(", ... ({count} in all)")
+    } else {
+        String::new()
+    }
+}
+
 /// Why a run could not be loaded.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -222,13 +231,15 @@ pub enum Warning {
     },
 
     /// Some ranks of the run have no trace.
-    #[error("run {run_id:?} has {world_size} ranks but no trace of rank {}; pass every node's run directory", ranks(.missing))]
+    #[error("run {run_id:?} has {world_size} ranks but no trace of rank {}{}; pass every node's run directory", ranks(.missing), more(*.count, .missing.len()))]
     MissingRanks {
         /// The run.
         run_id: String,
         /// Its world size.
         world_size: u32,
-        /// The ranks without a trace.
+        /// The ranks without a trace (the first [`crate::model::MISSING_LISTED`] of them).
         missing: Vec<u32>,
+        /// How many ranks have no trace.
+        count: u64,
     },
 }

@@ -681,6 +681,9 @@ impl RankTrace {
     }
 }
 
+/// At most this many missing ranks are listed by [`Run::missing_ranks`].
+pub const MISSING_LISTED: usize = 64;
+
 /// A loaded run: every rank's trace on rank 0's timeline.
 #[derive(Clone, Debug)]
 pub struct Run {
@@ -708,11 +711,23 @@ impl Run {
         self.strings.resolve(sym)
     }
 
-    /// Ranks of `0..world_size` without a trace.
+    /// Ranks of `0..world_size` without a trace: the first [`MISSING_LISTED`] of them (a
+    /// header may declare a huge world; [`Run::missing_rank_count`] counts them all).
     pub fn missing_ranks(&self) -> Vec<u32> {
         (0..self.world_size)
             .filter(|&r| self.rank(r).is_none())
+            .take(MISSING_LISTED)
             .collect()
+    }
+
+    /// How many ranks of `0..world_size` have no trace.
+    pub fn missing_rank_count(&self) -> u64 {
+        let present = self
+            .ranks
+            .iter()
+            .filter(|r| r.rank() < self.world_size)
+            .count() as u64;
+        u64::from(self.world_size).saturating_sub(present)
     }
 
     /// Total number of spans.

@@ -489,6 +489,7 @@ fn merge(
             run_id: run.run_id.clone(),
             world_size: run.world_size,
             missing,
+            count: run.missing_rank_count(),
         });
     }
     Ok((run, warnings))

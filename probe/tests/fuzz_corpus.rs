@@ -89,3 +89,26 @@ fn a_kineto_trace_with_timestamps_past_63_bits_is_refused() {
     );
     assert!(!dir.path().join("run").exists(), "nothing written");
 }
+
+/// Found by the `kineto_import` fuzz target (out of memory): a rank of 2^31 - 1 made the
+/// reader list every missing rank of a world of 2^31. The list is capped, the count is exact.
+#[test]
+fn a_huge_world_with_one_rank_lists_few_missing_ranks_and_counts_all() {
+    let trace = r#"{"distributedInfo":{"rank":2147483647},"traceEvents":[{"ph":"X","cat":"user_annotation","name":"ProfilerStep#1","pid":1,"tid":1,"ts":5,"dur":2}]}"#;
+    probe::fuzzing::kineto_file(trace.as_bytes());
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("rank.json");
+    std::fs::write(&file, trace).unwrap();
+    let run_dir = dir.path().join("run");
+    probe::import::kineto::import(&[file], &run_dir).unwrap();
+    let (run, warnings) = probe::reader::load_run(&[run_dir.as_path()]).unwrap();
+    assert_eq!(run.world_size, 1 << 31);
+    assert_eq!(run.missing_rank_count(), (1 << 31) - 1);
+    assert_eq!(run.missing_ranks().len(), probe::model::MISSING_LISTED);
+    let text = warnings
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(text.contains("(2147483647 in all)"), "{text}");
+}

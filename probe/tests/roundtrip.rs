@@ -393,6 +393,7 @@ fn several_run_directories_merge_by_run_id() {
             run_id: "rt".to_owned(),
             world_size: 2,
             missing: vec![1],
+            count: 1,
         }]
     );
     assert!(warnings[0].to_string().contains("no trace of rank 1"));

@@ -364,21 +364,9 @@ pub fn summarize(run: &Run, opts: &SummaryOptions) -> Summary {
                 .to_owned(),
         );
     }
-    // Ranks of 0..world_size without a trace, listing at most
-    // MISSING_LISTED of them (a header may declare a huge world).
-    let missing_count = u64::from(run.world_size).saturating_sub(run.ranks.len() as u64);
-    let mut missing = Vec::new();
-    let mut have = run.ranks.iter().map(|r| r.rank()).peekable();
-    for r in 0..run.world_size {
-        if missing.len() >= MISSING_LISTED {
-            break;
-        }
-        if have.peek() == Some(&r) {
-            have.next();
-        } else {
-            missing.push(r);
-        }
-    }
+    // Ranks of 0..world_size without a trace (the first MISSING_LISTED of them listed).
+    let missing_count = run.missing_rank_count();
+    let missing = run.missing_ranks();
     if missing_count > 0 {
         notes.push(format!(
             "{} of {} without a trace: {}",
@@ -422,9 +410,6 @@ fn list(v: &[u32], total: u64) -> String {
     }
     s.join(", ")
 }
-
-/// How many missing ranks a summary lists.
-const MISSING_LISTED: usize = 64;
 
 /// How many ranks the per-rank table shows before it keeps only the
 /// slowest.

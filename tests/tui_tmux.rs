@@ -46,6 +46,14 @@ impl Tmux {
         self.wait_until(&format!("showed {needle:?}"), |p| p.contains(needle))
     }
 
+    /// Waits until the screen contains every one of `needles`: a capture can land while the
+    /// terminal is half redrawn, so checks on one frame wait for the whole frame.
+    fn wait_for_all(&self, needles: &[&str]) -> String {
+        self.wait_until(&format!("showed all of {needles:?}"), |p| {
+            needles.iter().all(|n| p.contains(n))
+        })
+    }
+
     /// Waits until `ok(screen)`; fails with the screen after 15 s.
     fn wait_until(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
         let start = Instant::now();
@@ -115,8 +123,8 @@ fn the_timeline_runs_in_a_real_terminal() {
     }
     let run = generated_run();
     let tmux = start("main", run.path(), "");
-    let screen = tmux.wait_for("r1 compute");
-    for needle in [
+    tmux.wait_for_all(&[
+        "r1 compute",
         "ddp-probe",
         "r0 compute",
         "buckets",
@@ -125,28 +133,22 @@ fn the_timeline_runs_in_a_real_terminal() {
         "steps",
         " ms",
         "q quit",
-    ] {
-        assert!(screen.contains(needle), "{needle:?} missing:\n{screen}");
-    }
+    ]);
 
     tmux.send(&["s"]);
-    let screen = tmux.wait_for("by step time");
-    assert!(
-        screen.contains("slowest") || screen.contains("1st of"),
-        "{screen}"
-    );
-    assert!(
-        screen.contains("▶ step"),
-        "the slowest step's span is selected:\n{screen}"
-    );
+    // The slowest step's span is selected and the status line ranks it.
+    tmux.wait_until("selected the slowest step", |screen| {
+        screen.contains("by step time")
+            && (screen.contains("slowest") || screen.contains("1st of"))
+            && screen.contains("▶ step")
+    });
 
     tmux.send(&["1"]);
     tmux.wait_for("step breakdown");
     tmux.send(&["Escape", "Escape"]);
 
     tmux.send(&["?"]);
-    let screen = tmux.wait_for("keys (any key closes)");
-    assert!(screen.contains("slowest step"), "{screen}");
+    tmux.wait_for_all(&["keys (any key closes)", "slowest step"]);
     tmux.send(&["x"]);
     tmux.send(&["j", "j", "Tab"]);
     tmux.wait_for("all_reduce");
@@ -180,7 +182,8 @@ fn ascii_mode_in_a_real_terminal() {
     let tmux = start("ascii", run.path(), "--ascii");
     tmux.wait_for("r1 compute");
     tmux.send(&["n", "Tab", "?"]);
-    let screen = tmux.wait_for("keys (any key closes)");
+    // The whole help frame (its last key line included) is drawn before the check.
+    let screen = tmux.wait_for_all(&["keys (any key closes)", "slowest step"]);
     assert!(screen.is_ascii(), "non-ASCII on screen:\n{screen}");
     tmux.send(&["q"]);
     tmux.wait_for("exit status 0");

@@ -152,7 +152,19 @@ pub fn cache_payload_of(data: &[u8]) -> Option<Vec<u8>> {
 /// in memory, and checks that the trace file written loads back as a run.
 pub fn kineto_file(data: &[u8]) {
     let source = Path::new("fuzz/rank-0.json");
-    let Ok(t) = parse::parse_bytes(source, data) else {
+    let fast = parse::parse_bytes(source, data);
+    // The scanner's fast path reads whatever serde_json reads, and the same events.
+    if let Ok(reference) = parse::parse_bytes_reference(source, data) {
+        match &fast {
+            Ok(t) => {
+                if let Err(e) = parse::same_events(&reference, t) {
+                    panic!("the fast path read other events than serde_json: {e}");
+                }
+            }
+            Err(e) => panic!("the fast path failed where serde_json read the trace: {e}"),
+        }
+    }
+    let Ok(t) = fast else {
         return;
     };
     let Ok(rank) = kineto::rank_of(&t, true) else {

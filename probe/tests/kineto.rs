@@ -400,3 +400,104 @@ fn kineto_summary_overlap_of_gpu_collectives_is_measured_against_gpu_compute_ker
     eprintln!("overlap over the steady steps: {steady:.3} %");
     assert!((pctg - hta_pctg).abs() < 2.0, "{pctg} vs HTA {hta_pctg}");
 }
+
+/// Every trace at hand, read by the scanner's fast path and by serde_json alone (the
+/// reference), gives the same events.
+#[test]
+fn the_fast_path_reads_what_serde_json_reads() {
+    use probe::import::parse::{parse_bytes, parse_bytes_reference, same_events};
+    let mut files: Vec<PathBuf> = find_traces(&[fixtures()]).unwrap();
+    if let Some(shared) = shared_data() {
+        for d in [
+            "hta_ddp_a100_rank0of2",
+            "hta_sampled_2rank",
+            "hta_a100_rank3of8",
+        ] {
+            files.extend(find_traces(&[shared.join(d)]).unwrap());
+        }
+    }
+    for f in &files {
+        let data = std::fs::read(f).unwrap();
+        let fast = parse_bytes(f, &data).unwrap();
+        let reference = parse_bytes_reference(f, &data).unwrap();
+        assert!(!fast.events.is_empty(), "{}", f.display());
+        same_events(&reference, &fast).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+    }
+}
+
+/// Shapes of values the fast path leaves to serde_json or reads itself, each checked against
+/// the reference and against the value written.
+#[test]
+fn the_fast_path_on_unusual_values() {
+    use probe::import::parse::{parse_bytes, parse_bytes_reference, same_events, Cat};
+    let ev = |body: &str| format!(r#"{{"traceEvents": [{body}]}}"#);
+    /// name, ts, dur, pid, correlation of the kept event.
+    type Kept = (&'static str, f64, f64, i64, i64);
+    let cases: &[(&str, Option<Kept>)] = &[
+        (
+            r#"{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10, "dur": 5, "args": {"stream": 7, "correlation": 3}}"#,
+            Some(("k", 10.0, 5.0, 0, 3)),
+        ),
+        (
+            r#"{"ph":"X","cat":"kernel","name":"esc\"aped","pid":0,"tid":7,"ts":1.5e3,"dur":0.25,"args":{"stream":7,"correlation":4}}"#,
+            Some(("esc\"aped", 1500.0, 0.25, 0, 4)),
+        ),
+        (
+            r#"{"ph": "X", "cat": "kernel", "name": "f", "pid": "host", "tid": 7, "ts": 4458676522690.655, "dur": -0, "args": {"stream": "7", "correlation": 5.0}}"#,
+            Some(("f", 4458676522690.655, 0.0, -1, 5)),
+        ),
+        (
+            r#"{"ph": "X", "cat": "kernel", "name": "big", "pid": 12345678901234567890, "tid": 1, "ts": 1, "dur": 1, "args": {"stream": 7, "correlation": 6, "extra": [1, {"a": "}"}]}}"#,
+            Some(("big", 1.0, 1.0, -1, 6)),
+        ),
+        (
+            r#"{"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 1, "tid": 1, "ts": 2, "dur": 3, "args": {"Collective name": "allreduce", "In msg nelems": 1024, "dtype": "Float", "Input Dims": [[1024]], "Input type": ["float"]}}"#,
+            Some(("record_param_comms", 2.0, 3.0, 1, -1)),
+        ),
+        // Dropped: not a complete event, no dur, a plain operator, a flow arrow.
+        (
+            r#"{"ph": "i", "cat": "kernel", "name": "k", "ts": 1, "dur": 1, "args": {"stream": 7, "correlation": 1}}"#,
+            None,
+        ),
+        (
+            r#"{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "args": {"stream": 7, "correlation": 1}}"#,
+            None,
+        ),
+        (
+            r#"{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1, "dur": 1, "args": {"External id": 9}}"#,
+            None,
+        ),
+        (
+            r#"{"ph": "f", "id": 1, "pid": 1, "tid": 1, "ts": 1, "cat": "async_cpu_to_gpu", "name": "async_gpu", "bp": "e"}"#,
+            None,
+        ),
+    ];
+    for (body, want) in cases {
+        let text = ev(body);
+        let path = Path::new("case.json");
+        let fast = parse_bytes(path, text.as_bytes()).unwrap();
+        let reference = parse_bytes_reference(path, text.as_bytes()).unwrap();
+        same_events(&reference, &fast).unwrap_or_else(|e| panic!("{body}: {e}"));
+        assert_eq!(fast.events_read, 1, "{body}");
+        match want {
+            None => assert!(fast.events.is_empty(), "{body}"),
+            Some((name, ts, dur, pid, correlation)) => {
+                let [e] = fast.events.as_slice() else {
+                    panic!("{body}: {:?}", fast.events)
+                };
+                assert_eq!(fast.name(e), *name);
+                assert_eq!(
+                    (e.ts, e.dur, e.pid, e.correlation),
+                    (*ts, *dur, *pid, *correlation),
+                    "{body}"
+                );
+                if *name == "record_param_comms" {
+                    assert_eq!(e.cat, Cat::CpuOp);
+                    let c = e.comm.as_ref().expect("collective metadata");
+                    assert_eq!(c.collective.as_deref(), Some("allreduce"));
+                    assert_eq!((c.in_nelems, c.input_numel), (Some(1024), Some(1024)));
+                }
+            }
+        }
+    }
+}

@@ -13,7 +13,6 @@
 //! A file cut off while it was written (a profiler killed mid-write, a truncated gzip stream)
 //! yields the events up to the cut and a warning in [`KinetoTrace::truncated`].
 
-use std::collections::HashMap;
 use std::fmt;
 use std::fs::File;
 use std::io::{self, BufReader, Read};
@@ -23,6 +22,7 @@ use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqA
 use serde::Deserialize;
 
 use super::ImportError;
+use crate::hash::FxHashMap;
 
 /// The category (`cat`) of a Kineto event, as far as the importer distinguishes them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,16 +49,16 @@ pub enum Cat {
 }
 
 impl Cat {
-    fn parse(s: &str) -> Cat {
+    fn parse(s: &[u8]) -> Cat {
         match s {
-            "kernel" | "Kernel" => Cat::Kernel,
-            "gpu_memcpy" | "Memcpy" => Cat::GpuMemcpy,
-            "gpu_memset" | "Memset" => Cat::GpuMemset,
-            "cuda_runtime" | "cuda_driver" | "Runtime" => Cat::Runtime,
-            "cpu_op" | "Operator" => Cat::CpuOp,
-            "user_annotation" => Cat::UserAnnotation,
-            "gpu_user_annotation" => Cat::GpuUserAnnotation,
-            "cuda_sync" => Cat::CudaSync,
+            b"kernel" | b"Kernel" => Cat::Kernel,
+            b"gpu_memcpy" | b"Memcpy" => Cat::GpuMemcpy,
+            b"gpu_memset" | b"Memset" => Cat::GpuMemset,
+            b"cuda_runtime" | b"cuda_driver" | b"Runtime" => Cat::Runtime,
+            b"cpu_op" | b"Operator" => Cat::CpuOp,
+            b"user_annotation" => Cat::UserAnnotation,
+            b"gpu_user_annotation" => Cat::GpuUserAnnotation,
+            b"cuda_sync" => Cat::CudaSync,
             _ => Cat::Other,
         }
     }
@@ -172,16 +172,37 @@ fn keep(cat: Cat, name: &str, has_correlation: bool, has_stream: bool) -> bool {
         Cat::Kernel | Cat::GpuMemcpy | Cat::GpuMemset | Cat::CudaSync | Cat::UserAnnotation => true,
         Cat::Runtime => true,
         // HTA counts these as CPU-side rows; a projected ProfilerStep moves its last-step mark.
-        Cat::GpuUserAnnotation => name.contains("ProfilerStep"),
+        Cat::GpuUserAnnotation => contains(name, &PROFILER_STEP),
         Cat::CpuOp => {
             has_correlation
                 || name.starts_with("c10d::")
                 || name == "record_param_comms"
                 || name.starts_with("autograd::engine::evaluate_function")
-                || name.contains("ProfilerStep")
+                || contains(name, &PROFILER_STEP)
         }
-        Cat::Other => has_correlation || has_stream || name.contains("ProfilerStep"),
+        Cat::Other => has_correlation || has_stream || contains(name, &PROFILER_STEP),
     }
+}
+
+/// Whether `name` contains the finder's needle (a prebuilt finder: `str::contains` builds its
+/// searcher on every call, which costs more than the search on short names).
+fn contains(name: &str, finder: &memchr::memmem::Finder<'static>) -> bool {
+    finder.find(name.as_bytes()).is_some()
+}
+
+static PROFILER_STEP: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"ProfilerStep"));
+static GLOO: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"gloo:"));
+static NCCL: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"nccl:"));
+
+/// Whether an operator of this name carries collective sizes in its input shapes.
+fn has_shapes(name: &str) -> bool {
+    contains(name, &GLOO)
+        || contains(name, &NCCL)
+        || name.starts_with("c10d::")
+        || name == "record_param_comms"
 }
 
 /// Parses one trace file (plain JSON or gzip, detected by content).
@@ -195,7 +216,7 @@ pub fn parse_file(path: &Path) -> Result<KinetoTrace, ImportError> {
     let n = read_up_to(&mut file, &mut magic).map_err(io_err)?;
     let file = File::open(path).map_err(io_err)?;
     if n == 2 && magic == GZIP_MAGIC {
-        parse_source(path, true, BufReader::with_capacity(1 << 16, file))
+        parse_source(path, true, BufReader::with_capacity(1 << 16, file), false)
     } else {
         parse_reader(path, file)
     }
@@ -204,38 +225,99 @@ pub fn parse_file(path: &Path) -> Result<KinetoTrace, ImportError> {
 /// Parses one trace held in memory (plain JSON or gzip, detected by content) as
 /// [`parse_file`] parses a file holding these bytes; `path` names it in messages.
 pub fn parse_bytes(path: &Path, data: &[u8]) -> Result<KinetoTrace, ImportError> {
-    parse_source(path, data.starts_with(&GZIP_MAGIC), data)
+    parse_source(path, data.starts_with(&GZIP_MAGIC), data, false)
+}
+
+/// Parses like [`parse_bytes`], but decodes every event with serde_json: the reference that
+/// the scanner's fast path is checked against (tests and fuzzing).
+#[doc(hidden)]
+pub fn parse_bytes_reference(path: &Path, data: &[u8]) -> Result<KinetoTrace, ImportError> {
+    parse_source(path, data.starts_with(&GZIP_MAGIC), data, true)
+}
+
+/// Whether two parses of one trace read the same events (names compared as text, since the
+/// fast path interns only kept events; floats within one unit in the last place, since the
+/// fast path rounds them correctly and serde_json may not). Says what differs.
+#[doc(hidden)]
+pub fn same_events(a: &KinetoTrace, b: &KinetoTrace) -> Result<(), String> {
+    let close = |x: f64, y: f64| x == y || (x - y).abs() <= f64::EPSILON * x.abs().max(y.abs());
+    if a.events.len() != b.events.len() {
+        return Err(format!("{} events vs {}", a.events.len(), b.events.len()));
+    }
+    if (a.events_read, a.float_ts, &a.truncated.is_some())
+        != (b.events_read, b.float_ts, &b.truncated.is_some())
+    {
+        return Err(format!(
+            "events read / float ts / cut off: {:?} vs {:?}",
+            (a.events_read, a.float_ts, a.truncated.is_some()),
+            (b.events_read, b.float_ts, b.truncated.is_some())
+        ));
+    }
+    for (i, (x, y)) in a.events.iter().zip(&b.events).enumerate() {
+        let same = a.name(x) == b.name(y)
+            && close(x.ts, y.ts)
+            && close(x.dur, y.dur)
+            && (x.cat, x.pid, x.tid, x.stream, x.correlation, x.device)
+                == (y.cat, y.pid, y.tid, y.stream, y.correlation, y.device)
+            && x.comm == y.comm;
+        if !same {
+            return Err(format!(
+                "event {i}: {x:?} ({:?}) vs {y:?} ({:?})",
+                a.name(x),
+                b.name(y)
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The first two bytes of a gzip stream.
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
-/// Parses `r`, inflating it on a second thread when it is gzip.
-fn parse_source(path: &Path, gzip: bool, r: impl Read + Send) -> Result<KinetoTrace, ImportError> {
+/// Parses `r`, inflating it on a second thread when it is gzip; `serde_only`: decode every
+/// event with serde_json (the reference).
+fn parse_source(
+    path: &Path,
+    gzip: bool,
+    r: impl Read + Send,
+    serde_only: bool,
+) -> Result<KinetoTrace, ImportError> {
     if gzip {
         // Decompress on a second thread while this one parses.
         let gz = flate2::read::MultiGzDecoder::new(r);
         std::thread::scope(|s| {
             let (tx, rx) = std::sync::mpsc::sync_channel::<io::Result<Vec<u8>>>(4);
-            s.spawn(move || pump(gz, tx));
-            parse_reader(
+            let (back, spare) = std::sync::mpsc::channel::<Vec<u8>>();
+            s.spawn(move || pump(gz, tx, spare));
+            parse_with(
                 path,
                 ChannelReader {
                     rx,
+                    back,
                     cur: Vec::new(),
                     pos: 0,
                 },
+                serde_only,
             )
         })
     } else {
-        parse_reader(path, r)
+        parse_with(path, r, serde_only)
     }
 }
 
-/// Reads `r` in chunks into `tx` until its end or an error (which is passed on).
-fn pump(mut r: impl Read, tx: std::sync::mpsc::SyncSender<io::Result<Vec<u8>>>) {
+/// Bytes inflated at a time: small enough that a chunk is still in cache when it is parsed.
+const PUMP_CHUNK: usize = 1 << 18;
+
+/// Reads `r` in chunks into `tx` until its end or an error (which is passed on), reusing the
+/// buffers that come back on `spare` (fresh pages cost more than inflating into them).
+fn pump(
+    mut r: impl Read,
+    tx: std::sync::mpsc::SyncSender<io::Result<Vec<u8>>>,
+    spare: std::sync::mpsc::Receiver<Vec<u8>>,
+) {
     loop {
-        let mut chunk = vec![0u8; CHUNK];
+        let mut chunk = spare.try_recv().unwrap_or_default();
+        chunk.resize(PUMP_CHUNK, 0);
         let mut n = 0;
         while n < chunk.len() {
             match r.read(&mut chunk[n..]) {
@@ -260,9 +342,11 @@ fn pump(mut r: impl Read, tx: std::sync::mpsc::SyncSender<io::Result<Vec<u8>>>) 
     }
 }
 
-/// The receiving end of [`pump`] as a reader (an empty chunk is the end of input).
+/// The receiving end of [`pump`] as a reader (an empty chunk is the end of input); read
+/// chunks go back to the pump on `back`.
 struct ChannelReader {
     rx: std::sync::mpsc::Receiver<io::Result<Vec<u8>>>,
+    back: std::sync::mpsc::Sender<Vec<u8>>,
     cur: Vec<u8>,
     pos: usize,
 }
@@ -272,7 +356,9 @@ impl Read for ChannelReader {
         if self.pos == self.cur.len() {
             match self.rx.recv() {
                 Ok(Ok(chunk)) => {
-                    self.cur = chunk;
+                    let used = std::mem::replace(&mut self.cur, chunk);
+                    // The pump may have ended; the buffer is then simply dropped.
+                    let _ = self.back.send(used);
                     self.pos = 0;
                 }
                 Ok(Err(e)) => return Err(e),
@@ -305,10 +391,23 @@ fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
 /// top-level object and of its `traceEvents` array, and serde_json decodes that element alone
 /// from the buffer (borrowing its strings), so memory holds one chunk plus the kept events.
 pub fn parse_reader(path: &Path, reader: impl Read) -> Result<KinetoTrace, ImportError> {
-    let mut sink = Sink::default();
+    parse_with(path, reader, false)
+}
+
+/// [`parse_reader`]; `serde_only`: decode every event with serde_json (the reference).
+fn parse_with(
+    path: &Path,
+    reader: impl Read,
+    serde_only: bool,
+) -> Result<KinetoTrace, ImportError> {
+    let mut sink = Sink {
+        serde_only,
+        ..Sink::default()
+    };
     let mut stream = Stream {
         r: reader,
-        buf: Vec::with_capacity(CHUNK),
+        buf: Vec::new(),
+        len: 0,
         pos: 0,
         base: 0,
         done: None,
@@ -369,7 +468,11 @@ enum Stop {
 /// A buffered byte stream with the scanner's position.
 struct Stream<R> {
     r: R,
+    /// Storage: the input read so far is `buf[..len]`; the rest is spare room, initialized
+    /// once and reused so that refills do not clear memory.
     buf: Vec<u8>,
+    /// Bytes of input in `buf`.
+    len: usize,
     /// Index of the next unread byte in `buf`.
     pos: usize,
     /// Offset in the input of `buf[0]`.
@@ -386,13 +489,16 @@ impl<R: Read> Stream<R> {
             return false;
         }
         if self.pos > 0 {
-            self.buf.drain(..self.pos);
+            self.buf.copy_within(self.pos..self.len, 0);
+            self.len -= self.pos;
             self.base += self.pos as u64;
             self.pos = 0;
         }
-        let want = CHUNK.max(self.buf.len());
-        let old = self.buf.len();
-        self.buf.resize(old + want, 0);
+        let want = CHUNK.max(self.len);
+        let old = self.len;
+        if self.buf.len() < old + want {
+            self.buf.resize(old + want, 0);
+        }
         let mut n = 0;
         while n < want {
             match self.r.read(&mut self.buf[old + n..]) {
@@ -408,8 +514,13 @@ impl<R: Read> Stream<R> {
                 }
             }
         }
-        self.buf.truncate(old + n);
+        self.len = old + n;
         n > 0
+    }
+
+    /// The input read and not yet dropped.
+    fn data(&self) -> &[u8] {
+        &self.buf[..self.len]
     }
 
     fn cut(&self) -> Stop {
@@ -417,7 +528,7 @@ impl<R: Read> Stream<R> {
             Some(e) if !e.is_empty() => Stop::Cut(format!("read error: {e}")),
             _ => Stop::Cut(format!(
                 "end of input after {} bytes",
-                self.base + self.buf.len() as u64
+                self.base + self.len as u64
             )),
         }
     }
@@ -425,7 +536,7 @@ impl<R: Read> Stream<R> {
     /// The next byte that is not whitespace, without consuming it.
     fn peek(&mut self) -> Result<u8, Stop> {
         loop {
-            while self.pos < self.buf.len() {
+            while self.pos < self.len {
                 let b = self.buf[self.pos];
                 if !b.is_ascii_whitespace() {
                     return Ok(b);
@@ -456,15 +567,15 @@ impl<R: Read> Stream<R> {
     fn value_end(&mut self) -> Result<usize, Stop> {
         self.peek()?;
         loop {
-            if let Some(end) = scan_value(&self.buf, self.pos) {
+            if let Some(end) = scan_value(self.data(), self.pos) {
                 return Ok(end);
             }
             if !self.fill() {
                 // A scalar that ends exactly at the end of input is complete.
-                if !matches!(self.buf.get(self.pos), Some(b'{' | b'[' | b'"')) {
+                if !matches!(self.data().get(self.pos), Some(b'{' | b'[' | b'"')) {
                     if let Some(e) = self.done.as_deref() {
-                        if e.is_empty() && self.pos < self.buf.len() {
-                            return Ok(self.buf.len());
+                        if e.is_empty() && self.pos < self.len {
+                            return Ok(self.len);
                         }
                     }
                 }
@@ -584,12 +695,24 @@ fn events<R: Read>(st: &mut Stream<R>, sink: &mut Sink) -> Result<(), Stop> {
             }
             _ => {}
         }
-        let end = st.value_end()?;
-        if skippable_cpu_op(&st.buf[st.pos..end]) {
-            sink.events_read += 1;
-            st.pos = end;
-            continue;
+        if !sink.serde_only {
+            match scan_event(st.data(), st.pos) {
+                Scanned::Incomplete => {
+                    if !st.fill() {
+                        return Err(st.cut());
+                    }
+                    continue;
+                }
+                Scanned::Plain(end, ev) => {
+                    if let Decoded::Done = decode_plain(&ev, sink) {
+                        st.pos = end;
+                        continue;
+                    }
+                }
+                Scanned::Unusual => {}
+            }
         }
+        let end = st.value_end()?;
         let mut de = serde_json::Deserializer::from_slice(&st.buf[st.pos..end]);
         EventSeed { sink: &mut *sink }
             .deserialize(&mut de)
@@ -598,25 +721,497 @@ fn events<R: Read>(st: &mut Stream<R>, sink: &mut Sink) -> Result<(), Stop> {
     }
 }
 
-/// Whether the raw bytes of an event are surely a CPU operator that [`keep`] drops, so that
-/// decoding it can be skipped (most events of a trace are such operators). Conservative: the
-/// event must say `"cat": "cpu_op"` and must not mention a correlation id or any name that
-/// [`keep`] looks for, nor contain an escape that could hide one.
-fn skippable_cpu_op(ev: &[u8]) -> bool {
-    use memchr::memmem::find;
-    let is_cpu_op =
-        find(ev, b"\"cat\": \"cpu_op\"").is_some() || find(ev, b"\"cat\":\"cpu_op\"").is_some();
-    is_cpu_op
-        && memchr::memchr(b'\\', ev).is_none()
-        && [
-            &b"correlation"[..],
-            b"c10d::",
-            b"record_param_comms",
-            b"autograd::engine::evaluate_function",
-            b"ProfilerStep",
+/// The top-level members of one event that the importer reads, as raw JSON values (byte
+/// slices of the buffer), found by [`scan_event`].
+#[derive(Default)]
+struct RawEvent<'a> {
+    ph: Option<&'a [u8]>,
+    cat: Option<&'a [u8]>,
+    name: Option<&'a [u8]>,
+    ts: Option<&'a [u8]>,
+    dur: Option<&'a [u8]>,
+    pid: Option<&'a [u8]>,
+    tid: Option<&'a [u8]>,
+    args: Option<&'a [u8]>,
+    /// The name as it stood when `args` came (`None`: no name before it), which decides
+    /// whether input shapes are read, as the reference decides it.
+    name_before_args: Option<&'a [u8]>,
+}
+
+/// What [`scan_event`] found at the scanner's position.
+enum Scanned<'a> {
+    /// The event continues past the buffer.
+    Incomplete,
+    /// A plain event (an object whose keys and strings have no escapes) ending at the index,
+    /// with its members.
+    Plain(usize, RawEvent<'a>),
+    /// Anything else (escapes, not an object, malformed): decode it with serde_json.
+    Unusual,
+}
+
+/// Scans the event at `buf[i]` in one pass: finds its end and its top-level members. This is
+/// the fast path for the millions of plain events of a trace; serde_json decodes the rest.
+fn scan_event(buf: &[u8], i: usize) -> Scanned<'_> {
+    let mut ev = RawEvent::default();
+    match scan_members(buf, i, |key, value| {
+        let value = Some(value);
+        match key {
+            b"ph" => ev.ph = value,
+            b"cat" => ev.cat = value,
+            b"name" => ev.name = value,
+            b"ts" => ev.ts = value,
+            b"dur" => ev.dur = value,
+            b"pid" => ev.pid = value,
+            b"tid" => ev.tid = value,
+            b"args" => {
+                ev.args = value;
+                ev.name_before_args = ev.name;
+            }
+            _ => {}
+        }
+    }) {
+        Members::End(end) => Scanned::Plain(end, ev),
+        Members::Incomplete => Scanned::Incomplete,
+        Members::Unusual => Scanned::Unusual,
+    }
+}
+
+/// The end of the number or literal at `buf[v]`, checked to be well formed (so that it holds
+/// no quote or bracket that would make the reference see another end of the event):
+/// `Err(true)` when it may continue past the buffer, `Err(false)` when it is malformed.
+fn scalar_end(buf: &[u8], v: usize) -> Result<usize, bool> {
+    let rest = &buf[v..];
+    let k = match rest[0] {
+        b't' | b'f' | b'n' => [&b"true"[..], b"false", b"null"]
+            .iter()
+            .find(|w| rest.starts_with(w) || w.starts_with(rest))
+            .map(|w| w.len())
+            .ok_or(false)?,
+        _ => {
+            let digits = |i: usize| rest[i..].iter().take_while(|b| b.is_ascii_digit()).count();
+            let mut i = usize::from(rest[0] == b'-');
+            match digits(i) {
+                0 if i == rest.len() => return Err(true),
+                0 => return Err(false),
+                n if n > 1 && rest[i] == b'0' => return Err(false),
+                n => i += n,
+            }
+            if rest.get(i) == Some(&b'.') {
+                let n = digits(i + 1);
+                if n == 0 {
+                    return Err(i + 1 == rest.len());
+                }
+                i += 1 + n;
+            }
+            if matches!(rest.get(i), Some(b'e' | b'E')) {
+                i += 1;
+                if matches!(rest.get(i), Some(b'+' | b'-')) {
+                    i += 1;
+                }
+                let n = digits(i);
+                if n == 0 {
+                    return Err(i == rest.len());
+                }
+                i += n;
+            }
+            i
+        }
+    };
+    match rest.get(k) {
+        None => Err(true),
+        Some(&c) if CLASS[c as usize] & DELIM != 0 => Ok(v + k),
+        Some(_) => Err(false),
+    }
+}
+
+/// How [`scan_members`] ended.
+enum Members {
+    /// The object ends just before this index.
+    End(usize),
+    /// The object continues past the buffer.
+    Incomplete,
+    /// Not an object, an escape in a key or string, or malformed.
+    Unusual,
+}
+
+/// Walks the members of the JSON object at `buf[i]`, calling `member(key, raw value)` for each
+/// (keys without their quotes, values as written). Strings with escapes are left to
+/// serde_json ([`Members::Unusual`]); values are not validated beyond finding their end.
+fn scan_members<'a>(
+    buf: &'a [u8],
+    i: usize,
+    mut member: impl FnMut(&'a [u8], &'a [u8]),
+) -> Members {
+    if buf.get(i) != Some(&b'{') {
+        return Members::Unusual;
+    }
+    let mut j = i + 1;
+    loop {
+        j = skip_ws(buf, j);
+        match buf.get(j) {
+            None => return Members::Incomplete,
+            Some(b'}') => return Members::End(j + 1),
+            Some(b',') => {
+                j += 1;
+                continue;
+            }
+            Some(b'"') => {}
+            Some(_) => return Members::Unusual,
+        }
+        let key_start = j + 1;
+        let key_end = match plain_string_end(buf, key_start) {
+            Ok(k) => k,
+            Err(incomplete) => return scan_stop(incomplete),
+        };
+        j = skip_ws(buf, key_end + 1);
+        match buf.get(j) {
+            None => return Members::Incomplete,
+            Some(b':') => {}
+            Some(_) => return Members::Unusual,
+        }
+        let v = skip_ws(buf, j + 1);
+        let vend = match buf.get(v) {
+            None => return Members::Incomplete,
+            Some(b'"') => match plain_string_end(buf, v + 1) {
+                Ok(k) => k + 1,
+                Err(incomplete) => return scan_stop(incomplete),
+            },
+            // The same scan as the reference's, so that both find the same end of the event.
+            Some(&open @ (b'{' | b'[')) => match scan_value(buf, v) {
+                // An array is scanned for its brackets only: braces in it are left to the
+                // reference, which counts them.
+                Some(e) if open == b'[' && memchr::memchr2(b'{', b'}', &buf[v..e]).is_some() => {
+                    return Members::Unusual
+                }
+                Some(e) => e,
+                None => return Members::Incomplete,
+            },
+            Some(_) => match scalar_end(buf, v) {
+                Ok(k) => k,
+                Err(incomplete) => return scan_stop(incomplete),
+            },
+        };
+        member(&buf[key_start..key_end], &buf[v..vend]);
+        j = vend;
+    }
+}
+
+/// Reads a plain `args` object as [`RawArgsVisitor`] does, without serde_json; `None` when the
+/// visitor must read it (not an object, shapes wanted, a value of an unusual shape).
+fn plain_args(args: &[u8], shapes: bool) -> Option<RawArgs> {
+    let mut a = RawArgs::default();
+    let mut ok = true;
+    let end = scan_members(args, 0, |key, value| {
+        // The keys of ARG_KEYS, in its order.
+        let slot = match key {
+            b"stream" => &mut a.stream,
+            b"correlation" => &mut a.correlation,
+            b"device" => &mut a.device,
+            b"Collective name" => &mut a.collective,
+            b"In msg nelems" => &mut a.in_nelems,
+            b"Out msg nelems" => &mut a.out_nelems,
+            b"dtype" => &mut a.dtype,
+            b"Group size" => &mut a.group_size,
+            b"Process Group Name" => &mut a.pg_name,
+            b"Input Dims" | b"Input type" if shapes => {
+                ok = false;
+                return;
+            }
+            _ => return,
+        };
+        match plain_scalar(value) {
+            Some(v) => *slot = Some(v),
+            None => ok = false,
+        }
+    });
+    (ok && matches!(end, Members::End(e) if e == args.len())).then_some(a)
+}
+
+/// A raw JSON value (without escapes) as [`Scalar`] reads it; `None` when unsure.
+fn plain_scalar(v: &[u8]) -> Option<Scalar> {
+    match v.first()? {
+        b'"' => Some(Scalar::Str(
+            std::str::from_utf8(unquote(v)?).ok()?.to_owned(),
+        )),
+        b'{' | b'[' => Some(Scalar::Other),
+        b't' | b'f' | b'n' => matches!(v, b"true" | b"false" | b"null").then_some(Scalar::Other),
+        _ => match int(v) {
+            Some(i) => Some(Scalar::Int(i)),
+            None => number(v).map(|(x, _)| Scalar::Float(x)),
+        },
+    }
+}
+
+fn scan_stop(incomplete: bool) -> Members {
+    if incomplete {
+        Members::Incomplete
+    } else {
+        Members::Unusual
+    }
+}
+
+/// The index of the closing quote of a string whose contents start at `j`: `Err(true)` when
+/// it continues past the buffer, `Err(false)` when it has an escape.
+fn plain_string_end(buf: &[u8], j: usize) -> Result<usize, bool> {
+    // Keys and most values are short: a plain loop finds their end before a vector search
+    // would have started.
+    let rest = buf.get(j..).unwrap_or_default();
+    let head = &rest[..rest.len().min(24)];
+    if let Some(k) = head.iter().position(|&c| CLASS[c as usize] & STR != 0) {
+        return if head[k] == b'"' {
+            Ok(j + k)
+        } else {
+            Err(false)
+        };
+    }
+    let j = j + head.len();
+    match memchr::memchr2(b'"', b'\\', buf.get(j..).unwrap_or_default()) {
+        None => Err(true),
+        Some(k) if buf[j + k] == b'"' => Ok(j + k),
+        Some(_) => Err(false),
+    }
+}
+
+/// What the fast path made of a plain event.
+enum Decoded {
+    /// Dropped, or kept and pushed.
+    Done,
+    /// Something the fast path does not read exactly as serde_json does (a float, a string
+    /// where a number belongs, invalid UTF-8...): decode the event with serde_json.
+    Slow,
+}
+
+/// Decodes a plain event as [`EventSeed`] would, without serde_json where the values are the
+/// common shapes (integers, plain strings); answers [`Decoded::Slow`] otherwise.
+fn decode_plain(ev: &RawEvent<'_>, sink: &mut Sink) -> Decoded {
+    // The decoder keeps only complete ("X") events with a ts, a dur and a cat.
+    let dropped = ev.ph.is_some_and(|p| p != b"\"X\"") || ev.ts.is_none() || ev.dur.is_none();
+    let (Some(cat), false) = (ev.cat, dropped) else {
+        sink.events_read += 1;
+        return Decoded::Done;
+    };
+    let Some(cat) = unquote(cat) else {
+        return Decoded::Slow;
+    };
+    let cat = Cat::parse(cat);
+    let name = match ev.name {
+        None => "",
+        Some(n) => match unquote(n).and_then(|n| std::str::from_utf8(n).ok()) {
+            Some(n) => n,
+            None => return Decoded::Slow,
+        },
+    };
+    let args_text = ev.args.unwrap_or_default();
+    // Without these words in its arguments an event has no correlation id and no stream, and
+    // most events are dropped on their category and name alone.
+    if !keep(cat, name, false, false) && !FINDERS.iter().any(|f| f.find(args_text).is_some()) {
+        sink.events_read += 1;
+        return Decoded::Done;
+    }
+    let (Some((ts, is_float)), Some((dur, _))) = (ev.ts.and_then(number), ev.dur.and_then(number))
+    else {
+        return Decoded::Slow;
+    };
+    let pid = match ev.pid {
+        None => -1,
+        Some(p) => match int(p) {
+            Some(p) => p,
+            None => return Decoded::Slow,
+        },
+    };
+    let tid = match ev.tid {
+        None => -1,
+        Some(t) => match int(t) {
+            Some(t) => t,
+            None => return Decoded::Slow,
+        },
+    };
+    let mut args = match ev.args {
+        None => RawArgs::default(),
+        Some(a) => {
+            let shapes = match ev.name_before_args {
+                None => true,
+                Some(n) if Some(n) == ev.name => has_shapes(name),
+                Some(n) => match unquote(n).and_then(|n| std::str::from_utf8(n).ok()) {
+                    Some(n) => has_shapes(n),
+                    None => return Decoded::Slow,
+                },
+            };
+            match plain_args(a, shapes) {
+                Some(args) => args,
+                None => {
+                    let mut de = serde_json::Deserializer::from_slice(a);
+                    match (RawArgsVisitor { shapes }).deserialize(&mut de) {
+                        Ok(args) => args,
+                        Err(_) => return Decoded::Slow,
+                    }
+                }
+            }
+        }
+    };
+    sink.events_read += 1;
+    let stream = args.stream.as_ref().and_then(Scalar::as_i64).unwrap_or(-1);
+    let correlation = args
+        .correlation
+        .as_ref()
+        .and_then(Scalar::as_i64)
+        .unwrap_or(-1);
+    if !keep(cat, name, correlation >= 0, stream >= 0) || !ts.is_finite() || !dur.is_finite() {
+        return Decoded::Done;
+    }
+    sink.float_ts |= is_float;
+    let name = sink.intern(name);
+    let comm = args.comm();
+    sink.events.push(Event {
+        ts,
+        dur,
+        name,
+        cat,
+        pid,
+        tid,
+        stream,
+        correlation,
+        device: args.device.as_ref().and_then(Scalar::as_i64).unwrap_or(-1),
+        comm,
+    });
+    Decoded::Done
+}
+
+/// A JSON number as the decoder reads `ts`: its value and whether it was written as a float
+/// (with a fraction or an exponent); `None` for anything but a number. Floats are rounded
+/// correctly (as Python's `json`, which HTA uses, rounds them).
+fn number(v: &[u8]) -> Option<(f64, bool)> {
+    if let Some(i) = int(v) {
+        return Some((i as f64, false));
+    }
+    if !is_json_float(v) {
+        // An integer too long for `int` (serde_json reads those its own way), or not a number.
+        return None;
+    }
+    let x: f64 = std::str::from_utf8(v).ok()?.parse().ok()?;
+    Some((x, true))
+}
+
+/// Whether `v` is a JSON number with a fraction or an exponent.
+fn is_json_float(v: &[u8]) -> bool {
+    json_number(v) == Some(true)
+}
+
+/// Whether `v` is a JSON number
+/// (`-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`): `Some(true)` when it has a fraction or
+/// an exponent, `Some(false)` for an integer, `None` when it is not a number.
+fn json_number(v: &[u8]) -> Option<bool> {
+    let digits = |i: usize| v[i..].iter().take_while(|b| b.is_ascii_digit()).count();
+    let mut i = usize::from(v.first() == Some(&b'-'));
+    match digits(i) {
+        0 => return None,
+        n if n > 1 && v[i] == b'0' => return None,
+        n => i += n,
+    }
+    let mut float = false;
+    if v.get(i) == Some(&b'.') {
+        let n = digits(i + 1);
+        if n == 0 {
+            return None;
+        }
+        i += 1 + n;
+        float = true;
+    }
+    if matches!(v.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(v.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        let n = digits(i);
+        if n == 0 {
+            return None;
+        }
+        i += n;
+        float = true;
+    }
+    (i == v.len()).then_some(float)
+}
+
+/// A JSON integer that fits an i64 with room to spare (at most 18 digits), as serde_json reads
+/// it; `None` for anything else.
+fn int(v: &[u8]) -> Option<i64> {
+    let (neg, digits) = match v.split_first()? {
+        (b'-', rest) => (true, rest),
+        _ => (false, v),
+    };
+    if digits.is_empty() || digits.len() > 18 || (digits.len() > 1 && digits[0] == b'0') {
+        return None;
+    }
+    let mut n: i64 = 0;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        n = n * 10 + i64::from(d - b'0');
+    }
+    // serde_json reads "-0" as a float.
+    match (neg, n) {
+        (true, 0) => None,
+        (true, n) => Some(-n),
+        (false, n) => Some(n),
+    }
+}
+
+/// The words whose presence in an event's arguments may make [`keep`] keep it.
+static FINDERS: std::sync::LazyLock<[memchr::memmem::Finder<'static>; 2]> =
+    std::sync::LazyLock::new(|| {
+        [
+            memchr::memmem::Finder::new(b"correlation"),
+            memchr::memmem::Finder::new(b"stream"),
         ]
-        .iter()
-        .all(|needle| find(ev, needle).is_none())
+    });
+
+/// The index of the first byte at or after `i` that is not JSON whitespace.
+#[inline]
+fn skip_ws(b: &[u8], i: usize) -> usize {
+    // Most calls land on a non-blank byte or on one blank.
+    match b.get(i) {
+        Some(&c) if CLASS[c as usize] & WS == 0 => return i,
+        Some(b' ') if b.get(i + 1).is_some_and(|&c| CLASS[c as usize] & WS == 0) => return i + 1,
+        _ => {}
+    }
+    match b.get(i..) {
+        Some(rest) => {
+            i + rest
+                .iter()
+                .position(|&c| CLASS[c as usize] & WS == 0)
+                .unwrap_or(rest.len())
+        }
+        None => i,
+    }
+}
+
+/// [`CLASS`] bit: JSON whitespace.
+const WS: u8 = 1;
+/// [`CLASS`] bit: ends a number or literal (whitespace, `,`, `}`, `]`).
+const DELIM: u8 = 2;
+/// [`CLASS`] bit: ends the plain part of a string (`"`, `\`).
+const STR: u8 = 4;
+
+/// Byte classes for the scanner's loops (one table load per byte instead of a chain of
+/// comparisons).
+static CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    t[b' ' as usize] = WS | DELIM;
+    t[b'\n' as usize] = WS | DELIM;
+    t[b'\r' as usize] = WS | DELIM;
+    t[b'\t' as usize] = WS | DELIM;
+    t[b',' as usize] = DELIM;
+    t[b'}' as usize] = DELIM;
+    t[b']' as usize] = DELIM;
+    t[b'"' as usize] = STR;
+    t[b'\\' as usize] = STR;
+    t
+};
+
+/// The contents of a JSON string value (without escapes), or `None` if it is not a string.
+fn unquote(v: &[u8]) -> Option<&[u8]> {
+    (v.len() >= 2 && v[0] == b'"' && v[v.len() - 1] == b'"').then(|| &v[1..v.len() - 1])
 }
 
 #[derive(Default)]
@@ -625,11 +1220,13 @@ struct Sink {
     base_time_ns: Option<u64>,
     host_name: Option<String>,
     names: Vec<String>,
-    index: HashMap<String, u32>,
+    index: FxHashMap<Box<str>, u32>,
     events: Vec<Event>,
     float_ts: bool,
     saw_events: bool,
     events_read: u64,
+    /// Decode every event with serde_json (the reference the fast path is tested against).
+    serde_only: bool,
 }
 
 impl Sink {
@@ -639,7 +1236,7 @@ impl Sink {
         }
         let i = self.names.len() as u32;
         self.names.push(s.to_owned());
-        self.index.insert(s.to_owned(), i);
+        self.index.insert(s.into(), i);
         i
     }
 }
@@ -761,13 +1358,7 @@ impl<'de> Visitor<'de> for EventSeed<'_> {
                     // Input shapes are read only for the operators that carry collective sizes
                     // (the name comes before args in Kineto's output); for the thousands of
                     // other operators they are skipped unparsed.
-                    let shapes = name.is_none_or(|n| {
-                        let n = sink.names[n as usize].as_str();
-                        n.contains("gloo:")
-                            || n.contains("nccl:")
-                            || n.starts_with("c10d::")
-                            || n == "record_param_comms"
-                    });
+                    let shapes = name.is_none_or(|n| has_shapes(&sink.names[n as usize]));
                     args = map.next_value_seed(RawArgsVisitor { shapes })?;
                 }
                 _ => {
@@ -824,7 +1415,7 @@ impl<'de> DeserializeSeed<'de> for CatSeed {
     type Value = Cat;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Cat, D::Error> {
         match Scalar::deserialize(d)? {
-            Scalar::Str(s) => Ok(Cat::parse(&s)),
+            Scalar::Str(s) => Ok(Cat::parse(s.as_bytes())),
             _ => Ok(Cat::Other),
         }
     }

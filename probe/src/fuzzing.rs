@@ -153,15 +153,20 @@ pub fn cache_payload_of(data: &[u8]) -> Option<Vec<u8>> {
 pub fn kineto_file(data: &[u8]) {
     let source = Path::new("fuzz/rank-0.json");
     let fast = parse::parse_bytes(source, data);
-    // The scanner's fast path reads whatever serde_json reads, and the same events.
+    // The scanner's fast path reads whatever serde_json reads, and the same events; so does
+    // a parse split in two wherever it may be split.
     if let Ok(reference) = parse::parse_bytes_reference(source, data) {
-        match &fast {
-            Ok(t) => {
-                if let Err(e) = parse::same_events(&reference, t) {
-                    panic!("the fast path read other events than serde_json: {e}");
+        let gzip = data.starts_with(&[0x1f, 0x8b]);
+        let split = parse::parse_split(source, gzip, data, false, 1);
+        for (what, got) in [("the fast path", &fast), ("a split parse", &split)] {
+            match got {
+                Ok(t) => {
+                    if let Err(e) = parse::same_events(&reference, t) {
+                        panic!("{what} read other events than serde_json: {e}");
+                    }
                 }
+                Err(e) => panic!("{what} failed where serde_json read the trace: {e}"),
             }
-            Err(e) => panic!("the fast path failed where serde_json read the trace: {e}"),
         }
     }
     let Ok(t) = fast else {

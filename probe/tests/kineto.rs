@@ -405,7 +405,10 @@ fn kineto_summary_overlap_of_gpu_collectives_is_measured_against_gpu_compute_ker
 /// reference), gives the same events.
 #[test]
 fn the_fast_path_reads_what_serde_json_reads() {
-    use probe::import::parse::{parse_bytes, parse_bytes_reference, same_events};
+    use probe::import::parse::{
+        parse_bytes, parse_bytes_reference, parse_split, same_events, SPLITS_JOINED,
+    };
+    use std::sync::atomic::Ordering;
     let mut files: Vec<PathBuf> = find_traces(&[fixtures()]).unwrap();
     if let Some(shared) = shared_data() {
         for d in [
@@ -416,13 +419,32 @@ fn the_fast_path_reads_what_serde_json_reads() {
             files.extend(find_traces(&[shared.join(d)]).unwrap());
         }
     }
+    let joined = SPLITS_JOINED.load(Ordering::Relaxed);
     for f in &files {
         let data = std::fs::read(f).unwrap();
         let fast = parse_bytes(f, &data).unwrap();
         let reference = parse_bytes_reference(f, &data).unwrap();
         assert!(!fast.events.is_empty(), "{}", f.display());
         same_events(&reference, &fast).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        // Split in two wherever the reading thread gets to choose (timing decides), many times.
+        let gzip = data.starts_with(&[0x1f, 0x8b]);
+        for _ in 0..8 {
+            let split = parse_split(f, gzip, &data[..], false, 1).unwrap();
+            same_events(&reference, &split)
+                .unwrap_or_else(|e| panic!("{} split: {e}", f.display()));
+            assert_eq!(
+                (&split.dist.as_ref().map(|d| d.rank), split.base_time_ns),
+                (
+                    &reference.dist.as_ref().map(|d| d.rank),
+                    reference.base_time_ns
+                )
+            );
+        }
     }
+    assert!(
+        SPLITS_JOINED.load(Ordering::Relaxed) > joined,
+        "no parse was split"
+    );
 }
 
 /// Shapes of values the fast path leaves to serde_json or reads itself, each checked against

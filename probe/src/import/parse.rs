@@ -17,6 +17,7 @@ use std::fmt;
 use std::fs::File;
 use std::io::{self, BufReader, Read};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
@@ -218,7 +219,7 @@ pub fn parse_file(path: &Path) -> Result<KinetoTrace, ImportError> {
     if n == 2 && magic == GZIP_MAGIC {
         parse_source(path, true, BufReader::with_capacity(1 << 16, file), false)
     } else {
-        parse_reader(path, file)
+        parse_source(path, false, file, false)
     }
 }
 
@@ -274,34 +275,179 @@ pub fn same_events(a: &KinetoTrace, b: &KinetoTrace) -> Result<(), String> {
 /// The first two bytes of a gzip stream.
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
-/// Parses `r`, inflating it on a second thread when it is gzip; `serde_only`: decode every
-/// event with serde_json (the reference).
+/// Parses `r`, inflating it when it is gzip; `serde_only`: decode every event with serde_json
+/// (the reference, which is never split).
+///
+/// A second thread reads (and inflates) the input in chunks while this one parses. When the
+/// whole input fits in [`SPLIT_LIMIT`], that thread keeps a copy and, once it has read the
+/// end, parses the second half of what this thread has not reached yet; this thread stops
+/// where that half starts, if it lands exactly there (an event boundary of the same events
+/// array), and the halves are joined; otherwise the second half is dropped and this thread
+/// reads on to the end as if alone. Either way the result is the one-thread result.
 fn parse_source(
     path: &Path,
     gzip: bool,
     r: impl Read + Send,
     serde_only: bool,
 ) -> Result<KinetoTrace, ImportError> {
-    if gzip {
-        // Decompress on a second thread while this one parses.
-        let gz = flate2::read::MultiGzDecoder::new(r);
-        std::thread::scope(|s| {
-            let (tx, rx) = std::sync::mpsc::sync_channel::<io::Result<Vec<u8>>>(4);
-            let (back, spare) = std::sync::mpsc::channel::<Vec<u8>>();
-            s.spawn(move || pump(gz, tx, spare));
-            parse_with(
-                path,
-                ChannelReader {
-                    rx,
-                    back,
-                    cur: Vec::new(),
-                    pos: 0,
-                },
-                serde_only,
-            )
-        })
-    } else {
-        parse_with(path, r, serde_only)
+    parse_split(path, gzip, r, serde_only, MIN_SPLIT)
+}
+
+/// Inputs up to this size (after inflating) may be parsed in two halves.
+const SPLIT_LIMIT: usize = 48 << 20;
+/// Unread input left below which splitting is not worth a thread's start.
+const MIN_SPLIT: u64 = 2 << 20;
+
+/// [`parse_source`] with the smallest unread part worth splitting (`min_split` bytes).
+#[doc(hidden)]
+pub fn parse_split(
+    path: &Path,
+    gzip: bool,
+    r: impl Read + Send,
+    serde_only: bool,
+    min_split: u64,
+) -> Result<KinetoTrace, ImportError> {
+    let split = Split {
+        at: AtomicU64::new(u64::MAX),
+        parsed: AtomicU64::new(0),
+        missed: AtomicBool::new(serde_only),
+        in_flight: AtomicUsize::new(0),
+    };
+    let split = &split;
+    std::thread::scope(|s| {
+        let (tx, rx) = std::sync::mpsc::channel::<io::Result<Vec<u8>>>();
+        let (back, spare) = std::sync::mpsc::channel::<Vec<u8>>();
+        let second = s.spawn(move || {
+            let (whole, err) = if gzip {
+                pump(flate2::read::MultiGzDecoder::new(r), tx, spare, split)
+            } else {
+                pump(r, tx, spare, split)
+            };
+            let whole = whole?;
+            second_half(&whole, err, split, min_split, serde_only)
+        });
+        let mut sink = Sink {
+            serde_only,
+            split: Some(split),
+            ..Sink::default()
+        };
+        let mut st = Stream::new(ChannelReader {
+            rx,
+            back,
+            cur: Vec::new(),
+            pos: 0,
+            in_flight: &split.in_flight,
+        });
+        let first = top_level(&mut st, &mut sink);
+        if !matches!(first, Err(Stop::Split)) {
+            // The second half (if any) is not needed: stop it early.
+            split.missed.store(true, Ordering::Relaxed);
+        }
+        drop(st);
+        let second = second
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
+        sink.split = None;
+        match (first, second) {
+            (Err(Stop::Split), Some((rest, outcome))) => {
+                SPLITS_JOINED.fetch_add(1, Ordering::Relaxed);
+                sink.join(rest);
+                finish(path, sink, outcome)
+            }
+            (first, _) => finish(path, sink, first),
+        }
+    })
+}
+
+/// Split parses whose halves were joined, in this process (for tests: that splitting happens).
+#[doc(hidden)]
+pub static SPLITS_JOINED: AtomicU64 = AtomicU64::new(0);
+
+/// What the two threads of a split parse share.
+struct Split {
+    /// Offset of the event where the second half starts (`u64::MAX` until chosen).
+    at: AtomicU64,
+    /// Offset of the event the first thread is at.
+    parsed: AtomicU64,
+    /// The first thread went past `at` without landing on it, or ended: the second half is
+    /// not needed.
+    missed: AtomicBool,
+    /// Chunks sent and not yet taken by the parser.
+    in_flight: AtomicUsize,
+}
+
+/// Chooses where the second half starts and parses it, on the reading thread, once the whole
+/// input is read (`whole`, and the read error that ended it, if any). `None` when no split
+/// is worth it or the first thread passed the point.
+fn second_half<'s>(
+    whole: &[u8],
+    err: Option<(io::ErrorKind, String)>,
+    split: &'s Split,
+    min_split: u64,
+    serde_only: bool,
+) -> Option<(Sink<'s>, Result<(), Stop>)> {
+    if split.missed.load(Ordering::Relaxed) {
+        return None;
+    }
+    let parsed = split.parsed.load(Ordering::Relaxed);
+    let left = (whole.len() as u64).checked_sub(parsed)?;
+    if left < min_split.max(1) {
+        return None;
+    }
+    let at = split_point(whole, (parsed + left / 2) as usize)?;
+    split.at.store(at as u64, Ordering::Relaxed);
+    let mut sink = Sink {
+        serde_only,
+        abandon: Some(&split.missed),
+        ..Sink::default()
+    };
+    let mut st = Stream::new(Tail {
+        data: &whole[at..],
+        err,
+    });
+    st.base = at as u64;
+    let outcome = events_from(&mut st, &mut sink).and_then(|()| members(&mut st, &mut sink));
+    Some((sink, outcome))
+}
+
+/// The first likely start of an event at or after `from`: a `{` after a `,` after a `}`
+/// (blanks between). Only a guess: the first thread checks it by landing on it.
+fn split_point(data: &[u8], from: usize) -> Option<usize> {
+    let mut i = from;
+    loop {
+        i += memchr::memchr(b'{', data.get(i..)?)?;
+        let before = data[..i]
+            .iter()
+            .rev()
+            .filter(|&&c| CLASS[c as usize] & WS == 0)
+            .take(2)
+            .copied()
+            .collect::<Vec<u8>>();
+        if before == [b',', b'}'] {
+            return Some(i);
+        }
+        i += 1;
+    }
+}
+
+/// The rest of an input held in memory, then the read error that ended it (if any).
+struct Tail<'a> {
+    data: &'a [u8],
+    err: Option<(io::ErrorKind, String)>,
+}
+
+impl Read for Tail<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.data.is_empty() {
+            return match self.err.take() {
+                Some((kind, msg)) => Err(io::Error::new(kind, msg)),
+                None => Ok(0),
+            };
+        }
+        let n = buf.len().min(self.data.len());
+        buf[..n].copy_from_slice(&self.data[..n]);
+        self.data = &self.data[n..];
+        Ok(n)
     }
 }
 
@@ -309,52 +455,87 @@ fn parse_source(
 const PUMP_CHUNK: usize = 1 << 18;
 
 /// Reads `r` in chunks into `tx` until its end or an error (which is passed on), reusing the
-/// buffers that come back on `spare` (fresh pages cost more than inflating into them).
+/// buffers that come back on `spare` (fresh pages cost more than inflating into them). Keeps
+/// a copy of the input while it fits in [`SPLIT_LIMIT`] and returns it with the read error
+/// that ended it; the copy is `None` past the limit. While copying it runs ahead of the
+/// parser; past the limit it stays at most a few chunks ahead.
 fn pump(
     mut r: impl Read,
-    tx: std::sync::mpsc::SyncSender<io::Result<Vec<u8>>>,
+    tx: std::sync::mpsc::Sender<io::Result<Vec<u8>>>,
     spare: std::sync::mpsc::Receiver<Vec<u8>>,
-) {
+    split: &Split,
+) -> (Option<Vec<u8>>, Option<(io::ErrorKind, String)>) {
+    let mut whole = (!split.missed.load(Ordering::Relaxed)).then(Vec::new);
+    let send = |chunk: io::Result<Vec<u8>>, whole: &Option<Vec<u8>>| {
+        let ahead = if whole.is_some() {
+            SPLIT_LIMIT / PUMP_CHUNK
+        } else {
+            4
+        };
+        while split.in_flight.load(Ordering::Acquire) >= ahead {
+            std::thread::sleep(std::time::Duration::from_micros(100));
+        }
+        split.in_flight.fetch_add(1, Ordering::AcqRel);
+        tx.send(chunk).is_ok()
+    };
     loop {
         let mut chunk = spare.try_recv().unwrap_or_default();
         chunk.resize(PUMP_CHUNK, 0);
         let mut n = 0;
+        let mut err = None;
         while n < chunk.len() {
             match r.read(&mut chunk[n..]) {
                 Ok(0) => break,
                 Ok(k) => n += k,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    if n > 0 {
-                        chunk.truncate(n);
-                        let _ = tx.send(Ok(chunk));
-                    }
-                    let _ = tx.send(Err(e));
-                    return;
+                    err = Some(e);
+                    break;
                 }
             }
         }
         chunk.truncate(n);
+        if let Some(w) = &mut whole {
+            if w.len() + n > SPLIT_LIMIT {
+                whole = None;
+            } else {
+                w.extend_from_slice(&chunk);
+            }
+        }
+        if let Some(e) = err {
+            let kept = (e.kind(), e.to_string());
+            if n > 0 {
+                send(Ok(chunk), &whole);
+            }
+            send(Err(e), &whole);
+            return (whole, Some(kept));
+        }
         let end = n == 0;
-        if tx.send(Ok(chunk)).is_err() || end {
-            return;
+        if !send(Ok(chunk), &whole) || end {
+            return (whole, None);
         }
     }
 }
 
 /// The receiving end of [`pump`] as a reader (an empty chunk is the end of input); read
 /// chunks go back to the pump on `back`.
-struct ChannelReader {
+struct ChannelReader<'a> {
     rx: std::sync::mpsc::Receiver<io::Result<Vec<u8>>>,
     back: std::sync::mpsc::Sender<Vec<u8>>,
     cur: Vec<u8>,
     pos: usize,
+    /// The pump's count of chunks not yet taken.
+    in_flight: &'a AtomicUsize,
 }
 
-impl Read for ChannelReader {
+impl Read for ChannelReader<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         if self.pos == self.cur.len() {
-            match self.rx.recv() {
+            let got = self.rx.recv();
+            if got.is_ok() {
+                self.in_flight.fetch_sub(1, Ordering::AcqRel);
+            }
+            match got {
                 Ok(Ok(chunk)) => {
                     let used = std::mem::replace(&mut self.cur, chunk);
                     // The pump may have ended; the buffer is then simply dropped.
@@ -404,16 +585,19 @@ fn parse_with(
         serde_only,
         ..Sink::default()
     };
-    let mut stream = Stream {
-        r: reader,
-        buf: Vec::new(),
-        len: 0,
-        pos: 0,
-        base: 0,
-        done: None,
-    };
+    let mut st = Stream::new(reader);
+    let outcome = top_level(&mut st, &mut sink);
+    finish(path, sink, outcome)
+}
+
+/// The trace from what the parser gathered and how it ended.
+fn finish(
+    path: &Path,
+    sink: Sink<'_>,
+    outcome: Result<(), Stop>,
+) -> Result<KinetoTrace, ImportError> {
     let mut truncated = None;
-    match top_level(&mut stream, &mut sink) {
+    match outcome {
         Ok(()) => {}
         Err(Stop::Cut(why)) => {
             if sink.events_read == 0 {
@@ -434,6 +618,7 @@ fn parse_with(
                 message,
             })
         }
+        Err(Stop::Split) => unreachable!("only the first half of a split stops at the split"),
     }
     if !sink.saw_events {
         return Err(ImportError::NotKineto {
@@ -443,9 +628,9 @@ fn parse_with(
     }
     Ok(KinetoTrace {
         path: path.to_owned(),
-        dist: sink.dist,
-        base_time_ns: sink.base_time_ns,
-        host_name: sink.host_name,
+        dist: sink.dist.flatten(),
+        base_time_ns: sink.base_time_ns.flatten(),
+        host_name: sink.host_name.flatten(),
         names: sink.names,
         events: sink.events,
         float_ts: sink.float_ts,
@@ -463,6 +648,8 @@ enum Stop {
     Cut(String),
     /// The JSON is malformed.
     Bad(String),
+    /// The first half of a split parse reached the event where the second half starts.
+    Split,
 }
 
 /// A buffered byte stream with the scanner's position.
@@ -482,6 +669,17 @@ struct Stream<R> {
 }
 
 impl<R: Read> Stream<R> {
+    fn new(r: R) -> Stream<R> {
+        Stream {
+            r,
+            buf: Vec::new(),
+            len: 0,
+            pos: 0,
+            base: 0,
+            done: None,
+        }
+    }
+
     /// Reads more input (at least as much as is buffered past `pos`, so a long value is
     /// rescanned a logarithmic number of times). Returns false when no more comes.
     fn fill(&mut self) -> bool {
@@ -638,8 +836,13 @@ fn string_end(buf: &[u8], mut j: usize) -> Option<usize> {
     }
 }
 
-fn top_level<R: Read>(st: &mut Stream<R>, sink: &mut Sink) -> Result<(), Stop> {
+fn top_level<R: Read>(st: &mut Stream<R>, sink: &mut Sink<'_>) -> Result<(), Stop> {
     st.expect(b'{', "a JSON object (a PyTorch profiler trace)")?;
+    members(st, sink)
+}
+
+/// The members of the top-level object, up to its closing brace.
+fn members<R: Read>(st: &mut Stream<R>, sink: &mut Sink<'_>) -> Result<(), Stop> {
     loop {
         match st.peek()? {
             b'}' => return Ok(()),
@@ -665,15 +868,15 @@ fn top_level<R: Read>(st: &mut Stream<R>, sink: &mut Sink) -> Result<(), Stop> {
             "distributedInfo" => {
                 let v: Lenient<DistributedInfo> =
                     serde_json::from_slice(slice).map_err(|e| st.bad(st.pos, e))?;
-                sink.dist = v.0;
+                sink.dist = Some(v.0);
             }
             "baseTimeNanoseconds" => {
                 let v: Scalar = serde_json::from_slice(slice).map_err(|e| st.bad(st.pos, e))?;
-                sink.base_time_ns = v.as_i64().and_then(|x| u64::try_from(x).ok());
+                sink.base_time_ns = Some(v.as_i64().and_then(|x| u64::try_from(x).ok()));
             }
             "host_name" => {
                 let v: Scalar = serde_json::from_slice(slice).map_err(|e| st.bad(st.pos, e))?;
-                sink.host_name = v.into_string();
+                sink.host_name = Some(v.into_string());
             }
             _ => {}
         }
@@ -681,8 +884,13 @@ fn top_level<R: Read>(st: &mut Stream<R>, sink: &mut Sink) -> Result<(), Stop> {
     }
 }
 
-fn events<R: Read>(st: &mut Stream<R>, sink: &mut Sink) -> Result<(), Stop> {
+fn events<R: Read>(st: &mut Stream<R>, sink: &mut Sink<'_>) -> Result<(), Stop> {
     st.expect(b'[', "the traceEvents array")?;
+    events_from(st, sink)
+}
+
+/// The elements of an events array from the current one to the closing bracket.
+fn events_from<R: Read>(st: &mut Stream<R>, sink: &mut Sink<'_>) -> Result<(), Stop> {
     loop {
         match st.peek()? {
             b']' => {
@@ -694,6 +902,22 @@ fn events<R: Read>(st: &mut Stream<R>, sink: &mut Sink) -> Result<(), Stop> {
                 continue;
             }
             _ => {}
+        }
+        if let Some(split) = sink.split {
+            let here = st.base + st.pos as u64;
+            split.parsed.store(here, Ordering::Relaxed);
+            let at = split.at.load(Ordering::Relaxed);
+            if here == at {
+                return Err(Stop::Split);
+            }
+            if here > at {
+                split.missed.store(true, Ordering::Relaxed);
+            }
+        }
+        if let Some(abandon) = sink.abandon {
+            if sink.events_read.is_multiple_of(1024) && abandon.load(Ordering::Relaxed) {
+                return Err(Stop::Bad("abandoned".into()));
+            }
         }
         if !sink.serde_only {
             match scan_event(st.data(), st.pos) {
@@ -983,7 +1207,7 @@ enum Decoded {
 
 /// Decodes a plain event as [`EventSeed`] would, without serde_json where the values are the
 /// common shapes (integers, plain strings); answers [`Decoded::Slow`] otherwise.
-fn decode_plain(ev: &RawEvent<'_>, sink: &mut Sink) -> Decoded {
+fn decode_plain(ev: &RawEvent<'_>, sink: &mut Sink<'_>) -> Decoded {
     // The decoder keeps only complete ("X") events with a ts, a dur and a cat.
     let dropped = ev.ph.is_some_and(|p| p != b"\"X\"") || ev.ts.is_none() || ev.dur.is_none();
     let (Some(cat), false) = (ev.cat, dropped) else {
@@ -1215,10 +1439,11 @@ fn unquote(v: &[u8]) -> Option<&[u8]> {
 }
 
 #[derive(Default)]
-struct Sink {
-    dist: Option<DistributedInfo>,
-    base_time_ns: Option<u64>,
-    host_name: Option<String>,
+struct Sink<'s> {
+    /// The top-level members read (`Some` once seen, as the last one seen read).
+    dist: Option<Option<DistributedInfo>>,
+    base_time_ns: Option<Option<u64>>,
+    host_name: Option<Option<String>>,
     names: Vec<String>,
     index: FxHashMap<Box<str>, u32>,
     events: Vec<Event>,
@@ -1227,9 +1452,35 @@ struct Sink {
     events_read: u64,
     /// Decode every event with serde_json (the reference the fast path is tested against).
     serde_only: bool,
+    /// The first half of a split parse: where to stop.
+    split: Option<&'s Split>,
+    /// The second half of a split parse: set when it is not needed.
+    abandon: Option<&'s AtomicBool>,
 }
 
-impl Sink {
+impl Sink<'_> {
+    /// Appends what the second half of a split parse read (the later part of the file).
+    fn join(&mut self, rest: Sink<'_>) {
+        if rest.dist.is_some() {
+            self.dist = rest.dist;
+        }
+        if rest.base_time_ns.is_some() {
+            self.base_time_ns = rest.base_time_ns;
+        }
+        if rest.host_name.is_some() {
+            self.host_name = rest.host_name;
+        }
+        self.saw_events |= rest.saw_events;
+        self.float_ts |= rest.float_ts;
+        self.events_read += rest.events_read;
+        self.events.reserve(rest.events.len());
+        let ids: Vec<u32> = rest.names.iter().map(|n| self.intern(n)).collect();
+        for mut e in rest.events {
+            e.name = ids[e.name as usize];
+            self.events.push(e);
+        }
+    }
+
     fn intern(&mut self, s: &str) -> u32 {
         if let Some(&i) = self.index.get(s) {
             return i;
@@ -1251,11 +1502,11 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Lenient<T> {
     }
 }
 
-struct EventSeed<'a> {
-    sink: &'a mut Sink,
+struct EventSeed<'a, 's> {
+    sink: &'a mut Sink<'s>,
 }
 
-impl<'de> DeserializeSeed<'de> for EventSeed<'_> {
+impl<'de> DeserializeSeed<'de> for EventSeed<'_, '_> {
     type Value = ();
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
         d.deserialize_map(self)
@@ -1317,7 +1568,7 @@ impl<'de, const T: usize> Visitor<'de> for KeyVisitor<T> {
     }
 }
 
-impl<'de> Visitor<'de> for EventSeed<'_> {
+impl<'de> Visitor<'de> for EventSeed<'_, '_> {
     type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -1421,18 +1672,18 @@ impl<'de> DeserializeSeed<'de> for CatSeed {
     }
 }
 
-struct InternSeed<'a> {
-    sink: &'a mut Sink,
+struct InternSeed<'a, 's> {
+    sink: &'a mut Sink<'s>,
 }
 
-impl<'de> DeserializeSeed<'de> for InternSeed<'_> {
+impl<'de> DeserializeSeed<'de> for InternSeed<'_, '_> {
     type Value = u32;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<u32, D::Error> {
         d.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for InternSeed<'_> {
+impl<'de> Visitor<'de> for InternSeed<'_, '_> {
     type Value = u32;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -2,13 +2,19 @@
 //!
 //! A Kineto trace is one JSON object per rank, `{"distributedInfo": {...}, ...,
 //! "traceEvents": [...]}`, plain or gzipped, and can be several gigabytes. This module reads
-//! it in 1 MiB chunks (gzip inflated on a second thread): a byte scanner finds each complete
-//! element of the top-level object and of its `traceEvents` array, and serde_json decodes that
-//! element alone, with custom visitors, into a compact [`Event`] (names interned, only the
-//! arguments the importer and the HTA analysis use). The JSON text is never held as a whole.
-//! Events nobody needs (plain ATen operators, flows, metadata, instants) are dropped as they
-//! are read, so memory grows with the GPU activity and the few CPU events kept, not with the
-//! file.
+//! it in chunks on a second thread (inflating gzip there) while this one parses, and never
+//! holds the JSON text of a large trace as a whole. Each event of `traceEvents` is read in
+//! one pass by a byte scanner (`scan_event`): it finds the event's end and its top-level
+//! members in place, drops the events nobody needs (plain ATen operators, flows, metadata,
+//! instants) on their category and name without decoding them, and decodes the kept ones
+//! (GPU activity, launches, annotations, collectives) into a compact [`Event`] (names
+//! interned, only the arguments the importer and the HTA analysis use). Anything unusual (an
+//! escape, a float written oddly, a value of an unexpected shape) goes to serde_json with
+//! custom visitors, the reference; tests and the `kineto_import` fuzz target check that both
+//! read the same events. Memory grows with the GPU activity and the few CPU events kept.
+//!
+//! A trace of up to `SPLIT_LIMIT` bytes (48 MiB) is parsed in two halves on the two threads (see
+//! `parse_source`), with the same result as one thread.
 //!
 //! A file cut off while it was written (a profiler killed mid-write, a truncated gzip stream)
 //! yields the events up to the cut and a warning in [`KinetoTrace::truncated`].

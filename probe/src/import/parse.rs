@@ -1256,7 +1256,7 @@ fn decode_plain(ev: &RawEvent<'_>, sink: &mut Sink<'_>) -> Decoded {
             None => return Decoded::Slow,
         },
     };
-    let mut args = match ev.args {
+    let args = match ev.args {
         None => RawArgs::default(),
         Some(a) => {
             let shapes = match ev.name_before_args {
@@ -1280,29 +1280,15 @@ fn decode_plain(ev: &RawEvent<'_>, sink: &mut Sink<'_>) -> Decoded {
         }
     };
     sink.events_read += 1;
-    let stream = args.stream.as_ref().and_then(Scalar::as_i64).unwrap_or(-1);
-    let correlation = args
-        .correlation
-        .as_ref()
-        .and_then(Scalar::as_i64)
-        .unwrap_or(-1);
-    if !keep(cat, name, correlation >= 0, stream >= 0) || !ts.is_finite() || !dur.is_finite() {
-        return Decoded::Done;
-    }
-    sink.float_ts |= is_float;
-    let name = sink.intern(name);
-    let comm = args.comm();
-    sink.events.push(Event {
-        ts,
-        dur,
-        name,
+    sink.offer(Complete {
         cat,
+        name: NameRef::Text(name),
+        ts,
+        is_float,
+        dur,
         pid,
         tid,
-        stream,
-        correlation,
-        device: args.device.as_ref().and_then(Scalar::as_i64).unwrap_or(-1),
-        comm,
+        args,
     });
     Decoded::Done
 }
@@ -1464,7 +1450,76 @@ struct Sink<'s> {
     abandon: Option<&'s AtomicBool>,
 }
 
+/// A complete event (`ph` "X" with a ts, a dur and a cat) as either decoder read it, before
+/// [`keep`] decides on it.
+struct Complete<'n> {
+    cat: Cat,
+    name: NameRef<'n>,
+    ts: f64,
+    /// Whether `ts` was written as a float.
+    is_float: bool,
+    dur: f64,
+    pid: i64,
+    tid: i64,
+    args: RawArgs,
+}
+
+/// An event's name: text not interned yet (interned only if the event is kept), or interned.
+enum NameRef<'n> {
+    Text(&'n str),
+    Interned(u32),
+}
+
 impl Sink<'_> {
+    /// Keeps the event if [`keep`] wants it (and its times are finite).
+    fn offer(&mut self, mut e: Complete<'_>) {
+        if !e.ts.is_finite() || !e.dur.is_finite() {
+            return;
+        }
+        let stream = e
+            .args
+            .stream
+            .as_ref()
+            .and_then(Scalar::as_i64)
+            .unwrap_or(-1);
+        let correlation = e
+            .args
+            .correlation
+            .as_ref()
+            .and_then(Scalar::as_i64)
+            .unwrap_or(-1);
+        let text = match e.name {
+            NameRef::Text(t) => t,
+            NameRef::Interned(i) => &self.names[i as usize],
+        };
+        if !keep(e.cat, text, correlation >= 0, stream >= 0) {
+            return;
+        }
+        self.float_ts |= e.is_float;
+        let name = match e.name {
+            NameRef::Text(t) => self.intern(t),
+            NameRef::Interned(i) => i,
+        };
+        let comm = e.args.comm();
+        self.events.push(Event {
+            ts: e.ts,
+            dur: e.dur,
+            name,
+            cat: e.cat,
+            pid: e.pid,
+            tid: e.tid,
+            stream,
+            correlation,
+            device: e
+                .args
+                .device
+                .as_ref()
+                .and_then(Scalar::as_i64)
+                .unwrap_or(-1),
+            comm,
+        });
+    }
+
     /// Appends what the second half of a split parse read (the later part of the file).
     fn join(&mut self, rest: Sink<'_>) {
         if rest.dist.is_some() {
@@ -1627,40 +1682,15 @@ impl<'de> Visitor<'de> for EventSeed<'_, '_> {
         let (Some((ts, is_float)), Some(dur), Some(cat), true) = (ts, dur, cat, ph_complete) else {
             return Ok(());
         };
-        if !ts.is_finite() || !dur.is_finite() {
-            return Ok(());
-        }
-        let name = match name {
-            Some(n) => n,
-            None => sink.intern(""),
-        };
-        let stream = args.stream.as_ref().and_then(Scalar::as_i64).unwrap_or(-1);
-        let correlation = args
-            .correlation
-            .as_ref()
-            .and_then(Scalar::as_i64)
-            .unwrap_or(-1);
-        if !keep(
+        sink.offer(Complete {
             cat,
-            &sink.names[name as usize],
-            correlation >= 0,
-            stream >= 0,
-        ) {
-            return Ok(());
-        }
-        sink.float_ts |= is_float;
-        let comm = args.comm();
-        sink.events.push(Event {
+            name: name.map_or(NameRef::Text(""), NameRef::Interned),
             ts,
+            is_float,
             dur,
-            name,
-            cat,
             pid,
             tid,
-            stream,
-            correlation,
-            device: args.device.as_ref().and_then(Scalar::as_i64).unwrap_or(-1),
-            comm,
+            args,
         });
         Ok(())
     }

@@ -35,6 +35,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::error::Warning;
+use crate::fill::read_full;
 use crate::model::{
     BucketLayout, CounterSample, EndInfo, GradReady, InstantEvent, Lane, LaneKind, LogEntry,
     RankTrace, Span, SpanExtra, SpanParts, Strings, Sym,
@@ -96,20 +97,6 @@ fn mtime(meta: &std::fs::Metadata) -> Option<(i64, u32)> {
     let t = meta.modified().ok()?;
     let d = t.duration_since(UNIX_EPOCH).ok()?;
     Some((i64::try_from(d.as_secs()).ok()?, d.subsec_nanos()))
-}
-
-/// Reads up to `buf.len()` bytes (fewer only at the end of the file).
-fn read_full(mut r: impl Read, buf: &mut [u8]) -> io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match r.read(&mut buf[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(n)
 }
 
 impl Source {

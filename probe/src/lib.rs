@@ -25,6 +25,7 @@ pub mod diagnosis;
 pub mod error;
 pub mod export;
 mod fastparse;
+mod fill;
 mod hash;
 pub mod import;
 pub mod model;

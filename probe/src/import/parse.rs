@@ -29,6 +29,7 @@ use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqA
 use serde::Deserialize;
 
 use super::ImportError;
+use crate::fill::{fill, read_full};
 use crate::hash::FxHashMap;
 
 /// The category (`cat`) of a Kineto event, as far as the importer distinguishes them.
@@ -220,7 +221,7 @@ pub fn parse_file(path: &Path) -> Result<KinetoTrace, ImportError> {
     };
     let mut file = File::open(path).map_err(io_err)?;
     let mut magic = [0u8; 2];
-    let n = read_up_to(&mut file, &mut magic).map_err(io_err)?;
+    let n = read_full(&mut file, &mut magic).map_err(io_err)?;
     let file = File::open(path).map_err(io_err)?;
     if n == 2 && magic == GZIP_MAGIC {
         parse_source(path, true, BufReader::with_capacity(1 << 16, file), false)
@@ -487,19 +488,7 @@ fn pump(
     loop {
         let mut chunk = spare.try_recv().unwrap_or_default();
         chunk.resize(PUMP_CHUNK, 0);
-        let mut n = 0;
-        let mut err = None;
-        while n < chunk.len() {
-            match r.read(&mut chunk[n..]) {
-                Ok(0) => break,
-                Ok(k) => n += k,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    err = Some(e);
-                    break;
-                }
-            }
-        }
+        let (n, err) = fill(&mut r, &mut chunk);
         chunk.truncate(n);
         if let Some(w) = &mut whole {
             if w.len() + n > SPLIT_LIMIT {
@@ -557,19 +546,6 @@ impl Read for ChannelReader<'_> {
         self.pos += n;
         Ok(n)
     }
-}
-
-fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match r.read(&mut buf[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(n)
 }
 
 /// Parses a trace from any reader; `path` names it in messages.
@@ -703,20 +679,12 @@ impl<R: Read> Stream<R> {
         if self.buf.len() < old + want {
             self.buf.resize(old + want, 0);
         }
-        let mut n = 0;
-        while n < want {
-            match self.r.read(&mut self.buf[old + n..]) {
-                Ok(0) => {
-                    self.done = Some(String::new());
-                    break;
-                }
-                Ok(k) => n += k,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    self.done = Some(e.to_string());
-                    break;
-                }
-            }
+        let (n, err) = fill(&mut self.r, &mut self.buf[old..old + want]);
+        match err {
+            Some(e) => self.done = Some(e.to_string()),
+            // Short of what was asked: the input has ended.
+            None if n < want => self.done = Some(String::new()),
+            None => {}
         }
         self.len = old + n;
         n > 0

@@ -423,14 +423,11 @@ fn split_point(data: &[u8], from: usize) -> Option<usize> {
     let mut i = from;
     loop {
         i += memchr::memchr(b'{', data.get(i..)?)?;
-        let before = data[..i]
+        let mut before = data[..i]
             .iter()
             .rev()
-            .filter(|&&c| CLASS[c as usize] & WS == 0)
-            .take(2)
-            .copied()
-            .collect::<Vec<u8>>();
-        if before == [b',', b'}'] {
+            .filter(|&&c| CLASS[c as usize] & WS == 0);
+        if before.next() == Some(&b',') && before.next() == Some(&b'}') {
             return Some(i);
         }
         i += 1;
@@ -1262,58 +1259,20 @@ fn decode_plain(ev: &RawEvent<'_>, sink: &mut Sink<'_>) -> Decoded {
 }
 
 /// A JSON number as the decoder reads `ts`: its value and whether it was written as a float
-/// (with a fraction or an exponent); `None` for anything but a number. Floats are rounded
-/// correctly (as Python's `json`, which HTA uses, rounds them).
+/// (with a fraction or an exponent); `None` for anything but a number. `v` is a raw value
+/// from [`scan_members`], whose numbers are already checked to be well formed (and whose
+/// strings, objects and literals never parse as a float). Floats are rounded correctly (as
+/// Python's `json`, which HTA uses, rounds them).
 fn number(v: &[u8]) -> Option<(f64, bool)> {
     if let Some(i) = int(v) {
         return Some((i as f64, false));
     }
-    if !is_json_float(v) {
+    if !v.iter().any(|c| matches!(c, b'.' | b'e' | b'E')) {
         // An integer too long for `int` (serde_json reads those its own way), or not a number.
         return None;
     }
     let x: f64 = std::str::from_utf8(v).ok()?.parse().ok()?;
     Some((x, true))
-}
-
-/// Whether `v` is a JSON number with a fraction or an exponent.
-fn is_json_float(v: &[u8]) -> bool {
-    json_number(v) == Some(true)
-}
-
-/// Whether `v` is a JSON number
-/// (`-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`): `Some(true)` when it has a fraction or
-/// an exponent, `Some(false)` for an integer, `None` when it is not a number.
-fn json_number(v: &[u8]) -> Option<bool> {
-    let digits = |i: usize| v[i..].iter().take_while(|b| b.is_ascii_digit()).count();
-    let mut i = usize::from(v.first() == Some(&b'-'));
-    match digits(i) {
-        0 => return None,
-        n if n > 1 && v[i] == b'0' => return None,
-        n => i += n,
-    }
-    let mut float = false;
-    if v.get(i) == Some(&b'.') {
-        let n = digits(i + 1);
-        if n == 0 {
-            return None;
-        }
-        i += 1 + n;
-        float = true;
-    }
-    if matches!(v.get(i), Some(b'e' | b'E')) {
-        i += 1;
-        if matches!(v.get(i), Some(b'+' | b'-')) {
-            i += 1;
-        }
-        let n = digits(i);
-        if n == 0 {
-            return None;
-        }
-        i += n;
-        float = true;
-    }
-    (i == v.len()).then_some(float)
 }
 
 /// A JSON integer that fits an i64 with room to spare (at most 18 digits), as serde_json reads

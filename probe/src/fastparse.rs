@@ -23,6 +23,15 @@
 //! general parser below, which reads every line the template reads to the
 //! same fields.
 //!
+//! A span line the template read also becomes the [`Shape`] of its kind:
+//! its bytes with its integers blanked out, and what the reader made of it
+//! ([`Proto`]). The writer writes the lines of one kind alike (same keys,
+//! same strings, integers of the same widths), so most lines are then
+//! recognised by comparing them with one shape a word at a time, their
+//! integers read where the shape says, and their spans made by the reader
+//! from the prototype ([`Memo::read_by_shape`]); any difference sends the
+//! line to the template again.
+//!
 //! It accepts a line only when it is sure serde_json would read the same
 //! values from it, and says "not mine" (`false`) for everything else: JSON
 //! escapes, keys it does not know, `args` objects, nested values, numbers
@@ -279,6 +288,70 @@ fn leading_digits(x: u64, k: usize) -> u64 {
     eight_digit_values(x << (64 - 8 * k as u32))
 }
 
+/// The value of the first `k` (1..=8) bytes of `x` (bytes xor `'0'`), if
+/// they are all digits.
+#[inline(always)]
+fn head(x: u64, k: usize) -> Option<u64> {
+    let high = HIGHS >> (64 - 8 * k as u32);
+    if not_digits(x) & high == 0 {
+        Some(leading_digits(x, k))
+    } else {
+        None
+    }
+}
+
+/// How many digits follow `i` in `b` (counted up to 24: any run longer
+/// than twenty digits is refused by [`digits`] anyway).
+#[inline(always)]
+fn digit_run(b: &[u8], i: usize) -> usize {
+    let mut len = 0;
+    while len < 24 {
+        let nd = not_digits(word_padded(b, i + len) ^ (0x30 * ONES));
+        if nd != 0 {
+            return len + (nd.trailing_zeros() / 8) as usize;
+        }
+        len += 8;
+    }
+    len
+}
+
+/// The JSON integer written by the `len` bytes of `b` at `i`, if they are
+/// all digits without a leading zero (`0` itself aside) and the value fits
+/// in a `u64`. The caller knows where the run ends ([`digit_run`], or a
+/// line shape's value slot).
+#[inline(always)]
+fn digits(b: &[u8], i: usize, len: usize) -> Option<u64> {
+    // Eight digits at a time: each word checked against the mask of the
+    // bytes it must hold, converted with the digits moved to its top.
+    let x0 = word_padded(b, i) ^ (0x30 * ONES);
+    // A leading zero; no digit at all is refused below (`len` 0).
+    if len > 1 && x0 & 0xff == 0 {
+        return None;
+    }
+    match len {
+        1..=8 => head(x0, len),
+        9..=16 => {
+            let v = head(x0, 8)?;
+            let x1 = word_padded(b, i + 8) ^ (0x30 * ONES);
+            Some(v * POW10[len - 8] + head(x1, len - 8)?)
+        }
+        17..=20 => {
+            let x1 = word_padded(b, i + 8) ^ (0x30 * ONES);
+            // Sixteen digits always fit; nineteen too; twenty may not.
+            let v = head(x0, 8)? * 100_000_000 + head(x1, 8)?;
+            let x2 = word_padded(b, i + 16) ^ (0x30 * ONES);
+            let k = len - 16;
+            let rest = head(x2, k)?;
+            if k < 4 {
+                Some(v * POW10[k] + rest)
+            } else {
+                v.checked_mul(10_000)?.checked_add(rest)
+            }
+        }
+        _ => None,
+    }
+}
+
 impl<'a> Cursor<'a> {
     #[inline]
     fn peek(&self) -> Option<u8> {
@@ -415,9 +488,14 @@ impl<'a> Cursor<'a> {
         let b = self.b;
         let i = self.i;
         let w0 = word_padded(b, i);
-        for (slot, l) in memo.kinds.iter().enumerate() {
-            let Some(l) = l else { continue };
+        // From the slot after the last line's kind: kinds come round in
+        // the order they first came (a bucket's ready window, collective,
+        // writeback, the next bucket's...), which is the slots' order.
+        for n in 1..=KIND_MEMO {
+            let slot = (memo.last_kind + n) % KIND_MEMO;
+            let Some(l) = &memo.kinds[slot] else { continue };
             if l.at(b, i, w0) {
+                memo.last_kind = slot;
                 *hit = slot as u8 + 1;
                 self.i = i + l.len;
                 let bytes = b.get(i..self.i - 1)?;
@@ -430,7 +508,9 @@ impl<'a> Cursor<'a> {
         self.i = i - 1;
         let slot = memo.next_kind % KIND_MEMO;
         memo.next_kind = slot + 1;
+        memo.last_kind = slot;
         memo.kind_ids[slot] = None;
+        memo.shapes[slot].clear();
         self.memo_miss(&mut memo.kinds[slot])
     }
 
@@ -477,53 +557,9 @@ impl<'a> Cursor<'a> {
     /// expects `,`, `}` or `]`).
     #[inline(always)]
     fn uint(&mut self) -> Option<u64> {
-        let b = self.b;
-        let start = self.i;
-        // Eight digits at a time: their count from a mask of the bytes
-        // that are not digits, their value from the digits moved to the
-        // top of the word.
-        let x0 = word_padded(b, start) ^ (0x30 * ONES);
-        let nd0 = not_digits(x0);
-        if nd0 != 0 {
-            let k = (nd0.trailing_zeros() / 8) as usize;
-            // No digit, or a leading zero.
-            if k == 0 || (k > 1 && x0 & 0xff == 0) {
-                return None;
-            }
-            self.i = start + k;
-            return Some(leading_digits(x0, k));
-        }
-        if x0 & 0xff == 0 {
-            return None;
-        }
-        let mut v = eight_digit_values(x0);
-        let x1 = word_padded(b, start + 8) ^ (0x30 * ONES);
-        let nd1 = not_digits(x1);
-        if nd1 != 0 {
-            let k = (nd1.trailing_zeros() / 8) as usize;
-            if k > 0 {
-                v = v * POW10[k] + leading_digits(x1, k);
-            }
-            self.i = start + 8 + k;
-            return Some(v);
-        }
-        // Sixteen digits always fit; beyond, check.
-        v = v * 100_000_000 + eight_digit_values(x1);
-        // Up to four more: nineteen always fit, twenty may not, more never.
-        let x2 = word_padded(b, start + 16) ^ (0x30 * ONES);
-        let nd2 = not_digits(x2);
-        let k = if nd2 == 0 {
-            8
-        } else {
-            (nd2.trailing_zeros() / 8) as usize
-        };
-        let v = match k {
-            0 => v,
-            1..=3 => v * POW10[k] + leading_digits(x2, k),
-            4 => v.checked_mul(10_000)?.checked_add(leading_digits(x2, 4))?,
-            _ => return None,
-        };
-        self.i = start + 16 + k;
+        let len = digit_run(self.b, self.i);
+        let v = digits(self.b, self.i, len)?;
+        self.i += len;
         Some(v)
     }
 
@@ -674,12 +710,22 @@ pub(crate) struct Memo {
     strings: [Option<Lit>; 7],
     kinds: [Option<Lit>; KIND_MEMO],
     next_kind: usize,
+    /// The slot of the last span's kind.
+    last_kind: usize,
     /// The reader's interned id of each remembered string, once it set it:
     /// cleared whenever the string is replaced. The ids belong to one
     /// reader (one file), which owns this memo.
     syms: [Option<crate::model::Sym>; 7],
     /// The reader's resolved kind of each remembered kind, likewise.
     kind_ids: [Option<crate::trace::SpanKind>; KIND_MEMO],
+    /// The last line shapes seen for each remembered kind, the latest
+    /// first; cleared with the kind.
+    shapes: [Vec<Shape>; KIND_MEMO],
+    /// The line the template just read, while it may still become a shape:
+    /// its kind's slot and where its kind ends.
+    pending: Option<(usize, usize)>,
+    /// Where the template found the integers of the line it just read.
+    values: Vec<(Num, Value)>,
 }
 
 /// [`Memo`]'s string slots, as bits of [`Fields::memo_hits`].
@@ -718,7 +764,7 @@ impl Memo {
 }
 
 /// How many span kinds [`Memo`] keeps.
-const KIND_MEMO: usize = 4;
+const KIND_MEMO: usize = 8;
 
 /// The optional keys of a span after its `kind`, in the order
 /// [`crate::trace::TraceWriter`] writes them (the field order of
@@ -754,6 +800,9 @@ const SPAN_PREFIX: &[u8] = b"{\"type\":\"span\",\"kind\":\"";
 /// values with the expected literals. `None` on any deviation; the caller
 /// then clears `f` and runs the general parser, which reads every line
 /// this one reads to the same fields.
+///
+/// It notes where the line's integers are ([`Memo::values`]), for
+/// [`Memo::learn_shape`].
 #[inline]
 fn span_template<'a>(b: &'a [u8], f: &mut Fields<'a>, memo: &mut Memo) -> Option<()> {
     if b.get(..SPAN_PREFIX.len())? != SPAN_PREFIX {
@@ -765,11 +814,19 @@ fn span_template<'a>(b: &'a [u8], f: &mut Fields<'a>, memo: &mut Memo) -> Option
     };
     f.ty = Some("span");
     f.kind = Some(c.kind(memo, &mut f.kind_hit)?);
+    let from = c.i;
+    memo.values.clear();
     let mut next = 0;
     loop {
         let w0 = word_padded(b, c.i);
         if w0 & 0xff == u64::from(b'}') {
-            return (c.i + 1 == b.len()).then_some(());
+            if c.i + 1 != b.len() {
+                return None;
+            }
+            if let Some(kind) = usize::from(f.kind_hit).checked_sub(1) {
+                memo.pending = Some((kind, from));
+            }
+            return Some(());
         }
         // The first key of the rest of the template whose literal is here
         // (keys may be absent, never out of order).
@@ -782,30 +839,323 @@ fn span_template<'a>(b: &'a [u8], f: &mut Fields<'a>, memo: &mut Memo) -> Option
         };
         // Past the literal: on the value, or after a string's opening quote.
         c.i += l.len;
+        let at = c.i;
+        match memo_slot(key) {
+            Some(slot) => {
+                let s = c.memo_string(memo, slot, &mut f.memo_hits)?;
+                f.put_str(key, s);
+            }
+            None => {
+                let v = c.uint()?;
+                f.put_uint(key, v)?;
+                if let (Some(num), Some(v)) = (Num::of(key), Value::new(at, c.i - at)) {
+                    memo.values.push((num, v));
+                }
+            }
+        }
+    }
+}
+
+/// [`Memo`]'s string slot of a string-valued span key.
+#[inline(always)]
+fn memo_slot(key: Key) -> Option<usize> {
+    Some(match key {
+        Key::Name => MEMO_NAME,
+        Key::Lane => 1,
+        Key::Op => MEMO_OP,
+        Key::Algo => MEMO_ALGO,
+        Key::Transport => MEMO_TRANSPORT,
+        Key::Dtype => MEMO_DTYPE,
+        Key::Category => 6,
+        _ => return None,
+    })
+}
+
+impl<'a> Fields<'a> {
+    /// Sets the integer-valued span field of `key`; `None` when the value
+    /// is out of the field's range or `key` is not such a field.
+    #[inline(always)]
+    fn put_uint(&mut self, key: Key, v: u64) -> Option<()> {
+        let small = || u32::try_from(v).ok();
         match key {
-            Key::Step => f.step = Some(c.uint()?),
-            Key::Start => f.start = Some(c.uint()?),
-            Key::End => f.end = Some(c.uint()?),
-            Key::Queued => f.queued = Some(c.uint()?),
-            Key::Bucket => f.bucket = Some(c.u32()?),
-            Key::Bytes => f.bytes = Some(c.uint()?),
-            Key::Params => f.params = Some(c.u32()?),
-            Key::Seq => f.seq = Some(c.uint()?),
-            Key::Peer => f.peer = Some(c.u32()?),
-            Key::Device => f.device = Some(c.u32()?),
-            Key::Stream => f.stream = Some(c.uint()?),
-            Key::Correlation => f.correlation = Some(c.uint()?),
-            // String values: back onto the opening quote the literal ended
-            // with.
-            Key::Name => f.name = Some(c.memo_string(memo, 0, &mut f.memo_hits)?),
-            Key::Lane => f.lane = Some(c.memo_string(memo, 1, &mut f.memo_hits)?),
-            Key::Op => f.op = Some(c.memo_string(memo, 2, &mut f.memo_hits)?),
-            Key::Algo => f.algo = Some(c.memo_string(memo, 3, &mut f.memo_hits)?),
-            Key::Transport => f.transport = Some(c.memo_string(memo, 4, &mut f.memo_hits)?),
-            Key::Dtype => f.dtype = Some(c.memo_string(memo, 5, &mut f.memo_hits)?),
-            Key::Category => f.category = Some(c.memo_string(memo, 6, &mut f.memo_hits)?),
+            Key::Step => self.step = Some(v),
+            Key::Start => self.start = Some(v),
+            Key::End => self.end = Some(v),
+            Key::Queued => self.queued = Some(v),
+            Key::Bucket => self.bucket = Some(small()?),
+            Key::Bytes => self.bytes = Some(v),
+            Key::Params => self.params = Some(small()?),
+            Key::Seq => self.seq = Some(v),
+            Key::Peer => self.peer = Some(small()?),
+            Key::Device => self.device = Some(small()?),
+            Key::Stream => self.stream = Some(v),
+            Key::Correlation => self.correlation = Some(v),
             _ => return None,
         }
+        Some(())
+    }
+
+    /// Sets the string-valued span field of `key` (one with a
+    /// [`memo_slot`]).
+    #[inline(always)]
+    fn put_str(&mut self, key: Key, s: &'a str) {
+        match key {
+            Key::Name => self.name = Some(s),
+            Key::Lane => self.lane = Some(s),
+            Key::Op => self.op = Some(s),
+            Key::Algo => self.algo = Some(s),
+            Key::Transport => self.transport = Some(s),
+            Key::Dtype => self.dtype = Some(s),
+            Key::Category => self.category = Some(s),
+            _ => {}
+        }
+    }
+}
+
+/// The integer-valued keys of a span, as indexes into [`Nums::values`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum Num {
+    Step,
+    Start,
+    End,
+    Queued,
+    Bucket,
+    Bytes,
+    Params,
+    Seq,
+    Peer,
+    Device,
+    Stream,
+    Correlation,
+}
+
+impl Num {
+    fn of(key: Key) -> Option<Num> {
+        Some(match key {
+            Key::Step => Num::Step,
+            Key::Start => Num::Start,
+            Key::End => Num::End,
+            Key::Queued => Num::Queued,
+            Key::Bucket => Num::Bucket,
+            Key::Bytes => Num::Bytes,
+            Key::Params => Num::Params,
+            Key::Seq => Num::Seq,
+            Key::Peer => Num::Peer,
+            Key::Device => Num::Device,
+            Key::Stream => Num::Stream,
+            Key::Correlation => Num::Correlation,
+            _ => return None,
+        })
+    }
+}
+
+/// The integers of a span line read by a [`Shape`].
+#[derive(Default)]
+pub(crate) struct Nums {
+    values: [u64; 12],
+    present: u16,
+}
+
+impl Nums {
+    /// The value of `n`, if the line has it.
+    #[inline(always)]
+    pub(crate) fn get(&self, n: Num) -> Option<u64> {
+        (self.present & (1 << n as u16) != 0).then_some(self.values[n as usize])
+    }
+
+    /// The value of `n` (a key of 32-bit values), if the line has it;
+    /// `Err` when it is out of range.
+    #[inline(always)]
+    pub(crate) fn get_u32(&self, n: Num) -> Result<Option<u32>, ()> {
+        self.get(n).map(u32::try_from).transpose().map_err(|_| ())
+    }
+}
+
+/// Where a span line holds one integer: the offset of its first digit
+/// and its number of digits.
+#[derive(Clone, Copy)]
+struct Value {
+    at: u16,
+    len: u16,
+}
+
+impl Value {
+    /// `None` when the offsets do not fit (in a line too long for a
+    /// [`Shape`] anyway).
+    fn new(at: usize, len: usize) -> Option<Value> {
+        Some(Value {
+            at: u16::try_from(at).ok()?,
+            len: u16::try_from(len).ok()?,
+        })
+    }
+}
+
+/// How many shapes [`Memo`] keeps for each remembered span kind.
+const SHAPES_PER_KIND: usize = 2;
+
+/// The longest span line a [`Shape`] is made of, in bytes.
+const SHAPE_MAX: usize = 512;
+
+/// The shape of a span line the template read: its bytes with the digits
+/// of its integers blanked out, where its integers are, and what the
+/// reader made of it.
+///
+/// The writer writes the lines of one kind alike: the same keys, the same
+/// strings (op, dtype, transport...) and integers of the same widths (all
+/// timestamps have nineteen digits). Another line of the kind with the
+/// same length, whose bytes equal the shape's outside the integers and
+/// whose integers are plain digits without a leading zero, is a line the
+/// template reads to the same keys and strings, which the reader turns
+/// into the same span but for the integers: the reader then makes its span
+/// from the shape's [`Proto`] and the integers read where the shape says,
+/// without looking for keys, literals, the ends of numbers or strings.
+struct Shape {
+    /// The whole line's length.
+    len: usize,
+    /// Where the compared bytes begin (after the kind's closing quote: the
+    /// prefix and kind are checked before the shape is chosen).
+    from: usize,
+    /// The line's bytes from `from`, eight at a time, zero-padded, each
+    /// word with a mask of its bytes that must be equal (`0` on the digits
+    /// of an integer, whose bytes are zero in the word).
+    words: Vec<(u64, u64)>,
+    /// The line's integers.
+    values: Vec<(Num, Value)>,
+    /// Which of [`Nums`]'s keys the line has.
+    present: u16,
+    /// What the reader made of the line.
+    proto: Proto,
+}
+
+/// What the reader made of the line a [`Shape`] was learnt from: enough to
+/// make the span of a line of the same shape from its integers.
+#[derive(Clone, Copy)]
+pub(crate) struct Proto {
+    /// The line's span (its name, op, lane, kind, category and extra
+    /// fields are those of every line of the shape).
+    pub span: crate::model::Span,
+    /// The line's extra fields when some of them are integers of the line
+    /// (params, peer...): they are then looked up again with the line's.
+    pub extra: Option<crate::model::SpanExtra>,
+}
+
+impl Shape {
+    /// Whether `b` has this shape outside its integers.
+    #[inline(always)]
+    fn fits(&self, b: &[u8]) -> bool {
+        if b.len() != self.len {
+            return false;
+        }
+        let Some(rest) = b.get(self.from..) else {
+            return false;
+        };
+        let mut chunks = rest.chunks_exact(8);
+        let mut diff = 0u64;
+        for (chunk, &(w, keep)) in (&mut chunks).zip(&self.words) {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(chunk);
+            diff |= (u64::from_le_bytes(a) & keep) ^ w;
+        }
+        let tail = chunks.remainder();
+        if !tail.is_empty() {
+            let Some(&(w, keep)) = self.words.get(rest.len() / 8) else {
+                return false;
+            };
+            diff |= (word_tail(tail, 0) & keep) ^ w;
+        }
+        diff == 0
+    }
+}
+
+impl Memo {
+    /// Reads `b` by one of the shapes learnt before, if it is a span line
+    /// of one of them: its integers into `nums`, and what the reader made
+    /// of the shape's line. `None` leaves the line to [`parse`].
+    #[inline]
+    pub(crate) fn read_by_shape(&mut self, b: &[u8], nums: &mut Nums) -> Option<Proto> {
+        if b.get(..SPAN_PREFIX.len())? != SPAN_PREFIX {
+            return None;
+        }
+        let i = SPAN_PREFIX.len();
+        let w0 = word_padded(b, i);
+        // The kind, as `Cursor::kind` finds it, but without remembering a
+        // new one.
+        let (kind, from) = (1..=KIND_MEMO).find_map(|n| {
+            let slot = (self.last_kind + n) % KIND_MEMO;
+            let l = self.kinds[slot].as_ref()?;
+            l.at(b, i, w0).then_some((slot, i + l.len))
+        })?;
+        let shapes = &mut self.shapes[kind];
+        let pick = shapes.iter().position(|s| s.from == from && s.fits(b))?;
+        if pick != 0 {
+            // The latest first: a kind's lines mostly keep one shape.
+            shapes.swap(0, pick);
+        }
+        let shape = &shapes[0];
+        for &(n, v) in &shape.values {
+            nums.values[n as usize] = digits(b, usize::from(v.at), usize::from(v.len))?;
+        }
+        nums.present = shape.present;
+        self.last_kind = kind;
+        Some(shape.proto)
+    }
+
+    /// Whether the line [`parse`] just read may become a shape (the
+    /// template read it, with a kind it remembers).
+    #[inline(always)]
+    pub(crate) fn learning(&self) -> bool {
+        self.pending.is_some()
+    }
+
+    /// Makes the line the template just read in [`parse`] (`b`, which the
+    /// reader made into `proto`) the first shape of its kind. Nothing
+    /// happens when [`parse`] did not read it with the template, or with a
+    /// kind it remembers, or when the line is long.
+    #[cold]
+    pub(crate) fn learn_shape(&mut self, b: &[u8], proto: Proto) {
+        let Some((kind, from)) = self.pending.take() else {
+            return;
+        };
+        if b.len() > SHAPE_MAX {
+            return;
+        }
+        let Some(rest) = b.get(from..) else {
+            return;
+        };
+        let mut blank = vec![0xffu8; rest.len()];
+        let mut present = 0u16;
+        for &(n, v) in &self.values {
+            let Some(at) = usize::from(v.at).checked_sub(from) else {
+                return;
+            };
+            let Some(digits) = blank.get_mut(at..at + usize::from(v.len)) else {
+                return;
+            };
+            digits.fill(0);
+            present |= 1 << n as u16;
+        }
+        let words = rest
+            .chunks(8)
+            .zip(blank.chunks(8))
+            .map(|(w, keep)| {
+                let keep = word_tail(keep, 0);
+                (word_tail(w, 0) & keep, keep)
+            })
+            .collect();
+        let shapes = &mut self.shapes[kind];
+        shapes.truncate(SHAPES_PER_KIND - 1);
+        shapes.insert(
+            0,
+            Shape {
+                len: b.len(),
+                from,
+                words,
+                values: self.values.clone(),
+                present,
+                proto,
+            },
+        );
     }
 }
 
@@ -825,9 +1175,11 @@ pub(crate) fn parse<'a>(
     f: &mut Fields<'a>,
     memo: &mut Memo,
 ) -> bool {
+    memo.pending = None;
     if span_template(line, f, memo).is_some() {
         return true;
     }
+    memo.pending = None;
     *f = Fields::default();
     fields(line, offsets, f).is_some()
 }

@@ -1058,6 +1058,9 @@ struct Builder {
     offsets: Vec<i64>,
     /// What [`fastparse`] remembers between lines.
     memo: fastparse::Memo,
+    /// What [`Builder::span`] made of a line [`fastparse`]'s template read,
+    /// for the line's shape ([`fastparse::Memo::learn_shape`]).
+    proto: Option<fastparse::Proto>,
     /// The file's length, when known.
     len: Option<u64>,
     /// Bytes of the file read so far (up to the current line's end).
@@ -1104,6 +1107,7 @@ impl Builder {
             fast: true,
             offsets: Vec::new(),
             memo: fastparse::Memo::default(),
+            proto: None,
             len: None,
             pos: 0,
         }
@@ -1304,6 +1308,12 @@ impl Builder {
     /// Adds one trimmed, non-empty line.
     fn line(&mut self, line: u64, bytes: &[u8]) -> Result<(), LineError> {
         if self.fast {
+            let mut nums = fastparse::Nums::default();
+            if let Some(proto) = self.memo.read_by_shape(bytes, &mut nums) {
+                if self.shaped_span(line, &nums, &proto).is_some() {
+                    return Ok(());
+                }
+            }
             let mut offsets = std::mem::take(&mut self.offsets);
             let mut f = Fields::default();
             let done = if fastparse::parse(bytes, &mut offsets, &mut f, &mut self.memo) {
@@ -1312,6 +1322,9 @@ impl Builder {
                 None
             };
             self.offsets = offsets;
+            if let Some(proto) = self.proto.take() {
+                self.memo.learn_shape(bytes, proto);
+            }
             if let Some(r) = done {
                 return r;
             }
@@ -1551,29 +1564,7 @@ impl Builder {
             correlation: r.correlation,
             args: self.args_sym(line, TY, args)?,
         };
-        let last = &mut self.last_extra[kind as usize];
-        let extra = if extra.is_empty() {
-            None
-        } else if let Some(id) = last
-            .as_ref()
-            .and_then(|(x, id)| (*x == extra).then_some(*id))
-        {
-            Some(id)
-        } else if let Some(&id) = self.extra_ids.get(&extra) {
-            *last = Some((extra, id));
-            Some(id)
-        } else {
-            let id = u32::try_from(self.extras.len())
-                .ok()
-                .filter(|&id| id < u32::MAX)
-                .ok_or_else(|| {
-                    self.invalid(line, TY, "too many distinct span extras".to_owned())
-                })?;
-            self.extras.push(extra);
-            self.extra_ids.insert(extra, id);
-            self.last_extra[kind as usize] = Some((extra, id));
-            Some(id)
-        };
+        let extra_id = self.extra_id(line, kind, extra)?;
         let lane = match r.lane {
             Some(name) => match LaneKind::from_key(name) {
                 Some(k) => self.lane(line, k)?,
@@ -1600,17 +1591,131 @@ impl Builder {
             bucket: r.bucket,
             name: self.memo_sym(fastparse::MEMO_NAME, SLOT_NAME, line, r.name, r.memo_hits)?,
             op: self.memo_sym(fastparse::MEMO_OP, SLOT_OP, line, r.op, r.memo_hits)?,
-            extra,
+            extra: extra_id,
             lane,
             kind,
             category: r.category.map(KernelCategory::parse),
         });
-        let spans = &mut self.lanes[usize::from(lane)].spans;
+        self.push_span(span);
+        // A line of the writer's shape (the template read it) whose span
+        // the shape alone determines, but for its integers: not a kind
+        // counted as unknown, not a lane chosen by the line's device and
+        // stream, no `args`.
+        if self.memo.learning()
+            && kind_name.is_none()
+            && args.is_none()
+            && (r.lane.is_some() || !matches!(kind, SpanKind::Kernel | SpanKind::Memcpy))
+        {
+            let numeric = [r.peer, r.device, r.params].iter().any(Option::is_some)
+                || r.stream.is_some()
+                || r.correlation.is_some();
+            self.proto = Some(fastparse::Proto {
+                span,
+                extra: numeric.then_some(extra),
+            });
+        }
+        Ok(())
+    }
+
+    /// The id of a span's extra fields (`None` when they are all absent),
+    /// through the last one of the span's kind, then the table of all.
+    #[inline(always)]
+    fn extra_id(
+        &mut self,
+        line: u64,
+        kind: SpanKind,
+        extra: SpanExtra,
+    ) -> Result<Option<u32>, LineError> {
+        let last = &mut self.last_extra[kind as usize];
+        Ok(if extra.is_empty() {
+            None
+        } else if let Some(id) = last
+            .as_ref()
+            .and_then(|(x, id)| (*x == extra).then_some(*id))
+        {
+            Some(id)
+        } else if let Some(&id) = self.extra_ids.get(&extra) {
+            *last = Some((extra, id));
+            Some(id)
+        } else {
+            let id = u32::try_from(self.extras.len())
+                .ok()
+                .filter(|&id| id < u32::MAX)
+                .ok_or_else(|| {
+                    self.invalid(line, "span", "too many distinct span extras".to_owned())
+                })?;
+            self.extras.push(extra);
+            self.extra_ids.insert(extra, id);
+            self.last_extra[kind as usize] = Some((extra, id));
+            Some(id)
+        })
+    }
+
+    /// Appends a span to its lane, growing the lane by the share of the
+    /// file read so far.
+    #[inline(always)]
+    fn push_span(&mut self, span: Span) {
+        let spans = &mut self.lanes[usize::from(span.lane())].spans;
         if spans.len() == spans.capacity() {
             spans.reserve(growth(spans.len(), self.pos, self.len));
         }
         spans.push(span);
-        Ok(())
+    }
+
+    /// The span of a line read by a shape ([`fastparse::Memo::read_by_shape`]):
+    /// `proto`'s, with the line's integers, checked as [`Builder::span`]
+    /// checks them. `None` (nothing done) when a check fails: the line then
+    /// goes the usual way, which reports the problem.
+    #[inline(always)]
+    fn shaped_span(
+        &mut self,
+        line: u64,
+        nums: &fastparse::Nums,
+        proto: &fastparse::Proto,
+    ) -> Option<()> {
+        use fastparse::Num;
+        const TY: &str = "span";
+        let (start, end) = (nums.get(Num::Start)?, nums.get(Num::End)?);
+        if end < start {
+            return None;
+        }
+        let step = self.step(line, TY, nums.get(Num::Step)).ok()?;
+        let p = &proto.span;
+        let extra = match proto.extra {
+            Some(x) => {
+                let x = SpanExtra {
+                    params: nums.get_u32(Num::Params).ok()?,
+                    peer: nums.get_u32(Num::Peer).ok()?,
+                    device: nums.get_u32(Num::Device).ok()?,
+                    stream: nums.get(Num::Stream),
+                    correlation: nums.get(Num::Correlation),
+                    ..x
+                };
+                self.extra_id(line, p.kind(), x).ok()?
+            }
+            None => p.extra_index().and_then(|i| u32::try_from(i).ok()),
+        };
+        let span = Span::from_parts(SpanParts {
+            start: self.shift(line, TY, start).ok()?,
+            end: self.shift(line, TY, end).ok()?,
+            queued: match nums.get(Num::Queued) {
+                Some(q) => Some(self.shift(line, TY, q).ok()?),
+                None => None,
+            },
+            bytes: nums.get(Num::Bytes),
+            seq: nums.get(Num::Seq),
+            step,
+            bucket: nums.get_u32(Num::Bucket).ok()?,
+            name: p.name(),
+            op: p.op(),
+            extra,
+            lane: p.lane(),
+            kind: p.kind(),
+            category: p.category(),
+        });
+        self.push_span(span);
+        self.records += 1;
+        Some(())
     }
 
     fn finish(self) -> (RankTrace, Strings, Vec<Warning>) {

@@ -28,6 +28,7 @@ impl IdMap {
 
     /// The id of `key`, assigning the next id (the number of keys seen
     /// before) to a new key.
+    #[inline]
     pub fn id(&mut self, key: u64) -> u32 {
         let base = *self.base.get_or_insert(key);
         if let Some(off) = key.checked_sub(base) {

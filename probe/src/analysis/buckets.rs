@@ -127,6 +127,7 @@ struct Acc {
 
 impl BucketTable {
     /// Counts one call.
+    #[inline]
     pub fn add(&mut self, c: &CollObs) {
         let Some(bucket) = c.bucket() else { return };
         let i = self.index.id(u64::from(bucket)) as usize;

@@ -95,27 +95,29 @@ impl IntervalList {
 /// order, merging the lists like a k-way merge (no sorting; no allocation
 /// for up to 8 lists).
 fn for_each_union(lists: &[&[Interval]], mut f: impl FnMut(Interval)) {
-    // Per list: the start of its next interval (`i64::MAX` once it is used
-    // up: no interval of a normalized list starts there), and that
-    // interval's index. Searching a flat array of starts for the smallest
-    // is what makes the merge cheap.
+    // Per list: what is left of it, and the start of its next interval
+    // (`i64::MAX` once it is used up: no interval of a normalized list
+    // starts there). Searching a flat array of starts for the smallest is
+    // what makes the merge cheap.
     const SMALL: usize = 8;
-    let (mut small_heads, mut small_pos) = ([i64::MAX; SMALL], [0usize; SMALL]);
-    let (mut large_heads, mut large_pos) = (Vec::new(), Vec::new());
-    let (heads, pos): (&mut [i64], &mut [usize]) = if lists.len() <= SMALL {
+    let (mut small_rest, mut small_heads) = ([&[][..]; SMALL], [i64::MAX; SMALL]);
+    let (mut large_rest, mut large_heads) = (Vec::new(), Vec::new());
+    let (rest, heads): (&mut [&[Interval]], &mut [i64]) = if lists.len() <= SMALL {
         (
+            &mut small_rest[..lists.len()],
             &mut small_heads[..lists.len()],
-            &mut small_pos[..lists.len()],
         )
     } else {
+        large_rest.resize(lists.len(), &[][..]);
         large_heads.resize(lists.len(), i64::MAX);
-        large_pos.resize(lists.len(), 0);
-        (&mut large_heads, &mut large_pos)
+        (&mut large_rest, &mut large_heads)
     };
-    for (h, l) in heads.iter_mut().zip(lists) {
+    for ((r, h), &l) in rest.iter_mut().zip(heads.iter_mut()).zip(lists) {
+        *r = l;
         *h = l.first().map_or(i64::MAX, |iv| iv.0);
     }
-    let mut cur: Option<Interval> = None;
+    // The union interval being extended, once there is one.
+    let (mut cur, mut started) = ((0, 0), false);
     loop {
         let mut best = 0;
         for k in 1..heads.len() {
@@ -123,24 +125,22 @@ fn for_each_union(lists: &[&[Interval]], mut f: impl FnMut(Interval)) {
                 best = k;
             }
         }
-        if heads.get(best).is_none_or(|&h| h == i64::MAX) {
+        let Some((&(a, b), tail)) = rest.get(best).and_then(|r| r.split_first()) else {
             break;
-        }
-        let l = lists[best];
-        let (a, b) = l[pos[best]];
-        pos[best] += 1;
-        heads[best] = l.get(pos[best]).map_or(i64::MAX, |iv| iv.0);
-        match &mut cur {
-            Some((_, cb)) if a <= *cb => *cb = (*cb).max(b),
-            _ => {
-                if let Some(done) = cur.replace((a, b)) {
-                    f(done);
-                }
+        };
+        rest[best] = tail;
+        heads[best] = tail.first().map_or(i64::MAX, |iv| iv.0);
+        if started && a <= cur.1 {
+            cur.1 = cur.1.max(b);
+        } else {
+            if started {
+                f(cur);
             }
+            (cur, started) = ((a, b), true);
         }
     }
-    if let Some(done) = cur {
-        f(done);
+    if started {
+        f(cur);
     }
 }
 

@@ -470,8 +470,9 @@ fn clip_into(out: &mut Vec<Interval>, all: &[Interval], lo: i64, hi: i64) {
     }
 }
 
-/// Adds the part of `sp` inside `w` to the step's scratch buffers.
-#[inline]
+/// Adds the part of `sp` inside `w` to the step's scratch buffers
+/// (inlined into both loops of the sweep: it runs once per span).
+#[inline(always)]
 fn visit<'a>(rank: &'a RankTrace, sp: &'a Span, w: &Window, is_new: bool, s: &mut Scratch<'a>) {
     let lo = sp.start().max(w.start);
     let hi = sp.end().min(w.end);

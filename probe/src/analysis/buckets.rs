@@ -57,70 +57,49 @@ pub(crate) struct BucketTable {
     accs: Vec<Acc>,
 }
 
-/// Absent value in a [`Row`].
-const NONE: i64 = i64::MIN;
-
-/// One call, compactly: bytes, ready after backward start, launch delay,
-/// duration, exposed time (one write stream per bucket, not five).
-type Row = [i64; 5];
-
-/// A [`Row`] in half the memory, while every value fits: [`NONE`] is
-/// `i32::MIN`, other values must lie in `i32::MIN + 1..=i32::MAX` (about
-/// ±2.1 s or 2 GiB, what calls usually take and move).
-type SmallRow = [i32; 5];
-
-/// A [`Row`] as a [`SmallRow`], if every value fits.
-fn small_row(row: &Row) -> Option<SmallRow> {
-    let mut out = [i32::MIN; 5];
-    for (o, &v) in out.iter_mut().zip(row) {
-        if v != NONE {
-            *o = i32::try_from(v).ok().filter(|&x| x != i32::MIN)?;
-        }
-    }
-    Some(out)
-}
-
-/// A [`SmallRow`]'s values.
-fn wide_row(row: &SmallRow) -> Row {
-    row.map(|v| if v == i32::MIN { NONE } else { i64::from(v) })
-}
-
-/// The calls of one bucket: small rows until a value needs 64 bits, then
-/// all rows wide.
+/// One column of a bucket's calls (bytes, ready time...), absent values
+/// left out: 32-bit values until one needs 64 bits, then all 64-bit (half
+/// the memory while values lie within ±2.1 s or 2 GiB, what calls usually
+/// take and move). The statistics are computed on the column in place, with
+/// no copy.
 #[derive(Default)]
-struct Rows {
-    small: Vec<SmallRow>,
-    wide: Vec<Row>,
+struct Column {
+    small: Vec<i32>,
+    wide: Vec<i64>,
 }
 
-impl Rows {
-    fn push(&mut self, row: Row) {
+impl Column {
+    #[inline]
+    fn push(&mut self, v: i64) {
         if self.wide.is_empty() {
-            if let Some(r) = small_row(&row) {
-                self.small.push(r);
+            if let Ok(x) = i32::try_from(v) {
+                self.small.push(x);
                 return;
             }
-            self.wide = self.small.iter().map(wide_row).collect();
-            self.small = Vec::new();
+            self.widen();
         }
-        self.wide.push(row);
+        self.wide.push(v);
+    }
+
+    /// Moves the values to `wide` (once; kept out of line so that `push`
+    /// inlines to a compare and a store).
+    #[cold]
+    fn widen(&mut self) {
+        self.wide = self.small.iter().map(|&x| i64::from(x)).collect();
+        self.small = Vec::new();
     }
 
     fn len(&self) -> usize {
         self.small.len() + self.wide.len()
     }
 
-    /// Column `k` of every row, absent values left out, into `out`.
-    fn column(&self, k: usize, out: &mut Vec<i64>) {
-        out.clear();
-        out.extend(
-            self.small
-                .iter()
-                .map(|r| r[k])
-                .filter(|&v| v != i32::MIN)
-                .map(i64::from),
-        );
-        out.extend(self.wide.iter().map(|r| r[k]).filter(|&v| v != NONE));
+    /// The distribution of the values (which it reorders).
+    fn dist(&mut self) -> Dist {
+        if self.wide.is_empty() {
+            Dist::of_i32(&mut self.small)
+        } else {
+            Dist::of_i64(&mut self.wide)
+        }
     }
 }
 
@@ -130,7 +109,16 @@ struct Acc {
     ops: Vec<(Option<Sym>, u64)>,
     sum_bytes: u128,
     sum_dur: i128,
-    rows: Rows,
+    /// Bytes of the calls that carry them.
+    bytes: Column,
+    /// Ready after backward start, of the calls whose step has both.
+    ready: Column,
+    /// Launch delay, of the calls with a ready time.
+    delay: Column,
+    /// Duration of every call.
+    duration: Column,
+    /// Exposed time of every call.
+    exposed: Column,
     exposed_total: i64,
     skew: Vec<i64>,
     /// A call's rank and step, to find the bucket's layout.
@@ -139,6 +127,7 @@ struct Acc {
 
 impl BucketTable {
     /// Counts one call.
+    #[inline]
     pub fn add(&mut self, c: &CollObs) {
         let Some(bucket) = c.bucket() else { return };
         let i = self.index.id(u64::from(bucket)) as usize;
@@ -154,25 +143,19 @@ impl BucketTable {
             None => a.ops.push((c.op, 1)),
         }
         let d = c.duration();
-        let bytes = match c.bytes() {
-            Some(b) => {
-                a.sum_bytes += u128::from(b);
-                a.sum_dur += i128::from(d);
-                i64::try_from(b).unwrap_or(i64::MAX)
+        if let Some(b) = c.bytes() {
+            a.sum_bytes += u128::from(b);
+            a.sum_dur += i128::from(d);
+            a.bytes.push(i64::try_from(b).unwrap_or(i64::MAX));
+        }
+        if c.ready != i64::MIN {
+            if c.bwd_start != i64::MIN {
+                a.ready.push(c.ready.saturating_sub(c.bwd_start));
             }
-            None => NONE,
-        };
-        let (ready, delay) = if c.ready == i64::MIN {
-            (NONE, NONE)
-        } else {
-            let ready = if c.bwd_start == i64::MIN {
-                NONE
-            } else {
-                c.ready.saturating_sub(c.bwd_start)
-            };
-            (ready, c.start.saturating_sub(c.ready))
-        };
-        a.rows.push([bytes, ready, delay, d, c.exposed]);
+            a.delay.push(c.start.saturating_sub(c.ready));
+        }
+        a.duration.push(d);
+        a.exposed.push(c.exposed);
         a.exposed_total = a.exposed_total.saturating_add(c.exposed);
         a.at.get_or_insert((c.rank, c.step));
     }
@@ -188,7 +171,6 @@ impl BucketTable {
             }
         }
         accs.sort_unstable_by_key(|a| a.bucket);
-        let mut col: Vec<i64> = Vec::new();
         accs.into_iter()
             .map(|mut a| {
                 let bucket = a.bucket;
@@ -199,16 +181,12 @@ impl BucketTable {
                     .and_then(|(o, _)| *o)
                     .map_or("unknown", |s| run.str(s))
                     .to_owned();
-                let mut dist = |k: usize| {
-                    a.rows.column(k, &mut col);
-                    Dist::of_i64(&mut col)
-                };
-                let bytes_dist = dist(0);
+                let bytes_dist = a.bytes.dist();
                 let bytes = (bytes_dist.n > 0).then(|| bytes_dist.median.round() as u64);
-                let ready = dist(1);
-                let delay = dist(2);
-                let duration = dist(3);
-                let exposed = dist(4);
+                let ready = a.ready.dist();
+                let delay = a.delay.dist();
+                let duration = a.duration.dist();
+                let exposed = a.exposed.dist();
                 let algbw = (a.sum_bytes > 0 && a.sum_dur > 0)
                     .then(|| a.sum_bytes as f64 / (a.sum_dur as f64 / 1e9));
                 let factor = bus_factor(&op, run.world_size);
@@ -225,7 +203,7 @@ impl BucketTable {
                 BucketStats {
                     bucket,
                     op,
-                    calls: a.rows.len() as u64,
+                    calls: a.duration.len() as u64,
                     bytes,
                     params,
                     ready_after_backward_start: ready,
@@ -247,24 +225,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn rows_widen_when_a_value_needs_64_bits() {
-        let mut rows = Rows::default();
-        rows.push([4, NONE, 2, 3, 0]);
-        rows.push([i64::from(i32::MAX), -5, NONE, 1, 0]);
-        assert!(rows.wide.is_empty());
-        // i32::MIN stands for "absent" in small rows, so it widens too.
-        rows.push([1, i64::from(i32::MIN), 0, 0, 0]);
-        assert!(rows.small.is_empty());
-        rows.push([1 << 40, 0, 0, 0, i64::MAX]);
-        assert_eq!(rows.len(), 4);
-        let mut col = Vec::new();
-        rows.column(0, &mut col);
-        assert_eq!(col, vec![4, i64::from(i32::MAX), 1, 1 << 40]);
-        rows.column(1, &mut col);
-        assert_eq!(col, vec![-5, i64::from(i32::MIN), 0]);
-        rows.column(2, &mut col);
-        assert_eq!(col, vec![2, 0, 0]);
-        rows.column(4, &mut col);
-        assert_eq!(col, vec![0, 0, 0, i64::MAX]);
+    fn columns_widen_when_a_value_needs_64_bits() {
+        let mut col = Column::default();
+        col.push(4);
+        col.push(i64::from(i32::MIN));
+        col.push(i64::from(i32::MAX));
+        assert!(col.wide.is_empty());
+        col.push(1 << 40);
+        assert!(col.small.is_empty());
+        col.push(-5);
+        assert_eq!(col.len(), 5);
+        assert_eq!(
+            col.wide,
+            vec![4, i64::from(i32::MIN), i64::from(i32::MAX), 1 << 40, -5]
+        );
+        let d = col.dist();
+        assert_eq!((d.n, d.median, d.max), (5, 4.0, (1u64 << 40) as f64));
     }
 }

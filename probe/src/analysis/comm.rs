@@ -79,6 +79,7 @@ struct OpAcc {
 
 impl OpTable {
     /// Counts one call.
+    #[inline]
     pub fn add(&mut self, c: &CollObs) {
         let i = match self.ops.iter().position(|a| a.op == c.op) {
             Some(i) => i,
@@ -198,6 +199,7 @@ struct SeqAcc {
 
 impl SeqTable {
     /// Counts one call.
+    #[inline]
     pub fn add(&mut self, c: &CollObs) {
         let Some(seq) = c.seq() else { return };
         let i = self.index.id(seq) as usize;

@@ -28,7 +28,23 @@ impl IdMap {
 
     /// The id of `key`, assigning the next id (the number of keys seen
     /// before) to a new key.
+    #[inline]
     pub fn id(&mut self, key: u64) -> u32 {
+        // The common case, inlined: a key already in the direct table (a key
+        // below the base wraps around to an offset past its end).
+        if let Some(base) = self.base {
+            let slot = usize::try_from(key.wrapping_sub(base))
+                .ok()
+                .and_then(|off| self.dense.get(off));
+            if let Some(&id) = slot.filter(|&&id| id != u32::MAX) {
+                return id;
+            }
+        }
+        self.id_slow(key)
+    }
+
+    /// [`IdMap::id`] for a key not in the direct table yet, or outside it.
+    fn id_slow(&mut self, key: u64) -> u32 {
         let base = *self.base.get_or_insert(key);
         if let Some(off) = key.checked_sub(base) {
             if off < self.dense.len() as u64 {

@@ -34,42 +34,113 @@ pub fn normalize(v: &mut Vec<Interval>) {
     v.truncate(w + 1);
 }
 
+/// A list of intervals that is normalized as it is built, while intervals
+/// come in start order (spans read from a sorted lane do): [`push`] merges
+/// an interval into the last one or appends it, so that the list needs no
+/// sorting or merging pass afterwards. An interval that starts before the last one marks
+/// the list unsorted, and [`normalized`] then falls back to [`normalize`].
+///
+/// [`push`]: IntervalList::push
+/// [`normalized`]: IntervalList::normalized
+#[derive(Clone, Debug, Default)]
+pub(crate) struct IntervalList {
+    v: Vec<Interval>,
+    /// Set when an interval came out of order: `v` is then not normalized.
+    unsorted: bool,
+}
+
+impl IntervalList {
+    /// Empties the list, keeping its memory.
+    pub fn clear(&mut self) {
+        self.v.clear();
+        self.unsorted = false;
+    }
+
+    /// Adds `[a, b)`; empty and reversed intervals are dropped (as
+    /// [`normalize`] drops them).
+    #[inline]
+    pub fn push(&mut self, (a, b): Interval) {
+        if b <= a {
+            return;
+        }
+        match self.v.last_mut() {
+            // In order: `v` stays normalized.
+            Some(last) if !self.unsorted && a >= last.0 => {
+                if a <= last.1 {
+                    last.1 = last.1.max(b);
+                } else {
+                    self.v.push((a, b));
+                }
+            }
+            Some(_) => {
+                self.unsorted = true;
+                self.v.push((a, b));
+            }
+            None => self.v.push((a, b)),
+        }
+    }
+
+    /// The intervals as a normalized list, normalizing them first if they
+    /// came out of order.
+    pub fn normalized(&mut self) -> &[Interval] {
+        if self.unsorted {
+            normalize(&mut self.v);
+            self.unsorted = false;
+        }
+        &self.v
+    }
+}
+
 /// Visits the union of normalized lists as maximal disjoint intervals in
 /// order, merging the lists like a k-way merge (no sorting; no allocation
 /// for up to 8 lists).
 fn for_each_union(lists: &[&[Interval]], mut f: impl FnMut(Interval)) {
-    let mut small = [0usize; 8];
-    let mut large = Vec::new();
-    let pos: &mut [usize] = if lists.len() <= small.len() {
-        &mut small
+    // Per list: what is left of it, and the start of its next interval
+    // (`i64::MAX` once it is used up: no interval of a normalized list
+    // starts there). Searching a flat array of starts for the smallest is
+    // what makes the merge cheap.
+    const SMALL: usize = 8;
+    let (mut small_rest, mut small_heads) = ([&[][..]; SMALL], [i64::MAX; SMALL]);
+    let (mut large_rest, mut large_heads) = (Vec::new(), Vec::new());
+    let (rest, heads): (&mut [&[Interval]], &mut [i64]) = if lists.len() <= SMALL {
+        (
+            &mut small_rest[..lists.len()],
+            &mut small_heads[..lists.len()],
+        )
     } else {
-        large.resize(lists.len(), 0);
-        &mut large
+        large_rest.resize(lists.len(), &[][..]);
+        large_heads.resize(lists.len(), i64::MAX);
+        (&mut large_rest, &mut large_heads)
     };
-    let mut cur: Option<Interval> = None;
+    for ((r, h), &l) in rest.iter_mut().zip(heads.iter_mut()).zip(lists) {
+        *r = l;
+        *h = l.first().map_or(i64::MAX, |iv| iv.0);
+    }
+    // The union interval being extended, once there is one.
+    let (mut cur, mut started) = ((0, 0), false);
     loop {
-        // The list whose next interval starts first.
-        let mut best: Option<(usize, Interval)> = None;
-        for (k, l) in lists.iter().enumerate() {
-            if let Some(&iv) = l.get(pos[k]) {
-                if best.is_none_or(|(_, b)| iv.0 < b.0) {
-                    best = Some((k, iv));
-                }
+        let mut best = 0;
+        for k in 1..heads.len() {
+            if heads[k] < heads[best] {
+                best = k;
             }
         }
-        let Some((k, (a, b))) = best else { break };
-        pos[k] += 1;
-        cur = match cur {
-            Some((ca, cb)) if a <= cb => Some((ca, cb.max(b))),
-            Some(done) => {
-                f(done);
-                Some((a, b))
-            }
-            None => Some((a, b)),
+        let Some((&(a, b), tail)) = rest.get(best).and_then(|r| r.split_first()) else {
+            break;
         };
+        rest[best] = tail;
+        heads[best] = tail.first().map_or(i64::MAX, |iv| iv.0);
+        if started && a <= cur.1 {
+            cur.1 = cur.1.max(b);
+        } else {
+            if started {
+                f(cur);
+            }
+            (cur, started) = ((a, b), true);
+        }
     }
-    if let Some(done) = cur {
-        f(done);
+    if started {
+        f(cur);
     }
 }
 
@@ -165,6 +236,35 @@ mod tests {
         normalize(&mut v);
         assert_eq!(v, vec![(10, 30), (50, 70)]);
         assert_eq!(total(&v), 40);
+    }
+
+    #[test]
+    fn interval_list_matches_normalize() {
+        let mut x = 777u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % 100) as i64
+        };
+        let mut list = IntervalList::default();
+        for round in 0..300 {
+            // Mostly in start order (as from a sorted lane), sometimes not.
+            let mut t = 0;
+            let v: Vec<Interval> = (0..round % 12)
+                .map(|_| {
+                    t += next() / 4 - if round % 3 == 0 { 10 } else { 0 };
+                    (t, t + next() / 3 - 2)
+                })
+                .collect();
+            list.clear();
+            for &iv in &v {
+                list.push(iv);
+            }
+            let mut want = v.clone();
+            normalize(&mut want);
+            assert_eq!(list.normalized(), &want[..], "{v:?}");
+        }
     }
 
     #[test]

@@ -31,7 +31,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::intervals::{self, Interval};
+use super::intervals::{self, Interval, IntervalList};
 use super::SummaryOptions;
 use crate::hash::FxHashMap;
 use crate::model::{LaneKind, RankTrace, Run, Span, Sym};
@@ -198,7 +198,7 @@ pub(crate) fn rebuild_steps(run: &Run) -> Vec<u64> {
 pub(crate) fn scan_run(
     run: &Run,
     opts: &SummaryOptions,
-    sink: &mut dyn FnMut(&CollObs),
+    sink: &mut impl FnMut(&CollObs),
 ) -> RunScan {
     let rebuilds = rebuild_steps(run);
     let samples = run.strings.lookup(super::SAMPLES_COUNTER);
@@ -223,12 +223,15 @@ pub fn step_breakdowns(run: &Run, opts: &SummaryOptions) -> Vec<StepBreakdown> {
 
 #[derive(Default)]
 struct Scratch<'a> {
-    data: Vec<Interval>,
-    fwd: Vec<Interval>,
-    bwd: Vec<Interval>,
-    opt: Vec<Interval>,
-    wb: Vec<Interval>,
-    coll: Vec<Interval>,
+    // The spans of each kind clipped to the current window, normalized as
+    // they are added (the lanes are sorted).
+    data: IntervalList,
+    fwd: IntervalList,
+    bwd: IntervalList,
+    opt: IntervalList,
+    wb: IntervalList,
+    coll: IntervalList,
+    /// The union of forward, backward and optimizer.
     compute: Vec<Interval>,
     /// The GPU compute kernels inside the current window, on ranks whose
     /// collectives are GPU kernels.
@@ -297,11 +300,11 @@ impl Scratch<'_> {
             &mut self.opt,
             &mut self.wb,
             &mut self.coll,
-            &mut self.compute,
-            &mut self.gpu_compute,
         ] {
             v.clear();
         }
+        self.compute.clear();
+        self.gpu_compute.clear();
         self.new_colls.clear();
         self.ready.clear();
     }
@@ -320,7 +323,7 @@ fn scan_rank<'a>(
     rebuilds: &[u64],
     samples_sym: Option<Sym>,
     s: &mut Scratch<'a>,
-    sink: &mut dyn FnMut(&CollObs),
+    sink: &mut impl FnMut(&CollObs),
 ) -> RankScan {
     let lanes: Vec<&'a crate::model::Lane> = rank
         .lanes
@@ -467,8 +470,9 @@ fn clip_into(out: &mut Vec<Interval>, all: &[Interval], lo: i64, hi: i64) {
     }
 }
 
-/// Adds the part of `sp` inside `w` to the step's scratch buffers.
-#[inline]
+/// Adds the part of `sp` inside `w` to the step's scratch buffers
+/// (inlined into both loops of the sweep: it runs once per span).
+#[inline(always)]
 fn visit<'a>(rank: &'a RankTrace, sp: &'a Span, w: &Window, is_new: bool, s: &mut Scratch<'a>) {
     let lo = sp.start().max(w.start);
     let hi = sp.end().min(w.end);
@@ -503,30 +507,26 @@ fn measure(
     warmup: Option<WarmupReason>,
     gpu: bool,
     s: &mut Scratch<'_>,
-    sink: &mut dyn FnMut(&CollObs),
+    sink: &mut impl FnMut(&CollObs),
 ) -> StepBreakdown {
-    use intervals::{difference_len, intersection_len, normalize, total, union_into, union_len};
-    for v in [
-        &mut s.data,
-        &mut s.fwd,
-        &mut s.bwd,
-        &mut s.opt,
-        &mut s.wb,
-        &mut s.coll,
-    ] {
-        normalize(v);
-    }
-    union_into(&mut s.compute, &[&s.fwd, &s.bwd, &s.opt]);
-    let busy = union_len(&[&s.data, &s.wb, &s.coll, &s.compute]);
+    use intervals::{difference_len, intersection_len, total, union_into, union_len};
+    let data = s.data.normalized();
+    let fwd = s.fwd.normalized();
+    let bwd = s.bwd.normalized();
+    let opt = s.opt.normalized();
+    let wb = s.wb.normalized();
+    let coll = s.coll.normalized();
+    union_into(&mut s.compute, &[fwd, bwd, opt]);
+    let busy = union_len(&[data, wb, coll, &s.compute]);
     // What communication overlaps: GPU compute kernels on GPU-collective
     // ranks, else the CPU-side compute spans.
     let reference: &[Interval] = if gpu { &s.gpu_compute } else { &s.compute };
 
     let step_ns = w.end.saturating_sub(w.start).max(0);
-    let comm_ns = total(&s.coll);
-    let bwd_start = s.bwd.first().map_or(i64::MIN, |iv| iv.0);
-    let bwd_end = s.bwd.last().map(|iv| iv.1);
-    let coll_end = s.coll.last().map(|iv| iv.1);
+    let comm_ns = total(coll);
+    let bwd_start = bwd.first().map_or(i64::MIN, |iv| iv.0);
+    let bwd_end = bwd.last().map(|iv| iv.1);
+    let coll_end = coll.last().map(|iv| iv.1);
     let comm_tail_ns = match (bwd_end, coll_end) {
         (Some(b), Some(c)) => (c - b).max(0),
         _ => 0,
@@ -565,14 +565,14 @@ fn measure(
         step: w.step,
         start_ns: w.start,
         step_ns,
-        data_wait_ns: total(&s.data),
-        forward_ns: total(&s.fwd),
-        backward_ns: total(&s.bwd),
+        data_wait_ns: total(data),
+        forward_ns: total(fwd),
+        backward_ns: total(bwd),
         comm_ns,
-        comm_overlapped_ns: intersection_len(&s.coll, reference),
-        comm_exposed_ns: difference_len(&s.coll, reference),
-        optimizer_ns: total(&s.opt),
-        writeback_ns: total(&s.wb),
+        comm_overlapped_ns: intersection_len(coll, reference),
+        comm_exposed_ns: difference_len(coll, reference),
+        optimizer_ns: total(opt),
+        writeback_ns: total(wb),
         other_ns: step_ns - busy,
         backward_end_ns: bwd_end,
         comm_tail_ns,

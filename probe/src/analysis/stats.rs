@@ -65,6 +65,15 @@ impl Dist {
     /// The distribution of integer values, which it reorders in place;
     /// `O(n)` with integer comparisons (the fast path for nanoseconds).
     pub fn of_i64(values: &mut [i64]) -> Dist {
+        Dist::of_integers(values)
+    }
+
+    /// [`Dist::of_i64`] for values stored in 32 bits.
+    pub(crate) fn of_i32(values: &mut [i32]) -> Dist {
+        Dist::of_integers(values)
+    }
+
+    fn of_integers<T: Copy + Ord + Into<i64>>(values: &mut [T]) -> Dist {
         let n = values.len();
         if n == 0 {
             return Dist::default();
@@ -72,11 +81,12 @@ impl Dist {
         let mut sum = 0i128;
         let (mut min, mut max) = (i64::MAX, i64::MIN);
         for &v in values.iter() {
+            let v: i64 = v.into();
             sum += i128::from(v);
             min = min.min(v);
             max = max.max(v);
         }
-        let (median, p95) = two_percentiles(values, 0.5, 0.95, |a, b| a.cmp(b), |v| v as f64);
+        let (median, p95) = two_percentiles(values, 0.5, 0.95, T::cmp, |v| v.into() as f64);
         Dist {
             n: n as u64,
             mean: sum as f64 / n as f64,

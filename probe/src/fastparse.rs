@@ -260,19 +260,6 @@ struct Cursor<'a> {
     i: usize,
 }
 
-/// `10^k` for the digit counts of one word.
-const POW10: [u64; 9] = [
-    1,
-    10,
-    100,
-    1_000,
-    10_000,
-    100_000,
-    1_000_000,
-    10_000_000,
-    100_000_000,
-];
-
 /// The high bit of each byte of `x` (digits xor `'0'`) that is not a
 /// digit.
 #[inline]
@@ -321,32 +308,30 @@ fn digit_run(b: &[u8], i: usize) -> usize {
 /// line shape's value slot).
 #[inline(always)]
 fn digits(b: &[u8], i: usize, len: usize) -> Option<u64> {
-    // Eight digits at a time: each word checked against the mask of the
-    // bytes it must hold, converted with the digits moved to its top.
-    let x0 = word_padded(b, i) ^ (0x30 * ONES);
-    // A leading zero; no digit at all is refused below (`len` 0).
-    if len > 1 && x0 & 0xff == 0 {
+    if len > 1 && b.get(i) == Some(&b'0') {
         return None;
     }
+    let end = i + len;
+    // Eight digits at a time from the end: the word that ends where they
+    // end, whole, the bytes before them cleared (a run ending near the
+    // start of `b` is read padded instead).
+    let last = |e: usize, k: usize| -> Option<u64> {
+        let Some(w) = e.checked_sub(8).and_then(|s| word(b, s)) else {
+            return head(word_padded(b, e - k) ^ (0x30 * ONES), k);
+        };
+        let them = u64::MAX << (8 * (8 - k));
+        let x = (w ^ (0x30 * ONES)) & them;
+        (not_digits(x) == 0).then(|| eight_digit_values(x))
+    };
     match len {
-        1..=8 => head(x0, len),
-        9..=16 => {
-            let v = head(x0, 8)?;
-            let x1 = word_padded(b, i + 8) ^ (0x30 * ONES);
-            Some(v * POW10[len - 8] + head(x1, len - 8)?)
-        }
+        1..=8 => last(end, len),
+        9..=16 => Some(last(end - 8, len - 8)? * 100_000_000 + last(end, 8)?),
         17..=20 => {
-            let x1 = word_padded(b, i + 8) ^ (0x30 * ONES);
-            // Sixteen digits always fit; nineteen too; twenty may not.
-            let v = head(x0, 8)? * 100_000_000 + head(x1, 8)?;
-            let x2 = word_padded(b, i + 16) ^ (0x30 * ONES);
-            let k = len - 16;
-            let rest = head(x2, k)?;
-            if k < 4 {
-                Some(v * POW10[k] + rest)
-            } else {
-                v.checked_mul(10_000)?.checked_add(rest)
-            }
+            let low = last(end - 8, 8)? * 100_000_000 + last(end, 8)?;
+            // Nineteen digits always fit, twenty may not.
+            last(end - 16, len - 16)?
+                .checked_mul(10_000_000_000_000_000)?
+                .checked_add(low)
         }
         _ => None,
     }
@@ -1016,10 +1001,13 @@ struct Shape {
     /// Where the compared bytes begin (after the kind's closing quote: the
     /// prefix and kind are checked before the shape is chosen).
     from: usize,
-    /// The line's bytes from `from`, eight at a time, zero-padded, each
-    /// word with a mask of its bytes that must be equal (`0` on the digits
-    /// of an integer, whose bytes are zero in the word).
+    /// The line's bytes from `from`, eight at a time (whole words only),
+    /// each word with a mask of its bytes that must be equal (`0` on the
+    /// digits of an integer, whose bytes are zero in the word).
     words: Vec<(u64, u64)>,
+    /// The same for the line's last eight bytes (which hold the bytes of
+    /// the rest that `words` leaves out).
+    last: (u64, u64),
     /// The line's integers.
     values: Vec<(Num, Value)>,
     /// Which of [`Nums`]'s keys the line has.
@@ -1050,20 +1038,18 @@ impl Shape {
         let Some(rest) = b.get(self.from..) else {
             return false;
         };
-        let mut chunks = rest.chunks_exact(8);
         let mut diff = 0u64;
-        for (chunk, &(w, keep)) in (&mut chunks).zip(&self.words) {
+        for (chunk, &(w, keep)) in rest.chunks_exact(8).zip(&self.words) {
             let mut a = [0u8; 8];
             a.copy_from_slice(chunk);
             diff |= (u64::from_le_bytes(a) & keep) ^ w;
         }
-        let tail = chunks.remainder();
-        if !tail.is_empty() {
-            let Some(&(w, keep)) = self.words.get(rest.len() / 8) else {
-                return false;
-            };
-            diff |= (word_tail(tail, 0) & keep) ^ w;
-        }
+        // The rest's last bytes, in the line's last eight.
+        let (w, keep) = self.last;
+        let Some(end) = b.len().checked_sub(8).and_then(|i| word(b, i)) else {
+            return false;
+        };
+        diff |= (end & keep) ^ w;
         diff == 0
     }
 }
@@ -1120,29 +1106,32 @@ impl Memo {
         if b.len() > SHAPE_MAX {
             return;
         }
-        let Some(rest) = b.get(from..) else {
+        if b.len() < 8 || from > b.len() {
             return;
-        };
-        let mut blank = vec![0xffu8; rest.len()];
+        }
+        // Per byte of the line: 0xff where a line of the shape must be
+        // equal (the prefix and kind, already compared, included).
+        let mut blank = vec![0xffu8; b.len()];
         let mut present = 0u16;
         for &(n, v) in &self.values {
-            let Some(at) = usize::from(v.at).checked_sub(from) else {
-                return;
-            };
+            let at = usize::from(v.at);
             let Some(digits) = blank.get_mut(at..at + usize::from(v.len)) else {
                 return;
             };
             digits.fill(0);
             present |= 1 << n as u16;
         }
-        let words = rest
-            .chunks(8)
-            .zip(blank.chunks(8))
-            .map(|(w, keep)| {
-                let keep = word_tail(keep, 0);
-                (word_tail(w, 0) & keep, keep)
-            })
+        let masked = |bytes: &[u8], keep: &[u8]| {
+            let keep = word_tail(keep, 0);
+            (word_tail(bytes, 0) & keep, keep)
+        };
+        let words = b[from..]
+            .chunks_exact(8)
+            .zip(blank[from..].chunks_exact(8))
+            .map(|(w, keep)| masked(w, keep))
             .collect();
+        let end = b.len() - 8;
+        let last = masked(&b[end..], &blank[end..]);
         let shapes = &mut self.shapes[kind];
         shapes.truncate(SHAPES_PER_KIND - 1);
         shapes.insert(
@@ -1151,6 +1140,7 @@ impl Memo {
                 len: b.len(),
                 from,
                 words,
+                last,
                 values: self.values.clone(),
                 present,
                 proto,

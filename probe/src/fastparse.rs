@@ -302,6 +302,23 @@ fn digit_run(b: &[u8], i: usize) -> usize {
     len
 }
 
+/// The value of the `k` (1..=8) digits of `b` that end at `e`, if they are
+/// digits: the word that ends there is read whole and the bytes before the
+/// digits cleared (near the start of `b`, the digits are read padded).
+#[inline(always)]
+fn digits_ending_at(b: &[u8], e: usize, k: usize) -> Option<u64> {
+    let Some(w) = e.checked_sub(8).and_then(|s| word(b, s)) else {
+        return head(word_padded(b, e - k) ^ (0x30 * ONES), k);
+    };
+    let them = u64::MAX << (8 * (8 - k));
+    let x = (w ^ (0x30 * ONES)) & them;
+    if not_digits(x) == 0 {
+        Some(eight_digit_values(x))
+    } else {
+        None
+    }
+}
+
 /// The JSON integer written by the `len` bytes of `b` at `i`, if they are
 /// all digits without a leading zero (`0` itself aside) and the value fits
 /// in a `u64`. The caller knows where the run ends ([`digit_run`], or a
@@ -312,24 +329,15 @@ fn digits(b: &[u8], i: usize, len: usize) -> Option<u64> {
         return None;
     }
     let end = i + len;
-    // Eight digits at a time from the end: the word that ends where they
-    // end, whole, the bytes before them cleared (a run ending near the
-    // start of `b` is read padded instead).
-    let last = |e: usize, k: usize| -> Option<u64> {
-        let Some(w) = e.checked_sub(8).and_then(|s| word(b, s)) else {
-            return head(word_padded(b, e - k) ^ (0x30 * ONES), k);
-        };
-        let them = u64::MAX << (8 * (8 - k));
-        let x = (w ^ (0x30 * ONES)) & them;
-        (not_digits(x) == 0).then(|| eight_digit_values(x))
-    };
     match len {
-        1..=8 => last(end, len),
-        9..=16 => Some(last(end - 8, len - 8)? * 100_000_000 + last(end, 8)?),
+        1..=8 => digits_ending_at(b, end, len),
+        9..=16 => Some(
+            digits_ending_at(b, end - 8, len - 8)? * 100_000_000 + digits_ending_at(b, end, 8)?,
+        ),
         17..=20 => {
-            let low = last(end - 8, 8)? * 100_000_000 + last(end, 8)?;
+            let low = digits_ending_at(b, end - 8, 8)? * 100_000_000 + digits_ending_at(b, end, 8)?;
             // Nineteen digits always fit, twenty may not.
-            last(end - 16, len - 16)?
+            digits_ending_at(b, end - 16, len - 16)?
                 .checked_mul(10_000_000_000_000_000)?
                 .checked_add(low)
         }

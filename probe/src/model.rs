@@ -385,6 +385,40 @@ impl LaneKind {
     }
 }
 
+/// What [`Lane`] needs to know of its spans, gathered one span at a time
+/// in their order: whether they are sorted (by start, ties longer first),
+/// the longest duration and the latest end.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LaneStats {
+    sorted: bool,
+    last: (i64, i64),
+    max_duration: i64,
+    end_max: i64,
+}
+
+impl Default for LaneStats {
+    fn default() -> LaneStats {
+        LaneStats {
+            sorted: true,
+            last: (i64::MIN, i64::MAX),
+            max_duration: 0,
+            end_max: i64::MIN,
+        }
+    }
+}
+
+impl LaneStats {
+    /// Takes in the lane's next span.
+    #[inline(always)]
+    pub(crate) fn add(&mut self, s: &Span) {
+        let (start, end) = self.last;
+        self.sorted &= start < s.start || (start == s.start && end >= s.end);
+        self.max_duration = self.max_duration.max(s.duration());
+        self.end_max = self.end_max.max(s.end);
+        self.last = (s.start, s.end);
+    }
+}
+
 /// One horizontal track of a rank: spans sorted by start time.
 #[derive(Clone, Debug)]
 pub struct Lane {
@@ -426,26 +460,50 @@ impl Lane {
     /// in order) and computes the search bounds, in one pass over them when
     /// they are in order.
     fn finish(&mut self, id: Option<LaneId>) {
-        let order = |a: &Span, b: &Span| a.start.cmp(&b.start).then(b.end.cmp(&a.end));
-        let (mut sorted, mut max_duration, mut end_max) = (true, 0, i64::MIN);
-        let mut prev: Option<(i64, i64)> = None;
+        let mut stats = LaneStats::default();
         for s in &mut self.spans {
             if let Some(id) = id {
                 s.lane = id;
             }
-            if let Some((start, end)) = prev {
-                sorted &= start < s.start || (start == s.start && end >= s.end);
-            }
-            max_duration = max_duration.max(s.duration());
-            end_max = end_max.max(s.end);
-            prev = Some((s.start, s.end));
+            stats.add(s);
         }
-        if !sorted {
-            self.spans.sort_by(order);
+        self.finish_with(stats);
+    }
+
+    /// A lane of spans whose [`LaneStats`] were gathered as they came, and
+    /// which all have lane id `id` when `id` is `None` (they are set to it
+    /// otherwise).
+    pub(crate) fn with_stats(
+        kind: LaneKind,
+        name: String,
+        spans: Vec<Span>,
+        stats: LaneStats,
+        id: Option<LaneId>,
+    ) -> Lane {
+        let mut lane = Lane {
+            kind,
+            name,
+            spans,
+            max_duration: 0,
+            end_max: i64::MIN,
+        };
+        if let Some(id) = id {
+            for s in &mut lane.spans {
+                s.lane = id;
+            }
+        }
+        lane.finish_with(stats);
+        lane
+    }
+
+    fn finish_with(&mut self, stats: LaneStats) {
+        if !stats.sorted {
+            self.spans
+                .sort_by(|a, b| a.start.cmp(&b.start).then(b.end.cmp(&a.end)));
         }
         self.spans.shrink_to_fit();
-        self.max_duration = max_duration;
-        self.end_max = end_max;
+        self.max_duration = stats.max_duration;
+        self.end_max = stats.end_max;
     }
 
     pub(crate) fn spans_mut(&mut self) -> &mut [Span] {

@@ -51,7 +51,7 @@ use crate::fastparse::{self, Fields};
 use crate::hash::FxHashMap;
 use crate::model::{
     BucketLayout, CounterSample, EndInfo, GradReady, InstantEvent, Lane, LaneId, LaneKind,
-    LogEntry, RankTrace, Run, Span, SpanExtra, SpanParts, Strings, Sym,
+    LaneStats, LogEntry, RankTrace, Run, Span, SpanExtra, SpanParts, Strings, Sym,
 };
 use crate::trace::{
     BucketInfo, BucketsRecord, GradReadyRecord, Header, KernelCategory, LogLevel, Record, SpanKind,
@@ -1020,7 +1020,17 @@ struct LaneBuild {
     kind: LaneKind,
     name: String,
     spans: Vec<Span>,
+    stats: LaneStats,
 }
+
+/// The lanes every builder starts with (ids 0 to 3, dropped at the end if
+/// empty), in display order.
+const FIXED_LANES: [LaneKind; 4] = [
+    LaneKind::Compute,
+    LaneKind::Buckets,
+    LaneKind::Comm,
+    LaneKind::Data,
+];
 
 /// One file's records on their way into a [`RankTrace`].
 struct Builder {
@@ -1030,7 +1040,6 @@ struct Builder {
     offset: i64,
     strings: Strings,
     lanes: Vec<LaneBuild>,
-    fixed_lanes: [Option<LaneId>; 4],
     /// The lane of each span kind whose lane the kind alone decides (no
     /// `lane` field; not `kernel` or `memcpy`), once known.
     kind_lanes: [Option<LaneId>; SpanKind::ALL.len()],
@@ -1085,8 +1094,17 @@ impl Builder {
             header,
             version,
             strings: Strings::new(),
-            lanes: Vec::new(),
-            fixed_lanes: [None; 4],
+            // The fixed lanes first, in display order, so that their spans
+            // keep their lane ids when the lanes are sorted at the end.
+            lanes: FIXED_LANES
+                .iter()
+                .map(|&kind| LaneBuild {
+                    kind,
+                    name: kind.display_name(),
+                    spans: Vec::new(),
+                    stats: LaneStats::default(),
+                })
+                .collect(),
             kind_lanes: [None; SpanKind::ALL.len()],
             gpu_lanes: FxHashMap::default(),
             custom_lanes: FxHashMap::default(),
@@ -1261,39 +1279,40 @@ impl Builder {
     }
 
     fn new_lane(&mut self, line: u64, kind: LaneKind, name: String) -> Result<LaneId, LineError> {
-        let id = LaneId::try_from(self.lanes.len())
-            .map_err(|_| self.invalid(line, "span", "more than 65535 lanes".to_owned()))?;
+        let id = LaneId::try_from(self.lanes.len()).map_err(|_| {
+            self.invalid(
+                line,
+                "span",
+                "more than 65536 lanes (the four fixed ones included)".to_owned(),
+            )
+        })?;
         self.lanes.push(LaneBuild {
             kind,
             name,
             spans: Vec::new(),
+            stats: LaneStats::default(),
         });
         Ok(id)
     }
 
     #[inline]
     fn lane(&mut self, line: u64, kind: LaneKind) -> Result<LaneId, LineError> {
-        let slot = match kind {
-            LaneKind::Compute => 0,
-            LaneKind::Buckets => 1,
-            LaneKind::Comm => 2,
-            LaneKind::Data => 3,
+        match kind {
+            // Made first, in FIXED_LANES' order.
+            LaneKind::Compute => Ok(0),
+            LaneKind::Buckets => Ok(1),
+            LaneKind::Comm => Ok(2),
+            LaneKind::Data => Ok(3),
             LaneKind::Gpu { device, stream } => {
                 if let Some(&id) = self.gpu_lanes.get(&(device, stream)) {
                     return Ok(id);
                 }
                 let id = self.new_lane(line, kind, kind.display_name())?;
                 self.gpu_lanes.insert((device, stream), id);
-                return Ok(id);
+                Ok(id)
             }
-            LaneKind::Custom => return self.custom_lane(line, "custom"),
-        };
-        if let Some(id) = self.fixed_lanes[slot] {
-            return Ok(id);
+            LaneKind::Custom => self.custom_lane(line, "custom"),
         }
-        let id = self.new_lane(line, kind, kind.display_name())?;
-        self.fixed_lanes[slot] = Some(id);
-        Ok(id)
     }
 
     fn custom_lane(&mut self, line: u64, name: &str) -> Result<LaneId, LineError> {
@@ -1655,11 +1674,13 @@ impl Builder {
     /// file read so far.
     #[inline(always)]
     fn push_span(&mut self, span: Span) {
-        let spans = &mut self.lanes[usize::from(span.lane())].spans;
-        if spans.len() == spans.capacity() {
-            spans.reserve(growth(spans.len(), self.pos, self.len));
+        let lane = &mut self.lanes[usize::from(span.lane())];
+        if lane.spans.len() == lane.spans.capacity() {
+            lane.spans
+                .reserve(growth(lane.spans.len(), self.pos, self.len));
         }
-        spans.push(span);
+        lane.stats.add(&span);
+        lane.spans.push(span);
     }
 
     /// The span of a line read by a shape ([`fastparse::Memo::read_by_shape`]):
@@ -1736,8 +1757,15 @@ impl Builder {
                 first_line,
             });
         }
-        // Display order, then renumber the spans' lane ids.
-        let mut lanes: Vec<(usize, LaneBuild)> = self.lanes.into_iter().enumerate().collect();
+        // Display order (the fixed lanes, made first in that order, keep
+        // their ids unless one before them stayed empty), then renumber the
+        // spans of the lanes whose id changed.
+        let mut lanes: Vec<(usize, LaneBuild)> = self
+            .lanes
+            .into_iter()
+            .enumerate()
+            .filter(|(_, l)| !l.spans.is_empty())
+            .collect();
         lanes.sort_by(|(_, a), (_, b)| a.kind.cmp(&b.kind).then_with(|| a.name.cmp(&b.name)));
         let lanes: Vec<Lane> = lanes
             .into_iter()
@@ -1745,7 +1773,7 @@ impl Builder {
             .map(|(new, (old, l))| {
                 // At most 65536 lanes were created, so `new` fits.
                 let id = LaneId::try_from(new).unwrap_or(LaneId::MAX);
-                Lane::with_id(l.kind, l.name, l.spans, (old != new).then_some(id))
+                Lane::with_stats(l.kind, l.name, l.spans, l.stats, (old != new).then_some(id))
             })
             .collect();
         let mut layouts = self.layouts;

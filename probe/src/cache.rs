@@ -37,8 +37,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use crate::error::Warning;
 use crate::fill::read_full;
 use crate::model::{
-    BucketLayout, CounterSample, EndInfo, GradReady, InstantEvent, Lane, LaneKind, LogEntry,
-    RankTrace, Span, SpanExtra, SpanParts, Strings, Sym,
+    BucketLayout, CounterSample, EndInfo, GradReady, InstantEvent, Lane, LaneKind, LaneStats,
+    LogEntry, RankTrace, Span, SpanExtra, SpanParts, Strings, Sym,
 };
 use crate::trace::{
     BucketInfo, DdpConfig, Header, KernelCategory, LogLevel, ParamInfo, SpanKind, Version,
@@ -1199,8 +1199,8 @@ fn decode<R: Read>(d: &mut Dec<R>, name: &str, path: &Path) -> Result<Part, Bad>
         };
         let lane_name = d.string()?;
         let lane = u16::try_from(id).map_err(|_| bad("too many lanes"))?;
-        let spans = decode_spans(d, &syms, extras.len(), lane)?;
-        lanes.push(Lane::new(kind, lane_name, spans));
+        let (spans, stats) = decode_spans(d, &syms, extras.len(), lane)?;
+        lanes.push(Lane::with_stats(kind, lane_name, spans, stats, None));
     }
 
     let (n, mut layouts) = d.vec::<BucketLayout>()?;
@@ -1344,8 +1344,9 @@ fn decode_spans<R: Read>(
     syms: &Syms,
     extras: usize,
     lane: u16,
-) -> Result<Vec<Span>, Bad> {
+) -> Result<(Vec<Span>, LaneStats), Bad> {
     let (n, mut spans) = d.vec::<Span>()?;
+    let mut stats = LaneStats::default();
     let mut prev = 0i64;
     for _ in 0..n {
         d.ensure(MAX_SPAN_BYTES)?;
@@ -1416,7 +1417,7 @@ fn decode_spans<R: Read>(
         };
         d.pos = i;
         prev = start;
-        spans.push(Span::from_parts(SpanParts {
+        let span = Span::from_parts(SpanParts {
             start,
             end,
             queued,
@@ -1430,9 +1431,11 @@ fn decode_spans<R: Read>(
             lane,
             kind,
             category,
-        }));
+        });
+        stats.add(&span);
+        spans.push(span);
     }
-    Ok(spans)
+    Ok((spans, stats))
 }
 
 fn decode_buckets<R: Read>(d: &mut Dec<R>) -> Result<Vec<BucketInfo>, Bad> {

@@ -433,41 +433,14 @@ pub struct Lane {
 }
 
 impl Lane {
+    /// A lane of `spans` in any order.
+    #[cfg(test)]
     pub(crate) fn new(kind: LaneKind, name: String, spans: Vec<Span>) -> Lane {
-        Lane::with_id(kind, name, spans, None)
-    }
-
-    /// [`Lane::new`] that also sets every span's lane to `id`, in the same
-    /// pass.
-    pub(crate) fn with_id(
-        kind: LaneKind,
-        name: String,
-        spans: Vec<Span>,
-        id: Option<LaneId>,
-    ) -> Lane {
-        let mut lane = Lane {
-            kind,
-            name,
-            spans,
-            max_duration: 0,
-            end_max: i64::MIN,
-        };
-        lane.finish(id);
-        lane
-    }
-
-    /// Sorts the spans (unless they already are: writers mostly emit them
-    /// in order) and computes the search bounds, in one pass over them when
-    /// they are in order.
-    fn finish(&mut self, id: Option<LaneId>) {
         let mut stats = LaneStats::default();
-        for s in &mut self.spans {
-            if let Some(id) = id {
-                s.lane = id;
-            }
+        for s in &spans {
             stats.add(s);
         }
-        self.finish_with(stats);
+        Lane::with_stats(kind, name, spans, stats, None)
     }
 
     /// A lane of spans whose [`LaneStats`] were gathered as they came, and
@@ -496,6 +469,8 @@ impl Lane {
         lane
     }
 
+    /// Sorts the spans (unless they already are: writers mostly emit them
+    /// in order) and keeps the search bounds.
     fn finish_with(&mut self, stats: LaneStats) {
         if !stats.sorted {
             self.spans

@@ -550,6 +550,19 @@ impl<'a> Cursor<'a> {
     /// expects `,`, `}` or `]`).
     #[inline(always)]
     fn uint(&mut self) -> Option<u64> {
+        // Up to seven digits (most of them): found and converted in the
+        // word that holds them and what ends them.
+        let x = word_padded(self.b, self.i) ^ (0x30 * ONES);
+        let nd = not_digits(x);
+        if nd != 0 {
+            let len = (nd.trailing_zeros() / 8) as usize;
+            // No digit, or a leading zero.
+            if len == 0 || (len > 1 && x & 0xff == 0) {
+                return None;
+            }
+            self.i += len;
+            return Some(leading_digits(x, len));
+        }
         let len = digit_run(self.b, self.i);
         let v = digits(self.b, self.i, len)?;
         self.i += len;

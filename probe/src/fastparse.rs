@@ -710,7 +710,8 @@ impl Lit {
 /// line repeating it is read by comparing two words.
 ///
 /// Span kinds alternate (a bucket's ready window, its collective, its
-/// writeback...), so the last few distinct ones are kept, replaced in turn.
+/// writeback...), so the last few distinct ones are kept, replaced in turn,
+/// each with the [`Shape`]s of its last lines.
 #[derive(Default)]
 pub(crate) struct Memo {
     strings: [Option<Lit>; 7],

@@ -480,23 +480,15 @@ impl<'a> Cursor<'a> {
     fn kind(&mut self, memo: &mut Memo, hit: &mut u8) -> Option<&'a str> {
         let b = self.b;
         let i = self.i;
-        let w0 = word_padded(b, i);
-        // From the slot after the last line's kind: kinds come round in
-        // the order they first came (a bucket's ready window, collective,
-        // writeback, the next bucket's...), which is the slots' order.
-        for n in 1..=KIND_MEMO {
-            let slot = (memo.last_kind + n) % KIND_MEMO;
-            let Some(l) = &memo.kinds[slot] else { continue };
-            if l.at(b, i, w0) {
-                memo.last_kind = slot;
-                *hit = slot as u8 + 1;
-                self.i = i + l.len;
-                let bytes = b.get(i..self.i - 1)?;
-                // SAFETY: these bytes equal a remembered kind, which was
-                // only remembered when all of its bytes were below 0x80:
-                // they are ASCII, which is valid UTF-8.
-                return Some(unsafe { std::str::from_utf8_unchecked(bytes) });
-            }
+        if let Some((slot, len)) = memo.find_kind(b, i) {
+            memo.last_kind = slot;
+            *hit = slot as u8 + 1;
+            self.i = i + len;
+            let bytes = b.get(i..self.i - 1)?;
+            // SAFETY: these bytes equal a remembered kind, which was only
+            // remembered when all of its bytes were below 0x80: they are
+            // ASCII, which is valid UTF-8.
+            return Some(unsafe { std::str::from_utf8_unchecked(bytes) });
         }
         self.i = i - 1;
         let slot = memo.next_kind % KIND_MEMO;
@@ -847,74 +839,89 @@ fn span_template<'a>(b: &'a [u8], f: &mut Fields<'a>, memo: &mut Memo) -> Option
         // Past the literal: on the value, or after a string's opening quote.
         c.i += l.len;
         let at = c.i;
-        match memo_slot(key) {
-            Some(slot) => {
-                let s = c.memo_string(memo, slot, &mut f.memo_hits)?;
-                f.put_str(key, s);
+        let num = match key {
+            Key::Step => {
+                f.step = Some(c.uint()?);
+                Num::Step
             }
-            None => {
-                let v = c.uint()?;
-                f.put_uint(key, v)?;
-                if let (Some(num), Some(v)) = (Num::of(key), Value::new(at, c.i - at)) {
-                    memo.values.push((num, v));
-                }
+            Key::Start => {
+                f.start = Some(c.uint()?);
+                Num::Start
             }
-        }
-    }
-}
-
-/// [`Memo`]'s string slot of a string-valued span key.
-#[inline(always)]
-fn memo_slot(key: Key) -> Option<usize> {
-    Some(match key {
-        Key::Name => MEMO_NAME,
-        Key::Lane => 1,
-        Key::Op => MEMO_OP,
-        Key::Algo => MEMO_ALGO,
-        Key::Transport => MEMO_TRANSPORT,
-        Key::Dtype => MEMO_DTYPE,
-        Key::Category => 6,
-        _ => return None,
-    })
-}
-
-impl<'a> Fields<'a> {
-    /// Sets the integer-valued span field of `key`; `None` when the value
-    /// is out of the field's range or `key` is not such a field.
-    #[inline(always)]
-    fn put_uint(&mut self, key: Key, v: u64) -> Option<()> {
-        let small = || u32::try_from(v).ok();
-        match key {
-            Key::Step => self.step = Some(v),
-            Key::Start => self.start = Some(v),
-            Key::End => self.end = Some(v),
-            Key::Queued => self.queued = Some(v),
-            Key::Bucket => self.bucket = Some(small()?),
-            Key::Bytes => self.bytes = Some(v),
-            Key::Params => self.params = Some(small()?),
-            Key::Seq => self.seq = Some(v),
-            Key::Peer => self.peer = Some(small()?),
-            Key::Device => self.device = Some(small()?),
-            Key::Stream => self.stream = Some(v),
-            Key::Correlation => self.correlation = Some(v),
+            Key::End => {
+                f.end = Some(c.uint()?);
+                Num::End
+            }
+            Key::Queued => {
+                f.queued = Some(c.uint()?);
+                Num::Queued
+            }
+            Key::Bucket => {
+                f.bucket = Some(c.u32()?);
+                Num::Bucket
+            }
+            Key::Bytes => {
+                f.bytes = Some(c.uint()?);
+                Num::Bytes
+            }
+            Key::Params => {
+                f.params = Some(c.u32()?);
+                Num::Params
+            }
+            Key::Seq => {
+                f.seq = Some(c.uint()?);
+                Num::Seq
+            }
+            Key::Peer => {
+                f.peer = Some(c.u32()?);
+                Num::Peer
+            }
+            Key::Device => {
+                f.device = Some(c.u32()?);
+                Num::Device
+            }
+            Key::Stream => {
+                f.stream = Some(c.uint()?);
+                Num::Stream
+            }
+            Key::Correlation => {
+                f.correlation = Some(c.uint()?);
+                Num::Correlation
+            }
+            // String values: back onto the opening quote the literal ended
+            // with. A shape compares them as bytes.
+            Key::Name => {
+                f.name = Some(c.memo_string(memo, MEMO_NAME, &mut f.memo_hits)?);
+                continue;
+            }
+            Key::Lane => {
+                f.lane = Some(c.memo_string(memo, 1, &mut f.memo_hits)?);
+                continue;
+            }
+            Key::Op => {
+                f.op = Some(c.memo_string(memo, MEMO_OP, &mut f.memo_hits)?);
+                continue;
+            }
+            Key::Algo => {
+                f.algo = Some(c.memo_string(memo, MEMO_ALGO, &mut f.memo_hits)?);
+                continue;
+            }
+            Key::Transport => {
+                f.transport = Some(c.memo_string(memo, MEMO_TRANSPORT, &mut f.memo_hits)?);
+                continue;
+            }
+            Key::Dtype => {
+                f.dtype = Some(c.memo_string(memo, MEMO_DTYPE, &mut f.memo_hits)?);
+                continue;
+            }
+            Key::Category => {
+                f.category = Some(c.memo_string(memo, 6, &mut f.memo_hits)?);
+                continue;
+            }
             _ => return None,
-        }
-        Some(())
-    }
-
-    /// Sets the string-valued span field of `key` (one with a
-    /// [`memo_slot`]).
-    #[inline(always)]
-    fn put_str(&mut self, key: Key, s: &'a str) {
-        match key {
-            Key::Name => self.name = Some(s),
-            Key::Lane => self.lane = Some(s),
-            Key::Op => self.op = Some(s),
-            Key::Algo => self.algo = Some(s),
-            Key::Transport => self.transport = Some(s),
-            Key::Dtype => self.dtype = Some(s),
-            Key::Category => self.category = Some(s),
-            _ => {}
+        };
+        if let Some(v) = Value::new(at, c.i - at) {
+            memo.values.push((num, v));
         }
     }
 }
@@ -935,26 +942,6 @@ pub(crate) enum Num {
     Device,
     Stream,
     Correlation,
-}
-
-impl Num {
-    fn of(key: Key) -> Option<Num> {
-        Some(match key {
-            Key::Step => Num::Step,
-            Key::Start => Num::Start,
-            Key::End => Num::End,
-            Key::Queued => Num::Queued,
-            Key::Bucket => Num::Bucket,
-            Key::Bytes => Num::Bytes,
-            Key::Params => Num::Params,
-            Key::Seq => Num::Seq,
-            Key::Peer => Num::Peer,
-            Key::Device => Num::Device,
-            Key::Stream => Num::Stream,
-            Key::Correlation => Num::Correlation,
-            _ => return None,
-        })
-    }
 }
 
 /// The integers of a span line read by a [`Shape`].
@@ -1086,14 +1073,9 @@ impl Memo {
             return None;
         }
         let i = SPAN_PREFIX.len();
-        let w0 = word_padded(b, i);
-        // The kind, as `Cursor::kind` finds it, but without remembering a
-        // new one.
-        let (kind, from) = (1..=KIND_MEMO).find_map(|n| {
-            let slot = (self.last_kind + n) % KIND_MEMO;
-            let l = self.kinds[slot].as_ref()?;
-            l.at(b, i, w0).then_some((slot, i + l.len))
-        })?;
+        // A remembered kind (a new one is the template's to remember).
+        let (kind, len) = self.find_kind(b, i)?;
+        let from = i + len;
         let shapes = &mut self.shapes[kind];
         let pick = shapes.iter().position(|s| s.from == from && s.fits(b))?;
         if pick != 0 {
@@ -1107,6 +1089,21 @@ impl Memo {
         nums.present = shape.present;
         self.last_kind = kind;
         Some(shape.proto)
+    }
+
+    /// The remembered kind whose text (with its closing quote) is at `i` in
+    /// `b`: its slot and that text's length. Searched from the slot after
+    /// the last line's kind: kinds come round in the order they first came
+    /// (a bucket's ready window, collective, writeback, the next
+    /// bucket's...), which is the slots' order.
+    #[inline(always)]
+    fn find_kind(&self, b: &[u8], i: usize) -> Option<(usize, usize)> {
+        let w0 = word_padded(b, i);
+        (1..=KIND_MEMO).find_map(|n| {
+            let slot = (self.last_kind + n) % KIND_MEMO;
+            let l = self.kinds[slot].as_ref()?;
+            l.at(b, i, w0).then_some((slot, l.len))
+        })
     }
 
     /// Whether the line [`parse`] just read may become a shape (the
@@ -1125,10 +1122,7 @@ impl Memo {
         let Some((kind, from)) = self.pending.take() else {
             return;
         };
-        if b.len() > SHAPE_MAX {
-            return;
-        }
-        if b.len() < 8 || from > b.len() {
+        if b.len() > SHAPE_MAX || b.len() < 8 || from > b.len() {
             return;
         }
         // Per byte of the line: 0xff where a line of the shape must be
@@ -1187,11 +1181,11 @@ pub(crate) fn parse<'a>(
     f: &mut Fields<'a>,
     memo: &mut Memo,
 ) -> bool {
+    // Set by the template only when it reads the line.
     memo.pending = None;
     if span_template(line, f, memo).is_some() {
         return true;
     }
-    memo.pending = None;
     *f = Fields::default();
     fields(line, offsets, f).is_some()
 }

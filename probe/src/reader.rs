@@ -1625,7 +1625,9 @@ impl Builder {
             && args.is_none()
             && (r.lane.is_some() || !matches!(kind, SpanKind::Kernel | SpanKind::Memcpy))
         {
-            let numeric = [r.peer, r.device, r.params].iter().any(Option::is_some)
+            let numeric = r.params.is_some()
+                || r.peer.is_some()
+                || r.device.is_some()
                 || r.stream.is_some()
                 || r.correlation.is_some();
             self.proto = Some(fastparse::Proto {

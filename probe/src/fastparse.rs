@@ -254,6 +254,9 @@ fn eight_digit_values(v: u64) -> u64 {
     (v * 10000 + (v >> 32)) & 0xffff_ffff
 }
 
+/// `10^k` for `k` in `0..8`.
+const POW10: [u64; 8] = [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000];
+
 /// A cursor over one line.
 struct Cursor<'a> {
     b: &'a [u8],
@@ -542,8 +545,8 @@ impl<'a> Cursor<'a> {
     /// expects `,`, `}` or `]`).
     #[inline(always)]
     fn uint(&mut self) -> Option<u64> {
-        // Up to seven digits (most of them): found and converted in the
-        // word that holds them and what ends them.
+        // Up to fifteen digits (almost all of them): found and converted in
+        // the two words that hold them and what ends them.
         let x = word_padded(self.b, self.i) ^ (0x30 * ONES);
         let nd = not_digits(x);
         if nd != 0 {
@@ -554,6 +557,22 @@ impl<'a> Cursor<'a> {
             }
             self.i += len;
             return Some(leading_digits(x, len));
+        }
+        if x & 0xff == 0 {
+            // A leading zero (eight digits or more).
+            return None;
+        }
+        let y = word_padded(self.b, self.i + 8) ^ (0x30 * ONES);
+        let nd = not_digits(y);
+        if nd != 0 {
+            let more = (nd.trailing_zeros() / 8) as usize;
+            let high = eight_digit_values(x);
+            self.i += 8 + more;
+            return Some(if more == 0 {
+                high
+            } else {
+                high * POW10[more] + leading_digits(y, more)
+            });
         }
         let len = digit_run(self.b, self.i);
         let v = digits(self.b, self.i, len)?;
@@ -608,16 +627,34 @@ impl<'a> Cursor<'a> {
             return Some(());
         }
         loop {
-            self.ws();
-            out.push(self.int()?);
-            self.ws();
+            // Most elements: a non-negative integer right after the comma
+            // and the comma right after it (`uint` refuses what `int` would:
+            // no digit, a leading zero).
+            let v = match self.peek()? {
+                b'0'..=b'9' => i64::try_from(self.uint()?).ok()?,
+                _ => {
+                    self.ws();
+                    self.int()?
+                }
+            };
+            out.push(v);
             match self.peek()? {
                 b',' => self.i += 1,
                 b']' => {
                     self.i += 1;
                     return Some(());
                 }
-                _ => return None,
+                _ => {
+                    self.ws();
+                    match self.peek()? {
+                        b',' => self.i += 1,
+                        b']' => {
+                            self.i += 1;
+                            return Some(());
+                        }
+                        _ => return None,
+                    }
+                }
             }
         }
     }
@@ -1429,6 +1466,40 @@ mod tests {
         // A key and its colon apart.
         let f = p(r#"{"type" :"span","name"	: "x"}"#).unwrap();
         assert_eq!(f.name, Some("x"));
+    }
+
+    #[test]
+    fn offsets_of_every_length_read_as_serde_reads_them() {
+        // Each length, with and without a leading zero, a sign or
+        // whitespace around it, first, inside and last in the array.
+        let mut v: u64 = 0;
+        for digits in 1..=20u32 {
+            v = v * 10 + u64::from(digits % 10);
+            for text in [
+                format!("{v}"),
+                format!("0{v}"),
+                format!("-{v}"),
+                format!("-0{v}"),
+                format!(" {v} "),
+            ] {
+                for array in [
+                    format!("[{text}]"),
+                    format!("[7,{text},12345678]"),
+                    format!("[123456789,{text}]"),
+                ] {
+                    let line =
+                        format!(r#"{{"type":"grad_ready","step":1,"t0":2,"offsets_ns":{array}}}"#);
+                    let mut got = Vec::new();
+                    let fast = parse(line.as_bytes(), &mut got).map(|_| got);
+                    let serde = serde_json::from_str::<Vec<i64>>(&array).ok();
+                    match serde {
+                        Some(want) => assert_eq!(fast, Some(want), "{line}"),
+                        // The reader then asks serde_json, which refuses it.
+                        None => assert_eq!(fast, None, "{line}"),
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -484,7 +484,7 @@ impl<'a> Cursor<'a> {
         let b = self.b;
         let i = self.i;
         if let Some((slot, len)) = memo.find_kind(b, i) {
-            memo.last_kind = slot;
+            memo.came(slot);
             *hit = slot as u8 + 1;
             self.i = i + len;
             let bytes = b.get(i..self.i - 1)?;
@@ -496,7 +496,7 @@ impl<'a> Cursor<'a> {
         self.i = i - 1;
         let slot = memo.next_kind % KIND_MEMO;
         memo.next_kind = slot + 1;
-        memo.last_kind = slot;
+        memo.came(slot);
         memo.kind_ids[slot] = None;
         memo.shapes[slot].clear();
         self.memo_miss(&mut memo.kinds[slot])
@@ -748,6 +748,10 @@ pub(crate) struct Memo {
     next_kind: usize,
     /// The slot of the last span's kind.
     last_kind: usize,
+    /// For each slot, the slot of the kind that came after it last time:
+    /// the first guess for the next line's kind (a step's kinds come in
+    /// the same order every time).
+    after: [usize; KIND_MEMO],
     /// The reader's interned id of each remembered string, once it set it:
     /// cleared whenever the string is replaced. The ids belong to one
     /// reader (one file), which owns this memo.
@@ -1011,6 +1015,52 @@ struct Value {
     len: u16,
 }
 
+/// The leading digits of a long integer (seventeen digits or more: a
+/// timestamp) in the last line read by a [`Shape`], to be reused by the
+/// next line when they are the same: lines of a kind come close together
+/// in time, so their timestamps mostly differ only in the last eight
+/// digits.
+#[derive(Clone, Copy, Default)]
+struct Leading {
+    /// The sixteen bytes before the integer's last eight digits, as two
+    /// words: its other digits and what the shape has before them (which
+    /// every line of the shape has).
+    key: (u64, u64),
+    /// The value of the digits before the last eight.
+    value: u64,
+    /// Whether `key` and `value` are set.
+    set: bool,
+}
+
+impl Leading {
+    /// The integer of `len` (17..=20) digits ending at `end` in `b`, as
+    /// [`digits`] reads it, with its leading digits reused when they are
+    /// the bytes of the last line's and remembered otherwise.
+    #[inline(always)]
+    fn digits(&mut self, b: &[u8], at: usize, len: usize) -> Option<u64> {
+        let end = at + len;
+        let key = match (
+            word(b, end - 16),
+            end.checked_sub(24).and_then(|i| word(b, i)),
+        ) {
+            (Some(w0), Some(w1)) => (w0, w1),
+            _ => return digits(b, at, len),
+        };
+        let low = digits_ending_at(b, end, 8)?;
+        if self.set && self.key == key {
+            // Nineteen digits always fit, twenty may not.
+            return self.value.checked_mul(100_000_000)?.checked_add(low);
+        }
+        let v = digits(b, at, len)?;
+        *self = Leading {
+            key,
+            value: v / 100_000_000,
+            set: true,
+        };
+        Some(v)
+    }
+}
+
 impl Value {
     /// `None` when the offsets do not fit (in a line too long for a
     /// [`Shape`] anyway).
@@ -1056,6 +1106,9 @@ struct Shape {
     last: (u64, u64),
     /// The line's integers.
     values: Vec<(Num, Value)>,
+    /// For each of `values`, the leading digits of the last line's long
+    /// integer there.
+    leading: Vec<Leading>,
     /// Which of [`Nums`]'s keys the line has.
     present: u16,
     /// What the reader made of the line.
@@ -1085,7 +1138,17 @@ impl Shape {
             return false;
         };
         let mut diff = 0u64;
-        for (chunk, &(w, keep)) in rest.chunks_exact(8).zip(&self.words) {
+        // Four words at a time, then one.
+        let mut chunks = rest.chunks_exact(32);
+        let mut words = self.words.chunks_exact(4);
+        for (chunk, w) in (&mut chunks).zip(&mut words) {
+            for (k, &(w, keep)) in w.iter().enumerate() {
+                let mut a = [0u8; 8];
+                a.copy_from_slice(&chunk[8 * k..8 * k + 8]);
+                diff |= (u64::from_le_bytes(a) & keep) ^ w;
+            }
+        }
+        for (chunk, &(w, keep)) in chunks.remainder().chunks_exact(8).zip(words.remainder()) {
             let mut a = [0u8; 8];
             a.copy_from_slice(chunk);
             diff |= (u64::from_le_bytes(a) & keep) ^ w;
@@ -1101,11 +1164,24 @@ impl Shape {
 }
 
 impl Memo {
-    /// Reads `b` by one of the shapes learnt before, if it is a span line
-    /// of one of them: its integers into `nums`, and what the reader made
-    /// of the shape's line. `None` leaves the line to [`parse`].
-    #[inline]
-    pub(crate) fn read_by_shape(&mut self, b: &[u8], nums: &mut Nums) -> Option<Proto> {
+    /// Reads the line at the start of `b` by one of the shapes learnt
+    /// before, if it is a span line of one of them: its integers into
+    /// `nums`; returns the slot of its kind (for [`Memo::proto`]) and the
+    /// line's length. `None` leaves the line to [`parse`].
+    ///
+    /// `b` is either one whole line (`in_buffer` false) or the reader's
+    /// buffer from the start of a line on (`in_buffer` true), whose line
+    /// then ends where a shape of the same length is followed by `\n`. No
+    /// line of a shape holds a `\n` (it equals the shape's line outside its
+    /// integers, which are digits), so that is where the line ends, and the
+    /// reader needs no search for it.
+    #[inline(always)]
+    pub(crate) fn read_by_shape(
+        &mut self,
+        b: &[u8],
+        nums: &mut Nums,
+        in_buffer: bool,
+    ) -> Option<(usize, usize)> {
         if b.get(..SPAN_PREFIX.len())? != SPAN_PREFIX {
             return None;
         }
@@ -1114,33 +1190,72 @@ impl Memo {
         let (kind, len) = self.find_kind(b, i)?;
         let from = i + len;
         let shapes = &mut self.shapes[kind];
-        let pick = shapes.iter().position(|s| s.from == from && s.fits(b))?;
+        let pick = shapes.iter().position(|s| {
+            s.from == from
+                && if in_buffer {
+                    b.get(s.len) == Some(&b'\n') && s.fits(&b[..s.len])
+                } else {
+                    s.fits(b)
+                }
+        })?;
         if pick != 0 {
             // The latest first: a kind's lines mostly keep one shape.
             shapes.swap(0, pick);
         }
-        let shape = &shapes[0];
-        for &(n, v) in &shape.values {
-            nums.values[n as usize] = digits(b, usize::from(v.at), usize::from(v.len))?;
+        let shape = &mut shapes[0];
+        for (&(n, v), leading) in shape.values.iter().zip(&mut shape.leading) {
+            let (at, len) = (usize::from(v.at), usize::from(v.len));
+            nums.values[n as usize] = if len > 16 {
+                leading.digits(b, at, len)?
+            } else {
+                digits(b, at, len)?
+            };
         }
         nums.present = shape.present;
-        self.last_kind = kind;
-        Some(shape.proto)
+        let len = shape.len;
+        self.came(kind);
+        Some((kind, len))
+    }
+
+    /// What the reader made of the line of the shape that
+    /// [`Memo::read_by_shape`] just read a line by (its kind's first).
+    #[inline(always)]
+    pub(crate) fn proto(&self, kind: usize) -> &Proto {
+        &self.shapes[kind][0].proto
     }
 
     /// The remembered kind whose text (with its closing quote) is at `i` in
-    /// `b`: its slot and that text's length. Searched from the slot after
-    /// the last line's kind: kinds come round in the order they first came
-    /// (a bucket's ready window, collective, writeback, the next
-    /// bucket's...), which is the slots' order.
+    /// `b`: its slot and that text's length. The kind that followed the
+    /// last line's kind last time is tried first, then the others from the
+    /// slot after the last line's kind on: kinds come round in the order
+    /// they first came (a bucket's ready window, collective, writeback, the
+    /// next bucket's...), which is the slots' order.
     #[inline(always)]
     fn find_kind(&self, b: &[u8], i: usize) -> Option<(usize, usize)> {
         let w0 = word_padded(b, i);
-        (1..=KIND_MEMO).find_map(|n| {
-            let slot = (self.last_kind + n) % KIND_MEMO;
-            let l = self.kinds[slot].as_ref()?;
-            l.at(b, i, w0).then_some((slot, l.len))
-        })
+        let guess = self.after[self.last_kind];
+        if let Some(l) = &self.kinds[guess] {
+            if l.at(b, i, w0) {
+                return Some((guess, l.len));
+            }
+        }
+        let mut slot = self.last_kind;
+        for _ in 0..KIND_MEMO {
+            slot = if slot + 1 == KIND_MEMO { 0 } else { slot + 1 };
+            if let Some(l) = &self.kinds[slot] {
+                if l.at(b, i, w0) {
+                    return Some((slot, l.len));
+                }
+            }
+        }
+        None
+    }
+
+    /// Notes that the line's kind is in `slot`.
+    #[inline(always)]
+    fn came(&mut self, slot: usize) {
+        self.after[self.last_kind] = slot;
+        self.last_kind = slot;
     }
 
     /// Whether the line [`parse`] just read may become a shape (the
@@ -1195,6 +1310,7 @@ impl Memo {
                 words,
                 last,
                 values: self.values.clone(),
+                leading: vec![Leading::default(); self.values.len()],
                 present,
                 proto,
             },

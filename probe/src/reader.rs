@@ -745,6 +745,21 @@ impl<R: Read> LineReader<R> {
         }
     }
 
+    /// The bytes read and not yet handed out: the next line (perhaps only
+    /// its start) and what follows it.
+    #[inline]
+    fn unread(&self) -> &[u8] {
+        &self.buf[self.start..self.end]
+    }
+
+    /// Hands out the first `n` bytes of [`LineReader::unread`] (whole lines
+    /// with their `\n`) without a search.
+    #[inline]
+    fn consume(&mut self, n: usize) {
+        debug_assert!(n <= self.end - self.start);
+        self.start += n;
+    }
+
     /// The next line without its `\n`, and whether it had one.
     fn next_line(&mut self) -> std::io::Result<Option<(&[u8], bool)>> {
         loop {
@@ -801,7 +816,19 @@ fn parse_file<R: Read>(
     let mut builder: Option<Builder> = None;
     let mut warnings = Vec::new();
     let mut pos = 0u64;
-    while let Some((raw, complete)) = reader.next_line().map_err(|e| io_error(path, e))? {
+    loop {
+        // Lines of a known shape are read where they lie in the buffer.
+        if let Some(b) = builder.as_mut().filter(|b| b.fast) {
+            if let Some(n) = b.shaped_line(lineno + 1, reader.unread()) {
+                reader.consume(n);
+                lineno += 1;
+                pos += n as u64;
+                continue;
+            }
+        }
+        let Some((raw, complete)) = reader.next_line().map_err(|e| io_error(path, e))? else {
+            break;
+        };
         lineno += 1;
         pos += raw.len() as u64 + u64::from(complete);
         let bytes = trim(raw);
@@ -1325,11 +1352,24 @@ impl Builder {
     }
 
     /// Adds one trimmed, non-empty line.
+    /// Reads the line at the start of `buffer` (the reader's unread bytes)
+    /// if it has one of the shapes learnt so far and passes every check,
+    /// and returns its length with its `\n`. `None` (nothing done) leaves
+    /// the line to [`LineReader::next_line`] and [`Builder::line`].
+    #[inline]
+    fn shaped_line(&mut self, line: u64, buffer: &[u8]) -> Option<usize> {
+        let mut nums = fastparse::Nums::default();
+        let (kind, len) = self.memo.read_by_shape(buffer, &mut nums, true)?;
+        self.pos += len as u64 + 1;
+        self.shaped_span(line, &nums, kind)?;
+        Some(len + 1)
+    }
+
     fn line(&mut self, line: u64, bytes: &[u8]) -> Result<(), LineError> {
         if self.fast {
             let mut nums = fastparse::Nums::default();
-            if let Some(proto) = self.memo.read_by_shape(bytes, &mut nums) {
-                if self.shaped_span(line, &nums, &proto).is_some() {
+            if let Some((kind, _)) = self.memo.read_by_shape(bytes, &mut nums, false) {
+                if self.shaped_span(line, &nums, kind).is_some() {
                     return Ok(());
                 }
             }
@@ -1686,16 +1726,12 @@ impl Builder {
     }
 
     /// The span of a line read by a shape ([`fastparse::Memo::read_by_shape`]):
-    /// `proto`'s, with the line's integers, checked as [`Builder::span`]
+    /// that of the shape's [`fastparse::Proto`] (`kind` is its slot), with
+    /// the line's integers, checked as [`Builder::span`]
     /// checks them. `None` (nothing done) when a check fails: the line then
     /// goes the usual way, which reports the problem.
     #[inline(always)]
-    fn shaped_span(
-        &mut self,
-        line: u64,
-        nums: &fastparse::Nums,
-        proto: &fastparse::Proto,
-    ) -> Option<()> {
+    fn shaped_span(&mut self, line: u64, nums: &fastparse::Nums, kind: usize) -> Option<()> {
         use fastparse::Num;
         const TY: &str = "span";
         let (start, end) = (nums.get(Num::Start)?, nums.get(Num::End)?);
@@ -1703,8 +1739,14 @@ impl Builder {
             return None;
         }
         let step = self.step(line, TY, nums.get(Num::Step)).ok()?;
-        let p = &proto.span;
-        let extra = match proto.extra {
+        let proto = self.memo.proto(kind);
+        let p = &proto.span.clone();
+        // Copied only when there is one (it is large).
+        let proto_extra = match &proto.extra {
+            Some(x) => Some(*x),
+            None => None,
+        };
+        let extra = match proto_extra {
             Some(x) => {
                 let x = SpanExtra {
                     params: nums.get_u32(Num::Params).ok()?,

@@ -57,6 +57,9 @@ fn synthetic_runs_of_several_shapes() {
     c.max_clock_offset_ns = -3_000_000;
     c.gpu_kernels = true;
     configs.push(c);
+    // Files of several read buffers (1 MiB each): lines of a known shape,
+    // read where they lie in the buffer, cross the buffers' ends.
+    configs.push(SynthConfig::new(2, 250, 40));
     for (i, c) in configs.iter().enumerate() {
         let dir = tempfile::tempdir().unwrap();
         generate_run(c, dir.path()).unwrap();
@@ -461,14 +464,20 @@ fn integer(line: &str, key: &str) -> Option<u64> {
     digits.parse().ok()
 }
 
-/// Another line like `line`: its times moved together, its other integers
+/// Another line like `line`: its times moved together (sometimes with a
+/// byte that is no digit among their last eight), its other integers
 /// picked anew (mostly of the same width, sometimes not, sometimes out of
 /// range or with a leading zero), now and then an equally long string
 /// swapped. Lines of one shape with other integers are what the reader's
 /// shapes read; those that deviate must fall back to the same result.
 fn variant(rng: &mut Rng, line: &str) -> String {
     let mut out = line.to_owned();
-    let shift = rng.next() % 1_000_000_000;
+    // Mostly a small shift, which keeps the times' leading digits (the
+    // reader reuses those of the line before).
+    let shift = match rng.below(3) {
+        0 => rng.next() % 1_000_000_000,
+        _ => rng.next() % 1_000,
+    };
     for key in ["start", "end", "queued"] {
         if let Some(t) = integer(&out, key) {
             let mut moved = t.saturating_add(shift).to_string();
@@ -476,6 +485,12 @@ fn variant(rng: &mut Rng, line: &str) -> String {
                 0 => moved = format!("0{}", &moved[1..]),
                 1 => moved = "9".repeat(moved.len()),
                 2 => moved = (t / 10).to_string(),
+                3 | 4 => {
+                    // A byte that is no digit among the last eight.
+                    let at = moved.len() - 1 - rng.below(8.min(moved.len()));
+                    let bad = ["x", " ", "-", "/", ":"][rng.below(5)];
+                    moved.replace_range(at..at + 1, bad);
+                }
                 _ => {}
             }
             out = with_integer(&out, key, &moved);

@@ -1742,10 +1742,7 @@ impl Builder {
         let proto = self.memo.proto(kind);
         let p = &proto.span.clone();
         // Copied only when there is one (it is large).
-        let proto_extra = match &proto.extra {
-            Some(x) => Some(*x),
-            None => None,
-        };
+        let proto_extra = proto.extra.as_ref().copied();
         let extra = match proto_extra {
             Some(x) => {
                 let x = SpanExtra {

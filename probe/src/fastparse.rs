@@ -1097,13 +1097,13 @@ struct Shape {
     /// Where the compared bytes begin (after the kind's closing quote: the
     /// prefix and kind are checked before the shape is chosen).
     from: usize,
-    /// The line's bytes from `from`, eight at a time (whole words only),
-    /// each word with a mask of its bytes that must be equal (`0` on the
-    /// digits of an integer, whose bytes are zero in the word).
-    words: Vec<(u64, u64)>,
-    /// The same for the line's last eight bytes (which hold the bytes of
-    /// the rest that `words` leaves out).
-    last: (u64, u64),
+    /// The line's bytes from `from`, sixteen at a time (whole blocks
+    /// only), each block with a mask of its bytes that must be equal (`0`
+    /// on the digits of an integer, whose bytes are zero in the block).
+    blocks: Vec<Block>,
+    /// The same for the line's last sixteen bytes (which hold the bytes of
+    /// the rest that `blocks` leaves out).
+    last: Block,
     /// The line's integers.
     values: Vec<(Num, Value)>,
     /// For each of `values`, the leading digits of the last line's long
@@ -1137,29 +1137,45 @@ impl Shape {
         let Some(rest) = b.get(self.from..) else {
             return false;
         };
-        let mut diff = 0u64;
-        // Four words at a time, then one.
-        let mut chunks = rest.chunks_exact(32);
-        let mut words = self.words.chunks_exact(4);
-        for (chunk, w) in (&mut chunks).zip(&mut words) {
-            for (k, &(w, keep)) in w.iter().enumerate() {
-                let mut a = [0u8; 8];
-                a.copy_from_slice(&chunk[8 * k..8 * k + 8]);
-                diff |= (u64::from_le_bytes(a) & keep) ^ w;
+        // Byte by byte over blocks of sixteen, which the compiler turns into
+        // vector instructions: any byte that differs where it must not
+        // leaves a bit set.
+        let mut diff = [0u8; 16];
+        for (chunk, block) in rest.chunks_exact(16).zip(&self.blocks) {
+            for k in 0..16 {
+                diff[k] |= (chunk[k] & block.keep[k]) ^ block.bytes[k];
             }
         }
-        for (chunk, &(w, keep)) in chunks.remainder().chunks_exact(8).zip(words.remainder()) {
-            let mut a = [0u8; 8];
-            a.copy_from_slice(chunk);
-            diff |= (u64::from_le_bytes(a) & keep) ^ w;
-        }
-        // The rest's last bytes, in the line's last eight.
-        let (w, keep) = self.last;
-        let Some(end) = b.len().checked_sub(8).and_then(|i| word(b, i)) else {
+        let Some(tail) = b.len().checked_sub(16).and_then(|i| b.get(i..)) else {
             return false;
         };
-        diff |= (end & keep) ^ w;
-        diff == 0
+        for k in 0..16 {
+            diff[k] |= (tail[k] & self.last.keep[k]) ^ self.last.bytes[k];
+        }
+        diff == [0; 16]
+    }
+}
+
+/// Sixteen bytes of a [`Shape`]'s line and which of them a line of the
+/// shape must have: the bytes are zero where `keep` is.
+#[derive(Clone, Copy)]
+struct Block {
+    bytes: [u8; 16],
+    keep: [u8; 16],
+}
+
+impl Block {
+    /// The block of `bytes` and `keep` (sixteen each).
+    fn of(bytes: &[u8], keep: &[u8]) -> Block {
+        let mut block = Block {
+            bytes: [0; 16],
+            keep: [0; 16],
+        };
+        for k in 0..16 {
+            block.keep[k] = keep[k];
+            block.bytes[k] = bytes[k] & keep[k];
+        }
+        block
     }
 }
 
@@ -1274,7 +1290,7 @@ impl Memo {
         let Some((kind, from)) = self.pending.take() else {
             return;
         };
-        if b.len() > SHAPE_MAX || b.len() < 8 || from > b.len() {
+        if b.len() > SHAPE_MAX || b.len() < 16 || from > b.len() {
             return;
         }
         // Per byte of the line: 0xff where a line of the shape must be
@@ -1289,17 +1305,13 @@ impl Memo {
             digits.fill(0);
             present |= 1 << n as u16;
         }
-        let masked = |bytes: &[u8], keep: &[u8]| {
-            let keep = word_tail(keep, 0);
-            (word_tail(bytes, 0) & keep, keep)
-        };
-        let words = b[from..]
-            .chunks_exact(8)
-            .zip(blank[from..].chunks_exact(8))
-            .map(|(w, keep)| masked(w, keep))
+        let blocks = b[from..]
+            .chunks_exact(16)
+            .zip(blank[from..].chunks_exact(16))
+            .map(|(bytes, keep)| Block::of(bytes, keep))
             .collect();
-        let end = b.len() - 8;
-        let last = masked(&b[end..], &blank[end..]);
+        let end = b.len() - 16;
+        let last = Block::of(&b[end..], &blank[end..]);
         let shapes = &mut self.shapes[kind];
         shapes.truncate(SHAPES_PER_KIND - 1);
         shapes.insert(
@@ -1307,7 +1319,7 @@ impl Memo {
             Shape {
                 len: b.len(),
                 from,
-                words,
+                blocks,
                 last,
                 values: self.values.clone(),
                 leading: vec![Leading::default(); self.values.len()],

@@ -93,54 +93,69 @@ impl IntervalList {
 
 /// Visits the union of normalized lists as maximal disjoint intervals in
 /// order, merging the lists like a k-way merge (no sorting; no allocation
-/// for up to 8 lists).
+/// for up to 8 lists, which all the callers pass).
 fn for_each_union(lists: &[&[Interval]], mut f: impl FnMut(Interval)) {
-    // Per list: what is left of it, and the start of its next interval
-    // (`i64::MAX` once it is used up: no interval of a normalized list
-    // starts there). Searching a flat array of starts for the smallest is
-    // what makes the merge cheap.
-    const SMALL: usize = 8;
-    let (mut small_rest, mut small_heads) = ([&[][..]; SMALL], [i64::MAX; SMALL]);
-    let (mut large_rest, mut large_heads) = (Vec::new(), Vec::new());
-    let (rest, heads): (&mut [&[Interval]], &mut [i64]) = if lists.len() <= SMALL {
-        (
-            &mut small_rest[..lists.len()],
-            &mut small_heads[..lists.len()],
-        )
-    } else {
-        large_rest.resize(lists.len(), &[][..]);
-        large_heads.resize(lists.len(), i64::MAX);
-        (&mut large_rest, &mut large_heads)
-    };
-    for ((r, h), &l) in rest.iter_mut().zip(heads.iter_mut()).zip(lists) {
-        *r = l;
-        *h = l.first().map_or(i64::MAX, |iv| iv.0);
+    match *lists {
+        [] => {}
+        // A normalized list is its own union.
+        [a] => a.iter().for_each(|&iv| f(iv)),
+        [a, b] => merge_union([a, b], f),
+        [a, b, c] => merge_union([a, b, c], f),
+        [a, b, c, d] => merge_union([a, b, c, d], f),
+        [a, b, c, d, e] => merge_union([a, b, c, d, e], f),
+        [a, b, c, d, e, g] => merge_union([a, b, c, d, e, g], f),
+        [a, b, c, d, e, g, h] => merge_union([a, b, c, d, e, g, h], f),
+        [a, b, c, d, e, g, h, i] => merge_union([a, b, c, d, e, g, h, i], f),
+        _ => {
+            let mut all: Vec<Interval> = lists.iter().flat_map(|l| l.iter().copied()).collect();
+            normalize(&mut all);
+            all.into_iter().for_each(f);
+        }
     }
-    // The union interval being extended, once there is one.
-    let (mut cur, mut started) = ((0, 0), false);
+}
+
+/// [`for_each_union`] of `K` lists: repeatedly takes the interval with the
+/// smallest start among the lists' next ones and extends the current union
+/// interval with it or emits that and starts a new one. The lists' next
+/// starts sit in a flat array (`i64::MAX` once a list is used up: no
+/// interval of a normalized list starts there), so finding the smallest is
+/// `K − 1` branch-free comparisons.
+#[inline]
+fn merge_union<const K: usize>(lists: [&[Interval]; K], mut f: impl FnMut(Interval)) {
+    let mut next = [0usize; K];
+    let mut heads = [i64::MAX; K];
+    for k in 0..K {
+        if let Some(iv) = lists[k].first() {
+            heads[k] = iv.0;
+        }
+    }
+    // The union interval being extended; `None` before the first one.
+    let mut cur: Option<Interval> = None;
     loop {
         let mut best = 0;
-        for k in 1..heads.len() {
+        for k in 1..K {
             if heads[k] < heads[best] {
                 best = k;
             }
         }
-        let Some((&(a, b), tail)) = rest.get(best).and_then(|r| r.split_first()) else {
+        let list = lists[best];
+        let Some(&(a, b)) = list.get(next[best]) else {
             break;
         };
-        rest[best] = tail;
-        heads[best] = tail.first().map_or(i64::MAX, |iv| iv.0);
-        if started && a <= cur.1 {
-            cur.1 = cur.1.max(b);
-        } else {
-            if started {
-                f(cur);
+        next[best] += 1;
+        heads[best] = list.get(next[best]).map_or(i64::MAX, |iv| iv.0);
+        match &mut cur {
+            Some((_, end)) if a <= *end => *end = (*end).max(b),
+            _ => {
+                if let Some(iv) = cur {
+                    f(iv);
+                }
+                cur = Some((a, b));
             }
-            (cur, started) = ((a, b), true);
         }
     }
-    if started {
-        f(cur);
+    if let Some(iv) = cur {
+        f(iv);
     }
 }
 
@@ -205,6 +220,36 @@ pub fn difference_len(a: &[Interval], b: &[Interval]) -> i64 {
     sum
 }
 
+/// `(intersection_len(a, b), difference_len(a, b))` in one sweep: for each
+/// interval of `a`, the pieces of `b` over it and the gaps between them
+/// (the same sums as the two functions', so the same values).
+pub fn split_len(a: &[Interval], b: &[Interval]) -> (i64, i64) {
+    let (mut j, mut inter, mut diff) = (0, 0i64, 0i64);
+    for &(start, end) in a {
+        while j < b.len() && b[j].1 <= start {
+            j += 1;
+        }
+        let mut cur = start;
+        let mut k = j;
+        while cur < end && k < b.len() && b[k].0 < end {
+            let (lo, hi) = b[k];
+            if lo > cur {
+                diff += lo - cur;
+            }
+            let (lo, hi_clipped) = (lo.max(start), hi.min(end));
+            if hi_clipped > lo {
+                inter += hi_clipped - lo;
+            }
+            cur = cur.max(hi);
+            k += 1;
+        }
+        if cur < end {
+            diff += end - cur;
+        }
+    }
+    (inter, diff)
+}
+
 /// Length of the part of `[start, end)` covered by the normalized list `b`
 /// (ns), found by binary search: `O(log n + k)`.
 pub fn covered_len(start: i64, end: i64, b: &[Interval]) -> i64 {
@@ -224,6 +269,55 @@ pub fn covered_len(start: i64, end: i64, b: &[Interval]) -> i64 {
         }
     }
     sum
+}
+
+/// [`covered_len`] for many intervals against one normalized list, with a
+/// cursor into the list instead of a binary search each time: while the
+/// intervals come in start order the cursor only moves forward, so all the
+/// queries together cost one pass over the list (an interval that starts
+/// before the previous one sends the cursor back to the start).
+#[derive(Clone, Debug)]
+pub(crate) struct Covered<'a> {
+    list: &'a [Interval],
+    /// The first interval of `list` that ends after `start`.
+    next: usize,
+    /// The start of the previous query.
+    start: i64,
+}
+
+impl<'a> Covered<'a> {
+    /// Queries on the normalized list `list`.
+    pub fn new(list: &'a [Interval]) -> Covered<'a> {
+        Covered {
+            list,
+            next: 0,
+            start: i64::MIN,
+        }
+    }
+
+    /// Length of the part of `[start, end)` covered by the list (ns), as
+    /// [`covered_len`] gives it.
+    #[inline]
+    pub fn covered_len(&mut self, start: i64, end: i64) -> i64 {
+        if start < self.start {
+            self.next = 0;
+        }
+        self.start = start;
+        while self.list.get(self.next).is_some_and(|iv| iv.1 <= start) {
+            self.next += 1;
+        }
+        let mut sum = 0;
+        for &(a, e) in &self.list[self.next..] {
+            if a >= end {
+                break;
+            }
+            let (lo, hi) = (a.max(start), e.min(end));
+            if hi > lo {
+                sum += hi - lo;
+            }
+        }
+        sum
+    }
 }
 
 #[cfg(test)]

@@ -31,7 +31,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::intervals::{self, Interval, IntervalList};
+use super::intervals::{self, Covered, Interval, IntervalList};
 use super::SummaryOptions;
 use crate::hash::FxHashMap;
 use crate::model::{LaneKind, RankTrace, Run, Span, Sym};
@@ -120,15 +120,16 @@ pub struct StepBreakdown {
     pub warmup: Option<WarmupReason>,
 }
 
-/// One collective call inside a step window, as the sweep saw it.
+/// One collective call inside a step window, as the sweep saw it: the span
+/// and what the sweep measured of it.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct CollObs {
-    /// Sequence number (`u64::MAX` when absent).
-    pub seq: u64,
-    pub start: i64,
-    pub end: i64,
-    /// Bytes (`u64::MAX` when absent).
-    pub bytes: u64,
+pub(crate) struct CollObs<'a> {
+    /// The collective span.
+    pub span: &'a Span,
+    /// The trace of its rank (for the span's extra fields).
+    pub trace: &'a RankTrace,
+    /// `end − start` of the span (saturating).
+    pub duration: i64,
     /// Part of the call (clipped to its step) not overlapped by compute.
     pub exposed: i64,
     /// When its bucket was ready (`bucket_ready` end of the same bucket in
@@ -136,28 +137,44 @@ pub(crate) struct CollObs {
     pub ready: i64,
     /// Start of the step's backward, `i64::MIN` when the step has none.
     pub bwd_start: i64,
-    pub op: Option<Sym>,
-    pub transport: Option<Sym>,
-    /// Bucket id (`u32::MAX` when absent).
-    pub bucket: u32,
     pub rank: u32,
     /// Step number of the window (`u32::MAX` when the step span has none).
     pub step: u32,
     pub steady: bool,
 }
 
-impl CollObs {
+impl CollObs<'_> {
+    /// For a collective outside any step window: nothing measured.
+    pub fn unmeasured<'a>(span: &'a Span, trace: &'a RankTrace) -> CollObs<'a> {
+        CollObs {
+            span,
+            trace,
+            duration: span.duration(),
+            exposed: 0,
+            ready: i64::MIN,
+            bwd_start: i64::MIN,
+            rank: trace.rank(),
+            step: u32::MAX,
+            steady: true,
+        }
+    }
+    pub fn start(&self) -> i64 {
+        self.span.start()
+    }
     pub fn seq(&self) -> Option<u64> {
-        (self.seq != u64::MAX).then_some(self.seq)
+        self.span.seq()
     }
     pub fn bytes(&self) -> Option<u64> {
-        (self.bytes != u64::MAX).then_some(self.bytes)
+        self.span.bytes()
     }
     pub fn bucket(&self) -> Option<u32> {
-        (self.bucket != u32::MAX).then_some(self.bucket)
+        self.span.bucket()
     }
-    pub fn duration(&self) -> i64 {
-        self.end.saturating_sub(self.start)
+    pub fn op(&self) -> Option<Sym> {
+        self.span.op()
+    }
+    pub fn transport(&self) -> Option<Sym> {
+        self.trace.extra(self.span).and_then(|x| x.transport)
     }
 }
 
@@ -198,7 +215,7 @@ pub(crate) fn rebuild_steps(run: &Run) -> Vec<u64> {
 pub(crate) fn scan_run(
     run: &Run,
     opts: &SummaryOptions,
-    sink: &mut impl FnMut(&CollObs),
+    sink: &mut impl FnMut(&CollObs<'_>),
 ) -> RunScan {
     let rebuilds = rebuild_steps(run);
     let samples = run.strings.lookup(super::SAMPLES_COUNTER);
@@ -231,13 +248,19 @@ struct Scratch<'a> {
     opt: IntervalList,
     wb: IntervalList,
     coll: IntervalList,
+    /// Per lane (the last one shared by any further lanes): the spans of all
+    /// the kinds above, so that the union of the lists is the time the step
+    /// was busy. Spans come in start order within a lane, so each list
+    /// merges them as they come, and the union takes a few lists of a few
+    /// intervals instead of all the kinds' intervals.
+    busy: Vec<IntervalList>,
     /// The union of forward, backward and optimizer.
     compute: Vec<Interval>,
     /// The GPU compute kernels inside the current window, on ranks whose
     /// collectives are GPU kernels.
     gpu_compute: Vec<Interval>,
-    /// Collectives that start in the current window: (span, transport).
-    new_colls: Vec<(&'a Span, Option<Sym>)>,
+    /// Collectives that start in the current window.
+    new_colls: Vec<&'a Span>,
     /// Bucket id → latest `bucket_ready` end in the current window.
     ready: ReadyTable,
 }
@@ -303,6 +326,9 @@ impl Scratch<'_> {
         ] {
             v.clear();
         }
+        for v in &mut self.busy {
+            v.clear();
+        }
         self.compute.clear();
         self.gpu_compute.clear();
         self.new_colls.clear();
@@ -323,7 +349,7 @@ fn scan_rank<'a>(
     rebuilds: &[u64],
     samples_sym: Option<Sym>,
     s: &mut Scratch<'a>,
-    sink: &mut impl FnMut(&CollObs),
+    sink: &mut impl FnMut(&CollObs<'a>),
 ) -> RankScan {
     let lanes: Vec<&'a crate::model::Lane> = rank
         .lanes
@@ -347,6 +373,8 @@ fn scan_rank<'a>(
 
     let gpu_compute = gpu_compute_of(rank);
 
+    s.busy
+        .resize_with(lanes.len().clamp(1, MAX_BUSY_LISTS), IntervalList::default);
     let mut cursors = vec![0usize; lanes.len()];
     let mut carries: Vec<Vec<u32>> = vec![Vec::new(); lanes.len()];
     let mut steps = Vec::with_capacity(windows.len());
@@ -357,16 +385,17 @@ fn scan_rank<'a>(
         for (li, lane) in lanes.iter().enumerate() {
             let spans = lane.spans();
             let carry = &mut carries[li];
+            let busy = li.min(MAX_BUSY_LISTS - 1);
             carry.retain(|&i| spans[i as usize].end() > w.start);
             for &i in carry.iter() {
-                visit(rank, &spans[i as usize], w, false, s);
+                visit(&spans[i as usize], w, false, busy, s);
             }
             let cur = &mut cursors[li];
             while *cur < spans.len() && spans[*cur].start() < w.end {
                 let sp = &spans[*cur];
                 let is_new = sp.start() >= w.start;
                 if sp.end() > w.start || is_new {
-                    visit(rank, sp, w, is_new, s);
+                    visit(sp, w, is_new, busy, s);
                 }
                 if sp.end() > next_start {
                     carry.push(*cur as u32);
@@ -386,14 +415,7 @@ fn scan_rank<'a>(
         if let Some(g) = &gpu_compute {
             clip_into(&mut s.gpu_compute, g, w.start, w.end);
         }
-        steps.push(measure(
-            rank.rank(),
-            w,
-            warmup,
-            gpu_compute.is_some(),
-            s,
-            sink,
-        ));
+        steps.push(measure(rank, w, warmup, gpu_compute.is_some(), s, sink));
     }
 
     // Samples counters, by time: t in [start, end], ties to the earlier step.
@@ -423,7 +445,27 @@ fn scan_rank<'a>(
 /// spans name. `None` when no collective names a GPU, or when those GPUs ran
 /// no compute kernel in the trace (then the CPU-side compute spans are the
 /// reference, as for CPU jobs).
+///
+/// The spans are only read when the answer can be `Some`: a device is named
+/// through the rank's shared extra fields, so when no extra names a device
+/// on which a GPU lane ran a compute kernel, no collective can either.
 fn gpu_compute_of(rank: &RankTrace) -> Option<Vec<Interval>> {
+    let is_compute_kernel =
+        |sp: &Span| sp.kind() == SpanKind::Kernel && sp.category() == Some(KernelCategory::Compute);
+    // The devices any span's extra fields name (the extras are shared, so
+    // few), then those of them with a compute kernel in a GPU lane.
+    let mut named: Vec<u32> = rank.extras.iter().filter_map(|x| x.device).collect();
+    named.sort_unstable();
+    named.dedup();
+    let with_kernels = |devices: &[u32]| {
+        rank.lanes.iter().any(|l| {
+            matches!(l.kind, LaneKind::Gpu { device, .. } if devices.binary_search(&device).is_ok())
+                && l.spans().iter().any(is_compute_kernel)
+        })
+    };
+    if named.is_empty() || !with_kernels(&named) {
+        return None;
+    }
     let mut devices: Vec<u32> = rank
         .lanes
         .iter()
@@ -442,9 +484,7 @@ fn gpu_compute_of(rank: &RankTrace) -> Option<Vec<Interval>> {
         .iter()
         .filter(|l| matches!(l.kind, LaneKind::Gpu { device, .. } if devices.binary_search(&device).is_ok()))
         .flat_map(|l| l.spans().iter())
-        .filter(|sp| {
-            sp.kind() == SpanKind::Kernel && sp.category() == Some(KernelCategory::Compute)
-        })
+        .filter(|sp| is_compute_kernel(sp))
         .map(|sp| (sp.start(), sp.end()))
         .collect();
     if v.is_empty() {
@@ -470,46 +510,56 @@ fn clip_into(out: &mut Vec<Interval>, all: &[Interval], lo: i64, hi: i64) {
     }
 }
 
-/// Adds the part of `sp` inside `w` to the step's scratch buffers
-/// (inlined into both loops of the sweep: it runs once per span).
+/// How many busy lists a window keeps at most (see [`Scratch::busy`]): the
+/// union merges up to 8 lists without allocating.
+const MAX_BUSY_LISTS: usize = 8;
+
+/// Adds the part of `sp` inside `w` to the step's scratch buffers, and to
+/// busy list `busy` for a kind that keeps the step busy (inlined into both
+/// loops of the sweep: it runs once per span).
 #[inline(always)]
-fn visit<'a>(rank: &'a RankTrace, sp: &'a Span, w: &Window, is_new: bool, s: &mut Scratch<'a>) {
+fn visit<'a>(sp: &'a Span, w: &Window, is_new: bool, busy: usize, s: &mut Scratch<'a>) {
     let lo = sp.start().max(w.start);
     let hi = sp.end().min(w.end);
     let iv = (lo, hi);
-    match sp.kind() {
-        SpanKind::DataWait => s.data.push(iv),
-        SpanKind::Forward => s.fwd.push(iv),
-        SpanKind::Backward => s.bwd.push(iv),
-        SpanKind::Optimizer => s.opt.push(iv),
-        SpanKind::Writeback => s.wb.push(iv),
+    let list = match sp.kind() {
+        SpanKind::DataWait => &mut s.data,
+        SpanKind::Forward => &mut s.fwd,
+        SpanKind::Backward => &mut s.bwd,
+        SpanKind::Optimizer => &mut s.opt,
+        SpanKind::Writeback => &mut s.wb,
         SpanKind::Collective => {
-            s.coll.push(iv);
             if is_new {
-                let transport = rank.extra(sp).and_then(|x| x.transport);
-                s.new_colls.push((sp, transport));
+                s.new_colls.push(sp);
             }
+            &mut s.coll
         }
-        SpanKind::BucketReady if is_new => {
-            if let Some(b) = sp.bucket() {
-                s.ready.set_max(b, sp.end());
+        SpanKind::BucketReady => {
+            if is_new {
+                if let Some(b) = sp.bucket() {
+                    s.ready.set_max(b, sp.end());
+                }
             }
+            return;
         }
-        _ => {}
-    }
+        _ => return,
+    };
+    list.push(iv);
+    s.busy[busy].push(iv);
 }
 
 /// Turns the scratch buffers of one window into its breakdown and hands its
 /// collective calls to `sink`.
-fn measure(
-    rank: u32,
+fn measure<'a>(
+    trace: &'a RankTrace,
     w: &Window,
     warmup: Option<WarmupReason>,
     gpu: bool,
-    s: &mut Scratch<'_>,
-    sink: &mut impl FnMut(&CollObs),
+    s: &mut Scratch<'a>,
+    sink: &mut impl FnMut(&CollObs<'a>),
 ) -> StepBreakdown {
-    use intervals::{difference_len, intersection_len, total, union_into, union_len};
+    let rank = trace.rank();
+    use intervals::{split_len, total, union_into, union_len};
     let data = s.data.normalized();
     let fwd = s.fwd.normalized();
     let bwd = s.bwd.normalized();
@@ -517,13 +567,21 @@ fn measure(
     let wb = s.wb.normalized();
     let coll = s.coll.normalized();
     union_into(&mut s.compute, &[fwd, bwd, opt]);
-    let busy = union_len(&[data, wb, coll, &s.compute]);
+    // The union of data wait, forward, backward, optimizer, writeback and
+    // collectives, lane by lane.
+    let n_busy = s.busy.len();
+    let mut lanes: [&[Interval]; MAX_BUSY_LISTS] = [&[]; MAX_BUSY_LISTS];
+    for (slot, list) in lanes.iter_mut().zip(s.busy.iter_mut()) {
+        *slot = list.normalized();
+    }
+    let busy = union_len(&lanes[..n_busy]);
     // What communication overlaps: GPU compute kernels on GPU-collective
     // ranks, else the CPU-side compute spans.
     let reference: &[Interval] = if gpu { &s.gpu_compute } else { &s.compute };
 
     let step_ns = w.end.saturating_sub(w.start).max(0);
     let comm_ns = total(coll);
+    let (comm_overlapped_ns, comm_exposed_ns) = split_len(coll, reference);
     let bwd_start = bwd.first().map_or(i64::MIN, |iv| iv.0);
     let bwd_end = bwd.last().map(|iv| iv.1);
     let coll_end = coll.last().map(|iv| iv.1);
@@ -535,26 +593,26 @@ fn measure(
         .step
         .and_then(|n| u32::try_from(n).ok())
         .unwrap_or(u32::MAX);
-    for &(sp, transport) in &s.new_colls {
+    // The part of each call covered by the reference, with a cursor into it
+    // that moves forward while the calls come in start order (they do
+    // within a lane).
+    let mut cursor = Covered::new(reference);
+    for &sp in &s.new_colls {
         let lo = sp.start().max(w.start);
         let hi = sp.end().min(w.end);
-        let exposed = (hi - lo).max(0) - intervals::covered_len(lo, hi, reference);
+        let exposed = (hi - lo).max(0) - cursor.covered_len(lo, hi);
         let ready = sp
             .bucket()
             .and_then(|b| s.ready.get(b))
             .or_else(|| sp.queued())
             .unwrap_or(i64::MIN);
         sink(&CollObs {
-            seq: sp.seq().unwrap_or(u64::MAX),
-            start: sp.start(),
-            end: sp.end(),
-            bytes: sp.bytes().unwrap_or(u64::MAX),
+            span: sp,
+            trace,
+            duration: sp.duration(),
             exposed,
             ready,
             bwd_start,
-            op: sp.op(),
-            transport,
-            bucket: sp.bucket().unwrap_or(u32::MAX),
             rank,
             step: step_u32,
             steady: warmup.is_none(),
@@ -569,8 +627,8 @@ fn measure(
         forward_ns: total(fwd),
         backward_ns: total(bwd),
         comm_ns,
-        comm_overlapped_ns: intersection_len(coll, reference),
-        comm_exposed_ns: difference_len(coll, reference),
+        comm_overlapped_ns,
+        comm_exposed_ns,
         optimizer_ns: total(opt),
         writeback_ns: total(wb),
         other_ns: step_ns - busy,

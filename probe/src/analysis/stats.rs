@@ -65,28 +65,25 @@ impl Dist {
     /// The distribution of integer values, which it reorders in place;
     /// `O(n)` with integer comparisons (the fast path for nanoseconds).
     pub fn of_i64(values: &mut [i64]) -> Dist {
-        Dist::of_integers(values)
+        Dist::of_integers(values, 0, 0)
     }
 
-    /// [`Dist::of_i64`] for values stored in 32 bits.
-    pub(crate) fn of_i32(values: &mut [i32]) -> Dist {
-        Dist::of_integers(values)
-    }
-
-    fn of_integers<T: Copy + Ord + Into<i64>>(values: &mut [T]) -> Dist {
-        let n = values.len();
+    /// The distribution of `values` and `count` more copies of `common`
+    /// (reorders `values`): what [`Samples`] keeps.
+    fn of_integers<T: Int>(values: &mut [T], common: i64, count: u64) -> Dist {
+        let n = values.len() + count as usize;
         if n == 0 {
             return Dist::default();
         }
-        let mut sum = 0i128;
-        let (mut min, mut max) = (i64::MAX, i64::MIN);
-        for &v in values.iter() {
-            let v: i64 = v.into();
-            sum += i128::from(v);
-            min = min.min(v);
-            max = max.max(v);
+        let mut sum = T::sum(values);
+        let mut min = values.iter().copied().min().map_or(i64::MAX, Into::into);
+        let mut max = values.iter().copied().max().map_or(i64::MIN, Into::into);
+        if count > 0 {
+            sum += i128::from(common) * i128::from(count);
+            min = min.min(common);
+            max = max.max(common);
         }
-        let (median, p95) = two_percentiles(values, 0.5, 0.95, T::cmp, |v| v.into() as f64);
+        let (median, p95) = int_percentiles(values, common, count, 0.5, 0.95);
         Dist {
             n: n as u64,
             mean: sum as f64 / n as f64,
@@ -100,6 +97,217 @@ impl Dist {
     /// Whether there are no values.
     pub fn is_empty(&self) -> bool {
         self.n == 0
+    }
+}
+
+/// Integer values kept for a [`Dist`] (durations, byte counts... one per
+/// collective call), in as little memory as they allow: the first value is
+/// counted each time it recurs rather than stored (a bucket's calls usually
+/// all move the same bytes, and early buckets' calls are mostly exposed for
+/// 0 ns), and the others are stored in 32 bits until one needs 64, then all
+/// in 64 bits (half the memory while values lie within ±2.1 s or 2 GiB).
+/// The distribution is computed on them in place, with no copy.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Samples {
+    /// The first value, once there is one.
+    common: i64,
+    /// How many values equal `common` (0 before the first value).
+    common_count: u64,
+    /// The other values while they all fit in 32 bits.
+    small: Vec<i32>,
+    /// The other values once one does not (then `small` is empty).
+    wide: Vec<i64>,
+}
+
+impl Samples {
+    /// Adds a value.
+    #[inline]
+    pub fn push(&mut self, v: i64) {
+        if v == self.common {
+            // Before the first value `common` is 0 with a count of 0: a first
+            // 0 is rightly counted here.
+            self.common_count += 1;
+        } else if !self.small.is_empty() {
+            match i32::try_from(v) {
+                Ok(x) => self.small.push(x),
+                Err(_) => {
+                    self.widen();
+                    self.wide.push(v);
+                }
+            }
+        } else if !self.wide.is_empty() {
+            self.wide.push(v);
+        } else {
+            self.push_first(v);
+        }
+    }
+
+    /// [`Samples::push`] of the first value, or of the first one stored.
+    #[cold]
+    #[inline(never)]
+    fn push_first(&mut self, v: i64) {
+        if self.common_count == 0 {
+            self.common = v;
+            self.common_count = 1;
+        } else if let Ok(x) = i32::try_from(v) {
+            self.small.push(x);
+        } else {
+            self.wide.push(v);
+        }
+    }
+
+    /// Moves the stored values to `wide` (once; kept out of line so that
+    /// `push` inlines to a few compares and a store).
+    #[cold]
+    #[inline(never)]
+    fn widen(&mut self) {
+        self.wide = self.small.iter().map(|&x| i64::from(x)).collect();
+        self.small = Vec::new();
+    }
+
+    /// Number of values.
+    pub fn len(&self) -> usize {
+        self.common_count as usize + self.small.len() + self.wide.len()
+    }
+
+    /// The distribution of the values (reorders the stored ones).
+    pub fn dist(&mut self) -> Dist {
+        if self.wide.is_empty() {
+            Dist::of_integers(&mut self.small, self.common, self.common_count)
+        } else {
+            Dist::of_integers(&mut self.wide, self.common, self.common_count)
+        }
+    }
+}
+
+/// The integer types [`Samples`] stores.
+trait Int: Copy + Ord + Into<i64> {
+    /// The exact sum of `values`.
+    fn sum(values: &[Self]) -> i128;
+}
+
+impl Int for i32 {
+    fn sum(values: &[i32]) -> i128 {
+        // In 64 bits, which cannot overflow for fewer than 2^32 values.
+        values
+            .chunks(1 << 31)
+            .map(|c| i128::from(c.iter().map(|&v| i64::from(v)).sum::<i64>()))
+            .sum()
+    }
+}
+
+impl Int for i64 {
+    fn sum(values: &[i64]) -> i128 {
+        values.iter().map(|&v| i128::from(v)).sum()
+    }
+}
+
+/// Percentiles `q1 ≤ q2` of `values` and `count` copies of `common`
+/// (reorders `values`), interpolated as [`percentile_sorted`] does; `n`, the
+/// number of values, must not be 0.
+fn int_percentiles<T: Int>(
+    values: &mut [T],
+    common: i64,
+    count: u64,
+    q1: f64,
+    q2: f64,
+) -> (f64, f64) {
+    let n = values.len() + count as usize;
+    let pos = |q: f64| {
+        let h = q.clamp(0.0, 1.0) * (n - 1) as f64;
+        (h.floor() as usize, h - h.floor())
+    };
+    let (i1, f1) = pos(q1);
+    let (i2, f2) = pos(q2.max(q1));
+    // The order statistics needed: each percentile's rank, and the next one
+    // when it interpolates.
+    let mut ranks = [0usize; 4];
+    let mut len = 0;
+    for (i, f) in [(i1, f1), (i2, f2)] {
+        for r in [i, i + 1] {
+            if (r == i || (f != 0.0 && r < n)) && (len == 0 || ranks[len - 1] < r) {
+                ranks[len] = r;
+                len += 1;
+            }
+        }
+    }
+    let ranks = &ranks[..len];
+    let mut stats = [0i64; 4];
+    order_stats(values, common, count, ranks, &mut stats[..len]);
+    let at = |r: usize| stats[ranks.iter().position(|&x| x == r).unwrap_or(0)] as f64;
+    let interpolate = |i: usize, f: f64| {
+        let x = at(i);
+        if f == 0.0 || i + 1 >= n {
+            x
+        } else {
+            x + (at(i + 1) - x) * f
+        }
+    };
+    (interpolate(i1, f1), interpolate(i2, f2))
+}
+
+/// Sets `out[k]` to the value of sorted rank `ranks[k]` (ascending, distinct,
+/// below the number of values) of `values` and `count` copies of `common`;
+/// reorders `values`.
+fn order_stats<T: Int>(
+    values: &mut [T],
+    common: i64,
+    count: u64,
+    ranks: &[usize],
+    out: &mut [i64],
+) {
+    if count == 0 {
+        return select_ranks(values, ranks, out);
+    }
+    // Sorted, the values are those below `common`, the copies, the rest.
+    let mut below = 0;
+    for i in 0..values.len() {
+        if values[i].into() < common {
+            values.swap(below, i);
+            below += 1;
+        }
+    }
+    let count = usize::try_from(count).unwrap_or(usize::MAX);
+    let (lower, upper) = values.split_at_mut(below);
+    let split = ranks.partition_point(|&r| r < below);
+    let above = ranks.partition_point(|&r| r < below.saturating_add(count));
+    select_ranks(lower, &ranks[..split], &mut out[..split]);
+    out[split..above].fill(common);
+    let mut upper_ranks = [0usize; 4];
+    for (u, &r) in upper_ranks.iter_mut().zip(&ranks[above..]) {
+        *u = r - below - count;
+    }
+    select_ranks(
+        upper,
+        &upper_ranks[..ranks.len() - above],
+        &mut out[above..],
+    );
+}
+
+/// Sets `out[k]` to the value of sorted rank `ranks[k]` of `values`
+/// (ascending, distinct, below `values.len()`; at most 4 of them), and
+/// reorders `values`: selection, `O(n)`. A rank right after the previous one
+/// is the smallest value above it, found by a scan rather than a second
+/// selection.
+fn select_ranks<T: Int>(values: &mut [T], ranks: &[usize], out: &mut [i64]) {
+    // values[..done] holds the values up to the last rank selected, in
+    // place (everything after it is no smaller).
+    let mut done = 0;
+    for (k, &r) in ranks.iter().enumerate() {
+        let rest = &mut values[done..];
+        if k > 0 && r == done {
+            let (i, _) = rest
+                .iter()
+                .enumerate()
+                .min_by_key(|&(_, v)| *v)
+                .expect("rank below the number of values");
+            rest.swap(0, i);
+            out[k] = rest[0].into();
+        } else {
+            let (_, &mut x, _) = rest.select_nth_unstable(r - done);
+            out[k] = x.into();
+        }
+        done = r + 1;
     }
 }
 

@@ -238,7 +238,7 @@ pub struct Summary {
 /// linear-time grouping of the collectives. Never panics, whatever the run
 /// holds (no ranks, ranks without steps, zero-length spans...).
 pub fn summarize(run: &Run, opts: &SummaryOptions) -> Summary {
-    let mut seq_table = SeqTable::default();
+    let mut seq_table: SeqTable = SeqTable::default();
     let mut bucket_table = BucketTable::default();
     let mut op_table = OpTable::default();
     let mut steady_calls = 0u64;
@@ -325,9 +325,9 @@ pub fn summarize(run: &Run, opts: &SummaryOptions) -> Summary {
         .collect();
 
     let seqs = seq_table.finish();
-    let buckets = bucket_table.finish(run, &seqs);
+    let buckets = bucket_table.finish(run, seqs.views());
     let ops = op_table.finish(run);
-    let stragglers = stragglers(&seqs);
+    let stragglers = stragglers(seqs.views());
 
     let throughput = Throughput {
         steps_per_s: overall

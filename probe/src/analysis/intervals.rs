@@ -440,4 +440,86 @@ mod tests {
             assert_eq!(both + only, total(&a));
         }
     }
+
+    /// Pseudo-random normalized lists: `count` lists of up to `len`
+    /// intervals on `[0, span)`.
+    fn random_lists(
+        next: &mut impl FnMut() -> i64,
+        count: usize,
+        len: i64,
+        span: i64,
+    ) -> Vec<Vec<Interval>> {
+        (0..count)
+            .map(|_| {
+                let mut v: Vec<Interval> = (0..next() % (len + 1))
+                    .map(|_| {
+                        let a = next() % span;
+                        (a, a + next() % (span / 8 + 1))
+                    })
+                    .collect();
+                normalize(&mut v);
+                v
+            })
+            .collect()
+    }
+
+    fn xorshift(seed: u64) -> impl FnMut() -> i64 {
+        let mut x = seed;
+        move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 2) as i64
+        }
+    }
+
+    #[test]
+    fn merged_unions_match_normalizing_everything() {
+        let mut next = xorshift(31337);
+        for round in 0..2000 {
+            let count = round % 11;
+            let lists = random_lists(&mut next, count, 12, 400);
+            let refs: Vec<&[Interval]> = lists.iter().map(Vec::as_slice).collect();
+            let mut want: Vec<Interval> = lists.iter().flatten().copied().collect();
+            normalize(&mut want);
+            let mut got = Vec::new();
+            union_into(&mut got, &refs);
+            assert_eq!(got, want, "{lists:?}");
+            assert_eq!(union_len(&refs), total(&want));
+        }
+    }
+
+    #[test]
+    fn split_len_is_intersection_and_difference() {
+        let mut next = xorshift(4242);
+        for _ in 0..2000 {
+            let lists = random_lists(&mut next, 2, 10, 300);
+            let (a, b) = (&lists[0], &lists[1]);
+            assert_eq!(
+                split_len(a, b),
+                (intersection_len(a, b), difference_len(a, b)),
+                "{a:?} {b:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn covered_cursor_matches_covered_len() {
+        let mut next = xorshift(777);
+        for round in 0..500 {
+            let list = &random_lists(&mut next, 1, 15, 500)[0];
+            let mut cursor = Covered::new(list);
+            // Mostly in start order (calls of a lane), sometimes not.
+            let mut start = -20;
+            for _ in 0..20 {
+                start += next() % 40 - if round % 4 == 0 { 25 } else { 0 };
+                let end = start + next() % 60 - 5;
+                assert_eq!(
+                    cursor.covered_len(start, end),
+                    covered_len(start, end, list),
+                    "[{start}, {end}) on {list:?}"
+                );
+            }
+        }
+    }
 }

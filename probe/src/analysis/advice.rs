@@ -54,7 +54,7 @@ use super::comm::{bus_factor, LastCall, SeqTable};
 use super::costmodel::{fit_latency_bandwidth, CostFit, LinearFit};
 use super::group::Groups;
 use super::render::{self, num, text, Table};
-use super::scan::{scan_run, CollObs};
+use super::scan::{scan_run, CollObs, WindowCalls};
 use super::stats::{median, robust_sigma};
 use super::SummaryOptions;
 use crate::buckets::DeviceKey;
@@ -346,7 +346,14 @@ fn fit_points(run: &Run) -> Vec<FitPoint> {
                     });
                     continue;
                 }
-                seqs.add(&CollObs::unmeasured(sp, r));
+                seqs.add(&WindowCalls {
+                    trace: r,
+                    rank: r.rank(),
+                    step: u32::MAX,
+                    steady: true,
+                    bwd_start: i64::MIN,
+                    calls: &[CollObs::unmeasured(sp)],
+                });
             }
         }
     }
@@ -483,9 +490,12 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
     }
     // The operation and transport of the steady bucket collectives.
     let mut bucket_calls: Vec<(OpTransport, u64)> = Vec::new();
-    let scans = scan_run(run, &opts.summary, &mut |c| {
-        if c.steady && c.bucket().is_some() {
-            let key = (c.op(), c.transport());
+    let scans = scan_run(run, &opts.summary, &mut |w| {
+        if !w.steady {
+            return;
+        }
+        for c in w.calls.iter().filter(|c| c.span.bucket().is_some()) {
+            let key = (c.span.op(), w.transport(c));
             match bucket_calls.iter_mut().find(|(k, _)| *k == key) {
                 Some((_, n)) => *n += 1,
                 None => bucket_calls.push((key, 1)),

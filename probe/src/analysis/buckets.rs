@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::comm::{bus_factor, SeqView};
 use super::group::IdMap;
-use super::scan::CollObs;
+use super::scan::{CollObs, WindowCalls};
 use super::stats::{Dist, Samples};
 use crate::model::{Run, Sym};
 
@@ -75,44 +75,55 @@ struct Acc {
     exposed: Samples,
     exposed_total: i64,
     skew: Vec<i64>,
-    /// A call's rank and step, to find the bucket's layout.
+    /// The first call's rank and step, to find the bucket's layout.
     at: Option<(u32, u32)>,
 }
 
 impl BucketTable {
-    /// Counts one call.
+    /// Counts the calls of a window.
+    pub fn add(&mut self, w: &WindowCalls<'_, '_>) {
+        for c in w.calls {
+            self.add_call(c, w);
+        }
+    }
+
     #[inline]
-    pub fn add(&mut self, c: &CollObs<'_>) {
-        let Some(bucket) = c.bucket() else { return };
+    fn add_call(&mut self, c: &CollObs<'_>, w: &WindowCalls<'_, '_>) {
+        let sp = c.span;
+        let Some(bucket) = sp.bucket() else { return };
         let i = self.index.id(u64::from(bucket)) as usize;
         if i == self.accs.len() {
             self.accs.push(Acc {
                 bucket,
+                at: Some((w.rank, w.step)),
                 ..Acc::default()
             });
         }
         let a = &mut self.accs[i];
-        let op = c.op();
-        match a.ops.iter_mut().find(|(o, _)| *o == op) {
-            Some((_, n)) => *n += 1,
-            None => a.ops.push((op, 1)),
+        let op = sp.op();
+        match a.ops.first_mut() {
+            // Usually a bucket's calls have one operation.
+            Some((o, n)) if *o == op => *n += 1,
+            _ => match a.ops.iter_mut().find(|(o, _)| *o == op) {
+                Some((_, n)) => *n += 1,
+                None => a.ops.push((op, 1)),
+            },
         }
         let d = c.duration;
-        if let Some(b) = c.bytes() {
+        if let Some(b) = sp.bytes() {
             a.sum_bytes += u128::from(b);
             a.sum_dur += i128::from(d);
             a.bytes.push(i64::try_from(b).unwrap_or(i64::MAX));
         }
         if c.ready != i64::MIN {
-            if c.bwd_start != i64::MIN {
-                a.ready.push(c.ready.saturating_sub(c.bwd_start));
+            if w.bwd_start != i64::MIN {
+                a.ready.push(c.ready.saturating_sub(w.bwd_start));
             }
-            a.delay.push(c.start().saturating_sub(c.ready));
+            a.delay.push(sp.start().saturating_sub(c.ready));
         }
         a.duration.push(d);
         a.exposed.push(c.exposed);
         a.exposed_total = a.exposed_total.saturating_add(c.exposed);
-        a.at.get_or_insert((c.rank, c.step));
     }
 
     /// The statistics by bucket id, with the skews of the sequence views

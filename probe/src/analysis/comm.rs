@@ -11,7 +11,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::group::IdMap;
-use super::scan::CollObs;
+use super::scan::{CollObs, WindowCalls};
 use super::stats::{Dist, Samples};
 use crate::model::{Run, Sym};
 use crate::trace::op;
@@ -78,10 +78,16 @@ struct OpAcc {
 }
 
 impl OpTable {
-    /// Counts one call.
+    /// Counts the calls of a window.
+    pub fn add(&mut self, w: &WindowCalls<'_, '_>) {
+        for c in w.calls {
+            self.add_call(c);
+        }
+    }
+
     #[inline]
-    pub fn add(&mut self, c: &CollObs<'_>) {
-        let op = c.op();
+    fn add_call(&mut self, c: &CollObs<'_>) {
+        let op = c.span.op();
         let i = match self.ops.iter().position(|a| a.op == op) {
             Some(i) => i,
             None => {
@@ -100,7 +106,7 @@ impl OpTable {
         let d = c.duration;
         a.dur_total = a.dur_total.saturating_add(d);
         a.latencies.push(d);
-        if let Some(b) = c.bytes() {
+        if let Some(b) = c.span.bytes() {
             a.with_bytes += 1;
             a.bytes_total = a.bytes_total.saturating_add(b);
             a.dur_with_bytes = a.dur_with_bytes.saturating_add(d);
@@ -178,14 +184,14 @@ pub(crate) struct LastCall {
 pub(crate) trait KeepLast: Copy {
     /// The value before any call.
     const NONE: Self;
-    /// The value kept of call `c`.
-    fn of(c: &CollObs<'_>) -> Self;
+    /// The value kept of call `c` of window `w`.
+    fn of<'a>(c: &CollObs<'a>, w: &WindowCalls<'a, '_>) -> Self;
 }
 
 impl KeepLast for () {
     const NONE: () = ();
     #[inline]
-    fn of(_: &CollObs<'_>) {}
+    fn of<'a>(_: &CollObs<'a>, _: &WindowCalls<'a, '_>) {}
 }
 
 impl KeepLast for LastCall {
@@ -196,12 +202,12 @@ impl KeepLast for LastCall {
         transport: None,
     };
     #[inline]
-    fn of(c: &CollObs<'_>) -> LastCall {
+    fn of<'a>(c: &CollObs<'a>, w: &WindowCalls<'a, '_>) -> LastCall {
         LastCall {
             duration: c.duration,
-            bytes: c.bytes().unwrap_or(u64::MAX),
-            op: c.op(),
-            transport: c.transport(),
+            bytes: c.span.bytes().unwrap_or(u64::MAX),
+            op: c.span.op(),
+            transport: w.transport(c),
         }
     }
 }
@@ -255,11 +261,17 @@ impl<L: KeepLast> SeqAcc<L> {
 }
 
 impl<L: KeepLast> SeqTable<L> {
-    /// Counts one call.
+    /// Counts the calls of a window.
+    pub fn add(&mut self, w: &WindowCalls<'_, '_>) {
+        for c in w.calls {
+            self.add_call(c, w);
+        }
+    }
+
     #[inline]
-    pub fn add(&mut self, c: &CollObs<'_>) {
-        let Some(seq) = c.seq() else { return };
-        let start = c.start();
+    fn add_call<'a>(&mut self, c: &CollObs<'a>, w: &WindowCalls<'a, '_>) {
+        let Some(seq) = c.span.seq() else { return };
+        let start = c.span.start();
         let i = self.index.id(seq) as usize;
         if i == self.accs.len() {
             self.accs.push(SeqAcc {
@@ -270,9 +282,9 @@ impl<L: KeepLast> SeqTable<L> {
                 sum: 0,
                 n: 0,
                 hi_count: 0,
-                rank_of_hi: c.rank,
-                step: c.step,
-                bucket: c.bucket().unwrap_or(u32::MAX),
+                rank_of_hi: w.rank,
+                step: w.step,
+                bucket: c.span.bucket().unwrap_or(u32::MAX),
                 last: L::NONE,
             });
         }
@@ -283,8 +295,8 @@ impl<L: KeepLast> SeqTable<L> {
         if start > a.hi {
             a.hi = start;
             a.hi_count = 1;
-            a.rank_of_hi = c.rank;
-            a.last = L::of(c);
+            a.rank_of_hi = w.rank;
+            a.last = L::of(c, w);
         } else if start == a.hi {
             a.hi_count += 1;
         }

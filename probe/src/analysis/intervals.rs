@@ -220,12 +220,14 @@ pub fn difference_len(a: &[Interval], b: &[Interval]) -> i64 {
     sum
 }
 
-/// `(intersection_len(a, b), difference_len(a, b))` in one sweep: for each
-/// interval of `a`, the pieces of `b` over it and the gaps between them
-/// (the same sums as the two functions', so the same values).
-pub fn split_len(a: &[Interval], b: &[Interval]) -> (i64, i64) {
-    let (mut j, mut inter, mut diff) = (0, 0i64, 0i64);
+/// `(total(a), intersection_len(a, b), difference_len(a, b))` in one sweep:
+/// for each interval of `a`, its length, the pieces of `b` over it and the
+/// gaps between them (the same sums as the three functions', so the same
+/// values).
+pub fn split_len(a: &[Interval], b: &[Interval]) -> (i64, i64, i64) {
+    let (mut j, mut sum, mut inter, mut diff) = (0, 0i64, 0i64, 0i64);
     for &(start, end) in a {
+        sum += end.saturating_sub(start);
         while j < b.len() && b[j].1 <= start {
             j += 1;
         }
@@ -247,7 +249,7 @@ pub fn split_len(a: &[Interval], b: &[Interval]) -> (i64, i64) {
             diff += end - cur;
         }
     }
-    (inter, diff)
+    (sum, inter, diff)
 }
 
 /// Length of the part of `[start, end)` covered by the normalized list `b`
@@ -490,14 +492,14 @@ mod tests {
     }
 
     #[test]
-    fn split_len_is_intersection_and_difference() {
+    fn split_len_is_total_intersection_and_difference() {
         let mut next = xorshift(4242);
         for _ in 0..2000 {
             let lists = random_lists(&mut next, 2, 10, 300);
             let (a, b) = (&lists[0], &lists[1]);
             assert_eq!(
                 split_len(a, b),
-                (intersection_len(a, b), difference_len(a, b)),
+                (total(a), intersection_len(a, b), difference_len(a, b)),
                 "{a:?} {b:?}"
             );
         }

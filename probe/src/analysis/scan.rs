@@ -120,14 +120,12 @@ pub struct StepBreakdown {
     pub warmup: Option<WarmupReason>,
 }
 
-/// One collective call inside a step window, as the sweep saw it: the span
-/// and what the sweep measured of it.
+/// One collective call that starts in a step window: the span and what the
+/// sweep measured of it.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct CollObs<'a> {
     /// The collective span.
     pub span: &'a Span,
-    /// The trace of its rank (for the span's extra fields).
-    pub trace: &'a RankTrace,
     /// `end − start` of the span (saturating).
     pub duration: i64,
     /// Part of the call (clipped to its step) not overlapped by compute.
@@ -135,46 +133,42 @@ pub(crate) struct CollObs<'a> {
     /// When its bucket was ready (`bucket_ready` end of the same bucket in
     /// the same step, else the call's `queued`), `i64::MIN` when unknown.
     pub ready: i64,
-    /// Start of the step's backward, `i64::MIN` when the step has none.
-    pub bwd_start: i64,
-    pub rank: u32,
-    /// Step number of the window (`u32::MAX` when the step span has none).
-    pub step: u32,
-    pub steady: bool,
 }
 
-impl CollObs<'_> {
-    /// For a collective outside any step window: nothing measured.
-    pub fn unmeasured<'a>(span: &'a Span, trace: &'a RankTrace) -> CollObs<'a> {
+impl<'a> CollObs<'a> {
+    /// A call outside any step window: nothing measured.
+    pub fn unmeasured(span: &'a Span) -> CollObs<'a> {
         CollObs {
             span,
-            trace,
             duration: span.duration(),
             exposed: 0,
             ready: i64::MIN,
-            bwd_start: i64::MIN,
-            rank: trace.rank(),
-            step: u32::MAX,
-            steady: true,
         }
     }
-    pub fn start(&self) -> i64 {
-        self.span.start()
-    }
-    pub fn seq(&self) -> Option<u64> {
-        self.span.seq()
-    }
-    pub fn bytes(&self) -> Option<u64> {
-        self.span.bytes()
-    }
-    pub fn bucket(&self) -> Option<u32> {
-        self.span.bucket()
-    }
-    pub fn op(&self) -> Option<Sym> {
-        self.span.op()
-    }
-    pub fn transport(&self) -> Option<Sym> {
-        self.trace.extra(self.span).and_then(|x| x.transport)
+}
+
+/// The collective calls that start in one step window of one rank, handed
+/// to the sweep's sink together (so that each table takes them in a loop
+/// of its own).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct WindowCalls<'a, 's> {
+    /// The rank's trace (for the spans' extra fields).
+    pub trace: &'a RankTrace,
+    pub rank: u32,
+    /// Step number of the window (`u32::MAX` when the step span has none).
+    pub step: u32,
+    /// Whether the step counts in the statistics (is no warm-up step).
+    pub steady: bool,
+    /// Start of the step's backward, `i64::MIN` when the step has none.
+    pub bwd_start: i64,
+    /// The calls, by lane and each lane's in start order.
+    pub calls: &'s [CollObs<'a>],
+}
+
+impl<'a> WindowCalls<'a, '_> {
+    /// The transport of call `c` (from its extra fields).
+    pub fn transport(&self, c: &CollObs<'a>) -> Option<Sym> {
+        self.trace.extra(c.span).and_then(|x| x.transport)
     }
 }
 
@@ -208,14 +202,14 @@ pub(crate) fn rebuild_steps(run: &Run) -> Vec<u64> {
     v
 }
 
-/// Runs the sweep over every rank. Every collective call that starts inside
-/// a step window is handed to `sink` as it is measured (rank by rank, each
-/// in step order), with `steady` telling whether its step counts in the
-/// statistics; nothing per call is stored.
+/// Runs the sweep over every rank. The collective calls that start inside
+/// a step window are handed to `sink` window by window as they are measured
+/// (rank by rank, each in step order), with `steady` telling whether the
+/// step counts in the statistics; nothing per call is stored.
 pub(crate) fn scan_run(
     run: &Run,
     opts: &SummaryOptions,
-    sink: &mut impl FnMut(&CollObs<'_>),
+    sink: &mut impl FnMut(&WindowCalls<'_, '_>),
 ) -> RunScan {
     let rebuilds = rebuild_steps(run);
     let samples = run.strings.lookup(super::SAMPLES_COUNTER);
@@ -259,19 +253,22 @@ struct Scratch<'a> {
     /// The GPU compute kernels inside the current window, on ranks whose
     /// collectives are GPU kernels.
     gpu_compute: Vec<Interval>,
-    /// Collectives that start in the current window.
-    new_colls: Vec<&'a Span>,
+    /// Collectives that start in the current window (measured once every
+    /// lane is read).
+    calls: Vec<CollObs<'a>>,
     /// Bucket id → latest `bucket_ready` end in the current window.
     ready: ReadyTable,
 }
 
 /// Latest `bucket_ready` end per bucket id within one window: a direct
-/// table for ids below [`ReadyTable::DENSE`] (reset through the list of
-/// ids set), a hash map above.
+/// table for ids below [`ReadyTable::DENSE`], a hash map above. An entry
+/// holds the window it was set in, so that starting a window is a counter
+/// increment rather than a reset of the entries.
 #[derive(Default)]
 struct ReadyTable {
-    dense: Vec<i64>,
-    touched: Vec<u32>,
+    /// The current window (entries of other windows read as unset).
+    window: u64,
+    dense: Vec<(u64, i64)>,
     sparse: FxHashMap<u32, i64>,
 }
 
@@ -279,34 +276,38 @@ impl ReadyTable {
     const DENSE: u32 = 1 << 16;
 
     fn clear(&mut self) {
-        for &b in &self.touched {
-            self.dense[b as usize] = i64::MIN;
-        }
-        self.touched.clear();
+        self.window += 1;
         if !self.sparse.is_empty() {
             self.sparse.clear();
         }
     }
 
+    #[inline]
     fn set_max(&mut self, bucket: u32, t: i64) {
         if bucket < Self::DENSE {
             let b = bucket as usize;
             if b >= self.dense.len() {
-                self.dense.resize(b + 1, i64::MIN);
+                self.dense.resize(b + 1, (0, i64::MIN));
             }
-            if self.dense[b] == i64::MIN {
-                self.touched.push(bucket);
+            let e = &mut self.dense[b];
+            if e.0 == self.window {
+                e.1 = e.1.max(t);
+            } else {
+                *e = (self.window, t);
             }
-            self.dense[b] = self.dense[b].max(t);
         } else {
             let e = self.sparse.entry(bucket).or_insert(i64::MIN);
             *e = (*e).max(t);
         }
     }
 
+    #[inline]
     fn get(&self, bucket: u32) -> Option<i64> {
         let v = if bucket < Self::DENSE {
-            self.dense.get(bucket as usize).copied()
+            self.dense
+                .get(bucket as usize)
+                .filter(|e| e.0 == self.window)
+                .map(|e| e.1)
         } else {
             self.sparse.get(&bucket).copied()
         };
@@ -331,7 +332,7 @@ impl Scratch<'_> {
         }
         self.compute.clear();
         self.gpu_compute.clear();
-        self.new_colls.clear();
+        self.calls.clear();
         self.ready.clear();
     }
 }
@@ -349,7 +350,7 @@ fn scan_rank<'a>(
     rebuilds: &[u64],
     samples_sym: Option<Sym>,
     s: &mut Scratch<'a>,
-    sink: &mut impl FnMut(&CollObs<'a>),
+    sink: &mut impl FnMut(&WindowCalls<'a, '_>),
 ) -> RankScan {
     let lanes: Vec<&'a crate::model::Lane> = rank
         .lanes
@@ -390,18 +391,20 @@ fn scan_rank<'a>(
             for &i in carry.iter() {
                 visit(&spans[i as usize], w, false, busy, s);
             }
-            let cur = &mut cursors[li];
-            while *cur < spans.len() && spans[*cur].start() < w.end {
-                let sp = &spans[*cur];
+            // A local cursor, stored back after the loop: the compiler keeps
+            // it in a register.
+            let mut cur = cursors[li];
+            while let Some(sp) = spans.get(cur).filter(|sp| sp.start() < w.end) {
                 let is_new = sp.start() >= w.start;
                 if sp.end() > w.start || is_new {
                     visit(sp, w, is_new, busy, s);
                 }
                 if sp.end() > next_start {
-                    carry.push(*cur as u32);
+                    carry.push(cur as u32);
                 }
-                *cur += 1;
+                cur += 1;
             }
+            cursors[li] = cur;
         }
         let first = (k as u64) < opts.warmup_steps;
         let rebuild =
@@ -530,7 +533,7 @@ fn visit<'a>(sp: &'a Span, w: &Window, is_new: bool, busy: usize, s: &mut Scratc
         SpanKind::Writeback => &mut s.wb,
         SpanKind::Collective => {
             if is_new {
-                s.new_colls.push(sp);
+                s.calls.push(CollObs::unmeasured(sp));
             }
             &mut s.coll
         }
@@ -556,7 +559,7 @@ fn measure<'a>(
     warmup: Option<WarmupReason>,
     gpu: bool,
     s: &mut Scratch<'a>,
-    sink: &mut impl FnMut(&CollObs<'a>),
+    sink: &mut impl FnMut(&WindowCalls<'a, '_>),
 ) -> StepBreakdown {
     let rank = trace.rank();
     use intervals::{split_len, total, union_into, union_len};
@@ -580,8 +583,7 @@ fn measure<'a>(
     let reference: &[Interval] = if gpu { &s.gpu_compute } else { &s.compute };
 
     let step_ns = w.end.saturating_sub(w.start).max(0);
-    let comm_ns = total(coll);
-    let (comm_overlapped_ns, comm_exposed_ns) = split_len(coll, reference);
+    let (comm_ns, comm_overlapped_ns, comm_exposed_ns) = split_len(coll, reference);
     let bwd_start = bwd.first().map_or(i64::MIN, |iv| iv.0);
     let bwd_end = bwd.last().map(|iv| iv.1);
     let coll_end = coll.last().map(|iv| iv.1);
@@ -597,25 +599,25 @@ fn measure<'a>(
     // that moves forward while the calls come in start order (they do
     // within a lane).
     let mut cursor = Covered::new(reference);
-    for &sp in &s.new_colls {
+    for c in &mut s.calls {
+        let sp = c.span;
         let lo = sp.start().max(w.start);
         let hi = sp.end().min(w.end);
-        let exposed = (hi - lo).max(0) - cursor.covered_len(lo, hi);
-        let ready = sp
+        c.exposed = (hi - lo).max(0) - cursor.covered_len(lo, hi);
+        c.ready = sp
             .bucket()
             .and_then(|b| s.ready.get(b))
             .or_else(|| sp.queued())
             .unwrap_or(i64::MIN);
-        sink(&CollObs {
-            span: sp,
+    }
+    if !s.calls.is_empty() {
+        sink(&WindowCalls {
             trace,
-            duration: sp.duration(),
-            exposed,
-            ready,
-            bwd_start,
             rank,
             step: step_u32,
             steady: warmup.is_none(),
+            bwd_start,
+            calls: &s.calls,
         });
     }
     StepBreakdown {

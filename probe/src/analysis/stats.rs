@@ -119,8 +119,9 @@ pub(crate) struct Samples {
 }
 
 impl Samples {
-    /// Adds a value.
-    #[inline]
+    /// Adds a value (inlined: it runs for every call, and its rare paths are
+    /// out of line).
+    #[inline(always)]
     pub fn push(&mut self, v: i64) {
         if v == self.common {
             // Before the first value `common` is 0 with a count of 0: a first

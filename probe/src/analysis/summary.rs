@@ -242,12 +242,12 @@ pub fn summarize(run: &Run, opts: &SummaryOptions) -> Summary {
     let mut bucket_table = BucketTable::default();
     let mut op_table = OpTable::default();
     let mut steady_calls = 0u64;
-    let scans = scan_run(run, opts, &mut |c| {
-        if c.steady {
-            steady_calls += 1;
-            seq_table.add(c);
-            bucket_table.add(c);
-            op_table.add(c);
+    let scans = scan_run(run, opts, &mut |w| {
+        if w.steady {
+            steady_calls += w.calls.len() as u64;
+            seq_table.add(w);
+            bucket_table.add(w);
+            op_table.add(w);
         }
     });
     let mut notes = Vec::new();

@@ -37,23 +37,44 @@ pub fn normalize(v: &mut Vec<Interval>) {
 /// A list of intervals that is normalized as it is built, while intervals
 /// come in start order (spans read from a sorted lane do): [`push`] merges
 /// an interval into the last one or appends it, so that the list needs no
-/// sorting or merging pass afterwards. An interval that starts before the last one marks
-/// the list unsorted, and [`normalized`] then falls back to [`normalize`].
+/// sorting or merging pass afterwards. The last interval is kept apart
+/// from the others, where merging into it is cheapest. An interval that
+/// starts before the last one marks the list unsorted, and [`normalized`]
+/// then falls back to [`normalize`].
 ///
 /// [`push`]: IntervalList::push
 /// [`normalized`]: IntervalList::normalized
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub(crate) struct IntervalList {
+    /// The intervals before `last`.
     v: Vec<Interval>,
-    /// Set when an interval came out of order: `v` is then not normalized.
-    unsorted: bool,
+    /// The last interval while intervals come in order: [`Self::NONE`]
+    /// before the first, [`Self::UNSORTED`] once one came out of order (then
+    /// everything is in `v`, not normalized).
+    last: Interval,
+}
+
+impl Default for IntervalList {
+    fn default() -> IntervalList {
+        IntervalList {
+            v: Vec::new(),
+            last: IntervalList::NONE,
+        }
+    }
 }
 
 impl IntervalList {
+    /// `last` before the first interval: any interval starts at or after
+    /// it, and it is empty.
+    const NONE: Interval = (i64::MIN, i64::MIN);
+    /// `last` once the list is unsorted: no interval starts at or after it
+    /// (a non-empty one cannot start at `i64::MAX`).
+    const UNSORTED: Interval = (i64::MAX, i64::MAX);
+
     /// Empties the list, keeping its memory.
     pub fn clear(&mut self) {
         self.v.clear();
-        self.unsorted = false;
+        self.last = IntervalList::NONE;
     }
 
     /// Adds `[a, b)`; empty and reversed intervals are dropped (as
@@ -63,30 +84,43 @@ impl IntervalList {
         if b <= a {
             return;
         }
-        match self.v.last_mut() {
-            // In order: `v` stays normalized.
-            Some(last) if !self.unsorted && a >= last.0 => {
-                if a <= last.1 {
-                    last.1 = last.1.max(b);
-                } else {
-                    self.v.push((a, b));
-                }
+        let last = &mut self.last;
+        if a < last.0 {
+            self.push_unsorted((a, b));
+        } else if a <= last.1 {
+            // In order and touching: merged (the first interval lands here
+            // only when it starts at `i64::MIN`, and is right to).
+            last.1 = last.1.max(b);
+        } else {
+            if last.1 > last.0 {
+                self.v.push(*last);
             }
-            Some(_) => {
-                self.unsorted = true;
-                self.v.push((a, b));
-            }
-            None => self.v.push((a, b)),
+            self.last = (a, b);
         }
+    }
+
+    /// [`IntervalList::push`] of an interval that starts before the last
+    /// one (or of any interval once one did).
+    #[cold]
+    fn push_unsorted(&mut self, iv: Interval) {
+        if self.last != IntervalList::UNSORTED {
+            self.v.push(self.last);
+            self.last = IntervalList::UNSORTED;
+        }
+        self.v.push(iv);
     }
 
     /// The intervals as a normalized list, normalizing them first if they
     /// came out of order.
     pub fn normalized(&mut self) -> &[Interval] {
-        if self.unsorted {
+        if self.last == IntervalList::UNSORTED {
             normalize(&mut self.v);
-            self.unsorted = false;
+        } else if self.last.1 > self.last.0 {
+            self.v.push(self.last);
         }
+        // Everything is in `v` now: further intervals go there too, as
+        // after one out of order.
+        self.last = IntervalList::UNSORTED;
         &self.v
     }
 }
@@ -220,34 +254,23 @@ pub fn difference_len(a: &[Interval], b: &[Interval]) -> i64 {
     sum
 }
 
-/// `(total(a), intersection_len(a, b), difference_len(a, b))` in one sweep:
-/// for each interval of `a`, its length, the pieces of `b` over it and the
-/// gaps between them (the same sums as the three functions', so the same
-/// values).
+/// `(total(a), intersection_len(a, b), difference_len(a, b))` for
+/// normalized lists, in one sweep: each interval of `a` splits into the
+/// part `b` covers (found with a [`Covered`] cursor) and the rest, so the
+/// three sums take the same terms as the three functions do and come out
+/// the same. (An interval too long for its length to fit in an `i64` sends
+/// the work to the three functions.)
 pub fn split_len(a: &[Interval], b: &[Interval]) -> (i64, i64, i64) {
-    let (mut j, mut sum, mut inter, mut diff) = (0, 0i64, 0i64, 0i64);
+    let mut covered = Covered::new(b);
+    let (mut sum, mut inter, mut diff) = (0i64, 0i64, 0i64);
     for &(start, end) in a {
-        sum += end.saturating_sub(start);
-        while j < b.len() && b[j].1 <= start {
-            j += 1;
-        }
-        let mut cur = start;
-        let mut k = j;
-        while cur < end && k < b.len() && b[k].0 < end {
-            let (lo, hi) = b[k];
-            if lo > cur {
-                diff += lo - cur;
-            }
-            let (lo, hi_clipped) = (lo.max(start), hi.min(end));
-            if hi_clipped > lo {
-                inter += hi_clipped - lo;
-            }
-            cur = cur.max(hi);
-            k += 1;
-        }
-        if cur < end {
-            diff += end - cur;
-        }
+        let Some(len) = end.checked_sub(start) else {
+            return (total(a), intersection_len(a, b), difference_len(a, b));
+        };
+        let part = covered.covered_len(start, end);
+        sum += len;
+        inter += part;
+        diff += len - part;
     }
     (sum, inter, diff)
 }
@@ -360,7 +383,23 @@ mod tests {
             let mut want = v.clone();
             normalize(&mut want);
             assert_eq!(list.normalized(), &want[..], "{v:?}");
+            // More after a look, and a look twice.
+            let more = [(i64::MIN, i64::MIN + 5), (t, t + 3), (t - 50, t - 40)];
+            let more = &more[..round % 4];
+            for &iv in more {
+                list.push(iv);
+            }
+            let mut want: Vec<Interval> = v.iter().chain(more).copied().collect();
+            normalize(&mut want);
+            assert_eq!(list.normalized(), &want[..], "{v:?} {more:?}");
+            assert_eq!(list.normalized(), &want[..]);
         }
+        // A first interval that starts at i64::MIN.
+        list.clear();
+        list.push((i64::MIN, 3));
+        list.push((2, 9));
+        list.push((20, 30));
+        assert_eq!(list.normalized(), &[(i64::MIN, 9), (20, 30)]);
     }
 
     #[test]

@@ -256,7 +256,7 @@ pub fn difference_len(a: &[Interval], b: &[Interval]) -> i64 {
 
 /// `(total(a), intersection_len(a, b), difference_len(a, b))` for
 /// normalized lists, in one sweep: each interval of `a` splits into the
-/// part `b` covers (found with a [`Covered`] cursor) and the rest, so the
+/// part `b` covers (found with a `Covered` cursor) and the rest, so the
 /// three sums take the same terms as the three functions do and come out
 /// the same. (An interval too long for its length to fit in an `i64` sends
 /// the work to the three functions.)

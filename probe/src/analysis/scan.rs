@@ -14,8 +14,14 @@
 //! The sweep keeps one cursor per lane and a small list of spans that reach
 //! past the next step's start (usually none), so it reads every span once:
 //! `O(spans + steps)` with per-step scratch buffers reused across steps and
-//! no allocation per span. Collective calls are handed to a callback as
-//! they are measured instead of being stored.
+//! no allocation per span. Each span of a kind that keeps the step busy
+//! goes into its kind's interval list and into its lane's, both merged as
+//! the spans come (in start order within a lane), so the step's busy time
+//! is the union of a few short per-lane lists. The collective calls that
+//! start in a window are measured once every lane is read (exposed time
+//! with a cursor over the compute intervals, ready time from the window's
+//! `bucket_ready` ends) and handed to a callback window by window instead
+//! of being stored.
 //!
 //! **What communication overlaps.** On a rank whose collectives are GPU
 //! kernels (collective spans that name a `device`, as `import kineto` writes

@@ -5,6 +5,10 @@
 //! of NumPy and of R's type 7): for sorted values `x[0..n]`, percentile `q`
 //! is `x[h]` interpolated at `h = q·(n−1)`. The median of `[1, 2, 3, 4]` is
 //! therefore 2.5 and its p95 is 3.85.
+//!
+//! Integer samples (durations, byte counts: one per collective call) are
+//! kept compactly by `Samples` and their percentiles found without
+//! sorting (see `order_stats`).
 
 use serde::{Deserialize, Serialize};
 
@@ -63,7 +67,9 @@ impl Dist {
     }
 
     /// The distribution of integer values, which it reorders in place;
-    /// `O(n)` with integer comparisons (the fast path for nanoseconds).
+    /// `O(n)`: the percentiles of many values come from a histogram over
+    /// their range, of a few from selection (the fast path for
+    /// nanoseconds).
     pub fn of_i64(values: &mut [i64]) -> Dist {
         Dist::of_integers(values, 0, 0)
     }

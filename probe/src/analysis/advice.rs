@@ -50,11 +50,11 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use super::assign::{assign_buckets, rebuild_limits, ParamSpec};
-use super::comm::{bus_factor, SeqTable};
+use super::comm::{bus_factor, LastCall, SeqTable};
 use super::costmodel::{fit_latency_bandwidth, CostFit, LinearFit};
 use super::group::Groups;
 use super::render::{self, num, text, Table};
-use super::scan::{scan_run, CollObs};
+use super::scan::{scan_run, CollObs, WindowCalls};
 use super::stats::{median, robust_sigma};
 use super::SummaryOptions;
 use crate::buckets::DeviceKey;
@@ -323,7 +323,7 @@ struct FitPoint {
 /// duration on the rank that started it last (calls without `seq` count
 /// each with their own duration). One pass over the lanes.
 fn fit_points(run: &Run) -> Vec<FitPoint> {
-    let mut seqs = SeqTable::default();
+    let mut seqs = SeqTable::<LastCall>::default();
     let mut out = Vec::new();
     for r in &run.ranks {
         for lane in r
@@ -337,39 +337,31 @@ fn fit_points(run: &Run) -> Vec<FitPoint> {
                 .filter(|s| s.kind() == SpanKind::Collective)
             {
                 let Some(bytes) = sp.bytes() else { continue };
-                let transport = r.extra(sp).and_then(|x| x.transport);
                 if sp.seq().is_none() {
                     out.push(FitPoint {
                         bytes,
                         op: sp.op(),
-                        transport,
+                        transport: r.extra(sp).and_then(|x| x.transport),
                         time_ns: sp.duration() as f64,
                     });
                     continue;
                 }
-                seqs.add(&CollObs {
-                    seq: sp.seq().unwrap_or(u64::MAX),
-                    start: sp.start(),
-                    end: sp.end(),
-                    bytes,
-                    exposed: 0,
-                    ready: i64::MIN,
-                    bwd_start: i64::MIN,
-                    op: sp.op(),
-                    transport,
-                    bucket: u32::MAX,
+                seqs.add(&WindowCalls {
+                    trace: r,
                     rank: r.rank(),
                     step: u32::MAX,
                     steady: true,
+                    bwd_start: i64::MIN,
+                    calls: &[CollObs::unmeasured(sp)],
                 });
             }
         }
     }
-    out.extend(seqs.finish().iter().map(|v| FitPoint {
-        bytes: v.last_call.bytes,
-        op: v.last_call.op,
-        transport: v.last_call.transport,
-        time_ns: v.last_call.duration as f64,
+    out.extend(seqs.finish().with_last().map(|(_, last)| FitPoint {
+        bytes: last.bytes,
+        op: last.op,
+        transport: last.transport,
+        time_ns: last.duration as f64,
     }));
     out
 }
@@ -498,9 +490,12 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
     }
     // The operation and transport of the steady bucket collectives.
     let mut bucket_calls: Vec<(OpTransport, u64)> = Vec::new();
-    let scans = scan_run(run, &opts.summary, &mut |c| {
-        if c.steady && c.bucket().is_some() {
-            let key = (c.op, c.transport);
+    let scans = scan_run(run, &opts.summary, &mut |w| {
+        if !w.steady {
+            return;
+        }
+        for c in w.calls.iter().filter(|c| c.span.bucket().is_some()) {
+            let key = (c.span.op(), w.transport(c));
             match bucket_calls.iter_mut().find(|(k, _)| *k == key) {
                 Some((_, n)) => *n += 1,
                 None => bucket_calls.push((key, 1)),

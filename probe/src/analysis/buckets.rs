@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 
 use super::comm::{bus_factor, SeqView};
 use super::group::IdMap;
-use super::scan::CollObs;
-use super::stats::Dist;
+use super::scan::{CollObs, WindowCalls};
+use super::stats::{Dist, Samples};
 use crate::model::{Run, Sym};
 
 /// What one gradient bucket's collectives did over the steady steps (every
@@ -57,52 +57,6 @@ pub(crate) struct BucketTable {
     accs: Vec<Acc>,
 }
 
-/// One column of a bucket's calls (bytes, ready time...), absent values
-/// left out: 32-bit values until one needs 64 bits, then all 64-bit (half
-/// the memory while values lie within ±2.1 s or 2 GiB, what calls usually
-/// take and move). The statistics are computed on the column in place, with
-/// no copy.
-#[derive(Default)]
-struct Column {
-    small: Vec<i32>,
-    wide: Vec<i64>,
-}
-
-impl Column {
-    #[inline]
-    fn push(&mut self, v: i64) {
-        if self.wide.is_empty() {
-            if let Ok(x) = i32::try_from(v) {
-                self.small.push(x);
-                return;
-            }
-            self.widen();
-        }
-        self.wide.push(v);
-    }
-
-    /// Moves the values to `wide` (once; kept out of line so that `push`
-    /// inlines to a compare and a store).
-    #[cold]
-    fn widen(&mut self) {
-        self.wide = self.small.iter().map(|&x| i64::from(x)).collect();
-        self.small = Vec::new();
-    }
-
-    fn len(&self) -> usize {
-        self.small.len() + self.wide.len()
-    }
-
-    /// The distribution of the values (which it reorders).
-    fn dist(&mut self) -> Dist {
-        if self.wide.is_empty() {
-            Dist::of_i32(&mut self.small)
-        } else {
-            Dist::of_i64(&mut self.wide)
-        }
-    }
-}
-
 #[derive(Default)]
 struct Acc {
     bucket: u32,
@@ -110,62 +64,74 @@ struct Acc {
     sum_bytes: u128,
     sum_dur: i128,
     /// Bytes of the calls that carry them.
-    bytes: Column,
+    bytes: Samples,
     /// Ready after backward start, of the calls whose step has both.
-    ready: Column,
+    ready: Samples,
     /// Launch delay, of the calls with a ready time.
-    delay: Column,
+    delay: Samples,
     /// Duration of every call.
-    duration: Column,
+    duration: Samples,
     /// Exposed time of every call.
-    exposed: Column,
+    exposed: Samples,
     exposed_total: i64,
     skew: Vec<i64>,
-    /// A call's rank and step, to find the bucket's layout.
+    /// The first call's rank and step, to find the bucket's layout.
     at: Option<(u32, u32)>,
 }
 
 impl BucketTable {
-    /// Counts one call.
+    /// Counts the calls of a window.
+    pub fn add(&mut self, w: &WindowCalls<'_, '_>) {
+        for c in w.calls {
+            self.add_call(c, w);
+        }
+    }
+
     #[inline]
-    pub fn add(&mut self, c: &CollObs) {
-        let Some(bucket) = c.bucket() else { return };
+    fn add_call(&mut self, c: &CollObs<'_>, w: &WindowCalls<'_, '_>) {
+        let sp = c.span;
+        let Some(bucket) = sp.bucket() else { return };
         let i = self.index.id(u64::from(bucket)) as usize;
         if i == self.accs.len() {
             self.accs.push(Acc {
                 bucket,
+                at: Some((w.rank, w.step)),
                 ..Acc::default()
             });
         }
         let a = &mut self.accs[i];
-        match a.ops.iter_mut().find(|(o, _)| *o == c.op) {
-            Some((_, n)) => *n += 1,
-            None => a.ops.push((c.op, 1)),
+        let op = sp.op();
+        match a.ops.first_mut() {
+            // Usually a bucket's calls have one operation.
+            Some((o, n)) if *o == op => *n += 1,
+            _ => match a.ops.iter_mut().find(|(o, _)| *o == op) {
+                Some((_, n)) => *n += 1,
+                None => a.ops.push((op, 1)),
+            },
         }
-        let d = c.duration();
-        if let Some(b) = c.bytes() {
+        let d = c.duration;
+        if let Some(b) = sp.bytes() {
             a.sum_bytes += u128::from(b);
             a.sum_dur += i128::from(d);
             a.bytes.push(i64::try_from(b).unwrap_or(i64::MAX));
         }
         if c.ready != i64::MIN {
-            if c.bwd_start != i64::MIN {
-                a.ready.push(c.ready.saturating_sub(c.bwd_start));
+            if w.bwd_start != i64::MIN {
+                a.ready.push(c.ready.saturating_sub(w.bwd_start));
             }
-            a.delay.push(c.start.saturating_sub(c.ready));
+            a.delay.push(sp.start().saturating_sub(c.ready));
         }
         a.duration.push(d);
         a.exposed.push(c.exposed);
         a.exposed_total = a.exposed_total.saturating_add(c.exposed);
-        a.at.get_or_insert((c.rank, c.step));
     }
 
     /// The statistics by bucket id, with the skews of the sequence views
     /// computed from the same calls.
-    pub fn finish(self, run: &Run, seqs: &[SeqView]) -> Vec<BucketStats> {
+    pub fn finish(self, run: &Run, seqs: impl Iterator<Item = SeqView>) -> Vec<BucketStats> {
         let mut accs = self.accs;
         let mut index = self.index;
-        for s in seqs.iter().filter(|s| s.ranks >= 2 && s.bucket != u32::MAX) {
+        for s in seqs.filter(|s| s.ranks >= 2 && s.bucket != u32::MAX) {
             if let Some(a) = accs.get_mut(index.id(u64::from(s.bucket)) as usize) {
                 a.skew.push(s.skew);
             }
@@ -217,29 +183,5 @@ impl BucketTable {
                 }
             })
             .collect()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn columns_widen_when_a_value_needs_64_bits() {
-        let mut col = Column::default();
-        col.push(4);
-        col.push(i64::from(i32::MIN));
-        col.push(i64::from(i32::MAX));
-        assert!(col.wide.is_empty());
-        col.push(1 << 40);
-        assert!(col.small.is_empty());
-        col.push(-5);
-        assert_eq!(col.len(), 5);
-        assert_eq!(
-            col.wide,
-            vec![4, i64::from(i32::MIN), i64::from(i32::MAX), 1 << 40, -5]
-        );
-        let d = col.dist();
-        assert_eq!((d.n, d.median, d.max), (5, 4.0, (1u64 << 40) as f64));
     }
 }

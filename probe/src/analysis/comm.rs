@@ -11,8 +11,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::group::IdMap;
-use super::scan::CollObs;
-use super::stats::Dist;
+use super::scan::{CollObs, WindowCalls};
+use super::stats::{Dist, Samples};
 use crate::model::{Run, Sym};
 use crate::trace::op;
 
@@ -74,32 +74,39 @@ struct OpAcc {
     bytes_total: u64,
     dur_with_bytes: i64,
     dur_total: i64,
-    latencies: Vec<i64>,
+    latencies: Samples,
 }
 
 impl OpTable {
-    /// Counts one call.
+    /// Counts the calls of a window.
+    pub fn add(&mut self, w: &WindowCalls<'_, '_>) {
+        for c in w.calls {
+            self.add_call(c);
+        }
+    }
+
     #[inline]
-    pub fn add(&mut self, c: &CollObs) {
-        let i = match self.ops.iter().position(|a| a.op == c.op) {
+    fn add_call(&mut self, c: &CollObs<'_>) {
+        let op = c.span.op();
+        let i = match self.ops.iter().position(|a| a.op == op) {
             Some(i) => i,
             None => {
                 self.ops.push(OpAcc {
-                    op: c.op,
+                    op,
                     with_bytes: 0,
                     bytes_total: 0,
                     dur_with_bytes: 0,
                     dur_total: 0,
-                    latencies: Vec::new(),
+                    latencies: Samples::default(),
                 });
                 self.ops.len() - 1
             }
         };
         let a = &mut self.ops[i];
-        let d = c.duration();
+        let d = c.duration;
         a.dur_total = a.dur_total.saturating_add(d);
         a.latencies.push(d);
-        if let Some(b) = c.bytes() {
+        if let Some(b) = c.span.bytes() {
             a.with_bytes += 1;
             a.bytes_total = a.bytes_total.saturating_add(b);
             a.dur_with_bytes = a.dur_with_bytes.saturating_add(d);
@@ -126,7 +133,7 @@ impl OpTable {
                         0.0
                     },
                     latency_total_ns: a.dur_total,
-                    latency: Dist::of_i64(&mut a.latencies),
+                    latency: a.latencies.dist(),
                     algbw_bytes_per_s: algbw,
                     busbw_bytes_per_s: algbw.map(|v| v * factor),
                     bus_factor: factor,
@@ -159,12 +166,11 @@ pub(crate) struct SeqView {
     pub step: u32,
     /// Bucket id of the first call (`u32::MAX` when absent).
     pub bucket: u32,
-    /// The call that started last (the first of them on a tie): its
-    /// duration is the collective's own time, without waiting for others.
-    pub last_call: LastCall,
 }
 
-/// What the cost model needs of the call that started last.
+/// What the cost model needs of the call that started last (the first of
+/// them on a tie): its duration is the collective's own time, without
+/// waiting for others.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct LastCall {
     pub duration: i64,
@@ -173,93 +179,155 @@ pub(crate) struct LastCall {
     pub transport: Option<Sym>,
 }
 
+/// What a [`SeqTable`] keeps of the call that started last: nothing (`()`,
+/// for the summary) or a [`LastCall`] (for the cost model).
+pub(crate) trait KeepLast: Copy {
+    /// The value before any call.
+    const NONE: Self;
+    /// The value kept of call `c` of window `w`.
+    fn of<'a>(c: &CollObs<'a>, w: &WindowCalls<'a, '_>) -> Self;
+}
+
+impl KeepLast for () {
+    const NONE: () = ();
+    #[inline]
+    fn of<'a>(_: &CollObs<'a>, _: &WindowCalls<'a, '_>) {}
+}
+
+impl KeepLast for LastCall {
+    const NONE: LastCall = LastCall {
+        duration: 0,
+        bytes: u64::MAX,
+        op: None,
+        transport: None,
+    };
+    #[inline]
+    fn of<'a>(c: &CollObs<'a>, w: &WindowCalls<'a, '_>) -> LastCall {
+        LastCall {
+            duration: c.duration,
+            bytes: c.span.bytes().unwrap_or(u64::MAX),
+            op: c.span.op(),
+            transport: w.transport(c),
+        }
+    }
+}
+
 /// Per-sequence-number accumulators, fed one call at a time (calls without
-/// `seq` are ignored).
-#[derive(Default)]
-pub(crate) struct SeqTable {
+/// `seq` are ignored), keeping `L` of each sequence number's last call.
+pub(crate) struct SeqTable<L: KeepLast = ()> {
     index: IdMap,
-    accs: Vec<SeqAcc>,
+    accs: Vec<SeqAcc<L>>,
+}
+
+impl<L: KeepLast> Default for SeqTable<L> {
+    fn default() -> SeqTable<L> {
+        SeqTable {
+            index: IdMap::default(),
+            accs: Vec::new(),
+        }
+    }
 }
 
 #[derive(Clone, Copy)]
-struct SeqAcc {
+struct SeqAcc<L> {
     seq: u64,
-    n: u32,
-    hi_count: u32,
     first: i64,
     lo: i64,
     hi: i64,
     /// Σ (start − first).
     sum: i64,
+    n: u32,
+    hi_count: u32,
     rank_of_hi: u32,
     step: u32,
     bucket: u32,
-    last: LastCall,
+    last: L,
 }
 
-impl SeqTable {
-    /// Counts one call.
+impl<L: KeepLast> SeqAcc<L> {
+    fn view(&self) -> SeqView {
+        SeqView {
+            ranks: self.n,
+            skew: self.hi.saturating_sub(self.lo),
+            last: (self.hi_count == 1 && self.n >= 2).then_some(self.rank_of_hi),
+            wait: i64::from(self.n)
+                .saturating_mul(self.hi.saturating_sub(self.first))
+                .saturating_sub(self.sum)
+                .max(0),
+            step: self.step,
+            bucket: self.bucket,
+        }
+    }
+}
+
+impl<L: KeepLast> SeqTable<L> {
+    /// Counts the calls of a window.
+    pub fn add(&mut self, w: &WindowCalls<'_, '_>) {
+        for c in w.calls {
+            self.add_call(c, w);
+        }
+    }
+
     #[inline]
-    pub fn add(&mut self, c: &CollObs) {
-        let Some(seq) = c.seq() else { return };
+    fn add_call<'a>(&mut self, c: &CollObs<'a>, w: &WindowCalls<'a, '_>) {
+        let Some(seq) = c.span.seq() else { return };
+        let start = c.span.start();
         let i = self.index.id(seq) as usize;
         if i == self.accs.len() {
             self.accs.push(SeqAcc {
                 seq,
-                n: 0,
-                hi_count: 0,
-                first: c.start,
-                lo: c.start,
+                first: start,
+                lo: start,
                 hi: i64::MIN,
                 sum: 0,
-                rank_of_hi: c.rank,
-                step: c.step,
-                bucket: c.bucket,
-                last: LastCall {
-                    duration: 0,
-                    bytes: u64::MAX,
-                    op: None,
-                    transport: None,
-                },
+                n: 0,
+                hi_count: 0,
+                rank_of_hi: w.rank,
+                step: w.step,
+                bucket: c.span.bucket().unwrap_or(u32::MAX),
+                last: L::NONE,
             });
         }
         let a = &mut self.accs[i];
         a.n += 1;
-        a.lo = a.lo.min(c.start);
-        a.sum = a.sum.saturating_add(c.start.saturating_sub(a.first));
-        if c.start > a.hi {
-            a.hi = c.start;
+        a.lo = a.lo.min(start);
+        a.sum = a.sum.saturating_add(start.saturating_sub(a.first));
+        if start > a.hi {
+            a.hi = start;
             a.hi_count = 1;
-            a.rank_of_hi = c.rank;
-            a.last = LastCall {
-                duration: c.duration(),
-                bytes: c.bytes,
-                op: c.op,
-                transport: c.transport,
-            };
-        } else if c.start == a.hi {
+            a.rank_of_hi = w.rank;
+            a.last = L::of(c, w);
+        } else if start == a.hi {
             a.hi_count += 1;
         }
     }
 
-    /// The views, in sequence order.
-    pub fn finish(self) -> Vec<SeqView> {
+    /// The sequence numbers seen, in order.
+    pub fn finish(self) -> Seqs<L> {
         let mut accs = self.accs;
+        // Usually sorted already: the first rank's calls come in order.
         accs.sort_unstable_by_key(|a| a.seq);
-        accs.iter()
-            .map(|a| SeqView {
-                ranks: a.n,
-                skew: a.hi.saturating_sub(a.lo),
-                last: (a.hi_count == 1 && a.n >= 2).then_some(a.rank_of_hi),
-                wait: i64::from(a.n)
-                    .saturating_mul(a.hi.saturating_sub(a.first))
-                    .saturating_sub(a.sum)
-                    .max(0),
-                step: a.step,
-                bucket: a.bucket,
-                last_call: a.last,
-            })
-            .collect()
+        Seqs { accs }
+    }
+}
+
+/// The sequence numbers of a finished [`SeqTable`], in order; their views
+/// are computed as they are read (nothing more is stored per sequence
+/// number).
+pub(crate) struct Seqs<L: KeepLast = ()> {
+    accs: Vec<SeqAcc<L>>,
+}
+
+impl<L: KeepLast> Seqs<L> {
+    /// The views, in sequence order.
+    pub fn views(&self) -> impl Iterator<Item = SeqView> + Clone + '_ {
+        self.accs.iter().map(SeqAcc::view)
+    }
+
+    /// The views with what was kept of each one's last call, in sequence
+    /// order.
+    pub fn with_last(&self) -> impl Iterator<Item = (SeqView, L)> + '_ {
+        self.accs.iter().map(|a| (a.view(), a.last))
     }
 }
 

@@ -37,23 +37,44 @@ pub fn normalize(v: &mut Vec<Interval>) {
 /// A list of intervals that is normalized as it is built, while intervals
 /// come in start order (spans read from a sorted lane do): [`push`] merges
 /// an interval into the last one or appends it, so that the list needs no
-/// sorting or merging pass afterwards. An interval that starts before the last one marks
-/// the list unsorted, and [`normalized`] then falls back to [`normalize`].
+/// sorting or merging pass afterwards. The last interval is kept apart
+/// from the others, where merging into it is cheapest. An interval that
+/// starts before the last one marks the list unsorted, and [`normalized`]
+/// then falls back to [`normalize`].
 ///
 /// [`push`]: IntervalList::push
 /// [`normalized`]: IntervalList::normalized
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub(crate) struct IntervalList {
+    /// The intervals before `last`.
     v: Vec<Interval>,
-    /// Set when an interval came out of order: `v` is then not normalized.
-    unsorted: bool,
+    /// The last interval while intervals come in order: [`Self::NONE`]
+    /// before the first, [`Self::UNSORTED`] once one came out of order (then
+    /// everything is in `v`, not normalized).
+    last: Interval,
+}
+
+impl Default for IntervalList {
+    fn default() -> IntervalList {
+        IntervalList {
+            v: Vec::new(),
+            last: IntervalList::NONE,
+        }
+    }
 }
 
 impl IntervalList {
+    /// `last` before the first interval: any interval starts at or after
+    /// it, and it is empty.
+    const NONE: Interval = (i64::MIN, i64::MIN);
+    /// `last` once the list is unsorted: no interval starts at or after it
+    /// (a non-empty one cannot start at `i64::MAX`).
+    const UNSORTED: Interval = (i64::MAX, i64::MAX);
+
     /// Empties the list, keeping its memory.
     pub fn clear(&mut self) {
         self.v.clear();
-        self.unsorted = false;
+        self.last = IntervalList::NONE;
     }
 
     /// Adds `[a, b)`; empty and reversed intervals are dropped (as
@@ -63,84 +84,112 @@ impl IntervalList {
         if b <= a {
             return;
         }
-        match self.v.last_mut() {
-            // In order: `v` stays normalized.
-            Some(last) if !self.unsorted && a >= last.0 => {
-                if a <= last.1 {
-                    last.1 = last.1.max(b);
-                } else {
-                    self.v.push((a, b));
-                }
+        let last = &mut self.last;
+        if a < last.0 {
+            self.push_unsorted((a, b));
+        } else if a <= last.1 {
+            // In order and touching: merged (the first interval lands here
+            // only when it starts at `i64::MIN`, and is right to).
+            last.1 = last.1.max(b);
+        } else {
+            if last.1 > last.0 {
+                self.v.push(*last);
             }
-            Some(_) => {
-                self.unsorted = true;
-                self.v.push((a, b));
-            }
-            None => self.v.push((a, b)),
+            self.last = (a, b);
         }
+    }
+
+    /// [`IntervalList::push`] of an interval that starts before the last
+    /// one (or of any interval once one did).
+    #[cold]
+    fn push_unsorted(&mut self, iv: Interval) {
+        if self.last != IntervalList::UNSORTED {
+            self.v.push(self.last);
+            self.last = IntervalList::UNSORTED;
+        }
+        self.v.push(iv);
     }
 
     /// The intervals as a normalized list, normalizing them first if they
     /// came out of order.
     pub fn normalized(&mut self) -> &[Interval] {
-        if self.unsorted {
+        if self.last == IntervalList::UNSORTED {
             normalize(&mut self.v);
-            self.unsorted = false;
+        } else if self.last.1 > self.last.0 {
+            self.v.push(self.last);
         }
+        // Everything is in `v` now: further intervals go there too, as
+        // after one out of order.
+        self.last = IntervalList::UNSORTED;
         &self.v
     }
 }
 
 /// Visits the union of normalized lists as maximal disjoint intervals in
 /// order, merging the lists like a k-way merge (no sorting; no allocation
-/// for up to 8 lists).
+/// for up to 8 lists, which all the callers pass).
 fn for_each_union(lists: &[&[Interval]], mut f: impl FnMut(Interval)) {
-    // Per list: what is left of it, and the start of its next interval
-    // (`i64::MAX` once it is used up: no interval of a normalized list
-    // starts there). Searching a flat array of starts for the smallest is
-    // what makes the merge cheap.
-    const SMALL: usize = 8;
-    let (mut small_rest, mut small_heads) = ([&[][..]; SMALL], [i64::MAX; SMALL]);
-    let (mut large_rest, mut large_heads) = (Vec::new(), Vec::new());
-    let (rest, heads): (&mut [&[Interval]], &mut [i64]) = if lists.len() <= SMALL {
-        (
-            &mut small_rest[..lists.len()],
-            &mut small_heads[..lists.len()],
-        )
-    } else {
-        large_rest.resize(lists.len(), &[][..]);
-        large_heads.resize(lists.len(), i64::MAX);
-        (&mut large_rest, &mut large_heads)
-    };
-    for ((r, h), &l) in rest.iter_mut().zip(heads.iter_mut()).zip(lists) {
-        *r = l;
-        *h = l.first().map_or(i64::MAX, |iv| iv.0);
+    match *lists {
+        [] => {}
+        // A normalized list is its own union.
+        [a] => a.iter().for_each(|&iv| f(iv)),
+        [a, b] => merge_union([a, b], f),
+        [a, b, c] => merge_union([a, b, c], f),
+        [a, b, c, d] => merge_union([a, b, c, d], f),
+        [a, b, c, d, e] => merge_union([a, b, c, d, e], f),
+        [a, b, c, d, e, g] => merge_union([a, b, c, d, e, g], f),
+        [a, b, c, d, e, g, h] => merge_union([a, b, c, d, e, g, h], f),
+        [a, b, c, d, e, g, h, i] => merge_union([a, b, c, d, e, g, h, i], f),
+        _ => {
+            let mut all: Vec<Interval> = lists.iter().flat_map(|l| l.iter().copied()).collect();
+            normalize(&mut all);
+            all.into_iter().for_each(f);
+        }
     }
-    // The union interval being extended, once there is one.
-    let (mut cur, mut started) = ((0, 0), false);
+}
+
+/// [`for_each_union`] of `K` lists: repeatedly takes the interval with the
+/// smallest start among the lists' next ones and extends the current union
+/// interval with it or emits that and starts a new one. The lists' next
+/// starts sit in a flat array (`i64::MAX` once a list is used up: no
+/// interval of a normalized list starts there), so finding the smallest is
+/// `K − 1` branch-free comparisons.
+#[inline]
+fn merge_union<const K: usize>(lists: [&[Interval]; K], mut f: impl FnMut(Interval)) {
+    let mut next = [0usize; K];
+    let mut heads = [i64::MAX; K];
+    for k in 0..K {
+        if let Some(iv) = lists[k].first() {
+            heads[k] = iv.0;
+        }
+    }
+    // The union interval being extended; `None` before the first one.
+    let mut cur: Option<Interval> = None;
     loop {
         let mut best = 0;
-        for k in 1..heads.len() {
+        for k in 1..K {
             if heads[k] < heads[best] {
                 best = k;
             }
         }
-        let Some((&(a, b), tail)) = rest.get(best).and_then(|r| r.split_first()) else {
+        let list = lists[best];
+        let Some(&(a, b)) = list.get(next[best]) else {
             break;
         };
-        rest[best] = tail;
-        heads[best] = tail.first().map_or(i64::MAX, |iv| iv.0);
-        if started && a <= cur.1 {
-            cur.1 = cur.1.max(b);
-        } else {
-            if started {
-                f(cur);
+        next[best] += 1;
+        heads[best] = list.get(next[best]).map_or(i64::MAX, |iv| iv.0);
+        match &mut cur {
+            Some((_, end)) if a <= *end => *end = (*end).max(b),
+            _ => {
+                if let Some(iv) = cur {
+                    f(iv);
+                }
+                cur = Some((a, b));
             }
-            (cur, started) = ((a, b), true);
         }
     }
-    if started {
-        f(cur);
+    if let Some(iv) = cur {
+        f(iv);
     }
 }
 
@@ -205,6 +254,27 @@ pub fn difference_len(a: &[Interval], b: &[Interval]) -> i64 {
     sum
 }
 
+/// `(total(a), intersection_len(a, b), difference_len(a, b))` for
+/// normalized lists, in one sweep: each interval of `a` splits into the
+/// part `b` covers (found with a `Covered` cursor) and the rest, so the
+/// three sums take the same terms as the three functions do and come out
+/// the same. (An interval too long for its length to fit in an `i64` sends
+/// the work to the three functions.)
+pub fn split_len(a: &[Interval], b: &[Interval]) -> (i64, i64, i64) {
+    let mut covered = Covered::new(b);
+    let (mut sum, mut inter, mut diff) = (0i64, 0i64, 0i64);
+    for &(start, end) in a {
+        let Some(len) = end.checked_sub(start) else {
+            return (total(a), intersection_len(a, b), difference_len(a, b));
+        };
+        let part = covered.covered_len(start, end);
+        sum += len;
+        inter += part;
+        diff += len - part;
+    }
+    (sum, inter, diff)
+}
+
 /// Length of the part of `[start, end)` covered by the normalized list `b`
 /// (ns), found by binary search: `O(log n + k)`.
 pub fn covered_len(start: i64, end: i64, b: &[Interval]) -> i64 {
@@ -224,6 +294,55 @@ pub fn covered_len(start: i64, end: i64, b: &[Interval]) -> i64 {
         }
     }
     sum
+}
+
+/// [`covered_len`] for many intervals against one normalized list, with a
+/// cursor into the list instead of a binary search each time: while the
+/// intervals come in start order the cursor only moves forward, so all the
+/// queries together cost one pass over the list (an interval that starts
+/// before the previous one sends the cursor back to the start).
+#[derive(Clone, Debug)]
+pub(crate) struct Covered<'a> {
+    list: &'a [Interval],
+    /// The first interval of `list` that ends after `start`.
+    next: usize,
+    /// The start of the previous query.
+    start: i64,
+}
+
+impl<'a> Covered<'a> {
+    /// Queries on the normalized list `list`.
+    pub fn new(list: &'a [Interval]) -> Covered<'a> {
+        Covered {
+            list,
+            next: 0,
+            start: i64::MIN,
+        }
+    }
+
+    /// Length of the part of `[start, end)` covered by the list (ns), as
+    /// [`covered_len`] gives it.
+    #[inline]
+    pub fn covered_len(&mut self, start: i64, end: i64) -> i64 {
+        if start < self.start {
+            self.next = 0;
+        }
+        self.start = start;
+        while self.list.get(self.next).is_some_and(|iv| iv.1 <= start) {
+            self.next += 1;
+        }
+        let mut sum = 0;
+        for &(a, e) in &self.list[self.next..] {
+            if a >= end {
+                break;
+            }
+            let (lo, hi) = (a.max(start), e.min(end));
+            if hi > lo {
+                sum += hi - lo;
+            }
+        }
+        sum
+    }
 }
 
 #[cfg(test)]
@@ -264,7 +383,23 @@ mod tests {
             let mut want = v.clone();
             normalize(&mut want);
             assert_eq!(list.normalized(), &want[..], "{v:?}");
+            // More after a look, and a look twice.
+            let more = [(i64::MIN, i64::MIN + 5), (t, t + 3), (t - 50, t - 40)];
+            let more = &more[..round % 4];
+            for &iv in more {
+                list.push(iv);
+            }
+            let mut want: Vec<Interval> = v.iter().chain(more).copied().collect();
+            normalize(&mut want);
+            assert_eq!(list.normalized(), &want[..], "{v:?} {more:?}");
+            assert_eq!(list.normalized(), &want[..]);
         }
+        // A first interval that starts at i64::MIN.
+        list.clear();
+        list.push((i64::MIN, 3));
+        list.push((2, 9));
+        list.push((20, 30));
+        assert_eq!(list.normalized(), &[(i64::MIN, 9), (20, 30)]);
     }
 
     #[test]
@@ -344,6 +479,88 @@ mod tests {
             assert_eq!(intersection_len(&a, &b), both);
             assert_eq!(difference_len(&a, &b), only);
             assert_eq!(both + only, total(&a));
+        }
+    }
+
+    /// Pseudo-random normalized lists: `count` lists of up to `len`
+    /// intervals on `[0, span)`.
+    fn random_lists(
+        next: &mut impl FnMut() -> i64,
+        count: usize,
+        len: i64,
+        span: i64,
+    ) -> Vec<Vec<Interval>> {
+        (0..count)
+            .map(|_| {
+                let mut v: Vec<Interval> = (0..next() % (len + 1))
+                    .map(|_| {
+                        let a = next() % span;
+                        (a, a + next() % (span / 8 + 1))
+                    })
+                    .collect();
+                normalize(&mut v);
+                v
+            })
+            .collect()
+    }
+
+    fn xorshift(seed: u64) -> impl FnMut() -> i64 {
+        let mut x = seed;
+        move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 2) as i64
+        }
+    }
+
+    #[test]
+    fn merged_unions_match_normalizing_everything() {
+        let mut next = xorshift(31337);
+        for round in 0..2000 {
+            let count = round % 11;
+            let lists = random_lists(&mut next, count, 12, 400);
+            let refs: Vec<&[Interval]> = lists.iter().map(Vec::as_slice).collect();
+            let mut want: Vec<Interval> = lists.iter().flatten().copied().collect();
+            normalize(&mut want);
+            let mut got = Vec::new();
+            union_into(&mut got, &refs);
+            assert_eq!(got, want, "{lists:?}");
+            assert_eq!(union_len(&refs), total(&want));
+        }
+    }
+
+    #[test]
+    fn split_len_is_total_intersection_and_difference() {
+        let mut next = xorshift(4242);
+        for _ in 0..2000 {
+            let lists = random_lists(&mut next, 2, 10, 300);
+            let (a, b) = (&lists[0], &lists[1]);
+            assert_eq!(
+                split_len(a, b),
+                (total(a), intersection_len(a, b), difference_len(a, b)),
+                "{a:?} {b:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn covered_cursor_matches_covered_len() {
+        let mut next = xorshift(777);
+        for round in 0..500 {
+            let list = &random_lists(&mut next, 1, 15, 500)[0];
+            let mut cursor = Covered::new(list);
+            // Mostly in start order (calls of a lane), sometimes not.
+            let mut start = -20;
+            for _ in 0..20 {
+                start += next() % 40 - if round % 4 == 0 { 25 } else { 0 };
+                let end = start + next() % 60 - 5;
+                assert_eq!(
+                    cursor.covered_len(start, end),
+                    covered_len(start, end, list),
+                    "[{start}, {end}) on {list:?}"
+                );
+            }
         }
     }
 }

@@ -14,8 +14,14 @@
 //! The sweep keeps one cursor per lane and a small list of spans that reach
 //! past the next step's start (usually none), so it reads every span once:
 //! `O(spans + steps)` with per-step scratch buffers reused across steps and
-//! no allocation per span. Collective calls are handed to a callback as
-//! they are measured instead of being stored.
+//! no allocation per span. Each span of a kind that keeps the step busy
+//! goes into its kind's interval list and into its lane's, both merged as
+//! the spans come (in start order within a lane), so the step's busy time
+//! is the union of a few short per-lane lists. The collective calls that
+//! start in a window are measured once every lane is read (exposed time
+//! with a cursor over the compute intervals, ready time from the window's
+//! `bucket_ready` ends) and handed to a callback window by window instead
+//! of being stored.
 //!
 //! **What communication overlaps.** On a rank whose collectives are GPU
 //! kernels (collective spans that name a `device`, as `import kineto` writes
@@ -31,7 +37,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::intervals::{self, Interval, IntervalList};
+use super::intervals::{self, Covered, Interval, IntervalList};
 use super::SummaryOptions;
 use crate::hash::FxHashMap;
 use crate::model::{LaneKind, RankTrace, Run, Span, Sym};
@@ -120,44 +126,55 @@ pub struct StepBreakdown {
     pub warmup: Option<WarmupReason>,
 }
 
-/// One collective call inside a step window, as the sweep saw it.
+/// One collective call that starts in a step window: the span and what the
+/// sweep measured of it.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct CollObs {
-    /// Sequence number (`u64::MAX` when absent).
-    pub seq: u64,
-    pub start: i64,
-    pub end: i64,
-    /// Bytes (`u64::MAX` when absent).
-    pub bytes: u64,
+pub(crate) struct CollObs<'a> {
+    /// The collective span.
+    pub span: &'a Span,
+    /// `end − start` of the span (saturating).
+    pub duration: i64,
     /// Part of the call (clipped to its step) not overlapped by compute.
     pub exposed: i64,
     /// When its bucket was ready (`bucket_ready` end of the same bucket in
     /// the same step, else the call's `queued`), `i64::MIN` when unknown.
     pub ready: i64,
-    /// Start of the step's backward, `i64::MIN` when the step has none.
-    pub bwd_start: i64,
-    pub op: Option<Sym>,
-    pub transport: Option<Sym>,
-    /// Bucket id (`u32::MAX` when absent).
-    pub bucket: u32,
+}
+
+impl<'a> CollObs<'a> {
+    /// A call outside any step window: nothing measured.
+    pub fn unmeasured(span: &'a Span) -> CollObs<'a> {
+        CollObs {
+            span,
+            duration: span.duration(),
+            exposed: 0,
+            ready: i64::MIN,
+        }
+    }
+}
+
+/// The collective calls that start in one step window of one rank, handed
+/// to the sweep's sink together (so that each table takes them in a loop
+/// of its own).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct WindowCalls<'a, 's> {
+    /// The rank's trace (for the spans' extra fields).
+    pub trace: &'a RankTrace,
     pub rank: u32,
     /// Step number of the window (`u32::MAX` when the step span has none).
     pub step: u32,
+    /// Whether the step counts in the statistics (is no warm-up step).
     pub steady: bool,
+    /// Start of the step's backward, `i64::MIN` when the step has none.
+    pub bwd_start: i64,
+    /// The calls, by lane and each lane's in start order.
+    pub calls: &'s [CollObs<'a>],
 }
 
-impl CollObs {
-    pub fn seq(&self) -> Option<u64> {
-        (self.seq != u64::MAX).then_some(self.seq)
-    }
-    pub fn bytes(&self) -> Option<u64> {
-        (self.bytes != u64::MAX).then_some(self.bytes)
-    }
-    pub fn bucket(&self) -> Option<u32> {
-        (self.bucket != u32::MAX).then_some(self.bucket)
-    }
-    pub fn duration(&self) -> i64 {
-        self.end.saturating_sub(self.start)
+impl<'a> WindowCalls<'a, '_> {
+    /// The transport of call `c` (from its extra fields).
+    pub fn transport(&self, c: &CollObs<'a>) -> Option<Sym> {
+        self.trace.extra(c.span).and_then(|x| x.transport)
     }
 }
 
@@ -191,14 +208,14 @@ pub(crate) fn rebuild_steps(run: &Run) -> Vec<u64> {
     v
 }
 
-/// Runs the sweep over every rank. Every collective call that starts inside
-/// a step window is handed to `sink` as it is measured (rank by rank, each
-/// in step order), with `steady` telling whether its step counts in the
-/// statistics; nothing per call is stored.
+/// Runs the sweep over every rank. The collective calls that start inside
+/// a step window are handed to `sink` window by window as they are measured
+/// (rank by rank, each in step order), with `steady` telling whether the
+/// step counts in the statistics; nothing per call is stored.
 pub(crate) fn scan_run(
     run: &Run,
     opts: &SummaryOptions,
-    sink: &mut impl FnMut(&CollObs),
+    sink: &mut impl FnMut(&WindowCalls<'_, '_>),
 ) -> RunScan {
     let rebuilds = rebuild_steps(run);
     let samples = run.strings.lookup(super::SAMPLES_COUNTER);
@@ -231,24 +248,33 @@ struct Scratch<'a> {
     opt: IntervalList,
     wb: IntervalList,
     coll: IntervalList,
+    /// Per lane (the last one shared by any further lanes): the spans of all
+    /// the kinds above, so that the union of the lists is the time the step
+    /// was busy. Spans come in start order within a lane, so each list
+    /// merges them as they come, and the union takes a few lists of a few
+    /// intervals instead of all the kinds' intervals.
+    busy: Vec<IntervalList>,
     /// The union of forward, backward and optimizer.
     compute: Vec<Interval>,
     /// The GPU compute kernels inside the current window, on ranks whose
     /// collectives are GPU kernels.
     gpu_compute: Vec<Interval>,
-    /// Collectives that start in the current window: (span, transport).
-    new_colls: Vec<(&'a Span, Option<Sym>)>,
+    /// Collectives that start in the current window (measured once every
+    /// lane is read).
+    calls: Vec<CollObs<'a>>,
     /// Bucket id → latest `bucket_ready` end in the current window.
     ready: ReadyTable,
 }
 
 /// Latest `bucket_ready` end per bucket id within one window: a direct
-/// table for ids below [`ReadyTable::DENSE`] (reset through the list of
-/// ids set), a hash map above.
+/// table for ids below [`ReadyTable::DENSE`], a hash map above. An entry
+/// holds the window it was set in, so that starting a window is a counter
+/// increment rather than a reset of the entries.
 #[derive(Default)]
 struct ReadyTable {
-    dense: Vec<i64>,
-    touched: Vec<u32>,
+    /// The current window (entries of other windows read as unset).
+    window: u64,
+    dense: Vec<(u64, i64)>,
     sparse: FxHashMap<u32, i64>,
 }
 
@@ -256,34 +282,38 @@ impl ReadyTable {
     const DENSE: u32 = 1 << 16;
 
     fn clear(&mut self) {
-        for &b in &self.touched {
-            self.dense[b as usize] = i64::MIN;
-        }
-        self.touched.clear();
+        self.window += 1;
         if !self.sparse.is_empty() {
             self.sparse.clear();
         }
     }
 
+    #[inline]
     fn set_max(&mut self, bucket: u32, t: i64) {
         if bucket < Self::DENSE {
             let b = bucket as usize;
             if b >= self.dense.len() {
-                self.dense.resize(b + 1, i64::MIN);
+                self.dense.resize(b + 1, (0, i64::MIN));
             }
-            if self.dense[b] == i64::MIN {
-                self.touched.push(bucket);
+            let e = &mut self.dense[b];
+            if e.0 == self.window {
+                e.1 = e.1.max(t);
+            } else {
+                *e = (self.window, t);
             }
-            self.dense[b] = self.dense[b].max(t);
         } else {
             let e = self.sparse.entry(bucket).or_insert(i64::MIN);
             *e = (*e).max(t);
         }
     }
 
+    #[inline]
     fn get(&self, bucket: u32) -> Option<i64> {
         let v = if bucket < Self::DENSE {
-            self.dense.get(bucket as usize).copied()
+            self.dense
+                .get(bucket as usize)
+                .filter(|e| e.0 == self.window)
+                .map(|e| e.1)
         } else {
             self.sparse.get(&bucket).copied()
         };
@@ -303,9 +333,12 @@ impl Scratch<'_> {
         ] {
             v.clear();
         }
+        for v in &mut self.busy {
+            v.clear();
+        }
         self.compute.clear();
         self.gpu_compute.clear();
-        self.new_colls.clear();
+        self.calls.clear();
         self.ready.clear();
     }
 }
@@ -323,7 +356,7 @@ fn scan_rank<'a>(
     rebuilds: &[u64],
     samples_sym: Option<Sym>,
     s: &mut Scratch<'a>,
-    sink: &mut impl FnMut(&CollObs),
+    sink: &mut impl FnMut(&WindowCalls<'a, '_>),
 ) -> RankScan {
     let lanes: Vec<&'a crate::model::Lane> = rank
         .lanes
@@ -347,6 +380,8 @@ fn scan_rank<'a>(
 
     let gpu_compute = gpu_compute_of(rank);
 
+    s.busy
+        .resize_with(lanes.len().clamp(1, MAX_BUSY_LISTS), IntervalList::default);
     let mut cursors = vec![0usize; lanes.len()];
     let mut carries: Vec<Vec<u32>> = vec![Vec::new(); lanes.len()];
     let mut steps = Vec::with_capacity(windows.len());
@@ -357,22 +392,25 @@ fn scan_rank<'a>(
         for (li, lane) in lanes.iter().enumerate() {
             let spans = lane.spans();
             let carry = &mut carries[li];
+            let busy = li.min(MAX_BUSY_LISTS - 1);
             carry.retain(|&i| spans[i as usize].end() > w.start);
             for &i in carry.iter() {
-                visit(rank, &spans[i as usize], w, false, s);
+                visit(&spans[i as usize], w, false, busy, s);
             }
-            let cur = &mut cursors[li];
-            while *cur < spans.len() && spans[*cur].start() < w.end {
-                let sp = &spans[*cur];
+            // A local cursor, stored back after the loop: the compiler keeps
+            // it in a register.
+            let mut cur = cursors[li];
+            while let Some(sp) = spans.get(cur).filter(|sp| sp.start() < w.end) {
                 let is_new = sp.start() >= w.start;
                 if sp.end() > w.start || is_new {
-                    visit(rank, sp, w, is_new, s);
+                    visit(sp, w, is_new, busy, s);
                 }
                 if sp.end() > next_start {
-                    carry.push(*cur as u32);
+                    carry.push(cur as u32);
                 }
-                *cur += 1;
+                cur += 1;
             }
+            cursors[li] = cur;
         }
         let first = (k as u64) < opts.warmup_steps;
         let rebuild =
@@ -386,14 +424,7 @@ fn scan_rank<'a>(
         if let Some(g) = &gpu_compute {
             clip_into(&mut s.gpu_compute, g, w.start, w.end);
         }
-        steps.push(measure(
-            rank.rank(),
-            w,
-            warmup,
-            gpu_compute.is_some(),
-            s,
-            sink,
-        ));
+        steps.push(measure(rank, w, warmup, gpu_compute.is_some(), s, sink));
     }
 
     // Samples counters, by time: t in [start, end], ties to the earlier step.
@@ -423,7 +454,27 @@ fn scan_rank<'a>(
 /// spans name. `None` when no collective names a GPU, or when those GPUs ran
 /// no compute kernel in the trace (then the CPU-side compute spans are the
 /// reference, as for CPU jobs).
+///
+/// The spans are only read when the answer can be `Some`: a device is named
+/// through the rank's shared extra fields, so when no extra names a device
+/// on which a GPU lane ran a compute kernel, no collective can either.
 fn gpu_compute_of(rank: &RankTrace) -> Option<Vec<Interval>> {
+    let is_compute_kernel =
+        |sp: &Span| sp.kind() == SpanKind::Kernel && sp.category() == Some(KernelCategory::Compute);
+    // The devices any span's extra fields name (the extras are shared, so
+    // few), then those of them with a compute kernel in a GPU lane.
+    let mut named: Vec<u32> = rank.extras.iter().filter_map(|x| x.device).collect();
+    named.sort_unstable();
+    named.dedup();
+    let with_kernels = |devices: &[u32]| {
+        rank.lanes.iter().any(|l| {
+            matches!(l.kind, LaneKind::Gpu { device, .. } if devices.binary_search(&device).is_ok())
+                && l.spans().iter().any(is_compute_kernel)
+        })
+    };
+    if named.is_empty() || !with_kernels(&named) {
+        return None;
+    }
     let mut devices: Vec<u32> = rank
         .lanes
         .iter()
@@ -442,9 +493,7 @@ fn gpu_compute_of(rank: &RankTrace) -> Option<Vec<Interval>> {
         .iter()
         .filter(|l| matches!(l.kind, LaneKind::Gpu { device, .. } if devices.binary_search(&device).is_ok()))
         .flat_map(|l| l.spans().iter())
-        .filter(|sp| {
-            sp.kind() == SpanKind::Kernel && sp.category() == Some(KernelCategory::Compute)
-        })
+        .filter(|sp| is_compute_kernel(sp))
         .map(|sp| (sp.start(), sp.end()))
         .collect();
     if v.is_empty() {
@@ -470,46 +519,56 @@ fn clip_into(out: &mut Vec<Interval>, all: &[Interval], lo: i64, hi: i64) {
     }
 }
 
-/// Adds the part of `sp` inside `w` to the step's scratch buffers
-/// (inlined into both loops of the sweep: it runs once per span).
+/// How many busy lists a window keeps at most (see [`Scratch::busy`]): the
+/// union merges up to 8 lists without allocating.
+const MAX_BUSY_LISTS: usize = 8;
+
+/// Adds the part of `sp` inside `w` to the step's scratch buffers, and to
+/// busy list `busy` for a kind that keeps the step busy (inlined into both
+/// loops of the sweep: it runs once per span).
 #[inline(always)]
-fn visit<'a>(rank: &'a RankTrace, sp: &'a Span, w: &Window, is_new: bool, s: &mut Scratch<'a>) {
+fn visit<'a>(sp: &'a Span, w: &Window, is_new: bool, busy: usize, s: &mut Scratch<'a>) {
     let lo = sp.start().max(w.start);
     let hi = sp.end().min(w.end);
     let iv = (lo, hi);
-    match sp.kind() {
-        SpanKind::DataWait => s.data.push(iv),
-        SpanKind::Forward => s.fwd.push(iv),
-        SpanKind::Backward => s.bwd.push(iv),
-        SpanKind::Optimizer => s.opt.push(iv),
-        SpanKind::Writeback => s.wb.push(iv),
+    let list = match sp.kind() {
+        SpanKind::DataWait => &mut s.data,
+        SpanKind::Forward => &mut s.fwd,
+        SpanKind::Backward => &mut s.bwd,
+        SpanKind::Optimizer => &mut s.opt,
+        SpanKind::Writeback => &mut s.wb,
         SpanKind::Collective => {
-            s.coll.push(iv);
             if is_new {
-                let transport = rank.extra(sp).and_then(|x| x.transport);
-                s.new_colls.push((sp, transport));
+                s.calls.push(CollObs::unmeasured(sp));
             }
+            &mut s.coll
         }
-        SpanKind::BucketReady if is_new => {
-            if let Some(b) = sp.bucket() {
-                s.ready.set_max(b, sp.end());
+        SpanKind::BucketReady => {
+            if is_new {
+                if let Some(b) = sp.bucket() {
+                    s.ready.set_max(b, sp.end());
+                }
             }
+            return;
         }
-        _ => {}
-    }
+        _ => return,
+    };
+    list.push(iv);
+    s.busy[busy].push(iv);
 }
 
 /// Turns the scratch buffers of one window into its breakdown and hands its
 /// collective calls to `sink`.
-fn measure(
-    rank: u32,
+fn measure<'a>(
+    trace: &'a RankTrace,
     w: &Window,
     warmup: Option<WarmupReason>,
     gpu: bool,
-    s: &mut Scratch<'_>,
-    sink: &mut impl FnMut(&CollObs),
+    s: &mut Scratch<'a>,
+    sink: &mut impl FnMut(&WindowCalls<'a, '_>),
 ) -> StepBreakdown {
-    use intervals::{difference_len, intersection_len, total, union_into, union_len};
+    let rank = trace.rank();
+    use intervals::{split_len, total, union_into, union_len};
     let data = s.data.normalized();
     let fwd = s.fwd.normalized();
     let bwd = s.bwd.normalized();
@@ -517,13 +576,20 @@ fn measure(
     let wb = s.wb.normalized();
     let coll = s.coll.normalized();
     union_into(&mut s.compute, &[fwd, bwd, opt]);
-    let busy = union_len(&[data, wb, coll, &s.compute]);
+    // The union of data wait, forward, backward, optimizer, writeback and
+    // collectives, lane by lane.
+    let n_busy = s.busy.len();
+    let mut lanes: [&[Interval]; MAX_BUSY_LISTS] = [&[]; MAX_BUSY_LISTS];
+    for (slot, list) in lanes.iter_mut().zip(s.busy.iter_mut()) {
+        *slot = list.normalized();
+    }
+    let busy = union_len(&lanes[..n_busy]);
     // What communication overlaps: GPU compute kernels on GPU-collective
     // ranks, else the CPU-side compute spans.
     let reference: &[Interval] = if gpu { &s.gpu_compute } else { &s.compute };
 
     let step_ns = w.end.saturating_sub(w.start).max(0);
-    let comm_ns = total(coll);
+    let (comm_ns, comm_overlapped_ns, comm_exposed_ns) = split_len(coll, reference);
     let bwd_start = bwd.first().map_or(i64::MIN, |iv| iv.0);
     let bwd_end = bwd.last().map(|iv| iv.1);
     let coll_end = coll.last().map(|iv| iv.1);
@@ -535,29 +601,29 @@ fn measure(
         .step
         .and_then(|n| u32::try_from(n).ok())
         .unwrap_or(u32::MAX);
-    for &(sp, transport) in &s.new_colls {
+    // The part of each call covered by the reference, with a cursor into it
+    // that moves forward while the calls come in start order (they do
+    // within a lane).
+    let mut cursor = Covered::new(reference);
+    for c in &mut s.calls {
+        let sp = c.span;
         let lo = sp.start().max(w.start);
         let hi = sp.end().min(w.end);
-        let exposed = (hi - lo).max(0) - intervals::covered_len(lo, hi, reference);
-        let ready = sp
+        c.exposed = (hi - lo).max(0) - cursor.covered_len(lo, hi);
+        c.ready = sp
             .bucket()
             .and_then(|b| s.ready.get(b))
             .or_else(|| sp.queued())
             .unwrap_or(i64::MIN);
-        sink(&CollObs {
-            seq: sp.seq().unwrap_or(u64::MAX),
-            start: sp.start(),
-            end: sp.end(),
-            bytes: sp.bytes().unwrap_or(u64::MAX),
-            exposed,
-            ready,
-            bwd_start,
-            op: sp.op(),
-            transport,
-            bucket: sp.bucket().unwrap_or(u32::MAX),
+    }
+    if !s.calls.is_empty() {
+        sink(&WindowCalls {
+            trace,
             rank,
             step: step_u32,
             steady: warmup.is_none(),
+            bwd_start,
+            calls: &s.calls,
         });
     }
     StepBreakdown {
@@ -569,8 +635,8 @@ fn measure(
         forward_ns: total(fwd),
         backward_ns: total(bwd),
         comm_ns,
-        comm_overlapped_ns: intersection_len(coll, reference),
-        comm_exposed_ns: difference_len(coll, reference),
+        comm_overlapped_ns,
+        comm_exposed_ns,
         optimizer_ns: total(opt),
         writeback_ns: total(wb),
         other_ns: step_ns - busy,

@@ -103,9 +103,9 @@ fn flush(touched: &mut Vec<usize>, in_step: &mut [u32], steps_last: &mut [u64]) 
 
 /// Computes the arrival statistics from the sequence views of the steady
 /// collectives.
-pub(crate) fn stragglers(seqs: &[SeqView]) -> Stragglers {
-    let compared: Vec<&SeqView> = seqs.iter().filter(|s| s.ranks >= 2).collect();
-    let ranks_compared = compared.iter().map(|s| s.ranks).max().unwrap_or(0);
+pub(crate) fn stragglers(seqs: impl Iterator<Item = SeqView> + Clone) -> Stragglers {
+    let compared = seqs.filter(|s| s.ranks >= 2);
+    let ranks_compared = compared.clone().map(|s| s.ranks).max().unwrap_or(0);
     let mut out = Stragglers {
         ranks_compared,
         chance: if ranks_compared > 0 {
@@ -115,11 +115,11 @@ pub(crate) fn stragglers(seqs: &[SeqView]) -> Stragglers {
         },
         ..Stragglers::default()
     };
-    if compared.is_empty() {
+    if ranks_compared == 0 {
         return out;
     }
     // Sized by the ranks that were last, not by the declared world size.
-    let max_rank = compared.iter().filter_map(|s| s.last).max().unwrap_or(0) as usize;
+    let max_rank = compared.clone().filter_map(|s| s.last).max().unwrap_or(0) as usize;
     let mut last = vec![0u64; max_rank + 1];
     let mut steps_last = vec![0u64; max_rank + 1];
     let mut wait = vec![0i64; max_rank + 1];
@@ -128,7 +128,7 @@ pub(crate) fn stragglers(seqs: &[SeqView]) -> Stragglers {
     let mut touched: Vec<usize> = Vec::new();
     let mut cur_step: Option<u32> = None;
     // Sequence views come in sequence order, which follows the steps.
-    for s in &compared {
+    for s in compared {
         out.collectives += 1;
         if cur_step != Some(s.step) {
             if cur_step.is_some() {
@@ -204,12 +204,6 @@ mod tests {
             wait,
             step,
             bucket: 0,
-            last_call: super::super::comm::LastCall {
-                duration: 0,
-                bytes: 0,
-                op: None,
-                transport: None,
-            },
         }
     }
 
@@ -224,7 +218,7 @@ mod tests {
                 ]
             })
             .collect();
-        let st = stragglers(&seqs);
+        let st = stragglers(seqs.iter().copied());
         assert_eq!(st.collectives, 60);
         assert_eq!(st.steps, 20);
         let s = st.straggler.expect("named");
@@ -239,7 +233,7 @@ mod tests {
     #[test]
     fn rotating_last_rank_is_not_named() {
         let seqs: Vec<SeqView> = (0..40).map(|s| view(s, Some(s % 4), 10)).collect();
-        let st = stragglers(&seqs);
+        let st = stragglers(seqs.iter().copied());
         assert!(st.straggler.is_none());
         assert!(st.ranks.iter().all(|r| r.last == 10 && r.steps_last == 10));
     }
@@ -247,9 +241,9 @@ mod tests {
     #[test]
     fn ties_name_nobody_and_nothing_is_fine() {
         let seqs: Vec<SeqView> = (0..30).map(|s| view(s, None, 0)).collect();
-        let st = stragglers(&seqs);
+        let st = stragglers(seqs.iter().copied());
         assert_eq!(st.ties, 30);
         assert!(st.ranks.is_empty() && st.straggler.is_none());
-        assert_eq!(stragglers(&[]), Stragglers::default());
+        assert_eq!(stragglers(std::iter::empty()), Stragglers::default());
     }
 }

@@ -238,16 +238,16 @@ pub struct Summary {
 /// linear-time grouping of the collectives. Never panics, whatever the run
 /// holds (no ranks, ranks without steps, zero-length spans...).
 pub fn summarize(run: &Run, opts: &SummaryOptions) -> Summary {
-    let mut seq_table = SeqTable::default();
+    let mut seq_table: SeqTable = SeqTable::default();
     let mut bucket_table = BucketTable::default();
     let mut op_table = OpTable::default();
     let mut steady_calls = 0u64;
-    let scans = scan_run(run, opts, &mut |c| {
-        if c.steady {
-            steady_calls += 1;
-            seq_table.add(c);
-            bucket_table.add(c);
-            op_table.add(c);
+    let scans = scan_run(run, opts, &mut |w| {
+        if w.steady {
+            steady_calls += w.calls.len() as u64;
+            seq_table.add(w);
+            bucket_table.add(w);
+            op_table.add(w);
         }
     });
     let mut notes = Vec::new();
@@ -325,9 +325,9 @@ pub fn summarize(run: &Run, opts: &SummaryOptions) -> Summary {
         .collect();
 
     let seqs = seq_table.finish();
-    let buckets = bucket_table.finish(run, &seqs);
+    let buckets = bucket_table.finish(run, seqs.views());
     let ops = op_table.finish(run);
-    let stragglers = stragglers(&seqs);
+    let stragglers = stragglers(seqs.views());
 
     let throughput = Throughput {
         steps_per_s: overall

@@ -21,10 +21,15 @@
 //! cache format version, the source file's length, modification time and
 //! head and tail hashes, the payload's length and checksum), then the
 //! payload: LEB128 varints (zigzag for signed values), strings as length and
-//! bytes, spans lane by lane as a flag word, the start as a delta to the
-//! previous span's, the duration and only the fields that are present.
-//! The checksum covers the payload in 1 MiB blocks; any mismatch, bound
-//! violation or trailing byte rejects the whole file.
+//! bytes. Spans, the bulk of it, are stored lane by lane in chunks of 64,
+//! column by column: each field (start as a delta to the previous span's,
+//! length, queued, bytes...) in the fewest bytes that hold the chunk's values
+//! of it, the repetitive ones XOR the chunk's first span's, so a field that
+//! does not change within a chunk takes no bytes at all (the table above
+//! `CHUNK` has the details). Gradient-ready offsets are stored as
+//! differences, all in one width. The checksum covers the payload in 1 MiB
+//! blocks; any mismatch, bound violation or trailing byte rejects the whole
+//! file.
 
 use std::fmt;
 use std::fs::File;
@@ -48,7 +53,7 @@ use crate::trace::{
 const MAGIC: [u8; 8] = *b"DDPCACHE";
 /// Version of the cache layout. Bump it whenever the layout, or the model
 /// the reader builds from a trace, changes.
-const FORMAT_VERSION: u32 = 1;
+const FORMAT_VERSION: u32 = 2;
 /// Size of the fixed header.
 const HEADER_BYTES: usize = 72;
 /// The payload is read, written and checksummed in blocks of this size.
@@ -304,10 +309,18 @@ fn chain(acc: u64, block: u64) -> u64 {
 // ---------------------------------------------------------------------------
 // Writing
 
+/// Bytes of scratch room the encoder's buffer always has past a block.
+const ROOM: usize = 4096;
+
 /// Payload encoder: buffers, hashes and writes whole blocks.
+///
+/// The bytes not written yet are `buf[..pos]`; the buffer is kept longer
+/// than that (zeroed once), so that small values are stored with copies of
+/// a fixed size and the length of what they took added to `pos`.
 struct Enc<W: Write> {
     out: W,
     buf: Vec<u8>,
+    pos: usize,
     hash: u64,
     len: u64,
 }
@@ -316,7 +329,8 @@ impl<W: Write> Enc<W> {
     fn new(out: W) -> Enc<W> {
         Enc {
             out,
-            buf: Vec::with_capacity(BLOCK + 4096),
+            buf: vec![0; BLOCK + ROOM],
+            pos: 0,
             hash: 0,
             len: 0,
         }
@@ -327,13 +341,14 @@ impl<W: Write> Enc<W> {
         self.hash = chain(self.hash, block_hash(b));
         self.len += n as u64;
         self.out.write_all(b)?;
-        self.buf.drain(..n);
+        self.buf.copy_within(n..self.pos, 0);
+        self.pos -= n;
         Ok(())
     }
 
     /// Writes the full blocks buffered so far.
     fn spill(&mut self) -> io::Result<()> {
-        while self.buf.len() >= BLOCK {
+        while self.pos >= BLOCK {
             self.block(BLOCK)?;
         }
         Ok(())
@@ -341,33 +356,62 @@ impl<W: Write> Enc<W> {
 
     fn finish(mut self) -> io::Result<(W, u64, u64)> {
         self.spill()?;
-        if !self.buf.is_empty() {
-            self.block(self.buf.len())?;
+        if self.pos > 0 {
+            self.block(self.pos)?;
         }
         Ok((self.out, self.len, self.hash))
     }
 
-    #[inline]
-    fn u8(&mut self, v: u8) {
-        self.buf.push(v);
+    /// The `N` bytes of the buffer at `pos`, to be filled and then counted
+    /// into `pos`.
+    #[inline(always)]
+    fn window<const N: usize>(&mut self) -> &mut [u8; N] {
+        if self.buf.len() - self.pos < N {
+            self.grow(N);
+        }
+        match self.buf[self.pos..].first_chunk_mut::<N>() {
+            Some(w) => w,
+            None => unreachable!("the buffer was just grown"),
+        }
+    }
+
+    #[cold]
+    fn grow(&mut self, n: usize) {
+        self.buf.resize(self.pos + n, 0);
     }
 
     #[inline]
-    fn uv(&mut self, mut v: u64) {
-        while v >= 0x80 {
-            self.buf.push(v as u8 | 0x80);
-            v >>= 7;
-        }
-        self.buf.push(v as u8);
+    fn u8(&mut self, v: u8) {
+        self.window::<1>()[0] = v;
+        self.pos += 1;
+    }
+
+    #[inline]
+    fn uv(&mut self, v: u64) {
+        let w = self.window::<10>();
+        let mut n = 0;
+        put_uv(w, &mut n, v);
+        self.pos += n;
     }
 
     #[inline]
     fn iv(&mut self, v: i64) {
-        self.uv(((v << 1) ^ (v >> 63)) as u64);
+        self.uv(zig(v));
     }
 
     fn f64(&mut self, v: f64) {
-        self.buf.extend_from_slice(&v.to_bits().to_le_bytes());
+        *self.window::<8>() = v.to_bits().to_le_bytes();
+        self.pos += 8;
+    }
+
+    /// `b` as it is (any length).
+    fn bytes(&mut self, b: &[u8]) -> io::Result<()> {
+        if self.buf.len() - self.pos < b.len() {
+            self.grow(b.len());
+        }
+        self.buf[self.pos..self.pos + b.len()].copy_from_slice(b);
+        self.pos += b.len();
+        self.spill()
     }
 
     fn bool(&mut self, v: bool) {
@@ -376,8 +420,7 @@ impl<W: Write> Enc<W> {
 
     fn str(&mut self, s: &str) -> io::Result<()> {
         self.uv(s.len() as u64);
-        self.buf.extend_from_slice(s.as_bytes());
-        self.spill()
+        self.bytes(s.as_bytes())
     }
 
     fn sym(&mut self, s: Sym) {
@@ -422,8 +465,6 @@ impl<W: Write> Enc<W> {
     }
 }
 
-const F_QUEUED: u64 = 1;
-const F_BYTES: u64 = 1 << 1;
 /// Decodes a cache payload held in memory (the bytes after the header) as
 /// written for the trace file `path` named `name`; the checksum is not
 /// checked, so every byte reaches the decoder. For the fuzz targets and
@@ -455,15 +496,6 @@ pub(crate) fn encode_payload(
     encode(&mut e, name, rank, strings, warnings)?;
     Ok(e.finish()?.0)
 }
-
-const F_SEQ: u64 = 1 << 2;
-const F_STEP: u64 = 1 << 3;
-const F_BUCKET: u64 = 1 << 4;
-const F_NAME: u64 = 1 << 5;
-const F_OP: u64 = 1 << 6;
-const F_EXTRA: u64 = 1 << 7;
-const F_CATEGORY: u64 = 1 << 8;
-const KIND_SHIFT: u32 = 9;
 
 fn write_cache(
     tmp: &Path,
@@ -574,15 +606,7 @@ fn encode<W: Write>(
             }
         }
         e.str(&lane.name)?;
-        e.uv(lane.spans().len() as u64);
-        let mut prev = 0i64;
-        for s in lane.spans() {
-            encode_span(e, s, prev);
-            prev = s.start();
-            if e.buf.len() >= BLOCK {
-                e.spill()?;
-            }
-        }
+        encode_spans(e, lane.spans())?;
     }
 
     e.uv(rank.layouts.len() as u64);
@@ -598,11 +622,7 @@ fn encode<W: Write>(
     for g in &rank.grad_ready {
         e.uv(g.step);
         e.iv(g.t0);
-        e.uv(g.offsets_ns.len() as u64);
-        for &o in g.offsets_ns.iter() {
-            e.iv(o);
-        }
-        e.spill()?;
+        encode_offsets(e, &g.offsets_ns)?;
     }
 
     e.uv(rank.instants.len() as u64);
@@ -684,7 +704,7 @@ fn encode<W: Write>(
 
 /// A varint (as [`Enc::uv`] writes it) into `out` at `*n`.
 #[inline(always)]
-fn put_uv(out: &mut [u8; MAX_SPAN_BYTES], n: &mut usize, mut v: u64) {
+fn put_uv(out: &mut [u8; 10], n: &mut usize, mut v: u64) {
     while v >= 0x80 {
         out[*n] = v as u8 | 0x80;
         v >>= 7;
@@ -694,64 +714,256 @@ fn put_uv(out: &mut [u8; MAX_SPAN_BYTES], n: &mut usize, mut v: u64) {
     *n += 1;
 }
 
-/// A zigzag varint (as [`Enc::iv`] writes it) into `out` at `*n`.
+/// Zigzag: small negative and positive values to small unsigned ones.
 #[inline(always)]
-fn put_iv(out: &mut [u8; MAX_SPAN_BYTES], n: &mut usize, v: i64) {
-    put_uv(out, n, ((v << 1) ^ (v >> 63)) as u64);
+fn zig(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
 }
 
-/// One span, encoded on the stack and appended in one go.
-#[inline]
-fn encode_span<W: Write>(e: &mut Enc<W>, s: &Span, prev_start: i64) {
-    let mut flags = (s.kind() as u64) << KIND_SHIFT;
-    let set = |f: &mut u64, bit: u64, on: bool| {
-        if on {
-            *f |= bit;
+// Spans: a lane's count, then (when not empty) its first span's start as a
+// zigzag varint, then the spans in chunks of `CHUNK` (the last one shorter).
+//
+// A span is a kind byte (index in `SpanKind::ALL` in the low four bits,
+// index in `KernelCategory::ALL` in the high four, `ALL.len()` for none)
+// and ten field values:
+//
+// |   | field  | value                                        | bytes |
+// |---|--------|----------------------------------------------|-------|
+// | 0 | start  | start − the previous span's start (first: 0) | 0-8   |
+// | 1 | length | end − start                                  | 0-8   |
+// | 2 | queued | 0 none, else zigzag(start − queued) + 1      | 0-8   |
+// | 3 | bytes  | 0 none, else bytes + 1                       | 0-8   |
+// | 4 | seq    | 0 none, else seq + 1                         | 0-8   |
+// | 5 | step   | 0 none, else step + 1                        | 0-4   |
+// | 6 | bucket | 0 none, else bucket + 1                      | 0-4   |
+// | 7 | name   | 0 none, else string index + 1                | 0-4   |
+// | 8 | op     | 0 none, else string index + 1                | 0-4   |
+// | 9 | extra  | 0 none, else extra index + 1                 | 0-4   |
+//
+// (differences wrap around as u64). A chunk starts with its widths: the
+// kind's (0 or 1) and each field's, in bytes, four bits each, the kind's
+// first, low bits first, in six bytes (the last four bits 0); then its
+// bases: its first span's kind byte and values of fields 3 to 9 (varints).
+// Then come its columns: every span's kind byte XOR the base kind, then
+// every span's field 0, and so on to field 9; each value in its column's
+// width, little-endian (width 0: the value is 0), fields 3 to 9 XOR their
+// bases. Widths are the fewest bytes that hold every value of the column.
+
+/// Spans per chunk.
+const CHUNK: usize = 64;
+/// Fields of a span after its kind byte.
+const FIELDS: usize = 10;
+/// Fields `..WIDE` take up to 8 bytes, the others up to 4.
+const WIDE: usize = 5;
+/// Fields `BASED..` are stored XOR their chunk's base.
+const BASED: usize = 3;
+/// Columns of a chunk: the kind's, then the fields'.
+const COLUMNS: usize = FIELDS + 1;
+/// Bytes of a chunk's widths.
+const WIDTHS_BYTES: usize = COLUMNS.div_ceil(2);
+/// The most bytes of a chunk's bases: a kind byte and varints.
+const MAX_BASES: usize = 1 + (WIDE - BASED) * 10 + (FIELDS - WIDE) * 5;
+/// The most bytes of a chunk's columns.
+const MAX_COLUMNS: usize = CHUNK * (1 + WIDE * 8 + (FIELDS - WIDE) * 4);
+/// Room the encoder reserves for one chunk.
+const CHUNK_ROOM: usize = WIDTHS_BYTES + MAX_BASES + MAX_COLUMNS;
+
+const _: () = assert!(SpanKind::ALL.len() <= 16, "a span kind takes 4 bits");
+const _: () = assert!(KernelCategory::ALL.len() < 16, "a category takes 4 bits");
+const _: () = assert!(CHUNK_ROOM <= ROOM, "a chunk fits in the encoder's room");
+
+/// The fewest bytes that hold `v`.
+#[inline(always)]
+fn width(v: u64) -> u8 {
+    ((71 - v.leading_zeros()) / 8) as u8
+}
+
+/// A chunk's values, column by column (the kind's last), as they are
+/// stored: XOR the bases where they are.
+type Columns = [[u64; CHUNK]; COLUMNS];
+
+/// Index of the kind's column in [`Columns`].
+const KIND: usize = FIELDS;
+
+/// A span's field values and kind byte (see the layout above), given the
+/// previous span's start, and whether the span cannot be stored (a queued
+/// time 2⁶³ ns from its start, whose value would wrap to 0).
+#[inline(always)]
+fn span_values(s: &Span, prev_start: i64) -> ([u64; COLUMNS], bool) {
+    let start = s.start();
+    let category = s
+        .category()
+        .map_or(KernelCategory::ALL.len() as u8, |c| c as u8);
+    let kind = s.kind() as u8 | category << 4;
+    let (queued, odd) = match s.queued() {
+        Some(q) => {
+            let z = zig(start.wrapping_sub(q)).wrapping_add(1);
+            (z, z == 0)
         }
+        None => (0, false),
     };
-    set(&mut flags, F_QUEUED, s.queued().is_some());
-    set(&mut flags, F_BYTES, s.bytes().is_some());
-    set(&mut flags, F_SEQ, s.seq().is_some());
-    set(&mut flags, F_STEP, s.step().is_some());
-    set(&mut flags, F_BUCKET, s.bucket().is_some());
-    set(&mut flags, F_NAME, s.name().is_some());
-    set(&mut flags, F_OP, s.op().is_some());
-    set(&mut flags, F_EXTRA, s.extra_index().is_some());
-    set(&mut flags, F_CATEGORY, s.category().is_some());
-    let mut out = [0u8; MAX_SPAN_BYTES];
-    let mut n = 0;
-    put_uv(&mut out, &mut n, flags);
-    put_iv(&mut out, &mut n, s.start().wrapping_sub(prev_start));
-    put_iv(&mut out, &mut n, s.end().wrapping_sub(s.start()));
-    if let Some(q) = s.queued() {
-        put_iv(&mut out, &mut n, s.start().wrapping_sub(q));
+    // `Span` keeps an absent bytes or seq as u64::MAX, an absent step,
+    // bucket or extra index as u32::MAX: adding one (wrapping) makes it 0
+    // and is all the compiler has to do. A string index + 1 is what `Sym`
+    // holds, 0 for none.
+    let plus = |v: Option<u64>| v.unwrap_or(u64::MAX).wrapping_add(1);
+    let plus32 = |v: Option<u64>| u64::from((v.unwrap_or(u64::MAX) as u32).wrapping_add(1));
+    let sym = |v: Option<Sym>| v.map_or(0, |s| s.index() as u64 + 1);
+    let values = [
+        start.wrapping_sub(prev_start) as u64,
+        s.end().wrapping_sub(start) as u64,
+        queued,
+        plus(s.bytes()),
+        plus(s.seq()),
+        plus32(s.step()),
+        plus32(s.bucket().map(u64::from)),
+        sym(s.name()),
+        sym(s.op()),
+        plus32(s.extra_index().map(|x| x as u64)),
+        u64::from(kind),
+    ];
+    (values, odd)
+}
+
+/// A varint into `out` at `*n`.
+fn put_uv_at(out: &mut [u8], n: &mut usize, v: u64) {
+    let mut b = [0u8; 10];
+    let mut k = 0;
+    put_uv(&mut b, &mut k, v);
+    out[*n..*n + k].copy_from_slice(&b[..k]);
+    *n += k;
+}
+
+/// One chunk of spans (1 to `CHUNK` of them) into `out`, which has room
+/// for it, through `cols`; `Err` when a span cannot be stored.
+#[inline(never)]
+fn put_chunk(
+    out: &mut [u8],
+    cols: &mut Columns,
+    spans: &[Span],
+    mut prev_start: i64,
+) -> Result<usize, ()> {
+    // First every value and the widths they need, then the columns.
+    let (base, _) = span_values(&spans[0], prev_start);
+    let mut all = [0u64; COLUMNS];
+    let mut odd = false;
+    for (i, s) in spans.iter().enumerate().take(CHUNK) {
+        let (values, bad) = span_values(s, prev_start);
+        odd |= bad;
+        for c in 0..COLUMNS {
+            let v = if c < BASED {
+                values[c]
+            } else {
+                values[c] ^ base[c]
+            };
+            cols[c][i] = v;
+            all[c] |= v;
+        }
+        prev_start = s.start();
     }
-    if let Some(v) = s.bytes() {
-        put_uv(&mut out, &mut n, v);
+    if odd {
+        return Err(());
     }
-    if let Some(v) = s.seq() {
-        put_uv(&mut out, &mut n, v);
+    let widths = all.map(width);
+    let mut nibbles = [0u8; 2 * WIDTHS_BYTES];
+    nibbles[0] = widths[KIND];
+    nibbles[1..=FIELDS].copy_from_slice(&widths[..FIELDS]);
+    for (i, b) in out[..WIDTHS_BYTES].iter_mut().enumerate() {
+        *b = nibbles[2 * i] | nibbles[2 * i + 1] << 4;
     }
-    if let Some(v) = s.step() {
-        put_uv(&mut out, &mut n, v);
+    let mut n = WIDTHS_BYTES;
+    out[n] = base[KIND] as u8;
+    n += 1;
+    for &v in &base[BASED..FIELDS] {
+        put_uv_at(out, &mut n, v);
     }
-    if let Some(v) = s.bucket() {
-        put_uv(&mut out, &mut n, u64::from(v));
+    let count = spans.len().min(CHUNK);
+    for c in std::iter::once(KIND).chain(0..FIELDS) {
+        let w = usize::from(widths[c]);
+        let col = &cols[c][..count];
+        put_any_column(&mut out[n..n + w * count], col, w);
+        n += w * count;
     }
-    if let Some(v) = s.name() {
-        put_uv(&mut out, &mut n, v.index() as u64);
+    Ok(n)
+}
+
+/// The low `w` bytes (0 to 8) of each value, little-endian, into `out`
+/// (`w` bytes per value).
+fn put_any_column(out: &mut [u8], col: &[u64], w: usize) {
+    match w {
+        0 => {}
+        1 => put_column::<1>(out, col),
+        2 => put_column::<2>(out, col),
+        3 => put_column::<3>(out, col),
+        4 => put_column::<4>(out, col),
+        5 => put_column::<5>(out, col),
+        6 => put_column::<6>(out, col),
+        7 => put_column::<7>(out, col),
+        _ => put_column::<8>(out, col),
     }
-    if let Some(v) = s.op() {
-        put_uv(&mut out, &mut n, v.index() as u64);
+}
+
+/// The low `W` bytes of each value, little-endian.
+#[inline(always)]
+fn put_column<const W: usize>(out: &mut [u8], col: &[u64]) {
+    for (o, v) in out.chunks_exact_mut(W).zip(col) {
+        o.copy_from_slice(&v.to_le_bytes()[..W]);
     }
-    if let Some(v) = s.extra_index() {
-        put_uv(&mut out, &mut n, v as u64);
+}
+
+/// A lane's spans.
+fn encode_spans<W: Write>(e: &mut Enc<W>, spans: &[Span]) -> io::Result<()> {
+    e.uv(spans.len() as u64);
+    let Some(first) = spans.first() else {
+        return Ok(());
+    };
+    e.iv(first.start());
+    let mut prev = first.start();
+    let mut cols = Box::new([[0; CHUNK]; COLUMNS]);
+    for chunk in spans.chunks(CHUNK) {
+        e.window::<CHUNK_ROOM>();
+        e.pos += put_chunk(&mut e.buf[e.pos..], &mut cols, chunk, prev)
+            .map_err(|()| unsupported("a queued time 2^63 ns from its start"))?;
+        prev = chunk[chunk.len() - 1].start();
+        e.spill()?;
     }
-    if let Some(c) = s.category() {
-        out[n] = c as u8;
-        n += 1;
+    Ok(())
+}
+
+/// Offsets of a grad_ready record handled at a time.
+const OFFSETS_BATCH: usize = 256;
+
+/// A grad_ready record's offsets: their count, then (when not empty) the
+/// first one as a zigzag varint, then (when there are more) one byte of
+/// width (1 to 8) and each next offset's difference to the one before,
+/// zigzagged, in that many bytes little-endian.
+fn encode_offsets<W: Write>(e: &mut Enc<W>, offsets: &[i64]) -> io::Result<()> {
+    e.uv(offsets.len() as u64);
+    let [first, ..] = offsets else {
+        return Ok(());
+    };
+    e.iv(*first);
+    if offsets.len() == 1 {
+        return Ok(());
     }
-    e.buf.extend_from_slice(&out[..n]);
+    let steps = || offsets.windows(2).map(|p| zig(p[1].wrapping_sub(p[0])));
+    let w = width(steps().fold(0, |a, v| a | v)).max(1);
+    e.u8(w);
+    let w = usize::from(w);
+    let mut diffs = [0u64; OFFSETS_BATCH];
+    let mut rest = offsets;
+    while rest.len() > 1 {
+        let k = OFFSETS_BATCH.min(rest.len() - 1);
+        for (d, p) in diffs.iter_mut().zip(rest.windows(2)).take(k) {
+            *d = zig(p[1].wrapping_sub(p[0]));
+        }
+        let out = &mut e.window::<{ OFFSETS_BATCH * 8 }>()[..k * w];
+        put_any_column(out, &diffs[..k], w);
+        e.pos += k * w;
+        e.spill()?;
+        rest = &rest[k..];
+    }
+    Ok(())
 }
 
 fn encode_buckets<W: Write>(e: &mut Enc<W>, buckets: &[BucketInfo]) -> io::Result<()> {
@@ -881,9 +1093,6 @@ struct Dec<R: Read> {
     left: u64,
     hash: u64,
 }
-
-/// The most bytes one span takes.
-const MAX_SPAN_BYTES: usize = 3 + 3 * 10 + 10 + 10 + 5 * 5 + 1;
 
 /// A LEB128 varint of at most ten bytes (the tenth holding one bit) at
 /// `b[*i..]`; advances `*i` past it.
@@ -1218,24 +1427,11 @@ fn decode<R: Read>(d: &mut Dec<R>, name: &str, path: &Path) -> Result<Part, Bad>
     for _ in 0..n {
         let step = d.uv()?;
         let t0 = d.iv()?;
-        let (k, mut offsets) = d.vec::<i64>()?;
-        while offsets.len() < k {
-            // Whole windows of varints, then the bounds-checked path.
-            d.ensure(BLOCK.min(10 * (k - offsets.len())))?;
-            let b = &d.buf[..d.end];
-            let mut i = d.pos;
-            while offsets.len() < k && b.len() - i >= 10 {
-                offsets.push(unzig(uv_at(b, &mut i).ok_or_else(|| bad("bad integer"))?));
-            }
-            d.pos = i;
-            if offsets.len() < k {
-                offsets.push(d.iv()?);
-            }
-        }
+        let offsets = decode_offsets(d)?;
         grad_ready.push(GradReady {
             step,
             t0,
-            offsets_ns: offsets.into_boxed_slice(),
+            offsets_ns: offsets,
         });
     }
 
@@ -1339,6 +1535,79 @@ fn decode<R: Read>(d: &mut Dec<R>, name: &str, path: &Path) -> Result<Part, Bad>
     })
 }
 
+/// A chunk's widths and bases, as [`put_chunk`] writes them.
+fn chunk_head<R: Read>(d: &mut Dec<R>) -> Result<([u8; COLUMNS], [u64; COLUMNS]), Bad> {
+    let mut nibbles = [0u8; 2 * WIDTHS_BYTES];
+    for i in 0..WIDTHS_BYTES {
+        let b = d.u8()?;
+        nibbles[2 * i] = b & 15;
+        nibbles[2 * i + 1] = b >> 4;
+    }
+    let mut widths = [0u8; COLUMNS];
+    widths[KIND] = nibbles[0];
+    widths[..FIELDS].copy_from_slice(&nibbles[1..=FIELDS]);
+    let fits = widths[KIND] <= 1
+        && widths[..WIDE].iter().all(|&w| w <= 8)
+        && widths[WIDE..FIELDS].iter().all(|&w| w <= 4)
+        && nibbles[COLUMNS..].iter().all(|&b| b == 0);
+    if !fits {
+        return Err(bad("a field wider than its type"));
+    }
+    let mut base = [0u64; COLUMNS];
+    base[KIND] = u64::from(d.u8()?);
+    for (c, b) in base.iter_mut().enumerate().take(FIELDS).skip(BASED) {
+        *b = d.uv()?;
+        if c >= WIDE && *b > u64::from(u32::MAX) {
+            return Err(bad("a base wider than its field"));
+        }
+    }
+    Ok((widths, base))
+}
+
+/// A chunk's columns from `b` (exactly their bytes) into `cols`.
+#[inline(never)]
+fn get_columns(
+    b: &[u8],
+    cols: &mut Columns,
+    count: usize,
+    widths: &[u8; COLUMNS],
+    base: &[u64; COLUMNS],
+) {
+    let mut n = 0;
+    for c in std::iter::once(KIND).chain(0..FIELDS) {
+        let w = usize::from(widths[c]);
+        let col = &mut cols[c][..count];
+        get_any_column(&b[n..n + w * count], col, base[c], w);
+        n += w * count;
+    }
+}
+
+/// Values of `w` bytes (0 to 8) little-endian from `b` (`w` bytes per
+/// value), XOR `base`, into `col`.
+fn get_any_column(b: &[u8], col: &mut [u64], base: u64, w: usize) {
+    match w {
+        0 => col.fill(base),
+        1 => get_column::<1>(b, col, base),
+        2 => get_column::<2>(b, col, base),
+        3 => get_column::<3>(b, col, base),
+        4 => get_column::<4>(b, col, base),
+        5 => get_column::<5>(b, col, base),
+        6 => get_column::<6>(b, col, base),
+        7 => get_column::<7>(b, col, base),
+        _ => get_column::<8>(b, col, base),
+    }
+}
+
+/// Values of `W` bytes little-endian, XOR `base`.
+#[inline(always)]
+fn get_column<const W: usize>(b: &[u8], col: &mut [u64], base: u64) {
+    for (v, b) in col.iter_mut().zip(b.chunks_exact(W)) {
+        let mut a = [0u8; 8];
+        a[..W].copy_from_slice(b);
+        *v = u64::from_le_bytes(a) ^ base;
+    }
+}
+
 fn decode_spans<R: Read>(
     d: &mut Dec<R>,
     syms: &Syms,
@@ -1347,95 +1616,101 @@ fn decode_spans<R: Read>(
 ) -> Result<(Vec<Span>, LaneStats), Bad> {
     let (n, mut spans) = d.vec::<Span>()?;
     let mut stats = LaneStats::default();
-    let mut prev = 0i64;
-    for _ in 0..n {
-        d.ensure(MAX_SPAN_BYTES)?;
-        let b = &d.buf[..d.end];
-        let mut i = d.pos;
-        let mut next = || uv_at(b, &mut i).ok_or_else(|| bad("bad span"));
-        let flags = next()?;
-        let kind = *SpanKind::ALL
-            .get(usize::try_from(flags >> KIND_SHIFT).unwrap_or(usize::MAX))
-            .ok_or_else(|| bad("unknown span kind"))?;
-        let start = prev.wrapping_add(unzig(next()?));
-        let end = start.wrapping_add(unzig(next()?));
-        let queued = if flags & F_QUEUED != 0 {
-            Some(start.wrapping_sub(unzig(next()?)))
-        } else {
-            None
-        };
-        let bytes = if flags & F_BYTES != 0 {
-            Some(next()?)
-        } else {
-            None
-        };
-        let seq = if flags & F_SEQ != 0 {
-            Some(next()?)
-        } else {
-            None
-        };
-        let small = |v: u64| u32::try_from(v).map_err(|_| bad("span field out of range"));
-        let step = if flags & F_STEP != 0 {
-            Some(small(next()?)?)
-        } else {
-            None
-        };
-        let bucket = if flags & F_BUCKET != 0 {
-            Some(small(next()?)?)
-        } else {
-            None
-        };
-        let name = if flags & F_NAME != 0 {
-            Some(syms.get(next()?)?)
-        } else {
-            None
-        };
-        let op = if flags & F_OP != 0 {
-            Some(syms.get(next()?)?)
-        } else {
-            None
-        };
-        let extra = if flags & F_EXTRA != 0 {
-            let x = small(next()?)?;
-            if x as usize >= extras {
+    if n == 0 {
+        return Ok((spans, stats));
+    }
+    let mut prev = d.iv()?;
+    let mut cols = Box::new([[0; CHUNK]; COLUMNS]);
+    let mut done = 0;
+    while done < n {
+        let count = CHUNK.min(n - done);
+        let (widths, base) = chunk_head(d)?;
+        let len = count * widths.iter().map(|&w| usize::from(w)).sum::<usize>();
+        d.ensure(len)?;
+        let b = d.buf[d.pos..d.end]
+            .get(..len)
+            .ok_or_else(|| bad("cut short"))?;
+        get_columns(b, &mut cols, count, &widths, &base);
+        d.pos += len;
+        for i in 0..count {
+            let v = |c: usize| cols[c][i];
+            let kind_byte = v(KIND) as u8;
+            let kind = *SpanKind::ALL
+                .get(usize::from(kind_byte & 15))
+                .ok_or_else(|| bad("unknown span kind"))?;
+            let category = match usize::from(kind_byte >> 4) {
+                c if c == KernelCategory::ALL.len() => None,
+                c => Some(
+                    *KernelCategory::ALL
+                        .get(c)
+                        .ok_or_else(|| bad("unknown kernel category"))?,
+                ),
+            };
+            let start = prev.wrapping_add(v(0) as i64);
+            let end = start.wrapping_add(v(1) as i64);
+            let less = |x: u64| x.checked_sub(1);
+            // Fields 5 to 9 hold at most 32 bits (widths and bases are
+            // checked).
+            let small = |x: u64| less(x).map(|x| x as u32);
+            let sym = |x: u64| less(x).map(|i| syms.get(i)).transpose();
+            let extra = small(v(9));
+            if extra.is_some_and(|x| x as usize >= extras) {
                 return Err(bad("an extra index out of range"));
             }
-            Some(x)
-        } else {
-            None
-        };
-        let category = if flags & F_CATEGORY != 0 {
-            let c = *b.get(i).ok_or_else(|| bad("cut short"))?;
-            i += 1;
-            Some(
-                *KernelCategory::ALL
-                    .get(usize::from(c))
-                    .ok_or_else(|| bad("unknown kernel category"))?,
-            )
-        } else {
-            None
-        };
-        d.pos = i;
-        prev = start;
-        let span = Span::from_parts(SpanParts {
-            start,
-            end,
-            queued,
-            bytes,
-            seq,
-            step,
-            bucket,
-            name,
-            op,
-            extra,
-            lane,
-            kind,
-            category,
-        });
-        stats.add(&span);
-        spans.push(span);
+            let span = Span::from_parts(SpanParts {
+                start,
+                end,
+                queued: less(v(2)).map(|z| start.wrapping_sub(unzig(z))),
+                bytes: less(v(3)),
+                seq: less(v(4)),
+                step: small(v(5)),
+                bucket: small(v(6)),
+                name: sym(v(7))?,
+                op: sym(v(8))?,
+                extra,
+                lane,
+                kind,
+                category,
+            });
+            prev = start;
+            stats.add(&span);
+            spans.push(span);
+        }
+        done += count;
     }
     Ok((spans, stats))
+}
+
+/// A grad_ready record's offsets (see [`encode_offsets`]).
+fn decode_offsets<R: Read>(d: &mut Dec<R>) -> Result<Box<[i64]>, Bad> {
+    let (k, mut offsets) = d.vec::<i64>()?;
+    if k == 0 {
+        return Ok(offsets.into_boxed_slice());
+    }
+    let mut prev = d.iv()?;
+    offsets.push(prev);
+    if k == 1 {
+        return Ok(offsets.into_boxed_slice());
+    }
+    let w = usize::from(d.u8()?);
+    if !(1..=8).contains(&w) {
+        return Err(bad("an offset width out of range"));
+    }
+    let mut diffs = [0u64; OFFSETS_BATCH];
+    while offsets.len() < k {
+        let n = OFFSETS_BATCH.min(k - offsets.len());
+        d.ensure(n * w)?;
+        let b = d.buf[d.pos..d.end]
+            .get(..n * w)
+            .ok_or_else(|| bad("cut short"))?;
+        get_any_column(b, &mut diffs[..n], 0, w);
+        d.pos += n * w;
+        for &z in &diffs[..n] {
+            prev = prev.wrapping_add(unzig(z));
+            offsets.push(prev);
+        }
+    }
+    Ok(offsets.into_boxed_slice())
 }
 
 fn decode_buckets<R: Read>(d: &mut Dec<R>) -> Result<Vec<BucketInfo>, Bad> {
@@ -1564,14 +1839,15 @@ mod tests {
             let mut e = Enc::new(Vec::new());
             e.uv(v);
             let mut i = 0;
-            assert_eq!(uv_at(&e.buf, &mut i), Some(v));
-            assert_eq!(i, e.buf.len());
+            assert_eq!(uv_at(&e.buf[..e.pos], &mut i), Some(v));
+            assert_eq!(i, e.pos);
         }
         for v in [0i64, -1, 1, i64::MIN, i64::MAX] {
             let mut e = Enc::new(Vec::new());
             e.iv(v);
             let mut i = 0;
-            assert_eq!(uv_at(&e.buf, &mut i).map(unzig), Some(v));
+            assert_eq!(uv_at(&e.buf[..e.pos], &mut i).map(unzig), Some(v));
+            assert_eq!(i, e.pos);
         }
         let mut i = 0;
         assert_eq!(uv_at(&[0xff; 11], &mut i), None);
@@ -1585,6 +1861,135 @@ mod tests {
         );
         let mut i = 0;
         assert_eq!(uv_at(&[0x80], &mut i), None);
+    }
+
+    /// A value of `bits` random bits at most, sometimes an extreme one.
+    fn wild(rng: &mut crate::synth::Rng, bits: u32) -> u64 {
+        let r = rng.next_u64();
+        match r % 8 {
+            0 => 0,
+            1 => u64::MAX,
+            2 => u64::MAX - 1,
+            3 => 1 << (r >> 58),
+            _ => rng.next_u64() >> (64 - (r >> 32) % u64::from(bits) - 1).min(63),
+        }
+    }
+
+    #[test]
+    fn spans_and_offsets_of_any_value_round_trip() {
+        use crate::synth::{generate_to_writers, Rng, SynthConfig};
+        let mut bytes = Vec::new();
+        generate_to_writers(&SynthConfig::new(1, 3, 4), vec![&mut bytes]).unwrap();
+        let path = PathBuf::from("memory/rank-0.jsonl");
+        let (run, _) =
+            crate::reader::load_from_readers(vec![(path.clone(), std::io::Cursor::new(bytes))])
+                .unwrap();
+        let strings = run.strings;
+        let mut rank = run.ranks.into_iter().next().unwrap();
+        assert!(!rank.extras.is_empty() && !strings.is_empty());
+        let mut rng = Rng::new(7);
+        // Lanes of 0, 1, CHUNK - 1, CHUNK, CHUNK + 1 and many spans; runs of
+        // equal fields (narrow chunks) and of wild ones (wide chunks).
+        let mut lanes = Vec::new();
+        for (l, n) in [0, 1, CHUNK - 1, CHUNK, CHUNK + 1, 40 * CHUNK + 3]
+            .into_iter()
+            .enumerate()
+        {
+            let mut spans = Vec::new();
+            let mut start = (wild(&mut rng, 64) as i64) / 2;
+            for i in 0..n {
+                let calm = (i / CHUNK).is_multiple_of(2);
+                let w = |rng: &mut Rng, bits| if calm { 5 } else { wild(rng, bits) };
+                let some = |rng: &mut Rng| calm || !rng.next_u64().is_multiple_of(3);
+                start = start.wrapping_add(w(&mut rng, 64) as i64);
+                let end = start.wrapping_add(w(&mut rng, 64) as i64);
+                let queued = start.wrapping_sub(w(&mut rng, 64) as i64);
+                // The one queued value the layout cannot hold, and the model's none.
+                let queued = (queued != i64::MIN && start.wrapping_sub(queued) != i64::MIN)
+                    .then_some(queued);
+                let sym = |rng: &mut Rng| {
+                    let i = rng.next_u64() as usize % strings.len();
+                    some(rng).then(|| strings.iter().nth(i).unwrap().0)
+                };
+                let k = SpanKind::ALL[rng.next_u64() as usize % SpanKind::ALL.len()];
+                let c = rng.next_u64() as usize % (KernelCategory::ALL.len() + 1);
+                spans.push(Span::from_parts(SpanParts {
+                    start,
+                    end,
+                    queued: queued.filter(|_| some(&mut rng)),
+                    bytes: Some(w(&mut rng, 64)).filter(|_| some(&mut rng)),
+                    seq: Some(w(&mut rng, 64)).filter(|_| some(&mut rng)),
+                    step: Some(w(&mut rng, 32) as u32).filter(|_| some(&mut rng)),
+                    bucket: Some(w(&mut rng, 32) as u32).filter(|_| some(&mut rng)),
+                    name: sym(&mut rng),
+                    op: sym(&mut rng),
+                    extra: Some((rng.next_u64() as usize % rank.extras.len()) as u32)
+                        .filter(|_| some(&mut rng)),
+                    lane: l as u16,
+                    kind: k,
+                    category: KernelCategory::ALL.get(c).copied(),
+                }));
+            }
+            lanes.push(Lane::new(LaneKind::Custom, format!("lane {l}"), spans));
+        }
+        rank.lanes = lanes;
+        let mut grad_ready = Vec::new();
+        for (step, n) in [0usize, 1, 2, 255, 256, 257, 1000].into_iter().enumerate() {
+            for width in [1, 8, 16, 40, 64] {
+                let offsets: Box<[i64]> = (0..n)
+                    .map(|_| (wild(&mut rng, width) as i64) >> (64 - width).min(63))
+                    .collect();
+                grad_ready.push(GradReady {
+                    step: step as u64,
+                    t0: wild(&mut rng, 64) as i64,
+                    offsets_ns: offsets,
+                });
+            }
+        }
+        rank.grad_ready = grad_ready;
+
+        let payload = encode_payload("rank-0", &rank, &strings, &[]).unwrap();
+        let part = decode_payload(&payload, "rank-0", &path).unwrap();
+        assert_eq!(part.rank.lanes.len(), rank.lanes.len());
+        for (a, b) in part.rank.lanes.iter().zip(&rank.lanes) {
+            assert_eq!(a.name, b.name);
+            assert_eq!(a.spans(), b.spans(), "{}", a.name);
+        }
+        assert_eq!(part.rank.grad_ready, rank.grad_ready);
+        // Every cut is refused, never a panic or a shorter model.
+        for cut in (0..payload.len()).step_by(97) {
+            assert!(decode_payload(&payload[..cut], "rank-0", &path).is_err());
+        }
+    }
+
+    #[test]
+    fn a_queued_time_the_layout_cannot_hold_is_refused() {
+        let span = |start, queued| {
+            Span::from_parts(SpanParts {
+                start,
+                end: start,
+                queued: Some(queued),
+                bytes: None,
+                seq: None,
+                step: None,
+                bucket: None,
+                name: None,
+                op: None,
+                extra: None,
+                lane: 0,
+                kind: SpanKind::ALL[0],
+                category: None,
+            })
+        };
+        let mut e = Enc::new(Vec::new());
+        assert!(encode_spans(&mut e, &[span(0, 1), span(0, i64::MIN + 1)]).is_ok());
+        // start − queued = 2⁶³ (wrapping): its value would read as none.
+        for spans in [
+            [span(0, 1), span(i64::MAX, -1)],
+            [span(-1, i64::MAX), span(0, 1)],
+        ] {
+            assert!(encode_spans(&mut e, &spans).is_err());
+        }
     }
 
     #[test]

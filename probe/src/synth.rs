@@ -176,15 +176,17 @@ pub fn generate_to_writers<W: Write>(config: &SynthConfig, writers: Vec<W>) -> i
     Ok(records)
 }
 
-/// SplitMix64: small, fast, deterministic.
-struct Rng(u64);
+/// SplitMix64: small, fast, deterministic (also the tests' generator).
+pub(crate) struct Rng(u64);
 
 impl Rng {
-    fn new(seed: u64) -> Rng {
+    /// A generator started from `seed`.
+    pub(crate) fn new(seed: u64) -> Rng {
         Rng(seed)
     }
 
-    fn next_u64(&mut self) -> u64 {
+    /// The next 64 random bits.
+    pub(crate) fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);

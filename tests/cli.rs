@@ -381,3 +381,34 @@ fn a_rank_killed_by_the_oom_killer_is_named_with_the_kernels_evidence() {
     }
     drop(cg);
 }
+
+#[test]
+fn summary_answers_then_caches_the_traces_for_the_next_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let run_dir = dir.path().join("run");
+    // Files over the 1 MiB below which traces are not cached.
+    generate_run(&SynthConfig::new(2, 150, 20), &run_dir).unwrap();
+    let traces = run_dir.join(probe::trace::TRACES_DIR);
+    for r in 0..2 {
+        let len = std::fs::metadata(traces.join(format!("rank-{r}.jsonl")))
+            .unwrap()
+            .len();
+        assert!(len > 1 << 20, "rank {r}: {len} bytes");
+    }
+    let cache = |r: u32| traces.join(".cache").join(format!("rank-{r}.ddpc"));
+    let first = ddp_probe(&["summary", "run", "--json"], dir.path());
+    assert!(first.status.success(), "{}", text(&first.stderr));
+    for r in 0..2 {
+        assert!(cache(r).is_file(), "no cache for rank {r} after summary");
+    }
+    let second = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
+        .args(["summary", "run", "--json"])
+        .current_dir(dir.path())
+        .env("DDP_PROBE_DEBUG", "1")
+        .output()
+        .unwrap();
+    assert!(second.status.success(), "{}", text(&second.stderr));
+    let debug = text(&second.stderr);
+    assert_eq!(debug.matches("loaded from").count(), 2, "{debug}");
+    assert_eq!(text(&first.stdout), text(&second.stdout));
+}

@@ -202,31 +202,32 @@ impl Slot {
         }
     }
 
-    /// Writes the cache of the file just parsed from `file` (`bytes_read`
-    /// bytes), unless the file changed meanwhile or looks still in progress.
-    /// Never fails: problems are only reported by [`debug`].
+    /// Writes the cache of the file at `path`, parsed from the file this
+    /// slot was opened on (`bytes_read` bytes), unless the file changed
+    /// since or looks still in progress. Never fails: problems are only
+    /// reported by [`debug`].
     pub(crate) fn store(
         &self,
-        file: &File,
+        path: &Path,
         bytes_read: u64,
         rank: &RankTrace,
         strings: &Strings,
         warnings: &[Warning],
     ) {
-        if let Err(why) = self.try_store(file, bytes_read, rank, strings, warnings) {
+        if let Err(why) = self.try_store(path, bytes_read, rank, strings, warnings) {
             debug(format_args!("{}: not written: {why}", self.cache.display()));
         }
     }
 
     fn try_store(
         &self,
-        file: &File,
+        path: &Path,
         bytes_read: u64,
         rank: &RankTrace,
         strings: &Strings,
         warnings: &[Warning],
     ) -> Result<(), String> {
-        let meta = file.metadata().map_err(|e| e.to_string())?;
+        let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
         if bytes_read != self.source.len
             || meta.len() != self.source.len
             || mtime(&meta) != Some((self.source.mtime_s, self.source.mtime_ns))

@@ -33,7 +33,7 @@ impl Sym {
         (self.0.get() - 1) as usize
     }
 
-    fn from_index(i: usize) -> Option<Sym> {
+    pub(crate) fn from_index(i: usize) -> Option<Sym> {
         u32::try_from(i + 1).ok().and_then(NonZeroU32::new).map(Sym)
     }
 }

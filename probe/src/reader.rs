@@ -29,7 +29,9 @@
 //! parsing when the file's length, modification time and first and last
 //! 4 KiB are unchanged. The cache is derived data, safe to delete; failing to
 //! write it never fails a load. `DDP_PROBE_TRACE_CACHE=0` turns it off and
-//! `DDP_PROBE_DEBUG=1` prints its decisions to stderr.
+//! `DDP_PROBE_DEBUG=1` prints its decisions to stderr. [`load_run_deferred`]
+//! leaves the writing to the caller ([`PendingCaches`]), so that a command
+//! can show its answer first.
 //!
 //! Files are parsed by one worker per core, or by
 //! `DDP_PROBE_LOAD_THREADS` workers, or as [`LoadOptions::threads`] says.
@@ -223,12 +225,108 @@ pub fn load_files_with<P: AsRef<Path>>(
     files: &[P],
     options: &LoadOptions,
 ) -> Result<(Run, Vec<Warning>), Error> {
+    let (run, warnings, pending) = load_files_deferred(files, options)?;
+    pending.write(&run);
+    Ok((run, warnings))
+}
+
+/// [`load_run_with`], except that the caches of the files it had to parse
+/// are not written yet: they come back as [`PendingCaches`], for the caller
+/// to write once it has shown what it loaded the run for. A command's answer
+/// then does not wait for what only speeds up the next load.
+pub fn load_run_deferred<P: AsRef<Path>>(
+    paths: &[P],
+    options: &LoadOptions,
+) -> Result<(Run, Vec<Warning>, PendingCaches), Error> {
+    let files = find_trace_files(paths)?;
+    load_files_deferred(&files, options)
+}
+
+/// [`load_files_with`] with the caches' writing left to the caller (see
+/// [`load_run_deferred`]).
+pub fn load_files_deferred<P: AsRef<Path>>(
+    files: &[P],
+    options: &LoadOptions,
+) -> Result<(Run, Vec<Warning>, PendingCaches), Error> {
     let paths: Vec<PathBuf> = files.iter().map(|p| p.as_ref().to_owned()).collect();
     let cache = options.cache_enabled();
     let outcomes = parallel_map(paths.len(), options.worker_threads(), |i| {
         load_path(&paths[i], options, cache)
     });
-    merge(outcomes, &paths)
+    merge_pending(outcomes, &paths)
+}
+
+/// Binary caches a load still owes (see [`load_run_deferred`]): one for
+/// each trace file it parsed that is worth caching. [`PendingCaches::write`]
+/// writes them; dropping them writes nothing, which only costs a parse at the
+/// next load.
+#[must_use = "the caches are written by PendingCaches::write only"]
+#[derive(Default)]
+pub struct PendingCaches {
+    files: Vec<PendingCache>,
+}
+
+/// What writing one file's cache needs besides the run.
+struct PendingCache {
+    slot: cache::Slot,
+    /// Bytes parsed: the file's length when it was read. Whether the file
+    /// changed since is checked when the cache is written.
+    bytes_read: u64,
+    /// The trace file, also the rank's path in the run.
+    path: PathBuf,
+    /// The file's own string table.
+    strings: Strings,
+    /// The file's warnings.
+    warnings: Vec<Warning>,
+    /// The file's symbols in the run's table, when the merge moved them.
+    moved: Option<Vec<Sym>>,
+}
+
+impl PendingCaches {
+    /// Number of caches to write.
+    pub fn len(&self) -> usize {
+        self.files.len()
+    }
+
+    /// Whether there is nothing to write.
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+
+    /// Writes the caches, from `run`: the run of the load that returned
+    /// them, unchanged (a file whose rank it does not hold is skipped).
+    /// Never fails; `DDP_PROBE_DEBUG=1` prints what happened.
+    pub fn write(self, run: &Run) {
+        for p in self.files {
+            let Some(rank) = run.ranks.iter().find(|r| r.path == p.path) else {
+                continue;
+            };
+            match &p.moved {
+                None => p
+                    .slot
+                    .store(&p.path, p.bytes_read, rank, &p.strings, &p.warnings),
+                Some(map) => {
+                    // Back to the file's own symbols: the run's table in
+                    // the file's order.
+                    let Some(unused) = Sym::from_index(0) else {
+                        continue;
+                    };
+                    let mut back = vec![unused; run.strings.len()];
+                    for (local, global) in map.iter().enumerate() {
+                        if let (Some(b), Some(l)) =
+                            (back.get_mut(global.index()), Sym::from_index(local))
+                        {
+                            *b = l;
+                        }
+                    }
+                    let mut own = rank.clone();
+                    remap(&mut own, &back);
+                    p.slot
+                        .store(&p.path, p.bytes_read, &own, &p.strings, &p.warnings);
+                }
+            }
+        }
+    }
 }
 
 /// Counts the bytes read through it.
@@ -245,9 +343,13 @@ impl<R: Read> Read for Counting<R> {
     }
 }
 
-/// One trace file: from its cache when that is valid, else parsed (and
-/// then cached).
-fn load_path(path: &Path, options: &LoadOptions, cache: bool) -> Result<FileOutcome, Error> {
+/// One trace file: from its cache when that is valid, else parsed (with
+/// what writing its cache needs, when it is worth caching).
+fn load_path(
+    path: &Path,
+    options: &LoadOptions,
+    cache: bool,
+) -> Result<(FileOutcome, Option<PendingCache>), Error> {
     let file = File::open(path).map_err(|e| io_error(path, e))?;
     let slot = if cache {
         cache::Slot::open(path, &file, options.cache_min_bytes)
@@ -256,10 +358,11 @@ fn load_path(path: &Path, options: &LoadOptions, cache: bool) -> Result<FileOutc
     };
     if let Some(slot) = &slot {
         if let Some(part) = slot.load(path) {
-            return Ok(FileOutcome {
+            let outcome = FileOutcome {
                 parsed: Some((part.rank, part.strings)),
                 warnings: part.warnings,
-            });
+            };
+            return Ok((outcome, None));
         }
     }
     let mut input = Counting {
@@ -268,10 +371,19 @@ fn load_path(path: &Path, options: &LoadOptions, cache: bool) -> Result<FileOutc
     };
     let len = file.metadata().ok().map(|m| m.len());
     let outcome = parse_file(path, &mut input, len, options.fast_parser)?;
-    if let (Some(slot), Some((rank, strings))) = (&slot, &outcome.parsed) {
-        slot.store(&file, input.bytes, rank, strings, &outcome.warnings);
-    }
-    Ok(outcome)
+    let bytes_read = input.bytes;
+    let pending = match (slot, &outcome.parsed) {
+        (Some(slot), Some((_, strings))) => Some(PendingCache {
+            slot,
+            bytes_read,
+            path: path.to_owned(),
+            strings: strings.clone(),
+            warnings: outcome.warnings.clone(),
+            moved: None,
+        }),
+        _ => None,
+    };
+    Ok((outcome, pending))
 }
 
 /// Loads traces from readers, each named by the path used in messages.
@@ -403,6 +515,15 @@ fn merge(
     outcomes: Vec<Result<FileOutcome, Error>>,
     paths: &[PathBuf],
 ) -> Result<(Run, Vec<Warning>), Error> {
+    let outcomes = outcomes.into_iter().map(|o| o.map(|o| (o, None))).collect();
+    merge_pending(outcomes, paths).map(|(run, warnings, _)| (run, warnings))
+}
+
+/// The files' ranks as one run, and the caches still to write for them.
+fn merge_pending(
+    outcomes: Vec<Result<(FileOutcome, Option<PendingCache>), Error>>,
+    paths: &[PathBuf],
+) -> Result<(Run, Vec<Warning>, PendingCaches), Error> {
     if outcomes.len() != paths.len() {
         return Err(io_error(
             paths.first().map_or(Path::new("."), |p| p.as_path()),
@@ -411,11 +532,13 @@ fn merge(
     }
     let mut warnings = Vec::new();
     let mut parsed = Vec::new();
+    let mut pending = Vec::new();
     for o in outcomes {
-        let o = o?;
+        let (o, p) = o?;
         warnings.extend(o.warnings);
-        if let Some(p) = o.parsed {
-            parsed.push(p);
+        if let Some(rank) = o.parsed {
+            parsed.push(rank);
+            pending.push(p);
         }
     }
     if parsed.is_empty() {
@@ -448,10 +571,10 @@ fn merge(
             }
         }
     }
-    let mut iter = parsed.into_iter();
-    let (first, mut strings) = iter.next().ok_or(Error::NoTraces { paths: Vec::new() })?;
+    let mut iter = parsed.into_iter().zip(&mut pending);
+    let ((first, mut strings), _) = iter.next().ok_or(Error::NoTraces { paths: Vec::new() })?;
     let mut ranks = vec![first];
-    for (mut rank, local) in iter {
+    for ((mut rank, local), cache) in iter {
         let mut map = Vec::with_capacity(local.len());
         for (_, s) in local.iter() {
             map.push(
@@ -464,6 +587,9 @@ fn merge(
         // order: then there is nothing to rewrite.
         if map.iter().enumerate().any(|(i, s)| s.index() != i) {
             remap(&mut rank, &map);
+            if let Some(cache) = cache {
+                cache.moved = Some(map);
+            }
         }
         ranks.push(rank);
     }
@@ -492,7 +618,8 @@ fn merge(
             count: run.missing_rank_count(),
         });
     }
-    Ok((run, warnings))
+    let files = pending.into_iter().flatten().collect();
+    Ok((run, warnings, PendingCaches { files }))
 }
 
 fn too_many_strings(path: &Path) -> Error {

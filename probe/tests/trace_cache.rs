@@ -281,3 +281,44 @@ fn small_files_are_not_cached_by_default() {
     assert!(dir.path().join("traces/.cache").is_dir());
     assert_eq!(trace_files(dir.path()), files);
 }
+
+#[test]
+fn deferred_caches_are_written_when_asked_with_each_files_own_strings() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = synth_run(dir.path(), 3);
+    // Rank 1 interns a string of its own first, so its symbols move when the
+    // ranks' tables are merged.
+    let text = std::fs::read_to_string(&files[1]).unwrap();
+    let (header, rest) = text.split_at(text.find('\n').unwrap() + 1);
+    let own = r#"{"type":"span","kind":"user","start":1700000000000000000,"end":1700000000000000001,"name":"rank 1 only"}"#;
+    std::fs::write(&files[1], format!("{header}{own}\n{rest}")).unwrap();
+    set_mtime(&files[1], mtime(&files[1]) - Duration::from_secs(60));
+
+    let parsed = load(&files, &parser(false));
+    let (run, warnings, pending) = probe::reader::load_files_deferred(&files, &cached()).unwrap();
+    assert_eq!(pending.len(), files.len());
+    for f in &files {
+        assert!(!cache_of(f).exists(), "{} cached before write", f.display());
+    }
+    let (parsed_run, parsed_warnings) = parsed.as_ref().unwrap();
+    assert_eq!(parsed_warnings, &warnings);
+    model_eq::assert_run_eq(parsed_run, &run, "deferred");
+    pending.write(&run);
+    for f in &files {
+        assert!(cache_of(f).is_file(), "no cache for {}", f.display());
+    }
+    assert_same(&parsed, &load(&files, &cached()), "warm");
+    // Each cache holds its own file's table: loaded alone, every file gives
+    // what its parse gives.
+    for f in &files {
+        let one = std::slice::from_ref(f);
+        assert_same(
+            &load(one, &parser(false)),
+            &load(one, &cached()),
+            &f.display().to_string(),
+        );
+    }
+    // Nothing left to write once the caches are there.
+    let (_, _, pending) = probe::reader::load_files_deferred(&files, &cached()).unwrap();
+    assert!(pending.is_empty());
+}

@@ -10,7 +10,7 @@ use crate::commands::load;
 
 /// Prints the step breakdown (and the bucket advice under it).
 pub fn summary(args: AnalyzeArgs) -> Result<ExitCode> {
-    let run = load::run(&args.runs)?;
+    let (run, caches) = load::run(&args.runs)?;
     let options = SummaryOptions {
         warmup_steps: args.warmup,
         ..SummaryOptions::default()
@@ -47,6 +47,7 @@ pub fn summary(args: AnalyzeArgs) -> Result<ExitCode> {
             print_block(&b.render_text());
         }
     }
+    load::write_caches(caches, &run);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -60,7 +61,7 @@ fn assumed_cost(args: &AnalyzeArgs) -> Option<analysis::AssumedCost> {
 
 /// Prints the bucket_cap_mb advice alone.
 pub fn advise(args: AnalyzeArgs) -> Result<ExitCode> {
-    let run = load::run(&args.runs)?;
+    let (run, caches) = load::run(&args.runs)?;
     let options = AdviceOptions {
         summary: SummaryOptions {
             warmup_steps: args.warmup,
@@ -78,6 +79,7 @@ pub fn advise(args: AnalyzeArgs) -> Result<ExitCode> {
     } else {
         print_block(&advice.render_text(terminal_width()));
     }
+    load::write_caches(caches, &run);
     Ok(ExitCode::SUCCESS)
 }
 

@@ -12,7 +12,7 @@ use crate::commands::load;
 
 /// Loads the run (warning about anything cut off) and writes its Chrome trace.
 pub fn chrome(args: ExportChromeArgs) -> Result<ExitCode> {
-    let run = load::run(&args.runs)?;
+    let (run, caches) = load::run(&args.runs)?;
     let to_stdout = args.output == Path::new("-");
     if to_stdout {
         let stdout = io::stdout().lock();
@@ -38,5 +38,6 @@ pub fn chrome(args: ExportChromeArgs) -> Result<ExitCode> {
             run.ranks.len()
         );
     }
+    load::write_caches(caches, &run);
     Ok(ExitCode::SUCCESS)
 }

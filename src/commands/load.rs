@@ -4,10 +4,13 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use probe::model::Run;
+use probe::reader::{LoadOptions, PendingCaches};
 
 /// The run directories given (default: `runs/latest`) loaded into one model; warnings (a rank's
-/// trace cut off, ranks missing) go to stderr.
-pub fn run(paths: &[PathBuf]) -> Result<Run> {
+/// trace cut off, ranks missing) go to stderr. The binary caches of the trace files that had to
+/// be parsed come back unwritten: a command writes them ([`PendingCaches::write`]) once its
+/// answer is out, so that the first look at a run does not wait for what only speeds up the next.
+pub fn run(paths: &[PathBuf]) -> Result<(Run, PendingCaches)> {
     let dirs: Vec<PathBuf> = if paths.is_empty() {
         let latest = probe_launch::resolve_run_dir(None).context(
             "no run given and no runs/latest here: name a run directory written by `ddp-probe run`",
@@ -28,9 +31,20 @@ pub fn run(paths: &[PathBuf]) -> Result<Run> {
             })
             .collect::<Result<_, _>>()?
     };
-    let (run, warnings) = probe::reader::load_run(&dirs)?;
+    let (run, warnings, caches) = probe::reader::load_run_deferred(&dirs, &LoadOptions::default())?;
     for warning in &warnings {
         eprintln!("ddp-probe: warning: {warning}");
     }
-    Ok(run)
+    Ok((run, caches))
+}
+
+/// Writes the caches [`run`] left unwritten, after flushing what the command printed (the answer
+/// is shown first).
+pub fn write_caches(caches: PendingCaches, run: &Run) {
+    if caches.is_empty() {
+        return;
+    }
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    caches.write(run);
 }

@@ -26,7 +26,9 @@ pub fn tui(args: TuiArgs) -> Result<ExitCode> {
             .context("the terminal timeline failed")?;
         return Ok(ExitCode::SUCCESS);
     }
-    let run = load::run(&args.runs)?;
+    let (run, caches) = load::run(&args.runs)?;
+    // The timeline takes the run: its caches are written before it opens.
+    load::write_caches(caches, &run);
     // What the explain panel reads: the run directories, resolved as for loading.
     let sources: Vec<PathBuf> = if args.runs.is_empty() {
         probe_launch::resolve_run_dir(None).into_iter().collect()

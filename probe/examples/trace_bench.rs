@@ -66,14 +66,19 @@ fn generate(dir: &Path, ranks: u32, steps: u64, buckets: u32) -> Result<(), Stri
     let config = probe::synth::SynthConfig::new(ranks, steps, buckets);
     let t = Instant::now();
     let summary = probe::synth::generate_run(&config, dir).map_err(|e| e.to_string())?;
-    let bytes: u64 = summary
-        .files
-        .iter()
-        .filter_map(|f| std::fs::metadata(f).ok())
-        .map(|m| m.len())
-        .sum();
+    let written_s = t.elapsed().as_secs_f64();
+    // The kernel writes the files out in the background for a while: on a
+    // small machine that takes a core from the first measurements, so the
+    // files are on disk before anything is timed.
+    let mut bytes = 0u64;
+    for f in &summary.files {
+        let file = std::fs::File::open(f).map_err(|e| format!("{}: {e}", f.display()))?;
+        file.sync_all()
+            .map_err(|e| format!("{}: syncing: {e}", f.display()))?;
+        bytes += file.metadata().map_err(|e| e.to_string())?.len();
+    }
     println!(
-        "wrote {} spans ({} records, {:.1} MiB) to {} in {:.2} s",
+        "wrote {} spans ({} records, {:.1} MiB) to {} in {written_s:.2} s, on disk after {:.2} s",
         summary.spans,
         summary.records,
         bytes as f64 / (1 << 20) as f64,

@@ -999,6 +999,20 @@ impl Nums {
         (self.present & (1 << n as u16) != 0).then_some(self.values[n as usize])
     }
 
+    /// The line's integers that are extra fields of its span (zero where
+    /// the line has none: the shape says which it has).
+    #[inline(always)]
+    pub(crate) fn extra_key(&self) -> [u64; 5] {
+        [
+            Num::Params,
+            Num::Peer,
+            Num::Device,
+            Num::Stream,
+            Num::Correlation,
+        ]
+        .map(|n| self.values[n as usize])
+    }
+
     /// The value of `n` (a key of 32-bit values), if the line has it;
     /// `Err` when it is out of range.
     #[inline(always)]
@@ -1033,32 +1047,36 @@ struct Leading {
 }
 
 impl Leading {
-    /// The integer of `len` (17..=20) digits ending at `end` in `b`, as
-    /// [`digits`] reads it, with its leading digits reused when they are
-    /// the bytes of the last line's and remembered otherwise.
+    /// The integer of `len` (17..=20) digits ending at `end` (24 or more)
+    /// in `b`, digits the shape checked ([`Shape::fits`]), as [`digits`]
+    /// reads it, with its leading digits reused when they are the bytes of
+    /// the last line's and remembered otherwise.
     #[inline(always)]
-    fn digits(&mut self, b: &[u8], at: usize, len: usize) -> Option<u64> {
-        let end = at + len;
-        let key = match (
-            word(b, end - 16),
-            end.checked_sub(24).and_then(|i| word(b, i)),
-        ) {
-            (Some(w0), Some(w1)) => (w0, w1),
-            _ => return digits(b, at, len),
-        };
-        let low = digits_ending_at(b, end, 8)?;
-        if self.set && self.key == key {
-            // Nineteen digits always fit, twenty may not.
-            return self.value.checked_mul(100_000_000)?.checked_add(low);
+    fn digits(&mut self, b: &[u8], end: usize, len: usize) -> Option<u64> {
+        let low = checked_digits(b, end, 8)?;
+        let key = (word(b, end - 16)?, word(b, end - 24)?);
+        if !(self.set && self.key == key) {
+            let high = checked_digits(b, end - 16, len - 16)?;
+            let value = high * 100_000_000 + checked_digits(b, end - 8, 8)?;
+            *self = Leading {
+                key,
+                value,
+                set: true,
+            };
         }
-        let v = digits(b, at, len)?;
-        *self = Leading {
-            key,
-            value: v / 100_000_000,
-            set: true,
-        };
-        Some(v)
+        // Nineteen digits always fit, twenty may not.
+        self.value.checked_mul(100_000_000)?.checked_add(low)
     }
+}
+
+/// The value of the `k` (1..=8) digits of `b` that end at `e` (8 or
+/// more), bytes a [`Shape`] already checked are digits.
+#[inline(always)]
+fn checked_digits(b: &[u8], e: usize, k: usize) -> Option<u64> {
+    let w = word(b, e.checked_sub(8)?)?;
+    Some(eight_digit_values(
+        (w ^ (0x30 * ONES)) & (u64::MAX << (8 * (8 - k))),
+    ))
 }
 
 impl Value {
@@ -1097,18 +1115,15 @@ struct Shape {
     /// Where the compared bytes begin (after the kind's closing quote: the
     /// prefix and kind are checked before the shape is chosen).
     from: usize,
-    /// The line's bytes from `from`, sixteen at a time (whole blocks
-    /// only), each block with a mask of its bytes that must be equal (`0`
-    /// on the digits of an integer, whose bytes are zero in the block).
+    /// What the line's bytes from `from` may be, sixteen at a time (whole
+    /// blocks only): the line's own bytes outside its integers, digits
+    /// (without a leading zero) in them.
     blocks: Vec<Block>,
     /// The same for the line's last sixteen bytes (which hold the bytes of
     /// the rest that `blocks` leaves out).
     last: Block,
     /// The line's integers.
-    values: Vec<(Num, Value)>,
-    /// For each of `values`, the leading digits of the last line's long
-    /// integer there.
-    leading: Vec<Leading>,
+    slots: Vec<Slot>,
     /// Which of [`Nums`]'s keys the line has.
     present: u16,
     /// What the reader made of the line.
@@ -1125,6 +1140,11 @@ pub(crate) struct Proto {
     /// The line's extra fields when some of them are integers of the line
     /// (params, peer...): they are then looked up again with the line's.
     pub extra: Option<crate::model::SpanExtra>,
+    /// The id the reader gave the extra fields of the last line read by
+    /// the shape, and that line's integers among them
+    /// ([`Nums::extra_key`]): the next line's are the same when its
+    /// integers are.
+    pub last_extra: Option<([u64; 5], Option<u32>)>,
 }
 
 impl Shape {
@@ -1138,45 +1158,65 @@ impl Shape {
             return false;
         };
         // Byte by byte over blocks of sixteen, which the compiler turns into
-        // vector instructions: any byte that differs where it must not
-        // leaves a bit set.
+        // vector instructions: any byte out of its range leaves a bit set.
         let mut diff = [0u8; 16];
         for (chunk, block) in rest.chunks_exact(16).zip(&self.blocks) {
-            for k in 0..16 {
-                diff[k] |= (chunk[k] & block.keep[k]) ^ block.bytes[k];
-            }
+            block.check(chunk, &mut diff);
         }
         let Some(tail) = b.len().checked_sub(16).and_then(|i| b.get(i..)) else {
             return false;
         };
-        for k in 0..16 {
-            diff[k] |= (tail[k] & self.last.keep[k]) ^ self.last.bytes[k];
-        }
+        self.last.check(tail, &mut diff);
         diff == [0; 16]
     }
 }
 
-/// Sixteen bytes of a [`Shape`]'s line and which of them a line of the
-/// shape must have: the bytes are zero where `keep` is.
+/// What sixteen bytes of a line of a [`Shape`] may be: byte `k` from
+/// `low[k]` to `low[k] + above[k]`. Outside its integers, the shape's line
+/// has one byte there (`above` is 0); in an integer, any digit (`'0'` and
+/// 9 above), or a digit but `'0'` for the first of several (`'1'` and 8
+/// above).
 #[derive(Clone, Copy)]
 struct Block {
-    bytes: [u8; 16],
-    keep: [u8; 16],
+    low: [u8; 16],
+    above: [u8; 16],
 }
 
 impl Block {
-    /// The block of `bytes` and `keep` (sixteen each).
-    fn of(bytes: &[u8], keep: &[u8]) -> Block {
+    /// The block of `low` and `above` (sixteen each).
+    fn of(low: &[u8], above: &[u8]) -> Block {
         let mut block = Block {
-            bytes: [0; 16],
-            keep: [0; 16],
+            low: [0; 16],
+            above: [0; 16],
         };
-        for k in 0..16 {
-            block.keep[k] = keep[k];
-            block.bytes[k] = bytes[k] & keep[k];
-        }
+        block.low.copy_from_slice(low);
+        block.above.copy_from_slice(above);
         block
     }
+
+    /// Sets bits of `diff` for the bytes of `chunk` (sixteen) out of their
+    /// range: one wrapping and one saturating subtraction a byte.
+    #[inline(always)]
+    fn check(&self, chunk: &[u8], diff: &mut [u8; 16]) {
+        for k in 0..16 {
+            diff[k] |= chunk[k]
+                .wrapping_sub(self.low[k])
+                .saturating_sub(self.above[k]);
+        }
+    }
+}
+
+/// Where a [`Shape`]'s lines hold one integer.
+#[derive(Clone, Copy)]
+struct Slot {
+    /// Which key it is the value of.
+    num: Num,
+    /// Where its digits end (24 or more).
+    end: u16,
+    /// How many digits it has (1..=20).
+    len: u16,
+    /// For a long integer, the leading digits of the last line's there.
+    leading: Leading,
 }
 
 impl Memo {
@@ -1219,12 +1259,15 @@ impl Memo {
             shapes.swap(0, pick);
         }
         let shape = &mut shapes[0];
-        for (&(n, v), leading) in shape.values.iter().zip(&mut shape.leading) {
-            let (at, len) = (usize::from(v.at), usize::from(v.len));
-            nums.values[n as usize] = if len > 16 {
-                leading.digits(b, at, len)?
-            } else {
-                digits(b, at, len)?
+        // The shape checked the digits (`fits`): they only need converting.
+        for slot in &mut shape.slots {
+            let (end, len) = (usize::from(slot.end), usize::from(slot.len));
+            nums.values[slot.num as usize] = match len {
+                0..=8 => checked_digits(b, end, len)?,
+                9..=16 => {
+                    checked_digits(b, end - 8, len - 8)? * 100_000_000 + checked_digits(b, end, 8)?
+                }
+                _ => slot.leading.digits(b, end, len)?,
             };
         }
         nums.present = shape.present;
@@ -1238,6 +1281,12 @@ impl Memo {
     #[inline(always)]
     pub(crate) fn proto(&self, kind: usize) -> &Proto {
         &self.shapes[kind][0].proto
+    }
+
+    /// [`Memo::proto`], to change.
+    #[inline(always)]
+    pub(crate) fn proto_mut(&mut self, kind: usize) -> &mut Proto {
+        &mut self.shapes[kind][0].proto
     }
 
     /// The remembered kind whose text (with its closing quote) is at `i` in
@@ -1293,25 +1342,43 @@ impl Memo {
         if b.len() > SHAPE_MAX || b.len() < 16 || from > b.len() {
             return;
         }
-        // Per byte of the line: 0xff where a line of the shape must be
-        // equal (the prefix and kind, already compared, included).
-        let mut blank = vec![0xffu8; b.len()];
+        // Per byte of the line, what a line of the shape may have there
+        // (see `Block`): the line's own byte, or a digit.
+        let mut low = b.to_vec();
+        let mut above = vec![0u8; b.len()];
         let mut present = 0u16;
-        for &(n, v) in &self.values {
-            let at = usize::from(v.at);
-            let Some(digits) = blank.get_mut(at..at + usize::from(v.len)) else {
+        let mut slots = Vec::with_capacity(self.values.len());
+        for &(num, v) in &self.values {
+            let (at, len) = (usize::from(v.at), usize::from(v.len));
+            let end = at + len;
+            // Integers that the blocks cover, with room for the words
+            // `Leading` reads before them, and at most twenty digits.
+            if at < from || end < 24 || !(1..=20).contains(&len) {
+                return;
+            }
+            let (Some(l), Some(a)) = (low.get_mut(at..end), above.get_mut(at..end)) else {
                 return;
             };
-            digits.fill(0);
-            present |= 1 << n as u16;
+            l.fill(b'0');
+            a.fill(9);
+            if len > 1 {
+                (l[0], a[0]) = (b'1', 8);
+            }
+            present |= 1 << num as u16;
+            slots.push(Slot {
+                num,
+                end: v.at + v.len,
+                len: v.len,
+                leading: Leading::default(),
+            });
         }
-        let blocks = b[from..]
+        let blocks = low[from..]
             .chunks_exact(16)
-            .zip(blank[from..].chunks_exact(16))
-            .map(|(bytes, keep)| Block::of(bytes, keep))
+            .zip(above[from..].chunks_exact(16))
+            .map(|(low, above)| Block::of(low, above))
             .collect();
         let end = b.len() - 16;
-        let last = Block::of(&b[end..], &blank[end..]);
+        let last = Block::of(&low[end..], &above[end..]);
         let shapes = &mut self.shapes[kind];
         shapes.truncate(SHAPES_PER_KIND - 1);
         shapes.insert(
@@ -1321,8 +1388,7 @@ impl Memo {
                 from,
                 blocks,
                 last,
-                values: self.values.clone(),
-                leading: vec![Leading::default(); self.values.len()],
+                slots,
                 present,
                 proto,
             },

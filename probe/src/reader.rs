@@ -1800,6 +1800,7 @@ impl Builder {
             self.proto = Some(fastparse::Proto {
                 span,
                 extra: numeric.then_some(extra),
+                last_extra: None,
             });
         }
         Ok(())
@@ -1868,21 +1869,29 @@ impl Builder {
         let step = self.step(line, TY, nums.get(Num::Step)).ok()?;
         let proto = self.memo.proto(kind);
         let p = &proto.span.clone();
-        // Copied only when there is one (it is large).
-        let proto_extra = proto.extra.as_ref().copied();
-        let extra = match proto_extra {
-            Some(x) => {
-                let x = SpanExtra {
-                    params: nums.get_u32(Num::Params).ok()?,
-                    peer: nums.get_u32(Num::Peer).ok()?,
-                    device: nums.get_u32(Num::Device).ok()?,
-                    stream: nums.get(Num::Stream),
-                    correlation: nums.get(Num::Correlation),
-                    ..x
-                };
-                self.extra_id(line, p.kind(), x).ok()?
+        let extra = if proto.extra.is_none() {
+            p.extra_index().and_then(|i| u32::try_from(i).ok())
+        } else {
+            // The id of the last line's extra fields when its integers
+            // there are the same (the rest are the shape's), else looked up.
+            let key = nums.extra_key();
+            match proto.last_extra {
+                Some((k, id)) if k == key => id,
+                _ => {
+                    // Copied only when looked up (it is large).
+                    let x = SpanExtra {
+                        params: nums.get_u32(Num::Params).ok()?,
+                        peer: nums.get_u32(Num::Peer).ok()?,
+                        device: nums.get_u32(Num::Device).ok()?,
+                        stream: nums.get(Num::Stream),
+                        correlation: nums.get(Num::Correlation),
+                        ..proto.extra?
+                    };
+                    let id = self.extra_id(line, p.kind(), x).ok()?;
+                    self.memo.proto_mut(kind).last_extra = Some((key, id));
+                    id
+                }
             }
-            None => p.extra_index().and_then(|i| u32::try_from(i).ok()),
         };
         let span = Span::from_parts(SpanParts {
             start: self.shift(line, TY, start).ok()?,

@@ -465,7 +465,7 @@ fn integer(line: &str, key: &str) -> Option<u64> {
 }
 
 /// Another line like `line`: its times moved together (sometimes with a
-/// byte that is no digit among their last eight), its other integers
+/// byte that is no digit among them), its other integers
 /// picked anew (mostly of the same width, sometimes not, sometimes out of
 /// range or with a leading zero), now and then an equally long string
 /// swapped. Lines of one shape with other integers are what the reader's
@@ -486,9 +486,13 @@ fn variant(rng: &mut Rng, line: &str) -> String {
                 1 => moved = "9".repeat(moved.len()),
                 2 => moved = (t / 10).to_string(),
                 3 | 4 => {
-                    // A byte that is no digit among the last eight.
-                    let at = moved.len() - 1 - rng.below(8.min(moved.len()));
-                    let bad = ["x", " ", "-", "/", ":"][rng.below(5)];
+                    // A byte that is no digit among the last eight, or
+                    // anywhere (among the leading digits the reader reuses).
+                    let at = match rng.below(3) {
+                        0 => rng.below(moved.len()),
+                        _ => moved.len() - 1 - rng.below(8.min(moved.len())),
+                    };
+                    let bad = ["x", " ", "-", "/", ":", "\u{e9}"][rng.below(6)];
                     moved.replace_range(at..at + 1, bad);
                 }
                 _ => {}
@@ -521,8 +525,15 @@ fn variant(rng: &mut Rng, line: &str) -> String {
             continue;
         };
         let width = v.to_string().len();
-        let new = match rng.below(12) {
+        let new = match rng.below(24) {
             0 => format!("0{}", "1".repeat(width.saturating_sub(1))),
+            23 => {
+                // Same width, a byte that is no digit somewhere.
+                let mut s = v.to_string();
+                let at = rng.below(width);
+                s.replace_range(at..at + 1, ["x", " ", "/", ":"][rng.below(4)]);
+                s
+            }
             1 => "9".repeat(width),
             2 => ["4294967295", "4294967296", "18446744073709551615", "7"][rng.below(4)].to_owned(),
             3 => (v + 1).to_string(),

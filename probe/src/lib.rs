@@ -28,6 +28,7 @@ mod fastparse;
 mod fill;
 mod hash;
 pub mod import;
+mod mapped;
 pub mod model;
 pub mod reader;
 pub mod recorder;

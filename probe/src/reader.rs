@@ -6,8 +6,9 @@
 //! the headers' `run_id`, so the run directories of several nodes load as
 //! one run.
 //!
-//! Lines are read into one large buffer and parsed where they lie (no copy
-//! per line) with serde_json into a flat record struct that borrows its
+//! Files of 4 MiB and more are mapped into memory (on Linux; see
+//! `mapped.rs` and [`LoadOptions::map_files`]), smaller ones read into one
+//! large buffer; lines are parsed where they lie (no copy per line) with serde_json into a flat record struct that borrows its
 //! strings; spans are then packed into 64-byte [`crate::model::Span`]s with
 //! interned strings. Nothing is allocated per line except for the rare
 //! records that carry arrays (`buckets`, `grad_ready`), log messages and
@@ -78,6 +79,24 @@ pub const THREADS_ENV: &str = "DDP_PROBE_LOAD_THREADS";
 /// loaded trace files off.
 pub const CACHE_ENV: &str = "DDP_PROBE_TRACE_CACHE";
 
+/// Environment variable: `0`, `off` or `false` reads trace files through a
+/// buffer instead of mapping them ([`LoadOptions::map_files`]).
+pub const MAP_ENV: &str = "DDP_PROBE_MAP_FILES";
+
+/// Whether the environment variable `name` says `0`, `off`, `false` or `no`.
+fn env_off(name: &str) -> bool {
+    std::env::var(name).is_ok_and(|v| {
+        matches!(
+            v.trim().to_ascii_lowercase().as_str(),
+            "0" | "off" | "false" | "no"
+        )
+    })
+}
+
+/// The smallest trace file that is mapped rather than read: mapping a
+/// smaller one saves too little to pay for setting the map up.
+pub const MAP_MIN_BYTES: u64 = 4 << 20;
+
 /// How [`load_run_with`] and [`load_files_with`] load.
 #[derive(Clone, Debug)]
 pub struct LoadOptions {
@@ -94,6 +113,12 @@ pub struct LoadOptions {
     /// Read the common record shapes with the hand-written parser (false:
     /// serde_json for every line; the model is the same either way).
     pub fast_parser: bool,
+    /// Map trace files of 4 MiB and more into memory (on Linux) rather than
+    /// read them through a buffer, which spares the kernel copying them;
+    /// the model is the same either way. A file cut short by another
+    /// process while it is mapped ends the process with a message saying
+    /// so (see [`MAP_ENV`] to turn maps off).
+    pub map_files: bool,
 }
 
 impl Default for LoadOptions {
@@ -105,6 +130,7 @@ impl Default for LoadOptions {
             cache: true,
             cache_min_bytes: 1 << 20,
             fast_parser: true,
+            map_files: true,
         }
     }
 }
@@ -122,13 +148,11 @@ impl LoadOptions {
     }
 
     fn cache_enabled(&self) -> bool {
-        self.cache
-            && !std::env::var(CACHE_ENV).is_ok_and(|v| {
-                matches!(
-                    v.trim().to_ascii_lowercase().as_str(),
-                    "0" | "off" | "false" | "no"
-                )
-            })
+        self.cache && !env_off(CACHE_ENV)
+    }
+
+    fn maps_enabled(&self) -> bool {
+        self.map_files && !env_off(MAP_ENV)
     }
 }
 
@@ -365,13 +389,32 @@ fn load_path(
             return Ok((outcome, None));
         }
     }
-    let mut input = Counting {
-        inner: &file,
-        bytes: 0,
+    let meta = file.metadata().ok();
+    let len = meta.as_ref().map(|m| m.len());
+    // Large regular files are mapped (the kernel copies nothing), others
+    // read; either way `bytes_read` is how much of the file was parsed.
+    let map = match &meta {
+        Some(m) if options.maps_enabled() && m.is_file() && m.len() >= MAP_MIN_BYTES => {
+            crate::mapped::Mapped::open(&file, m.len())
+        }
+        _ => None,
     };
-    let len = file.metadata().ok().map(|m| m.len());
-    let outcome = parse_file(path, &mut input, len, options.fast_parser)?;
-    let bytes_read = input.bytes;
+    let (outcome, bytes_read) = match map {
+        Some(map) => {
+            let mapped = map.bytes().len() as u64;
+            let lines = MappedLines { map, start: 0 };
+            let outcome = parse_lines(path, lines, Some(mapped), options.fast_parser)?;
+            (outcome, mapped)
+        }
+        None => {
+            let mut input = Counting {
+                inner: &file,
+                bytes: 0,
+            };
+            let outcome = parse_file(path, &mut input, len, options.fast_parser)?;
+            (outcome, input.bytes)
+        }
+    };
     let pending = match (slot, &outcome.parsed) {
         (Some(slot), Some((_, strings))) => Some(PendingCache {
             slot,
@@ -846,6 +889,53 @@ impl From<Error> for LineError {
     }
 }
 
+/// A source of lines for [`parse_lines`].
+trait Lines {
+    /// The bytes read and not yet handed out: the next line (perhaps only
+    /// its start) and what follows it.
+    fn unread(&self) -> &[u8];
+    /// Hands out the first `n` bytes of [`Lines::unread`] (whole lines
+    /// with their `\n`) without a search.
+    fn consume(&mut self, n: usize);
+    /// The next line without its `\n`, and whether it had one.
+    fn next_line(&mut self) -> std::io::Result<Option<(&[u8], bool)>>;
+}
+
+/// The lines of a mapped file, handed out where they lie; the pages behind
+/// them are given back as the reading goes on.
+struct MappedLines {
+    map: crate::mapped::Mapped,
+    start: usize,
+}
+
+impl Lines for MappedLines {
+    #[inline]
+    fn unread(&self) -> &[u8] {
+        &self.map.bytes()[self.start..]
+    }
+
+    #[inline]
+    fn consume(&mut self, n: usize) {
+        self.start += n;
+        self.map.release_before(self.start);
+    }
+
+    fn next_line(&mut self) -> std::io::Result<Option<(&[u8], bool)>> {
+        self.map.release_before(self.start);
+        let bytes = self.map.bytes();
+        let rest = &bytes[self.start..];
+        if rest.is_empty() {
+            return Ok(None);
+        }
+        let (line, complete) = match memchr::memchr(b'\n', rest) {
+            Some(i) => (self.start..self.start + i, true),
+            None => (self.start..bytes.len(), false),
+        };
+        self.start = line.end + usize::from(complete);
+        Ok(Some((&bytes[line], complete)))
+    }
+}
+
 /// Splits its input into lines without copying them: lines are handed out
 /// as slices of one large buffer, which only moves when a line crosses its
 /// end.
@@ -871,23 +961,20 @@ impl<R: Read> LineReader<R> {
             eof: false,
         }
     }
+}
 
-    /// The bytes read and not yet handed out: the next line (perhaps only
-    /// its start) and what follows it.
+impl<R: Read> Lines for LineReader<R> {
     #[inline]
     fn unread(&self) -> &[u8] {
         &self.buf[self.start..self.end]
     }
 
-    /// Hands out the first `n` bytes of [`LineReader::unread`] (whole lines
-    /// with their `\n`) without a search.
     #[inline]
     fn consume(&mut self, n: usize) {
         debug_assert!(n <= self.end - self.start);
         self.start += n;
     }
 
-    /// The next line without its `\n`, and whether it had one.
     fn next_line(&mut self) -> std::io::Result<Option<(&[u8], bool)>> {
         loop {
             if let Some(i) = memchr::memchr(b'\n', &self.buf[self.start..self.end]) {
@@ -938,7 +1025,16 @@ fn parse_file<R: Read>(
     len: Option<u64>,
     fast: bool,
 ) -> Result<FileOutcome, Error> {
-    let mut reader = LineReader::new(input);
+    parse_lines(path, LineReader::new(input), len, fast)
+}
+
+/// [`parse_file`] over any source of lines.
+fn parse_lines(
+    path: &Path,
+    mut reader: impl Lines,
+    len: Option<u64>,
+    fast: bool,
+) -> Result<FileOutcome, Error> {
     let mut lineno = 0u64;
     let mut builder: Option<Builder> = None;
     let mut warnings = Vec::new();

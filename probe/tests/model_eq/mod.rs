@@ -18,6 +18,16 @@ pub fn parser(fast: bool) -> LoadOptions {
         cache: false,
         cache_min_bytes: 0,
         fast_parser: fast,
+        map_files: true,
+    }
+}
+
+/// Options with the cache off, the fast parser, and large files mapped or
+/// read.
+pub fn mapping(map_files: bool) -> LoadOptions {
+    LoadOptions {
+        map_files,
+        ..parser(true)
     }
 }
 
@@ -28,6 +38,7 @@ pub fn cached() -> LoadOptions {
         cache: true,
         cache_min_bytes: 0,
         fast_parser: true,
+        map_files: true,
     }
 }
 

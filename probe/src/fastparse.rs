@@ -1040,9 +1040,10 @@ struct Leading {
     /// words: its other digits and what the shape has before them (which
     /// every line of the shape has).
     key: (u64, u64),
-    /// The value of the digits before the last eight.
-    value: u64,
-    /// Whether `key` and `value` are set.
+    /// The value of the digits before the last eight, times `10^8`
+    /// (`None` when that overflows: twenty digits too many for a `u64`).
+    scaled: Option<u64>,
+    /// Whether `key` and `scaled` are set.
     set: bool,
 }
 
@@ -1053,19 +1054,26 @@ impl Leading {
     /// the last line's and remembered otherwise.
     #[inline(always)]
     fn digits(&mut self, b: &[u8], end: usize, len: usize) -> Option<u64> {
-        let low = checked_digits(b, end, 8)?;
-        let key = (word(b, end - 16)?, word(b, end - 24)?);
+        // The three words before `end`: the last eight digits, the eight
+        // before them, and the first ones with what precedes them.
+        let w = b.get(end.checked_sub(24)?..end)?;
+        let word = |i: usize| {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(&w[i..i + 8]);
+            u64::from_le_bytes(a) ^ (0x30 * ONES)
+        };
+        let (first, mid, last) = (word(0), word(8), word(16));
+        let key = (mid, first);
         if !(self.set && self.key == key) {
-            let high = checked_digits(b, end - 16, len - 16)?;
-            let value = high * 100_000_000 + checked_digits(b, end - 8, 8)?;
+            let high = eight_digit_values(first & (u64::MAX << (8 * (24 - len))));
             *self = Leading {
                 key,
-                value,
+                scaled: (high * 100_000_000 + eight_digit_values(mid)).checked_mul(100_000_000),
                 set: true,
             };
         }
         // Nineteen digits always fit, twenty may not.
-        self.value.checked_mul(100_000_000)?.checked_add(low)
+        self.scaled?.checked_add(eight_digit_values(last))
     }
 }
 

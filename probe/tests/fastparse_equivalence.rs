@@ -633,3 +633,48 @@ fn lines_of_one_shape_with_other_integers() {
     // Both outcomes are exercised.
     assert!(loaded > 100 && loaded < 550, "{loaded} of 600 loaded");
 }
+
+/// Lines of one shape whose integers have twenty digits (the reader reuses
+/// the leading digits of the line before, and twenty digits may overflow a
+/// `u64`): the same model or error as with serde_json.
+#[test]
+fn lines_of_one_shape_with_twenty_digit_integers() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rank-0.jsonl");
+    let line = |bytes: &str, correlation: &str| {
+        format!(
+            r#"{{"type":"span","kind":"kernel","step":1,"start":{},"end":{},"name":"gemm","lane":"gpu-main","bytes":{bytes},"device":2,"stream":13,"category":"compute","correlation":{correlation}}}"#,
+            T0 + 1_000,
+            T0 + 2_500
+        )
+    };
+    let values = [
+        "18446744073709551615",
+        "18446744073709551614",
+        "18446744073709551616",
+        "10000000000000000000",
+        "99999999999999999999",
+        "18446744073799551615",
+        "17446744073709551615",
+    ];
+    let mut loaded = 0;
+    for (i, a) in values.iter().enumerate() {
+        for b in &values {
+            let mut text = MINIMAL_HEADER.to_owned();
+            text.push('\n');
+            // The first line (in the writer's order of keys) makes its kind
+            // known, the second teaches the shape, the others are read by it.
+            let first = line(values[0], values[0]);
+            for l in [first.clone(), first, line(a, b), line(b, a)] {
+                text.push_str(&l);
+                text.push('\n');
+            }
+            std::fs::write(&path, &text).unwrap();
+            if both(std::slice::from_ref(&path), &format!("case {i}:\n{text}")).is_ok() {
+                loaded += 1;
+            }
+        }
+    }
+    // Values up to u64::MAX load, larger ones do not.
+    assert_eq!(loaded, 4 * 4, "{loaded} of 49 loaded");
+}

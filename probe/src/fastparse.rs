@@ -254,6 +254,14 @@ fn eight_digit_values(v: u64) -> u64 {
     (v * 10000 + (v >> 32)) & 0xffff_ffff
 }
 
+/// The last `k` (1..=8) bytes of the word `w` xor `'0'` (digit values where
+/// they are digits), the bytes before them cleared: ready for
+/// [`eight_digit_values`] once they are known to be digits.
+#[inline(always)]
+fn last_bytes(w: u64, k: usize) -> u64 {
+    (w ^ (0x30 * ONES)) & (u64::MAX << (8 * (8 - k)))
+}
+
 /// `10^k` for `k` in `0..8`.
 const POW10: [u64; 8] = [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000];
 
@@ -313,8 +321,7 @@ fn digits_ending_at(b: &[u8], e: usize, k: usize) -> Option<u64> {
     let Some(w) = e.checked_sub(8).and_then(|s| word(b, s)) else {
         return head(word_padded(b, e - k) ^ (0x30 * ONES), k);
     };
-    let them = u64::MAX << (8 * (8 - k));
-    let x = (w ^ (0x30 * ONES)) & them;
+    let x = last_bytes(w, k);
     if not_digits(x) == 0 {
         Some(eight_digit_values(x))
     } else {
@@ -1082,9 +1089,7 @@ impl Leading {
 #[inline(always)]
 fn checked_digits(b: &[u8], e: usize, k: usize) -> Option<u64> {
     let w = word(b, e.checked_sub(8)?)?;
-    Some(eight_digit_values(
-        (w ^ (0x30 * ONES)) & (u64::MAX << (8 * (8 - k))),
-    ))
+    Some(eight_digit_values(last_bytes(w, k)))
 }
 
 impl Value {

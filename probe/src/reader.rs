@@ -8,9 +8,10 @@
 //!
 //! Files of 4 MiB and more are mapped into memory (on Linux; see
 //! `mapped.rs` and [`LoadOptions::map_files`]), smaller ones read into one
-//! large buffer; lines are parsed where they lie (no copy per line) with serde_json into a flat record struct that borrows its
-//! strings; spans are then packed into 64-byte [`crate::model::Span`]s with
-//! interned strings. Nothing is allocated per line except for the rare
+//! large buffer; lines are parsed where they lie (no copy per line) with
+//! serde_json into a flat record struct that borrows its strings; spans
+//! are then packed into 64-byte [`crate::model::Span`]s with interned
+//! strings. Nothing is allocated per line except for the rare
 //! records that carry arrays (`buckets`, `grad_ready`), log messages and
 //! strings written with JSON escapes.
 //!

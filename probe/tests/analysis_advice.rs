@@ -30,6 +30,9 @@ struct Spec {
     steps: u64,
     /// Extra optimizer time of odd steps (ms), to make step times spread.
     odd_step_extra_ms: f64,
+    /// How many times longer a collective takes when it starts before
+    /// backward ends (compute slowing it down), 1 for none.
+    contention: f64,
 }
 
 fn ready_ms(p: u32) -> f64 {
@@ -95,7 +98,12 @@ fn make_run(s: &Spec) -> Vec<Vec<Record>> {
                 for (id, b) in layout.iter().enumerate() {
                     let ready = b.iter().map(|&p| ready_ms(p)).fold(0.0, f64::max);
                     let start = (bwd + ready).max(end);
-                    let cost = s.latency_ms + s.ms_per_mib * b.len() as f64;
+                    let slowed = if start < bwd + 10.0 {
+                        s.contention
+                    } else {
+                        1.0
+                    };
+                    let cost = (s.latency_ms + s.ms_per_mib * b.len() as f64) * slowed;
                     end = start + cost;
                     seq += 1;
                     r.push(Record::Span(
@@ -151,6 +159,7 @@ fn bandwidth_bound() -> Spec {
         params_table: true,
         steps: 6,
         odd_step_extra_ms: 0.0,
+        contention: 1.0,
     }
 }
 
@@ -176,6 +185,7 @@ fn bandwidth_bound_early_ready_prefers_small_buckets() {
     let fit = &a.fits[a.fit_used.unwrap()];
     assert_eq!(fit.transport, "tcp");
     assert!(!fit.mixed_ops);
+    assert!(!fit.compute_free);
     assert!((fit.fit.latency_ns - 1e5).abs() < 1.0, "{fit:?}");
     assert!((fit.fit.ns_per_byte * MIB as f64 - 1e6).abs() < 1.0);
     assert_eq!(fit.fit.sizes, 3);
@@ -269,6 +279,45 @@ fn latency_bound_prefers_large_buckets() {
     assert!(r.worth_changing);
     let text = a.render_text(100);
     assert!(text.contains("fewer, larger all-reduces"), "{text}");
+}
+
+#[test]
+fn collectives_slowed_by_compute_are_left_out_of_a_fit_they_break() {
+    // The 1 MiB bucket [9] starts at 1 ms, during backward, and takes 12
+    // times its cost: 13.2 ms, longer than the 9 MiB bucket after backward
+    // (9.1 ms) and the first iteration's 10 MiB one (10.1 ms). Over all
+    // calls the time falls with size; over the 9 and 10 MiB calls, which
+    // overlap no compute, the line is the true one.
+    let spec = Spec {
+        contention: 12.0,
+        ..bandwidth_bound()
+    };
+    let a = analysis::advise(&load(&make_run(&spec)), &AdviceOptions::default());
+    assert!(a.missing.is_empty(), "{:?}", a.missing);
+    let fit = &a.fits[a.fit_used.unwrap()];
+    assert!(fit.compute_free);
+    assert!(!fit.mixed_ops);
+    assert!((fit.fit.latency_ns - 1e5).abs() < 1.0, "{fit:?}");
+    assert!((fit.fit.ns_per_byte * MIB as f64 - 1e6).abs() < 1.0);
+    assert_eq!(fit.fit.sizes, 2);
+    // Steps 1..5 have one 9 MiB call each, step 0 the 10 MiB one.
+    assert_eq!(fit.fit.calls, 6);
+    // Measured: [8..0] starts when [9] ends (14.2 ms) and ends at 23.3, a
+    // 13.3 ms tail; the model (no contention) gives 9.1 ms.
+    let obs = a.observed.as_ref().unwrap();
+    assert!(close(obs.comm_tail_ns, 13.3));
+    assert!(close(a.recorded.as_ref().unwrap().tail_ns, 9.1));
+    // 1 MiB buckets: a 2.0 ms tail as without contention.
+    assert!(close(candidate(&a, 1.0, MIB).tail_ns, 2.0));
+    let r = a.recommendation.as_ref().unwrap();
+    assert_eq!((r.cap_mb, r.first_bucket_bytes), (1.0, MIB));
+    let text = a.render_text(100);
+    for needle in [
+        "from the 6 collectives that ran while their rank computed nothing",
+        "all_reduce (no overlap)",
+    ] {
+        assert!(text.contains(needle), "{needle:?} missing in\n{text}");
+    }
 }
 
 #[test]

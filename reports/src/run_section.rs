@@ -902,11 +902,7 @@ fn advice_section(h: &mut Html, advice: &Advice, id: &str) {
                         ""
                     }
                 )),
-                Cell::text(if f.mixed_ops {
-                    format!("{} + others", f.op)
-                } else {
-                    f.op.clone()
-                }),
+                Cell::text(f.op_label()),
                 Cell::num(ns(f.fit.latency_ns)),
                 Cell::num(rate(f.busbw_bytes_per_s())),
                 Cell::num(f.fit.sizes.to_string()),

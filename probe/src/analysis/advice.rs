@@ -8,7 +8,13 @@
 //!    collective's time is its duration on the rank that started it last
 //!    (the others' durations include waiting for that rank); collectives of
 //!    every step count, warm-up included, since the first iteration's
-//!    differently sized buckets pin the line down.
+//!    differently sized buckets pin the line down. When the times of all
+//!    of them do not rise with size, the line is fitted again to the calls
+//!    during which their rank ran no compute (the sweep's exposed part is
+//!    the whole call): a bucket reduced during backward competes with it
+//!    for the cores (or the GPU) and can take longer than a larger one
+//!    reduced after it, which is what a 2-rank CPU job on two cores shows.
+//!    The tail that bucket sizes change is made of such calls.
 //! 2. **Gradient-ready times.** Every all-reduce waits for the last rank to
 //!    be ready, so each steady step is seen from its *critical rank*: the
 //!    rank whose backward ends last. For every parameter, the ready offset
@@ -58,7 +64,7 @@ use super::scan::{scan_run, CollObs, WindowCalls};
 use super::stats::{median, robust_sigma};
 use super::SummaryOptions;
 use crate::buckets::DeviceKey;
-use crate::model::{LaneKind, Run, Sym};
+use crate::model::{LaneKind, Run, Span, Sym};
 use crate::trace::{ParamInfo, SpanKind};
 
 const MIB: f64 = 1024.0 * 1024.0;
@@ -317,12 +323,22 @@ struct FitPoint {
     op: Option<Sym>,
     transport: Option<Sym>,
     time_ns: f64,
+    /// Whether no compute of its rank ran during the call (see
+    /// [`LastCall::alone`]).
+    alone: bool,
+}
+
+/// The address of a span, to tell spans apart across passes.
+fn span_addr(sp: &Span) -> usize {
+    std::ptr::from_ref(sp) as usize
 }
 
 /// Every collective with a byte count, once per sequence number: its
 /// duration on the rank that started it last (calls without `seq` count
-/// each with their own duration). One pass over the lanes.
-fn fit_points(run: &Run) -> Vec<FitPoint> {
+/// each with their own duration). One pass over the lanes. `alone` holds
+/// the sorted addresses ([`span_addr`]) of the calls the sweep saw run
+/// with no compute of their rank.
+fn fit_points(run: &Run, alone: &[usize]) -> Vec<FitPoint> {
     let mut seqs = SeqTable::<LastCall>::default();
     let mut out = Vec::new();
     for r in &run.ranks {
@@ -337,22 +353,28 @@ fn fit_points(run: &Run) -> Vec<FitPoint> {
                 .filter(|s| s.kind() == SpanKind::Collective)
             {
                 let Some(bytes) = sp.bytes() else { continue };
+                let is_alone = alone.binary_search(&span_addr(sp)).is_ok();
                 if sp.seq().is_none() {
                     out.push(FitPoint {
                         bytes,
                         op: sp.op(),
                         transport: r.extra(sp).and_then(|x| x.transport),
                         time_ns: sp.duration() as f64,
+                        alone: is_alone,
                     });
                     continue;
                 }
+                // Only whether the call ran alone matters here: its
+                // exposed part is then the whole call.
+                let mut call = CollObs::unmeasured(sp);
+                call.exposed = if is_alone { call.duration } else { -1 };
                 seqs.add(&WindowCalls {
                     trace: r,
                     rank: r.rank(),
                     step: u32::MAX,
                     steady: true,
                     bwd_start: i64::MIN,
-                    calls: &[CollObs::unmeasured(sp)],
+                    calls: &[call],
                 });
             }
         }
@@ -362,6 +384,7 @@ fn fit_points(run: &Run) -> Vec<FitPoint> {
         op: last.op,
         transport: last.transport,
         time_ns: last.duration as f64,
+        alone: last.alone,
     }));
     out
 }
@@ -405,23 +428,34 @@ fn fit_all(
         };
         let op_name = sym_name(run, op);
         let x = |p: &FitPoint| p.bytes as f64 * bus_factor(&sym_name(run, p.op), n);
-        let obs: Vec<(f64, f64)> = items
-            .iter()
-            .map(|&i| &points[i as usize])
-            .filter(|p| p.op == op)
-            .map(|p| (x(p), p.time_ns))
-            .collect();
-        let mut result = fit_latency_bandwidth(&obs);
-        let mut mixed = false;
-        if result.is_err() {
-            let all: Vec<(f64, f64)> = items
-                .iter()
-                .map(|&i| &points[i as usize])
+        // The op's calls, else every op's (`mixed`); all calls, else only
+        // those that ran with no compute of their rank (`alone_only`).
+        let fit_of = |alone_only: bool| {
+            let calls = || {
+                items
+                    .iter()
+                    .map(|&i| &points[i as usize])
+                    .filter(move |p| !alone_only || p.alone)
+            };
+            let obs: Vec<(f64, f64)> = calls()
+                .filter(|p| p.op == op)
                 .map(|p| (x(p), p.time_ns))
                 .collect();
-            if let Ok(f) = fit_latency_bandwidth(&all) {
-                result = Ok(f);
-                mixed = true;
+            let result = fit_latency_bandwidth(&obs);
+            if result.is_ok() {
+                return (result, false);
+            }
+            let all: Vec<(f64, f64)> = calls().map(|p| (x(p), p.time_ns)).collect();
+            match fit_latency_bandwidth(&all) {
+                Ok(f) => (Ok(f), true),
+                Err(_) => (result, false),
+            }
+        };
+        let (mut result, mut mixed) = fit_of(false);
+        let mut compute_free = false;
+        if result.is_err() {
+            if let (Ok(f), m) = fit_of(true) {
+                (result, mixed, compute_free) = (Ok(f), m, true);
             }
         }
         match result {
@@ -436,6 +470,7 @@ fn fit_all(
                     mixed_ops: mixed,
                     fit,
                     assumed: false,
+                    compute_free,
                 });
             }
             Err(e) => {
@@ -490,7 +525,16 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
     }
     // The operation and transport of the steady bucket collectives.
     let mut bucket_calls: Vec<(OpTransport, u64)> = Vec::new();
+    // The calls that ran with no compute of their rank, warm-up included
+    // (for the cost model).
+    let mut alone: Vec<usize> = Vec::new();
     let scans = scan_run(run, &opts.summary, &mut |w| {
+        alone.extend(
+            w.calls
+                .iter()
+                .filter(|c| c.exposed >= c.duration)
+                .map(|c| span_addr(c.span)),
+        );
         if !w.steady {
             return;
         }
@@ -665,7 +709,8 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
             "no bucket collectives in the steady steps; the model assumes all_reduce".to_owned(),
         );
     }
-    let points = fit_points(run);
+    alone.sort_unstable();
+    let points = fit_points(run, &alone);
     let mut fit_errors = Vec::new();
     let bucket_op = bucket_op.or_else(|| run.strings.lookup(crate::trace::op::ALL_REDUCE));
     let bucket_transport = bucket_transport.or_else(|| {
@@ -687,6 +732,7 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
             mixed_ops: false,
             fit: LinearFit::assumed(a.latency_ns, a.busbw_bytes_per_s),
             assumed: true,
+            compute_free: false,
         });
         used = Some(fits.len() - 1);
         fit_errors.clear();
@@ -980,9 +1026,17 @@ fn explain(
             "as stated with --latency and --bandwidth, not fitted".to_owned()
         } else {
             format!(
-                "fitted to {} sizes, residual {}",
+                "fitted to {} sizes, residual {}{}",
                 fit.fit.sizes,
-                render::pct(fit.fit.rel_rmse)
+                render::pct(fit.fit.rel_rmse),
+                if fit.compute_free {
+                    format!(
+                        ", from the {} collectives that ran while their rank computed nothing: with all of them the time does not grow with size, because the ones that overlapped compute were slowed by it, both competing for the same cores or GPU",
+                        fit.fit.calls
+                    )
+                } else {
+                    String::new()
+                }
             )
         },
         mib(cur_cap),
@@ -1134,11 +1188,7 @@ impl Advice {
                 let used = if self.fit_used == Some(i) { " *" } else { "" };
                 tb.row(vec![
                     format!("{}{used}", f.transport),
-                    if f.mixed_ops {
-                        format!("{} + others", f.op)
-                    } else {
-                        f.op.clone()
-                    },
+                    f.op_label(),
                     render::ns(f.fit.latency_ns),
                     render::rate(f.busbw_bytes_per_s()),
                     f.fit.sizes.to_string(),

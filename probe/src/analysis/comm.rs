@@ -177,6 +177,10 @@ pub(crate) struct LastCall {
     pub bytes: u64,
     pub op: Option<Sym>,
     pub transport: Option<Sym>,
+    /// Whether no compute of its rank ran while it did (its exposed part
+    /// is the whole call): its time is the transport's alone, without
+    /// contention for the CPU or the GPU.
+    pub alone: bool,
 }
 
 /// What a [`SeqTable`] keeps of the call that started last: nothing (`()`,
@@ -200,6 +204,7 @@ impl KeepLast for LastCall {
         bytes: u64::MAX,
         op: None,
         transport: None,
+        alone: false,
     };
     #[inline]
     fn of<'a>(c: &CollObs<'a>, w: &WindowCalls<'a, '_>) -> LastCall {
@@ -208,6 +213,7 @@ impl KeepLast for LastCall {
             bytes: c.span.bytes().unwrap_or(u64::MAX),
             op: c.span.op(),
             transport: w.transport(c),
+            alone: c.exposed >= c.duration,
         }
     }
 }

@@ -197,6 +197,13 @@ pub struct CostFit {
     /// of it being fitted to the trace; `fit`'s quality fields are then 0.
     #[serde(default)]
     pub assumed: bool,
+    /// Whether only the collectives that ran while their rank computed
+    /// nothing were fitted: the times of all of them did not make a line
+    /// that rises with size, because those that overlapped compute were
+    /// slowed by contention for the CPU (or the GPU) and the earlier,
+    /// smaller buckets are the ones that overlap.
+    #[serde(default)]
+    pub compute_free: bool,
 }
 
 impl LinearFit {
@@ -217,6 +224,22 @@ impl LinearFit {
 }
 
 impl CostFit {
+    /// The fitted operation as tables show it: `"all_reduce"`, with
+    /// `" + others"` when other operations were fitted along and `" (no
+    /// overlap)"` when only the calls that overlapped no compute were.
+    pub fn op_label(&self) -> String {
+        format!(
+            "{}{}{}",
+            self.op,
+            if self.mixed_ops { " + others" } else { "" },
+            if self.compute_free {
+                " (no overlap)"
+            } else {
+                ""
+            }
+        )
+    }
+
     /// Predicted time of one call of `op` moving `bytes` (ns).
     pub fn predict_ns(&self, bytes: u64) -> f64 {
         self.fit.predict_ns(bytes as f64 * self.bus_factor)

@@ -1,0 +1,122 @@
+//! The main job, end to end: the `lm` example on 2 CPU ranks under `ddp-probe run`, then what
+//! `ddp-probe summary --json` and `ddp-probe advise --json` make of it. The checks are the
+//! summary's identities (overlapped + exposed communication is the total, the buckets hold
+//! every parameter the header lists), overlap that must be there (`lm`'s first bucket is
+//! reduced while backward still runs), and advice that comes with its reasoning.
+//!
+//! The job is bounded in wall time (an upper bound only, to keep CI from hanging).
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use common::{ddp_probe_bin, job_lock, run_bounded};
+use serde_json::Value;
+
+/// Steps of the job: 2 warm-up steps (first iteration, bucket rebuild) and 18 steady ones.
+const STEPS: u64 = 20;
+
+/// `ddp-probe ARGS... RUN --json`, parsed.
+fn json_of(args: &[&str], run: &Path) -> Value {
+    let out = Command::new(ddp_probe_bin())
+        .args(args)
+        .arg("--json")
+        .arg(run)
+        .output()
+        .expect("ddp-probe runs");
+    assert!(
+        out.status.success(),
+        "ddp-probe {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("valid JSON")
+}
+
+/// The checks every advice with a recommendation passes.
+fn assert_reasoned(advice: &Value) {
+    let rec = &advice["recommendation"];
+    assert!(rec["cap_mb"].as_f64().is_some_and(|c| c > 0.0), "{advice}");
+    assert!(rec["worth_changing"].is_boolean(), "{advice}");
+    let why: Vec<&str> = rec["explanation"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    assert!(why.len() >= 3, "the advice gives its reasoning: {rec}");
+    // What the step waits for now, the cost model, and the verdict.
+    assert!(why[0].contains("after backward ends"), "{why:?}");
+    assert!(why[1].starts_with("Cost model for all_reduce"), "{why:?}");
+}
+
+#[test]
+fn an_lm_run_is_summarised_with_its_overlap_and_advised() {
+    let _lock = job_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(ddp_probe_bin());
+    cmd.current_dir(dir.path())
+        .args(["run", "--nproc-per-node", "2", "--out", "lm", "--"])
+        .arg(env!("CARGO_BIN_EXE_lm"))
+        .args(["--steps", &STEPS.to_string()])
+        .env_remove("DDP_PROBE_FAULT");
+    let done = run_bounded(cmd, &dir.path().join("lm.log"), Duration::from_secs(300));
+    assert!(done.status.success(), "{}", done.output);
+    let run = dir.path().join("lm");
+
+    let v = json_of(&["summary"], &run);
+    let s = &v["summary"];
+    assert_eq!(s["world_size"].as_u64(), Some(2));
+    let n = |totals: &Value, k: &str| {
+        totals[k]
+            .as_i64()
+            .unwrap_or_else(|| panic!("{k} in {totals}"))
+    };
+    let totals = &s["overall"]["totals"];
+    assert!(n(totals, "comm_ns") > 0, "{totals}");
+    assert_eq!(
+        n(totals, "comm_overlapped_ns") + n(totals, "comm_exposed_ns"),
+        n(totals, "comm_ns"),
+        "{totals}"
+    );
+    // The first bucket's all-reduce starts while backward still runs.
+    assert!(n(totals, "comm_overlapped_ns") > 0, "{totals}");
+    for r in s["ranks"].as_array().expect("per-rank summaries") {
+        let t = &r["breakdown"]["totals"];
+        assert_eq!(
+            n(t, "comm_overlapped_ns") + n(t, "comm_exposed_ns"),
+            n(t, "comm_ns"),
+            "{r}"
+        );
+    }
+    // The steady buckets hold every parameter of the header's table, each once.
+    let header = std::fs::read_to_string(run.join("traces/rank-0.jsonl")).unwrap();
+    let header: Value = serde_json::from_str(header.lines().next().unwrap()).unwrap();
+    let params = header["ddp"]["params"].as_array().expect("parameter table");
+    let param_bytes: u64 = params.iter().filter_map(|p| p["bytes"].as_u64()).sum();
+    let buckets = s["buckets"].as_array().expect("per-bucket rows");
+    assert!(buckets.len() >= 2, "lm's gradients fill several buckets");
+    let bucket_bytes: u64 = buckets.iter().filter_map(|b| b["bytes"].as_u64()).sum();
+    assert_eq!(bucket_bytes, param_bytes);
+    let bucket_params: u64 = buckets.iter().filter_map(|b| b["params"].as_u64()).sum();
+    assert_eq!(bucket_params, params.len() as u64);
+
+    // The advice in the summary is the one `advise` gives.
+    let advice = json_of(&["advise"], &run);
+    assert_eq!(v["advice"], advice);
+    if advice["missing"] == serde_json::json!([]) {
+        assert_reasoned(&advice);
+    } else {
+        // Only the cost model may be missing (the machine decides whether the times show a
+        // bandwidth), and the advice then says how to state one.
+        let missing = advice["missing"].to_string();
+        assert!(missing.contains("no cost model"), "{missing}");
+        assert!(missing.contains("--latency"), "{missing}");
+        eprintln!("note: the collectives' times here show no bandwidth: {missing}");
+    }
+    let stated = json_of(
+        &["advise", "--latency", "50us", "--bandwidth", "1GB/s"],
+        &run,
+    );
+    assert_eq!(stated["missing"], serde_json::json!([]), "{stated}");
+    assert_reasoned(&stated);
+}

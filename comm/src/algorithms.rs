@@ -30,8 +30,11 @@
 //! [`DIRECT_READ_CHUNK`] bytes read into a scratch buffer that stays in the
 //! cache), a barrier, then every rank reads the other segments from their
 //! owners; each segment is reduced once by its owner, so results are bitwise
-//! identical on every rank. Broadcast: every rank reads the root's buffer.
-//! A final barrier keeps every buffer in place until all peers have read it.
+//! identical on every rank. Broadcast: every rank reads the root's buffer;
+//! where the ranks may also write each other's memory, the root writes a
+//! segment into each other rank's buffer meanwhile, and each reads only the
+//! rest, so that the root's core copies too. A final barrier keeps every
+//! buffer in place until all peers have read (and been written) it.
 
 use std::time::Instant;
 
@@ -66,6 +69,9 @@ const DIRECT_READ_CHUNK: usize = 256 << 10;
 
 /// The word the direct-read probe reads from every peer.
 const PROBE_WORD: u64 = u64::from_le_bytes(*b"DDPREAD1");
+
+/// The bit of a rank's probe answer saying that it could write every peer.
+const WRITE_OK: u8 = 0x80;
 
 /// Where a peer's buffer is: its process id and the buffer's address there.
 #[derive(Clone, Copy)]
@@ -509,21 +515,41 @@ impl Engine {
         if dst.is_empty() {
             return Ok(());
         }
+        cma::read(at.pid, at.addr.wrapping_add(off as u64), dst)
+            .map_err(|source| self.peer_error(ctx, peer, source))
+    }
+
+    /// Copies `src` to offset `off` of `peer`'s buffer.
+    fn write_peer(
+        &self,
+        ctx: &OpCtx,
+        peer: usize,
+        at: Remote,
+        off: usize,
+        src: &[u8],
+    ) -> Result<()> {
+        if src.is_empty() {
+            return Ok(());
+        }
+        cma::write(at.pid, at.addr.wrapping_add(off as u64), src)
+            .map_err(|source| self.peer_error(ctx, peer, source))
+    }
+
+    /// The error of a failed read or write of `peer`'s memory.
+    fn peer_error(&self, ctx: &OpCtx, peer: usize, source: std::io::Error) -> CommError {
         let op = ctx.local.kind.name().to_string();
         let seq = ctx.local.seq;
-        cma::read(at.pid, at.addr.wrapping_add(off as u64), dst).map_err(|source| {
-            // The peer's process is gone: it died, as a closed connection says.
-            if source.raw_os_error() == Some(libc::ESRCH) {
-                CommError::PeerClosed { peer, op, seq }
-            } else {
-                CommError::PeerIo {
-                    peer,
-                    op,
-                    seq,
-                    source,
-                }
+        // The peer's process is gone: it died, as a closed connection says.
+        if source.raw_os_error() == Some(libc::ESRCH) {
+            CommError::PeerClosed { peer, op, seq }
+        } else {
+            CommError::PeerIo {
+                peer,
+                op,
+                seq,
+                source,
             }
-        })
+        }
     }
 
     /// Finds out, once at group creation, whether every rank can read every
@@ -531,6 +557,8 @@ impl Engine {
     /// never, 1 auto, 2 always. Returns the smallest wish of all ranks, or 0
     /// when some rank could not read some peer. Every rank of an
     /// all-shared-memory group takes part, and all get the same answer.
+    /// Also sets [`Engine::direct_write`]: whether, on top of that, every
+    /// rank could write every peer's memory.
     pub(crate) fn probe_direct_read(&mut self, wish: u8) -> Result<u8> {
         let desc = OpDesc {
             kind: OpKind::Barrier,
@@ -548,21 +576,29 @@ impl Engine {
             start,
             deadline: start + self.timeout,
         };
-        let word = PROBE_WORD;
-        let remotes = self.share_addresses(&ctx, std::ptr::addr_of!(word) as u64)?;
+        // Peers read the first word and write it into the second.
+        let words = std::cell::UnsafeCell::new([PROBE_WORD, 0u64]);
+        let remotes = self.share_addresses(&ctx, words.get() as u64)?;
         let mut ok = wish > 0;
+        let mut write_ok = ok;
         for (p, at) in remotes.iter().enumerate() {
             if p != self.rank && ok {
                 let mut got = [0u8; 8];
                 ok = self.read_peer(&ctx, p, *at, 0, &mut got).is_ok()
                     && u64::from_le_bytes(got) == PROBE_WORD;
+                write_ok =
+                    write_ok && ok && cma::write(at.pid, at.addr.wrapping_add(8), &got).is_ok();
             }
         }
-        // Everyone has read `word` once it sends its answer.
+        // Everyone has read and written `words` once it sends its answer:
+        // the wish (or 0) and, in the high bit, whether the writes went.
+        let mine = if ok { wish } else { 0 } | if write_ok { WRITE_OK } else { 0 };
         let mut answers = vec![0u8; self.world];
-        self.direct_all_gather(&ctx, &[if ok { wish } else { 0 }], &mut answers)?;
-        std::hint::black_box(&word);
-        Ok(answers.iter().copied().min().unwrap_or(0))
+        self.direct_all_gather(&ctx, &[mine], &mut answers)?;
+        std::hint::black_box(&words);
+        let agreed = answers.iter().map(|a| a & !WRITE_OK).min().unwrap_or(0);
+        self.direct_write = agreed > 0 && answers.iter().all(|a| a & WRITE_OK != 0);
+        Ok(agreed)
     }
 
     /// Direct-read all-reduce (see the module documentation).
@@ -602,13 +638,22 @@ impl Engine {
         self.dissemination_barrier(ctx)
     }
 
-    /// Direct-read broadcast: every rank copies the root's buffer.
+    /// Direct-read broadcast: every rank copies the root's buffer. When the
+    /// ranks may also write each other's memory ([`Engine::direct_write`]),
+    /// the root works too: the buffer is cut into `world` segments, the
+    /// root writes segment `j` into the `j`-th other rank's buffer (counted
+    /// from the root on) while each other rank reads the remaining segments
+    /// from the root, so every rank, the root included, copies `(world −
+    /// 1) / world` of the buffer instead of the others copying it whole.
     pub(crate) fn direct_read_broadcast(
         &mut self,
         ctx: &OpCtx,
         buf: &mut [u8],
         root: usize,
     ) -> Result<()> {
+        if self.direct_write {
+            return self.direct_write_broadcast(ctx, buf, root);
+        }
         let mut at = [0u8; 16];
         if self.rank == root {
             at[..8].copy_from_slice(&u64::from(cma::own_pid().unsigned_abs()).to_le_bytes());
@@ -624,6 +669,28 @@ impl Engine {
             self.read_peer(ctx, root, remote, 0, buf)?;
         }
         // The root's buffer stays untouched until every rank has read it.
+        self.dissemination_barrier(ctx)
+    }
+
+    /// The root-assisted form of [`Engine::direct_read_broadcast`].
+    fn direct_write_broadcast(&mut self, ctx: &OpCtx, buf: &mut [u8], root: usize) -> Result<()> {
+        let n = self.world;
+        let remotes = self.share_addresses(ctx, buf.as_ptr() as u64)?;
+        let segs = segments(buf.len(), n, 1);
+        // The `j`-th rank after the root gets segment `j` from the root.
+        let written = |rank: usize| (rank + n - root - 1) % n;
+        if self.rank == root {
+            for (p, at) in remotes.iter().enumerate().filter(|(p, _)| *p != root) {
+                let (o, l) = segs[written(p)];
+                self.write_peer(ctx, p, *at, o, &buf[o..o + l])?;
+            }
+        } else {
+            let mine = written(self.rank);
+            for (_, &(o, l)) in segs.iter().enumerate().filter(|&(j, _)| j != mine) {
+                self.read_peer(ctx, root, remotes[root], o, &mut buf[o..o + l])?;
+            }
+        }
+        // Every buffer is complete, and the root's free, once all are here.
         self.dissemination_barrier(ctx)
     }
 

@@ -1,15 +1,17 @@
-//! Direct reads from a peer process's memory (cross-memory attach,
-//! `process_vm_readv(2)`), the basis of the direct-read algorithms between
-//! ranks on one host: a rank copies a peer's data straight from the peer's
-//! buffer into its own, one copy where a shared-memory ring needs two (into
-//! the ring, out of the ring).
+//! Direct reads from and writes to a peer process's memory (cross-memory
+//! attach, `process_vm_readv(2)` and `process_vm_writev(2)`), the basis of
+//! the direct-read algorithms between ranks on one host: a rank copies a
+//! peer's data straight from the peer's buffer into its own (or from its
+//! own into the peer's), one copy where a shared-memory ring needs two
+//! (into the ring, out of the ring).
 //!
 //! The kernel allows it between processes of the same user unless a
 //! security policy (Yama's `ptrace_scope`, a seccomp filter) forbids it; the
-//! group probes it once at creation ([`crate::ProcessGroup::new`]) and uses
-//! the direct-read algorithms only when every rank could read every peer.
-//! A read of an address the peer does not map fails with `EFAULT` and never
-//! touches memory of this process outside the destination slice.
+//! group probes both once at creation ([`crate::ProcessGroup::new`]) and
+//! uses the direct-read algorithms only when every rank could read every
+//! peer (and writes only when every rank could also write every peer). A
+//! read or write of an address the peer does not map fails with `EFAULT`
+//! and never touches memory of this process outside the given slice.
 
 use std::io;
 
@@ -48,7 +50,42 @@ pub(crate) fn read(pid: i32, remote: u64, dst: &mut [u8]) -> io::Result<()> {
     Ok(())
 }
 
-/// This process's id, as peers name it in [`read`].
+/// Copies `src` to address `remote` of process `pid`, looping over partial
+/// transfers.
+pub(crate) fn write(pid: i32, remote: u64, src: &[u8]) -> io::Result<()> {
+    let mut done = 0usize;
+    while done < src.len() {
+        let local = libc::iovec {
+            iov_base: src[done..].as_ptr().cast_mut().cast::<libc::c_void>(),
+            iov_len: src.len() - done,
+        };
+        let to = libc::iovec {
+            iov_base: (remote as usize).wrapping_add(done) as *mut libc::c_void,
+            iov_len: src.len() - done,
+        };
+        // SAFETY: `local` describes the readable slice `src[done..]`, which
+        // the kernel only reads; the remote range is checked by the kernel
+        // against the other process's mappings (EFAULT otherwise).
+        let n = unsafe { libc::process_vm_writev(pid, &local, 1, &to, 1, 0) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if n == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "process_vm_writev transferred nothing",
+            ));
+        }
+        done += n as usize;
+    }
+    Ok(())
+}
+
+/// This process's id, as peers name it in [`read`] and [`write`].
 pub(crate) fn own_pid() -> i32 {
     std::process::id() as i32
 }
@@ -65,5 +102,15 @@ mod tests {
         assert_eq!(src, dst);
         assert!(read(own_pid(), 8, &mut dst[..16]).is_err());
         read(own_pid(), 8, &mut []).unwrap();
+    }
+
+    #[test]
+    fn writes_own_memory_and_refuses_a_bad_address() {
+        let src: Vec<u8> = (0..=255).rev().collect();
+        let mut dst = vec![0u8; 256];
+        write(own_pid(), dst.as_mut_ptr() as u64, &src).unwrap();
+        assert_eq!(std::hint::black_box(&dst), &src);
+        assert!(write(own_pid(), 8, &src[..16]).is_err());
+        write(own_pid(), 8, &[]).unwrap();
     }
 }

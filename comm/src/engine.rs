@@ -185,6 +185,11 @@ pub(crate) struct Engine {
     pub bell: Option<Bell>,
     /// Idle rounds to spin before sleeping on shared memory.
     pub spin_rounds: u32,
+    /// Whether every rank may write every peer's memory (found by
+    /// [`Engine::probe_direct_read`]): the direct-read broadcast's root then
+    /// writes part of the buffer into the other ranks' while they read the
+    /// rest.
+    pub direct_write: bool,
 }
 
 impl Engine {
@@ -215,6 +220,7 @@ impl Engine {
             abort: None,
             bell: None,
             spin_rounds,
+            direct_write: false,
         }
     }
 

@@ -112,7 +112,9 @@ impl FromStr for AlgorithmChoice {
 /// per byte) instead of streaming through the shared-memory rings (two).
 /// Only where every rank is on one host and the group's probe at creation
 /// found that the ranks may read each other's memory; the group takes the
-/// most restrictive choice of its ranks.
+/// most restrictive choice of its ranks. Where the probe found that they
+/// may also write it, a broadcast's root writes part of the buffer into the
+/// others' while they read the rest.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum DirectReadChoice {
     /// With 2 ranks. With more, on a 2-core machine (4 ranks), rings were

@@ -92,6 +92,25 @@ fn worker() {
                 pg.clock_uncertainty_ns()
             );
         }
+        "broadcast" => {
+            // Large enough for the bandwidth algorithms, and not a multiple
+            // of the world size: the segments differ in length.
+            let len = 1_000_003usize;
+            for root in 0..world {
+                let mut v: Vec<i32> = (0..len)
+                    .map(|i| (i * 7 + rank * 1_000_000) as i32)
+                    .collect();
+                let info = pg.broadcast(&mut v, root).unwrap();
+                let wrong = (0..len)
+                    .filter(|&i| v[i] != (i * 7 + root * 1_000_000) as i32)
+                    .count();
+                assert_eq!(wrong, 0, "broadcast from {root}: {wrong} wrong elements");
+                println!(
+                    "RESULT rank={rank} root={root} algorithm={}",
+                    info.algorithm
+                );
+            }
+        }
         "kill" => {
             let mut v = vec![1.0f32; 1 << 20];
             pg.all_reduce(&mut v, ReduceOp::Sum).unwrap();
@@ -142,6 +161,24 @@ fn processes_all_reduce_over_shared_memory_and_tcp() {
                     "rank {rank}: offset {off} ns, uncertainty {unc} ns"
                 );
             }
+        }
+    }
+}
+
+#[test]
+fn processes_broadcast_by_direct_reads_and_writes() {
+    // Separate processes read (and the root writes) each other's buffers
+    // through process_vm_readv/writev, as ranks on one host do.
+    for world in [2, 3] {
+        let outs = spawn_world(world, "broadcast", &[(comm::DIRECT_READ_ENV, "always")]);
+        for (rank, o) in outs.iter().enumerate() {
+            let t = text(o);
+            assert!(o.status.success(), "rank {rank} of {world} failed:\n{t}");
+            let direct = t
+                .lines()
+                .filter(|l| l.contains("RESULT ") && l.contains("algorithm=direct_read"))
+                .count();
+            assert_eq!(direct, world, "every root's broadcast reads directly:\n{t}");
         }
     }
 }

@@ -18,55 +18,52 @@ use std::io;
 /// Copies `dst.len()` bytes from address `remote` of process `pid` into
 /// `dst`, looping over partial transfers.
 pub(crate) fn read(pid: i32, remote: u64, dst: &mut [u8]) -> io::Result<()> {
-    let mut done = 0usize;
-    while done < dst.len() {
+    let len = dst.len();
+    transfer(len, "process_vm_readv", |done| {
         let local = libc::iovec {
             iov_base: dst[done..].as_mut_ptr().cast::<libc::c_void>(),
-            iov_len: dst.len() - done,
+            iov_len: len - done,
         };
-        let from = libc::iovec {
-            iov_base: (remote as usize).wrapping_add(done) as *mut libc::c_void,
-            iov_len: dst.len() - done,
-        };
+        let from = iovec_at(remote, done, len);
         // SAFETY: `local` describes the writable slice `dst[done..]`; the
         // remote range is only read by the kernel, which checks it against
         // the other process's mappings (EFAULT otherwise).
-        let n = unsafe { libc::process_vm_readv(pid, &local, 1, &from, 1, 0) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
-        if n == 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "process_vm_readv transferred nothing",
-            ));
-        }
-        done += n as usize;
-    }
-    Ok(())
+        unsafe { libc::process_vm_readv(pid, &local, 1, &from, 1, 0) }
+    })
 }
 
 /// Copies `src` to address `remote` of process `pid`, looping over partial
 /// transfers.
 pub(crate) fn write(pid: i32, remote: u64, src: &[u8]) -> io::Result<()> {
-    let mut done = 0usize;
-    while done < src.len() {
+    let len = src.len();
+    transfer(len, "process_vm_writev", |done| {
         let local = libc::iovec {
             iov_base: src[done..].as_ptr().cast_mut().cast::<libc::c_void>(),
-            iov_len: src.len() - done,
+            iov_len: len - done,
         };
-        let to = libc::iovec {
-            iov_base: (remote as usize).wrapping_add(done) as *mut libc::c_void,
-            iov_len: src.len() - done,
-        };
+        let to = iovec_at(remote, done, len);
         // SAFETY: `local` describes the readable slice `src[done..]`, which
         // the kernel only reads; the remote range is checked by the kernel
         // against the other process's mappings (EFAULT otherwise).
-        let n = unsafe { libc::process_vm_writev(pid, &local, 1, &to, 1, 0) };
+        unsafe { libc::process_vm_writev(pid, &local, 1, &to, 1, 0) }
+    })
+}
+
+/// The part of the peer's range `remote..remote + len` after its first
+/// `done` bytes.
+fn iovec_at(remote: u64, done: usize, len: usize) -> libc::iovec {
+    libc::iovec {
+        iov_base: (remote as usize).wrapping_add(done) as *mut libc::c_void,
+        iov_len: len - done,
+    }
+}
+
+/// Calls `step(done)`, one `name` call moving what is left after `done`
+/// bytes, until `len` bytes have moved; retries on `EINTR`.
+fn transfer(len: usize, name: &str, mut step: impl FnMut(usize) -> isize) -> io::Result<()> {
+    let mut done = 0usize;
+    while done < len {
+        let n = step(done);
         if n < 0 {
             let e = io::Error::last_os_error();
             if e.kind() == io::ErrorKind::Interrupted {
@@ -77,7 +74,7 @@ pub(crate) fn write(pid: i32, remote: u64, src: &[u8]) -> io::Result<()> {
         if n == 0 {
             return Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,
-                "process_vm_writev transferred nothing",
+                format!("{name} transferred nothing"),
             ));
         }
         done += n as usize;

@@ -283,11 +283,55 @@ fn latency_bound_prefers_large_buckets() {
 
 #[test]
 fn collectives_slowed_by_compute_are_left_out_of_a_fit_they_break() {
-    // The 1 MiB bucket [9] starts at 1 ms, during backward, and takes 12
-    // times its cost: 13.2 ms, longer than the 9 MiB bucket after backward
-    // (9.1 ms) and the first iteration's 10 MiB one (10.1 ms). Over all
-    // calls the time falls with size; over the 9 and 10 MiB calls, which
-    // overlap no compute, the line is the true one.
+    // Buckets [9], [8..4], [3..0]. The 1 MiB bucket [9] starts at 1 ms,
+    // during backward, and takes 12 times its cost: 13.2 ms, longer than
+    // the 5 and 4 MiB buckets queued behind it, which start after backward
+    // (at 14.2 and 19.3 ms) and take 5.1 and 4.1 ms. Over all calls the
+    // time falls with size; over the calls that overlap no compute (4 and
+    // 5 MiB five times each, the first iteration's 10 MiB once) the line
+    // is the true one.
+    let spec = Spec {
+        layout: vec![
+            vec![9],
+            (4..9u32).rev().collect(),
+            (0..4u32).rev().collect(),
+        ],
+        contention: 12.0,
+        ..bandwidth_bound()
+    };
+    let a = analysis::advise(&load(&make_run(&spec)), &AdviceOptions::default());
+    assert!(a.missing.is_empty(), "{:?}", a.missing);
+    let fit = &a.fits[a.fit_used.unwrap()];
+    assert!(fit.compute_free && !fit.latency_unmeasured && !fit.mixed_ops);
+    assert!((fit.fit.latency_ns - 1e5).abs() < 1.0, "{fit:?}");
+    assert!((fit.fit.ns_per_byte * MIB as f64 - 1e6).abs() < 1.0);
+    assert_eq!((fit.fit.sizes, fit.fit.calls), (3, 11));
+    // Measured: [3..0] ends at 23.4 ms, a 13.4 ms tail; the model (no
+    // contention) has [9] end at 2.1, [8..4] at 11.1, [3..0] at 15.2.
+    let obs = a.observed.as_ref().unwrap();
+    assert!(close(obs.comm_tail_ns, 13.4));
+    assert!(close(a.recorded.as_ref().unwrap().tail_ns, 5.2));
+    // 1 MiB buckets: a 2.0 ms tail as without contention.
+    assert!(close(candidate(&a, 1.0, MIB).tail_ns, 2.0));
+    let r = a.recommendation.as_ref().unwrap();
+    assert_eq!((r.cap_mb, r.first_bucket_bytes), (1.0, MIB));
+    let text = a.render_text(100);
+    for needle in [
+        "from the 11 collectives that ran while their rank computed nothing",
+        "all_reduce (no overlap)",
+    ] {
+        assert!(text.contains(needle), "{needle:?} missing in\n{text}");
+    }
+    assert!(!text.contains("taken as 0"), "{text}");
+}
+
+#[test]
+fn with_one_size_running_alone_only_the_bandwidth_is_fitted() {
+    // Buckets [9] and [8..0]: [9] starts during backward and takes 13.2 ms
+    // (12 times its cost), the 9 MiB bucket then runs alone (9.1 ms, five
+    // times), as does the first iteration's 10 MiB (10.1 ms, once). One
+    // size seen several times cannot tell a latency from a bandwidth: the
+    // line goes through the origin, Σ w·x·y / Σ w·x² with w = calls / y².
     let spec = Spec {
         contention: 12.0,
         ..bandwidth_bound()
@@ -295,29 +339,22 @@ fn collectives_slowed_by_compute_are_left_out_of_a_fit_they_break() {
     let a = analysis::advise(&load(&make_run(&spec)), &AdviceOptions::default());
     assert!(a.missing.is_empty(), "{:?}", a.missing);
     let fit = &a.fits[a.fit_used.unwrap()];
-    assert!(fit.compute_free);
-    assert!(!fit.mixed_ops);
-    assert!((fit.fit.latency_ns - 1e5).abs() < 1.0, "{fit:?}");
-    assert!((fit.fit.ns_per_byte * MIB as f64 - 1e6).abs() < 1.0);
-    assert_eq!(fit.fit.sizes, 2);
-    // Steps 1..5 have one 9 MiB call each, step 0 the 10 MiB one.
-    assert_eq!(fit.fit.calls, 6);
-    // Measured: [8..0] starts when [9] ends (14.2 ms) and ends at 23.3, a
-    // 13.3 ms tail; the model (no contention) gives 9.1 ms.
-    let obs = a.observed.as_ref().unwrap();
-    assert!(close(obs.comm_tail_ns, 13.3));
-    assert!(close(a.recorded.as_ref().unwrap().tail_ns, 9.1));
-    // 1 MiB buckets: a 2.0 ms tail as without contention.
-    assert!(close(candidate(&a, 1.0, MIB).tail_ns, 2.0));
+    assert!(fit.compute_free && fit.latency_unmeasured);
+    assert_eq!(fit.fit.latency_ns, 0.0);
+    let (w9, w10) = (5.0 / (9.1f64 * 9.1), 1.0 / (10.1f64 * 10.1));
+    let ms_per_mib = (w9 * 9.0 * 9.1 + w10 * 10.0 * 10.1) / (w9 * 81.0 + w10 * 100.0);
+    assert!(
+        (fit.fit.ns_per_byte * MIB as f64 - ms_per_mib * 1e6).abs() < 1.0,
+        "{fit:?}"
+    );
+    assert_eq!((fit.fit.sizes, fit.fit.calls), (2, 6));
+    // Without a latency, smaller buckets cost nothing extra: 1 MiB wins,
+    // but never with high confidence.
     let r = a.recommendation.as_ref().unwrap();
     assert_eq!((r.cap_mb, r.first_bucket_bytes), (1.0, MIB));
+    assert_ne!(r.confidence, Confidence::High);
     let text = a.render_text(100);
-    for needle in [
-        "from the 6 collectives that ran while their rank computed nothing",
-        "all_reduce (no overlap)",
-    ] {
-        assert!(text.contains(needle), "{needle:?} missing in\n{text}");
-    }
+    assert!(text.contains("The latency is taken as 0"), "{text}");
 }
 
 #[test]

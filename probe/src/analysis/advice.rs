@@ -14,7 +14,11 @@
 //!    the whole call): a bucket reduced during backward competes with it
 //!    for the cores (or the GPU) and can take longer than a larger one
 //!    reduced after it, which is what a 2-rank CPU job on two cores shows.
-//!    The tail that bucket sizes change is made of such calls.
+//!    The tail that bucket sizes change is made of such calls. A line needs
+//!    two sizes among them seen at least [`MIN_CALLS_PER_SIZE`] times each;
+//!    with one, the line goes through the origin (latency taken as 0, which
+//!    favours smaller buckets, said so in the advice and never with high
+//!    confidence).
 //! 2. **Gradient-ready times.** Every all-reduce waits for the last rank to
 //!    be ready, so each steady step is seen from its *critical rank*: the
 //!    rank whose backward ends last. For every parameter, the ready offset
@@ -57,7 +61,7 @@ use serde::{Deserialize, Serialize};
 
 use super::assign::{assign_buckets, rebuild_limits, ParamSpec};
 use super::comm::{bus_factor, LastCall, SeqTable};
-use super::costmodel::{fit_latency_bandwidth, CostFit, LinearFit};
+use super::costmodel::{fit_bandwidth, fit_latency_bandwidth, CostFit, FitError, LinearFit};
 use super::group::Groups;
 use super::render::{self, num, text, Table};
 use super::scan::{scan_run, CollObs, WindowCalls};
@@ -389,6 +393,19 @@ fn fit_points(run: &Run, alone: &[usize]) -> Vec<FitPoint> {
     out
 }
 
+/// How many calls of one size make it count for a latency-and-bandwidth
+/// line fitted to the calls that ran alone.
+const MIN_CALLS_PER_SIZE: usize = 3;
+
+/// How many sizes (`x` of `obs`) have at least `min` observations.
+fn sizes_seen(obs: &[(f64, f64)], min: usize) -> usize {
+    let mut xs: Vec<f64> = obs.iter().map(|o| o.0).collect();
+    xs.sort_unstable_by(f64::total_cmp);
+    xs.chunk_by(|a, b| a == b)
+        .filter(|run| run.len() >= min)
+        .count()
+}
+
 fn sym_name(run: &Run, s: Option<Sym>) -> String {
     s.map_or("unknown", |s| run.str(s)).to_owned()
 }
@@ -430,32 +447,40 @@ fn fit_all(
         let x = |p: &FitPoint| p.bytes as f64 * bus_factor(&sym_name(run, p.op), n);
         // The op's calls, else every op's (`mixed`); all calls, else only
         // those that ran with no compute of their rank (`alone_only`).
-        let fit_of = |alone_only: bool| {
-            let calls = || {
-                items
-                    .iter()
-                    .map(|&i| &points[i as usize])
-                    .filter(move |p| !alone_only || p.alone)
-            };
-            let obs: Vec<(f64, f64)> = calls()
-                .filter(|p| p.op == op)
+        let obs_of = |alone_only: bool, mixed: bool| -> Vec<(f64, f64)> {
+            items
+                .iter()
+                .map(|&i| &points[i as usize])
+                .filter(|p| !alone_only || p.alone)
+                .filter(|p| mixed || p.op == op)
                 .map(|p| (x(p), p.time_ns))
-                .collect();
-            let result = fit_latency_bandwidth(&obs);
-            if result.is_ok() {
-                return (result, false);
-            }
-            let all: Vec<(f64, f64)> = calls().map(|p| (x(p), p.time_ns)).collect();
-            match fit_latency_bandwidth(&all) {
-                Ok(f) => (Ok(f), true),
-                Err(_) => (result, false),
-            }
+                .collect()
         };
-        let (mut result, mut mixed) = fit_of(false);
-        let mut compute_free = false;
+        let mut result = fit_latency_bandwidth(&obs_of(false, false));
+        let mut mixed = false;
         if result.is_err() {
-            if let (Ok(f), m) = fit_of(true) {
-                (result, mixed, compute_free) = (Ok(f), m, true);
+            if let Ok(f) = fit_latency_bandwidth(&obs_of(false, true)) {
+                (result, mixed) = (Ok(f), true);
+            }
+        }
+        let (mut compute_free, mut latency_unmeasured) = (false, false);
+        if result == Err(FitError::NoBandwidth) {
+            // The times fall with size: the calls that ran alone then. A
+            // line needs two sizes seen several times each (a single
+            // warm-up call fixes nothing); with one, only the bandwidth can
+            // be told.
+            for m in [false, true] {
+                let obs = obs_of(true, m);
+                let fit = match sizes_seen(&obs, MIN_CALLS_PER_SIZE) {
+                    0 => continue,
+                    1 => fit_bandwidth(&obs).map(|f| (f, true)),
+                    _ => fit_latency_bandwidth(&obs).map(|f| (f, false)),
+                };
+                if let Ok((f, unmeasured)) = fit {
+                    (result, mixed) = (Ok(f), m);
+                    (compute_free, latency_unmeasured) = (true, unmeasured);
+                    break;
+                }
             }
         }
         match result {
@@ -471,6 +496,7 @@ fn fit_all(
                     fit,
                     assumed: false,
                     compute_free,
+                    latency_unmeasured,
                 });
             }
             Err(e) => {
@@ -733,6 +759,7 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
             fit: LinearFit::assumed(a.latency_ns, a.busbw_bytes_per_s),
             assumed: true,
             compute_free: false,
+            latency_unmeasured: false,
         });
         used = Some(fits.len() - 1);
         fit_errors.clear();
@@ -943,7 +970,7 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
     let worth = !best.is_current && gain > threshold;
     let confidence = if !worth {
         Confidence::Low
-    } else if gain >= 3.0 * threshold && rel <= 0.10 && !fit.assumed {
+    } else if gain >= 3.0 * threshold && rel <= 0.10 && !fit.assumed && !fit.latency_unmeasured {
         Confidence::High
     } else {
         Confidence::Medium
@@ -1032,7 +1059,7 @@ fn explain(
                 if fit.compute_free {
                     format!(
                         ", from the {} collectives that ran while their rank computed nothing: with all of them the time does not grow with size, because the ones that overlapped compute were slowed by it, both competing for the same cores or GPU",
-                        fit.fit.calls
+                        fit.fit.calls,
                     )
                 } else {
                     String::new()
@@ -1042,6 +1069,12 @@ fn explain(
         mib(cur_cap),
         render::ns(fit.predict_ns(cap_bytes)),
     ));
+    if fit.latency_unmeasured {
+        out.push(format!(
+            "The latency is taken as 0: the collectives that ran alone have too few sizes to tell a per-call latency from the bandwidth, and without one smaller buckets look cheaper than they are. To be sure, state both, e.g. ddp-probe advise --latency 50us --bandwidth {:.2}GB/s.",
+            fit.busbw_bytes_per_s() / 1e9
+        ));
+    }
     let step_after = obs.step_ns - gain;
     if worth {
         out.push(format!(

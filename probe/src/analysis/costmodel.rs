@@ -92,6 +92,21 @@ impl std::fmt::Display for FitError {
 /// Fits `time = latency + x · ns_per_byte` to `(x, time_ns)` observations
 /// as described in the module documentation.
 pub fn fit_latency_bandwidth(obs: &[(f64, f64)]) -> Result<LinearFit, FitError> {
+    fit_line(obs, false)
+}
+
+/// Fits `time = x · ns_per_byte` (a line through the origin: no per-call
+/// latency) to `(x, time_ns)` observations, weighted as
+/// [`fit_latency_bandwidth`] weighs them; one size is enough. For when the
+/// observations cannot tell the latency from the bandwidth: the latency is
+/// then reported as 0 and clamped.
+pub fn fit_bandwidth(obs: &[(f64, f64)]) -> Result<LinearFit, FitError> {
+    fit_line(obs, true)
+}
+
+/// The line of [`fit_latency_bandwidth`], or of [`fit_bandwidth`] when
+/// `through_origin`.
+fn fit_line(obs: &[(f64, f64)], through_origin: bool) -> Result<LinearFit, FitError> {
     let obs_len = obs.len();
     let mut obs: Vec<(f64, f64)> = obs
         .iter()
@@ -116,7 +131,7 @@ pub fn fit_latency_bandwidth(obs: &[(f64, f64)]) -> Result<LinearFit, FitError> 
         let n = scratch.len() as f64;
         pts.push((x, median(&mut scratch), n));
     }
-    if pts.len() < 2 {
+    if pts.len() < 2 && !through_origin {
         return Err(FitError::OneSize(pts[0].0));
     }
     let floor = 1.0; // ns, keeps the weights finite for zero times
@@ -138,7 +153,7 @@ pub fn fit_latency_bandwidth(obs: &[(f64, f64)]) -> Result<LinearFit, FitError> 
     };
     let mut latency = (sy - slope * sx) / sw;
     let mut clamped = false;
-    if latency < 0.0 {
+    if latency < 0.0 || through_origin {
         clamped = true;
         latency = 0.0;
         slope = if sxx > 0.0 { sxy / sxx } else { 0.0 };
@@ -197,6 +212,12 @@ pub struct CostFit {
     /// of it being fitted to the trace; `fit`'s quality fields are then 0.
     #[serde(default)]
     pub assumed: bool,
+    /// Whether the collectives fitted showed too few sizes (with several
+    /// calls each) to tell a per-call latency from the bandwidth, so that
+    /// the line was fitted through the origin (latency 0, which favours
+    /// smaller buckets). Only with `compute_free`.
+    #[serde(default)]
+    pub latency_unmeasured: bool,
     /// Whether only the collectives that ran while their rank computed
     /// nothing were fitted: the times of all of them did not make a line
     /// that rises with size, because those that overlapped compute were
@@ -293,6 +314,23 @@ mod tests {
         assert!(f.latency_clamped);
         assert_eq!(f.latency_ns, 0.0);
         assert!(f.ns_per_byte > 0.0);
+    }
+
+    #[test]
+    fn a_line_through_the_origin_takes_one_size() {
+        // 2 ms for 1 MB, weighted medians: the 9 ms outlier does not count.
+        let obs = [(1e6, 2e6), (1e6, 2e6), (1e6, 9e6)];
+        assert_eq!(fit_latency_bandwidth(&obs), Err(FitError::OneSize(1e6)));
+        let f = fit_bandwidth(&obs).unwrap();
+        assert_eq!((f.latency_ns, f.ns_per_byte), (0.0, 2.0));
+        assert!(f.latency_clamped);
+        assert_eq!((f.sizes, f.calls), (1, 3));
+        // Two sizes: the weighted least-squares slope through the origin,
+        // Σ w·x·y / Σ w·x² with w = count / y²: w1 = 1e-12, w2 = 1e-12 / 16,
+        // (1 + 0.5) / (1 + 0.25) = 1.2 ns per byte.
+        let f = fit_bandwidth(&[(1e6, 1e6), (2e6, 4e6)]).unwrap();
+        assert!((f.ns_per_byte - 1.2).abs() < 1e-12, "{f:?}");
+        assert_eq!(fit_bandwidth(&[]), Err(FitError::Empty));
     }
 
     #[test]

@@ -351,13 +351,23 @@ fn fit_points(run: &Run, alone: &[usize]) -> Vec<FitPoint> {
             .iter()
             .filter(|l| !matches!(l.kind, LaneKind::Gpu { .. }))
         {
+            // A lane's spans lie at rising addresses: a cursor into `alone`
+            // follows them from the lane's first.
+            let mut k = lane
+                .spans()
+                .first()
+                .map_or(0, |sp| alone.partition_point(|&a| a < span_addr(sp)));
             for sp in lane
                 .spans()
                 .iter()
                 .filter(|s| s.kind() == SpanKind::Collective)
             {
                 let Some(bytes) = sp.bytes() else { continue };
-                let is_alone = alone.binary_search(&span_addr(sp)).is_ok();
+                let addr = span_addr(sp);
+                while alone.get(k).is_some_and(|&a| a < addr) {
+                    k += 1;
+                }
+                let is_alone = alone.get(k) == Some(&addr);
                 if sp.seq().is_none() {
                     out.push(FitPoint {
                         bytes,

@@ -17,8 +17,10 @@ Each rank then writes ``$DDP_PROBE_TRACE_DIR/rank-$RANK.jsonl`` (trace format
   bucket accumulated, from ``register_post_accumulate_grad_hook`` on every
   parameter; the bucket's parameters come from the ``GradBucket`` that DDP
   hands to its communication hook) and a ``collective`` span (``op``
-  ``all_reduce``; starts when DDP calls the communication hook, ends when the
-  all-reduce's future completes; ``seq`` is the process group's sequence
+  ``all_reduce``; with gloo it starts when DDP calls the communication hook
+  and ends when the all-reduce's future completes; with NCCL on GPUs both
+  ends come from CUDA events on the streams the all-reduce is ordered by,
+  see :class:`CudaCollectiveTimer`; ``seq`` is the process group's sequence
   number of that all-reduce, equal on every rank);
 * a ``grad_ready`` record per step (per-parameter ready offsets, for offline
   re-bucketing), a ``buckets`` record whenever DDP's bucket layout changes
@@ -77,7 +79,7 @@ import time
 import torch
 import torch.distributed as dist
 
-__all__ = ["instrument", "TraceWriter", "DumpWatcher", "FORMAT_VERSION"]
+__all__ = ["instrument", "TraceWriter", "DumpWatcher", "CudaCollectiveTimer", "FORMAT_VERSION"]
 
 #: Version of the trace format this module writes.
 FORMAT_VERSION = "1.0"
@@ -126,6 +128,9 @@ class TraceWriter:
         self._closed = False
         #: A :class:`DumpWatcher` the daemon thread polls, or None.
         self.dump_watcher = None
+        #: Callables the daemon thread runs every flush interval (and ``close``
+        #: once more), before writing: they may ``record``.
+        self.pollers = []
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
         self.record(header)
@@ -163,9 +168,17 @@ class TraceWriter:
             written = os.write(self._fd, view)
             view = view[written:]
 
+    def _run_pollers(self, final=False):
+        for poll in list(self.pollers):
+            try:
+                poll(final)
+            except Exception as e:  # noqa: BLE001 - recording must not break training
+                _LOG.debug("ddp_probe_torch: a poller failed: %s", e)
+
     def _flusher(self):
         while True:
             time.sleep(_FLUSH_INTERVAL_S)
+            self._run_pollers()
             with self._lock:
                 if self._closed:
                     return
@@ -180,6 +193,8 @@ class TraceWriter:
 
     def close(self, status, message=None):
         """Writes the ``end`` record and closes the file (idempotent)."""
+        if not self._closed:
+            self._run_pollers(final=True)
         end = {"type": "end", "t": now_ns(), "status": status}
         if message:
             end["message"] = message
@@ -271,6 +286,109 @@ def _tensors(obj, depth=0):
             yield from _tensors(item, depth + 1)
 
 
+class CudaCollectiveTimer:
+    """GPU-side start and end of collectives that run on CUDA streams (NCCL).
+
+    With NCCL the future DDP gets from a communication hook completes on the
+    host as soon as the all-reduce is *queued*, so host timestamps would say
+    every all-reduce takes microseconds. Instead a CUDA event is recorded on
+    the current stream just before the hook issues the collective (NCCL's
+    stream waits for it, so the all-reduce cannot start earlier) and another
+    inside the future's ``then`` callback, whose current stream PyTorch makes
+    wait for the collective (so it completes when the all-reduce has ended).
+    NCCL runs one process group's collectives one after another on its
+    stream, so a collective starts at the later of its start event and the
+    previous collective's end.
+
+    Events are turned into host-clock times later, without synchronising the
+    training thread: the trace writer's daemon thread polls them (``query``)
+    every flush interval and records each span once both events completed.
+    Their times are measured from an *anchor*, an event recorded on a side
+    stream that the daemon thread waits for and stamps with the host clock;
+    the anchor is renewed every few seconds so the float milliseconds of
+    ``elapsed_time`` stay precise. Spans still open at exit keep host times
+    and say so (``args.timing = "host"``).
+    """
+
+    #: Renew the anchor after this many seconds.
+    ANCHOR_EVERY_S = 5.0
+
+    def __init__(self, device, writer):
+        self.device = device
+        self.writer = writer
+        self.lock = threading.Lock()
+        self.pending = []
+        self.last_end_ns = 0
+        self.side = torch.cuda.Stream(device=device)
+        self.anchor = None
+        self.resolved = 0
+        self._anchor()
+
+    def _anchor(self):
+        """Records an event on the idle side stream and stamps its completion.
+
+        Renewed only while no collective is pending, so that new anchors come
+        before the events they measure."""
+        ev = torch.cuda.Event(enable_timing=True)
+        with torch.cuda.device(self.device), torch.cuda.stream(self.side):
+            before = now_ns()
+            ev.record(self.side)
+        ev.synchronize()
+        after = now_ns()
+        # The event ran between the two readings; take the middle.
+        self.anchor = (ev, (before + after) // 2, time.monotonic())
+
+    def start_event(self):
+        ev = torch.cuda.Event(enable_timing=True)
+        ev.record()
+        return ev
+
+    def end_event(self):
+        ev = torch.cuda.Event(enable_timing=True)
+        ev.record()
+        return ev
+
+    def add(self, span, start_ev, end_ev):
+        with self.lock:
+            self.pending.append((span, start_ev, end_ev))
+
+    def _to_ns(self, anchor, ev):
+        ev_anchor, anchor_ns, _ = anchor
+        return anchor_ns + int(round(ev_anchor.elapsed_time(ev) * 1e6))
+
+    def poll(self, final=False):
+        """Records every pending span whose events completed, in order."""
+        renew = not final and time.monotonic() - self.anchor[2] >= self.ANCHOR_EVERY_S
+        if renew and not self.pending:
+            # Outside the lock: the training thread never waits for it.
+            self._anchor()
+            return
+        with self.lock:
+            anchor = self.anchor
+            done = []
+            while self.pending:
+                span, start_ev, end_ev = self.pending[0]
+                if end_ev is None or not end_ev.query() or not start_ev.query():
+                    break
+                self.pending.pop(0)
+                start = self._to_ns(anchor, start_ev)
+                end = self._to_ns(anchor, end_ev)
+                start = max(start, self.last_end_ns, 0)
+                end = max(end, start)
+                self.last_end_ns = end
+                span["start"], span["end"] = start, end
+                done.append(span)
+            left = list(self.pending) if final else []
+            if final:
+                self.pending = []
+        self.resolved += len(done)
+        for span in done:
+            self.writer.record(span)
+        for span, _s, _e in left:
+            span.setdefault("args", {})["timing"] = "host"
+            self.writer.record(span)
+
+
 class _StepState:
     """What one training step has seen so far."""
 
@@ -301,6 +419,8 @@ class _Instrumentation:
         self.layout = None
         self.comm_hook_registered = False
         self.can_wrap = True
+        #: A :class:`CudaCollectiveTimer` when the process group runs NCCL.
+        self.cuda_timer = None
         self.local_seq = 0
         self.pg = getattr(ddp, "process_group", None) or dist.distributed_c10d._get_default_group()
         self.params = [p for p in ddp.parameters() if p.requires_grad]
@@ -390,6 +510,8 @@ class _Instrumentation:
         def ddp_probe_hook(state, bucket):
             t = now_ns()
             st = self.note_bucket(bucket, t)
+            timer = self.cuda_timer if bucket.buffer().is_cuda else None
+            start_ev = timer.start_event() if timer is not None and st else None
             fut = hook(state, bucket)
             seq = self.seq_after_issue()
             info = st[1] if st else None
@@ -429,6 +551,10 @@ class _Instrumentation:
                     span["seq"] = seq
                 if _has_exception(f):
                     span["args"] = {"error": True}
+                elif start_ev is not None:
+                    # GPU times replace the host's when the events complete.
+                    timer.add(span, start_ev, timer.end_event())
+                    return
                 self.writer.record(span)
 
             def then(f):
@@ -724,6 +850,11 @@ def instrument(ddp_model, *, trace_dir=None):
             inst.writer.dump_watcher = DumpWatcher(run_dir, rank)
         except OSError as e:
             _say(f"cannot answer flight-recorder dump requests: {e}")
+    if "nccl" in inst.backend and torch.cuda.is_available():
+        device = next((p.device for p in inst.params if p.is_cuda), None)
+        if device is not None:
+            inst.cuda_timer = CudaCollectiveTimer(device, inst.writer)
+            inst.writer.pollers.append(inst.cuda_timer.poll)
     inst.install()
     _ACTIVE.append(inst)
     _install_exit(inst.writer)

@@ -521,3 +521,22 @@ fn pytorch_hang_is_explained_naming_the_rank_behind() {
         "{text}"
     );
 }
+
+/// The pairing of the module's NCCL spans with torch.profiler's kernels that
+/// `scripts/gpu-check` relies on, on constructed inputs (no GPU needed): a
+/// host-timed span of a 100 µs kernel fails, counts that differ fail.
+#[test]
+fn gpu_module_check_pairs_spans_with_profiler_kernels() {
+    let Some(py) = python() else { return };
+    let out = Command::new(py)
+        .current_dir(repo())
+        .args(["examples/python/gpu_module_check.py", "self-test"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success() && String::from_utf8_lossy(&out.stdout).contains("self-test passed"),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

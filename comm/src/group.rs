@@ -341,47 +341,9 @@ impl ProcessGroup {
     /// [`crate::TIMEOUT_ENV`], when set, replaces `options.timeout`.
     pub fn from_env(mut options: GroupOptions) -> Result<ProcessGroup> {
         options.timeout = options.resolved_timeout()?;
-        fn var(name: &str) -> Result<String> {
-            std::env::var(name).map_err(|_| {
-                CommError::InvalidArgument(format!("environment variable {name} is not set"))
-            })
-        }
-        fn num(name: &str) -> Result<usize> {
-            let v = var(name)?;
-            v.trim().parse().map_err(|_| {
-                CommError::InvalidArgument(format!("{name}={v:?} is not a non-negative integer"))
-            })
-        }
-        let rank = num("RANK")?;
-        let world = num("WORLD_SIZE")?;
-        let host = var("MASTER_ADDR")?;
-        let port = num("MASTER_PORT")?;
-        let addr = if host.contains(':') && !host.starts_with('[') {
-            format!("[{host}]:{port}")
-        } else {
-            format!("{host}:{port}")
-        };
-        let token = match Token::from_env()? {
-            Some(token) => token,
-            None => {
-                let run = std::env::var("TORCHELASTIC_RUN_ID").unwrap_or_default();
-                Token::new(format!("ddp-probe:{run}@{addr}"))?
-            }
-        };
-        let server = if rank == 0 {
-            Some(StoreServer::bind(addr.as_str(), token.clone()).map_err(|e| {
-                CommError::InvalidArgument(format!(
-                    "rank 0 could not host the rendezvous store on MASTER_ADDR:MASTER_PORT = {addr}: \
-                     {e}. If the port is in use, pick another (ddp-probe run --master-port, or leave \
-                     it out to get a free one); MASTER_ADDR must be an address of this host"
-                ))
-            })?)
-        } else {
-            None
-        };
-        let store = StoreClient::connect(addr, &token, options.timeout)?;
-        let mut group = ProcessGroup::new(rank, world, &store, options)?;
-        group.store_server = server;
+        let meeting = EnvRendezvous::connect(options.timeout)?;
+        let mut group = ProcessGroup::new(meeting.rank, meeting.world, &meeting.store, options)?;
+        group.store_server = meeting.server;
         Ok(group)
     }
 
@@ -1186,5 +1148,76 @@ fn check_root_buffer(
             (per_rank_bytes / es).saturating_mul(n)
         ))),
         None => Err(invalid(format!("{op} root needs an {big_name} buffer"))),
+    }
+}
+
+/// The rendezvous a launcher's environment describes (torchrun's `RANK`,
+/// `WORLD_SIZE`, `MASTER_ADDR`, `MASTER_PORT`, and `DDP_PROBE_STORE_TOKEN`):
+/// rank 0 hosts the store on `MASTER_ADDR:MASTER_PORT`, every rank is
+/// connected to it. [`ProcessGroup::from_env`] builds on it, and so does any
+/// other group that meets through the same store (the NCCL group of the
+/// `ddp-cuda` crate).
+pub struct EnvRendezvous {
+    /// This rank.
+    pub rank: usize,
+    /// Number of ranks.
+    pub world: usize,
+    /// This rank's connection to the store.
+    pub store: StoreClient,
+    /// The store itself, on rank 0: keep it alive as long as any rank may use it.
+    pub server: Option<StoreServer>,
+}
+
+impl EnvRendezvous {
+    /// Reads the environment and connects (rank 0 hosts the store first).
+    /// Without a token (a launcher other than `ddp-probe run`), one is
+    /// derived from `TORCHELASTIC_RUN_ID` and the endpoint, which every rank
+    /// computes alike.
+    pub fn connect(timeout: std::time::Duration) -> Result<EnvRendezvous> {
+        fn var(name: &str) -> Result<String> {
+            std::env::var(name).map_err(|_| {
+                CommError::InvalidArgument(format!("environment variable {name} is not set"))
+            })
+        }
+        fn num(name: &str) -> Result<usize> {
+            let v = var(name)?;
+            v.trim().parse().map_err(|_| {
+                CommError::InvalidArgument(format!("{name}={v:?} is not a non-negative integer"))
+            })
+        }
+        let rank = num("RANK")?;
+        let world = num("WORLD_SIZE")?;
+        let host = var("MASTER_ADDR")?;
+        let port = num("MASTER_PORT")?;
+        let addr = if host.contains(':') && !host.starts_with('[') {
+            format!("[{host}]:{port}")
+        } else {
+            format!("{host}:{port}")
+        };
+        let token = match Token::from_env()? {
+            Some(token) => token,
+            None => {
+                let run = std::env::var("TORCHELASTIC_RUN_ID").unwrap_or_default();
+                Token::new(format!("ddp-probe:{run}@{addr}"))?
+            }
+        };
+        let server = if rank == 0 {
+            Some(StoreServer::bind(addr.as_str(), token.clone()).map_err(|e| {
+                CommError::InvalidArgument(format!(
+                    "rank 0 could not host the rendezvous store on MASTER_ADDR:MASTER_PORT = {addr}: \
+                     {e}. If the port is in use, pick another (ddp-probe run --master-port, or leave \
+                     it out to get a free one); MASTER_ADDR must be an address of this host"
+                ))
+            })?)
+        } else {
+            None
+        };
+        let store = StoreClient::connect(addr, &token, timeout)?;
+        Ok(EnvRendezvous {
+            rank,
+            world,
+            store,
+            server,
+        })
     }
 }

@@ -86,7 +86,7 @@ mod work;
 
 pub use dtype::{Buffer, DType, Element, ReduceOp};
 pub use error::{fmt_duration, fmt_ranks, CommError};
-pub use group::ProcessGroup;
+pub use group::{EnvRendezvous, ProcessGroup};
 pub use mesh::host_identity;
 pub use options::{
     AlgorithmChoice, DirectReadChoice, GroupOptions, TransportChoice, ALGORITHM_ENV,

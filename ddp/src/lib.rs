@@ -18,13 +18,16 @@
 pub mod amp;
 pub mod buckets;
 pub mod checkpoint;
+/// The GPU path (feature `cuda`): the `ddp-cuda` crate, which needs no libtorch.
 #[cfg(feature = "cuda")]
-pub mod cuda;
+pub use ddp_cuda as cuda;
 pub mod ddp;
 pub mod error;
 pub mod fault;
 pub mod hooks;
 pub mod metrics;
+#[cfg(feature = "cuda")]
+pub mod nccl_tensors;
 pub mod optim;
 pub mod reducer;
 pub mod sampler;

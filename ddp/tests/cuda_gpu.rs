@@ -14,6 +14,7 @@ use comm::{OpKind, ReduceOp, StoreClient, StoreServer, Token};
 use ddp::cuda::cupti::{KernelTracer, TracerOptions};
 use ddp::cuda::nccl::{NcclGroup, NcclOptions};
 use ddp::cuda::{availability, CudaLibrary};
+use ddp::nccl_tensors::NcclTensors;
 use probe::recorder::Recorder;
 use probe::trace::{Header, KernelCategory, Record, SpanKind};
 
@@ -37,7 +38,7 @@ fn gpu_ready() -> bool {
         println!("skipped: {e}");
         return false;
     }
-    match cudarc::driver::CudaContext::device_count() {
+    match ddp::cuda::cudarc::driver::CudaContext::device_count() {
         Ok(n) if n > 0 => true,
         other => {
             println!("skipped: no GPU ({other:?})");

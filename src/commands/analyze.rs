@@ -27,7 +27,11 @@ pub fn summary(args: AnalyzeArgs) -> Result<ExitCode> {
     // A run imported from PyTorch profiler traces carries HTA's GPU time breakdown.
     let hta = crate::commands::import::stored_in_run(&args.runs);
     if args.json {
-        let mut json = serde_json::json!({ "summary": summary, "advice": advice });
+        let mut json = serde_json::json!({
+            "schema_version": analysis::JSON_SCHEMA_VERSION,
+            "summary": summary,
+            "advice": advice,
+        });
         if let Some(h) = &hta {
             json["gpu_time_breakdown_hta"] = h.clone();
         }
@@ -72,9 +76,16 @@ pub fn advise(args: AnalyzeArgs) -> Result<ExitCode> {
     };
     let advice = analysis::advise(&run, &options);
     if args.json {
+        let mut json = serde_json::to_value(&advice).context("could not encode the advice")?;
+        if let Some(object) = json.as_object_mut() {
+            object.insert(
+                "schema_version".to_owned(),
+                analysis::JSON_SCHEMA_VERSION.into(),
+            );
+        }
         println!(
             "{}",
-            serde_json::to_string_pretty(&advice).context("could not encode the advice")?
+            serde_json::to_string_pretty(&json).context("could not encode the advice")?
         );
     } else {
         print_block(&advice.render_text(terminal_width()));

@@ -3,12 +3,11 @@
 //! the details of a selected span, the panels, ASCII mode and the
 //! sanitising of strings taken from the trace.
 //!
-//! `UPDATE_SNAPSHOTS=1 cargo test -p probe-tui --test render` rewrites the
-//! snapshots after an intended change (review the diff).
+//! The screens are insta snapshots: after an intended change,
+//! `INSTA_UPDATE=always cargo test -p probe-tui --test render` (or
+//! `cargo insta review`) rewrites them; review the diff.
 
 mod common;
-
-use std::path::PathBuf;
 
 use common::{app, app_with, screen};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -24,24 +23,10 @@ fn keys(app: &mut App, s: &str) {
     }
 }
 
-/// Compares the screen with `tests/snapshots/<name>.txt`.
+/// Compares the screen with the insta snapshot `tests/snapshots/render__<name>.snap`.
 fn snapshot(name: &str, lines: &[String]) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/snapshots")
-        .join(format!("{name}.txt"));
     let text = lines.join("\n") + "\n";
-    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
-        std::fs::write(&path, &text).unwrap();
-        return;
-    }
-    let expected = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e} (UPDATE_SNAPSHOTS=1 writes it)", path.display()));
-    if expected != text {
-        panic!(
-            "screen differs from {}\n--- expected\n{expected}--- got\n{text}",
-            path.display()
-        );
-    }
+    insta::assert_snapshot!(name, text);
 }
 
 fn joined(lines: &[String]) -> String {

@@ -60,3 +60,9 @@ pub use summary::{
 /// processed in a step (see `docs/trace-format.md`, "Conventions for
 /// analysis").
 pub const SAMPLES_COUNTER: &str = "samples";
+
+/// The `schema_version` of `ddp-probe summary --json` (`{"schema_version",
+/// "summary", "advice", ...}`) and `advise --json` (the [`Advice`] object with
+/// `schema_version` added). Raised when a field changes meaning or goes away;
+/// new fields do not raise it.
+pub const JSON_SCHEMA_VERSION: u32 = 1;

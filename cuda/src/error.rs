@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use super::availability::Unavailable;
-use super::nccl::NcclError;
+use crate::availability::Unavailable;
+use crate::nccl::NcclError;
 
 /// Any error of the GPU path.
 #[derive(Debug, thiserror::Error)]

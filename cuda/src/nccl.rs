@@ -28,10 +28,11 @@
 //! as comm's do, so the same collective has the same `seq` on every rank.
 //!
 //! Buffers are cudarc [`CudaSlice`]s (whose own stream ordering cudarc
-//! tracks) or CUDA tensors from `tch` (their `data_ptr`): libtorch works on
-//! the legacy default stream, so the group's stream first waits for it
-//! through an event, exactly as PyTorch's `ProcessGroupNCCL` orders its NCCL
-//! stream after the current stream. Because every call waits for the
+//! tracks) or [`DeviceBuffer`]s, memory another framework owns given by
+//! address (the `ddp` crate hands libtorch's CUDA tensors over this way):
+//! libtorch works on the legacy default stream, so for those the group's
+//! stream first waits for it through an event, exactly as PyTorch's
+//! `ProcessGroupNCCL` orders its NCCL stream after the current stream. Because every call waits for the
 //! collective to finish, the buffers are free again when it returns.
 
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
@@ -49,11 +50,10 @@ use cudarc::nccl::sys::{
 };
 use probe::clock::now_ns;
 use probe::trace::{SpanKind, SpanRecord};
-use tch::{Device, Kind, Tensor};
 
-use super::availability::{self, CudaLibrary, Unavailable};
-use super::error::CudaError;
-use super::{guarded, lock, nvtx};
+use crate::availability::{self, CudaLibrary, Unavailable};
+use crate::error::CudaError;
+use crate::{guarded, lock, nvtx};
 
 type Result<T, E = CudaError> = std::result::Result<T, E>;
 
@@ -426,7 +426,7 @@ pub fn version_string(code: i32) -> String {
 
 /// The NCCL version this process loads (e.g. `"2.29.7"`).
 pub fn nccl_version() -> Result<String> {
-    guarded("ddp::cuda::nccl::nccl_version", || {
+    guarded("ddp_cuda::nccl::nccl_version", || {
         Ok(version_string(api()?.version()?))
     })
 }
@@ -499,21 +499,6 @@ impl NcclDType {
             NcclDType::F64 => ncclDataType_t::ncclFloat64,
             NcclDType::BF16 => ncclDataType_t::ncclBfloat16,
         }
-    }
-
-    /// The type of a tensor of `kind`, if NCCL handles it.
-    pub fn from_kind(kind: Kind) -> Option<NcclDType> {
-        Some(match kind {
-            Kind::Int8 => NcclDType::I8,
-            Kind::Uint8 | Kind::Bool => NcclDType::U8,
-            Kind::Int => NcclDType::I32,
-            Kind::Int64 => NcclDType::I64,
-            Kind::Half => NcclDType::F16,
-            Kind::Float => NcclDType::F32,
-            Kind::Double => NcclDType::F64,
-            Kind::BFloat16 => NcclDType::BF16,
-            _ => return None,
-        })
     }
 }
 
@@ -733,43 +718,27 @@ pub(crate) fn gather_layout_ok(small: Region, big: Region, rank: usize) -> bool 
             .saturating_add(small.bytes.saturating_mul(rank as u64))
 }
 
-/// Checks that `t` can be handed to NCCL on GPU `device`; returns its type,
-/// element count and device region.
-pub(crate) fn check_tensor(
-    what: &str,
-    t: &Tensor,
-    device: usize,
-) -> Result<(NcclDType, usize, Region)> {
-    if !t.defined() {
-        return Err(CudaError::InvalidArgument(format!(
-            "{what} is an undefined tensor"
-        )));
+/// A contiguous buffer on the group's GPU that the caller owns, given by its
+/// address: how memory of another framework (libtorch's CUDA tensors, through
+/// the `ddp` crate) reaches NCCL. Collectives on it first wait for the legacy
+/// default stream, where libtorch's kernels run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceBuffer {
+    /// The device address of the first element.
+    pub ptr: u64,
+    /// The element type.
+    pub dtype: NcclDType,
+    /// Elements.
+    pub count: usize,
+}
+
+impl DeviceBuffer {
+    fn region(self) -> Region {
+        Region {
+            ptr: self.ptr,
+            bytes: (self.count as u64).saturating_mul(self.dtype.size() as u64),
+        }
     }
-    let want = Device::Cuda(device);
-    if t.device() != want {
-        return Err(CudaError::InvalidArgument(format!(
-            "{what} is on {:?}, but this NCCL group runs on {want:?}",
-            t.device()
-        )));
-    }
-    if !t.is_contiguous() {
-        return Err(CudaError::InvalidArgument(format!(
-            "{what} is not contiguous; call .contiguous() first"
-        )));
-    }
-    let kind = t.kind();
-    let dtype = NcclDType::from_kind(kind).ok_or_else(|| {
-        CudaError::InvalidArgument(format!(
-            "{what} has dtype {kind:?}, which NCCL does not reduce or move (supported: int8, \
-             uint8, bool, int32, int64, float16, bfloat16, float32, float64)"
-        ))
-    })?;
-    let numel = t.numel();
-    let region = Region {
-        ptr: t.data_ptr() as u64,
-        bytes: (numel * dtype.size()) as u64,
-    };
-    Ok((dtype, numel, region))
 }
 
 // ----- timings -----
@@ -1035,7 +1004,7 @@ impl NcclGroup {
         store: &StoreClient,
         options: NcclOptions,
     ) -> Result<NcclGroup> {
-        guarded("ddp::cuda::nccl::NcclGroup::new", || {
+        guarded("ddp_cuda::nccl::NcclGroup::new", || {
             Self::create(rank, world_size, store, options)
         })
     }
@@ -1464,7 +1433,7 @@ impl NcclGroup {
         data: &mut CudaSlice<T>,
         op: ReduceOp,
     ) -> Result<NcclWorkInfo> {
-        guarded("ddp::cuda::nccl::NcclGroup::all_reduce", || {
+        guarded("ddp_cuda::nccl::NcclGroup::all_reduce", || {
             self.check_context("the all_reduce buffer", data.context())?;
             let count = data.len();
             let launch = Launch {
@@ -1499,7 +1468,7 @@ impl NcclGroup {
         data: &mut CudaSlice<T>,
         root: usize,
     ) -> Result<NcclWorkInfo> {
-        guarded("ddp::cuda::nccl::NcclGroup::broadcast", || {
+        guarded("ddp_cuda::nccl::NcclGroup::broadcast", || {
             self.check_context("the broadcast buffer", data.context())?;
             self.check_root(root)?;
             let count = data.len();
@@ -1534,7 +1503,7 @@ impl NcclGroup {
         input: &CudaSlice<T>,
         output: &mut CudaSlice<T>,
     ) -> Result<NcclWorkInfo> {
-        guarded("ddp::cuda::nccl::NcclGroup::all_gather", || {
+        guarded("ddp_cuda::nccl::NcclGroup::all_gather", || {
             self.check_context("the all_gather input", input.context())?;
             self.check_context("the all_gather output", output.context())?;
             self.check_sizes(OpKind::AllGather, input.len(), output.len())?;
@@ -1572,7 +1541,7 @@ impl NcclGroup {
         output: &mut CudaSlice<T>,
         op: ReduceOp,
     ) -> Result<NcclWorkInfo> {
-        guarded("ddp::cuda::nccl::NcclGroup::reduce_scatter", || {
+        guarded("ddp_cuda::nccl::NcclGroup::reduce_scatter", || {
             self.check_context("the reduce_scatter input", input.context())?;
             self.check_context("the reduce_scatter output", output.context())?;
             self.check_sizes(OpKind::ReduceScatter, output.len(), input.len())?;
@@ -1606,7 +1575,7 @@ impl NcclGroup {
     /// Returns once every rank has reached the barrier (an all-reduce of one
     /// element, as PyTorch's NCCL backend does it).
     pub fn barrier(&self) -> Result<NcclWorkInfo> {
-        guarded("ddp::cuda::nccl::NcclGroup::barrier", || {
+        guarded("ddp_cuda::nccl::NcclGroup::barrier", || {
             let launch = Launch {
                 op: OpKind::Barrier,
                 dtype: NcclDType::F32,
@@ -1631,13 +1600,21 @@ impl NcclGroup {
         })
     }
 
-    // ----- collectives on libtorch tensors -----
+    // ----- collectives on buffers owned elsewhere -----
 
-    /// [`NcclGroup::all_reduce`] on a contiguous CUDA tensor of this group's
-    /// GPU, in place.
-    pub fn all_reduce_tensor(&self, tensor: &mut Tensor, op: ReduceOp) -> Result<NcclWorkInfo> {
-        guarded("ddp::cuda::nccl::NcclGroup::all_reduce_tensor", || {
-            let (dtype, count, r) = check_tensor("the all_reduce tensor", tensor, self.device)?;
+    /// [`NcclGroup::all_reduce`] on a buffer of this group's GPU, in place.
+    ///
+    /// # Safety
+    /// `buf` must be live device memory of this group's GPU holding
+    /// `buf.count` elements of `buf.dtype`, not used by anything else until
+    /// this returns.
+    pub unsafe fn all_reduce_buffer(
+        &self,
+        buf: DeviceBuffer,
+        op: ReduceOp,
+    ) -> Result<NcclWorkInfo> {
+        guarded("ddp_cuda::nccl::NcclGroup::all_reduce_buffer", || {
+            let (dtype, count, r) = (buf.dtype, buf.count, buf.region());
             let launch = Launch {
                 op: OpKind::AllReduce,
                 dtype,
@@ -1645,10 +1622,9 @@ impl NcclGroup {
                 torch: true,
             };
             self.collective(launch, |e| {
-                // SAFETY: `r` is the tensor's contiguous storage of `count`
-                // elements on this GPU (checked); the stream waits for
-                // libtorch's stream and the call waits for completion while
-                // the tensor is borrowed.
+                // SAFETY: the caller promises `r` is `count` elements of live
+                // memory on this GPU; the stream waits for libtorch's stream
+                // and the call waits for completion before returning.
                 unsafe {
                     (e.api.all_reduce)(
                         r.ptr as *const c_void,
@@ -1664,10 +1640,13 @@ impl NcclGroup {
         })
     }
 
-    /// [`NcclGroup::broadcast`] on a contiguous CUDA tensor.
-    pub fn broadcast_tensor(&self, tensor: &mut Tensor, root: usize) -> Result<NcclWorkInfo> {
-        guarded("ddp::cuda::nccl::NcclGroup::broadcast_tensor", || {
-            let (dtype, count, r) = check_tensor("the broadcast tensor", tensor, self.device)?;
+    /// [`NcclGroup::broadcast`] on a buffer of this group's GPU.
+    ///
+    /// # Safety
+    /// As [`NcclGroup::all_reduce_buffer`].
+    pub unsafe fn broadcast_buffer(&self, buf: DeviceBuffer, root: usize) -> Result<NcclWorkInfo> {
+        guarded("ddp_cuda::nccl::NcclGroup::broadcast_buffer", || {
+            let (dtype, count, r) = (buf.dtype, buf.count, buf.region());
             self.check_root(root)?;
             let launch = Launch {
                 op: OpKind::Broadcast,
@@ -1676,7 +1655,7 @@ impl NcclGroup {
                 torch: true,
             };
             self.collective(launch, |e| {
-                // SAFETY: as in all_reduce_tensor.
+                // SAFETY: as in all_reduce_buffer.
                 unsafe {
                     (e.api.broadcast)(
                         r.ptr as *const c_void,
@@ -1692,13 +1671,19 @@ impl NcclGroup {
         })
     }
 
-    /// [`NcclGroup::all_gather`] on contiguous CUDA tensors of one dtype;
-    /// `input` may be this rank's block of `output` (in place).
-    pub fn all_gather_tensor(&self, input: &Tensor, output: &mut Tensor) -> Result<NcclWorkInfo> {
-        guarded("ddp::cuda::nccl::NcclGroup::all_gather_tensor", || {
-            let (dtype, count, send) = check_tensor("the all_gather input", input, self.device)?;
-            let (out_dtype, out_count, recv) =
-                check_tensor("the all_gather output", output, self.device)?;
+    /// [`NcclGroup::all_gather`] on buffers of one dtype; `input` may be
+    /// this rank's block of `output` (in place).
+    ///
+    /// # Safety
+    /// As [`NcclGroup::all_reduce_buffer`], for both buffers.
+    pub unsafe fn all_gather_buffer(
+        &self,
+        input: DeviceBuffer,
+        output: DeviceBuffer,
+    ) -> Result<NcclWorkInfo> {
+        guarded("ddp_cuda::nccl::NcclGroup::all_gather_buffer", || {
+            let (dtype, count, send) = (input.dtype, input.count, input.region());
+            let (out_dtype, out_count, recv) = (output.dtype, output.count, output.region());
             self.check_pair(OpKind::AllGather, dtype, out_dtype)?;
             self.check_sizes(OpKind::AllGather, count, out_count)?;
             if !gather_layout_ok(send, recv, self.rank) {
@@ -1730,19 +1715,20 @@ impl NcclGroup {
         })
     }
 
-    /// [`NcclGroup::reduce_scatter`] on contiguous CUDA tensors of one dtype;
-    /// `output` may be this rank's block of `input` (in place).
-    pub fn reduce_scatter_tensor(
+    /// [`NcclGroup::reduce_scatter`] on buffers of one dtype; `output` may
+    /// be this rank's block of `input` (in place).
+    ///
+    /// # Safety
+    /// As [`NcclGroup::all_reduce_buffer`], for both buffers.
+    pub unsafe fn reduce_scatter_buffer(
         &self,
-        input: &Tensor,
-        output: &mut Tensor,
+        input: DeviceBuffer,
+        output: DeviceBuffer,
         op: ReduceOp,
     ) -> Result<NcclWorkInfo> {
-        guarded("ddp::cuda::nccl::NcclGroup::reduce_scatter_tensor", || {
-            let (dtype, in_count, send) =
-                check_tensor("the reduce_scatter input", input, self.device)?;
-            let (out_dtype, count, recv) =
-                check_tensor("the reduce_scatter output", output, self.device)?;
+        guarded("ddp_cuda::nccl::NcclGroup::reduce_scatter_buffer", || {
+            let (dtype, in_count, send) = (input.dtype, input.count, input.region());
+            let (out_dtype, count, recv) = (output.dtype, output.count, output.region());
             self.check_pair(OpKind::ReduceScatter, dtype, out_dtype)?;
             self.check_sizes(OpKind::ReduceScatter, count, in_count)?;
             if !gather_layout_ok(recv, send, self.rank) {
@@ -1898,9 +1884,6 @@ mod tests {
         assert_eq!(nccl_red_op(ReduceOp::Max), ncclRedOp_t::ncclMax);
         assert_eq!(nccl_red_op(ReduceOp::Min), ncclRedOp_t::ncclMin);
         assert_eq!(nccl_red_op(ReduceOp::Product), ncclRedOp_t::ncclProd);
-        assert_eq!(NcclDType::from_kind(Kind::BFloat16), Some(NcclDType::BF16));
-        assert_eq!(NcclDType::from_kind(Kind::Float), Some(NcclDType::F32));
-        assert_eq!(NcclDType::from_kind(Kind::ComplexFloat), None);
         assert_eq!(NcclDType::BF16.to_nccl(), ncclDataType_t::ncclBfloat16);
         assert_eq!(<f64 as NcclElement>::DTYPE.size(), 8);
         assert_eq!(<u8 as NcclElement>::DTYPE.name(), "u8");
@@ -2008,17 +1991,6 @@ mod tests {
             bytes: 0,
         };
         assert!(gather_layout_ok(empty, big, 1));
-    }
-
-    #[test]
-    fn tensors_are_checked_before_anything_runs() {
-        let cpu = Tensor::zeros([4], (Kind::Float, Device::Cpu));
-        let e = check_tensor("the all_reduce tensor", &cpu, 0).unwrap_err();
-        assert!(
-            e.to_string()
-                .contains("the all_reduce tensor is on Cpu, but this NCCL group runs on Cuda(0)"),
-            "{e}"
-        );
     }
 
     #[test]

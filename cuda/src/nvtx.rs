@@ -26,8 +26,8 @@ use std::sync::OnceLock;
 use cudarc::nvtx::sys::nvtxRangeId_t;
 use probe::trace::{SpanKind, SpanRecord};
 
-use super::availability::{self, CudaLibrary};
-use super::guarded;
+use crate::availability::{self, CudaLibrary};
+use crate::guarded;
 
 /// The NVTX functions used here (C API names in the comments).
 struct NvtxApi {
@@ -67,7 +67,7 @@ static API: OnceLock<Option<NvtxApi>> = OnceLock::new();
 
 fn api() -> Option<&'static NvtxApi> {
     API.get_or_init(|| {
-        guarded("ddp::cuda::nvtx", || {
+        guarded("ddp_cuda::nvtx", || {
             Ok(availability::require(&[CudaLibrary::Nvtx])
                 .ok()
                 .and_then(|()| NvtxApi::load()))

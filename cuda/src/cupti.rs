@@ -51,9 +51,9 @@ use probe::clock::now_ns;
 use probe::recorder::Recorder;
 use probe::trace::{KernelCategory, SpanKind, SpanRecord};
 
-use super::availability::{self, CudaLibrary, Unavailable};
-use super::error::CudaError;
-use super::{guarded, lock};
+use crate::availability::{self, CudaLibrary, Unavailable};
+use crate::error::CudaError;
+use crate::{guarded, lock};
 
 /// The record layout of kernels (`CONCURRENT_KERNEL` and `KERNEL`).
 type KernelRecord = CUpti_ActivityKernel10;
@@ -820,7 +820,7 @@ impl KernelTracer {
         recorder: Arc<Recorder>,
         options: TracerOptions,
     ) -> Result<KernelTracer, CudaError> {
-        guarded("ddp::cuda::cupti::KernelTracer::start", || {
+        guarded("ddp_cuda::cupti::KernelTracer::start", || {
             if options.buffer_bytes < 1024 {
                 return Err(CudaError::InvalidArgument(format!(
                     "CUPTI buffers of {} bytes are too small (use at least 1 KiB)",
@@ -910,7 +910,7 @@ impl KernelTracer {
             .spawn(move || loop {
                 match rx.recv_timeout(every) {
                     Err(RecvTimeoutError::Timeout) => {
-                        let _ = guarded("ddp::cuda::cupti flush thread", || shared.flush());
+                        let _ = guarded("ddp_cuda::cupti flush thread", || shared.flush());
                     }
                     Ok(()) | Err(RecvTimeoutError::Disconnected) => return,
                 }
@@ -928,7 +928,7 @@ impl KernelTracer {
 
     /// Hands every record so far to the recorder, and recalibrates the clock.
     pub fn flush(&self) -> Result<(), CudaError> {
-        guarded("ddp::cuda::cupti::KernelTracer::flush", || {
+        guarded("ddp_cuda::cupti::KernelTracer::flush", || {
             self.shared.flush()
         })
     }
@@ -954,7 +954,7 @@ impl KernelTracer {
             let _ = handle.join();
         }
         let shared = Arc::clone(&self.shared);
-        let result = guarded("ddp::cuda::cupti::KernelTracer::stop", || {
+        let result = guarded("ddp_cuda::cupti::KernelTracer::stop", || {
             Self::disable(&shared);
             shared.flush()
         });

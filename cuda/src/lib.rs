@@ -1,6 +1,9 @@
-//! The GPU path (cargo feature `cuda`): NCCL collectives, NVTX ranges and
-//! CUPTI kernel tracing, all loaded at run time so the crate builds and runs
-//! on machines without CUDA.
+//! The GPU path of ddp-probe: NCCL collectives, NVTX ranges and CUPTI
+//! kernel tracing, all loaded at run time so the crate builds and runs on
+//! machines without CUDA. It links no libtorch: the `ddp` crate re-exports
+//! it as `ddp::cuda` (feature `cuda`) and adds collectives on libtorch
+//! tensors (`ddp::nccl_tensors`); the `gpu-check` binary (src/bin) runs it
+//! on a GPU machine for `scripts/gpu-check`.
 //!
 //! * [`availability`]: which of the CUDA driver, NCCL, CUPTI and NVTX can be
 //!   loaded here, found with `dlopen` **before** anything touches them; an
@@ -56,10 +59,14 @@ mod error;
 pub mod nccl;
 pub mod nvtx;
 
+/// The cudarc this crate is built on (contexts, streams, device memory), so that
+/// users of its buffers name the same version.
+pub use cudarc;
+
 pub use availability::{availability, Availability, CudaLibrary, Found, Unavailable};
 pub use cupti::{KernelTracer, TracerOptions, TracerStats};
 pub use error::CudaError;
-pub use nccl::{NcclError, NcclGroup, NcclOptions, NcclWorkInfo};
+pub use nccl::{DeviceBuffer, NcclError, NcclGroup, NcclOptions, NcclWorkInfo};
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 

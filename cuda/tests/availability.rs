@@ -1,19 +1,17 @@
-//! The GPU path on any machine: `ddp::cuda::availability()` answers without
+//! The GPU path on any machine: `ddp_cuda::availability()` answers without
 //! panicking, names what is missing and where it looked, and every entry
 //! point turns a missing library into `CudaError::Unavailable` instead of a
 //! panic. On a machine without an NVIDIA driver (CI) these are the checks
 //! that matter; on a GPU machine the same assertions hold for whatever is
 //! installed.
 
-#![cfg(feature = "cuda")]
-
 use std::sync::Arc;
 use std::time::Duration;
 
 use comm::{StoreClient, StoreServer, Token};
-use ddp::cuda::cupti::{KernelTracer, TracerOptions};
-use ddp::cuda::nccl::{NcclGroup, NcclOptions};
-use ddp::cuda::{availability, nvtx, Availability, CudaError, CudaLibrary};
+use ddp_cuda::cupti::{KernelTracer, TracerOptions};
+use ddp_cuda::nccl::{NcclGroup, NcclOptions};
+use ddp_cuda::{availability, nvtx, Availability, CudaError, CudaLibrary};
 use probe::recorder::Recorder;
 
 #[test]
@@ -79,7 +77,7 @@ fn missing_driver_is_reported_by_every_entry_point() {
         "{err:?}"
     );
 
-    let err = ddp::cuda::nccl::nccl_version().unwrap_err();
+    let err = ddp_cuda::nccl::nccl_version().unwrap_err();
     assert!(matches!(err, CudaError::Unavailable(_)), "{err:?}");
 }
 

@@ -21,8 +21,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use super::dl::Library;
-use super::error::CudaError;
+use crate::dl::Library;
+use crate::error::CudaError;
 
 /// The CUDA major version the bindings were built for (feature `cuda-13000`).
 pub(crate) const CUDA_MAJOR: u32 = 13;

@@ -3,4 +3,4 @@
 //! process), so collective timings and the spans recorded around them share
 //! one anchor.
 
-pub use probe::clock::{now_ns, to_unix_ns};
+pub use probe_contract::clock::{now_ns, to_unix_ns};

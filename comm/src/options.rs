@@ -26,7 +26,7 @@ pub const DIRECT_READ_ENV: &str = "DDP_COMM_DIRECT_READ";
 /// Environment variable overriding [`GroupOptions::timeout`] for groups created by
 /// [`crate::ProcessGroup::from_env`]: seconds, a positive number (fractions allowed). Short
 /// values let tests and health checks notice a dead peer or a cut link quickly.
-pub const TIMEOUT_ENV: &str = "DDP_PROBE_TIMEOUT";
+pub use probe_contract::env::TIMEOUT as TIMEOUT_ENV;
 
 /// Messages of at least this many bytes use the bandwidth-optimal
 /// algorithms (ring, pipeline); smaller ones the latency-optimal ones

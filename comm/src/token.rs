@@ -8,7 +8,7 @@ use crate::error::CommError;
 
 /// Environment variable from which [`Token::from_env`] reads the run's token
 /// (the launcher sets it for every rank).
-pub const TOKEN_ENV: &str = "DDP_PROBE_STORE_TOKEN";
+pub use probe_contract::env::STORE_TOKEN as TOKEN_ENV;
 
 /// Longest accepted token, in bytes.
 pub const MAX_TOKEN_BYTES: usize = 256;

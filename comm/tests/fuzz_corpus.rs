@@ -3,7 +3,7 @@
 //! entry points as ordinary tests, so a fixed crash stays fixed without a
 //! fuzzer.
 
-use probe::fuzzing::replay_corpus;
+use probe_contract::fuzz_corpus::replay_corpus;
 
 #[test]
 fn store_frame_inputs() {

@@ -21,7 +21,7 @@
 //! # Clocks
 //!
 //! CUPTI timestamps are nanoseconds on CUPTI's own clock. Each flush pairs
-//! `cuptiGetTimestamp` with two readings of [`probe::clock::now_ns`] around
+//! `cuptiGetTimestamp` with two readings of [`probe_contract::clock::now_ns`] around
 //! it and keeps the pair with the shortest gap ([`ClockSample`]); the
 //! [`ClockMap`] converts device timestamps to the trace clock by the
 //! offset of the nearest calibrations, interpolated between two of them so
@@ -47,9 +47,9 @@ use cudarc::cupti::sys::{
     CUptiResult, CUpti_ActivityKernel10, CUpti_ActivityKind, CUpti_ActivityMemcpy6,
     CUpti_ActivityMemset4,
 };
-use probe::clock::now_ns;
-use probe::recorder::Recorder;
-use probe::trace::{KernelCategory, SpanKind, SpanRecord};
+use probe_contract::clock::now_ns;
+use probe_contract::recorder::Recorder;
+use probe_contract::trace::{KernelCategory, SpanKind, SpanRecord};
 
 use crate::availability::{self, CudaLibrary, Unavailable};
 use crate::error::CudaError;
@@ -282,11 +282,11 @@ pub fn memcpy_kind_name(kind: u8) -> &'static str {
 /// One reading of CUPTI's clock between two readings of the trace clock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ClockSample {
-    /// [`probe::clock::now_ns`] before `cuptiGetTimestamp`.
+    /// [`probe_contract::clock::now_ns`] before `cuptiGetTimestamp`.
     pub host_before: u64,
     /// `cuptiGetTimestamp`.
     pub device: u64,
-    /// [`probe::clock::now_ns`] after.
+    /// [`probe_contract::clock::now_ns`] after.
     pub host_after: u64,
 }
 

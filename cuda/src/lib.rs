@@ -18,7 +18,7 @@
 //!   trace (`forward`, `bucket 3 all_reduce seq 17`), no-ops without NVTX.
 //! * [`cupti`]: [`cupti::KernelTracer`], CUPTI's activity API for kernels,
 //!   memory copies and memory sets, converted to the trace clock and recorded
-//!   as `kernel`/`memcpy` spans through a [`probe::recorder::Recorder`].
+//!   as `kernel`/`memcpy` spans through a [`probe_contract::recorder::Recorder`].
 //!
 //! # Versions and loading
 //!

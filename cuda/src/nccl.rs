@@ -48,8 +48,8 @@ use cudarc::driver::{
 use cudarc::nccl::sys::{
     cudaStream_t, ncclComm_t, ncclConfig_t, ncclDataType_t, ncclRedOp_t, ncclResult_t, ncclUniqueId,
 };
-use probe::clock::now_ns;
-use probe::trace::{SpanKind, SpanRecord};
+use probe_contract::clock::now_ns;
+use probe_contract::trace::{SpanKind, SpanRecord};
 
 use crate::availability::{self, CudaLibrary, Unavailable};
 use crate::error::CudaError;
@@ -769,7 +769,7 @@ pub struct NcclWorkInfo {
     pub rank: usize,
     /// The GPU.
     pub device: usize,
-    /// When the collective was issued ([`probe::clock::now_ns`]).
+    /// When the collective was issued ([`probe_contract::clock::now_ns`]).
     pub queued_ns: u64,
     /// When it started on the GPU (see above).
     pub started_ns: u64,

@@ -24,7 +24,7 @@ use std::marker::PhantomData;
 use std::sync::OnceLock;
 
 use cudarc::nvtx::sys::nvtxRangeId_t;
-use probe::trace::{SpanKind, SpanRecord};
+use probe_contract::trace::{SpanKind, SpanRecord};
 
 use crate::availability::{self, CudaLibrary};
 use crate::guarded;

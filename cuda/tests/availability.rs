@@ -12,7 +12,7 @@ use comm::{StoreClient, StoreServer, Token};
 use ddp_cuda::cupti::{KernelTracer, TracerOptions};
 use ddp_cuda::nccl::{NcclGroup, NcclOptions};
 use ddp_cuda::{availability, nvtx, Availability, CudaError, CudaLibrary};
-use probe::recorder::Recorder;
+use probe_contract::recorder::Recorder;
 
 #[test]
 fn availability_reports_every_library_without_panicking() {

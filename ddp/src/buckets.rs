@@ -2,7 +2,7 @@
 //!
 //! The algorithm (`compute_bucket_assignment_by_size` of `reducer.cpp`,
 //! `bucket_cap_mb` and the first-bucket size, the assignment at construction
-//! and the one-time rebuild) lives in [`probe::buckets`], which needs no
+//! and the one-time rebuild) lives in [`bucket_assignment`], which needs no
 //! libtorch, so that the `bucket_cap_mb` advice replays the very assignment
 //! this crate's reducer makes; its module documentation describes PyTorch's
 //! behaviour. Everything there is re-exported here.
@@ -14,7 +14,7 @@
 //! associated functions of the shared types: `ParamSpec::of_tensor(&t, i,
 //! false)`.
 
-pub use probe::buckets::*;
+pub use bucket_assignment::*;
 
 use tch::{Device, Kind, Tensor};
 

@@ -26,8 +26,8 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use comm::ProcessGroup;
-use probe::recorder::Recorder;
-use probe::trace::{DdpConfig, Header, ParamInfo, SpanKind};
+use probe_contract::recorder::Recorder;
+use probe_contract::trace::{DdpConfig, Header, ParamInfo, SpanKind};
 use tch::nn::VarStore;
 use tch::{Kind, Tensor};
 
@@ -37,9 +37,9 @@ use crate::hooks::GradHooks;
 use crate::reducer::{comm_dtype, Compression, ParamEntry, Reducer};
 
 /// Environment variable through which `ddp-probe run --bucket-cap-mb` reaches the program.
-pub const BUCKET_CAP_ENV: &str = "DDP_PROBE_BUCKET_CAP_MB";
+pub use probe_contract::env::BUCKET_CAP_MB as BUCKET_CAP_ENV;
 /// Environment variable selecting gradient compression for a run: `none`, `fp16` or `bf16`.
-pub const COMPRESSION_ENV: &str = "DDP_PROBE_COMPRESSION";
+pub use probe_contract::env::COMPRESSION as COMPRESSION_ENV;
 
 /// Options of [`Ddp::new`], with PyTorch's defaults.
 #[derive(Debug, Clone, PartialEq)]
@@ -177,7 +177,7 @@ impl Ddp {
     /// `module.parameters()`); records to `$DDP_PROBE_TRACE_DIR` when the launcher set it.
     pub fn new(vs: &VarStore, pg: Arc<ProcessGroup>, options: DdpOptions) -> Result<Ddp> {
         let (params, buffers) = named_parameters_and_buffers(vs);
-        let header = probe::recorder::header_from_env()
+        let header = probe_contract::recorder::header_from_env()
             .map_err(|e| DdpError::Config(format!("reading the torchrun environment: {e}")))?;
         let header = Header {
             rank: pg.rank() as u32,
@@ -217,10 +217,10 @@ impl Ddp {
             });
         }
         verify_shapes(&pg, &entries)?;
-        let start = probe::clock::now_ns();
+        let start = probe_contract::clock::now_ns();
         broadcast_tensors(&pg, entries.iter().map(|e| &e.tensor))?;
         broadcast_tensors(&pg, buffers.iter().map(|(_, t)| t))?;
-        let end = probe::clock::now_ns();
+        let end = probe_contract::clock::now_ns();
 
         let param_infos: Vec<ParamInfo> = entries
             .iter()
@@ -253,7 +253,7 @@ impl Ddp {
                     buckets: layout
                         .iter()
                         .enumerate()
-                        .map(|(id, b)| probe::trace::BucketInfo {
+                        .map(|(id, b)| probe_contract::trace::BucketInfo {
                             id: id as u32,
                             params: b.indices.iter().map(|&i| i as u32).collect(),
                             bytes: b
@@ -367,12 +367,12 @@ impl Ddp {
 
     /// Marks the start of a training step (for the trace's `step` span).
     pub fn begin_step(&mut self) {
-        self.step_start = Some(probe::clock::now_ns());
+        self.step_start = Some(probe_contract::clock::now_ns());
     }
 
     /// Marks the end of a training step and moves to the next step number.
     pub fn end_step(&mut self) {
-        let end = probe::clock::now_ns();
+        let end = probe_contract::clock::now_ns();
         if let Some(start) = self.step_start.take() {
             self.recorder
                 .span(SpanKind::Step, self.step, start, end)
@@ -384,13 +384,13 @@ impl Ddp {
     /// Runs `f` and records it as a span of `kind` in the current step (data loading:
     /// [`SpanKind::DataWait`]; checkpoints: [`SpanKind::CheckpointSave`], ...).
     pub fn timed<T>(&self, kind: SpanKind, f: impl FnOnce() -> T) -> T {
-        let start = probe::clock::now_ns();
+        let start = probe_contract::clock::now_ns();
         // Nsight Systems shows the same ranges (a no-op without NVTX).
         #[cfg(feature = "cuda")]
         let _range = crate::cuda::nvtx::range(&crate::cuda::nvtx::name(kind, None, None, None));
         let out = f();
         self.recorder
-            .span(kind, self.step, start, probe::clock::now_ns())
+            .span(kind, self.step, start, probe_contract::clock::now_ns())
             .finish();
         out
     }

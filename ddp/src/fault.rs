@@ -38,7 +38,7 @@ use comm::{ProcessGroup, ReduceOp};
 use crate::error::{DdpError, Result};
 
 /// The environment variable holding the fault to inject.
-pub const FAULT_ENV: &str = "DDP_PROBE_FAULT";
+pub use probe_contract::env::FAULT as FAULT_ENV;
 
 /// Where in a training step a fault fires.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

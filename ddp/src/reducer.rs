@@ -27,8 +27,8 @@
 use std::sync::Arc;
 
 use comm::{Buffer, DType, ProcessGroup, ReduceOp, Work, WorkInfo};
-use probe::recorder::Recorder;
-use probe::trace::{BucketInfo, SpanKind};
+use probe_contract::recorder::Recorder;
+use probe_contract::trace::{BucketInfo, SpanKind};
 use tch::{Device, Kind, Tensor};
 
 use crate::buckets::{self, Bucket, BucketCapConfig, ParamSpec};
@@ -327,7 +327,7 @@ impl Reducer {
             });
         }
         self.install_layout(&layout)?;
-        let t = probe::clock::now_ns();
+        let t = probe_contract::clock::now_ns();
         self.recorder
             .buckets(self.step, "rebuild", self.layout_info());
         self.recorder
@@ -349,7 +349,7 @@ impl Reducer {
             b.first_ready = 0;
             b.last_ready = 0;
         }
-        self.backward_start = probe::clock::now_ns();
+        self.backward_start = probe_contract::clock::now_ns();
     }
 
     /// Disarms the hooks (after a backward, or for `no_sync`).
@@ -370,7 +370,7 @@ impl Reducer {
                 index, self.params[index].name
             ));
         }
-        let now = probe::clock::now_ns();
+        let now = probe_contract::clock::now_ns();
         self.ready[index] = true;
         self.ready_order.push(index);
         self.ready_offsets[index] = now.saturating_sub(self.backward_start) as i64;
@@ -443,7 +443,7 @@ impl Reducer {
             return;
         };
         let buffer = compress(buffer, compression);
-        bucket.queued_ns = probe::clock::now_ns();
+        bucket.queued_ns = probe_contract::clock::now_ns();
         let bytes = buffer.byte_len();
         let work = self.pg.all_reduce_async(buffer, ReduceOp::Sum);
         let seq = work.seq().unwrap_or(0);
@@ -459,7 +459,7 @@ impl Reducer {
             bucket.nvtx = Some(crate::cuda::nvtx::start(&name));
         }
         if self.recorder.is_enabled() {
-            let mut args = probe::trace::Args::new();
+            let mut args = probe_contract::trace::Args::new();
             args.insert("seq".into(), seq.into());
             args.insert("op".into(), "all_reduce".into());
             args.insert("bucket".into(), (b as u64).into());
@@ -476,7 +476,7 @@ impl Reducer {
     /// Ends a synchronised backward: unready parameters, waiting, write-back, trace records.
     pub(crate) fn finalize_backward(&mut self) -> Result<()> {
         self.expect_hooks = false;
-        let backward_end = probe::clock::now_ns();
+        let backward_end = probe_contract::clock::now_ns();
         if let Some(err) = self.hook_error.take() {
             self.drain();
             return Err(DdpError::Hook(crate::hooks::HookError::Register {
@@ -493,7 +493,7 @@ impl Reducer {
                 .collect();
             return Err(DdpError::UnusedParameters(names.join(", ")));
         }
-        let now = probe::clock::now_ns();
+        let now = probe_contract::clock::now_ns();
         for &i in &unready {
             // find_unused_parameters: an unused parameter contributes zeros to its bucket.
             self.copy_into_bucket(i, None)?;
@@ -556,9 +556,9 @@ impl Reducer {
         if let Some(e) = first_error {
             return Err(e.into());
         }
-        let comm_done = probe::clock::now_ns();
+        let comm_done = probe_contract::clock::now_ns();
         self.write_back(&globally_used)?;
-        let writeback_end = probe::clock::now_ns();
+        let writeback_end = probe_contract::clock::now_ns();
         self.record(backward_end, comm_done, writeback_end, &completed);
         if !self.has_rebuilt && self.rebuild_order.is_none() && unready.is_empty() {
             self.rebuild_order = Some(self.ready_order.clone());
@@ -662,7 +662,7 @@ impl Reducer {
                 .transport(info.transport.name())
                 .dtype(info.dtype.name());
             if c.compression != Compression::None {
-                let mut args = probe::trace::Args::new();
+                let mut args = probe_contract::trace::Args::new();
                 args.insert("compression".into(), c.compression.name().into());
                 span = span.args(args);
             }

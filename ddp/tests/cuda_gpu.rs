@@ -15,8 +15,8 @@ use ddp::cuda::cupti::{KernelTracer, TracerOptions};
 use ddp::cuda::nccl::{NcclGroup, NcclOptions};
 use ddp::cuda::{availability, CudaLibrary};
 use ddp::nccl_tensors::NcclTensors;
-use probe::recorder::Recorder;
-use probe::trace::{Header, KernelCategory, Record, SpanKind};
+use probe_contract::recorder::Recorder;
+use probe_contract::trace::{Header, KernelCategory, Record, SpanKind};
 
 /// A writer the test can read while the recorder owns it.
 #[derive(Clone, Default)]

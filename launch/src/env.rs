@@ -8,16 +8,16 @@ use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 use std::path::Path;
 
-/// The run id (same as `TORCHELASTIC_RUN_ID`).
-pub const DDP_PROBE_RUN_ID: &str = "DDP_PROBE_RUN_ID";
-/// The absolute run directory.
-pub const DDP_PROBE_RUN_DIR: &str = "DDP_PROBE_RUN_DIR";
-/// Where each rank writes its trace, `<dir>/rank-<R>.jsonl`.
-pub const DDP_PROBE_TRACE_DIR: &str = "DDP_PROBE_TRACE_DIR";
-/// The hex token the rendezvous store requires, shared by the run's ranks.
-pub const DDP_PROBE_STORE_TOKEN: &str = "DDP_PROBE_STORE_TOKEN";
 /// The DDP bucket size in MB, when `--bucket-cap-mb` is given.
-pub const DDP_PROBE_BUCKET_CAP_MB: &str = "DDP_PROBE_BUCKET_CAP_MB";
+pub use probe_contract::env::BUCKET_CAP_MB as DDP_PROBE_BUCKET_CAP_MB;
+/// The absolute run directory.
+pub use probe_contract::env::RUN_DIR as DDP_PROBE_RUN_DIR;
+/// The run id (same as `TORCHELASTIC_RUN_ID`).
+pub use probe_contract::env::RUN_ID as DDP_PROBE_RUN_ID;
+/// The hex token the rendezvous store requires, shared by the run's ranks.
+pub use probe_contract::env::STORE_TOKEN as DDP_PROBE_STORE_TOKEN;
+/// Where each rank writes its trace, `<dir>/rank-<R>.jsonl`.
+pub use probe_contract::env::TRACE_DIR as DDP_PROBE_TRACE_DIR;
 /// Overrides where the launcher finds the project's `python/` folder (the
 /// `ddp_probe_torch` module), which it appends to every rank's `PYTHONPATH`.
 pub const DDP_PROBE_PYTHON_DIR: &str = "DDP_PROBE_PYTHON_DIR";

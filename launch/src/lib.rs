@@ -27,13 +27,14 @@ pub mod console;
 pub mod env;
 pub mod error;
 mod evidence;
-pub mod hang;
 mod launch;
-pub mod manifest;
 pub mod observer;
 mod process;
 pub mod rundir;
 mod signals;
+
+/// The manifest and the hang report, declared with the rest of the contract.
+pub use probe_contract::{hang, manifest};
 
 pub use config::{ConsoleMode, LaunchConfig};
 pub use console::Stream;

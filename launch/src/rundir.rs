@@ -24,19 +24,9 @@ use std::path::{Path, PathBuf};
 use crate::error::{LaunchError, RunDirError};
 use crate::manifest::{Manifest, MANIFEST_FORMAT};
 
-/// Where run directories go by default, relative to the working directory.
-pub const DEFAULT_RUNS_ROOT: &str = "runs";
-/// The link in the runs root that points at the newest run.
-pub const LATEST_LINK: &str = "latest";
-/// The manifest's file name in a run directory.
-pub const MANIFEST_FILE: &str = "manifest.json";
-/// The logs directory in a run directory.
-pub const LOGS_DIR: &str = "logs";
-/// The traces directory in a run directory.
-pub const TRACES_DIR: &str = "traces";
-
-/// The directory of the launcher's requests to the ranks and their answers.
-pub const CONTROL_DIR: &str = "control";
+pub use probe_contract::run_dir::{
+    CONTROL_DIR, DEFAULT_RUNS_ROOT, LATEST_LINK, LOGS_DIR, MANIFEST_FILE, TRACES_DIR,
+};
 
 /// `control/dump-request`, relative to the run directory: written by the hang
 /// watchdog to ask listening ranks for a flight-recorder dump.

@@ -18,9 +18,7 @@
 //! * [`import`]: PyTorch profiler (Kineto) traces turned into runs.
 
 pub mod analysis;
-pub mod buckets;
 mod cache;
-pub mod clock;
 pub mod diagnosis;
 pub mod error;
 pub mod export;
@@ -31,14 +29,17 @@ pub mod import;
 mod mapped;
 pub mod model;
 pub mod reader;
-pub mod recorder;
 pub mod synth;
 pub mod text;
-pub mod trace;
 pub mod units;
 
 #[doc(hidden)]
 pub mod fuzzing;
+
+use probe_contract::run_dir as contract_run_dir;
+/// The contract with the launcher and the ranks (trace records, clock,
+/// recorder), re-exported from `probe-contract` under their old paths.
+pub use probe_contract::{clock, recorder, trace};
 
 pub use error::{Error, Warning};
 pub use model::Run;

@@ -21,8 +21,8 @@ use comm::{EnvRendezvous, ReduceOp, StoreClient, StoreServer, Token};
 use ddp_cuda::cupti::{KernelTracer, TracerOptions};
 use ddp_cuda::nccl::{NcclGroup, NcclOptions, NcclWorkInfo};
 use ddp_cuda::{availability, nvtx, CudaLibrary};
-use probe::recorder::{header_from_env, Recorder, ENV_TRACE_DIR};
-use probe::trace::{rank_file_name, KernelCategory, Record, SpanKind, SpanRecord};
+use probe_contract::recorder::{header_from_env, Recorder, ENV_TRACE_DIR};
+use probe_contract::trace::{rank_file_name, KernelCategory, Record, SpanKind, SpanRecord};
 
 /// Sizes of the all-reduces, in bytes (f32 elements: a quarter of it).
 const SIZES: [usize; 8] = [
@@ -174,7 +174,7 @@ fn run(table: &mut Table) -> Result<(), String> {
                     .clone_htod(&input)
                     .map_err(|e| format!("copying {bytes} B to the GPU: {e}"))?;
                 tracer.mark_step(step);
-                let t0 = probe::clock::now_ns();
+                let t0 = probe_contract::clock::now_ns();
                 let info = group
                     .all_reduce(&mut buf, op)
                     .map_err(|e| format!("all_reduce of {bytes} B: {e}"))?;
@@ -183,7 +183,7 @@ fn run(table: &mut Table) -> Result<(), String> {
                     SpanKind::Step,
                     step,
                     t0,
-                    probe::clock::now_ns(),
+                    probe_contract::clock::now_ns(),
                 )));
                 let out = stream
                     .clone_dtoh(&buf)

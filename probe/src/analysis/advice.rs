@@ -30,7 +30,7 @@
 //! 3. **Replay.** For each candidate cap (and first-bucket size 1 MiB or
 //!    the same as the cap), PyTorch's rebuild assignment
 //!    ([`super::assign::assign_buckets`], the reference DDP's own
-//!    [`crate::buckets`] code) is replayed on the parameters in ready order.
+//!    [`bucket_assignment`] code) is replayed on the parameters in ready order.
 //!    Its keys are (dtype, device); the trace does not give the device, so it
 //!    is the rank's GPU (`cuda:<local rank>` of the rank whose parameter table
 //!    is used) with the NCCL backend and the CPU otherwise.
@@ -67,9 +67,9 @@ use super::render::{self, num, text, Table};
 use super::scan::{scan_run, CollObs, WindowCalls};
 use super::stats::{median, robust_sigma};
 use super::SummaryOptions;
-use crate::buckets::DeviceKey;
 use crate::model::{LaneKind, Run, Span, Sym};
 use crate::trace::{ParamInfo, SpanKind};
+use bucket_assignment::DeviceKey;
 
 const MIB: f64 = 1024.0 * 1024.0;
 
@@ -78,7 +78,7 @@ const MIB: f64 = 1024.0 * 1024.0;
 /// among them is recommended).
 pub const TIE_FRACTION: f64 = 0.001;
 
-pub use crate::buckets::{DEFAULT_BUCKET_CAP_MB, DEFAULT_FIRST_BUCKET_BYTES};
+pub use bucket_assignment::{DEFAULT_BUCKET_CAP_MB, DEFAULT_FIRST_BUCKET_BYTES};
 
 /// What [`advise`] tries.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -1,11 +1,11 @@
 //! PyTorch DDP's bucket rebuild, replayed on a trace's parameter table.
 //!
-//! [`assign_buckets`] runs [`crate::buckets::compute_bucket_assignment_by_size`]
+//! [`assign_buckets`] runs [`bucket_assignment::compute_bucket_assignment_by_size`]
 //! (`reducer.cpp`'s `compute_bucket_assignment_by_size`, the same code the
 //! reference DDP of the `ddp` crate assigns its buckets with) as the bucket
 //! rebuild after the first iteration calls it: on the parameters in
 //! gradient-ready order, with `tensor_indices`, so the buckets are not
-//! re-sorted. In short (the [`crate::buckets`] module documentation has the
+//! re-sorted. In short (the [`bucket_assignment`] crate documentation has the
 //! details):
 //!
 //! 1. Parameters are visited in the given order. Each goes to the open
@@ -33,9 +33,7 @@
 //! * sparse gradients (a bucket each, without limit) do not occur in traces
 //!   and are not modelled.
 
-use crate::buckets::{
-    self, compute_bucket_assignment_by_size, BucketCapConfig, DeviceKey, DtypeKey,
-};
+use bucket_assignment::{compute_bucket_assignment_by_size, BucketCapConfig, DeviceKey, DtypeKey};
 
 /// One parameter as the assignment sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,7 +63,7 @@ pub fn rebuild_limits(cap_bytes: u64, first_bucket_bytes: u64) -> Vec<u64> {
 ///
 /// Indices beyond `params` and repeated indices are skipped; empty `limits`
 /// mean no limit (one bucket per dtype). Sizes and limits above `sys.maxsize`
-/// ([`buckets::UNLIMITED_BUCKET_BYTES`]) count as `sys.maxsize`, which PyTorch's
+/// ([`bucket_assignment::UNLIMITED_BUCKET_BYTES`]) count as `sys.maxsize`, which PyTorch's
 /// sizes cannot exceed either.
 pub fn assign_buckets(
     params: &[ParamSpec<'_>],
@@ -83,20 +81,20 @@ pub fn assign_buckets(
         return Vec::new();
     }
     let mut unknown: Vec<&str> = Vec::new();
-    let walked: Vec<buckets::ParamSpec> = order
+    let walked: Vec<bucket_assignment::ParamSpec> = order
         .iter()
         .map(|&i| {
             let p = &params[i];
-            let bytes = p.bytes.min(buckets::UNLIMITED_BUCKET_BYTES);
-            buckets::ParamSpec::dense(bytes, 1, dtype_key(p.dtype, &mut unknown), device)
+            let bytes = p.bytes.min(bucket_assignment::UNLIMITED_BUCKET_BYTES);
+            bucket_assignment::ParamSpec::dense(bytes, 1, dtype_key(p.dtype, &mut unknown), device)
         })
         .collect();
     let limits: Vec<u64> = if limits.is_empty() {
-        vec![buckets::UNLIMITED_BUCKET_BYTES]
+        vec![bucket_assignment::UNLIMITED_BUCKET_BYTES]
     } else {
         limits
             .iter()
-            .map(|&l| l.min(buckets::UNLIMITED_BUCKET_BYTES))
+            .map(|&l| l.min(bucket_assignment::UNLIMITED_BUCKET_BYTES))
             .collect()
     };
     // What the assignment refuses cannot occur here: there are parameters

@@ -56,10 +56,8 @@ pub use summary::{
     WarmupStep,
 };
 
-/// The name of the counter that gives the number of samples a rank
-/// processed in a step (see `docs/trace-format.md`, "Conventions for
-/// analysis").
-pub const SAMPLES_COUNTER: &str = "samples";
+/// The counter of samples per step (declared with the trace format).
+pub use crate::trace::SAMPLES_COUNTER;
 
 /// The `schema_version` of `ddp-probe summary --json` (`{"schema_version",
 /// "summary", "advice", ...}`) and `advise --json` (the [`Advice`] object with

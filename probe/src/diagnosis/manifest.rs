@@ -62,8 +62,7 @@ fn kill_detail(rank: usize, verdict: &KillVerdict, end: &str, ev: Option<&KillEv
     out
 }
 
-/// The manifest's file name.
-pub(crate) const MANIFEST_FILE: &str = "manifest.json";
+pub(crate) use crate::contract_run_dir::MANIFEST_FILE;
 
 /// Largest manifest read (a real one is a few kB per rank).
 const MAX_MANIFEST_BYTES: u64 = 64 * 1024 * 1024;

@@ -296,7 +296,7 @@ fn gather_dir(
             }
         }
     }
-    if !g.manifests.is_empty() || dir.join("traces").is_dir() {
+    if !g.manifests.is_empty() || dir.join(crate::contract_run_dir::TRACES_DIR).is_dir() {
         trace_inputs.push(traces_dir);
     }
 }

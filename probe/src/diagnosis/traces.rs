@@ -9,11 +9,12 @@
 //! [`TAIL_BYTES`] of each file are parsed line by line instead, skipping lines
 //! that are not JSON.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
+use probe_contract::hang::{waits_in as waiting, CollectiveRef, TraceTail};
 use serde_json::Value;
 
 use super::lines::{for_each_line, ReadLimits};
@@ -167,80 +168,30 @@ fn coll_of(fields: &serde_json::Map<String, Value>, step: Option<u64>) -> Option
     })
 }
 
-/// The first queued collective above the last completed one; else the
-/// highest queued one that never completed.
-fn waiting(queued: &BTreeMap<u64, Coll>, completed: &BTreeSet<u64>) -> Option<Coll> {
-    let last = completed.last().copied();
-    queued
-        .iter()
-        .find(|(seq, _)| last.is_none_or(|l| **seq > l))
-        .or_else(|| {
-            queued
-                .iter()
-                .rev()
-                .find(|(seq, _)| !completed.contains(seq))
-        })
-        .map(|(_, c)| c.clone())
-}
-
-/// Progress from the header line and the last [`TAIL_BYTES`] of a file.
+/// Progress from the header line and the last [`TAIL_BYTES`] of a file,
+/// read by the contract's [`TraceTail`] (the launcher's hang watchdog reads
+/// traces the same way).
 fn from_tail(path: &Path) -> Option<RankProgress> {
-    let mut file = File::open(path).ok()?;
     let mut first = String::new();
-    BufReader::new((&mut file).take(64 * 1024))
+    BufReader::new(File::open(path).ok()?.take(64 * 1024))
         .read_line(&mut first)
         .ok()?;
     let header: Value = serde_json::from_str(first.trim()).ok()?;
     let rank = header.get("rank").and_then(Value::as_u64)? as usize;
-    let len = file.metadata().ok()?.len();
-    let start = len.saturating_sub(TAIL_BYTES);
-    file.seek(SeekFrom::Start(start)).ok()?;
-    let mut bytes = Vec::new();
-    file.take(TAIL_BYTES).read_to_end(&mut bytes).ok()?;
-    let mut text = &bytes[..];
-    if start > 0 {
-        let cut = memchr::memchr(b'\n', text).map_or(text.len(), |i| i + 1);
-        text = &text[cut..];
-    }
-    let mut completed: BTreeMap<u64, Coll> = BTreeMap::new();
-    let mut queued: BTreeMap<u64, Coll> = BTreeMap::new();
-    let mut last_step = None;
-    let mut end_status = None;
-    for line in String::from_utf8_lossy(text).lines() {
-        let Ok(Value::Object(rec)) = serde_json::from_str::<Value>(line.trim()) else {
-            continue;
-        };
-        let step = rec.get("step").and_then(Value::as_u64);
-        if let Some(s) = step {
-            last_step = Some(last_step.map_or(s, |l: u64| l.max(s)));
-        }
-        let field = |k: &str| rec.get(k).and_then(Value::as_str);
-        match (field("type"), field("kind"), field("name")) {
-            (Some("span"), Some("collective"), _) => {
-                if let Some(c) = coll_of(&rec, step) {
-                    completed.insert(c.seq, c);
-                }
-            }
-            (Some("instant"), _, Some("collective_queued")) => {
-                if let Some(Value::Object(args)) = rec.get("args") {
-                    if let Some(c) = coll_of(args, step) {
-                        queued.insert(c.seq, c);
-                    }
-                }
-            }
-            (Some("end"), _, _) => end_status = field("status").map(str::to_owned),
-            _ => {}
-        }
-    }
-    let waiting_in = waiting(&queued, &completed.keys().copied().collect());
+    let tail = TraceTail::read_last(path, TAIL_BYTES).ok()?;
+    let coll = |c: CollectiveRef| Coll {
+        seq: c.seq,
+        op: c.op,
+        step: c.step,
+    };
     Some(RankProgress {
         rank,
         path: path.to_path_buf(),
         file: display_path(path),
-        last_completed: completed.into_values().next_back(),
-        waiting_in,
-        last_step,
-        end_status,
+        last_completed: tail.last_completed.map(coll),
+        waiting_in: tail.waiting_in.map(coll),
+        last_step: tail.last_step,
+        end_status: tail.end_status,
     })
 }
 
@@ -273,7 +224,7 @@ mod tests {
     const HEADER: &str = r#"{"type":"header","format":"ddp-probe-trace","version":"1.0","run_id":"r","rank":1,"world_size":2,"start_ns":1000}"#;
 
     fn write(dir: &Path, lines: &[&str]) -> PathBuf {
-        let traces = dir.join("traces");
+        let traces = dir.join(crate::contract_run_dir::TRACES_DIR);
         std::fs::create_dir_all(&traces).unwrap();
         let p = traces.join("rank-1.jsonl");
         let mut f = File::create(&p).unwrap();

@@ -24,7 +24,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::manifest::Termination;
+use crate::termination::Termination;
 
 /// How much of the end of a trace file is read.
 pub const TRACE_TAIL_BYTES: u64 = 64 * 1024;
@@ -82,6 +82,9 @@ pub struct TraceTail {
     pub last_completed: Option<CollectiveRef>,
     /// The collective the rank waits in, if any.
     pub waiting_in: Option<CollectiveRef>,
+    /// The status of the trace's `end` record, if it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_status: Option<String>,
 }
 
 impl TraceTail {
@@ -125,31 +128,28 @@ impl TraceTail {
                     };
                     queued.insert(seq, collective(seq, args, step));
                 }
+                (Some("end"), _, _) => tail.end_status = field("status").map(str::to_owned),
                 _ => {}
             }
         }
-        let last = completed.last().copied();
-        tail.waiting_in = queued
-            .iter()
-            .find(|(seq, _)| last.is_none_or(|l| **seq > l))
-            .or_else(|| {
-                queued
-                    .iter()
-                    .rev()
-                    .find(|(seq, _)| !completed.contains(seq))
-            })
-            .map(|(_, c)| c.clone());
+        tail.waiting_in = waits_in(&queued, &completed);
         tail
     }
 
     /// Reads and summarises the last [`TRACE_TAIL_BYTES`] of a trace file.
     pub fn read(path: &Path) -> io::Result<TraceTail> {
+        TraceTail::read_last(path, TRACE_TAIL_BYTES)
+    }
+
+    /// Reads and summarises the last `max_bytes` of a trace file (the first,
+    /// probably cut, line of that window is skipped).
+    pub fn read_last(path: &Path, max_bytes: u64) -> io::Result<TraceTail> {
         let mut file = File::open(path)?;
         let len = file.metadata()?.len();
-        let start = len.saturating_sub(TRACE_TAIL_BYTES);
+        let start = len.saturating_sub(max_bytes);
         file.seek(SeekFrom::Start(start))?;
         let mut bytes = Vec::with_capacity((len - start) as usize);
-        file.take(TRACE_TAIL_BYTES).read_to_end(&mut bytes)?;
+        file.take(max_bytes).read_to_end(&mut bytes)?;
         let mut text = &bytes[..];
         if start > 0 {
             // The first line is probably cut: skip past its end.
@@ -169,6 +169,26 @@ impl TraceTail {
             self.last_step,
         )
     }
+}
+
+/// The collective a rank waits in, from the collectives it queued (by
+/// `seq`) and the `seq`s it completed: the first queued one above the last
+/// completed one (collectives complete in order, so a rank that queued
+/// several, as DDP does with its buckets, is blocked in the first); failing
+/// that, the highest queued one that never completed. The one rule the
+/// launcher's hang watchdog and the diagnosis both use.
+pub fn waits_in<T: Clone>(queued: &BTreeMap<u64, T>, completed: &BTreeSet<u64>) -> Option<T> {
+    let last = completed.last().copied();
+    queued
+        .iter()
+        .find(|(seq, _)| last.is_none_or(|l| **seq > l))
+        .or_else(|| {
+            queued
+                .iter()
+                .rev()
+                .find(|(seq, _)| !completed.contains(seq))
+        })
+        .map(|(_, c)| c.clone())
 }
 
 fn collective(

@@ -4,8 +4,8 @@
 //! The first record is a [`Header`]; every later line is one [`Record`].
 //! `docs/trace-format.md` is the normative description; the types here are
 //! the writer side of it and serialize exactly to what the document shows.
-//! The reader ([`crate::reader`]) has its own zero-copy parsing path and
-//! turns files into the compact [`crate::model::Run`].
+//! The reader (`probe::reader`) has its own zero-copy parsing path and
+//! turns files into the compact `probe::model::Run`.
 
 mod kinds;
 mod records;
@@ -22,6 +22,11 @@ pub use records::{
 };
 pub use writer::{TraceWriter, DEFAULT_BUFFER_BYTES};
 
+/// The name of the counter that gives the number of samples a rank
+/// processed in a step (see `docs/trace-format.md`, "Conventions for
+/// analysis"); summaries turn it into samples/s.
+pub const SAMPLES_COUNTER: &str = "samples";
+
 /// The value of the header's `format` field.
 pub const FORMAT_NAME: &str = "ddp-probe-trace";
 /// The major version this crate writes and reads.
@@ -34,7 +39,7 @@ pub const VERSION: &str = "1.0";
 /// The only clock domain of v1: nanoseconds since the Unix epoch.
 pub const CLOCK_UNIX_NS: &str = "unix_ns";
 /// The folder of a run directory that holds the per-rank trace files.
-pub const TRACES_DIR: &str = "traces";
+pub use crate::run_dir::TRACES_DIR;
 /// Gradient-ready offset meaning "this parameter got no gradient this step".
 pub const NO_GRAD: i64 = -1;
 

@@ -1,5 +1,5 @@
 //! The run manifest (`manifest.json`): serde types shared by the launcher,
-//! which writes it, and the other commands, which read it back.
+//! which writes it, and the diagnosis, which reads it back.
 //!
 //! Paths inside the manifest are relative to the run directory unless they
 //! point outside it (e.g. a user-chosen `NCCL_DEBUG_FILE`); use
@@ -14,6 +14,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::hang::HangReport;
+pub use crate::termination::Termination;
 
 /// The manifest format this build writes and the newest it reads.
 pub const MANIFEST_FORMAT: u32 = 1;
@@ -53,68 +54,6 @@ impl RunStatus {
 impl fmt::Display for RunStatus {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
-    }
-}
-
-/// How a rank's process ended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "how", rename_all = "snake_case")]
-pub enum Termination {
-    /// It exited with this status code.
-    Exited {
-        /// The exit code.
-        code: i32,
-    },
-    /// It was killed by a signal.
-    Signaled {
-        /// The signal's name, e.g. `SIGKILL`.
-        signal: String,
-        /// The signal's number.
-        number: i32,
-        /// Whether it dumped core.
-        #[serde(default)]
-        core_dumped: bool,
-    },
-    /// Its end could not be observed.
-    Unknown {
-        /// Why not.
-        reason: String,
-    },
-}
-
-impl Termination {
-    /// Whether this is a clean exit (status 0).
-    pub fn success(&self) -> bool {
-        matches!(self, Termination::Exited { code: 0 })
-    }
-
-    /// The shell-style exit status: the code, or 128 + the signal number.
-    pub fn exit_code(&self) -> i32 {
-        match self {
-            Termination::Exited { code } => *code,
-            Termination::Signaled { number, .. } => 128 + number,
-            Termination::Unknown { .. } => 1,
-        }
-    }
-}
-
-impl fmt::Display for Termination {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Termination::Exited { code } => write!(f, "exited with code {code}"),
-            Termination::Signaled {
-                signal,
-                core_dumped,
-                ..
-            } => {
-                write!(f, "killed by {signal}")?;
-                if *core_dumped {
-                    f.write_str(" (core dumped)")?;
-                }
-                Ok(())
-            }
-            Termination::Unknown { reason } => write!(f, "ended in an unknown way ({reason})"),
-        }
     }
 }
 

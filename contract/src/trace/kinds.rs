@@ -117,7 +117,7 @@ name_enum! {
     }
     other:
     /// A kind this version of the format does not know. The reader keeps the
-    /// original name (see [`crate::model::SpanExtra::kind_name`]).
+    /// original name (see `probe::model::SpanExtra::kind_name`).
     Other => "other"
 }
 

@@ -64,10 +64,10 @@
 //!
 //! # Where it is used
 //!
-//! This module is the one implementation of the above and needs no libtorch:
+//! This crate is the one implementation of the above and needs no libtorch:
 //! the `ddp` crate's reducer assigns its buckets with it (adding the
 //! conversions from `tch` types), and the `bucket_cap_mb` advice replays it
-//! on a trace's parameter table ([`crate::analysis::assign`]).
+//! on a trace's parameter table (`probe::analysis::assign`).
 
 use std::collections::HashMap;
 

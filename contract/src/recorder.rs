@@ -49,14 +49,7 @@ use crate::trace::{
     InstantRecord, KernelCategory, LogLevel, LogRecord, Record, SpanKind, SpanRecord, TraceWriter,
 };
 
-/// Environment variable naming the directory a rank writes its trace to
-/// (`<dir>/rank-<R>.jsonl`). The launcher sets it to `<run_dir>/traces`.
-pub const ENV_TRACE_DIR: &str = "DDP_PROBE_TRACE_DIR";
-/// Environment variable carrying the run id shared by all ranks.
-pub const ENV_RUN_ID: &str = "DDP_PROBE_RUN_ID";
-/// Environment variable that turns recording off even under `ddp-probe run` when set to `0`,
-/// `off` or `false` (for measuring the recorder's overhead).
-pub const ENV_TRACE: &str = "DDP_PROBE_TRACE";
+pub use crate::env::{RUN_ID as ENV_RUN_ID, TRACE as ENV_TRACE, TRACE_DIR as ENV_TRACE_DIR};
 /// Name of the background writer thread.
 pub const WRITER_THREAD_NAME: &str = "ddp-probe-trace";
 

@@ -137,11 +137,13 @@ pub struct RankEnd {
     #[serde(flatten)]
     pub termination: Termination,
     /// Local time it ended, RFC 3339.
+    #[serde(default)]
     pub at: String,
     /// Seconds from the launch to its end.
     pub after_s: f64,
     /// Whether it ended after the launcher had signalled the ranks to stop
     /// (so its end is a consequence, not a cause).
+    #[serde(default)]
     pub stopped_by_launcher: bool,
     /// For a SIGKILL the launcher did not send: the evidence about its
     /// sender. Absent otherwise, and in manifests of earlier versions.
@@ -155,11 +157,13 @@ pub struct Failure {
     /// The global rank.
     pub rank: usize,
     /// Its local rank on this node.
+    #[serde(default)]
     pub local_rank: usize,
     /// How it ended.
     #[serde(flatten)]
     pub termination: Termination,
     /// Local time it ended, RFC 3339.
+    #[serde(default)]
     pub at: String,
     /// Seconds from the launch to its end.
     pub after_s: f64,
@@ -185,67 +189,101 @@ pub struct RankRecord {
     /// The global rank.
     pub rank: usize,
     /// The rank on this node.
+    #[serde(default)]
     pub local_rank: usize,
     /// The process id (also its process group id); absent if it never started.
     pub pid: Option<u32>,
     /// Local time it started, RFC 3339; absent if it never started.
     pub started_at: Option<String>,
     /// Its complete stdout.
+    #[serde(default)]
     pub stdout: String,
     /// Its complete stderr.
+    #[serde(default)]
     pub stderr: String,
     /// NCCL's debug log (`NCCL_DEBUG_FILE`), written by NCCL if it runs.
+    #[serde(default)]
     pub nccl_log: String,
     /// Its trace (JSON Lines), written by the reference DDP's recorder.
+    #[serde(default)]
     pub trace: String,
     /// PyTorch's NCCL flight recorder dump, written on a collective timeout.
+    #[serde(default)]
     pub flight_recorder: String,
     /// The torchelastic error file (`TORCHELASTIC_ERROR_FILE`), written by
     /// programs using `torch.distributed.elastic`'s `@record`.
+    #[serde(default)]
     pub error_file: String,
     /// The relevant part of its environment (see [`Manifest::env`]); the store
     /// token is redacted.
+    #[serde(default)]
     pub env: BTreeMap<String, String>,
     /// How it ended; absent while running or if it never started.
     pub end: Option<RankEnd>,
 }
 
+fn default_logs_dir() -> String {
+    crate::run_dir::LOGS_DIR.to_owned()
+}
+
+fn default_traces_dir() -> String {
+    crate::run_dir::TRACES_DIR.to_owned()
+}
+
 /// Everything known about one node's part of a run.
+///
+/// Reading is lenient where it costs nothing: fields a reader can do
+/// without (names, paths, the environment) default when absent, so a
+/// hand-made or partial manifest still reads; `format`, `status` and
+/// `world_size`, and how each rank ended, are required.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
     /// The manifest format ([`MANIFEST_FORMAT`]).
     pub format: u32,
     /// The ddp-probe version that wrote it.
+    #[serde(default)]
     pub ddp_probe_version: String,
     /// The overall status.
     pub status: RunStatus,
     /// The exit status the launcher ends with (absent while running).
     pub exit_code: Option<i32>,
     /// The program run for every rank, as given.
+    #[serde(default)]
     pub program: String,
     /// Its arguments.
+    #[serde(default)]
     pub args: Vec<String>,
     /// The working directory of the launcher and the ranks.
+    #[serde(default)]
     pub cwd: String,
     /// The run id (`TORCHELASTIC_RUN_ID`), shared by all nodes.
+    #[serde(default)]
     pub run_id: String,
     /// This node's index.
+    #[serde(default)]
     pub node_rank: usize,
     /// The number of nodes.
+    #[serde(default)]
     pub nnodes: usize,
     /// Ranks per node.
+    #[serde(default)]
     pub nproc_per_node: usize,
     /// Ranks in the whole run.
     pub world_size: usize,
     /// This host's name.
+    #[serde(default)]
     pub hostname: String,
     /// The master's address.
+    #[serde(default)]
     pub master_addr: String,
     /// The master's port.
+    #[serde(default)]
     pub master_port: u16,
     /// The absolute run directory when it was written.
+    #[serde(default)]
     pub run_dir: String,
     /// Local time the launch started, RFC 3339.
+    #[serde(default)]
     pub started_at: String,
     /// Local time the last rank ended, RFC 3339.
     pub ended_at: Option<String>,
@@ -254,14 +292,18 @@ pub struct Manifest {
     /// The hang timeout in seconds, if the watchdog was on.
     pub hang_timeout_s: Option<f64>,
     /// Seconds between SIGTERM and SIGKILL when stopping ranks.
+    #[serde(default)]
     pub grace_period_s: f64,
     /// The DDP bucket size given with `--bucket-cap-mb`.
     pub bucket_cap_mb: Option<f64>,
     /// The directory of logs, relative to the run directory.
+    #[serde(default = "default_logs_dir")]
     pub logs_dir: String,
     /// The directory of traces, relative to the run directory.
+    #[serde(default = "default_traces_dir")]
     pub traces_dir: String,
     /// This node's ranks.
+    #[serde(default)]
     pub ranks: Vec<RankRecord>,
     /// The first rank to fail.
     pub first_failure: Option<Failure>,
@@ -275,6 +317,7 @@ pub struct Manifest {
     /// variables given in the configuration): names starting with NCCL_,
     /// TORCH, CUDA_, OMP_, MASTER_, GLOO_, PYTORCH_, DDP_PROBE_, LOCAL_,
     /// WORLD_, GROUP_, ROLE_ or RANK.
+    #[serde(default)]
     pub env: BTreeMap<String, String>,
 }
 

@@ -14,9 +14,9 @@
 //! without [`ENV_TRACE_DIR`]) costs one branch per call and never allocates.
 //!
 //! ```no_run
-//! use probe::clock::now_ns;
-//! use probe::recorder::Recorder;
-//! use probe::trace::{Header, SpanKind};
+//! use probe_contract::clock::now_ns;
+//! use probe_contract::recorder::Recorder;
+//! use probe_contract::trace::{Header, SpanKind};
 //!
 //! let rec = Recorder::from_env(Header::new("run-1", 0, 1))?;
 //! let step = 0;

@@ -1,21 +1,20 @@
-//! Trace model and file format, recorder, analysis, diagnosis and launcher.
+//! Loading, model, analysis, diagnosis and import of ddp-probe's runs: the
+//! read side of the trace format (`docs/trace-format.md`), whose records,
+//! recorder and clock live in `probe-contract` (re-exported here as
+//! [`trace`], [`recorder`] and [`clock`]).
 //!
-//! The pieces that exist so far all revolve around the **trace format v1**
-//! (specified in `docs/trace-format.md`):
-//!
-//! * [`trace`]: the records of the format as serde types, the version
-//!   constants and [`trace::TraceWriter`], which writes records as whole JSON
-//!   lines to any [`std::io::Write`].
-//! * [`clock`]: the timestamp source of the format (nanoseconds since the Unix
-//!   epoch, from a monotonic clock anchored once to the realtime clock).
-//! * [`recorder`]: what a training process uses to record spans without
-//!   blocking on I/O (a background writer thread per trace file).
-//! * [`model`] and [`reader`]: a run directory (all ranks, several directories
-//!   merged) loaded into one compact in-memory [`model::Run`].
-//! * [`export::chrome`]: Chrome trace-event JSON for Perfetto and
-//!   `chrome://tracing`.
-//! * [`synth`]: deterministic synthetic runs for tests and benchmarks.
+//! * Loading: [`reader`] (a run directory, all ranks, several directories
+//!   merged) with its fast line parser, its memory-mapped reading and its
+//!   binary cache; [`model`], the compact in-memory [`model::Run`].
+//! * [`analysis`]: the step breakdown and overlap ([`analysis::summarize`]),
+//!   stragglers, per-bucket statistics, the cost model and the
+//!   `bucket_cap_mb` advice ([`analysis::advise`]), HTA's GPU breakdown.
+//! * [`diagnosis`]: `explain`, from logs, traces, the manifest and PyTorch
+//!   flight-recorder dumps.
 //! * [`import`]: PyTorch profiler (Kineto) traces turned into runs.
+//! * [`export::chrome`]: Chrome trace-event JSON for Perfetto.
+//! * [`synth`]: deterministic synthetic runs for tests and benchmarks;
+//!   [`text`] and [`units`]: the text helpers and number formats the views share.
 
 pub mod analysis;
 mod cache;

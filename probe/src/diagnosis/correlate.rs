@@ -59,29 +59,24 @@ fn context(g: &Gathered) -> RunContext {
     let statuses: Vec<&str> = g
         .manifests
         .iter()
-        .filter_map(|m| m.manifest.status.as_deref())
+        .map(|m| m.manifest.status.name())
         .collect();
     c.ok = !statuses.is_empty() && statuses.iter().all(|s| *s == "ok");
     c.hang = statuses.contains(&"hang");
     c.failed = statuses.iter().any(|s| !matches!(*s, "ok" | "running"));
     for m in &g.manifests {
         let man = &m.manifest;
-        c.world_size = c.world_size.or(man.world_size);
+        c.world_size = c.world_size.or(Some(man.world_size));
         if let Some(f) = &man.first_failure {
-            let t = f.after_s.unwrap_or(f64::MAX);
+            let t = f.after_s;
             if first.is_none_or(|(ft, _)| t < ft) {
                 first = Some((t, f.rank));
             }
         }
         for r in &man.ranks {
             if let Some(end) = &r.end {
-                if let Some(a) = end.after_s {
-                    c.end_after.insert(r.rank, a);
-                }
-                if !end.stopped_by_launcher
-                    && end.termination.how == "exited"
-                    && end.termination.code == Some(0)
-                {
+                c.end_after.insert(r.rank, end.after_s);
+                if !end.stopped_by_launcher && end.termination.success() {
                     c.exited_ok.insert(r.rank);
                 }
             }
@@ -115,20 +110,15 @@ fn run_facts(g: &Gathered) -> Option<RunFacts> {
     let mut first: Option<(f64, String)> = None;
     for m in &g.manifests {
         facts.run_dirs.push(m.dir_display.clone());
-        if let Some(s) = &m.manifest.status {
-            statuses.push(sanitize(s, 32));
-        }
-        facts.world_size = facts.world_size.or(m.manifest.world_size);
+        statuses.push(m.manifest.status.name().to_owned());
+        facts.world_size = facts.world_size.or(Some(m.manifest.world_size));
         if let Some(f) = &m.manifest.first_failure {
-            let t = f.after_s.unwrap_or(f64::MAX);
-            let text = match f.after_s {
-                Some(a) => format!(
-                    "rank {} {} after {a:.1} s",
-                    f.rank,
-                    f.termination.describe()
-                ),
-                None => format!("rank {} {}", f.rank, f.termination.describe()),
-            };
+            let t = f.after_s;
+            let text = format!(
+                "rank {} {} after {t:.1} s",
+                f.rank,
+                super::manifest::describe(&f.termination)
+            );
             if first.as_ref().is_none_or(|(ft, _)| t < *ft) {
                 first = Some((t, text));
             }
@@ -320,9 +310,7 @@ pub(crate) fn build(mut g: Gathered, opts: &Options) -> Report {
 fn cross_node_timeouts(g: &Gathered, signals: &mut [Signal]) {
     let mut node_of: BTreeMap<usize, usize> = BTreeMap::new();
     for m in &g.manifests {
-        let Some(node) = m.manifest.node_rank else {
-            continue;
-        };
+        let node = m.manifest.node_rank;
         for r in &m.manifest.ranks {
             node_of.insert(r.rank, node);
         }
@@ -537,8 +525,7 @@ fn uneven_from_manifest(
             r.rank,
             r.end
                 .as_ref()
-                .and_then(|e| e.after_s)
-                .map(|a| format!(" after {a:.1} s"))
+                .map(|e| format!(" after {:.1} s", e.after_s))
                 .unwrap_or_default()
         );
         s.detail = Some(text.clone());

@@ -1,7 +1,8 @@
 //! Reading a run directory's `manifest.json` (written by `ddp-probe run`)
-//! with minimal serde types of its own: only the fields the diagnosis needs,
-//! every one optional, unknown fields ignored. The launcher's own types are
-//! not used, so this crate does not depend on the launcher.
+//! into the contract's types ([`probe_contract::manifest`], the ones the
+//! launcher writes; unknown fields are ignored, so a newer launcher's
+//! manifest still reads). A manifest that does not parse is reported and the
+//! logs are read without it.
 //!
 //! What it contributes: the log files of each rank, how each rank ended
 //! (exit code or signal, whether the launcher stopped it), the first failure,
@@ -15,11 +16,11 @@
 //! signal came from outside the process (`rank_crashed`); with neither, the
 //! OOM killer stays the likely cause, said to be unconfirmed.
 
-use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+use probe_contract::hang::HangReport;
+use probe_contract::manifest::{CounterScope, KillEvidence, Manifest, OomKillCounter, Termination};
 
 use super::category::Category;
 use super::report::{Evidence, RankEndFact, Role};
@@ -49,15 +50,14 @@ fn kill_detail(rank: usize, verdict: &KillVerdict, end: &str, ev: Option<&KillEv
         ),
     };
     if let Some(m) = ev.and_then(|e| e.last_memory.as_ref()) {
-        if let Some(rss) = m.rss_kib {
-            out.push_str(&format!("; its last resident set was {}", human_kib(rss)));
-            if let Some(avail) = m.mem_available_kib {
-                out.push_str(&format!(" with {} available on the host", human_kib(avail)));
-            }
-            if let Some(a) = m.after_s {
-                out.push_str(&format!(" ({a:.1} s after the launch)"));
-            }
+        out.push_str(&format!(
+            "; its last resident set was {}",
+            human_kib(m.rss_kib)
+        ));
+        if let Some(avail) = m.mem_available_kib {
+            out.push_str(&format!(" with {} available on the host", human_kib(avail)));
         }
+        out.push_str(&format!(" ({:.1} s after the launch)", m.after_s));
     }
     out
 }
@@ -67,108 +67,30 @@ pub(crate) use crate::contract_run_dir::MANIFEST_FILE;
 /// Largest manifest read (a real one is a few kB per rank).
 const MAX_MANIFEST_BYTES: u64 = 64 * 1024 * 1024;
 
-/// How a process ended (`Termination` in the launcher, flattened with a
-/// `how` tag).
-#[derive(Debug, Clone, Default, Deserialize)]
-pub(crate) struct Termination {
-    /// `exited`, `signaled` or `unknown`.
-    #[serde(default)]
-    pub how: String,
-    /// The exit code.
-    #[serde(default)]
-    pub code: Option<i32>,
-    /// The signal's name.
-    #[serde(default)]
-    pub signal: Option<String>,
-    /// The signal's number.
-    #[serde(default)]
-    pub number: Option<i32>,
-    /// Why the end is unknown.
-    #[serde(default)]
-    pub reason: Option<String>,
-}
-
-impl Termination {
-    /// "exited with code 1", "killed by SIGKILL".
-    pub fn describe(&self) -> String {
-        match self.how.as_str() {
-            "exited" => format!("exited with code {}", self.code.unwrap_or(-1)),
-            "signaled" => format!(
-                "killed by {}",
-                sanitize(self.signal.as_deref().unwrap_or("a signal"), 32)
-            ),
-            _ => format!(
-                "ended in an unknown way ({})",
-                sanitize(self.reason.as_deref().unwrap_or("no reason given"), 80)
-            ),
+/// "exited with code 1", "killed by SIGKILL", with the launcher's strings
+/// made safe for a terminal.
+pub(crate) fn describe(t: &Termination) -> String {
+    match t {
+        Termination::Exited { code } => format!("exited with code {code}"),
+        Termination::Signaled { signal, .. } => format!("killed by {}", sanitize(signal, 32)),
+        Termination::Unknown { reason } => {
+            format!("ended in an unknown way ({})", sanitize(reason, 80))
         }
     }
-
-    fn is_signal(&self, name: &str, number: i32) -> bool {
-        self.how == "signaled"
-            && (self.signal.as_deref() == Some(name) || self.number == Some(number))
-    }
 }
 
-/// An `oom_kill` counter read at a rank's start and at its death.
-#[derive(Debug, Clone, Default, Deserialize)]
-pub(crate) struct OomKillCounter {
-    /// The file it was read from.
-    #[serde(default)]
-    pub file: String,
-    /// `cgroup` (the rank's own), `parent_cgroup` or `host`; absent is read
-    /// as `cgroup`.
-    #[serde(default)]
-    pub scope: Option<String>,
-    /// Its value at the rank's start.
-    #[serde(default)]
-    pub at_start: Option<u64>,
-    /// Its value at the rank's death.
-    #[serde(default)]
-    pub at_death: Option<u64>,
+fn is_signal(t: &Termination, name: &str, num: i32) -> bool {
+    matches!(t, Termination::Signaled { signal, number, .. } if signal == name || *number == num)
 }
 
-impl OomKillCounter {
-    /// The file's name for a sentence: `memory.events`, `/proc/vmstat`.
-    fn short_name(&self) -> String {
-        let name = if self.file.starts_with("/proc/") {
-            self.file.as_str()
-        } else {
-            self.file.rsplit('/').next().unwrap_or(&self.file)
-        };
-        sanitize(name, 60)
-    }
-}
-
-/// A rank's last memory sample.
-#[derive(Debug, Clone, Default, Deserialize)]
-pub(crate) struct MemorySample {
-    /// Its resident set in KiB.
-    #[serde(default)]
-    pub rss_kib: Option<u64>,
-    /// The host's available memory in KiB.
-    #[serde(default)]
-    pub mem_available_kib: Option<u64>,
-    /// Seconds after the launch.
-    #[serde(default)]
-    pub after_s: Option<f64>,
-}
-
-/// What the launcher saw when a rank died of a SIGKILL it did not send.
-#[derive(Debug, Clone, Default, Deserialize)]
-pub(crate) struct KillEvidence {
-    /// The OOM-kill counters.
-    #[serde(default)]
-    pub oom_kill_counters: Vec<OomKillCounter>,
-    /// Whether the kernel log could be read.
-    #[serde(default)]
-    pub kernel_log_read: bool,
-    /// Kernel lines about an OOM kill of the rank's pid.
-    #[serde(default)]
-    pub kernel_log_lines: Vec<String>,
-    /// The last memory sample.
-    #[serde(default)]
-    pub last_memory: Option<MemorySample>,
+/// The file's name for a sentence: `memory.events`, `/proc/vmstat`.
+fn counter_name(c: &OomKillCounter) -> String {
+    let name = if c.file.starts_with("/proc/") {
+        c.file.as_str()
+    } else {
+        c.file.rsplit('/').next().unwrap_or(&c.file)
+    };
+    sanitize(name, 60)
 }
 
 /// Who sent a SIGKILL, as far as the evidence proves.
@@ -182,67 +104,65 @@ pub(crate) enum KillVerdict {
     Unconfirmed(String),
 }
 
-impl KillEvidence {
-    /// What the evidence proves about the sender of the SIGKILL.
-    pub fn verdict(evidence: Option<&KillEvidence>) -> KillVerdict {
-        let Some(ev) = evidence else {
-            return KillVerdict::Unconfirmed(
-                "the manifest holds no evidence about the sender (an earlier ddp-probe wrote it)"
-                    .to_owned(),
-            );
-        };
-        if let Some(line) = ev.kernel_log_lines.first() {
-            return KillVerdict::OomKiller(format!(
-                "the kernel log names its pid: \"{}\"",
-                sanitize(line, 160)
-            ));
-        }
-        // The kernel raises the counter of the victim's own cgroup on every
-        // OOM kill, so the narrowest readable level decides: the rank's own
-        // cgroup, else its parents, else the host.
-        for level in ["cgroup", "parent_cgroup", "host"] {
-            let counters: Vec<&OomKillCounter> = ev
-                .oom_kill_counters
-                .iter()
-                .filter(|c| c.scope.as_deref().unwrap_or("cgroup") == level)
-                .filter(|c| c.at_start.is_some() && c.at_death.is_some())
-                .collect();
-            if counters.is_empty() {
-                continue;
-            }
-            let rose: Vec<String> = counters
-                .iter()
-                .filter_map(|c| match (c.at_start, c.at_death) {
-                    (Some(a), Some(d)) if d > a => Some(format!(
-                        "oom_kill rose from {a} to {d} in {}",
-                        sanitize(&c.file, 120)
-                    )),
-                    _ => None,
-                })
-                .take(2)
-                .collect();
-            if !rose.is_empty() {
-                return KillVerdict::OomKiller(rose.join(", "));
-            }
-            let mut unchanged: Vec<String> = Vec::new();
-            for c in counters {
-                let name = c.short_name();
-                if !unchanged.contains(&name) {
-                    unchanged.push(name);
-                }
-            }
-            return KillVerdict::FromOutside(format!(
-                "{} oom_kill unchanged",
-                unchanged.join(", ")
-            ));
-        }
-        let log = if ev.kernel_log_read {
-            "the kernel log names no OOM kill"
-        } else {
-            "the kernel log could not be read"
-        };
-        KillVerdict::Unconfirmed(format!("no oom_kill counter could be read and {log}"))
+/// What the evidence proves about the sender of the SIGKILL.
+pub(crate) fn kill_verdict(evidence: Option<&KillEvidence>) -> KillVerdict {
+    let Some(ev) = evidence else {
+        return KillVerdict::Unconfirmed(
+            "the manifest holds no evidence about the sender (an earlier ddp-probe wrote it)"
+                .to_owned(),
+        );
+    };
+    if let Some(line) = ev.kernel_log_lines.first() {
+        return KillVerdict::OomKiller(format!(
+            "the kernel log names its pid: \"{}\"",
+            sanitize(line, 160)
+        ));
     }
+    // The kernel raises the counter of the victim's own cgroup on every
+    // OOM kill, so the narrowest readable level decides: the rank's own
+    // cgroup, else its parents, else the host.
+    for level in [
+        CounterScope::Cgroup,
+        CounterScope::ParentCgroup,
+        CounterScope::Host,
+    ] {
+        let counters: Vec<&OomKillCounter> = ev
+            .oom_kill_counters
+            .iter()
+            .filter(|c| c.scope == level && c.at_death.is_some())
+            .collect();
+        if counters.is_empty() {
+            continue;
+        }
+        let rose: Vec<String> = counters
+            .iter()
+            .filter_map(|c| match (c.at_start, c.at_death) {
+                (a, Some(d)) if d > a => Some(format!(
+                    "oom_kill rose from {a} to {d} in {}",
+                    sanitize(&c.file, 120)
+                )),
+                _ => None,
+            })
+            .take(2)
+            .collect();
+        if !rose.is_empty() {
+            return KillVerdict::OomKiller(rose.join(", "));
+        }
+        let mut unchanged: Vec<String> = Vec::new();
+        for c in counters {
+            let name = counter_name(c);
+            if !unchanged.contains(&name) {
+                unchanged.push(name);
+            }
+        }
+        return KillVerdict::FromOutside(format!("{} oom_kill unchanged", unchanged.join(", ")));
+    }
+    let log = if ev.kernel_log_read {
+        "the kernel log names no OOM kill"
+    } else {
+        "the kernel log could not be read"
+    };
+    KillVerdict::Unconfirmed(format!("no oom_kill counter could be read and {log}"))
 }
 
 /// `1.2 GiB`, `340 MiB` from KiB.
@@ -253,138 +173,6 @@ fn human_kib(kib: u64) -> String {
     } else {
         format!("{mib:.0} MiB")
     }
-}
-
-/// A rank's end.
-#[derive(Debug, Clone, Deserialize)]
-pub(crate) struct RankEnd {
-    /// How.
-    #[serde(flatten)]
-    pub termination: Termination,
-    /// The evidence about the sender of a SIGKILL.
-    #[serde(default)]
-    pub kill_evidence: Option<KillEvidence>,
-    /// Seconds after the launch.
-    #[serde(default)]
-    pub after_s: Option<f64>,
-    /// Whether the launcher stopped it after another failure.
-    #[serde(default)]
-    pub stopped_by_launcher: bool,
-}
-
-/// One rank's record.
-#[derive(Debug, Clone, Deserialize)]
-pub(crate) struct RankRecord {
-    /// The global rank.
-    pub rank: usize,
-    /// Its stdout, relative to the run directory.
-    #[serde(default)]
-    pub stdout: Option<String>,
-    /// Its stderr.
-    #[serde(default)]
-    pub stderr: Option<String>,
-    /// Its NCCL log.
-    #[serde(default)]
-    pub nccl_log: Option<String>,
-    /// Its torchelastic error file.
-    #[serde(default)]
-    pub error_file: Option<String>,
-    /// Its environment.
-    #[serde(default)]
-    pub env: BTreeMap<String, String>,
-    /// Its end.
-    #[serde(default)]
-    pub end: Option<RankEnd>,
-}
-
-/// The first failure.
-#[derive(Debug, Clone, Deserialize)]
-pub(crate) struct Failure {
-    /// The rank.
-    pub rank: usize,
-    /// How it ended.
-    #[serde(flatten)]
-    pub termination: Termination,
-    /// Seconds after the launch.
-    #[serde(default)]
-    pub after_s: Option<f64>,
-}
-
-/// A collective named in the hang report.
-#[derive(Debug, Clone, Deserialize)]
-pub(crate) struct HangCollective {
-    /// Its sequence number.
-    pub seq: u64,
-    /// The operation.
-    #[serde(default)]
-    pub op: Option<String>,
-}
-
-/// What a rank's trace tail said when the hang was detected.
-#[derive(Debug, Clone, Default, Deserialize)]
-pub(crate) struct HangTail {
-    /// The collective it waits in.
-    #[serde(default)]
-    pub waiting_in: Option<HangCollective>,
-}
-
-/// One rank in the hang report.
-#[derive(Debug, Clone, Deserialize)]
-pub(crate) struct HangRank {
-    /// The rank.
-    pub rank: usize,
-    /// Its trace tail.
-    #[serde(default)]
-    pub trace_tail: Option<HangTail>,
-}
-
-/// The hang report.
-#[derive(Debug, Clone, Deserialize)]
-pub(crate) struct Hang {
-    /// The hang timeout.
-    #[serde(default)]
-    pub timeout_s: Option<f64>,
-    /// The ranks the others wait for.
-    #[serde(default)]
-    pub behind: Vec<usize>,
-    /// Every rank.
-    #[serde(default)]
-    pub ranks: Vec<HangRank>,
-}
-
-/// The parts of `manifest.json` the diagnosis reads.
-#[derive(Debug, Clone, Deserialize)]
-pub(crate) struct Manifest {
-    /// The run status.
-    #[serde(default)]
-    pub status: Option<String>,
-    /// Ranks in the run.
-    #[serde(default)]
-    pub world_size: Option<usize>,
-    /// This node's index among the run's nodes.
-    #[serde(default)]
-    pub node_rank: Option<usize>,
-    /// The logs directory.
-    #[serde(default)]
-    pub logs_dir: Option<String>,
-    /// The traces directory.
-    #[serde(default)]
-    pub traces_dir: Option<String>,
-    /// This node's ranks.
-    #[serde(default)]
-    pub ranks: Vec<RankRecord>,
-    /// The first failure.
-    #[serde(default)]
-    pub first_failure: Option<Failure>,
-    /// The hang report.
-    #[serde(default)]
-    pub hang: Option<Hang>,
-    /// Why the launch failed.
-    #[serde(default)]
-    pub launch_error: Option<String>,
-    /// The launcher's environment.
-    #[serde(default)]
-    pub env: BTreeMap<String, String>,
 }
 
 /// A manifest with where it came from.
@@ -448,22 +236,19 @@ impl LoadedManifest {
 
     /// The logs directory.
     pub fn logs_dir(&self) -> PathBuf {
-        self.resolve(self.manifest.logs_dir.as_deref().unwrap_or("logs"))
+        self.resolve(&self.manifest.logs_dir)
     }
 
     /// The traces directory.
     pub fn traces_dir(&self) -> PathBuf {
-        self.resolve(self.manifest.traces_dir.as_deref().unwrap_or("traces"))
+        self.resolve(&self.manifest.traces_dir)
     }
 
     /// Every rank's log files with the rank they belong to.
     pub fn rank_files(&self) -> Vec<(PathBuf, usize)> {
         let mut out = Vec::new();
         for r in &self.manifest.ranks {
-            for p in [&r.stderr, &r.stdout, &r.nccl_log, &r.error_file]
-                .into_iter()
-                .flatten()
-            {
+            for p in [&r.stderr, &r.stdout, &r.nccl_log, &r.error_file] {
                 if !p.is_empty() {
                     out.push((self.resolve(p), r.rank));
                 }
@@ -527,7 +312,7 @@ impl LoadedManifest {
 
     /// Evidence pointing at the run's status, when it has one.
     pub fn status_evidence(&self) -> Option<Evidence> {
-        let status = self.manifest.status.as_deref()?;
+        let status = self.manifest.status;
         Some(self.evidence(
             self.line_of("\"status\"", 0),
             format!("the run's status is {status}"),
@@ -548,8 +333,8 @@ impl LoadedManifest {
                 let end = r.end.as_ref()?;
                 Some(RankEndFact {
                     rank: r.rank,
-                    how: end.termination.describe(),
-                    after_s: end.after_s,
+                    how: describe(&end.termination),
+                    after_s: Some(end.after_s),
                     stopped_by_launcher: end.stopped_by_launcher,
                 })
             })
@@ -571,25 +356,25 @@ impl LoadedManifest {
             }
             let t = &end.termination;
             let mut verdict = None;
-            let (category, role, attach) = if t.how == "exited" {
-                if t.code == Some(0) || t.code.is_none() {
+            let (category, role, attach) = if let Termination::Exited { code } = t {
+                if *code == 0 {
                     continue;
                 }
                 (Category::RankCrashed, Role::Cause, Attach::AnyFinding)
-            } else if t.is_signal("SIGKILL", 9) {
-                let v = KillEvidence::verdict(end.kill_evidence.as_ref());
+            } else if is_signal(t, "SIGKILL", 9) {
+                let v = kill_verdict(end.kill_evidence.as_ref());
                 let category = match v {
                     KillVerdict::FromOutside(_) => Category::RankCrashed,
                     _ => Category::HostOomKilled,
                 };
                 verdict = Some(v);
                 (category, Role::Cause, Attach::CauseOnly)
-            } else if t.is_signal("SIGTERM", 15)
-                || t.is_signal("SIGINT", 2)
-                || t.is_signal("SIGHUP", 1)
+            } else if is_signal(t, "SIGTERM", 15)
+                || is_signal(t, "SIGINT", 2)
+                || is_signal(t, "SIGHUP", 1)
             {
                 (Category::RankCrashed, Role::Consequence, Attach::AnyFinding)
-            } else if t.how == "signaled" {
+            } else if matches!(t, Termination::Signaled { .. }) {
                 (Category::RankCrashed, Role::Cause, Attach::AnyFinding)
             } else {
                 continue;
@@ -602,16 +387,13 @@ impl LoadedManifest {
             let mut s = Signal::new(rule, category, role, attach);
             s.subjects = vec![r.rank];
             s.observer = Some(r.rank);
-            let when = end
-                .after_s
-                .map(|a| format!(" after {a:.1} s"))
-                .unwrap_or_default();
+            let when = format!(" after {:.1} s", end.after_s);
             let first_note = if first == Some(r.rank) {
                 " (first failure)"
             } else {
                 ""
             };
-            let text = format!("rank {} {}{when}{first_note}", r.rank, t.describe());
+            let text = format!("rank {} {}{when}{first_note}", r.rank, describe(t));
             s.detail = Some(match &verdict {
                 None => text.clone(),
                 Some(v) => kill_detail(r.rank, v, &text, end.kill_evidence.as_ref()),
@@ -639,7 +421,8 @@ impl LoadedManifest {
         if let Some(h) = &m.hang {
             out.push(self.hang_signal(h, order));
         }
-        if let Some(w) = m.world_size {
+        {
+            let w = m.world_size;
             for r in &m.ranks {
                 let Some(v) = r.env.get("WORLD_SIZE") else {
                     continue;
@@ -700,20 +483,17 @@ impl LoadedManifest {
         out
     }
 
-    fn hang_signal(&self, h: &Hang, order: &mut u64) -> Signal {
+    fn hang_signal(&self, h: &HangReport, order: &mut u64) -> Signal {
         let mut s = Signal::new(
             "manifest_hang",
             Category::CollectiveTimeout,
             Role::Symptom,
             Attach::Standalone,
         );
-        let timeout = h
-            .timeout_s
-            .map(|t| format!(" for {t:.0} s"))
-            .unwrap_or_default();
+        let timeout = format!(" for {:.0} s", h.timeout_s);
         let mut text =
             format!("the launcher's hang watchdog stopped the run: no progress{timeout}");
-        let waiting: Vec<(usize, &HangCollective)> = h
+        let waiting: Vec<(usize, &probe_contract::hang::CollectiveRef)> = h
             .ranks
             .iter()
             .filter_map(|r| {
@@ -799,12 +579,12 @@ mod tests {
 
     #[test]
     fn finds_the_end_of_a_rank_whatever_the_field_order() {
-        let text = "{\n  \"ranks\": [\n    {\n      \"end\": {\n        \"how\": \"exited\",\n        \"code\": 2\n      },\n      \"rank\": 0,\n      \"stderr\": \"e\"\n    },\n    {\n      \"rank\": 1,\n      \"end\": null\n    }\n  ]\n}";
+        let text = "{\n  \"ranks\": [\n    {\n      \"end\": {\n        \"how\": \"exited\",\n        \"code\": 2,\n        \"after_s\": 1.0\n      },\n      \"rank\": 0,\n      \"stderr\": \"e\"\n    },\n    {\n      \"rank\": 1,\n      \"end\": null\n    }\n  ],\n  \"format\": 1, \"status\": \"failed\", \"world_size\": 2\n}";
         let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join(MANIFEST_FILE), text).unwrap();
         let m = LoadedManifest::load(dir.path()).unwrap();
         assert_eq!(m.rank_end_line(0), Some(5));
-        assert_eq!(m.rank_end_line(1), Some(12));
+        assert_eq!(m.rank_end_line(1), Some(13));
     }
 
     #[test]

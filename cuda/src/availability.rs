@@ -22,7 +22,6 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use crate::dl::Library;
-use crate::error::CudaError;
 
 /// The CUDA major version the bindings were built for (feature `cuda-13000`).
 pub(crate) const CUDA_MAJOR: u32 = 13;
@@ -277,10 +276,10 @@ impl Availability {
     }
 
     /// The first of `libraries` that is missing, as an error.
-    pub fn require(&self, libraries: &[CudaLibrary]) -> Result<(), CudaError> {
+    pub fn require(&self, libraries: &[CudaLibrary]) -> Result<(), Unavailable> {
         for l in libraries {
             if let Err(e) = self.get(*l) {
-                return Err(CudaError::Unavailable(e.clone()));
+                return Err(e.clone());
             }
         }
         Ok(())
@@ -317,9 +316,9 @@ pub(crate) fn cached() -> &'static Availability {
     CACHE.get_or_init(Availability::probe)
 }
 
-/// Fails with [`CudaError::Unavailable`] unless every library in `libraries`
+/// Fails with the [`Unavailable`] library unless every library in `libraries`
 /// loads.
-pub(crate) fn require(libraries: &[CudaLibrary]) -> Result<(), CudaError> {
+pub(crate) fn require(libraries: &[CudaLibrary]) -> Result<(), Unavailable> {
     cached().require(libraries)
 }
 

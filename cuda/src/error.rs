@@ -1,9 +1,9 @@
-//! [`CudaError`], the error of everything in [`crate::cuda`].
+//! [`CudaError`], the error of everything in this crate.
 
 use std::time::Duration;
 
 use crate::availability::Unavailable;
-use crate::nccl::NcclError;
+use crate::nccl_error::NcclError;
 
 /// Any error of the GPU path.
 #[derive(Debug, thiserror::Error)]

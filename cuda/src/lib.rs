@@ -57,6 +57,7 @@ pub mod cupti;
 mod dl;
 mod error;
 pub mod nccl;
+mod nccl_error;
 pub mod nvtx;
 
 /// The cudarc this crate is built on (contexts, streams, device memory), so that

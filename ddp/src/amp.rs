@@ -110,7 +110,7 @@ pub enum AmpError {
     Comm(#[from] comm::CommError),
     /// The optimizer step failed.
     #[error("optimizer step: {0}")]
-    Step(Box<crate::error::DdpError>),
+    Step(#[from] crate::optim::OptimError),
 }
 
 type Result<T, E = AmpError> = std::result::Result<T, E>;
@@ -527,7 +527,7 @@ impl GradScaler {
     /// whether the optimizer stepped. When disabled it just steps.
     pub fn step(&mut self, optimizer: &mut Optimizer) -> Result<bool> {
         if !self.config.enabled {
-            optimizer.step().map_err(|e| AmpError::Step(Box::new(e)))?;
+            optimizer.step()?;
             return Ok(true);
         }
         let state = match self.per_optimizer.get(&optimizer.id()).copied() {
@@ -549,7 +549,7 @@ impl GradScaler {
         }
         let stepped = !state.found_inf;
         if stepped {
-            optimizer.step().map_err(|e| AmpError::Step(Box::new(e)))?;
+            optimizer.step()?;
         }
         self.per_optimizer.insert(
             optimizer.id(),

@@ -20,6 +20,9 @@ pub enum DdpError {
     /// An error libtorch reported through tch.
     #[error("libtorch: {0}")]
     Torch(#[from] tch::TchError),
+    /// From [`crate::optim`]: libtorch, or optimizer state that does not fit.
+    #[error(transparent)]
+    Optim(#[from] crate::optim::OptimError),
     /// A collective failed (a peer died or stalled, a mismatch, a timeout).
     #[error(transparent)]
     Comm(#[from] comm::CommError),

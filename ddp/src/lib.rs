@@ -41,6 +41,6 @@ pub use buckets::{
 };
 pub use error::{DdpError, Result};
 pub use hooks::{GradHookHandle, GradHooks, HookError};
-pub use optim::{Optimizer, OptimizerKind};
+pub use optim::{OptimError, Optimizer, OptimizerKind};
 pub use reducer::Compression;
 pub use sampler::{DistributedSampler, SamplerError};

@@ -29,7 +29,21 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use tch::{Kind, Tensor};
 
-use crate::error::{DdpError, Result};
+/// What can go wrong in an optimizer: libtorch refusing an operation, or a
+/// state that does not fit the parameters it is loaded into. The messages
+/// read as those of the crate's error type, which wraps this.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OptimError {
+    /// An error libtorch reported through tch.
+    #[error("libtorch: {0}")]
+    Torch(#[from] tch::TchError),
+    /// Optimizer state (from a checkpoint) that does not fit the parameters.
+    #[error("checkpoint: {0}")]
+    State(String),
+}
+
+type Result<T, E = OptimError> = std::result::Result<T, E>;
 
 /// Source of [`Optimizer`] identities.
 static NEXT_OPTIMIZER_ID: AtomicU64 = AtomicU64::new(0);
@@ -272,24 +286,24 @@ impl Optimizer {
         let mut by_name: BTreeMap<&str, &Tensor> = BTreeMap::new();
         for (n, t) in named {
             if by_name.insert(n.as_str(), t).is_some() {
-                return Err(DdpError::Checkpoint(format!(
+                return Err(OptimError::State(format!(
                     "optimizer state entry '{n}' appears twice"
                 )));
             }
         }
         for (name, t) in by_name {
             let (index, field) = name.split_once('.').ok_or_else(|| {
-                DdpError::Checkpoint(format!(
+                OptimError::State(format!(
                     "optimizer state entry '{name}' is not '<index>.<field>'"
                 ))
             })?;
             let index: usize = index.parse().map_err(|_| {
-                DdpError::Checkpoint(format!(
+                OptimError::State(format!(
                     "optimizer state entry '{name}' has no parameter index"
                 ))
             })?;
             let param = self.params.get(index).ok_or_else(|| {
-                DdpError::Checkpoint(format!(
+                OptimError::State(format!(
                     "optimizer state entry '{name}' refers to parameter {index}, but the optimizer \
                      has {} parameters",
                     self.params.len()
@@ -298,7 +312,7 @@ impl Optimizer {
             let st = &mut fresh[index];
             let buffer = |t: &Tensor| -> Result<Tensor> {
                 if t.size() != param.size() {
-                    return Err(DdpError::Checkpoint(format!(
+                    return Err(OptimError::State(format!(
                         "optimizer state entry '{name}' has shape {:?}, but parameter {index} has \
                          shape {:?}",
                         t.size(),
@@ -315,21 +329,21 @@ impl Optimizer {
                 "exp_avg_sq" => st.exp_avg_sq = Some(buffer(t)?),
                 "step" => {
                     if t.numel() != 1 {
-                        return Err(DdpError::Checkpoint(format!(
+                        return Err(OptimError::State(format!(
                             "optimizer state entry '{name}' has {} elements, expected one",
                             t.numel()
                         )));
                     }
                     let step = t.f_to_kind(Kind::Double)?.f_double_value(&[])?;
                     if !step.is_finite() || step < 0.0 {
-                        return Err(DdpError::Checkpoint(format!(
+                        return Err(OptimError::State(format!(
                             "optimizer state entry '{name}' holds {step}, not a step count"
                         )));
                     }
                     st.step = step;
                 }
                 other => {
-                    return Err(DdpError::Checkpoint(format!(
+                    return Err(OptimError::State(format!(
                         "optimizer state entry '{name}' has an unknown field '{other}'"
                     )))
                 }
@@ -430,7 +444,7 @@ fn adam_step(p: &mut Tensor, grad: &Tensor, st: &mut ParamState, h: AdamHyper) -
         st.exp_avg_sq = Some(p.f_zeros_like()?.f_detach()?);
     }
     let (Some(exp_avg), Some(exp_avg_sq)) = (st.exp_avg.as_mut(), st.exp_avg_sq.as_mut()) else {
-        return Err(DdpError::Checkpoint(
+        return Err(OptimError::State(
             "Adam's moment buffers are missing right after their creation".to_owned(),
         ));
     };

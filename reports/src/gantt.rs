@@ -17,7 +17,7 @@
 
 use std::collections::BTreeMap;
 
-use probe::analysis::intervals::{normalize, Interval};
+use probe::analysis::intervals::{difference, normalize, Interval};
 use probe::analysis::StepBreakdown;
 use probe::model::{LaneKind, Run};
 use probe::trace::SpanKind;
@@ -232,45 +232,11 @@ pub fn gantt_data(run: &Run, choice: &StepChoice, max_ranks: usize) -> GanttData
     data
 }
 
-/// `a \ b` for normalized lists.
-fn difference(a: &[Interval], b: &[Interval]) -> Vec<Interval> {
-    let mut out = Vec::new();
-    let mut j = 0;
-    for &(start, end) in a {
-        let mut cur = start;
-        while j < b.len() && b[j].1 <= cur {
-            j += 1;
-        }
-        let mut k = j;
-        while cur < end && k < b.len() && b[k].0 < end {
-            if b[k].0 > cur {
-                out.push((cur, b[k].0));
-            }
-            cur = cur.max(b[k].1);
-            k += 1;
-        }
-        if cur < end {
-            out.push((cur, end));
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use probe::analysis::{step_breakdowns, SummaryOptions};
     use probe::synth::{generate_run, SynthConfig};
-
-    #[test]
-    fn difference_cuts_out_covered_parts() {
-        assert_eq!(
-            difference(&[(0, 10), (20, 30)], &[(2, 4), (8, 22), (25, 26)]),
-            vec![(0, 2), (4, 8), (22, 25), (26, 30)]
-        );
-        assert_eq!(difference(&[(0, 5)], &[]), vec![(0, 5)]);
-        assert!(difference(&[(1, 2)], &[(0, 9)]).is_empty());
-    }
 
     fn step(rank: u32, n: Option<u64>, start: i64, dur: i64, warm: bool) -> StepBreakdown {
         StepBreakdown {

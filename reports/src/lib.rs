@@ -26,6 +26,7 @@ pub mod error;
 pub mod gantt;
 pub mod html;
 pub mod input;
+pub mod options;
 pub mod report;
 mod run_section;
 pub mod scaling;

@@ -15,7 +15,7 @@ use crate::charts::{self, palette, BarRow};
 use crate::gantt::{gantt_data, median_step};
 use crate::html::{Cell, Html, Table};
 use crate::input::RunInput;
-use crate::report::ReportOptions;
+use crate::options::ReportOptions;
 use crate::units::{bytes, count_rate, group_thousands, mib, ns, pct, rate, signed_ns};
 
 /// Most log messages listed per run.

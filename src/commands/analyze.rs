@@ -7,6 +7,7 @@ use probe::analysis::{self, summarize, AdviceOptions, SummaryOptions};
 
 use crate::cli::AnalyzeArgs;
 use crate::commands::load;
+use crate::commands::output::{print_block, terminal_width};
 
 /// Prints the step breakdown (and the bucket advice under it).
 pub fn summary(args: AnalyzeArgs) -> Result<ExitCode> {
@@ -94,19 +95,3 @@ pub fn advise(args: AnalyzeArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Columns to wrap text to: $COLUMNS when set, else 100.
-pub fn terminal_width() -> usize {
-    std::env::var("COLUMNS")
-        .ok()
-        .and_then(|c| c.parse().ok())
-        .filter(|&w| w >= 40)
-        .unwrap_or(100)
-}
-
-/// Prints `text`, ending it with a newline if it lacks one.
-pub fn print_block(text: &str) {
-    print!("{text}");
-    if !text.ends_with('\n') {
-        println!();
-    }
-}

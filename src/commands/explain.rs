@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 
 use crate::cli::ExplainArgs;
-use crate::commands::analyze::{print_block, terminal_width};
+use crate::commands::output::{print_block, terminal_width};
 
 /// Prints the findings, likely root cause first.
 pub fn explain(args: ExplainArgs) -> Result<ExitCode> {

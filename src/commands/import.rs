@@ -9,7 +9,7 @@ use probe::analysis::hta::{hta_breakdown, HtaBreakdown, HtaOptions};
 use probe::import::kineto::{self, IMPORT_JSON};
 
 use crate::cli::{BreakdownArgs, ImportKinetoArgs};
-use crate::commands::analyze::print_block;
+use crate::commands::output::print_block;
 
 /// Imports the traces and prints what became of them.
 pub fn kineto(args: ImportKinetoArgs) -> Result<ExitCode> {

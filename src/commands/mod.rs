@@ -6,6 +6,7 @@ pub mod explain;
 pub mod export;
 pub mod import;
 mod load;
+pub mod output;
 pub mod report;
 pub mod run;
 pub mod scale;

@@ -14,7 +14,7 @@ use probe::model::{LaneKind, Span};
 use probe::trace::SpanKind;
 use ratatui::layout::Rect;
 
-use crate::cover::Cover;
+use probe::analysis::intervals::Cover;
 use crate::format::{self, clean};
 use crate::timeline::{overlapping_indices, Timeline};
 

@@ -92,23 +92,20 @@ fn micro(ascii: bool) -> &'static str {
     }
 }
 
-/// A duration with three significant digits and its unit: `812 ns`,
-/// `12.3 µs`, `4.56 ms`, `1.23 s`, `2.5 min`.
+/// A duration as the summary and the report print it ([`probe::units::ns`]):
+/// `812 ns`, `12.3 µs`, `4.6 ms`, `1.23 s`; from ten minutes on `2.5 min`
+/// (a timeline can span hours); `us` for `µs` in ASCII.
 pub fn duration(ns: i64, ascii: bool) -> String {
     let v = ns as f64;
-    let a = v.abs();
-    let (x, unit) = if a < 1e3 {
-        return format!("{ns} ns");
-    } else if a < 1e6 {
-        (v / 1e3, micro(ascii).to_owned() + "s")
-    } else if a < 1e9 {
-        (v / 1e6, "ms".to_owned())
-    } else if a < 600e9 {
-        (v / 1e9, "s".to_owned())
+    if v.abs() >= 600e9 {
+        return format!("{} min", sig3(v / 60e9));
+    }
+    let text = probe::units::ns(v);
+    if ascii {
+        text.replace('µ', micro(true))
     } else {
-        (v / 60e9, "min".to_owned())
-    };
-    format!("{} {unit}", sig3(x))
+        text
+    }
 }
 
 /// `x` with three significant digits (at least the integer part).
@@ -164,48 +161,8 @@ pub fn time_at(t: i64, resolution: i64, scale: i64, ascii: bool) -> String {
     format!("{:.*} {unit}", decimals, t as f64 / div)
 }
 
-/// A size in bytes: `812 B`, `4.00 KiB`, `25.0 MiB`, `1.50 GiB`.
-pub fn bytes(b: u64) -> String {
-    let v = b as f64;
-    if b < 1024 {
-        format!("{b} B")
-    } else if v < 1024.0 * 1024.0 {
-        format!("{} KiB", sig3(v / 1024.0))
-    } else if v < 1024.0 * 1024.0 * 1024.0 {
-        format!("{} MiB", sig3(v / 1024.0 / 1024.0))
-    } else {
-        format!("{} GiB", sig3(v / 1024.0 / 1024.0 / 1024.0))
-    }
-}
 
-/// A transfer rate in decimal units, as nccl-tests reports it: `3.21 GB/s`.
-pub fn rate(bytes_per_s: f64) -> String {
-    let v = bytes_per_s;
-    if !v.is_finite() {
-        return "-".into();
-    }
-    if v < 1e3 {
-        format!("{v:.0} B/s")
-    } else if v < 1e6 {
-        format!("{} kB/s", sig3(v / 1e3))
-    } else if v < 1e9 {
-        format!("{} MB/s", sig3(v / 1e6))
-    } else {
-        format!("{} GB/s", sig3(v / 1e9))
-    }
-}
 
-/// A share as a percentage: `62%`, `0.4%`.
-pub fn pct(share: f64) -> String {
-    let p = share * 100.0;
-    if !p.is_finite() {
-        "-".into()
-    } else if p != 0.0 && p.abs() < 1.0 {
-        format!("{p:.1}%")
-    } else {
-        format!("{p:.0}%")
-    }
-}
 
 /// A nice tick spacing (1, 2 or 5 × 10ⁿ ns) of at least `raw` ns.
 pub fn nice_step(raw: f64) -> i64 {
@@ -244,14 +201,10 @@ mod tests {
         assert_eq!(duration(812, false), "812 ns");
         assert_eq!(duration(12_345, false), "12.3 µs");
         assert_eq!(duration(12_345, true), "12.3 us");
-        assert_eq!(duration(4_560_000, false), "4.56 ms");
+        assert_eq!(duration(4_560_000, false), "4.6 ms");
         assert_eq!(duration(123_400_000, false), "123 ms");
         assert_eq!(duration(1_234_000_000, false), "1.23 s");
-        assert_eq!(bytes(512), "512 B");
-        assert_eq!(bytes(4 << 20), "4.00 MiB");
-        assert_eq!(rate(3.21e9), "3.21 GB/s");
-        assert_eq!(pct(0.625), "62%");
-        assert_eq!(pct(0.004), "0.4%");
+        assert_eq!(duration(900_000_000_000, false), "15.0 min");
         assert_eq!(clip("abcdef", 4, false), "abc…");
         assert_eq!(clip("abc", 4, true), "abc");
     }

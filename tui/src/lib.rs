@@ -24,7 +24,6 @@
 //! ASCII only.
 
 mod app;
-mod cover;
 mod format;
 mod input;
 mod live;
@@ -41,7 +40,7 @@ pub use app::{
     App, Follow, LiveStatus, Mode, Options, Panel, Regions, RowSlot, Selection, MIN_HEIGHT,
     MIN_WIDTH,
 };
-pub use cover::Cover;
+pub use probe::analysis::intervals::Cover;
 pub use input::KEYS;
 pub use live::live;
 pub use theme::Class;

@@ -109,7 +109,7 @@ impl App {
             f.push((format!("bucket {b}"), text));
         }
         if let Some(bytes) = span.bytes() {
-            f.push((format::bytes(bytes), text));
+            f.push((probe::units::bytes(bytes as f64), text));
         }
         if let Some(p) = sr.params() {
             f.push((format!("{p} params"), text));
@@ -151,7 +151,7 @@ impl App {
                 let n = run.world_size.max(1);
                 let bus = alg * bus_factor(sr.op().unwrap_or(""), n);
                 f.push((
-                    format!("algbw {}  busbw {}", format::rate(alg), format::rate(bus)),
+                    format!("algbw {}  busbw {}", probe::units::rate(alg), probe::units::rate(bus)),
                     text,
                 ));
             }
@@ -166,7 +166,7 @@ impl App {
                 let over = compute.covered(span.start(), span.end());
                 if d > 0 {
                     let share = over as f64 / d as f64;
-                    let mut s = format!("overlap with compute {}", format::pct(share));
+                    let mut s = format!("overlap with compute {}", probe::units::pct(share));
                     let style = if span.kind() == SpanKind::Collective && over < d {
                         s.push_str(&format!(", exposed {}", self.dur(d - over)));
                         theme::WARN

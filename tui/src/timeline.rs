@@ -13,7 +13,7 @@ use probe::analysis::{step_breakdowns, StepBreakdown, SummaryOptions};
 use probe::model::{Lane, LaneKind, RankTrace, Run, Span};
 use probe::trace::SpanKind;
 
-use crate::cover::{Cover, Interval};
+use probe::analysis::intervals::{Cover, Interval};
 use crate::format::clean;
 use crate::theme::Class;
 

@@ -3,7 +3,7 @@
 //! overlay.
 //!
 //! A lane row is drawn cell by cell from the coverage of the cell's time
-//! window by each class of span ([`crate::cover::Cover`]), so the cost of a
+//! window by each class of span ([`probe::analysis::intervals::Cover`]), so the cost of a
 //! frame does not grow with the number of spans; labels are written over
 //! spans only when few enough spans are in view to be wide.
 
@@ -75,7 +75,7 @@ impl App {
         if n > 0 {
             left.push(format!("{n} rank{}", if n == 1 { "" } else { "s" }));
             left.push(format!("{} steps", self.tl.steps().len()));
-            left.push(format!("{} spans", group_digits(self.tl.span_count())));
+            left.push(format!("{} spans", probe::units::group_thousands(self.tl.span_count() as i64)));
         }
         let missing = run.missing_ranks();
         if !missing.is_empty() {
@@ -803,18 +803,7 @@ impl Widget for &App {
     }
 }
 
-/// `1000008` → `1,000,008`.
-fn group_digits(n: usize) -> String {
-    let s = n.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, ch) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    out
-}
+
 
 /// The text of a buffer, one string per row (for tests and snapshots).
 pub fn buffer_text(buf: &Buffer) -> Vec<String> {
@@ -836,9 +825,5 @@ mod tests {
 
     #[test]
     fn digits_are_grouped() {
-        assert_eq!(group_digits(0), "0");
-        assert_eq!(group_digits(999), "999");
-        assert_eq!(group_digits(1000), "1,000");
-        assert_eq!(group_digits(1_000_008), "1,000,008");
     }
 }

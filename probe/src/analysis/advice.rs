@@ -67,6 +67,7 @@ use super::render::{self, num, text, Table};
 use super::scan::{scan_run, CollObs, WindowCalls};
 use super::stats::{median, robust_sigma};
 use super::SummaryOptions;
+use crate::units::mib;
 use crate::model::{LaneKind, Run, Span, Sym};
 use crate::trace::{ParamInfo, SpanKind};
 use bucket_assignment::DeviceKey;
@@ -1006,13 +1007,6 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
     advice
 }
 
-fn mib(v: f64) -> String {
-    if v.fract() == 0.0 {
-        format!("{v:.0}")
-    } else {
-        format!("{v}")
-    }
-}
 
 fn first_words(first: u64, cap_mb: f64) -> String {
     if first as f64 == (cap_mb * MIB).floor() {

@@ -1,4 +1,7 @@
-//! Sets of time intervals: union, intersection and difference lengths.
+//! Sets of time intervals: union, intersection and difference (as lists and
+//! as lengths), and [`Cover`], which answers how much of a window a set
+//! covers in `O(log n)`. The one interval module of the summary, the
+//! report's charts and the terminal timeline.
 //!
 //! An interval is a half-open `[start, end)` pair of nanosecond timestamps.
 //! A *normalized* list is sorted by start, has no empty intervals and no two
@@ -211,14 +214,15 @@ pub fn total(v: &[Interval]) -> i64 {
     v.iter().map(|&(a, b)| b.saturating_sub(a)).sum()
 }
 
-/// Length of `a ∩ b` for normalized lists (ns), by a two-pointer sweep.
-pub fn intersection_len(a: &[Interval], b: &[Interval]) -> i64 {
-    let (mut i, mut j, mut sum) = (0, 0, 0i64);
+/// Calls `f` with each interval of `a ∩ b`, in order, for normalized lists
+/// (a two-pointer sweep).
+pub fn for_each_intersection(a: &[Interval], b: &[Interval], mut f: impl FnMut(Interval)) {
+    let (mut i, mut j) = (0, 0);
     while i < a.len() && j < b.len() {
         let lo = a[i].0.max(b[j].0);
         let hi = a[i].1.min(b[j].1);
         if hi > lo {
-            sum += hi - lo;
+            f((lo, hi));
         }
         if a[i].1 <= b[j].1 {
             i += 1;
@@ -226,14 +230,26 @@ pub fn intersection_len(a: &[Interval], b: &[Interval]) -> i64 {
             j += 1;
         }
     }
+}
+
+/// Length of `a ∩ b` for normalized lists (ns).
+pub fn intersection_len(a: &[Interval], b: &[Interval]) -> i64 {
+    let mut sum = 0i64;
+    for_each_intersection(a, b, |(lo, hi)| sum += hi - lo);
     sum
 }
 
-/// Length of `a \ b` (the parts of `a` not covered by `b`) for normalized
-/// lists (ns), computed by its own sweep (not as `total − intersection`).
-pub fn difference_len(a: &[Interval], b: &[Interval]) -> i64 {
+/// `a ∩ b` for normalized lists, normalized.
+pub fn intersection(a: &[Interval], b: &[Interval]) -> Vec<Interval> {
+    let mut out = Vec::new();
+    for_each_intersection(a, b, |iv| out.push(iv));
+    out
+}
+
+/// Calls `f` with each interval of `a \ b` (the parts of `a` not covered by
+/// `b`), in order, for normalized lists, by its own sweep.
+pub fn for_each_difference(a: &[Interval], b: &[Interval], mut f: impl FnMut(Interval)) {
     let mut j = 0;
-    let mut sum = 0i64;
     for &(start, end) in a {
         let mut cur = start;
         while j < b.len() && b[j].1 <= cur {
@@ -242,16 +258,30 @@ pub fn difference_len(a: &[Interval], b: &[Interval]) -> i64 {
         let mut k = j;
         while cur < end && k < b.len() && b[k].0 < end {
             if b[k].0 > cur {
-                sum += b[k].0 - cur;
+                f((cur, b[k].0));
             }
             cur = cur.max(b[k].1);
             k += 1;
         }
         if cur < end {
-            sum += end - cur;
+            f((cur, end));
         }
     }
+}
+
+/// Length of `a \ b` for normalized lists (ns), computed by its own sweep
+/// (not as `total − intersection`).
+pub fn difference_len(a: &[Interval], b: &[Interval]) -> i64 {
+    let mut sum = 0i64;
+    for_each_difference(a, b, |(lo, hi)| sum += hi - lo);
     sum
+}
+
+/// `a \ b` for normalized lists, normalized.
+pub fn difference(a: &[Interval], b: &[Interval]) -> Vec<Interval> {
+    let mut out = Vec::new();
+    for_each_difference(a, b, |iv| out.push(iv));
+    out
 }
 
 /// `(total(a), intersection_len(a, b), difference_len(a, b))` for
@@ -342,6 +372,80 @@ impl<'a> Covered<'a> {
             }
         }
         sum
+    }
+}
+
+/// A normalized interval list with the running total of lengths: how much
+/// of any window `[a, b)` it covers in two binary searches, whatever the
+/// number of intervals (the terminal timeline draws each cell from one).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Cover {
+    iv: Vec<Interval>,
+    /// `cum[i]` = total length of `iv[..i]`; one longer than `iv`.
+    cum: Vec<i64>,
+}
+
+impl Cover {
+    /// The union of `intervals` (any order; empty and reversed ones are
+    /// dropped).
+    pub fn from_intervals(mut intervals: Vec<Interval>) -> Cover {
+        normalize(&mut intervals);
+        Cover::from_normalized(intervals)
+    }
+
+    fn from_normalized(iv: Vec<Interval>) -> Cover {
+        let mut cum = Vec::with_capacity(iv.len() + 1);
+        let mut sum = 0i64;
+        cum.push(0);
+        for &(a, b) in &iv {
+            sum = sum.saturating_add(b - a);
+            cum.push(sum);
+        }
+        Cover { iv, cum }
+    }
+
+    /// The intervals.
+    pub fn intervals(&self) -> &[Interval] {
+        &self.iv
+    }
+
+    /// Whether nothing is covered.
+    pub fn is_empty(&self) -> bool {
+        self.iv.is_empty()
+    }
+
+    /// Covered length before `t`: the part of the union in `(-∞, t)`.
+    pub fn prefix(&self, t: i64) -> i64 {
+        let k = self.iv.partition_point(|&(a, _)| a < t);
+        if k == 0 {
+            return 0;
+        }
+        let over = (self.iv[k - 1].1 - t).max(0);
+        self.cum[k] - over
+    }
+
+    /// Covered length of `[a, b)` (0 when `b <= a`).
+    pub fn covered(&self, a: i64, b: i64) -> i64 {
+        if b <= a {
+            return 0;
+        }
+        self.prefix(b) - self.prefix(a)
+    }
+
+    /// Whether `t` lies inside a covered interval.
+    pub fn contains(&self, t: i64) -> bool {
+        let k = self.iv.partition_point(|&(a, _)| a <= t);
+        k > 0 && self.iv[k - 1].1 > t
+    }
+
+    /// `self ∩ other`.
+    pub fn intersect(&self, other: &Cover) -> Cover {
+        Cover::from_normalized(intersection(&self.iv, &other.iv))
+    }
+
+    /// `self \ other`: the parts of `self` that `other` does not cover.
+    pub fn subtract(&self, other: &Cover) -> Cover {
+        Cover::from_normalized(difference(&self.iv, &other.iv))
     }
 }
 
@@ -562,5 +666,69 @@ mod tests {
                 );
             }
         }
+    }
+
+    fn brute(v: &[Interval], a: i64, b: i64) -> i64 {
+        (a..b)
+            .filter(|&t| v.iter().any(|&(s, e)| s <= t && t < e))
+            .count() as i64
+    }
+
+    #[test]
+    fn union_and_prefix_sums() {
+        let c = Cover::from_intervals(vec![(50, 70), (10, 20), (20, 30), (5, 5), (60, 65)]);
+        assert_eq!(c.intervals(), &[(10, 30), (50, 70)]);
+        assert_eq!(c.covered(0, 100), 40);
+        assert_eq!(c.covered(15, 55), 15 + 5);
+        assert_eq!(c.covered(25, 25), 0);
+        assert_eq!(c.covered(40, 10), 0);
+        assert!(c.contains(10) && c.contains(29) && !c.contains(30) && !c.contains(9));
+        assert!(Cover::default().is_empty());
+        assert_eq!(Cover::default().covered(i64::MIN, i64::MAX), 0);
+    }
+
+    #[test]
+    fn covered_matches_brute_force() {
+        let mut x = 7u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % 300) as i64
+        };
+        for _ in 0..100 {
+            let raw: Vec<Interval> = (0..10)
+                .map(|_| {
+                    let s = next();
+                    (s, s + next() / 8)
+                })
+                .collect();
+            let c = Cover::from_intervals(raw.clone());
+            for _ in 0..20 {
+                let a = next() - 10;
+                let b = a + next() / 3;
+                assert_eq!(c.covered(a, b), brute(&raw, a, b), "{raw:?} [{a}, {b})");
+            }
+        }
+    }
+
+    #[test]
+    fn intersection_and_difference() {
+        let a = Cover::from_intervals(vec![(0, 100)]);
+        let b = Cover::from_intervals(vec![(-5, 10), (20, 30), (90, 200)]);
+        assert_eq!(a.intersect(&b).intervals(), &[(0, 10), (20, 30), (90, 100)]);
+        assert_eq!(a.subtract(&b).intervals(), &[(10, 20), (30, 90)]);
+        assert_eq!(b.subtract(&a).intervals(), &[(-5, 0), (100, 200)]);
+        assert!(a.subtract(&a).is_empty());
+    }
+
+    #[test]
+    fn difference_cuts_out_covered_parts() {
+        assert_eq!(
+            difference(&[(0, 10), (20, 30)], &[(2, 4), (8, 22), (25, 26)]),
+            vec![(0, 2), (4, 8), (22, 25), (26, 30)]
+        );
+        assert_eq!(difference(&[(0, 5)], &[]), vec![(0, 5)]);
+        assert!(difference(&[(1, 2)], &[(0, 9)]).is_empty());
     }
 }

@@ -29,7 +29,7 @@
 
 pub mod advice;
 pub mod assign;
-mod buckets;
+mod bucket_stats;
 mod comm;
 pub mod costmodel;
 mod group;
@@ -45,7 +45,7 @@ pub use advice::{
     advise, Advice, AdviceOptions, AssumedCost, Candidate, Confidence, Recommendation,
 };
 pub use assign::{assign_buckets, ParamSpec};
-pub use buckets::BucketStats;
+pub use bucket_stats::BucketStats;
 pub use comm::{bus_factor, OpStats};
 pub use costmodel::CostFit;
 pub use scan::{step_breakdowns, StepBreakdown, WarmupReason};

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::buckets::{BucketStats, BucketTable};
+use super::bucket_stats::{BucketStats, BucketTable};
 use super::comm::{OpStats, OpTable, SeqTable};
 use super::render::{self, num, text, Table};
 use super::scan::{scan_run, StepBreakdown, WarmupReason};

@@ -819,11 +819,3 @@ pub fn buffer_text(buf: &Buffer) -> Vec<String> {
         .collect()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn digits_are_grouped() {
-    }
-}

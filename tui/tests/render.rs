@@ -77,7 +77,7 @@ fn main_screen_160x48_with_a_selected_all_reduce() {
         "rank 0 (node0)",
         "step 2",
         "bucket 1",
-        "129 KiB",
+        "129.0 KiB",
         "seq 6",
         "ring/tcp/float32",
         "algbw",

@@ -143,7 +143,13 @@ fn no_crate_has_a_module_cycle() {
             if scc.len() > 1 {
                 let names: Vec<String> = scc
                     .iter()
-                    .map(|m| modules[m].strip_prefix(&repo).unwrap().display().to_string())
+                    .map(|m| {
+                        modules[m]
+                            .strip_prefix(&repo)
+                            .unwrap()
+                            .display()
+                            .to_string()
+                    })
                     .collect();
                 cycles.push(names.join(" <-> "));
             }

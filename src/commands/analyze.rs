@@ -94,4 +94,3 @@ pub fn advise(args: AnalyzeArgs) -> Result<ExitCode> {
     load::write_caches(caches, &run);
     Ok(ExitCode::SUCCESS)
 }
-

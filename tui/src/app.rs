@@ -14,9 +14,9 @@ use probe::model::{LaneKind, Span};
 use probe::trace::SpanKind;
 use ratatui::layout::Rect;
 
-use probe::analysis::intervals::Cover;
 use crate::format::{self, clean};
 use crate::timeline::{overlapping_indices, Timeline};
+use probe::analysis::intervals::Cover;
 
 /// Smallest view width (ns).
 const MIN_VIEW_NS: i64 = 200;

@@ -161,9 +161,6 @@ pub fn time_at(t: i64, resolution: i64, scale: i64, ascii: bool) -> String {
     format!("{:.*} {unit}", decimals, t as f64 / div)
 }
 
-
-
-
 /// A nice tick spacing (1, 2 or 5 × 10ⁿ ns) of at least `raw` ns.
 pub fn nice_step(raw: f64) -> i64 {
     let raw = raw.max(1.0);

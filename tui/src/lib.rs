@@ -40,9 +40,9 @@ pub use app::{
     App, Follow, LiveStatus, Mode, Options, Panel, Regions, RowSlot, Selection, MIN_HEIGHT,
     MIN_WIDTH,
 };
-pub use probe::analysis::intervals::Cover;
 pub use input::KEYS;
 pub use live::live;
+pub use probe::analysis::intervals::Cover;
 pub use theme::Class;
 pub use timeline::{Row, StepInfo, Timeline};
 pub use ui::buffer_text;

@@ -151,7 +151,11 @@ impl App {
                 let n = run.world_size.max(1);
                 let bus = alg * bus_factor(sr.op().unwrap_or(""), n);
                 f.push((
-                    format!("algbw {}  busbw {}", probe::units::rate(alg), probe::units::rate(bus)),
+                    format!(
+                        "algbw {}  busbw {}",
+                        probe::units::rate(alg),
+                        probe::units::rate(bus)
+                    ),
                     text,
                 ));
             }

@@ -13,9 +13,9 @@ use probe::analysis::{step_breakdowns, StepBreakdown, SummaryOptions};
 use probe::model::{Lane, LaneKind, RankTrace, Run, Span};
 use probe::trace::SpanKind;
 
-use probe::analysis::intervals::{Cover, Interval};
 use crate::format::clean;
 use crate::theme::Class;
+use probe::analysis::intervals::{Cover, Interval};
 
 /// One lane of one rank, as a row of the screen.
 #[derive(Clone, Debug)]

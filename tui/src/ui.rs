@@ -75,7 +75,10 @@ impl App {
         if n > 0 {
             left.push(format!("{n} rank{}", if n == 1 { "" } else { "s" }));
             left.push(format!("{} steps", self.tl.steps().len()));
-            left.push(format!("{} spans", probe::units::group_thousands(self.tl.span_count() as i64)));
+            left.push(format!(
+                "{} spans",
+                probe::units::group_thousands(self.tl.span_count() as i64)
+            ));
         }
         let missing = run.missing_ranks();
         if !missing.is_empty() {
@@ -803,8 +806,6 @@ impl Widget for &App {
     }
 }
 
-
-
 /// The text of a buffer, one string per row (for tests and snapshots).
 pub fn buffer_text(buf: &Buffer) -> Vec<String> {
     let area = buf.area;
@@ -818,4 +819,3 @@ pub fn buffer_text(buf: &Buffer) -> Vec<String> {
         })
         .collect()
 }
-

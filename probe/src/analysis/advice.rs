@@ -67,9 +67,9 @@ use super::render::{self, num, text, Table};
 use super::scan::{scan_run, CollObs, WindowCalls};
 use super::stats::{median, robust_sigma};
 use super::SummaryOptions;
-use crate::units::mib;
 use crate::model::{LaneKind, Run, Span, Sym};
 use crate::trace::{ParamInfo, SpanKind};
+use crate::units::mib;
 use bucket_assignment::DeviceKey;
 
 const MIB: f64 = 1024.0 * 1024.0;
@@ -1006,7 +1006,6 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
     });
     advice
 }
-
 
 fn first_words(first: u64, cap_mb: f64) -> String {
     if first as f64 == (cap_mb * MIB).floor() {

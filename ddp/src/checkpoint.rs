@@ -508,7 +508,7 @@ impl Checkpoint {
 
     /// Restores `optimizer`'s state ([`Optimizer::load_state_tensors`]).
     pub fn apply_to_optimizer(&self, optimizer: &mut Optimizer) -> Result<()> {
-        optimizer.load_state_tensors(&self.optimizer)
+        Ok(optimizer.load_state_tensors(&self.optimizer)?)
     }
 
     /// Restores `scaler`'s state. An enabled scaler needs a saved state (PyTorch refuses an

@@ -19,6 +19,7 @@ const CRATES: &[&str] = &[
     "launch/src",
     "tui/src",
     "reports/src",
+    "series/src",
     "ddp/src",
     "examples/src",
 ];

@@ -14,6 +14,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::hang::HangReport;
+use crate::run_dir::{RunDirError, MANIFEST_FILE};
 pub use crate::termination::Termination;
 
 /// The manifest format this build writes and the newest it reads.
@@ -355,6 +356,34 @@ impl Manifest {
         }
         result
     }
+}
+
+/// Reads the manifest of a run directory.
+pub fn read_manifest(run_dir: &Path) -> Result<Manifest, RunDirError> {
+    let path = run_dir.join(MANIFEST_FILE);
+    let text = match fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Err(RunDirError::NotARun {
+                path: run_dir.to_path_buf(),
+            })
+        }
+        Err(source) => return Err(RunDirError::Read { path, source }),
+    };
+    // Check the format first, so a newer manifest gets a clear error rather
+    // than a confusing missing-field one.
+    if let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) {
+        if let Some(found) = v.get("format").and_then(|f| f.as_u64()) {
+            if found > u64::from(MANIFEST_FORMAT) {
+                return Err(RunDirError::UnsupportedFormat {
+                    path,
+                    found: u32::try_from(found).unwrap_or(u32::MAX),
+                    supported: MANIFEST_FORMAT,
+                });
+            }
+        }
+    }
+    serde_json::from_str(&text).map_err(|source| RunDirError::Parse { path, source })
 }
 
 #[cfg(test)]

@@ -22,6 +22,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::error::{LaunchError, RunDirError};
+pub use probe_contract::manifest::read_manifest;
 use crate::manifest::{Manifest, MANIFEST_FORMAT};
 
 pub use probe_contract::run_dir::{
@@ -127,33 +128,6 @@ pub fn resolve_run_dir(arg: Option<&Path>) -> Result<PathBuf, RunDirError> {
     Err(RunDirError::NotARun { path: given })
 }
 
-/// Reads the manifest of a run directory.
-pub fn read_manifest(run_dir: &Path) -> Result<Manifest, RunDirError> {
-    let path = run_dir.join(MANIFEST_FILE);
-    let text = match fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            return Err(RunDirError::NotARun {
-                path: run_dir.to_path_buf(),
-            })
-        }
-        Err(source) => return Err(RunDirError::Read { path, source }),
-    };
-    // Check the format first, so a newer manifest gets a clear error rather
-    // than a confusing missing-field one.
-    if let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) {
-        if let Some(found) = v.get("format").and_then(|f| f.as_u64()) {
-            if found > u64::from(MANIFEST_FORMAT) {
-                return Err(RunDirError::UnsupportedFormat {
-                    path,
-                    found: u32::try_from(found).unwrap_or(u32::MAX),
-                    supported: MANIFEST_FORMAT,
-                });
-            }
-        }
-    }
-    serde_json::from_str(&text).map_err(|source| RunDirError::Parse { path, source })
-}
 
 /// The name a run directory gets from the command: the program's file name,
 /// or for an interpreter (python, sh, ...) the script or module it runs.

@@ -7,7 +7,7 @@ use probe::analysis::{
     SummaryOptions,
 };
 use probe::diagnosis;
-use probe_launch::RunStatus;
+use probe_contract::manifest::RunStatus;
 
 use crate::input::RunInput;
 

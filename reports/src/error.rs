@@ -1,9 +1,9 @@
-//! Errors of building reports and running series of jobs.
+//! Errors of loading runs and writing reports.
 
 use std::io;
 use std::path::PathBuf;
 
-/// Why a report could not be written or a series of runs could not be done.
+/// Why runs could not be loaded or a report not written.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ReportError {
@@ -36,36 +36,6 @@ pub enum ReportError {
         /// What the operating system said.
         #[source]
         source: io::Error,
-    },
-
-    /// An option of a series (`scale`, `tune`) is unusable.
-    #[error("{option}: {message}")]
-    InvalidOption {
-        /// The option, as on the command line.
-        option: &'static str,
-        /// What is wrong and what to give instead.
-        message: String,
-    },
-
-    /// The launcher could not start a run of a series.
-    #[error("could not launch {what}: {source}")]
-    Launch {
-        /// Which run of the series (`"the run with 4 ranks"`).
-        what: String,
-        /// The launcher's error.
-        #[source]
-        source: probe_launch::LaunchError,
-    },
-
-    /// The user interrupted a series (Ctrl-C); what ran so far was reported.
-    #[error(
-        "interrupted by {signal} during {what}; the report covers the runs that finished before"
-    )]
-    Interrupted {
-        /// The signal's name.
-        signal: String,
-        /// Which run was going on.
-        what: String,
     },
 
     /// Encoding JSON failed.

@@ -15,12 +15,12 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use probe::model::Run;
-use probe_launch::Manifest;
+use probe_contract::manifest::{read_manifest, Manifest};
 
 use crate::error::ReportError;
 
 /// The name of the manifest file in a run directory.
-const MANIFEST_FILE: &str = probe_launch::rundir::MANIFEST_FILE;
+use probe_contract::run_dir::MANIFEST_FILE;
 
 /// One run of a report: its traces, its manifest(s) and what went wrong
 /// reading them.
@@ -123,7 +123,7 @@ fn expand(p: &Path) -> Result<Vec<PathBuf>, ReportError> {
         return Ok(vec![p.to_path_buf()]);
     }
     if p.is_dir() {
-        let latest = p.join(probe_launch::rundir::LATEST_LINK);
+        let latest = p.join(probe_contract::run_dir::LATEST_LINK);
         if let Ok(target) = fs::canonicalize(&latest) {
             if is_run(&target) {
                 return Ok(vec![target]);
@@ -167,7 +167,7 @@ fn load_one(dirs: &[PathBuf]) -> RunInput {
     let mut manifests = Vec::new();
     for d in dirs {
         if d.join(MANIFEST_FILE).is_file() {
-            match probe_launch::read_manifest(d) {
+            match read_manifest(d) {
                 Ok(m) => manifests.push(m),
                 Err(e) => warnings.push(e.to_string()),
             }

@@ -1,5 +1,6 @@
-//! HTML reports of ddp-probe runs, and the series of runs behind
-//! `ddp-probe scale` and `ddp-probe tune`. No libtorch, no CUDA.
+//! HTML reports of ddp-probe runs: a renderer, it runs nothing (the series
+//! behind `ddp-probe scale` and `tune` are the `probe-series` crate). No
+//! libtorch, no CUDA.
 //!
 //! * [`load_runs`] finds and loads runs ([`RunInput`]): run directories,
 //!   folders of them, nodes of one multi-node run merged.
@@ -12,10 +13,8 @@
 //!   advice of `probe::analysis::advise`, and for failed runs the findings
 //!   of `probe::diagnosis::explain`. Runs at two or more world sizes add a
 //!   scaling section ([`scaling`]). [`write_html`] writes it atomically.
-//! * [`run_scale`] and [`run_tune`] launch series of runs through
-//!   `probe_launch::launch` with a progress bar and write their reports;
-//!   [`tune`] holds the statistics, the `--auto` search and the comparison
-//!   with advise's one-trace prediction.
+//! * [`tune`] draws a `ddp-probe tune` sweep (its statistics, search and
+//!   comparison with advise are `probe::analysis::tuning`).
 //!
 //! Every string from logs, commands or traces is HTML-escaped
 //! ([`html::escape`]).
@@ -30,7 +29,6 @@ pub mod options;
 pub mod report;
 mod run_section;
 pub mod scaling;
-pub mod series;
 pub mod tune;
 pub mod units;
 
@@ -39,8 +37,4 @@ pub use error::ReportError;
 pub use input::{load_runs, RunInput};
 pub use report::{render, write_html, Rendered, ReportOptions};
 pub use scaling::{scaling, Scaling, ScalingPoint, ThroughputUnit};
-pub use series::{
-    default_series_dir, run_scale, run_tune, JobCommand, ScaleConfig, ScaleOutcome, ScaleRun,
-    SeriesOptions, TuneCaps, TuneConfig, TuneOutcome, TUNE_JSON,
-};
-pub use tune::{TuneCandidate, TuneMode, TuneRecommendation, TuneResult, TuneRun};
+

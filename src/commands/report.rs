@@ -4,7 +4,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use probe_reports::{load_runs, render, write_html, ReportOptions, TuneResult, TUNE_JSON};
+use probe::analysis::tuning::TuneResult;
+use probe_reports::{load_runs, render, write_html, ReportOptions};
+use probe_series::TUNE_JSON;
 
 use crate::cli::ReportArgs;
 

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use probe_launch::{RunStatus, EXIT_INTERRUPTED};
-use probe_reports::{default_series_dir, run_scale, JobCommand, ScaleConfig, SeriesOptions};
+use probe_series::{default_series_dir, run_scale, JobCommand, ScaleConfig, SeriesOptions};
 
 use crate::cli::ScaleArgs;
 use crate::commands::tune::{exit_code, seconds, series_command};

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use probe_launch::EXIT_INTERRUPTED;
-use probe_reports::{
+use probe_series::{
     default_series_dir, run_tune, JobCommand, SeriesOptions, TuneCaps, TuneConfig,
 };
 

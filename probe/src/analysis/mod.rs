@@ -40,6 +40,7 @@ mod scan;
 pub mod stats;
 mod stragglers;
 mod summary;
+pub mod tuning;
 
 pub use advice::{
     advise, Advice, AdviceOptions, AssumedCost, Candidate, Confidence, Recommendation,

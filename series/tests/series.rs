@@ -1,8 +1,9 @@
 //! `scale` and `tune` end to end through the real launcher, on a fake job
-//! (`probe-reports-fakejob`) whose step time depends on
+//! (`probe-series-fakejob`) whose step time depends on
 //! `DDP_PROBE_BUCKET_CAP_MB`: with 2 ranks, 2 MiB is its fastest cap among
 //! 1, 2, 4, 8 and 16 MiB.
 
+#[path = "../../reports/tests/common/mod.rs"]
 mod common;
 
 use std::ffi::OsString;
@@ -10,12 +11,12 @@ use std::fs;
 use std::path::Path;
 
 use common::{all_text, check_report};
-use probe_reports::{
-    run_scale, run_tune, JobCommand, ScaleConfig, SeriesOptions, TuneCaps, TuneConfig, TuneMode,
-    TuneResult,
+use probe::analysis::tuning::{TuneMode, TuneResult};
+use probe_series::{
+    run_scale, run_tune, JobCommand, ScaleConfig, SeriesOptions, TuneCaps, TuneConfig,
 };
 
-const FAKEJOB: &str = env!("CARGO_BIN_EXE_probe-reports-fakejob");
+const FAKEJOB: &str = env!("CARGO_BIN_EXE_probe-series-fakejob");
 
 fn job(extra: &[&str], steps: u64) -> JobCommand {
     JobCommand {

@@ -21,16 +21,17 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use probe::analysis::{advise, step_breakdowns, AdviceOptions, SummaryOptions};
 use probe_launch::{launch, ConsoleMode, Event, LaunchConfig, RunStatus};
 
-use crate::analyze::failure_reasons;
-use crate::error::ReportError;
-use crate::input::{load_runs, RunInput};
-use crate::report::{render, write_html, ReportOptions};
-use crate::scaling::Scaling;
-use crate::tune::{
+use probe::analysis::tuning::{
     auto_search, compare_with_advice, same_cap, Measurement, TuneCandidate, TuneMode, TuneResult,
     TuneRun,
 };
-use crate::units::{mib, ns};
+use probe::units::{mib, ns};
+use probe_reports::analyze::failure_reasons;
+use probe_reports::{load_runs, render, write_html, ReportError, ReportOptions, RunInput, Scaling};
+
+pub use error::SeriesError;
+
+mod error;
 
 /// The most ranks one run of a series may start.
 pub const MAX_NPROC: usize = probe_launch::config::MAX_NPROC_PER_NODE;
@@ -156,16 +157,16 @@ pub struct ScaleOutcome {
 }
 
 /// Runs the command once per world size and writes the report.
-pub fn run_scale(cfg: &ScaleConfig) -> Result<ScaleOutcome, ReportError> {
+pub fn run_scale(cfg: &ScaleConfig) -> Result<ScaleOutcome, SeriesError> {
     let mut nprocs = cfg.nprocs.clone();
     if nprocs.is_empty() {
-        return Err(ReportError::InvalidOption {
+        return Err(SeriesError::InvalidOption {
             option: "--nproc",
             message: "give at least one world size, e.g. --nproc 1,2,4".into(),
         });
     }
     if let Some(&bad) = nprocs.iter().find(|&&n| n == 0 || n > MAX_NPROC) {
-        return Err(ReportError::InvalidOption {
+        return Err(SeriesError::InvalidOption {
             option: "--nproc",
             message: format!("{bad} is out of range; give 1 to {MAX_NPROC} ranks"),
         });
@@ -173,7 +174,7 @@ pub fn run_scale(cfg: &ScaleConfig) -> Result<ScaleOutcome, ReportError> {
     check_cap("--bucket-cap-mb", cfg.bucket_cap_mb)?;
     nprocs.sort_unstable();
     nprocs.dedup();
-    fs::create_dir_all(&cfg.dir).map_err(|e| ReportError::io("create", &cfg.dir, e))?;
+    fs::create_dir_all(&cfg.dir).map_err(|e| SeriesError::io("create", &cfg.dir, e))?;
     let progress = Progress::new(nprocs.len() as u64, cfg.options.show_progress);
     let one_thread: Vec<(OsString, OsString)> = if std::env::var_os("OMP_NUM_THREADS").is_none() {
         vec![("OMP_NUM_THREADS".into(), "1".into())]
@@ -289,14 +290,14 @@ pub const TUNE_JSON: &str = "tune.json";
 /// Why the `--auto` search stopped early.
 enum Stop {
     Interrupted(String),
-    Error(ReportError),
+    Error(SeriesError),
 }
 
 /// Runs the candidates, recommends a cap, compares with advise and writes
 /// the report and `tune.json`.
-pub fn run_tune(cfg: &TuneConfig) -> Result<TuneOutcome, ReportError> {
+pub fn run_tune(cfg: &TuneConfig) -> Result<TuneOutcome, SeriesError> {
     if cfg.nproc_per_node == 0 || cfg.nproc_per_node > MAX_NPROC {
-        return Err(ReportError::InvalidOption {
+        return Err(SeriesError::InvalidOption {
             option: "--nproc-per-node",
             message: format!(
                 "{} is out of range; give 1 to {MAX_NPROC} ranks",
@@ -305,7 +306,7 @@ pub fn run_tune(cfg: &TuneConfig) -> Result<TuneOutcome, ReportError> {
         });
     }
     if cfg.repeats == 0 {
-        return Err(ReportError::InvalidOption {
+        return Err(SeriesError::InvalidOption {
             option: "--repeats",
             message: "give at least 1 run per cap".into(),
         });
@@ -313,7 +314,7 @@ pub fn run_tune(cfg: &TuneConfig) -> Result<TuneOutcome, ReportError> {
     let caps = match &cfg.caps {
         TuneCaps::List(list) => {
             if list.is_empty() {
-                return Err(ReportError::InvalidOption {
+                return Err(SeriesError::InvalidOption {
                     option: "--bucket-cap-mb",
                     message: "give at least one cap, e.g. --bucket-cap-mb 1,5,10,25,50, or --auto"
                         .into(),
@@ -329,7 +330,7 @@ pub fn run_tune(cfg: &TuneConfig) -> Result<TuneOutcome, ReportError> {
         }
         TuneCaps::Auto => None,
     };
-    fs::create_dir_all(&cfg.dir).map_err(|e| ReportError::io("create", &cfg.dir, e))?;
+    fs::create_dir_all(&cfg.dir).map_err(|e| SeriesError::io("create", &cfg.dir, e))?;
     let mut result = TuneResult {
         command: cfg.command.display(),
         nproc_per_node: cfg.nproc_per_node,
@@ -504,11 +505,11 @@ pub fn run_tune(cfg: &TuneConfig) -> Result<TuneOutcome, ReportError> {
         }
     }
     let json = cfg.dir.join(TUNE_JSON);
-    let text = serde_json::to_string_pretty(&result).map_err(|source| ReportError::Json {
+    let text = serde_json::to_string_pretty(&result).map_err(|source| SeriesError::Json {
         what: "the tuning result",
         source,
     })?;
-    fs::write(&json, text + "\n").map_err(|e| ReportError::io("write", &json, e))?;
+    fs::write(&json, text + "\n").map_err(|e| SeriesError::io("write", &json, e))?;
     let inputs: Vec<RunInput> = if detail_dirs.is_empty() {
         Vec::new()
     } else {
@@ -628,7 +629,7 @@ impl Runner<'_> {
         cap: Option<f64>,
         repeat: u32,
         progress: &Progress,
-    ) -> Result<Result<TuneRun, String>, ReportError> {
+    ) -> Result<Result<TuneRun, String>, SeriesError> {
         let cfg = self.cfg;
         let (name, what) = match cap {
             Some(c) => (
@@ -736,9 +737,9 @@ fn program_name(cmd: &JobCommand) -> String {
     probe_launch::rundir::run_name(&p, &a)
 }
 
-fn check_cap(option: &'static str, cap: Option<f64>) -> Result<(), ReportError> {
+fn check_cap(option: &'static str, cap: Option<f64>) -> Result<(), SeriesError> {
     match cap {
-        Some(c) if !(c.is_finite() && c > 0.0) => Err(ReportError::InvalidOption {
+        Some(c) if !(c.is_finite() && c > 0.0) => Err(SeriesError::InvalidOption {
             option,
             message: format!("{c} is not a usable cap; give a positive number of MiB"),
         }),
@@ -759,7 +760,7 @@ fn launch_one(
     progress: &Progress,
     what: &str,
     env: &[(OsString, OsString)],
-) -> Result<probe_launch::Outcome, ReportError> {
+) -> Result<probe_launch::Outcome, SeriesError> {
     let (program, args) = cmd.words();
     let mut config = LaunchConfig::new(program, args);
     config.nproc_per_node = nproc;
@@ -780,7 +781,7 @@ fn launch_one(
             }
         }
     };
-    launch(&config, &mut observer).map_err(|source| ReportError::Launch {
+    launch(&config, &mut observer).map_err(|source| SeriesError::Launch {
         what: what.to_owned(),
         source,
     })

@@ -3,8 +3,7 @@
 //! `tests/data/optim.json` (written by `tests/gen/gen_optim.py`); the parameters after every
 //! step and the final optimizer state must match PyTorch's within 1e-6 relative.
 
-use ddp::optim::{Optimizer, OptimizerKind};
-use ddp::DdpError;
+use ddp::optim::{OptimError, Optimizer, OptimizerKind};
 use serde_json::Value;
 use tch::{Kind, Tensor};
 
@@ -317,9 +316,9 @@ fn zero_grad_zeroes_in_place() {
     assert_eq!(values(&p.grad()), vec![5.0, 5.0]);
 }
 
-fn checkpoint_message(r: Result<(), DdpError>) -> String {
+fn checkpoint_message(r: Result<(), OptimError>) -> String {
     match r {
-        Err(DdpError::Checkpoint(m)) => m,
+        Err(OptimError::State(m)) => m,
         other => panic!("expected a checkpoint error, got {other:?}"),
     }
 }

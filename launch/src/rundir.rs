@@ -22,8 +22,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::error::{LaunchError, RunDirError};
+use crate::manifest::Manifest;
 pub use probe_contract::manifest::read_manifest;
-use crate::manifest::{Manifest, MANIFEST_FORMAT};
 
 pub use probe_contract::run_dir::{
     CONTROL_DIR, DEFAULT_RUNS_ROOT, LATEST_LINK, LOGS_DIR, MANIFEST_FILE, TRACES_DIR,
@@ -127,7 +127,6 @@ pub fn resolve_run_dir(arg: Option<&Path>) -> Result<PathBuf, RunDirError> {
     }
     Err(RunDirError::NotARun { path: given })
 }
-
 
 /// The name a run directory gets from the command: the program's file name,
 /// or for an interpreter (python, sh, ...) the script or module it runs.

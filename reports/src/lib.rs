@@ -37,4 +37,3 @@ pub use error::ReportError;
 pub use input::{load_runs, RunInput};
 pub use report::{render, write_html, Rendered, ReportOptions};
 pub use scaling::{scaling, Scaling, ScalingPoint, ThroughputUnit};
-

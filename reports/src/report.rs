@@ -13,7 +13,8 @@ use crate::html::Html;
 use crate::input::RunInput;
 use crate::run_section::write_run;
 use crate::scaling::{scaling, write_scaling, Scaling};
-use crate::tune::{write_tune, TuneResult};
+use crate::tune::write_tune;
+use probe::analysis::tuning::TuneResult;
 
 pub use crate::options::ReportOptions;
 

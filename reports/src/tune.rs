@@ -5,7 +5,7 @@ use probe::analysis::tuning::*;
 
 use crate::charts::{self, palette, Axis, Line};
 use crate::html::{Cell, Html, Table};
-use crate::units::{group_thousands, mib, ns, pct, signed_ns, signed_pct};
+use crate::units::{group_thousands, mib, ns, signed_ns};
 
 /// Writes the tuning section.
 pub(crate) fn write_tune(h: &mut Html, t: &TuneResult) {
@@ -247,4 +247,3 @@ fn chart(h: &mut Html, t: &TuneResult) {
         }
     }
 }
-

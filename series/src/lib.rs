@@ -27,7 +27,7 @@ use probe::analysis::tuning::{
 };
 use probe::units::{mib, ns};
 use probe_reports::analyze::failure_reasons;
-use probe_reports::{load_runs, render, write_html, ReportError, ReportOptions, RunInput, Scaling};
+use probe_reports::{load_runs, render, write_html, ReportOptions, RunInput, Scaling};
 
 pub use error::SeriesError;
 
@@ -597,7 +597,7 @@ fn auto_start(dir: &Path, warmup: u64) -> (f64, f64, Vec<String>) {
                 notes.push(format!(
                     "{} MiB holds all {} of gradients in one bucket, as does {} MiB: the search starts from {} MiB and only goes down",
                     mib(start),
-                    crate::units::bytes(t * 1024.0 * 1024.0),
+                    probe::units::bytes(t * 1024.0 * 1024.0),
                     mib(c),
                     mib(c)
                 ));

@@ -33,7 +33,7 @@ fn quiet() -> SeriesOptions {
     }
 }
 
-fn tune(dir: &Path, caps: TuneCaps, extra: &[&str], repeats: usize) -> probe_reports::TuneOutcome {
+fn tune(dir: &Path, caps: TuneCaps, extra: &[&str], repeats: usize) -> probe_series::TuneOutcome {
     run_tune(&TuneConfig {
         command: job(extra, 8),
         nproc_per_node: 2,

@@ -6,9 +6,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use probe_launch::EXIT_INTERRUPTED;
-use probe_series::{
-    default_series_dir, run_tune, JobCommand, SeriesOptions, TuneCaps, TuneConfig,
-};
+use probe_series::{default_series_dir, run_tune, JobCommand, SeriesOptions, TuneCaps, TuneConfig};
 
 use crate::cli::TuneArgs;
 

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use super::stats::percentile_sorted;
 use super::{Advice, Confidence};
-use crate::units::{group_thousands, mib, ns, pct, signed_ns, signed_pct};
+use crate::units::{group_thousands, mib, ns, pct, signed_pct};
 
 const MIB: f64 = 1024.0 * 1024.0;
 

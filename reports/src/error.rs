@@ -50,7 +50,8 @@ pub enum ReportError {
 }
 
 impl ReportError {
-    pub(crate) fn io(action: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
+    /// An [`ReportError::Io`] for `action` on `path`.
+    pub fn io(action: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
         ReportError::Io {
             action,
             path: path.into(),

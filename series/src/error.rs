@@ -39,39 +39,14 @@ pub enum SeriesError {
         what: String,
     },
 
-    /// Reading or writing a file of the series failed.
-    #[error("cannot {action} {}: {source}", path.display())]
-    Io {
-        /// What was being done (`"write"`, `"create"`).
-        action: &'static str,
-        /// The file or directory.
-        path: PathBuf,
-        /// What the operating system said.
-        #[source]
-        source: io::Error,
-    },
-
-    /// Encoding JSON failed.
-    #[error("could not encode {what} as JSON: {source}")]
-    Json {
-        /// What was being encoded.
-        what: &'static str,
-        /// The encoder's error.
-        #[source]
-        source: serde_json::Error,
-    },
-
-    /// Loading the runs or writing the report failed.
+    /// Loading the runs, writing a file or the report failed.
     #[error(transparent)]
     Report(#[from] ReportError),
 }
 
 impl SeriesError {
+    /// Reading or writing a file of the series failed.
     pub(crate) fn io(action: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
-        SeriesError::Io {
-            action,
-            path: path.into(),
-            source,
-        }
+        SeriesError::Report(ReportError::io(action, path, source))
     }
 }

@@ -505,9 +505,11 @@ pub fn run_tune(cfg: &TuneConfig) -> Result<TuneOutcome, SeriesError> {
         }
     }
     let json = cfg.dir.join(TUNE_JSON);
-    let text = serde_json::to_string_pretty(&result).map_err(|source| SeriesError::Json {
-        what: "the tuning result",
-        source,
+    let text = serde_json::to_string_pretty(&result).map_err(|source| {
+        SeriesError::Report(probe_reports::ReportError::Json {
+            what: "the tuning result",
+            source,
+        })
     })?;
     fs::write(&json, text + "\n").map_err(|e| SeriesError::io("write", &json, e))?;
     let inputs: Vec<RunInput> = if detail_dirs.is_empty() {

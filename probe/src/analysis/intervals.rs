@@ -463,13 +463,8 @@ mod tests {
 
     #[test]
     fn interval_list_matches_normalize() {
-        let mut x = 777u64;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x % 100) as i64
-        };
+        let mut rng = fastrand::Rng::with_seed(777);
+        let mut next = || rng.i64(0..100);
         let mut list = IntervalList::default();
         for round in 0..300 {
             // Mostly in start order (as from a sorted lane), sometimes not.
@@ -546,13 +541,8 @@ mod tests {
 
     #[test]
     fn sums_are_exact_on_pseudo_random_sets() {
-        let mut x = 12345u64;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x % 1000) as i64
-        };
+        let mut rng = fastrand::Rng::with_seed(12345);
+        let mut next = || rng.i64(0..1000);
         for _ in 0..200 {
             let mut a: Vec<Interval> = (0..8)
                 .map(|_| {
@@ -608,19 +598,15 @@ mod tests {
             .collect()
     }
 
-    fn xorshift(seed: u64) -> impl FnMut() -> i64 {
-        let mut x = seed;
-        move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 2) as i64
-        }
+    /// Non-negative pseudo-random numbers from `seed` (fastrand's wyrand).
+    fn seeded(seed: u64) -> impl FnMut() -> i64 {
+        let mut rng = fastrand::Rng::with_seed(seed);
+        move || rng.i64(0..i64::MAX)
     }
 
     #[test]
     fn merged_unions_match_normalizing_everything() {
-        let mut next = xorshift(31337);
+        let mut next = seeded(31337);
         for round in 0..2000 {
             let count = round % 11;
             let lists = random_lists(&mut next, count, 12, 400);
@@ -636,7 +622,7 @@ mod tests {
 
     #[test]
     fn split_len_is_total_intersection_and_difference() {
-        let mut next = xorshift(4242);
+        let mut next = seeded(4242);
         for _ in 0..2000 {
             let lists = random_lists(&mut next, 2, 10, 300);
             let (a, b) = (&lists[0], &lists[1]);
@@ -650,7 +636,7 @@ mod tests {
 
     #[test]
     fn covered_cursor_matches_covered_len() {
-        let mut next = xorshift(777);
+        let mut next = seeded(777);
         for round in 0..500 {
             let list = &random_lists(&mut next, 1, 15, 500)[0];
             let mut cursor = Covered::new(list);
@@ -689,13 +675,8 @@ mod tests {
 
     #[test]
     fn covered_matches_brute_force() {
-        let mut x = 7u64;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x % 300) as i64
-        };
+        let mut rng = fastrand::Rng::with_seed(7);
+        let mut next = || rng.i64(0..300);
         for _ in 0..100 {
             let raw: Vec<Interval> = (0..10)
                 .map(|_| {

@@ -11,7 +11,7 @@ entries with record_id, pg_id, collective_seq_id, p2p_seq_id,
 profiling_name, input/output sizes and dtypes, state, times, frames) -- to
 ``<prefix><rank>``, as ``TORCH_FR_DUMP_TEMP_FILE`` names it.
 
-Scenarios (folder under probe/tests/data/flight_recorder/):
+Scenarios (folder under explain/tests/data/flight_recorder/):
 
 * ``missing_rank``: 3 all-reduces; rank 1 stops after the second, rank 0
   waits in the third until the 3 s timeout. Truth: rank 1 did not join

@@ -14,6 +14,7 @@ const CRATES: &[&str] = &[
     "contract/src",
     "bucket-assignment/src",
     "probe/src",
+    "explain/src",
     "comm/src",
     "cuda/src",
     "launch/src",

@@ -11,9 +11,7 @@
 //!   decodes to the same model; the model written back as records loads to
 //!   the same records again.
 //! * [`cache_payload`]: the binary cache decoder on any payload.
-//! * [`log_file`]: `explain` on any log; neither its text nor its JSON
-//!   holds a character that [`crate::text::needs_escape`] names (bar the
-//!   text rendering's own newlines).
+//! * `log_file` (in `probe_explain::fuzzing`): `explain` on any log.
 //! * [`kineto_file`]: the Kineto (PyTorch profiler) importer on any file,
 //!   plain or gzip, in memory; what it imports loads back as a run of that
 //!   rank, alike with the fast parser and serde_json.
@@ -24,11 +22,9 @@
 use std::path::Path;
 
 use crate::analysis::hta::{hta_breakdown, HtaOptions};
-use crate::diagnosis::{explain_log_bytes, Options};
 use crate::import::{kineto, parse};
 use crate::model::Run;
 use crate::reader::{self, Loaded};
-use crate::text::needs_escape;
 use crate::trace::TraceWriter;
 
 /// The name every fuzzed trace file is loaded under.
@@ -104,41 +100,6 @@ pub fn trace_file(data: &[u8]) {
 /// Decodes `data` as a binary cache payload for a trace file.
 pub fn cache_payload(data: &[u8]) {
     let _ = reader::load_cache_payload(Path::new(TRACE_PATH), data);
-}
-
-/// Diagnoses `data` as a log file and checks that neither rendering lets a
-/// dangerous character through.
-pub fn log_file(data: &[u8]) {
-    let report = explain_log_bytes("logs/rank-1.stderr", data, &Options::default());
-    let text = report.render_text(100);
-    if let Some(c) = text.chars().find(|&c| c != '\n' && needs_escape(c)) {
-        panic!("explain's text holds U+{:04X}: {text:?}", c as u32);
-    }
-    let json = match serde_json::to_value(&report) {
-        Ok(v) => v,
-        Err(e) => panic!("the report does not serialize: {e}"),
-    };
-    check_json_strings(&json);
-}
-
-/// Panics when a string anywhere in `v` holds a character that must be
-/// escaped.
-fn check_json_strings(v: &serde_json::Value) {
-    match v {
-        serde_json::Value::String(s) => {
-            if let Some(c) = s.chars().find(|&c| needs_escape(c)) {
-                panic!("explain's JSON holds U+{:04X} in {s:?}", c as u32);
-            }
-        }
-        serde_json::Value::Array(a) => a.iter().for_each(check_json_strings),
-        serde_json::Value::Object(o) => {
-            for (k, v) in o {
-                check_json_strings(&serde_json::Value::String(k.clone()));
-                check_json_strings(v);
-            }
-        }
-        _ => {}
-    }
 }
 
 /// The binary cache payload the reader writes for the trace file `data`,

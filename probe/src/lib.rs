@@ -1,4 +1,4 @@
-//! Loading, model, analysis, diagnosis and import of ddp-probe's runs: the
+//! Loading, model, analysis and import of ddp-probe's runs: the
 //! read side of the trace format (`docs/trace-format.md`), whose records,
 //! recorder and clock live in `probe-contract` (re-exported here as
 //! [`trace`], [`recorder`] and [`clock`]).
@@ -9,8 +9,6 @@
 //! * [`analysis`]: the step breakdown and overlap ([`analysis::summarize`]),
 //!   stragglers, per-bucket statistics, the cost model and the
 //!   `bucket_cap_mb` advice ([`analysis::advise`]), HTA's GPU breakdown.
-//! * [`diagnosis`]: `explain`, from logs, traces, the manifest and PyTorch
-//!   flight-recorder dumps.
 //! * [`import`]: PyTorch profiler (Kineto) traces turned into runs.
 //! * [`export::chrome`]: Chrome trace-event JSON for Perfetto.
 //! * [`synth`]: deterministic synthetic runs for tests and benchmarks;
@@ -18,7 +16,6 @@
 
 pub mod analysis;
 mod cache;
-pub mod diagnosis;
 pub mod error;
 pub mod export;
 mod fastparse;
@@ -35,7 +32,6 @@ pub mod units;
 #[doc(hidden)]
 pub mod fuzzing;
 
-use probe_contract::run_dir as contract_run_dir;
 /// The contract with the launcher and the ranks (trace records, clock,
 /// recorder), re-exported from `probe-contract` under their old paths.
 pub use probe_contract::{clock, recorder, trace};

@@ -241,7 +241,7 @@ fn lines_of_other_tests() -> Vec<String> {
         include_str!("doc_example.rs"),
         include_str!("chrome.rs"),
         include_str!("recorder.rs"),
-        include_str!("diagnosis.rs"),
+        include_str!("../../explain/tests/diagnosis.rs"),
     ];
     let mut out = Vec::new();
     for src in sources {

@@ -16,11 +16,6 @@ fn trace_cache_inputs() {
 }
 
 #[test]
-fn explain_log_inputs() {
-    replay_corpus("explain_log", probe::fuzzing::log_file);
-}
-
-#[test]
 fn kineto_import_inputs() {
     replay_corpus("kineto_import", probe::fuzzing::kineto_file);
 }

@@ -1,12 +1,11 @@
 //! What a report computes from one run: the summary and the bucket advice
 //! of `probe::analysis`, every step's breakdown, whether the run failed and,
-//! if it did, the diagnosis of `probe::diagnosis`.
+//! if it did, the diagnosis of `probe_explain`.
 
 use probe::analysis::{
     advise, step_breakdowns, summarize, Advice, AdviceOptions, StepBreakdown, Summary,
     SummaryOptions,
 };
-use probe::diagnosis;
 use probe_contract::manifest::RunStatus;
 
 use crate::input::RunInput;
@@ -24,7 +23,7 @@ pub struct RunAnalysis {
     /// that ended normally.
     pub failure: Vec<String>,
     /// The diagnosis of a failed run, or why it could not be made.
-    pub diagnosis: Option<Result<diagnosis::Report, String>>,
+    pub diagnosis: Option<Result<probe_explain::Report, String>>,
 }
 
 impl RunAnalysis {
@@ -51,7 +50,7 @@ impl RunAnalysis {
         };
         let failure = failure_reasons(input);
         let diagnosis = (!failure.is_empty() && !input.dirs.is_empty())
-            .then(|| diagnosis::explain(&input.dirs).map_err(|e| e.to_string()));
+            .then(|| probe_explain::explain(&input.dirs).map_err(|e| e.to_string()));
         RunAnalysis {
             summary,
             advice,

@@ -11,7 +11,7 @@
 //!   buckets' ready windows and the exposed communication, buckets,
 //!   communication statistics per operation, stragglers, the bucket_cap_mb
 //!   advice of `probe::analysis::advise`, and for failed runs the findings
-//!   of `probe::diagnosis::explain`. Runs at two or more world sizes add a
+//!   of `probe_explain::explain`. Runs at two or more world sizes add a
 //!   scaling section ([`scaling`]). [`write_html`] writes it atomically.
 //! * [`tune`] draws a `ddp-probe tune` sweep (its statistics, search and
 //!   comparison with advise are `probe::analysis::tuning`).

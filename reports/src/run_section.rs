@@ -6,9 +6,9 @@
 use std::collections::BTreeSet;
 
 use probe::analysis::{Advice, Breakdown, Confidence, Summary};
-use probe::diagnosis::{Report as Diagnosis, Role};
 use probe::model::Run;
 use probe::trace::LogLevel;
+use probe_explain::{Report as Diagnosis, Role};
 
 use crate::analyze::RunAnalysis;
 use crate::charts::{self, palette, BarRow};

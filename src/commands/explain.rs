@@ -16,7 +16,7 @@ pub fn explain(args: ExplainArgs) -> Result<ExitCode> {
     } else {
         args.inputs
     };
-    let report = probe::diagnosis::explain(&inputs)?;
+    let report = probe_explain::explain(&inputs)?;
     if args.json {
         println!(
             "{}",

@@ -69,7 +69,7 @@ fn warm_trace_cache(run_dir: &std::path::Path) {
 /// After a failed run: the likely cause and the fix to try, from the diagnosis of the run
 /// directory, and where to read more.
 fn explain_briefly(run_dir: &std::path::Path) {
-    match probe::diagnosis::explain(&[run_dir.to_path_buf()]) {
+    match probe_explain::explain(&[run_dir.to_path_buf()]) {
         Ok(report) => {
             eprintln!("\n{}", report.headline);
             if let Some(first) = report.findings.first() {

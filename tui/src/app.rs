@@ -9,9 +9,9 @@
 use std::path::PathBuf;
 
 use probe::analysis::{advise, Advice, AdviceOptions};
-use probe::diagnosis::Report;
 use probe::model::{LaneKind, Span};
 use probe::trace::SpanKind;
+use probe_explain::Report;
 use ratatui::layout::Rect;
 
 use crate::format::{self, clean};
@@ -1122,7 +1122,7 @@ impl App {
                 self.report = Some(if self.sources.is_empty() {
                     Err("no run directory or log files to read".into())
                 } else {
-                    probe::diagnosis::explain(&self.sources)
+                    probe_explain::explain(&self.sources)
                         .map_err(|e| clean(&e.to_string(), self.ascii).into_owned())
                 });
             }

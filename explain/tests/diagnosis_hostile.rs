@@ -2,10 +2,10 @@
 //! lines carry into the report (communicator ids, versions) may hold control
 //! characters that are not whitespace; the report shows them escaped.
 
-use probe::diagnosis::{explain_log_bytes, Category, Options};
 use probe::text::needs_escape;
+use probe_explain::{explain_log_bytes, Category, Options};
 
-fn assert_clean(report: &probe::diagnosis::Report) {
+fn assert_clean(report: &probe_explain::Report) {
     let json = serde_json::to_string(report).unwrap();
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     fn walk(v: &serde_json::Value) {

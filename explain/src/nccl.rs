@@ -20,9 +20,9 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use super::category::Category;
-use super::report::{CommSummary, Evidence, Role};
-use super::signal::{Attach, Signal};
+use crate::category::Category;
+use crate::report::{CommSummary, Evidence, Role};
+use crate::signal::{Attach, Signal};
 
 /// NCCL's message level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -266,7 +266,7 @@ impl NcclCollector {
                 }
             }
         } else if let Some((_, after)) = msg.split_once('/') {
-            if let Some(n) = super::rules::leading_number(after) {
+            if let Some(n) = crate::rules::leading_number(after) {
                 comm.channels = Some(comm.channels.unwrap_or(0).max(n as usize));
             }
         }
@@ -360,8 +360,8 @@ impl NcclCollector {
                     s.subjects = vec![other, rank];
                     s.detail = Some(format!(
                         "ranks {other} and {rank} both report busId {} on host {}",
-                        super::sanitize::sanitize(bus, 40),
-                        super::sanitize::sanitize(&r.host, 80)
+                        crate::sanitize::sanitize(bus, 40),
+                        crate::sanitize::sanitize(&r.host, 80)
                     ));
                     s.evidence
                         .extend(comm.ranks[&other].evidence.iter().cloned());
@@ -405,7 +405,7 @@ impl NcclCollector {
                         s.observer = p.rank;
                         s.detail = Some(format!(
                             "NCCL uses {} for a communicator that spans {} nodes",
-                            super::sanitize::sanitize(bad, 40),
+                            crate::sanitize::sanitize(bad, 40),
                             comm.nnodes.unwrap_or(0)
                         ));
                         s.evidence.extend(comm.first_line.iter().cloned());
@@ -450,7 +450,7 @@ impl NcclCollector {
             // Every field is a word taken from a log line: shown only
             // sanitised (a word may hold control characters that are not
             // whitespace, such as U+001C).
-            let safe = |s: &str| super::sanitize::sanitize(s, 80);
+            let safe = |s: &str| crate::sanitize::sanitize(s, 80);
             let safe_all = |v: Vec<String>| v.iter().map(|s| safe(s)).collect::<Vec<_>>();
             let mut summary = CommSummary {
                 comm_id: comm.comm_id.as_deref().map(safe),
@@ -465,7 +465,7 @@ impl NcclCollector {
                 init_complete,
                 text: String::new(),
             };
-            summary.text = super::sanitize::sanitize(&summary_text(&summary), 400);
+            summary.text = crate::sanitize::sanitize(&summary_text(&summary), 400);
             out.push(summary);
         }
         out

@@ -7,7 +7,7 @@
 use std::io;
 use std::path::PathBuf;
 
-use super::sanitize::display_path;
+use crate::sanitize::display_path;
 
 fn list(paths: &[PathBuf]) -> String {
     paths
@@ -17,7 +17,7 @@ fn list(paths: &[PathBuf]) -> String {
         .join(", ")
 }
 
-/// Why [`super::explain`] could not produce a report.
+/// Why [`crate::explain`] could not produce a report.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {

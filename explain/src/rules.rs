@@ -41,10 +41,10 @@
 //!   "store get timed out after ...: key(s) ... never set", and "parameters
 //!   that did not receive a gradient: ...".
 
-use super::category::Category;
-use super::report::Role;
-use super::sanitize::{clip, sanitize};
-use super::signal::Attach;
+use crate::category::Category;
+use crate::report::Role;
+use crate::sanitize::{clip, sanitize};
+use crate::signal::Attach;
 
 /// What a rule read out of a line.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

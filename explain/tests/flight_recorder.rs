@@ -1,10 +1,10 @@
-//! `explain` on PyTorch flight-recorder dumps (probe/tests/data/flight_recorder/,
+//! `explain` on PyTorch flight-recorder dumps (explain/tests/data/flight_recorder/,
 //! made by python/gen_flight_recorder_fixtures.py from real 2-rank gloo jobs of
 //! torch 2.13; each scenario's truth is fixed by the script, see its docstring).
 
 use std::path::PathBuf;
 
-use probe::diagnosis::{explain, Category};
+use probe_explain::{explain, Category};
 
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -12,7 +12,7 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
-fn first(name: &str) -> probe::diagnosis::Finding {
+fn first(name: &str) -> probe_explain::Finding {
     let report = explain(&[fixture(name)]).unwrap_or_else(|e| panic!("{name}: {e}"));
     report
         .findings

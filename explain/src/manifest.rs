@@ -22,11 +22,11 @@ use std::path::{Path, PathBuf};
 use probe_contract::hang::HangReport;
 use probe_contract::manifest::{CounterScope, KillEvidence, Manifest, OomKillCounter, Termination};
 
-use super::category::Category;
-use super::report::{Evidence, RankEndFact, Role};
-use super::rules;
-use super::sanitize::{display_path, sanitize};
-use super::signal::{Attach, Signal};
+use crate::category::Category;
+use crate::report::{Evidence, RankEndFact, Role};
+use crate::rules;
+use crate::sanitize::{display_path, sanitize};
+use crate::signal::{Attach, Signal};
 
 /// The rule name of a SIGKILL proven to come from the out-of-memory killer.
 pub(crate) const RULE_OOM_CONFIRMED: &str = "manifest_oom_confirmed";
@@ -62,7 +62,7 @@ fn kill_detail(rank: usize, verdict: &KillVerdict, end: &str, ev: Option<&KillEv
     out
 }
 
-pub(crate) use crate::contract_run_dir::MANIFEST_FILE;
+pub(crate) use probe_contract::run_dir::MANIFEST_FILE;
 
 /// Largest manifest read (a real one is a few kB per rank).
 const MAX_MANIFEST_BYTES: u64 = 64 * 1024 * 1024;

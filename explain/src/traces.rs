@@ -4,7 +4,7 @@
 //! `seq`: collectives complete in order, so a rank that queued several, as
 //! DDP does with its buckets, is blocked in the first of them).
 //!
-//! Traces are loaded with the probe reader ([`crate::reader::load_files`]).
+//! Traces are loaded with the probe reader ([`probe::reader::load_files`]).
 //! When they are too large for that or do not load (a damaged file), the last
 //! [`TAIL_BYTES`] of each file are parsed line by line instead, skipping lines
 //! that are not JSON.
@@ -17,10 +17,10 @@ use std::path::{Path, PathBuf};
 use probe_contract::hang::{waits_in as waiting, CollectiveRef, TraceTail};
 use serde_json::Value;
 
-use super::lines::{for_each_line, ReadLimits};
-use super::sanitize::{display_path, sanitize};
-use crate::model::Run;
-use crate::trace::SpanKind;
+use crate::lines::{for_each_line, ReadLimits};
+use crate::sanitize::{display_path, sanitize};
+use probe::model::Run;
+use probe::trace::SpanKind;
 
 /// Bytes read from the end of each trace when the reader is not used.
 pub(crate) const TAIL_BYTES: u64 = 1024 * 1024;
@@ -77,7 +77,7 @@ pub(crate) struct RankProgress {
 /// worked around.
 pub(crate) fn read(dir: &Path, max_bytes: u64) -> (Vec<RankProgress>, Vec<String>) {
     let mut notes = Vec::new();
-    let Ok(files) = crate::reader::find_trace_files(&[dir]) else {
+    let Ok(files) = probe::reader::find_trace_files(&[dir]) else {
         return (Vec::new(), notes);
     };
     if files.is_empty() {
@@ -89,7 +89,7 @@ pub(crate) fn read(dir: &Path, max_bytes: u64) -> (Vec<RankProgress>, Vec<String
         .map(|m| m.len())
         .sum();
     if total <= max_bytes {
-        match crate::reader::load_files(&files) {
+        match probe::reader::load_files(&files) {
             Ok((run, _warnings)) => return (from_run(&run), notes),
             Err(e) => notes.push(format!(
                 "the traces did not load ({}); read the end of each trace file instead",
@@ -224,7 +224,7 @@ mod tests {
     const HEADER: &str = r#"{"type":"header","format":"ddp-probe-trace","version":"1.0","run_id":"r","rank":1,"world_size":2,"start_ns":1000}"#;
 
     fn write(dir: &Path, lines: &[&str]) -> PathBuf {
-        let traces = dir.join(crate::contract_run_dir::TRACES_DIR);
+        let traces = dir.join(probe_contract::run_dir::TRACES_DIR);
         std::fs::create_dir_all(&traces).unwrap();
         let p = traces.join("rank-1.jsonl");
         let mut f = File::create(&p).unwrap();

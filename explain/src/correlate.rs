@@ -24,18 +24,18 @@
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use super::category::Category;
-use super::manifest;
-use super::report::{Evidence, Finding, Report, Role, RunFacts, SCHEMA_VERSION};
-use super::sanitize::sanitize;
+use crate::category::Category;
+use crate::manifest;
+use crate::report::{Evidence, Finding, Report, Role, RunFacts, SCHEMA_VERSION};
+use crate::sanitize::sanitize;
 
 /// Longest detail of one observation quoted in a finding, in characters.
 const MAX_DETAIL_CHARS: usize = 400;
 /// Longest note, in characters.
 const MAX_NOTE_CHARS: usize = 4096 + 200;
-use super::signal::{Attach, Signal};
-use super::traces::{locate, RankProgress};
-use super::{Gathered, Options};
+use crate::signal::{Attach, Signal};
+use crate::traces::{locate, RankProgress};
+use crate::{Gathered, Options};
 
 /// Lines shown in an `unknown` finding.
 const UNKNOWN_LINES: usize = 12;
@@ -117,7 +117,7 @@ fn run_facts(g: &Gathered) -> Option<RunFacts> {
             let text = format!(
                 "rank {} {} after {t:.1} s",
                 f.rank,
-                super::manifest::describe(&f.termination)
+                crate::manifest::describe(&f.termination)
             );
             if first.as_ref().is_none_or(|(ft, _)| t < *ft) {
                 first = Some((t, text));
@@ -494,7 +494,7 @@ fn progress_signals(
 /// A rank that exited 0 while the others hung or timed out, and that no
 /// other observation explains, ran out of inputs.
 fn uneven_from_manifest(
-    m: &super::manifest::LoadedManifest,
+    m: &crate::manifest::LoadedManifest,
     ctx: &RunContext,
     signals: &[Signal],
 ) -> Vec<Signal> {

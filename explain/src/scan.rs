@@ -8,12 +8,12 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use super::category::Category;
-use super::nccl::{self, Level, NcclCollector};
-use super::report::{Evidence, Role};
-use super::rules;
-use super::sanitize::{sanitize, MAX_EVIDENCE_CHARS};
-use super::signal::{Attach, Signal};
+use crate::category::Category;
+use crate::nccl::{self, Level, NcclCollector};
+use crate::report::{Evidence, Role};
+use crate::rules;
+use crate::sanitize::{sanitize, MAX_EVIDENCE_CHARS};
+use crate::signal::{Attach, Signal};
 
 /// Lines kept per file for an `unknown` finding.
 const TELLING_PER_FILE: usize = 12;

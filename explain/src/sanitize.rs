@@ -1,5 +1,5 @@
 //! Making untrusted text safe to print, for the diagnosis: the shared rules
-//! of [`crate::text`] plus the limits and path display `explain` uses.
+//! of [`probe::text`] plus the limits and path display `explain` uses.
 //!
 //! Every string that comes from an input file (log lines, file names, values
 //! from a manifest) passes through [`sanitize`] before it is stored in a
@@ -9,7 +9,7 @@
 
 use std::path::Path;
 
-pub use crate::text::{clip, sanitize};
+pub use probe::text::{clip, sanitize};
 
 /// The longest evidence line kept, in characters.
 pub const MAX_EVIDENCE_CHARS: usize = 300;

@@ -1,8 +1,8 @@
 //! Signals: single observations (one log line, one manifest fact, one trace
 //! fact) before they are grouped into findings.
 
-use super::category::Category;
-use super::report::{Evidence, Role};
+use crate::category::Category;
+use crate::report::{Evidence, Role};
 
 /// How a signal joins the findings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -35,15 +35,17 @@
 //!
 //! ```no_run
 //! use std::path::PathBuf;
-//! let report = probe::diagnosis::explain(&[PathBuf::from("runs/latest")])?;
+//! let report = probe_explain::explain(&[PathBuf::from("runs/latest")])?;
 //! print!("{}", report.render_text(100));
-//! # Ok::<(), probe::diagnosis::Error>(())
+//! # Ok::<(), probe_explain::Error>(())
 //! ```
 
 mod category;
 mod correlate;
 mod error;
 mod flight_recorder;
+#[doc(hidden)]
+pub mod fuzzing;
 mod lines;
 mod manifest;
 mod nccl;
@@ -296,7 +298,7 @@ fn gather_dir(
             }
         }
     }
-    if !g.manifests.is_empty() || dir.join(crate::contract_run_dir::TRACES_DIR).is_dir() {
+    if !g.manifests.is_empty() || dir.join(probe_contract::run_dir::TRACES_DIR).is_dir() {
         trace_inputs.push(traces_dir);
     }
 }

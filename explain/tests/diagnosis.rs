@@ -6,7 +6,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use probe::diagnosis::{explain, explain_with, Category, Options, Report, Role};
+use probe_explain::{explain, explain_with, Category, Options, Report, Role};
 use serde_json::json;
 
 fn logs() -> PathBuf {

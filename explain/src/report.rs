@@ -20,7 +20,7 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
-use super::category::Category;
+use crate::category::Category;
 
 /// The version of the JSON layout of [`Report`].
 pub const SCHEMA_VERSION: u32 = 1;

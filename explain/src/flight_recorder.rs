@@ -30,11 +30,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::category::Category;
-use super::pickle::{self, Value};
-use super::report::{Evidence, Role};
-use super::sanitize::{display_path, sanitize};
-use super::signal::{Attach, Signal};
+use crate::category::Category;
+use crate::pickle::{self, Value};
+use crate::report::{Evidence, Role};
+use crate::sanitize::{display_path, sanitize};
+use crate::signal::{Attach, Signal};
 
 /// The file name prefix PyTorch's default writer and `ddp-probe run` use.
 pub(crate) const DEFAULT_PREFIX: &str = "nccl_trace_rank_";

@@ -262,6 +262,7 @@ fn pytorch_ddp_traces_have_the_reference_invariants() {
     );
     let (run, _warnings) = probe::reader::load_run(&[&out]).expect("load the traces");
     check_trace(&run, &pytorch);
+    check_span_fields_against_the_rust_schema(&out);
 
     let summary = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
         .args(["summary"])
@@ -539,4 +540,35 @@ fn gpu_module_check_pairs_spans_with_profiler_kernels() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// Every span the PyTorch module wrote uses only the field names of the Rust
+/// span record (`probe::trace::span_field_names`, taken from its serde
+/// declaration) and reads back as one: a field added or renamed on either
+/// side alone fails here.
+fn check_span_fields_against_the_rust_schema(run: &Path) {
+    let known: BTreeSet<&str> = probe::trace::span_field_names().into_iter().collect();
+    let mut spans = 0;
+    for rank in 0..2 {
+        let path = run.join(format!("traces/rank-{rank}.jsonl"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        for line in text.lines() {
+            let value: serde_json::Value = serde_json::from_str(line).unwrap();
+            if value["type"] != "span" {
+                continue;
+            }
+            spans += 1;
+            for key in value.as_object().unwrap().keys() {
+                assert!(
+                    known.contains(key.as_str()),
+                    "the module writes span field {key:?}, which the Rust record lacks: {line}"
+                );
+            }
+            let record: probe::trace::Record = serde_json::from_str(line).unwrap_or_else(|e| {
+                panic!("a module span does not read as a record ({e}): {line}")
+            });
+            assert!(matches!(record, probe::trace::Record::Span(_)), "{line}");
+        }
+    }
+    assert!(spans > 0, "the module wrote no spans");
 }

@@ -15,7 +15,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 pub use kinds::{KernelCategory, LogLevel, SpanKind};
-pub use records::{hostname, Args};
+pub use records::{hostname, span_field_names, Args};
 pub use records::{
     BucketInfo, BucketsRecord, CounterRecord, DdpConfig, EndRecord, GradReadyRecord, Header,
     InstantRecord, LogRecord, ParamInfo, Record, SpanRecord, MAX_STEP,

@@ -332,6 +332,42 @@ pub struct BucketsRecord {
     pub buckets: Vec<BucketInfo>,
 }
 
+/// The field names of a span record as the trace format spells them
+/// (`type` and every field of [`SpanRecord`]), taken from its serde
+/// declaration itself, so they cannot drift from it: the schema that other
+/// writers of the format (the PyTorch module) are checked against.
+pub fn span_field_names() -> Vec<&'static str> {
+    use serde::de::{self, Visitor};
+
+    /// A deserializer that only records the field list handed to it.
+    struct Fields(&'static [&'static str]);
+    impl<'de> Deserializer<'de> for &mut Fields {
+        type Error = de::value::Error;
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            _name: &'static str,
+            fields: &'static [&'static str],
+            _visitor: V,
+        ) -> Result<V::Value, Self::Error> {
+            self.0 = fields;
+            Err(de::Error::custom("field names only"))
+        }
+        fn deserialize_any<V: Visitor<'de>>(self, _visitor: V) -> Result<V::Value, Self::Error> {
+            Err(de::Error::custom("field names only"))
+        }
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes
+            byte_buf option unit unit_struct newtype_struct seq tuple tuple_struct map enum
+            identifier ignored_any
+        }
+    }
+    let mut fields = Fields(&[]);
+    let _ = SpanRecord::deserialize(&mut fields);
+    let mut names = vec!["type"];
+    names.extend_from_slice(fields.0);
+    names
+}
+
 /// A span (`"type":"span"`): something that took time.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SpanRecord {
@@ -631,5 +667,40 @@ mod tests {
         assert!(Record::Header(h.clone()).validate().is_ok());
         h.rank = 1;
         assert!(Record::Header(h).validate().is_err());
+    }
+
+    #[test]
+    fn span_field_names_are_the_serialized_keys_of_a_full_span() {
+        let mut args = Args::new();
+        args.insert("k".to_owned(), Value::from(1));
+        let full = SpanRecord::new(SpanKind::Collective, 3, 10, 20)
+            .queued(5)
+            .name("n")
+            .lane("l")
+            .bucket(1)
+            .bytes(64)
+            .params(2)
+            .seq(7)
+            .op("all_reduce")
+            .algo("ring")
+            .transport("tcp")
+            .peer(1)
+            .dtype("float32")
+            .device(0)
+            .stream(7)
+            .category(KernelCategory::Comm)
+            .correlation(9)
+            .args(args);
+        let line = serde_json::to_value(Record::Span(full)).unwrap();
+        let mut keys: Vec<&str> = line
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let mut names = span_field_names();
+        keys.sort_unstable();
+        names.sort_unstable();
+        assert_eq!(keys, names);
     }
 }

@@ -321,7 +321,6 @@ class CudaCollectiveTimer:
         self.last_end_ns = 0
         self.side = torch.cuda.Stream(device=device)
         self.anchor = None
-        self.resolved = 0
         self._anchor()
 
     def _anchor(self):
@@ -338,12 +337,9 @@ class CudaCollectiveTimer:
         # The event ran between the two readings; take the middle.
         self.anchor = (ev, (before + after) // 2, time.monotonic())
 
-    def start_event(self):
-        ev = torch.cuda.Event(enable_timing=True)
-        ev.record()
-        return ev
-
-    def end_event(self):
+    @staticmethod
+    def record_event():
+        """A timing event recorded on the current stream (start and end alike)."""
         ev = torch.cuda.Event(enable_timing=True)
         ev.record()
         return ev
@@ -368,7 +364,7 @@ class CudaCollectiveTimer:
             done = []
             while self.pending:
                 span, start_ev, end_ev = self.pending[0]
-                if end_ev is None or not end_ev.query() or not start_ev.query():
+                if not end_ev.query() or not start_ev.query():
                     break
                 self.pending.pop(0)
                 start = self._to_ns(anchor, start_ev)
@@ -381,7 +377,6 @@ class CudaCollectiveTimer:
             left = list(self.pending) if final else []
             if final:
                 self.pending = []
-        self.resolved += len(done)
         for span in done:
             self.writer.record(span)
         for span, _s, _e in left:
@@ -511,7 +506,7 @@ class _Instrumentation:
             t = now_ns()
             st = self.note_bucket(bucket, t)
             timer = self.cuda_timer if bucket.buffer().is_cuda else None
-            start_ev = timer.start_event() if timer is not None and st else None
+            start_ev = timer.record_event() if timer is not None and st else None
             fut = hook(state, bucket)
             seq = self.seq_after_issue()
             info = st[1] if st else None
@@ -553,7 +548,7 @@ class _Instrumentation:
                     span["args"] = {"error": True}
                 elif start_ev is not None:
                     # GPU times replace the host's when the events complete.
-                    timer.add(span, start_ev, timer.end_event())
+                    timer.add(span, start_ev, timer.record_event())
                     return
                 self.writer.record(span)
 

@@ -1220,4 +1220,18 @@ impl EnvRendezvous {
             server,
         })
     }
+
+    /// Rank 0 of a world of one, on a private loopback store with a fresh
+    /// token: how a program that can also run without a launcher meets itself.
+    pub fn alone(timeout: std::time::Duration) -> Result<EnvRendezvous> {
+        let token = Token::generate()?;
+        let server = StoreServer::bind("127.0.0.1:0", token.clone())?;
+        let store = StoreClient::connect(server.local_addr(), &token, timeout)?;
+        Ok(EnvRendezvous {
+            rank: 0,
+            world: 1,
+            store,
+            server: Some(server),
+        })
+    }
 }

@@ -17,7 +17,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use comm::{EnvRendezvous, ReduceOp, StoreClient, StoreServer, Token};
+use comm::{EnvRendezvous, ReduceOp};
 use ddp_cuda::cupti::{KernelTracer, TracerOptions};
 use ddp_cuda::nccl::{NcclGroup, NcclOptions, NcclWorkInfo};
 use ddp_cuda::{availability, nvtx, CudaLibrary};
@@ -81,21 +81,6 @@ fn main() -> ExitCode {
     }
 }
 
-/// A rendezvous from the launcher's environment, or a private store when
-/// the binary runs alone.
-fn meet() -> Result<(usize, usize, StoreClient, Option<StoreServer>), String> {
-    let timeout = Duration::from_secs(120);
-    if std::env::var_os("WORLD_SIZE").is_some() {
-        let m = EnvRendezvous::connect(timeout).map_err(|e| format!("rendezvous: {e}"))?;
-        return Ok((m.rank, m.world, m.store, m.server));
-    }
-    let token = Token::generate().map_err(|e| e.to_string())?;
-    let server = StoreServer::bind("127.0.0.1:0", token.clone()).map_err(|e| e.to_string())?;
-    let store =
-        StoreClient::connect(server.local_addr(), &token, timeout).map_err(|e| e.to_string())?;
-    Ok((0, 1, store, Some(server)))
-}
-
 fn run(table: &mut Table) -> Result<(), String> {
     // 1. The libraries.
     let libs = availability();
@@ -122,7 +107,15 @@ fn run(table: &mut Table) -> Result<(), String> {
     let recorder = Arc::new(Recorder::from_env(header).map_err(|e| e.to_string())?);
     let tracer = KernelTracer::start(Arc::clone(&recorder), TracerOptions::default())
         .map_err(|e| format!("CUPTI: {e}"))?;
-    let (rank, world, store, _server) = meet()?;
+    // The launcher's rendezvous, or a private store when run alone.
+    let timeout = Duration::from_secs(120);
+    let meeting = if std::env::var_os("WORLD_SIZE").is_some() {
+        EnvRendezvous::connect(timeout)
+    } else {
+        EnvRendezvous::alone(timeout)
+    }
+    .map_err(|e| format!("rendezvous: {e}"))?;
+    let (rank, world, store) = (meeting.rank, meeting.world, &meeting.store);
     let local_rank = std::env::var("LOCAL_RANK")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -130,7 +123,7 @@ fn run(table: &mut Table) -> Result<(), String> {
     let group = NcclGroup::new(
         rank,
         world,
-        &store,
+        store,
         NcclOptions {
             device: Some(local_rank),
             ..NcclOptions::default()

@@ -16,7 +16,7 @@ fn ddp_probe(args: &[&str], cwd: &Path) -> Output {
 }
 
 fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("probe/tests/data/kineto/gloo-2rank")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("kineto/tests/data/kineto/gloo-2rank")
 }
 
 fn text(b: &[u8]) -> String {

@@ -4,4 +4,4 @@
 
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| probe::fuzzing::kineto_file(data));
+fuzz_target!(|data: &[u8]| probe_kineto::fuzzing::kineto_file(data));

@@ -4,4 +4,4 @@
 
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| probe::fuzzing::cache_payload(data));
+fuzz_target!(|data: &[u8]| probe_load::fuzzing::cache_payload(data));

@@ -1,6 +1,7 @@
 //! Chrome trace export: structure, hand-computed timestamps, pid/tid mapping,
 //! metadata, and proper nesting of the events of every thread.
 
+#[path = "../../load/tests/common/mod.rs"]
 mod common;
 
 use std::collections::{BTreeMap, HashMap};

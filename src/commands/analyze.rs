@@ -46,7 +46,7 @@ pub fn summary(args: AnalyzeArgs) -> Result<ExitCode> {
         println!();
         print_block(&advice.render_text(width));
         if let Some(b) =
-            hta.and_then(|h| serde_json::from_value::<probe::analysis::hta::HtaBreakdown>(h).ok())
+            hta.and_then(|h| serde_json::from_value::<probe_kineto::hta::HtaBreakdown>(h).ok())
         {
             println!();
             print_block(&b.render_text());

@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use probe::analysis::hta::{hta_breakdown, HtaBreakdown, HtaOptions};
-use probe::import::kineto::{self, IMPORT_JSON};
+use probe_kineto::hta::{hta_breakdown, HtaBreakdown, HtaOptions};
+use probe_kineto::import::{self as kineto, IMPORT_JSON};
 
 use crate::cli::{BreakdownArgs, ImportKinetoArgs};
 use crate::commands::output::print_block;

@@ -8,7 +8,7 @@
 //! Dense keys (sequence numbers, bucket ids, interned strings) go through a
 //! direct table, sparse ones through a hash map.
 
-use crate::hash::FxHashMap;
+use rustc_hash::FxHashMap;
 
 /// A map from integer keys to consecutive ids, for keys that are mostly
 /// dense (sequence numbers): keys near the first one seen go through a

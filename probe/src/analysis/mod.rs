@@ -16,9 +16,6 @@
 //!   and recommends a cap with the predicted gain and how sure it is.
 //!   [`Advice::render_text`] renders it.
 //!
-//! * [`hta`]: the GPU time breakdown and comm/comp overlap of PyTorch profiler traces with
-//!   Holistic Trace Analysis' definitions.
-//!
 //! The definitions of every number are on the fields of
 //! [`StepBreakdown`], [`Breakdown`], [`BucketStats`], [`OpStats`],
 //! [`Stragglers`] and [`Advice`]. Everything works on rank 0's timeline as
@@ -33,7 +30,6 @@ mod bucket_stats;
 mod comm;
 pub mod costmodel;
 mod group;
-pub mod hta;
 pub mod intervals;
 mod render;
 mod scan;

@@ -39,9 +39,9 @@ use serde::{Deserialize, Serialize};
 
 use super::intervals::{self, Covered, Interval, IntervalList};
 use super::SummaryOptions;
-use crate::hash::FxHashMap;
 use crate::model::{LaneKind, RankTrace, Run, Span, Sym};
 use crate::trace::{KernelCategory, SpanKind};
+use rustc_hash::FxHashMap;
 
 /// Why a step is left out of the statistics and reported on its own.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -362,16 +362,10 @@ fn oversized_keys_and_values_are_refused_with_the_limit_named() {
 fn random_bytes_before_and_after_the_hello_do_not_hurt_the_server() {
     let (server, token) = store_with_secret(ServerOptions::default());
     let addr = server.local_addr();
-    let mut state = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
+    let mut rng = fastrand::Rng::with_seed(0x9e37_79b9_7f4a_7c15);
     for i in 0..200 {
-        let len = (next() % 600) as usize;
-        let mut junk: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+        let len = rng.usize(..600);
+        let mut junk: Vec<u8> = (0..len).map(|_| rng.u8(..)).collect();
         if i % 3 == 0 && junk.len() >= 4 {
             // A plausible length prefix, so the body reaches the decoder.
             let n = (junk.len() - 4) as u32;

@@ -46,7 +46,7 @@ use std::time::{Duration, Instant};
 use crate::clock::now_ns;
 use crate::trace::{
     Args, BucketInfo, BucketsRecord, CounterRecord, EndRecord, GradReadyRecord, Header,
-    InstantRecord, KernelCategory, LogLevel, LogRecord, Record, SpanKind, SpanRecord, TraceWriter,
+    InstantRecord, LogLevel, LogRecord, Record, SpanKind, SpanRecord, TraceWriter,
 };
 
 pub use crate::env::{RUN_ID as ENV_RUN_ID, TRACE as ENV_TRACE, TRACE_DIR as ENV_TRACE_DIR};
@@ -564,35 +564,16 @@ fn fail(state: &State, e: &io::Error, failed: &mut bool) {
     lock(&state.fatal).get_or_insert_with(|| e.to_string());
 }
 
+/// The setters of [`SpanBuilder`], one per optional span field.
 macro_rules! builder_setters {
-    ($( $(#[$m:meta])* $field:ident : $ty:ty ),+ $(,)?) => {
-        $(
-            $(#[$m])*
-            #[inline]
-            pub fn $field(mut self, v: $ty) -> Self {
-                if let Some(s) = &mut self.span {
-                    s.$field = Some(v);
-                }
-                self
-            }
-        )+
+    ($( $(#[doc = $doc:literal])* $kind:ident $field:ident : $ty:ty ),+ $(,)?) => {
+        impl SpanBuilder<'_> {
+            $( crate::span_setter!([] Self, |b| b.span.as_mut(), $kind $field $ty); )+
+        }
     };
 }
 
-macro_rules! builder_str_setters {
-    ($( $(#[$m:meta])* $field:ident ),+ $(,)?) => {
-        $(
-            $(#[$m])*
-            #[inline]
-            pub fn $field(mut self, v: impl Into<Cow<'static, str>>) -> Self {
-                if let Some(s) = &mut self.span {
-                    s.$field = Some(v.into());
-                }
-                self
-            }
-        )+
-    };
-}
+crate::span_optional_fields!(builder_setters);
 
 /// A span being described; [`SpanBuilder::finish`] records it. Every method
 /// does nothing on a disabled recorder.
@@ -603,44 +584,6 @@ pub struct SpanBuilder<'r> {
 }
 
 impl SpanBuilder<'_> {
-    builder_setters! {
-        /// Sets when a collective was enqueued (ns).
-        queued: u64,
-        /// Sets the gradient bucket id.
-        bucket: u32,
-        /// Sets the bytes moved or covered.
-        bytes: u64,
-        /// Sets the number of parameters covered.
-        params: u32,
-        /// Sets the collective sequence number.
-        seq: u64,
-        /// Sets the peer rank.
-        peer: u32,
-        /// Sets the GPU index.
-        device: u32,
-        /// Sets the GPU stream.
-        stream: u64,
-        /// Sets the kernel category.
-        category: KernelCategory,
-        /// Sets the kernel correlation id.
-        correlation: u64,
-    }
-
-    builder_str_setters! {
-        /// Sets the display name.
-        name,
-        /// Sets the lane.
-        lane,
-        /// Sets the collective operation.
-        op,
-        /// Sets the algorithm.
-        algo,
-        /// Sets the transport.
-        transport,
-        /// Sets the element type.
-        dtype,
-    }
-
     /// Sets `args`.
     #[inline]
     pub fn args(mut self, args: Args) -> Self {

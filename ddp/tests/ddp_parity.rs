@@ -49,15 +49,8 @@ impl Mlp {
 
 /// Deterministic values from a seed (no libtorch global RNG: ranks are threads of one process).
 fn values(seed: u64, n: usize) -> Vec<f32> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            ((x >> 40) as f32 / (1u64 << 24) as f32) - 0.5
-        })
-        .collect()
+    let mut rng = fastrand::Rng::with_seed(seed);
+    (0..n).map(|_| rng.f32() - 0.5).collect()
 }
 
 /// Sets every parameter of `vs` from `seed` (parameters in creation order).

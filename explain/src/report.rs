@@ -18,6 +18,7 @@
 
 use std::fmt::Write as _;
 
+use probe::wrap::{wrap_lines, Layout};
 use serde::{Deserialize, Serialize};
 
 use crate::category::Category;
@@ -278,49 +279,19 @@ fn push_field(out: &mut String, indent: &str, name: &str, text: &str, width: usi
 /// Appends `text` wrapped at `width` columns: the first line starts with
 /// `first`, the others with `rest`. Words longer than a line are split.
 fn push_wrapped(out: &mut String, text: &str, first: &str, rest: &str, width: usize) {
-    let mut line = String::from(first);
-    let mut line_len = first.chars().count();
-    let mut at_start = true;
-    let mut is_first = true;
-    let mut flush = |line: &mut String, line_len: &mut usize, at_start: &mut bool| {
-        out.push_str(line.trim_end());
-        out.push('\n');
-        *line = String::from(rest);
-        *line_len = rest.chars().count();
-        *at_start = true;
+    let layout = Layout {
+        first,
+        rest,
+        cut_long_words: true,
     };
-    for word in text.split(' ').filter(|w| !w.is_empty()) {
-        let mut word: Vec<char> = word.chars().collect();
-        loop {
-            let sep = usize::from(!at_start);
-            if line_len + sep + word.len() <= width {
-                if !at_start {
-                    line.push(' ');
-                }
-                line.extend(word.iter());
-                line_len += sep + word.len();
-                at_start = false;
-                break;
-            }
-            if !at_start {
-                flush(&mut line, &mut line_len, &mut at_start);
-                is_first = false;
-                continue;
-            }
-            // The word does not fit on an empty line: split it.
-            let take = width.saturating_sub(line_len).max(1).min(word.len());
-            line.extend(word.drain(..take));
-            line_len += take;
-            at_start = false;
-            if word.is_empty() {
-                break;
-            }
-            flush(&mut line, &mut line_len, &mut at_start);
-            is_first = false;
-        }
+    let lines = wrap_lines(text, width, &layout);
+    if lines.is_empty() {
+        out.push_str(first.trim_end());
+        out.push('\n');
     }
-    if !at_start || is_first {
-        flush(&mut line, &mut line_len, &mut at_start);
+    for line in lines {
+        out.push_str(&line);
+        out.push('\n');
     }
 }
 

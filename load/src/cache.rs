@@ -53,7 +53,7 @@ use crate::trace::{
 const MAGIC: [u8; 8] = *b"DDPCACHE";
 /// Version of the cache layout. Bump it whenever the layout, or the model
 /// the reader builds from a trace, changes.
-const FORMAT_VERSION: u32 = 2;
+const FORMAT_VERSION: u32 = 3;
 /// Size of the fixed header.
 const HEADER_BYTES: usize = 72;
 /// The payload is read, written and checksummed in blocks of this size.
@@ -271,40 +271,15 @@ fn le_u64(b: &[u8]) -> u64 {
     u64::from_le_bytes(a)
 }
 
-const MIX: u64 = 0x9e37_79b9_7f4a_7c15;
-
-/// A fast 64-bit hash of a block (four independent multiply-rotate lanes);
-/// it detects damage, it does not resist tampering.
+/// The hash of a block (XXH3, 64 bits): it detects damage, it does not
+/// resist tampering.
 fn block_hash(b: &[u8]) -> u64 {
-    let mut h: [u64; 4] = [
-        0x243f_6a88_85a3_08d3,
-        0x1319_8a2e_0370_7344,
-        0xa409_3822_299f_31d0,
-        0x082e_fa98_ec4e_6c89,
-    ];
-    let mut chunks = b.chunks_exact(32);
-    for c in &mut chunks {
-        for (l, h) in h.iter_mut().enumerate() {
-            *h = (*h ^ le_u64(&c[l * 8..])).wrapping_mul(MIX).rotate_left(31);
-        }
-    }
-    let rest = chunks.remainder();
-    let mut tail = [0u8; 32];
-    tail[..rest.len()].copy_from_slice(rest);
-    for (l, h) in h.iter_mut().enumerate() {
-        *h = (*h ^ le_u64(&tail[l * 8..]))
-            .wrapping_mul(MIX)
-            .rotate_left(31);
-    }
-    let mut x = b.len() as u64;
-    for v in h {
-        x = (x ^ v).wrapping_mul(MIX).rotate_left(29);
-    }
-    x ^ (x >> 32)
+    xxhash_rust::xxh3::xxh3_64(b)
 }
 
+/// The running hash of the payload after one more block.
 fn chain(acc: u64, block: u64) -> u64 {
-    (acc ^ block).wrapping_mul(MIX).rotate_left(27)
+    xxhash_rust::xxh3::xxh3_64_with_seed(&block.to_le_bytes(), acc)
 }
 
 // ---------------------------------------------------------------------------
@@ -1865,20 +1840,21 @@ mod tests {
     }
 
     /// A value of `bits` random bits at most, sometimes an extreme one.
-    fn wild(rng: &mut crate::synth::Rng, bits: u32) -> u64 {
-        let r = rng.next_u64();
+    fn wild(rng: &mut fastrand::Rng, bits: u32) -> u64 {
+        let r = rng.u64(..);
         match r % 8 {
             0 => 0,
             1 => u64::MAX,
             2 => u64::MAX - 1,
             3 => 1 << (r >> 58),
-            _ => rng.next_u64() >> (64 - (r >> 32) % u64::from(bits) - 1).min(63),
+            _ => rng.u64(..) >> (64 - (r >> 32) % u64::from(bits) - 1).min(63),
         }
     }
 
     #[test]
     fn spans_and_offsets_of_any_value_round_trip() {
-        use crate::synth::{generate_to_writers, Rng, SynthConfig};
+        use crate::synth::{generate_to_writers, SynthConfig};
+        use fastrand::Rng;
         let mut bytes = Vec::new();
         generate_to_writers(&SynthConfig::new(1, 3, 4), vec![&mut bytes]).unwrap();
         let path = PathBuf::from("memory/rank-0.jsonl");
@@ -1888,7 +1864,7 @@ mod tests {
         let strings = run.strings;
         let mut rank = run.ranks.into_iter().next().unwrap();
         assert!(!rank.extras.is_empty() && !strings.is_empty());
-        let mut rng = Rng::new(7);
+        let mut rng = Rng::with_seed(7);
         // Lanes of 0, 1, CHUNK - 1, CHUNK, CHUNK + 1 and many spans; runs of
         // equal fields (narrow chunks) and of wild ones (wide chunks).
         let mut lanes = Vec::new();
@@ -1901,7 +1877,7 @@ mod tests {
             for i in 0..n {
                 let calm = (i / CHUNK).is_multiple_of(2);
                 let w = |rng: &mut Rng, bits| if calm { 5 } else { wild(rng, bits) };
-                let some = |rng: &mut Rng| calm || !rng.next_u64().is_multiple_of(3);
+                let some = |rng: &mut Rng| calm || !rng.u64(..).is_multiple_of(3);
                 start = start.wrapping_add(w(&mut rng, 64) as i64);
                 let end = start.wrapping_add(w(&mut rng, 64) as i64);
                 let queued = start.wrapping_sub(w(&mut rng, 64) as i64);
@@ -1909,11 +1885,11 @@ mod tests {
                 let queued = (queued != i64::MIN && start.wrapping_sub(queued) != i64::MIN)
                     .then_some(queued);
                 let sym = |rng: &mut Rng| {
-                    let i = rng.next_u64() as usize % strings.len();
+                    let i = rng.u64(..) as usize % strings.len();
                     some(rng).then(|| strings.iter().nth(i).unwrap().0)
                 };
-                let k = SpanKind::ALL[rng.next_u64() as usize % SpanKind::ALL.len()];
-                let c = rng.next_u64() as usize % (KernelCategory::ALL.len() + 1);
+                let k = SpanKind::ALL[rng.u64(..) as usize % SpanKind::ALL.len()];
+                let c = rng.u64(..) as usize % (KernelCategory::ALL.len() + 1);
                 spans.push(Span::from_parts(SpanParts {
                     start,
                     end,
@@ -1924,7 +1900,7 @@ mod tests {
                     bucket: Some(w(&mut rng, 32) as u32).filter(|_| some(&mut rng)),
                     name: sym(&mut rng),
                     op: sym(&mut rng),
-                    extra: Some((rng.next_u64() as usize % rank.extras.len()) as u32)
+                    extra: Some((rng.u64(..) as usize % rank.extras.len()) as u32)
                         .filter(|_| some(&mut rng)),
                     lane: l as u16,
                     kind: k,

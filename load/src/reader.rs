@@ -753,88 +753,89 @@ struct TypeProbe<'a> {
     ty: Option<Str<'a>>,
 }
 
-/// Every field of the hot records (span, instant, counter, log, end), flat,
-/// borrowed from the line. Unknown fields are skipped.
-#[derive(Deserialize)]
-struct RawLine<'a> {
-    #[serde(rename = "type", borrow)]
-    ty: Option<Str<'a>>,
-    #[serde(borrow)]
-    kind: Option<Str<'a>>,
-    step: Option<u64>,
-    start: Option<u64>,
-    end: Option<u64>,
-    queued: Option<u64>,
-    #[serde(borrow)]
-    name: Option<Str<'a>>,
-    #[serde(borrow)]
-    lane: Option<Str<'a>>,
-    bucket: Option<u32>,
-    bytes: Option<u64>,
-    params: Option<u32>,
-    seq: Option<u64>,
-    #[serde(borrow)]
-    op: Option<Str<'a>>,
-    #[serde(borrow)]
-    algo: Option<Str<'a>>,
-    #[serde(borrow)]
-    transport: Option<Str<'a>>,
-    peer: Option<u32>,
-    #[serde(borrow)]
-    dtype: Option<Str<'a>>,
-    device: Option<u32>,
-    stream: Option<u64>,
-    #[serde(borrow)]
-    category: Option<Str<'a>>,
-    correlation: Option<u64>,
-    #[serde(borrow)]
-    args: Option<&'a RawValue>,
-    t: Option<u64>,
-    #[serde(default, deserialize_with = "present_f64")]
-    value: Option<f64>,
-    #[serde(borrow)]
-    level: Option<Str<'a>>,
-    #[serde(borrow)]
-    message: Option<Str<'a>>,
-    #[serde(borrow)]
-    status: Option<Str<'a>>,
+/// The type a [`RawLine`] reads a span field of a given kind as.
+macro_rules! raw_value {
+    ($lt:lifetime num $ty:ty) => { $ty };
+    ($lt:lifetime text $ty:ty) => { Str<$lt> };
+    ($lt:lifetime tag $ty:ty) => { Str<$lt> };
 }
 
-impl RawLine<'_> {
-    /// The fields, borrowed, as [`fastparse`] hands them over.
-    fn fields(&self) -> Fields<'_> {
-        Fields {
-            ty: self.ty.as_deref(),
-            kind: self.kind.as_deref(),
-            step: self.step,
-            start: self.start,
-            end: self.end,
-            queued: self.queued,
-            name: self.name.as_deref(),
-            lane: self.lane.as_deref(),
-            bucket: self.bucket,
-            bytes: self.bytes,
-            params: self.params,
-            seq: self.seq,
-            op: self.op.as_deref(),
-            algo: self.algo.as_deref(),
-            transport: self.transport.as_deref(),
-            peer: self.peer,
-            dtype: self.dtype.as_deref(),
-            device: self.device,
-            stream: self.stream,
-            category: self.category.as_deref(),
-            correlation: self.correlation,
-            t: self.t,
-            value: self.value,
-            level: self.level.as_deref(),
-            message: self.message.as_deref(),
-            status: self.status.as_deref(),
-            t0: None,
-            has_offsets: false,
-            memo_hits: 0,
-            kind_hit: 0,
+/// [`RawLine`] and its [`RawLine::fields`], from the contract's one list of
+/// span fields.
+macro_rules! raw_line {
+    ($( $(#[doc = $doc:literal])* $kind:ident $field:ident : $ty:ty ),+ $(,)?) => {
+        /// Every field of the hot records (span, instant, counter, log, end), flat,
+        /// borrowed from the line. Unknown fields are skipped.
+        #[derive(Deserialize)]
+        #[serde(bound(deserialize = "'de: 'a"))]
+        struct RawLine<'a> {
+            #[serde(rename = "type")]
+            ty: Option<Str<'a>>,
+            kind: Option<Str<'a>>,
+            step: Option<u64>,
+            start: Option<u64>,
+            end: Option<u64>,
+            $( $field: Option<raw_value!('a $kind $ty)>, )+
+            args: Option<&'a RawValue>,
+            t: Option<u64>,
+            #[serde(default, deserialize_with = "present_f64")]
+            value: Option<f64>,
+            level: Option<Str<'a>>,
+            message: Option<Str<'a>>,
+            status: Option<Str<'a>>,
         }
+
+        impl RawLine<'_> {
+            /// The fields, borrowed, as [`fastparse`] hands them over.
+            fn fields(&self) -> Fields<'_> {
+                Fields {
+                    ty: self.ty.as_deref(),
+                    kind: self.kind.as_deref(),
+                    step: self.step,
+                    start: self.start,
+                    end: self.end,
+                    $( $field: AsField::as_field(&self.$field), )+
+                    t: self.t,
+                    value: self.value,
+                    level: self.level.as_deref(),
+                    message: self.message.as_deref(),
+                    status: self.status.as_deref(),
+                    t0: None,
+                    has_offsets: false,
+                    memo_hits: 0,
+                    kind_hit: 0,
+                }
+            }
+        }
+    };
+}
+
+probe_contract::span_optional_fields!(raw_line);
+
+/// A [`RawLine`] value as [`Fields`] holds it: numbers copied, strings borrowed.
+trait AsField<'s> {
+    type Field;
+    fn as_field(&'s self) -> Self::Field;
+}
+
+impl AsField<'_> for Option<u64> {
+    type Field = Option<u64>;
+    fn as_field(&self) -> Option<u64> {
+        *self
+    }
+}
+
+impl AsField<'_> for Option<u32> {
+    type Field = Option<u32>;
+    fn as_field(&self) -> Option<u32> {
+        *self
+    }
+}
+
+impl<'s> AsField<'s> for Option<Str<'_>> {
+    type Field = Option<&'s str>;
+    fn as_field(&'s self) -> Option<&'s str> {
+        self.as_deref()
     }
 }
 

@@ -17,6 +17,8 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
+use fastrand::Rng;
+
 use crate::trace::{
     algo, op, transport, BucketInfo, BucketsRecord, CounterRecord, DdpConfig, EndRecord,
     GradReadyRecord, Header, InstantRecord, KernelCategory, LogLevel, LogRecord, ParamInfo, Record,
@@ -176,34 +178,10 @@ pub fn generate_to_writers<W: Write>(config: &SynthConfig, writers: Vec<W>) -> i
     Ok(records)
 }
 
-/// SplitMix64: small, fast, deterministic (also the tests' generator).
-pub(crate) struct Rng(u64);
-
-impl Rng {
-    /// A generator started from `seed`.
-    pub(crate) fn new(seed: u64) -> Rng {
-        Rng(seed)
-    }
-
-    /// The next 64 random bits.
-    pub(crate) fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `[0, 1)`.
-    fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    /// `ns` varied by ±`jitter`.
-    fn vary(&mut self, ns: u64, jitter: f64) -> u64 {
-        let f = 1.0 + (self.unit() * 2.0 - 1.0) * jitter;
-        (ns as f64 * f).max(0.0) as u64
-    }
+/// `ns` varied by ±`jitter` (uniformly), with `rng`.
+fn vary(rng: &mut Rng, ns: u64, jitter: f64) -> u64 {
+    let f = 1.0 + (rng.f64() * 2.0 - 1.0) * jitter;
+    (ns as f64 * f).max(0.0) as u64
 }
 
 /// The clock reading of true time `t` on a rank `offset` behind rank 0.
@@ -235,14 +213,14 @@ struct RankStep {
 
 impl<'c> Sim<'c> {
     fn new(c: &'c SynthConfig) -> Sim<'c> {
-        let mut rng = Rng::new(c.seed);
+        let mut rng = Rng::with_seed(c.seed);
         let offsets = (0..c.ranks)
             .map(|r| {
                 if r == 0 || c.max_clock_offset_ns == 0 {
                     0
                 } else {
                     let m = c.max_clock_offset_ns.unsigned_abs();
-                    let v = (rng.next_u64() % (2 * m + 1)) as i64;
+                    let v = (rng.u64(..) % (2 * m + 1)) as i64;
                     v - m as i64
                 }
             })
@@ -367,7 +345,7 @@ impl<'c> Sim<'c> {
         }
         let mut seq = 1u64;
         let mut prev_end: Vec<u64> = (0..n)
-            .map(|_| c.start_unix_ns + self.rng.next_u64() % 50_000)
+            .map(|_| c.start_unix_ns + self.rng.u64(..) % 50_000)
             .collect();
         let mut steps: Vec<RankStep> = vec![RankStep::default(); n];
         for step in 0..c.steps {
@@ -400,7 +378,7 @@ impl<'c> Sim<'c> {
                 let bytes = self.layout[k].bytes;
                 let join = steps.iter().map(|s| s.ready[k].1).max().unwrap_or(0);
                 let end = join.max(comm_free) + c.latency_ns + self.transfer_ns(bytes);
-                let wb_end = end + self.rng.vary(bytes / 20, c.jitter).max(1_000);
+                let wb_end = end + vary(&mut self.rng, bytes / 20, c.jitter).max(1_000);
                 for (r, s) in steps.iter().enumerate() {
                     let start = s.ready[k].1.max(comm_free);
                     coll[r].push((start, end));
@@ -411,7 +389,7 @@ impl<'c> Sim<'c> {
             for (r, w) in out.iter_mut().enumerate() {
                 let s = &steps[r];
                 let opt_start = s.bwd_end.max(comm_free);
-                let opt_end = opt_start + self.rng.vary(c.optimizer_ns, c.jitter);
+                let opt_end = opt_start + vary(&mut self.rng, c.optimizer_ns, c.jitter);
                 self.write_step(w, r, step, s, &coll[r], &finish, seq, opt_start, opt_end)?;
                 prev_end[r] = opt_end;
             }
@@ -441,14 +419,14 @@ impl<'c> Sim<'c> {
             Some((s, f)) if s as usize == r => f.max(0.0),
             _ => 1.0,
         };
-        let mut data = self.rng.vary(c.data_ns, c.jitter);
+        let mut data = vary(&mut self.rng, c.data_ns, c.jitter);
         if let Some(every) = c.data_stall_every.filter(|&e| e > 0) {
             if step % every == every - 1 && (step / every) % u64::from(c.ranks) == r as u64 {
                 data *= 20;
             }
         }
-        let fwd = (self.rng.vary(c.compute_ns / 3, c.jitter) as f64 * slow) as u64;
-        let bwd = (self.rng.vary(c.compute_ns * 2 / 3, c.jitter) as f64 * slow) as u64;
+        let fwd = (vary(&mut self.rng, c.compute_ns / 3, c.jitter) as f64 * slow) as u64;
+        let bwd = (vary(&mut self.rng, c.compute_ns * 2 / 3, c.jitter) as f64 * slow) as u64;
         let data_end = start + data;
         let fwd_end = data_end + fwd;
         let bwd_end = fwd_end + bwd;
@@ -576,7 +554,7 @@ impl<'c> Sim<'c> {
                 offsets_ns: s.offsets.clone(),
             }))?;
         }
-        let loss = 2.0 / (1.0 + step as f64 * 0.01) + self.rng.unit() * 0.01;
+        let loss = 2.0 / (1.0 + step as f64 * 0.01) + self.rng.f64() * 0.01;
         w.write(&Record::Counter(CounterRecord {
             name: "loss".into(),
             t: t(opt_end),

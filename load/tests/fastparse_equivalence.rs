@@ -281,20 +281,11 @@ fn lines_written_by_the_other_tests() {
     }
 }
 
-/// xorshift64: deterministic and small.
-struct Rng(u64);
+use fastrand::Rng;
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
+/// A number below `n` (0 when `n` is 0).
+fn below(rng: &mut Rng, n: usize) -> usize {
+    rng.usize(..n.max(1))
 }
 
 const NUMBERS: &[&str] = &[
@@ -327,26 +318,26 @@ const NUMBERS: &[&str] = &[
 fn mutate(rng: &mut Rng, line: &[u8]) -> Vec<u8> {
     const ALPHABET: &[u8] = b"{}[]\":,-+.0123456789eEtnrufals \t\\/\x01\x7f\xc3\xa9\xff";
     let mut b = line.to_vec();
-    let at = rng.below(b.len() + 1);
-    match rng.below(8) {
+    let at = below(rng, b.len() + 1);
+    match below(rng, 8) {
         0 if !b.is_empty() => {
             let i = at.min(b.len() - 1);
-            b[i] = ALPHABET[rng.below(ALPHABET.len())];
+            b[i] = ALPHABET[below(rng, ALPHABET.len())];
         }
-        1 => b.insert(at, ALPHABET[rng.below(ALPHABET.len())]),
+        1 => b.insert(at, ALPHABET[below(rng, ALPHABET.len())]),
         2 => {
-            let end = (at + 1 + rng.below(6)).min(b.len());
+            let end = (at + 1 + below(rng, 6)).min(b.len());
             b.drain(at.min(end)..end);
         }
         3 => b.truncate(at),
         4 => {
             // Replace the number (or value) after a random colon.
             let colons: Vec<usize> = (0..b.len()).filter(|&i| b[i] == b':').collect();
-            if let Some(&c) = colons.get(rng.below(colons.len())) {
+            if let Some(&c) = colons.get(below(rng, colons.len())) {
                 let end = (c + 1..b.len())
                     .find(|&i| matches!(b[i], b',' | b'}'))
                     .unwrap_or(b.len());
-                let n = NUMBERS[rng.below(NUMBERS.len())].as_bytes();
+                let n = NUMBERS[below(rng, NUMBERS.len())].as_bytes();
                 b.splice(c + 1..end, n.iter().copied());
             }
         }
@@ -354,21 +345,21 @@ fn mutate(rng: &mut Rng, line: &[u8]) -> Vec<u8> {
             // Repeat a key-value pair: a duplicate key.
             let commas: Vec<usize> = (0..b.len()).filter(|&i| b[i] == b',').collect();
             if commas.len() >= 2 {
-                let k = rng.below(commas.len() - 1);
+                let k = below(rng, commas.len() - 1);
                 let pair = b[commas[k]..commas[k + 1]].to_vec();
                 let at = commas[k];
                 b.splice(at..at, pair);
             }
         }
         6 => {
-            let ws: &[u8] = [b" ".as_slice(), b"\t", b"\r", b"  \n"][rng.below(4)];
+            let ws: &[u8] = [b" ".as_slice(), b"\t", b"\r", b"  \n"][below(rng, 4)];
             b.splice(at..at, ws.iter().copied());
         }
         _ => {
             // An escape inside a string.
             let quotes: Vec<usize> = (0..b.len()).filter(|&i| b[i] == b'"').collect();
-            if let Some(&q) = quotes.get(rng.below(quotes.len())) {
-                let esc: &[u8] = [b"\\n".as_slice(), b"\\u00e9", b"\\\"", b"\\x"][rng.below(4)];
+            if let Some(&q) = quotes.get(below(rng, quotes.len())) {
+                let esc: &[u8] = [b"\\n".as_slice(), b"\\u00e9", b"\\\"", b"\\x"][below(rng, 4)];
                 b.splice(q + 1..q + 1, esc.iter().copied());
             }
         }
@@ -394,22 +385,22 @@ fn damaged_lines_load_the_same_way() {
     for line in synth.split(|&b| b == b'\n').skip(1) {
         corpus.push(line.to_vec());
     }
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut rng = Rng::with_seed(0x9e37_79b9_7f4a_7c15);
     let path = dir.path().join("rank-0.jsonl");
     let mut loaded = 0;
     for i in 0..1500 {
         let mut text = MINIMAL_HEADER.as_bytes().to_vec();
         text.push(b'\n');
-        for _ in 0..rng.below(3) {
-            text.extend_from_slice(&corpus[rng.below(corpus.len())]);
+        for _ in 0..below(&mut rng, 3) {
+            text.extend_from_slice(&corpus[below(&mut rng, corpus.len())]);
             text.push(b'\n');
         }
-        let mut line = corpus[rng.below(corpus.len())].clone();
-        for _ in 0..1 + rng.below(3) {
+        let mut line = corpus[below(&mut rng, corpus.len())].clone();
+        for _ in 0..1 + below(&mut rng, 3) {
             line = mutate(&mut rng, &line);
         }
         text.extend_from_slice(&line);
-        if rng.below(3) > 0 {
+        if below(&mut rng, 3) > 0 {
             text.push(b'\n');
         }
         std::fs::write(&path, &text).unwrap();
@@ -474,25 +465,25 @@ fn variant(rng: &mut Rng, line: &str) -> String {
     let mut out = line.to_owned();
     // Mostly a small shift, which keeps the times' leading digits (the
     // reader reuses those of the line before).
-    let shift = match rng.below(3) {
-        0 => rng.next() % 1_000_000_000,
-        _ => rng.next() % 1_000,
+    let shift = match below(rng, 3) {
+        0 => rng.u64(..) % 1_000_000_000,
+        _ => rng.u64(..) % 1_000,
     };
     for key in ["start", "end", "queued"] {
         if let Some(t) = integer(&out, key) {
             let mut moved = t.saturating_add(shift).to_string();
-            match rng.below(40) {
+            match below(rng, 40) {
                 0 => moved = format!("0{}", &moved[1..]),
                 1 => moved = "9".repeat(moved.len()),
                 2 => moved = (t / 10).to_string(),
                 3 | 4 => {
                     // A byte that is no digit among the last eight, or
                     // anywhere (among the leading digits the reader reuses).
-                    let at = match rng.below(3) {
-                        0 => rng.below(moved.len()),
-                        _ => moved.len() - 1 - rng.below(8.min(moved.len())),
+                    let at = match below(rng, 3) {
+                        0 => below(rng, moved.len()),
+                        _ => moved.len() - 1 - below(rng, 8.min(moved.len())),
                     };
-                    let bad = ["x", " ", "-", "/", ":", "\u{e9}"][rng.below(6)];
+                    let bad = ["x", " ", "-", "/", ":", "\u{e9}"][below(rng, 6)];
                     moved.replace_range(at..at + 1, bad);
                 }
                 _ => {}
@@ -500,7 +491,7 @@ fn variant(rng: &mut Rng, line: &str) -> String {
             out = with_integer(&out, key, &moved);
         }
     }
-    if rng.below(20) == 0 {
+    if below(rng, 20) == 0 {
         // Ends before it starts (same widths).
         if let (Some(a), Some(b)) = (integer(&out, "start"), integer(&out, "end")) {
             out = with_integer(
@@ -525,17 +516,19 @@ fn variant(rng: &mut Rng, line: &str) -> String {
             continue;
         };
         let width = v.to_string().len();
-        let new = match rng.below(24) {
+        let new = match below(rng, 24) {
             0 => format!("0{}", "1".repeat(width.saturating_sub(1))),
             23 => {
                 // Same width, a byte that is no digit somewhere.
                 let mut s = v.to_string();
-                let at = rng.below(width);
-                s.replace_range(at..at + 1, ["x", " ", "/", ":"][rng.below(4)]);
+                let at = below(rng, width);
+                s.replace_range(at..at + 1, ["x", " ", "/", ":"][below(rng, 4)]);
                 s
             }
             1 => "9".repeat(width),
-            2 => ["4294967295", "4294967296", "18446744073709551615", "7"][rng.below(4)].to_owned(),
+            2 => {
+                ["4294967295", "4294967296", "18446744073709551615", "7"][below(rng, 4)].to_owned()
+            }
             3 => (v + 1).to_string(),
             _ => {
                 // Same width, another value.
@@ -543,12 +536,12 @@ fn variant(rng: &mut Rng, line: &str) -> String {
                     .pow(width as u32 - 1)
                     .min(if width == 1 { 0 } else { u64::MAX });
                 let span = 9 * 10u64.saturating_pow(width as u32 - 1);
-                (low + rng.next() % span.max(1)).to_string()
+                (low + rng.u64(..) % span.max(1)).to_string()
             }
         };
         out = with_integer(&out, key, &new);
     }
-    if rng.below(8) == 0 {
+    if below(rng, 8) == 0 {
         for (a, b) in [
             ("tcp", "shm"),
             ("all_reduce", "all_gather"),
@@ -602,20 +595,22 @@ fn lines_of_one_shape_with_other_integers() {
         T0 + 2_500
     ));
     bases.dedup();
-    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    let mut rng = Rng::with_seed(0x2545_f491_4f6c_dd1d);
     let path = dir.path().join("rank-0.jsonl");
     let (mut loaded, mut lines) = (0, 0);
     for i in 0..600 {
-        let picks: Vec<&String> = (0..2).map(|_| &bases[rng.below(bases.len())]).collect();
+        let picks: Vec<&String> = (0..2)
+            .map(|_| &bases[below(&mut rng, bases.len())])
+            .collect();
         let mut text = MINIMAL_HEADER.to_owned();
         text.push('\n');
         for base in &picks {
             text.push_str(base);
             text.push('\n');
         }
-        for _ in 0..2 + rng.below(10) {
-            let base = picks[rng.below(picks.len())];
-            let line = if rng.below(4) == 0 {
+        for _ in 0..2 + below(&mut rng, 10) {
+            let base = picks[below(&mut rng, picks.len())];
+            let line = if below(&mut rng, 4) == 0 {
                 base.clone()
             } else {
                 variant(&mut rng, base)

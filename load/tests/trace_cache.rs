@@ -151,14 +151,9 @@ fn damaged_caches_are_ignored_and_rewritten() {
     ];
     // Flipped bits everywhere: the header's fields, the payload's start,
     // middle and end.
-    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut rng = fastrand::Rng::with_seed(0x2545_f491_4f6c_dd1d);
     let mut positions: Vec<usize> = (0..80).collect();
-    for _ in 0..150 {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        positions.push((x % good.len() as u64) as usize);
-    }
+    positions.extend((0..150).map(|_| rng.usize(..good.len())));
     positions.push(good.len() - 1);
     for p in positions {
         let mut b = good.clone();

@@ -6,7 +6,8 @@
 //!   stragglers, per-bucket statistics, the cost model and the
 //!   `bucket_cap_mb` advice ([`analysis::advise`]) with its tuning statistics.
 //! * [`export::chrome`]: Chrome trace-event JSON for Perfetto.
-//! * [`text`] and [`units`]: the text helpers and number formats the views share.
+//! * [`text`], [`units`] and [`wrap`]: the text helpers, number formats and word
+//!   wrapping the views share.
 //!
 //! PyTorch profiler traces are imported by `probe-kineto`; failures are
 //! explained by `probe-explain`.
@@ -15,6 +16,7 @@ pub mod analysis;
 pub mod export;
 pub mod text;
 pub mod units;
+pub mod wrap;
 
 pub use probe_load::{clock, error, model, reader, recorder, synth, trace};
 

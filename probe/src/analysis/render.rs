@@ -1,55 +1,12 @@
-//! Text helpers of the terminal reports: human units, word wrapping and
-//! tables that drop their least important columns to fit a width.
+//! Text helpers of the terminal reports: human units and word wrapping
+//! (from [`crate::units`] and [`crate::wrap`]) and tables that drop their
+//! least important columns to fit a width.
 
 use std::fmt::Write as _;
 
 pub use crate::units::{bytes, ns, pct, rate, signed_ns};
 
-/// Appends `text` to `out` wrapped at `width` columns, every line starting
-/// with `indent` (continuation lines with two more spaces).
-pub fn wrap(out: &mut String, text: &str, width: usize, indent: &str) {
-    let width = width.max(20);
-    let mut line = String::from(indent);
-    let mut line_len = indent.chars().count();
-    let mut empty = true;
-    let cont = format!("{indent}  ");
-    // Keep a number and its unit on one line: "1.6 ms", not "1.6" / "ms".
-    const UNITS: [&str; 10] = [
-        "ns", "µs", "ms", "s", "B", "KiB", "MiB", "GiB", "MB/s", "GB/s",
-    ];
-    let mut words: Vec<String> = Vec::new();
-    for w in text.split_whitespace() {
-        let bare = w.trim_end_matches([',', '.', ';', ':', ')']);
-        match words.last_mut() {
-            Some(prev) if UNITS.contains(&bare) && prev.ends_with(|c: char| c.is_ascii_digit()) => {
-                prev.push(' ');
-                prev.push_str(w);
-            }
-            _ => words.push(w.to_owned()),
-        }
-    }
-    for word in &words {
-        let wl = word.chars().count();
-        if !empty && line_len + 1 + wl > width {
-            out.push_str(line.trim_end());
-            out.push('\n');
-            line = cont.clone();
-            line_len = cont.chars().count();
-            empty = true;
-        }
-        if !empty {
-            line.push(' ');
-            line_len += 1;
-        }
-        line.push_str(word);
-        line_len += wl;
-        empty = false;
-    }
-    if !empty {
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-}
+pub use crate::wrap::push_prose as wrap;
 
 /// A column of a [`Table`].
 pub struct Col {
@@ -81,6 +38,11 @@ pub const fn text(title: &'static str, d: u8) -> Col {
 }
 
 /// A table of strings.
+///
+/// Hand-written because its one job is not in the table crates: comfy-table
+/// and tabled fit a width by wrapping or truncating cells, while these tables
+/// drop whole columns, least important first, so that at 80 columns every
+/// row still reads on one line (the renderer is some 50 lines).
 pub struct Table {
     cols: Vec<Col>,
     rows: Vec<Vec<String>>,
@@ -189,15 +151,5 @@ mod tests {
         let mut narrow = String::new();
         t.render(&mut narrow, 15, "");
         assert_eq!(narrow, "name  bbbbbbbb\nx            2\n");
-    }
-
-    #[test]
-    fn wrapping() {
-        let mut s = String::new();
-        wrap(&mut s, "one two three four five six", 20, "  ");
-        assert_eq!(s, "  one two three four\n    five six\n");
-        let mut s = String::new();
-        wrap(&mut s, "the tail is now 1.6 ms, then 2 MiB.", 20, "");
-        assert_eq!(s, "the tail is now\n  1.6 ms, then\n  2 MiB.\n");
     }
 }

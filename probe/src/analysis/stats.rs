@@ -706,13 +706,8 @@ mod tests {
     fn samples_give_the_distribution_of_sorting() {
         // Sizes around the histogram's threshold and well above it, and
         // values that are spread, clustered, repeated, far apart or wide.
-        let mut x = 2024u64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rng = fastrand::Rng::with_seed(2024);
+        let mut next = move || rng.u64(..);
         let shapes: [fn(u64, usize) -> i64; 8] = [
             |r, _| (r % 1_000_000) as i64,
             |r, _| 800_000 + (r % 40_000) as i64,

@@ -412,3 +412,130 @@ fn summary_answers_then_caches_the_traces_for_the_next_load() {
     assert_eq!(debug.matches("loaded from").count(), 2, "{debug}");
     assert_eq!(text(&first.stdout), text(&second.stdout));
 }
+
+/// Runs a 2-rank job of `cmd` with the default console; returns the console
+/// (stderr) and `explain --json`'s first finding (category, title).
+fn run_console_then_explain(dir: &Path, cmd: &[&str]) -> (String, String, String) {
+    let mut args = vec!["run", "--nproc-per-node", "2", "--grace", "1", "--"];
+    args.extend_from_slice(cmd);
+    let run = ddp_probe(&args, dir);
+    let console = text(&run.stderr);
+    let explain = ddp_probe(&["explain", "--json"], dir);
+    let report: Value = serde_json::from_slice(&explain.stdout).unwrap();
+    let first = &report["findings"][0];
+    (
+        console,
+        first["category"].as_str().unwrap_or_default().to_owned(),
+        first["title"].as_str().unwrap_or_default().to_owned(),
+    )
+}
+
+/// A failing rank's own words (its Python traceback, its `what():` line, a
+/// missing script) reach the console in a block right after the launcher says
+/// which rank failed first, and `explain` puts the cause they show first: a
+/// signal is read for what it usually means (SIGSEGV a native crash, never a
+/// timeout; SIGBUS a /dev/shm too small).
+#[test]
+fn a_failing_ranks_last_words_reach_the_console_and_explain() {
+    let py = "python3";
+    if Command::new(py).arg("-c").arg("pass").status().is_err() {
+        panic!("python3 is needed for this test (the failing ranks are Python programs)");
+    }
+    // A Python exception in rank 1: the whole traceback, File line included.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("crash.py"),
+        "import os, time\n\ndef step(x):\n    return 1 / x\n\nif os.environ['RANK'] == '1':\n    step(0)\ntime.sleep(30)\n",
+    )
+    .unwrap();
+    let (console, category, title) = run_console_then_explain(dir.path(), &[py, "crash.py"]);
+    let block = console
+        .split("rank 1's last words (logs/rank-1.stderr):")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no last-words block: {console}"));
+    assert!(
+        block.contains("|   File \"") && block.contains("crash.py\", line 7"),
+        "{console}"
+    );
+    assert!(
+        block.contains("| ZeroDivisionError: division by zero"),
+        "{console}"
+    );
+    let failed_at = console.find("rank 1 failed first").unwrap();
+    let block_at = console.find("rank 1's last words").unwrap();
+    let sigterm_at = console.find("sent SIGTERM").unwrap();
+    assert!(failed_at < block_at && block_at < sigterm_at, "{console}");
+    assert_eq!(category, "rank_crashed");
+    assert!(
+        title.contains("ZeroDivisionError: division by zero"),
+        "{title}"
+    );
+
+    // A script that is not there.
+    let dir = tempfile::tempdir().unwrap();
+    let (console, category, title) = run_console_then_explain(dir.path(), &[py, "missing.py"]);
+    assert!(
+        console.contains("last words") && console.contains("can't open file"),
+        "{console}"
+    );
+    assert_eq!(category, "rank_crashed");
+    assert!(title.contains("can't open file"), "{title}");
+
+    // A native abort with gloo's what() line (the C++ runtime's format).
+    let dir = tempfile::tempdir().unwrap();
+    let abort = "if [ \"$RANK\" = 1 ]; then \
+        echo \"terminate called after throwing an instance of 'gloo::EnforceNotMet'\" >&2; \
+        echo \"  what():  [enforce fail at gloo/transport/tcp/pair.cc:456] op.preamble.length <= op.nbytes. 16 vs 4. Received data size doesn't match expected size. Is there a distributed collective mismatch in your code?\" >&2; \
+        kill -ABRT $$; fi; sleep 30";
+    let (console, category, _) = run_console_then_explain(dir.path(), &["sh", "-c", abort]);
+    assert!(console.contains("|   what():  [enforce fail"), "{console}");
+    assert_eq!(category, "collective_mismatch", "{console}");
+
+    // Signals with no word of the rank's own.
+    for (signal, want) in [("SEGV", "rank_crashed"), ("BUS", "shm_too_small")] {
+        let dir = tempfile::tempdir().unwrap();
+        let script =
+            format!("if [ \"$RANK\" = 1 ]; then sleep 0.3; kill -{signal} $$; fi; sleep 30");
+        let (console, category, _) = run_console_then_explain(dir.path(), &["sh", "-c", &script]);
+        assert!(console.contains(&format!("SIG{signal}")), "{console}");
+        assert_eq!(category, want, "SIG{signal}: {console}");
+    }
+}
+
+/// Ctrl-C to the launcher is its own finding, not a collective timeout.
+#[test]
+fn an_interrupted_launcher_is_named_as_the_cause() {
+    let dir = tempfile::tempdir().unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
+        .args([
+            "run",
+            "--nproc-per-node",
+            "2",
+            "--grace",
+            "1",
+            "--",
+            "sh",
+            "-c",
+            "sleep 30",
+        ])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // SAFETY: kill(2) on the pid of a child we own and have not waited for.
+    let sent = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    assert_eq!(sent, 0);
+    let out = child.wait_with_output().unwrap();
+    let console = text(&out.stderr);
+    assert!(console.contains("got SIGINT"), "{console}");
+    let explain = ddp_probe(&["explain", "--json"], dir.path());
+    let report: Value = serde_json::from_slice(&explain.stdout).unwrap();
+    let first = &report["findings"][0];
+    assert_eq!(first["category"], "launcher_interrupted", "{report:#}");
+    assert_eq!(
+        first["title"],
+        "the launcher got SIGINT and stopped the ranks"
+    );
+}

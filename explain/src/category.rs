@@ -52,13 +52,16 @@ pub enum Category {
     NvlsFabricManager,
     /// NCCL reported an internal, invalid-usage or unsupported-feature error.
     NcclInternalOrUnsupported,
+    /// The launcher was interrupted or terminated from outside (Ctrl-C, a
+    /// scheduler's SIGTERM or time limit, a lost terminal), and stopped the ranks.
+    LauncherInterrupted,
     /// Nothing known matched; the finding shows the most telling lines.
     Unknown,
 }
 
 impl Category {
     /// Every category, in the order of the documentation index.
-    pub const ALL: [Category; 21] = [
+    pub const ALL: [Category; 22] = [
         Category::NetworkInterface,
         Category::ConnectionRefused,
         Category::PortInUse,
@@ -79,6 +82,7 @@ impl Category {
         Category::CudaError,
         Category::NvlsFabricManager,
         Category::NcclInternalOrUnsupported,
+        Category::LauncherInterrupted,
         Category::Unknown,
     ];
 
@@ -105,6 +109,7 @@ impl Category {
             Category::CudaError => "cuda_error",
             Category::NvlsFabricManager => "nvls_fabric_manager",
             Category::NcclInternalOrUnsupported => "nccl_internal_or_unsupported",
+            Category::LauncherInterrupted => "launcher_interrupted",
             Category::Unknown => "unknown",
         }
     }
@@ -147,6 +152,7 @@ impl Category {
             Category::NcclInternalOrUnsupported => {
                 "hit an NCCL internal, invalid-usage or unsupported-feature error"
             }
+            Category::LauncherInterrupted => "was stopped by a signal to the launcher",
             Category::Unknown => "failed in a way ddp-probe does not recognise",
         }
     }
@@ -194,7 +200,10 @@ impl Category {
             Category::UnusedParameters => {
                 "DDP waits for a gradient of every parameter before it reduces a bucket; some \
                  parameters did not take part in computing the loss, so their gradients never \
-                 arrived and the reduction of the previous iteration never finished."
+                 arrived and the reduction of the previous iteration never finished. The same \
+                 bookkeeping fails the other way when a parameter's gradient hook fires twice in \
+                 one iteration (\"marked as ready twice\": reentrant activation checkpointing, a \
+                 module used twice)."
             }
             Category::CudaOom => {
                 "A rank asked the GPU for more memory than was free. The other ranks usually fail \
@@ -248,6 +257,13 @@ impl Category {
                  ncclSystemError, or warned that a requested feature is not supported, without a \
                  more specific reason in the logs."
             }
+            Category::LauncherInterrupted => {
+                "The launcher (torchrun, ddp-probe run, the DeepSpeed or accelerate launcher) got a \
+                 signal from outside: Ctrl-C (SIGINT), SIGTERM from the batch system at its time \
+                 limit or on preemption, SIGHUP when the terminal or SSH session closed. It then \
+                 stopped every rank; the ranks' own errors and exit codes after that are \
+                 consequences, not the cause."
+            }
             Category::Unknown => {
                 "No known pattern matched. The most telling lines (warnings, errors, tracebacks, the \
                  last lines of each log) are shown instead."
@@ -300,7 +316,9 @@ impl Category {
             Category::UnusedParameters => {
                 "Make every parameter contribute to the loss, or construct DDP with \
                  find_unused_parameters=True (costs a graph traversal per step), or freeze the \
-                 parameters (requires_grad=False). TORCH_DISTRIBUTED_DEBUG=INFO names them."
+                 parameters (requires_grad=False). TORCH_DISTRIBUTED_DEBUG=INFO names them. For \
+                 \"marked as ready twice\": construct DDP with static_graph=True, or use \
+                 non-reentrant checkpointing (torch.utils.checkpoint(..., use_reentrant=False))."
             }
             Category::CudaOom => {
                 "Lower the per-rank batch size or sequence length, use activation checkpointing or \
@@ -343,7 +361,9 @@ impl Category {
             Category::CudaError => {
                 "Rerun with CUDA_LAUNCH_BLOCKING=1 to find the failing kernel; device-side asserts \
                  are usually bad indices (labels out of range). Check `nvidia-smi` and \
-                 `dmesg | grep -i xid` for hardware or driver faults."
+                 `dmesg | grep -i xid` for hardware or driver faults. \"invalid device ordinal\" \
+                 at start-up means a rank's local rank has no GPU: start no more processes per \
+                 node (--nproc_per_node) than CUDA_VISIBLE_DEVICES shows."
             }
             Category::NvlsFabricManager => {
                 "Start nvidia-fabricmanager on NVSwitch systems (`systemctl status \
@@ -354,6 +374,12 @@ impl Category {
                 "Rerun with NCCL_DEBUG=INFO (ddp-probe run sets it) to get the NCCL WARN line that \
                  explains it; check NCCL_* variables for unsupported values, and upgrade NCCL if it \
                  is a known bug."
+            }
+            Category::LauncherInterrupted => {
+                "Find who sent the signal: the batch system's log (Slurm: `sacct -j JOB -o \
+                 State,ExitCode`, TIMEOUT or PREEMPTED), the terminal (run under nohup, tmux or \
+                 screen so a closed session does not send SIGHUP), or a container's stop. Raise \
+                 the time limit, checkpoint and resume, or requeue on preemption."
             }
             Category::Unknown => {
                 "Read the lines shown; rerun under `ddp-probe run` (it keeps every rank's output, \
@@ -367,27 +393,28 @@ impl Category {
     /// something else.
     pub(crate) fn priority(self) -> u8 {
         match self {
-            Category::HostOomKilled => 0,
-            Category::CudaOom => 1,
-            Category::ShmTooSmall => 2,
-            Category::DuplicateGpu => 3,
-            Category::NcclVersionMismatch => 4,
-            Category::WorldSizeMismatch => 5,
-            Category::PortInUse => 6,
-            Category::NetworkInterface => 7,
-            Category::NvlsFabricManager => 8,
-            Category::Infiniband => 9,
-            Category::CudaError => 10,
-            Category::UnusedParameters => 11,
-            Category::CollectiveMismatch => 12,
-            Category::UnevenInputs => 13,
-            Category::P2pHang => 14,
-            Category::RankCrashed => 15,
-            Category::NcclInternalOrUnsupported => 16,
-            Category::RendezvousTimeout => 17,
-            Category::ConnectionRefused => 18,
-            Category::CollectiveTimeout => 19,
-            Category::Unknown => 20,
+            Category::HostOomKilled => 1,
+            Category::CudaOom => 2,
+            Category::ShmTooSmall => 3,
+            Category::DuplicateGpu => 4,
+            Category::NcclVersionMismatch => 5,
+            Category::WorldSizeMismatch => 6,
+            Category::PortInUse => 7,
+            Category::NetworkInterface => 8,
+            Category::NvlsFabricManager => 9,
+            Category::Infiniband => 10,
+            Category::CudaError => 11,
+            Category::UnusedParameters => 12,
+            Category::CollectiveMismatch => 13,
+            Category::UnevenInputs => 14,
+            Category::P2pHang => 15,
+            Category::RankCrashed => 16,
+            Category::NcclInternalOrUnsupported => 17,
+            Category::RendezvousTimeout => 18,
+            Category::ConnectionRefused => 19,
+            Category::CollectiveTimeout => 20,
+            Category::LauncherInterrupted => 0,
+            Category::Unknown => 21,
         }
     }
 }

@@ -634,6 +634,20 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
     }
     .into_iter()
     .collect();
+    // A finding whose own lines name no rank ("failed (exitcode: -9)") takes
+    // the ranks of the signals of its category that joined it (torchelastic's
+    // failure table).
+    let ranks: Vec<usize> = if ranks.is_empty() {
+        g.attached
+            .iter()
+            .filter(|s| s.category == category)
+            .flat_map(|s| s.subjects.iter().copied())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect()
+    } else {
+        ranks
+    };
     let observed_by: Vec<usize> = own
         .iter()
         .chain(g.attached.iter())
@@ -692,11 +706,31 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
         .collect();
     let mut title = title(category, role, &ranks, &observers_only);
     let mut fix = category.fix().to_owned();
+    if category == Category::LauncherInterrupted {
+        // Not a rank's doing: say what the launcher got, when the manifest knows.
+        title = own
+            .iter()
+            .find_map(|s| {
+                (s.rule == "manifest_interrupted")
+                    .then(|| s.detail.clone())
+                    .flatten()
+            })
+            .unwrap_or_else(|| "the launcher was stopped by a signal from outside".to_owned());
+    }
     // A SIGKILL whose sender the launcher's evidence proves says so.
     let proven = |rule: &str| own.iter().any(|s| s.rule == rule);
     if !ranks.is_empty() && role == Role::Cause {
         if category == Category::HostOomKilled && proven(manifest::RULE_OOM_CONFIRMED) {
             title = format!("{} was killed by the out-of-memory killer", who(&ranks));
+        } else if category == Category::RankCrashed && !proven(manifest::RULE_KILLED_FROM_OUTSIDE) {
+            // The rank's own words, when it said what went wrong.
+            let said = own
+                .iter()
+                .find(|s| matches!(s.rule, "python_exception" | "program_refused_start"))
+                .and_then(|s| s.detail.as_deref());
+            if let Some(said) = said {
+                title = format!("{title}: {}", sanitize(said, 100));
+            }
         } else if category == Category::RankCrashed && proven(manifest::RULE_KILLED_FROM_OUTSIDE) {
             title = format!(
                 "{} was killed by SIGKILL from outside the process, not by the out-of-memory killer",

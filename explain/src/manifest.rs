@@ -369,6 +369,9 @@ impl LoadedManifest {
                 };
                 verdict = Some(v);
                 (category, Role::Cause, Attach::CauseOnly)
+            } else if is_signal(t, "SIGBUS", 7) {
+                // Touching shared memory /dev/shm cannot back (containers' 64 MB default).
+                (Category::ShmTooSmall, Role::Cause, Attach::Standalone)
             } else if is_signal(t, "SIGTERM", 15)
                 || is_signal(t, "SIGINT", 2)
                 || is_signal(t, "SIGHUP", 1)
@@ -420,6 +423,26 @@ impl LoadedManifest {
         }
         if let Some(h) = &m.hang {
             out.push(self.hang_signal(h, order));
+        }
+        if let Some(sig) = &m.interrupted_by {
+            // The launcher itself was told to stop: what the ranks did after that
+            // (their SIGTERM ends, timeouts) is a consequence.
+            let mut s = Signal::new(
+                "manifest_interrupted",
+                Category::LauncherInterrupted,
+                Role::Cause,
+                Attach::Standalone,
+            );
+            let text = format!(
+                "the launcher got {} and stopped the ranks",
+                sanitize(sig, 32)
+            );
+            s.detail = Some(text.clone());
+            s.evidence
+                .push(self.evidence(self.line_of("\"interrupted_by\"", 0), text));
+            *order += 1;
+            s.order = *order;
+            out.push(s);
         }
         {
             let w = m.world_size;

@@ -110,8 +110,20 @@ macro_rules! rule {
 
 /// The rules, most specific first.
 pub(crate) static RULES: &[Rule] = &[
+    // torchelastic's agent (`agent/server/api.py`: "Received {sig} death signal, shutting
+    // down workers"; `multiprocessing/api.py`'s SignalException "Process {pid} got signal:
+    // {sig}") and Slurm's `slurmstepd` ("*** STEP|JOB N ON host CANCELLED AT t DUE TO TIME
+    // LIMIT|PREEMPTION ***"): the launcher itself was told to stop.
+    rule!("launcher_signal", LauncherInterrupted, Cause, Standalone,
+        [["death signal, shutting down workers", "got signal: 1",
+          "got signal: 2", "due to time limit", "due to preemption", "due to node failure",
+          "bypassing sigterm"]],
+        not [], ex_none),
+    rule!("slurm_cancelled", LauncherInterrupted, Cause, Standalone,
+        [["slurmstepd"], ["cancelled at"]], not [], ex_none),
     rule!("host_oom_kernel", HostOomKilled, Cause, Standalone,
-        [["out of memory: killed process", "oom-kill:", "oom_kill_process", "invoked oom-killer",
+        [["out of memory: killed process", "out of memory: kill process", "or sacrifice child",
+          "oom-kill:", "oom_kill_process", "invoked oom-killer",
           "memory cgroup out of memory", "is killed by signal: killed"]],
         not [], ex_none),
     rule!("fabric_manager", NvlsFabricManager, Cause, Standalone,
@@ -146,6 +158,21 @@ pub(crate) static RULES: &[Rule] = &[
         not["killed process"],
         ex_cuda_oom
     ),
+    // SIGKILL without a word of the rank's own: `torch.multiprocessing.spawn` ("process N
+    // terminated with signal SIGKILL"), torchelastic ("failed (exitcode: -9)", "Signal 9
+    // (SIGKILL) received by PID"), DeepSpeed's launcher ("exits with return code = -9").
+    rule!("sigkill_exit", HostOomKilled, Cause, Standalone,
+        [["terminated with signal sigkill", "exitcode: -9)", "exitcode: -9 ", "exit code -9",
+          "exit code: -9", "return code = -9", "returncode=-9", "signal 9 (sigkill) received",
+          "<signals.sigkill: 9>", "exitcode : -9"]],
+        not [], ex_none),
+    // SIGBUS: touching shared memory that /dev/shm cannot back ("Signal 7 (SIGBUS)",
+    // UCX's "Caught signal 7 (Bus error", a shell's "Bus error (core dumped)").
+    rule!("sigbus_exit", ShmTooSmall, Cause, Standalone,
+        [["terminated with signal sigbus", "exitcode: -7)", "exitcode: -7 ", "exit code -7",
+          "return code = -7", "signal 7 (sigbus)", "caught signal 7 (bus error", "<signals.sigbus: 7>",
+          "exitcode : -7", "bus error (core dumped)", "received signal sigbus", "ncclshmopen"]],
+        not [], ex_none),
     rule!("shm_segment", ShmTooSmall, Cause, Standalone,
         [["error while creating shared memory segment", "failed to extend /dev/shm",
           "insufficient shared memory", "out of shared memory", "raise your shared memory limit",
@@ -171,8 +198,11 @@ pub(crate) static RULES: &[Rule] = &[
     rule!("network_interface", NetworkInterface, Cause, Standalone,
         [["no socket interface found", "no usable listening interface", "unable to find address for",
           "network is unreachable", "no route to host", "name or service not known",
-          "temporary failure in name resolution", "no interface found", "nodename nor servname"]],
-        not [], ex_address),
+          "temporary failure in name resolution", "no interface found", "nodename nor servname",
+          "is neither af_inet", "address family not supported"]],
+        // Reaching the store (MASTER_ADDR) is connection_refused's; this rule is about the
+        // interface NCCL/gloo pick for their own connections.
+        not ["client socket", "c10d store", "tcpstore", "host not found:"], ex_address),
     rule!("ib_verbs", Infiniband, Cause, Standalone,
         [["call to ibv_", "ibv_reg_mr", "ibv_create_", "ibv_modify_qp", "ibv_poll_cq", "ibv_post_",
           "ibv_open_device", "ibv_get_device"], ["fail", "error"]],
@@ -183,11 +213,15 @@ pub(crate) static RULES: &[Rule] = &[
         not [], ex_none),
     rule!("collective_mismatch", CollectiveMismatch, Cause, Standalone,
         [["mismatch between collectives", "collective mismatch at seq",
-          "error when verifying shape tensors"]],
+          "error when verifying shape tensors",
+          // gloo `transport/tcp/pair.cc`: "Received data size doesn't match expected size.
+          // Is there a distributed collective mismatch in your code?"
+          "is there a distributed collective mismatch", "doesn't match expected size"]],
         not [], ex_mismatch),
     rule!("unused_parameters", UnusedParameters, Cause, Standalone,
         [["expected to have finished reduction in the prior iteration", "did not receive grad",
-          "did not receive a gradient", "your training graph has changed in this iteration"]],
+          "did not receive a gradient", "your training graph has changed in this iteration",
+          "mark a variable ready only once", "has been marked as ready twice"]],
         not [], ex_unused),
     rule!("uneven_inputs", UnevenInputs, Cause, Standalone,
         [["exhausted inputs", "exhausted all inputs", "uneven inputs"]], not [], ex_ranks),
@@ -210,7 +244,11 @@ pub(crate) static RULES: &[Rule] = &[
             "os error 111",
             "could not connect to the store",
             "the client socket has timed out",
-            "failed to connect to"
+            "failed to connect to",
+            "connection to the c10d store has failed",
+            "rendezvousconnectionerror",
+            // c10d's store client resolving MASTER_ADDR: "host not found: <gai_strerror>".
+            "host not found:"
         ]],
         not["retrying"],
         ex_address
@@ -236,7 +274,22 @@ pub(crate) static RULES: &[Rule] = &[
         [["connection closed by peer", "connection reset by peer", "broken pipe",
           "failed to recv, got 0 bytes", "remote process exited", "ncclremoteerror",
           "communicator was aborted", "unusable after an earlier error", "closing signal sigterm",
-          "received sigterm", "got signal: 15"]],
+          "received sigterm"]],
+        not [], ex_none),
+    // NCCL on a platform or topology it does not handle: a CUDA call NCCL makes that the
+    // platform does not offer (`Cuda failure 'operation not supported'`), a topology file
+    // without an attribute (`graph/xml.h`: "Attribute %s of node %s not found"), kernels
+    // needing more shared memory than the GPU has ("ncclMaxSharedMem %d exceeds device/fn
+    // maxSharedMem %d").
+    rule!("nccl_platform", NcclInternalOrUnsupported, Cause, Standalone,
+        [["nccl warn cuda failure 'operation not supported'", "exceeds device/fn maxsharedmem",
+          "nccl warn attribute "]],
+        not [], ex_none),
+    // `distributed_c10d.py`: "Distributed package doesn't have NCCL built in" (Windows and
+    // macOS builds, CPU-only wheels): the backend asked for is not there.
+    rule!("nccl_not_built", NcclInternalOrUnsupported, Cause, Standalone,
+        [["distributed package doesn't have nccl built in", "nccl is not available",
+          "processgroupnccl is only supported with gpus"]],
         not [], ex_none),
     rule!("nccl_unhandled_cuda", CudaError, Cause, AnyFinding,
         [["unhandled cuda error", "ncclunhandledcudaerror"]], not [], ex_none),
@@ -252,6 +305,13 @@ pub(crate) static RULES: &[Rule] = &[
           "invalid usage", "ncclinvalidargument", "ncclsystemerror", "unhandled system error",
           "system call (e.g. socket, malloc)", "nccl error"]],
         not [], ex_none),
+    // The rank's program stopped before training: argparse ("PROG: error: unrecognized
+    // arguments: --local-rank=0", which PyTorch ≥ 2.0's launcher passes), a script that is
+    // not there (CPython's "can't open file '...': [Errno 2] No such file or directory").
+    rule!("program_refused_start", RankCrashed, Cause, Standalone,
+        [[": error: unrecognized arguments", ": error: the following arguments are required",
+          ": error: argument ", "can't open file"]],
+        not [], ex_line),
     rule!("rust_panic", RankCrashed, Cause, Standalone,
         [["panicked at"]], not [], ex_none),
     rule!("crash_marker", RankCrashed, Cause, AnyFinding,
@@ -262,6 +322,17 @@ pub(crate) static RULES: &[Rule] = &[
         [["childfailederror", "calledprocesserror", "keyboardinterrupt", "signalexception"]],
         not [], ex_none),
 ];
+
+/// The line itself, as the detail (its own words are the specifics).
+fn ex_line(line: &str, lower: &str) -> Extract {
+    // "/usr/bin/python3: can't open file '...'": the interpreter's path says nothing.
+    let from = lower.find("can't open file").unwrap_or(0);
+    let said = line.get(from..).unwrap_or(line);
+    Extract {
+        detail: Some(clip(said.trim(), 160)),
+        ..Extract::default()
+    }
+}
 
 fn ex_none(_: &str, _: &str) -> Extract {
     Extract::default()

@@ -173,6 +173,10 @@ impl<'a> Scanner<'a> {
             return;
         }
         let Some(tb) = self.tracebacks.get_mut(&rank) else {
+            // A paste that starts inside a traceback still ends with the exception.
+            if !matched && !body.starts_with([' ', '\t']) && looks_like_named_exception(body) {
+                self.python_exception(number, body, rank, None);
+            }
             return;
         };
         if body.starts_with([' ', '\t']) {
@@ -191,6 +195,18 @@ impl<'a> Scanner<'a> {
         if matched || !looks_like_exception(body) {
             return;
         }
+        self.python_exception(number, body, rank, tb.last_frame);
+    }
+
+    /// An exception line no rule explains: a `rank_crashed` cause (a
+    /// consequence for `KeyboardInterrupt` and `SystemExit`).
+    fn python_exception(
+        &mut self,
+        number: Option<u64>,
+        body: &str,
+        rank: Option<usize>,
+        last_frame: Option<Evidence>,
+    ) {
         let name = body.split(':').next().unwrap_or(body).trim();
         let (role, attach) = match name.rsplit('.').next().unwrap_or(name) {
             "KeyboardInterrupt" | "SystemExit" => (Role::Consequence, Attach::AnyFinding),
@@ -200,7 +216,7 @@ impl<'a> Scanner<'a> {
         s.observer = rank.or(self.file_rank);
         s.detail = Some(sanitize(body, 160));
         s.evidence.push(self.evidence(number, body));
-        s.evidence.extend(tb.last_frame);
+        s.evidence.extend(last_frame);
         s.order = self.next_order();
         self.out.recognised = true;
         self.out.signals.push(s);
@@ -361,10 +377,38 @@ fn looks_like_exception(line: &str) -> bool {
         && (line.contains(':') || name.ends_with("Error") || name.ends_with("Exception"))
 }
 
-/// Strips the per-line prefixes launchers add: PyTorch's `[rank1]:` and
-/// torchrun's `[default1]:` (local rank of the default role). Returns the
-/// rank they name and the rest of the line.
+/// `Name: message` where `Name` is a (dotted) identifier ending in `Error`
+/// or `Exception`: an exception line even without its traceback's header.
+fn looks_like_named_exception(line: &str) -> bool {
+    let name = line.split(':').next().unwrap_or("").trim();
+    line.contains(':')
+        && looks_like_exception(line)
+        && (name.ends_with("Error") || name.ends_with("Exception"))
+}
+
+/// Strips the per-line prefixes launchers add: Slurm's `srun -l` task label
+/// (`12: `), PyTorch's `[rank1]:` and torchrun's `[default1]:` (local rank
+/// of the default role). Returns the rank they name (the bracket's, else the
+/// task label's) and the rest of the line.
 pub(crate) fn strip_launcher_prefix(line: &str) -> (Option<usize>, &str) {
+    let (task, line) = strip_task_label(line);
+    let (rank, body) = strip_rank_bracket(line);
+    (rank.or(task), body)
+}
+
+/// `srun -l`'s `N: ` label at the start of a line (spaces before it).
+fn strip_task_label(line: &str) -> (Option<usize>, &str) {
+    let t = line.trim_start();
+    let digits = t.bytes().take_while(u8::is_ascii_digit).count();
+    if (1..=6).contains(&digits) {
+        if let Some(rest) = t[digits..].strip_prefix(": ") {
+            return (t[..digits].parse().ok(), rest);
+        }
+    }
+    (None, line)
+}
+
+fn strip_rank_bracket(line: &str) -> (Option<usize>, &str) {
     let t = line.trim_start();
     for key in ["[rank", "[default"] {
         if let Some(rest) = t.strip_prefix(key) {

@@ -41,6 +41,13 @@ const fn case(
 
 const CASES: &[Case] = &[
     case(
+        "launcher_interrupted/torchrun-sigterm.log",
+        Category::LauncherInterrupted,
+        &[],
+        "torchrun-sigterm.log",
+        2,
+    ),
+    case(
         "network_interface/nccl-rank0.log",
         Category::NetworkInterface,
         &[0],

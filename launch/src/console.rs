@@ -210,6 +210,52 @@ fn skip_escape(bytes: &[u8], start: usize) -> usize {
     }
 }
 
+/// The last lines of one rank's stderr, kept so that the launcher can quote a
+/// failing rank's own words (its whole last Python traceback, or its last
+/// lines) when it fails, as torchrun's "Root Cause" block does.
+#[derive(Debug, Default)]
+pub(crate) struct LastWords {
+    lines: std::collections::VecDeque<String>,
+}
+
+impl LastWords {
+    /// Lines kept; a longer traceback is shown from its end.
+    pub(crate) const KEPT: usize = 60;
+    /// Lines quoted when there is no traceback.
+    pub(crate) const QUOTED_WITHOUT_TRACEBACK: usize = 12;
+
+    /// Notes one line (console-safe text).
+    pub(crate) fn push(&mut self, line: &str) {
+        if self.lines.len() == Self::KEPT {
+            self.lines.pop_front();
+        }
+        self.lines.push_back(line.to_owned());
+    }
+
+    /// What to quote: from the last `Traceback (most recent call last):` (or
+    /// a C++ `terminate called` / fault handler header) to the end, else the
+    /// last few non-empty lines.
+    pub(crate) fn quote(&self) -> Vec<String> {
+        let start = self.lines.iter().rposition(|l| {
+            let t = l.trim_start();
+            t.starts_with("Traceback (most recent call last)")
+                || t.starts_with("terminate called after throwing")
+                || t.starts_with("Fatal Python error")
+        });
+        let lines: Vec<String> = match start {
+            Some(i) => self.lines.iter().skip(i).cloned().collect(),
+            None => {
+                let skip = self
+                    .lines
+                    .len()
+                    .saturating_sub(Self::QUOTED_WITHOUT_TRACEBACK);
+                self.lines.iter().skip(skip).cloned().collect()
+            }
+        };
+        lines.into_iter().filter(|l| !l.trim().is_empty()).collect()
+    }
+}
+
 /// Words that make a line of another rank's stderr worth showing
 /// (matched case-insensitively).
 pub const ERROR_WORDS: &[&str] = &[
@@ -228,6 +274,8 @@ pub const ERROR_WORDS: &[&str] = &[
     "core dumped",
     "sigsegv",
     "out of memory",
+    "can't open file",
+    "no such file or directory",
 ];
 
 /// Decides which lines of one stream look like errors, following Python

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Local, SecondsFormat};
 
 use crate::config::{LaunchConfig, DEFAULT_MASTER_ADDR, DEFAULT_RDZV_PORT, MAX_NPROC_PER_NODE};
-use crate::console::{ConsoleFilter, LineSplitter, Stream, MAX_CONSOLE_LINE_BYTES};
+use crate::console::{ConsoleFilter, LastWords, LineSplitter, Stream, MAX_CONSOLE_LINE_BYTES};
 use crate::env::{self, RankEnvSpec};
 use crate::error::LaunchError;
 use crate::evidence::{self, KernelLog, Mounts, RankWatch};
@@ -466,6 +466,8 @@ struct Slot {
     last_progress: Instant,
     trace_len: Option<u64>,
     last_output: Option<String>,
+    /// The last lines of its stderr, quoted if it fails first.
+    last_words: LastWords,
     console: ConsoleFilter,
     open_readers: usize,
     /// Its process ended (its end may still wait in `pending_exits`).
@@ -592,6 +594,7 @@ impl Run {
                 last_progress: start,
                 trace_len: None,
                 last_output: None,
+                last_words: LastWords::default(),
                 console: ConsoleFilter::new(config.console, local_rank == 0),
                 open_readers: 0,
                 exited: false,
@@ -900,6 +903,9 @@ impl Run {
                 let s = &mut self.slots[slot];
                 s.last_progress = Instant::now();
                 for text in lines {
+                    if stream == Stream::Stderr {
+                        s.last_words.push(&text);
+                    }
                     if s.console.show(stream, &text) {
                         observer.on_event(&Event::Output {
                             rank: s.rank,
@@ -1015,6 +1021,14 @@ impl Run {
             };
             self.trigger = Some(Trigger::Failure);
             observer.on_event(&Event::FirstFailure(failure.clone()));
+            let lines = self.slots[slot].last_words.quote();
+            if !lines.is_empty() {
+                observer.on_event(&Event::LastWords {
+                    rank,
+                    log: rundir::rank_stderr(rank),
+                    lines,
+                });
+            }
             self.first_failure = Some(failure);
             self.begin_stop(observer);
         }

@@ -64,6 +64,16 @@ pub enum Event {
     },
     /// The first rank failed; the others are being stopped.
     FirstFailure(Failure),
+    /// The end of the first failed rank's stderr (its last traceback, or its
+    /// last lines), right after [`Event::FirstFailure`].
+    LastWords {
+        /// The global rank.
+        rank: usize,
+        /// Its stderr log, relative to the run directory.
+        log: String,
+        /// The lines, console-safe.
+        lines: Vec<String>,
+    },
     /// The watchdog found the run hung; the ranks are being stopped.
     Hang(HangReport),
     /// The launcher got a stop signal; the ranks are being stopped.
@@ -111,6 +121,14 @@ impl Event {
                 "rank {} failed first: {}; stopping the other ranks",
                 f.rank, f.termination
             )),
+            Event::LastWords { rank, log, lines } => {
+                let mut text = format!("rank {rank}'s last words ({log}):");
+                for line in lines {
+                    text.push_str("\n  | ");
+                    text.push_str(line);
+                }
+                Some(text)
+            }
             Event::Hang(report) => Some(report.render()),
             Event::Interrupted { signal } => {
                 Some(format!("got {signal}; stopping all ranks"))

@@ -774,7 +774,10 @@ fn launch_one(
     let mut observer = |e: &Event| {
         if matches!(
             e,
-            Event::FirstFailure(_) | Event::Hang(_) | Event::Interrupted { .. }
+            Event::FirstFailure(_)
+                | Event::LastWords { .. }
+                | Event::Hang(_)
+                | Event::Interrupted { .. }
         ) {
             if let Some(m) = e.message() {
                 for line in m.lines() {

@@ -388,6 +388,50 @@ impl Category {
         }
     }
 
+    /// What would decide when the evidence for this category is indirect.
+    pub fn to_confirm(self) -> &'static str {
+        match self {
+            Category::HostOomKilled => {
+                "the kernel log of the rank's node: `dmesg -T | grep -i -e oom -e 'killed process'` \
+                 (or `journalctl -k`); a batch system's memory limit shows in its accounting"
+            }
+            Category::ShmTooSmall => {
+                "`df -h /dev/shm` where the rank ran (64 MB is a container's default); \
+                 NCCL_DEBUG=INFO names the shared-memory segment it could not create"
+            }
+            Category::CollectiveTimeout | Category::UnevenInputs | Category::CollectiveMismatch => {
+                "the ranks' flight-recorder dumps (TORCH_NCCL_TRACE_BUFFER_SIZE=2000, \
+                 TORCH_NCCL_DUMP_ON_TIMEOUT=1) or a rerun under `ddp-probe run --hang-timeout`: \
+                 they name the rank that did not enter the collective, and what it did instead"
+            }
+            Category::RankCrashed => {
+                "the crashed rank's own stderr (`logs/rank-N.stderr` under `ddp-probe run`), or \
+                 its core dump for a native crash"
+            }
+            Category::NcclInternalOrUnsupported
+            | Category::NetworkInterface
+            | Category::Infiniband
+            | Category::P2pHang => {
+                "a rerun with NCCL_DEBUG=INFO (NCCL_DEBUG_SUBSYS=INIT,NET): the WARN line before \
+                 the error names the reason"
+            }
+            Category::ConnectionRefused | Category::RendezvousTimeout => {
+                "on the master host, `ss -ltnp | grep PORT` (is the store listening?); from a \
+                 failing node, `nc -zv MASTER_ADDR PORT` and `getent hosts MASTER_ADDR` (can it be \
+                 reached and resolved: firewall, DNS, the right address?)"
+            }
+            Category::PortInUse => "`ss -ltnp | grep PORT` on the master host shows who holds the port",
+            Category::LauncherInterrupted => {
+                "the batch system's record of the job (Slurm: `sacct -j JOB`), or who held the \
+                 terminal"
+            }
+            _ => {
+                "rerun under `ddp-probe run`: it keeps every rank's output, the NCCL logs and the \
+                 traces"
+            }
+        }
+    }
+
     /// Ranking weight among findings of the same role: lower comes first.
     /// Specific, local causes come before causes that are usually effects of
     /// something else.

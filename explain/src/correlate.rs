@@ -26,7 +26,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::category::Category;
 use crate::manifest;
-use crate::report::{Evidence, Finding, Report, Role, RunFacts, SCHEMA_VERSION};
+use crate::report::{Confidence, Evidence, Finding, Report, Role, RunFacts, SCHEMA_VERSION};
 use crate::sanitize::sanitize;
 
 /// Longest detail of one observation quoted in a finding, in characters.
@@ -739,6 +739,8 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
             fix = KILLED_FROM_OUTSIDE_FIX.to_owned();
         }
     }
+    let confidence = confidence_of(role, &own, &ranks, proven(manifest::RULE_OOM_CONFIRMED));
+    let to_confirm = (confidence != Confidence::High).then(|| category.to_confirm().to_owned());
     let mut explanation = category.meaning().to_owned();
     if !details.is_empty() {
         explanation.push_str(" Seen: ");
@@ -756,9 +758,39 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
             explanation,
             evidence,
             evidence_omitted,
+            confidence,
+            to_confirm,
             fix,
             doc: category.doc_path(),
         },
+    }
+}
+
+/// Rules that read a problem from what usually goes with it (a signal, an
+/// exit code, a generic error code or crash marker), not from a message that
+/// names it.
+const INDIRECT_RULES: &[&str] = &[
+    "sigkill_exit",
+    "sigbus_exit",
+    "manifest_rank_end",
+    "elastic_failure",
+    "nccl_error_code",
+    "crash_marker",
+    "launcher_consequence",
+];
+
+/// How sure a finding is: high when one of its own lines names the problem
+/// (or the launcher's evidence proves it), medium when it is read from
+/// signals, exit codes or a symptom that names the rank behind, low for
+/// consequences and symptoms that name no one.
+fn confidence_of(role: Role, own: &[Signal], ranks: &[usize], oom_proven: bool) -> Confidence {
+    let direct = own.iter().any(|s| !INDIRECT_RULES.contains(&s.rule));
+    match role {
+        _ if oom_proven => Confidence::High,
+        Role::Cause if direct => Confidence::High,
+        Role::Cause => Confidence::Medium,
+        Role::Symptom if !ranks.is_empty() => Confidence::Medium,
+        _ => Confidence::Low,
     }
 }
 
@@ -915,6 +947,8 @@ fn unknown_finding(g: &Gathered, ctx: &RunContext) -> Finding {
         explanation,
         evidence,
         evidence_omitted: omitted,
+        confidence: Confidence::Low,
+        to_confirm: Some(Category::Unknown.to_confirm().to_owned()),
         fix: Category::Unknown.fix().to_owned(),
         doc: Category::Unknown.doc_path(),
     }

@@ -65,7 +65,7 @@ use std::path::{Path, PathBuf};
 pub use category::Category;
 pub use error::Error;
 pub use report::{
-    CommSummary, Evidence, Finding, RankEndFact, Report, Role, RunFacts, SCHEMA_VERSION,
+    CommSummary, Confidence, Evidence, Finding, RankEndFact, Report, Role, RunFacts, SCHEMA_VERSION,
 };
 pub use sanitize::sanitize;
 

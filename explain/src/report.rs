@@ -24,7 +24,8 @@ use serde::{Deserialize, Serialize};
 use crate::category::Category;
 
 /// The version of the JSON layout of [`Report`].
-pub const SCHEMA_VERSION: u32 = 1;
+/// 2: findings carry `confidence` and, when not sure, `to_confirm`.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// How a finding relates to the failure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -46,6 +47,32 @@ impl Role {
             Role::Cause => "cause",
             Role::Symptom => "symptom",
             Role::Consequence => "consequence",
+        }
+    }
+}
+
+/// How sure a finding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Confidence {
+    /// A message names the problem itself (NCCL's "Duplicate GPU detected",
+    /// "CUDA out of memory"), or the launcher's evidence proves it.
+    High,
+    /// Read from what usually goes with the problem: a signal or an exit
+    /// code (SIGKILL is most often the OOM killer), a timeout that names the
+    /// rank behind, a generic error code.
+    Medium,
+    /// A guess: only consequences, or nothing recognised.
+    Low,
+}
+
+impl Confidence {
+    /// The name as in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Confidence::High => "high",
+            Confidence::Medium => "medium",
+            Confidence::Low => "low",
         }
     }
 }
@@ -92,6 +119,12 @@ pub struct Finding {
     pub evidence: Vec<Evidence>,
     /// Supporting lines left out to keep the report short.
     pub evidence_omitted: usize,
+    /// How sure it is.
+    pub confidence: Confidence,
+    /// When it is not sure: what would decide (a log to read, a setting to
+    /// rerun with).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to_confirm: Option<String>,
     /// The fix to try.
     pub fix: String,
     /// The category's documentation page, relative to the repository root.
@@ -217,6 +250,11 @@ impl Report {
                 push_field(&mut out, &indent, "who", &who.join("; "), width);
             }
             push_field(&mut out, &indent, "why", &f.explanation, width);
+            let sure = match &f.to_confirm {
+                Some(c) => format!("{}; to confirm: {c}", f.confidence.name()),
+                None => f.confidence.name().to_owned(),
+            };
+            push_field(&mut out, &indent, "confidence", &sure, width);
             if !f.evidence.is_empty() {
                 let _ = writeln!(out, "{indent}evidence:");
                 let sub = format!("{indent}  ");
@@ -345,6 +383,8 @@ mod tests {
                         .into(),
                 }],
                 evidence_omitted: 2,
+                confidence: Confidence::High,
+                to_confirm: None,
                 fix: "Lower the batch size.".into(),
                 doc: Category::CudaOom.doc_path(),
             }],

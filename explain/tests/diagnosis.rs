@@ -1212,7 +1212,14 @@ fn report_round_trips_through_json() {
     let back: Report = serde_json::from_str(&json).unwrap();
     assert_eq!(back, r);
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
-    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["schema_version"], 2);
+    assert_eq!(
+        v["findings"][0]["confidence"], "medium",
+        "a timeout that names the rank behind"
+    );
+    assert!(v["findings"][0]["to_confirm"]
+        .as_str()
+        .is_some_and(|c| c.contains("flight-recorder")));
     assert_eq!(v["findings"][0]["category"], "collective_timeout");
     assert_eq!(v["findings"][0]["role"], "symptom");
     assert!(v["nccl"][0]["text"]

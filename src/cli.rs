@@ -47,7 +47,7 @@ pub struct Cli {
 pub enum Command {
     /// Launch a training command on N ranks, like torchrun, and record everything.
     #[command(after_help = RUN_AFTER_HELP)]
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Where the step time goes: compute, overlapped and exposed communication, per bucket.
     #[command(after_help = "\
 Steps after warm-up only (the first iteration and the bucket rebuild are listed apart).
@@ -449,43 +449,149 @@ each rank's stdout/stderr, NCCL_DEBUG logs and the traces the reference DDP reco
 When a rank fails, the others are stopped (TERM, then KILL after --grace) and ddp-probe
 exits with that rank's status. Ctrl-C stops every rank and keeps the run directory.
 
+torchrun's spellings work too (--nproc_per_node, --master_port, --rdzv_endpoint, -m,
+--no-python, --standalone; PET_* variables), and so does a bare script: `train.py ARGS`
+runs as `python3 -u train.py ARGS` (DDP_PROBE_PYTHON names another interpreter).
+
 Examples:
   ddp-probe run --nproc-per-node 2 -- target/release/train --epochs 3
+  ddp-probe run --nproc_per_node 2 train.py --lr 0.1
   ddp-probe run --nproc-per-node 2 --hang-timeout 60 -- python train.py
   # two machines, run on each with its node rank:
   ddp-probe run --nnodes 2 --node-rank 0 --nproc-per-node 8 \\
       --rdzv-endpoint node0:29500 --rdzv-id job42 -- python train.py";
 
-/// Arguments of `ddp-probe run`.
+/// Arguments of `ddp-probe run`. Every flag also has torchrun's spelling
+/// (`--nproc_per_node`) and is read from torchrun's `PET_` variable when not
+/// given (`PET_NPROC_PER_NODE`: Kubeflow's PyTorchJob sets those).
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Ranks (processes) to start on this machine.
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    pub nproc_per_node: usize,
+    /// Ranks (processes) to start on this machine: a number, or `gpu` (one per visible GPU),
+    /// `cpu` (one per CPU) or `auto` (`gpu` when GPUs are visible, else `cpu`), as in torchrun.
+    #[arg(long, alias = "nproc_per_node", env = "PET_NPROC_PER_NODE", value_name = "N|auto|gpu|cpu",
+          default_value = "1", value_parser = parse_nproc)]
+    pub nproc_per_node: Nproc,
 
-    /// Machines taking part in the run.
-    #[arg(long, value_name = "N", default_value_t = 1)]
+    /// Machines taking part in the run (`N`, or torchrun's `N:N`).
+    #[arg(long, env = "PET_NNODES", value_name = "N", default_value = "1", value_parser = parse_nnodes)]
     pub nnodes: usize,
 
     /// This machine's index among the --nnodes machines (0 hosts the rendezvous).
-    #[arg(long, value_name = "R", default_value_t = 0)]
+    #[arg(
+        long,
+        alias = "node_rank",
+        env = "PET_NODE_RANK",
+        value_name = "R",
+        default_value_t = 0
+    )]
     pub node_rank: usize,
 
     /// Address of node 0, where rank 0 hosts the rendezvous store [default: 127.0.0.1].
-    #[arg(long, value_name = "ADDR")]
+    #[arg(
+        long,
+        alias = "master_addr",
+        env = "PET_MASTER_ADDR",
+        value_name = "ADDR"
+    )]
     pub master_addr: Option<String>,
 
     /// Port of the rendezvous store on node 0 [default: a free port, single machine only].
-    #[arg(long, value_name = "PORT")]
+    #[arg(
+        long,
+        alias = "master_port",
+        env = "PET_MASTER_PORT",
+        value_name = "PORT"
+    )]
     pub master_port: Option<u16>,
 
     /// HOST:PORT of the rendezvous (sets --master-addr and --master-port), as in torchrun.
-    #[arg(long, value_name = "HOST:PORT")]
+    #[arg(
+        long,
+        alias = "rdzv_endpoint",
+        env = "PET_RDZV_ENDPOINT",
+        value_name = "HOST:PORT"
+    )]
     pub rdzv_endpoint: Option<String>,
 
     /// Identifier shared by all machines of one run [default: generated].
-    #[arg(long, value_name = "ID")]
+    #[arg(long, alias = "rdzv_id", env = "PET_RDZV_ID", value_name = "ID")]
     pub rdzv_id: Option<String>,
+
+    /// torchrun's rendezvous backend: `c10d` and `static` are accepted (both mean the store on
+    /// node 0 that ddp-probe runs); others are refused.
+    #[arg(
+        long,
+        alias = "rdzv_backend",
+        env = "PET_RDZV_BACKEND",
+        value_name = "BACKEND"
+    )]
+    pub rdzv_backend: Option<String>,
+
+    /// torchrun's rendezvous options (accepted and ignored).
+    #[arg(
+        long,
+        alias = "rdzv_conf",
+        env = "PET_RDZV_CONF",
+        value_name = "K=V,..."
+    )]
+    pub rdzv_conf: Option<String>,
+
+    /// A single machine with its own rendezvous on a free local port (the default on one
+    /// machine), as torchrun's --standalone.
+    #[arg(long, env = "PET_STANDALONE")]
+    pub standalone: bool,
+
+    /// torchrun's restarts of all workers after a failure: only 0 is supported so far.
+    #[arg(
+        long,
+        alias = "max_restarts",
+        env = "PET_MAX_RESTARTS",
+        value_name = "N",
+        default_value_t = 0
+    )]
+    pub max_restarts: u32,
+
+    /// torchrun's agent polling interval (accepted and ignored: ranks are watched continuously).
+    #[arg(
+        long,
+        alias = "monitor_interval",
+        env = "PET_MONITOR_INTERVAL",
+        value_name = "SECONDS"
+    )]
+    pub monitor_interval: Option<f64>,
+
+    /// Run the command as a Python module (`python -m CMD ...`), as torchrun's -m.
+    #[arg(short = 'm', long, env = "PET_MODULE")]
+    pub module: bool,
+
+    /// Run the command as it is, not through Python, as torchrun's --no-python. Without it, a
+    /// command ending in `.py` runs as `python3 CMD ...` (DDP_PROBE_PYTHON names another
+    /// interpreter); any other command runs as it is.
+    #[arg(long, alias = "no_python", env = "PET_NO_PYTHON")]
+    pub no_python: bool,
+
+    /// torchrun's log directory: used as the run directory when --out is not given.
+    #[arg(long, alias = "log_dir", env = "PET_LOG_DIR", value_name = "DIR")]
+    pub log_dir: Option<PathBuf>,
+
+    /// torchrun's --redirects and --tee (accepted: every rank's stdout and stderr are always
+    /// kept in the run directory, whatever reaches the console).
+    #[arg(long, short = 'r', env = "PET_REDIRECTS", value_name = "STD")]
+    pub redirects: Option<String>,
+
+    /// See --redirects.
+    #[arg(long, short = 't', env = "PET_TEE", value_name = "STD")]
+    pub tee: Option<String>,
+
+    /// torchrun's address of this machine for the rendezvous (accepted and ignored: ranks
+    /// connect to --master-addr).
+    #[arg(
+        long,
+        alias = "local_addr",
+        env = "PET_LOCAL_ADDR",
+        value_name = "ADDR"
+    )]
+    pub local_addr: Option<String>,
 
     /// Run directory [default: runs/<time>-<program>, linked from runs/latest].
     #[arg(long, short, value_name = "DIR")]
@@ -512,9 +618,65 @@ pub struct RunArgs {
     #[arg(long)]
     pub tui: bool,
 
-    /// The training command and its arguments, after `--`.
-    #[arg(required = true, last = true, value_name = "CMD")]
+    /// The training command and its arguments: after `--`, or from the first word that is not
+    /// an option of ddp-probe (`ddp-probe run train.py --lr 0.1`, as with torchrun).
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "CMD"
+    )]
     pub command: Vec<std::ffi::OsString>,
+}
+
+/// `--nproc-per-node`: a count, or how to find one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Nproc {
+    /// This many.
+    Count(usize),
+    /// One per visible GPU.
+    Gpu,
+    /// One per CPU.
+    Cpu,
+    /// One per visible GPU, or per CPU without GPUs.
+    Auto,
+}
+
+fn parse_nproc(s: &str) -> Result<Nproc, String> {
+    match s {
+        "gpu" => Ok(Nproc::Gpu),
+        "cpu" => Ok(Nproc::Cpu),
+        "auto" => Ok(Nproc::Auto),
+        n => match n.parse::<usize>() {
+            Ok(0) => Err("0 ranks: give at least 1".to_owned()),
+            Ok(n) => Ok(Nproc::Count(n)),
+            Err(_) => Err(format!(
+                "{n:?} is not a number of ranks: give a number, `gpu`, `cpu` or `auto`"
+            )),
+        },
+    }
+}
+
+/// `N`, or torchrun's elastic `MIN:MAX` when both are equal (ddp-probe does not scale a job).
+fn parse_nnodes(s: &str) -> Result<usize, String> {
+    let number = |t: &str| {
+        t.trim()
+            .parse::<usize>()
+            .map_err(|_| format!("{s:?} is not a number of machines"))
+    };
+    match s.split_once(':') {
+        None => number(s),
+        Some((min, max)) => {
+            let (min, max) = (number(min)?, number(max)?);
+            if min == max {
+                Ok(min)
+            } else {
+                Err(format!(
+                    "{s:?}: elastic sizes ({min} to {max} machines) are not supported; give one number"
+                ))
+            }
+        }
+    }
 }
 
 /// Console modes of `ddp-probe run`.
@@ -598,8 +760,61 @@ mod tests {
         let Command::Run(run) = cli.command else {
             panic!("expected the run command");
         };
-        assert_eq!(run.nproc_per_node, 2);
+        assert_eq!(run.nproc_per_node, Nproc::Count(2));
         assert_eq!(run.command, ["train", "--nproc-per-node", "7"]);
+    }
+
+    #[test]
+    fn run_accepts_torchruns_spellings_and_a_bare_script() {
+        let cli = Cli::try_parse_from([
+            "ddp-probe",
+            "run",
+            "--nproc_per_node",
+            "auto",
+            "--nnodes",
+            "2:2",
+            "--node_rank",
+            "1",
+            "--master_addr",
+            "node0",
+            "--master_port",
+            "29500",
+            "--max_restarts",
+            "0",
+            "--standalone",
+            "train.py",
+            "--lr",
+            "0.1",
+        ])
+        .unwrap();
+        let Command::Run(run) = cli.command else {
+            panic!("expected the run command");
+        };
+        assert_eq!(run.nproc_per_node, Nproc::Auto);
+        assert_eq!((run.nnodes, run.node_rank), (2, 1));
+        assert_eq!(run.master_addr.as_deref(), Some("node0"));
+        assert_eq!(run.master_port, Some(29500));
+        assert!(run.standalone);
+        assert_eq!(run.command, ["train.py", "--lr", "0.1"]);
+        let cli =
+            Cli::try_parse_from(["ddp-probe", "run", "-m", "pkg.train", "--epochs", "1"]).unwrap();
+        let Command::Run(run) = cli.command else {
+            panic!("expected the run command");
+        };
+        assert!(run.module);
+        assert_eq!(run.command, ["pkg.train", "--epochs", "1"]);
+        for bad in [
+            ["--nnodes", "1:2"],
+            ["--nproc_per_node", "0"],
+            ["--nproc_per_node", "many"],
+        ] {
+            let err = Cli::try_parse_from(["ddp-probe", "run", bad[0], bad[1], "x"]).unwrap_err();
+            assert_eq!(
+                err.kind(),
+                clap::error::ErrorKind::ValueValidation,
+                "{bad:?}"
+            );
+        }
     }
 
     #[test]

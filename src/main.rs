@@ -15,7 +15,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.verbose);
     let result = match cli.command {
-        Command::Run(args) => commands::run::run(args),
+        Command::Run(args) => commands::run::run(*args),
         Command::Summary(args) => commands::analyze::summary(args),
         Command::Advise(args) => commands::analyze::advise(args),
         Command::Explain(args) => commands::explain::explain(args),

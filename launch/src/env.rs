@@ -59,7 +59,7 @@ pub(crate) fn python_path_with(user: Option<&OsStr>, dir: &Path) -> OsString {
 }
 
 /// What the launcher prints when it sets `OMP_NUM_THREADS=1` (as torchrun does).
-pub const OMP_NOTICE: &str = "Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, to avoid your system being overloaded, please further tune the variable for optimal performance in your application as needed.";
+pub const OMP_NOTICE: &str = "OMP_NUM_THREADS=1 for each rank, as torchrun sets it (export OMP_NUM_THREADS to choose another value)";
 
 /// Shown instead of the store token in the manifest.
 pub const REDACTED: &str = "<redacted>";

@@ -135,9 +135,8 @@ pub fn launch(config: &LaunchConfig, observer: &mut dyn Observer) -> Result<Outc
     let mut run = Run::new(config, plan, run_dir);
     run.write_manifest()?;
     if env::sets_omp_threads(&run.plan.user_env, config.nproc_per_node) {
-        let stars = "*".repeat(41);
         observer.on_event(&Event::Notice {
-            message: format!("{stars}\n{}\n{stars}", env::OMP_NOTICE),
+            message: env::OMP_NOTICE.to_owned(),
         });
     }
     observer.on_event(&Event::RunStarted {

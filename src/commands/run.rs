@@ -8,25 +8,24 @@ use std::time::Duration;
 use anyhow::{bail, Result};
 use probe_launch::{launch, ConsoleMode, ConsoleObserver, Event, LaunchConfig};
 
-use crate::cli::{ConsoleArg, RunArgs};
+use std::ffi::OsString;
+use std::path::Path;
+
+use crate::cli::{ConsoleArg, Nproc, RunArgs};
 
 /// Launches the ranks, streams their console output, and returns the run's exit status.
 pub fn run(args: RunArgs) -> Result<ExitCode> {
-    let mut words = args.command.into_iter();
-    let Some(program) = words.next() else {
-        bail!(
-            "no command given: put the training command after `--`, e.g. `ddp-probe run -- train`"
-        );
-    };
+    check_torchrun_options(&args)?;
+    let (program, words) = training_command(&args)?;
     let mut config = LaunchConfig::new(program, words);
-    config.nproc_per_node = args.nproc_per_node;
+    config.nproc_per_node = ranks_per_node(args.nproc_per_node)?;
     config.nnodes = args.nnodes;
     config.node_rank = args.node_rank;
     config.master_addr = args.master_addr;
     config.master_port = args.master_port;
     config.rdzv_endpoint = args.rdzv_endpoint;
     config.rdzv_id = args.rdzv_id;
-    config.out_dir = args.out;
+    config.out_dir = args.out.or(args.log_dir);
     config.bucket_cap_mb = args.bucket_cap_mb;
     config.hang_timeout = args.hang_timeout.map(seconds).transpose()?;
     config.grace_period = seconds(args.grace)?;
@@ -112,6 +111,115 @@ fn launch_with_viewer(
     job.join().map_err(|_| {
         anyhow::anyhow!("the launcher thread panicked; the run directory keeps what it recorded")
     })
+}
+
+/// torchrun's options that ddp-probe accepts but does not act on, or supports
+/// only in part: refused with what to do, or noted once.
+fn check_torchrun_options(args: &RunArgs) -> Result<()> {
+    if let Some(backend) = &args.rdzv_backend {
+        if !matches!(backend.as_str(), "c10d" | "static") {
+            bail!(
+                "--rdzv-backend {backend:?} is not supported: ddp-probe runs its own store on node 0 \
+                 (what torchrun's `c10d` and `static` backends do); use one of those or leave it out"
+            );
+        }
+    }
+    if args.max_restarts > 0 {
+        bail!(
+            "--max-restarts {}: ddp-probe does not restart workers yet; leave it at 0 (a failed run \
+             keeps its run directory, and `ddp-probe explain` says why it failed)",
+            args.max_restarts
+        );
+    }
+    if args.standalone && args.nnodes > 1 {
+        bail!(
+            "--standalone is a single machine's run, but --nnodes is {}",
+            args.nnodes
+        );
+    }
+    if args.module && args.no_python {
+        bail!(
+            "-m runs a Python module and --no-python runs the command as it is: give one of them"
+        );
+    }
+    let ignored: Vec<&str> = [
+        ("--rdzv-conf", args.rdzv_conf.is_some()),
+        ("--monitor-interval", args.monitor_interval.is_some()),
+        ("--redirects", args.redirects.is_some()),
+        ("--tee", args.tee.is_some()),
+        ("--local-addr", args.local_addr.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(name, given)| given.then_some(name))
+    .collect();
+    if !ignored.is_empty() {
+        eprintln!(
+            "ddp-probe: {} accepted for torchrun compatibility and ignored: every rank's output is \
+             kept in the run directory",
+            ignored.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// The program and its arguments, as torchrun would run them: `-m` runs a
+/// Python module, a `.py` script runs under Python unless `--no-python`.
+fn training_command(args: &RunArgs) -> Result<(OsString, Vec<OsString>)> {
+    let mut words = args.command.iter().cloned();
+    let Some(first) = words.next() else {
+        bail!("no command given: name the training command, e.g. `ddp-probe run train.py`");
+    };
+    let python = || std::env::var_os("DDP_PROBE_PYTHON").unwrap_or_else(|| "python3".into());
+    let is_script = Path::new(&first)
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("py"));
+    if args.module {
+        let mut rest = vec!["-u".into(), "-m".into(), first];
+        rest.extend(words);
+        return Ok((python(), rest));
+    }
+    if is_script && !args.no_python {
+        let mut rest = vec!["-u".into(), first];
+        rest.extend(words);
+        return Ok((python(), rest));
+    }
+    Ok((first, words.collect()))
+}
+
+/// `--nproc-per-node` as a count: `gpu` counts the GPUs this process may use
+/// (CUDA_VISIBLE_DEVICES, else the NVIDIA driver's list), `cpu` the CPUs.
+fn ranks_per_node(n: Nproc) -> Result<usize> {
+    let cpus = || std::thread::available_parallelism().map_or(1, usize::from);
+    Ok(match n {
+        Nproc::Count(n) => n,
+        Nproc::Cpu => cpus(),
+        Nproc::Gpu => match visible_gpus() {
+            0 => bail!(
+                "--nproc-per-node gpu: no GPU is visible here (CUDA_VISIBLE_DEVICES, \
+                 /proc/driver/nvidia/gpus); give a number or `cpu`"
+            ),
+            g => g,
+        },
+        Nproc::Auto => match visible_gpus() {
+            0 => cpus(),
+            g => g,
+        },
+    })
+}
+
+/// GPUs this process may use: the entries of CUDA_VISIBLE_DEVICES when it is
+/// set, else the GPUs the NVIDIA driver lists.
+fn visible_gpus() -> usize {
+    if let Some(v) = std::env::var_os("CUDA_VISIBLE_DEVICES") {
+        let v = v.to_string_lossy();
+        // "-1" or an empty value hide every GPU.
+        return v
+            .split(',')
+            .map(str::trim)
+            .take_while(|d| !d.is_empty() && !d.starts_with('-'))
+            .count();
+    }
+    std::fs::read_dir("/proc/driver/nvidia/gpus").map_or(0, |d| d.count())
 }
 
 /// A user-given number of seconds as a duration, refusing negative, infinite and NaN values.

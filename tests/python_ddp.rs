@@ -1,6 +1,6 @@
 //! End to end with real PyTorch: `ddp-probe run` launches
 //! `examples/python/train_ddp.py` (PyTorch's own DistributedDataParallel,
-//! gloo, 2 CPU ranks) instrumented by `python/ddp_probe_torch.py`, and the
+//! gloo, 2 CPU ranks) instrumented by `python/ddp_probe_torch/__init__.py`, and the
 //! traces it leaves are checked against the invariants of the reference DDP's
 //! traces and against PyTorch's own bucket layout.
 //!

@@ -21,10 +21,10 @@ pub use probe_contract::env::TRACE_DIR as DDP_PROBE_TRACE_DIR;
 /// Overrides where the launcher finds the project's `python/` folder (the
 /// `ddp_probe_torch` module), which it appends to every rank's `PYTHONPATH`.
 pub const DDP_PROBE_PYTHON_DIR: &str = "DDP_PROBE_PYTHON_DIR";
-/// The file that marks the project's `python/` folder.
-pub const PYTHON_MODULE_FILE: &str = "ddp_probe_torch.py";
+/// The file that marks the project's `python/` folder (the `ddp_probe_torch` package).
+pub const PYTHON_MODULE_FILE: &str = "ddp_probe_torch/__init__.py";
 
-/// The project's `python/` folder holding `ddp_probe_torch.py`:
+/// The project's `python/` folder holding the `ddp_probe_torch` package:
 /// [`DDP_PROBE_PYTHON_DIR`] when set, else the source tree this launcher was
 /// built from, else `python/` two levels above the executable
 /// (`<repo>/target/release/ddp-probe`). `None` when none of them holds the module.
@@ -395,7 +395,7 @@ mod tests {
 
     #[test]
     fn the_source_tree_python_folder_is_found() {
-        let dir = python_dir().expect("python/ddp_probe_torch.py in the source tree");
+        let dir = python_dir().expect("python/ddp_probe_torch/__init__.py in the source tree");
         assert!(dir.join(PYTHON_MODULE_FILE).is_file());
     }
 

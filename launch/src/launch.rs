@@ -1135,7 +1135,7 @@ impl Run {
     }
 
     /// Asks the ranks that listen (`control/rank-<R>.listening`, written by
-    /// `python/ddp_probe_torch.py`) for PyTorch flight-recorder dumps before
+    /// `python/ddp_probe_torch/__init__.py`) for PyTorch flight-recorder dumps before
     /// they are stopped: gloo never writes one on its own, and a stopped
     /// NCCL job never reaches its timeout. Returns whether a request was made
     /// (the ranks are then stopped by [`Run::check_dump_wait`]).

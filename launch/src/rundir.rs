@@ -11,7 +11,7 @@
 //!     logs/nccl_trace_rank_<R>             (PyTorch flight recorder dumps)
 //!     logs/error-rank<R>.json              (torchelastic error file)
 //!     traces/rank-<R>.jsonl                (written by the ranks' recorder)
-//!     control/rank-<R>.listening           (a rank answers dump requests: python/ddp_probe_torch.py)
+//!     control/rank-<R>.listening           (a rank answers dump requests: python/ddp_probe_torch/__init__.py)
 //!     control/dump-request                 (the hang watchdog asks for flight-recorder dumps)
 //!     control/rank-<R>.dumped              (the rank's answer: `ok PATH` or `error: WHY`)
 //! ```

@@ -421,3 +421,40 @@ fn text_report_names_the_parts() {
     assert_eq!(json["overall"]["totals"]["comm_exposed_ns"], ns(60.0));
     assert_eq!(json["warmup"][1]["reason"], "rebuild");
 }
+
+/// A run with neither data-wait nor collective spans (a PyTorch program whose
+/// own communication hook the module could not wrap, and no data loader
+/// timing): those rows say "not recorded", and the overlap line says why,
+/// instead of 0 ns of communication.
+#[test]
+fn parts_without_any_span_are_not_recorded_rather_than_zero() {
+    let steps = |rank: u32| {
+        let mut v = vec![header(rank, 2, Some(ddp()))];
+        for step in 0..4u64 {
+            let o = 100.0 * step as f64;
+            let s = |k, a: f64, b: f64| Record::Span(span(k, step, o + a, o + b));
+            v.extend([
+                s(SpanKind::Forward, 0.0, 20.0),
+                s(SpanKind::Backward, 20.0, 80.0),
+                s(SpanKind::Optimizer, 80.0, 90.0),
+                s(SpanKind::Step, 0.0, 100.0),
+            ]);
+        }
+        v
+    };
+    let run = load(&[steps(0), steps(1)]);
+    let summary = analysis::summarize(&run, &SummaryOptions::default());
+    assert_eq!(summary.not_recorded, ["data wait", "communication"]);
+    let text = summary.render_text(100);
+    let row = |name: &str| {
+        text.lines()
+            .find(|l| l.trim_start().starts_with(name))
+            .unwrap_or_else(|| panic!("no {name} row:\n{text}"))
+            .to_owned()
+    };
+    assert!(row("data wait").contains("not recorded"), "{text}");
+    assert!(row("communication").contains("not recorded"), "{text}");
+    assert!(row("exposed").contains("not recorded"), "{text}");
+    assert!(!row("optimizer").contains("not recorded"), "{text}");
+    assert!(text.contains("unknown (not zero)"), "{text}");
+}

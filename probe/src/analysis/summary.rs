@@ -13,6 +13,7 @@ use super::scan::{scan_run, StepBreakdown, WarmupReason};
 use super::stats::Dist;
 use super::stragglers::{stragglers, Stragglers};
 use crate::model::Run;
+use crate::trace::SpanKind;
 
 /// What [`summarize`] leaves out and assumes.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -232,6 +233,29 @@ pub struct Summary {
     pub stragglers: Stragglers,
     /// Things the reader should know (missing data, assumptions).
     pub notes: Vec<String>,
+    /// Parts of the step no rank recorded a span of (`data wait`,
+    /// `communication`, `optimizer`): their rows say "not recorded", not 0 ns
+    /// (a PyTorch program whose own communication hook or data loader the
+    /// module cannot see).
+    #[serde(default)]
+    pub not_recorded: Vec<String>,
+}
+
+/// The parts of the step no rank recorded a span of.
+fn parts_not_recorded(run: &Run) -> Vec<String> {
+    [
+        ("data wait", SpanKind::DataWait),
+        ("communication", SpanKind::Collective),
+        ("optimizer", SpanKind::Optimizer),
+    ]
+    .into_iter()
+    .filter(|(_, kind)| {
+        !run.ranks
+            .iter()
+            .any(|r| r.spans_of_kind(*kind).next().is_some())
+    })
+    .map(|(name, _)| name.to_owned())
+    .collect()
 }
 
 /// Summarizes a run: single passes over each rank's sorted lanes, then
@@ -393,6 +417,7 @@ pub fn summarize(run: &Run, opts: &SummaryOptions) -> Summary {
         ops,
         stragglers,
         notes,
+        not_recorded: parts_not_recorded(run),
     }
 }
 
@@ -467,14 +492,25 @@ impl Summary {
                 b.steps
             );
             render::wrap(&mut out, &title, width, "");
-            breakdown_table(b).render(&mut out, width, "  ");
-            let sum = b.totals.comm_ns.max(1) as f64;
-            let line = format!(
-                "{} of communication overlaps compute; the last collective ends a median {} after backward.",
-                render::pct(b.totals.comm_overlapped_ns as f64 / sum),
-                render::ns(b.comm_tail.median)
-            );
-            render::wrap(&mut out, &line, width, "  ");
+            breakdown_table(b, &self.not_recorded).render(&mut out, width, "  ");
+            if self.not_recorded.iter().any(|p| p == "communication") {
+                render::wrap(
+                    &mut out,
+                    "No collective was recorded, so communication and its overlap are unknown \
+                     (not zero): a PyTorch program's own communication hook registered before \
+                     `instrument` is not seen.",
+                    width,
+                    "  ",
+                );
+            } else {
+                let sum = b.totals.comm_ns.max(1) as f64;
+                let line = format!(
+                    "{} of communication overlaps compute; the last collective ends a median {} after backward.",
+                    render::pct(b.totals.comm_overlapped_ns as f64 / sum),
+                    render::ns(b.comm_tail.median)
+                );
+                render::wrap(&mut out, &line, width, "  ");
+            }
         }
 
         let ranked: Vec<&RankSummary> = self
@@ -692,7 +728,7 @@ impl Summary {
     }
 }
 
-fn breakdown_table(b: &Breakdown) -> Table {
+fn breakdown_table(b: &Breakdown, not_recorded: &[String]) -> Table {
     let mut tb = Table::new(vec![
         text("", 0),
         num("median", 0),
@@ -715,6 +751,21 @@ fn breakdown_table(b: &Breakdown) -> Table {
         ("comm tail", &b.comm_tail),
     ];
     for (name, d) in rows {
+        // The communication rows all come from the collectives' spans.
+        let part = match name.trim() {
+            "overlapped" | "exposed" | "comm tail" => "communication",
+            other => other,
+        };
+        if not_recorded.iter().any(|p| p == part) {
+            tb.row(vec![
+                name.to_owned(),
+                "not recorded".to_owned(),
+                "-".to_owned(),
+                "-".to_owned(),
+                "-".to_owned(),
+            ]);
+            continue;
+        }
         tb.row(vec![
             name.to_owned(),
             render::ns(d.median),

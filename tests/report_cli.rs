@@ -70,13 +70,15 @@ fn report_writes_one_html_file() {
 #[test]
 fn report_without_a_run_says_what_to_give() {
     let dir = tempfile::tempdir().unwrap();
-    let out = ddp_probe(&["report"], dir.path());
-    assert!(!out.status.success());
-    assert!(
-        text(&out.stderr).contains("no run given"),
-        "{}",
-        text(&out.stderr)
-    );
+    // Every command that reads a run says it once, with what to do.
+    for command in ["report", "summary", "advise", "explain", "tui"] {
+        let out = ddp_probe(&[command], dir.path());
+        assert!(!out.status.success());
+        let err = text(&out.stderr);
+        assert!(err.contains("no run given"), "{command}: {err}");
+        assert_eq!(err.matches("runs/latest").count(), 1, "{command}: {err}");
+        assert_eq!(err.matches("ddp-probe run").count(), 1, "{command}: {err}");
+    }
     let out = ddp_probe(&["report", "nowhere"], dir.path());
     assert!(!out.status.success());
     assert!(

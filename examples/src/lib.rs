@@ -72,12 +72,13 @@ pub fn print_step_time(pg: &ProcessGroup, step_ms: &[f64]) -> Result<(), ddp::Dd
     }
     steady.sort_by(f64::total_cmp);
     let median = ddp::metrics::average(pg, steady[steady.len() / 2])?;
+    let threads = tch::get_num_threads();
     log0!(
         pg,
         "step time: median {median:.3} ms over {} steps after {warm} warm-up steps (mean of the \
-         ranks' medians; {} threads per rank)",
+         ranks' medians; {threads} thread{} per rank)",
         steady.len(),
-        tch::get_num_threads()
+        if threads == 1 { "" } else { "s" }
     );
     Ok(())
 }

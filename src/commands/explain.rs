@@ -11,8 +11,9 @@ use crate::commands::output::{print_block, terminal_width};
 /// Prints the findings, likely root cause first.
 pub fn explain(args: ExplainArgs) -> Result<ExitCode> {
     let inputs: Vec<PathBuf> = if args.inputs.is_empty() {
-        vec![probe_launch::resolve_run_dir(None)
-            .context("no run given and no runs/latest here: name a run directory or log files")?]
+        vec![super::load::latest_run(
+            "name a run directory or log files",
+        )?]
     } else {
         args.inputs
     };

@@ -2,9 +2,22 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use probe::model::Run;
 use probe::reader::{LoadOptions, PendingCaches};
+
+/// `runs/latest`, for a command given no run: when there is none, one message
+/// says so and what to do (`what`: what the command takes instead).
+pub fn latest_run(what: &str) -> Result<PathBuf> {
+    use probe_launch::rundir::{DEFAULT_RUNS_ROOT, LATEST_LINK};
+    let latest = std::path::Path::new(DEFAULT_RUNS_ROOT).join(LATEST_LINK);
+    if std::fs::symlink_metadata(&latest).is_err() {
+        anyhow::bail!(
+            "no run given, and no runs/latest here: {what}, or start one with `ddp-probe run`"
+        );
+    }
+    Ok(probe_launch::resolve_run_dir(None)?)
+}
 
 /// The run directories given (default: `runs/latest`) loaded into one model; warnings (a rank's
 /// trace cut off, ranks missing) go to stderr. The binary caches of the trace files that had to
@@ -12,10 +25,7 @@ use probe::reader::{LoadOptions, PendingCaches};
 /// answer is out, so that the first look at a run does not wait for what only speeds up the next.
 pub fn run(paths: &[PathBuf]) -> Result<(Run, PendingCaches)> {
     let dirs: Vec<PathBuf> = if paths.is_empty() {
-        let latest = probe_launch::resolve_run_dir(None).context(
-            "no run given and no runs/latest here: name a run directory written by `ddp-probe run`",
-        )?;
-        vec![latest]
+        vec![latest_run("name a run directory")?]
     } else {
         paths
             .iter()

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use probe::analysis::tuning::TuneResult;
 use probe_reports::{load_runs, render, write_html, ReportOptions};
 use probe_series::TUNE_JSON;
@@ -13,9 +13,7 @@ use crate::cli::ReportArgs;
 /// Loads the runs, renders the report and writes it.
 pub fn report(args: ReportArgs) -> Result<ExitCode> {
     let paths: Vec<PathBuf> = if args.runs.is_empty() {
-        vec![probe_launch::resolve_run_dir(None).context(
-            "no run given and no runs/latest here: name a run directory written by `ddp-probe run`",
-        )?]
+        vec![super::load::latest_run("name a run directory")?]
     } else {
         args.runs
     };

@@ -15,8 +15,7 @@ pub fn tui(args: TuiArgs) -> Result<ExitCode> {
     let options = probe_tui::Options { ascii: args.ascii };
     if args.live {
         let dir = match args.runs.as_slice() {
-            [] => probe_launch::resolve_run_dir(None)
-                .context("no run given and no runs/latest here: name the run directory to watch")?,
+            [] => super::load::latest_run("name the run directory to watch")?,
             // A directory that does not exist yet is waited for.
             [one] if one.is_dir() || !one.exists() => one.clone(),
             [one] => probe_launch::resolve_run_dir(Some(one))?,

@@ -65,8 +65,9 @@ class Timer:
         med = torch.tensor([statistics.median(steady)], dtype=torch.float64)
         dist.all_reduce(med)
         med = med.item() / dist.get_world_size()
+        threads = torch.get_num_threads()
         log0(f"step time: median {med:.3f} ms over {len(steady)} steps after {WARMUP_STEPS} "
-             f"warm-up steps (mean of the ranks' medians; {torch.get_num_threads()} threads per rank)")
+             f"warm-up steps (mean of the ranks' medians; {threads} thread{'' if threads == 1 else 's'} per rank)")
         phases = {k: statistics.median(v[WARMUP_STEPS:]) for k, v in self.phases.items()}
         log0("bench: " + json.dumps({"model": name, "params": params, "tensors": tensors,
                                      "step_ms": med, "phases_ms": phases,

@@ -8,6 +8,8 @@
 
 use std::collections::{HashMap, VecDeque};
 
+use probe::text::strip_csi;
+
 use crate::category::Category;
 use crate::nccl::{self, Level, NcclCollector};
 use crate::report::{Evidence, Role};
@@ -107,7 +109,7 @@ impl<'a> Scanner<'a> {
         if raw.trim().is_empty() {
             return;
         }
-        let plain = strip_colours(head(raw, ANALYSED_BYTES));
+        let plain = strip_csi(head(raw, ANALYSED_BYTES));
         let (prefix_rank, body) = strip_launcher_prefix(&plain);
         let explicit = prefix_rank.or_else(|| bracket_rank(body));
         let observer = explicit.or(self.file_rank);
@@ -327,30 +329,6 @@ impl<'a> Scanner<'a> {
     }
 }
 
-/// `s` without ANSI colour and cursor sequences (`ESC [ ... letter`), which
-/// terminals and `--tee` pastes leave around words the patterns look for.
-fn strip_colours(s: &str) -> std::borrow::Cow<'_, str> {
-    if !s.contains('\x1b') {
-        return std::borrow::Cow::Borrowed(s);
-    }
-    let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '\x1b' && chars.peek() == Some(&'[') {
-            chars.next();
-            // Parameters and intermediates, then one final byte in '@'..='~'.
-            for c in chars.by_ref() {
-                if ('@'..='~').contains(&c) {
-                    break;
-                }
-            }
-            continue;
-        }
-        out.push(c);
-    }
-    std::borrow::Cow::Owned(out)
-}
-
 /// The first `max` bytes of `s`, cut at a character boundary.
 fn head(s: &str, max: usize) -> &str {
     if s.len() <= max {
@@ -478,9 +456,9 @@ mod tests {
 
     #[test]
     fn colours_and_launcher_labels_are_looked_through() {
-        assert_eq!(strip_colours("\x1b[31mError\x1b[0m: x"), "Error: x");
-        assert_eq!(strip_colours("plain"), "plain");
-        assert_eq!(strip_colours("\x1b[1;33m"), "");
+        assert_eq!(strip_csi("\x1b[31mError\x1b[0m: x"), "Error: x");
+        assert_eq!(strip_csi("plain"), "plain");
+        assert_eq!(strip_csi("\x1b[1;33m"), "");
         assert_eq!(
             strip_launcher_prefix(" 3: [rank3]: boom"),
             (Some(3), "boom")

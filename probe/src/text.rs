@@ -12,6 +12,8 @@
 //! * [`escape_controls`] shows those as visible escapes (`\x1b`, `\r`,
 //!   `\u{202e}`) and keeps everything else: the terminal timeline draws
 //!   through it.
+//! * [`strip_csi`] drops ANSI colour sequences and keeps the rest: `explain`
+//!   matches its patterns on that.
 //! * [`sanitize`] also drops ANSI colour sequences (which carry no meaning
 //!   once escaped), trims the ends and cuts the text to a length: `explain`
 //!   stores every string from its inputs through it.
@@ -121,6 +123,27 @@ pub fn sanitize(text: &str, max_chars: usize) -> String {
         i += c.len_utf8();
     }
     out
+}
+
+/// `text` without its ANSI CSI sequences (colours, cursor movement), other
+/// characters kept as they are: what pattern matching looks at.
+pub fn strip_csi(text: &str) -> Cow<'_, str> {
+    if !text.contains('\x1b') {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < text.len() {
+        let rest = &text[i..];
+        if let Some(n) = csi_len(rest) {
+            i += n;
+            continue;
+        }
+        let Some(c) = rest.chars().next() else { break };
+        out.push(c);
+        i += c.len_utf8();
+    }
+    Cow::Owned(out)
 }
 
 /// Cuts plain (already safe) text to `max_chars` characters, the last of

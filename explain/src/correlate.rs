@@ -722,7 +722,13 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
     if !ranks.is_empty() && role == Role::Cause {
         if category == Category::HostOomKilled && proven(manifest::RULE_OOM_CONFIRMED) {
             title = format!("{} was killed by the out-of-memory killer", who(&ranks));
-        } else if category == Category::RankCrashed && !proven(manifest::RULE_KILLED_FROM_OUTSIDE) {
+        } else if category == Category::RankCrashed && proven(manifest::RULE_KILLED_FROM_OUTSIDE) {
+            title = format!(
+                "{} was killed by SIGKILL from outside the process, not by the out-of-memory killer",
+                who(&ranks)
+            );
+            fix = KILLED_FROM_OUTSIDE_FIX.to_owned();
+        } else if category == Category::RankCrashed {
             // The rank's own words, when it said what went wrong.
             let said = own
                 .iter()
@@ -731,12 +737,6 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
             if let Some(said) = said {
                 title = format!("{title}: {}", sanitize(said, 100));
             }
-        } else if category == Category::RankCrashed && proven(manifest::RULE_KILLED_FROM_OUTSIDE) {
-            title = format!(
-                "{} was killed by SIGKILL from outside the process, not by the out-of-memory killer",
-                who(&ranks)
-            );
-            fix = KILLED_FROM_OUTSIDE_FIX.to_owned();
         }
     }
     let confidence = confidence_of(role, &own, &ranks, proven(manifest::RULE_OOM_CONFIRMED));

@@ -241,21 +241,31 @@ pub struct Summary {
     pub not_recorded: Vec<String>,
 }
 
-/// The parts of the step no rank recorded a span of.
+/// The parts of the step no rank recorded a span of: one pass over the spans,
+/// ending as soon as every part was seen.
 fn parts_not_recorded(run: &Run) -> Vec<String> {
-    [
+    const PARTS: [(&str, SpanKind); 3] = [
         ("data wait", SpanKind::DataWait),
         ("communication", SpanKind::Collective),
         ("optimizer", SpanKind::Optimizer),
-    ]
-    .into_iter()
-    .filter(|(_, kind)| {
-        !run.ranks
-            .iter()
-            .any(|r| r.spans_of_kind(*kind).next().is_some())
-    })
-    .map(|(name, _)| name.to_owned())
-    .collect()
+    ];
+    let mut seen = [false; PARTS.len()];
+    'spans: for rank in &run.ranks {
+        for span in rank.spans() {
+            if let Some(i) = PARTS.iter().position(|(_, k)| *k == span.kind()) {
+                seen[i] = true;
+                if seen.iter().all(|&s| s) {
+                    break 'spans;
+                }
+            }
+        }
+    }
+    PARTS
+        .iter()
+        .zip(seen)
+        .filter(|(_, seen)| !seen)
+        .map(|((name, _), _)| (*name).to_owned())
+        .collect()
 }
 
 /// Summarizes a run: single passes over each rank's sorted lanes, then

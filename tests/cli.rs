@@ -145,26 +145,26 @@ fn run_then_explain(dir: &Path, script: &str, extra: &[&str]) -> (Option<i32>, S
 
 /// As [`run_then_explain`], returning the whole `explain --json` report.
 fn run_then_explain_report(dir: &Path, script: &str, extra: &[&str]) -> (Option<i32>, Value) {
-    let mut args = vec![
-        "run",
-        "--nproc-per-node",
-        "2",
-        "--grace",
-        "1",
-        "--console",
-        "quiet",
-    ];
+    let mut args = vec!["--console", "quiet"];
     args.extend_from_slice(extra);
     args.extend_from_slice(&["--", "sh", "-c", script]);
-    let run = ddp_probe(&args, dir);
+    let (run, report) = run_two_ranks_then_explain(dir, &args);
+    (run.status.code(), report)
+}
+
+/// `ddp-probe run --nproc-per-node 2 --grace 1 ARGS...`, then `explain --json`
+/// on the run: the run's output and the report.
+fn run_two_ranks_then_explain(dir: &Path, args: &[&str]) -> (Output, Value) {
+    let mut run_args = vec!["run", "--nproc-per-node", "2", "--grace", "1"];
+    run_args.extend_from_slice(args);
+    let run = ddp_probe(&run_args, dir);
     let explain = ddp_probe(&["explain", "--json"], dir);
     assert!(
         explain.status.success(),
         "explain failed: {}",
         text(&explain.stderr)
     );
-    let report: Value = serde_json::from_slice(&explain.stdout).unwrap();
-    (run.status.code(), report)
+    (run, serde_json::from_slice(&explain.stdout).unwrap())
 }
 
 /// The `kill_evidence` the launcher recorded in rank `rank`'s end.
@@ -416,15 +416,12 @@ fn summary_answers_then_caches_the_traces_for_the_next_load() {
 /// Runs a 2-rank job of `cmd` with the default console; returns the console
 /// (stderr) and `explain --json`'s first finding (category, title).
 fn run_console_then_explain(dir: &Path, cmd: &[&str]) -> (String, String, String) {
-    let mut args = vec!["run", "--nproc-per-node", "2", "--grace", "1", "--"];
+    let mut args = vec!["--"];
     args.extend_from_slice(cmd);
-    let run = ddp_probe(&args, dir);
-    let console = text(&run.stderr);
-    let explain = ddp_probe(&["explain", "--json"], dir);
-    let report: Value = serde_json::from_slice(&explain.stdout).unwrap();
+    let (run, report) = run_two_ranks_then_explain(dir, &args);
     let first = &report["findings"][0];
     (
-        console,
+        text(&run.stderr),
         first["category"].as_str().unwrap_or_default().to_owned(),
         first["title"].as_str().unwrap_or_default().to_owned(),
     )

@@ -541,7 +541,9 @@ pub struct RunArgs {
     #[arg(long, env = "PET_STANDALONE")]
     pub standalone: bool,
 
-    /// torchrun's restarts of all workers after a failure: only 0 is supported so far.
+    /// torchrun's restarts: when a rank fails (non-zero exit or a signal), stop all ranks and
+    /// start them all again, up to N times (TORCHELASTIC_RESTART_COUNT=1, 2, ...), keeping each
+    /// failed attempt in the run directory's attempts/<n>/; a hang or Ctrl-C is not restarted.
     #[arg(
         long,
         alias = "max_restarts",

@@ -223,6 +223,32 @@ pub struct RankRecord {
     pub end: Option<RankEnd>,
 }
 
+/// An earlier attempt of a run that restarts its workers (`--max-restarts`),
+/// as recorded in the manifest of the attempts after it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Attempt {
+    /// Its `TORCHELASTIC_RESTART_COUNT`: 0 for the first attempt, then 1, 2, ...
+    pub restart_count: u32,
+    /// Its run directory (its manifest, logs, traces), relative to the run
+    /// directory: `attempts/<restart_count>`.
+    pub dir: String,
+    /// How it ended (`failed`: a worker failed and the group was restarted).
+    pub status: RunStatus,
+    /// The exit status it would have ended the launcher with.
+    pub exit_code: Option<i32>,
+    /// Local time it started, RFC 3339.
+    #[serde(default)]
+    pub started_at: String,
+    /// Local time its last rank ended, RFC 3339.
+    pub ended_at: Option<String>,
+    /// The worker whose failure restarted the group.
+    pub first_failure: Option<Failure>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
 fn default_logs_dir() -> String {
     crate::run_dir::LOGS_DIR.to_owned()
 }
@@ -320,9 +346,36 @@ pub struct Manifest {
     /// WORLD_, GROUP_, ROLE_ or RANK.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// `--max-restarts`: how many times the launcher may restart all workers
+    /// after a worker failure (torchrun's `TORCHELASTIC_MAX_RESTARTS`).
+    /// Absent (0) when it never restarts.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub max_restarts: u32,
+    /// The restarts before the attempt this manifest describes, which is its
+    /// ranks' `TORCHELASTIC_RESTART_COUNT`: this is attempt `restarts + 1`
+    /// of `max_restarts + 1`. Everything else in the manifest (ranks, times,
+    /// status) is about this attempt. Absent (0) on a first attempt.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub restarts: u32,
+    /// The earlier attempts, oldest first, each kept in its own run
+    /// directory under `attempts/` (see [`Attempt`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attempts: Vec<Attempt>,
 }
 
 impl Manifest {
+    /// `attempt 2 of 3` for a run that may restart its workers (counted
+    /// from 1; see [`Manifest::restarts`]); `None` when it may not.
+    pub fn attempt_text(&self) -> Option<String> {
+        (self.max_restarts > 0).then(|| {
+            format!(
+                "attempt {} of {}",
+                u64::from(self.restarts) + 1,
+                u64::from(self.max_restarts) + 1
+            )
+        })
+    }
+
     /// The record of a global rank, if it runs on this node.
     pub fn rank(&self, rank: usize) -> Option<&RankRecord> {
         self.ranks.iter().find(|r| r.rank == rank)

@@ -14,7 +14,14 @@
 //!     control/rank-<R>.listening           (a rank answers dump requests)
 //!     control/dump-request                 (the hang watchdog asks for flight-recorder dumps)
 //!     control/rank-<R>.dumped              (the rank's answer: `ok PATH` or `error: WHY`)
+//!     attempts/<N>/                        (with --max-restarts: attempt N's manifest.json,
+//!                                           logs/, traces/ and control/, moved there
+//!                                           before attempt N+1 started)
 //! ```
+//!
+//! The top level always holds the latest attempt of a run that restarts its
+//! workers, so every reader reads it unchanged; each `attempts/<N>` is itself
+//! a run directory that the readers can open.
 //!
 //! [`RunDirError`] says what is wrong with a path that is not a run
 //! (`crate::manifest::read_manifest` reads one back).
@@ -34,6 +41,8 @@ pub const LOGS_DIR: &str = "logs";
 pub const TRACES_DIR: &str = "traces";
 /// The directory of the launcher's requests to the ranks and their answers.
 pub const CONTROL_DIR: &str = "control";
+/// The directory of a restarted run's earlier attempts, `attempts/<N>/`.
+pub const ATTEMPTS_DIR: &str = "attempts";
 
 /// Why a run directory could not be found or read back.
 #[derive(Debug, thiserror::Error)]

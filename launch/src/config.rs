@@ -124,6 +124,11 @@ pub struct LaunchConfig {
     /// Handle Ctrl-C, SIGTERM and SIGHUP by stopping the ranks (default true).
     /// The handlers are installed for the duration of [`crate::launch`] only.
     pub handle_signals: bool,
+    /// torchrun's `--max-restarts`: when a rank fails, stop all ranks and
+    /// start them all again, up to this many times (default 0: never). Each
+    /// attempt's ranks get `TORCHELASTIC_RESTART_COUNT` (0, 1, ...) and
+    /// `TORCHELASTIC_MAX_RESTARTS`; a hang or a stop signal is not restarted.
+    pub max_restarts: u32,
 }
 
 impl LaunchConfig {
@@ -153,6 +158,7 @@ impl LaunchConfig {
             env: Vec::new(),
             store_token: None,
             handle_signals: true,
+            max_restarts: 0,
         }
     }
 
@@ -185,5 +191,6 @@ mod tests {
         assert_eq!(c.grace_period, Duration::from_secs(5));
         assert_eq!(c.console, ConsoleMode::Rank0);
         assert!(c.handle_signals);
+        assert_eq!(c.max_restarts, 0);
     }
 }

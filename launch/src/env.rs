@@ -135,6 +135,11 @@ pub(crate) struct RankEnvSpec<'a> {
     pub(crate) run_dir: &'a Path,
     pub(crate) store_token: &'a str,
     pub(crate) bucket_cap_mb: Option<f64>,
+    /// The attempt's `TORCHELASTIC_RESTART_COUNT`: 0, then 1, 2, ... after
+    /// each restart of the workers.
+    pub(crate) restart_count: u32,
+    /// `TORCHELASTIC_MAX_RESTARTS`: how many restarts the run allows.
+    pub(crate) max_restarts: u32,
     /// The project's `python/` folder, appended to `PYTHONPATH` ([`python_dir`]).
     pub(crate) python_dir: Option<&'a Path>,
 }
@@ -176,8 +181,8 @@ pub(crate) fn rank_env(
     set("MASTER_ADDR", spec.master_addr.to_owned());
     set("MASTER_PORT", spec.master_port.to_string());
     set("TORCHELASTIC_RUN_ID", spec.run_id.to_owned());
-    set("TORCHELASTIC_RESTART_COUNT", "0".to_owned());
-    set("TORCHELASTIC_MAX_RESTARTS", "0".to_owned());
+    set("TORCHELASTIC_RESTART_COUNT", spec.restart_count.to_string());
+    set("TORCHELASTIC_MAX_RESTARTS", spec.max_restarts.to_string());
     set("TORCHELASTIC_USE_AGENT_STORE", "False".to_owned());
     set("PYTHONUNBUFFERED", "1".to_owned());
     // ddp-probe's own.
@@ -282,6 +287,8 @@ mod tests {
             run_dir: dir,
             store_token: "abcd",
             bucket_cap_mb: Some(25.0),
+            restart_count: 2,
+            max_restarts: 3,
             python_dir: Some(Path::new("/repo/python")),
         }
     }
@@ -311,8 +318,8 @@ mod tests {
             ("MASTER_ADDR", "10.0.0.1"),
             ("MASTER_PORT", "29500"),
             ("TORCHELASTIC_RUN_ID", "job7"),
-            ("TORCHELASTIC_RESTART_COUNT", "0"),
-            ("TORCHELASTIC_MAX_RESTARTS", "0"),
+            ("TORCHELASTIC_RESTART_COUNT", "2"),
+            ("TORCHELASTIC_MAX_RESTARTS", "3"),
             ("TORCHELASTIC_USE_AGENT_STORE", "False"),
             ("OMP_NUM_THREADS", "1"),
             ("PYTHONUNBUFFERED", "1"),

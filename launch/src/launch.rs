@@ -1,6 +1,10 @@
 //! The launch itself: check the options, create the run directory, start the
 //! ranks, watch them (failures, hangs, stop signals), stop them in order and
 //! write the outcome into the manifest.
+//!
+//! With `--max-restarts N`, a failed attempt is kept in `attempts/<n>/` and
+//! the whole group starts again (torchrun's restarts): [`launch`] is a loop
+//! around one attempt, a [`Run`].
 
 use std::collections::{BTreeMap, VecDeque};
 use std::ffi::{OsStr, OsString};
@@ -22,7 +26,8 @@ use crate::error::LaunchError;
 use crate::evidence::{self, KernelLog, Mounts, RankWatch};
 use crate::hang::{HangReport, RankHangState, TraceTail};
 use crate::manifest::{
-    Failure, KillEvidence, Manifest, RankEnd, RankRecord, RunStatus, Termination, MANIFEST_FORMAT,
+    Attempt, Failure, KillEvidence, Manifest, RankEnd, RankRecord, RunStatus, Termination,
+    MANIFEST_FORMAT,
 };
 use crate::observer::{Event, Observer};
 use crate::process;
@@ -47,6 +52,9 @@ const KILL_WAIT: Duration = Duration::from_secs(10);
 /// How long the hang watchdog waits for the ranks' flight-recorder dumps
 /// before it stops them.
 const DUMP_WAIT: Duration = Duration::from_secs(3);
+/// How long a restart waits for the master port to be free again (a process
+/// left over from the failed attempt may still hold it).
+const RESTART_PORT_WAIT: Duration = Duration::from_secs(5);
 
 /// How a launch ended.
 #[derive(Debug, Clone)]
@@ -79,6 +87,28 @@ impl Outcome {
     pub fn render_summary(&self) -> String {
         let m = &self.manifest;
         let mut out = format!("status: {} (exit code {})", self.status, self.exit_code);
+        if let Some(attempt) = m.attempt_text() {
+            let _ = write!(out, "\n{attempt}");
+            match m.attempts.len() {
+                0 => {}
+                1 => out.push_str(" (the workers were restarted once)"),
+                n => {
+                    let _ = write!(out, " (the workers were restarted {n} times)");
+                }
+            }
+            for a in &m.attempts {
+                let _ = write!(
+                    out,
+                    "\n  attempt {} {}",
+                    u64::from(a.restart_count) + 1,
+                    a.status
+                );
+                if let Some(f) = &a.first_failure {
+                    let _ = write!(out, ": {f}");
+                }
+                let _ = write!(out, "; its files are in {}", a.dir);
+            }
+        }
         if let Some(f) = &m.first_failure {
             let _ = write!(out, "\nfirst failure: {f}");
         }
@@ -124,6 +154,11 @@ impl Outcome {
 /// Returns an error without starting anything when the options are invalid,
 /// the command cannot be run or the master port is taken. Once the ranks run,
 /// failures, hangs and interrupts are not errors: they are the [`Outcome`].
+///
+/// With [`LaunchConfig::max_restarts`] above 0, a failed attempt (a rank
+/// exited non-zero or was killed by a signal) is kept in `attempts/<n>/` and
+/// all ranks start again with the next `TORCHELASTIC_RESTART_COUNT`, on the
+/// same master port, as torchrun does; the last attempt is the outcome.
 pub fn launch(config: &LaunchConfig, observer: &mut dyn Observer) -> Result<Outcome, LaunchError> {
     let plan = Plan::new(config)?;
     let mut signals = if config.handle_signals {
@@ -132,21 +167,108 @@ pub fn launch(config: &LaunchConfig, observer: &mut dyn Observer) -> Result<Outc
         None
     };
     let run_dir = create_run_dir(config, &plan, observer)?;
-    let mut run = Run::new(config, plan, run_dir);
-    run.write_manifest()?;
-    if env::sets_omp_threads(&run.plan.user_env, config.nproc_per_node) {
+    if env::sets_omp_threads(&plan.user_env, config.nproc_per_node) {
         observer.on_event(&Event::Notice {
             message: env::OMP_NOTICE.to_owned(),
         });
     }
-    observer.on_event(&Event::RunStarted {
-        run_dir: run.run_dir.clone(),
-        run_id: run.plan.run_id.clone(),
-        master_addr: run.plan.master_addr.clone(),
-        master_port: run.plan.master_port,
-        world_size: config.world_size(),
-        ranks: run.slots.iter().map(|s| s.rank).collect(),
-    });
+    let mut attempts: Vec<Attempt> = Vec::new();
+    loop {
+        let (outcome, stop_signal) = run_attempt(
+            config,
+            &plan,
+            &run_dir,
+            &attempts,
+            signals.as_mut(),
+            observer,
+        )?;
+        let m = &outcome.manifest;
+        // Only a worker failure is restarted, as torchrun does. A stop signal
+        // to the launcher is the user's (or the scheduler's) decision to end
+        // the run. A hang is not restarted either: it is a bug in the program
+        // (mismatched collectives, a rank stuck in I/O) that a new attempt
+        // would most likely hit again, and restarting would bury the hang
+        // report under attempts that use up the job's time. (torchrun never
+        // sees a hang: with NCCL's own timeout it becomes a worker failure,
+        // which is restarted here too.)
+        if outcome.status != RunStatus::Failed || m.restarts >= config.max_restarts {
+            return Ok(outcome);
+        }
+        let attempt = attempt_of(m);
+        let stop_signal = stop_signal.or_else(|| {
+            signals
+                .as_mut()
+                .and_then(SignalGuard::take)
+                .map(process::signal_name)
+        });
+        if let Some(signal) = stop_signal {
+            observer.on_event(&Event::Notice {
+                message: format!("got {signal} after {attempt} failed; not restarting"),
+            });
+            return Ok(outcome);
+        }
+        let dir = match rundir::keep_attempt(&run_dir, m) {
+            Ok(dir) => dir,
+            Err(e) => {
+                observer.on_event(&Event::Notice {
+                    message: format!(
+                        "could not move {attempt}'s files into {}: {e}; not restarting",
+                        rundir::ATTEMPTS_DIR
+                    ),
+                });
+                return Ok(outcome);
+            }
+        };
+        observer.on_event(&Event::Restarting {
+            attempt: u64::from(m.restarts) + 1,
+            attempts: u64::from(config.max_restarts) + 1,
+            failure: m.first_failure.clone(),
+            workers: config.nproc_per_node,
+            restart_count: m.restarts + 1,
+            kept_in: dir.clone(),
+        });
+        attempts.push(Attempt {
+            restart_count: m.restarts,
+            dir,
+            status: m.status,
+            exit_code: m.exit_code,
+            started_at: m.started_at.clone(),
+            ended_at: m.ended_at.clone(),
+            first_failure: m.first_failure.clone(),
+        });
+        if config.node_rank == 0 {
+            wait_for_port(plan.master_port, config.nnodes > 1, observer);
+        }
+    }
+}
+
+/// `attempt 2 of 3` for messages.
+fn attempt_of(m: &Manifest) -> String {
+    m.attempt_text().unwrap_or_else(|| "the attempt".to_owned())
+}
+
+/// Runs one attempt: every rank of this node, from start to end. Returns its
+/// outcome and the stop signal the launcher got while it ran, if any.
+fn run_attempt(
+    config: &LaunchConfig,
+    plan: &Plan,
+    run_dir: &Path,
+    attempts: &[Attempt],
+    signals: Option<&mut SignalGuard>,
+    observer: &mut dyn Observer,
+) -> Result<(Outcome, Option<String>), LaunchError> {
+    let mut run = Run::new(config, plan.clone(), run_dir.to_path_buf(), attempts);
+    run.write_manifest()?;
+    if attempts.is_empty() {
+        observer.on_event(&Event::RunStarted {
+            run_dir: run.run_dir.clone(),
+            run_id: run.plan.run_id.clone(),
+            master_addr: run.plan.master_addr.clone(),
+            master_port: run.plan.master_port,
+            world_size: config.world_size(),
+            ranks: run.slots.iter().map(|s| s.rank).collect(),
+        });
+    }
     let (tx, rx) = mpsc::channel();
     let spawn_error = run.spawn_all(config, &tx, observer);
     drop(tx);
@@ -157,12 +279,35 @@ pub fn launch(config: &LaunchConfig, observer: &mut dyn Observer) -> Result<Outc
         run.trigger = Some(Trigger::LaunchError);
         run.begin_stop(observer);
     }
-    run.supervise(&rx, signals.as_mut(), observer);
-    drop(signals);
-    run.finish(spawn_error)
+    run.supervise(&rx, signals, observer);
+    let stop_signal = run.stop_signal.take();
+    Ok((run.finish(spawn_error)?, stop_signal))
 }
 
-/// Everything decided before anything is created.
+/// Before a restart on the node that hosts the store: waits up to
+/// [`RESTART_PORT_WAIT`] for the master port to be free again. The ranks are
+/// gone, so it normally is at once (a port in TIME_WAIT can be bound again);
+/// if a leftover process still holds it, the next attempt starts anyway and
+/// its rank 0 reports why it cannot listen.
+fn wait_for_port(port: u16, multi_node: bool, observer: &mut dyn Observer) {
+    let until = Instant::now() + RESTART_PORT_WAIT;
+    while process::check_port_free(port, multi_node).is_err() {
+        if Instant::now() >= until {
+            observer.on_event(&Event::Notice {
+                message: format!(
+                    "the master port {port} is still in use {} s after the failed attempt; \
+                     starting the next one anyway",
+                    RESTART_PORT_WAIT.as_secs()
+                ),
+            });
+            return;
+        }
+        thread::sleep(TICK);
+    }
+}
+
+/// Everything decided before anything is created (shared by all attempts).
+#[derive(Clone)]
 struct Plan {
     program_path: PathBuf,
     master_addr: String,
@@ -504,7 +649,7 @@ enum Msg {
     },
 }
 
-/// A launch in progress.
+/// One attempt of a launch, in progress.
 struct Run {
     plan: Plan,
     run_dir: PathBuf,
@@ -519,6 +664,9 @@ struct Run {
     first_failure: Option<Failure>,
     hang: Option<HangReport>,
     interrupted_by: Option<String>,
+    /// The first stop signal the launcher got, even one that only hurried a
+    /// stop already under way (a failed attempt is then not restarted).
+    stop_signal: Option<String>,
     pending_exits: VecDeque<PendingExit>,
     /// The cgroup mounts, to find each rank's OOM-kill counters.
     mounts: Mounts,
@@ -529,8 +677,15 @@ struct Run {
 }
 
 impl Run {
-    fn new(config: &LaunchConfig, plan: Plan, run_dir: PathBuf) -> Run {
+    /// The attempt after `attempts` (none: the first).
+    fn new(config: &LaunchConfig, plan: Plan, run_dir: PathBuf, attempts: &[Attempt]) -> Run {
         let start = Instant::now();
+        let restarts = u32::try_from(attempts.len()).unwrap_or(u32::MAX);
+        let started_at = if attempts.is_empty() {
+            plan.started_at
+        } else {
+            Local::now()
+        };
         let world_size = config.world_size();
         let rel = |p: PathBuf| match p.strip_prefix(&run_dir) {
             Ok(r) => r.to_string_lossy().into_owned(),
@@ -559,6 +714,8 @@ impl Run {
                 run_dir: &run_dir,
                 store_token: &plan.store_token,
                 bucket_cap_mb: config.bucket_cap_mb,
+                restart_count: restarts,
+                max_restarts: config.max_restarts,
                 python_dir: python_dir.as_deref(),
             };
             let rank_env = env::rank_env(&plan.user_env, &spec);
@@ -624,9 +781,7 @@ impl Run {
             master_addr: plan.master_addr.clone(),
             master_port: plan.master_port,
             run_dir: run_dir.to_string_lossy().into_owned(),
-            started_at: plan
-                .started_at
-                .to_rfc3339_opts(SecondsFormat::Millis, false),
+            started_at: started_at.to_rfc3339_opts(SecondsFormat::Millis, false),
             ended_at: None,
             duration_s: None,
             hang_timeout_s: config.hang_timeout.map(|t| t.as_secs_f64()),
@@ -640,6 +795,9 @@ impl Run {
             interrupted_by: None,
             launch_error: None,
             env: env::relevant(&plan.user_env),
+            max_restarts: config.max_restarts,
+            restarts,
+            attempts: attempts.to_vec(),
         };
         Run {
             plan,
@@ -655,6 +813,7 @@ impl Run {
             first_failure: None,
             hang: None,
             interrupted_by: None,
+            stop_signal: None,
             pending_exits: VecDeque::new(),
             mounts: Mounts::read(),
             host_oom_kills: evidence::host_counter(),
@@ -1034,6 +1193,9 @@ impl Run {
     }
 
     fn on_signal(&mut self, signal: i32, observer: &mut dyn Observer) {
+        if self.stop_signal.is_none() {
+            self.stop_signal = Some(process::signal_name(signal));
+        }
         if self.trigger.is_none() {
             let name = process::signal_name(signal);
             self.trigger = Some(Trigger::Interrupt);

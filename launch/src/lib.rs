@@ -13,6 +13,9 @@
 //! * Each rank runs in its own process group. When the first rank fails, or
 //!   the hang watchdog fires, or the launcher gets Ctrl-C/SIGTERM/SIGHUP, all
 //!   ranks get SIGTERM, then SIGKILL after the grace period.
+//! * With `max_restarts` (torchrun's `--max-restarts`), a rank's failure
+//!   stops all ranks and starts them all again, the failed attempt kept in
+//!   `attempts/<n>/`; a hang or a stop signal is never restarted.
 //! * When a rank dies of a SIGKILL the launcher did not send, the manifest
 //!   records the evidence about its sender ([`KillEvidence`]: the cgroup and
 //!   host `oom_kill` counters at its start and death, kernel log lines naming
@@ -42,7 +45,7 @@ pub use error::{LaunchError, RunDirError};
 pub use hang::{CollectiveRef, HangReport, RankHangState, TraceTail};
 pub use launch::{launch, Outcome, EXIT_HANG, EXIT_INTERRUPTED};
 pub use manifest::{
-    CounterScope, Failure, KillEvidence, Manifest, MemorySample, OomKillCounter, RankEnd,
+    Attempt, CounterScope, Failure, KillEvidence, Manifest, MemorySample, OomKillCounter, RankEnd,
     RankRecord, RunStatus, Termination,
 };
 pub use observer::{ConsoleObserver, Event, NullObserver, Observer};

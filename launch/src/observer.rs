@@ -94,6 +94,23 @@ pub enum Event {
         /// The ranks still running.
         ranks: Vec<usize>,
     },
+    /// An attempt failed and `--max-restarts` allows another: its ranks all
+    /// ended, its files were moved to `kept_in`, and every rank starts again.
+    Restarting {
+        /// The attempt that failed, counted from 1.
+        attempt: u64,
+        /// The attempts allowed (`--max-restarts` + 1).
+        attempts: u64,
+        /// The rank whose failure ended the attempt.
+        failure: Option<Failure>,
+        /// The ranks of this node, all restarted.
+        workers: usize,
+        /// The next attempt's `TORCHELASTIC_RESTART_COUNT`.
+        restart_count: u32,
+        /// Where the failed attempt's files went, relative to the run
+        /// directory (`attempts/<n>`).
+        kept_in: String,
+    },
 }
 
 impl Event {
@@ -142,6 +159,27 @@ impl Event {
             }),
             Event::Killing { ranks } => (!ranks.is_empty())
                 .then(|| format!("sent SIGKILL to {}", ranks_text(ranks))),
+            Event::Restarting {
+                attempt,
+                attempts,
+                failure,
+                workers,
+                restart_count,
+                ..
+            } => {
+                let why = match failure {
+                    Some(f) => format!(" (rank {} {})", f.rank, f.termination),
+                    None => String::new(),
+                };
+                let who = match workers {
+                    1 => "the worker".to_owned(),
+                    n => format!("all {n} workers"),
+                };
+                Some(format!(
+                    "attempt {attempt} of {attempts} failed{why}; restarting {who} \
+                     (TORCHELASTIC_RESTART_COUNT={restart_count})"
+                ))
+            }
         }
     }
 }

@@ -14,7 +14,13 @@
 //!     control/rank-<R>.listening           (a rank answers dump requests: python/ddp_probe_torch/__init__.py)
 //!     control/dump-request                 (the hang watchdog asks for flight-recorder dumps)
 //!     control/rank-<R>.dumped              (the rank's answer: `ok PATH` or `error: WHY`)
+//!     attempts/<N>/                        (--max-restarts: attempt N's manifest.json, logs/,
+//!                                           traces/, control/, moved there
+//!                                           before attempt N+1 starts)
 //! ```
+//!
+//! Anything else the ranks write into the run directory (e.g. the example
+//! trainer's `checkpoints/`) is shared by the attempts and stays where it is.
 
 use std::ffi::{OsStr, OsString};
 use std::fs;
@@ -26,8 +32,19 @@ use crate::manifest::Manifest;
 pub use probe_contract::manifest::read_manifest;
 
 pub use probe_contract::run_dir::{
-    CONTROL_DIR, DEFAULT_RUNS_ROOT, LATEST_LINK, LOGS_DIR, MANIFEST_FILE, TRACES_DIR,
+    ATTEMPTS_DIR, CONTROL_DIR, DEFAULT_RUNS_ROOT, LATEST_LINK, LOGS_DIR, MANIFEST_FILE, TRACES_DIR,
 };
+
+/// The parts of a run directory that belong to one attempt of a run that
+/// restarts its workers, moved to `attempts/<N>/` by [`keep_attempt`]
+/// (what the ranks write elsewhere, e.g. checkpoints, is shared).
+pub(crate) const ATTEMPT_PARTS: [&str; 3] = [LOGS_DIR, TRACES_DIR, CONTROL_DIR];
+
+/// `attempts/<N>`, relative to the run directory: the files of the attempt
+/// whose ranks saw `TORCHELASTIC_RESTART_COUNT=N`.
+pub fn attempt_dir(restart_count: u32) -> String {
+    format!("{ATTEMPTS_DIR}/{restart_count}")
+}
 
 /// `control/dump-request`, relative to the run directory: written by the hang
 /// watchdog to ask listening ranks for a flight-recorder dump.
@@ -243,6 +260,34 @@ fn create_parts(dir: &Path) -> Result<(), LaunchError> {
         fs::create_dir_all(&path).map_err(|source| LaunchError::RunDir { path, source })?;
     }
     Ok(())
+}
+
+/// Keeps a finished attempt before the next one starts: moves its
+/// [`ATTEMPT_PARTS`] from the top of `run_dir` into `attempts/<N>/` (`N` =
+/// its restart count), writes its final manifest there (so the attempt is a
+/// run directory of its own) and creates empty `logs/` and `traces/` for the
+/// next attempt. Returns the attempt's directory relative to `run_dir`.
+pub(crate) fn keep_attempt(run_dir: &Path, manifest: &Manifest) -> io::Result<String> {
+    let rel = attempt_dir(manifest.restarts);
+    let dir = run_dir.join(&rel);
+    let context =
+        |path: &Path, e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
+    fs::create_dir_all(&dir).map_err(|e| context(&dir, e))?;
+    for part in ATTEMPT_PARTS {
+        let from = run_dir.join(part);
+        if fs::symlink_metadata(&from).is_ok() {
+            fs::rename(&from, dir.join(part)).map_err(|e| context(&from, e))?;
+        }
+    }
+    let mut kept = manifest.clone();
+    kept.run_dir = dir.to_string_lossy().into_owned();
+    let path = dir.join(MANIFEST_FILE);
+    kept.write_atomic(&path).map_err(|e| context(&path, e))?;
+    for part in [LOGS_DIR, TRACES_DIR] {
+        let path = run_dir.join(part);
+        fs::create_dir_all(&path).map_err(|e| context(&path, e))?;
+    }
+    Ok(rel)
 }
 
 /// Points `<root>/latest` at `run_dir` (a sibling), replacing any previous

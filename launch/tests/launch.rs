@@ -429,13 +429,15 @@ exec sleep 30
     assert_eq!(m.hang.unwrap().behind, vec![1]);
 }
 
-/// Starts the harness launcher on ranks that print "ready" and then run
-/// `rest`, and waits until every rank is ready.
-fn start_harness(tmp: &Path, nproc: usize, rest: &str) -> (Child, PathBuf) {
+/// Starts the harness launcher (with the options `extra`) on ranks that print
+/// "ready" and then run `rest`, and waits until every rank is ready.
+fn start_harness(tmp: &Path, nproc: usize, extra: &[&str], rest: &str) -> (Child, PathBuf) {
     let prog = script(tmp, "ready", &format!("#!/bin/sh\n{rest}\n"));
     let out = tmp.join("run");
     let child = Command::new(env!("CARGO_BIN_EXE_probe-launch-harness"))
-        .args(["--nproc", &nproc.to_string(), "--grace-ms", "300", "--out"])
+        .args(["--nproc", &nproc.to_string(), "--grace-ms", "300"])
+        .args(extra)
+        .arg("--out")
         .arg(&out)
         .arg("--")
         .arg(&prog)
@@ -463,7 +465,7 @@ fn stderr_of(child: &mut Child) -> String {
 #[test]
 fn ctrl_c_stops_all_ranks_and_keeps_the_run_dir() {
     let tmp = tempfile::tempdir().unwrap();
-    let (mut child, out) = start_harness(tmp.path(), 2, "echo ready\nexec sleep 30");
+    let (mut child, out) = start_harness(tmp.path(), 2, &[], "echo ready\nexec sleep 30");
     let start = Instant::now();
     // SAFETY: plain kill(2) of the harness process this test started.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
@@ -486,7 +488,12 @@ fn ctrl_c_stops_all_ranks_and_keeps_the_run_dir() {
 #[test]
 fn sigterm_to_the_launcher_kills_stubborn_ranks_after_the_grace_period() {
     let tmp = tempfile::tempdir().unwrap();
-    let (mut child, out) = start_harness(tmp.path(), 2, "trap '' TERM\necho ready\nexec sleep 30");
+    let (mut child, out) = start_harness(
+        tmp.path(),
+        2,
+        &[],
+        "trap '' TERM\necho ready\nexec sleep 30",
+    );
     // SAFETY: plain kill(2) of the harness process this test started.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
     let status = wait_child(&mut child, QUICK);
@@ -816,4 +823,276 @@ fn missing_interpreter_is_a_launch_error_recorded_in_the_manifest() {
     assert_eq!(m.exit_code, Some(1));
     assert!(m.launch_error.unwrap().contains("cannot start rank 0"));
     assert!(m.ranks.iter().all(|r| r.pid.is_none() && r.end.is_none()));
+}
+
+/// A rank program for the restart tests: every rank prints its restart
+/// variables and appends its restart count to its trace; rank 0 also appends
+/// it to `checkpoints/attempts`, which is shared by the attempts. While
+/// `TORCHELASTIC_RESTART_COUNT` is below `succeed_at`, rank 1 fails with
+/// status 3 and rank 0 waits to be stopped.
+fn restarting_script(dir: &Path, succeed_at: u32) -> PathBuf {
+    script(
+        dir,
+        "flaky",
+        &format!(
+            r#"#!/bin/sh
+echo "TORCHELASTIC_RESTART_COUNT=$TORCHELASTIC_RESTART_COUNT"
+echo "TORCHELASTIC_MAX_RESTARTS=$TORCHELASTIC_MAX_RESTARTS"
+printf '{{"restart_count":%s}}\n' "$TORCHELASTIC_RESTART_COUNT" >> "$DDP_PROBE_TRACE_DIR/rank-$RANK.jsonl"
+if [ "$RANK" = 0 ]; then
+  mkdir -p "$DDP_PROBE_RUN_DIR/checkpoints"
+  echo "$TORCHELASTIC_RESTART_COUNT" >> "$DDP_PROBE_RUN_DIR/checkpoints/attempts"
+fi
+if [ "$TORCHELASTIC_RESTART_COUNT" -lt {succeed_at} ]; then
+  if [ "$RANK" = 1 ]; then
+    sleep 0.1
+    echo "rank 1 fails in attempt $TORCHELASTIC_RESTART_COUNT" >&2
+    exit 3
+  fi
+  exec sleep 30
+fi
+echo "rank $RANK done"
+"#
+        ),
+    )
+}
+
+fn restarts_of(events: &[Event]) -> Vec<&Event> {
+    events
+        .iter()
+        .filter(|e| matches!(e, Event::Restarting { .. }))
+        .collect()
+}
+
+#[test]
+fn failed_attempts_are_restarted_and_kept() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prog = restarting_script(tmp.path(), 2);
+    let mut c = config(tmp.path(), &prog, 2);
+    c.max_restarts = 2;
+    let (result, events, took) = run(&c);
+    let outcome = result.unwrap();
+    assert!(took < QUICK, "{took:?}");
+    assert_eq!(
+        outcome.status,
+        RunStatus::Ok,
+        "{}",
+        outcome.render_summary()
+    );
+    assert_eq!(outcome.exit_code, 0);
+    let dir = &outcome.run_dir;
+
+    // Each failed attempt is a run directory of its own under attempts/.
+    for n in 0..2u32 {
+        let kept = dir.join(format!("attempts/{n}"));
+        let m = RunDir::open(Some(&kept)).unwrap().manifest;
+        assert_eq!(m.status, RunStatus::Failed);
+        assert_eq!(m.exit_code, Some(3));
+        assert_eq!((m.restarts, m.max_restarts), (n, 2));
+        assert_eq!(m.attempts.len(), n as usize);
+        let failure = m.first_failure.as_ref().unwrap();
+        assert_eq!(failure.rank, 1);
+        assert_eq!(failure.termination, Termination::Exited { code: 3 });
+        for rank in 0..2 {
+            let env = env_lines(&read(kept.join(format!("logs/rank-{rank}.stdout"))));
+            assert_eq!(
+                env["TORCHELASTIC_RESTART_COUNT"],
+                n.to_string(),
+                "rank {rank}"
+            );
+            assert_eq!(env["TORCHELASTIC_MAX_RESTARTS"], "2", "rank {rank}");
+            assert_eq!(
+                read(kept.join(format!("traces/rank-{rank}.jsonl"))),
+                format!("{{\"restart_count\":{n}}}\n")
+            );
+            assert_eq!(
+                m.rank(rank).unwrap().env["TORCHELASTIC_RESTART_COUNT"],
+                n.to_string()
+            );
+        }
+        assert_eq!(
+            read(kept.join("logs/rank-1.stderr")),
+            format!("rank 1 fails in attempt {n}\n")
+        );
+    }
+    assert!(!dir.join("attempts/2").exists());
+
+    // The top level holds the last attempt, the one that succeeded.
+    for rank in 0..2 {
+        let stdout = read(dir.join(format!("logs/rank-{rank}.stdout")));
+        let env = env_lines(&stdout);
+        assert_eq!(env["TORCHELASTIC_RESTART_COUNT"], "2");
+        assert_eq!(env["TORCHELASTIC_MAX_RESTARTS"], "2");
+        assert!(stdout.contains(&format!("rank {rank} done")), "{stdout}");
+        assert_eq!(
+            read(dir.join(format!("traces/rank-{rank}.jsonl"))),
+            "{\"restart_count\":2}\n"
+        );
+    }
+    assert_eq!(read(dir.join("logs/rank-1.stderr")), "");
+    // What the ranks write elsewhere in the run directory is shared.
+    assert_eq!(read(dir.join("checkpoints/attempts")), "0\n1\n2\n");
+
+    let m = RunDir::open(Some(dir)).unwrap().manifest;
+    assert_eq!(m, outcome.manifest);
+    assert_eq!(m.status, RunStatus::Ok);
+    assert_eq!((m.restarts, m.max_restarts), (2, 2));
+    assert!(m.first_failure.is_none());
+    assert_eq!(m.attempt_text().as_deref(), Some("attempt 3 of 3"));
+    assert_eq!(m.attempts.len(), 2);
+    for (n, a) in m.attempts.iter().enumerate() {
+        assert_eq!(a.restart_count as usize, n);
+        assert_eq!(a.dir, format!("attempts/{n}"));
+        assert_eq!(a.status, RunStatus::Failed);
+        assert_eq!(a.exit_code, Some(3));
+        assert_eq!(a.first_failure.as_ref().unwrap().rank, 1);
+        assert!(a.ended_at.is_some());
+    }
+
+    // One console line per restart, after the failing rank's last words.
+    let restarts = restarts_of(&events);
+    assert_eq!(restarts.len(), 2, "{events:?}");
+    assert_eq!(
+        restarts[0].message().unwrap(),
+        "attempt 1 of 3 failed (rank 1 exited with code 3); restarting all 2 workers \
+         (TORCHELASTIC_RESTART_COUNT=1)"
+    );
+    assert!(matches!(
+        restarts[1],
+        Event::Restarting { attempt: 2, attempts: 3, restart_count: 2, workers: 2, kept_in, .. }
+            if kept_in == "attempts/1"
+    ));
+    let last_words = events
+        .iter()
+        .position(|e| matches!(e, Event::LastWords { rank: 1, .. }))
+        .unwrap();
+    let first_restart = events
+        .iter()
+        .position(|e| matches!(e, Event::Restarting { .. }))
+        .unwrap();
+    assert!(last_words < first_restart, "{events:?}");
+    let started = |e: &Event| matches!(e, Event::RankStarted { .. });
+    assert_eq!(events.iter().filter(|e| started(e)).count(), 6);
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| matches!(e, Event::RunStarted { .. }))
+            .count(),
+        1
+    );
+    let summary = outcome.render_summary();
+    assert!(
+        summary.contains("attempt 3 of 3 (the workers were restarted 2 times)"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("attempt 1 failed: rank 1 exited with code 3"),
+        "{summary}"
+    );
+}
+
+#[test]
+fn restarts_run_out_and_the_last_failure_is_the_outcome() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prog = restarting_script(tmp.path(), u32::MAX);
+    let mut c = config(tmp.path(), &prog, 2);
+    c.max_restarts = 1;
+    let (result, events, took) = run(&c);
+    let outcome = result.unwrap();
+    assert!(took < QUICK, "{took:?}");
+    assert_eq!(outcome.status, RunStatus::Failed);
+    assert_eq!(outcome.exit_code, 3);
+    assert_eq!(outcome.first_failure().unwrap().rank, 1);
+    let dir = &outcome.run_dir;
+    assert_eq!(read(dir.join("checkpoints/attempts")), "0\n1\n");
+    assert!(dir.join("attempts/0/logs/rank-1.stderr").is_file());
+    assert!(!dir.join("attempts/1").exists());
+    assert_eq!(
+        read(dir.join("logs/rank-1.stderr")),
+        "rank 1 fails in attempt 1\n"
+    );
+    let m = RunDir::open(Some(dir)).unwrap().manifest;
+    assert_eq!(m.status, RunStatus::Failed);
+    assert_eq!(m.exit_code, Some(3));
+    assert_eq!((m.restarts, m.max_restarts, m.attempts.len()), (1, 1, 1));
+    assert_eq!(restarts_of(&events).len(), 1);
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| matches!(e, Event::FirstFailure(_)))
+            .count(),
+        2
+    );
+}
+
+#[test]
+fn without_max_restarts_a_failure_ends_the_run_as_before() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prog = restarting_script(tmp.path(), 1);
+    let c = config(tmp.path(), &prog, 2);
+    assert_eq!(c.max_restarts, 0);
+    let (result, events, _) = run(&c);
+    let outcome = result.unwrap();
+    assert_eq!(outcome.status, RunStatus::Failed);
+    assert_eq!(outcome.exit_code, 3);
+    let dir = &outcome.run_dir;
+    assert!(!dir.join("attempts").exists());
+    assert_eq!(read(dir.join("checkpoints/attempts")), "0\n");
+    let env = env_lines(&read(dir.join("logs/rank-0.stdout")));
+    assert_eq!(env["TORCHELASTIC_RESTART_COUNT"], "0");
+    assert_eq!(env["TORCHELASTIC_MAX_RESTARTS"], "0");
+    assert!(restarts_of(&events).is_empty());
+    // The manifest is written exactly as before restarts existed.
+    let text = read(dir.join("manifest.json"));
+    for key in ["\"max_restarts\"", "\"restarts\"", "\"attempts\""] {
+        assert!(!text.contains(key), "{key} in {text}");
+    }
+    assert!(outcome.manifest.attempt_text().is_none());
+    assert!(!outcome.render_summary().contains("attempt"));
+}
+
+#[test]
+fn a_hang_is_not_restarted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prog = script(
+        tmp.path(),
+        "stuck",
+        "#!/bin/sh\necho \"$TORCHELASTIC_RESTART_COUNT\" >> \"$DDP_PROBE_RUN_DIR/starts-$RANK\"\nexec sleep 30\n",
+    );
+    let mut c = config(tmp.path(), &prog, 2);
+    c.max_restarts = 2;
+    c.hang_timeout = Some(Duration::from_millis(600));
+    let (result, events, took) = run(&c);
+    let outcome = result.unwrap();
+    assert!(took < QUICK, "{took:?}");
+    assert_eq!(outcome.status, RunStatus::Hang);
+    assert_eq!(outcome.exit_code, 124);
+    assert!(restarts_of(&events).is_empty());
+    assert!(!outcome.run_dir.join("attempts").exists());
+    assert_eq!(read(outcome.run_dir.join("starts-0")), "0\n");
+    assert_eq!(
+        outcome.manifest.attempt_text().as_deref(),
+        Some("attempt 1 of 3")
+    );
+}
+
+#[test]
+fn ctrl_c_is_not_restarted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut child, out) = start_harness(
+        tmp.path(),
+        2,
+        &["--max-restarts", "3"],
+        "echo ready\nexec sleep 30",
+    );
+    // SAFETY: plain kill(2) of the harness process this test started.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let status = wait_child(&mut child, QUICK);
+    assert_eq!(status.code(), Some(130));
+    let err = stderr_of(&mut child);
+    assert!(!err.contains("restarting"), "{err}");
+    assert!(!out.join("attempts").exists());
+    let m = RunDir::open(Some(&out)).unwrap().manifest;
+    assert_eq!(m.status, RunStatus::Interrupted);
+    assert_eq!((m.restarts, m.max_restarts), (0, 3));
 }

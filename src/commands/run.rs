@@ -29,6 +29,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     config.bucket_cap_mb = args.bucket_cap_mb;
     config.hang_timeout = args.hang_timeout.map(seconds).transpose()?;
     config.grace_period = seconds(args.grace)?;
+    config.max_restarts = args.max_restarts;
     config.console = match args.console {
         ConsoleArg::Rank0 => ConsoleMode::Rank0,
         ConsoleArg::All => ConsoleMode::All,
@@ -123,13 +124,6 @@ fn check_torchrun_options(args: &RunArgs) -> Result<()> {
                  (what torchrun's `c10d` and `static` backends do); use one of those or leave it out"
             );
         }
-    }
-    if args.max_restarts > 0 {
-        bail!(
-            "--max-restarts {}: ddp-probe does not restart workers yet; leave it at 0 (a failed run \
-             keeps its run directory, and `ddp-probe explain` says why it failed)",
-            args.max_restarts
-        );
     }
     if args.standalone && args.nnodes > 1 {
         bail!(

@@ -5,7 +5,7 @@
 //! ```text
 //! probe-launch-harness [--nproc N] [--runs-root DIR] [--out DIR] [--grace-ms MS]
 //!                      [--hang-timeout-ms MS] [--console rank0|all|quiet]
-//!                      [--master-port PORT] -- CMD ARGS...
+//!                      [--master-port PORT] [--max-restarts N] -- CMD ARGS...
 //! ```
 //!
 //! It prints the outcome's summary on stderr and exits with its exit code.
@@ -43,6 +43,9 @@ fn parse(mut args: impl Iterator<Item = OsString>) -> Result<LaunchConfig, Strin
             "--console" => config.console = value.parse().map_err(|e| format!("{e}"))?,
             "--master-port" => {
                 config.master_port = Some(value.parse().map_err(|e| format!("{arg} {value}: {e}"))?)
+            }
+            "--max-restarts" => {
+                config.max_restarts = value.parse().map_err(|e| format!("{arg} {value}: {e}"))?
             }
             other => return Err(format!("unknown option {other}")),
         }

@@ -142,6 +142,8 @@ pub(crate) struct RankEnvSpec<'a> {
     pub(crate) max_restarts: u32,
     /// The project's `python/` folder, appended to `PYTHONPATH` ([`python_dir`]).
     pub(crate) python_dir: Option<&'a Path>,
+    /// Which names of the flight-recorder variables the installed torch reads.
+    pub(crate) flight_recorder_names: FlightRecorderNames,
 }
 
 /// The path of rank `rank`'s NCCL log in `run_dir`.
@@ -236,10 +238,10 @@ pub(crate) fn rank_env(
             }
         }
     }
-    // The flight recorder, under both of PyTorch's names (torch 2.13 reads the
-    // `TORCH_FR_*` name first, older versions only the `TORCH_NCCL_*` one). A
-    // pair is left alone when the user set either of its names, since the
-    // newer name would otherwise override the user's older one.
+    // The flight recorder, under the names the installed torch reads (see
+    // [`FlightRecorderNames`]). A pair is left alone when the user set either
+    // of its names, since the newer name would otherwise override the user's
+    // older one.
     let prefix = flight_recorder_prefix(spec.run_dir)
         .to_string_lossy()
         .into_owned();
@@ -251,12 +253,99 @@ pub(crate) fn rank_env(
         (FLIGHT_RECORDER_FILE_VARS, prefix),
     ] {
         if !names.iter().any(|n| user.contains_key(OsStr::new(n))) {
-            for name in names {
+            for name in spec.flight_recorder_names.pick(names) {
                 env.insert(OsString::from(*name), OsString::from(&value));
             }
         }
     }
     env
+}
+
+/// Which of PyTorch's two names of each flight-recorder variable the ranks get.
+///
+/// torch 2.9 renamed `TORCH_NCCL_TRACE_BUFFER_SIZE` and
+/// `TORCH_NCCL_DEBUG_INFO_TEMP_FILE` to `TORCH_FR_BUFFER_SIZE` and
+/// `TORCH_FR_DUMP_TEMP_FILE`. It still reads the old names, but every process
+/// that sees one prints "Environment variable TORCH_NCCL_TRACE_BUFFER_SIZE is
+/// deprecated; use TORCH_FR_BUFFER_SIZE instead" (c10d's `getCvar*`, which
+/// warns for any name but the first of its list; seen with torch 2.13 on
+/// gloo). Older versions read only the old names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlightRecorderNames {
+    /// torch 2.9 and later: `TORCH_FR_*` only.
+    Current,
+    /// Before 2.9: `TORCH_NCCL_*` only.
+    Legacy,
+    /// The version is unknown (no Python with torch found): both, so the
+    /// recorder is on whatever the version, at the cost of the warning.
+    Both,
+}
+
+impl FlightRecorderNames {
+    /// The names for an installed torch `(major, minor)`, if known.
+    pub fn for_torch(version: Option<(u32, u32)>) -> FlightRecorderNames {
+        match version {
+            Some(v) if v >= (2, 9) => FlightRecorderNames::Current,
+            Some(_) => FlightRecorderNames::Legacy,
+            None => FlightRecorderNames::Both,
+        }
+    }
+
+    /// The names to set out of a `[current, legacy]` pair.
+    fn pick(self, names: &'static [&'static str]) -> &'static [&'static str] {
+        match self {
+            FlightRecorderNames::Current => &names[..1],
+            FlightRecorderNames::Legacy => &names[1..],
+            FlightRecorderNames::Both => names,
+        }
+    }
+}
+
+/// The torch version (`major.minor`) that `python` imports, read from the
+/// package metadata without importing torch (tens of milliseconds); `None`
+/// when the interpreter cannot be run, has no torch or takes over 10 s.
+pub fn installed_torch_version(python: &OsStr) -> Option<(u32, u32)> {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    let mut child = Command::new(python)
+        .args([
+            "-c",
+            "import importlib.metadata as m; print(m.version('torch'))",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) if status.success() => break,
+            Ok(None) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    }
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take()?, &mut out).ok()?;
+    parse_torch_version(out.trim())
+}
+
+/// `2.13.0+cu128` → `(2, 13)`.
+fn parse_torch_version(text: &str) -> Option<(u32, u32)> {
+    let mut parts = text.split('.');
+    let major = parts.next()?.parse().ok()?;
+    let minor: String = parts
+        .next()?
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    Some((major, minor.parse().ok()?))
 }
 
 /// The variables of the flight recorder's ring buffer size, newest name first.
@@ -290,6 +379,7 @@ mod tests {
             restart_count: 2,
             max_restarts: 3,
             python_dir: Some(Path::new("/repo/python")),
+            flight_recorder_names: FlightRecorderNames::Current,
         }
     }
 
@@ -330,18 +420,76 @@ mod tests {
             ("DDP_PROBE_BUCKET_CAP_MB", "25"),
             ("NCCL_DEBUG", "INFO"),
             ("NCCL_DEBUG_FILE", "/runs/x/logs/nccl-rank3.log"),
-            ("TORCH_NCCL_TRACE_BUFFER_SIZE", "2000"),
             ("TORCH_FR_BUFFER_SIZE", "2000"),
             ("TORCH_NCCL_DUMP_ON_TIMEOUT", "1"),
-            (
-                "TORCH_NCCL_DEBUG_INFO_TEMP_FILE",
-                "/runs/x/logs/nccl_trace_rank_",
-            ),
             ("TORCH_FR_DUMP_TEMP_FILE", "/runs/x/logs/nccl_trace_rank_"),
             ("PYTHONPATH", "/repo/python"),
         ] {
             assert_eq!(get(&env, k), v, "{k}");
         }
+        // torch >= 2.9 warns on every rank about the old names: not set.
+        for old in [
+            "TORCH_NCCL_TRACE_BUFFER_SIZE",
+            "TORCH_NCCL_DEBUG_INFO_TEMP_FILE",
+        ] {
+            assert!(!env.contains_key(OsStr::new(old)), "{old} set");
+        }
+    }
+
+    #[test]
+    fn flight_recorder_names_follow_the_torch_version() {
+        let dir = Path::new("/runs/x");
+        let user = BTreeMap::new();
+        for (version, expect) in [
+            (
+                Some((2, 13)),
+                &["TORCH_FR_BUFFER_SIZE", "TORCH_FR_DUMP_TEMP_FILE"][..],
+            ),
+            (
+                Some((2, 9)),
+                &["TORCH_FR_BUFFER_SIZE", "TORCH_FR_DUMP_TEMP_FILE"][..],
+            ),
+            (
+                Some((2, 5)),
+                &[
+                    "TORCH_NCCL_TRACE_BUFFER_SIZE",
+                    "TORCH_NCCL_DEBUG_INFO_TEMP_FILE",
+                ][..],
+            ),
+            (
+                None,
+                &[
+                    "TORCH_FR_BUFFER_SIZE",
+                    "TORCH_FR_DUMP_TEMP_FILE",
+                    "TORCH_NCCL_TRACE_BUFFER_SIZE",
+                    "TORCH_NCCL_DEBUG_INFO_TEMP_FILE",
+                ][..],
+            ),
+        ] {
+            let mut spec = spec(dir);
+            spec.flight_recorder_names = FlightRecorderNames::for_torch(version);
+            let env = rank_env(&user, &spec);
+            let set: Vec<&str> = FLIGHT_RECORDER_BUFFER_VARS
+                .iter()
+                .chain(FLIGHT_RECORDER_FILE_VARS)
+                .copied()
+                .filter(|n| env.contains_key(OsStr::new(n)))
+                .collect();
+            let mut want = expect.to_vec();
+            want.sort_unstable();
+            let mut got = set.clone();
+            got.sort_unstable();
+            assert_eq!(got, want, "{version:?}");
+        }
+    }
+
+    #[test]
+    fn torch_versions_parse() {
+        assert_eq!(parse_torch_version("2.13.0+cu128"), Some((2, 13)));
+        assert_eq!(parse_torch_version("2.9.0a0+git1234"), Some((2, 9)));
+        assert_eq!(parse_torch_version("2.10rc1"), Some((2, 10)));
+        assert_eq!(parse_torch_version("torch"), None);
+        assert_eq!(parse_torch_version(""), None);
     }
 
     #[test]

@@ -317,6 +317,8 @@ struct Plan {
     stamp: String,
     started_at: DateTime<Local>,
     user_env: BTreeMap<OsString, OsString>,
+    /// The flight-recorder variable names the ranks' torch reads.
+    flight_recorder_names: env::FlightRecorderNames,
 }
 
 impl Plan {
@@ -485,6 +487,9 @@ impl Plan {
             }
             None => process::pick_free_port()?,
         };
+        let flight_recorder_names = env::FlightRecorderNames::for_torch(
+            env::installed_torch_version(&ranks_python(&program_path, &user_env)),
+        );
         Ok(Plan {
             program_path,
             master_addr,
@@ -494,11 +499,28 @@ impl Plan {
             stamp,
             started_at,
             user_env,
+            flight_recorder_names,
         })
     }
 }
 
 /// Splits `HOST:PORT`, `[IPv6]:PORT` or `HOST` (port 29400).
+/// The Python the ranks most likely run: the program itself when it is a
+/// Python interpreter, else `DDP_PROBE_PYTHON`, else `python3` from `PATH`.
+fn ranks_python(program: &Path, user_env: &BTreeMap<OsString, OsString>) -> OsString {
+    let is_python = program
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with("python"));
+    if is_python {
+        return program.as_os_str().to_owned();
+    }
+    user_env
+        .get(OsStr::new("DDP_PROBE_PYTHON"))
+        .cloned()
+        .unwrap_or_else(|| "python3".into())
+}
+
 fn parse_endpoint(ep: &str) -> Result<(String, u16), LaunchError> {
     let bad = |why: &str| LaunchError::InvalidOption {
         option: "--rdzv-endpoint",
@@ -717,6 +739,7 @@ impl Run {
                 restart_count: restarts,
                 max_restarts: config.max_restarts,
                 python_dir: python_dir.as_deref(),
+                flight_recorder_names: plan.flight_recorder_names,
             };
             let rank_env = env::rank_env(&plan.user_env, &spec);
             records.push(RankRecord {

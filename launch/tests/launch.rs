@@ -113,7 +113,7 @@ keys = ["RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK",
         "PYTHONUNBUFFERED", "DDP_PROBE_RUN_ID", "DDP_PROBE_RUN_DIR", "DDP_PROBE_TRACE_DIR",
         "DDP_PROBE_STORE_TOKEN", "DDP_PROBE_BUCKET_CAP_MB", "NCCL_DEBUG", "NCCL_DEBUG_FILE",
         "TORCH_NCCL_TRACE_BUFFER_SIZE", "TORCH_NCCL_DUMP_ON_TIMEOUT",
-        "TORCH_NCCL_DEBUG_INFO_TEMP_FILE"]
+        "TORCH_NCCL_DEBUG_INFO_TEMP_FILE", "TORCH_FR_BUFFER_SIZE", "TORCH_FR_DUMP_TEMP_FILE"]
 print(json.dumps({k: os.environ.get(k) for k in keys}))
 "#,
     );
@@ -159,11 +159,19 @@ print(json.dumps({k: os.environ.get(k) for k in keys}))
             ("DDP_PROBE_RUN_ID", &m.run_id),
             ("DDP_PROBE_BUCKET_CAP_MB", "25"),
             ("NCCL_DEBUG", "INFO"),
-            ("TORCH_NCCL_TRACE_BUFFER_SIZE", "2000"),
             ("TORCH_NCCL_DUMP_ON_TIMEOUT", "1"),
         ] {
             assert_eq!(get(k), v, "{k} of rank {rank}");
         }
+        // Under the name(s) python3's torch reads (both when it has none).
+        let buffer: Vec<String> = ["TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE"]
+            .iter()
+            .filter_map(|k| env[*k].clone())
+            .collect();
+        assert!(
+            !buffer.is_empty() && buffer.iter().all(|v| v == "2000"),
+            "flight recorder buffer of rank {rank}: {buffer:?}"
+        );
         if std::env::var_os("OMP_NUM_THREADS").is_none() {
             assert_eq!(get("OMP_NUM_THREADS"), "1");
         }

@@ -154,6 +154,22 @@ fn warmup_is_the_first_step_and_the_rebuild_step() {
             (Some(4), WarmupReason::Rebuild)
         ]
     );
+    // Rebuild at step 2 (static_graph): step 1 ran on the initial layout.
+    c.rebuild_at_step = Some(2);
+    let steps = analysis::step_breakdowns(&synth(&c), &SummaryOptions::default());
+    let warm: Vec<(Option<u64>, WarmupReason)> = steps
+        .iter()
+        .filter(|s| s.rank == 0)
+        .filter_map(|s| Some((s.step, s.warmup?)))
+        .collect();
+    assert_eq!(
+        warm,
+        vec![
+            (Some(0), WarmupReason::FirstSteps),
+            (Some(1), WarmupReason::BeforeRebuild),
+            (Some(2), WarmupReason::Rebuild)
+        ]
+    );
     // Rebuild at step 0: one warm-up step with both reasons.
     c.rebuild_at_step = Some(0);
     let sum = analysis::summarize(&synth(&c), &SummaryOptions::default());

@@ -8,8 +8,12 @@ One line enables it::
 Each rank then writes ``$DDP_PROBE_TRACE_DIR/rank-$RANK.jsonl`` (trace format
 1.0, docs/trace-format.md) with the spans the reference DDP writes:
 
-* ``step`` (the DDP module's forward pre-hook to the end of the optimizer
-  step), ``forward`` (forward pre-hook to forward hook of the DDP module),
+* ``step`` (from the DataLoader ``next`` that fetched its batch, else the
+  DDP module's forward pre-hook, to the end of the optimizer step),
+  ``data_wait`` (each ``next`` of a PyTorch DataLoader iterator on the
+  training thread; a program without one has no ``data_wait`` and the
+  summary says "not recorded"), ``forward`` (forward pre-hook to forward hook
+  of the DDP module),
   ``backward`` (the gradient of the model's output is computed to the end of
   the autograd pass, before DDP waits for its all-reduces), ``optimizer``
   (global optimizer step pre/post hooks, so every optimizer counts);
@@ -21,22 +25,43 @@ Each rank then writes ``$DDP_PROBE_TRACE_DIR/rank-$RANK.jsonl`` (trace format
   and ends when the all-reduce's future completes; with NCCL on GPUs both
   ends come from CUDA events on the streams the all-reduce is ordered by,
   see :class:`CudaCollectiveTimer`; ``seq`` is the process group's sequence
-  number of that all-reduce, equal on every rank);
+  number of that all-reduce, equal on every rank; ``dtype`` and ``bytes`` are
+  what the hook sent: half the bucket with fp16/bf16 compression);
+* a ``collective`` span with ``op`` ``broadcast`` for DDP's broadcast of the
+  module's buffers (BatchNorm statistics) before each forward;
 * a ``grad_ready`` record per step (per-parameter ready offsets, for offline
   re-bucketing), a ``buckets`` record whenever DDP's bucket layout changes
   (PyTorch rebuilds it after the first iteration), a ``samples`` counter per
-  step (the first dimension of the first tensor given to forward), and an
-  ``end`` record at exit.
+  step (the first dimension of the first tensor given to forward, summed over
+  the micro-batches of a ``no_sync`` accumulation), and an ``end`` record at
+  exit.
+
+Gradient accumulation: forwards under ``model.no_sync()`` belong to the step
+that ends with the synchronised backward and the optimizer step; the
+``bucket_ready`` windows and ``grad_ready`` offsets are the synchronised
+micro-batch's. With ``static_graph=True`` DDP rebuilds its buckets before the
+third iteration; the ``buckets`` record at step 2 tells the analysis that
+steps 0-1 ran on the initial layout (both are warm-up).
+
+``torch.compile``: the hooks never enter Dynamo's graph, so they add no graph
+break and no warning. For ``torch.compile(ddp_model)`` (before or after
+``instrument``) the forward is timed by hooks on the compiled wrapper, which
+run as plain Python around the compiled call, and the DDP module's own
+forward hooks are removed; the other hooks run in eager code (autograd,
+optimizer, DataLoader, DDP's reducer) and are marked for Dynamo to skip.
 
 The communication hook: ``instrument`` registers one that divides by the
 world size and all-reduces (what DDP does without a hook) at the first
 forward. If the program calls ``model.register_comm_hook(state, hook)`` after
 ``instrument``, its hook is wrapped instead, so its own communication is
-timed. A hook registered *before* ``instrument`` cannot be wrapped (DDP
-accepts one hook only and does not let it be replaced): then a warning says
-so and everything but the ``collective`` spans is recorded (the
-``bucket_ready`` windows are then attributed to the layout DDP reports).
-Built-in C++ hooks (``register_builtin_comm_hook``) are not wrapped either.
+timed, with the dtype and bytes of the ``dist.all_reduce`` calls it makes. A
+hook registered *before* ``instrument`` cannot be wrapped (DDP accepts one
+hook only and does not let it be replaced): then a warning says so and
+everything but the buckets' ``collective`` spans is recorded (the
+``bucket_ready`` windows and ``grad_ready`` offsets come from the layout DDP's
+reducer reports, read during the first steps); the summary says the bucket
+all-reduces were not recorded. Built-in C++ hooks
+(``register_builtin_comm_hook``) are not wrapped either.
 
 When ``DDP_PROBE_TRACE_DIR`` is not set (the program does not run under
 ``ddp-probe run``) or ``DDP_PROBE_TRACE=0``, ``instrument`` logs one line and
@@ -46,10 +71,11 @@ come from torchrun's variables. Clock offsets between ranks are not measured:
 the header says 0 (exact for ranks of one machine, which share a clock).
 
 Cost: records are kept as whole JSON lines in memory and written with one
-``os.write`` per batch of whole lines, by the training thread when 100 ms
-have passed or 512 lines are waiting, by a daemon thread every 100 ms (so a
+``os.write`` per batch of whole lines, by the training thread when 10 ms
+have passed or 512 lines are waiting, by a daemon thread every 10 ms (so a
 hung rank's file is current), and at exit. A process killed at any moment
-leaves a file of complete lines, missing at most the last 100 ms.
+leaves a file of complete lines, missing at most its last 10 ms. The CPU
+cost per step is measured by ``bench/torch/overhead.py``.
 
 Flight-recorder dumps on request: under ``ddp-probe run`` (``DDP_PROBE_RUN_DIR``
 set) the module writes ``control/rank-<R>.listening`` in the run directory,
@@ -68,6 +94,7 @@ Only the standard library and torch are needed.
 """
 
 import atexit
+import functools
 import json
 import logging
 import os
@@ -75,6 +102,7 @@ import socket
 import sys
 import threading
 import time
+import types
 
 import torch
 import torch.distributed as dist
@@ -85,12 +113,20 @@ __all__ = ["instrument", "TraceWriter", "DumpWatcher", "CudaCollectiveTimer", "F
 FORMAT_VERSION = "1.0"
 
 _LOG = logging.getLogger("ddp_probe_torch")
-_FLUSH_INTERVAL_S = 0.1
+# A killed rank loses at most the records of its last 10 ms (the daemon
+# thread's period); measured cost of the 10 ms period: see bench/torch/overhead.py.
+_FLUSH_INTERVAL_S = 0.01
 _FLUSH_LINES = 512
+# Dump requests are looked for every 100 ms (a stat call each time).
+_DUMP_POLL_EVERY = 10
 
 # Anchor a monotonic clock to the realtime clock once, so spans do not jump
 # when NTP steps the clock (as probe::clock does).
 _ANCHOR_NS = time.time_ns() - time.perf_counter_ns()
+
+
+#: One encoder for every record (``json.dumps`` with options builds a new one per call).
+_ENCODE = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
 
 
 def now_ns():
@@ -140,7 +176,18 @@ class TraceWriter:
 
     def record(self, obj):
         """Queues one record (a dict); writes the batch when it is due."""
-        line = json.dumps(obj, separators=(",", ":"), allow_nan=False) + "\n"
+        self.record_line(_ENCODE(obj) + "\n")
+
+    def span(self, kind, step, start, end):
+        """Queues a span with only the common fields, formatted directly (all
+        integers; a third of the cost of encoding a dict, measured by
+        bench/torch/module_overhead.py)."""
+        self.record_line(
+            f'{{"type":"span","kind":"{kind}","step":{step},"start":{start},"end":{end}}}\n'
+        )
+
+    def record_line(self, line):
+        """Queues one whole JSON line; writes the batch when it is due."""
         with self._lock:
             if self._closed:
                 return
@@ -176,8 +223,10 @@ class TraceWriter:
                 _LOG.debug("ddp_probe_torch: a poller failed: %s", e)
 
     def _flusher(self):
+        ticks = 0
         while True:
             time.sleep(_FLUSH_INTERVAL_S)
+            ticks += 1
             self._run_pollers()
             with self._lock:
                 if self._closed:
@@ -185,7 +234,7 @@ class TraceWriter:
                 if self._lines and time.monotonic() - self._last_flush >= _FLUSH_INTERVAL_S:
                     self._flush_locked()
             watcher = self.dump_watcher
-            if watcher is not None:
+            if watcher is not None and ticks % _DUMP_POLL_EVERY == 0:
                 try:
                     watcher.poll(self)
                 except Exception as e:  # noqa: BLE001 - recording must not break training
@@ -201,7 +250,7 @@ class TraceWriter:
         with self._lock:
             if self._closed:
                 return
-            self._lines.append(json.dumps(end, separators=(",", ":")) + "\n")
+            self._lines.append(_ENCODE(end) + "\n")
             self._flush_locked()
             self._closed = True
             os.close(self._fd)
@@ -395,6 +444,9 @@ class _StepState:
         self.backward_end = None
         self.synced = False
         self.optimizer_start = None
+        # Whether DDP will all-reduce after the current micro-batch's backward
+        # (False inside ``no_sync``).
+        self.will_sync = True
         # bucket index -> (hook call time, parameter indices, bytes, dtype)
         self.buckets = {}
 
@@ -414,9 +466,15 @@ class _Instrumentation:
         self.layout = None
         self.comm_hook_registered = False
         self.can_wrap = True
+        #: Whether a ``torch.compile`` wrapper's hooks time the forward.
+        self.forward_via_compiled = False
         #: A :class:`CudaCollectiveTimer` when the process group runs NCCL.
         self.cuda_timer = None
         self.local_seq = 0
+        #: The last DataLoader ``next`` of the training thread not yet given
+        #: to a step: (start, end).
+        self.data_wait = None
+        self.train_thread = threading.get_ident()
         self.pg = getattr(ddp, "process_group", None) or dist.distributed_c10d._get_default_group()
         self.params = [p for p in ddp.parameters() if p.requires_grad]
         names = {id(p): n for n, p in ddp.module.named_parameters()}
@@ -467,8 +525,10 @@ class _Instrumentation:
                 "so it cannot be wrapped: all-reduce spans are not recorded (call instrument() "
                 "before register_comm_hook to have them)"
             )
-        ddp.register_forward_pre_hook(self.on_forward_pre, with_kwargs=True)
-        ddp.register_forward_hook(self.on_forward)
+        self.forward_hooks = [
+            ddp.register_forward_pre_hook(self.on_forward_pre, with_kwargs=True),
+            ddp.register_forward_hook(self.on_forward),
+        ]
         for p in self.params:
             p.register_post_accumulate_grad_hook(self.on_grad_ready)
         from torch.optim.optimizer import (
@@ -498,21 +558,101 @@ class _Instrumentation:
             return original_builtin(comm_hook_type)
 
         ddp._register_builtin_comm_hook = register_builtin_comm_hook
+        self.install_buffer_sync()
+        _patch_data_loader(self)
+        _patch_compile()
+        _keep_out_of_dynamo()
 
-    def wrap_hook(self, hook):
-        """A communication hook that records the bucket and times ``hook``."""
+    def install_buffer_sync(self):
+        """Times DDP's broadcast of module buffers (BatchNorm statistics) from rank 0.
+
+        DDP calls ``self._sync_buffers()`` before each forward when
+        ``broadcast_buffers`` is on and the module has buffers; the instance
+        attribute set here takes precedence over the method."""
+        ddp = self.ddp
+        original = getattr(ddp, "_sync_buffers", None)
+        if original is None:
+            return
+
+        def sync_buffers():
+            st = self.state
+            timer = self.cuda_timer
+            start_ev = timer.record_event() if timer is not None else None
+            t = now_ns()
+            result = original()
+            end = now_ns()
+            buffers = getattr(ddp, "modules_buffers", None) or []
+            span = {
+                "type": "span",
+                "kind": "collective",
+                "start": t,
+                "end": max(end, t),
+                "queued": t,
+                "op": "broadcast",
+                "bytes": sum(b.numel() * b.element_size() for b in buffers),
+                "transport": self.backend,
+                "args": {"what": "module buffers"},
+            }
+            if buffers:
+                span["dtype"] = _dtype_name(buffers[0].dtype)
+            if st is not None:
+                span["step"] = st.step
+            seq = self.seq_after_issue()
+            if seq is not None:
+                span["seq"] = seq
+            if start_ev is not None:
+                timer.add(span, start_ev, timer.record_event())
+            else:
+                self.writer.record(span)
+            return result
+
+        ddp._sync_buffers = sync_buffers
+
+    def note_data_wait(self, start, end):
+        """A DataLoader ``next`` on the training thread: given to the step it feeds."""
+        if threading.get_ident() != self.train_thread:
+            return
+        st = self.state
+        if st is not None and st.backward_end is not None and not st.will_sync:
+            # The next micro-batch of a step accumulating gradients (no_sync).
+            self.writer.span("data_wait", st.step, start, end)
+            return
+        self.data_wait = (start, end)
+
+    def wrap_hook(self, hook, own=False):
+        """A communication hook that records the bucket and times ``hook``.
+
+        A program's own hook (``own`` False: fp16/bf16 compression, PowerSGD)
+        may send something else than the bucket: the ``dist.all_reduce`` calls
+        it makes are seen (:func:`_patch_all_reduce`) and the span records
+        their dtype and bytes."""
+        if not own:
+            _patch_all_reduce()
 
         def ddp_probe_hook(state, bucket):
             t = now_ns()
             st = self.note_bucket(bucket, t)
             timer = self.cuda_timer if bucket.buffer().is_cuda else None
             start_ev = timer.record_event() if timer is not None and st else None
-            fut = hook(state, bucket)
+            if own:
+                fut = hook(state, bucket)
+                sent = None
+            else:
+                _SENT.calls = []
+                try:
+                    fut = hook(state, bucket)
+                finally:
+                    sent, _SENT.calls = _SENT.calls, None
             seq = self.seq_after_issue()
             info = st[1] if st else None
             step = st[0] if st else None
             if info is None:
                 return fut
+            nbytes, dtype = info[2], info[3]
+            if sent:
+                nbytes = sum(b for _d, b in sent)
+                dtypes = {d for d, _b in sent}
+                dtype = sent[0][0] if len(dtypes) == 1 else "mixed"
             if seq is not None:
                 # What a hang report needs: this rank has issued collective
                 # `seq`; the span with the same seq says it completed.
@@ -522,7 +662,7 @@ class _Instrumentation:
                         "name": "collective_queued",
                         "t": t,
                         "step": step,
-                        "args": {"seq": seq, "op": "all_reduce", "bucket": info[0], "bytes": info[2]},
+                        "args": {"seq": seq, "op": "all_reduce", "bucket": info[0], "bytes": nbytes},
                     }
                 )
 
@@ -537,15 +677,17 @@ class _Instrumentation:
                     "queued": t,
                     "op": "all_reduce",
                     "bucket": info[0],
-                    "bytes": info[2],
+                    "bytes": nbytes,
                     "params": len(info[1]),
-                    "dtype": info[3],
+                    "dtype": dtype,
                     "transport": self.backend,
                 }
                 if seq is not None:
                     span["seq"] = seq
+                if sent and (nbytes != info[2] or len(sent) > 1):
+                    span["args"] = {"bucket_bytes": info[2], "collectives": len(sent)}
                 if _has_exception(f):
-                    span["args"] = {"error": True}
+                    span.setdefault("args", {})["error"] = True
                 elif start_ev is not None:
                     # GPU times replace the host's when the events complete.
                     timer.add(span, start_ev, timer.record_event())
@@ -556,7 +698,9 @@ class _Instrumentation:
                 # Record first, then hand DDP the value (or the error): DDP
                 # waits on this future, so the span ends before DDP goes on.
                 _safe(done)(f)
-                return f.value()
+                value = f.value()
+                # The process group's own future holds a list of tensors.
+                return value[0] if own else value
 
             try:
                 return fut.then(then)
@@ -591,44 +735,80 @@ class _Instrumentation:
             st.synced = True
             return st.step, info
 
-    def on_forward_pre(self, module, args, kwargs):
+    def hook_compiled(self, compiled):
+        """Times the forward of ``compiled`` (``torch.compile`` of this DDP model).
+
+        Dynamo would trace the DDP module's own hooks into its graph (they
+        would run once, at tracing); the compiled wrapper's hooks run as
+        plain Python around the compiled call, so they take over."""
+        if getattr(compiled, "_ddp_probe_hooked", False):
+            return
+        compiled._ddp_probe_hooked = True
+        self.forward_via_compiled = True
+        # Any forward hook on the DDP module makes Dynamo break its graph
+        # once more (the hooked call path); the wrapper's hooks do their job.
+        for handle in self.forward_hooks:
+            handle.remove()
+        self.forward_hooks = []
+        compiled.register_forward_pre_hook(self.on_compiled_forward_pre, with_kwargs=True)
+        compiled.register_forward_hook(self.on_compiled_forward)
+
+    def on_compiled_forward_pre(self, module, args, kwargs):
+        return self.on_forward_pre(self.ddp, args, kwargs, compiled=True)
+
+    def on_compiled_forward(self, module, args, output):
+        return self.on_forward(self.ddp, args, output, compiled=True)
+
+    def on_forward_pre(self, module, args, kwargs, compiled=False):
+        # Under torch.compile the DDP module's own hooks are traced (or, after
+        # a graph break, run as well): the compiled wrapper's hooks count.
+        if not compiled and (_compiling() or self.forward_via_compiled):
+            return None
         if not torch.is_grad_enabled() or not module.training:
+            # The batch just loaded was for evaluation, not for a step.
+            self.data_wait = None
             return None
         t = now_ns()
         if not self.comm_hook_registered and self.can_wrap:
             self.comm_hook_registered = True
-            from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
-
-            self.register_original(self.pg, self.wrap_hook(default_hooks.allreduce_hook))
+            self.register_original(self.pg, self.wrap_hook(_allreduce_hook, own=True))
         with self.lock:
             st = self.state
-        if st is not None and st.synced and st.backward_end is not None:
+        synced = st is not None and (st.synced or (not self.can_wrap and st.will_sync))
+        if synced and st.backward_end is not None:
             # A synchronised backward without an optimizer step: close its step.
             self.end_step(t)
             st = None
+        data_wait, self.data_wait = self.data_wait, None
         with self.lock:
             if st is None:
-                self.state = _StepState(self.next_step, t)
+                # The step starts where its batch was asked for.
+                start = data_wait[0] if data_wait else t
+                st = self.state = _StepState(self.next_step, min(start, t))
                 self.next_step += 1
             else:
                 # Gradient accumulation (no_sync): the next micro-batch, same step.
                 st.backward_start = None
                 st.backward_end = None
+            st.will_sync = bool(getattr(self.ddp, "require_backward_grad_sync", True))
             self.ready = {}
+        if data_wait is not None:
+            self.writer.span("data_wait", st.step, data_wait[0], max(data_wait))
         first = next(_tensors((args, kwargs)), None)
-        if first is not None and first.dim() > 0 and self.state.samples is None:
-            self.state.samples = int(first.shape[0])
+        if first is not None and first.dim() > 0:
+            # Every micro-batch of the step counts (no_sync accumulation).
+            st.samples = (st.samples or 0) + int(first.shape[0])
         self.forward_start = t
         return None
 
-    def on_forward(self, module, args, output):
+    def on_forward(self, module, args, output, compiled=False):
+        if not compiled and (_compiling() or self.forward_via_compiled):
+            return None
         st = self.state
         if st is None or self.forward_start is None:
             return None
         t = now_ns()
-        self.writer.record(
-            {"type": "span", "kind": "forward", "step": st.step, "start": self.forward_start, "end": t}
-        )
+        self.writer.span("forward", st.step, self.forward_start, t)
         self.forward_start = None
         for out in _tensors(output):
             if out.requires_grad:
@@ -665,13 +845,29 @@ class _Instrumentation:
                 "end": max(st.backward_start, min(t, last)),
             }
         )
+        buckets = st.buckets
         if not st.synced:
-            return
-        self.note_layout(st)
-        for bid, (hook_t, params, nbytes, _dtype) in sorted(st.buckets.items()):
+            if self.can_wrap or not st.will_sync:
+                return
+            # The program's own hook (registered before instrument) runs
+            # unseen: the buckets are DDP's current layout, their windows end
+            # at their last gradient.
+            if st.step < _LAYOUT_STEPS or self.layout is None:
+                self.layout = self.current_layout() or self.layout
+            if not self.layout:
+                return
+            buckets = {b["id"]: (None, b["params"], b["bytes"], None) for b in self.layout}
+        else:
+            self.note_layout(st)
+        for bid, (hook_t, params, nbytes, _dtype) in sorted(buckets.items()):
             times = [ready[i] for i in params if i in ready]
-            start = min(times, default=hook_t)
-            end = min(max(times, default=hook_t), hook_t)
+            if hook_t is None:
+                if not times:
+                    continue
+                start, end = min(times), max(times)
+            else:
+                start = min(times, default=hook_t)
+                end = min(max(times, default=hook_t), hook_t)
             self.writer.record(
                 {
                     "type": "span",
@@ -719,9 +915,7 @@ class _Instrumentation:
         if start is None:
             return
         t = now_ns()
-        self.writer.record(
-            {"type": "span", "kind": "optimizer", "step": st.step, "start": start, "end": t}
-        )
+        self.writer.span("optimizer", st.step, start, t)
         st.optimizer_start = None
         self.end_step(t)
 
@@ -731,9 +925,12 @@ class _Instrumentation:
             self.state = None
         if st is None:
             return
-        self.writer.record({"type": "span", "kind": "step", "step": st.step, "start": st.start, "end": t})
+        self.writer.span("step", st.step, st.start, t)
+        _keep_out_of_dynamo()
         if st.samples is not None:
-            self.writer.record({"type": "counter", "name": "samples", "t": t, "value": st.samples})
+            self.writer.record_line(
+                f'{{"type":"counter","name":"samples","t":{t},"value":{st.samples}}}\n'
+            )
 
 
 def _has_exception(fut):
@@ -756,18 +953,173 @@ def _safe(fn):
     return callback
 
 
+def _allreduce_hook(process_group, bucket):
+    """DDP's reduction without a hook (divide by the world size, all-reduce)
+    as a communication hook that calls the process group directly: PyTorch's
+    ``allreduce_hook`` goes through ``dist.all_reduce``'s Python checks and a
+    second future (bench/torch/module_overhead.py measured the difference).
+    Its future's value is the process group's list of one tensor."""
+    buf = bucket.buffer()
+    buf.div_(process_group.size())
+    return process_group.allreduce([buf]).get_future()
+
+
+class _SentByHook(threading.local):
+    """The ``dist.all_reduce`` calls a wrapped communication hook makes on this
+    thread: a list of (dtype, bytes) while the hook runs, else None."""
+
+    calls = None
+
+
+_SENT = _SentByHook()
+
+#: DDP settles its bucket layout within the first steps (the rebuild before
+#: the second step; with ``static_graph`` before the third): the layout is
+#: read from the reducer until then when no hook of ours sees the buckets.
+_LAYOUT_STEPS = 4
+
+
+def _patch_all_reduce():
+    """Lets wrapped hooks see what they send: ``torch.distributed.all_reduce``
+    notes the tensor's dtype and size while a hook runs (one thread-local
+    check otherwise). PyTorch's hooks call it through the module attribute."""
+    original = dist.all_reduce
+    if getattr(original, "_ddp_probe", False):
+        return
+
+    @functools.wraps(original)
+    def all_reduce(tensor, *args, **kwargs):
+        calls = _SENT.calls
+        if calls is not None and isinstance(tensor, torch.Tensor):
+            calls.append((_dtype_name(tensor.dtype), tensor.numel() * tensor.element_size()))
+        return original(tensor, *args, **kwargs)
+
+    all_reduce._ddp_probe = True
+    dist.all_reduce = all_reduce
+
+
+def _patch_data_loader(inst):
+    """Times every ``next`` of a PyTorch DataLoader iterator (the data wait)."""
+    from torch.utils.data import dataloader
+
+    cls = dataloader._BaseDataLoaderIter
+    original = cls.__next__
+    if getattr(original, "_ddp_probe", False):
+        return
+
+    @functools.wraps(original)
+    def __next__(it):
+        t = now_ns()
+        try:
+            return original(it)
+        finally:
+            _safe_call(inst.note_data_wait, t, now_ns())
+
+    __next__._ddp_probe = True
+    cls.__next__ = __next__
+
+
+def _safe_call(fn, *args):
+    try:
+        fn(*args)
+    except Exception as e:  # noqa: BLE001 - recording must not break training
+        _LOG.debug("ddp_probe_torch: recording failed: %s", e)
+
+
+_KEPT_OUT_OF_DYNAMO = False
+
+
+def _module_code():
+    """Every code object of this module, nested functions included."""
+    found = []
+
+    def walk(code):
+        found.append(code)
+        for const in code.co_consts:
+            if isinstance(const, types.CodeType):
+                walk(const)
+
+    for obj in list(globals().values()):
+        if isinstance(obj, types.FunctionType) and obj.__module__ == __name__:
+            walk(obj.__code__)
+        elif isinstance(obj, type) and obj.__module__ == __name__:
+            for attr in vars(obj).values():
+                fn = getattr(attr, "__func__", attr)
+                if isinstance(fn, types.FunctionType):
+                    walk(fn.__code__)
+    return found
+
+
+def _keep_out_of_dynamo():
+    """Tells Dynamo (``torch.compile``) to run this module's hooks as they are.
+
+    A compiled DDP model calls its forward hooks outside the compiled frame,
+    and Dynamo would compile each hook as a frame of its own: graph breaks at
+    every clock reading and a warning per rank. Marking the code objects
+    "skip, recursively" leaves them plain Python, with no graph break. Done
+    once ``torch._dynamo`` is loaded (importing it costs seconds, so it is
+    never imported here): at ``instrument``, after ``torch.compile`` and at
+    each step's end."""
+    global _KEPT_OUT_OF_DYNAMO
+    if _KEPT_OUT_OF_DYNAMO or "torch._dynamo" not in sys.modules:
+        return
+    _KEPT_OUT_OF_DYNAMO = True
+    try:
+        from torch._dynamo.eval_frame import set_code_exec_strategy
+        from torch._dynamo.types import FrameAction, FrameExecStrategy
+    except ImportError as e:
+        _say(f"cannot keep the hooks out of torch.compile ({e}): expect extra graph breaks")
+        return
+    strategy = FrameExecStrategy(FrameAction.SKIP, FrameAction.SKIP)
+    for code in _module_code():
+        set_code_exec_strategy(code, strategy)
+
+
+def _compiling():
+    """True while Dynamo traces (constant-folded there, so a hook that returns
+    on it adds nothing to the graph and no graph break)."""
+    return torch.compiler.is_compiling()
+
+
+def _patch_compile():
+    """``torch.compile`` that keeps this module's hooks out of Dynamo once it
+    loads, and times the forward of a compiled instrumented model."""
+    original = torch.compile
+    if getattr(original, "_ddp_probe", False):
+        return
+
+    @functools.wraps(original)
+    def compile(*args, **kwargs):
+        result = original(*args, **kwargs)
+        _keep_out_of_dynamo()
+        target = args[0] if args else kwargs.get("model")
+        for inst in _ACTIVE:
+            if target is inst.ddp and isinstance(result, torch.nn.Module):
+                inst.hook_compiled(result)
+        return result
+
+    compile._ddp_probe = True
+    torch.compile = compile
+
+
 _ACTIVE = []
 
 
 def instrument(ddp_model, *, trace_dir=None):
     """Records ``ddp_model`` (a ``DistributedDataParallel``) in the ddp-probe trace format.
 
-    Returns ``ddp_model`` itself, so ``model = instrument(DDP(model))`` works.
+    Returns ``ddp_model`` itself, so ``model = instrument(DDP(model))`` works;
+    ``torch.compile(DDP(model))`` may be given too (before or after
+    ``instrument``, the compiled model's forward is timed outside the graph).
     ``trace_dir`` overrides ``DDP_PROBE_TRACE_DIR``. Without either (or with
     ``DDP_PROBE_TRACE=0``) this logs one line and records nothing.
     """
     from torch.nn.parallel import DistributedDataParallel
 
+    compiled = None
+    if isinstance(getattr(ddp_model, "_orig_mod", None), DistributedDataParallel):
+        # torch.compile(DDP(model)) given: instrument the DDP model inside.
+        compiled, ddp_model = ddp_model, ddp_model._orig_mod
     if not isinstance(ddp_model, DistributedDataParallel):
         raise TypeError(
             "ddp_probe_torch.instrument expects a torch.nn.parallel.DistributedDataParallel "
@@ -775,16 +1127,16 @@ def instrument(ddp_model, *, trace_dir=None):
         )
     if os.environ.get("DDP_PROBE_TRACE", "").strip().lower() in ("0", "off", "false", "no"):
         _say("DDP_PROBE_TRACE=0: not recording")
-        return ddp_model
+        return ddp_model if compiled is None else compiled
     trace_dir = trace_dir or os.environ.get("DDP_PROBE_TRACE_DIR")
     if not trace_dir:
         _say(
             "DDP_PROBE_TRACE_DIR is not set (not under `ddp-probe run`): not recording; "
             "run the script with `ddp-probe run -- python SCRIPT` to record a trace"
         )
-        return ddp_model
+        return ddp_model if compiled is None else compiled
     if any(inst.ddp is ddp_model for inst in _ACTIVE):
-        return ddp_model
+        return ddp_model if compiled is None else compiled
     if _ACTIVE:
         raise RuntimeError(
             "ddp_probe_torch records one DDP model per process (one trace per rank); "
@@ -852,9 +1204,11 @@ def instrument(ddp_model, *, trace_dir=None):
             inst.writer.pollers.append(inst.cuda_timer.poll)
     inst.install()
     _ACTIVE.append(inst)
+    if compiled is not None:
+        inst.hook_compiled(compiled)
     _install_exit(inst.writer)
     _say(f"recording rank {rank} to {path}")
-    return ddp_model
+    return ddp_model if compiled is None else compiled
 
 
 def _cap_mb(cap_bytes):

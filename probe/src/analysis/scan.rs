@@ -56,7 +56,18 @@ pub enum WarmupReason {
     Rebuild,
     /// Both.
     FirstStepsAndRebuild,
+    /// A step still on the initial layout when the first rebuild comes
+    /// within the first [`EARLY_REBUILD_STEP`] steps: with
+    /// `static_graph=True` PyTorch rebuilds before the third iteration, so
+    /// the second one runs on the initial layout too.
+    BeforeRebuild,
 }
+
+/// The latest step at which a first rebuild makes the steps before it
+/// warm-up ([`WarmupReason::BeforeRebuild`]). PyTorch rebuilds its buckets
+/// once, before step 1 (step 2 with `static_graph`); a later rebuild (another
+/// reference DDP, a layout changed by hand) leaves the steps before it alone.
+pub const EARLY_REBUILD_STEP: u64 = 3;
 
 impl WarmupReason {
     /// Words for a report.
@@ -65,6 +76,7 @@ impl WarmupReason {
             WarmupReason::FirstSteps => "first iteration",
             WarmupReason::Rebuild => "bucket rebuild",
             WarmupReason::FirstStepsAndRebuild => "first iteration, bucket rebuild",
+            WarmupReason::BeforeRebuild => "initial buckets, before the rebuild",
         }
     }
 }
@@ -415,10 +427,15 @@ fn scan_rank<'a>(
         let first = (k as u64) < opts.warmup_steps;
         let rebuild =
             opts.exclude_rebuild && w.step.is_some_and(|n| rebuilds.binary_search(&n).is_ok());
+        let before_rebuild = opts.exclude_rebuild
+            && rebuilds
+                .first()
+                .is_some_and(|&r| r <= EARLY_REBUILD_STEP && w.step.is_some_and(|n| n < r));
         let warmup = match (first, rebuild) {
             (true, true) => Some(WarmupReason::FirstStepsAndRebuild),
             (true, false) => Some(WarmupReason::FirstSteps),
             (false, true) => Some(WarmupReason::Rebuild),
+            (false, false) if before_rebuild => Some(WarmupReason::BeforeRebuild),
             (false, false) => None,
         };
         if let Some(g) = &gpu_compute {

@@ -242,7 +242,11 @@ pub struct Summary {
 }
 
 /// The parts of the step no rank recorded a span of: one pass over the spans,
-/// ending as soon as every part was seen.
+/// ending as soon as every part was seen. Communication counts as recorded
+/// when some collective is, except in a DDP trace (with `bucket_ready`
+/// windows) whose collectives all lack a bucket: there the buckets'
+/// all-reduces went unseen (a PyTorch hook registered before `instrument`)
+/// and only other collectives, such as the buffer broadcast, were timed.
 fn parts_not_recorded(run: &Run) -> Vec<String> {
     const PARTS: [(&str, SpanKind); 3] = [
         ("data wait", SpanKind::DataWait),
@@ -250,15 +254,24 @@ fn parts_not_recorded(run: &Run) -> Vec<String> {
         ("optimizer", SpanKind::Optimizer),
     ];
     let mut seen = [false; PARTS.len()];
+    let (mut bucket_windows, mut bucket_collectives) = (false, false);
     'spans: for rank in &run.ranks {
         for span in rank.spans() {
+            match span.kind() {
+                SpanKind::BucketReady => bucket_windows = true,
+                SpanKind::Collective if span.bucket().is_some() => bucket_collectives = true,
+                _ => {}
+            }
             if let Some(i) = PARTS.iter().position(|(_, k)| *k == span.kind()) {
                 seen[i] = true;
-                if seen.iter().all(|&s| s) {
+                if seen.iter().all(|&s| s) && bucket_collectives {
                     break 'spans;
                 }
             }
         }
+    }
+    if bucket_windows && !bucket_collectives {
+        seen[1] = false;
     }
     PARTS
         .iter()
@@ -506,9 +519,9 @@ impl Summary {
             if self.not_recorded.iter().any(|p| p == "communication") {
                 render::wrap(
                     &mut out,
-                    "No collective was recorded, so communication and its overlap are unknown \
-                     (not zero): a PyTorch program's own communication hook registered before \
-                     `instrument` is not seen.",
+                    "No bucket all-reduce was recorded, so communication and its overlap are \
+                     unknown (not zero): a PyTorch program's own communication hook registered \
+                     before `instrument` is not seen (register it after `instrument`).",
                     width,
                     "  ",
                 );
@@ -559,6 +572,14 @@ impl Summary {
                 num("other", 9),
                 num("last", 2),
             ]);
+            // A part no rank recorded is "-", not a measured 0 ns.
+            let part = |name: &str, ns: f64| {
+                if self.not_recorded.iter().any(|p| p == name) {
+                    "-".to_owned()
+                } else {
+                    render::ns(ns)
+                }
+            };
             for r in shown {
                 let Some(b) = &r.breakdown else { continue };
                 let last = self
@@ -571,12 +592,12 @@ impl Summary {
                     r.rank.to_string(),
                     render::ns(b.step.median),
                     render::ns(b.step.p95),
-                    render::ns(b.data_wait.median),
+                    part("data wait", b.data_wait.median),
                     render::ns(b.forward.median),
                     render::ns(b.backward.median),
-                    render::ns(b.comm.median),
-                    render::ns(b.comm_exposed.median),
-                    render::ns(b.optimizer.median),
+                    part("communication", b.comm.median),
+                    part("communication", b.comm_exposed.median),
+                    part("optimizer", b.optimizer.median),
                     render::ns(b.other.median),
                     if self.stragglers.collectives > 0 {
                         render::pct(last)

@@ -1,0 +1,121 @@
+"""CPU cost per step of ddp_probe_torch: a tiny-step PyTorch DDP job (gloo, 2 ranks) under
+`ddp-probe run`, recording on and off (DDP_PROBE_TRACE=0), alternating, several rounds.
+
+    .venv/bin/python bench/torch/module_overhead.py [--rounds 5] [--steps 3000]
+
+A step is as small as DDP allows (two 16x16 linear layers, batch 4, a DataLoader, SGD), so
+the recorder's own work dominates what changes. Each rank measures the CPU time of its whole
+process (every thread: the training thread, autograd, gloo, the recorder's daemon thread)
+over the timed steps; rank 0's figure is used. Prints each round's CPU microseconds per step
+with recording on and off, the median difference (the module's cost; goal <= 60 us) and
+writes bench/results/module_overhead.json (or $MODULE_OVERHEAD_JSON).
+
+Run as a rank (RANK set, by `ddp-probe run`) it is the training job itself.
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+GOAL_US = 60.0
+
+
+def rank_main(steps, warmup):
+    import torch
+    import torch.distributed as dist
+    import torch.nn as nn
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    from torch.utils.data import DataLoader, TensorDataset
+
+    import ddp_probe_torch
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo")
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, 16))
+    model = ddp_probe_torch.instrument(DDP(model))
+    data = TensorDataset(torch.randn(256, 16), torch.randn(256, 16))
+    loader = DataLoader(data, batch_size=4, shuffle=False)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+
+    def batches():
+        while True:
+            yield from loader
+
+    it = batches()
+
+    def run(n):
+        for _ in range(n):
+            x, y = next(it)
+            opt.zero_grad(set_to_none=True)
+            nn.functional.mse_loss(model(x), y).backward()
+            opt.step()
+
+    run(warmup)
+    dist.barrier()
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    run(steps)
+    cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+    if dist.get_rank() == 0:
+        print(f"cpu_us_per_step {cpu / steps * 1e6:.2f} wall_us_per_step {wall / steps * 1e6:.2f}")
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def one_job(probe, steps, record, out):
+    env = dict(os.environ)
+    env.pop("DDP_PROBE_TRACE", None)
+    if not record:
+        env["DDP_PROBE_TRACE"] = "0"
+    cmd = [probe, "run", "--nproc-per-node", "2", "--console", "rank0", "--out", out, "--",
+           sys.executable, __file__, "--steps", str(steps)]
+    text = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False).stdout
+    m = re.search(r"cpu_us_per_step ([0-9.]+) wall_us_per_step ([0-9.]+)", text)
+    if not m:
+        sys.exit(f"module_overhead: a job failed (run directory {out}):\n{text[-2000:]}")
+    return float(m.group(1)), float(m.group(2))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--steps", type=int, default=3000)
+    p.add_argument("--warmup", type=int, default=200)
+    p.add_argument("--probe", default=str(ROOT / "target/release/ddp-probe"))
+    args = p.parse_args()
+    if "RANK" in os.environ:
+        return rank_main(args.steps, args.warmup)
+    on, off = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(args.rounds):
+            a = one_job(args.probe, args.steps, True, f"{tmp}/on-{i}")
+            b = one_job(args.probe, args.steps, False, f"{tmp}/off-{i}")
+            on.append(a)
+            off.append(b)
+            print(f"round {i + 1}: CPU per step on {a[0]:8.1f} us  off {b[0]:8.1f} us  "
+                  f"(wall {a[1]:.1f} / {b[1]:.1f} us)", flush=True)
+    diffs = [a[0] - b[0] for a, b in zip(on, off)]
+    cost = statistics.median(diffs)
+    verdict = "OK" if cost <= GOAL_US else "over the goal"
+    print(f"module CPU cost per step: median {cost:.1f} us (rounds {', '.join(f'{d:.1f}' for d in diffs)}); "
+          f"goal <= {GOAL_US:.0f} us: {verdict}")
+    path = pathlib.Path(os.environ.get("MODULE_OVERHEAD_JSON", ROOT / "bench/results/module_overhead.json"))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({
+        "benchmark": "module_cpu_per_step", "ranks": 2, "steps": args.steps,
+        "on_cpu_us": [a[0] for a in on], "off_cpu_us": [b[0] for b in off],
+        "on_wall_us": [a[1] for a in on], "off_wall_us": [b[1] for b in off],
+        "cost_us": cost, "goal_us": GOAL_US,
+    }, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,168 @@
+"""PyTorch DDP features that change what a trace must record, one per --mode (CPU, gloo).
+
+A small model in the style of PyTorch's examples (an embedding, a
+minGPT-like block: LayerNorm, self-attention, MLP; a BatchNorm whose buffers
+DDP broadcasts; a classifier head), trained on a fixed random task through a
+DataLoader. Reads torchrun's variables, so it runs under `torchrun` and under
+`ddp-probe run`:
+
+    ddp-probe run --nproc-per-node 2 examples/python/ddp_features.py --mode no_sync
+
+Modes (each the way PyTorch's documentation writes it):
+
+* ``plain``: the tutorial trainer's loop;
+* ``prehook``: a communication hook registered *before* ``instrument``
+  (``default_hooks.allreduce_hook``);
+* ``fp16`` / ``bf16``: ``default_hooks.fp16_compress_hook`` /
+  ``bf16_compress_hook`` registered after ``instrument``;
+* ``no_sync``: gradient accumulation over ``--accum`` micro-batches, all but
+  the last under ``model.no_sync()``;
+* ``static_graph``: ``DDP(..., static_graph=True)``;
+* ``unused``: ``find_unused_parameters=True`` with a branch used only on
+  even steps;
+* ``amp``: the forward under ``torch.autocast("cpu", dtype=torch.bfloat16)``;
+* ``compile``: ``torch.compile(model, backend="aot_eager")`` of the DDP model.
+
+At the end rank 0 prints ``graph breaks: N`` (Dynamo's count; 0 without
+``compile``) and ``samples: N`` (the samples it trained on), which the tests
+compare with the trace.
+"""
+
+import argparse
+import contextlib
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+import ddp_probe_torch
+
+MODES = ("plain", "prehook", "fp16", "bf16", "no_sync", "static_graph", "unused", "amp", "compile")
+
+
+class Block(nn.Module):
+    """minGPT's transformer block: pre-norm attention and MLP, residual."""
+
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(dim)
+        self.attn = nn.MultiheadAttention(dim, heads, batch_first=True)
+        self.ln2 = nn.LayerNorm(dim)
+        self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))
+
+    def forward(self, x):
+        h = self.ln1(x)
+        x = x + self.attn(h, h, h, need_weights=False)[0]
+        return x + self.mlp(self.ln2(x))
+
+
+class Model(nn.Module):
+    def __init__(self, vocab, dim, classes, unused_branch):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim)
+        self.block = Block(dim, heads=4)
+        self.norm = nn.BatchNorm1d(dim)
+        self.head = nn.Linear(dim, classes)
+        self.extra = nn.Linear(dim, dim) if unused_branch else None
+
+    def forward(self, tokens, use_extra=False):
+        x = self.block(self.embed(tokens)).mean(dim=1)
+        if self.extra is not None and use_extra:
+            x = x + self.extra(x)
+        return self.head(self.norm(x))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mode", choices=MODES, default="plain")
+    parser.add_argument("--steps", type=int, default=8, help="optimizer steps per rank")
+    parser.add_argument("--batch-size", type=int, default=16, help="samples per micro-batch")
+    parser.add_argument("--accum", type=int, default=2, help="micro-batches per step (no_sync)")
+    parser.add_argument(
+        "--bucket-cap-mb", type=float, default=None, help="DDP bucket_cap_mb (0.25; 1 with compile)"
+    )
+    args = parser.parse_args()
+
+    dist.init_process_group("gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    torch.manual_seed(0)
+    vocab, dim, seq, classes = 64, 96, 8, 5
+
+    model = Model(vocab, dim, classes, unused_branch=args.mode == "unused")
+    # Dynamo's DDPOptimizer refuses a cap below DDP's 1 MiB first bucket.
+    cap = args.bucket_cap_mb or (1.0 if args.mode == "compile" else 0.25)
+    ddp_kwargs = {"bucket_cap_mb": cap}
+    if args.mode == "static_graph":
+        ddp_kwargs["static_graph"] = True
+    if args.mode == "unused":
+        ddp_kwargs["find_unused_parameters"] = True
+    model = DDP(model, **ddp_kwargs)
+
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
+    if args.mode == "prehook":
+        model.register_comm_hook(dist.group.WORLD, default_hooks.allreduce_hook)
+    model = ddp_probe_torch.instrument(model)  # <- the one line for ddp-probe
+    if args.mode == "fp16":
+        model.register_comm_hook(dist.group.WORLD, default_hooks.fp16_compress_hook)
+    if args.mode == "bf16":
+        model.register_comm_hook(dist.group.WORLD, default_hooks.bf16_compress_hook)
+    step_model = model
+    if args.mode == "compile":
+        step_model = torch.compile(model, backend="aot_eager")
+
+    g = torch.Generator().manual_seed(1)
+    tokens = torch.randint(0, vocab, (2048, seq), generator=g)
+    labels = tokens[:, 0] % classes
+    data = TensorDataset(tokens, labels)
+    sampler = DistributedSampler(data, num_replicas=world, rank=rank, seed=0)
+    loader = DataLoader(data, batch_size=args.batch_size, sampler=sampler, drop_last=True)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    micro = args.accum if args.mode == "no_sync" else 1
+
+    def loss_of(x, y, step):
+        ctx = (
+            torch.autocast("cpu", dtype=torch.bfloat16)
+            if args.mode == "amp"
+            else contextlib.nullcontext()
+        )
+        with ctx:
+            kwargs = {"use_extra": step % 2 == 0} if args.mode == "unused" else {}
+            out = step_model(x, **kwargs)
+        return F.cross_entropy(out.float(), y) / micro
+
+    step, samples, batches = 0, 0, iter(loader)
+    while step < args.steps:
+        opt.zero_grad(set_to_none=True)
+        for m in range(micro):
+            try:
+                x, y = next(batches)
+            except StopIteration:
+                batches = iter(loader)
+                x, y = next(batches)
+            samples += x.shape[0]
+            ctx = model.no_sync() if m < micro - 1 else contextlib.nullcontext()
+            with ctx:
+                loss_of(x, y, step).backward()
+        opt.step()
+        step += 1
+
+    if rank == 0:
+        breaks = {}
+        if args.mode == "compile":
+            from torch._dynamo.utils import counters
+
+            breaks = dict(counters["graph_break"])
+        print(f"graph breaks: {sum(breaks.values()) if breaks else 0}", flush=True)
+        for reason, n in sorted(breaks.items()):
+            print(f"graph break x{n}: {reason.splitlines()[0][:160]}", flush=True)
+        print(f"samples: {samples}", flush=True)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,407 @@
+//! Real PyTorch programs, one per DDP feature that changes what a trace must
+//! hold: `examples/python/ddp_features.py` (a minGPT-like block with a
+//! BatchNorm, a DataLoader, AdamW; gloo, 2 CPU ranks) under `ddp-probe run`
+//! in each `--mode`, recorded by `ddp_probe_torch`, and once more with
+//! recording off (`DDP_PROBE_TRACE=0`).
+//!
+//! Each mode checks its records against what PyTorch did (the samples the
+//! script counted and printed, the bucket bytes of the same step, hand
+//! computed buffer sizes, Dynamo's graph-break count without recording),
+//! what `summary` says, and that recording added no warning to any rank's
+//! stderr.
+//!
+//! Needs the project's venv (`scripts/setup`, which `scripts/test` runs
+//! first); without it each test fails saying so.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Mutex;
+
+use serde_json::Value;
+
+/// One PyTorch job at a time (2 cores: two jobs could starve each other).
+static JOB: Mutex<()> = Mutex::new(());
+
+const STEPS: u64 = 8;
+const BATCH: u64 = 16;
+/// The model's width: BatchNorm1d(96) keeps running_mean and running_var
+/// (96 float32 each) and num_batches_tracked (one int64): 776 bytes.
+const BUFFER_BYTES: u64 = 2 * 96 * 4 + 8;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn python() -> PathBuf {
+    let py = repo().join(".venv/bin/python");
+    assert!(
+        py.is_file(),
+        "{} is absent: run scripts/setup (it installs torch into the project's venv)",
+        py.display()
+    );
+    py
+}
+
+struct Job {
+    dir: PathBuf,
+    console: String,
+    _tmp: tempfile::TempDir,
+}
+
+impl Job {
+    fn stderr(&self, rank: u32) -> String {
+        std::fs::read_to_string(self.dir.join(format!("logs/rank-{rank}.stderr")))
+            .unwrap_or_default()
+    }
+
+    /// Every record of a rank's trace.
+    fn records(&self, rank: u32) -> Vec<Value> {
+        let text = std::fs::read_to_string(self.dir.join(format!("traces/rank-{rank}.jsonl")))
+            .unwrap_or_else(|e| panic!("rank {rank}'s trace: {e}\n{}", self.console));
+        text.lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+            .collect()
+    }
+
+    /// The number after `label` in rank 0's stdout (`samples: 128`).
+    fn printed(&self, label: &str) -> u64 {
+        let out = std::fs::read_to_string(self.dir.join("logs/rank-0.stdout")).unwrap();
+        out.lines()
+            .find_map(|l| l.strip_prefix(label))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no `{label}` line in rank 0's stdout:\n{out}"))
+    }
+
+    fn summary(&self) -> (String, Value) {
+        let run = |json: bool| {
+            let mut c = Command::new(env!("CARGO_BIN_EXE_ddp-probe"));
+            c.arg("summary").arg(&self.dir).env("COLUMNS", "120");
+            if json {
+                c.arg("--json");
+            }
+            let out = c.output().expect("run ddp-probe summary");
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            String::from_utf8(out.stdout).unwrap()
+        };
+        let text = run(false);
+        let json = serde_json::from_str(&run(true)).expect("summary --json");
+        (text, json)
+    }
+}
+
+fn run_mode(mode: &str, record: bool) -> Job {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    let mut c = Command::new(env!("CARGO_BIN_EXE_ddp-probe"));
+    c.current_dir(repo())
+        .args(["run", "--nproc-per-node", "2", "--out"])
+        .arg(&dir)
+        .arg("--")
+        .arg(python())
+        .args(["examples/python/ddp_features.py", "--mode", mode])
+        .args([
+            "--steps",
+            &STEPS.to_string(),
+            "--batch-size",
+            &BATCH.to_string(),
+        ])
+        .env_remove("PYTHONPATH")
+        .env_remove("TORCH_FR_BUFFER_SIZE")
+        .env_remove("TORCH_NCCL_TRACE_BUFFER_SIZE");
+    if record {
+        c.env_remove("DDP_PROBE_TRACE");
+    } else {
+        c.env("DDP_PROBE_TRACE", "0");
+    }
+    let out = c.output().expect("start ddp-probe run");
+    let console = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "mode {mode} (recording {record}) failed:\n{console}"
+    );
+    Job {
+        dir,
+        console,
+        _tmp: tmp,
+    }
+}
+
+/// The warning lines of a rank's stderr, without their time stamps and
+/// process ids, so two runs compare.
+fn warnings(stderr: &str) -> Vec<String> {
+    let mut lines: Vec<String> = stderr
+        .lines()
+        .filter(|l| {
+            let l = l.to_ascii_lowercase();
+            l.contains("warn") || l.contains("deprecat")
+        })
+        .map(|l| {
+            l.chars()
+                .filter(|c| !c.is_ascii_digit())
+                .collect::<String>()
+        })
+        .collect();
+    lines.sort();
+    lines.dedup();
+    lines
+}
+
+/// Runs `mode` with recording off and on; checks that recording added no
+/// warning on any rank and returns the recorded job.
+fn recorded(mode: &str) -> (Job, Job) {
+    let _one = JOB.lock().unwrap_or_else(|e| e.into_inner());
+    let off = run_mode(mode, false);
+    let on = run_mode(mode, true);
+    for rank in 0..2 {
+        let (a, b) = (warnings(&off.stderr(rank)), warnings(&on.stderr(rank)));
+        let added: Vec<&String> = b.iter().filter(|w| !a.contains(w)).collect();
+        assert!(
+            added.is_empty(),
+            "mode {mode}: recording added warnings on rank {rank}: {added:#?}"
+        );
+    }
+    (on, off)
+}
+
+fn spans<'a>(records: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    records
+        .iter()
+        .filter(|r| r["type"] == "span" && r["kind"] == kind)
+        .collect()
+}
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not an integer: {v}"))
+}
+
+/// Bucket collectives (those with a bucket) by (step, bucket).
+fn bucket_collectives(records: &[Value]) -> BTreeMap<(u64, u64), &Value> {
+    spans(records, "collective")
+        .into_iter()
+        .filter(|s| s.get("bucket").is_some())
+        .map(|s| ((u(&s["step"]), u(&s["bucket"])), s))
+        .collect()
+}
+
+/// What every mode shares: a step, forward, backward and optimizer span
+/// per step, a data wait per micro-batch inside its step, samples that
+/// add up to what the script counted, DDP's buffer broadcast per step.
+fn check_common(job: &Job, micro_batches: u64) {
+    let samples_printed = job.printed("samples:");
+    for rank in 0..2 {
+        let recs = job.records(rank);
+        let steps = spans(&recs, "step");
+        assert_eq!(steps.len() as u64, STEPS, "rank {rank} steps");
+        assert_eq!(spans(&recs, "optimizer").len() as u64, STEPS);
+        assert_eq!(spans(&recs, "forward").len() as u64, STEPS * micro_batches);
+        let waits = spans(&recs, "data_wait");
+        assert_eq!(
+            waits.len() as u64,
+            STEPS * micro_batches,
+            "rank {rank} data waits"
+        );
+        for w in &waits {
+            let step = steps
+                .iter()
+                .find(|s| s["step"] == w["step"])
+                .expect("data wait's step");
+            assert!(
+                u(&step["start"]) <= u(&w["start"]) && u(&w["end"]) <= u(&step["end"]),
+                "data wait {w} outside its step {step}"
+            );
+        }
+        let samples: Vec<u64> = recs
+            .iter()
+            .filter(|r| r["type"] == "counter" && r["name"] == "samples")
+            .map(|r| u(&r["value"]))
+            .collect();
+        assert_eq!(samples, vec![BATCH * micro_batches; STEPS as usize]);
+        if rank == 0 {
+            assert_eq!(samples.iter().sum::<u64>(), samples_printed);
+        }
+        let broadcasts: Vec<&Value> = spans(&recs, "collective")
+            .into_iter()
+            .filter(|s| s["op"] == "broadcast")
+            .collect();
+        // DDP broadcasts buffers before synchronised forwards only (not
+        // under no_sync): once per step.
+        assert_eq!(broadcasts.len() as u64, STEPS, "rank {rank}");
+        assert!(broadcasts.iter().all(|b| u(&b["bytes"]) == BUFFER_BYTES));
+    }
+}
+
+#[test]
+fn tutorial_trainer_records_data_wait_buffers_and_buckets() {
+    let (job, _) = recorded("plain");
+    check_common(&job, 1);
+    let recs = job.records(0);
+    let ready: BTreeMap<(u64, u64), u64> = spans(&recs, "bucket_ready")
+        .into_iter()
+        .map(|s| ((u(&s["step"]), u(&s["bucket"])), u(&s["bytes"])))
+        .collect();
+    let colls = bucket_collectives(&recs);
+    assert_eq!(colls.len(), ready.len());
+    for (key, c) in &colls {
+        assert_eq!(c["dtype"], "float32");
+        assert_eq!(u(&c["bytes"]), ready[key], "{key:?}");
+    }
+    let (text, json) = job.summary();
+    assert!(
+        json["summary"]["not_recorded"]
+            .as_array()
+            .unwrap()
+            .is_empty(),
+        "{text}"
+    );
+    assert!(text.contains("data wait"), "{text}");
+}
+
+#[test]
+fn hook_registered_before_instrument_keeps_ready_windows() {
+    let (job, _) = recorded("prehook");
+    check_common(&job, 1);
+    for rank in 0..2 {
+        let recs = job.records(rank);
+        assert!(bucket_collectives(&recs).is_empty());
+        let grad_ready = recs.iter().filter(|r| r["type"] == "grad_ready").count();
+        assert_eq!(grad_ready as u64, STEPS, "rank {rank}");
+        let windows = spans(&recs, "bucket_ready");
+        let steps: std::collections::BTreeSet<u64> =
+            windows.iter().map(|s| u(&s["step"])).collect();
+        assert_eq!(steps.len() as u64, STEPS, "a window in every step");
+    }
+    assert!(
+        job.stderr(0).contains("registered before instrument()"),
+        "the module says why collectives are missing"
+    );
+    let (text, json) = job.summary();
+    assert_eq!(
+        json["summary"]["not_recorded"],
+        serde_json::json!(["communication"]),
+        "{text}"
+    );
+    assert!(text.contains("No bucket all-reduce was recorded"), "{text}");
+}
+
+fn check_compressed(mode: &str, dtype: &str) {
+    let (job, _) = recorded(mode);
+    check_common(&job, 1);
+    let recs = job.records(0);
+    let ready: BTreeMap<(u64, u64), u64> = spans(&recs, "bucket_ready")
+        .into_iter()
+        .map(|s| ((u(&s["step"]), u(&s["bucket"])), u(&s["bytes"])))
+        .collect();
+    let colls = bucket_collectives(&recs);
+    assert!(!colls.is_empty());
+    for (key, c) in colls {
+        assert_eq!(c["dtype"], dtype, "{c}");
+        // A 16-bit copy of the float32 bucket (PyTorch pads nothing).
+        assert_eq!(u(&c["bytes"]) * 2, ready[&key], "{c}");
+        assert_eq!(u(&c["args"]["bucket_bytes"]), ready[&key]);
+    }
+}
+
+#[test]
+fn fp16_compression_records_what_was_sent() {
+    check_compressed("fp16", "float16");
+}
+
+#[test]
+fn bf16_compression_records_what_was_sent() {
+    check_compressed("bf16", "bfloat16");
+}
+
+#[test]
+fn no_sync_accumulation_counts_every_micro_batch() {
+    let (job, _) = recorded("no_sync");
+    check_common(&job, 2);
+    let recs = job.records(0);
+    // One all-reduce per bucket and step (the synchronised micro-batch's),
+    // each with its ready window.
+    let all = spans(&recs, "collective")
+        .into_iter()
+        .filter(|s| s.get("bucket").is_some())
+        .count();
+    let colls = bucket_collectives(&recs);
+    assert_eq!(all, colls.len(), "a bucket all-reduced twice in a step");
+    let windows: Vec<(u64, u64)> = spans(&recs, "bucket_ready")
+        .into_iter()
+        .map(|s| (u(&s["step"]), u(&s["bucket"])))
+        .collect();
+    assert_eq!(windows, colls.keys().copied().collect::<Vec<_>>());
+    // Ready windows start after the last micro-batch's backward began.
+    let backwards = spans(&recs, "backward");
+    for w in spans(&recs, "bucket_ready") {
+        let last_backward = backwards
+            .iter()
+            .filter(|b| b["step"] == w["step"])
+            .map(|b| u(&b["start"]))
+            .max()
+            .unwrap();
+        assert!(u(&w["start"]) >= last_backward, "{w}");
+    }
+    let (_, json) = job.summary();
+    // Samples per step in the job's throughput: both micro-batches of both ranks.
+    let throughput = &json["summary"]["throughput"];
+    let per_step = throughput["samples_per_s"].as_f64().expect("samples/s")
+        / throughput["steps_per_s"].as_f64().expect("steps/s");
+    assert!(
+        (per_step - (2 * 2 * BATCH) as f64).abs() < 0.5,
+        "{per_step}"
+    );
+}
+
+#[test]
+fn static_graph_steps_on_the_initial_layout_are_warm_up() {
+    let (job, _) = recorded("static_graph");
+    check_common(&job, 1);
+    let (text, json) = job.summary();
+    let warm: Vec<(u64, String)> = json["summary"]["warmup"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| (u(&w["step"]), w["reason"].as_str().unwrap().to_owned()))
+        .collect();
+    // PyTorch rebuilds a static graph's buckets before the third iteration.
+    assert!(
+        warm.contains(&(1, "before_rebuild".to_owned())),
+        "{warm:?}\n{text}"
+    );
+    assert!(warm.iter().any(|(s, _)| *s == 2), "{warm:?}");
+    assert_eq!(u(&json["summary"]["steady_steps"]), STEPS - 3, "{text}");
+}
+
+#[test]
+fn find_unused_parameters_and_amp_record_every_step() {
+    for mode in ["unused", "amp"] {
+        let (job, _) = recorded(mode);
+        check_common(&job, 1);
+        let recs = job.records(1);
+        assert_eq!(
+            recs.iter().filter(|r| r["type"] == "grad_ready").count() as u64,
+            STEPS,
+            "{mode}"
+        );
+        assert!(!bucket_collectives(&recs).is_empty(), "{mode}");
+    }
+}
+
+#[test]
+fn torch_compile_gets_no_added_graph_breaks() {
+    let (on, off) = recorded("compile");
+    assert_eq!(
+        on.printed("graph breaks:"),
+        off.printed("graph breaks:"),
+        "Dynamo's graph breaks with recording vs without"
+    );
+    check_common(&on, 1);
+}

@@ -319,8 +319,14 @@ def _write_file(path, text):
     os.replace(path + ".tmp", path)
 
 
+_DTYPE_NAMES = {}
+
+
 def _dtype_name(dtype):
-    return str(dtype).replace("torch.", "")
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        name = _DTYPE_NAMES[dtype] = str(dtype).replace("torch.", "")
+    return name
 
 
 def _tensors(obj, depth=0):
@@ -471,6 +477,8 @@ class _Instrumentation:
         #: A :class:`CudaCollectiveTimer` when the process group runs NCCL.
         self.cuda_timer = None
         self.local_seq = 0
+        #: (bucket index, elements) -> note_bucket's info, once the layout settled.
+        self.bucket_info = {}
         #: The last DataLoader ``next`` of the training thread not yet given
         #: to a step: (start, end).
         self.data_wait = None
@@ -656,18 +664,23 @@ class _Instrumentation:
             if seq is not None:
                 # What a hang report needs: this rank has issued collective
                 # `seq`; the span with the same seq says it completed.
-                self.writer.record(
-                    {
-                        "type": "instant",
-                        "name": "collective_queued",
-                        "t": t,
-                        "step": step,
-                        "args": {"seq": seq, "op": "all_reduce", "bucket": info[0], "bytes": nbytes},
-                    }
+                self.writer.record_line(
+                    f'{{"type":"instant","name":"collective_queued","t":{t},"step":{step},'
+                    f'"args":{{"seq":{seq},"op":"all_reduce","bucket":{info[0]},"bytes":{nbytes}}}}}\n'
                 )
 
             def done(f):
                 end = now_ns()
+                failed = _has_exception(f)
+                if start_ev is None and not failed and not sent and seq is not None:
+                    # The common case, formatted directly (see TraceWriter.span).
+                    self.writer.record_line(
+                        f'{{"type":"span","kind":"collective","step":{step},"start":{t},'
+                        f'"end":{max(end, t)},"queued":{t},"op":"all_reduce","bucket":{info[0]},'
+                        f'"bytes":{nbytes},"params":{len(info[1])},"dtype":"{dtype}",'
+                        f'"transport":{self.backend_json},"seq":{seq}}}\n'
+                    )
+                    return
                 span = {
                     "type": "span",
                     "kind": "collective",
@@ -686,7 +699,7 @@ class _Instrumentation:
                     span["seq"] = seq
                 if sent and (nbytes != info[2] or len(sent) > 1):
                     span["args"] = {"bucket_bytes": info[2], "collectives": len(sent)}
-                if _has_exception(f):
+                if failed:
                     span.setdefault("args", {})["error"] = True
                 elif start_ev is not None:
                     # GPU times replace the host's when the events complete.
@@ -722,16 +735,25 @@ class _Instrumentation:
         return None
 
     def note_bucket(self, bucket, t):
-        """Remembers which parameters make up ``bucket`` in this step."""
+        """Remembers which parameters make up ``bucket`` in this step.
+
+        Once DDP's layout has settled (after ``_LAYOUT_STEPS``) a bucket's
+        parameters are taken from a cache by index and size, not listed again."""
         buf = bucket.buffer()
-        params = [self.index.get(id(p)) for p in bucket.parameters()]
-        params = [i for i in params if i is not None]
-        info = (bucket.index(), params, buf.numel() * buf.element_size(), _dtype_name(buf.dtype))
+        numel = buf.numel()
+        key = (bucket.index(), numel)
+        info = self.bucket_info.get(key)
+        if info is None:
+            params = [self.index.get(id(p)) for p in bucket.parameters()]
+            params = [i for i in params if i is not None]
+            info = (key[0], params, numel * buf.element_size(), _dtype_name(buf.dtype))
+            if self.next_step > _LAYOUT_STEPS:
+                self.bucket_info[key] = info
         with self.lock:
             st = self.state
             if st is None:
                 return None
-            st.buckets[info[0]] = (t, params, info[2], info[3])
+            st.buckets[info[0]] = (t, info[1], info[2], info[3])
             st.synced = True
             return st.step, info
 
@@ -836,15 +858,7 @@ class _Instrumentation:
         st.backward_end = t
         ready = dict(self.ready)
         last = max(ready.values(), default=t)
-        self.writer.record(
-            {
-                "type": "span",
-                "kind": "backward",
-                "step": st.step,
-                "start": st.backward_start,
-                "end": max(st.backward_start, min(t, last)),
-            }
-        )
+        self.writer.span("backward", st.step, st.backward_start, max(st.backward_start, min(t, last)))
         buckets = st.buckets
         if not st.synced:
             if self.can_wrap or not st.will_sync:
@@ -868,22 +882,18 @@ class _Instrumentation:
             else:
                 start = min(times, default=hook_t)
                 end = min(max(times, default=hook_t), hook_t)
-            self.writer.record(
-                {
-                    "type": "span",
-                    "kind": "bucket_ready",
-                    "step": st.step,
-                    "start": min(start, end),
-                    "end": end,
-                    "bucket": bid,
-                    "bytes": nbytes,
-                    "params": len(params),
-                }
+            self.writer.record_line(
+                f'{{"type":"span","kind":"bucket_ready","step":{st.step},'
+                f'"start":{min(start, end)},"end":{end},"bucket":{bid},"bytes":{nbytes},'
+                f'"params":{len(params)}}}\n'
             )
         t0 = st.backward_start
-        offsets = [ready[i] - t0 if i in ready else -1 for i in range(len(self.params))]
-        offsets = [max(o, 0) if o != -1 else -1 for o in offsets]
-        self.writer.record({"type": "grad_ready", "step": st.step, "t0": t0, "offsets_ns": offsets})
+        offsets = ",".join(
+            str(max(ready[i] - t0, 0)) if i in ready else "-1" for i in range(len(self.params))
+        )
+        self.writer.record_line(
+            f'{{"type":"grad_ready","step":{st.step},"t0":{t0},"offsets_ns":[{offsets}]}}\n'
+        )
 
     def note_layout(self, st):
         layout = [
@@ -1169,6 +1179,7 @@ def instrument(ddp_model, *, trace_dir=None):
     inst = _Instrumentation(ddp_model, None, world_size)
     backend = dist.get_backend(inst.pg) if dist.is_initialized() else "unknown"
     inst.backend = str(backend)
+    inst.backend_json = _ENCODE(inst.backend)
     cap_bytes = getattr(ddp_model, "bucket_bytes_cap", None)
     ddp_cfg = {
         "backend": inst.backend,

@@ -36,8 +36,16 @@ use crate::signals::SignalGuard;
 
 /// Exit status of a run stopped by the hang watchdog (as `timeout(1)`).
 pub const EXIT_HANG: i32 = 124;
-/// Exit status of a run stopped by Ctrl-C, SIGTERM or SIGHUP.
-pub const EXIT_INTERRUPTED: i32 = 130;
+/// Exit status of a run stopped by Ctrl-C (128 + SIGINT, as a shell reports
+/// it); SIGTERM and SIGHUP give 143 and 129 ([`exit_code_for_signal`]).
+pub const EXIT_INTERRUPTED: i32 = 128 + libc::SIGINT;
+
+/// The exit status of a launcher stopped by `signal`: 128 + its number, what
+/// a shell reports for a process the signal killed (torchrun's agent exits
+/// the same way).
+pub fn exit_code_for_signal(signal: i32) -> i32 {
+    128 + signal
+}
 
 /// How often the launch loop wakes up when nothing happens.
 const TICK: Duration = Duration::from_millis(25);
@@ -686,6 +694,8 @@ struct Run {
     first_failure: Option<Failure>,
     hang: Option<HangReport>,
     interrupted_by: Option<String>,
+    /// The number of the signal that stopped the run (its exit status is 128 + it).
+    interrupt_signal: Option<i32>,
     /// The first stop signal the launcher got, even one that only hurried a
     /// stop already under way (a failed attempt is then not restarted).
     stop_signal: Option<String>,
@@ -836,6 +846,7 @@ impl Run {
             first_failure: None,
             hang: None,
             interrupted_by: None,
+            interrupt_signal: None,
             stop_signal: None,
             pending_exits: VecDeque::new(),
             mounts: Mounts::read(),
@@ -1222,6 +1233,7 @@ impl Run {
         if self.trigger.is_none() {
             let name = process::signal_name(signal);
             self.trigger = Some(Trigger::Interrupt);
+            self.interrupt_signal = Some(signal);
             observer.on_event(&Event::Interrupted {
                 signal: name.clone(),
             });
@@ -1425,7 +1437,11 @@ impl Run {
                     .map_or(1, |f| f.termination.exit_code()),
             ),
             Some(Trigger::Hang) => (RunStatus::Hang, EXIT_HANG),
-            Some(Trigger::Interrupt) => (RunStatus::Interrupted, EXIT_INTERRUPTED),
+            Some(Trigger::Interrupt) => (
+                RunStatus::Interrupted,
+                self.interrupt_signal
+                    .map_or(EXIT_INTERRUPTED, exit_code_for_signal),
+            ),
             Some(Trigger::LaunchError) => (
                 RunStatus::LaunchError,
                 spawn_error.as_ref().map_or(1, LaunchError::exit_code),

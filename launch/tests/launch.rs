@@ -505,7 +505,8 @@ fn sigterm_to_the_launcher_kills_stubborn_ranks_after_the_grace_period() {
     // SAFETY: plain kill(2) of the harness process this test started.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
     let status = wait_child(&mut child, QUICK);
-    assert_eq!(status.code(), Some(130));
+    // 128 + SIGTERM, as a shell reports a process SIGTERM ended.
+    assert_eq!(status.code(), Some(143));
     let m = RunDir::open(Some(&out)).unwrap().manifest;
     assert_eq!(m.status, RunStatus::Interrupted);
     assert_eq!(m.interrupted_by.as_deref(), Some("SIGTERM"));
@@ -515,6 +516,20 @@ fn sigterm_to_the_launcher_kills_stubborn_ranks_after_the_grace_period() {
             "{r:?}"
         );
     }
+}
+
+#[test]
+fn sighup_to_the_launcher_exits_129() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut child, out) = start_harness(tmp.path(), 2, &[], "echo ready\nexec sleep 30");
+    // SAFETY: plain kill(2) of the harness process this test started.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGHUP) }, 0);
+    let status = wait_child(&mut child, QUICK);
+    assert_eq!(status.code(), Some(129));
+    let m = RunDir::open(Some(&out)).unwrap().manifest;
+    assert_eq!(m.status, RunStatus::Interrupted);
+    assert_eq!(m.exit_code, Some(129));
+    assert_eq!(m.interrupted_by.as_deref(), Some("SIGHUP"));
 }
 
 #[test]

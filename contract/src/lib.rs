@@ -24,6 +24,7 @@ pub mod manifest;
 pub mod recorder;
 pub mod run_dir;
 pub mod termination;
+pub mod text;
 pub mod trace;
 
 #[doc(hidden)]

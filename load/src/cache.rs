@@ -53,7 +53,8 @@ use crate::trace::{
 const MAGIC: [u8; 8] = *b"DDPCACHE";
 /// Version of the cache layout. Bump it whenever the layout, or the model
 /// the reader builds from a trace, changes.
-const FORMAT_VERSION: u32 = 3;
+/// 4: names are kept escaped (`Strings::intern`).
+const FORMAT_VERSION: u32 = 4;
 /// Size of the fixed header.
 const HEADER_BYTES: usize = 72;
 /// The payload is read, written and checksummed in blocks of this size.

@@ -59,7 +59,11 @@ impl Strings {
             return Some(sym);
         }
         let sym = Sym::from_index(self.list.len())?;
-        self.list.push(s.into());
+        // Names come from untrusted traces and every command prints them:
+        // kept escaped (`probe_contract::text::escape_controls`); looked up by the
+        // name as written.
+        self.list
+            .push(probe_contract::text::escape_controls(s).into_owned().into());
         self.map.insert(s.into(), sym);
         Some(sym)
     }

@@ -14,7 +14,7 @@
 
 pub mod analysis;
 pub mod export;
-pub mod text;
+pub use probe_contract::text;
 pub mod units;
 pub mod wrap;
 

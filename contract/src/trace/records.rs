@@ -173,26 +173,45 @@ struct HeaderRepr {
     ddp: Option<DdpConfig>,
 }
 
+/// Every string a header brings is kept with its control and formatting
+/// characters escaped ([`crate::text::escape_controls`]): a trace is
+/// untrusted input, and every command prints these (the run id, the host,
+/// the command line), so no printer can forget to escape them.
+fn shown(s: String) -> String {
+    match crate::text::escape_controls(&s) {
+        std::borrow::Cow::Borrowed(_) => s,
+        std::borrow::Cow::Owned(escaped) => escaped,
+    }
+}
+
 impl From<HeaderRepr> for Header {
     fn from(r: HeaderRepr) -> Header {
+        let ddp = r.ddp.map(|mut d| {
+            d.backend = shown(d.backend);
+            for p in &mut d.params {
+                p.name = shown(std::mem::take(&mut p.name));
+                p.dtype = shown(std::mem::take(&mut p.dtype));
+            }
+            d
+        });
         Header {
             format: r.format,
             version: r.version,
-            run_id: r.run_id,
+            run_id: shown(r.run_id),
             rank: r.rank,
             local_rank: r.local_rank.unwrap_or(r.rank),
             world_size: r.world_size,
             local_world_size: r.local_world_size.unwrap_or(r.world_size),
             node_rank: r.node_rank.unwrap_or(0),
-            hostname: r.hostname.unwrap_or_default(),
+            hostname: shown(r.hostname.unwrap_or_default()),
             pid: r.pid.unwrap_or(0),
             start_ns: r.start_ns,
-            clock: r.clock.unwrap_or_else(|| CLOCK_UNIX_NS.to_owned()),
+            clock: shown(r.clock.unwrap_or_else(|| CLOCK_UNIX_NS.to_owned())),
             offset_to_rank0_ns: r.offset_to_rank0_ns.unwrap_or(0),
             offset_uncertainty_ns: r.offset_uncertainty_ns.unwrap_or(0),
-            program: r.program,
-            argv: r.argv,
-            ddp: r.ddp,
+            program: r.program.map(shown),
+            argv: r.argv.map(|a| a.into_iter().map(shown).collect()),
+            ddp,
         }
     }
 }

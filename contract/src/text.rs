@@ -19,6 +19,13 @@
 //!   stores every string from its inputs through it.
 //! * The HTML reports escape markup on top of [`needs_escape`]
 //!   (`probe_reports::html::escape`).
+//!
+//! Traces are escaped where they are read: the trace header's strings
+//! (`trace::Header`) and every interned name (`probe_load::model::Strings`)
+//! are kept through [`escape_controls`], so every command that prints them,
+//! in text, JSON or files, shows escapes and never the raw characters
+//! (`tests/terminal_escapes.rs` runs each command on such a run). The module
+//! lives in the contract crate so that the loader can use it.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;

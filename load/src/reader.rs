@@ -1219,6 +1219,13 @@ fn parse_header(
             header.rank, header.world_size
         )));
     }
+    if header.offset_to_rank0_ns.unsigned_abs() > MAX_CLOCK_OFFSET_NS.unsigned_abs() {
+        return Err(invalid(format!(
+            "offset_to_rank0_ns {} is not a clock offset between machines (more than 2^50 ns, \
+             13 days, either way)",
+            header.offset_to_rank0_ns
+        )));
+    }
     if header.clock != CLOCK_UNIX_NS {
         return Err(invalid(format!(
             "clock domain {:?} is not supported; version 1 timestamps are \"unix_ns\"",
@@ -1230,6 +1237,17 @@ fn parse_header(
     }
     Ok((Builder::new(path.to_owned(), header, version), warning))
 }
+
+/// The latest time a run may hold, in nanoseconds since 1970 after the
+/// clock offset (2^62, the year 2116). Every time the loader keeps lies in
+/// `0..=MAX_TIME_NS`, so differences, margins and sums of two times never
+/// overflow in the views (the terminal timeline did on a span ending at
+/// 2^63 − 1).
+pub const MAX_TIME_NS: i64 = 1 << 62;
+
+/// The largest clock offset between machines a header may give (2^50 ns,
+/// 13 days): beyond, the value is a damaged field, not a clock.
+pub const MAX_CLOCK_OFFSET_NS: i64 = 1 << 50;
 
 /// Checks that buckets only name parameters of the table (when there is one).
 fn check_buckets(buckets: &[BucketInfo], params: usize) -> Result<(), String> {
@@ -1404,8 +1422,8 @@ impl Builder {
             .ok()
             .and_then(|t| t.checked_add(self.offset))
         {
-            Some(t) => Ok(t),
-            None => Err(self.shift_error(line, record, t)),
+            Some(t) if (0..=MAX_TIME_NS).contains(&t) => Ok(t),
+            _ => Err(self.shift_error(line, record, t)),
         }
     }
 
@@ -1416,7 +1434,10 @@ impl Builder {
         self.invalid(
             line,
             record,
-            format!("timestamp {t} is out of range (nanoseconds since 1970 must fit in 63 bits)"),
+            format!(
+                "timestamp {t} is out of range (nanoseconds since 1970, after the clock offset, \
+                 must be within 0..=2^62, the year 2116)"
+            ),
         )
     }
 

@@ -307,10 +307,12 @@ pub(crate) static RULES: &[Rule] = &[
         not [], ex_none),
     // The rank's program stopped before training: argparse ("PROG: error: unrecognized
     // arguments: --local-rank=0", which PyTorch ≥ 2.0's launcher passes), a script that is
-    // not there (CPython's "can't open file '...': [Errno 2] No such file or directory").
+    // not there (CPython's "can't open file '...': [Errno 2] No such file or directory"), a
+    // script started without a launcher (`rendezvous.py`'s env:// handler: "environment
+    // variable MASTER_ADDR expected, but not set", raised by `_env_error(...)`).
     rule!("program_refused_start", RankCrashed, Cause, Standalone,
         [[": error: unrecognized arguments", ": error: the following arguments are required",
-          ": error: argument ", "can't open file"]],
+          ": error: argument ", "can't open file", "expected, but not set", "raise _env_error("]],
         not [], ex_line),
     rule!("rust_panic", RankCrashed, Cause, Standalone,
         [["panicked at"]], not [], ex_none),

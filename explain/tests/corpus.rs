@@ -16,14 +16,14 @@ use probe_explain::{explain_log_bytes, Category, Options};
 use serde::Deserialize;
 
 /// Lowest accepted top-1 accuracy on the development split (the cases the
-/// rules were checked against): 73 of 89 on 2026-11-28.
-const DEVELOPMENT_FLOOR: f64 = 0.81;
-/// Lowest accepted top-1 accuracy on the validation split: 33 of 49 on
-/// 2026-11-28 (the goal is 0.95).
-const VALIDATION_FLOOR: f64 = 0.67;
-/// Cases in the corpus: a case lost from the index fails the test. (The goal
-/// is 150; 138 were gathered so far.)
-const CASES: usize = 138;
+/// rules were checked against): 79 of 95 on 2026-11-28 (third session).
+const DEVELOPMENT_FLOOR: f64 = 0.83;
+/// Lowest accepted top-1 accuracy on the validation split: 38 of 57 on
+/// 2026-11-28 (the goal is 0.95; the 8 cases added that day came in at 5 of 8).
+const VALIDATION_FLOOR: f64 = 0.66;
+/// Cases in the corpus: a case lost from the index fails the test (the
+/// issue asked for at least 150).
+const CASES: usize = 152;
 
 #[derive(Deserialize)]
 struct Case {

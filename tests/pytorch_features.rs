@@ -183,6 +183,14 @@ fn u(v: &Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not an integer: {v}"))
 }
 
+/// The bytes of each bucket's ready window, by (step, bucket).
+fn window_bytes(records: &[Value]) -> BTreeMap<(u64, u64), u64> {
+    spans(records, "bucket_ready")
+        .into_iter()
+        .map(|s| ((u(&s["step"]), u(&s["bucket"])), u(&s["bytes"])))
+        .collect()
+}
+
 /// Bucket collectives (those with a bucket) by (step, bucket).
 fn bucket_collectives(records: &[Value]) -> BTreeMap<(u64, u64), &Value> {
     spans(records, "collective")
@@ -244,10 +252,7 @@ fn tutorial_trainer_records_data_wait_buffers_and_buckets() {
     let (job, _) = recorded("plain");
     check_common(&job, 1);
     let recs = job.records(0);
-    let ready: BTreeMap<(u64, u64), u64> = spans(&recs, "bucket_ready")
-        .into_iter()
-        .map(|s| ((u(&s["step"]), u(&s["bucket"])), u(&s["bytes"])))
-        .collect();
+    let ready = window_bytes(&recs);
     let colls = bucket_collectives(&recs);
     assert_eq!(colls.len(), ready.len());
     for (key, c) in &colls {
@@ -263,6 +268,56 @@ fn tutorial_trainer_records_data_wait_buffers_and_buckets() {
         "{text}"
     );
     assert!(text.contains("data wait"), "{text}");
+}
+
+#[test]
+fn long_runs_sample_gradient_ready_times_and_keep_every_window() {
+    // Per-parameter hooks run on the first 12 steps and one step in 10
+    // (the module's largest cost); every step keeps its bucket windows.
+    let _one = JOB.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    let out = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
+        .current_dir(repo())
+        .args(["run", "--nproc-per-node", "2", "--out"])
+        .arg(&dir)
+        .arg("--")
+        .arg(python())
+        .args(["examples/python/ddp_features.py", "--steps", "25"])
+        .env_remove("PYTHONPATH")
+        .env_remove("DDP_PROBE_TRACE")
+        .output()
+        .expect("start ddp-probe run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let job = Job {
+        dir,
+        console: String::new(),
+        _tmp: tmp,
+    };
+    let recs = job.records(0);
+    let sampled: Vec<u64> = recs
+        .iter()
+        .filter(|r| r["type"] == "grad_ready")
+        .map(|r| u(&r["step"]))
+        .collect();
+    let expected: Vec<u64> = (0..12).chain([20]).collect();
+    assert_eq!(sampled, expected);
+    let windows = spans(&recs, "bucket_ready");
+    let colls = bucket_collectives(&recs);
+    assert_eq!(windows.len(), colls.len(), "a window per bucket all-reduce");
+    for w in windows {
+        let step = u(&w["step"]);
+        let approx = w["args"]["from"] == "previous bucket";
+        assert_eq!(approx, !expected.contains(&step), "{w}");
+        // The window ends when its bucket's all-reduce was called.
+        let c = colls[&(step, u(&w["bucket"]))];
+        assert!(u(&w["end"]) <= u(&c["start"]), "{w} {c}");
+        assert!(u(&w["start"]) <= u(&w["end"]));
+    }
 }
 
 #[test]
@@ -296,10 +351,7 @@ fn check_compressed(mode: &str, dtype: &str) {
     let (job, _) = recorded(mode);
     check_common(&job, 1);
     let recs = job.records(0);
-    let ready: BTreeMap<(u64, u64), u64> = spans(&recs, "bucket_ready")
-        .into_iter()
-        .map(|s| ((u(&s["step"]), u(&s["bucket"])), u(&s["bytes"])))
-        .collect();
+    let ready = window_bytes(&recs);
     let colls = bucket_collectives(&recs);
     assert!(!colls.is_empty());
     for (key, c) in colls {

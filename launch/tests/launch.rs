@@ -45,6 +45,21 @@ fn run(config: &LaunchConfig) -> (Result<Outcome, LaunchError>, Vec<Event>, Dura
     (result, events, start.elapsed())
 }
 
+/// Runs `config`, which must end well and quickly.
+fn run_ok(config: &LaunchConfig) -> (Outcome, Vec<Event>) {
+    let (result, events, took) = run(config);
+    let outcome = result.unwrap();
+    assert!(took < QUICK, "{took:?}");
+    assert_eq!(
+        outcome.status,
+        RunStatus::Ok,
+        "{}",
+        outcome.render_summary()
+    );
+    assert_eq!(outcome.exit_code, 0);
+    (outcome, events)
+}
+
 fn shown(events: &[Event], rank: usize) -> Vec<(Stream, String)> {
     events
         .iter()
@@ -120,16 +135,7 @@ print(json.dumps({k: os.environ.get(k) for k in keys}))
     let mut c = config(tmp.path(), Path::new("python3"), 2);
     c.args = vec![prog.into()];
     c.bucket_cap_mb = Some(25.0);
-    let (result, events, took) = run(&c);
-    let outcome = result.unwrap();
-    assert!(took < QUICK, "{took:?}");
-    assert_eq!(
-        outcome.status,
-        RunStatus::Ok,
-        "{}",
-        outcome.render_summary()
-    );
-    assert_eq!(outcome.exit_code, 0);
+    let (outcome, events) = run_ok(&c);
     let m = &outcome.manifest;
     let dir = &outcome.run_dir;
     let mut tokens = Vec::new();
@@ -893,16 +899,7 @@ fn failed_attempts_are_restarted_and_kept() {
     let prog = restarting_script(tmp.path(), 2);
     let mut c = config(tmp.path(), &prog, 2);
     c.max_restarts = 2;
-    let (result, events, took) = run(&c);
-    let outcome = result.unwrap();
-    assert!(took < QUICK, "{took:?}");
-    assert_eq!(
-        outcome.status,
-        RunStatus::Ok,
-        "{}",
-        outcome.render_summary()
-    );
-    assert_eq!(outcome.exit_code, 0);
+    let (outcome, events) = run_ok(&c);
     let dir = &outcome.run_dir;
 
     // Each failed attempt is a run directory of its own under attempts/.

@@ -137,16 +137,20 @@ fn straggler_is_named_on_a_synthetic_run() {
     assert!(sum.stragglers.collectives > 0);
 }
 
+/// Rank 0's warm-up steps and why, in a synthetic run of `c`.
+fn rank0_warmup(c: &SynthConfig) -> Vec<(Option<u64>, WarmupReason)> {
+    analysis::step_breakdowns(&synth(c), &SummaryOptions::default())
+        .iter()
+        .filter(|s| s.rank == 0)
+        .filter_map(|s| Some((s.step, s.warmup?)))
+        .collect()
+}
+
 #[test]
 fn warmup_is_the_first_step_and_the_rebuild_step() {
     let mut c = SynthConfig::new(2, 10, 2);
     c.rebuild_at_step = Some(4);
-    let steps = analysis::step_breakdowns(&synth(&c), &SummaryOptions::default());
-    let warm: Vec<(Option<u64>, WarmupReason)> = steps
-        .iter()
-        .filter(|s| s.rank == 0)
-        .filter_map(|s| Some((s.step, s.warmup?)))
-        .collect();
+    let warm = rank0_warmup(&c);
     assert_eq!(
         warm,
         vec![
@@ -156,12 +160,7 @@ fn warmup_is_the_first_step_and_the_rebuild_step() {
     );
     // Rebuild at step 2 (static_graph): step 1 ran on the initial layout.
     c.rebuild_at_step = Some(2);
-    let steps = analysis::step_breakdowns(&synth(&c), &SummaryOptions::default());
-    let warm: Vec<(Option<u64>, WarmupReason)> = steps
-        .iter()
-        .filter(|s| s.rank == 0)
-        .filter_map(|s| Some((s.step, s.warmup?)))
-        .collect();
+    let warm = rank0_warmup(&c);
     assert_eq!(
         warm,
         vec![

@@ -29,8 +29,11 @@ Each rank then writes ``$DDP_PROBE_TRACE_DIR/rank-$RANK.jsonl`` (trace format
   what the hook sent: half the bucket with fp16/bf16 compression);
 * a ``collective`` span with ``op`` ``broadcast`` for DDP's broadcast of the
   module's buffers (BatchNorm statistics) before each forward;
-* a ``grad_ready`` record per step (per-parameter ready offsets, for offline
-  re-bucketing), a ``buckets`` record whenever DDP's bucket layout changes
+* a ``grad_ready`` record (per-parameter ready offsets, for offline
+  re-bucketing) on each of the first 12 steps and then on one step in 10 (a
+  Python hook per parameter is the module's largest cost; on the other steps
+  a ``bucket_ready`` window runs from the previous bucket's all-reduce call,
+  ``args.from`` = ``"previous bucket"``), a ``buckets`` record whenever DDP's bucket layout changes
   (PyTorch rebuilds it after the first iteration), a ``samples`` counter per
   step (the first dimension of the first tensor given to forward, summed over
   the micro-batches of a ``no_sync`` accumulation), and an ``end`` record at
@@ -71,11 +74,12 @@ come from torchrun's variables. Clock offsets between ranks are not measured:
 the header says 0 (exact for ranks of one machine, which share a clock).
 
 Cost: records are kept as whole JSON lines in memory and written with one
-``os.write`` per batch of whole lines, by the training thread when 10 ms
-have passed or 512 lines are waiting, by a daemon thread every 10 ms (so a
-hung rank's file is current), and at exit. A process killed at any moment
-leaves a file of complete lines, missing at most its last 10 ms. The CPU
-cost per step is measured by ``bench/torch/overhead.py``.
+``os.write`` per batch of whole lines, by the training thread when its
+queued records span 10 ms or 512 lines are waiting, by a daemon thread every
+100 ms (so a hung rank's file is current), and at exit. A process killed
+while it records leaves a file of complete lines, missing at most its last
+10 ms batch. The CPU cost per step is measured by
+``bench/torch/module_overhead.py``.
 
 Flight-recorder dumps on request: under ``ddp-probe run`` (``DDP_PROBE_RUN_DIR``
 set) the module writes ``control/rank-<R>.listening`` in the run directory,
@@ -113,12 +117,15 @@ __all__ = ["instrument", "TraceWriter", "DumpWatcher", "CudaCollectiveTimer", "F
 FORMAT_VERSION = "1.0"
 
 _LOG = logging.getLogger("ddp_probe_torch")
-# A killed rank loses at most the records of its last 10 ms (the daemon
-# thread's period); measured cost of the 10 ms period: see bench/torch/overhead.py.
+# The training thread writes its queued records once they span 10 ms (or 512
+# lines wait), so a rank killed while it records loses at most its last 10 ms
+# batch. The daemon thread writes what a rank that stopped recording (hung in
+# a collective, in a long computation) left queued, and answers dump requests,
+# every 100 ms: waking more often costs the training thread (the GIL changes
+# hands; at a 10 ms period the tiny-step bench spent 100-250 us more per step).
 _FLUSH_INTERVAL_S = 0.01
 _FLUSH_LINES = 512
-# Dump requests are looked for every 100 ms (a stat call each time).
-_DUMP_POLL_EVERY = 10
+_DAEMON_PERIOD_S = 0.1
 
 # Anchor a monotonic clock to the realtime clock once, so spans do not jump
 # when NTP steps the clock (as probe::clock does).
@@ -223,10 +230,8 @@ class TraceWriter:
                 _LOG.debug("ddp_probe_torch: a poller failed: %s", e)
 
     def _flusher(self):
-        ticks = 0
         while True:
-            time.sleep(_FLUSH_INTERVAL_S)
-            ticks += 1
+            time.sleep(_DAEMON_PERIOD_S)
             self._run_pollers()
             with self._lock:
                 if self._closed:
@@ -234,7 +239,7 @@ class TraceWriter:
                 if self._lines and time.monotonic() - self._last_flush >= _FLUSH_INTERVAL_S:
                     self._flush_locked()
             watcher = self.dump_watcher
-            if watcher is not None and ticks % _DUMP_POLL_EVERY == 0:
+            if watcher is not None:
                 try:
                     watcher.poll(self)
                 except Exception as e:  # noqa: BLE001 - recording must not break training
@@ -453,6 +458,8 @@ class _StepState:
         # Whether DDP will all-reduce after the current micro-batch's backward
         # (False inside ``no_sync``).
         self.will_sync = True
+        # Whether per-parameter gradient-ready times are taken this step.
+        self.sampled = True
         # bucket index -> (hook call time, parameter indices, bytes, dtype)
         self.buckets = {}
 
@@ -537,8 +544,8 @@ class _Instrumentation:
             ddp.register_forward_pre_hook(self.on_forward_pre, with_kwargs=True),
             ddp.register_forward_hook(self.on_forward),
         ]
-        for p in self.params:
-            p.register_post_accumulate_grad_hook(self.on_grad_ready)
+        self.grad_hooks = []
+        self.sample_grads(True)
         from torch.optim.optimizer import (
             register_optimizer_step_post_hook,
             register_optimizer_step_pre_hook,
@@ -570,6 +577,25 @@ class _Instrumentation:
         _patch_data_loader(self)
         _patch_compile()
         _keep_out_of_dynamo()
+
+    def sample_grads(self, on):
+        """Turns the per-parameter gradient-ready hooks on or off.
+
+        A Python hook per parameter and step is the module's largest cost
+        (on the tiny-step bench, 4 parameters cost 200-300 us of a 1 ms
+        step), so the times are taken on the first ``_GRAD_FULL_STEPS``
+        steps and then on one step in ``_GRAD_EVERY``: enough for the
+        ``grad_ready`` records the bucket advice re-buckets from. A program
+        whose own hook cannot be wrapped keeps them on every step (its
+        ready windows have no other source)."""
+        if on and not self.grad_hooks:
+            self.grad_hooks = [
+                p.register_post_accumulate_grad_hook(self.on_grad_ready) for p in self.params
+            ]
+        elif not on and self.grad_hooks:
+            for handle in self.grad_hooks:
+                handle.remove()
+            self.grad_hooks = []
 
     def install_buffer_sync(self):
         """Times DDP's broadcast of module buffers (BatchNorm statistics) from rank 0.
@@ -808,6 +834,12 @@ class _Instrumentation:
                 start = data_wait[0] if data_wait else t
                 st = self.state = _StepState(self.next_step, min(start, t))
                 self.next_step += 1
+                st.sampled = (
+                    not self.can_wrap
+                    or st.step < _GRAD_FULL_STEPS
+                    or st.step % _GRAD_EVERY == 0
+                )
+                self.sample_grads(st.sampled)
             else:
                 # Gradient accumulation (no_sync): the next micro-batch, same step.
                 st.backward_start = None
@@ -873,20 +905,35 @@ class _Instrumentation:
             buckets = {b["id"]: (None, b["params"], b["bytes"], None) for b in self.layout}
         else:
             self.note_layout(st)
-        for bid, (hook_t, params, nbytes, _dtype) in sorted(buckets.items()):
+        # Without per-parameter times (a step not sampled, see _GradSampler)
+        # a bucket's window runs from the previous bucket's call (or the
+        # backward's start) to its own: DDP fills buckets in gradient-ready
+        # order and calls the hook when a bucket's last gradient is ready.
+        previous = st.backward_start
+        for bid, (hook_t, params, nbytes, _dtype) in sorted(
+            buckets.items(), key=lambda kv: (kv[1][0] or 0, kv[0])
+        ):
             times = [ready[i] for i in params if i in ready]
+            approx = ""
             if hook_t is None:
                 if not times:
                     continue
                 start, end = min(times), max(times)
+            elif times:
+                start = min(times)
+                end = min(max(times), hook_t)
             else:
-                start = min(times, default=hook_t)
-                end = min(max(times, default=hook_t), hook_t)
+                start, end = min(previous, hook_t), hook_t
+                approx = ',"args":{"from":"previous bucket"}'
+            if hook_t is not None:
+                previous = max(previous, hook_t)
             self.writer.record_line(
                 f'{{"type":"span","kind":"bucket_ready","step":{st.step},'
                 f'"start":{min(start, end)},"end":{end},"bucket":{bid},"bytes":{nbytes},'
-                f'"params":{len(params)}}}\n'
+                f'"params":{len(params)}{approx}}}\n'
             )
+        if not st.sampled:
+            return
         t0 = st.backward_start
         offsets = ",".join(
             str(max(ready[i] - t0, 0)) if i in ready else "-1" for i in range(len(self.params))
@@ -982,6 +1029,11 @@ class _SentByHook(threading.local):
 
 
 _SENT = _SentByHook()
+
+#: Per-parameter gradient-ready times: every step of the first ones (warm-up,
+#: the bucket rebuild, static_graph's second rebuild), then one step in 10.
+_GRAD_FULL_STEPS = 12
+_GRAD_EVERY = 10
 
 #: DDP settles its bucket layout within the first steps (the rebuild before
 #: the second step; with ``static_graph`` before the third): the layout is

@@ -281,11 +281,12 @@ struct Coll {
     stream: Option<u64>,
 }
 
-/// The largest timestamp trace format v1 holds (nanoseconds since 1970 in 63 bits).
-const MAX_TRACE_NS: f64 = i64::MAX as f64;
+/// The latest timestamp the reader keeps (`probe_load::reader::MAX_TIME_NS`, 2^62 ns since
+/// 1970, the year 2116): the import writes nothing the reader would refuse.
+const MAX_TRACE_NS: f64 = probe_load::reader::MAX_TIME_NS as f64;
 
-/// Refuses a trace whose timestamps (`baseTimeNanoseconds` plus an event's end) do not fit the
-/// trace format's 63 bits, naming the first event that does not, instead of writing a run the
+/// Refuses a trace whose timestamps (`baseTimeNanoseconds` plus an event's end) pass what the
+/// reader keeps (2^62 ns), naming the first event that does, instead of writing a run the
 /// reader would refuse.
 pub(crate) fn check_time_range(t: &KinetoTrace) -> Result<(), ImportError> {
     let base = t.base_time_ns.unwrap_or(0);
@@ -295,8 +296,8 @@ pub(crate) fn check_time_range(t: &KinetoTrace) -> Result<(), ImportError> {
     };
     if base as f64 >= MAX_TRACE_NS {
         return Err(refuse(format!(
-            "baseTimeNanoseconds {base} does not fit the trace format (nanoseconds since 1970 \
-             must fit in 63 bits)"
+            "baseTimeNanoseconds {base} is past what a run holds (nanoseconds since 1970 up to \
+             2^62, the year 2116)"
         )));
     }
     for e in &t.events {
@@ -304,8 +305,8 @@ pub(crate) fn check_time_range(t: &KinetoTrace) -> Result<(), ImportError> {
         if !end_us.is_finite() || base as f64 + (end_us * 1000.0).round() >= MAX_TRACE_NS {
             let name = t.names.get(e.name as usize).map_or("?", String::as_str);
             return Err(refuse(format!(
-                "event {name:?} at ts {} us ends past what the trace format holds \
-                 (baseTimeNanoseconds + ts must fit in 63 bits of nanoseconds)",
+                "event {name:?} at ts {} us ends past what a run holds \
+                 (baseTimeNanoseconds + ts up to 2^62 ns, the year 2116)",
                 e.ts
             )));
         }

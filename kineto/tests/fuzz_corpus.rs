@@ -30,9 +30,10 @@ fn a_kineto_trace_of_rank_u32_max_is_refused() {
 }
 
 /// Found by the `kineto_import` fuzz target: `baseTimeNanoseconds` plus an event's `ts` past
-/// 2^63 ns used to import into a run that the reader then refused.
+/// 2^63 ns used to import into a run that the reader then refused (the reader keeps times up to
+/// 2^62 ns since 2026-11-28, and the import follows it).
 #[test]
-fn a_kineto_trace_with_timestamps_past_63_bits_is_refused() {
+fn a_kineto_trace_with_timestamps_past_what_a_run_holds_is_refused() {
     let trace = r#"{"baseTimeNanoseconds":1790857026000000000,"traceEvents":[{"ph":"X","cat":"user_annotation","name":"ProfilerStep#1","pid":1,"tid":1,"ts":9000000000000000,"dur":2}]}"#;
     probe_kineto::fuzzing::kineto_file(trace.as_bytes());
     let dir = tempfile::tempdir().unwrap();
@@ -41,7 +42,27 @@ fn a_kineto_trace_with_timestamps_past_63_bits_is_refused() {
     let e = probe_kineto::import::import(&[file], &dir.path().join("run")).unwrap_err();
     let msg = e.to_string();
     assert!(
-        msg.contains("\"ProfilerStep#1\"") && msg.contains("63 bits"),
+        msg.contains("\"ProfilerStep#1\"") && msg.contains("2^62"),
+        "{msg}"
+    );
+    assert!(!dir.path().join("run").exists(), "nothing written");
+}
+
+/// Found by the `kineto_import` fuzz target when the reader's limit became 2^62 ns: a
+/// `baseTimeNanoseconds` of 8.79e18 (between 2^62 and 2^63) imported into a run the reader
+/// refused.
+#[test]
+fn a_base_time_between_2_62_and_2_63_is_refused_at_import() {
+    let trace = r#"{"baseTimeNanoseconds":8790857026000000000,"traceEvents":[{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":10,"dur":2}]}"#;
+    probe_kineto::fuzzing::kineto_file(trace.as_bytes());
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("rank.json");
+    std::fs::write(&file, trace).unwrap();
+    let msg = probe_kineto::import::import(&[file], &dir.path().join("run"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("baseTimeNanoseconds") && msg.contains("2^62"),
         "{msg}"
     );
     assert!(!dir.path().join("run").exists(), "nothing written");

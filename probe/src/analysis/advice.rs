@@ -779,9 +779,11 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
     advice.fit_used = used;
     if used.is_none() {
         if fit_errors.is_empty() {
+            // The buckets' operation when the trace names one ("no unknown
+            // with a byte count" read as nonsense).
+            let what = bucket_op.map_or_else(|| "collective".to_owned(), |s| run.str(s).to_owned());
             advice.missing.push(format!(
-                "no {} with a byte count was recorded to fit a communication cost model to",
-                sym_name(run, bucket_op)
+                "no {what} with a byte count was recorded to fit a communication cost model to"
             ));
         } else {
             advice.missing.append(&mut fit_errors);

@@ -10,7 +10,8 @@
 //! and `explain` names rank 1 from the traces and the dumps.
 //!
 //! Needs the project's venv (`<repo>/.venv/bin/python` with torch, made by
-//! `scripts/setup`); without it the test says so and passes without running.
+//! `scripts/setup`, which `scripts/test` runs first); without it the tests
+//! fail saying so.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -32,25 +33,25 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The venv's Python when it exists and imports torch.
-fn python() -> Option<PathBuf> {
+/// The venv's Python, which must exist and import torch: without it the
+/// tests fail saying what to run (a missing input is not a pass).
+fn python() -> PathBuf {
     let py = repo().join(".venv/bin/python");
-    if !py.is_file() {
-        eprintln!(
-            "SKIPPED: {} is absent; run scripts/setup to create the venv with torch",
-            py.display()
-        );
-        return None;
-    }
+    assert!(
+        py.is_file(),
+        "{} is absent: run scripts/setup to create the venv with torch",
+        py.display()
+    );
     let ok = Command::new(&py)
         .args(["-c", "import torch, torch.distributed"])
         .status()
         .is_ok_and(|s| s.success());
-    if !ok {
-        eprintln!("SKIPPED: {} cannot import torch", py.display());
-        return None;
-    }
-    Some(py)
+    assert!(
+        ok,
+        "{} cannot import torch: run scripts/setup",
+        py.display()
+    );
+    py
 }
 
 /// Gradient bytes of the example's MLP (32 → 256 → 256 → 128 → 10, float32),
@@ -247,7 +248,7 @@ fn check_trace(run: &Run, pytorch: &[u64]) {
 
 #[test]
 fn pytorch_ddp_traces_have_the_reference_invariants() {
-    let Some(py) = python() else { return };
+    let py = python();
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
     {
@@ -380,7 +381,7 @@ const HANG_AT_STEP: u64 = 3;
 
 #[test]
 fn pytorch_hang_is_explained_naming_the_rank_behind() {
-    let Some(py) = python() else { return };
+    let py = python();
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
     let status = {
@@ -528,7 +529,7 @@ fn pytorch_hang_is_explained_naming_the_rank_behind() {
 /// host-timed span of a 100 µs kernel fails, counts that differ fail.
 #[test]
 fn gpu_module_check_pairs_spans_with_profiler_kernels() {
-    let Some(py) = python() else { return };
+    let py = python();
     let out = Command::new(py)
         .current_dir(repo())
         .args(["examples/python/gpu_module_check.py", "self-test"])

@@ -248,10 +248,13 @@ pub struct Summary {
 /// all-reduces went unseen (a PyTorch hook registered before `instrument`)
 /// and only other collectives, such as the buffer broadcast, were timed.
 fn parts_not_recorded(run: &Run) -> Vec<String> {
-    const PARTS: [(&str, SpanKind); 3] = [
+    const PARTS: [(&str, SpanKind); 4] = [
         ("data wait", SpanKind::DataWait),
         ("communication", SpanKind::Collective),
         ("optimizer", SpanKind::Optimizer),
+        // The reference DDP's copy of reduced buckets into the gradients;
+        // PyTorch's DDP does it inside its reducer, unseen by the module.
+        ("writeback", SpanKind::Writeback),
     ];
     let mut seen = [false; PARTS.len()];
     let (mut bucket_windows, mut bucket_collectives) = (false, false);

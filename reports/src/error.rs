@@ -26,6 +26,14 @@ pub enum ReportError {
         path: PathBuf,
     },
 
+    /// A file given as a run is not a ddp-probe trace (its first line is
+    /// no trace header): a log, a profiler trace, anything else.
+    #[error("{} is not a ddp-probe trace (its first line is not a trace header): give a run directory, or a trace file `ddp-probe run` wrote; `ddp-probe explain` reads failure logs, `ddp-probe import kineto` profiler traces", path.display())]
+    NotATrace {
+        /// The file.
+        path: PathBuf,
+    },
+
     /// Reading or writing a file failed.
     #[error("cannot {action} {}: {source}", path.display())]
     Io {

@@ -119,7 +119,15 @@ fn expand(p: &Path) -> Result<Vec<PathBuf>, ReportError> {
             path: p.to_path_buf(),
         });
     }
-    if p.is_file() || is_run(p) || is_traces_folder(p) {
+    if p.is_file() {
+        if !starts_like_a_trace(p) {
+            return Err(ReportError::NotATrace {
+                path: p.to_path_buf(),
+            });
+        }
+        return Ok(vec![p.to_path_buf()]);
+    }
+    if is_run(p) || is_traces_folder(p) {
         return Ok(vec![p.to_path_buf()]);
     }
     if p.is_dir() {
@@ -143,6 +151,21 @@ fn expand(p: &Path) -> Result<Vec<PathBuf>, ReportError> {
     Err(ReportError::NotARun {
         path: p.to_path_buf(),
     })
+}
+
+/// Whether the file's first line (up to 64 KiB) is a ddp-probe trace header:
+/// a report of a text file was a page saying why "the run" failed.
+fn starts_like_a_trace(p: &Path) -> bool {
+    use std::io::Read;
+    let mut head = Vec::new();
+    let read = fs::File::open(p).and_then(|f| f.take(64 << 10).read_to_end(&mut head));
+    if read.is_err() {
+        // Let the loader report the I/O error with its context.
+        return true;
+    }
+    let first = head.split(|&b| b == b'\n').next().unwrap_or_default();
+    let first = String::from_utf8_lossy(first);
+    first.contains("\"type\"") && first.contains(probe::trace::FORMAT_NAME)
 }
 
 /// Whether `d` is a run directory (a manifest or a `traces/` folder).
@@ -285,6 +308,15 @@ mod tests {
             Err(ReportError::NotARun { .. })
         ));
         assert!(matches!(load_runs(&[]), Err(ReportError::NoRuns)));
+        // A text file is not a run: an error, not a page about a failed run.
+        let text = dir.path().join("hello.txt");
+        fs::write(&text, "hello world\n").unwrap();
+        let err = load_runs(std::slice::from_ref(&text)).unwrap_err();
+        assert!(matches!(err, ReportError::NotATrace { .. }), "{err}");
+        assert!(err.to_string().contains("ddp-probe explain"), "{err}");
+        // A trace file is one.
+        let trace = probe::trace::rank_file_path(&dir.path().join("series/n1"), 0);
+        assert_eq!(load_runs(&[trace]).unwrap().len(), 1);
     }
 
     #[test]

@@ -13,8 +13,11 @@
 //! `scripts/setup`, which `scripts/test` runs first); without it the tests
 //! fail saying so.
 
+mod common;
+
+use common::{repo, venv_python};
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::sync::Mutex;
 
@@ -28,31 +31,6 @@ const CAP_MB: &str = "0.1";
 /// One PyTorch job at a time: two jobs at once on a small machine could
 /// starve a rank's start past the hang timeout.
 static PYTORCH_JOB: Mutex<()> = Mutex::new(());
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The venv's Python, which must exist and import torch: without it the
-/// tests fail saying what to run (a missing input is not a pass).
-fn python() -> PathBuf {
-    let py = repo().join(".venv/bin/python");
-    assert!(
-        py.is_file(),
-        "{} is absent: run scripts/setup to create the venv with torch",
-        py.display()
-    );
-    let ok = Command::new(&py)
-        .args(["-c", "import torch, torch.distributed"])
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(
-        ok,
-        "{} cannot import torch: run scripts/setup",
-        py.display()
-    );
-    py
-}
 
 /// Gradient bytes of the example's MLP (32 → 256 → 256 → 128 → 10, float32),
 /// per layer (weight + bias), first layer first.
@@ -248,7 +226,7 @@ fn check_trace(run: &Run, pytorch: &[u64]) {
 
 #[test]
 fn pytorch_ddp_traces_have_the_reference_invariants() {
-    let py = python();
+    let py = venv_python();
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
     {
@@ -381,7 +359,7 @@ const HANG_AT_STEP: u64 = 3;
 
 #[test]
 fn pytorch_hang_is_explained_naming_the_rank_behind() {
-    let py = python();
+    let py = venv_python();
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
     let status = {
@@ -529,7 +507,7 @@ fn pytorch_hang_is_explained_naming_the_rank_behind() {
 /// host-timed span of a 100 µs kernel fails, counts that differ fail.
 #[test]
 fn gpu_module_check_pairs_spans_with_profiler_kernels() {
-    let py = python();
+    let py = venv_python();
     let out = Command::new(py)
         .current_dir(repo())
         .args(["examples/python/gpu_module_check.py", "self-test"])

@@ -13,6 +13,9 @@
 //! Needs the project's venv (`scripts/setup`, which `scripts/test` runs
 //! first); without it each test fails saying so.
 
+mod common;
+
+use common::{repo, venv_python};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Command;
@@ -28,20 +31,6 @@ const BATCH: u64 = 16;
 /// The model's width: BatchNorm1d(96) keeps running_mean and running_var
 /// (96 float32 each) and num_batches_tracked (one int64): 776 bytes.
 const BUFFER_BYTES: u64 = 2 * 96 * 4 + 8;
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn python() -> PathBuf {
-    let py = repo().join(".venv/bin/python");
-    assert!(
-        py.is_file(),
-        "{} is absent: run scripts/setup (it installs torch into the project's venv)",
-        py.display()
-    );
-    py
-}
 
 struct Job {
     dir: PathBuf,
@@ -102,7 +91,7 @@ fn run_mode(mode: &str, record: bool) -> Job {
         .args(["run", "--nproc-per-node", "2", "--out"])
         .arg(&dir)
         .arg("--")
-        .arg(python())
+        .arg(venv_python())
         .args(["examples/python/ddp_features.py", "--mode", mode])
         .args([
             "--steps",
@@ -281,7 +270,7 @@ fn long_runs_sample_gradient_ready_times_and_keep_every_window() {
         .args(["run", "--nproc-per-node", "2", "--out"])
         .arg(&dir)
         .arg("--")
-        .arg(python())
+        .arg(venv_python())
         .args(["examples/python/ddp_features.py", "--steps", "25"])
         .env_remove("PYTHONPATH")
         .env_remove("DDP_PROBE_TRACE")

@@ -61,12 +61,17 @@ Examples:
     Summary(AnalyzeArgs),
     /// bucket_cap_mb advice from a single trace: predicted step time per candidate cap.
     #[command(after_help = "\
-Fits latency and bandwidth to the run's collectives, replays PyTorch's bucket assignment over
-the recorded gradient-ready times for each candidate cap, simulates the overlapped schedule and
-recommends the cap with the shortest predicted step, with how sure it is.
+Takes the cost of a collective from the start-up calibration that `ddp-probe run` records (a
+sweep of all-reduce sizes, and how compute and communication slow each other down), else fits
+latency and bandwidth to the run's collectives. Replays the recorded run first (and prints how
+close it gets), then replays PyTorch's bucket assignment over the recorded gradient-ready times
+for each candidate cap and for per-bucket caps cut from those times (bucket_cap_mb_list),
+simulates the overlapped schedule, and recommends the setting with the shortest predicted step,
+with how sure it is.
 
 Example:
-  ddp-probe advise runs/latest")]
+  ddp-probe advise runs/latest
+  ddp-probe export chrome --what-if runs/latest -o whatif.json   # the simulated schedules too")]
     Advise(AnalyzeArgs),
     /// Why a run failed or hung: findings ranked root cause first, with evidence and fixes.
     #[command(after_help = "\
@@ -372,6 +377,21 @@ pub struct AnalyzeArgs {
     /// 10GB/s, 800MiB/s, 100Gbit/s), used with --latency.
     #[arg(long, value_name = "RATE", value_parser = parse_rate_bytes_per_s, requires = "latency")]
     pub bandwidth: Option<f64>,
+
+    /// For the advice: the caps (MiB) to simulate, comma-separated, instead of the default
+    /// 0.25,0.5,1,2,4,8,16,25,50,100 (the current cap is always added).
+    #[arg(long, value_name = "MB,MB,...", value_delimiter = ',', value_parser = parse_positive_mb)]
+    pub candidates: Vec<f64>,
+}
+
+/// A cap in MiB: a positive number.
+fn parse_positive_mb(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(mb) if mb.is_finite() && mb > 0.0 => Ok(mb),
+        _ => Err(format!(
+            "{s:?} is not a positive number of MiB (e.g. 0.5 or 25)"
+        )),
+    }
 }
 
 /// Splits "12.5unit" into the number and the unit.
@@ -603,6 +623,18 @@ pub struct RunArgs {
     #[arg(long, value_name = "MB")]
     pub bucket_cap_mb: Option<f64>,
 
+    /// Per-bucket caps in MiB, as PyTorch 2.13's `bucket_cap_mb_list`: the first bucket's cap,
+    /// the second's, ..., the last one for every further bucket (DDP_PROBE_BUCKET_CAP_MB_LIST;
+    /// the reference DDP reads it).
+    #[arg(long, value_name = "MB,MB,...", value_delimiter = ',')]
+    pub bucket_cap_mb_list: Vec<f64>,
+
+    /// Skip the start-up calibration: a sweep of all-reduce sizes and an interference probe (at
+    /// most about 1 s, recorded in the trace) that gives `ddp-probe advise` a cost model for
+    /// every run, also one whose gradients fit in a single bucket (DDP_PROBE_CALIBRATE=0).
+    #[arg(long)]
+    pub no_calibrate: bool,
+
     /// Stop the job when no rank makes progress for this many seconds, naming who is stuck where.
     #[arg(long, value_name = "SECONDS")]
     pub hang_timeout: Option<f64>,
@@ -715,6 +747,11 @@ pub struct ExportChromeArgs {
     /// Where to write the JSON ('-' for standard output).
     #[arg(short, long, value_name = "FILE")]
     pub output: PathBuf,
+
+    /// Add the advice's simulated schedules beside the ranks, each as a process lined up with
+    /// the first steady step: the recorded layout replayed, and the recommended bucket setting.
+    #[arg(long)]
+    pub what_if: bool,
 }
 
 #[cfg(test)]

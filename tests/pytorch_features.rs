@@ -256,6 +256,44 @@ fn tutorial_trainer_records_data_wait_buffers_and_buckets() {
         "{text}"
     );
     assert!(text.contains("data wait"), "{text}");
+
+    // The start-up calibration at instrument(): both ranks swept the same all-reduce sizes
+    // from 4 KiB up (the same plan as the reference DDP's), and ran the interference probe.
+    let sweep = |rank: u32| -> Vec<u64> {
+        let mut sizes: Vec<u64> = spans(&job.records(rank), "collective")
+            .into_iter()
+            .filter(|s| s["name"] == "calibration")
+            .map(|s| u(&s["bytes"]))
+            .collect();
+        sizes.dedup();
+        sizes
+    };
+    let sizes = sweep(0);
+    assert_eq!(sizes, sweep(1));
+    assert!(sizes.len() >= 4 && sizes[0] == 4096, "{sizes:?}");
+    assert!(sizes.windows(2).all(|w| w[0] < w[1]), "{sizes:?}");
+    let probe_rounds = spans(&recs, "user")
+        .into_iter()
+        .filter(|s| s["name"] == "calibration compute overlapped")
+        .count();
+    assert!(probe_rounds >= 1, "the interference probe ran");
+    // Every calibration call lies before the first step.
+    let first_step = spans(&recs, "step")
+        .iter()
+        .map(|s| u(&s["start"]))
+        .min()
+        .unwrap();
+    assert!(spans(&recs, "collective")
+        .iter()
+        .filter(|s| s["name"] == "calibration")
+        .all(|s| u(&s["end"]) <= first_step));
+    let advice = &json["advice"];
+    let used = advice["fit_used"].as_u64().expect("a cost model") as usize;
+    assert_eq!(advice["fits"][used]["calibrated"], true, "{advice}");
+    assert!(
+        advice["interference"]["compute"].as_f64().is_some(),
+        "{advice}"
+    );
 }
 
 #[test]

@@ -16,6 +16,14 @@ pub const TRACE: &str = "DDP_PROBE_TRACE";
 pub const STORE_TOKEN: &str = "DDP_PROBE_STORE_TOKEN";
 /// The DDP bucket size in MiB, from `ddp-probe run --bucket-cap-mb`.
 pub const BUCKET_CAP_MB: &str = "DDP_PROBE_BUCKET_CAP_MB";
+/// `0`, `off`, `false` or `no`: no start-up calibration of the communication
+/// cost (`ddp-probe run --no-calibrate`); see [`crate::trace::calibration`].
+pub const CALIBRATE: &str = "DDP_PROBE_CALIBRATE";
+/// The calibration's time budget in milliseconds (default 1000).
+pub const CALIBRATE_MS: &str = "DDP_PROBE_CALIBRATE_MS";
+/// Per-bucket caps in MiB, comma-separated, as PyTorch's `bucket_cap_mb_list`
+/// (`ddp-probe run --bucket-cap-mb-list`).
+pub const BUCKET_CAP_MB_LIST: &str = "DDP_PROBE_BUCKET_CAP_MB_LIST";
 /// Gradient compression of the reference DDP: `none`, `fp16` or `bf16`.
 pub const COMPRESSION: &str = "DDP_PROBE_COMPRESSION";
 /// Seconds a collective may wait before it fails (the reference DDP's groups).

@@ -38,6 +38,8 @@ use crate::reducer::{comm_dtype, Compression, ParamEntry, Reducer};
 
 /// Environment variable through which `ddp-probe run --bucket-cap-mb` reaches the program.
 pub use probe_contract::env::BUCKET_CAP_MB as BUCKET_CAP_ENV;
+/// Environment variable through which `ddp-probe run --bucket-cap-mb-list` reaches the program.
+pub use probe_contract::env::BUCKET_CAP_MB_LIST as BUCKET_CAP_LIST_ENV;
 /// Environment variable selecting gradient compression for a run: `none`, `fp16` or `bf16`.
 pub use probe_contract::env::COMPRESSION as COMPRESSION_ENV;
 
@@ -46,6 +48,9 @@ pub use probe_contract::env::COMPRESSION as COMPRESSION_ENV;
 pub struct DdpOptions {
     /// `bucket_cap_mb`; `None` is PyTorch's default of 25 MiB with a 1 MiB first bucket.
     pub bucket_cap_mb: Option<f64>,
+    /// `bucket_cap_mb_list` (PyTorch 2.13): one cap per bucket in launch order, the last one for
+    /// all further buckets; it overrides `bucket_cap_mb` (whose value becomes the list's largest).
+    pub bucket_cap_mb_list: Option<Vec<f64>>,
     /// `find_unused_parameters`: tolerate parameters that get no gradient in a step.
     pub find_unused_parameters: bool,
     /// `broadcast_buffers`: broadcast rank 0's buffers before every forward.
@@ -58,6 +63,7 @@ impl Default for DdpOptions {
     fn default() -> Self {
         Self {
             bucket_cap_mb: None,
+            bucket_cap_mb_list: None,
             find_unused_parameters: false,
             broadcast_buffers: true,
             compression: Compression::None,
@@ -90,12 +96,23 @@ impl DdpOptions {
             })?;
             options.bucket_cap_mb = Some(mb);
         }
+        if let Ok(text) = std::env::var(BUCKET_CAP_LIST_ENV) {
+            let list = parse_cap_list(&text)
+                .map_err(|e| DdpError::Config(format!("{BUCKET_CAP_LIST_ENV}={text:?}: {e}")))?;
+            options.bucket_cap_mb_list = Some(list);
+        }
         Ok(options)
     }
 
     /// Sets `bucket_cap_mb`.
     pub fn bucket_cap_mb(mut self, mb: f64) -> Self {
         self.bucket_cap_mb = Some(mb);
+        self
+    }
+
+    /// Sets `bucket_cap_mb_list`.
+    pub fn bucket_cap_mb_list(mut self, list: Vec<f64>) -> Self {
+        self.bucket_cap_mb_list = Some(list);
         self
     }
 
@@ -110,6 +127,24 @@ impl DdpOptions {
         self.compression = compression;
         self
     }
+}
+
+/// Parses a `bucket_cap_mb_list` written as comma-separated MiB (`"1,4,25"`); the error says
+/// what is wrong with it.
+pub fn parse_cap_list(text: &str) -> std::result::Result<Vec<f64>, String> {
+    let list = text
+        .split(',')
+        .map(|item| {
+            let item = item.trim();
+            match item.parse::<f64>() {
+                Ok(mb) if mb.is_finite() && mb > 0.0 => Ok(mb),
+                _ => Err(format!(
+                    "{item:?} is not a positive number of MiB; write the caps as e.g. 1,4,25"
+                )),
+            }
+        })
+        .collect::<std::result::Result<Vec<f64>, String>>()?;
+    Ok(list)
 }
 
 /// Tensors with their qualified names (`"fc1.weight"`).
@@ -203,7 +238,8 @@ impl Ddp {
                     .into(),
             ));
         }
-        let caps = BucketCapConfig::new(options.bucket_cap_mb, None)?;
+        let caps =
+            BucketCapConfig::new(options.bucket_cap_mb, options.bucket_cap_mb_list.as_deref())?;
         let mut entries = Vec::with_capacity(params.len());
         for (i, (name, tensor)) in params.into_iter().enumerate() {
             let kind = tensor.f_kind()?;
@@ -247,6 +283,7 @@ impl Ddp {
                     backend: pg.transport().name().to_owned(),
                     bucket_cap_mb: Some(caps.bucket_bytes_cap as f64 / (1024.0 * 1024.0)),
                     first_bucket_bytes: Some(caps.first_bucket_bytes_cap),
+                    bucket_cap_mb_list: options.bucket_cap_mb_list.clone(),
                     find_unused_parameters: options.find_unused_parameters,
                     gradient_as_bucket_view: false,
                     params: param_infos,
@@ -267,6 +304,11 @@ impl Ddp {
         )
         .map_err(|e| DdpError::Config(format!("cannot open the trace file: {e}")))?;
         let recorder = Arc::new(recorder);
+        // What the calibration needs to know before the reducer takes the parameters.
+        let gradient_bytes: u64 = entries.iter().filter_map(|e| e.spec.bytes()).sum();
+        let on_cpu = entries
+            .iter()
+            .all(|e| e.tensor.device() == tch::Device::Cpu);
         let reducer = Reducer::new(
             entries,
             Arc::clone(&pg),
@@ -281,6 +323,9 @@ impl Ddp {
             .op("broadcast")
             .name("initial parameter broadcast")
             .finish();
+        if let Some(budget) = crate::calibrate::budget_from_env() {
+            crate::calibrate::calibrate(&pg, &recorder, gradient_bytes, on_cpu, budget)?;
+        }
 
         let reducer = Arc::new(Mutex::new(reducer));
         let hook_reducer = Arc::clone(&reducer);

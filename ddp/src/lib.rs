@@ -17,6 +17,7 @@
 
 pub mod amp;
 pub mod buckets;
+pub mod calibrate;
 pub mod checkpoint;
 /// The GPU path (feature `cuda`): the `ddp-cuda` crate, which needs no libtorch.
 #[cfg(feature = "cuda")]
@@ -34,7 +35,7 @@ pub mod sampler;
 
 pub use crate::ddp::{
     init_process_group, named_parameters_and_buffers, Ddp, DdpOptions, BUCKET_CAP_ENV,
-    COMPRESSION_ENV,
+    BUCKET_CAP_LIST_ENV, COMPRESSION_ENV,
 };
 pub use buckets::{
     BucketCapConfig, BucketError, DeviceKeyExt, DtypeKeyExt, ParamSpec, ParamSpecExt,

@@ -106,20 +106,142 @@ fn an_lm_run_is_summarised_with_its_overlap_and_advised() {
     assert_eq!(advice["schema_version"], v["schema_version"]);
     advice.as_object_mut().unwrap().remove("schema_version");
     assert_eq!(v["advice"], advice);
-    if advice["missing"] == serde_json::json!([]) {
-        assert_reasoned(&advice);
-    } else {
-        // Only the cost model may be missing (the machine decides whether the times show a
-        // bandwidth), and the advice then says how to state one.
-        let missing = advice["missing"].to_string();
-        assert!(missing.contains("no cost model"), "{missing}");
-        assert!(missing.contains("--latency"), "{missing}");
-        eprintln!("note: the collectives' times here show no bandwidth: {missing}");
-    }
+    // The start-up calibration gives the cost model every size it needs.
+    assert_eq!(advice["missing"], serde_json::json!([]), "{advice}");
+    assert_reasoned(&advice);
     let stated = json_of(
         &["advise", "--latency", "50us", "--bandwidth", "1GB/s"],
         &run,
     );
     assert_eq!(stated["missing"], serde_json::json!([]), "{stated}");
     assert_reasoned(&stated);
+}
+
+/// The calibration spans of a trace file: `(name, bytes)`.
+fn calibration_spans(trace: &Path) -> Vec<(String, u64)> {
+    std::fs::read_to_string(trace)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| {
+            v["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("calibration"))
+        })
+        .map(|v| {
+            (
+                v["name"].as_str().unwrap().to_owned(),
+                v["bytes"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_one_bucket_run_is_advised_from_its_start_up_calibration() {
+    let _lock = job_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let run_lm = |out: &str, extra: &[&str]| {
+        let mut cmd = Command::new(ddp_probe_bin());
+        cmd.current_dir(dir.path())
+            .args(["run", "--nproc-per-node", "2", "--out", out])
+            .args(extra)
+            .arg("--")
+            .arg(env!("CARGO_BIN_EXE_lm"))
+            // lm's default model has about 3 MiB of gradients: one 25 MiB bucket.
+            .args(["--steps", "12", "--bucket-cap-mb", "25"])
+            .env_remove("DDP_PROBE_FAULT");
+        let done = run_bounded(
+            cmd,
+            &dir.path().join(format!("{out}.log")),
+            Duration::from_secs(300),
+        );
+        assert!(done.status.success(), "{}", done.output);
+        dir.path().join(out)
+    };
+    let run = run_lm("calibrated", &[]);
+    let v = json_of(&["summary"], &run);
+    let buckets = v["summary"]["buckets"].as_array().expect("bucket rows");
+    assert_eq!(buckets.len(), 1, "one bucket: {buckets:?}");
+    // Every rank swept the same sizes, from 4 KiB up to the gradients' size.
+    let header = std::fs::read_to_string(run.join("traces/rank-0.jsonl")).unwrap();
+    let header: Value = serde_json::from_str(header.lines().next().unwrap()).unwrap();
+    let gradient_bytes: u64 = header["ddp"]["params"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["bytes"].as_u64())
+        .sum();
+    let sweep = |rank: u32| -> Vec<u64> {
+        let mut sizes: Vec<u64> = calibration_spans(&run.join(format!("traces/rank-{rank}.jsonl")))
+            .into_iter()
+            .filter(|(n, _)| n == "calibration")
+            .map(|(_, b)| b)
+            .collect();
+        sizes.dedup();
+        sizes
+    };
+    let sizes = sweep(0);
+    assert_eq!(sizes, sweep(1));
+    assert!(sizes.len() >= 4, "{sizes:?}");
+    assert_eq!(sizes[0], 4096);
+    assert!(sizes.windows(2).all(|w| w[0] < w[1]), "{sizes:?}");
+    assert!(*sizes.last().unwrap() <= gradient_bytes + 4, "{sizes:?}");
+
+    // One bucket size of its own, yet a calibrated cost model, a replay close to the
+    // measured step, and a recommendation with its reasoning.
+    let advice = json_of(&["advise"], &run);
+    assert_eq!(advice["missing"], serde_json::json!([]), "{advice}");
+    let used = advice["fit_used"].as_u64().expect("a cost model") as usize;
+    assert_eq!(advice["fits"][used]["calibrated"], true, "{advice}");
+    assert!(advice["fits"][used]["table"].as_array().unwrap().len() >= 4);
+    let replay = &advice["replay"];
+    let (p, m) = (
+        replay["predicted_step_ns"].as_f64().unwrap(),
+        replay["measured_step_ns"].as_f64().unwrap(),
+    );
+    assert!(
+        (p - m).abs() <= 0.25 * m,
+        "replay {p} against {m}: {replay}"
+    );
+    assert_reasoned(&advice);
+
+    // The simulated schedules beside the recorded ranks: the one bucket replayed, at the
+    // first steady step.
+    let out = Command::new(ddp_probe_bin())
+        .args(["export", "chrome", "--what-if", "-o", "-"])
+        .arg(&run)
+        .output()
+        .expect("ddp-probe export runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let chrome: Value = serde_json::from_slice(&out.stdout).expect("Chrome JSON");
+    let events = chrome["traceEvents"].as_array().unwrap();
+    let names: Vec<&str> = events
+        .iter()
+        .filter(|e| e["name"] == "process_name")
+        .filter_map(|e| e["args"]["name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&"what-if: recorded layout (replayed)"),
+        "{names:?}"
+    );
+    let simulated = |name: &str| {
+        events
+            .iter()
+            .filter(|e| e["cat"] == "what-if" && e["name"] == name)
+            .count()
+    };
+    assert!(simulated("backward") >= 1);
+    assert!(simulated("all_reduce") >= 1);
+
+    // Without the calibration the run's one bucket size fits no cost model.
+    let plain = run_lm("plain", &["--no-calibrate"]);
+    assert!(calibration_spans(&plain.join("traces/rank-0.jsonl")).is_empty());
+    let advice = json_of(&["advise"], &plain);
+    let missing = advice["missing"].to_string();
+    assert!(missing.contains("same size"), "{missing}");
 }

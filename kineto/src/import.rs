@@ -407,6 +407,7 @@ pub(crate) fn convert<W: Write>(
         program: Some("pytorch-profiler".to_owned()),
         argv: Some(vec![t.path.display().to_string()]),
         ddp: Some(DdpConfig {
+            bucket_cap_mb_list: None,
             backend: dist.backend.unwrap_or_else(|| "unknown".to_owned()),
             bucket_cap_mb: None,
             first_bucket_bytes: None,

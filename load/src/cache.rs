@@ -54,7 +54,7 @@ const MAGIC: [u8; 8] = *b"DDPCACHE";
 /// Version of the cache layout. Bump it whenever the layout, or the model
 /// the reader builds from a trace, changes.
 /// 4: names are kept escaped (`Strings::intern`).
-const FORMAT_VERSION: u32 = 4;
+const FORMAT_VERSION: u32 = 5;
 /// Size of the fixed header.
 const HEADER_BYTES: usize = 72;
 /// The payload is read, written and checksummed in blocks of this size.
@@ -1008,6 +1008,7 @@ fn encode_header<W: Write>(e: &mut Enc<W>, h: &Header) -> io::Result<()> {
     let DdpConfig {
         backend,
         bucket_cap_mb,
+        bucket_cap_mb_list,
         first_bucket_bytes,
         find_unused_parameters,
         gradient_as_bucket_view,
@@ -1020,6 +1021,16 @@ fn encode_header<W: Write>(e: &mut Enc<W>, h: &Header) -> io::Result<()> {
         Some(v) => {
             e.u8(1);
             e.f64(*v);
+        }
+    }
+    match bucket_cap_mb_list {
+        None => e.u8(0),
+        Some(list) => {
+            e.u8(1);
+            e.uv(list.len() as u64);
+            for v in list {
+                e.f64(*v);
+            }
         }
     }
     e.opt_uv(*first_bucket_bytes);
@@ -1733,6 +1744,13 @@ fn decode_header<R: Read>(d: &mut Dec<R>) -> Result<Header, Bad> {
     let ddp = d.opt(|d| {
         let backend = d.string()?;
         let bucket_cap_mb = d.opt(Dec::f64)?;
+        let bucket_cap_mb_list = d.opt(|d| {
+            let (n, mut list) = d.vec::<f64>()?;
+            for _ in 0..n {
+                list.push(d.f64()?);
+            }
+            Ok(list)
+        })?;
         let first_bucket_bytes = d.opt(Dec::uv)?;
         let find_unused_parameters = d.bool()?;
         let gradient_as_bucket_view = d.bool()?;
@@ -1756,6 +1774,7 @@ fn decode_header<R: Read>(d: &mut Dec<R>) -> Result<Header, Bad> {
         Ok(DdpConfig {
             backend,
             bucket_cap_mb,
+            bucket_cap_mb_list,
             first_bucket_bytes,
             find_unused_parameters,
             gradient_as_bucket_view,

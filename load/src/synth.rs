@@ -300,6 +300,7 @@ impl<'c> Sim<'c> {
                 format!("--buckets={}", c.buckets),
             ]),
             ddp: Some(DdpConfig {
+                bucket_cap_mb_list: None,
                 backend: "gloo".to_owned(),
                 bucket_cap_mb: Some(25.0),
                 first_bucket_bytes: Some(1 << 20),

@@ -189,6 +189,7 @@ fn every_span_kind_and_field_is_documented() {
     }
     let header = serde_json::to_value(Record::Header(
         probe_load::trace::Header::new("r", 0, 1).with_ddp(probe_load::trace::DdpConfig {
+            bucket_cap_mb_list: None,
             backend: "gloo".into(),
             bucket_cap_mb: Some(1.0),
             first_bucket_bytes: Some(1),

@@ -19,6 +19,7 @@ fn ddp() -> DdpConfig {
         bytes,
     };
     DdpConfig {
+        bucket_cap_mb_list: None,
         backend: "gloo".to_owned(),
         bucket_cap_mb: Some(25.0),
         first_bucket_bytes: Some(1 << 20),

@@ -1270,8 +1270,160 @@ def instrument(ddp_model, *, trace_dir=None):
     if compiled is not None:
         inst.hook_compiled(compiled)
     _install_exit(inst.writer)
+    budget = _calibration_budget_ns()
+    if budget is not None and world_size > 1 and dist.is_initialized():
+        try:
+            _calibrate(inst, budget)
+        except Exception as e:  # noqa: BLE001 - the advice goes without; training must not
+            _say(f"the start-up calibration failed ({type(e).__name__}: {e}); advise will fit "
+                 "its cost model to the run's own collectives")
     _say(f"recording rank {rank} to {path}")
     return ddp_model if compiled is None else compiled
+
+
+#: The start-up calibration (the same plan as the reference DDP's, ddp/src/calibrate.rs): at
+#: most this many sizes from 4 KiB up to the gradients' size, this many calls each.
+_CALIBRATION_SIZES = 8
+_CALIBRATION_REPEATS = 3
+_CALIBRATION_SMALLEST = 4096
+_CALIBRATION_PROBE_ROUNDS = 3
+
+
+def _calibration_budget_ns():
+    """The calibration's budget in ns, or None when ``DDP_PROBE_CALIBRATE`` turns it off."""
+    if os.environ.get("DDP_PROBE_CALIBRATE", "").strip().lower() in ("0", "off", "false", "no"):
+        return None
+    try:
+        ms = float(os.environ.get("DDP_PROBE_CALIBRATE_MS", "1000"))
+    except ValueError:
+        ms = 1000.0
+    return ms * 1e6
+
+
+def _sweep_sizes(gradient_bytes):
+    """Sizes in bytes, geometric from 4 KiB to the gradients' size, multiples of 4."""
+    top = max(gradient_bytes, _CALIBRATION_SMALLEST)
+    n = _CALIBRATION_SIZES
+    ratio = (top / _CALIBRATION_SMALLEST) ** (1.0 / (n - 1))
+    sizes = []
+    for i in range(n):
+        b = max(1, round(_CALIBRATION_SMALLEST * ratio**i / 4)) * 4
+        if not sizes or sizes[-1] != b:
+            sizes.append(b)
+    return sizes
+
+
+def _calibrate(inst, budget_ns):
+    """Times all-reduces of a sweep of sizes with nothing else running, then (on the CPU) one
+    while the rank multiplies matrices, and records them as the ``calibration`` spans the
+    analysis fits its cost model and interference factors to (docs/trace-format.md). Every rank
+    runs the same plan: before each size the ranks agree (one small all-reduce) on the time used
+    and the last size's time, so they stop together within the budget."""
+    pg, writer = inst.pg, inst.writer
+    device = inst.params[0].device if inst.params else torch.device("cpu")
+    cuda = device.type == "cuda"
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
+    gradient_bytes = sum(p.numel() * p.element_size() for p in inst.params)
+    start = now_ns()
+
+    def record(name, nbytes, t0, t1, seq):
+        span = {"type": "span", "kind": "collective", "start": t0, "end": t1,
+                "queued": t0, "op": "all_reduce", "name": name, "bytes": nbytes,
+                "dtype": "float32", "transport": inst.backend}
+        if seq is not None:
+            span["seq"] = seq
+        writer.record(span)
+
+    def agree(values):
+        t = torch.tensor(values, dtype=torch.float64, device=device)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX, group=pg)
+        return t.tolist()
+
+    def timed_call(data):
+        sync()
+        t0 = now_ns()
+        dist.all_reduce(data, group=pg)
+        seq = inst.seq_after_issue()
+        sync()
+        return t0, now_ns(), seq
+
+    dist.all_reduce(torch.zeros(_CALIBRATION_SMALLEST // 4, device=device), group=pg)
+    call_ns, last_bytes, times = 0.0, _CALIBRATION_SMALLEST, []
+    for nbytes in _sweep_sizes(gradient_bytes):
+        elapsed, last_ns = agree([float(now_ns() - start), call_ns])
+        estimate = last_ns * nbytes / last_bytes
+        left = budget_ns * 0.6 - elapsed
+        repeats = _CALIBRATION_REPEATS if estimate <= 0 else min(
+            _CALIBRATION_REPEATS, max(0, int(left // estimate)))
+        if repeats == 0:
+            break
+        data = torch.zeros(nbytes // 4, dtype=torch.float32, device=device)
+        durations = []
+        for _ in range(repeats):
+            t0, t1, seq = timed_call(data)
+            record("calibration", nbytes, t0, t1, seq)
+            durations.append(t1 - t0)
+        durations.sort()
+        call_ns, last_bytes = float(durations[len(durations) // 2]), nbytes
+        times.append((nbytes, call_ns))
+    if cuda or not times:
+        return
+    # The interference probe: the largest swept size whose round fits.
+    agreed = agree([float(now_ns() - start)] + [t for _, t in times])
+    left = budget_ns - agreed[0]
+    fits = [(b, ns) for (b, _), ns in zip(times, agreed[1:])
+            if 4.5 * ns * _CALIBRATION_PROBE_ROUNDS <= left]
+    if not fits:
+        return
+    probe_bytes, probe_ns = fits[-1]
+    a = torch.ones(128, 128)
+    t0, n = now_ns(), 0
+    while now_ns() - t0 < 5_000_000:
+        a.mm(a)
+        n += 1
+    iters = max(1, min(100_000, int(probe_ns / ((now_ns() - t0) / n)) + 1))
+
+    def compute(name):
+        c0 = now_ns()
+        for _ in range(iters):
+            a.mm(a)
+        writer.record({"type": "span", "kind": "user", "start": c0, "end": now_ns(),
+                       "name": name})
+
+    data = torch.zeros(probe_bytes // 4, dtype=torch.float32)
+    # The small calls: the swept size closest to a small bucket (256 KiB), back to back for
+    # about as long as the big call (their extra compute slowdown is each call's cost).
+    import math
+    small_bytes, small_ns = min(zip([b for b, _ in times], agreed[1:]),
+                                key=lambda t: abs(math.log(t[0] / (256 * 1024))))
+    small_calls = max(1, min(400, math.ceil(probe_ns / max(small_ns, 1.0))))
+    small = torch.zeros(small_bytes // 4, dtype=torch.float32)
+    for _ in range(_CALIBRATION_PROBE_ROUNDS):
+        done = {}
+        agree([0.0])  # start together: the collective's time is transfer, not waiting
+        m0 = now_ns()
+        work = dist.all_reduce(data, group=pg, async_op=True)
+        seq = inst.seq_after_issue()
+        work.get_future().then(lambda f, done=done: done.setdefault("end", now_ns()))
+        compute("calibration compute overlapped")
+        work.wait()
+        record("calibration overlapped", probe_bytes, m0, done.get("end", now_ns()), seq)
+        compute("calibration compute")
+        agree([0.0])
+        ends, calls = [], []
+        s0 = now_ns()
+        for _ in range(small_calls):
+            work = dist.all_reduce(small, group=pg, async_op=True)
+            calls.append((work, inst.seq_after_issue()))
+            work.get_future().then(lambda f, ends=ends: ends.append(now_ns()))
+        compute("calibration compute overlapped small")
+        for work, _ in calls:
+            work.wait()
+        # The calls run one after another: each starts when the one before it ended.
+        start = s0
+        for (_, seq), end in zip(calls, sorted(ends)):
+            record("calibration overlapped small", small_bytes, start, end, seq)
+            start = end
 
 
 def _cap_mb(cap_bytes):

@@ -815,9 +815,15 @@ fn advice_section(h: &mut Html, advice: &Advice, id: &str) {
         };
         h.open("p", &[("class", class)]);
         if r.worth_changing {
+            let setting = match &r.cap_list_mb {
+                Some(caps) => format!(
+                    "bucket_cap_mb_list=[{}]",
+                    caps.iter().map(|&c| mib(c)).collect::<Vec<_>>().join(", ")
+                ),
+                None => format!("bucket_cap_mb={}", mib(r.cap_mb)),
+            };
             h.text(&format!(
-                "Try bucket_cap_mb={}: predicted {} per step ({}), confidence {}.",
-                mib(r.cap_mb),
+                "Try {setting}: predicted {} per step ({}), confidence {}.",
                 signed_ns(-r.gain_ns),
                 format_args!("−{}", pct(r.gain_frac)),
                 match r.confidence {
@@ -851,6 +857,7 @@ fn advice_section(h: &mut Html, advice: &Advice, id: &str) {
                 !c.recorded_layout
                     && r.cap_mb == c.cap_mb
                     && r.first_bucket_bytes == c.first_bucket_bytes
+                    && r.cap_list_mb == c.cap_list_mb
             });
             let mark = if c.recorded_layout {
                 " (recorded layout)"
@@ -861,8 +868,15 @@ fn advice_section(h: &mut Html, advice: &Advice, id: &str) {
             } else {
                 ""
             };
+            let label = match &c.cap_list_mb {
+                Some(caps) => format!(
+                    "list [{}] MiB",
+                    caps.iter().map(|&c| mib(c)).collect::<Vec<_>>().join(", ")
+                ),
+                None => format!("{} MiB", mib(c.cap_mb)),
+            };
             let cells = vec![
-                Cell::text(format!("{} MiB{mark}", mib(c.cap_mb))),
+                Cell::text(format!("{label}{mark}")),
                 Cell::num(bytes(c.first_bucket_bytes as f64)),
                 Cell::num(c.buckets.to_string()),
                 Cell::num(ns(c.comm_end_ns)),
@@ -878,8 +892,9 @@ fn advice_section(h: &mut Html, advice: &Advice, id: &str) {
             }
         }
         h.table(&t);
-        h.note("Predicted from this one trace: PyTorch's bucket assignment is replayed on the recorded gradient-ready times and the overlapped all-reduces are simulated with a latency + size/bandwidth model fitted to the recorded collectives. Times of the schedule are after backward start. `ddp-probe tune` measures instead of predicting.");
+        h.note("Predicted from this one trace: PyTorch's bucket assignment is replayed on the recorded gradient-ready times and the overlapped all-reduces are simulated with the cost model (the start-up calibration's per-size times when the trace has them, else a latency + size/bandwidth line fitted to the recorded collectives), compute and communication slowing each other where they overlap. Times of the schedule are after backward start. `ddp-probe tune` measures instead of predicting.");
     }
+    what_if_chart(h, advice);
     if !advice.fits.is_empty() {
         let mut t = Table::new(&[
             "transport",
@@ -921,6 +936,61 @@ fn advice_section(h: &mut Html, advice: &Advice, id: &str) {
         h.note(n);
     }
     h.close("section");
+}
+
+/// The advice's simulated schedules, one row each: backward as a grey bar and the bucket
+/// all-reduces under it, on one time axis (labels in HTML, so they stay readable on a phone).
+fn what_if_chart(h: &mut Html, advice: &Advice) {
+    if advice.schedules.is_empty() {
+        return;
+    }
+    let end = advice
+        .schedules
+        .iter()
+        .flat_map(|w| {
+            std::iter::once(w.backward_end_ns).chain(w.collectives.iter().map(|c| c.end_ns))
+        })
+        .fold(1.0f64, f64::max);
+    h.open("figure", &[("class", "what-if")]);
+    h.elem(
+        "figcaption",
+        &[],
+        "One median backward, simulated: compute (grey) and the bucket all-reduces (blue), from backward start.",
+    );
+    for w in &advice.schedules {
+        h.elem("p", &[("class", "what-if-label")], &w.label);
+        let x = |t: f64| (t / end * 1000.0).clamp(0.0, 1000.0);
+        let mut svg = format!(
+            "<svg viewBox=\"0 0 1000 36\" width=\"100%\" role=\"img\" aria-label=\"{}\">",
+            crate::html::escape(&format!("simulated schedule: {}", w.label))
+        );
+        svg.push_str(&format!(
+            "<rect x=\"0\" y=\"2\" width=\"{:.1}\" height=\"14\" fill=\"#9aa0a6\"><title>backward {}</title></rect>",
+            x(w.backward_end_ns),
+            ns(w.backward_end_ns)
+        ));
+        for c in &w.collectives {
+            svg.push_str(&format!(
+                "<rect x=\"{:.1}\" y=\"20\" width=\"{:.1}\" height=\"14\" fill=\"#1a73e8\" stroke=\"#fff\" stroke-width=\"0.5\"><title>bucket {} ({}): {} to {}</title></rect>",
+                x(c.start_ns),
+                (x(c.end_ns) - x(c.start_ns)).max(0.5),
+                c.bucket,
+                bytes(c.bytes as f64),
+                ns(c.start_ns),
+                ns(c.end_ns)
+            ));
+        }
+        svg.push_str("</svg>");
+        h.raw(&svg);
+        let last = w.collectives.last().map_or(0.0, |c| c.end_ns);
+        h.note(&format!(
+            "backward ends at {}, the last all-reduce at {} ({} buckets)",
+            ns(w.backward_end_ns),
+            ns(last),
+            w.collectives.len()
+        ));
+    }
+    h.close("figure");
 }
 
 fn warmup(h: &mut Html, s: &Summary, id: &str) {

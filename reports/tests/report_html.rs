@@ -88,8 +88,27 @@ fn a_run_report_has_every_section_and_labelled_charts() {
             "no section {id}"
         );
     }
-    let svgs = doc.descendants().filter(|n| n.has_tag_name("svg")).count();
-    assert_eq!(svgs, 2, "breakdown and representative step");
+    let svgs: Vec<&str> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("svg"))
+        .filter_map(|n| n.attribute("aria-label"))
+        .collect();
+    let what_if = svgs
+        .iter()
+        .filter(|l| l.starts_with("simulated schedule: "))
+        .count();
+    // The breakdown, the representative step, and the advice's simulated schedules: the
+    // recorded layout replayed, and the recommended setting when it is another.
+    assert_eq!(
+        svgs.len() - what_if,
+        2,
+        "breakdown and representative step: {svgs:?}"
+    );
+    assert!((1..=2).contains(&what_if), "{svgs:?}");
+    assert!(
+        svgs.contains(&"simulated schedule: recorded layout (replayed)"),
+        "{svgs:?}"
+    );
     let texts = chart_texts(&doc);
     for label in [
         "mean time per steady step (ms)",

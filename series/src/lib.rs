@@ -348,6 +348,7 @@ pub fn run_tune(cfg: &TuneConfig) -> Result<TuneOutcome, SeriesError> {
         recommendation: None,
         prediction: None,
         comparison: Vec::new(),
+        accuracy: None,
         notes: Vec::new(),
         interrupted: None,
     };
@@ -485,6 +486,7 @@ pub fn run_tune(cfg: &TuneConfig) -> Result<TuneOutcome, SeriesError> {
                 compare_with_advice(&advice, &label, *run_cap, &mut result.candidates);
             result.prediction = Some(prediction);
             result.comparison = comparison;
+            result.compare_accuracy();
         } else {
             result
                 .comparison

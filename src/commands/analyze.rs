@@ -75,6 +75,14 @@ pub fn advise(args: AnalyzeArgs) -> Result<ExitCode> {
         assumed_cost: assumed_cost(&args),
         ..AdviceOptions::default()
     };
+    let options = AdviceOptions {
+        candidate_caps_mib: if args.candidates.is_empty() {
+            options.candidate_caps_mib
+        } else {
+            args.candidates.clone()
+        },
+        ..options
+    };
     let advice = analysis::advise(&run, &options);
     if args.json {
         let mut json = serde_json::to_value(&advice).context("could not encode the advice")?;

@@ -13,18 +13,29 @@ use crate::commands::load;
 /// Loads the run (warning about anything cut off) and writes its Chrome trace.
 pub fn chrome(args: ExportChromeArgs) -> Result<ExitCode> {
     let (run, caches) = load::run(&args.runs)?;
+    let mut options = probe::export::chrome::ChromeOptions::default();
+    if args.what_if {
+        let advice = probe::analysis::advise(&run, &probe::analysis::AdviceOptions::default());
+        if advice.schedules.is_empty() {
+            eprintln!(
+                "no what-if schedules: the advice has no model of this run ({})",
+                advice.missing.join("; ")
+            );
+        }
+        options.what_if = advice.schedules;
+    }
     let to_stdout = args.output == Path::new("-");
     if to_stdout {
         let stdout = io::stdout().lock();
         let mut out = BufWriter::with_capacity(1 << 20, stdout);
-        probe::export::chrome::write_chrome_trace(&run, &mut out)
+        probe::export::chrome::write_chrome_trace_with(&run, &mut out, &options)
             .and_then(|()| out.flush())
             .context("could not write the Chrome trace to standard output")?;
     } else {
         let file = File::create(&args.output)
             .with_context(|| format!("could not create {}", args.output.display()))?;
         let mut out = BufWriter::with_capacity(1 << 20, file);
-        probe::export::chrome::write_chrome_trace(&run, &mut out)
+        probe::export::chrome::write_chrome_trace_with(&run, &mut out, &options)
             .and_then(|()| out.flush())
             .with_context(|| format!("could not write {}", args.output.display()))?;
         let spans: usize = run

@@ -27,6 +27,28 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     config.rdzv_id = args.rdzv_id;
     config.out_dir = args.out.or(args.log_dir);
     config.bucket_cap_mb = args.bucket_cap_mb;
+    if !args.bucket_cap_mb_list.is_empty() {
+        if let Some(bad) = args
+            .bucket_cap_mb_list
+            .iter()
+            .find(|mb| !(mb.is_finite() && **mb > 0.0))
+        {
+            bail!(
+                "--bucket-cap-mb-list: {bad} is not a positive number of MiB; write the caps as \
+                 e.g. --bucket-cap-mb-list 1,4,25"
+            );
+        }
+        let list: Vec<String> = args.bucket_cap_mb_list.iter().map(f64::to_string).collect();
+        config.env.push((
+            probe_contract::env::BUCKET_CAP_MB_LIST.into(),
+            list.join(",").into(),
+        ));
+    }
+    if args.no_calibrate {
+        config
+            .env
+            .push((probe_contract::env::CALIBRATE.into(), "0".into()));
+    }
     config.hang_timeout = args.hang_timeout.map(seconds).transpose()?;
     config.grace_period = seconds(args.grace)?;
     config.max_restarts = args.max_restarts;

@@ -75,6 +75,27 @@ pub mod op {
 }
 
 /// Names of transports (the `transport` field). The vocabulary is open.
+/// Names of the spans a rank records while it calibrates its communication
+/// cost at start-up (`DDP_PROBE_CALIBRATE`; the reference DDP at
+/// construction, the PyTorch module at `instrument()`), before step 1. The
+/// collectives are `collective` spans with `op`, `bytes`, `seq` and `dtype`;
+/// the compute of the interference probe is a `user` span. The analysis fits
+/// its cost model and its interference factors to them.
+pub mod calibration {
+    /// A collective of the size sweep, run with nothing else on the rank.
+    pub const SWEEP: &str = "calibration";
+    /// The probe's collective, run while the rank computes.
+    pub const OVERLAPPED: &str = "calibration overlapped";
+    /// The probe's compute, alone.
+    pub const COMPUTE: &str = "calibration compute";
+    /// The same compute, while the probe's collective runs.
+    pub const COMPUTE_OVERLAPPED: &str = "calibration compute overlapped";
+    /// The probe's chain of small collectives, run while the rank computes.
+    pub const OVERLAPPED_SMALL: &str = "calibration overlapped small";
+    /// The same compute, while the chain of small collectives runs.
+    pub const COMPUTE_OVERLAPPED_SMALL: &str = "calibration compute overlapped small";
+}
+
 pub mod transport {
     /// TCP sockets.
     pub const TCP: &str = "tcp";

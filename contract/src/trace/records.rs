@@ -291,6 +291,9 @@ pub struct DdpConfig {
     /// Bucket size cap in MiB.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bucket_cap_mb: Option<f64>,
+    /// `bucket_cap_mb_list`: one cap per bucket (MiB), when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bucket_cap_mb_list: Option<Vec<f64>>,
     /// Size cap of the first bucket in bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_bucket_bytes: Option<u64>,

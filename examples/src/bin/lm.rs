@@ -48,6 +48,10 @@ struct Args {
     /// Gradient bucket cap in MiB [default: DDP_PROBE_BUCKET_CAP_MB, else PyTorch's 25].
     #[arg(long)]
     bucket_cap_mb: Option<f64>,
+    /// Per-bucket caps in MiB, as PyTorch's `bucket_cap_mb_list` [default:
+    /// DDP_PROBE_BUCKET_CAP_MB_LIST].
+    #[arg(long, value_name = "MB,MB,...", value_delimiter = ',')]
+    bucket_cap_mb_list: Vec<f64>,
     /// Print the loss every N steps.
     #[arg(long, default_value_t = 10)]
     log_every: u64,
@@ -182,6 +186,9 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let mut options = DdpOptions::from_env()?;
     if let Some(mb) = args.bucket_cap_mb {
         options.bucket_cap_mb = Some(mb);
+    }
+    if !args.bucket_cap_mb_list.is_empty() {
+        options.bucket_cap_mb_list = Some(args.bucket_cap_mb_list.clone());
     }
     let mut ddp = Ddp::new(&vs, pg.clone(), options)?;
     let params = ddp.parameters();

@@ -32,6 +32,7 @@ pub fn header(run_id: &str, rank: u32, world_size: u32, offset: i64) -> Header {
         program: Some("train".to_owned()),
         argv: Some(vec!["train".to_owned(), "--fast".to_owned()]),
         ddp: Some(DdpConfig {
+            bucket_cap_mb_list: None,
             backend: "gloo".to_owned(),
             bucket_cap_mb: Some(25.0),
             first_bucket_bytes: Some(1024),

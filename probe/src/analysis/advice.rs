@@ -3,23 +3,27 @@
 //! [`advise`] answers "which bucket size would make my step shorter, by how
 //! much, and how sure is that?" from what one run recorded:
 //!
-//! 1. **Cost model.** A line `latency + size / bandwidth` is fitted per
-//!    transport to the observed collectives ([`super::costmodel`]). A
-//!    collective's time is its duration on the rank that started it last
-//!    (the others' durations include waiting for that rank); collectives of
-//!    every step count, warm-up included, since the first iteration's
-//!    differently sized buckets pin the line down. When the times of all
-//!    of them do not rise with size, the line is fitted again to the calls
-//!    during which their rank ran no compute (the sweep's exposed part is
-//!    the whole call): a bucket reduced during backward competes with it
-//!    for the cores (or the GPU) and can take longer than a larger one
-//!    reduced after it, which is what a 2-rank CPU job on two cores shows.
-//!    The tail that bucket sizes change is made of such calls. A line needs
-//!    two sizes among them seen at least [`MIN_CALLS_PER_SIZE`] times each;
-//!    with one, the line goes through the origin (latency taken as 0, which
-//!    favours smaller buckets, said so in the advice and never with high
-//!    confidence).
-//! 2. **Gradient-ready times.** Every all-reduce waits for the last rank to
+//! 1. **Cost model.** With the start-up calibration in the trace
+//!    ([`crate::trace::calibration`]: a sweep of all-reduce sizes from 4 KiB
+//!    to the gradients' size, run with nothing else on the rank), the model
+//!    is the per-size median time of the calls that ran alone (the sweep and
+//!    the run's own such calls), interpolated between sizes
+//!    ([`CostFit::predict_ns`]): so a run whose gradients fit in one bucket
+//!    gets advice too. Without it, a line `latency + size / bandwidth` is
+//!    fitted per transport to the observed collectives
+//!    ([`super::costmodel`]). A collective's time is its duration on the
+//!    rank that started it last (the others' durations include waiting for
+//!    that rank); collectives of every step count, warm-up included. When
+//!    the times of all of them do not rise with size, the line is fitted
+//!    again to the calls during which their rank ran no compute. A line
+//!    needs two sizes among them seen at least [`MIN_CALLS_PER_SIZE`] times
+//!    each; with one, the line goes through the origin (latency taken as 0,
+//!    said so in the advice and never with high confidence).
+//! 2. **Interference** ([`super::interference`]): while a collective runs
+//!    during backward, compute is slowed by the factor the calibration's
+//!    probe measured, and the collective by the factor this run's own bucket
+//!    calls that ran entirely during compute show (else the probe's).
+//! 3. **Gradient-ready times.** Every all-reduce waits for the last rank to
 //!    be ready, so each steady step is seen from its *critical rank*: the
 //!    rank whose backward ends last. For every parameter, the ready offset
 //!    after backward start is the median over the critical ranks' `grad_ready`
@@ -27,30 +31,41 @@
 //!    all ranks' records when the critical ranks have none); the backward
 //!    time and the measured tail are the critical ranks' medians too. Sizes
 //!    and element types come from the header's parameter table.
-//! 3. **Replay.** For each candidate cap (and first-bucket size 1 MiB or
+//! 4. **Replay first.** The recorded layout is replayed in recorded time
+//!    with the model and the interference; the replayed step (the measured
+//!    one with the measured tail replaced by the simulated one) against the
+//!    measured step is the replay error ([`Advice::replay`]). The slowdown
+//!    the replay finds during backward is taken out of the ready times, which
+//!    gives the backward as it would run with no collective.
+//! 5. **Candidates.** For each candidate cap (and first-bucket size 1 MiB or
 //!    the same as the cap), PyTorch's rebuild assignment
 //!    ([`super::assign::assign_buckets`], the reference DDP's own
-//!    [`bucket_assignment`] code) is replayed on the parameters in ready order.
-//!    Its keys are (dtype, device); the trace does not give the device, so it
-//!    is the rank's GPU (`cuda:<local rank>` of the rank whose parameter table
-//!    is used) with the NCCL backend and the CPU otherwise.
-//! 4. **Schedule.** [`simulate_schedule`]: a bucket is ready when its last
+//!    [`bucket_assignment`] code) is replayed on the parameters in ready
+//!    order. Its keys are (dtype, device); the trace does not give the
+//!    device, so it is the rank's GPU (`cuda:<local rank>` of the rank whose
+//!    parameter table is used) with the NCCL backend and the CPU otherwise.
+//!    One more candidate is a `bucket_cap_mb_list` cut from the ready times
+//!    ([`super::cap_list`]).
+//! 6. **Schedule.** [`simulate_interfered`]: a bucket is ready when its last
 //!    parameter is; buckets are launched strictly in order, one collective
-//!    at a time, each costing the model's time. The *tail* is how long the
-//!    last collective ends after backward ends; the *exposed* time is the
-//!    collectives' time after backward ended.
-//! 5. **Prediction.** The recorded layout is simulated the same way, and a
-//!    candidate's predicted step time is the measured median step time plus
-//!    the difference of the simulated tails: `step + tail(candidate) −
-//!    tail(recorded layout)`. Everything the model does not capture (data,
-//!    forward, optimizer, copies, framework overhead) therefore stays as
-//!    measured.
-//! 6. **Verdict.** The gain of the best candidate is compared with a noise
+//!    at a time, each costing the model's time, both sides slowed while they
+//!    overlap. The *tail* is how long the last collective ends after
+//!    backward ends; the *exposed* time is the collectives' time after
+//!    backward ended.
+//! 7. **Prediction.** A candidate's predicted step time is the measured
+//!    median step plus the difference of the simulated ends (backward end
+//!    plus tail) between the candidate and the replayed recorded layout.
+//!    Everything the model does not capture (data, forward, optimizer,
+//!    copies, framework overhead) therefore stays as measured.
+//! 8. **Verdict.** The gain of the best candidate is compared with a noise
 //!    threshold: the largest of 1 % of the step, half the robust standard
-//!    deviation of the step time, and the model error (the fit's relative
-//!    residual times the two tails compared, plus half the difference
-//!    between the simulated and the measured tail of the recorded layout).
-//!    Below it the advice is "not worth changing".
+//!    deviation of the step time, and the model error (the model's relative
+//!    error times the two tails compared, plus half the difference between
+//!    the simulated and the measured tail of the recorded layout).
+//!    Candidates within the model error of the lowest prediction count as
+//!    equally good, and the smallest change among them is the best; when
+//!    its gain is below the threshold the advice is "not worth changing". A cap list is recommended
+//!    only when it beats every single cap by more than the threshold.
 //!
 //! Copies into and out of the buckets are not modelled (they stay in the
 //! measured rest).
@@ -60,9 +75,16 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use super::assign::{assign_buckets, rebuild_limits, ParamSpec};
+use super::cap_list;
 use super::comm::{bus_factor, LastCall, SeqTable};
-use super::costmodel::{fit_bandwidth, fit_latency_bandwidth, CostFit, FitError, LinearFit};
+use super::costmodel::{
+    fit_bandwidth, fit_latency_bandwidth, size_table, table_scatter, CostFit, FitError, LinearFit,
+};
 use super::group::Groups;
+use super::interference::{
+    self, calibration_factors, pure_time, replay_recorded, simulate_interfered, CalibrationNames,
+    Interfered, Interference,
+};
 use super::render::{self, num, text, Table};
 use super::scan::{scan_run, CollObs, WindowCalls};
 use super::stats::{median, robust_sigma};
@@ -76,7 +98,7 @@ const MIB: f64 = 1024.0 * 1024.0;
 
 /// Candidates whose predicted step time is within this fraction of the step
 /// time of the best prediction count as equally good (the smallest change
-/// among them is recommended).
+/// among them is recommended) at least; the noise threshold widens it.
 pub const TIE_FRACTION: f64 = 0.001;
 
 pub use bucket_assignment::{DEFAULT_BUCKET_CAP_MB, DEFAULT_FIRST_BUCKET_BYTES};
@@ -86,8 +108,8 @@ pub use bucket_assignment::{DEFAULT_BUCKET_CAP_MB, DEFAULT_FIRST_BUCKET_BYTES};
 pub struct AdviceOptions {
     /// Which steps are warm-up (as for the summary).
     pub summary: SummaryOptions,
-    /// Candidate caps in MiB; the current cap is always added. Default 1, 2,
-    /// 5, 10, 15, 25, 50, 100.
+    /// Candidate caps in MiB; the current cap is always added. Default 0.25,
+    /// 0.5, 1, 2, 4, 8, 16, 25, 50, 100.
     pub candidate_caps_mib: Vec<f64>,
     /// At most this many `grad_ready` records (evenly spread over the steady
     /// steps) feed the per-parameter medians. Default 512.
@@ -98,6 +120,14 @@ pub struct AdviceOptions {
     /// show the bandwidth.
     #[serde(default)]
     pub assumed_cost: Option<AssumedCost>,
+    /// Whether to add a per-bucket cap list cut from the ready times
+    /// ([`super::cap_list`]) to the candidates. Default true.
+    #[serde(default = "yes")]
+    pub cap_lists: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// A communication cost stated by the user rather than fitted.
@@ -113,9 +143,10 @@ impl Default for AdviceOptions {
     fn default() -> AdviceOptions {
         AdviceOptions {
             summary: SummaryOptions::default(),
-            candidate_caps_mib: vec![1.0, 2.0, 5.0, 10.0, 15.0, 25.0, 50.0, 100.0],
+            candidate_caps_mib: vec![0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 25.0, 50.0, 100.0],
             max_ready_samples: 512,
             assumed_cost: None,
+            cap_lists: true,
         }
     }
 }
@@ -173,6 +204,10 @@ pub struct Candidate {
     pub cap_mb: f64,
     /// First-bucket size in bytes.
     pub first_bucket_bytes: u64,
+    /// Per-bucket caps (MiB, `bucket_cap_mb_list`) chosen from the gradient-ready times
+    /// ([`super::cap_list`]); `cap_mb` is then their largest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cap_list_mb: Option<Vec<f64>>,
     /// Whether this is the recorded layout rather than a replay.
     pub recorded_layout: bool,
     /// Whether cap and first-bucket size are the current ones.
@@ -181,6 +216,10 @@ pub struct Candidate {
     pub buckets: usize,
     /// Largest bucket (bytes).
     pub largest_bucket_bytes: u64,
+    /// When backward ends: later than measured where collectives overlapping it slow it down
+    /// more than in the recorded run (see [`super::interference`]).
+    #[serde(default)]
+    pub backward_ns: f64,
     /// When the last collective ends.
     pub comm_end_ns: f64,
     /// How long the last collective ends after backward ends (≥ 0).
@@ -213,6 +252,9 @@ pub struct Recommendation {
     pub cap_mb: f64,
     /// Its first-bucket size in bytes.
     pub first_bucket_bytes: u64,
+    /// Per-bucket caps (MiB) when the best is a `bucket_cap_mb_list`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cap_list_mb: Option<Vec<f64>>,
     /// Whether it is the current setting.
     pub is_current: bool,
     /// Predicted step-time saving against the measured median (ns; ≥ 0).
@@ -253,46 +295,89 @@ pub struct Advice {
     pub candidates: Vec<Candidate>,
     /// The recommendation.
     pub recommendation: Option<Recommendation>,
+    /// The slowdown of compute and communication while they overlap, as the start-up
+    /// calibration measured it (none without a calibration).
+    #[serde(default)]
+    pub interference: Option<Interference>,
+    /// The model replaying the recorded run, before it predicts anything else.
+    #[serde(default)]
+    pub replay: Option<Replay>,
+    /// One median backward as simulated: the recorded layout replayed, then the recommended
+    /// setting (when it differs), for timelines (`export chrome --what-if`, the report).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub schedules: Vec<WhatIf>,
 }
 
-/// The result of [`simulate_schedule`] (ns after backward start).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Schedule {
-    /// When the last collective ends (0 without buckets).
-    pub comm_end_ns: f64,
-    /// `max(0, comm_end − backward end)`.
-    pub tail_ns: f64,
-    /// Σ over collectives of their time after backward end.
-    pub exposed_ns: f64,
+/// A simulated backward with its bucket collectives (times in ns after backward start).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WhatIf {
+    /// What it shows: `"recorded layout (replayed)"`, `"bucket_cap_mb=2 (predicted)"`.
+    pub label: String,
+    /// Where a timeline puts its backward start: the backward start of the first steady step
+    /// of the rank it waited for (ns, rank 0's clock), so it lines up with a recorded step.
+    pub anchor_ns: i64,
+    /// When backward ends.
+    pub backward_end_ns: f64,
+    /// The buckets' collectives in launch order.
+    pub collectives: Vec<SimCollective>,
 }
 
-/// Simulates DDP's overlapped reduction: `buckets` are `(bytes, ready)` in
-/// launch order (ready in ns after backward start); bucket `i` starts at
-/// `max(ready_i, end_{i−1})` (strictly in order, one collective at a time)
-/// and ends `cost(bytes_i)` later; backward ends at `backward_ns`.
-pub fn simulate_schedule(
-    buckets: &[(u64, f64)],
-    backward_ns: f64,
-    cost: impl Fn(u64) -> f64,
-) -> Schedule {
-    let mut end = f64::NEG_INFINITY;
-    let mut exposed = 0.0;
-    for &(bytes, ready) in buckets {
-        let start = if end > ready { end } else { ready };
-        end = start + cost(bytes).max(0.0);
-        exposed += (end - start.max(backward_ns)).max(0.0);
+/// One simulated bucket collective.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SimCollective {
+    /// Bucket id (launch order).
+    pub bucket: u32,
+    /// Bytes all-reduced.
+    pub bytes: u64,
+    /// Start (ns after backward start).
+    pub start_ns: f64,
+    /// End (ns after backward start).
+    pub end_ns: f64,
+}
+
+impl WhatIf {
+    fn of(label: String, anchor_ns: i64, inputs: &[(u64, f64)], sim: &Interfered) -> WhatIf {
+        WhatIf {
+            label,
+            anchor_ns,
+            backward_end_ns: sim.backward_end_ns,
+            collectives: inputs
+                .iter()
+                .zip(&sim.collectives)
+                .enumerate()
+                .map(|(i, (&(bytes, _), &(start_ns, end_ns)))| SimCollective {
+                    bucket: i as u32,
+                    bytes,
+                    start_ns,
+                    end_ns,
+                })
+                .collect(),
+        }
     }
-    if buckets.is_empty() {
-        return Schedule {
-            comm_end_ns: 0.0,
-            tail_ns: 0.0,
-            exposed_ns: 0.0,
-        };
-    }
-    Schedule {
-        comm_end_ns: end,
-        tail_ns: (end - backward_ns).max(0.0),
-        exposed_ns: exposed,
+}
+
+/// The recorded run as the model replays it: the measured step with the measured tail
+/// replaced by the simulated one.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Replay {
+    /// The measured median step (ns).
+    pub measured_step_ns: f64,
+    /// The model's step for the recorded layout (ns).
+    pub predicted_step_ns: f64,
+    /// The measured median tail: last collective's end after backward's (ns).
+    pub measured_tail_ns: f64,
+    /// The simulated tail of the recorded layout (ns).
+    pub simulated_tail_ns: f64,
+}
+
+impl Replay {
+    /// `(predicted − measured) / measured`.
+    pub fn error(&self) -> f64 {
+        if self.measured_step_ns > 0.0 {
+            (self.predicted_step_ns - self.measured_step_ns) / self.measured_step_ns
+        } else {
+            0.0
+        }
     }
 }
 
@@ -331,6 +416,10 @@ struct FitPoint {
     /// Whether no compute of its rank ran during the call (see
     /// [`LastCall::alone`]).
     alone: bool,
+    /// Whether it is a call of the start-up calibration's sweep.
+    calibration: bool,
+    /// Whether its rank computed during the whole call.
+    overlapped: bool,
 }
 
 /// The address of a span, to tell spans apart across passes.
@@ -343,7 +432,12 @@ fn span_addr(sp: &Span) -> usize {
 /// each with their own duration). One pass over the lanes. `alone` holds
 /// the sorted addresses ([`span_addr`]) of the calls the sweep saw run
 /// with no compute of their rank.
-fn fit_points(run: &Run, alone: &[usize]) -> Vec<FitPoint> {
+fn fit_points(
+    run: &Run,
+    alone: &[usize],
+    overlapped: &[usize],
+    names: &CalibrationNames,
+) -> Vec<FitPoint> {
     let mut seqs = SeqTable::<LastCall>::default();
     let mut out = Vec::new();
     for r in &run.ranks {
@@ -364,11 +458,17 @@ fn fit_points(run: &Run, alone: &[usize]) -> Vec<FitPoint> {
                 .filter(|s| s.kind() == SpanKind::Collective)
             {
                 let Some(bytes) = sp.bytes() else { continue };
+                // The probe's collective ran during compute on purpose: it measures the
+                // interference, not the cost.
+                if names.is_probe_call(sp) {
+                    continue;
+                }
                 let addr = span_addr(sp);
                 while alone.get(k).is_some_and(|&a| a < addr) {
                     k += 1;
                 }
-                let is_alone = alone.get(k) == Some(&addr);
+                let is_alone = alone.get(k) == Some(&addr) || names.is_sweep(sp);
+                let is_overlapped = overlapped.binary_search(&addr).is_ok();
                 if sp.seq().is_none() {
                     out.push(FitPoint {
                         bytes,
@@ -376,13 +476,21 @@ fn fit_points(run: &Run, alone: &[usize]) -> Vec<FitPoint> {
                         transport: r.extra(sp).and_then(|x| x.transport),
                         time_ns: sp.duration() as f64,
                         alone: is_alone,
+                        calibration: names.is_sweep(sp),
+                        overlapped: is_overlapped,
                     });
                     continue;
                 }
                 // Only whether the call ran alone matters here: its
                 // exposed part is then the whole call.
                 let mut call = CollObs::unmeasured(sp);
-                call.exposed = if is_alone { call.duration } else { -1 };
+                call.exposed = if is_alone {
+                    call.duration
+                } else if is_overlapped {
+                    0
+                } else {
+                    -1
+                };
                 seqs.add(&WindowCalls {
                     trace: r,
                     rank: r.rank(),
@@ -400,6 +508,8 @@ fn fit_points(run: &Run, alone: &[usize]) -> Vec<FitPoint> {
         transport: last.transport,
         time_ns: last.duration as f64,
         alone: last.alone,
+        calibration: last.name.is_some() && last.name == names.sweep,
+        overlapped: last.overlapped,
     }));
     out
 }
@@ -407,6 +517,10 @@ fn fit_points(run: &Run, alone: &[usize]) -> Vec<FitPoint> {
 /// How many calls of one size make it count for a latency-and-bandwidth
 /// line fitted to the calls that ran alone.
 const MIN_CALLS_PER_SIZE: usize = 3;
+
+/// How many bucket calls that ran entirely during compute make the run's own measure of the
+/// collectives' slowdown (else the calibration probe's).
+const MIN_OVERLAPPED_CALLS: usize = 5;
 
 /// How many sizes (`x` of `obs`) have at least `min` observations.
 fn sizes_seen(obs: &[(f64, f64)], min: usize) -> usize {
@@ -467,8 +581,29 @@ fn fit_all(
                 .map(|p| (x(p), p.time_ns))
                 .collect()
         };
-        let mut result = fit_latency_bandwidth(&obs_of(false, false));
+        // With the start-up calibration's sweep, the calls that ran alone span the sizes: their
+        // line is the cost of a collective with nothing else running, and the interference
+        // factors account for the overlap.
+        let calibrated = items
+            .iter()
+            .any(|&i| points[i as usize].calibration && points[i as usize].op == op);
+        let mut result = Err(FitError::Empty);
         let mut mixed = false;
+        if calibrated {
+            result = fit_latency_bandwidth(&obs_of(true, false));
+        }
+        if result.is_err() {
+            result = fit_latency_bandwidth(&obs_of(false, false));
+        }
+        let calibrated = calibrated && result.is_ok();
+        let (table, scatter) = if calibrated {
+            let obs = obs_of(true, false);
+            let table = size_table(&obs);
+            let scatter = table_scatter(&table, &obs);
+            (table, scatter)
+        } else {
+            (Vec::new(), 0.0)
+        };
         if result.is_err() {
             if let Ok(f) = fit_latency_bandwidth(&obs_of(false, true)) {
                 (result, mixed) = (Ok(f), true);
@@ -506,8 +641,11 @@ fn fit_all(
                     mixed_ops: mixed,
                     fit,
                     assumed: false,
-                    compute_free,
+                    compute_free: compute_free || calibrated,
                     latency_unmeasured,
+                    calibrated,
+                    table,
+                    table_scatter: scatter,
                 });
             }
             Err(e) => {
@@ -555,6 +693,9 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
         recorded: None,
         candidates: Vec::new(),
         recommendation: None,
+        interference: None,
+        replay: None,
+        schedules: Vec::new(),
     };
     if run.ranks.is_empty() {
         advice.missing.push("the run has no rank traces".to_owned());
@@ -565,11 +706,19 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
     // The calls that ran with no compute of their rank, warm-up included
     // (for the cost model).
     let mut alone: Vec<usize> = Vec::new();
+    // The calls during which their rank computed throughout (for the interference).
+    let mut overlapped: Vec<usize> = Vec::new();
     let scans = scan_run(run, &opts.summary, &mut |w| {
         alone.extend(
             w.calls
                 .iter()
                 .filter(|c| c.exposed >= c.duration)
+                .map(|c| span_addr(c.span)),
+        );
+        overlapped.extend(
+            w.calls
+                .iter()
+                .filter(|c| c.exposed == 0 && c.duration > 0)
                 .map(|c| span_addr(c.span)),
         );
         if !w.steady {
@@ -747,7 +896,9 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
         );
     }
     alone.sort_unstable();
-    let points = fit_points(run, &alone);
+    let names = CalibrationNames::of(run);
+    overlapped.sort_unstable();
+    let points = fit_points(run, &alone, &overlapped, &names);
     let mut fit_errors = Vec::new();
     let bucket_op = bucket_op.or_else(|| run.strings.lookup(crate::trace::op::ALL_REDUCE));
     let bucket_transport = bucket_transport.or_else(|| {
@@ -771,6 +922,9 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
             assumed: true,
             compute_free: false,
             latency_unmeasured: false,
+            calibrated: false,
+            table: Vec::new(),
+            table_scatter: 0.0,
         });
         used = Some(fits.len() - 1);
         fit_errors.clear();
@@ -879,12 +1033,40 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
     };
     let fit = advice.fits[fit_idx].clone();
     let cost = |bytes: u64| fit.predict_ns(bytes);
-    let simulate = |layout: &[Vec<u32>]| {
-        let inputs = bucket_inputs(layout, &specs, &ready, obs.backward_ns);
-        let sched = simulate_schedule(&inputs, obs.backward_ns, cost);
-        let largest = inputs.iter().map(|b| b.0).max().unwrap_or(0);
-        (sched, layout.len(), largest)
+    // Interference: measured by the calibration when the cost model is the calibrated one (a
+    // line fitted to all calls already holds the overlapped calls' slowdown).
+    let interference = if fit.calibrated {
+        let probe = calibration_factors(run, &names, cost);
+        // The collectives' slowdown as this run's own bucket calls show it, when enough of them
+        // ran entirely during compute: each one's time (on the rank that started it last)
+        // against the table's time alone.
+        let mut ratios: Vec<f64> = points
+            .iter()
+            .filter(|p| p.overlapped && !p.calibration && p.op == bucket_op)
+            .filter(|p| Some(p.transport) == bucket_transport)
+            .map(|p| p.time_ns / cost(p.bytes).max(1.0))
+            .collect();
+        let from_run = (ratios.len() >= MIN_OVERLAPPED_CALLS)
+            .then(|| median(&mut ratios).clamp(1.0, interference::MAX_FACTOR));
+        match (probe, from_run) {
+            (Some(p), Some(comm)) => Some(Interference {
+                comm,
+                comm_calls: ratios.len(),
+                ..p
+            }),
+            (Some(p), None) => Some(p),
+            (None, Some(comm)) => Some(Interference {
+                comm,
+                comm_calls: ratios.len(),
+                ..Interference::NONE
+            }),
+            (None, None) => None,
+        }
+    } else {
+        None
     };
+    advice.interference = interference;
+    let f = interference.unwrap_or(Interference::NONE);
 
     // Baseline: the recorded layout, else the replayed current setting.
     let (base_layout, base_is_recorded) = match &recorded_layout {
@@ -897,16 +1079,39 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
             (replay_current.clone(), false)
         }
     };
-    let (base, base_n, base_largest) = simulate(&base_layout);
-    let make = |cap: f64, first: u64, recorded: bool, s: Schedule, n: usize, largest: u64| {
-        let predicted = obs.step_ns + s.tail_ns - base.tail_ns;
+    // The recorded layout replayed in recorded time; its overlap taken out of the ready times
+    // gives the backward as it would run alone, from which every candidate is simulated.
+    let base_inputs = bucket_inputs(&base_layout, &specs, &ready, obs.backward_ns);
+    let (base, overlapped) = replay_recorded(&base_inputs, obs.backward_ns, cost, f);
+    let base_largest = base_inputs.iter().map(|b| b.0).max().unwrap_or(0);
+    let base_n = base_layout.len();
+    let pure = |t: f64| pure_time(t.min(obs.backward_ns), &overlapped, f);
+    let ready_pure: Vec<Option<f64>> = ready.iter().map(|r| r.map(pure)).collect();
+    let backward_pure = pure(obs.backward_ns);
+    let simulate = |layout: &[Vec<u32>]| {
+        let inputs = bucket_inputs(layout, &specs, &ready_pure, backward_pure);
+        let sched = simulate_interfered(&inputs, backward_pure, cost, f);
+        let largest = inputs.iter().map(|b| b.0).max().unwrap_or(0);
+        (sched, layout.len(), largest)
+    };
+    advice.replay = Some(Replay {
+        measured_step_ns: obs.step_ns,
+        predicted_step_ns: obs.step_ns - obs.comm_tail_ns + base.tail_ns,
+        measured_tail_ns: obs.comm_tail_ns,
+        simulated_tail_ns: base.tail_ns,
+    });
+    let base_end = base.backward_end_ns + base.tail_ns;
+    let make = |cap: f64, first: u64, recorded: bool, s: Interfered, n: usize, largest: u64| {
+        let predicted = obs.step_ns + (s.backward_end_ns + s.tail_ns) - base_end;
         Candidate {
             cap_mb: cap,
             first_bucket_bytes: first,
+            cap_list_mb: None,
             recorded_layout: recorded,
             is_current: cap == cur_cap_mb && first == cur_first,
             buckets: n,
             largest_bucket_bytes: largest,
+            backward_ns: s.backward_end_ns,
             comm_end_ns: s.comm_end_ns,
             tail_ns: s.tail_ns,
             exposed_ns: s.exposed_ns,
@@ -918,7 +1123,7 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
         cur_cap_mb,
         cur_first,
         base_is_recorded,
-        base,
+        base.clone(),
         base_n,
         base_largest,
     ));
@@ -947,20 +1152,68 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
         }
     }
 
-    // Best: the lowest predicted step; candidates within
-    // `TIE_FRACTION` of the step of it are equally good, and among those
-    // the smallest change wins: the current setting, else the cap closest
-    // to the current one (by ratio), else the current first-bucket choice.
-    let lowest = advice
+    // Per-bucket caps chosen from the ready times (one dtype only: PyTorch keeps one list
+    // position per dtype, which the cut search does not model).
+    let one_dtype = order
+        .windows(2)
+        .all(|w| specs[w[0] as usize].dtype == specs[w[1] as usize].dtype);
+    if opts.cap_lists && one_dtype && order.len() >= 2 {
+        let bytes: Vec<u64> = order.iter().map(|&i| specs[i as usize].bytes).collect();
+        let ready_sorted: Vec<f64> = order
+            .iter()
+            .map(|&i| ready_pure[i as usize].unwrap_or(backward_pure))
+            .collect();
+        let cuts = cap_list::best_cuts(&bytes, &ready_sorted, cost);
+        if let Some((caps, layout)) = cap_list::caps_for(&specs, &order, &cuts, device) {
+            let (s, n, largest) = simulate(&layout);
+            let top = caps.iter().copied().fold(0.0, f64::max);
+            let mut c = make(top, cap_bytes(caps[0]), false, s, n, largest);
+            c.is_current = false;
+            c.cap_list_mb = Some(caps);
+            advice.candidates.push(c);
+        }
+    }
+
+    // Best: the lowest predicted step; candidates within the model's error
+    // of it are equally good (the model cannot tell them apart), and among
+    // those the smallest change wins: the current setting, else the cap
+    // closest to the current one (by ratio), else the current first-bucket
+    // choice. (A band as wide as the noise threshold picked 8 MiB from 25 MiB
+    // traces on bench/whatif's 1 Gbit/s cluster, 11 % slower than 1 MiB.)
+    let lowest_candidate = advice
         .candidates
         .iter()
+        .min_by(|a, b| a.predicted_step_ns.total_cmp(&b.predicted_step_ns));
+    let lowest = lowest_candidate.map_or(f64::INFINITY, |c| c.predicted_step_ns);
+    // The model's error for a candidate with this tail: candidates whose predictions differ by
+    // less count as equally good. The noise threshold adds the measurement's noise: a gain
+    // below it is not worth changing for.
+    let rel = fit.relative_error();
+    let model_err_for =
+        |tail: f64| rel * (base.tail_ns + tail) + 0.5 * (base.tail_ns - obs.comm_tail_ns).abs();
+    let threshold_for = |tail: f64| {
+        (0.01 * obs.step_ns)
+            .max(0.5 * obs.step_sigma_ns)
+            .max(model_err_for(tail))
+    };
+    let tie = lowest_candidate
+        .map_or(0.0, |c| model_err_for(c.tail_ns))
+        .max(TIE_FRACTION * obs.step_ns)
+        .max(1e3);
+    let distance = |c: &Candidate| (c.cap_mb / cur_cap_mb).ln().abs();
+    // A cap list is a bigger change than one cap: it wins only when it beats every single
+    // cap by more than a tie.
+    let lowest_single = advice
+        .candidates
+        .iter()
+        .filter(|c| c.cap_list_mb.is_none())
         .map(|c| c.predicted_step_ns)
         .fold(f64::INFINITY, f64::min);
-    let tie = (TIE_FRACTION * obs.step_ns).max(1e3);
-    let distance = |c: &Candidate| (c.cap_mb / cur_cap_mb).ln().abs();
+    let list_wins = lowest < lowest_single - tie;
     let best = advice
         .candidates
         .iter()
+        .filter(|c| c.cap_list_mb.is_some() == list_wins)
         .filter(|c| c.predicted_step_ns <= lowest + tie)
         .min_by(|a, b| {
             b.is_current
@@ -974,12 +1227,7 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
         return advice;
     };
     let gain = (obs.step_ns - best.predicted_step_ns).max(0.0);
-    let rel = fit.fit.rel_rmse;
-    let model_err =
-        rel * (base.tail_ns + best.tail_ns) + 0.5 * (base.tail_ns - obs.comm_tail_ns).abs();
-    let threshold = (0.01 * obs.step_ns)
-        .max(0.5 * obs.step_sigma_ns)
-        .max(model_err);
+    let threshold = threshold_for(best.tail_ns);
     let worth = !best.is_current && gain > threshold;
     let confidence = if !worth {
         Confidence::Low
@@ -994,6 +1242,7 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
     advice.recommendation = Some(Recommendation {
         cap_mb: best.cap_mb,
         first_bucket_bytes: best.first_bucket_bytes,
+        cap_list_mb: best.cap_list_mb.clone(),
         is_current: best.is_current,
         gain_ns: gain,
         gain_frac: if obs.step_ns > 0.0 {
@@ -1006,7 +1255,60 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
         confidence,
         explanation,
     });
+    // The what-if timelines: the recorded layout replayed, and the recommended setting.
+    let anchor = critical
+        .first()
+        .and_then(|s| s.backward_end_ns.map(|e| e - s.backward_ns))
+        .unwrap_or(0);
+    advice.schedules.push(WhatIf::of(
+        "recorded layout (replayed)".to_owned(),
+        anchor,
+        &base_inputs,
+        &base,
+    ));
+    if !best.is_current {
+        let layout = match &best.cap_list_mb {
+            Some(caps) => {
+                let limits: Vec<u64> = caps.iter().map(|&c| cap_bytes(c)).collect();
+                assign_buckets(&specs, &order, &limits, device)
+            }
+            None => assign_buckets(
+                &specs,
+                &order,
+                &rebuild_limits(cap_bytes(best.cap_mb), best.first_bucket_bytes),
+                device,
+            ),
+        };
+        let inputs = bucket_inputs(&layout, &specs, &ready_pure, backward_pure);
+        let sim = simulate_interfered(&inputs, backward_pure, cost, f);
+        let words = setting_words(&best);
+        advice.schedules.push(WhatIf::of(
+            format!("{words} (predicted)"),
+            anchor,
+            &inputs,
+            &sim,
+        ));
+    }
     advice
+}
+
+/// `[0.31, 1.2, 4]`: a cap list as Python writes it.
+fn list_words(caps: &[f64]) -> String {
+    let items: Vec<String> = caps.iter().map(|&c| mib(c)).collect();
+    format!("[{}]", items.join(", "))
+}
+
+/// The setting of a candidate in words: `bucket_cap_mb=2 (first bucket 1.0 MiB)` or
+/// `bucket_cap_mb_list=[...]`.
+fn setting_words(c: &Candidate) -> String {
+    match &c.cap_list_mb {
+        Some(caps) => format!("bucket_cap_mb_list={}", list_words(caps)),
+        None => format!(
+            "bucket_cap_mb={} ({})",
+            mib(c.cap_mb),
+            first_words(c.first_bucket_bytes, c.cap_mb)
+        ),
+    }
 }
 
 fn first_words(first: u64, cap_mb: f64) -> String {
@@ -1022,7 +1324,7 @@ fn explain(
     advice: &Advice,
     fit: &CostFit,
     obs: &Observed,
-    base: &Schedule,
+    base: &Interfered,
     best: &Candidate,
     gain: f64,
     threshold: f64,
@@ -1042,7 +1344,29 @@ fn explain(
         render::ns(obs.comm_exposed_ns),
     ));
     let cap_bytes = (cur_cap * MIB) as u64;
-    out.push(format!(
+    if let (true, Some(first), Some(last)) = (fit.calibrated, fit.table.first(), fit.table.last()) {
+        let n = fit.table.len();
+        let busbw = if n >= 2 {
+            let prev = fit.table[n - 2];
+            (last.0 - prev.0) / (last.1 - prev.1).max(1.0) * 1e9
+        } else {
+            fit.busbw_bytes_per_s()
+        };
+        out.push(format!(
+            "Cost model for {} over {}: the median times of {} sizes from {} to {} that ran with nothing else on their rank (the start-up calibration's sweep and the run's own such calls, {} in all; one call scatters {} around its size's median), interpolated between them; {} bus bandwidth at the largest sizes; a {} MiB bucket takes {}.",
+            fit.op,
+            fit.transport,
+            n,
+            render::bytes(first.0 / fit.bus_factor.max(1e-9)),
+            render::bytes(last.0 / fit.bus_factor.max(1e-9)),
+            fit.fit.calls,
+            render::pct(fit.table_scatter),
+            render::rate(busbw),
+            mib(cur_cap),
+            render::ns(fit.predict_ns(cap_bytes)),
+        ));
+    } else {
+        out.push(format!(
         "Cost model for {} over {}: {}{} per call plus {}size at {} bus bandwidth ({}); a {} MiB bucket takes {}.",
         fit.op,
         fit.transport,
@@ -1074,6 +1398,32 @@ fn explain(
         mib(cur_cap),
         render::ns(fit.predict_ns(cap_bytes)),
     ));
+    }
+    if let Some(i) = advice.interference {
+        let comm_source = if i.comm_calls > 0 {
+            format!(
+                "measured on {} of this run's bucket all-reduces that ran entirely during compute",
+                i.comm_calls
+            )
+        } else {
+            "measured by the start-up probe".to_owned()
+        };
+        out.push(format!(
+            "Interference: while a collective runs, compute takes {:.2}× as long and each collective started during it costs compute {} more (measured by the start-up probe), and a collective takes {:.2}× as long while its rank computes ({comm_source}); the simulation slows both wherever they overlap.",
+            i.compute,
+            render::ns(i.per_call_ns),
+            i.comm
+        ));
+    }
+    if let Some(r) = &advice.replay {
+        out.push(format!(
+            "Replay: the model gives this run's own step as {} against {} measured ({}{}).",
+            render::ns(r.predicted_step_ns),
+            render::ns(r.measured_step_ns),
+            if r.error() >= 0.0 { "+" } else { "−" },
+            render::pct(r.error().abs()),
+        ));
+    }
     if fit.latency_unmeasured {
         out.push(format!(
             "The latency is taken as 0: the collectives that ran alone have too few sizes to tell a per-call latency from the bandwidth, and without one smaller buckets look cheaper than they are. To be sure, state both, e.g. ddp-probe advise --latency 50us --bandwidth {:.2}GB/s.",
@@ -1083,16 +1433,17 @@ fn explain(
     let step_after = obs.step_ns - gain;
     if worth {
         out.push(format!(
-            "With bucket_cap_mb={} ({}) the tail drops to {}: step {} ({}), from {} to {}.",
-            mib(best.cap_mb),
-            first_words(best.first_bucket_bytes, best.cap_mb),
+            "With {} the tail drops to {}: step {} ({}), from {} to {}.",
+            setting_words(best),
             render::ns(best.tail_ns),
             render::signed_ns(-gain),
             format_args!("−{}", render::pct(gain / obs.step_ns.max(1.0))),
             render::ns(obs.step_ns),
             render::ns(step_after),
         ));
-        let why = if best.cap_mb > cur_cap {
+        let why = if best.cap_list_mb.is_some() {
+            "each bucket is cut, from the gradient-ready times, so that its all-reduce can start as soon as the link is free and its gradients are ready"
+        } else if best.cap_mb > cur_cap {
             "fewer, larger all-reduces pay the per-call latency less often"
         } else {
             "smaller buckets start reducing earlier during backward, so less is left after it ends"
@@ -1107,12 +1458,22 @@ fn explain(
             render::ns(gain),
             render::ns(threshold)
         ));
-        let mut how = format!(
-            "To try it: DistributedDataParallel(model, bucket_cap_mb={})",
-            mib(best.cap_mb)
-        );
+        let mut how = match &best.cap_list_mb {
+            Some(caps) => format!(
+                "To try it: DistributedDataParallel(model, bucket_cap_mb_list={}) (PyTorch 2.13 and later; the reference DDP: ddp-probe run --bucket-cap-mb-list {})",
+                list_words(caps),
+                caps.iter().map(|&c| mib(c)).collect::<Vec<_>>().join(",")
+            ),
+            None => format!(
+                "To try it: DistributedDataParallel(model, bucket_cap_mb={})",
+                mib(best.cap_mb)
+            ),
+        };
         let cap_bytes = (best.cap_mb * MIB) as u64;
-        if best.first_bucket_bytes == cap_bytes && cap_bytes != DEFAULT_FIRST_BUCKET_BYTES {
+        if best.cap_list_mb.is_none()
+            && best.first_bucket_bytes == cap_bytes
+            && cap_bytes != DEFAULT_FIRST_BUCKET_BYTES
+        {
             how.push_str(
                 "; for a first bucket of the same size set torch.distributed._DEFAULT_FIRST_BUCKET_BYTES before constructing DDP (recent PyTorch versions do this themselves when bucket_cap_mb is passed explicitly)",
             );
@@ -1121,16 +1482,14 @@ fn explain(
         out.push(how);
     } else if best.is_current || gain <= 0.0 {
         out.push(format!(
-            "Not worth changing: no candidate is predicted to beat the current setting (the best, bucket_cap_mb={} with {}, gives {}).",
-            mib(best.cap_mb),
-            first_words(best.first_bucket_bytes, best.cap_mb),
+            "Not worth changing: no candidate is predicted to beat the current setting (the best, {}, gives {}).",
+            setting_words(best),
             render::ns(best.predicted_step_ns)
         ));
     } else {
         out.push(format!(
-            "Not worth changing: the best candidate, bucket_cap_mb={} ({}), is predicted to save {} ({}), within the noise threshold of {}.",
-            mib(best.cap_mb),
-            first_words(best.first_bucket_bytes, best.cap_mb),
+            "Not worth changing: the best candidate, {}, is predicted to save {} ({}), within the noise threshold of {}.",
+            setting_words(best),
             render::ns(gain),
             render::pct(gain / obs.step_ns.max(1.0)),
             render::ns(threshold)
@@ -1176,7 +1535,23 @@ impl Advice {
                 num("Δ", 0),
             ]);
             let rec = self.recorded.iter();
+            // Candidates whose buckets are those of one above (a first-bucket cap that changes
+            // nothing, caps past the gradients' size) are left out.
+            let mut shown: Vec<(usize, u64, u64)> = Vec::new();
+            let mut left_out = 0;
+            let mut shown_list = false;
             for c in rec.chain(self.candidates.iter()) {
+                let key = (
+                    c.buckets,
+                    c.largest_bucket_bytes,
+                    c.predicted_step_ns.to_bits(),
+                );
+                if shown.contains(&key) {
+                    left_out += 1;
+                    continue;
+                }
+                shown.push(key);
+                shown_list |= c.cap_list_mb.is_some();
                 let mark = if c.recorded_layout {
                     " (recorded)"
                 } else if c.is_current {
@@ -1188,13 +1563,14 @@ impl Advice {
                     !c.recorded_layout
                         && r.cap_mb == c.cap_mb
                         && r.first_bucket_bytes == c.first_bucket_bytes
+                        && r.cap_list_mb == c.cap_list_mb
                 });
+                let label = match &c.cap_list_mb {
+                    Some(caps) => format!("list of {}", caps.len()),
+                    None => format!("{} MiB", mib(c.cap_mb)),
+                };
                 tb.row(vec![
-                    format!(
-                        "{} MiB{mark}{}",
-                        mib(c.cap_mb),
-                        if best { " *" } else { "" }
-                    ),
+                    format!("{label}{mark}{}", if best { " *" } else { "" }),
                     render::bytes(c.first_bucket_bytes as f64),
                     c.buckets.to_string(),
                     render::ns(c.comm_end_ns),
@@ -1205,6 +1581,19 @@ impl Advice {
                 ]);
             }
             tb.render(&mut out, width, "  ");
+            let mut legend =
+                "first: the first bucket's cap (its gradients are ready first)".to_owned();
+            if shown_list {
+                legend.push_str(
+                    "; list: per-bucket caps (bucket_cap_mb_list) cut from the gradient-ready times",
+                );
+            }
+            if left_out > 0 {
+                legend.push_str(&format!(
+                    "; {left_out} candidates with the same buckets as one above are not shown"
+                ));
+            }
+            render::wrap(&mut out, &legend, width, "  ");
         }
         if !self.fits.is_empty() {
             out.push('\n');
@@ -1260,17 +1649,20 @@ mod tests {
 
     #[test]
     fn schedule_serializes_in_order() {
+        let plain = |b: &[(u64, f64)], bwd: f64, t: f64| {
+            simulate_interfered(b, bwd, |_| t, Interference::NONE)
+        };
         // Ready at 1, 2, 10 ms; 1.5 ms each; backward ends at 10 ms.
-        let b = [(1u64, 1e6), (1, 2e6), (1, 10e6)];
-        let s = simulate_schedule(&b, 10e6, |_| 1.5e6);
+        let s = plain(&[(1u64, 1e6), (1, 2e6), (1, 10e6)], 10e6, 1.5e6);
         // 1→2.5, 2.5→4, 10→11.5.
         assert_eq!(s.comm_end_ns, 11.5e6);
         assert_eq!(s.tail_ns, 1.5e6);
         assert_eq!(s.exposed_ns, 1.5e6);
+        assert_eq!(s.backward_end_ns, 10e6);
         // A queue that runs past backward end.
-        let s = simulate_schedule(&[(1, 0.0), (1, 0.0)], 1e6, |_| 1e6);
+        let s = plain(&[(1, 0.0), (1, 0.0)], 1e6, 1e6);
         assert_eq!((s.comm_end_ns, s.tail_ns, s.exposed_ns), (2e6, 1e6, 1e6));
-        let s = simulate_schedule(&[], 1e6, |_| 1.0);
+        let s = plain(&[], 1e6, 1.0);
         assert_eq!((s.comm_end_ns, s.tail_ns), (0.0, 0.0));
     }
 

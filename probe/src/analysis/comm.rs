@@ -181,6 +181,10 @@ pub(crate) struct LastCall {
     /// is the whole call): its time is the transport's alone, without
     /// contention for the CPU or the GPU.
     pub alone: bool,
+    /// The span's name (the calibration's calls have one).
+    pub name: Option<Sym>,
+    /// Whether its rank computed during the whole call (none of it exposed).
+    pub overlapped: bool,
 }
 
 /// What a [`SeqTable`] keeps of the call that started last: nothing (`()`,
@@ -205,6 +209,8 @@ impl KeepLast for LastCall {
         op: None,
         transport: None,
         alone: false,
+        name: None,
+        overlapped: false,
     };
     #[inline]
     fn of<'a>(c: &CollObs<'a>, w: &WindowCalls<'a, '_>) -> LastCall {
@@ -214,6 +220,8 @@ impl KeepLast for LastCall {
             op: c.span.op(),
             transport: w.transport(c),
             alone: c.exposed >= c.duration,
+            name: c.span.name(),
+            overlapped: c.exposed == 0 && c.duration > 0,
         }
     }
 }

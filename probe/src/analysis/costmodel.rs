@@ -225,6 +225,79 @@ pub struct CostFit {
     /// smaller buckets are the ones that overlap.
     #[serde(default)]
     pub compute_free: bool,
+    /// Whether the start-up calibration's sweep was among the calls fitted (then only calls
+    /// that ran alone were, and the interference factors model the overlap).
+    #[serde(default)]
+    pub calibrated: bool,
+    /// With `calibrated`: the median time (ns) of each size (bus bytes) among the calls that ran
+    /// alone, by size. Predictions interpolate between them rather than follow the line: real
+    /// links are not one line (a token bucket lets small messages through at full speed, NCCL
+    /// switches protocols with the size), and the sweep spans the bucket sizes that matter.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub table: Vec<(f64, f64)>,
+    /// With a `table`: the median over the calls of `|time − their size's median| / median`,
+    /// how much one call scatters around the table.
+    #[serde(default)]
+    pub table_scatter: f64,
+}
+
+/// The median relative deviation of `obs` from `table` at their sizes.
+pub fn table_scatter(table: &[(f64, f64)], obs: &[(f64, f64)]) -> f64 {
+    let mut rel: Vec<f64> = obs
+        .iter()
+        .filter_map(|&(x, t)| {
+            let m = table.iter().find(|p| p.0 == x)?.1;
+            (m > 0.0).then(|| (t - m).abs() / m)
+        })
+        .collect();
+    if rel.is_empty() {
+        0.0
+    } else {
+        median(&mut rel)
+    }
+}
+
+/// The per-size medians of `obs` (`(x, time)`), by size.
+pub fn size_table(obs: &[(f64, f64)]) -> Vec<(f64, f64)> {
+    let mut sorted = obs.to_vec();
+    sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
+    sorted
+        .chunk_by(|a, b| a.0 == b.0)
+        .map(|run| {
+            let mut t: Vec<f64> = run.iter().map(|o| o.1).collect();
+            (run[0].0, median(&mut t))
+        })
+        .collect()
+}
+
+/// `table`'s time at `x`: linear between the neighbouring sizes; below the smallest, the
+/// smallest's time; above the largest, the last segment's slope (`fallback_slope` when that
+/// does not rise).
+pub fn interpolate(table: &[(f64, f64)], x: f64, fallback_slope: f64) -> f64 {
+    let (Some(&first), Some(&last)) = (table.first(), table.last()) else {
+        return 0.0;
+    };
+    if x <= first.0 {
+        return first.1;
+    }
+    if x >= last.0 {
+        let slope = match table.len() {
+            n if n >= 2 => {
+                let prev = table[n - 2];
+                let s = (last.1 - prev.1) / (last.0 - prev.0);
+                if s > 0.0 {
+                    s
+                } else {
+                    fallback_slope
+                }
+            }
+            _ => fallback_slope,
+        };
+        return last.1 + (x - last.0) * slope.max(0.0);
+    }
+    let i = table.partition_point(|p| p.0 <= x);
+    let (a, b) = (table[i - 1], table[i]);
+    a.1 + (b.1 - a.1) * (x - a.0) / (b.0 - a.0)
 }
 
 impl LinearFit {
@@ -253,7 +326,9 @@ impl CostFit {
             "{}{}{}",
             self.op,
             if self.mixed_ops { " + others" } else { "" },
-            if self.compute_free {
+            if self.calibrated {
+                " (calibrated)"
+            } else if self.compute_free {
                 " (no overlap)"
             } else {
                 ""
@@ -263,7 +338,22 @@ impl CostFit {
 
     /// Predicted time of one call of `op` moving `bytes` (ns).
     pub fn predict_ns(&self, bytes: u64) -> f64 {
-        self.fit.predict_ns(bytes as f64 * self.bus_factor)
+        let x = bytes as f64 * self.bus_factor;
+        if self.table.len() >= 2 {
+            interpolate(&self.table, x, self.fit.ns_per_byte)
+        } else {
+            self.fit.predict_ns(x)
+        }
+    }
+
+    /// The model's relative error: the table's scatter when predictions come from it, else
+    /// the line's residual.
+    pub fn relative_error(&self) -> f64 {
+        if self.table.len() >= 2 {
+            self.table_scatter
+        } else {
+            self.fit.rel_rmse
+        }
     }
 
     /// Bus bandwidth (bytes/s).
@@ -331,6 +421,25 @@ mod tests {
         let f = fit_bandwidth(&[(1e6, 1e6), (2e6, 4e6)]).unwrap();
         assert!((f.ns_per_byte - 1.2).abs() < 1e-12, "{f:?}");
         assert_eq!(fit_bandwidth(&[]), Err(FitError::Empty));
+    }
+
+    #[test]
+    fn the_table_interpolates_and_extends_its_last_slope() {
+        let t = size_table(&[
+            (1e3, 10.0),
+            (1e3, 30.0),
+            (1e3, 20.0),
+            (2e3, 40.0),
+            (4e3, 60.0),
+        ]);
+        assert_eq!(t, vec![(1e3, 20.0), (2e3, 40.0), (4e3, 60.0)]);
+        assert_eq!(interpolate(&t, 500.0, 1.0), 20.0);
+        assert_eq!(interpolate(&t, 1500.0, 1.0), 30.0);
+        assert_eq!(interpolate(&t, 3e3, 1.0), 50.0);
+        // Past the largest: 0.01 ns/byte, the last segment's slope.
+        assert_eq!(interpolate(&t, 6e3, 1.0), 80.0);
+        // A last segment that falls: the line's slope instead.
+        assert_eq!(interpolate(&[(1e3, 50.0), (2e3, 40.0)], 3e3, 0.5), 540.0);
     }
 
     #[test]

@@ -27,9 +27,11 @@
 pub mod advice;
 pub mod assign;
 mod bucket_stats;
+pub mod cap_list;
 mod comm;
 pub mod costmodel;
 mod group;
+pub mod interference;
 pub mod intervals;
 mod render;
 mod scan;
@@ -40,6 +42,7 @@ pub mod tuning;
 
 pub use advice::{
     advise, Advice, AdviceOptions, AssumedCost, Candidate, Confidence, Recommendation,
+    SimCollective, WhatIf,
 };
 pub use assign::{assign_buckets, ParamSpec};
 pub use bucket_stats::BucketStats;

@@ -655,6 +655,90 @@ pub fn compare_with_advice(
     (prediction, out)
 }
 
+/// advise's predictions from one trace against the measured medians.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AdviceAccuracy {
+    /// Candidates with both a prediction and a measurement (the traced run's own cap left out:
+    /// that is the replay, not a prediction).
+    pub caps: usize,
+    /// Mean of `|predicted − measured| / measured`.
+    pub mean_abs_error: f64,
+    /// Largest of them.
+    pub max_abs_error: f64,
+    /// The measured median of advise's pick against the best measured median, minus 1 (when
+    /// the pick was measured).
+    pub regret: Option<f64>,
+    /// The mean over candidates with several runs of (highest − lowest run median) / median:
+    /// what no prediction can beat.
+    pub noise_floor: Option<f64>,
+}
+
+impl AdviceAccuracy {
+    /// The figures for `candidates`, advise's pick being `pick` (its recommended cap when it
+    /// is worth changing, else the traced run's).
+    pub fn of(
+        candidates: &[TuneCandidate],
+        traced: Option<f64>,
+        pick: Option<f64>,
+    ) -> Option<Self> {
+        let measured = |c: &TuneCandidate| c.measurement.map(|m| m.median_ns);
+        let errors: Vec<f64> = candidates
+            .iter()
+            .filter(|c| !matches!((c.cap_mb, traced), (Some(a), Some(b)) if same_cap(a, b)))
+            .filter(|c| c.cap_mb.is_some() || traced.is_some())
+            .filter_map(|c| Some((c.predicted_step_ns?, measured(c)?)))
+            .filter(|&(_, m)| m > 0.0)
+            .map(|(p, m)| ((p - m) / m).abs())
+            .collect();
+        if errors.is_empty() {
+            return None;
+        }
+        let best = candidates
+            .iter()
+            .filter_map(measured)
+            .fold(f64::INFINITY, f64::min);
+        let regret = pick.and_then(|p| {
+            let c = candidates
+                .iter()
+                .find(|c| c.cap_mb.is_some_and(|x| same_cap(x, p)))?;
+            Some(measured(c)? / best - 1.0)
+        });
+        let spreads: Vec<f64> = candidates
+            .iter()
+            .filter_map(|c| Some((c.run_range()?, measured(c)?)))
+            .map(|((lo, hi), m)| (hi - lo) / m)
+            .collect();
+        Some(AdviceAccuracy {
+            caps: errors.len(),
+            mean_abs_error: errors.iter().sum::<f64>() / errors.len() as f64,
+            max_abs_error: errors.iter().copied().fold(0.0, f64::max),
+            regret,
+            noise_floor: (!spreads.is_empty())
+                .then(|| spreads.iter().sum::<f64>() / spreads.len() as f64),
+        })
+    }
+
+    /// One line for the terminal.
+    pub fn line(&self) -> String {
+        let mut s = format!(
+            "advise against the measurement: |predicted − measured| mean {}, max {} over {} caps",
+            pct(self.mean_abs_error),
+            pct(self.max_abs_error),
+            self.caps
+        );
+        if let Some(r) = self.regret {
+            s.push_str(&format!(
+                "; its pick measured {} slower than the best",
+                pct(r)
+            ));
+        }
+        if let Some(n) = self.noise_floor {
+            s.push_str(&format!("; noise floor (spread of repeats) {}", pct(n)));
+        }
+        s
+    }
+}
+
 /// Everything `ddp-probe tune` measured and concluded (also `tune.json` and
 /// `--json`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -683,6 +767,9 @@ pub struct TuneResult {
     pub prediction: Option<AdvicePrediction>,
     /// How measurement and prediction compare, in words.
     pub comparison: Vec<String>,
+    /// How measurement and prediction compare, in figures (as `bench/whatif` reports them).
+    #[serde(default)]
+    pub accuracy: Option<AdviceAccuracy>,
     /// Caveats (failed runs, interruption...).
     pub notes: Vec<String>,
     /// The signal that interrupted the series, if one did.
@@ -703,6 +790,19 @@ impl TuneResult {
             c.measure();
         }
         self.recommendation = recommend(&self.candidates);
+        self.compare_accuracy();
+    }
+
+    /// Sets [`TuneResult::accuracy`] from the candidates and advise's prediction.
+    pub fn compare_accuracy(&mut self) {
+        self.accuracy = self.prediction.as_ref().and_then(|p| {
+            let pick = if p.worth_changing {
+                p.recommended_cap_mb
+            } else {
+                p.run_cap_mb
+            };
+            AdviceAccuracy::of(&self.candidates, p.run_cap_mb, pick)
+        });
     }
 
     /// The result as a terminal table and a few lines (no trailing
@@ -776,6 +876,9 @@ impl TuneResult {
         }
         for p in &self.comparison {
             out.push_str(&format!("\n{p}"));
+        }
+        if let Some(a) = &self.accuracy {
+            out.push_str(&format!("\n{}", a.line()));
         }
         for n in &self.notes {
             out.push_str(&format!("\nnote: {n}"));
@@ -899,10 +1002,12 @@ mod tests {
         let candidate = |cap: f64, p: f64| Candidate {
             cap_mb: cap,
             first_bucket_bytes: (cap * MIB) as u64,
+            cap_list_mb: None,
             recorded_layout: false,
             is_current: false,
             buckets: 1,
             largest_bucket_bytes: 1,
+            backward_ns: 0.0,
             comm_end_ns: 0.0,
             tail_ns: 0.0,
             exposed_ns: 0.0,
@@ -922,6 +1027,7 @@ mod tests {
             recommendation: Some(Recommendation {
                 cap_mb: recommended,
                 first_bucket_bytes: (recommended * MIB) as u64,
+                cap_list_mb: None,
                 is_current: false,
                 gain_ns: 5.0,
                 gain_frac: 0.05,
@@ -930,6 +1036,9 @@ mod tests {
                 confidence: Confidence::Medium,
                 explanation: Vec::new(),
             }),
+            interference: None,
+            replay: None,
+            schedules: Vec::new(),
         }
     }
 

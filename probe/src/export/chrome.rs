@@ -19,6 +19,7 @@
 use std::fmt;
 use std::io::{self, BufWriter, Write};
 
+use crate::analysis::WhatIf;
 use crate::model::{RankTrace, Run, Span};
 use crate::trace::{SpanKind, FORMAT_NAME, VERSION};
 
@@ -31,6 +32,9 @@ pub struct ChromeOptions {
     pub counters: bool,
     /// Export `log` records and the `end` record.
     pub logs: bool,
+    /// Simulated schedules (the advice's what-ifs) to show beside the ranks, one process each,
+    /// placed at their anchors.
+    pub what_if: Vec<WhatIf>,
 }
 
 impl Default for ChromeOptions {
@@ -39,6 +43,7 @@ impl Default for ChromeOptions {
             instants: true,
             counters: true,
             logs: true,
+            what_if: Vec::new(),
         }
     }
 }
@@ -63,6 +68,10 @@ pub fn write_chrome_trace_with<W: Write>(
     e.w.write_all(b"{\"traceEvents\":[")?;
     for rank in &run.ranks {
         write_rank(&mut e, run, rank, options)?;
+    }
+    let first_pid = run.ranks.iter().map(|r| r.rank() + 1).max().unwrap_or(0);
+    for (k, w) in options.what_if.iter().enumerate() {
+        write_what_if(&mut e, first_pid + k as u32, w)?;
     }
     e.w.write_all(b"\n],\"displayTimeUnit\":\"ms\",\"metadata\":{\"format\":")?;
     json_str(&mut e.w, FORMAT_NAME)?;
@@ -177,6 +186,55 @@ fn metadata<W: Write>(
     )?;
     value(&mut e.w)?;
     e.w.write_all(b"}}")
+}
+
+/// A simulated schedule as a process of two threads: its backward, and its collectives.
+fn write_what_if<W: Write>(e: &mut Events<W>, pid: u32, w: &WhatIf) -> io::Result<()> {
+    let name = format!("what-if: {}", w.label);
+    metadata(e, pid, 0, "process_name", "name", &|out| {
+        json_str(out, &name)
+    })?;
+    metadata(e, pid, 0, "process_sort_index", "sort_index", &|out| {
+        write!(out, "{pid}")
+    })?;
+    metadata(e, pid, 1, "thread_name", "name", &|out| {
+        json_str(out, "compute")
+    })?;
+    metadata(e, pid, 2, "thread_name", "name", &|out| {
+        json_str(out, "communication")
+    })?;
+    let at = |offset: f64| w.anchor_ns.saturating_add(offset.round() as i64);
+    let mut event = |tid: u32, name: &str, start: i64, end: i64, args: &str| -> io::Result<()> {
+        e.open()?;
+        let ts = e.ts(start);
+        let dur = Us(end.saturating_sub(start).max(0));
+        write!(
+            e.w,
+            "\"ph\":\"X\",\"pid\":{pid},\"tid\":{tid},\"ts\":{ts},\"dur\":{dur},\"cat\":\"what-if\",\"name\":"
+        )?;
+        json_str(&mut e.w, name)?;
+        write!(e.w, ",\"args\":{{{args}}}}}")
+    };
+    event(
+        1,
+        "backward",
+        at(0.0),
+        at(w.backward_end_ns),
+        "\"simulated\":true",
+    )?;
+    for c in &w.collectives {
+        event(
+            2,
+            "all_reduce",
+            at(c.start_ns),
+            at(c.end_ns),
+            &format!(
+                "\"bucket\":{},\"bytes\":{},\"simulated\":true",
+                c.bucket, c.bytes
+            ),
+        )?;
+    }
+    Ok(())
 }
 
 fn write_rank<W: Write>(

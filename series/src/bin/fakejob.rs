@@ -122,6 +122,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let path = PathBuf::from(dir).join(format!("rank-{rank}.jsonl"));
     let mut w = TraceWriter::new(BufWriter::new(File::create(&path)?));
     let mut header = Header::new(run_id, rank, world).with_ddp(DdpConfig {
+        bucket_cap_mb_list: None,
         backend: "gloo".into(),
         bucket_cap_mb: Some(cap_mb.unwrap_or(25.0)),
         first_bucket_bytes: Some(first_limit),

@@ -47,6 +47,7 @@ fn header(rank: u32) -> Header {
         bytes,
     };
     h.with_ddp(DdpConfig {
+        bucket_cap_mb_list: None,
         backend: "gloo".into(),
         bucket_cap_mb: Some(25.0),
         first_bucket_bytes: Some(1 << 20),

@@ -2,7 +2,7 @@
 multi-node cluster (see cluster.py), and every recorded trace's predictions compared with it.
 
     sudo .venv/bin/python bench/whatif/accuracy.py [--nodes 2,4] [--rates 1gbit,400mbit]
-        [--caps 0.25,0.5,1,2,4,8,25] [--repeats 3] [--steps 25] [--keep DIR [--reuse]]
+        [--caps 0.25,1,2,8,25] [--repeats 2] [--steps 25] [--keep DIR [--reuse]]
 
 For each cluster shape (nodes × one rank, link rate) it runs the `lm` example once per cap and
 repeat under `ddp-probe run` (one run directory per node), takes each run's median steady step

@@ -84,6 +84,10 @@ impl Job {
 }
 
 fn run_mode(mode: &str, record: bool) -> Job {
+    run_mode_steps(mode, record, STEPS)
+}
+
+fn run_mode_steps(mode: &str, record: bool, steps: u64) -> Job {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("run");
     let mut c = Command::new(env!("CARGO_BIN_EXE_ddp-probe"));
@@ -95,7 +99,7 @@ fn run_mode(mode: &str, record: bool) -> Job {
         .args(["examples/python/ddp_features.py", "--mode", mode])
         .args([
             "--steps",
-            &STEPS.to_string(),
+            &steps.to_string(),
             "--batch-size",
             &BATCH.to_string(),
         ])
@@ -482,4 +486,51 @@ fn torch_compile_gets_no_added_graph_breaks() {
         "Dynamo's graph breaks with recording vs without"
     );
     check_common(&on, 1);
+}
+
+#[test]
+fn a_rank_busy_waiting_inside_backward_is_named_with_the_late_buckets() {
+    // Rank 1 busy-waits 60 ms inside the block's backward, after the MLP's gradients and before
+    // ln2's and the attention's; 14 steps, so that the 12 steady ones can name it.
+    let _guard = JOB.lock().unwrap_or_else(|e| e.into_inner());
+    let job = run_mode_steps("straggler", true, 14);
+    let (text, json) = job.summary();
+    let s = &json["summary"];
+    let v = &s["slowdowns"]["straggler"];
+    assert_eq!(v["rank"], 1, "{text}");
+    assert_eq!(v["phase"], "backward", "{text}");
+    // The first late bucket is the one holding ln2's weight: the steady layout from rank 0's
+    // last `buckets` record, the names from its header.
+    let recs = job.records(0);
+    let header = &recs[0];
+    let index = header["ddp"]["params"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "module.block.ln2.weight" || p["name"] == "block.ln2.weight")
+        .map(|p| u(&p["index"]))
+        .unwrap_or_else(|| panic!("no ln2 weight in {}", header["ddp"]["params"]));
+    let layout = recs
+        .iter()
+        .rfind(|r| r["type"] == "buckets")
+        .map(|r| r["buckets"].clone())
+        .unwrap_or_else(|| header["ddp"]["buckets"].clone());
+    let bucket = layout
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| {
+            b["params"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|p| u(p) == index)
+        })
+        .map(|b| u(&b["id"]))
+        .expect("ln2's bucket");
+    assert_eq!(v["buckets"][0].as_u64(), Some(bucket), "{text}");
+    assert!(bucket >= 1, "the head's and the MLP's buckets come first");
+    let saved = v["step_ns"].as_f64().unwrap() - v["without_ns"].as_f64().unwrap();
+    assert!(saved > 30e6, "{v}");
+    assert!(text.contains("straggler: rank 1 held back"), "{text}");
 }

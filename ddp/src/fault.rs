@@ -14,10 +14,12 @@
 //! | key | values | meaning |
 //! |---|---|---|
 //! | `rank` | a rank (required) | the only rank (`RANK`) the fault applies to |
-//! | `at` | `forward`, `allreduce`, `checkpoint` (default `forward`) | where it fires: inside [`crate::Ddp::forward`] before the user's closure runs; in the reducer's wait for the first bucket's all-reduce (the all-reduce is in flight); in [`crate::checkpoint::Checkpoint::save`] after the temporary file is written and fsynced, before the rename |
+//! | `at` | `forward`, `allreduce`, `checkpoint`, `backward` (default `forward`) | where it fires: inside [`crate::Ddp::forward`] before the user's closure runs; in the reducer's wait for the first bucket's all-reduce (the all-reduce is in flight); in [`crate::checkpoint::Checkpoint::save`] after the temporary file is written and fsynced, before the rename; in backward, in the gradient-ready hook of parameter `param` (`slow` only) |
 //! | `step` | a number (default: the first time) | the DDP step ([`crate::Ddp::step`], counted from 0 in this process) for `forward` and `allreduce`; the checkpoint's step for `checkpoint` |
-//! | `action` | `kill`, `hang`, `extra_allreduce`, `world_size` | SIGKILL to itself; sleep forever; one all-reduce of a single `f32` the other ranks do not issue (`forward` and `allreduce` only); start with another world size (applied in [`crate::init_process_group`], `at` and `step` are ignored) |
+//! | `action` | `kill`, `hang`, `extra_allreduce`, `world_size`, `slow` | SIGKILL to itself; sleep forever; one all-reduce of a single `f32` the other ranks do not issue (`forward` and `allreduce` only); start with another world size (applied in [`crate::init_process_group`], `at` and `step` are ignored); sleep `ms` milliseconds (`backward` only, and at **every** step unless `step` is given: a straggler) |
 //! | `world_size` | a number | the world size `action=world_size` claims |
+//! | `ms` | a number | how long `action=slow` sleeps |
+//! | `param` | a parameter index (default: the first gradient of the step) | whose gradient-ready hook `action=slow` sleeps in: that gradient and every later one are late |
 //!
 //! For example `DDP_PROBE_FAULT="rank=1,at=forward,step=5,action=kill"`. A fault fires once.
 //! Before acting, the rank writes one line to its standard error, `ddp-probe fault
@@ -50,6 +52,8 @@ pub enum Point {
     /// In [`crate::checkpoint::Checkpoint::save`], between the fsynced temporary file and the
     /// rename.
     Checkpoint,
+    /// In backward, in a parameter's gradient-ready hook.
+    Backward,
 }
 
 impl Point {
@@ -58,6 +62,7 @@ impl Point {
             Point::Forward => "forward",
             Point::AllReduce => "allreduce",
             Point::Checkpoint => "checkpoint",
+            Point::Backward => "backward",
         }
     }
 }
@@ -73,6 +78,13 @@ pub enum Action {
     ExtraAllReduce,
     /// The rank starts with this world size instead of `WORLD_SIZE`.
     WorldSize(usize),
+    /// The rank sleeps this many milliseconds in a gradient-ready hook, every step.
+    Slow {
+        /// How long.
+        ms: u64,
+        /// In which parameter's hook; `None`: the step's first gradient.
+        param: Option<usize>,
+    },
 }
 
 /// One fault, as parsed from [`FAULT_ENV`].
@@ -93,6 +105,7 @@ impl Fault {
     pub fn parse(spec: &str) -> Result<Fault> {
         let bad = |msg: String| DdpError::Config(format!("{FAULT_ENV}={spec:?}: {msg}"));
         let (mut rank, mut at, mut step, mut action, mut world) = (None, None, None, None, None);
+        let (mut ms, mut param) = (None, None);
         for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let (key, value) = part
                 .split_once('=')
@@ -107,14 +120,17 @@ impl Fault {
                 "rank" => rank = Some(number("rank")? as usize),
                 "step" => step = Some(number("step")?),
                 "world_size" => world = Some(number("world_size")? as usize),
+                "ms" => ms = Some(number("ms")?),
+                "param" => param = Some(number("param")? as usize),
                 "at" => {
                     at = Some(match value {
                         "forward" => Point::Forward,
                         "allreduce" | "all_reduce" => Point::AllReduce,
                         "checkpoint" => Point::Checkpoint,
+                        "backward" => Point::Backward,
                         _ => {
                             return Err(bad(format!(
-                                "at={value:?} is none of forward, allreduce, checkpoint"
+                                "at={value:?} is none of forward, allreduce, checkpoint, backward"
                             )))
                         }
                     })
@@ -122,14 +138,27 @@ impl Fault {
                 "action" => action = Some(value.to_owned()),
                 _ => {
                     return Err(bad(format!(
-                        "unknown key {key:?} (expected rank, at, step, action, world_size)"
-                    )))
+                    "unknown key {key:?} (expected rank, at, step, action, world_size, ms, param)"
+                )))
                 }
             }
         }
         let rank = rank.ok_or_else(|| bad("rank= is required".to_owned()))?;
-        let at = at.unwrap_or(Point::Forward);
+        let at = at.unwrap_or(match action.as_deref() {
+            Some("slow") => Point::Backward,
+            _ => Point::Forward,
+        });
+        if at == Point::Backward && action.as_deref() != Some("slow") {
+            return Err(bad("at=backward takes action=slow only".to_owned()));
+        }
         let action = match action.as_deref() {
+            Some("slow") if at != Point::Backward => {
+                return Err(bad("action=slow fires at backward only".to_owned()))
+            }
+            Some("slow") => match ms {
+                Some(ms) => Action::Slow { ms, param },
+                None => return Err(bad("action=slow needs ms=N (milliseconds)".to_owned())),
+            },
             Some("kill") => Action::Kill,
             Some("hang") => Action::Hang,
             Some("extra_allreduce") if at == Point::Checkpoint => {
@@ -148,7 +177,7 @@ impl Fault {
             },
             Some(other) => {
                 return Err(bad(format!(
-                    "action={other:?} is none of kill, hang, extra_allreduce, world_size"
+                    "action={other:?} is none of kill, hang, extra_allreduce, world_size, slow"
                 )))
             }
             None => return Err(bad("action= is required".to_owned())),
@@ -198,6 +227,37 @@ pub fn world_size_override() -> Result<Option<usize>> {
     })
 }
 
+/// Set once the slow-backward fault has said what it does.
+static SLOW_SAID: AtomicBool = AtomicBool::new(false);
+
+/// Sleeps in the gradient-ready hook of parameter `index` when this rank's fault is
+/// `action=slow` there (`first`: whether it is the step's first gradient, for a fault without
+/// `param`). Fires at every step, or at `step` only.
+pub fn slow_backward(step: u64, index: usize, first: bool) {
+    let Ok(Some(fault)) = active() else { return };
+    let Action::Slow { ms, param } = fault.action else {
+        return;
+    };
+    let here = match param {
+        Some(p) => p == index,
+        None => first,
+    };
+    if !here || fault.step.is_some_and(|s| s != step) {
+        return;
+    }
+    if !SLOW_SAID.swap(true, Ordering::Relaxed) {
+        eprintln!(
+            "ddp-probe fault injection: rank {} sleeps {ms} ms in the gradient-ready hook of parameter {index}, {}",
+            fault.rank,
+            match fault.step {
+                Some(s) => format!("at step {s}"),
+                None => "every step".to_owned(),
+            }
+        );
+    }
+    std::thread::sleep(Duration::from_millis(ms));
+}
+
 /// Fires the fault if this rank's fault is at `point` and `step` (see the module doc). Kill
 /// and hang do not return; an extra all-reduce runs on `pg` and returns its outcome.
 pub fn hit(point: Point, step: u64, pg: Option<&ProcessGroup>) -> Result<()> {
@@ -207,7 +267,7 @@ pub fn hit(point: Point, step: u64, pg: Option<&ProcessGroup>) -> Result<()> {
     };
     if fault.at != point
         || fault.step.is_some_and(|s| s != step)
-        || matches!(fault.action, Action::WorldSize(_))
+        || matches!(fault.action, Action::WorldSize(_) | Action::Slow { .. })
         || FIRED.swap(true, Ordering::Relaxed)
     {
         return Ok(());
@@ -216,7 +276,7 @@ pub fn hit(point: Point, step: u64, pg: Option<&ProcessGroup>) -> Result<()> {
         Action::Kill => "SIGKILL to itself",
         Action::Hang => "stops making progress (sleeps forever)",
         Action::ExtraAllReduce => "issues an extra all_reduce",
-        Action::WorldSize(_) => "",
+        Action::WorldSize(_) | Action::Slow { .. } => "",
     };
     eprintln!(
         "ddp-probe fault injection: rank {} {what} at {} of step {step}",
@@ -247,7 +307,7 @@ pub fn hit(point: Point, step: u64, pg: Option<&ProcessGroup>) -> Result<()> {
             }
             Ok(())
         }
-        Action::WorldSize(_) => Ok(()),
+        Action::WorldSize(_) | Action::Slow { .. } => Ok(()),
     }
 }
 
@@ -276,6 +336,18 @@ mod tests {
         assert_eq!(f.action, Action::ExtraAllReduce);
         let f = Fault::parse("rank=1,action=world_size,world_size=3").unwrap();
         assert_eq!(f.action, Action::WorldSize(3));
+        let f = Fault::parse("rank=1,action=slow,ms=80,param=12").unwrap();
+        assert_eq!(
+            (f.at, f.step, f.action),
+            (
+                Point::Backward,
+                None,
+                Action::Slow {
+                    ms: 80,
+                    param: Some(12)
+                }
+            )
+        );
     }
 
     #[test]
@@ -285,7 +357,10 @@ mod tests {
             ("rank=1", "action= is required"),
             ("rank=x,action=kill", "\"x\""),
             ("rank=1,action=explode", "explode"),
-            ("rank=1,at=backward,action=kill", "backward"),
+            ("rank=1,at=backward,action=kill", "action=slow only"),
+            ("rank=1,action=slow", "ms=N"),
+            ("rank=1,at=forward,action=slow,ms=5", "backward only"),
+            ("rank=1,at=sideways,action=kill", "sideways"),
             ("rank=1,colour=red,action=kill", "colour"),
             ("rank=1,action=world_size", "world_size=N"),
             ("rank=1,action=world_size,world_size=0", "world_size=N"),

@@ -370,6 +370,8 @@ impl Reducer {
                 index, self.params[index].name
             ));
         }
+        // A straggler for the tests: sleeps here, so this gradient and the later ones are late.
+        crate::fault::slow_backward(self.step, index, self.ready_order.is_empty());
         let now = probe_contract::clock::now_ns();
         self.ready[index] = true;
         self.ready_order.push(index);

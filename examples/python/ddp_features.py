@@ -21,7 +21,10 @@ Modes (each the way PyTorch's documentation writes it):
 * ``unused``: ``find_unused_parameters=True`` with a branch used only on
   even steps;
 * ``amp``: the forward under ``torch.autocast("cpu", dtype=torch.bfloat16)``;
-* ``compile``: ``torch.compile(model, backend="aot_eager")`` of the DDP model.
+* ``compile``: ``torch.compile(model, backend="aot_eager")`` of the DDP model;
+* ``straggler``: rank 1 busy-waits ``--slow-ms`` inside the block's backward, between the
+  MLP's gradients and the attention's (a straggler that per-phase timers cannot see: the
+  all-reduces even out the ranks' step times).
 
 At the end rank 0 prints ``graph breaks: N`` (Dynamo's count; 0 without
 ``compile``) and ``samples: N`` (the samples it trained on), which the tests
@@ -40,14 +43,34 @@ from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
 import ddp_probe_torch
 
-MODES = ("plain", "prehook", "fp16", "bf16", "no_sync", "static_graph", "unused", "amp", "compile")
+MODES = ("plain", "prehook", "fp16", "bf16", "no_sync", "static_graph", "unused", "amp", "compile",
+         "straggler")
+
+
+class BusyBackward(torch.autograd.Function):
+    """Identity forward; its backward busy-waits ``ms`` milliseconds (0: none)."""
+
+    @staticmethod
+    def forward(ctx, x, ms):
+        ctx.ms = ms
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        import time
+
+        end = time.perf_counter() + ctx.ms / 1000
+        while time.perf_counter() < end:
+            pass
+        return grad, None
 
 
 class Block(nn.Module):
     """minGPT's transformer block: pre-norm attention and MLP, residual."""
 
-    def __init__(self, dim, heads):
+    def __init__(self, dim, heads, slow_ms=0.0):
         super().__init__()
+        self.slow_ms = slow_ms
         self.ln1 = nn.LayerNorm(dim)
         self.attn = nn.MultiheadAttention(dim, heads, batch_first=True)
         self.ln2 = nn.LayerNorm(dim)
@@ -56,14 +79,17 @@ class Block(nn.Module):
     def forward(self, x):
         h = self.ln1(x)
         x = x + self.attn(h, h, h, need_weights=False)[0]
+        if self.slow_ms:
+            # Backward reaches this after the MLP's gradients, before ln2's and the attention's.
+            x = BusyBackward.apply(x, self.slow_ms)
         return x + self.mlp(self.ln2(x))
 
 
 class Model(nn.Module):
-    def __init__(self, vocab, dim, classes, unused_branch):
+    def __init__(self, vocab, dim, classes, unused_branch, slow_ms=0.0):
         super().__init__()
         self.embed = nn.Embedding(vocab, dim)
-        self.block = Block(dim, heads=4)
+        self.block = Block(dim, heads=4, slow_ms=slow_ms)
         self.norm = nn.BatchNorm1d(dim)
         self.head = nn.Linear(dim, classes)
         self.extra = nn.Linear(dim, dim) if unused_branch else None
@@ -84,6 +110,8 @@ def main():
     parser.add_argument(
         "--bucket-cap-mb", type=float, default=None, help="DDP bucket_cap_mb (0.25; 1 with compile)"
     )
+    parser.add_argument("--slow-ms", type=float, default=60.0,
+                        help="how long rank 1 busy-waits in backward (straggler)")
     args = parser.parse_args()
 
     dist.init_process_group("gloo")
@@ -91,7 +119,8 @@ def main():
     torch.manual_seed(0)
     vocab, dim, seq, classes = 64, 96, 8, 5
 
-    model = Model(vocab, dim, classes, unused_branch=args.mode == "unused")
+    slow = args.slow_ms if args.mode == "straggler" and rank == 1 else 0.0
+    model = Model(vocab, dim, classes, unused_branch=args.mode == "unused", slow_ms=slow)
     # Dynamo's DDPOptimizer refuses a cap below DDP's 1 MiB first bucket.
     cap = args.bucket_cap_mb or (1.0 if args.mode == "compile" else 0.25)
     ddp_kwargs = {"bucket_cap_mb": cap}

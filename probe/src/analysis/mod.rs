@@ -35,6 +35,7 @@ pub mod interference;
 pub mod intervals;
 mod render;
 mod scan;
+mod slowdown;
 pub mod stats;
 mod stragglers;
 mod summary;
@@ -49,6 +50,7 @@ pub use bucket_stats::BucketStats;
 pub use comm::{bus_factor, OpStats};
 pub use costmodel::CostFit;
 pub use scan::{step_breakdowns, StepBreakdown, WarmupReason};
+pub use slowdown::{RankSlowdown, Slowdowns, StepSlowdown};
 pub use stats::Dist;
 pub use stragglers::{RankLateness, Straggler, Stragglers, P_VALUE_THRESHOLD};
 pub use summary::{

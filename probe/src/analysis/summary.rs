@@ -10,6 +10,7 @@ use super::bucket_stats::{BucketStats, BucketTable};
 use super::comm::{OpStats, OpTable, SeqTable};
 use super::render::{self, num, text, Table};
 use super::scan::{scan_run, StepBreakdown, WarmupReason};
+use super::slowdown::{slowdowns, Slowdowns};
 use super::stats::Dist;
 use super::stragglers::{stragglers, Stragglers};
 use crate::model::Run;
@@ -231,6 +232,9 @@ pub struct Summary {
     pub ops: Vec<OpStats>,
     /// Arrival order at collectives.
     pub stragglers: Stragglers,
+    /// Where the straggler's time went, step by step (see [`super::slowdown`]).
+    #[serde(default)]
+    pub slowdowns: Slowdowns,
     /// Things the reader should know (missing data, assumptions).
     pub notes: Vec<String>,
     /// Parts of the step no rank recorded a span of (`data wait`,
@@ -378,6 +382,18 @@ pub fn summarize(run: &Run, opts: &SummaryOptions) -> Summary {
     let buckets = bucket_table.finish(run, seqs.views());
     let ops = op_table.finish(run);
     let stragglers = stragglers(seqs.views());
+    let mut steady_pairs: Vec<(u32, u64)> = scans
+        .ranks
+        .iter()
+        .flat_map(|r| {
+            r.steps
+                .iter()
+                .filter(|s| s.warmup.is_none())
+                .filter_map(move |s| Some((r.rank, s.step?)))
+        })
+        .collect();
+    steady_pairs.sort_unstable();
+    let slowdowns = slowdowns(run, &steady_pairs);
 
     let throughput = Throughput {
         steps_per_s: overall
@@ -442,6 +458,7 @@ pub fn summarize(run: &Run, opts: &SummaryOptions) -> Summary {
         buckets,
         ops,
         stragglers,
+        slowdowns,
         notes,
         not_recorded: parts_not_recorded(run),
     }
@@ -621,11 +638,24 @@ impl Summary {
         }
 
         let st = &self.stragglers;
-        if st.collectives > 0 {
+        let held_back = self.slowdowns.straggler.as_ref();
+        if st.collectives > 0 || held_back.is_some() {
             out.push('\n');
+        }
+        // The rank that held the steps back comes first: it says where and what it costs.
+        if let Some(v) = held_back {
+            render::wrap(
+                &mut out,
+                &format!("straggler: {}", v.sentence(render::ns)),
+                width,
+                "",
+            );
+        }
+        if st.collectives > 0 {
             let line = match &st.straggler {
                 Some(s) => format!(
-                    "straggler: rank {} arrived last at {} of {} collectives (chance {}) and was the last rank in {} of {} steps; the others waited {} for it in total ({} per step).",
+                    "{}rank {} arrived last at {} of {} collectives (chance {}) and was the last rank in {} of {} steps; the others waited {} for it in total ({} per step).",
+                    if held_back.is_some() { "arrivals: " } else { "straggler: " },
                     s.rank,
                     render::pct(s.last_share),
                     st.collectives,
@@ -638,9 +668,15 @@ impl Summary {
                 None => {
                     let top = st.ranks.first();
                     format!(
-                        "no straggler: no rank arrives last at the {} collectives clearly more often than chance ({}){}.",
+                        "{}no rank arrives last at the {} collectives clearly more often than chance ({}){}{}.",
+                        if held_back.is_some() { "arrivals: " } else { "no straggler: " },
                         st.collectives,
                         render::pct(st.chance),
+                        if held_back.is_some() {
+                            " (the straggler's lateness sits in some buckets only)"
+                        } else {
+                            ""
+                        },
                         top.map_or(String::new(), |t| format!(
                             "; most waited for: rank {} ({} in total)",
                             t.rank,
@@ -649,7 +685,12 @@ impl Summary {
                     )
                 }
             };
-            render::wrap(&mut out, &line, width, "");
+            render::wrap(
+                &mut out,
+                &line,
+                width,
+                if held_back.is_some() { "  " } else { "" },
+            );
         }
 
         if !self.buckets.is_empty() {

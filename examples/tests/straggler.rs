@@ -1,0 +1,151 @@
+//! Straggler attribution on real runs of the reference DDP (`lm`, 2 CPU ranks under
+//! `ddp-probe run`): a rank slowed inside backward by the fault injection
+//! (`DDP_PROBE_FAULT=rank=1,action=slow,ms=N,param=P`) is named, with the bucket that holds
+//! parameter `P` (the first whose gradient it readied late) and what the steps would take
+//! without it; twenty clean runs name nobody.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use common::{ddp_probe_bin, job_lock, run_bounded};
+use serde_json::Value;
+
+/// Steps per run: 2 warm-up steps, 12 steady ones (enough for the arrival statistics to name
+/// a rank that is last in every one of them).
+const STEPS: &str = "14";
+
+/// Runs `lm` with small buckets (several per step) and `fault`, returns the run directory.
+fn lm(dir: &Path, out: &str, fault: Option<&str>) -> PathBuf {
+    let mut cmd = Command::new(ddp_probe_bin());
+    cmd.current_dir(dir)
+        .args(["run", "--nproc-per-node", "2", "--out", out, "--"])
+        .arg(env!("CARGO_BIN_EXE_lm"))
+        .args([
+            "--steps",
+            STEPS,
+            "--bucket-cap-mb",
+            "0.5",
+            "--log-every",
+            "1000",
+        ]);
+    match fault {
+        Some(f) => cmd.env("DDP_PROBE_FAULT", f),
+        None => cmd.env_remove("DDP_PROBE_FAULT"),
+    };
+    let done = run_bounded(
+        cmd,
+        &dir.join(format!("{out}.log")),
+        Duration::from_secs(300),
+    );
+    assert!(done.status.success(), "{}", done.output);
+    dir.join(out)
+}
+
+fn summary(run: &Path) -> Value {
+    let out = Command::new(ddp_probe_bin())
+        .args(["summary", "--json"])
+        .arg(run)
+        .output()
+        .expect("ddp-probe runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice::<Value>(&out.stdout).expect("JSON")["summary"].clone()
+}
+
+/// The steady layout of rank 0's trace: the last `buckets` record (else the header's).
+fn layout(run: &Path) -> Vec<Vec<u64>> {
+    let text = std::fs::read_to_string(run.join("traces/rank-0.jsonl")).unwrap();
+    let mut buckets = Value::Null;
+    for line in text.lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        if v["type"] == "header" {
+            buckets = v["ddp"]["buckets"].clone();
+        } else if v["type"] == "buckets" {
+            buckets = v["buckets"].clone();
+        }
+    }
+    let mut b: Vec<(u64, Vec<u64>)> = buckets
+        .as_array()
+        .expect("a layout")
+        .iter()
+        .map(|b| {
+            (
+                b["id"].as_u64().unwrap(),
+                b["params"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|p| p.as_u64().unwrap())
+                    .collect(),
+            )
+        })
+        .collect();
+    b.sort();
+    b.into_iter().map(|(_, p)| p).collect()
+}
+
+#[test]
+fn a_rank_slowed_inside_backward_is_named_with_its_first_late_bucket() {
+    let _lock = job_lock();
+    let dir = tempfile::tempdir().unwrap();
+    // Parameter 10: a layer in the middle of lm's parameter list, so some buckets come before
+    // it in backward and some after.
+    let run = lm(
+        dir.path(),
+        "slow",
+        Some("rank=1,action=slow,ms=60,param=10"),
+    );
+    let s = summary(&run);
+    let v = &s["slowdowns"]["straggler"];
+    assert_eq!(v["rank"], 1, "{}", s["slowdowns"]);
+    assert_eq!(v["phase"], "backward", "{v}");
+    let bucket = layout(&run)
+        .iter()
+        .position(|b| b.contains(&10))
+        .expect("parameter 10 is in a bucket") as u64;
+    assert_eq!(v["buckets"][0].as_u64(), Some(bucket), "{v}");
+    // About 60 ms late; without it the steps would be shorter by about that much.
+    let late = v["late_ns"].as_f64().unwrap();
+    assert!((40e6..120e6).contains(&late), "{v}");
+    let saved = v["step_ns"].as_f64().unwrap() - v["without_ns"].as_f64().unwrap();
+    assert!(saved > 30e6, "{v}");
+    let text = String::from_utf8(
+        Command::new(ddp_probe_bin())
+            .arg("summary")
+            .arg(&run)
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    assert!(text.contains("straggler: rank 1 held back"), "{text}");
+    assert!(text.contains("after the other ranks'"), "{text}");
+}
+
+#[test]
+fn twenty_clean_runs_name_no_straggler() {
+    let _lock = job_lock();
+    let dir = tempfile::tempdir().unwrap();
+    for k in 0..20 {
+        let run = lm(dir.path(), &format!("clean{k}"), None);
+        let s = summary(&run);
+        assert!(
+            s["slowdowns"]["straggler"].is_null(),
+            "clean run {k} names a straggler: {}\n{}",
+            s["slowdowns"],
+            s["stragglers"]
+        );
+        assert!(
+            s["slowdowns"]["compared"].as_u64().unwrap() >= 10,
+            "{}",
+            s["slowdowns"]
+        );
+        std::fs::remove_dir_all(&run).ok();
+    }
+}

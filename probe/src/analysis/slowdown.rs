@@ -1,0 +1,386 @@
+//! Where a slow step's time went: per steady step, the rank that held the step back, the phase
+//! in which it fell behind, and what the step would have taken without it.
+//!
+//! DDP's all-reduces even out the step times (every rank waits for the last one at each bucket),
+//! so per-rank phase timers cannot show a rank that is slow inside backward; its gradient-ready
+//! times can. For each steady step recorded by at least two ranks, on rank 0's timeline:
+//!
+//! 1. **Boundaries** per rank: step start, forward start, backward start, each bucket's ready
+//!    time (the end of its `bucket_ready` window, by bucket id: launch order) and backward end.
+//! 2. **Lateness** at a boundary: the *critical* rank's time (the rank latest at the last
+//!    bucket, whose all-reduce waits for it) minus the median over the other ranks.
+//! 3. **Phase**: the critical rank's lateness grows segment by segment: before the step (the
+//!    previous step's optimizer, or anything between steps), data wait, forward, backward up to
+//!    each bucket. The segments that add at least [`SHARE`] of its final lateness are where it
+//!    fell behind; backward ones are named by bucket range.
+//! 4. **Without it** (the re-simulation of the OSDI'25 straggler study, at bucket granularity):
+//!    each bucket's all-reduce starts when the last rank is ready and the previous one ended, and
+//!    takes its transfer time (the shortest duration across the ranks); with the critical rank at
+//!    the other ranks' median ready times instead, the last all-reduce ends `saved` earlier, and
+//!    the step would take `step − saved`.
+//!
+//! A rank is named when it was the critical rank in clearly more steps than chance (the
+//! one-sided binomial tail at chance `1/ranks`, times the number of ranks, below
+//! [`super::P_VALUE_THRESHOLD`], as for [`super::Stragglers`]) and the steps it was critical in
+//! would be at least [`MIN_SAVING`] of the step shorter without it (median): a straggler that
+//! costs nothing is not worth a user's time, and one rank is always last by a little.
+
+use serde::{Deserialize, Serialize};
+
+use super::stats::{binomial_upper_tail, median};
+use super::stragglers::P_VALUE_THRESHOLD;
+use crate::model::{Run, Span};
+use crate::trace::SpanKind;
+
+/// A segment counts as where the rank fell behind when it adds at least this share of the
+/// rank's lateness at the last bucket.
+pub const SHARE: f64 = 0.25;
+
+/// A straggler is named only when removing it would shorten its steps by at least this share
+/// of the step (median).
+pub const MIN_SAVING: f64 = 0.05;
+
+/// One step held back by one rank.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StepSlowdown {
+    /// The step.
+    pub step: u64,
+    /// The rank latest at the last bucket.
+    pub rank: u32,
+    /// How late it was there against the median rank (ns).
+    pub late_ns: f64,
+    /// Where it fell behind: `"between steps"`, `"data wait"`, `"forward"` or `"backward"`.
+    pub phase: String,
+    /// For `"backward"`: the first and last bucket whose gradients it readied late.
+    pub buckets: Option<(u32, u32)>,
+    /// The step as measured (the longest rank's, ns).
+    pub step_ns: f64,
+    /// The step re-simulated with every rank at the median ready times (ns).
+    pub without_ns: f64,
+}
+
+/// The verdict over the run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RankSlowdown {
+    /// The rank.
+    pub rank: u32,
+    /// Steady steps in which it was the critical rank.
+    pub steps: u64,
+    /// Steady steps compared.
+    pub of_steps: u64,
+    /// The phase it fell behind in most often among them.
+    pub phase: String,
+    /// The bucket range most often named (backward).
+    pub buckets: Option<(u32, u32)>,
+    /// Median lateness at the last bucket in those steps (ns).
+    pub late_ns: f64,
+    /// Median step in those steps (ns).
+    pub step_ns: f64,
+    /// Median re-simulated step without it (ns).
+    pub without_ns: f64,
+}
+
+/// Every compared step's slowdown and the verdict.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Slowdowns {
+    /// Per compared step (steps every rank recorded with bucket ready times); not in the JSON
+    /// (one per step), [`Slowdowns::compared`] is.
+    #[serde(skip)]
+    pub steps: Vec<StepSlowdown>,
+    /// Steps compared.
+    pub compared: u64,
+    /// The rank whose lateness costs the run most, when one does.
+    pub straggler: Option<RankSlowdown>,
+}
+
+/// One rank's boundaries in one step (ns, rank 0's timeline).
+#[derive(Clone, Debug, Default)]
+struct Bounds {
+    step: Option<(i64, i64)>,
+    data: Option<i64>,
+    forward: Option<i64>,
+    backward: Option<(i64, i64)>,
+    /// By bucket id: ready (end of the `bucket_ready` window).
+    ready: Vec<Option<i64>>,
+    /// By bucket id: the collective's (start, end).
+    comm: Vec<Option<(i64, i64)>>,
+}
+
+fn set_at<T: Copy>(v: &mut Vec<Option<T>>, i: usize, x: T) {
+    if i >= v.len() {
+        v.resize(i + 1, None);
+    }
+    if v[i].is_none() {
+        v[i] = Some(x);
+    }
+}
+
+impl Bounds {
+    fn add(&mut self, sp: &Span) {
+        let (s, e) = (sp.start(), sp.end());
+        match sp.kind() {
+            SpanKind::Step => self.step = Some((s, e)),
+            SpanKind::DataWait => self.data = Some(self.data.map_or(s, |d| d.min(s))),
+            SpanKind::Forward => self.forward = Some(self.forward.map_or(s, |f| f.min(s))),
+            SpanKind::Backward => {
+                self.backward = Some(self.backward.map_or((s, e), |(a, b)| (a.min(s), b.max(e))));
+            }
+            SpanKind::BucketReady => {
+                if let Some(b) = sp.bucket().filter(|&b| b < 1 << 16) {
+                    set_at(&mut self.ready, b as usize, e);
+                }
+            }
+            SpanKind::Collective => {
+                if let Some(b) = sp.bucket().filter(|&b| b < 1 << 16) {
+                    set_at(&mut self.comm, b as usize, (s, e));
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The slowdowns of the steady steps `steady` (`(rank, step)` pairs, sorted).
+pub(crate) fn slowdowns(run: &Run, steady: &[(u32, u64)]) -> Slowdowns {
+    // Steps by number, each with its ranks' boundaries.
+    let mut by_step: std::collections::BTreeMap<u64, Vec<(u32, Bounds)>> = Default::default();
+    for r in &run.ranks {
+        let rank = r.rank();
+        let mut mine: std::collections::BTreeMap<u64, Bounds> = Default::default();
+        for lane in &r.lanes {
+            for sp in lane.spans() {
+                let Some(step) = sp.step() else { continue };
+                if steady.binary_search(&(rank, step)).is_err() {
+                    continue;
+                }
+                mine.entry(step).or_default().add(sp);
+            }
+        }
+        for (step, b) in mine {
+            by_step.entry(step).or_default().push((rank, b));
+        }
+    }
+    let mut out = Slowdowns::default();
+    for (step, ranks) in by_step {
+        if let Some(s) = step_slowdown(step, &ranks) {
+            out.steps.push(s);
+        }
+    }
+    out.compared = out.steps.len() as u64;
+    // The rank critical in the most steps, if clearly more often than chance.
+    let ranks = run.ranks.len().max(2) as u64;
+    let mut counts: Vec<(u32, u64)> = Vec::new();
+    for s in &out.steps {
+        match counts.iter_mut().find(|(r, _)| *r == s.rank) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((s.rank, 1)),
+        }
+    }
+    let top = counts
+        .iter()
+        .max_by_key(|(r, n)| (*n, std::cmp::Reverse(*r)));
+    let significant = top.filter(|&&(_, n)| {
+        let p = binomial_upper_tail(out.compared, n, 1.0 / ranks as f64) * ranks as f64;
+        p < P_VALUE_THRESHOLD
+    });
+    out.straggler = significant.and_then(|&(rank, _)| verdict(&out.steps, rank));
+    out
+}
+
+/// The median of `xs` (0 for none).
+fn med(xs: impl Iterator<Item = f64>) -> f64 {
+    let mut v: Vec<f64> = xs.collect();
+    if v.is_empty() {
+        0.0
+    } else {
+        median(&mut v)
+    }
+}
+
+fn step_slowdown(step: u64, ranks: &[(u32, Bounds)]) -> Option<StepSlowdown> {
+    if ranks.len() < 2 {
+        return None;
+    }
+    let buckets = ranks.iter().map(|(_, b)| b.ready.len()).min()?;
+    if buckets == 0
+        || ranks
+            .iter()
+            .any(|(_, b)| b.ready[..buckets].iter().any(Option::is_none))
+    {
+        return None;
+    }
+    let ready = |k: usize| {
+        ranks
+            .iter()
+            .map(move |(_, b)| b.ready[k].unwrap_or(0) as f64)
+    };
+    let last = buckets - 1;
+    // The critical rank: latest at the last bucket.
+    let (ci, _) = ranks
+        .iter()
+        .enumerate()
+        .max_by_key(|(_, (_, b))| b.ready[last].unwrap_or(i64::MIN))?;
+    let (rank, crit) = &ranks[ci];
+    let others = || {
+        ranks
+            .iter()
+            .enumerate()
+            .filter(move |(i, _)| *i != ci)
+            .map(|(_, (_, b))| b)
+    };
+    // Lateness at every boundary, in order; each with the segment it closes.
+    let lateness = |pick: &dyn Fn(&Bounds) -> Option<i64>| -> Option<f64> {
+        let mine = pick(crit)? as f64;
+        let theirs: Vec<f64> = others().filter_map(pick).map(|t| t as f64).collect();
+        (theirs.len() + 1 == ranks.len()).then(|| mine - med(theirs.into_iter()))
+    };
+    let mut segments: Vec<(String, Option<u32>, f64)> = Vec::new();
+    let mut prev = 0.0;
+    let mut push = |name: &str, bucket: Option<u32>, l: Option<f64>| {
+        if let Some(l) = l {
+            segments.push((name.to_owned(), bucket, l - prev));
+            prev = l;
+        }
+    };
+    push("between steps", None, lateness(&|b| b.step.map(|s| s.0)));
+    push("data wait", None, lateness(&|b| b.forward));
+    push("forward", None, lateness(&|b| b.backward.map(|x| x.0)));
+    for k in 0..buckets {
+        push("backward", Some(k as u32), lateness(&|b| b.ready[k]));
+    }
+    let late = prev;
+    // Where it fell behind: the segments adding at least SHARE of the lateness.
+    let big: Vec<&(String, Option<u32>, f64)> = segments
+        .iter()
+        .filter(|(_, _, d)| late > 0.0 && *d >= SHARE * late)
+        .collect();
+    let top = segments
+        .iter()
+        .max_by(|a, b| a.2.total_cmp(&b.2))
+        .map(|s| s.0.clone())
+        .unwrap_or_else(|| "backward".to_owned());
+    let phase = if big.iter().any(|s| s.0 == top) {
+        top
+    } else {
+        "backward".to_owned()
+    };
+    let bucket_range = {
+        let ks: Vec<u32> = big
+            .iter()
+            .filter(|s| s.0 == "backward")
+            .filter_map(|s| s.1)
+            .collect();
+        (phase == "backward" && !ks.is_empty())
+            .then(|| (*ks.iter().min().unwrap(), *ks.iter().max().unwrap()))
+    };
+    // Re-simulation: transfer = the shortest duration of each bucket's all-reduce.
+    let transfer = |k: usize| {
+        ranks
+            .iter()
+            .filter_map(|(_, b)| b.comm.get(k).copied().flatten())
+            .map(|(s, e)| (e - s) as f64)
+            .fold(f64::INFINITY, f64::min)
+    };
+    let schedule = |ready_at: &dyn Fn(usize) -> f64| {
+        let mut end = f64::NEG_INFINITY;
+        for k in 0..buckets {
+            let t = transfer(k);
+            let t = if t.is_finite() { t } else { 0.0 };
+            end = end.max(ready_at(k)) + t;
+        }
+        end
+    };
+    let actual = schedule(&|k| ready(k).fold(f64::NEG_INFINITY, f64::max));
+    let without = schedule(&|k| {
+        others()
+            .map(|b| b.ready[k].unwrap_or(0) as f64)
+            .fold(f64::NEG_INFINITY, f64::max)
+    });
+    let saved = (actual - without).max(0.0);
+    let step_ns = ranks
+        .iter()
+        .filter_map(|(_, b)| b.step.map(|(s, e)| (e - s) as f64))
+        .fold(0.0, f64::max);
+    if step_ns <= 0.0 {
+        return None;
+    }
+    Some(StepSlowdown {
+        step,
+        rank: *rank,
+        late_ns: late,
+        phase,
+        buckets: bucket_range,
+        step_ns,
+        without_ns: (step_ns - saved).max(0.0),
+    })
+}
+
+fn verdict(steps: &[StepSlowdown], rank: u32) -> Option<RankSlowdown> {
+    let mine: Vec<&StepSlowdown> = steps.iter().filter(|s| s.rank == rank).collect();
+    if mine.is_empty() {
+        return None;
+    }
+    let step_ns = med(mine.iter().map(|s| s.step_ns));
+    let without_ns = med(mine.iter().map(|s| s.without_ns));
+    if step_ns <= 0.0 || (step_ns - without_ns) < MIN_SAVING * step_ns {
+        return None;
+    }
+    let most_common = |key: &dyn Fn(&StepSlowdown) -> String| -> String {
+        let mut counts: Vec<(String, usize)> = Vec::new();
+        for s in &mine {
+            let k = key(s);
+            match counts.iter_mut().find(|(x, _)| *x == k) {
+                Some((_, n)) => *n += 1,
+                None => counts.push((k, 1)),
+            }
+        }
+        counts
+            .into_iter()
+            .max_by_key(|(_, n)| *n)
+            .map(|(k, _)| k)
+            .unwrap_or_default()
+    };
+    let phase = most_common(&|s| s.phase.clone());
+    let buckets = {
+        let range = most_common(&|s| s.buckets.map_or(String::new(), |(a, b)| format!("{a}-{b}")));
+        range
+            .split_once('-')
+            .and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?)))
+    };
+    Some(RankSlowdown {
+        rank,
+        steps: mine.len() as u64,
+        of_steps: steps.len() as u64,
+        phase,
+        buckets,
+        late_ns: med(mine.iter().map(|s| s.late_ns)),
+        step_ns,
+        without_ns,
+    })
+}
+
+impl RankSlowdown {
+    /// The verdict in words.
+    pub fn sentence(&self, ns: impl Fn(f64) -> String) -> String {
+        let what = match (self.phase.as_str(), self.buckets) {
+            ("backward", Some((a, b))) if a == b => {
+                format!("its gradients for bucket {a} were ready")
+            }
+            ("backward", Some((a, b))) => format!("its gradients for buckets {a}–{b} were ready"),
+            ("backward", None) => "its backward ended".to_owned(),
+            ("between steps", _) => {
+                "it started its steps (after the previous optimizer step)".to_owned()
+            }
+            (p, _) => format!("it finished its {p}"),
+        };
+        format!(
+            "rank {} held back {} of {} steps: {what} about {} after the other ranks'; without it those steps would take {} instead of {} (median).",
+            self.rank,
+            self.steps,
+            self.of_steps,
+            ns(self.late_ns),
+            ns(self.without_ns),
+            ns(self.step_ns)
+        )
+    }
+}

@@ -748,8 +748,10 @@ pub struct ExportChromeArgs {
     #[arg(short, long, value_name = "FILE")]
     pub output: PathBuf,
 
-    /// Add the advice's simulated schedules beside the ranks, each as a process lined up with
-    /// the first steady step: the recorded layout replayed, and the recommended bucket setting.
+    /// Add the simulated schedules beside the ranks, each as a process: the advice's (the
+    /// recorded layout replayed and the recommended bucket setting, lined up with the first
+    /// steady step) and, when a straggler held steps back, its median step as recorded and
+    /// without its lateness.
     #[arg(long)]
     pub what_if: bool,
 }

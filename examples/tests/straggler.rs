@@ -126,6 +126,59 @@ fn a_rank_slowed_inside_backward_is_named_with_its_first_late_bucket() {
     .unwrap();
     assert!(text.contains("straggler: rank 1 held back"), "{text}");
     assert!(text.contains("after the other ranks'"), "{text}");
+    // The straggler's median step as a timeline, as recorded and without its lateness: the
+    // last all-reduce ends earlier without it.
+    let out = Command::new(ddp_probe_bin())
+        .args(["export", "chrome", "--what-if", "-o", "-"])
+        .arg(&run)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let chrome: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let events = chrome["traceEvents"].as_array().unwrap();
+    let pid_of = |prefix: &str| {
+        events
+            .iter()
+            .find(|e| {
+                e["name"] == "process_name"
+                    && e["args"]["name"]
+                        .as_str()
+                        .is_some_and(|n| n.starts_with(prefix))
+            })
+            .map(|e| e["pid"].clone())
+            .unwrap_or_else(|| panic!("no process {prefix:?}"))
+    };
+    let last_end = |pid: &Value| {
+        events
+            .iter()
+            .filter(|e| &e["pid"] == pid && e["name"] == "all_reduce")
+            .map(|e| e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap())
+            .fold(0.0, f64::max)
+    };
+    let names: Vec<&str> = events
+        .iter()
+        .filter(|e| e["name"] == "process_name")
+        .filter_map(|e| e["args"]["name"].as_str())
+        .collect();
+    let rec = names
+        .iter()
+        .find(|n| n.contains("as recorded (rank 1 latest)"))
+        .unwrap_or_else(|| panic!("{names:?}"));
+    let wo = names
+        .iter()
+        .find(|n| n.contains("without rank 1's lateness"))
+        .unwrap_or_else(|| panic!("{names:?}"));
+    let (rec, wo) = (pid_of(&rec[..]), pid_of(&wo[..]));
+    assert!(
+        last_end(&wo) + 30_000.0 < last_end(&rec),
+        "{} vs {}",
+        last_end(&wo),
+        last_end(&rec)
+    );
 }
 
 #[test]

@@ -23,6 +23,11 @@ pub fn chrome(args: ExportChromeArgs) -> Result<ExitCode> {
             );
         }
         options.what_if = advice.schedules;
+        // The straggler's median step, as recorded and without its lateness.
+        let summary = probe::analysis::summarize(&run, &probe::analysis::SummaryOptions::default());
+        if let Some(v) = summary.slowdowns.straggler {
+            options.what_if.extend(v.timelines);
+        }
     }
     let to_stdout = args.output == Path::new("-");
     if to_stdout {

@@ -27,6 +27,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::advice::{SimCollective, WhatIf};
 use super::stats::{binomial_upper_tail, median};
 use super::stragglers::P_VALUE_THRESHOLD;
 use crate::model::{Run, Span};
@@ -57,6 +58,10 @@ pub struct StepSlowdown {
     pub step_ns: f64,
     /// The step re-simulated with every rank at the median ready times (ns).
     pub without_ns: f64,
+    /// The step's all-reduces as recorded and re-simulated without the lateness, for
+    /// timelines (not in the JSON).
+    #[serde(skip)]
+    pub timelines: Vec<WhatIf>,
 }
 
 /// The verdict over the run.
@@ -78,6 +83,10 @@ pub struct RankSlowdown {
     pub step_ns: f64,
     /// Median re-simulated step without it (ns).
     pub without_ns: f64,
+    /// The timelines of its median step (see [`StepSlowdown::timelines`]), for
+    /// `export chrome --what-if`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub timelines: Vec<WhatIf>,
 }
 
 /// Every compared step's slowdown and the verdict.
@@ -281,14 +290,18 @@ fn step_slowdown(step: u64, ranks: &[(u32, Bounds)]) -> Option<StepSlowdown> {
             .map(|(s, e)| (e - s) as f64)
             .fold(f64::INFINITY, f64::min)
     };
-    let schedule = |ready_at: &dyn Fn(usize) -> f64| {
+    // Each bucket's all-reduce, (start, end), on rank 0's timeline.
+    let schedule = |ready_at: &dyn Fn(usize) -> f64| -> Vec<(f64, f64)> {
         let mut end = f64::NEG_INFINITY;
-        for k in 0..buckets {
-            let t = transfer(k);
-            let t = if t.is_finite() { t } else { 0.0 };
-            end = end.max(ready_at(k)) + t;
-        }
-        end
+        (0..buckets)
+            .map(|k| {
+                let t = transfer(k);
+                let t = if t.is_finite() { t } else { 0.0 };
+                let start = end.max(ready_at(k));
+                end = start + t;
+                (start, end)
+            })
+            .collect()
     };
     let actual = schedule(&|k| ready(k).fold(f64::NEG_INFINITY, f64::max));
     let without = schedule(&|k| {
@@ -296,7 +309,45 @@ fn step_slowdown(step: u64, ranks: &[(u32, Bounds)]) -> Option<StepSlowdown> {
             .map(|b| b.ready[k].unwrap_or(0) as f64)
             .fold(f64::NEG_INFINITY, f64::max)
     });
-    let saved = (actual - without).max(0.0);
+    let end_of = |s: &[(f64, f64)]| s.last().map_or(0.0, |c| c.1);
+    let saved = (end_of(&actual) - end_of(&without)).max(0.0);
+    // The timelines of this step: backward of the critical rank and of the latest other rank.
+    let backward_of = |b: &Bounds| b.backward.map(|(s, e)| (s as f64, e as f64));
+    let others_backward = others()
+        .filter_map(backward_of)
+        .max_by(|a, b| a.1.total_cmp(&b.1));
+    let timelines = match (backward_of(crit), others_backward) {
+        (Some(mine), Some(theirs)) => {
+            let what_if = |label: String, (b0, b1): (f64, f64), sched: &[(f64, f64)]| WhatIf {
+                label,
+                anchor_ns: b0 as i64,
+                backward_end_ns: b1 - b0,
+                collectives: sched
+                    .iter()
+                    .enumerate()
+                    .map(|(k, &(s, e))| SimCollective {
+                        bucket: k as u32,
+                        bytes: 0,
+                        start_ns: s - b0,
+                        end_ns: e - b0,
+                    })
+                    .collect(),
+            };
+            vec![
+                what_if(
+                    format!("step {step} as recorded (rank {rank} latest)"),
+                    mine,
+                    &actual,
+                ),
+                what_if(
+                    format!("step {step} without rank {rank}'s lateness"),
+                    theirs,
+                    &without,
+                ),
+            ]
+        }
+        _ => Vec::new(),
+    };
     let step_ns = ranks
         .iter()
         .filter_map(|(_, b)| b.step.map(|(s, e)| (e - s) as f64))
@@ -312,6 +363,7 @@ fn step_slowdown(step: u64, ranks: &[(u32, Bounds)]) -> Option<StepSlowdown> {
         buckets: bucket_range,
         step_ns,
         without_ns: (step_ns - saved).max(0.0),
+        timelines,
     })
 }
 
@@ -347,7 +399,12 @@ fn verdict(steps: &[StepSlowdown], rank: u32) -> Option<RankSlowdown> {
             .split_once('-')
             .and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?)))
     };
+    // The median step of its steps, for the timelines.
+    let mut by_len: Vec<&&StepSlowdown> = mine.iter().collect();
+    by_len.sort_by(|a, b| a.step_ns.total_cmp(&b.step_ns));
+    let timelines = by_len[by_len.len() / 2].timelines.clone();
     Some(RankSlowdown {
+        timelines,
         rank,
         steps: mine.len() as u64,
         of_steps: steps.len() as u64,

@@ -480,7 +480,8 @@ fn collectives_of_one_size_cannot_be_fitted() {
 
 #[test]
 fn no_steps_at_all() {
-    let run = load(&[vec![header(0, 1, None)]]);
+    // Rank 0 of two, with nothing but its header.
+    let run = load(&[vec![header(0, 2, None)]]);
     let a = analysis::advise(&run, &AdviceOptions::default());
     assert!(a.recommendation.is_none());
     assert!(a.missing.iter().any(|m| m.contains("no steady steps")));
@@ -489,4 +490,20 @@ fn no_steps_at_all() {
     assert!(!a.render_text(40).is_empty());
     let json = serde_json::to_string(&a).unwrap();
     assert!(json.contains("\"missing\""));
+}
+
+#[test]
+fn a_run_of_one_rank_gets_no_advice_and_is_told_why() {
+    // The bandwidth-bound run's rank 0 alone, as a world of one: its "collectives" move nothing
+    // between ranks, whatever bytes they record.
+    let mut ranks = make_run(&bandwidth_bound());
+    ranks.truncate(1);
+    if let Record::Header(h) = &mut ranks[0][0] {
+        h.world_size = 1;
+    }
+    let a = analysis::advise(&load(&ranks), &AdviceOptions::default());
+    assert!(a.recommendation.is_none());
+    assert!(a.candidates.is_empty());
+    assert_eq!(a.missing.len(), 1, "{:?}", a.missing);
+    assert!(a.missing[0].contains("one rank"), "{:?}", a.missing);
 }

@@ -701,6 +701,13 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
         advice.missing.push("the run has no rank traces".to_owned());
         return advice;
     }
+    if run.world_size <= 1 {
+        advice.missing.push(
+            "the run has one rank: DDP communicates nothing, so no bucket size changes its step; advice needs a run of 2 or more ranks"
+                .to_owned(),
+        );
+        return advice;
+    }
     // The operation and transport of the steady bucket collectives.
     let mut bucket_calls: Vec<(OpTransport, u64)> = Vec::new();
     // The calls that ran with no compute of their rank, warm-up included

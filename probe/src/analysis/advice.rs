@@ -64,8 +64,9 @@
 //!    the simulated and the measured tail of the recorded layout).
 //!    Candidates within the model error of the lowest prediction count as
 //!    equally good, and the smallest change among them is the best; when
-//!    its gain is below the threshold the advice is "not worth changing". A cap list is recommended
-//!    only when it beats every single cap by more than the threshold.
+//!    its gain is below the threshold the advice is "not worth changing". A
+//!    cap list is recommended only when it beats every single cap by more
+//!    than the model error.
 //!
 //! Copies into and out of the buckets are not modelled (they stay in the
 //! measured rest).
@@ -78,7 +79,8 @@ use super::assign::{assign_buckets, rebuild_limits, ParamSpec};
 use super::cap_list;
 use super::comm::{bus_factor, LastCall, SeqTable};
 use super::costmodel::{
-    fit_bandwidth, fit_latency_bandwidth, size_table, table_scatter, CostFit, FitError, LinearFit,
+    fit_bandwidth, fit_latency_bandwidth, last_slope, size_table, table_scatter, CostFit, FitError,
+    LinearFit,
 };
 use super::group::Groups;
 use super::interference::{
@@ -98,7 +100,7 @@ const MIB: f64 = 1024.0 * 1024.0;
 
 /// Candidates whose predicted step time is within this fraction of the step
 /// time of the best prediction count as equally good (the smallest change
-/// among them is recommended) at least; the noise threshold widens it.
+/// among them is recommended) at least; the model's error widens it.
 pub const TIE_FRACTION: f64 = 0.001;
 
 pub use bucket_assignment::{DEFAULT_BUCKET_CAP_MB, DEFAULT_FIRST_BUCKET_BYTES};
@@ -481,8 +483,8 @@ fn fit_points(
                     });
                     continue;
                 }
-                // Only whether the call ran alone matters here: its
-                // exposed part is then the whole call.
+                // Only whether the call ran alone (its exposed part is
+                // then the whole call) or entirely during compute matters.
                 let mut call = CollObs::unmeasured(sp);
                 call.exposed = if is_alone {
                     call.duration
@@ -508,7 +510,7 @@ fn fit_points(
         transport: last.transport,
         time_ns: last.duration as f64,
         alone: last.alone,
-        calibration: last.name.is_some() && last.name == names.sweep,
+        calibration: names.is_sweep_name(last.name),
         overlapped: last.overlapped,
     }));
     out
@@ -1353,12 +1355,7 @@ fn explain(
     let cap_bytes = (cur_cap * MIB) as u64;
     if let (true, Some(first), Some(last)) = (fit.calibrated, fit.table.first(), fit.table.last()) {
         let n = fit.table.len();
-        let busbw = if n >= 2 {
-            let prev = fit.table[n - 2];
-            (last.0 - prev.0) / (last.1 - prev.1).max(1.0) * 1e9
-        } else {
-            fit.busbw_bytes_per_s()
-        };
+        let busbw = last_slope(&fit.table).map_or_else(|| fit.busbw_bytes_per_s(), |s| 1e9 / s);
         out.push(format!(
             "Cost model for {} over {}: the median times of {} sizes from {} to {} that ran with nothing else on their rank (the start-up calibration's sweep and the run's own such calls, {} in all; one call scatters {} around its size's median), interpolated between them; {} bus bandwidth at the largest sizes; a {} MiB bucket takes {}.",
             fit.op,

@@ -116,21 +116,7 @@ fn fit_line(obs: &[(f64, f64)], through_origin: bool) -> Result<LinearFit, FitEr
     if obs.is_empty() {
         return Err(FitError::Empty);
     }
-    obs.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
-    // Per-size medians: (x, median time, count).
-    let mut pts: Vec<(f64, f64, f64)> = Vec::new();
-    let mut scratch = Vec::new();
-    let mut i = 0;
-    while i < obs.len() {
-        let x = obs[i].0;
-        scratch.clear();
-        while i < obs.len() && obs[i].0 == x {
-            scratch.push(obs[i].1);
-            i += 1;
-        }
-        let n = scratch.len() as f64;
-        pts.push((x, median(&mut scratch), n));
-    }
+    let pts = per_size_medians(&mut obs);
     if pts.len() < 2 && !through_origin {
         return Err(FitError::OneSize(pts[0].0));
     }
@@ -257,17 +243,30 @@ pub fn table_scatter(table: &[(f64, f64)], obs: &[(f64, f64)]) -> f64 {
     }
 }
 
-/// The per-size medians of `obs` (`(x, time)`), by size.
-pub fn size_table(obs: &[(f64, f64)]) -> Vec<(f64, f64)> {
-    let mut sorted = obs.to_vec();
-    sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
-    sorted
-        .chunk_by(|a, b| a.0 == b.0)
+/// `(x, median time, count)` of each size of `obs` (`(x, time)`), by size; sorts `obs`.
+fn per_size_medians(obs: &mut [(f64, f64)]) -> Vec<(f64, f64, f64)> {
+    obs.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+    obs.chunk_by(|a, b| a.0 == b.0)
         .map(|run| {
             let mut t: Vec<f64> = run.iter().map(|o| o.1).collect();
-            (run[0].0, median(&mut t))
+            (run[0].0, median(&mut t), run.len() as f64)
         })
         .collect()
+}
+
+/// The per-size medians of `obs` (`(x, time)`), by size.
+pub fn size_table(obs: &[(f64, f64)]) -> Vec<(f64, f64)> {
+    per_size_medians(&mut obs.to_vec())
+        .into_iter()
+        .map(|(x, t, _)| (x, t))
+        .collect()
+}
+
+/// The slope (ns per bus byte) of `table`'s last segment, when it rises.
+pub fn last_slope(table: &[(f64, f64)]) -> Option<f64> {
+    let [.., prev, last] = table else { return None };
+    let s = (last.1 - prev.1) / (last.0 - prev.0);
+    (s > 0.0).then_some(s)
 }
 
 /// `table`'s time at `x`: linear between the neighbouring sizes; below the smallest, the
@@ -281,18 +280,7 @@ pub fn interpolate(table: &[(f64, f64)], x: f64, fallback_slope: f64) -> f64 {
         return first.1;
     }
     if x >= last.0 {
-        let slope = match table.len() {
-            n if n >= 2 => {
-                let prev = table[n - 2];
-                let s = (last.1 - prev.1) / (last.0 - prev.0);
-                if s > 0.0 {
-                    s
-                } else {
-                    fallback_slope
-                }
-            }
-            _ => fallback_slope,
-        };
+        let slope = last_slope(table).unwrap_or(fallback_slope);
         return last.1 + (x - last.0) * slope.max(0.0);
     }
     let i = table.partition_point(|p| p.0 <= x);

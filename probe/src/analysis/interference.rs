@@ -7,14 +7,15 @@
 //! runs, as Echo does:
 //!
 //! * **Measured** by the start-up calibration ([`crate::trace::calibration`]): a compute loop
-//!   alone and while a bucket-sized all-reduce runs, and that all-reduce's time against the cost
-//!   model. [`calibration_factors`] reads them, the median over ranks.
+//!   alone, while one swept-size all-reduce runs, and while a chain of small ones runs; that
+//!   all-reduce's time against the cost model. [`calibration_factors`] reads them, the median
+//!   over rounds and ranks.
 //! * **Replayed** by [`simulate_interfered`]: gradients become ready in *pure* compute time
 //!   (backward as it would run with no collective); while a collective is in flight, backward
 //!   progresses at `1 / compute` of its speed and the collective at `1 / comm` of its own.
-//! * **Recorded ready times** already contain the recorded layout's slowdown: [`to_pure_time`]
-//!   replays the recorded layout in recorded time and removes it, so a candidate layout is
-//!   simulated from the backward as it would run alone.
+//! * **Recorded ready times** already contain the recorded layout's slowdown:
+//!   [`replay_recorded`] replays the recorded layout in recorded time and [`pure_time`] removes
+//!   it, so a candidate layout is simulated from the backward as it would run alone.
 //!
 //! With both factors 1 the schedule is the plain one: each side at full speed.
 
@@ -91,7 +92,12 @@ impl CalibrationNames {
 
     /// Whether the span is a call of the calibration's sweep.
     pub fn is_sweep(&self, sp: &Span) -> bool {
-        sp.name().is_some() && sp.name() == self.sweep
+        self.is_sweep_name(sp.name())
+    }
+
+    /// Whether a span of this name is a call of the calibration's sweep.
+    pub fn is_sweep_name(&self, name: Option<Sym>) -> bool {
+        name.is_some() && name == self.sweep
     }
 
     /// Whether the span is one of the probe's collectives, which ran during compute on
@@ -103,7 +109,8 @@ impl CalibrationNames {
 }
 
 /// The interference factors the calibration measured, the median over the rounds of the ranks
-/// that ran the probe; `isolated_ns(bytes)` is the cost model's time of an all-reduce that runs alone.
+/// that ran the probe; `isolated_ns(bytes)` is the cost model's time of an all-reduce that runs
+/// alone.
 /// `None` without a probe in the trace.
 pub(crate) fn calibration_factors(
     run: &Run,

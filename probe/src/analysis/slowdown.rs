@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 use super::advice::{SimCollective, WhatIf};
 use super::stats::{binomial_upper_tail, median};
 use super::stragglers::P_VALUE_THRESHOLD;
-use crate::model::{Run, Span};
+use crate::model::{LaneKind, Run, Span};
 use crate::trace::SpanKind;
 
 /// A segment counts as where the rank fell behind when it adds at least this share of the
@@ -156,8 +156,24 @@ pub(crate) fn slowdowns(run: &Run, steady: &[(u32, u64)]) -> Slowdowns {
     for r in &run.ranks {
         let rank = r.rank();
         let mut mine: std::collections::BTreeMap<u64, Bounds> = Default::default();
-        for lane in &r.lanes {
+        // GPU lanes hold kernels, never a boundary; other kinds are skipped before the lookup.
+        for lane in r
+            .lanes
+            .iter()
+            .filter(|l| !matches!(l.kind, LaneKind::Gpu { .. }))
+        {
             for sp in lane.spans() {
+                if !matches!(
+                    sp.kind(),
+                    SpanKind::Step
+                        | SpanKind::DataWait
+                        | SpanKind::Forward
+                        | SpanKind::Backward
+                        | SpanKind::BucketReady
+                        | SpanKind::Collective
+                ) {
+                    continue;
+                }
                 let Some(step) = sp.step() else { continue };
                 if steady.binary_search(&(rank, step)).is_err() {
                     continue;

@@ -2,22 +2,30 @@
 
 Part of ``scripts/gpu-check``. Three modes:
 
-``train --profile OUT.json`` (under ``ddp-probe run``, one rank per GPU, NCCL):
+``train --profile OUT.json [--batch N]`` (under ``ddp-probe run``, one rank per GPU, NCCL):
     trains an MLP of 8 layers of 1024x1024 (32 MiB of gradients, so DDP makes
-    three buckets) on ``cuda:LOCAL_RANK`` with ``ddp_probe_torch.instrument``,
+    two or three buckets) on ``cuda:LOCAL_RANK`` with ``ddp_probe_torch.instrument``,
     for 20 steps, and records steps 10-14 with ``torch.profiler`` (CPU and
-    CUDA activity), written as a Kineto trace to OUT.json. The communication
+    CUDA activity), written as a Kineto trace to OUT.json. With the default
+    batch of 8192 the GPU is busy and the host runs ahead of it, as in real
+    training; with a batch of 256 the GPU waits for the host, and CUDA events
+    (NCCL's own too) complete when the host records them, so a span holds
+    NCCL's launch latency besides its kernel (scripts/gpu-check reports that
+    case for information). The communication
     hook all-reduces with ``ReduceOp.AVG``: with one rank NCCL launches a
     kernel for an average (``oneRankReduce``) but none for an in-place sum,
     and the check needs a kernel to compare with (``--op sum`` for the
     default).
 
-``compare --trace RANK.jsonl --kineto OUT.json``:
+``compare --trace RANK.jsonl --kineto OUT.json [--label L] [--info]``:
     pairs the module's ``collective`` spans of the profiled steps with the
-    profiler's NCCL kernels, in order, and prints ``gpu-check:`` rows (name |
+    profiler's NCCL kernels (the consecutive run of kernels whose starts sit at
+    the most constant offset from the spans', within 100 us), and prints ``gpu-check:`` rows (name |
     pass/FAIL/info | figures) for scripts/gpu-check's table: the counts must
     agree and each span must last as long as its kernel within
-    max(15 us, 15%) (the span also holds NCCL's launch on the GPU).
+    max(25 us, 15%) (the span also holds NCCL's work around the kernel on its
+    stream, see ABS_TOLERANCE_US). ``--label``
+    prefixes the rows' names; ``--info`` reports them without a verdict.
 
 ``self-test``:
     the pairing and the verdict on constructed inputs; runs without a GPU
@@ -32,9 +40,14 @@ import sys
 #: Steps the profiler records (the module numbers steps from 0).
 PROFILED = range(10, 15)
 STEPS = 20
-#: A span may differ from its kernel by this much.
-ABS_TOLERANCE_US = 15.0
+#: A span may differ from its kernel by this much. A span lasts as long as NCCL's own start
+#: and end events on its stream (``Work._get_duration``), which hold NCCL's work around the
+#: kernel as well: on an H200 with one rank (NCCL 2.28) that was a median 19.5 us, max 39 us
+#: (the first profiled step), above kernels of 4-24 us, with the GPU busy or waiting alike.
+ABS_TOLERANCE_US = 25.0
 REL_TOLERANCE = 0.15
+#: Paired spans and kernels start at a constant clock offset within this much.
+MAX_START_SPREAD_US = 100.0
 
 
 def is_nccl_kernel(name):
@@ -73,41 +86,64 @@ def module_collectives(lines, steps):
     return out
 
 
+def align(spans, kernels):
+    """The kernels paired with the spans: the run of ``len(spans)`` consecutive kernels whose
+    start times sit at the most constant offset from the spans' starts (the two clocks differ
+    by a constant; the profiler's window can also hold the GPU work of the steps just before
+    and after, which a GPU running behind the host puts there). Returns (kernels, spread_us):
+    the spread is the largest distance of one pair's offset from the median offset."""
+    best = None
+    for k in range(len(kernels) - len(spans) + 1):
+        run = kernels[k : k + len(spans)]
+        offsets = sorted(kern[0] - span[0] / 1e3 for span, kern in zip(spans, run))
+        mid = offsets[len(offsets) // 2]
+        spread = max(abs(o - mid) for o in offsets)
+        if best is None or spread < best[1]:
+            best = (run, spread)
+    return best if best is not None else ([], float("inf"))
+
+
 def compare(spans, kernels):
-    """Rows (name, outcome, figures) comparing spans with kernels, paired in order."""
+    """Rows (name, outcome, figures) comparing spans with kernels, paired by :func:`align`."""
     rows = []
+    paired, spread = align(spans, kernels) if spans else ([], float("inf"))
+    # The spans' starts follow the kernels' within this much (one step is milliseconds).
+    ok = bool(paired) and spread <= MAX_START_SPREAD_US
     rows.append(
         (
             "module: collectives vs profiler NCCL kernels",
-            "pass" if spans and len(spans) == len(kernels) else "FAIL",
+            "pass" if ok else "FAIL",
             f"{len(spans)} collective spans in steps {PROFILED.start}-{PROFILED.stop - 1}, "
-            f"{len(kernels)} NCCL kernels in the profiler's trace",
+            f"{len(kernels)} NCCL kernels in the profiler's trace"
+            + (f"; paired with starts within {spread:.1f} us of a constant offset" if paired else ""),
         )
     )
     host = sum(1 for s in spans if s[2] == "host")
+    nccl = sum(1 for s in spans if s[2] == "nccl")
     rows.append(
         (
             "module: spans timed by CUDA events",
             "pass" if spans and host == 0 else "FAIL",
-            f"{len(spans) - host} of {len(spans)} (the rest kept host times)",
+            f"{len(spans) - host} of {len(spans)} (the rest kept host times); "
+            f"{nccl} with the duration of NCCL's own events",
         )
     )
-    if not spans or len(spans) != len(kernels):
+    if not ok:
         return rows
     diffs = []
     bad = []
-    for (_, span_us, _), (_, kernel_us, name) in zip(spans, kernels):
+    for (_, span_us, _), (_, kernel_us, name) in zip(spans, paired):
         d = span_us - kernel_us
         diffs.append(d)
         if abs(d) > max(ABS_TOLERANCE_US, REL_TOLERANCE * kernel_us):
             bad.append(f"{span_us:.1f} us vs {name[:32]} {kernel_us:.1f} us")
     absd = sorted(abs(d) for d in diffs)
-    kern = sorted(k[1] for k in kernels)
+    kern = sorted(k[1] for k in paired)
     rows.append(
         (
             "module: span durations vs kernel durations",
             "pass" if not bad else "FAIL",
-            f"kernels median {kern[len(kern) // 2]:.1f} us; |span - kernel| median "
+            f"kernels median {kern[len(kern) // 2]:.1f} us; span minus kernel (absolute) median "
             f"{absd[len(absd) // 2]:.1f} us, max {absd[-1]:.1f} us"
             + (f"; outside max({ABS_TOLERANCE_US:g} us, {REL_TOLERANCE:.0%}): " + "; ".join(bad[:3]) if bad else ""),
         )
@@ -146,13 +182,19 @@ def train(args):
 
         model.register_comm_hook(None, avg_hook)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    x = torch.randn(256, 1024, device=device)
-    from torch.profiler import ProfilerActivity, profile
+    x = torch.randn(args.batch, 1024, device=device)
+    from torch.profiler import ProfilerActivity, profile, schedule
 
     prof = None
     for step in range(STEPS):
-        if step == PROFILED.start:
-            prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+        if step == PROFILED.start - 1:
+            # One warm-up step before the recorded ones: the profiler's first step runs
+            # slower (its first collective's span was 40 us over the kernel on an H200).
+            prof = profile(
+                activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
+                schedule=schedule(wait=0, warmup=1, active=len(PROFILED), repeat=1),
+                on_trace_ready=lambda p: p.export_chrome_trace(args.profile),
+            )
             prof.__enter__()
         opt.zero_grad(set_to_none=True)
         loss = model(x).square().mean()
@@ -163,11 +205,10 @@ def train(args):
         if step == PROFILED.stop - 1:
             torch.cuda.synchronize()
             prof.__exit__(None, None, None)
-            prof.export_chrome_trace(args.profile)
             prof = None
     torch.cuda.synchronize()
     dist.destroy_process_group()
-    print(f"trained {STEPS} steps; profiler trace of steps {PROFILED.start}-{PROFILED.stop - 1} in {args.profile}")
+    print(f"trained {STEPS} steps of batch {args.batch}; profiler trace of steps {PROFILED.start}-{PROFILED.stop - 1} in {args.profile}")
 
 
 def compare_files(args):
@@ -176,8 +217,14 @@ def compare_files(args):
     with open(args.kineto) as f:
         kernels = kineto_nccl_kernels(json.load(f))
     rows = compare(spans, kernels)
+    failed = any(r[1] == "FAIL" for r in rows)
+    if args.info:
+        rows = [(n, "info", f) for n, _o, f in rows]
+        failed = False
+    if args.label:
+        rows = [(f"{args.label}: {n}", o, f) for n, o, f in rows]
     print_rows(rows)
-    return 1 if any(r[1] == "FAIL" for r in rows) else 0
+    return 1 if failed else 0
 
 
 def self_test():
@@ -194,7 +241,7 @@ def self_test():
     assert [k[2][:4] for k in kernels] == ["nccl", "void"], kernels
     lines = [
         json.dumps({"type": "span", "kind": "collective", "step": 10, "start": 1000, "end": 106000}),
-        json.dumps({"type": "span", "kind": "collective", "step": 11, "start": 2000, "end": 24000}),
+        json.dumps({"type": "span", "kind": "collective", "step": 11, "start": 491000, "end": 513000}),
         json.dumps({"type": "span", "kind": "collective", "step": 3, "start": 0, "end": 9}),
         json.dumps({"type": "span", "kind": "backward", "step": 10, "start": 0, "end": 9}),
     ]
@@ -203,15 +250,82 @@ def self_test():
     rows = compare(spans, kernels)
     assert [r[1] for r in rows] == ["pass", "pass", "pass"], rows
     # A host-timed NCCL span lasts microseconds while its kernel runs for 100.
-    host = [(1000, 4.0, "host"), (2000, 22.0, "gpu")]
+    host = [(1000, 4.0, "host"), (491000, 22.0, "gpu")]
     rows = compare(host, kernels)
     assert [r[1] for r in rows] == ["pass", "FAIL", "FAIL"], rows
     assert "1 of 2" in rows[1][2] and "4.0 us vs ncclDevKernel" in rows[2][2], rows
+    # A kernel of the step before in the profiler's window (a GPU behind the host): skipped.
+    early = [(-300.0, 50.0, "ncclDevKernel_AllReduce_Sum_f32_RING_LL")] + kernels
+    rows = compare(spans, early)
+    assert [r[1] for r in rows] == ["pass", "pass", "pass"], rows
+    # Starts that do not follow the kernels' (paired wrongly): a failed pairing.
+    rows = compare([(1000, 105.0, "gpu"), (2000, 22.0, "gpu")], kernels)
+    assert rows[0][1] == "FAIL" and "489.0 us" in rows[0][2], rows
     # A missing kernel is a failed count, and nothing is paired.
     rows = compare(spans, kernels[:1])
     assert [r[1] for r in rows] == ["FAIL", "pass"], rows
+    timer_self_test()
     print("self-test passed")
     return 0
+
+
+def timer_self_test():
+    """The module's CUDA span arithmetic (CudaCollectiveTimer.poll) on stand-in events whose
+    times are known, for the cases the check on an H200 showed: an idle GPU (events complete
+    when the host records them, so only the process group's duration is exact), a busy one,
+    back-to-back collectives, and no duration known."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+    from ddp_probe_torch import CudaCollectiveTimer
+
+    class Event:
+        def __init__(self, ms):
+            self.ms = ms
+
+        def query(self):
+            return True
+
+        def elapsed_time(self, other):
+            return other.ms - self.ms
+
+    class Work:
+        def __init__(self, ms):
+            self.ms = ms
+
+        def _get_duration(self):
+            return self.ms
+
+    class NoTiming:
+        def _get_duration(self):
+            raise RuntimeError("getDuration only works if timing was enabled")
+
+    recorded = []
+
+    class Writer:
+        def record(self, span):
+            recorded.append((span["start"], span["end"], span.get("args", {}).get("timing")))
+
+    import threading
+    import time
+
+    timer = object.__new__(CudaCollectiveTimer)
+    timer.writer, timer.lock, timer.pending, timer.last_end_ns = Writer(), threading.Lock(), [], 0
+    timer.said_no_duration = False
+    timer.anchor = (Event(0.0), 1_000_000, time.monotonic())  # event time 0 = host 1 ms
+    us = lambda x: 1_000_000 + int(x * 1000)  # noqa: E731 - microseconds after the anchor
+    # Idle GPU: the hook's Python between the events (300 us), a 4 us kernel; the end event
+    # completed when recorded (310 us). The span lasts the kernel's 4 us, within the bounds.
+    timer.add({}, Event(0.0), Event(0.310), Event(0.300), [Work(0.004)])
+    # Busy GPU: both start events complete when the stream reaches them (1 ms), the end one
+    # when the 500 us all-reduce ends.
+    timer.add({}, Event(1.0), Event(1.5), Event(1.0), [Work(0.5)])
+    # Issued at 1.2 ms while the previous one runs: starts at its end, 1.5 ms.
+    timer.add({}, Event(1.2), Event(2.0), Event(1.2), [Work(0.5)])
+    # No duration (timing off): from the event after the issue to the end event.
+    timer.add({}, Event(3.0), Event(3.5), Event(3.2), [NoTiming()])
+    timer.poll()
+    want = [(us(300), us(304)), (us(1000), us(1500)), (us(1500), us(2000)), (us(3200), us(3500))]
+    assert [r[:2] for r in recorded] == want, (recorded, want)
+    assert [r[2] for r in recorded] == ["nccl", "nccl", "nccl", None], recorded
 
 
 def main():
@@ -220,9 +334,12 @@ def main():
     t = sub.add_parser("train")
     t.add_argument("--profile", required=True, help="where to write the profiler's Kineto trace")
     t.add_argument("--op", choices=["avg", "sum"], default="avg")
+    t.add_argument("--batch", type=int, default=8192, help="rows per step (8192: the GPU is busy)")
     c = sub.add_parser("compare")
     c.add_argument("--trace", required=True, help="the module's rank trace (rank-0.jsonl)")
     c.add_argument("--kineto", required=True, help="the profiler's trace written by train")
+    c.add_argument("--label", default="", help="a prefix for the rows' names")
+    c.add_argument("--info", action="store_true", help="report without a pass/FAIL verdict")
     sub.add_parser("self-test")
     args = p.parse_args()
     if args.mode == "train":

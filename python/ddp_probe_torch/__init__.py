@@ -22,9 +22,9 @@ Each rank then writes ``$DDP_PROBE_TRACE_DIR/rank-$RANK.jsonl`` (trace format
   parameter; the bucket's parameters come from the ``GradBucket`` that DDP
   hands to its communication hook) and a ``collective`` span (``op``
   ``all_reduce``; with gloo it starts when DDP calls the communication hook
-  and ends when the all-reduce's future completes; with NCCL on GPUs both
-  ends come from CUDA events on the streams the all-reduce is ordered by,
-  see :class:`CudaCollectiveTimer`; ``seq`` is the process group's sequence
+  and ends when the all-reduce's future completes; with NCCL on GPUs it
+  comes from CUDA events and its duration from the process group's events
+  on NCCL's stream, see :class:`CudaCollectiveTimer`; ``seq`` is the process group's sequence
   number of that all-reduce, equal on every rank; ``dtype`` and ``bytes`` are
   what the hook sent: half the bucket with fp16/bf16 compression);
 * a ``collective`` span with ``op`` ``broadcast`` for DDP's broadcast of the
@@ -351,18 +351,32 @@ class CudaCollectiveTimer:
 
     With NCCL the future DDP gets from a communication hook completes on the
     host as soon as the all-reduce is *queued*, so host timestamps would say
-    every all-reduce takes microseconds. Instead a CUDA event is recorded on
-    the current stream just before the hook issues the collective (NCCL's
-    stream waits for it, so the all-reduce cannot start earlier) and another
-    inside the future's ``then`` callback, whose current stream PyTorch makes
-    wait for the collective (so it completes when the all-reduce has ended).
-    NCCL runs one process group's collectives one after another on its
-    stream, so a collective starts at the later of its start event and the
-    previous collective's end.
+    every all-reduce takes microseconds. Events recorded on the training
+    stream alone are not enough either: when the GPU waits for the host (small
+    steps, a host-bound job) an event completes when the host records it, so a
+    span from an event before the hook to one after it lasts as long as the
+    hook's Python (scripts/gpu-check measured 250-510 us against kernels of
+    4-22 us that way). So each collective gets:
+
+    * its duration from the process group's own events around the NCCL call on
+      NCCL's stream (``Work._get_duration``; the module turns the process
+      group's collective timing on, which the flight recorder uses too), where
+      the hook's all-reduce is seen (DDP's reduction, PyTorch's hooks and any
+      hook calling ``dist.all_reduce``);
+    * an end event recorded inside the future's ``then`` callback, whose
+      current stream PyTorch makes wait for the collective (and a compression
+      hook's decompression), so it completes when the all-reduce has ended;
+    * start events on the training stream before and after the hook issued the
+      collective: the all-reduce cannot start before the first, nor (NCCL
+      runs one process group's collectives one after another on its stream)
+      before the previous collective's end.
+
+    The span ends at ``start + duration`` with ``start`` the latest bound the
+    events allow, or at the end event where no duration is known.
 
     Events are turned into host-clock times later, without synchronising the
     training thread: the trace writer's daemon thread polls them (``query``)
-    every flush interval and records each span once both events completed.
+    every flush interval and records each span once its events completed.
     Their times are measured from an *anchor*, an event recorded on a side
     stream that the daemon thread waits for and stamps with the host clock;
     the anchor is renewed every few seconds so the float milliseconds of
@@ -372,6 +386,8 @@ class CudaCollectiveTimer:
 
     #: Renew the anchor after this many seconds.
     ANCHOR_EVERY_S = 5.0
+    #: Events recorded for one anchor (the narrowest bracket is kept).
+    ANCHOR_TRIES = 5
 
     def __init__(self, device, writer):
         self.device = device
@@ -379,21 +395,31 @@ class CudaCollectiveTimer:
         self.lock = threading.Lock()
         self.pending = []
         self.last_end_ns = 0
+        self.said_no_duration = False
         self.side = torch.cuda.Stream(device=device)
         self.anchor = None
         self._anchor()
 
     def _anchor(self):
-        """Records an event on the idle side stream and stamps its completion.
+        """Records events on the idle side stream and stamps their completion.
 
-        Renewed only while no collective is pending, so that new anchors come
-        before the events they measure."""
-        ev = torch.cuda.Event(enable_timing=True)
-        with torch.cuda.device(self.device), torch.cuda.stream(self.side):
-            before = now_ns()
-            ev.record(self.side)
-        ev.synchronize()
-        after = now_ns()
+        The host's reading after an event completed can come late when the
+        training thread holds the GIL (up to the interpreter's switch interval,
+        5 ms; on an H200 one late anchor moved a step's spans by 0.7 ms), so
+        of a few tries the one with the narrowest bracket is kept. Renewed
+        only while no collective is pending, so that new anchors come before
+        the events they measure."""
+        best = None
+        for _ in range(self.ANCHOR_TRIES):
+            ev = torch.cuda.Event(enable_timing=True)
+            with torch.cuda.device(self.device), torch.cuda.stream(self.side):
+                before = now_ns()
+                ev.record(self.side)
+            ev.synchronize()
+            after = now_ns()
+            if best is None or after - before < best[2] - best[1]:
+                best = (ev, before, after)
+        ev, before, after = best
         # The event ran between the two readings; take the middle.
         self.anchor = (ev, (before + after) // 2, time.monotonic())
 
@@ -404,9 +430,33 @@ class CudaCollectiveTimer:
         ev.record()
         return ev
 
-    def add(self, span, start_ev, end_ev):
+    def add(self, span, start_ev, end_ev, post_ev=None, works=()):
+        """A span to complete from its events: ``start_ev`` before the collective
+        was issued, ``post_ev`` after, ``end_ev`` after it ended; ``works`` the
+        process group's works of the collectives the hook issued."""
         with self.lock:
-            self.pending.append((span, start_ev, end_ev))
+            self.pending.append((span, start_ev, end_ev, post_ev, tuple(works)))
+
+    def _duration_ns(self, works):
+        """The NCCL calls' summed duration on NCCL's stream, or None where a
+        work has no timing (another backend, timing off, not complete); the
+        first such failure is said once."""
+        if not works:
+            return None
+        total = 0.0
+        for w in works:
+            try:
+                total += float(w._get_duration())
+            except Exception as e:  # noqa: BLE001 - timing is optional
+                if not self.said_no_duration:
+                    self.said_no_duration = True
+                    _say(
+                        f"no NCCL duration for a collective ({type(e).__name__}: "
+                        f"{str(e).splitlines()[0] if str(e) else ''}); its span is bounded by "
+                        "events on the training stream only"
+                    )
+                return None
+        return int(round(total * 1e6))
 
     def _to_ns(self, anchor, ev):
         ev_anchor, anchor_ns, _ = anchor
@@ -423,13 +473,20 @@ class CudaCollectiveTimer:
             anchor = self.anchor
             done = []
             while self.pending:
-                span, start_ev, end_ev = self.pending[0]
-                if not end_ev.query() or not start_ev.query():
+                span, start_ev, end_ev, post_ev, works = self.pending[0]
+                events = [e for e in (start_ev, post_ev, end_ev) if e is not None]
+                if not all(e.query() for e in events):
                     break
                 self.pending.pop(0)
-                start = self._to_ns(anchor, start_ev)
+                earliest = max(self._to_ns(anchor, start_ev), self.last_end_ns, 0)
                 end = self._to_ns(anchor, end_ev)
-                start = max(start, self.last_end_ns, 0)
+                after = self._to_ns(anchor, post_ev) if post_ev is not None else earliest
+                start = max(min(after, end), earliest)
+                duration = self._duration_ns(works)
+                if duration is not None:
+                    start = max(min(start, end - duration), earliest)
+                    end = start + duration
+                    span.setdefault("args", {})["timing"] = "nccl"
                 end = max(end, start)
                 self.last_end_ns = end
                 span["start"], span["end"] = start, end
@@ -439,7 +496,7 @@ class CudaCollectiveTimer:
                 self.pending = []
         for span in done:
             self.writer.record(span)
-        for span, _s, _e in left:
+        for span, *_events in left:
             span.setdefault("args", {})["timing"] = "host"
             self.writer.record(span)
 
@@ -668,8 +725,13 @@ class _Instrumentation:
             st = self.note_bucket(bucket, t)
             timer = self.cuda_timer if bucket.buffer().is_cuda else None
             start_ev = timer.record_event() if timer is not None and st else None
+            post_ev = None
+            _SENT.works = [] if start_ev is not None else None
             if own:
-                fut = hook(state, bucket)
+                try:
+                    fut = hook(state, bucket)
+                finally:
+                    works, _SENT.works = _SENT.works, None
                 sent = None
             else:
                 _SENT.calls = []
@@ -677,6 +739,10 @@ class _Instrumentation:
                     fut = hook(state, bucket)
                 finally:
                     sent, _SENT.calls = _SENT.calls, None
+                    works, _SENT.works = _SENT.works, None
+            if start_ev is not None:
+                # Right after the issue: the second bound on the start.
+                post_ev = timer.record_event()
             seq = self.seq_after_issue()
             info = st[1] if st else None
             step = st[0] if st else None
@@ -695,7 +761,7 @@ class _Instrumentation:
                     f'"args":{{"seq":{seq},"op":"all_reduce","bucket":{info[0]},"bytes":{nbytes}}}}}\n'
                 )
 
-            def done(f):
+            def done(f, end_ev=None):
                 end = now_ns()
                 failed = _has_exception(f)
                 if start_ev is None and not failed and not sent and seq is not None:
@@ -729,14 +795,18 @@ class _Instrumentation:
                     span.setdefault("args", {})["error"] = True
                 elif start_ev is not None:
                     # GPU times replace the host's when the events complete.
-                    timer.add(span, start_ev, timer.record_event())
+                    timer.add(span, start_ev, end_ev, post_ev, works or ())
                     return
                 self.writer.record(span)
 
             def then(f):
-                # Record first, then hand DDP the value (or the error): DDP
-                # waits on this future, so the span ends before DDP goes on.
-                _safe(done)(f)
+                # The end event first: PyTorch made this callback's stream wait
+                # for the collective, and every microsecond of Python before
+                # the record is a microsecond the span may run long.
+                end_ev = timer.record_event() if start_ev is not None else None
+                # Record, then hand DDP the value (or the error): DDP waits on
+                # this future, so the span ends before DDP goes on.
+                _safe(functools.partial(done, end_ev=end_ev))(f)
                 value = f.value()
                 # The process group's own future holds a list of tensors.
                 return value[0] if own else value
@@ -1018,14 +1088,20 @@ def _allreduce_hook(process_group, bucket):
     Its future's value is the process group's list of one tensor."""
     buf = bucket.buffer()
     buf.div_(process_group.size())
-    return process_group.allreduce([buf]).get_future()
+    work = process_group.allreduce([buf])
+    if _SENT.works is not None:
+        _SENT.works.append(work)
+    return work.get_future()
 
 
 class _SentByHook(threading.local):
     """The ``dist.all_reduce`` calls a wrapped communication hook makes on this
-    thread: a list of (dtype, bytes) while the hook runs, else None."""
+    thread while it runs (else None): ``calls``, a list of (dtype, bytes);
+    ``works``, where the collectives are timed on the GPU, the process group's
+    works of the asynchronous ones (their duration on NCCL's stream)."""
 
     calls = None
+    works = None
 
 
 _SENT = _SentByHook()
@@ -1054,7 +1130,11 @@ def _patch_all_reduce():
         calls = _SENT.calls
         if calls is not None and isinstance(tensor, torch.Tensor):
             calls.append((_dtype_name(tensor.dtype), tensor.numel() * tensor.element_size()))
-        return original(tensor, *args, **kwargs)
+        work = original(tensor, *args, **kwargs)
+        works = _SENT.works
+        if works is not None and work is not None:
+            works.append(work)
+        return work
 
     all_reduce._ddp_probe = True
     dist.all_reduce = all_reduce
@@ -1265,6 +1345,12 @@ def instrument(ddp_model, *, trace_dir=None):
         if device is not None:
             inst.cuda_timer = CudaCollectiveTimer(device, inst.writer)
             inst.writer.pollers.append(inst.cuda_timer.poll)
+            try:
+                # Events around each NCCL call on NCCL's stream: the spans' durations.
+                # (a method of ProcessGroup, which passes it to its backends).
+                inst.pg._enable_collectives_timing()
+            except Exception as e:  # noqa: BLE001 - spans fall back to the end events
+                _say(f"NCCL collective timing is unavailable ({e}); spans end at events after the hook")
     inst.install()
     _ACTIVE.append(inst)
     if compiled is not None:

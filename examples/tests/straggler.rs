@@ -116,6 +116,9 @@ fn a_rank_slowed_inside_backward_is_named_with_its_first_late_bucket() {
     assert!((40e6..120e6).contains(&late), "{v}");
     let saved = v["step_ns"].as_f64().unwrap() - v["without_ns"].as_f64().unwrap();
     assert!(saved > 30e6, "{v}");
+    // The trace files themselves show it: rank 1 about 60 ms behind over backward.
+    let raw = raw_phase_lateness(&run, 1, "backward");
+    assert!((40e6..120e6).contains(&raw), "{raw}");
     let text = String::from_utf8(
         Command::new(ddp_probe_bin())
             .arg("summary")
@@ -219,8 +222,10 @@ fn raw_boundaries(run: &Path) -> Vec<std::collections::BTreeMap<u64, [f64; 4]>> 
     ranks
 }
 
-/// How much `rank` fell behind the other rank in `phase`, median over the steady steps,
-/// computed from the trace files alone (not through the analysis).
+/// How much `rank` fell behind the other rank in `phase`, computed from the trace files alone
+/// (not through the analysis), as the analysis defines it: over the steady steps in which
+/// `rank` was the later of the two at the last gradient-ready time, the median of what the
+/// phase added to its lateness (`"total"`: the lateness at the last gradient-ready time).
 fn raw_phase_lateness(run: &Path, rank: usize, phase: &str) -> f64 {
     let b = raw_boundaries(run);
     let (mine, theirs) = (&b[rank], &b[1 - rank]);
@@ -229,7 +234,11 @@ fn raw_phase_lateness(run: &Path, rank: usize, phase: &str) -> f64 {
         .filter_map(|(step, m)| {
             let t = theirs.get(step)?;
             let late = |k: usize| m[k] - t[k];
+            if late(3).is_nan() || late(3) <= 0.0 {
+                return None;
+            }
             let d = match phase {
+                "total" => late(3),
                 "between steps" => late(0),
                 "data wait" => late(1) - late(0),
                 "forward" => late(2) - late(1),
@@ -238,14 +247,17 @@ fn raw_phase_lateness(run: &Path, rank: usize, phase: &str) -> f64 {
             d.is_finite().then_some(d)
         })
         .collect();
+    if per_step.is_empty() {
+        return 0.0;
+    }
     per_step.sort_by(f64::total_cmp);
     per_step[per_step.len() / 2]
 }
 
 /// Clean runs on a shared two-core machine are not always symmetric: a busy neighbour can make
 /// one rank really slower for a whole run. So a clean run may name a rank only when the trace
-/// files themselves show that rank behind in the phase named (by at least a quarter of the
-/// lateness reported, the analysis's own share), and at most 2 of the 20 may name one at all.
+/// files themselves show that rank behind (by at least half the lateness reported, and in the
+/// phase named by at least a tenth of it), and at most 2 of the 20 may name one at all.
 #[test]
 fn twenty_clean_runs_name_no_straggler() {
     let _lock = job_lock();
@@ -265,13 +277,23 @@ fn twenty_clean_runs_name_no_straggler() {
             let phase = v["phase"].as_str().unwrap();
             let late = v["late_ns"].as_f64().unwrap();
             let raw = raw_phase_lateness(&run, rank, phase);
+            let total = raw_phase_lateness(&run, rank, "total");
+            let all: Vec<(&str, f64)> = ["between steps", "data wait", "forward", "backward"]
+                .into_iter()
+                .map(|p| (p, raw_phase_lateness(&run, rank, p)))
+                .collect();
+            // Behind by about what was reported, and falling behind in the phase named (the
+            // analysis's own rule, a quarter of the lateness, is judged per step; medians
+            // over steps only bound it loosely).
             assert!(
-                raw >= 0.25 * late,
+                total >= 0.5 * late && raw >= 0.1 * late,
                 "clean run {k} names rank {rank} late by {late} ns in {phase}, but its trace \
-                 shows {raw} ns there: {}",
+                 shows {total} ns late, {raw} ns of it there (per phase: {all:?}): {}",
                 s["slowdowns"]
             );
-            named.push(format!("run {k}: rank {rank}, {phase}, {late:.0} ns ({raw:.0} raw)"));
+            named.push(format!(
+                "run {k}: rank {rank}, {phase}, {late:.0} ns ({raw:.0} raw)"
+            ));
         }
         std::fs::remove_dir_all(&run).ok();
     }

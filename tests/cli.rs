@@ -536,3 +536,46 @@ fn an_interrupted_launcher_is_named_as_the_cause() {
         "the launcher got SIGINT and stopped the ranks"
     );
 }
+
+/// A run that `--max-restarts` restarted after a failure and that then finished: `explain`
+/// explains the failed attempt (kept in `attempts/0/`) on its own, says why the run was
+/// restarted in its headline, and its JSON lists every earlier attempt.
+#[test]
+fn explain_names_the_failure_that_made_a_run_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    // Attempt 1: rank 1 runs out of GPU memory (PyTorch's own message); attempt 2 finishes.
+    let script = "if [ \"$TORCHELASTIC_RESTART_COUNT\" = 0 ] && [ \"$RANK\" = 1 ]; then \
+        echo 'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has \
+        a total capacity of 79.10 GiB of which 1.12 GiB is free.' >&2; exit 1; fi; \
+        [ \"$TORCHELASTIC_RESTART_COUNT\" = 0 ] && exec sleep 30; echo done";
+    let (code, report) = run_then_explain_report(dir.path(), script, &["--max-restarts", "1"]);
+    assert_eq!(code, Some(0), "{report}");
+    let attempts = report["attempts"].as_array().expect("attempts listed");
+    assert_eq!(attempts.len(), 1, "{report}");
+    assert_eq!(attempts[0]["attempt"], 1);
+    assert_eq!(attempts[0]["status"], "failed");
+    assert_eq!(attempts[0]["category"], "cuda_oom", "{report}");
+    assert!(
+        attempts[0]["dir"].as_str().unwrap().ends_with("attempts/0"),
+        "{report}"
+    );
+    let headline = report["headline"].as_str().unwrap();
+    assert!(
+        headline.starts_with("finished after 1 restart; attempt 1 failed; most likely cause: "),
+        "{headline}"
+    );
+    assert!(headline.contains("out of GPU memory"), "{headline}");
+    let text = text(&ddp_probe(&["explain"], dir.path()).stdout);
+    assert!(
+        text.contains("earlier attempts (the workers were restarted):"),
+        "{text}"
+    );
+    assert!(
+        text.contains("attempt 1 (failed): most likely cause:"),
+        "{text}"
+    );
+
+    // A run that never restarted lists no attempts.
+    let (_, report) = run_then_explain_report(dir.path(), "exit 0", &[]);
+    assert!(report.get("attempts").is_none(), "{report}");
+}

@@ -296,6 +296,7 @@ pub(crate) fn build(mut g: Gathered, opts: &Options) -> Report {
         findings,
         nccl,
         notes,
+        attempts: Vec::new(),
     }
 }
 

@@ -65,7 +65,8 @@ use std::path::{Path, PathBuf};
 pub use category::Category;
 pub use error::Error;
 pub use report::{
-    CommSummary, Confidence, Evidence, Finding, RankEndFact, Report, Role, RunFacts, SCHEMA_VERSION,
+    AttemptFact, CommSummary, Confidence, Evidence, Finding, RankEndFact, Report, Role, RunFacts,
+    SCHEMA_VERSION,
 };
 pub use sanitize::sanitize;
 
@@ -180,6 +181,8 @@ pub fn explain_with(inputs: &[PathBuf], opts: &Options) -> Result<Report, Error>
     let mut sources: Vec<Source> = Vec::new();
     let mut trace_inputs: Vec<PathBuf> = Vec::new();
     let mut seen_inputs: HashSet<PathBuf> = HashSet::new();
+    // Run directories given, whose earlier attempts (`attempts/<n>/`) are explained too.
+    let mut run_dirs: Vec<PathBuf> = Vec::new();
     for input in inputs {
         let meta = fs::metadata(input).map_err(|e| match e.kind() {
             io::ErrorKind::NotFound => Error::NotFound {
@@ -194,6 +197,9 @@ pub fn explain_with(inputs: &[PathBuf], opts: &Options) -> Result<Report, Error>
             continue;
         }
         if meta.is_dir() {
+            if input.join(MANIFEST_FILE).is_file() {
+                run_dirs.push(input.clone());
+            }
             gather_dir(input, &mut g, &mut sources, &mut trace_inputs);
         } else if input.extension().is_some_and(|e| e == "jsonl") {
             trace_inputs.push(input.clone());
@@ -247,7 +253,63 @@ pub fn explain_with(inputs: &[PathBuf], opts: &Options) -> Result<Report, Error>
             paths: inputs.to_vec(),
         });
     }
-    Ok(correlate::build(g, opts))
+    let mut report = correlate::build(g, opts);
+    add_earlier_attempts(&mut report, &run_dirs, opts);
+    Ok(report)
+}
+
+/// Explains each earlier attempt of the run directories `run_dirs` (the
+/// `attempts/<n>/` that `ddp-probe run --max-restarts` keeps, each a run
+/// directory of its own) into `report.attempts`, in order. When the last
+/// attempt shows no problem, the headline names the first failed attempt's
+/// cause: it is why the run was restarted.
+fn add_earlier_attempts(report: &mut Report, run_dirs: &[PathBuf], opts: &Options) {
+    for dir in run_dirs {
+        let Ok(entries) = fs::read_dir(dir.join("attempts")) else {
+            continue;
+        };
+        let mut kept: Vec<(u32, PathBuf)> = entries
+            .filter_map(Result::ok)
+            .filter_map(|e| {
+                let n = e.file_name().to_str()?.parse::<u32>().ok()?;
+                let path = e.path();
+                path.join(MANIFEST_FILE).is_file().then_some((n, path))
+            })
+            .collect();
+        kept.sort();
+        for (n, path) in kept {
+            let fact = match explain_with(std::slice::from_ref(&path), opts) {
+                Ok(r) => AttemptFact {
+                    attempt: n + 1,
+                    dir: display_path(&path),
+                    status: r.run.and_then(|f| f.status),
+                    headline: r.headline,
+                    category: r.findings.first().map(|f| f.category),
+                },
+                Err(e) => AttemptFact {
+                    attempt: n + 1,
+                    dir: display_path(&path),
+                    status: None,
+                    headline: sanitize(&format!("could not be read: {e}"), 400),
+                    category: None,
+                },
+            };
+            report.attempts.push(fact);
+        }
+    }
+    let failed = report
+        .attempts
+        .iter()
+        .find(|a| a.status.as_deref() != Some("ok"));
+    if let (true, Some(a)) = (report.findings.is_empty(), failed) {
+        let restarts = report.attempts.len();
+        report.headline = format!(
+            "finished after {restarts} restart{}; attempt {} failed; {}",
+            if restarts == 1 { "" } else { "s" },
+            a.attempt,
+            a.headline
+        );
+    }
 }
 
 /// Collects what a directory holds: a run directory's manifest, logs and

@@ -205,6 +205,26 @@ pub struct Report {
     /// Things the reader worked around (unreadable files, huge files read in
     /// part, traces that did not load).
     pub notes: Vec<String>,
+    /// The earlier attempts of a run that `ddp-probe run --max-restarts`
+    /// restarted (kept in `attempts/<n>/`), each explained on its own; the
+    /// report above is the last attempt's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attempts: Vec<AttemptFact>,
+}
+
+/// One earlier attempt of a restarted run, explained on its own.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AttemptFact {
+    /// The attempt, counted from 1.
+    pub attempt: u32,
+    /// Its directory (`RUN/attempts/<n>`).
+    pub dir: String,
+    /// The launcher's status for it (`failed`, ...), when its manifest says.
+    pub status: Option<String>,
+    /// The headline of `explain` on its directory.
+    pub headline: String,
+    /// The category of its first finding, when it has one.
+    pub category: Option<Category>,
 }
 
 impl Report {
@@ -226,6 +246,26 @@ impl Report {
             }
             if !facts.is_empty() {
                 push_wrapped(&mut out, &facts.join(", "), "run: ", "     ", width);
+            }
+        }
+        if !self.attempts.is_empty() {
+            let _ = writeln!(out, "earlier attempts (the workers were restarted):");
+            for a in &self.attempts {
+                let status = a.status.as_deref().unwrap_or("status unknown");
+                push_wrapped(
+                    &mut out,
+                    &format!("attempt {} ({status}): {}", a.attempt, a.headline),
+                    "  ",
+                    "    ",
+                    width,
+                );
+                push_wrapped(
+                    &mut out,
+                    &format!("details: ddp-probe explain {}", a.dir),
+                    "    ",
+                    "    ",
+                    width,
+                );
             }
         }
         if !self.findings.is_empty() {
@@ -393,8 +433,25 @@ mod tests {
                 ..CommSummary::default()
             }],
             notes: vec!["a note".into()],
+            attempts: vec![AttemptFact {
+                attempt: 1,
+                dir: "run/attempts/0".into(),
+                status: Some("failed".into()),
+                headline: "most likely cause: rank 1 crashed with a Python exception".into(),
+                category: Some(Category::RankCrashed),
+            }],
         };
         let text = report.render_text(60);
+        assert!(
+            text.contains(
+                "earlier attempts (the workers were restarted):\n  attempt 1 (failed): most"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("details: ddp-probe explain run/attempts/0"),
+            "{text}"
+        );
         for l in text.lines() {
             assert!(l.chars().count() <= 60, "{l:?}");
         }

@@ -242,3 +242,51 @@ fn live_mode_follows_a_growing_run() {
     tmux.send(&["q"]);
     tmux.wait_for("exit status 0");
 }
+
+/// `ddp-probe run --tui --max-restarts 1`: the first attempt fails, the launcher restarts the
+/// workers, and the live view follows the second attempt's traces, naming the attempt and how
+/// the first one ended in its title bar.
+#[test]
+fn live_view_of_run_follows_a_restarted_attempt() {
+    if !have_tmux() {
+        eprintln!("skipped: tmux is not installed (apt-get install tmux to run this test)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // The second attempt's ranks write these traces (a generated run of 6 steps).
+    let source = dir.path().join("source");
+    generate_run(&SynthConfig::new(2, 6, 2), &source).unwrap();
+    let script = format!(
+        "if [ \"$TORCHELASTIC_RESTART_COUNT\" = 0 ]; then [ \"$RANK\" = 1 ] && exit 3; \
+         exec sleep 30; fi; cp '{}'/traces/rank-$RANK.jsonl \"$DDP_PROBE_TRACE_DIR/\"; sleep 4",
+        source.display()
+    );
+    let tmux = Tmux::new("restart");
+    let cmd = format!(
+        "cd '{}' && '{}' run --tui --nproc-per-node 2 --grace 1 --max-restarts 1 -- sh -c '{}'; \
+         echo \"exit status $?\"; sleep 60",
+        dir.path().display(),
+        env!("CARGO_BIN_EXE_ddp-probe"),
+        script.replace('\'', "'\\''")
+    );
+    let out = tmux.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        "tui",
+        "-x",
+        "160",
+        "-y",
+        "40",
+        &cmd,
+    ]);
+    assert!(out.status.success(), "tmux new-session: {out:?}");
+    let screen = tmux.wait_for_all(&[
+        "attempt 2 of 2 (attempt 1: rank 1 exited with code 3)",
+        "step 5",
+    ]);
+    assert!(screen.contains("r1 compute"), "{screen}");
+    tmux.wait_for("training finished");
+    tmux.send(&["q"]);
+    tmux.wait_for("exit status 0");
+}

@@ -258,6 +258,33 @@ pub fn explain_with(inputs: &[PathBuf], opts: &Options) -> Result<Report, Error>
     Ok(report)
 }
 
+/// For the run directory of a run that may restart its workers
+/// (`--max-restarts`): which attempt its top level holds and how the earlier
+/// ones ended, from its manifest, e.g. `attempt 2 of 3 (attempt 1: rank 1
+/// exited with code 3)`. None for a run that may not restart, or whose
+/// manifest cannot be read.
+pub fn attempt_line(run_dir: &Path) -> Option<String> {
+    let m = LoadedManifest::load(run_dir).ok()?.manifest;
+    let mut line = m.attempt_text()?;
+    let ended: Vec<String> = m
+        .attempts
+        .iter()
+        .filter_map(|a| {
+            let f = a.first_failure.as_ref()?;
+            Some(format!(
+                "attempt {}: rank {} {}",
+                u64::from(a.restart_count) + 1,
+                f.rank,
+                manifest::describe(&f.termination)
+            ))
+        })
+        .collect();
+    if !ended.is_empty() {
+        line.push_str(&format!(" ({})", ended.join("; ")));
+    }
+    Some(line)
+}
+
 /// Explains each earlier attempt of the run directories `run_dirs` (the
 /// `attempts/<n>/` that `ddp-probe run --max-restarts` keeps, each a run
 /// directory of its own) into `report.attempts`, in order. When the last

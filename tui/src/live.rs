@@ -5,7 +5,9 @@
 //! event loop asks; the loop asks again after at least twice the time the
 //! last load took (and at least every half second), so a big run never
 //! keeps a core busy. The view follows the run as it grows (all of it, or
-//! the latest time after `End`) until the user pans or zooms away.
+//! the latest time after `End`) until the user pans or zooms away. A run
+//! that restarts its workers (`--max-restarts`) shows its latest attempt,
+//! named in the title bar with how the earlier ones ended.
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
@@ -21,8 +23,9 @@ use crate::timeline::Timeline;
 /// Shortest time between two loads.
 const MIN_INTERVAL: Duration = Duration::from_millis(500);
 
-/// One load's result and how long it took.
-type Loaded = (Result<Timeline, String>, Duration);
+/// One load's result, the run's attempt line (a run that restarts its
+/// workers) and how long it took.
+type Loaded = (Result<Timeline, String>, Option<String>, Duration);
 
 /// Loads and indexes the run in `dir`.
 fn load(dir: &Path) -> Result<Timeline, String> {
@@ -54,7 +57,9 @@ pub fn live(run_dir: &Path, done: impl Fn() -> bool, options: &Options) -> std::
             for () in req_rx {
                 let t = Instant::now();
                 let result = load(&dir);
-                if res_tx.send((result, t.elapsed())).is_err() {
+                // After a restart the top level holds the new attempt's files: say so.
+                let attempt = probe_explain::attempt_line(&dir);
+                if res_tx.send((result, attempt, t.elapsed())).is_err() {
                     break;
                 }
             }
@@ -73,7 +78,7 @@ pub fn live(run_dir: &Path, done: impl Fn() -> bool, options: &Options) -> std::
     let mut finished = false;
     let mut loaded_once = false;
     let result = crate::term::run(&mut app, Duration::from_millis(100), |app| {
-        while let Ok((result, took)) = res_rx.try_recv() {
+        while let Ok((result, attempt, took)) = res_rx.try_recv() {
             loading = false;
             let interval = (took * 2).max(MIN_INTERVAL);
             next_load = Instant::now() + interval;
@@ -95,6 +100,10 @@ pub fn live(run_dir: &Path, done: impl Fn() -> bool, options: &Options) -> std::
                     format!("waiting for traces in {shown_dir} ({})", clean(&e, true))
                 }
                 Err(e) => format!("reload failed: {}", clean(&e, true)),
+            };
+            let text = match attempt {
+                Some(a) => format!("{} · {text}", clean(&a, true)),
+                None => text,
             };
             if let Some(status) = app.live().cloned() {
                 app.set_live(LiveStatus {

@@ -288,6 +288,26 @@ fn per_bucket_statistics() {
     assert!((o.algbw_bytes_per_s.unwrap() - 240e6 / 0.156).abs() < 1e-3);
     assert_eq!(o.bus_factor, 1.0);
 
+    // Waiting vs transfer. Bucket 0: rank 0 50..70, rank 1 52..70: the transfer is the
+    // shortest call, 18 ms; rank 0 waited 2 ms of its 20. Bucket 1: both 75..95, no waiting.
+    assert_eq!(b0.transfer.median, 18e6);
+    assert_eq!(b0.waiting.median, 1e6); // 2 ms over two calls
+    assert!((b0.waiting_share.unwrap() - 4.0 / 76.0).abs() < 1e-12);
+    assert!((b0.busbw_transfer_bytes_per_s.unwrap() - 20e6 / 0.018).abs() < 1e-3);
+    assert_eq!(b1.transfer.median, 20e6);
+    assert_eq!(b1.waiting_share, Some(0.0));
+    let split = sum.comm_split.as_ref().expect("a split");
+    assert_eq!(split.collectives, 4);
+    assert_eq!(split.total_ns, ns(156.0));
+    assert_eq!(split.waiting_ns, ns(4.0));
+    // Bucket 1's calls are exposed 80..95, within their 20 ms transfer: no waiting exposed.
+    assert_eq!(split.exposed_ns, ns(60.0));
+    assert_eq!(split.exposed_waiting_ns, 0);
+    let r0 = &sum.ranks[0];
+    assert_eq!(r0.waiting_per_step_ns, Some(2e6));
+    assert!((r0.waiting_share.unwrap() - 4.0 / 80.0).abs() < 1e-12);
+    assert_eq!(sum.ranks[1].waiting_share, Some(0.0));
+
     // Arrival: rank 1 is last at the bucket-0 collectives, bucket 1 ties.
     let st = &sum.stragglers;
     assert_eq!(st.collectives, 4);
@@ -464,4 +484,33 @@ fn parts_without_any_span_are_not_recorded_rather_than_zero() {
     assert!(!row("optimizer").contains("not recorded"), "{text}");
     assert!(row("writeback").contains("not recorded"), "{text}");
     assert!(text.contains("unknown (not zero)"), "{text}");
+}
+
+/// A collective's exposed part is its end: when rank 1 joins bucket 1's all-reduce at 90 ms
+/// (after backward ended at 80), rank 0's call (75..95) is exposed 80..95, 15 ms, of which
+/// 80..90 was waiting for rank 1; rank 1's (90..95) is all transfer. Per step: 10 ms of the
+/// 20 ms exposed was waiting.
+#[test]
+fn exposed_communication_splits_into_waiting_and_transfer() {
+    let mut traces = hand_run();
+    for rec in traces[1].iter_mut() {
+        if let Record::Span(s) = rec {
+            if matches!(s.seq, Some(21) | Some(31)) {
+                s.start += ns(15.0) as u64;
+            }
+        }
+    }
+    let run = load(&traces);
+    let sum = analysis::summarize(&run, &SummaryOptions::default());
+    let split = sum.comm_split.as_ref().expect("a split");
+    assert_eq!(split.exposed_ns, ns(2.0 * (15.0 + 5.0)));
+    assert_eq!(split.exposed_waiting_ns, ns(2.0 * 10.0));
+    let b1 = &sum.buckets[1];
+    assert_eq!(b1.transfer.median, 5e6);
+    assert!((b1.waiting_share.unwrap() - 30.0 / 50.0).abs() < 1e-12);
+    let text = sum.render_text(100);
+    assert!(
+        text.contains("of the exposed part, 50% was waiting"),
+        "{text}"
+    );
 }

@@ -512,8 +512,9 @@ fn breakdown(h: &mut Html, s: &Summary, id: &str, opts: &ReportOptions) {
         "#data wait",
         "#other",
         "#exposed share",
+        "#comm waiting",
     ]);
-    let mut row = |label: String, b: &Breakdown| {
+    let mut row = |label: String, b: &Breakdown, waiting: Option<f64>| {
         let p = parts_ms(b);
         let ms = |v: f64| ns(v * 1e6);
         t.row(vec![
@@ -530,13 +531,19 @@ fn breakdown(h: &mut Html, s: &Summary, id: &str, opts: &ReportOptions) {
             Cell::num(pct(
                 b.totals.comm_exposed_ns as f64 / b.totals.step_ns.max(1) as f64
             )),
+            Cell::num(waiting.map_or("-".into(), pct)),
         ]);
     };
-    row("all ranks".into(), overall);
+    let all_waiting = s
+        .comm_split
+        .as_ref()
+        .map(|c| c.waiting_ns as f64 / c.total_ns.max(1) as f64);
+    row("all ranks".into(), overall, all_waiting);
     for (r, b) in &ranked {
-        row(format!("rank {}", r.rank), b);
+        row(format!("rank {}", r.rank), b, r.waiting_share);
     }
     h.table(&t);
+    h.note("Comm waiting: the share of the rank's collective time spent waiting for the last rank to arrive (a rank that others wait for waits little itself).");
     h.close("section");
 }
 
@@ -647,8 +654,9 @@ fn buckets(h: &mut Html, run: &Run, s: &Summary, id: &str) {
         "#ready after bwd start",
         "#launch delay",
         "#all-reduce time",
-        "#algbw",
-        "#busbw",
+        "#waiting",
+        "#transfer",
+        "#busbw (transfer)",
         "#exposed",
         "#skew",
         "parameters",
@@ -668,8 +676,13 @@ fn buckets(h: &mut Html, run: &Run, s: &Summary, id: &str) {
             Cell::num(d(&b.ready_after_backward_start)),
             Cell::num(d(&b.launch_delay)),
             Cell::num(d(&b.duration)),
-            Cell::num(b.algbw_bytes_per_s.map_or("-".into(), rate)),
-            Cell::num(b.busbw_bytes_per_s.map_or("-".into(), rate)),
+            Cell::num(b.waiting_share.map_or("-".into(), pct)),
+            Cell::num(d(&b.transfer)),
+            Cell::num(
+                b.busbw_transfer_bytes_per_s
+                    .or(b.busbw_bytes_per_s)
+                    .map_or("-".into(), rate),
+            ),
             Cell::num(d(&b.exposed)),
             Cell::num(d(&b.skew)),
             Cell::markup(format!(
@@ -679,7 +692,14 @@ fn buckets(h: &mut Html, run: &Run, s: &Summary, id: &str) {
         ]);
     }
     h.table(&t);
-    h.note("Medians over the steady steps of all ranks. Bucket 0 is reduced first (it holds the parameters whose gradients are ready first). Launch delay: from ready to the all-reduce's start; skew: latest minus earliest start across ranks.");
+    h.note("Medians over the steady steps of all ranks. Bucket 0 is reduced first (it holds the parameters whose gradients are ready first). Launch delay: from ready to the all-reduce's start; waiting: the share of the all-reduce time spent waiting for the last rank to arrive; transfer: the collective's own time, the shortest call across the ranks, over which busbw is taken; skew: latest minus earliest start across ranks.");
+    if let Some(line) = s
+        .comm_split
+        .as_ref()
+        .and_then(probe::analysis::CommSplit::sentence)
+    {
+        h.note(&line);
+    }
     h.close("section");
 }
 

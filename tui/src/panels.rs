@@ -146,14 +146,40 @@ impl App {
                 f.push((format!("queued {} before start", self.dur(wait)), dim));
             }
         }
+        // Waiting for the last rank vs transfer: the same collective (sequence
+        // number) on the other ranks.
+        let split = (span.kind() == SpanKind::Collective)
+            .then(|| self.collective_split(rank.rank(), span))
+            .flatten();
+        if let Some(sp) = &split {
+            let line = match sp.last_rank {
+                Some(last) if sp.waited > 0 => format!(
+                    "waited {} for rank {last}; transfer {}",
+                    self.dur(sp.waited),
+                    self.dur(sp.transfer)
+                ),
+                _ => format!(
+                    "arrived last of {} ranks; transfer {}",
+                    sp.ranks,
+                    self.dur(sp.transfer)
+                ),
+            };
+            f.push((line, theme::HEADING));
+        }
         if let (Some(bytes), true) = (span.bytes(), d > 0) {
             if span.kind() == SpanKind::Collective {
-                let alg = bytes as f64 / (d as f64 / 1e9);
+                // Bandwidth over the transfer where the other ranks are known:
+                // over the whole call it would count the waiting as slow network.
+                let (t, over) = match &split {
+                    Some(sp) if sp.transfer > 0 => (sp.transfer, " over the transfer"),
+                    _ => (d, ""),
+                };
+                let alg = bytes as f64 / (t as f64 / 1e9);
                 let n = run.world_size.max(1);
                 let bus = alg * bus_factor(sr.op().unwrap_or(""), n);
                 f.push((
                     format!(
-                        "algbw {}  busbw {}",
+                        "algbw {}  busbw {}{over}",
                         probe::units::rate(alg),
                         probe::units::rate(bus)
                     ),
@@ -211,6 +237,43 @@ impl App {
             ));
         }
         f
+    }
+
+    /// The call of `rank` to the collective `span` against the same collective
+    /// (sequence number) on the other ranks: how long it waited for the last
+    /// rank to arrive (latest start − its start) and its transfer (its end −
+    /// the latest start), which add up to its duration. `None` without a
+    /// sequence number or another rank's call.
+    fn collective_split(&self, rank: u32, span: &probe::model::Span) -> Option<CollectiveSplit> {
+        let seq = span.seq()?;
+        let mut calls: Vec<(i64, i64, u32)> = Vec::new();
+        for r in &self.tl.run().ranks {
+            for lane in r.lanes.iter().filter(|l| l.kind == LaneKind::Comm) {
+                // Every rank's call holds the transfer, at the end of this one.
+                if let Some(c) = lane
+                    .overlapping(span.start(), span.end())
+                    .find(|c| c.seq() == Some(seq) && c.kind() == SpanKind::Collective)
+                {
+                    calls.push((c.start(), c.end(), r.rank()));
+                    break;
+                }
+            }
+        }
+        if calls.len() < 2 {
+            return None;
+        }
+        let latest = calls.iter().map(|c| c.0).max()?;
+        let at_latest: Vec<u32> = calls
+            .iter()
+            .filter(|c| c.0 == latest)
+            .map(|c| c.2)
+            .collect();
+        Some(CollectiveSplit {
+            ranks: calls.len(),
+            waited: (latest - span.start()).clamp(0, span.duration().max(0)),
+            last_rank: (at_latest.len() == 1 && at_latest[0] != rank).then(|| at_latest[0]),
+            transfer: (span.end() - latest.max(span.start())).max(0),
+        })
     }
 
     /// The breakdown of a selected `step` span.
@@ -596,6 +659,19 @@ pub(crate) fn wrap_text(line: &str, width: usize) -> Vec<String> {
         return vec![line.to_owned()];
     }
     lines
+}
+
+/// A collective call against the same collective on the other ranks
+/// ([`App::collective_split`]).
+struct CollectiveSplit {
+    /// Ranks that recorded it.
+    ranks: usize,
+    /// How long this call waited for the last rank (ns).
+    waited: i64,
+    /// The rank that arrived last, when it is another one and alone.
+    last_rank: Option<u32>,
+    /// The rest of the call once every rank was there: end − latest start (ns).
+    transfer: i64,
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
-//! Per-bucket statistics: size, readiness, launch delay, duration,
-//! bandwidths, exposed time and skew across ranks, by bucket id over the
-//! steady steps of all ranks.
+//! Per-bucket statistics: size, readiness, launch delay, duration (split
+//! into waiting for the last rank and transfer), bandwidths, exposed time and
+//! skew across ranks, by bucket id over the steady steps of all ranks.
 
 use serde::{Deserialize, Serialize};
 
@@ -47,6 +47,21 @@ pub struct BucketStats {
     pub exposed_total_ns: i64,
     /// Per sequence number: latest start − earliest start across ranks.
     pub skew: Dist,
+    /// Per sequence number: the collective's own time, the shortest duration
+    /// across the ranks (the last rank to arrive waits for nobody).
+    #[serde(default)]
+    pub transfer: Dist,
+    /// Per sequence number: the mean over the ranks of duration − transfer,
+    /// the time a call waited inside the collective for the last rank.
+    #[serde(default)]
+    pub waiting: Dist,
+    /// Σ waiting / Σ duration over the calls of those sequence numbers.
+    #[serde(default)]
+    pub waiting_share: Option<f64>,
+    /// Bus bandwidth over the transfer: median bytes × bus factor / median
+    /// transfer (bytes/s), what the network did once every rank was there.
+    #[serde(default)]
+    pub busbw_transfer_bytes_per_s: Option<f64>,
 }
 
 /// Per-bucket accumulators, fed one call at a time (calls without a bucket
@@ -75,6 +90,11 @@ struct Acc {
     exposed: Samples,
     exposed_total: i64,
     skew: Vec<i64>,
+    transfer: Vec<i64>,
+    waiting: Vec<i64>,
+    /// Σ waiting and Σ duration of the compared sequence numbers' calls.
+    seq_waiting: i64,
+    seq_total: i64,
     /// The first call's rank and step, to find the bucket's layout.
     at: Option<(u32, u32)>,
 }
@@ -134,6 +154,13 @@ impl BucketTable {
         for s in seqs.filter(|s| s.ranks >= 2 && s.bucket != u32::MAX) {
             if let Some(a) = accs.get_mut(index.id(u64::from(s.bucket)) as usize) {
                 a.skew.push(s.skew);
+                a.transfer.push(s.transfer);
+                a.waiting.push(s.waiting / i64::from(s.ranks.max(1)));
+                a.seq_waiting = a.seq_waiting.saturating_add(s.waiting);
+                a.seq_total = a
+                    .seq_total
+                    .saturating_add(s.waiting)
+                    .saturating_add(i64::from(s.ranks).saturating_mul(s.transfer));
             }
         }
         accs.sort_unstable_by_key(|a| a.bucket);
@@ -180,6 +207,16 @@ impl BucketTable {
                     exposed,
                     exposed_total_ns: a.exposed_total,
                     skew: Dist::of_i64(&mut a.skew),
+                    waiting_share: (a.seq_total > 0)
+                        .then(|| a.seq_waiting as f64 / a.seq_total as f64),
+                    busbw_transfer_bytes_per_s: {
+                        let t = Dist::of_i64(&mut a.transfer.clone());
+                        bytes
+                            .filter(|_| t.median > 0.0)
+                            .map(|b| b as f64 * factor / (t.median / 1e9))
+                    },
+                    transfer: Dist::of_i64(&mut a.transfer),
+                    waiting: Dist::of_i64(&mut a.waiting),
                 }
             })
             .collect()

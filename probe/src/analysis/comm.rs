@@ -166,6 +166,18 @@ pub(crate) struct SeqView {
     pub step: u32,
     /// Bucket id of the first call (`u32::MAX` when absent).
     pub bucket: u32,
+    /// The collective's own time: the shortest duration across the ranks
+    /// (the last to arrive waits for nobody) (ns).
+    pub transfer: i64,
+    /// Σ over the calls of (duration − transfer): time spent waiting for the
+    /// last rank inside the collective (ns).
+    pub waiting: i64,
+    /// Σ over the calls of their exposed part (not overlapped by compute).
+    pub exposed: i64,
+    /// The part of `exposed` that was waiting: a call's exposed part is its
+    /// end (DDP's tail after backward), and its end is the transfer, so per
+    /// call `exposed − min(exposed, transfer)`, here from the calls' mean.
+    pub exposed_waiting: i64,
 }
 
 /// What the cost model needs of the call that started last (the first of
@@ -231,6 +243,9 @@ impl KeepLast for LastCall {
 pub(crate) struct SeqTable<L: KeepLast = ()> {
     index: IdMap,
     accs: Vec<SeqAcc<L>>,
+    /// Every call's (rank, sequence number, duration), for the ranks' waiting
+    /// ([`Seqs::waiting_by_rank`]): 24 bytes a call.
+    calls: Vec<(u32, u64, i64)>,
 }
 
 impl<L: KeepLast> Default for SeqTable<L> {
@@ -238,6 +253,7 @@ impl<L: KeepLast> Default for SeqTable<L> {
         SeqTable {
             index: IdMap::default(),
             accs: Vec::new(),
+            calls: Vec::new(),
         }
     }
 }
@@ -256,11 +272,27 @@ struct SeqAcc<L> {
     step: u32,
     bucket: u32,
     last: L,
+    /// Shortest duration.
+    min_dur: i64,
+    /// Σ duration.
+    sum_dur: i64,
+    /// Σ exposed.
+    sum_exposed: i64,
 }
 
 impl<L: KeepLast> SeqAcc<L> {
     fn view(&self) -> SeqView {
+        let n = i64::from(self.n.max(1));
+        let transfer = if self.n == 0 { 0 } else { self.min_dur.max(0) };
+        let exposed_mean = self.sum_exposed / n;
         SeqView {
+            transfer,
+            waiting: self
+                .sum_dur
+                .saturating_sub(n.saturating_mul(transfer))
+                .max(0),
+            exposed: self.sum_exposed,
+            exposed_waiting: n.saturating_mul(exposed_mean - exposed_mean.min(transfer)),
             ranks: self.n,
             skew: self.hi.saturating_sub(self.lo),
             last: (self.hi_count == 1 && self.n >= 2).then_some(self.rank_of_hi),
@@ -286,6 +318,7 @@ impl<L: KeepLast> SeqTable<L> {
     fn add_call<'a>(&mut self, c: &CollObs<'a>, w: &WindowCalls<'a, '_>) {
         let Some(seq) = c.span.seq() else { return };
         let start = c.span.start();
+        self.calls.push((w.rank, seq, c.duration));
         let i = self.index.id(seq) as usize;
         if i == self.accs.len() {
             self.accs.push(SeqAcc {
@@ -300,10 +333,16 @@ impl<L: KeepLast> SeqTable<L> {
                 step: w.step,
                 bucket: c.span.bucket().unwrap_or(u32::MAX),
                 last: L::NONE,
+                min_dur: i64::MAX,
+                sum_dur: 0,
+                sum_exposed: 0,
             });
         }
         let a = &mut self.accs[i];
         a.n += 1;
+        a.min_dur = a.min_dur.min(c.duration);
+        a.sum_dur = a.sum_dur.saturating_add(c.duration);
+        a.sum_exposed = a.sum_exposed.saturating_add(c.exposed);
         a.lo = a.lo.min(start);
         a.sum = a.sum.saturating_add(start.saturating_sub(a.first));
         if start > a.hi {
@@ -321,7 +360,10 @@ impl<L: KeepLast> SeqTable<L> {
         let mut accs = self.accs;
         // Usually sorted already: the first rank's calls come in order.
         accs.sort_unstable_by_key(|a| a.seq);
-        Seqs { accs }
+        Seqs {
+            accs,
+            calls: self.calls,
+        }
     }
 }
 
@@ -330,12 +372,38 @@ impl<L: KeepLast> SeqTable<L> {
 /// number).
 pub(crate) struct Seqs<L: KeepLast = ()> {
     accs: Vec<SeqAcc<L>>,
+    calls: Vec<(u32, u64, i64)>,
 }
 
 impl<L: KeepLast> Seqs<L> {
     /// The views, in sequence order.
     pub fn views(&self) -> impl Iterator<Item = SeqView> + Clone + '_ {
         self.accs.iter().map(SeqAcc::view)
+    }
+
+    /// Per rank: the time its calls waited inside collectives for the last
+    /// rank (Σ duration − transfer over its calls of sequence numbers that two
+    /// or more ranks recorded) and those calls' Σ duration, in rank order.
+    pub fn waiting_by_rank(&self) -> Vec<(u32, i64, i64)> {
+        let mut by_rank: Vec<(u32, i64, i64)> = Vec::new();
+        for &(rank, seq, dur) in &self.calls {
+            let Ok(i) = self.accs.binary_search_by_key(&seq, |a| a.seq) else {
+                continue;
+            };
+            let a = &self.accs[i];
+            if a.n < 2 {
+                continue;
+            }
+            let wait = dur.saturating_sub(a.min_dur).max(0);
+            match by_rank.binary_search_by_key(&rank, |r| r.0) {
+                Ok(k) => {
+                    by_rank[k].1 = by_rank[k].1.saturating_add(wait);
+                    by_rank[k].2 = by_rank[k].2.saturating_add(dur.max(0));
+                }
+                Err(k) => by_rank.insert(k, (rank, wait, dur.max(0))),
+            }
+        }
+        by_rank
     }
 
     /// The views with what was kept of each one's last call, in sequence

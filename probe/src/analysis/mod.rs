@@ -54,8 +54,8 @@ pub use slowdown::{RankSlowdown, Slowdowns, StepSlowdown};
 pub use stats::Dist;
 pub use stragglers::{RankLateness, Straggler, Stragglers, P_VALUE_THRESHOLD};
 pub use summary::{
-    summarize, Breakdown, RankSummary, SamplesSource, Summary, SummaryOptions, Throughput, Totals,
-    WarmupStep,
+    summarize, Breakdown, CommSplit, RankSummary, SamplesSource, Summary, SummaryOptions,
+    Throughput, Totals, WarmupStep,
 };
 
 /// The counter of samples per step (declared with the trace format).

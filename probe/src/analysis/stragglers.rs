@@ -204,6 +204,10 @@ mod tests {
             wait,
             step,
             bucket: 0,
+            transfer: 0,
+            waiting: 0,
+            exposed: 0,
+            exposed_waiting: 0,
         }
     }
 

@@ -168,6 +168,35 @@ pub struct RankSummary {
     /// Samples per second: Σ samples / Σ step time over the steady steps
     /// that have a sample count (or `batch_size × steps_per_s`).
     pub samples_per_s: Option<f64>,
+    /// Time per steady step (mean) its collectives spent waiting for the last
+    /// rank to arrive (duration − the collective's transfer time, see
+    /// [`CommSplit`]); `None` without collectives that two ranks recorded.
+    #[serde(default)]
+    pub waiting_per_step_ns: Option<f64>,
+    /// The share of its collectives' time spent waiting for the last rank.
+    #[serde(default)]
+    pub waiting_share: Option<f64>,
+}
+
+/// How the steady steps' collectives (those two or more ranks recorded,
+/// matched by sequence number) split into waiting and transfer. A
+/// collective's **transfer** is the shortest duration across the ranks (the
+/// last rank to arrive waits for nobody); each call's **waiting** is its
+/// duration minus that, time spent for the last rank, not for the network.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CommSplit {
+    /// Collectives compared.
+    pub collectives: u64,
+    /// Σ over the calls of their duration (ns).
+    pub total_ns: i64,
+    /// Σ over the calls of duration − transfer (ns).
+    pub waiting_ns: i64,
+    /// Σ over the calls of their exposed part (ns).
+    pub exposed_ns: i64,
+    /// The exposed part that was waiting: a call's exposed part is its end
+    /// (the tail after backward) and its end is the transfer, so waiting is
+    /// exposed only beyond the transfer (ns).
+    pub exposed_waiting_ns: i64,
 }
 
 /// A warm-up step, with its breakdown over the ranks that have it.
@@ -232,6 +261,9 @@ pub struct Summary {
     pub ops: Vec<OpStats>,
     /// Arrival order at collectives.
     pub stragglers: Stragglers,
+    /// Waiting for the last rank vs transfer inside the collectives.
+    #[serde(default)]
+    pub comm_split: Option<CommSplit>,
     /// Where the straggler's time went, step by step (see [`super::slowdown`]).
     #[serde(default)]
     pub slowdowns: Slowdowns,
@@ -243,6 +275,31 @@ pub struct Summary {
     /// module cannot see).
     #[serde(default)]
     pub not_recorded: Vec<String>,
+}
+
+impl CommSplit {
+    /// One sentence: the split of the collectives' time and of its exposed
+    /// part; `None` when they took no time.
+    pub fn sentence(&self) -> Option<String> {
+        if self.total_ns <= 0 {
+            return None;
+        }
+        let share = |a: i64, b: i64| render::pct(a as f64 / b.max(1) as f64);
+        let mut line = format!(
+            "Inside the collectives {} of the time was waiting for the last rank to arrive and {} \
+             transfer",
+            share(self.waiting_ns, self.total_ns),
+            share(self.total_ns - self.waiting_ns, self.total_ns)
+        );
+        if self.exposed_ns > 0 {
+            line.push_str(&format!(
+                "; of the exposed part, {} was waiting",
+                share(self.exposed_waiting_ns, self.exposed_ns)
+            ));
+        }
+        line.push_str(&format!(" ({} collectives).", self.collectives));
+        Some(line)
+    }
 }
 
 /// The parts of the step no rank recorded a span of: one pass over the spans,
@@ -351,6 +408,8 @@ pub fn summarize(run: &Run, opts: &SummaryOptions) -> Summary {
             breakdown,
             steps_per_s,
             samples_per_s,
+            waiting_per_step_ns: None,
+            waiting_share: None,
         });
     }
     let steady_steps = ranks.iter().map(|r| r.steps).max().unwrap_or(0);
@@ -382,6 +441,26 @@ pub fn summarize(run: &Run, opts: &SummaryOptions) -> Summary {
     let buckets = bucket_table.finish(run, seqs.views());
     let ops = op_table.finish(run);
     let stragglers = stragglers(seqs.views());
+    let mut split = CommSplit::default();
+    for v in seqs.views().filter(|v| v.ranks >= 2) {
+        split.collectives += 1;
+        split.waiting_ns = split.waiting_ns.saturating_add(v.waiting);
+        split.total_ns = split
+            .total_ns
+            .saturating_add(v.waiting)
+            .saturating_add(i64::from(v.ranks).saturating_mul(v.transfer));
+        split.exposed_ns = split.exposed_ns.saturating_add(v.exposed);
+        split.exposed_waiting_ns = split.exposed_waiting_ns.saturating_add(v.exposed_waiting);
+    }
+    let comm_split = (split.collectives > 0).then_some(split);
+    if comm_split.is_some() {
+        for (rank, wait, total) in seqs.waiting_by_rank() {
+            if let Some(r) = ranks.iter_mut().find(|r| r.rank == rank && r.steps > 0) {
+                r.waiting_per_step_ns = Some(wait as f64 / r.steps as f64);
+                r.waiting_share = (total > 0).then(|| wait as f64 / total as f64);
+            }
+        }
+    }
     let mut steady_pairs: Vec<(u32, u64)> = scans
         .ranks
         .iter()
@@ -458,6 +537,7 @@ pub fn summarize(run: &Run, opts: &SummaryOptions) -> Summary {
         buckets,
         ops,
         stragglers,
+        comm_split,
         slowdowns,
         notes,
         not_recorded: parts_not_recorded(run),
@@ -553,6 +633,9 @@ impl Summary {
                     render::ns(b.comm_tail.median)
                 );
                 render::wrap(&mut out, &line, width, "  ");
+                if let Some(line) = self.comm_split.as_ref().and_then(CommSplit::sentence) {
+                    render::wrap(&mut out, &line, width, "  ");
+                }
             }
         }
 
@@ -588,6 +671,7 @@ impl Summary {
                 num("bwd", 4),
                 num("comm", 7),
                 num("exposed", 1),
+                num("wait", 3),
                 num("opt", 8),
                 num("other", 9),
                 num("last", 2),
@@ -617,6 +701,7 @@ impl Summary {
                     render::ns(b.backward.median),
                     part("communication", b.comm.median),
                     part("communication", b.comm_exposed.median),
+                    r.waiting_share.map_or("-".to_owned(), render::pct),
                     part("optimizer", b.optimizer.median),
                     render::ns(b.other.median),
                     if self.stragglers.collectives > 0 {
@@ -630,7 +715,8 @@ impl Summary {
             if self.stragglers.collectives > 0 {
                 render::wrap(
                     &mut out,
-                    "last = share of collectives the rank arrived last at",
+                    "wait = share of the rank's collective time spent waiting for the last rank; \
+                     last = share of collectives the rank arrived last at",
                     width,
                     "  ",
                 );
@@ -697,7 +783,9 @@ impl Summary {
             out.push('\n');
             render::wrap(
                 &mut out,
-                "buckets (medians over ranks and steps; ready = after backward start):",
+                "buckets (medians over ranks and steps; ready = after backward start; wait = share of \
+                 the time spent waiting for the last rank; xfer = the collective's own time, the \
+                 shortest across the ranks; busbw over xfer):",
                 width,
                 "",
             );
@@ -708,7 +796,8 @@ impl Summary {
                 num("ready", 3),
                 num("delay", 5),
                 num("time", 0),
-                num("algbw", 6),
+                num("wait", 3),
+                num("xfer", 3),
                 num("busbw", 2),
                 num("exposed", 1),
                 num("skew", 4),
@@ -728,8 +817,11 @@ impl Summary {
                     opt_ns(&b.ready_after_backward_start),
                     opt_ns(&b.launch_delay),
                     opt_ns(&b.duration),
-                    b.algbw_bytes_per_s.map_or("-".to_owned(), render::rate),
-                    b.busbw_bytes_per_s.map_or("-".to_owned(), render::rate),
+                    b.waiting_share.map_or("-".to_owned(), render::pct),
+                    opt_ns(&b.transfer),
+                    b.busbw_transfer_bytes_per_s
+                        .or(b.busbw_bytes_per_s)
+                        .map_or("-".to_owned(), render::rate),
                     opt_ns(&b.exposed),
                     opt_ns(&b.skew),
                 ]);

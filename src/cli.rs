@@ -303,9 +303,12 @@ pub struct TuneArgs {
     #[arg(long, value_name = "K", default_value_t = 3)]
     pub repeats: usize,
 
-    /// Ranks per run (one machine).
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    pub nproc_per_node: usize,
+    /// Ranks per run on this machine: a number, or `gpu`, `cpu` or `auto` as for `run`
+    /// (`auto`: one per visible GPU, else one per CPU). Tuning needs at least 2: one rank
+    /// all-reduces nothing.
+    #[arg(long, alias = "nproc_per_node", value_name = "N|auto|gpu|cpu", default_value = "auto",
+          value_parser = parse_nproc)]
+    pub nproc_per_node: Nproc,
 
     /// Series directory [default: runs/tune-<time>].
     #[arg(long, value_name = "DIR")]

@@ -111,6 +111,15 @@ fn bad_series_options_are_refused() {
     );
     let out = ddp_probe(&["scale", "--", "true"], dir.path());
     assert_eq!(out.status.code(), Some(2));
+    // One rank all-reduces nothing: tune refuses it rather than tune for minutes.
+    let out = ddp_probe(&["tune", "--nproc-per-node", "1", "--", "true"], dir.path());
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("give --nproc-per-node 2 or more"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(!dir.path().join("runs").exists(), "nothing was run");
 }
 
 #[test]
@@ -119,6 +128,8 @@ fn tune_of_a_job_that_records_nothing_reports_why() {
     let out = ddp_probe(
         &[
             "tune",
+            "--nproc-per-node",
+            "2",
             "--bucket-cap-mb",
             "1,2",
             "--repeats",

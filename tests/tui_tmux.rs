@@ -86,22 +86,27 @@ fn have_tmux() -> bool {
 /// Starts `ddp-probe tui RUN EXTRA...` in a 120×40 tmux window; the shell prints
 /// `exit status N` when it ends.
 fn start(tag: &str, run: &Path, extra: &str) -> Tmux {
-    let tmux = Tmux::new(tag);
     let cmd = format!(
         "'{}' tui '{}' {extra}; echo \"exit status $?\"; sleep 60",
         env!("CARGO_BIN_EXE_ddp-probe"),
         run.display()
     );
+    start_shell(tag, &cmd, 120)
+}
+
+/// Starts the shell command `cmd` in a `width`×40 tmux window.
+fn start_shell(tag: &str, cmd: &str, width: u16) -> Tmux {
+    let tmux = Tmux::new(tag);
     let out = tmux.run(&[
         "new-session",
         "-d",
         "-s",
         "tui",
         "-x",
-        "120",
+        &width.to_string(),
         "-y",
         "40",
-        &cmd,
+        cmd,
     ]);
     assert!(out.status.success(), "tmux new-session: {out:?}");
     tmux
@@ -261,7 +266,6 @@ fn live_view_of_run_follows_a_restarted_attempt() {
          exec sleep 30; fi; cp '{}'/traces/rank-$RANK.jsonl \"$DDP_PROBE_TRACE_DIR/\"; sleep 4",
         source.display()
     );
-    let tmux = Tmux::new("restart");
     let cmd = format!(
         "cd '{}' && '{}' run --tui --nproc-per-node 2 --grace 1 --max-restarts 1 -- sh -c '{}'; \
          echo \"exit status $?\"; sleep 60",
@@ -269,18 +273,7 @@ fn live_view_of_run_follows_a_restarted_attempt() {
         env!("CARGO_BIN_EXE_ddp-probe"),
         script.replace('\'', "'\\''")
     );
-    let out = tmux.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        "tui",
-        "-x",
-        "160",
-        "-y",
-        "40",
-        &cmd,
-    ]);
-    assert!(out.status.success(), "tmux new-session: {out:?}");
+    let tmux = start_shell("restart", &cmd, 160);
     let screen = tmux.wait_for_all(&[
         "attempt 2 of 2 (attempt 1: rank 1 exited with code 3)",
         "step 5",

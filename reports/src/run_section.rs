@@ -756,24 +756,15 @@ fn stragglers(h: &mut Html, s: &Summary, id: &str) {
         h.close("section");
         return;
     }
-    let line = match &st.straggler {
-        Some(x) => format!(
-            "Rank {} is a straggler: it arrived last at {} of {} collectives (chance: {}) and was the last rank in {} of {} steps; the others waited {} for it in total ({} per step).",
-            x.rank,
-            pct(x.last_share),
-            st.collectives,
-            pct(st.chance),
-            x.steps_last,
-            x.steps,
-            ns(x.wait_caused_ns as f64),
-            ns(x.wait_per_step_ns)
-        ),
-        None => format!(
-            "No straggler: no rank arrives last at the {} collectives clearly more often than chance ({}).",
-            st.collectives,
-            pct(st.chance)
-        ),
-    };
+    let line = format!(
+        "{}{}",
+        if st.straggler.is_some() {
+            "Straggler: "
+        } else {
+            "No straggler: "
+        },
+        st.verdict()
+    );
     h.open(
         "p",
         &[(

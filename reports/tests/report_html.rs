@@ -126,7 +126,7 @@ fn a_run_report_has_every_section_and_labelled_charts() {
     }
     let text = all_text(&doc);
     // The straggler, the advice and the communication statistics.
-    assert!(text.contains("Rank 1 is a straggler"), "{text}");
+    assert!(text.contains("Straggler: rank 1 arrived last"), "{text}");
     assert!(text.contains("all_reduce"));
     assert!(text.contains("busbw"));
     assert!(text.contains("bucket_cap_mb"));

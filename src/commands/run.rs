@@ -204,7 +204,7 @@ fn training_command(args: &RunArgs) -> Result<(OsString, Vec<OsString>)> {
 
 /// `--nproc-per-node` as a count: `gpu` counts the GPUs this process may use
 /// (CUDA_VISIBLE_DEVICES, else the NVIDIA driver's list), `cpu` the CPUs.
-fn ranks_per_node(n: Nproc) -> Result<usize> {
+pub(crate) fn ranks_per_node(n: Nproc) -> Result<usize> {
     let cpus = || std::thread::available_parallelism().map_or(1, usize::from);
     Ok(match n {
         Nproc::Count(n) => n,

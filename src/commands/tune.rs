@@ -23,9 +23,16 @@ pub fn tune(args: TuneArgs) -> Result<ExitCode> {
     } else {
         TuneCaps::List(args.bucket_cap_mb)
     };
+    let nproc_per_node = super::run::ranks_per_node(args.nproc_per_node)?;
+    if nproc_per_node < 2 {
+        bail!(
+            "tune compares bucket sizes by what their all-reduces cost, and {nproc_per_node} rank \
+             all-reduces nothing: give --nproc-per-node 2 or more"
+        );
+    }
     let config = TuneConfig {
         command,
-        nproc_per_node: args.nproc_per_node,
+        nproc_per_node,
         caps,
         repeats: args.repeats,
         dir: args.dir.unwrap_or_else(|| default_series_dir("tune")),

@@ -1344,7 +1344,7 @@ fn explain(
     let cur = advice.current.as_ref();
     let cur_cap = cur.map_or(DEFAULT_BUCKET_CAP_MB, |c| c.bucket_cap_mb);
     out.push(format!(
-        "With bucket_cap_mb={} the last bucket's {} ends {} after backward ends (median over {} steps, on the rank every step waits for; the model gives {}), and {} of communication per step is exposed.",
+        "With bucket_cap_mb={} the last bucket's {} ends {} after backward ends (median over {} steps, on the rank every step waits for; the model gives {}), and {} of communication per step is exposed on that rank (the step breakdown's exposed communication is the median over every rank: the ranks that wait for this one count their waiting as exposed).",
         mib(cur_cap),
         fit.op,
         render::ns(obs.comm_tail_ns),

@@ -52,7 +52,7 @@ pub use costmodel::CostFit;
 pub use scan::{step_breakdowns, StepBreakdown, WarmupReason};
 pub use slowdown::{RankSlowdown, Slowdowns, StepSlowdown};
 pub use stats::Dist;
-pub use stragglers::{RankLateness, Straggler, Stragglers, P_VALUE_THRESHOLD};
+pub use stragglers::{RankLateness, Straggler, StragglerCandidate, Stragglers, P_VALUE_THRESHOLD};
 pub use summary::{
     summarize, Breakdown, CommSplit, RankSummary, SamplesSource, Summary, SummaryOptions,
     Throughput, Totals, WarmupStep,

@@ -17,6 +17,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::comm::SeqView;
+use super::render;
 use super::stats::binomial_upper_tail;
 
 /// The significance level of the straggler verdict (after the Bonferroni
@@ -78,6 +79,87 @@ pub struct Stragglers {
     pub ranks: Vec<RankLateness>,
     /// The straggler, when one rank is last clearly more often than chance.
     pub straggler: Option<Straggler>,
+    /// The rank that was the step's last rank most often, with the test's
+    /// figures, whether or not it was named (so a verdict of "no straggler"
+    /// can show what it weighed).
+    #[serde(default)]
+    pub candidate: Option<StragglerCandidate>,
+}
+
+/// The rank most often last, tested against chance (see the module
+/// documentation for the rule).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StragglerCandidate {
+    /// The rank.
+    pub rank: u32,
+    /// Its share of last arrivals over all compared collectives.
+    pub last_share: f64,
+    /// Steps in which it was the last rank.
+    pub steps_last: u64,
+    /// Bonferroni-corrected one-sided binomial p-value of `steps_last`.
+    pub p_value: f64,
+    /// The share of last arrivals a straggler needs: 1.5 × chance, at most 75%.
+    pub share_needed: f64,
+}
+
+/// A p-value as text: "< 0.0001", four decimals below 0.01, else two.
+fn p_value_text(p: f64) -> String {
+    if p < 1e-4 {
+        "< 0.0001".to_owned()
+    } else if p < 0.01 {
+        format!("{p:.4}")
+    } else {
+        format!("{p:.2}")
+    }
+}
+
+impl Stragglers {
+    /// The verdict in one sentence with the rule it applied and the figures it
+    /// weighed (no "straggler:" prefix), for the summary and the report alike.
+    pub fn verdict(&self) -> String {
+        let rule = |p: f64| {
+            format!(
+                "one-sided binomial test over steps, p = {} against {} after correcting for {} ranks",
+                p_value_text(p),
+                P_VALUE_THRESHOLD,
+                self.ranks_compared
+            )
+        };
+        match (&self.straggler, &self.candidate) {
+            (Some(s), _) => format!(
+                "rank {} arrived last at {} of {} collectives (chance {}) and was the last rank in \
+                 {} of {} steps, clearly more than chance ({}); the others waited {} for it in \
+                 total ({} per step).",
+                s.rank,
+                render::pct(s.last_share),
+                self.collectives,
+                render::pct(self.chance),
+                s.steps_last,
+                s.steps,
+                rule(s.p_value),
+                render::ns(s.wait_caused_ns as f64),
+                render::ns(s.wait_per_step_ns)
+            ),
+            (None, Some(c)) => format!(
+                "rank {} arrived last most often, at {} of {} collectives (chance {}), and was the \
+                 last rank in {} of {} steps; a straggler must be the last rank in clearly more \
+                 steps than chance ({}) and arrive last at {} or more of the collectives.",
+                c.rank,
+                render::pct(c.last_share),
+                self.collectives,
+                render::pct(self.chance),
+                c.steps_last,
+                self.steps,
+                rule(c.p_value),
+                render::pct(c.share_needed)
+            ),
+            (None, None) => format!(
+                "no rank arrives last at the {} collectives clearly more often than chance ({}).",
+                self.collectives,
+                render::pct(self.chance)
+            ),
+        }
+    }
 }
 
 /// Credits a step to the rank that was last in most of its collectives
@@ -177,7 +259,15 @@ pub(crate) fn stragglers(seqs: impl Iterator<Item = SeqView> + Clone) -> Straggl
         let p = (binomial_upper_tail(out.steps, top.steps_last, out.chance)
             * f64::from(ranks_compared))
         .min(1.0);
-        if p < P_VALUE_THRESHOLD && top.last_share >= (1.5 * out.chance).min(0.75) {
+        let share_needed = (1.5 * out.chance).min(0.75);
+        out.candidate = Some(StragglerCandidate {
+            rank: top.rank,
+            last_share: top.last_share,
+            steps_last: top.steps_last,
+            p_value: p,
+            share_needed,
+        });
+        if p < P_VALUE_THRESHOLD && top.last_share >= share_needed {
             out.straggler = Some(Straggler {
                 rank: top.rank,
                 last_share: top.last_share,
@@ -209,6 +299,44 @@ mod tests {
             exposed: 0,
             exposed_waiting: 0,
         }
+    }
+
+    /// Rank 0 last at every collective of 12 steps, rank 1 at every one of 8: rank 0 is last
+    /// at 60% of the collectives, yet 12 of 20 steps is not clearly more than chance
+    /// (P(X >= 12) for 20 fair coins is 0.2517, times 2 ranks: p = 0.50): the verdict says so with the
+    /// figures the table shows.
+    #[test]
+    fn a_verdict_of_no_straggler_shows_what_it_weighed() {
+        let seqs: Vec<SeqView> = (0..20u32)
+            .flat_map(|step| {
+                (0..3).map(move |_| SeqView {
+                    ranks: 2,
+                    ..view(step, Some(u32::from(step >= 12)), 1)
+                })
+            })
+            .collect();
+        let s = stragglers(seqs.into_iter());
+        assert!(s.straggler.is_none());
+        let c = s.candidate.as_ref().unwrap();
+        assert_eq!((c.rank, c.steps_last), (0, 12));
+        // P(X >= 12) = (C(20,12) + ... + C(20,20)) / 2^20 = 263950 / 1048576.
+        assert!(
+            (c.p_value - 2.0 * 263_950.0 / 1_048_576.0).abs() < 1e-12,
+            "{c:?}"
+        );
+        let v = s.verdict();
+        assert!(
+            v.starts_with(
+                "rank 0 arrived last most often, at 60% of 60 collectives (chance 50%), and was \
+                 the last rank in 12 of 20 steps;"
+            ),
+            "{v}"
+        );
+        assert!(
+            v.contains("p = 0.50 against 0.01 after correcting for 2 ranks"),
+            "{v}"
+        );
+        assert!(v.contains("arrive last at 75% or more"), "{v}");
     }
 
     #[test]

@@ -738,39 +738,24 @@ impl Summary {
             );
         }
         if st.collectives > 0 {
-            let line = match &st.straggler {
-                Some(s) => format!(
-                    "{}rank {} arrived last at {} of {} collectives (chance {}) and was the last rank in {} of {} steps; the others waited {} for it in total ({} per step).",
-                    if held_back.is_some() { "arrivals: " } else { "straggler: " },
-                    s.rank,
-                    render::pct(s.last_share),
-                    st.collectives,
-                    render::pct(st.chance),
-                    s.steps_last,
-                    s.steps,
-                    render::ns(s.wait_caused_ns as f64),
-                    render::ns(s.wait_per_step_ns)
-                ),
-                None => {
-                    let top = st.ranks.first();
-                    format!(
-                        "{}no rank arrives last at the {} collectives clearly more often than chance ({}){}{}.",
-                        if held_back.is_some() { "arrivals: " } else { "no straggler: " },
-                        st.collectives,
-                        render::pct(st.chance),
-                        if held_back.is_some() {
-                            " (the straggler's lateness sits in some buckets only)"
-                        } else {
-                            ""
-                        },
-                        top.map_or(String::new(), |t| format!(
-                            "; most waited for: rank {} ({} in total)",
-                            t.rank,
-                            render::ns(t.wait_caused_ns as f64)
-                        ))
-                    )
-                }
+            let prefix = match (held_back.is_some(), st.straggler.is_some()) {
+                (true, _) => "arrivals: ",
+                (false, true) => "straggler: ",
+                (false, false) => "no straggler: ",
             };
+            let mut line = format!("{prefix}{}", st.verdict());
+            if st.straggler.is_none() {
+                if held_back.is_some() {
+                    line.push_str(" The straggler's lateness sits in some buckets only.");
+                }
+                if let Some(t) = st.ranks.first() {
+                    line.push_str(&format!(
+                        " Most waited for: rank {} ({} in total).",
+                        t.rank,
+                        render::ns(t.wait_caused_ns as f64)
+                    ));
+                }
+            }
             render::wrap(
                 &mut out,
                 &line,

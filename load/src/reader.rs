@@ -1074,6 +1074,15 @@ fn parse_lines(
                     continue;
                 }
                 Err(LineError::Json(_)) if !complete => break,
+                // A first line that is not JSON at all: not a trace (a log, a text
+                // file), rather than a trace damaged after it was written.
+                Err(LineError::Json(e)) if e.classify() != Category::Data => {
+                    return Err(Error::MissingHeader {
+                        path: path.to_owned(),
+                        line: lineno,
+                        found: "a line that is not JSON".to_owned(),
+                    })
+                }
                 Err(LineError::Json(e)) => return Err(json_error(path, lineno, bytes, &e)),
                 Err(LineError::Fatal(e)) => return Err(*e),
             }

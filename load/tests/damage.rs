@@ -244,9 +244,14 @@ fn header_problems() {
     let err = load_text(&bad_clock).unwrap_err();
     assert!(err.to_string().contains("\"tsc\""), "{err}");
 
+    // A text file is not a trace, not a damaged one.
     let garbage = lines(&["not json at all"]);
     let err = load_text(&garbage).unwrap_err();
-    assert!(matches!(err, Error::CorruptLine { line: 1, .. }), "{err}");
+    assert!(matches!(err, Error::MissingHeader { line: 1, .. }), "{err}");
+    assert!(
+        err.to_string().contains("is this a ddp-probe trace file?"),
+        "{err}"
+    );
 }
 
 #[test]

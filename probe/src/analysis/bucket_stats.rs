@@ -157,10 +157,7 @@ impl BucketTable {
                 a.transfer.push(s.transfer);
                 a.waiting.push(s.waiting / i64::from(s.ranks.max(1)));
                 a.seq_waiting = a.seq_waiting.saturating_add(s.waiting);
-                a.seq_total = a
-                    .seq_total
-                    .saturating_add(s.waiting)
-                    .saturating_add(i64::from(s.ranks).saturating_mul(s.transfer));
+                a.seq_total = a.seq_total.saturating_add(s.total);
             }
         }
         accs.sort_unstable_by_key(|a| a.bucket);
@@ -183,6 +180,7 @@ impl BucketTable {
                 let algbw = (a.sum_bytes > 0 && a.sum_dur > 0)
                     .then(|| a.sum_bytes as f64 / (a.sum_dur as f64 / 1e9));
                 let factor = bus_factor(&op, run.world_size);
+                let transfer = Dist::of_i64(&mut a.transfer);
                 let params = a.at.and_then(|(rank, step)| {
                     let rank = run.rank(rank)?;
                     let layout = if step == u32::MAX {
@@ -209,13 +207,10 @@ impl BucketTable {
                     skew: Dist::of_i64(&mut a.skew),
                     waiting_share: (a.seq_total > 0)
                         .then(|| a.seq_waiting as f64 / a.seq_total as f64),
-                    busbw_transfer_bytes_per_s: {
-                        let t = Dist::of_i64(&mut a.transfer.clone());
-                        bytes
-                            .filter(|_| t.median > 0.0)
-                            .map(|b| b as f64 * factor / (t.median / 1e9))
-                    },
-                    transfer: Dist::of_i64(&mut a.transfer),
+                    busbw_transfer_bytes_per_s: bytes
+                        .filter(|_| transfer.median > 0.0)
+                        .map(|b| b as f64 * factor / (transfer.median / 1e9)),
+                    transfer,
                     waiting: Dist::of_i64(&mut a.waiting),
                 }
             })

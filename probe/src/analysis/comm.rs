@@ -169,6 +169,8 @@ pub(crate) struct SeqView {
     /// The collective's own time: the shortest duration across the ranks
     /// (the last to arrive waits for nobody) (ns).
     pub transfer: i64,
+    /// Σ over the calls of their duration (ns).
+    pub total: i64,
     /// Σ over the calls of (duration − transfer): time spent waiting for the
     /// last rank inside the collective (ns).
     pub waiting: i64,
@@ -243,9 +245,6 @@ impl KeepLast for LastCall {
 pub(crate) struct SeqTable<L: KeepLast = ()> {
     index: IdMap,
     accs: Vec<SeqAcc<L>>,
-    /// Every call's (rank, sequence number, duration), for the ranks' waiting
-    /// ([`Seqs::waiting_by_rank`]): 24 bytes a call.
-    calls: Vec<(u32, u64, i64)>,
 }
 
 impl<L: KeepLast> Default for SeqTable<L> {
@@ -253,7 +252,6 @@ impl<L: KeepLast> Default for SeqTable<L> {
         SeqTable {
             index: IdMap::default(),
             accs: Vec::new(),
-            calls: Vec::new(),
         }
     }
 }
@@ -287,6 +285,7 @@ impl<L: KeepLast> SeqAcc<L> {
         let exposed_mean = self.sum_exposed / n;
         SeqView {
             transfer,
+            total: self.sum_dur,
             waiting: self
                 .sum_dur
                 .saturating_sub(n.saturating_mul(transfer))
@@ -318,7 +317,6 @@ impl<L: KeepLast> SeqTable<L> {
     fn add_call<'a>(&mut self, c: &CollObs<'a>, w: &WindowCalls<'a, '_>) {
         let Some(seq) = c.span.seq() else { return };
         let start = c.span.start();
-        self.calls.push((w.rank, seq, c.duration));
         let i = self.index.id(seq) as usize;
         if i == self.accs.len() {
             self.accs.push(SeqAcc {
@@ -360,10 +358,7 @@ impl<L: KeepLast> SeqTable<L> {
         let mut accs = self.accs;
         // Usually sorted already: the first rank's calls come in order.
         accs.sort_unstable_by_key(|a| a.seq);
-        Seqs {
-            accs,
-            calls: self.calls,
-        }
+        Seqs { accs }
     }
 }
 
@@ -372,7 +367,6 @@ impl<L: KeepLast> SeqTable<L> {
 /// number).
 pub(crate) struct Seqs<L: KeepLast = ()> {
     accs: Vec<SeqAcc<L>>,
-    calls: Vec<(u32, u64, i64)>,
 }
 
 impl<L: KeepLast> Seqs<L> {
@@ -381,12 +375,13 @@ impl<L: KeepLast> Seqs<L> {
         self.accs.iter().map(SeqAcc::view)
     }
 
-    /// Per rank: the time its calls waited inside collectives for the last
-    /// rank (Σ duration − transfer over its calls of sequence numbers that two
-    /// or more ranks recorded) and those calls' Σ duration, in rank order.
-    pub fn waiting_by_rank(&self) -> Vec<(u32, i64, i64)> {
+    /// Per rank: the time its `calls` (rank, sequence number, duration)
+    /// waited inside collectives for the last rank (Σ duration − transfer over
+    /// its calls of sequence numbers that two or more ranks recorded) and
+    /// those calls' Σ duration, in rank order.
+    pub fn waiting_by_rank(&self, calls: &[(u32, u64, i64)]) -> Vec<(u32, i64, i64)> {
         let mut by_rank: Vec<(u32, i64, i64)> = Vec::new();
-        for &(rank, seq, dur) in &self.calls {
+        for &(rank, seq, dur) in calls {
             let Ok(i) = self.accs.binary_search_by_key(&seq, |a| a.seq) else {
                 continue;
             };

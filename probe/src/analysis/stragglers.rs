@@ -295,6 +295,7 @@ mod tests {
             step,
             bucket: 0,
             transfer: 0,
+            total: 0,
             waiting: 0,
             exposed: 0,
             exposed_waiting: 0,

@@ -353,9 +353,17 @@ pub fn summarize(run: &Run, opts: &SummaryOptions) -> Summary {
     let mut bucket_table = BucketTable::default();
     let mut op_table = OpTable::default();
     let mut steady_calls = 0u64;
+    // Every steady call's (rank, sequence number, duration), for the ranks'
+    // waiting (24 bytes a call; the cost model's table does not keep them).
+    let mut seq_calls: Vec<(u32, u64, i64)> = Vec::new();
     let scans = scan_run(run, opts, &mut |w| {
         if w.steady {
             steady_calls += w.calls.len() as u64;
+            seq_calls.extend(
+                w.calls
+                    .iter()
+                    .filter_map(|c| Some((w.rank, c.span.seq()?, c.duration))),
+            );
             seq_table.add(w);
             bucket_table.add(w);
             op_table.add(w);
@@ -445,16 +453,13 @@ pub fn summarize(run: &Run, opts: &SummaryOptions) -> Summary {
     for v in seqs.views().filter(|v| v.ranks >= 2) {
         split.collectives += 1;
         split.waiting_ns = split.waiting_ns.saturating_add(v.waiting);
-        split.total_ns = split
-            .total_ns
-            .saturating_add(v.waiting)
-            .saturating_add(i64::from(v.ranks).saturating_mul(v.transfer));
+        split.total_ns = split.total_ns.saturating_add(v.total);
         split.exposed_ns = split.exposed_ns.saturating_add(v.exposed);
         split.exposed_waiting_ns = split.exposed_waiting_ns.saturating_add(v.exposed_waiting);
     }
     let comm_split = (split.collectives > 0).then_some(split);
     if comm_split.is_some() {
-        for (rank, wait, total) in seqs.waiting_by_rank() {
+        for (rank, wait, total) in seqs.waiting_by_rank(&seq_calls) {
             if let Some(r) = ranks.iter_mut().find(|r| r.rank == rank && r.steps > 0) {
                 r.waiting_per_step_ns = Some(wait as f64 / r.steps as f64);
                 r.waiting_share = (total > 0).then(|| wait as f64 / total as f64);

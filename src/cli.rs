@@ -480,7 +480,8 @@ Examples:
   ddp-probe run --nproc-per-node 2 -- target/release/train --epochs 3
   ddp-probe run --nproc_per_node 2 train.py --lr 0.1
   ddp-probe run --nproc-per-node 2 --hang-timeout 60 -- python train.py
-  # two machines, run on each with its node rank:
+  # two machines, run on each with its node rank and the same secret token:
+  export DDP_PROBE_STORE_TOKEN=$(openssl rand -hex 16)   # once, then on every node
   ddp-probe run --nnodes 2 --node-rank 0 --nproc-per-node 8 \\
       --rdzv-endpoint node0:29500 --rdzv-id job42 -- python train.py";
 
@@ -539,6 +540,20 @@ pub struct RunArgs {
     /// Identifier shared by all machines of one run [default: generated].
     #[arg(long, alias = "rdzv_id", env = "PET_RDZV_ID", value_name = "ID")]
     pub rdzv_id: Option<String>,
+
+    /// File holding the run's secret store token, on a filesystem every node sees: node 0
+    /// writes a new random token there (mode 600) when it is missing, the other nodes wait for
+    /// it; a file other users can read is refused. Or set DDP_PROBE_STORE_TOKEN in every node's
+    /// environment instead. The token itself is never taken on the command line, where `ps`
+    /// shows it to every user. Needed on several nodes.
+    #[arg(
+        long,
+        visible_alias = "rdzv-token",
+        alias = "rdzv_token_file",
+        alias = "rdzv_token",
+        value_name = "FILE"
+    )]
+    pub rdzv_token_file: Option<PathBuf>,
 
     /// torchrun's rendezvous backend: `c10d` and `static` are accepted (both mean the store on
     /// node 0 that ddp-probe runs); others are refused.

@@ -10,6 +10,7 @@ Ranks talk TCP (`DDP_COMM_TRANSPORT=tcp`; the namespaces share /dev/shm). Needs 
 """
 import os
 import pathlib
+import secrets
 import shutil
 import subprocess
 import time
@@ -82,13 +83,15 @@ class Cluster:
         ddp_probe = ddp_probe or str(ROOT / "target/release/ddp-probe")
         out.mkdir(parents=True, exist_ok=True)
         rdzv = f"whatif-{os.getpid()}-{time.monotonic_ns()}"
+        # The store's secret, shared by every node through its environment.
+        token = secrets.token_hex(16)
         procs, dirs, logs = [], [], []
         for k, ns in enumerate(self.names):
             d, log = out / f"node{k}", out / f"node{k}.log"
             dirs.append(d)
             logs.append(log)
             full_env = {**os.environ, "DDP_COMM_TRANSPORT": "tcp", "OMP_NUM_THREADS": "1",
-                        **(env or {})}
+                        "DDP_PROBE_STORE_TOKEN": token, **(env or {})}
             # Each node on its own core where there are enough (machines do not share cores);
             # with more nodes than cores, round robin.
             pin = ["taskset", "-c", str(k % (os.cpu_count() or 1))] if shutil.which("taskset") else []

@@ -145,6 +145,8 @@ fn two_nodes_in_namespaces_merge_their_traces_and_a_cut_link_is_diagnosed() {
     let dir = tempfile::tempdir().unwrap();
     let runs: [PathBuf; 2] = [dir.path().join("node0"), dir.path().join("node1")];
     let rdzv_id = format!("netns-{}", std::process::id());
+    // The secret every node shares, as a batch script would export it.
+    let token = format!("multinode-test-{:x}", rand_u64());
     let mut nodes = Nodes(Vec::new());
     for (k, (ns_name, run_dir)) in ns.names.iter().zip(&runs).enumerate() {
         let log = std::fs::File::create(dir.path().join(format!("node{k}.log"))).unwrap();
@@ -161,6 +163,7 @@ fn two_nodes_in_namespaces_merge_their_traces_and_a_cut_link_is_diagnosed() {
             .arg(train_bin())
             .args(["--epochs", "100000", "--checkpoint-every", "0"])
             .env_remove("DDP_PROBE_FAULT")
+            .env("DDP_PROBE_STORE_TOKEN", &token)
             // Both namespaces see one /dev/shm: TCP keeps the nodes' traffic on the link.
             .env("DDP_COMM_TRANSPORT", "tcp")
             .env("DDP_PROBE_TIMEOUT", COMM_TIMEOUT_S)
@@ -280,4 +283,11 @@ fn two_nodes_in_namespaces_merge_their_traces_and_a_cut_link_is_diagnosed() {
         [true, true],
         "a rank of each node timed out"
     );
+}
+
+/// 64 bits from the operating system's generator.
+fn rand_u64() -> u64 {
+    let mut b = [0u8; 8];
+    std::io::Read::read_exact(&mut std::fs::File::open("/dev/urandom").unwrap(), &mut b).unwrap();
+    u64::from_le_bytes(b)
 }

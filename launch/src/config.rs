@@ -116,11 +116,15 @@ pub struct LaunchConfig {
     /// launcher's own environment. They count as set by the user: ddp-probe's
     /// defaults (NCCL_DEBUG, OMP_NUM_THREADS, ...) do not override them.
     pub env: Vec<(OsString, OsString)>,
-    /// The rendezvous store token (`DDP_PROBE_STORE_TOKEN`). When unset it is
-    /// random on a single node; on several nodes it is derived from the run id
-    /// and master endpoint so every node computes the same one (set it to keep
-    /// it secret).
+    /// The rendezvous store token. When unset, `DDP_PROBE_STORE_TOKEN` from the
+    /// launcher's environment (or [`LaunchConfig::env`]) is used as it is, else the
+    /// token file, else a fresh random one on a single node; several nodes with none
+    /// of them are refused (see [`crate::token`]).
     pub store_token: Option<String>,
+    /// A file holding the token, on a filesystem every node sees (`--rdzv-token-file`):
+    /// node 0 writes a new random token there (mode 600) when it is missing, other
+    /// nodes wait for it; a file other users can read is refused.
+    pub store_token_file: Option<PathBuf>,
     /// Handle Ctrl-C, SIGTERM and SIGHUP by stopping the ranks (default true).
     /// The handlers are installed for the duration of [`crate::launch`] only.
     pub handle_signals: bool,
@@ -157,6 +161,7 @@ impl LaunchConfig {
             grace_period: DEFAULT_GRACE_PERIOD,
             env: Vec::new(),
             store_token: None,
+            store_token_file: None,
             handle_signals: true,
             max_restarts: 0,
         }

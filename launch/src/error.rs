@@ -40,6 +40,29 @@ pub enum LaunchError {
         nnodes: usize,
     },
 
+    /// A run on several nodes has no secret token for its rendezvous store.
+    #[error("a run on {nnodes} nodes needs a secret token for its rendezvous store, the same on every node: set DDP_PROBE_STORE_TOKEN in every node's environment (e.g. `export DDP_PROBE_STORE_TOKEN=$(openssl rand -hex 16)` in the batch script before srun), or give every node --rdzv-token-file FILE on a filesystem they share (node 0 writes a new token there); see docs/multi-node.md")]
+    MultiNodeNeedsToken {
+        /// The number of nodes asked for.
+        nnodes: usize,
+    },
+
+    /// The token file cannot serve as the run's secret.
+    #[error("--rdzv-token-file {}: {reason}", path.display())]
+    TokenFile {
+        /// The token file.
+        path: PathBuf,
+        /// What is wrong with it and what to do.
+        reason: String,
+    },
+
+    /// No secret could be drawn from the operating system.
+    #[error("cannot draw the store token from the operating system's random generator: {source}; set DDP_PROBE_STORE_TOKEN yourself")]
+    NoRandom {
+        /// The error from getrandom.
+        source: io::Error,
+    },
+
     /// The command does not exist (not as a path, not on `PATH`).
     #[error("cannot run '{program}': no such file or directory; check the command after --")]
     CommandNotFound {
@@ -158,7 +181,9 @@ impl LaunchError {
             LaunchError::NoCommand
             | LaunchError::InvalidOption { .. }
             | LaunchError::MultiNodeNeedsEndpoint { .. }
-            | LaunchError::MultiNodeNeedsRunId { .. } => 2,
+            | LaunchError::MultiNodeNeedsRunId { .. }
+            | LaunchError::MultiNodeNeedsToken { .. }
+            | LaunchError::TokenFile { .. } => 2,
             _ => 1,
         }
     }

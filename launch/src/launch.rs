@@ -33,6 +33,7 @@ use crate::observer::{Event, Observer};
 use crate::process;
 use crate::rundir::{self, LOGS_DIR, MANIFEST_FILE, TRACES_DIR};
 use crate::signals::SignalGuard;
+use crate::token;
 
 /// Exit status of a run stopped by the hang watchdog (as `timeout(1)`).
 pub const EXIT_HANG: i32 = 124;
@@ -180,6 +181,14 @@ pub fn launch(config: &LaunchConfig, observer: &mut dyn Observer) -> Result<Outc
             message: env::OMP_NOTICE.to_owned(),
         });
     }
+    if let token::TokenSource::WroteFile(path) = &plan.token_source {
+        observer.on_event(&Event::Notice {
+            message: format!(
+                "wrote a new store token to {} (mode 600); the other nodes read it there",
+                path.display()
+            ),
+        });
+    }
     let mut attempts: Vec<Attempt> = Vec::new();
     loop {
         let (outcome, stop_signal) = run_attempt(
@@ -322,6 +331,8 @@ struct Plan {
     master_port: u16,
     run_id: String,
     store_token: String,
+    /// How the token was chosen (said on the console when node 0 wrote a token file).
+    token_source: token::TokenSource,
     stamp: String,
     started_at: DateTime<Local>,
     user_env: BTreeMap<OsString, OsString>,
@@ -452,22 +463,6 @@ impl Plan {
             }
             None => format!("{stamp}-{}", process::random_hex(4)),
         };
-        let store_token = match &config.store_token {
-            Some(t) => {
-                if t.is_empty() || t.chars().any(|c| c.is_whitespace() || c.is_control()) {
-                    return Err(invalid(
-                        "store token",
-                        "must be a non-empty word without spaces".to_owned(),
-                    ));
-                }
-                t.clone()
-            }
-            None if multi_node => process::derived_token(&format!(
-                "ddp-probe-store-token|{run_id}|{master_addr}|{}",
-                port.unwrap_or(0)
-            )),
-            None => process::random_hex(16),
-        };
         for (k, v) in &config.env {
             let name = k.to_string_lossy();
             if name.is_empty()
@@ -482,6 +477,13 @@ impl Plan {
             }
         }
         let user_env = env::user_env(&config.env);
+        let (store_token, token_source) = token::resolve(
+            config.store_token.as_deref(),
+            config.store_token_file.as_deref(),
+            &user_env,
+            config.nnodes,
+            config.node_rank,
+        )?;
         let program_path = process::resolve_command(
             &config.program,
             user_env.get(OsStr::new("PATH")).map(OsString::as_os_str),
@@ -504,6 +506,7 @@ impl Plan {
             master_port,
             run_id,
             store_token,
+            token_source,
             stamp,
             started_at,
             user_env,

@@ -35,6 +35,7 @@ pub mod observer;
 mod process;
 pub mod rundir;
 mod signals;
+pub mod token;
 
 /// The manifest and the hang report, declared with the rest of the contract.
 pub use probe_contract::{hang, manifest};

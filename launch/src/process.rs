@@ -287,25 +287,8 @@ pub(crate) fn random_hex(n: usize) -> String {
     hex(&bytes)
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// A 32-hex-digit token that every node derives alike from the same text
-/// (two FNV-1a 64-bit hashes with different offsets).
-pub(crate) fn derived_token(text: &str) -> String {
-    let fnv = |offset: u64| {
-        let mut h = offset;
-        for b in text.bytes() {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-        h
-    };
-    let mut bytes = Vec::with_capacity(16);
-    bytes.extend_from_slice(&fnv(0xcbf2_9ce4_8422_2325).to_be_bytes());
-    bytes.extend_from_slice(&fnv(0x6c62_272e_07bb_0142).to_be_bytes());
-    hex(&bytes)
 }
 
 #[cfg(test)]
@@ -325,9 +308,6 @@ mod tests {
         assert_eq!(a.len(), 32);
         assert!(a.chars().all(|c| c.is_ascii_hexdigit()));
         assert_ne!(a, random_hex(16));
-        assert_eq!(derived_token("x"), derived_token("x"));
-        assert_ne!(derived_token("x"), derived_token("y"));
-        assert_eq!(derived_token("x").len(), 32);
     }
 
     #[test]

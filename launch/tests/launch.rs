@@ -726,10 +726,18 @@ fn multi_node_runs_share_the_run_id_and_token() {
         LaunchError::MultiNodeNeedsRunId { nnodes: 2 }
     ));
     c.rdzv_id = Some("job42".into());
+    let (result, _, _) = run(&c);
+    assert!(matches!(
+        result.unwrap_err(),
+        LaunchError::MultiNodeNeedsToken { nnodes: 2 }
+    ));
+    // Node 0 writes the token file, node 1 reads it.
+    let token_file = tmp.path().join("token");
+    c.store_token_file = Some(token_file.clone());
 
     let mut tokens = Vec::new();
     let mut dirs = Vec::new();
-    for node in [1, 0] {
+    for node in [0, 1] {
         c.node_rank = node;
         let (result, _, _) = run(&c);
         let outcome = result.unwrap();
@@ -760,6 +768,9 @@ fn multi_node_runs_share_the_run_id_and_token() {
         dirs.push(outcome.run_dir.clone());
     }
     assert!(tokens.windows(2).all(|w| w[0] == w[1]), "{tokens:?}");
+    let written = std::fs::read_to_string(&token_file).unwrap();
+    assert_eq!(written.trim(), tokens[0]);
+    assert_eq!(tokens[0].len(), 32);
     assert_ne!(dirs[0], dirs[1]);
 }
 

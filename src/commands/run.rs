@@ -25,6 +25,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     config.master_port = args.master_port;
     config.rdzv_endpoint = args.rdzv_endpoint;
     config.rdzv_id = args.rdzv_id;
+    config.store_token_file = args.rdzv_token_file;
     config.out_dir = args.out.or(args.log_dir);
     config.bucket_cap_mb = args.bucket_cap_mb;
     if !args.bucket_cap_mb_list.is_empty() {

@@ -1187,6 +1187,8 @@ impl EnvRendezvous {
         }
         let rank = num("RANK")?;
         let world = num("WORLD_SIZE")?;
+        // Peer connections, rings and (on rank 0) the store's clients all take descriptors.
+        probe_contract::rlimit::raise_open_file_limit();
         let host = var("MASTER_ADDR")?;
         let port = num("MASTER_PORT")?;
         let addr = if host.contains(':') && !host.starts_with('[') {

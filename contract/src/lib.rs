@@ -12,6 +12,7 @@
 //!   on I/O (a writer thread per trace file);
 //! * [`env`]: the environment variables between launcher and ranks;
 //! * [`run_dir`]: the layout of a run directory;
+//! * [`rlimit`]: the open-file limit raised to the hard one at start;
 //! * [`manifest`]: `manifest.json`, the launcher's record of a run, with
 //!   [`termination`] (how a rank ended) and the [`hang`] report, whose
 //!   [`hang::TraceTail`] holds the one rule for which collective a rank
@@ -22,6 +23,7 @@ pub mod env;
 pub mod hang;
 pub mod manifest;
 pub mod recorder;
+pub mod rlimit;
 pub mod run_dir;
 pub mod termination;
 pub mod text;

@@ -9,6 +9,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -184,7 +185,7 @@ fn assert_trace_stops_at(run: &Path, rank: u32, step: u64) {
 /// Resumes from `ckpt_dir` (no fault) and compares the final checkpoint bit for bit with the
 /// uninterrupted run's.
 fn assert_resume_matches(cwd: &Path, ckpt_dir: &Path) {
-    let reference = uninterrupted();
+    uninterrupted();
     let _lock = job_lock();
     let done = run_train(
         cwd,
@@ -204,9 +205,15 @@ fn assert_resume_matches(cwd: &Path, ckpt_dir: &Path) {
         "the run did not resume:\n{}",
         done.output
     );
-    let resumed = checkpoint_bits(&ckpt_dir.join(format!("ckpt-{FINAL_STEP}.safetensors")));
-    assert_eq!(resumed.len(), reference.len(), "same entries");
-    for (a, b) in resumed.iter().zip(reference) {
+    assert_final_checkpoint_matches(ckpt_dir, "after resuming");
+}
+
+/// The final checkpoint in `ckpt_dir` equals the uninterrupted run's bit for bit.
+fn assert_final_checkpoint_matches(ckpt_dir: &Path, what: &str) {
+    let reference = uninterrupted();
+    let done = checkpoint_bits(&ckpt_dir.join(format!("ckpt-{FINAL_STEP}.safetensors")));
+    assert_eq!(done.len(), reference.len(), "same entries");
+    for (a, b) in done.iter().zip(reference) {
         assert_eq!(
             (&a.0, a.1, &a.2),
             (&b.0, b.1, &b.2),
@@ -214,7 +221,7 @@ fn assert_resume_matches(cwd: &Path, ckpt_dir: &Path) {
         );
         assert!(
             a.3 == b.3,
-            "{} differs from the uninterrupted run's after resuming",
+            "{} differs from the uninterrupted run's {what}",
             a.0
         );
     }
@@ -425,4 +432,144 @@ fn a_rank_with_another_world_size_is_a_world_size_mismatch() {
         ("world_size_mismatch", vec![1]),
         "{all:?}"
     );
+}
+
+/// Connections a flooder without the token holds open against the store at `addr` until `stop`
+/// is set: every one it loses is opened again; every fifth sends 64 random bytes, every seventh
+/// half a hello. Returns how many connections it opened in all.
+fn flood_store(addr: std::net::SocketAddr, held: usize, stop: &AtomicBool) -> usize {
+    use std::io::{Read, Write};
+    let mut conns: Vec<std::net::TcpStream> = Vec::with_capacity(held);
+    let mut opened = 0usize;
+    while !stop.load(Ordering::Relaxed) {
+        // Drop the connections the server closed.
+        conns.retain_mut(|c| {
+            let mut b = [0u8; 256];
+            match c.read(&mut b) {
+                Ok(0) => false,
+                Ok(_) => true,
+                Err(e) => e.kind() == std::io::ErrorKind::WouldBlock,
+            }
+        });
+        while conns.len() < held && !stop.load(Ordering::Relaxed) {
+            let Ok(mut c) = std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200))
+            else {
+                std::thread::sleep(Duration::from_millis(20));
+                break;
+            };
+            opened += 1;
+            if opened.is_multiple_of(5) {
+                let garbage: Vec<u8> = (0..64).map(|_| fastrand::u8(..)).collect();
+                let _ = c.write_all(&garbage);
+            } else if opened.is_multiple_of(7) {
+                let _ = c.write_all(&[40, 0, 0, 0, 0x01, 0x01]);
+            }
+            let _ = c.set_nonblocking(true);
+            conns.push(c);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    opened
+}
+
+/// Epochs of the flooded job and its undisturbed twin: long enough (7-12 s here) for the flood
+/// to reach its size while the job trains and writes a checkpoint every epoch. With the store
+/// as it was (10 s to present the token, up to 1,024 connections of two descriptors each)
+/// the flooded job failed here: rank 0 could not write its checkpoint (too many open files).
+const FLOOD_EPOCHS: &str = "150";
+
+/// Runs `train` for [`FLOOD_EPOCHS`] under `ddp-probe run` with the store on `port`, inside
+/// `ulimit -n 1024` (soft and hard limit: the launcher cannot raise it and the ranks inherit it);
+/// returns the outcome and the bits of the final checkpoint.
+fn run_limited(cwd: &Path, name: &str, port: u16) -> (common::Finished, Option<Bits>) {
+    let ckpt = cwd.join(format!("{name}-ckpt"));
+    let mut cmd = std::process::Command::new("sh");
+    cmd.current_dir(cwd)
+        .arg("-c")
+        .arg("ulimit -n 1024 && exec \"$0\" \"$@\"")
+        .arg(common::ddp_probe_bin())
+        .args([
+            "run",
+            "--nproc-per-node",
+            "2",
+            "--grace",
+            "1",
+            "--console",
+            "all",
+        ])
+        .args(["--master-port", &port.to_string(), "--out", name, "--"])
+        .arg(common::train_bin())
+        .args([
+            "--epochs",
+            FLOOD_EPOCHS,
+            "--checkpoint-every",
+            "1",
+            "--checkpoint-dir",
+        ])
+        .arg(&ckpt)
+        .env_remove("DDP_PROBE_FAULT")
+        .env(COMM_TIMEOUT.0, COMM_TIMEOUT.1);
+    let done = common::run_bounded(cmd, &cwd.join(format!("{name}.log")), JOB_LIMIT);
+    let last = CheckpointManager::new(&ckpt, 3)
+        .ok()
+        .and_then(|m| m.latest().ok().flatten());
+    (done, last.map(|p| checkpoint_bits(&p)))
+}
+
+/// A free TCP port on the loopback address.
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+#[test]
+fn a_flood_on_the_store_under_ulimit_1024_leaves_training_bit_exact() {
+    // The flooder's own connections need descriptors beyond the usual 1,024.
+    let fds = probe_contract::rlimit::raise_open_file_limit();
+    if fds < 1_700 {
+        eprintln!("skipping: this process may open only {fds} files, the flood needs 1,700");
+        return;
+    }
+    let _lock = job_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let (calm, reference) = run_limited(dir.path(), "calm", free_port());
+    assert!(
+        calm.status.success(),
+        "the undisturbed run failed:\n{}",
+        calm.output
+    );
+    let reference = reference.expect("the undisturbed run wrote checkpoints");
+
+    let port = free_port();
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let stop = AtomicBool::new(false);
+    let start = std::time::Instant::now();
+    let ((done, flooded), opened) = std::thread::scope(|scope| {
+        let flooder = scope.spawn(|| flood_store(addr, 1_500, &stop));
+        let result = run_limited(dir.path(), "flooded", port);
+        stop.store(true, Ordering::Relaxed);
+        (result, flooder.join().unwrap())
+    });
+    eprintln!(
+        "the flooder opened {opened} connections during the {:.1} s run",
+        start.elapsed().as_secs_f64()
+    );
+    assert!(
+        done.status.success(),
+        "the flooded run failed:\n{}",
+        done.output
+    );
+    assert!(
+        opened >= 1_500,
+        "the flood reached the store with only {opened} connections"
+    );
+    let flooded = flooded.expect("the flooded run wrote checkpoints");
+    assert_eq!(flooded.len(), reference.len(), "same entries");
+    for (a, b) in flooded.iter().zip(&reference) {
+        assert!(
+            a.0 == b.0 && a.3 == b.3,
+            "{} differs from the undisturbed run's under the flood",
+            a.0
+        );
+    }
 }

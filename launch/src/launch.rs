@@ -170,6 +170,8 @@ impl Outcome {
 /// same master port, as torchrun does; the last attempt is the outcome.
 pub fn launch(config: &LaunchConfig, observer: &mut dyn Observer) -> Result<Outcome, LaunchError> {
     let plan = Plan::new(config)?;
+    // The ranks inherit it: a soft limit of 1,024 would cap a rank's peers, rings and files.
+    probe_contract::rlimit::raise_open_file_limit();
     let mut signals = if config.handle_signals {
         Some(SignalGuard::install().map_err(|source| LaunchError::Signals { source })?)
     } else {

@@ -2,14 +2,17 @@
 //! served by one accept thread and one thread per connection.
 //!
 //! Robustness rules: a connection must present the token within
-//! [`ServerOptions::handshake_timeout`]; once a frame has started it must
+//! [`ServerOptions::handshake_timeout`] (2 s); once a frame has started it must
 //! complete within [`ServerOptions::frame_timeout`]; frames are bounded by
-//! the limits in [`super::protocol`]; at most
-//! [`ServerOptions::max_connections`] connections are served at once, and
-//! when that many are open a new connection pushes out the oldest one that
-//! has not presented the token yet (so a flood of idle connections cannot
-//! lock the job's own clients out). A misbehaving client only ever costs its
-//! own thread, and that thread ends.
+//! the limits in [`super::protocol`]. At most
+//! [`ServerOptions::max_unauthenticated`] connections (64) may be waiting to
+//! present the token: one more pushes out the oldest of them, so a flood of
+//! connections from anyone without the token holds at most that many threads
+//! and twice that many descriptors, whatever its size, and cannot starve the
+//! training process it runs in (checkpoints, logs, peers) of descriptors. At
+//! most [`ServerOptions::max_connections`] connections are served in all; when
+//! every one of them has presented the token a new one is refused. A
+//! misbehaving client only ever costs its own thread, and that thread ends.
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
@@ -38,6 +41,9 @@ const CONNECTION_STACK_BYTES: usize = 256 << 10;
 pub struct ServerOptions {
     /// Time a new connection has to present the token.
     pub handshake_timeout: Duration,
+    /// Most connections waiting to present the token at once; one more
+    /// pushes out the oldest of them.
+    pub max_unauthenticated: usize,
     /// Time a frame may take from its first byte to its last, and a response
     /// may take to be written.
     pub frame_timeout: Duration,
@@ -53,7 +59,8 @@ pub struct ServerOptions {
 impl Default for ServerOptions {
     fn default() -> Self {
         ServerOptions {
-            handshake_timeout: Duration::from_secs(10),
+            handshake_timeout: Duration::from_secs(2),
+            max_unauthenticated: 64,
             frame_timeout: Duration::from_secs(30),
             max_connections: 1024,
             max_wait: Duration::from_secs(24 * 3600),
@@ -216,6 +223,14 @@ fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
 fn start_connection(mut stream: TcpStream, shared: &Arc<Shared>) {
     let _ = stream.set_nonblocking(false);
     let _ = stream.set_nodelay(true);
+    let unauthenticated = shared
+        .conns()
+        .values()
+        .filter(|(_, authed)| !authed)
+        .count();
+    if unauthenticated >= shared.opts.max_unauthenticated.max(1) {
+        push_out_oldest_unauthenticated(shared);
+    }
     if shared.active.load(Ordering::SeqCst) >= shared.opts.max_connections
         && !push_out_oldest_unauthenticated(shared)
     {

@@ -37,6 +37,12 @@ pub struct Cli {
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub verbose: u8,
 
+    /// Refuse a trace file with a damaged line in its middle (not JSON, or a record that breaks
+    /// the format) instead of skipping the line with a warning that names the file and line;
+    /// every command reads traces by the same rule (also DDP_PROBE_STRICT=1).
+    #[arg(long, global = true)]
+    pub strict: bool,
+
     /// The command to run.
     #[command(subcommand)]
     pub command: Command,

@@ -14,6 +14,12 @@ fn main() -> ExitCode {
     restore_sigpipe();
     let cli = Cli::parse();
     init_logging(cli.verbose);
+    if cli.strict {
+        // Every reader of traces (the loader, report, explain, tui) follows the variable, so one
+        // flag sets the rule for all of them, in this process only: ranks started by `run` do
+        // not read traces.
+        std::env::set_var(probe::reader::STRICT_ENV, "1");
+    }
     let result = match cli.command {
         Command::Run(args) => commands::run::run(*args),
         Command::Summary(args) => commands::analyze::summary(args),

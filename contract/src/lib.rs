@@ -13,11 +13,13 @@
 //! * [`env`]: the environment variables between launcher and ranks;
 //! * [`run_dir`]: the layout of a run directory;
 //! * [`rlimit`]: the open-file limit raised to the hard one at start;
+//! * [`budget`]: the bounds of the readers of untrusted files, each with its variable;
 //! * [`manifest`]: `manifest.json`, the launcher's record of a run, with
 //!   [`termination`] (how a rank ended) and the [`hang`] report, whose
 //!   [`hang::TraceTail`] holds the one rule for which collective a rank
 //!   waits in ([`hang::waits_in`]).
 
+pub mod budget;
 pub mod clock;
 pub mod env;
 pub mod hang;

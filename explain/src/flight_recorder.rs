@@ -30,6 +30,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use probe_contract::budget;
+
 use crate::category::Category;
 use crate::pickle::{self, Value};
 use crate::report::{Evidence, Role};
@@ -40,8 +42,6 @@ use crate::signal::{Attach, Signal};
 pub(crate) const DEFAULT_PREFIX: &str = "nccl_trace_rank_";
 /// Longest text taken from a dump field.
 const MAX_TEXT: usize = 200;
-/// Largest dump read (bytes).
-const MAX_DUMP_BYTES: u64 = 256 << 20;
 
 /// One recorded operation.
 #[derive(Debug, Clone)]
@@ -125,15 +125,21 @@ pub(crate) fn read(path: &Path, rank: usize) -> Result<Dump, String> {
     let len = fs::metadata(path)
         .map_err(|e| format!("cannot read flight recorder dump {file}: {e}"))?
         .len();
-    if len > MAX_DUMP_BYTES {
+    let max = budget::FLIGHT_RECORDER_FILE_BYTES.limit();
+    if len > max {
         return Err(format!(
-            "flight recorder dump {file} is {len} bytes, more than the {MAX_DUMP_BYTES} read; lower TORCH_FR_BUFFER_SIZE"
+            "flight recorder dump {file}: {}",
+            budget::FLIGHT_RECORDER_FILE_BYTES.exceeded_by(len, max)
         ));
     }
     let bytes =
         fs::read(path).map_err(|e| format!("cannot read flight recorder dump {file}: {e}"))?;
     let root = pickle::loads(&bytes).map_err(|e| {
-        format!("flight recorder dump {file} is not a readable dump ({e}); it may have been cut off while being written")
+        if e.over_budget {
+            format!("flight recorder dump {file} was not read: {}", e.message)
+        } else {
+            format!("flight recorder dump {file} is not a readable dump ({e}); it may have been cut off while being written")
+        }
     })?;
     parse(&root, rank, file)
 }

@@ -7,9 +7,16 @@
 //! `pickle.dumps` adds `FRAME`, `SHORT_BINUNICODE` and `MEMOIZE`. Opcodes
 //! that build arbitrary objects (`GLOBAL`, `REDUCE`, `BUILD`, ...) are
 //! refused: nothing is ever executed. Bad input gives an [`PickleError`]
-//! naming the byte offset, never a panic; sizes and nesting are bounded.
+//! naming the byte offset, never a panic. Nesting is bounded (100 levels), and
+//! so are the objects and the bytes of strings the pickle holds once every
+//! shared reference is expanded ([`budget::PICKLE_OBJECTS`],
+//! [`budget::PICKLE_BYTES`], each raised by its variable): a few hundred bytes
+//! of nested memo references would otherwise expand to gigabytes.
 
+use std::cell::Cell;
 use std::collections::HashMap;
+
+use probe_contract::budget;
 
 /// A decoded pickle value.
 #[derive(Debug, Clone, PartialEq)]
@@ -109,11 +116,12 @@ pub(crate) struct PickleError {
     pub offset: usize,
     /// What was wrong.
     pub message: String,
+    /// Whether a budget stopped the reading (the pickle may be fine, only larger than allowed).
+    pub over_budget: bool,
 }
 
-/// Most objects (containers and scalars) one pickle may hold.
-const MAX_NODES: usize = 20_000_000;
-/// Deepest nesting converted.
+/// Deepest nesting converted (real dumps nest 6 levels; the bound keeps the
+/// recursion's stack small).
 const MAX_DEPTH: usize = 100;
 
 /// A node of the object graph while loading (containers are shared through
@@ -140,10 +148,28 @@ struct Machine<'a> {
     nodes: Vec<Node>,
     stack: Vec<Item>,
     memo: HashMap<u64, usize>,
+    /// Bound on objects loaded plus values expanded ([`budget::PICKLE_OBJECTS`]).
+    max_objects: u64,
+    /// Bound on bytes of strings expanded ([`budget::PICKLE_BYTES`]).
+    max_bytes: u64,
+    /// Values produced so far by the conversion (a shared object counts each time).
+    expanded: Cell<u64>,
+    /// Bytes of strings and bytes produced so far by the conversion.
+    expanded_bytes: Cell<u64>,
 }
 
-/// Decodes one pickle.
+/// Decodes one pickle within the budgets the environment sets.
 pub(crate) fn loads(data: &[u8]) -> Result<Value, PickleError> {
+    loads_within(
+        data,
+        budget::PICKLE_OBJECTS.limit(),
+        budget::PICKLE_BYTES.limit(),
+    )
+}
+
+/// Decodes one pickle of at most `max_objects` objects and `max_bytes` bytes of strings, shared
+/// references counted each time they are used.
+fn loads_within(data: &[u8], max_objects: u64, max_bytes: u64) -> Result<Value, PickleError> {
     let mut m = Machine {
         data,
         pos: 0,
@@ -151,6 +177,10 @@ pub(crate) fn loads(data: &[u8]) -> Result<Value, PickleError> {
         nodes: Vec::new(),
         stack: Vec::new(),
         memo: HashMap::new(),
+        max_objects,
+        max_bytes,
+        expanded: Cell::new(0),
+        expanded_bytes: Cell::new(0),
     };
     let root = m.run()?;
     m.convert(root, 0)
@@ -161,6 +191,15 @@ impl Machine<'_> {
         Err(PickleError {
             offset: self.op_at,
             message: message.into(),
+            over_budget: false,
+        })
+    }
+
+    fn over_budget<T>(&self, message: String) -> Result<T, PickleError> {
+        Err(PickleError {
+            offset: self.op_at,
+            message,
+            over_budget: true,
         })
     }
 
@@ -203,8 +242,8 @@ impl Machine<'_> {
     }
 
     fn node(&mut self, n: Node) -> Result<usize, PickleError> {
-        if self.nodes.len() >= MAX_NODES {
-            return self.err(format!("more than {MAX_NODES} objects"));
+        if self.nodes.len() as u64 >= self.max_objects {
+            return self.over_budget(budget::PICKLE_OBJECTS.exceeded(self.max_objects));
         }
         self.nodes.push(n);
         Ok(self.nodes.len() - 1)
@@ -539,16 +578,30 @@ impl Machine<'_> {
 
     fn convert(&self, id: usize, depth: usize) -> Result<Value, PickleError> {
         if depth > MAX_DEPTH {
-            return Err(PickleError {
-                offset: self.op_at,
-                message: format!("nesting deeper than {MAX_DEPTH} (or a cycle)"),
-            });
+            return self.err(format!("nesting deeper than {MAX_DEPTH} (or a cycle)"));
+        }
+        let objects = self.expanded.get() + 1;
+        self.expanded.set(objects);
+        if objects > self.max_objects {
+            return self.over_budget(budget::PICKLE_OBJECTS.exceeded(self.max_objects));
         }
         let all = |v: &[usize]| -> Result<Vec<Value>, PickleError> {
             v.iter().map(|&c| self.convert(c, depth + 1)).collect()
         };
         Ok(match &self.nodes[id] {
-            Node::Scalar(v) => v.clone(),
+            Node::Scalar(v) => {
+                let len = match v {
+                    Value::Str(t) | Value::BigInt(t) => t.len(),
+                    Value::Bytes(b) => b.len(),
+                    _ => 0,
+                };
+                let bytes = self.expanded_bytes.get() + len as u64;
+                self.expanded_bytes.set(bytes);
+                if bytes > self.max_bytes {
+                    return self.over_budget(budget::PICKLE_BYTES.exceeded(self.max_bytes));
+                }
+                v.clone()
+            }
             Node::List(v) => Value::List(all(v)?),
             Node::Tuple(v) => Value::Tuple(all(v)?),
             Node::Set(v) => Value::Set(all(v)?),
@@ -587,6 +640,57 @@ mod tests {
         assert_eq!(b[0], Value::None);
         assert_eq!(b[2], Value::Float(1.5));
         assert_eq!(b[3].as_str(), Some("x"));
+    }
+
+    /// A pickle of `levels` tuples, each holding the previous one twice through the memo: a
+    /// few bytes per level, 2^(levels+1) - 1 values once expanded.
+    fn doubling(levels: u32, leaf: &[u8]) -> Vec<u8> {
+        let mut p = b"\x80\x02".to_vec();
+        p.extend_from_slice(leaf);
+        p.extend_from_slice(b"q\x00");
+        for i in 1..=levels {
+            p.extend_from_slice(&[
+                b'h',
+                (i - 1) as u8,
+                b'h',
+                (i - 1) as u8,
+                0x86,
+                b'q',
+                i as u8,
+            ]);
+        }
+        p.push(b'.');
+        p
+    }
+
+    #[test]
+    fn shared_references_expand_within_the_budgets() {
+        // 3 levels: 15 values, 8 leaves.
+        let small = doubling(3, b"X\x03\x00\x00\x00abc");
+        assert!(loads_within(&small, 15, 24).is_ok());
+        let e = loads_within(&small, 14, 1 << 20).unwrap_err();
+        assert!(e.message.contains("more than 14 objects"), "{e}");
+        assert!(e.message.contains("DDP_PROBE_MAX_PICKLE_OBJECTS"), "{e}");
+        let e = loads_within(&small, 1 << 20, 23).unwrap_err();
+        assert!(e.message.contains("more than 23 bytes of strings"), "{e}");
+        assert!(e.message.contains("DDP_PROBE_MAX_PICKLE_BYTES"), "{e}");
+    }
+
+    #[test]
+    fn a_few_hundred_bytes_of_nested_references_stop_at_the_default_budget() {
+        // 60 levels (429 bytes) would expand to 2^61 values; the default budget stops it after
+        // 4 Mi values (1.7 s and 0.3 GB in a debug build here; before, 2^22 values took 6 s and
+        // 1.3 GB,
+        // and more ran out of memory).
+        let bomb = doubling(60, b"N");
+        assert!(bomb.len() < 500);
+        let e = loads_within(
+            &bomb,
+            budget::PICKLE_OBJECTS.default,
+            budget::PICKLE_BYTES.default,
+        )
+        .unwrap_err();
+        assert!(e.message.contains("objects in the pickle"), "{e}");
     }
 
     #[test]

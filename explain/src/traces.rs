@@ -90,7 +90,16 @@ pub(crate) fn read(dir: &Path, max_bytes: u64) -> (Vec<RankProgress>, Vec<String
         .sum();
     if total <= max_bytes {
         match probe::reader::load_files(&files) {
-            Ok((run, _warnings)) => return (from_run(&run), notes),
+            Ok((run, warnings)) => {
+                // Damaged lines were skipped: say so, as every command does.
+                notes.extend(
+                    warnings
+                        .iter()
+                        .filter(|w| matches!(w, probe::Warning::SkippedLines { .. }))
+                        .map(|w| sanitize(&w.to_string(), 300)),
+                );
+                return (from_run(&run), notes);
+            }
             Err(e) => notes.push(format!(
                 "the traces did not load ({}); read the end of each trace file instead",
                 sanitize(&e.to_string(), 300)

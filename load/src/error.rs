@@ -108,6 +108,17 @@ pub enum Error {
         problem: String,
     },
 
+    /// A line is longer than the reader's budget allows.
+    #[error("{}:{line}: {problem}", path.display())]
+    LineTooLong {
+        /// The file.
+        path: PathBuf,
+        /// Line number (1-based).
+        line: u64,
+        /// The budget's message (its limit and the variable that raises it).
+        problem: String,
+    },
+
     /// A line other than the last one is not valid JSON.
     #[error("{}:{line}: corrupt line, not valid JSON: {problem}; only the last line of a trace may be incomplete (when its writer was killed), so this file was damaged after it was written", path.display())]
     CorruptLine {
@@ -230,6 +241,20 @@ pub enum Warning {
         first_line: u64,
     },
 
+    /// Lines in the middle of a file were damaged (not JSON, or a record that breaks the
+    /// format) and were skipped; the rest of the file loaded. `--strict` refuses such files.
+    #[error("{}:{}: skipped {count} damaged line{} ({}{}); the rest of the file was loaded (--strict refuses such files)", path.display(), lines.first().copied().unwrap_or(0), if *count == 1 { "" } else { "s" }, first_problem, later_lines(lines, *count))]
+    SkippedLines {
+        /// The file.
+        path: PathBuf,
+        /// How many lines were skipped.
+        count: u64,
+        /// The first [`SKIPPED_LISTED`] skipped line numbers (1-based).
+        lines: Vec<u64>,
+        /// What was wrong with the first one.
+        first_problem: String,
+    },
+
     /// Some ranks of the run have no trace.
     #[error("run {run_id:?} has {world_size} ranks but no trace of rank {}{}; pass every node's run directory", ranks(.missing), more(*.count, .missing.len()))]
     MissingRanks {
@@ -242,4 +267,26 @@ pub enum Warning {
         /// How many ranks have no trace.
         count: u64,
     },
+}
+
+/// How many skipped line numbers a [`Warning::SkippedLines`] lists.
+pub const SKIPPED_LISTED: usize = 8;
+
+/// ", also lines 7, 9 and 3 more" after the first skipped line.
+fn later_lines(lines: &[u64], count: u64) -> String {
+    if lines.len() <= 1 {
+        return String::new();
+    }
+    let listed: Vec<String> = lines[1..].iter().map(u64::to_string).collect();
+    let more = count.saturating_sub(lines.len() as u64);
+    let tail = if more > 0 {
+        format!(" and {more} more")
+    } else {
+        String::new()
+    };
+    format!(
+        "; also line{} {}{tail}",
+        if listed.len() == 1 { "" } else { "s" },
+        listed.join(", ")
+    )
 }

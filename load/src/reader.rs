@@ -49,6 +49,8 @@ use serde::{Deserialize, Deserializer};
 use serde_json::error::Category;
 use serde_json::value::RawValue;
 
+use probe_contract::budget;
+
 use crate::cache;
 use crate::error::{Error, Warning};
 use crate::fastparse::{self, Fields};
@@ -83,6 +85,15 @@ pub const CACHE_ENV: &str = "DDP_PROBE_TRACE_CACHE";
 /// Environment variable: `0`, `off` or `false` reads trace files through a
 /// buffer instead of mapping them ([`LoadOptions::map_files`]).
 pub const MAP_ENV: &str = "DDP_PROBE_MAP_FILES";
+
+/// Set to `1` to refuse trace files with a damaged line in their middle
+/// (like `--strict`; see [`LoadOptions::strict`]).
+pub const STRICT_ENV: &str = "DDP_PROBE_STRICT";
+
+/// Whether [`STRICT_ENV`] asks to refuse damaged lines (`--strict` sets it).
+pub fn strict_from_env() -> bool {
+    std::env::var(STRICT_ENV).is_ok_and(|v| v.trim() == "1")
+}
 
 /// Whether the environment variable `name` says `0`, `off`, `false` or `no`.
 fn env_off(name: &str) -> bool {
@@ -120,6 +131,10 @@ pub struct LoadOptions {
     /// process while it is mapped ends the process with a message saying
     /// so (see [`MAP_ENV`] to turn maps off).
     pub map_files: bool,
+    /// Refuse a file with a damaged line in its middle (not JSON, or a record
+    /// that breaks the format) instead of skipping the line with a
+    /// [`Warning::SkippedLines`]. [`STRICT_ENV`] turns it on too.
+    pub strict: bool,
 }
 
 impl Default for LoadOptions {
@@ -132,6 +147,7 @@ impl Default for LoadOptions {
             cache_min_bytes: 1 << 20,
             fast_parser: true,
             map_files: true,
+            strict: false,
         }
     }
 }
@@ -154,6 +170,10 @@ impl LoadOptions {
 
     fn maps_enabled(&self) -> bool {
         self.map_files && !env_off(MAP_ENV)
+    }
+
+    fn strict_enabled(&self) -> bool {
+        self.strict || strict_from_env()
     }
 }
 
@@ -404,7 +424,13 @@ fn load_path(
         Some(map) => {
             let mapped = map.bytes().len() as u64;
             let lines = MappedLines { map, start: 0 };
-            let outcome = parse_lines(path, lines, Some(mapped), options.fast_parser)?;
+            let outcome = parse_lines(
+                path,
+                lines,
+                Some(mapped),
+                options.fast_parser,
+                options.strict_enabled(),
+            )?;
             (outcome, mapped)
         }
         None => {
@@ -412,7 +438,13 @@ fn load_path(
                 inner: &file,
                 bytes: 0,
             };
-            let outcome = parse_file(path, &mut input, len, options.fast_parser)?;
+            let outcome = parse_file(
+                path,
+                &mut input,
+                len,
+                options.fast_parser,
+                options.strict_enabled(),
+            )?;
             (outcome, input.bytes)
         }
     };
@@ -446,7 +478,7 @@ pub fn load_from_readers<R: Read + Send>(
             .map_err(|_| io_error(&paths[i], std::io::Error::other("a reader thread panicked")))?
             .take();
         match input {
-            Some(r) => parse_file(&paths[i], r, None, true),
+            Some(r) => parse_file(&paths[i], r, None, true, false),
             None => Err(io_error(
                 &paths[i],
                 std::io::Error::other("input was already consumed"),
@@ -515,7 +547,7 @@ pub(crate) type Loaded = Result<(Run, Vec<Warning>), Error>;
 /// parser or serde_json only; also returns the cache payload written for it
 /// (when it loaded a rank). For the fuzz targets and tests.
 pub(crate) fn load_bytes(path: &Path, bytes: &[u8], fast: bool) -> (Loaded, Option<Vec<u8>>) {
-    let outcome = parse_file(path, bytes, Some(bytes.len() as u64), fast);
+    let outcome = parse_file(path, bytes, Some(bytes.len() as u64), fast, false);
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
     let payload = match (&outcome, name) {
         (
@@ -947,6 +979,9 @@ struct LineReader<R> {
     start: usize,
     end: usize,
     eof: bool,
+    /// The longest line read ([`budget::TRACE_LINE_BYTES`]): the buffer does
+    /// not grow past twice that.
+    max_line: u64,
 }
 
 impl<R: Read> LineReader<R> {
@@ -961,6 +996,7 @@ impl<R: Read> LineReader<R> {
             start: 0,
             end: 0,
             eof: false,
+            max_line: budget::TRACE_LINE_BYTES.limit(),
         }
     }
 }
@@ -997,6 +1033,12 @@ impl<R: Read> Lines for LineReader<R> {
             self.end -= self.start;
             self.start = 0;
             if self.end == self.buf.len() {
+                if self.end as u64 > self.max_line {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::FileTooLarge,
+                        budget::TRACE_LINE_BYTES.exceeded(self.max_line),
+                    ));
+                }
                 let grown = self.buf.len() * 2;
                 self.buf.resize(grown, 0);
             }
@@ -1026,21 +1068,28 @@ fn parse_file<R: Read>(
     input: R,
     len: Option<u64>,
     fast: bool,
+    strict: bool,
 ) -> Result<FileOutcome, Error> {
-    parse_lines(path, LineReader::new(input), len, fast)
+    parse_lines(path, LineReader::new(input), len, fast, strict)
 }
 
-/// [`parse_file`] over any source of lines.
+/// [`parse_file`] over any source of lines. A damaged line in the middle of
+/// the file is skipped and counted ([`Warning::SkippedLines`]), or refused
+/// when `strict`; a line past [`budget::TRACE_LINE_BYTES`] ends the file's
+/// reading with [`Error::LineTooLong`].
 fn parse_lines(
     path: &Path,
     mut reader: impl Lines,
     len: Option<u64>,
     fast: bool,
+    strict: bool,
 ) -> Result<FileOutcome, Error> {
     let mut lineno = 0u64;
     let mut builder: Option<Builder> = None;
     let mut warnings = Vec::new();
     let mut pos = 0u64;
+    let max_line = budget::TRACE_LINE_BYTES.limit();
+    let mut skipped = Skipped::default();
     loop {
         // Lines of a known shape are read where they lie in the buffer.
         if let Some(b) = builder.as_mut().filter(|b| b.fast) {
@@ -1051,10 +1100,28 @@ fn parse_lines(
                 continue;
             }
         }
-        let Some((raw, complete)) = reader.next_line().map_err(|e| io_error(path, e))? else {
+        let next = match reader.next_line() {
+            Ok(next) => next,
+            Err(e) if e.kind() == std::io::ErrorKind::FileTooLarge => {
+                return Err(Error::LineTooLong {
+                    path: path.to_owned(),
+                    line: lineno + 1,
+                    problem: e.to_string(),
+                })
+            }
+            Err(e) => return Err(io_error(path, e)),
+        };
+        let Some((raw, complete)) = next else {
             break;
         };
         lineno += 1;
+        if raw.len() as u64 > max_line {
+            return Err(Error::LineTooLong {
+                path: path.to_owned(),
+                line: lineno,
+                problem: budget::TRACE_LINE_BYTES.exceeded_by(raw.len() as u64, max_line),
+            });
+        }
         pos += raw.len() as u64 + u64::from(complete);
         let bytes = trim(raw);
         if bytes.is_empty() {
@@ -1099,9 +1166,21 @@ fn parse_lines(
                 });
                 break;
             }
-            Err(LineError::Json(e)) => return Err(json_error(path, lineno, bytes, &e)),
-            Err(LineError::Fatal(e)) => return Err(*e),
+            Err(LineError::Json(e)) => {
+                let e = json_error(path, lineno, bytes, &e);
+                if strict {
+                    return Err(e);
+                }
+                skipped.add(lineno, &e);
+            }
+            Err(LineError::Fatal(e)) => match *e {
+                Error::InvalidRecord { .. } if !strict => skipped.add(lineno, &e),
+                e => return Err(e),
+            },
         }
+    }
+    if let Some(w) = skipped.warning(path) {
+        warnings.push(w);
     }
     let Some(b) = builder else {
         warnings.push(Warning::NoHeader {
@@ -1118,6 +1197,41 @@ fn parse_lines(
         parsed: Some((rank, strings)),
         warnings,
     })
+}
+
+/// The damaged lines skipped in one file.
+#[derive(Default)]
+struct Skipped {
+    count: u64,
+    lines: Vec<u64>,
+    first_problem: Option<String>,
+}
+
+impl Skipped {
+    fn add(&mut self, line: u64, e: &Error) {
+        self.count += 1;
+        if self.lines.len() < crate::error::SKIPPED_LISTED {
+            self.lines.push(line);
+        }
+        if self.first_problem.is_none() {
+            self.first_problem = Some(match e {
+                Error::CorruptLine { problem, .. } => format!("not valid JSON: {problem}"),
+                Error::InvalidRecord {
+                    record, problem, ..
+                } => format!("invalid {record} record: {problem}"),
+                other => other.to_string(),
+            });
+        }
+    }
+
+    fn warning(self, path: &Path) -> Option<Warning> {
+        (self.count > 0).then(|| Warning::SkippedLines {
+            path: path.to_owned(),
+            count: self.count,
+            lines: self.lines,
+            first_problem: self.first_problem.unwrap_or_default(),
+        })
+    }
 }
 
 /// The error for a complete line serde_json rejected: a syntax error is a

@@ -1,11 +1,12 @@
 //! Damaged input: cut-off files load their complete prefix with a warning;
-//! corrupt lines, bad headers and empty directories are errors that name the
-//! file and line.
+//! damaged lines in the middle are skipped with a warning naming the file and
+//! lines, and under `strict` (`--strict`) are errors naming the file and line,
+//! as bad headers and empty directories always are.
 
 mod common;
 
 use common::{header, to_bytes, write_text_run, T0};
-use probe_load::reader::load_run;
+use probe_load::reader::{load_run, load_run_with, LoadOptions};
 use probe_load::trace::{Record, SpanKind, SpanRecord};
 use probe_load::{Error, Warning};
 
@@ -28,10 +29,97 @@ fn lines(text: &[&str]) -> Vec<u8> {
     s.into_bytes()
 }
 
+/// Loads `text` as rank 0's trace with `strict` on: a damaged line is an error.
 fn load_text(text: &[u8]) -> Result<(probe_load::Run, Vec<Warning>), Error> {
     let dir = tempfile::tempdir().unwrap();
     write_text_run(dir.path(), "rank-0.jsonl", text);
+    let strict = LoadOptions {
+        strict: true,
+        ..LoadOptions::default()
+    };
+    load_run_with(&[dir.path()], &strict)
+}
+
+/// Loads `text` as rank 0's trace as every command does by default.
+fn load_text_lenient(text: &[u8]) -> Result<(probe_load::Run, Vec<Warning>), Error> {
+    let dir = tempfile::tempdir().unwrap();
+    write_text_run(dir.path(), "rank-0.jsonl", text);
     load_run(&[dir.path()])
+}
+
+#[test]
+fn damaged_middle_lines_are_skipped_counted_and_named() {
+    let span = |n: u64| {
+        format!(
+            r#"{{"type":"span","kind":"forward","start":{},"end":{}}}"#,
+            1000 + n * 100,
+            1050 + n * 100
+        )
+    };
+    let text = lines(&[
+        MINIMAL_HEADER,
+        &span(1),
+        r#"{"type":"span","kind":"forward",,"start":1}"#,
+        &span(2),
+        "garbage \u{1b}[2J",
+        r#"{"type":"span","kind":"forward","start":1300,"end":1200}"#,
+        &span(3),
+    ]);
+    let (run, warnings) = load_text_lenient(&text).unwrap();
+    assert_eq!(run.ranks[0].span_count(), 3, "the three good spans load");
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    match &warnings[0] {
+        Warning::SkippedLines {
+            count,
+            lines,
+            first_problem,
+            ..
+        } => {
+            assert_eq!((*count, lines.as_slice()), (3, &[3, 5, 6][..]));
+            assert!(
+                first_problem.contains("key must be a string"),
+                "{first_problem}"
+            );
+        }
+        other => panic!("unexpected warning: {other}"),
+    }
+    let msg = warnings[0].to_string();
+    assert!(
+        msg.contains("rank-0.jsonl:3: skipped 3 damaged lines (not valid JSON"),
+        "{msg}"
+    );
+    assert!(msg.contains("also lines 5, 6"), "{msg}");
+    assert!(msg.contains("--strict"), "{msg}");
+    // Under strict, the first damaged line is the error.
+    let err = load_text(&text).unwrap_err();
+    assert!(matches!(err, Error::CorruptLine { line: 3, .. }), "{err}");
+}
+
+#[test]
+fn a_line_past_the_budget_is_refused_naming_the_variable() {
+    // 17 MiB in one line, past the default budget of 16 MiB; mapped and read through a buffer.
+    let long = format!(
+        r#"{{"type":"span","kind":"user","start":1100,"end":1200,"name":"{}"}}"#,
+        "x".repeat(17 << 20)
+    );
+    let text = lines(&[MINIMAL_HEADER, &long]);
+    let dir = tempfile::tempdir().unwrap();
+    write_text_run(dir.path(), "rank-0.jsonl", &text);
+    for map_files in [true, false] {
+        let options = LoadOptions {
+            map_files,
+            cache: false,
+            ..LoadOptions::default()
+        };
+        let err = load_run_with(&[dir.path()], &options).unwrap_err();
+        assert!(matches!(err, Error::LineTooLong { line: 2, .. }), "{err}");
+        let msg = err.to_string();
+        assert!(msg.contains("rank-0.jsonl:2:"), "{msg}");
+        assert!(
+            msg.contains("DDP_PROBE_MAX_LINE_BYTES=<larger number>"),
+            "{msg}"
+        );
+    }
 }
 
 #[test]

@@ -10,7 +10,7 @@ mod model_eq;
 use std::path::{Path, PathBuf};
 
 use common::{header, to_bytes, T0};
-use model_eq::{assert_same, load, parser, trace_files, Loaded};
+use model_eq::{assert_same, lenient, load, parser, trace_files, Loaded};
 use probe_load::synth::{generate_run, SynthConfig};
 use probe_load::trace::{
     CounterRecord, EndRecord, GradReadyRecord, InstantRecord, KernelCategory, LogLevel, LogRecord,
@@ -22,10 +22,19 @@ const MINIMAL_HEADER: &str = r#"{"type":"header","format":"ddp-probe-trace","ver
 
 /// Loads `files` with the fast parser and with serde_json only, checks
 /// that both ended the same way and returns the fast result.
+/// The strict load of `files` with both parsers, which must agree; as every command loads them
+/// (damaged lines skipped), the parsers must agree too.
 fn both(files: &[PathBuf], what: &str) -> Loaded {
     let fast = load(files, &parser(true));
     let slow = load(files, &parser(false));
     assert_same(&fast, &slow, what);
+    let fast_lenient = load(files, &lenient(true));
+    let slow_lenient = load(files, &lenient(false));
+    assert_same(
+        &fast_lenient,
+        &slow_lenient,
+        &format!("{what} (damaged lines skipped)"),
+    );
     fast
 }
 

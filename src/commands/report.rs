@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use probe::analysis::tuning::TuneResult;
-use probe_reports::{load_runs, render, write_html, ReportOptions};
+use probe_reports::{load_runs, render, write_html, ReportOptions, RunInput};
 use probe_series::TUNE_JSON;
 
 use crate::cli::ReportArgs;
@@ -62,5 +62,23 @@ pub fn report(args: ReportArgs) -> Result<ExitCode> {
         },
         rendered.html.len().div_ceil(1024)
     );
-    Ok(ExitCode::SUCCESS)
+    // Under --strict a run whose traces were refused is an error, as in every other command
+    // (the page still shows it); otherwise the page is the answer, saying why a run is missing.
+    let strict = probe::reader::strict_from_env();
+    let unloaded: Vec<&RunInput> = runs
+        .iter()
+        .filter(|r| strict && r.load_error.is_some())
+        .collect();
+    for r in &unloaded {
+        eprintln!(
+            "ddp-probe: error: {}: {}",
+            r.label,
+            r.load_error.as_deref().unwrap_or_default()
+        );
+    }
+    Ok(if unloaded.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }

@@ -11,7 +11,8 @@ use probe_load::{Error, Warning};
 /// A load's result.
 pub type Loaded = Result<(Run, Vec<Warning>), Error>;
 
-/// Options with the cache off and the given parser.
+/// Options with the cache off and the given parser, strict: a damaged line is an error, so
+/// the parsers are compared on their errors too.
 pub fn parser(fast: bool) -> LoadOptions {
     LoadOptions {
         threads: Some(1),
@@ -19,6 +20,15 @@ pub fn parser(fast: bool) -> LoadOptions {
         cache_min_bytes: 0,
         fast_parser: fast,
         map_files: true,
+        strict: true,
+    }
+}
+
+/// [`parser`] as every command loads by default: damaged lines skipped with a warning.
+pub fn lenient(fast: bool) -> LoadOptions {
+    LoadOptions {
+        strict: false,
+        ..parser(fast)
     }
 }
 
@@ -39,6 +49,7 @@ pub fn cached() -> LoadOptions {
         cache_min_bytes: 0,
         fast_parser: true,
         map_files: true,
+        strict: false,
     }
 }
 

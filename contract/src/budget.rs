@@ -94,10 +94,11 @@ pub const TRACE_LINE_BYTES: Budget = Budget {
     default: 16 << 20,
 };
 
-/// Length of one string of a PyTorch profiler trace (kernel and operator names, stacks).
-pub const PROFILER_STRING_BYTES: Budget = Budget {
-    what: "bytes in one string of the profiler trace",
-    var: "DDP_PROBE_MAX_STRING_BYTES",
+/// Size of one event of a PyTorch profiler trace (or of one of its other top-level members),
+/// strings included: real events are under a few KiB, stacks and shapes included.
+pub const PROFILER_EVENT_BYTES: Budget = Budget {
+    what: "bytes in one event of the profiler trace",
+    var: "DDP_PROBE_MAX_EVENT_BYTES",
     default: 16 << 20,
 };
 

@@ -60,6 +60,14 @@ pub enum ImportError {
         /// The parser's message.
         message: String,
     },
+    /// A budget of the reader was reached (see `probe_contract::budget`).
+    #[error("{}: {message}", path.display())]
+    OverBudget {
+        /// The file.
+        path: PathBuf,
+        /// Which budget, its limit and the variable that raises it.
+        message: String,
+    },
     /// The JSON is not a Kineto trace.
     #[error("{}: not a PyTorch profiler trace: {why}", path.display())]
     NotKineto {

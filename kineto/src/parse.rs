@@ -33,6 +33,7 @@ use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqA
 use serde::Deserialize;
 
 use super::ImportError;
+use probe_contract::budget;
 use probe_load::fill::{fill, read_full};
 use rustc_hash::FxHashMap;
 
@@ -601,6 +602,12 @@ fn finish(
                 message,
             })
         }
+        Err(Stop::Budget(message)) => {
+            return Err(ImportError::OverBudget {
+                path: path.to_owned(),
+                message,
+            })
+        }
         Err(Stop::Split) => unreachable!("only the first half of a split stops at the split"),
     }
     if !sink.saw_events {
@@ -633,6 +640,8 @@ enum Stop {
     Bad(String),
     /// The first half of a split parse reached the event where the second half starts.
     Split,
+    /// A budget of the reader ([`probe_contract::budget`]) was reached; the message names it.
+    Budget(String),
 }
 
 /// A buffered byte stream with the scanner's position.
@@ -649,6 +658,14 @@ struct Stream<R> {
     base: u64,
     /// Why no more bytes come: `Some("")` at a clean end of input, else the read error.
     done: Option<String>,
+    /// Largest value (one event, or a top-level member) read ([`budget::PROFILER_EVENT_BYTES`]).
+    max_value: u64,
+    /// Largest input read, after inflating ([`budget::PROFILER_TRACE_BYTES`]).
+    max_total: u64,
+    /// Most events read ([`budget::PROFILER_EVENTS`]).
+    max_events: u64,
+    /// The budget that stopped the reading, if one did.
+    over: Option<String>,
 }
 
 impl<R: Read> Stream<R> {
@@ -660,6 +677,10 @@ impl<R: Read> Stream<R> {
             pos: 0,
             base: 0,
             done: None,
+            max_value: budget::PROFILER_EVENT_BYTES.limit(),
+            max_total: budget::PROFILER_TRACE_BYTES.limit(),
+            max_events: budget::PROFILER_EVENTS.limit(),
+            over: None,
         }
     }
 
@@ -675,6 +696,12 @@ impl<R: Read> Stream<R> {
             self.base += self.pos as u64;
             self.pos = 0;
         }
+        // The buffer holds one value that is not complete yet: past the budget, stop before
+        // it grows further; likewise for the whole input.
+        if self.len as u64 > self.max_value {
+            self.over = Some(budget::PROFILER_EVENT_BYTES.exceeded(self.max_value));
+            return false;
+        }
         let want = CHUNK.max(self.len);
         let old = self.len;
         if self.buf.len() < old + want {
@@ -688,6 +715,13 @@ impl<R: Read> Stream<R> {
             None => {}
         }
         self.len = old + n;
+        // Input past the budget is dropped: the parser stops where the budget ends.
+        if self.base + self.len as u64 > self.max_total {
+            self.len = (self.max_total.saturating_sub(self.base) as usize).max(old);
+            self.over = Some(budget::PROFILER_TRACE_BYTES.exceeded(self.max_total));
+            self.done = Some(String::new());
+            return self.len > old;
+        }
         n > 0
     }
 
@@ -697,6 +731,9 @@ impl<R: Read> Stream<R> {
     }
 
     fn cut(&self) -> Stop {
+        if let Some(over) = &self.over {
+            return Stop::Budget(over.clone());
+        }
         match self.done.as_deref() {
             Some(e) if !e.is_empty() => Stop::Cut(format!("read error: {e}")),
             _ => Stop::Cut(format!(
@@ -741,6 +778,7 @@ impl<R: Read> Stream<R> {
         self.peek()?;
         loop {
             if let Some(end) = scan_value(self.data(), self.pos) {
+                self.check_value(end)?;
                 return Ok(end);
             }
             if !self.fill() {
@@ -755,6 +793,16 @@ impl<R: Read> Stream<R> {
                 return Err(self.cut());
             }
         }
+    }
+
+    /// Refuses the value from `pos` to `end` when it is larger than the budget allows.
+    fn check_value(&self, end: usize) -> Result<(), Stop> {
+        if (end - self.pos) as u64 > self.max_value {
+            return Err(Stop::Budget(
+                budget::PROFILER_EVENT_BYTES.exceeded(self.max_value),
+            ));
+        }
+        Ok(())
     }
 
     fn bad(&self, at: usize, e: serde_json::Error) -> Stop {
@@ -889,6 +937,11 @@ fn events_from<R: Read>(st: &mut Stream<R>, sink: &mut Sink<'_>) -> Result<(), S
                 split.missed.store(true, Ordering::Relaxed);
             }
         }
+        if sink.events_read >= st.max_events {
+            return Err(Stop::Budget(
+                budget::PROFILER_EVENTS.exceeded(st.max_events),
+            ));
+        }
         if let Some(abandon) = sink.abandon {
             if sink.events_read.is_multiple_of(1024) && abandon.load(Ordering::Relaxed) {
                 return Err(Stop::Bad("abandoned".into()));
@@ -903,6 +956,7 @@ fn events_from<R: Read>(st: &mut Stream<R>, sink: &mut Sink<'_>) -> Result<(), S
                     continue;
                 }
                 Scanned::Plain(end, ev) => {
+                    st.check_value(end)?;
                     if let Decoded::Done = decode_plain(&ev, sink) {
                         st.pos = end;
                         continue;

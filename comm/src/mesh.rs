@@ -596,10 +596,12 @@ fn setup_shm(
     }
     let cap = shm::ring_capacity(su.opts.shm_ring_bytes);
     let tag = u64::from_le_bytes(crate::token::random_bytes::<8>()?);
+    // The run id and node in the name let the launcher remove what a killed rank left.
+    let prefix = probe_contract::shm_names::prefix_from_env();
     let name = |what: &str| {
         su.opts
             .shm_dir
-            .join(format!("ddp-comm-{}-{tag:016x}-{what}", std::process::id()))
+            .join(format!("{prefix}{}-{tag:016x}-{what}", std::process::id()))
     };
     let mut created: Vec<PathBuf> = Vec::new();
     let mut rxs: Vec<Option<shm::ShmRx>> = (0..su.world).map(|_| None).collect();

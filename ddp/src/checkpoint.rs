@@ -17,7 +17,8 @@
 //!
 //! | entry | dtype, shape | content |
 //! |---|---|---|
-//! | `meta/format_version` | I64 `[]` | [`FORMAT_VERSION`] (1) |
+//! | `meta/format_version` | I64 `[]` | [`FORMAT_VERSION`] (2) |
+//! | `meta/checksums` | U8 `[n]` | one line per other entry, `<name>\t<xxh3-64 hex>`, over the entry's name, dtype, shape and bytes |
 //! | `meta/epoch`, `meta/step` | I64 `[]` | epoch and step (u64 bits) |
 //! | `meta/user_json` | U8 `[n]` | user metadata, UTF-8 (conventionally JSON), if given |
 //! | `model/<name>` | as saved | a parameter or buffer, by its `VarStore` name |
@@ -31,7 +32,11 @@
 //!
 //! Loading rejects files without `meta/format_version`, other format versions, unknown
 //! entries, incomplete groups (`sampler/*`, `scaler/*`) and scalars of the wrong dtype, each
-//! with an error naming the file and the entry.
+//! with an error naming the file and the entry. It also checks every entry against its
+//! checksum: a flipped bit in the data, or a header whose dtype or shape was changed, is refused
+//! naming the file and the entry, as is an entry missing from the list or added to it. A
+//! [`CheckpointManager`] then falls back to the previous checkpoint of its rotation
+//! ([`CheckpointManager::load_latest_valid`] says which it refused and why).
 //!
 //! # Atomic writes
 //!
@@ -69,8 +74,9 @@ use crate::amp::{GradScaler, GradScalerState};
 use crate::error::{DdpError, Result};
 use crate::optim::Optimizer;
 
-/// Version of the layout described in the module doc, stored as `meta/format_version`.
-pub const FORMAT_VERSION: i64 = 1;
+/// Version of the layout described in the module doc, stored as `meta/format_version`: 2 adds
+/// `meta/checksums`; version 1 files (without checksums) still load.
+pub const FORMAT_VERSION: i64 = 2;
 
 /// Extension of checkpoint files.
 pub const CHECKPOINT_EXTENSION: &str = "safetensors";
@@ -85,6 +91,7 @@ const VERSION_ENTRY: &str = "meta/format_version";
 const EPOCH_ENTRY: &str = "meta/epoch";
 const STEP_ENTRY: &str = "meta/step";
 const USER_ENTRY: &str = "meta/user_json";
+const CHECKSUMS_ENTRY: &str = "meta/checksums";
 const MODEL_PREFIX: &str = "model/";
 const OPTIM_PREFIX: &str = "optim/";
 const SAMPLER_EPOCH_ENTRY: &str = "sampler/epoch";
@@ -397,6 +404,11 @@ impl Checkpoint {
                 )));
             }
         }
+        let mut sums = String::new();
+        for (name, t) in &out {
+            sums.push_str(&format!("{name}\t{:016x}\n", entry_checksum(name, t)?));
+        }
+        out.push((CHECKSUMS_ENTRY.to_owned(), bytes_tensor(sums.as_bytes())?));
         Ok(out)
     }
 
@@ -592,6 +604,89 @@ fn parent_dir(path: &Path) -> PathBuf {
 }
 
 /// Writes `entries` to `tmp` and fsyncs it.
+/// xxh3-64 of an entry: its name, dtype, shape and bytes, so a flipped bit in the data and a
+/// changed dtype or shape in the header both show.
+fn entry_checksum(name: &str, t: &Tensor) -> Result<u64> {
+    let t = t.f_contiguous()?;
+    let kind = t.kind();
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    h.update(name.as_bytes());
+    h.update(&[0]);
+    h.update(format!("{kind:?}").as_bytes());
+    h.update(&[0]);
+    for d in t.size() {
+        h.update(&d.to_le_bytes());
+    }
+    let n = t.numel() * kind.elt_size_in_bytes();
+    if n > 0 {
+        // SAFETY: `t` is a contiguous CPU tensor (as stored and as read back) of `numel`
+        // elements of `elt_size_in_bytes` bytes each, alive for the borrow.
+        let bytes = unsafe { std::slice::from_raw_parts(t.data_ptr() as *const u8, n) };
+        h.update(bytes);
+    }
+    Ok(h.digest())
+}
+
+/// Checks every entry of a loaded checkpoint (`version` and the rest in `entries`) against the
+/// list in `sums`: the same names, and each checksum equal.
+fn verify_checksums(
+    path: &Path,
+    sums: &Tensor,
+    version: &Tensor,
+    entries: &BTreeMap<String, Tensor>,
+) -> Result<()> {
+    let damaged = |what: String| {
+        DdpError::Checkpoint(format!(
+            "{}: {what}; the file was damaged after it was written",
+            path.display()
+        ))
+    };
+    let text = Vec::<u8>::try_from(sums.f_flatten(0, -1)?)
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok())
+        .ok_or_else(|| damaged(format!("'{CHECKSUMS_ENTRY}' is not readable text")))?;
+    let mut listed: BTreeMap<&str, u64> = BTreeMap::new();
+    for line in text.lines() {
+        let parsed = line
+            .split_once('\t')
+            .and_then(|(name, hex)| Some((name, u64::from_str_radix(hex, 16).ok()?)));
+        let Some((name, sum)) = parsed else {
+            return Err(damaged(format!(
+                "'{CHECKSUMS_ENTRY}' holds a line that is not <name> TAB <checksum>"
+            )));
+        };
+        listed.insert(name, sum);
+    }
+    let present = std::iter::once((VERSION_ENTRY, version))
+        .chain(entries.iter().map(|(n, t)| (n.as_str(), t)));
+    let mut seen = 0;
+    for (name, t) in present {
+        let Some(&want) = listed.get(name) else {
+            return Err(damaged(format!(
+                "entry '{name}' is not in its checksum list"
+            )));
+        };
+        if entry_checksum(name, t)? != want {
+            return Err(damaged(format!(
+                "entry '{name}' does not match its checksum (its data, dtype or shape changed)"
+            )));
+        }
+        seen += 1;
+    }
+    if seen != listed.len() {
+        let missing: Vec<&str> = listed
+            .keys()
+            .copied()
+            .filter(|n| *n != VERSION_ENTRY && !entries.contains_key(*n))
+            .collect();
+        return Err(damaged(format!(
+            "entries listed in its checksums are missing: {}",
+            missing.join(", ")
+        )));
+    }
+    Ok(())
+}
+
 fn write_durably(entries: &[(String, Tensor)], tmp: &Path) -> Result<()> {
     Tensor::write_safetensors(entries, tmp)
         .map_err(|e| DdpError::Checkpoint(format!("writing {}: {e}", tmp.display())))?;
@@ -643,19 +738,29 @@ fn u32_field(path: &Path, name: &str, t: &Tensor) -> Result<u32> {
 /// Builds a [`Checkpoint`] from a file's entries, checking the layout.
 fn from_entries(path: &Path, entries: Vec<(String, Tensor)>) -> Result<Checkpoint> {
     let mut by_name: BTreeMap<String, Tensor> = entries.into_iter().collect();
-    let version = by_name.remove(VERSION_ENTRY).ok_or_else(|| {
+    let version_tensor = by_name.remove(VERSION_ENTRY).ok_or_else(|| {
         DdpError::Checkpoint(format!(
             "{} is not a checkpoint of this crate: it has no '{VERSION_ENTRY}' entry",
             path.display()
         ))
     })?;
-    let version = scalar_i64(path, VERSION_ENTRY, &version)?;
-    if version != FORMAT_VERSION {
+    let version = scalar_i64(path, VERSION_ENTRY, &version_tensor)?;
+    if !(1..=FORMAT_VERSION).contains(&version) {
         return Err(DdpError::Checkpoint(format!(
-            "{} has checkpoint format version {version}; this build reads version \
+            "{} has checkpoint format version {version}; this build reads versions 1 to \
              {FORMAT_VERSION}",
             path.display()
         )));
+    }
+    if version >= 2 {
+        let sums = by_name.remove(CHECKSUMS_ENTRY).ok_or_else(|| {
+            DdpError::Checkpoint(format!(
+                "{}: the checkpoint has no '{CHECKSUMS_ENTRY}' entry, so its integrity cannot \
+                 be checked",
+                path.display()
+            ))
+        })?;
+        verify_checksums(path, &sums, &version_tensor, &by_name)?;
     }
     let mut take = |name: &str| -> Result<Tensor> {
         by_name.remove(name).ok_or_else(|| {
@@ -788,6 +893,15 @@ fn from_entries(path: &Path, entries: Vec<(String, Tensor)>) -> Result<Checkpoin
 
 // ----- a directory of checkpoints -----
 
+/// What [`CheckpointManager::load_latest_valid`] found.
+#[derive(Debug)]
+pub struct Resumed {
+    /// The newest checkpoint that loaded, and its file; `None` when none did.
+    pub loaded: Option<(PathBuf, Checkpoint)>,
+    /// Newer checkpoints refused, newest first, each with why.
+    pub refused: Vec<(PathBuf, String)>,
+}
+
 /// The checkpoints of one directory: `ckpt-<step>.safetensors`, the last N kept.
 #[derive(Debug, Clone)]
 pub struct CheckpointManager {
@@ -896,9 +1010,35 @@ impl CheckpointManager {
             .map(|(_, p)| p))
     }
 
-    /// Loads [`CheckpointManager::latest`], if there is one.
+    /// Loads the newest checkpoint that loads and passes its checksums, falling back through
+    /// the rotation past damaged ones ([`CheckpointManager::load_latest_valid`] says which).
     pub fn load_latest(&self) -> Result<Option<Checkpoint>> {
-        self.latest()?.map(Checkpoint::load).transpose()
+        Ok(self.load_latest_valid()?.loaded.map(|(_, c)| c))
+    }
+
+    /// Loads the newest complete checkpoint; when it is refused (a checksum, dtype or entry
+    /// does not match, or it cannot be read), the one before it, and so on. Returns the one
+    /// loaded and every newer one refused, with why, for the caller to say so.
+    pub fn load_latest_valid(&self) -> Result<Resumed> {
+        let mut refused = Vec::new();
+        for (_, path) in self.candidates()?.into_iter().rev() {
+            if !is_complete(&path) {
+                continue;
+            }
+            match Checkpoint::load(&path) {
+                Ok(c) => {
+                    return Ok(Resumed {
+                        loaded: Some((path, c)),
+                        refused,
+                    })
+                }
+                Err(e) => refused.push((path, e.to_string())),
+            }
+        }
+        Ok(Resumed {
+            loaded: None,
+            refused,
+        })
     }
 
     /// Files named like checkpoints, by increasing step.

@@ -463,6 +463,73 @@ fn truncated_files_are_skipped() {
     assert!(e.to_string().contains("ckpt-8.safetensors"), "{e}");
 }
 
+/// The JSON header of a safetensors file and where its data starts.
+fn safetensors_header(bytes: &[u8]) -> (serde_json::Value, usize) {
+    let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    (serde_json::from_slice(&bytes[8..8 + n]).unwrap(), 8 + n)
+}
+
+#[test]
+fn damaged_checkpoints_are_refused_and_resume_falls_back_saying_so() {
+    let _g = serial();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let manager = CheckpointManager::new(dir.path(), 10).expect("manager");
+    manager.save(&small_checkpoint(4)).expect("save");
+    manager.save(&small_checkpoint(6)).expect("save");
+    let newest = manager.path_for_step(6);
+    let good = std::fs::read(&newest).expect("read");
+    let (header, data_start) = safetensors_header(&good);
+    let w = &header["model/w"];
+    let w_start = data_start + w["data_offsets"][0].as_u64().unwrap() as usize;
+
+    // One flipped bit in the data of 'model/w' (its second element, 1.5).
+    let mut flipped = good.clone();
+    flipped[w_start + 4] ^= 0x01;
+    std::fs::write(&newest, &flipped).expect("write");
+    let e = checkpoint_error(Checkpoint::load(&newest));
+    assert!(e.contains("ckpt-6.safetensors"), "{e}");
+    assert!(
+        e.contains("entry 'model/w' does not match its checksum"),
+        "{e}"
+    );
+    let resumed = manager.load_latest_valid().expect("load");
+    let (path, ckpt) = resumed.loaded.expect("the previous checkpoint loads");
+    assert_eq!(path, manager.path_for_step(4));
+    assert_eq!(step_value(&ckpt), 4.0);
+    assert_eq!(resumed.refused.len(), 1);
+    assert_eq!(resumed.refused[0].0, newest);
+    assert!(
+        resumed.refused[0].1.contains("model/w"),
+        "{:?}",
+        resumed.refused
+    );
+    assert_eq!(step_value(&manager.load_latest().unwrap().unwrap()), 4.0);
+
+    // The header's dtype of 'model/w' changed from F32 to I32 (same size: it loaded, with a
+    // loss of 2.8e8, before checksums).
+    let text = String::from_utf8_lossy(&good[8..data_start]).into_owned();
+    let changed = text.replacen("\"F32\"", "\"I32\"", 1);
+    assert_ne!(changed, text, "the header names F32");
+    let mut retyped = good[..8].to_vec();
+    retyped.extend_from_slice(changed.as_bytes());
+    retyped.extend_from_slice(&good[data_start..]);
+    std::fs::write(&newest, &retyped).expect("write");
+    let e = checkpoint_error(Checkpoint::load(&newest));
+    assert!(e.contains("does not match its checksum"), "{e}");
+    assert_eq!(
+        manager
+            .load_latest_valid()
+            .expect("load")
+            .loaded
+            .map(|(p, _)| p),
+        Some(manager.path_for_step(4))
+    );
+
+    // The undamaged file loads again.
+    std::fs::write(&newest, &good).expect("write");
+    assert_eq!(step_value(&manager.load_latest().unwrap().unwrap()), 6.0);
+}
+
 #[test]
 fn keep_last_n_deletes_the_oldest() {
     let _g = serial();
@@ -585,7 +652,7 @@ fn mismatches_are_errors_naming_the_entry() {
     let newer = dir.path().join("newer.safetensors");
     Tensor::write_safetensors(
         &[
-            ("meta/format_version", version(2)),
+            ("meta/format_version", version(3)),
             ("meta/epoch", version(0)),
             ("meta/step", version(0)),
         ],
@@ -593,7 +660,21 @@ fn mismatches_are_errors_naming_the_entry() {
     )
     .expect("write");
     let m = checkpoint_error(Checkpoint::load(&newer));
-    assert!(m.contains("version 2"), "{m}");
+    assert!(m.contains("version 3"), "{m}");
+
+    // Version 2 without its checksums.
+    let unchecked = dir.path().join("unchecked.safetensors");
+    Tensor::write_safetensors(
+        &[
+            ("meta/format_version", version(2)),
+            ("meta/epoch", version(0)),
+            ("meta/step", version(0)),
+        ],
+        &unchecked,
+    )
+    .expect("write");
+    let m = checkpoint_error(Checkpoint::load(&unchecked));
+    assert!(m.contains("no 'meta/checksums' entry"), "{m}");
 
     let unknown = dir.path().join("unknown.safetensors");
     Tensor::write_safetensors(

@@ -299,8 +299,36 @@ fn run_attempt(
         run.begin_stop(observer);
     }
     run.supervise(&rx, signals, observer);
+    remove_shm_leftovers(
+        Path::new(probe_contract::shm_names::SHM_DIR),
+        &probe_contract::shm_names::run_prefix(&plan.run_id, config.node_rank),
+        observer,
+    );
     let stop_signal = run.stop_signal.take();
     Ok((run.finish(spawn_error)?, stop_signal))
+}
+
+/// Removes the shared-memory rings and doorbells the ranks of this node left in `dir` (files
+/// named with `prefix`): ranks unlink them once their peers attached, so only a rank killed
+/// during that setup leaves any. Called once every rank of the attempt has ended.
+fn remove_shm_leftovers(dir: &Path, prefix: &str, observer: &mut dyn Observer) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let removed = entries
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(prefix))
+        .filter(|e| std::fs::remove_file(e.path()).is_ok())
+        .count();
+    if removed > 0 {
+        observer.on_event(&Event::Notice {
+            message: format!(
+                "removed {removed} shared-memory file{} a rank left in {} ({prefix}*)",
+                if removed == 1 { "" } else { "s" },
+                dir.display()
+            ),
+        });
+    }
 }
 
 /// Before a restart on the node that hosts the store: waits up to

@@ -1127,3 +1127,49 @@ fn ctrl_c_is_not_restarted() {
     assert_eq!(m.status, RunStatus::Interrupted);
     assert_eq!((m.restarts, m.max_restarts), (0, 3));
 }
+
+#[test]
+fn shared_memory_a_killed_rank_left_is_removed_and_other_runs_files_are_not() {
+    let shm = Path::new(probe_contract::shm_names::SHM_DIR);
+    if !shm.is_dir() {
+        eprintln!("skipping: {} does not exist here", shm.display());
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    // A rank that creates a 2 MiB ring and its doorbell the way comm names them, and is killed
+    // before it could unlink them (as a SIGKILL in the setup window does).
+    let prog = script(
+        tmp.path(),
+        "dies_in_setup",
+        "#!/bin/sh\n\
+         p=\"/dev/shm/ddp-comm-${DDP_PROBE_RUN_ID}-n${GROUP_RANK}-$$-00000000000000aa\"\n\
+         head -c 2097152 /dev/zero > \"$p-1to${RANK}\"\n\
+         : > \"$p-bell${RANK}\"\n\
+         kill -9 $$\n",
+    );
+    let other = shm.join(format!(
+        "ddp-comm-another-run-{}-n0-1-bell0",
+        std::process::id()
+    ));
+    fs::write(&other, b"x").unwrap();
+    let mut c = config(tmp.path(), &prog, 2);
+    c.rdzv_id = Some(format!("shm-leftovers-{}", std::process::id()));
+    let (result, events, _) = run(&c);
+    let outcome = result.unwrap();
+    assert_eq!(outcome.status, RunStatus::Failed);
+    let prefix = probe_contract::shm_names::run_prefix(c.rdzv_id.as_deref().unwrap(), 0);
+    let left: Vec<String> = fs::read_dir(shm)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(&prefix))
+        .collect();
+    let other_kept = other.exists();
+    let _ = fs::remove_file(&other);
+    assert!(left.is_empty(), "left in /dev/shm: {left:?}");
+    assert!(other_kept, "another run's file was removed");
+    let notice = events.iter().any(|e| {
+        matches!(e, Event::Notice { message } if message.contains("shared-memory file") && message.contains("/dev/shm"))
+    });
+    assert!(notice, "the launcher says what it removed: {events:?}");
+}

@@ -139,7 +139,15 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let mut steps = 0u64;
     let mut step_ms = Vec::new();
     if args.resume {
-        if let Some(ckpt) = ddp.timed(SpanKind::CheckpointLoad, || checkpoints.load_latest())? {
+        let resumed = ddp.timed(SpanKind::CheckpointLoad, || checkpoints.load_latest_valid())?;
+        for (path, why) in &resumed.refused {
+            log0!(
+                pg,
+                "checkpoint {} refused ({why}); trying the previous one",
+                path.display()
+            );
+        }
+        if let Some((_, ckpt)) = resumed.loaded {
             ckpt.apply_to_var_store(&vs)?;
             ckpt.apply_to_optimizer(&mut opt)?;
             first_epoch = ckpt.epoch;

@@ -134,7 +134,12 @@ pub(crate) fn read(path: &Path, rank: usize) -> Result<Dump, String> {
     }
     let bytes =
         fs::read(path).map_err(|e| format!("cannot read flight recorder dump {file}: {e}"))?;
-    let root = pickle::loads(&bytes).map_err(|e| {
+    read_bytes(&bytes, rank, file)
+}
+
+/// Reads one dump held in memory (`file` names it in messages).
+pub(crate) fn read_bytes(bytes: &[u8], rank: usize, file: String) -> Result<Dump, String> {
+    let root = pickle::loads(bytes).map_err(|e| {
         if e.over_budget {
             format!("flight recorder dump {file} was not read: {}", e.message)
         } else {

@@ -25,6 +25,8 @@
 
 mod app;
 mod format;
+#[doc(hidden)]
+pub mod fuzzing;
 mod input;
 mod live;
 mod panels;

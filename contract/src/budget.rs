@@ -79,6 +79,14 @@ pub const PICKLE_BYTES: Budget = Budget {
     default: 512 << 20,
 };
 
+/// Nesting of a flight-recorder pickle (real dumps nest 6 levels; each level is a frame of
+/// the converting recursion, so the variable is capped at 10,000).
+pub const PICKLE_DEPTH: Budget = Budget {
+    what: "levels of nesting in the pickle (or a cycle)",
+    var: "DDP_PROBE_MAX_PICKLE_DEPTH",
+    default: 100,
+};
+
 /// Size of one flight-recorder dump file.
 pub const FLIGHT_RECORDER_FILE_BYTES: Budget = Budget {
     what: "bytes in the flight-recorder dump file",

@@ -7,7 +7,7 @@
 //! `pickle.dumps` adds `FRAME`, `SHORT_BINUNICODE` and `MEMOIZE`. Opcodes
 //! that build arbitrary objects (`GLOBAL`, `REDUCE`, `BUILD`, ...) are
 //! refused: nothing is ever executed. Bad input gives an [`PickleError`]
-//! naming the byte offset, never a panic. Nesting is bounded (100 levels), and
+//! naming the byte offset, never a panic. Nesting is bounded ([`budget::PICKLE_DEPTH`], 100 levels), and
 //! so are the objects and the bytes of strings the pickle holds once every
 //! shared reference is expanded ([`budget::PICKLE_OBJECTS`],
 //! [`budget::PICKLE_BYTES`], each raised by its variable): a few hundred bytes
@@ -120,9 +120,9 @@ pub(crate) struct PickleError {
     pub over_budget: bool,
 }
 
-/// Deepest nesting converted (real dumps nest 6 levels; the bound keeps the
-/// recursion's stack small).
-const MAX_DEPTH: usize = 100;
+/// Deepest nesting the variable may allow: each level is a frame of the
+/// converting recursion, which must stay within a thread's stack.
+const DEPTH_CEILING: u64 = 10_000;
 
 /// A node of the object graph while loading (containers are shared through
 /// the memo, and may be filled after being memoized).
@@ -152,6 +152,8 @@ struct Machine<'a> {
     max_objects: u64,
     /// Bound on bytes of strings expanded ([`budget::PICKLE_BYTES`]).
     max_bytes: u64,
+    /// Bound on nesting ([`budget::PICKLE_DEPTH`], at most [`DEPTH_CEILING`]).
+    max_depth: usize,
     /// Values produced so far by the conversion (a shared object counts each time).
     expanded: Cell<u64>,
     /// Bytes of strings and bytes produced so far by the conversion.
@@ -179,6 +181,7 @@ fn loads_within(data: &[u8], max_objects: u64, max_bytes: u64) -> Result<Value, 
         memo: HashMap::new(),
         max_objects,
         max_bytes,
+        max_depth: budget::PICKLE_DEPTH.limit().min(DEPTH_CEILING) as usize,
         expanded: Cell::new(0),
         expanded_bytes: Cell::new(0),
     };
@@ -577,8 +580,8 @@ impl Machine<'_> {
     }
 
     fn convert(&self, id: usize, depth: usize) -> Result<Value, PickleError> {
-        if depth > MAX_DEPTH {
-            return self.err(format!("nesting deeper than {MAX_DEPTH} (or a cycle)"));
+        if depth > self.max_depth {
+            return self.over_budget(budget::PICKLE_DEPTH.exceeded(self.max_depth as u64));
         }
         let objects = self.expanded.get() + 1;
         self.expanded.set(objects);
@@ -674,6 +677,11 @@ mod tests {
         let e = loads_within(&small, 1 << 20, 23).unwrap_err();
         assert!(e.message.contains("more than 23 bytes of strings"), "{e}");
         assert!(e.message.contains("DDP_PROBE_MAX_PICKLE_BYTES"), "{e}");
+        // 120 levels, past the default depth of 100.
+        let e = loads_within(&doubling(120, b"N"), 1 << 20, 1 << 20).unwrap_err();
+        assert!(e.over_budget, "{e}");
+        assert!(e.message.contains("more than 100 levels of nesting"), "{e}");
+        assert!(e.message.contains("DDP_PROBE_MAX_PICKLE_DEPTH"), "{e}");
     }
 
     #[test]

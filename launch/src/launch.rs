@@ -31,6 +31,7 @@ use crate::manifest::{
 };
 use crate::observer::{Event, Observer};
 use crate::process;
+use crate::reaper::Reaper;
 use crate::rundir::{self, LOGS_DIR, MANIFEST_FILE, TRACES_DIR};
 use crate::signals::SignalGuard;
 use crate::token;
@@ -178,6 +179,9 @@ pub fn launch(config: &LaunchConfig, observer: &mut dyn Observer) -> Result<Outc
         None
     };
     let run_dir = create_run_dir(config, &plan, observer)?;
+    // Kills the ranks' process groups if this process dies without stopping them; without it
+    // (fork failed) the ranks still die with the launcher, only their own children may not.
+    let reaper = Reaper::start().ok();
     if env::sets_omp_threads(&plan.user_env, config.nproc_per_node) {
         observer.on_event(&Event::Notice {
             message: env::OMP_NOTICE.to_owned(),
@@ -199,6 +203,7 @@ pub fn launch(config: &LaunchConfig, observer: &mut dyn Observer) -> Result<Outc
             &run_dir,
             &attempts,
             signals.as_mut(),
+            reaper.as_ref(),
             observer,
         )?;
         let m = &outcome.manifest;
@@ -274,6 +279,7 @@ fn run_attempt(
     run_dir: &Path,
     attempts: &[Attempt],
     signals: Option<&mut SignalGuard>,
+    reaper: Option<&Reaper>,
     observer: &mut dyn Observer,
 ) -> Result<(Outcome, Option<String>), LaunchError> {
     let mut run = Run::new(config, plan.clone(), run_dir.to_path_buf(), attempts);
@@ -291,6 +297,10 @@ fn run_attempt(
     let (tx, rx) = mpsc::channel();
     let spawn_error = run.spawn_all(config, &tx, observer);
     drop(tx);
+    let pids: Vec<u32> = run.slots.iter().filter_map(|s| s.pid).collect();
+    if let Some(reaper) = reaper {
+        pids.iter().for_each(|&pid| reaper.watch_group(pid));
+    }
     // The manifest now has the pids; a failure to rewrite it is not worth
     // abandoning running ranks for, the final write reports it.
     let _ = run.write_manifest();
@@ -299,6 +309,10 @@ fn run_attempt(
         run.begin_stop(observer);
     }
     run.supervise(&rx, signals, observer);
+    // Every rank's group was stopped and its rank reaped: the ids may be reused from now on.
+    if let Some(reaper) = reaper {
+        pids.iter().for_each(|&pid| reaper.forget_group(pid));
+    }
     remove_shm_leftovers(
         Path::new(probe_contract::shm_names::SHM_DIR),
         &probe_contract::shm_names::run_prefix(&plan.run_id, config.node_rank),

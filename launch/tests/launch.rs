@@ -1173,3 +1173,39 @@ fn shared_memory_a_killed_rank_left_is_removed_and_other_runs_files_are_not() {
     });
     assert!(notice, "the launcher says what it removed: {events:?}");
 }
+
+/// Whether process `pid` is gone (or a zombie).
+fn gone(pid: i32) -> bool {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    stat.is_empty() || stat.split(") ").nth(1).is_some_and(|s| s.starts_with('Z'))
+}
+
+#[test]
+fn a_sigkilled_launcher_takes_the_children_of_non_exec_wrappers_with_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A wrapper that does not exec: its child (the "training process") is the rank's
+    // grandchild to the launcher and got no death signal of its own.
+    let (mut child, out) = start_harness(
+        tmp.path(),
+        2,
+        &[],
+        "sleep 60 &\necho $! > \"$DDP_PROBE_RUN_DIR/grandchild-$RANK\"\necho ready\nwait",
+    );
+    let grandchildren: Vec<i32> = (0..2)
+        .map(|r| {
+            read(out.join(format!("grandchild-{r}")))
+                .trim()
+                .parse()
+                .unwrap()
+        })
+        .collect();
+    assert!(grandchildren.iter().all(|&p| !gone(p)));
+    // SAFETY: plain kill(2) of the harness process this test started.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGKILL) }, 0);
+    let _ = child.wait();
+    wait_for(
+        "the wrappers' children to die with the launcher",
+        QUICK,
+        || grandchildren.iter().all(|&p| gone(p)),
+    );
+}

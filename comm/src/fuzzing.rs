@@ -7,6 +7,10 @@
 //! * [`server_session`]: any bytes sent to a running store server over TCP,
 //!   before or after a valid `HELLO`; the server must close the connection
 //!   by itself and go on serving a legitimate client.
+//! * [`shm_ring`]: the shared-memory handshake's ring check and a ring's two
+//!   ends driven by a script in which a hostile peer sets the indices and
+//!   writes the data area; every call returns data or an error, never a
+//!   panic or an access outside the mapping.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
@@ -118,4 +122,105 @@ pub fn server_session(data: &[u8]) {
     fx.client
         .ping()
         .expect("the legitimate client still gets answers");
+}
+
+/// Runs the script `data` against a fresh shared-memory ring (see the module doc). The first
+/// 40 bytes, when there are as many, are also offered as a ring file's header to the check the
+/// handshake makes (`open_ring`), which must refuse anything but the header it expects.
+pub fn shm_ring(data: &[u8]) {
+    use crate::shm::{create_ring, open_ring, ring_capacity};
+    use crate::wire::HEADER_BYTES;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    let dir = std::env::temp_dir();
+    let path = |what: &str| {
+        dir.join(format!(
+            "ddp-comm-fuzz-{}-{}-{what}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ))
+    };
+    let cap = ring_capacity(0);
+    let nonce = [7u8; 16];
+    // The handshake's check on a file whose header the peer wrote.
+    if data.len() >= 40 {
+        let p = path("header");
+        let mut file = vec![0u8; 256 + cap];
+        file[..40].copy_from_slice(&data[..40]);
+        if std::fs::write(&p, &file).is_ok() {
+            let opened = open_ring(&p, cap, nonce);
+            let _ = std::fs::remove_file(&p);
+            if opened.is_ok() {
+                let mut expected = [0u8; 40];
+                expected[..8].copy_from_slice(b"DDPRING1");
+                expected[8..12].copy_from_slice(&1u32.to_le_bytes());
+                expected[12..16].copy_from_slice(&data[12..16]);
+                expected[16..24].copy_from_slice(&(cap as u64).to_le_bytes());
+                expected[24..40].copy_from_slice(&nonce);
+                assert_eq!(
+                    &data[..40],
+                    &expected[..],
+                    "open_ring accepted a foreign header"
+                );
+            }
+        }
+    }
+    let p = path("ring");
+    let Ok(mut rx) = create_ring(&p, cap, nonce) else {
+        return;
+    };
+    let tx = open_ring(&p, cap, nonce);
+    let _ = std::fs::remove_file(&p);
+    let Ok(mut tx) = tx else {
+        panic!("the ring just created does not open");
+    };
+    let mut i = 0;
+    let mut take = |n: usize| {
+        let s = &data[i.min(data.len())..(i + n).min(data.len())];
+        i += n;
+        s
+    };
+    let u64_of = |s: &[u8]| {
+        let mut b = [0u8; 8];
+        b[..s.len().min(8)].copy_from_slice(&s[..s.len().min(8)]);
+        u64::from_le_bytes(b)
+    };
+    let mut steps = 0;
+    while steps < 256 {
+        let Some(&op) = take(1).first() else {
+            break;
+        };
+        steps += 1;
+        match op % 7 {
+            0 => rx.as_hostile_peer(Some(u64_of(take(8))), 0, &[]),
+            1 => tx.as_hostile_peer(u64_of(take(8))),
+            2 => {
+                let off = u64_of(take(4)) as usize;
+                let len = take(1).first().copied().unwrap_or(0) as usize * 64;
+                rx.as_hostile_peer(None, off, take(len))
+            }
+            3 => {
+                let unit = 1usize << (op / 7 % 4);
+                let len = take(1).first().copied().unwrap_or(0) as usize * 512;
+                let _ = tx.try_write(&vec![op; len], unit);
+            }
+            4 => {
+                let unit = 1usize << (op / 7 % 4);
+                let max = u64_of(take(3)) as usize;
+                let _ = rx.try_read(max, unit, &mut |s: &[u8]| {
+                    std::hint::black_box(s.iter().map(|&b| b as u64).sum::<u64>());
+                });
+            }
+            5 => {
+                let mut hdr = [0u8; HEADER_BYTES];
+                let src = take(HEADER_BYTES);
+                hdr[..src.len()].copy_from_slice(src);
+                let _ = tx.try_write_header(&hdr);
+            }
+            _ => {
+                let mut hdr = [0u8; HEADER_BYTES];
+                let _ = rx.try_read_header(&mut hdr);
+            }
+        }
+    }
 }

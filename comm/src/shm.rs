@@ -353,6 +353,12 @@ pub(crate) struct ShmTx {
 }
 
 impl ShmTx {
+    /// What a hostile consumer could do to the shared mapping (for the fuzz target
+    /// `shm_ring`): set the tail index.
+    pub(crate) fn as_hostile_peer(&self, tail: u64) {
+        self.map.atomic(TAIL_OFF).store(tail, Ordering::Release);
+    }
+
     /// Free bytes, refreshing the cached tail when fewer than `want` appear
     /// free.
     fn free(&mut self, want: u64) -> Result<u64, String> {
@@ -445,6 +451,18 @@ pub(crate) struct ShmRx {
 }
 
 impl ShmRx {
+    /// What a hostile producer could do to the shared mapping (for the fuzz target
+    /// `shm_ring`): set the head index and write `bytes` into the data area at `off`.
+    pub(crate) fn as_hostile_peer(&self, head: Option<u64>, off: usize, bytes: &[u8]) {
+        if let Some(h) = head {
+            self.map.atomic(HEAD_OFF).store(h, Ordering::Release);
+        }
+        let off = off % self.cap as usize;
+        let n = bytes.len().min(self.cap as usize - off);
+        // SAFETY: [off, off + n) lies inside the data area of the mapping.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.map.data().add(off), n) };
+    }
+
     /// Readable bytes, refreshing the cached head when fewer than `want`
     /// appear readable.
     fn available(&mut self, want: u64) -> Result<u64, String> {

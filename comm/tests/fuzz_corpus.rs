@@ -14,3 +14,8 @@ fn store_frame_inputs() {
 fn store_server_inputs() {
     replay_corpus("store_server", comm::fuzzing::server_session);
 }
+
+#[test]
+fn shm_ring_inputs() {
+    replay_corpus("shm_ring", comm::fuzzing::shm_ring);
+}

@@ -483,32 +483,23 @@ const FLOOD_EPOCHS: &str = "150";
 /// returns the outcome and the bits of the final checkpoint.
 fn run_limited(cwd: &Path, name: &str, port: u16) -> (common::Finished, Option<Bits>) {
     let ckpt = cwd.join(format!("{name}-ckpt"));
-    let mut cmd = std::process::Command::new("sh");
-    cmd.current_dir(cwd)
-        .arg("-c")
-        .arg("ulimit -n 1024 && exec \"$0\" \"$@\"")
-        .arg(common::ddp_probe_bin())
-        .args([
-            "run",
-            "--nproc-per-node",
-            "2",
-            "--grace",
-            "1",
-            "--console",
-            "all",
-        ])
-        .args(["--master-port", &port.to_string(), "--out", name, "--"])
-        .arg(common::train_bin())
-        .args([
+    let ckpt_arg = ckpt.display().to_string();
+    let port_arg = port.to_string();
+    let inner = common::train_command(
+        cwd,
+        name,
+        &[COMM_TIMEOUT],
+        &["--master-port", &port_arg],
+        &[
             "--epochs",
             FLOOD_EPOCHS,
             "--checkpoint-every",
             "1",
             "--checkpoint-dir",
-        ])
-        .arg(&ckpt)
-        .env_remove("DDP_PROBE_FAULT")
-        .env(COMM_TIMEOUT.0, COMM_TIMEOUT.1);
+            &ckpt_arg,
+        ],
+    );
+    let cmd = common::under_open_file_limit(&inner, 1024);
     let done = common::run_bounded(cmd, &cwd.join(format!("{name}.log")), JOB_LIMIT);
     let last = CheckpointManager::new(&ckpt, 3)
         .ok()

@@ -380,10 +380,7 @@ fn rank_ignoring_sigterm_and_its_children_get_sigkill() {
         .any(|e| matches!(e, Event::Killing { ranks } if ranks == &[0])));
     // The rank's own child was in its process group and died with it.
     let child: i32 = read(&pid_file).trim().parse().unwrap();
-    wait_for("the rank's child to die", QUICK, || {
-        let stat = fs::read_to_string(format!("/proc/{child}/stat")).unwrap_or_default();
-        stat.is_empty() || stat.split(") ").nth(1).is_some_and(|s| s.starts_with('Z'))
-    });
+    wait_for("the rank's child to die", QUICK, || gone(child));
 }
 
 #[test]

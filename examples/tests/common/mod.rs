@@ -146,6 +146,18 @@ pub fn run_train(
     train_args: &[&str],
     limit: Duration,
 ) -> Finished {
+    let cmd = train_command(cwd, run, env, extra, train_args);
+    run_bounded(cmd, &cwd.join(format!("{run}.log")), limit)
+}
+
+/// The command [`run_train`] runs.
+pub fn train_command(
+    cwd: &Path,
+    run: &str,
+    env: &[(&str, &str)],
+    extra: &[&str],
+    train_args: &[&str],
+) -> Command {
     let mut cmd = Command::new(ddp_probe_bin());
     cmd.current_dir(cwd)
         .args([
@@ -166,7 +178,28 @@ pub fn run_train(
     for (k, v) in env {
         cmd.env(k, v);
     }
-    run_bounded(cmd, &cwd.join(format!("{run}.log")), limit)
+    cmd
+}
+
+/// `cmd` run inside `ulimit -n <files>` (soft and hard limit: it cannot raise it, and its
+/// children inherit it), with the same arguments, environment and folder.
+pub fn under_open_file_limit(cmd: &Command, files: u32) -> Command {
+    let mut wrapped = Command::new("sh");
+    wrapped
+        .arg("-c")
+        .arg(format!("ulimit -n {files} && exec \"$0\" \"$@\""))
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    if let Some(dir) = cmd.get_current_dir() {
+        wrapped.current_dir(dir);
+    }
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => wrapped.env(k, v),
+            None => wrapped.env_remove(k),
+        };
+    }
+    wrapped
 }
 
 /// One finding of `ddp-probe explain --json`: its category and ranks.

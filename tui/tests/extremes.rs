@@ -87,7 +87,11 @@ fn a_span_ending_at_the_last_nanosecond_is_refused_and_the_last_valid_one_drawn(
     // it an error) and the rest of the run draws.
     let (run, warnings) = probe::reader::load_records(&with_late_spans(i64::MAX as u64))
         .expect("the other records load");
-    let warned = warnings.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n");
+    let warned = warnings
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("\n");
     assert!(warned.contains("out of range"), "{warned}");
     assert!(warned.contains("skipped 2 damaged lines"), "{warned}");
     exercise(run, 120, 40);

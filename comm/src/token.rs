@@ -2,7 +2,6 @@
 //! connection must present it before anything else is accepted.
 
 use std::fmt;
-use std::io::Read;
 
 use crate::error::CommError;
 
@@ -11,7 +10,7 @@ use crate::error::CommError;
 pub use probe_contract::env::STORE_TOKEN as TOKEN_ENV;
 
 /// Longest accepted token, in bytes.
-pub const MAX_TOKEN_BYTES: usize = 256;
+pub use probe_contract::secret::MAX_STORE_TOKEN_BYTES as MAX_TOKEN_BYTES;
 
 /// A run's random shared secret.
 ///
@@ -36,16 +35,8 @@ impl Token {
     /// It must be 1 to [`MAX_TOKEN_BYTES`] bytes of printable ASCII.
     pub fn new(token: impl Into<String>) -> Result<Token, CommError> {
         let token = token.into();
-        if token.is_empty() || token.len() > MAX_TOKEN_BYTES {
-            return Err(CommError::InvalidArgument(format!(
-                "a token must have 1 to {MAX_TOKEN_BYTES} bytes, this one has {}",
-                token.len()
-            )));
-        }
-        if !token.bytes().all(|b| b.is_ascii_graphic()) {
-            return Err(CommError::InvalidArgument(
-                "a token must consist of printable ASCII characters without spaces".into(),
-            ));
+        if let Some(why) = probe_contract::secret::store_token_problem(&token) {
+            return Err(CommError::InvalidArgument(format!("the token {why}")));
         }
         Ok(Token(token))
     }
@@ -92,31 +83,8 @@ impl fmt::Debug for Token {
 /// to `/dev/urandom`).
 pub(crate) fn random_bytes<const N: usize>() -> Result<[u8; N], CommError> {
     let mut buf = [0u8; N];
-    let mut filled = 0;
-    while filled < N {
-        // SAFETY: the pointer and length describe the unfilled tail of `buf`,
-        // which is valid for writes.
-        let r = unsafe {
-            libc::getrandom(
-                buf[filled..].as_mut_ptr().cast::<libc::c_void>(),
-                N - filled,
-                0,
-            )
-        };
-        if r > 0 {
-            filled += r as usize;
-            continue;
-        }
-        let err = std::io::Error::last_os_error();
-        if err.kind() == std::io::ErrorKind::Interrupted {
-            continue;
-        }
-        let mut f = std::fs::File::open("/dev/urandom")
-            .map_err(|e| CommError::io("reading random bytes from /dev/urandom", e))?;
-        f.read_exact(&mut buf)
-            .map_err(|e| CommError::io("reading random bytes from /dev/urandom", e))?;
-        return Ok(buf);
-    }
+    probe_contract::secret::fill_random(&mut buf)
+        .map_err(|e| CommError::io("drawing random bytes from the operating system", e))?;
     Ok(buf)
 }
 

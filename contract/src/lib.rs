@@ -14,6 +14,7 @@
 //! * [`run_dir`]: the layout of a run directory;
 //! * [`rlimit`]: the open-file limit raised to the hard one at start;
 //! * [`budget`]: the bounds of the readers of untrusted files, each with its variable;
+//! * [`secret`]: the store token's rule and the OS randomness it is drawn from;
 //! * [`shm_names`]: the names of the ranks' shared-memory files, for the launcher's clean-up;
 //! * [`manifest`]: `manifest.json`, the launcher's record of a run, with
 //!   [`termination`] (how a rank ended) and the [`hang`] report, whose
@@ -28,6 +29,7 @@ pub mod manifest;
 pub mod recorder;
 pub mod rlimit;
 pub mod run_dir;
+pub mod secret;
 pub mod shm_names;
 pub mod termination;
 pub mod text;

@@ -3,8 +3,7 @@
 //! signals, and small host facts (hostname, random tokens).
 
 use std::ffi::{CString, OsStr, OsString};
-use std::fs::File;
-use std::io::{self, Read};
+use std::io;
 use std::net::TcpListener;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -264,12 +263,11 @@ pub(crate) fn hostname() -> String {
     String::from_utf8_lossy(&buf[..end]).into_owned()
 }
 
-/// `n` random bytes as lower-case hex, from the kernel's random source
-/// (falling back to std's randomly keyed hasher if /dev/urandom is unreadable).
+/// `n` random bytes as lower-case hex (run ids), from the kernel's random source
+/// (falling back to std's randomly keyed hasher if it cannot be read).
 pub(crate) fn random_hex(n: usize) -> String {
     let mut bytes = vec![0u8; n];
-    let from_kernel = File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes));
-    if from_kernel.is_err() {
+    if probe_contract::secret::fill_random(&mut bytes).is_err() {
         use std::hash::{BuildHasher, Hasher};
         for (i, chunk) in bytes.chunks_mut(8).enumerate() {
             let mut h = std::collections::hash_map::RandomState::new().build_hasher();

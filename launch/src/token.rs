@@ -16,8 +16,7 @@ use std::time::{Duration, Instant};
 use crate::env::DDP_PROBE_STORE_TOKEN;
 use crate::error::LaunchError;
 
-/// Longest token accepted, in bytes (the store's own limit).
-pub const MAX_TOKEN_BYTES: usize = 256;
+use probe_contract::secret::{store_token_problem, MAX_STORE_TOKEN_BYTES};
 
 /// How long a node other than node 0 waits for node 0 to write the token file.
 pub const TOKEN_FILE_WAIT: Duration = Duration::from_secs(120);
@@ -70,21 +69,9 @@ pub(crate) fn resolve(
     }
 }
 
-/// Why `token` cannot be a store token, if it cannot.
+/// Why `token` cannot be a store token, if it cannot (the rule the store applies).
 fn check(token: &str) -> Result<(), String> {
-    if token.is_empty() {
-        return Err("is empty".to_owned());
-    }
-    if token.len() > MAX_TOKEN_BYTES {
-        return Err(format!(
-            "has {} bytes, more than the {MAX_TOKEN_BYTES} a token may have",
-            token.len()
-        ));
-    }
-    if !token.bytes().all(|b| b.is_ascii_graphic()) {
-        return Err("must be printable ASCII without spaces".to_owned());
-    }
-    Ok(())
+    store_token_problem(token).map_or(Ok(()), Err)
 }
 
 fn invalid(message: String) -> LaunchError {
@@ -164,7 +151,7 @@ fn read_private(path: &Path, mut file: File) -> Result<String, LaunchError> {
     }
     let mut text = String::new();
     (&mut file)
-        .take(MAX_TOKEN_BYTES as u64 + 2)
+        .take(MAX_STORE_TOKEN_BYTES as u64 + 2)
         .read_to_string(&mut text)
         .map_err(|e| file_error(path, format!("cannot read it as text: {e}")))?;
     let token = text.lines().next().unwrap_or("").trim().to_owned();
@@ -211,23 +198,12 @@ fn write_new(path: &Path) -> Result<Option<String>, LaunchError> {
     }
 }
 
-/// `n` bytes from the operating system's generator (`getrandom`), in hexadecimal. Fails rather
-/// than fall back to anything guessable.
+/// `n` bytes from the operating system's generator, in hexadecimal. Fails rather than fall
+/// back to anything guessable.
 pub(crate) fn secret_hex(n: usize) -> Result<String, LaunchError> {
     let mut bytes = vec![0u8; n];
-    let mut filled = 0;
-    while filled < n {
-        // SAFETY: the pointer and length describe the unfilled tail of `bytes`.
-        let got = unsafe { libc::getrandom(bytes[filled..].as_mut_ptr().cast(), n - filled, 0) };
-        if got < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(LaunchError::NoRandom { source: e });
-        }
-        filled += got as usize;
-    }
+    probe_contract::secret::fill_random(&mut bytes)
+        .map_err(|source| LaunchError::NoRandom { source })?;
     Ok(crate::process::hex(&bytes))
 }
 

@@ -15,6 +15,7 @@
 //! * [`rlimit`]: the open-file limit raised to the hard one at start;
 //! * [`budget`]: the bounds of the readers of untrusted files, each with its variable;
 //! * [`secret`]: the store token's rule and the OS randomness it is drawn from;
+//! * [`checkpoint_format`]: the reference DDP's checkpoint file, read and checked without libtorch;
 //! * [`shm_names`]: the names of the ranks' shared-memory files, for the launcher's clean-up;
 //! * [`manifest`]: `manifest.json`, the launcher's record of a run, with
 //!   [`termination`] (how a rank ended) and the [`hang`] report, whose
@@ -22,6 +23,7 @@
 //!   waits in ([`hang::waits_in`]).
 
 pub mod budget;
+pub mod checkpoint_format;
 pub mod clock;
 pub mod env;
 pub mod hang;

@@ -326,21 +326,10 @@ impl Default for GradScalerConfig {
     }
 }
 
-/// What `GradScaler.state_dict()` holds: the scale, the hyper-parameters and the number of clean
-/// steps since the scale last changed.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct GradScalerState {
-    /// The current scale.
-    pub scale: f32,
-    /// See [`GradScalerConfig::growth_factor`].
-    pub growth_factor: f64,
-    /// See [`GradScalerConfig::backoff_factor`].
-    pub backoff_factor: f64,
-    /// See [`GradScalerConfig::growth_interval`].
-    pub growth_interval: u32,
-    /// Consecutive clean steps since the scale last changed (`_growth_tracker`).
-    pub growth_tracker: u32,
-}
+/// What `GradScaler.state_dict()` holds: the scale, the hyper-parameters ([`GradScalerConfig`]'s)
+/// and the number of clean steps since the scale last changed. Defined with the checkpoint
+/// format, which reads it without libtorch.
+pub use probe_contract::checkpoint_format::GradScalerState;
 
 /// Where an optimizer is in the current iteration (absent: `READY`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

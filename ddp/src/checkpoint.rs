@@ -30,12 +30,14 @@
 //! | `scaler/growth_factor`, `scaler/backoff_factor` | F64 `[]` | the scaler's factors |
 //! | `scaler/growth_interval`, `scaler/growth_tracker` | I64 `[]` | interval and tracker |
 //!
-//! Loading rejects files without `meta/format_version`, other format versions, unknown
-//! entries, incomplete groups (`sampler/*`, `scaler/*`) and scalars of the wrong dtype, each
+//! Loading reads the file's bytes and checks them in plain Rust before libtorch sees any
+//! ([`probe_contract::checkpoint_format`], which has a fuzz target): it rejects files without
+//! `meta/format_version`, other format versions, unknown entries, incomplete groups
+//! (`sampler/*`, `scaler/*`), scalars of the wrong dtype and dimensions past `i64::MAX`, each
 //! with an error naming the file and the entry. It also checks every entry against its
-//! checksum: a flipped bit in the data, or a header whose dtype or shape was changed, is refused
-//! naming the file and the entry, as is an entry missing from the list or added to it. A
-//! [`CheckpointManager`] then falls back to the previous checkpoint of its rotation
+//! checksum: a flipped bit in the data, or a header whose dtype or shape was changed, is
+//! refused naming the file and the entry, as is an entry missing from the list or added to it.
+//! A [`CheckpointManager`] then falls back to the previous checkpoint of its rotation
 //! ([`CheckpointManager::load_latest_valid`] says which it refused and why).
 //!
 //! # Atomic writes
@@ -58,10 +60,9 @@
 //! [`Checkpoint::apply_to_scaler`], [`Checkpoint::restore_rng`]). The RNG state saved is rank
 //! 0's, so after a restore every rank continues from rank 0's generator state.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::ffi::{c_char, c_void, CStr};
 use std::fs::{self, File};
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::ptr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -70,39 +71,24 @@ use comm::ProcessGroup;
 use tch::nn::VarStore;
 use tch::{Device, Kind, Tensor};
 
+use probe_contract::checkpoint_format::{self as format, entry, Decoded, ElementType, Entry};
+
 use crate::amp::{GradScaler, GradScalerState};
 use crate::error::{DdpError, Result};
 use crate::optim::Optimizer;
 
 /// Version of the layout described in the module doc, stored as `meta/format_version`: 2 adds
 /// `meta/checksums`; version 1 files (without checksums) still load.
-pub const FORMAT_VERSION: i64 = 2;
+pub use probe_contract::checkpoint_format::FORMAT_VERSION;
+
+/// Where a `DistributedSampler` stands (defined with the file format, which reads it).
+pub use probe_contract::checkpoint_format::SamplerState;
 
 /// Extension of checkpoint files.
 pub const CHECKPOINT_EXTENSION: &str = "safetensors";
 
-/// Headers longer than this are not believed (safetensors' own limit).
-const MAX_HEADER_BYTES: u64 = 100_000_000;
-
 /// Distinguishes the temporary files of one process.
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
-
-const VERSION_ENTRY: &str = "meta/format_version";
-const EPOCH_ENTRY: &str = "meta/epoch";
-const STEP_ENTRY: &str = "meta/step";
-const USER_ENTRY: &str = "meta/user_json";
-const CHECKSUMS_ENTRY: &str = "meta/checksums";
-const MODEL_PREFIX: &str = "model/";
-const OPTIM_PREFIX: &str = "optim/";
-const SAMPLER_EPOCH_ENTRY: &str = "sampler/epoch";
-const SAMPLER_SEED_ENTRY: &str = "sampler/seed";
-const RNG_CPU_ENTRY: &str = "rng/cpu";
-const RNG_CUDA_PREFIX: &str = "rng/cuda/";
-const SCALER_SCALE_ENTRY: &str = "scaler/scale";
-const SCALER_GROWTH_FACTOR_ENTRY: &str = "scaler/growth_factor";
-const SCALER_BACKOFF_FACTOR_ENTRY: &str = "scaler/backoff_factor";
-const SCALER_GROWTH_INTERVAL_ENTRY: &str = "scaler/growth_interval";
-const SCALER_GROWTH_TRACKER_ENTRY: &str = "scaler/growth_tracker";
 
 // ----- random generator states -----
 
@@ -255,15 +241,6 @@ impl RngState {
 
 // ----- checkpoint content -----
 
-/// Where a `DistributedSampler` stands: its epoch and seed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SamplerState {
-    /// The epoch last set with `set_epoch`.
-    pub epoch: u64,
-    /// The sampler's seed.
-    pub seed: u64,
-}
-
 /// Everything one checkpoint holds (see the module doc for the file layout).
 #[derive(Debug, Default)]
 pub struct Checkpoint {
@@ -343,12 +320,12 @@ impl Checkpoint {
     /// The named tensors of the file, in the layout of the module doc.
     fn entries(&self) -> Result<Vec<(String, Tensor)>> {
         let mut out: Vec<(String, Tensor)> = vec![
-            (VERSION_ENTRY.to_owned(), scalar(FORMAT_VERSION)?),
-            (EPOCH_ENTRY.to_owned(), scalar(self.epoch as i64)?),
-            (STEP_ENTRY.to_owned(), scalar(self.step as i64)?),
+            (entry::VERSION.to_owned(), scalar(FORMAT_VERSION)?),
+            (entry::EPOCH.to_owned(), scalar(self.epoch as i64)?),
+            (entry::STEP.to_owned(), scalar(self.step as i64)?),
         ];
         if let Some(user) = &self.user_metadata {
-            out.push((USER_ENTRY.to_owned(), bytes_tensor(user.as_bytes())?));
+            out.push((entry::USER.to_owned(), bytes_tensor(user.as_bytes())?));
         }
         for (name, t) in &self.model {
             if name.is_empty() {
@@ -356,43 +333,46 @@ impl Checkpoint {
                     "a model tensor has an empty name".to_owned(),
                 ));
             }
-            let entry = format!("{MODEL_PREFIX}{name}");
+            let entry = format!("{}{name}", entry::MODEL_PREFIX);
             let t = storable(&entry, t)?;
             out.push((entry, t));
         }
         for (name, t) in &self.optimizer {
-            let entry = format!("{OPTIM_PREFIX}{name}");
+            let entry = format!("{}{name}", entry::OPTIM_PREFIX);
             let t = storable(&entry, t)?;
             out.push((entry, t));
         }
         if let Some(s) = self.sampler {
-            out.push((SAMPLER_EPOCH_ENTRY.to_owned(), scalar(s.epoch as i64)?));
-            out.push((SAMPLER_SEED_ENTRY.to_owned(), scalar(s.seed as i64)?));
+            out.push((entry::SAMPLER_EPOCH.to_owned(), scalar(s.epoch as i64)?));
+            out.push((entry::SAMPLER_SEED.to_owned(), scalar(s.seed as i64)?));
         }
         if let Some(rng) = &self.rng {
-            out.push((RNG_CPU_ENTRY.to_owned(), storable(RNG_CPU_ENTRY, &rng.cpu)?));
+            out.push((
+                entry::RNG_CPU.to_owned(),
+                storable(entry::RNG_CPU, &rng.cpu)?,
+            ));
             for (i, state) in rng.cuda.iter().enumerate() {
-                let name = format!("{RNG_CUDA_PREFIX}{i}");
+                let name = format!("{}{i}", entry::RNG_CUDA_PREFIX);
                 let t = storable(&name, state)?;
                 out.push((name, t));
             }
         }
         if let Some(s) = self.scaler {
-            out.push((SCALER_SCALE_ENTRY.to_owned(), scalar(s.scale)?));
+            out.push((entry::SCALER_SCALE.to_owned(), scalar(s.scale)?));
             out.push((
-                SCALER_GROWTH_FACTOR_ENTRY.to_owned(),
+                entry::SCALER_GROWTH_FACTOR.to_owned(),
                 scalar(s.growth_factor)?,
             ));
             out.push((
-                SCALER_BACKOFF_FACTOR_ENTRY.to_owned(),
+                entry::SCALER_BACKOFF_FACTOR.to_owned(),
                 scalar(s.backoff_factor)?,
             ));
             out.push((
-                SCALER_GROWTH_INTERVAL_ENTRY.to_owned(),
+                entry::SCALER_GROWTH_INTERVAL.to_owned(),
                 scalar(i64::from(s.growth_interval))?,
             ));
             out.push((
-                SCALER_GROWTH_TRACKER_ENTRY.to_owned(),
+                entry::SCALER_GROWTH_TRACKER.to_owned(),
                 scalar(i64::from(s.growth_tracker))?,
             ));
         }
@@ -404,11 +384,12 @@ impl Checkpoint {
                 )));
             }
         }
-        let mut sums = String::new();
-        for (name, t) in &out {
-            sums.push_str(&format!("{name}\t{:016x}\n", entry_checksum(name, t)?));
-        }
-        out.push((CHECKSUMS_ENTRY.to_owned(), bytes_tensor(sums.as_bytes())?));
+        let sums = format::checksum_list(
+            out.iter()
+                .map(|(name, t)| Ok((name.as_str(), entry_checksum(name, t)?)))
+                .collect::<Result<Vec<_>>>()?,
+        );
+        out.push((entry::CHECKSUMS.to_owned(), bytes_tensor(sums.as_bytes())?));
         Ok(out)
     }
 
@@ -443,9 +424,10 @@ impl Checkpoint {
     /// Reads a checkpoint written by [`Checkpoint::save`] (tensors on the CPU).
     pub fn load(path: impl AsRef<Path>) -> Result<Checkpoint> {
         let path = path.as_ref();
-        let entries = Tensor::read_safetensors(path)
-            .map_err(|e| DdpError::Checkpoint(format!("cannot read {}: {e}", path.display())))?;
-        from_entries(path, entries)
+        let bytes = fs::read(path).map_err(|e| io_error("reading", path, e))?;
+        let decoded = format::decode(&bytes)
+            .map_err(|e| DdpError::Checkpoint(format!("{}: {e}", path.display())))?;
+        from_decoded(decoded)
     }
 
     /// Copies the saved parameters and buffers into `vs`'s variables, by name. Strict, like
@@ -469,8 +451,8 @@ impl Checkpoint {
             match saved.get(name.as_str()) {
                 None => missing.push(name.as_str()),
                 Some(src) if src.size() != dst.size() => shapes.push(format!(
-                    "entry '{MODEL_PREFIX}{name}' has shape {:?}, but the model's '{name}' has \
-                     shape {:?}",
+                    "entry '{}{name}' has shape {:?}, but the model's '{name}' has shape {:?}",
+                    entry::MODEL_PREFIX,
                     src.size(),
                     dst.size()
                 )),
@@ -483,7 +465,7 @@ impl Checkpoint {
             .iter()
             .map(|(n, _)| n.as_str())
             .filter(|n| !wanted.contains(n))
-            .map(|n| format!("{MODEL_PREFIX}{n}"))
+            .map(|n| format!("{}{n}", entry::MODEL_PREFIX))
             .collect();
         if !(missing.is_empty() && shapes.is_empty() && unexpected.is_empty()) {
             missing.sort_unstable();
@@ -604,87 +586,58 @@ fn parent_dir(path: &Path) -> PathBuf {
 }
 
 /// Writes `entries` to `tmp` and fsyncs it.
-/// xxh3-64 of an entry: its name, dtype, shape and bytes, so a flipped bit in the data and a
-/// changed dtype or shape in the header both show.
+/// The checksum of an entry about to be written ([`format::entry_checksum`]).
 fn entry_checksum(name: &str, t: &Tensor) -> Result<u64> {
     let t = t.f_contiguous()?;
-    let kind = t.kind();
-    let mut h = xxhash_rust::xxh3::Xxh3::new();
-    h.update(name.as_bytes());
-    h.update(&[0]);
-    h.update(format!("{kind:?}").as_bytes());
-    h.update(&[0]);
-    for d in t.size() {
-        h.update(&d.to_le_bytes());
-    }
-    let n = t.numel() * kind.elt_size_in_bytes();
-    if n > 0 {
-        // SAFETY: `t` is a contiguous CPU tensor (as stored and as read back) of `numel`
-        // elements of `elt_size_in_bytes` bytes each, alive for the borrow.
-        let bytes = unsafe { std::slice::from_raw_parts(t.data_ptr() as *const u8, n) };
-        h.update(bytes);
-    }
-    Ok(h.digest())
+    let element = element_type(t.kind()).ok_or_else(|| {
+        DdpError::Checkpoint(format!(
+            "entry '{name}' has kind {:?}, which the checkpoint format cannot store",
+            t.kind()
+        ))
+    })?;
+    let n = t.numel() * t.kind().elt_size_in_bytes();
+    let bytes: &[u8] = if n == 0 {
+        &[]
+    } else {
+        // SAFETY: `t` is a contiguous CPU tensor (as stored) of `numel` elements of
+        // `elt_size_in_bytes` bytes each, alive for the borrow.
+        unsafe { std::slice::from_raw_parts(t.data_ptr() as *const u8, n) }
+    };
+    Ok(format::entry_checksum(name, element, &t.size(), bytes))
 }
 
-/// Checks every entry of a loaded checkpoint (`version` and the rest in `entries`) against the
-/// list in `sums`: the same names, and each checksum equal.
-fn verify_checksums(
-    path: &Path,
-    sums: &Tensor,
-    version: &Tensor,
-    entries: &BTreeMap<String, Tensor>,
-) -> Result<()> {
-    let damaged = |what: String| {
-        DdpError::Checkpoint(format!(
-            "{}: {what}; the file was damaged after it was written",
-            path.display()
-        ))
+/// The format's element type of a libtorch kind (`None`: the format cannot store it).
+fn element_type(kind: Kind) -> Option<ElementType> {
+    Some(match kind {
+        Kind::Bool => ElementType::Bool,
+        Kind::Uint8 => ElementType::U8,
+        Kind::Int8 => ElementType::I8,
+        Kind::Int16 => ElementType::I16,
+        Kind::Int => ElementType::I32,
+        Kind::Int64 => ElementType::I64,
+        Kind::BFloat16 => ElementType::BF16,
+        Kind::Half => ElementType::F16,
+        Kind::Float => ElementType::F32,
+        Kind::Double => ElementType::F64,
+        _ => return None,
+    })
+}
+
+/// A tensor (on the CPU) holding a checked entry of a file.
+fn tensor_of(e: &Entry<'_>) -> Result<Tensor> {
+    let kind = match e.element {
+        ElementType::Bool => Kind::Bool,
+        ElementType::U8 => Kind::Uint8,
+        ElementType::I8 => Kind::Int8,
+        ElementType::I16 => Kind::Int16,
+        ElementType::I32 => Kind::Int,
+        ElementType::I64 => Kind::Int64,
+        ElementType::BF16 => Kind::BFloat16,
+        ElementType::F16 => Kind::Half,
+        ElementType::F32 => Kind::Float,
+        ElementType::F64 => Kind::Double,
     };
-    let text = Vec::<u8>::try_from(sums.f_flatten(0, -1)?)
-        .ok()
-        .and_then(|b| String::from_utf8(b).ok())
-        .ok_or_else(|| damaged(format!("'{CHECKSUMS_ENTRY}' is not readable text")))?;
-    let mut listed: BTreeMap<&str, u64> = BTreeMap::new();
-    for line in text.lines() {
-        let parsed = line
-            .split_once('\t')
-            .and_then(|(name, hex)| Some((name, u64::from_str_radix(hex, 16).ok()?)));
-        let Some((name, sum)) = parsed else {
-            return Err(damaged(format!(
-                "'{CHECKSUMS_ENTRY}' holds a line that is not <name> TAB <checksum>"
-            )));
-        };
-        listed.insert(name, sum);
-    }
-    let present = std::iter::once((VERSION_ENTRY, version))
-        .chain(entries.iter().map(|(n, t)| (n.as_str(), t)));
-    let mut seen = 0;
-    for (name, t) in present {
-        let Some(&want) = listed.get(name) else {
-            return Err(damaged(format!(
-                "entry '{name}' is not in its checksum list"
-            )));
-        };
-        if entry_checksum(name, t)? != want {
-            return Err(damaged(format!(
-                "entry '{name}' does not match its checksum (its data, dtype or shape changed)"
-            )));
-        }
-        seen += 1;
-    }
-    if seen != listed.len() {
-        let missing: Vec<&str> = listed
-            .keys()
-            .copied()
-            .filter(|n| *n != VERSION_ENTRY && !entries.contains_key(*n))
-            .collect();
-        return Err(damaged(format!(
-            "entries listed in its checksums are missing: {}",
-            missing.join(", ")
-        )));
-    }
-    Ok(())
+    Ok(Tensor::f_from_data_size(e.data, &e.shape, kind)?)
 }
 
 fn write_durably(entries: &[(String, Tensor)], tmp: &Path) -> Result<()> {
@@ -702,192 +655,27 @@ fn sync_dir(dir: &Path) -> Result<()> {
         .map_err(|e| io_error("syncing directory", dir, e))
 }
 
-/// One scalar entry as i64 (an I64 tensor with one element).
-fn scalar_i64(path: &Path, name: &str, t: &Tensor) -> Result<i64> {
-    check_scalar(path, name, t, Kind::Int64)?;
-    Ok(t.f_int64_value(&[])?)
-}
-
-fn scalar_f64(path: &Path, name: &str, t: &Tensor, kind: Kind) -> Result<f64> {
-    check_scalar(path, name, t, kind)?;
-    Ok(t.f_double_value(&[])?)
-}
-
-fn check_scalar(path: &Path, name: &str, t: &Tensor, kind: Kind) -> Result<()> {
-    if t.kind() != kind || t.dim() != 0 {
-        return Err(DdpError::Checkpoint(format!(
-            "{}: entry '{name}' should be a {kind:?} scalar, but is {:?} of shape {:?}",
-            path.display(),
-            t.kind(),
-            t.size()
-        )));
-    }
-    Ok(())
-}
-
-fn u32_field(path: &Path, name: &str, t: &Tensor) -> Result<u32> {
-    let v = scalar_i64(path, name, t)?;
-    u32::try_from(v).map_err(|_| {
-        DdpError::Checkpoint(format!(
-            "{}: entry '{name}' holds {v}, outside 0..=u32::MAX",
-            path.display()
-        ))
-    })
-}
-
-/// Builds a [`Checkpoint`] from a file's entries, checking the layout.
-fn from_entries(path: &Path, entries: Vec<(String, Tensor)>) -> Result<Checkpoint> {
-    let mut by_name: BTreeMap<String, Tensor> = entries.into_iter().collect();
-    let version_tensor = by_name.remove(VERSION_ENTRY).ok_or_else(|| {
-        DdpError::Checkpoint(format!(
-            "{} is not a checkpoint of this crate: it has no '{VERSION_ENTRY}' entry",
-            path.display()
-        ))
-    })?;
-    let version = scalar_i64(path, VERSION_ENTRY, &version_tensor)?;
-    if !(1..=FORMAT_VERSION).contains(&version) {
-        return Err(DdpError::Checkpoint(format!(
-            "{} has checkpoint format version {version}; this build reads versions 1 to \
-             {FORMAT_VERSION}",
-            path.display()
-        )));
-    }
-    if version >= 2 {
-        let sums = by_name.remove(CHECKSUMS_ENTRY).ok_or_else(|| {
-            DdpError::Checkpoint(format!(
-                "{}: the checkpoint has no '{CHECKSUMS_ENTRY}' entry, so its integrity cannot \
-                 be checked",
-                path.display()
-            ))
-        })?;
-        verify_checksums(path, &sums, &version_tensor, &by_name)?;
-    }
-    let mut take = |name: &str| -> Result<Tensor> {
-        by_name.remove(name).ok_or_else(|| {
-            DdpError::Checkpoint(format!(
-                "{}: the checkpoint has no '{name}' entry",
-                path.display()
-            ))
-        })
+/// A [`Checkpoint`] of a file's checked entries.
+fn from_decoded(decoded: Decoded<'_>) -> Result<Checkpoint> {
+    let named = |entries: &[(String, Entry<'_>)]| -> Result<Vec<(String, Tensor)>> {
+        entries
+            .iter()
+            .map(|(n, e)| Ok((n.clone(), tensor_of(e)?)))
+            .collect()
     };
-    let epoch = scalar_i64(path, EPOCH_ENTRY, &take(EPOCH_ENTRY)?)? as u64;
-    let step = scalar_i64(path, STEP_ENTRY, &take(STEP_ENTRY)?)? as u64;
-    let mut ckpt = Checkpoint::new(epoch, step);
-
-    let group =
-        |by_name: &mut BTreeMap<String, Tensor>, names: &[&str]| -> Result<Option<Vec<Tensor>>> {
-            let present: Vec<&str> = names
-                .iter()
-                .copied()
-                .filter(|n| by_name.contains_key(*n))
-                .collect();
-            if present.is_empty() {
-                return Ok(None);
-            }
-            if present.len() != names.len() {
-                let absent: Vec<&str> = names
-                    .iter()
-                    .copied()
-                    .filter(|n| !by_name.contains_key(*n))
-                    .collect();
-                return Err(DdpError::Checkpoint(format!(
-                    "{}: entries {} are present but {} are missing",
-                    path.display(),
-                    present.join(", "),
-                    absent.join(", ")
-                )));
-            }
-            Ok(Some(
-                names.iter().filter_map(|n| by_name.remove(*n)).collect(),
-            ))
-        };
-
-    if let Some(t) = group(&mut by_name, &[SAMPLER_EPOCH_ENTRY, SAMPLER_SEED_ENTRY])? {
-        ckpt.sampler = Some(SamplerState {
-            epoch: scalar_i64(path, SAMPLER_EPOCH_ENTRY, &t[0])? as u64,
-            seed: scalar_i64(path, SAMPLER_SEED_ENTRY, &t[1])? as u64,
-        });
-    }
-    let scaler_names = [
-        SCALER_SCALE_ENTRY,
-        SCALER_GROWTH_FACTOR_ENTRY,
-        SCALER_BACKOFF_FACTOR_ENTRY,
-        SCALER_GROWTH_INTERVAL_ENTRY,
-        SCALER_GROWTH_TRACKER_ENTRY,
-    ];
-    if let Some(t) = group(&mut by_name, &scaler_names)? {
-        ckpt.scaler = Some(GradScalerState {
-            scale: scalar_f64(path, SCALER_SCALE_ENTRY, &t[0], Kind::Float)? as f32,
-            growth_factor: scalar_f64(path, SCALER_GROWTH_FACTOR_ENTRY, &t[1], Kind::Double)?,
-            backoff_factor: scalar_f64(path, SCALER_BACKOFF_FACTOR_ENTRY, &t[2], Kind::Double)?,
-            growth_interval: u32_field(path, SCALER_GROWTH_INTERVAL_ENTRY, &t[3])?,
-            growth_tracker: u32_field(path, SCALER_GROWTH_TRACKER_ENTRY, &t[4])?,
-        });
-    }
-    if let Some(user) = by_name.remove(USER_ENTRY) {
-        if user.kind() != Kind::Uint8 || user.dim() != 1 {
-            return Err(DdpError::Checkpoint(format!(
-                "{}: entry '{USER_ENTRY}' should be a 1-d uint8 tensor, but is {:?} of shape {:?}",
-                path.display(),
-                user.kind(),
-                user.size()
-            )));
-        }
-        let mut bytes = vec![0u8; user.numel()];
-        user.f_copy_data(&mut bytes, user.numel())?;
-        ckpt.user_metadata = Some(String::from_utf8(bytes).map_err(|_| {
-            DdpError::Checkpoint(format!(
-                "{}: entry '{USER_ENTRY}' is not UTF-8 text",
-                path.display()
-            ))
-        })?);
-    }
-    let rng_cpu = by_name.remove(RNG_CPU_ENTRY);
-    let mut cuda: BTreeMap<usize, Tensor> = BTreeMap::new();
-    for (name, t) in by_name {
-        if let Some(model) = name.strip_prefix(MODEL_PREFIX) {
-            ckpt.model.push((model.to_owned(), t));
-        } else if let Some(optim) = name.strip_prefix(OPTIM_PREFIX) {
-            ckpt.optimizer.push((optim.to_owned(), t));
-        } else if let Some(index) = name.strip_prefix(RNG_CUDA_PREFIX) {
-            let index: usize = index.parse().map_err(|_| {
-                DdpError::Checkpoint(format!(
-                    "{}: entry '{name}' has no CUDA device index",
-                    path.display()
-                ))
-            })?;
-            cuda.insert(index, t);
-        } else {
-            return Err(DdpError::Checkpoint(format!(
-                "{}: unknown entry '{name}'",
-                path.display()
-            )));
-        }
-    }
-    match rng_cpu {
-        Some(cpu) => {
-            if let Some((&last, _)) = cuda.last_key_value() {
-                if last + 1 != cuda.len() {
-                    return Err(DdpError::Checkpoint(format!(
-                        "{}: the CUDA generator states are not numbered 0..{}",
-                        path.display(),
-                        cuda.len()
-                    )));
-                }
-            }
-            ckpt.rng = Some(RngState {
-                cpu,
-                cuda: cuda.into_values().collect(),
-            });
-        }
-        None if !cuda.is_empty() => {
-            return Err(DdpError::Checkpoint(format!(
-                "{}: CUDA generator states without '{RNG_CPU_ENTRY}'",
-                path.display()
-            )))
-        }
-        None => {}
-    }
+    let mut ckpt = Checkpoint::new(decoded.epoch, decoded.step);
+    ckpt.model = named(&decoded.model)?;
+    ckpt.optimizer = named(&decoded.optimizer)?;
+    ckpt.sampler = decoded.sampler;
+    ckpt.scaler = decoded.scaler;
+    ckpt.user_metadata = decoded.user_metadata;
+    ckpt.rng = match &decoded.rng {
+        Some((cpu, cuda)) => Some(RngState {
+            cpu: tensor_of(cpu)?,
+            cuda: cuda.iter().map(tensor_of).collect::<Result<_>>()?,
+        }),
+        None => None,
+    };
     Ok(ckpt)
 }
 
@@ -1122,56 +910,12 @@ fn process_is_gone(pid: u32) -> bool {
     proc.join("self").exists() && !proc.join(pid.to_string()).exists()
 }
 
-/// Whether `path` is a structurally complete safetensors file of this format: its header is
-/// readable, names the format version entry, and the file is exactly as long as the header's
-/// data offsets say. Reads only the header.
+/// Whether `path` is a structurally complete checkpoint file ([`format::is_complete`]).
 fn is_complete(path: &Path) -> bool {
-    fn check(path: &Path) -> std::io::Result<bool> {
-        let mut f = File::open(path)?;
-        let len = f.metadata()?.len();
-        let mut n = [0u8; 8];
-        if len < 8 {
-            return Ok(false);
-        }
-        f.read_exact(&mut n)?;
-        let n = u64::from_le_bytes(n);
-        if n > MAX_HEADER_BYTES || n > len - 8 {
-            return Ok(false);
-        }
-        let mut header = vec![0u8; n as usize];
-        f.read_exact(&mut header)?;
-        let Ok(header) = std::str::from_utf8(&header) else {
-            return Ok(false);
-        };
-        if !header.starts_with('{') || !header.contains(&format!("\"{VERSION_ENTRY}\"")) {
-            return Ok(false);
-        }
-        let Some(data_len) = data_end(header) else {
-            return Ok(false);
-        };
-        Ok(8 + n + data_len == len)
-    }
-    check(path).unwrap_or(false)
-}
-
-/// The largest end offset of the `"data_offsets":[begin,end]` fields of a safetensors header.
-fn data_end(header: &str) -> Option<u64> {
-    const KEY: &str = "\"data_offsets\":[";
-    let mut end = 0u64;
-    let mut found = false;
-    let mut rest = header;
-    while let Some(at) = rest.find(KEY) {
-        rest = &rest[at + KEY.len()..];
-        let close = rest.find(']')?;
-        let (begin, stop) = rest[..close].split_once(',')?;
-        let begin: u64 = begin.trim().parse().ok()?;
-        let stop: u64 = stop.trim().parse().ok()?;
-        if stop < begin {
-            return None;
-        }
-        end = end.max(stop);
-        found = true;
-        rest = &rest[close..];
-    }
-    found.then_some(end)
+    File::open(path)
+        .and_then(|mut f| {
+            let len = f.metadata()?.len();
+            Ok(format::is_complete(&mut f, len))
+        })
+        .unwrap_or(false)
 }

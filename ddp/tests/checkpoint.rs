@@ -826,3 +826,49 @@ fn rank_zero_writes_and_every_rank_learns_the_path() {
         }
     }
 }
+
+/// The seeds of the fuzz target `checkpoint_file` (`fuzz/corpus/checkpoint_file/seed-*`) are
+/// files of this writer that load: a full checkpoint (every group, bf16 and f64 tensors), one
+/// with the `meta` entries only, and a version-1 file (no checksums, so mutations reach the
+/// layout checks). `DDP_PROBE_WRITE_FUZZ_SEEDS=1` writes them afresh first.
+#[test]
+fn the_checkpoint_fuzz_target_seeds_are_files_of_this_writer() {
+    let _g = serial();
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus/checkpoint_file");
+    if std::env::var_os("DDP_PROBE_WRITE_FUZZ_SEEDS").is_some() {
+        let model = Model::new();
+        let mut opt = Optimizer::new(OptimizerKind::adamw(0.01), model.params());
+        model.train_step(&mut opt);
+        let scaler = GradScaler::new(GradScalerConfig::default()).expect("scaler");
+        full_checkpoint(&model, &opt, &scaler, 40)
+            .save(dir.join("seed-full.safetensors"))
+            .expect("save");
+        Checkpoint::new(0, 1)
+            .save(dir.join("seed-meta-only.safetensors"))
+            .expect("save");
+        let version = |v: i64| Tensor::from_slice(&[v]).view(());
+        Tensor::write_safetensors(
+            &[
+                ("meta/format_version", version(1)),
+                ("meta/epoch", version(2)),
+                ("meta/step", version(7)),
+                ("model/w", Tensor::from_slice(&[1.5f32, -2.0]).view([2, 1])),
+                ("sampler/epoch", version(2)),
+                ("sampler/seed", version(5)),
+            ],
+            dir.join("seed-version-1.safetensors"),
+        )
+        .expect("write");
+    }
+    let full = Checkpoint::load(dir.join("seed-full.safetensors")).expect("full seed");
+    assert!(full.sampler.is_some() && full.scaler.is_some() && full.rng.is_some());
+    assert_eq!(full.model.len(), 7);
+    let meta = Checkpoint::load(dir.join("seed-meta-only.safetensors")).expect("meta seed");
+    assert_eq!((meta.epoch, meta.step, meta.model.len()), (0, 1, 0));
+    let v1 = Checkpoint::load(dir.join("seed-version-1.safetensors")).expect("version-1 seed");
+    assert_eq!((v1.epoch, v1.step), (2, 7));
+    assert_eq!(
+        Vec::<f32>::try_from(&v1.model[0].1.flatten(0, -1)).unwrap(),
+        [1.5, -2.0]
+    );
+}

@@ -111,14 +111,22 @@ fn a_rank_slowed_inside_backward_is_named_with_its_first_late_bucket() {
         .position(|b| b.contains(&10))
         .expect("parameter 10 is in a bucket") as u64;
     assert_eq!(v["buckets"][0].as_u64(), Some(bucket), "{v}");
-    // About 60 ms late; without it the steps would be shorter by about that much.
+    // Late by what the trace files themselves show (computed here without the analysis), by
+    // something of the order of the 60 ms injected (on two shared cores the other rank's own
+    // backward runs faster while rank 1 sleeps, so the lateness seen ranges from about half
+    // the sleep, 37.7 ms once in CI, to somewhat over it), and mostly over backward.
     let late = v["late_ns"].as_f64().unwrap();
-    assert!((40e6..120e6).contains(&late), "{v}");
-    let saved = v["step_ns"].as_f64().unwrap() - v["without_ns"].as_f64().unwrap();
-    assert!(saved > 30e6, "{v}");
-    // The trace files themselves show it: rank 1 about 60 ms behind over backward.
+    let total = raw_phase_lateness(&run, 1, "total");
+    assert!(
+        (late - total).abs() <= 0.25 * total,
+        "analysis {late} vs trace {total}: {v}"
+    );
+    assert!((25e6..120e6).contains(&late), "{v}");
     let raw = raw_phase_lateness(&run, 1, "backward");
-    assert!((40e6..120e6).contains(&raw), "{raw}");
+    assert!(raw >= 0.5 * late, "backward {raw} of {late}");
+    // Without it the steps would be shorter by about that much.
+    let saved = v["step_ns"].as_f64().unwrap() - v["without_ns"].as_f64().unwrap();
+    assert!(saved > 0.5 * late, "{v}");
     let text = String::from_utf8(
         Command::new(ddp_probe_bin())
             .arg("summary")

@@ -142,6 +142,11 @@ pub struct RankEnd {
     pub at: String,
     /// Seconds from the launch to its end.
     pub after_s: f64,
+    /// When it ended, ns since the Unix epoch on this node's clock (the time base of the
+    /// traces of this node's ranks): where readers end what a rank never finished. Absent in
+    /// manifests of earlier versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_unix_ns: Option<i64>,
     /// Whether it ended after the launcher had signalled the ranks to stop
     /// (so its end is a consequence, not a cause).
     #[serde(default)]
@@ -472,6 +477,7 @@ mod tests {
             },
             at: "2024-01-01T00:00:00+00:00".into(),
             after_s: 1.5,
+            at_unix_ns: Some(1_704_067_200_000_000_000),
             stopped_by_launcher: true,
             kill_evidence: None,
         };

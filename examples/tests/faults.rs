@@ -377,6 +377,66 @@ fn a_rank_that_stops_making_progress_is_stopped_and_named() {
     let all = traces(&run);
     let hung = all.iter().find(|t| t.0 == 1).unwrap();
     assert!(hung.1.is_some_and(|s| s <= 10), "{:?}", hung.1);
+    assert_open_collective_is_drawn(dir.path(), &run, &first.json);
+}
+
+/// The collective rank 0 waits in, as `explain` names it (`finding`), is drawn open in the
+/// Chrome export: an unfinished all-reduce of rank 0 with that seq, from when it was queued to
+/// when the launcher stopped the rank (the manifest's `at_unix_ns`); the report draws the end
+/// of the run.
+fn assert_open_collective_is_drawn(cwd: &Path, run: &Path, finding: &str) {
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run.join("manifest.json")).unwrap()).unwrap();
+    let stopped = manifest["ranks"][0]["end"]["at_unix_ns"]
+        .as_i64()
+        .expect("the manifest says when rank 0 was stopped");
+    let out = std::process::Command::new(common::ddp_probe_bin())
+        .current_dir(cwd)
+        .args(["export", "chrome", "-o", "-"])
+        .arg(run)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let chrome: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let origin = chrome["metadata"]["time_origin_ns"].as_i64().unwrap();
+    let open: Vec<&serde_json::Value> = chrome["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["cat"] == "unfinished" && e["pid"] == 0 && e["args"]["kind"] == "collective")
+        .collect();
+    assert_eq!(open.len(), 1, "{open:?}");
+    let seq = open[0]["args"]["seq"].as_u64().unwrap();
+    assert!(
+        finding.contains(&format!("seq {seq}")),
+        "explain names the same collective: {finding}"
+    );
+    assert!(finding.contains("drawn as unfinished"), "{finding}");
+    let end_ns =
+        origin as f64 + (open[0]["ts"].as_f64().unwrap() + open[0]["dur"].as_f64().unwrap()) * 1e3;
+    assert!(
+        (end_ns - stopped as f64).abs() < 1e6,
+        "drawn to the rank's end: {end_ns} vs {stopped}"
+    );
+    let report = cwd.join("hung.html");
+    let out = std::process::Command::new(common::ddp_probe_bin())
+        .args(["report", "-o"])
+        .arg(&report)
+        .arg(run)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = std::fs::read_to_string(&report).unwrap();
+    assert!(html.contains("Where the run stopped"));
+    assert!(html.contains(&format!("all_reduce seq {seq}")));
 }
 
 #[test]

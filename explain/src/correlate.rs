@@ -417,7 +417,8 @@ fn progress_signals(
             .map(|l| format!("its last completed collective is seq {}", l.seq))
             .unwrap_or_else(|| "it completed no collective".to_owned());
         let text = format!(
-            "rank {} queued {} and it never completed; {last}",
+            "rank {} queued {} and it never completed (drawn as unfinished in `ddp-probe tui`, \
+             the report and the Chrome export); {last}",
             w.rank,
             c.describe()
         );

@@ -20,6 +20,7 @@ use serde_json::Value;
 use crate::lines::{for_each_line, ReadLimits};
 use crate::sanitize::{display_path, sanitize};
 use probe::model::Run;
+use probe::open::completed_seqs;
 use probe::trace::SpanKind;
 
 /// Bytes read from the end of each trace when the reader is not used.
@@ -115,9 +116,14 @@ pub(crate) fn read(dir: &Path, max_bytes: u64) -> (Vec<RankProgress>, Vec<String
 }
 
 fn from_run(run: &Run) -> Vec<RankProgress> {
+    let coll = |c: CollectiveRef| Coll {
+        seq: c.seq,
+        op: c.op,
+        step: c.step,
+    };
     let mut out = Vec::new();
     for rank in &run.ranks {
-        let mut completed: BTreeMap<u64, Coll> = BTreeMap::new();
+        let mut last_completed: Option<Coll> = None;
         let mut last_step: Option<u64> = None;
         for span in rank.spans() {
             if let Some(step) = span.step() {
@@ -126,55 +132,37 @@ fn from_run(run: &Run) -> Vec<RankProgress> {
             if span.kind() != SpanKind::Collective {
                 continue;
             }
-            if let Some(seq) = span.seq() {
-                completed.insert(
+            if let Some(seq) = span
+                .seq()
+                .filter(|&q| last_completed.as_ref().is_none_or(|c| q > c.seq))
+            {
+                last_completed = Some(Coll {
                     seq,
-                    Coll {
-                        seq,
-                        op: span.op().map(|s| run.str(s).to_owned()),
-                        step: span.step(),
-                    },
-                );
+                    op: span.op().map(|s| run.str(s).to_owned()),
+                    step: span.step(),
+                });
             }
         }
-        let mut queued: BTreeMap<u64, Coll> = BTreeMap::new();
-        for i in &rank.instants {
-            if let Some(step) = i.step {
-                last_step = Some(last_step.map_or(step, |s| s.max(step)));
-            }
-            if run.str(i.name) != "collective_queued" {
-                continue;
-            }
-            let Some(args) = i.args.map(|a| run.str(a)) else {
-                continue;
-            };
-            let Ok(Value::Object(args)) = serde_json::from_str::<Value>(args) else {
-                continue;
-            };
-            if let Some(c) = coll_of(&args, i.step) {
-                queued.insert(c.seq, c);
-            }
+        for step in rank.instants.iter().filter_map(|i| i.step) {
+            last_step = Some(last_step.map_or(step, |s| s.max(step)));
         }
-        let waiting_in = waiting(&queued, &completed.keys().copied().collect());
+        let queued: BTreeMap<u64, CollectiveRef> = run
+            .queued_collectives(rank)
+            .into_iter()
+            .map(|(seq, (_, c))| (seq, c))
+            .collect();
+        let waiting_in = waiting(&queued, &completed_seqs(rank)).map(coll);
         out.push(RankProgress {
             rank: rank.rank() as usize,
             path: rank.path.clone(),
             file: display_path(&rank.path),
-            last_completed: completed.into_values().next_back(),
+            last_completed,
             waiting_in,
             last_step,
             end_status: rank.end.as_ref().map(|e| e.status.clone()),
         });
     }
     out
-}
-
-fn coll_of(fields: &serde_json::Map<String, Value>, step: Option<u64>) -> Option<Coll> {
-    Some(Coll {
-        seq: fields.get("seq").and_then(Value::as_u64)?,
-        op: fields.get("op").and_then(Value::as_str).map(str::to_owned),
-        step: fields.get("step").and_then(Value::as_u64).or(step),
-    })
 }
 
 /// Progress from the header line and the last [`TAIL_BYTES`] of a file,

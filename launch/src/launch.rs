@@ -1236,6 +1236,7 @@ impl Run {
             termination: termination.clone(),
             at: at.to_rfc3339_opts(SecondsFormat::Millis, false),
             after_s,
+            at_unix_ns: at.timestamp_nanos_opt(),
             stopped_by_launcher,
             kill_evidence,
         };

@@ -1515,6 +1515,7 @@ fn decode<R: Read>(d: &mut Dec<R>, name: &str, path: &Path) -> Result<Part, Bad>
         logs,
         end,
         truncated,
+        stopped_at: None,
     };
     Ok(Part {
         rank,

@@ -6,6 +6,7 @@
 //!   into a model, with its fast line parser (`fastparse`), its memory-mapped
 //!   reading (`mapped`) and its binary cache (`cache`);
 //! * [`model`]: the compact in-memory [`model::Run`] every analysis and view reads;
+//! * [`open`]: what a rank began and never finished (hang, crash, cut trace), for the views;
 //! * [`error`]: what loading refuses ([`Error`]) and what it notes ([`Warning`]);
 //! * [`synth`]: deterministic synthetic runs for tests, snapshots and benchmarks;
 //! * [`fill`]: the "read until full" loop this crate and the Kineto importer share.
@@ -16,6 +17,7 @@ mod fastparse;
 pub mod fill;
 mod mapped;
 pub mod model;
+pub mod open;
 pub mod reader;
 pub mod synth;
 

@@ -624,6 +624,10 @@ pub struct RankTrace {
     pub end: Option<EndInfo>,
     /// Whether the file's last line was cut off.
     pub truncated: bool,
+    /// When the process ended, as its launcher recorded it in the run directory's manifest
+    /// (ns, rank 0's timeline); `None` when no manifest says. What the rank never finished
+    /// runs until then ([`Run::open_spans`]).
+    pub stopped_at: Option<i64>,
 }
 
 impl RankTrace {
@@ -685,7 +689,8 @@ impl RankTrace {
     }
 
     /// Earliest and latest timestamp of anything recorded (spans, instants,
-    /// counters, logs, gradient-ready times, end).
+    /// counters, logs, gradient-ready times, end), and the process's end
+    /// ([`RankTrace::stopped_at`]).
     pub fn time_range(&self) -> Option<(i64, i64)> {
         let mut lo = i64::MAX;
         let mut hi = i64::MIN;
@@ -714,7 +719,8 @@ impl RankTrace {
         if let Some(e) = &self.end {
             see(e.t, e.t);
         }
-        (lo <= hi).then_some((lo, hi))
+        // The process's end extends a recording; it does not make one.
+        (lo <= hi).then(|| (lo, self.stopped_at.map_or(hi, |t| hi.max(t))))
     }
 }
 

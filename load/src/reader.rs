@@ -194,7 +194,42 @@ pub fn load_run_with<P: AsRef<Path>>(
     options: &LoadOptions,
 ) -> Result<(Run, Vec<Warning>), Error> {
     let files = find_trace_files(paths)?;
-    load_files_with(&files, options)
+    let (mut run, warnings) = load_files_with(&files, options)?;
+    attach_stop_times(&mut run, paths);
+    Ok((run, warnings))
+}
+
+/// Sets [`RankTrace::stopped_at`] from the manifests of the run directories among `paths`:
+/// each rank's end as its launcher recorded it, moved onto rank 0's timeline by the rank's
+/// offset (the launcher shares its node's clock). A missing or unreadable manifest, one of an
+/// earlier version, or an end that does not fit the trace's own clock (it must come after
+/// the process started recording, by no more than the launch-to-end time the manifest gives,
+/// give or take a second: traces written on another clock, synthetic or imported, fail this)
+/// leaves it unset.
+fn attach_stop_times<P: AsRef<Path>>(run: &mut Run, paths: &[P]) {
+    for p in paths {
+        let Ok(manifest) = probe_contract::manifest::read_manifest(p.as_ref()) else {
+            continue;
+        };
+        for record in &manifest.ranks {
+            let Some(at) = record.end.as_ref().and_then(|e| e.at_unix_ns) else {
+                continue;
+            };
+            let Ok(rank) = u32::try_from(record.rank) else {
+                continue;
+            };
+            let Some(after_s) = record.end.as_ref().map(|e| e.after_s) else {
+                continue;
+            };
+            if let Ok(i) = run.ranks.binary_search_by_key(&rank, RankTrace::rank) {
+                let r = &mut run.ranks[i];
+                let since_start = at as f64 - r.header.start_ns as f64;
+                if (-1e9..=after_s * 1e9 + 1e9).contains(&since_start) {
+                    r.stopped_at = Some(at.saturating_add(r.offset_ns()));
+                }
+            }
+        }
+    }
 }
 
 /// The trace files [`load_run`] would read, sorted, without duplicates.
@@ -284,7 +319,9 @@ pub fn load_run_deferred<P: AsRef<Path>>(
     options: &LoadOptions,
 ) -> Result<(Run, Vec<Warning>, PendingCaches), Error> {
     let files = find_trace_files(paths)?;
-    load_files_deferred(&files, options)
+    let (mut run, warnings, pending) = load_files_deferred(&files, options)?;
+    attach_stop_times(&mut run, paths);
+    Ok((run, warnings, pending))
 }
 
 /// [`load_files_with`] with the caches' writing left to the caller (see
@@ -2220,6 +2257,7 @@ impl Builder {
             logs,
             end: self.end,
             truncated: self.truncated,
+            stopped_at: None,
         };
         (rank, self.strings, warnings)
     }

@@ -18,7 +18,7 @@ pub use probe_contract::text;
 pub mod units;
 pub mod wrap;
 
-pub use probe_load::{clock, error, model, reader, recorder, synth, trace};
+pub use probe_load::{clock, error, model, open, reader, recorder, synth, trace};
 
 pub use probe_load::{load_run, Error, Run, Warning};
 pub use recorder::Recorder;

@@ -66,6 +66,10 @@ pub mod palette {
     pub const PREDICTED: Rgb = Rgb(0xd3, 0x7a, 0x1f);
     /// A third series.
     pub const THIRD: Rgb = Rgb(0x59, 0xa1, 0x4f);
+    /// A span that never ended (hang, crash, cut trace), drawn to the end of the recording.
+    pub const UNFINISHED: Rgb = Rgb(0xc4, 0x3c, 0xc4);
+    /// A step that never ended (lighter, so that its open phase shows on it).
+    pub const UNFINISHED_STEP: Rgb = Rgb(0xec, 0xc4, 0xec);
 }
 
 /// A chart could not be drawn (plotters reported an error).

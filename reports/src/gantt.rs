@@ -20,6 +20,7 @@ use std::collections::BTreeMap;
 use probe::analysis::intervals::{difference, normalize, Interval};
 use probe::analysis::StepBreakdown;
 use probe::model::{LaneKind, Run};
+use probe::open::OpenSpan;
 use probe::trace::SpanKind;
 
 use crate::charts::{palette, GanttBar, Rgb};
@@ -100,6 +101,54 @@ pub fn median_step(steps: &[StepBreakdown]) -> Option<StepChoice> {
     })
 }
 
+/// The window of the end of a run that left spans open ([`Run::open_spans`]): per rank,
+/// from the start of its last complete step (else of its first open span) to the end of its
+/// recording (else the run's); `None` when nothing is open. Drawn with [`gantt_data`] and the
+/// open spans, it shows where each rank stopped.
+pub fn end_of_run(run: &Run, open: &[OpenSpan]) -> Option<StepChoice> {
+    if open.is_empty() {
+        return None;
+    }
+    let run_end = run.time_range()?.1;
+    let mut windows: Vec<(u32, i64, i64)> = run
+        .ranks
+        .iter()
+        .filter_map(|r| {
+            let last_step = r.steps().map(|s| s.start()).max();
+            let first_open = open
+                .iter()
+                .filter(|o| o.rank == r.rank())
+                .map(|o| o.start)
+                .min();
+            let start = last_step.or(first_open)?;
+            let end = r.time_range().map_or(run_end, |(_, b)| b);
+            let end = open
+                .iter()
+                .filter(|o| o.rank == r.rank())
+                .map(|o| o.end)
+                .fold(end, i64::max);
+            Some((r.rank(), start, end.max(start)))
+        })
+        .collect();
+    windows.sort_unstable();
+    let t0 = windows.iter().map(|w| w.1).min()?;
+    let t1 = windows.iter().map(|w| w.2).max()?;
+    let behind = open
+        .iter()
+        .filter(|o| o.kind != SpanKind::Step)
+        .min_by_key(|o| (o.step, o.collective.is_some()))
+        .map_or(windows[0].0, |o| o.rank);
+    Some(StepChoice {
+        step: None,
+        position: None,
+        warmup: false,
+        windows,
+        duration_ns: t1 - t0,
+        candidates: 1,
+        slowest_rank: behind,
+    })
+}
+
 /// The rows and bars of the representative step's Gantt chart.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct GanttData {
@@ -126,7 +175,12 @@ const ROWS_PER_RANK: usize = 3;
 
 /// Builds the chart data for `choice`, drawing at most `max_ranks` ranks
 /// (the lowest ranks plus the slowest one).
-pub fn gantt_data(run: &Run, choice: &StepChoice, max_ranks: usize) -> GanttData {
+pub fn gantt_data(
+    run: &Run,
+    choice: &StepChoice,
+    max_ranks: usize,
+    open: &[OpenSpan],
+) -> GanttData {
     let max_ranks = max_ranks.max(1);
     let mut shown: Vec<(u32, i64, i64)> = if choice.windows.len() <= max_ranks {
         choice.windows.clone()
@@ -225,6 +279,15 @@ pub fn gantt_data(run: &Run, choice: &StepChoice, max_ranks: usize) -> GanttData
             bar(2, iv, palette::EXPOSED, (0.08, 0.72));
         }
         data.exposed_ns.push((rank, exposed));
+        // What never ended, over everything else of its row (the step under its phase).
+        for o in open.iter().filter(|o| o.rank == rank && o.end > ws) {
+            let (row, color, band) = match o.lane {
+                LaneKind::Comm => (2, palette::UNFINISHED, (0.08, 0.72)),
+                _ if o.kind == SpanKind::Step => (0, palette::UNFINISHED_STEP, (0.08, 0.92)),
+                _ => (0, palette::UNFINISHED, (0.25, 0.75)),
+            };
+            bar(row, clip(o.start, o.end), color, band);
+        }
     }
     // Compute bars go over the grey step; keep the step first in each row.
     data.bars
@@ -292,7 +355,7 @@ mod tests {
         let (run, _) = probe::reader::load_run(&[dir.path()]).unwrap();
         let steps = step_breakdowns(&run, &SummaryOptions::default());
         let choice = median_step(&steps).unwrap();
-        let g = gantt_data(&run, &choice, 3);
+        let g = gantt_data(&run, &choice, 3, &[]);
         assert_eq!(g.ranks_shown.len(), 3);
         assert!(g.ranks_shown.contains(&choice.slowest_rank));
         assert_eq!(g.rows.len(), 9);

@@ -186,6 +186,14 @@ fn nav(h: &mut Html, runs: &[RunInput], a: &[RunAnalysis], scaling: bool, tune: 
                 "failure",
                 a.first().is_some_and(RunAnalysis::failed),
             ),
+            (
+                "stopped",
+                "where it stopped",
+                runs[0]
+                    .run
+                    .as_ref()
+                    .is_some_and(|r| !r.open_spans().is_empty()),
+            ),
             ("config", "configuration", true),
             ("breakdown", "breakdown", runs[0].run.is_some()),
             ("step", "representative step", runs[0].run.is_some()),

@@ -12,7 +12,7 @@ use probe_explain::{Report as Diagnosis, Role};
 
 use crate::analyze::RunAnalysis;
 use crate::charts::{self, palette, BarRow};
-use crate::gantt::{gantt_data, median_step};
+use crate::gantt::{end_of_run, gantt_data, median_step};
 use crate::html::{Cell, Html, Table};
 use crate::input::RunInput;
 use crate::options::ReportOptions;
@@ -34,6 +34,9 @@ pub(crate) fn write_run(
     overview(h, input, a);
     if a.failed() {
         failure(h, a, id);
+    }
+    if let Some(run) = &input.run {
+        where_it_stopped(h, run, id, opts);
     }
     configuration(h, input, a, id);
     if let (Some(run), Some(summary)) = (&input.run, &a.summary) {
@@ -554,7 +557,7 @@ fn representative_step(h: &mut Html, run: &Run, a: &RunAnalysis, id: &str, opts:
         h.close("section");
         return;
     };
-    let g = gantt_data(run, &choice, opts.max_gantt_ranks);
+    let g = gantt_data(run, &choice, opts.max_gantt_ranks, &[]);
     let which = match (choice.step, choice.position) {
         (Some(n), _) => format!("Step {n}"),
         (None, Some(p)) => format!("The step at position {p}"),
@@ -611,6 +614,74 @@ fn representative_step(h: &mut Html, run: &Run, a: &RunAnalysis, id: &str, opts:
             ns(total as f64 / g.exposed_ns.len() as f64)
         ));
     }
+    h.close("section");
+}
+
+/// For a run that left spans open (hang, crash, cut trace): each rank's last complete step
+/// and what it never finished, drawn to the end of the recording, and listed.
+fn where_it_stopped(h: &mut Html, run: &Run, id: &str, opts: &ReportOptions) {
+    let open = run.open_spans();
+    let Some(choice) = end_of_run(run, &open) else {
+        return;
+    };
+    section(h, id, "stopped", "Where the run stopped");
+    h.para(
+        "What each rank was doing when the recording ended: its last complete step, then \
+         what it began and never finished (in the colours of \u{201c}never ended\u{201d}, drawn to \
+         the end of the recording: when the launcher stopped the rank, else the run's last \
+         record).",
+    );
+    let g = gantt_data(run, &choice, opts.max_gantt_ranks, &open);
+    let t0 = choice.windows.iter().map(|w| w.1).min().unwrap_or(0);
+    match charts::gantt(
+        "timeline of the end of the run per rank, with what never ended",
+        &g.rows,
+        &g.shade,
+        &g.separators,
+        &g.bars,
+        g.t_max_ms,
+        "time since the last complete step started (ms)",
+    ) {
+        Ok(svg) => {
+            h.open("figure", &[("class", "chart")]).raw(&svg);
+            h.raw(&charts::legend(&[
+                (
+                    "never ended: collective or phase",
+                    palette::UNFINISHED,
+                    false,
+                ),
+                ("never ended: step", palette::UNFINISHED_STEP, false),
+                ("step", charts::Rgb(0xd9, 0xd9, 0xd9), false),
+                ("data wait", palette::DATA, false),
+                ("forward", palette::FORWARD, false),
+                ("backward", palette::BACKWARD, false),
+                ("optimizer", palette::OPTIMIZER, false),
+                ("bucket ready window", palette::READY, false),
+                ("communication, overlapped", palette::OVERLAPPED, false),
+                ("communication, exposed", palette::EXPOSED, false),
+            ]))
+            .close("figure");
+        }
+        Err(e) => {
+            h.note(&e.to_string());
+        }
+    }
+    h.open("ul", &[]);
+    for o in &open {
+        h.elem(
+            "li",
+            &[],
+            &format!(
+                "rank {}: {}: began at {} on this chart and was still running when the \
+                 recording ended, {} later",
+                o.rank,
+                o.what(),
+                ns(o.start.saturating_sub(t0) as f64),
+                ns(o.end.saturating_sub(o.start) as f64)
+            ),
+        );
+    }
+    h.close("ul");
     h.close("section");
 }
 

@@ -447,6 +447,10 @@ impl App {
             out.push(swatch(c));
             out.push(Text::styled(format!(" {}  ", c.name()), theme::DIM));
         }
+        if !self.tl.open_spans().is_empty() {
+            out.push(Text::styled(g.open.to_owned(), theme::OPEN));
+            out.push(Text::styled(" unfinished  ".to_owned(), theme::DIM));
+        }
         out
     }
 

@@ -211,6 +211,8 @@ pub struct Glyphs {
     pub dot: &'static str,
     /// An arrow between two times.
     pub arrow: &'static str,
+    /// A span that never ended (hang, crash, cut trace).
+    pub open: &'static str,
 }
 
 /// Unicode glyphs (the default).
@@ -226,6 +228,7 @@ pub const UNICODE: Glyphs = Glyphs {
     marker: "▶",
     dot: " · ",
     arrow: "→",
+    open: "╌",
 };
 
 /// Plain ASCII glyphs (`--ascii`): cells show the class's letter.
@@ -241,6 +244,7 @@ pub const ASCII: Glyphs = Glyphs {
     marker: ">",
     dot: " - ",
     arrow: "->",
+    open: "~",
 };
 
 /// The title bar.
@@ -290,6 +294,10 @@ pub const KEY: Style = Style::new()
 pub const TEXT: Style = Style::new().fg(Color::White);
 /// Secondary text.
 pub const DIM: Style = Style::new().fg(Color::Gray);
+/// A span that never ended, and its label.
+pub const OPEN: Style = Style::new()
+    .fg(Color::LightMagenta)
+    .add_modifier(Modifier::BOLD);
 /// Warnings and exposed communication figures.
 pub const WARN: Style = Style::new()
     .fg(Color::LightRed)

@@ -11,6 +11,7 @@ use std::collections::HashMap;
 
 use probe::analysis::{step_breakdowns, StepBreakdown, SummaryOptions};
 use probe::model::{Lane, LaneKind, RankTrace, Run, Span};
+use probe::open::OpenSpan;
 use probe::trace::SpanKind;
 
 use crate::format::clean;
@@ -78,6 +79,7 @@ pub struct Timeline {
     breakdowns: Vec<StepBreakdown>,
     buckets: Vec<u32>,
     spans: usize,
+    open: Vec<(usize, OpenSpan)>,
 }
 
 impl Timeline {
@@ -96,6 +98,7 @@ impl Timeline {
         let steps = merge_steps(&breakdowns);
         let buckets = bucket_ids(&run);
         let spans = run.span_count();
+        let open = place_open_spans(&run, &rows);
         Timeline {
             run,
             origin,
@@ -106,6 +109,7 @@ impl Timeline {
             breakdowns,
             buckets,
             spans,
+            open,
         }
     }
 
@@ -166,6 +170,12 @@ impl Timeline {
         self.spans
     }
 
+    /// What the ranks began and never finished ([`Run::open_spans`]), each with the row it is
+    /// drawn on: its rank's lane of its kind, else the rank's first row.
+    pub fn open_spans(&self) -> &[(usize, OpenSpan)] {
+        &self.open
+    }
+
     /// The step whose window contains `t`, else the one starting next, else
     /// the last.
     pub fn step_near(&self, t: i64) -> Option<usize> {
@@ -208,6 +218,26 @@ impl Timeline {
             })
             .collect()
     }
+}
+
+/// Each open span with its row (see [`Timeline::open_spans`]).
+fn place_open_spans(run: &Run, rows: &[Row]) -> Vec<(usize, OpenSpan)> {
+    run.open_spans()
+        .into_iter()
+        .filter_map(|o| {
+            let ri = run
+                .ranks
+                .binary_search_by_key(&o.rank, RankTrace::rank)
+                .ok()?;
+            let rank = &run.ranks[ri];
+            let of_rank = || rows.iter().enumerate().filter(move |(_, r)| r.rank == ri);
+            let row = of_rank()
+                .find(|(_, r)| rank.lanes[r.lane].kind == o.lane)
+                .or_else(|| of_rank().next())?
+                .0;
+            Some((row, o))
+        })
+        .collect()
 }
 
 /// Indices of the spans of `lane` that overlap `[t0, t1)`, in start order:

@@ -8,6 +8,7 @@
 //! spans only when few enough spans are in view to be wide.
 
 use probe::model::{Lane, RankTrace, Span};
+use probe::open::OpenSpan;
 use probe::trace::SpanKind;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -389,10 +390,76 @@ impl App {
                 }
             }
             self.render_span_labels(lane, rank, &bounds, &colors, area.x, y, buf);
+            self.render_open_spans(ri, &bounds, &colors, area.x, y, buf);
             if let Some(sel) = self.selection.filter(|s| s.row == ri) {
                 if let Some(span) = lane.spans().get(sel.index) {
                     self.render_selected(span, rank, &colors, area.x, y, buf);
                 }
+            }
+        }
+    }
+
+    /// What never ended on row `ri`: a dashed line from its start to the end of the recording
+    /// (an open step only over cells nothing else covers, so that its finished phases stay
+    /// visible), labelled "<what> unfinished" (shorter where there is less room) up to where
+    /// the next open span of the row begins.
+    fn render_open_spans(
+        &self,
+        ri: usize,
+        bounds: &[i64],
+        colors: &[Color],
+        x0: u16,
+        y: u16,
+        buf: &mut Buffer,
+    ) {
+        let cols = (bounds.len() - 1) as i64;
+        let g = self.glyphs();
+        let mut open: Vec<&OpenSpan> = self
+            .tl
+            .open_spans()
+            .iter()
+            .filter(|(r, o)| *r == ri && o.end >= self.t0 && o.start < self.t1)
+            .map(|(_, o)| o)
+            .collect();
+        open.sort_by_key(|o| o.start);
+        let cols_of = |o: &OpenSpan| {
+            (
+                self.time_col(cols, o.start).max(0),
+                self.time_col(cols, o.end).min(cols - 1),
+            )
+        };
+        for o in &open {
+            let (c0, c1) = cols_of(o);
+            for c in c0..=c1 {
+                if o.kind != SpanKind::Step || colors[c as usize] == Color::Reset {
+                    self.put(buf, x0 + c as u16, y, g.open, 1, theme::OPEN);
+                }
+            }
+        }
+        for (k, o) in open.iter().enumerate() {
+            // An open step's label would cover its finished phases; its open phase says it.
+            if o.kind == SpanKind::Step && open.len() > k + 1 {
+                continue;
+            }
+            let (c0, c1) = cols_of(o);
+            let stop = open.get(k + 1).map_or(c1, |n| cols_of(n).0.min(c1));
+            let room = (stop - c0 - 1).max(0) as usize;
+            let label = [
+                format!(" {} unfinished ", self.safe(&o.what())),
+                format!(" {} unfinished ", self.safe(&o.short())),
+                " unfinished ".to_owned(),
+            ]
+            .into_iter()
+            .find(|l| l.chars().count() <= room);
+            if let Some(label) = label {
+                self.put(
+                    buf,
+                    x0 + (c0 + 1) as u16,
+                    y,
+                    &label,
+                    room as u16,
+                    theme::OPEN,
+                );
             }
         }
     }

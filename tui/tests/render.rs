@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{app, app_with, screen};
+use common::{app, app_with, rank_records, screen, MS, T0};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use probe_tui::{App, Options, KEYS};
 
@@ -208,4 +208,69 @@ fn ascii_mode_draws_only_ascii() {
         keys(&mut a, "?");
         check(&a, "help");
     }
+}
+
+/// The fixture with rank 1 hung in step 2: its data wait and forward recorded, the all-reduce
+/// of bucket 0 queued (seq 5) at 276 ms, then nothing, and no end record.
+fn hung_app(w: u16, h: u16) -> App {
+    use probe::trace::{InstantRecord, Record, SpanKind};
+    let mut r1: Vec<Record> = rank_records(1)
+        .into_iter()
+        .filter(|r| match r {
+            Record::Span(s) => s.step.is_none_or(|st| {
+                st < 2 || matches!(s.kind, SpanKind::DataWait | SpanKind::Forward)
+            }),
+            Record::End(_) => false,
+            _ => true,
+        })
+        .collect();
+    let serde_json::Value::Object(args) = serde_json::json!(
+        {"seq": 5, "op": "all_reduce", "bucket": 0, "bytes": 10280}
+    ) else {
+        unreachable!()
+    };
+    r1.push(Record::Instant(InstantRecord {
+        name: "collective_queued".into(),
+        t: T0 + 276 * MS,
+        step: Some(2),
+        args: Some(Box::new(args)),
+    }));
+    let (run, _) = probe::reader::load_records(&[rank_records(0), r1]).expect("loads");
+    let mut app = App::new(probe_tui::Timeline::new(run), &Options::default());
+    app.resize(w, h);
+    app
+}
+
+#[test]
+fn a_hung_rank_s_open_phase_and_collective_are_drawn_to_the_end_of_the_recording() {
+    let a = hung_app(200, 30);
+    let s = screen(&a, 200, 30);
+    snapshot("hung-200x30", &s);
+    let row = |label: &str, nth: usize| {
+        s.iter()
+            .filter(|l| l.contains(label))
+            .nth(nth)
+            .cloned()
+            .unwrap_or_else(|| panic!("no row {label} #{nth}:\n{}", joined(&s)))
+    };
+    // Rank 1's comm row: the queued all-reduce, open to the last column (the recording ends
+    // with rank 0's end record at 345 ms).
+    let comm = row(" comm ", 1);
+    assert!(
+        comm.contains("all_reduce seq 5") && comm.contains("unfinished"),
+        "{comm}"
+    );
+    assert!(comm.trim_end().ends_with('\u{254c}'), "{comm}");
+    // Its compute row: the phase after forward, backward, open too; rank 0 has nothing open.
+    let compute = row("r1 compute", 0);
+    assert!(
+        compute.contains("backward of step 2 unfinished"),
+        "{compute}"
+    );
+    assert!(!row("r0 compute", 0).contains("unfinished"));
+    assert!(
+        s.iter()
+            .any(|l| l.contains("fwd") && l.contains("\u{254c} unfinished")),
+        "the legend names it"
+    );
 }

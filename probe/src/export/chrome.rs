@@ -21,6 +21,7 @@ use std::io::{self, BufWriter, Write};
 
 use crate::analysis::WhatIf;
 use crate::model::{RankTrace, Run, Span};
+use crate::open::OpenSpan;
 use crate::trace::{SpanKind, FORMAT_NAME, VERSION};
 
 /// What to export besides spans.
@@ -66,8 +67,9 @@ pub fn write_chrome_trace_with<W: Write>(
         origin,
     };
     e.w.write_all(b"{\"traceEvents\":[")?;
+    let open = run.open_spans();
     for rank in &run.ranks {
-        write_rank(&mut e, run, rank, options)?;
+        write_rank(&mut e, run, rank, &open, options)?;
     }
     let first_pid = run.ranks.iter().map(|r| r.rank() + 1).max().unwrap_or(0);
     for (k, w) in options.what_if.iter().enumerate() {
@@ -241,6 +243,7 @@ fn write_rank<W: Write>(
     e: &mut Events<W>,
     run: &Run,
     rank: &RankTrace,
+    open: &[OpenSpan],
     options: &ChromeOptions,
 ) -> io::Result<()> {
     let pid = rank.rank();
@@ -274,6 +277,7 @@ fn write_rank<W: Write>(
         }
         next_tid = base.saturating_add(n_rows);
     }
+    write_open_spans(e, rank, open, pid, next_tid)?;
     if options.instants {
         for i in &rank.instants {
             e.open()?;
@@ -329,6 +333,58 @@ fn write_rank<W: Write>(
             json_str(&mut e.w, run.str(c.name))?;
             write!(e.w, ",\"args\":{{\"value\":{}}}}}", c.value)?;
         }
+    }
+    Ok(())
+}
+
+/// What `rank` began and never finished ([`Run::open_spans`]), on a thread of its own,
+/// "never ended", drawn to the end of the recording: named "<what> (unfinished)", category
+/// `unfinished`, with `"unfinished":true` and the collective's fields in `args`.
+fn write_open_spans<W: Write>(
+    e: &mut Events<W>,
+    rank: &RankTrace,
+    open: &[OpenSpan],
+    pid: u32,
+    tid: u32,
+) -> io::Result<()> {
+    let open: Vec<&OpenSpan> = open.iter().filter(|o| o.rank == rank.rank()).collect();
+    if open.is_empty() {
+        return Ok(());
+    }
+    metadata(e, pid, tid, "thread_name", "name", &|w| {
+        json_str(w, "never ended")
+    })?;
+    metadata(e, pid, tid, "thread_sort_index", "sort_index", &|w| {
+        write!(w, "{tid}")
+    })?;
+    for o in open {
+        e.open()?;
+        let ts = e.ts(o.start);
+        let dur = Us(o.end - o.start);
+        write!(
+            e.w,
+            "\"ph\":\"X\",\"pid\":{pid},\"tid\":{tid},\"ts\":{ts},\"dur\":{dur},\"cat\":\"unfinished\",\"name\":"
+        )?;
+        json_str(&mut e.w, &format!("{} (unfinished)", o.what()))?;
+        e.w.write_all(b",\"args\":{\"unfinished\":true")?;
+        let mut f = Fields { any: true };
+        f.str(&mut e.w, "kind", o.kind.as_str())?;
+        if let Some(v) = o.step {
+            f.num(&mut e.w, "step", v)?;
+        }
+        if let Some(c) = &o.collective {
+            f.num(&mut e.w, "seq", c.seq)?;
+            if let Some(v) = &c.op {
+                f.str(&mut e.w, "op", v)?;
+            }
+            if let Some(v) = c.bucket {
+                f.num(&mut e.w, "bucket", v)?;
+            }
+            if let Some(v) = c.bytes {
+                f.num(&mut e.w, "bytes", v)?;
+            }
+        }
+        e.w.write_all(b"}}")?;
     }
     Ok(())
 }

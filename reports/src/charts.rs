@@ -1,7 +1,9 @@
 //! The report's charts: SVG drawn with plotters' `SVGBackend` into strings
 //! and made responsive (`width="100%"`, the height following the
 //! `viewBox`), so they scale with the page and need nothing from the
-//! network.
+//! network. Each is drawn twice, for wide screens and for phones (class
+//! `wide` or `narrow`; the report's style sheet shows one), so that its text
+//! stays legible at 420 px.
 //!
 //! * [`stacked_bars`]: one horizontal stacked bar per row (the step-time
 //!   breakdown per rank).
@@ -86,9 +88,48 @@ impl StdError for ChartError {}
 
 type Draw<T> = Result<T, Box<dyn StdError>>;
 
-const WIDTH: u32 = 960;
-/// Line charts are narrower: they often sit two side by side.
-const LINE_WIDTH: u32 = 640;
+/// How a chart is drawn for one range of screen widths. Every chart is drawn twice, [`WIDE`]
+/// and [`NARROW`], and the report's style sheet shows one of them (by the SVG's class): a
+/// drawing scaled down from 960 to a phone's 400 px would leave its 15 px text at 6 px, while
+/// the narrow one keeps it at about 14.
+#[derive(Clone, Copy, Debug)]
+struct Layout {
+    /// Width of the drawing (px) of bar and Gantt charts.
+    width: u32,
+    /// Width of line charts (they often sit two side by side on wide screens).
+    line_width: u32,
+    /// Most x-axis labels.
+    x_labels: usize,
+    /// Most characters of a row label.
+    label_chars: usize,
+    /// The SVG's class.
+    class: &'static str,
+}
+
+/// Screens wider than 640 px.
+const WIDE: Layout = Layout {
+    width: 960,
+    line_width: 640,
+    x_labels: 10,
+    label_chars: 28,
+    class: "wide",
+};
+
+/// Screens up to 640 px (phones).
+const NARROW: Layout = Layout {
+    width: 400,
+    line_width: 400,
+    x_labels: 4,
+    label_chars: 14,
+    class: "narrow",
+};
+
+/// The chart drawn by `draw` at both layouts, wide first.
+fn at_both_widths(
+    draw: impl Fn(Layout) -> Result<String, ChartError>,
+) -> Result<String, ChartError> {
+    Ok(draw(WIDE)? + &draw(NARROW)?)
+}
 const FONT: &str = "sans-serif";
 const LABEL_PX: u32 = 15;
 const TEXT: RGBColor = RGBColor(0x22, 0x22, 0x22);
@@ -111,18 +152,28 @@ pub fn stacked_bars(
     colors: &[Rgb],
     x_desc: &str,
 ) -> Result<String, ChartError> {
+    at_both_widths(|l| stacked_bars_at(l, aria, rows, colors, x_desc))
+}
+
+fn stacked_bars_at(
+    l: Layout,
+    aria: &str,
+    rows: &[BarRow],
+    colors: &[Rgb],
+    x_desc: &str,
+) -> Result<String, ChartError> {
     let n = rows.len().max(1);
     let row_px = if n > 32 { 14 } else { 24 };
     let height = 30 + row_px * n as u32 + 60;
-    let label_w = label_width(rows.iter().map(|r| r.label.as_str()));
+    let label_w = label_width(rows.iter().map(|r| r.label.as_str()), l.label_chars);
     let xmax = rows
         .iter()
         .map(|r| r.values.iter().map(|v| v.max(0.0)).sum::<f64>())
         .fold(0.0, f64::max);
     let xmax = if xmax > 0.0 { xmax * 1.04 } else { 1.0 };
     let mut svg = String::new();
-    draw_into(&mut svg, WIDTH, height, |root| {
-        let mut chart = row_chart(root, 14, xmax, n, label_w, 8, x_desc)?;
+    draw_into(&mut svg, l.width, height, |root| {
+        let mut chart = row_chart(root, 14, xmax, n, label_w, l.x_labels.min(8), x_desc)?;
         let mut rects = Vec::new();
         for (i, row) in rows.iter().enumerate() {
             let y1 = (n - i) as f64 - 0.14;
@@ -140,11 +191,11 @@ pub fn stacked_bars(
         chart.draw_series(rects)?;
         for (i, row) in rows.iter().enumerate() {
             let (px, py) = chart.backend_coord(&(0.0, (n - i) as f64 - 0.5));
-            row_label(root, &row.label, px - 8, py)?;
+            row_label(root, &row.label, l.label_chars, px - 8, py)?;
         }
         Ok(())
     })?;
-    Ok(responsive(&svg, aria))
+    Ok(responsive(&svg, aria, l.class))
 }
 
 /// One bar of a [`gantt`] chart.
@@ -176,18 +227,32 @@ pub fn gantt(
     t_max: f64,
     x_desc: &str,
 ) -> Result<String, ChartError> {
+    at_both_widths(|l| gantt_at(l, aria, rows, shade, separators, bars, t_max, x_desc))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn gantt_at(
+    l: Layout,
+    aria: &str,
+    rows: &[String],
+    shade: &[bool],
+    separators: &[usize],
+    bars: &[GanttBar],
+    t_max: f64,
+    x_desc: &str,
+) -> Result<String, ChartError> {
     let n = rows.len().max(1);
     let row_px = if n > 48 { 12 } else { 20 };
     let height = 20 + row_px * n as u32 + 60;
-    let label_w = label_width(rows.iter().map(String::as_str));
+    let label_w = label_width(rows.iter().map(String::as_str), l.label_chars);
     let t_max = if t_max > 0.0 && t_max.is_finite() {
         t_max
     } else {
         1.0
     };
     let mut svg = String::new();
-    draw_into(&mut svg, WIDTH, height, |root| {
-        let mut chart = row_chart(root, 10, t_max, n, label_w, 10, x_desc)?;
+    draw_into(&mut svg, l.width, height, |root| {
+        let mut chart = row_chart(root, 10, t_max, n, label_w, l.x_labels, x_desc)?;
         let top = |row: usize| (n - row) as f64;
         let shading = RGBColor(0xf4, 0xf6, 0xf8);
         chart.draw_series(shade.iter().enumerate().filter(|(_, s)| **s).map(|(i, _)| {
@@ -210,11 +275,11 @@ pub fn gantt(
         }))?;
         for (i, label) in rows.iter().enumerate() {
             let (px, py) = chart.backend_coord(&(0.0, top(i) - 0.5));
-            row_label(root, label, px - 8, py)?;
+            row_label(root, label, l.label_chars, px - 8, py)?;
         }
         Ok(())
     })?;
-    Ok(responsive(&svg, aria))
+    Ok(responsive(&svg, aria, l.class))
 }
 
 /// One series of a [`line_chart`].
@@ -266,6 +331,17 @@ pub struct Axis {
 
 /// Lines on x/y axes. On a log₂ x axis the values must be positive.
 pub fn line_chart(aria: &str, lines: &[Line], x: &Axis, y: &Axis) -> Result<String, ChartError> {
+    at_both_widths(|l| line_chart_at(l, aria, lines, x, y))
+}
+
+fn line_chart_at(
+    l: Layout,
+    aria: &str,
+    lines: &[Line],
+    x: &Axis,
+    y: &Axis,
+) -> Result<String, ChartError> {
+    let narrow = l.line_width < WIDE.line_width;
     let tx = |v: f64| {
         if x.log2 {
             v.max(f64::MIN_POSITIVE).log2()
@@ -287,21 +363,25 @@ pub fn line_chart(aria: &str, lines: &[Line], x: &Axis, y: &Axis) -> Result<Stri
     }
     let height = 420;
     let mut svg = String::new();
-    draw_into(&mut svg, LINE_WIDTH, height, |root| {
+    draw_into(&mut svg, l.line_width, height, |root| {
         let mut chart = ChartBuilder::on(root)
             .margin_top(16)
-            .margin_right(28)
+            .margin_right(if narrow { 16 } else { 28 })
             .margin_left(8)
             .x_label_area_size(62)
-            .y_label_area_size(90)
+            .y_label_area_size(if narrow { 76 } else { 90 })
             .build_cartesian_2d(x0..x1, y0..y1)?;
         let xfmt = |v: &f64| (x.format)(if x.log2 { v.exp2() } else { *v });
         let yfmt = |v: &f64| (y.format)(*v);
         let manual_ticks = x.ticks.as_ref().filter(|t| !t.is_empty());
         chart
             .configure_mesh()
-            .x_labels(if manual_ticks.is_some() { 0 } else { 8 })
-            .y_labels(7)
+            .x_labels(if manual_ticks.is_some() {
+                0
+            } else {
+                l.x_labels.min(8)
+            })
+            .y_labels(if narrow { 5 } else { 7 })
             .x_label_formatter(&xfmt)
             .y_label_formatter(&yfmt)
             .x_desc(x.desc.as_str())
@@ -371,7 +451,7 @@ pub fn line_chart(aria: &str, lines: &[Line], x: &Axis, y: &Axis) -> Result<Stri
         }
         Ok(())
     })?;
-    Ok(responsive(&svg, aria))
+    Ok(responsive(&svg, aria, l.class))
 }
 
 /// An HTML legend: one coloured swatch and name per entry; `dashed` entries
@@ -413,14 +493,20 @@ fn draw_into(
     result.map_err(|e| ChartError(e.to_string()))
 }
 
-/// A row label right-aligned at `(x, y)` (pixels), cut to 28 characters.
-fn row_label(root: &DrawingArea<SVGBackend<'_>, Shift>, label: &str, x: i32, y: i32) -> Draw<()> {
+/// A row label right-aligned at `(x, y)` (pixels), cut to `chars` characters.
+fn row_label(
+    root: &DrawingArea<SVGBackend<'_>, Shift>,
+    label: &str,
+    chars: usize,
+    x: i32,
+    y: i32,
+) -> Draw<()> {
     let style = (FONT, LABEL_PX)
         .into_font()
         .color(&TEXT)
         .pos(Pos::new(HPos::Right, VPos::Center));
-    let text: String = if label.chars().count() > 28 {
-        label.chars().take(27).chain(['…']).collect()
+    let text: String = if label.chars().count() > chars {
+        label.chars().take(chars - 1).chain(['…']).collect()
     } else {
         label.to_owned()
     };
@@ -428,9 +514,12 @@ fn row_label(root: &DrawingArea<SVGBackend<'_>, Shift>, label: &str, x: i32, y: 
     Ok(())
 }
 
-/// Room for row labels: about 8 px per character of the longest, 60–240.
-fn label_width<'a>(labels: impl Iterator<Item = &'a str>) -> u32 {
-    let longest = labels.map(|l| l.chars().count().min(28)).max().unwrap_or(4);
+/// Room for row labels: about 8 px per character of the longest (at most `chars`), 60–240.
+fn label_width<'a>(labels: impl Iterator<Item = &'a str>, chars: usize) -> u32 {
+    let longest = labels
+        .map(|l| l.chars().count().min(chars))
+        .max()
+        .unwrap_or(4);
     (longest as u32 * 8 + 20).clamp(60, 240)
 }
 
@@ -491,8 +580,8 @@ fn axis_formatter(max: f64) -> impl Fn(&f64) -> String {
 }
 
 /// The SVG with `width="100%"` and no fixed height (the `viewBox` keeps the
-/// aspect ratio), an accessible name, and no XML declaration.
-fn responsive(svg: &str, aria: &str) -> String {
+/// aspect ratio), an accessible name, the layout's class, and no XML declaration.
+fn responsive(svg: &str, aria: &str, class: &str) -> String {
     let body = svg.trim();
     let Some(open_end) = body.find('>') else {
         return body.to_owned();
@@ -500,7 +589,9 @@ fn responsive(svg: &str, aria: &str) -> String {
     let open = &body[..open_end];
     let view_box = attr(open, "viewBox").unwrap_or("0 0 960 400");
     let mut out = String::with_capacity(body.len() + 160);
-    out.push_str("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"100%\" viewBox=\"");
+    out.push_str("<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"");
+    out.push_str(class);
+    out.push_str("\" width=\"100%\" viewBox=\"");
     out.push_str(&escape(view_box));
     out.push_str("\" preserveAspectRatio=\"xMidYMin meet\" role=\"img\" aria-label=\"");
     out.push_str(&escape(aria));
@@ -539,12 +630,19 @@ mod tests {
             "time per step (ms)",
         )
         .unwrap();
+        // Drawn twice: 960 px wide for wide screens, then 400 px for phones.
         assert!(
             svg.starts_with(
-                "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"100%\" viewBox=\"0 0 960 "
+                "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"wide\" width=\"100%\" \
+                 viewBox=\"0 0 960 "
             ),
             "{}",
             &svg[..200]
+        );
+        let narrow = svg.find("<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"narrow\"");
+        assert!(
+            narrow.is_some_and(|i| svg[i..].contains("viewBox=\"0 0 400 ")),
+            "{svg}"
         );
         assert!(!svg.contains("height=\"") || !svg[..svg.find('>').unwrap()].contains("height="));
         assert!(svg.contains("time per step (ms)"));

@@ -264,12 +264,13 @@ caption{text-align:left;color:var(--muted);padding:2px 0}
 th,td{padding:4px 9px;border-bottom:1px solid var(--line);text-align:left;vertical-align:top;white-space:nowrap}
 th{background:#f6f8fa;font-weight:600}
 .num{text-align:right;font-variant-numeric:tabular-nums}
-td .names,td code.log{white-space:normal;overflow-wrap:anywhere;display:inline-block;width:24em}
-td code.log{width:36em}
+td code.log{white-space:normal;overflow-wrap:anywhere;display:inline-block;width:36em}
+ul.bucket-params{list-style:none;padding:0;margin:4px 0 8px;font-size:.86em}
+ul.bucket-params .names{overflow-wrap:anywhere}
 tr.best td{background:#eef7ec;font-weight:600}
-figure.chart{margin:10px 0 4px;overflow-x:auto}
-figure.chart svg{display:block;width:100%;height:auto;min-width:540px}
-figure.chart.line svg{min-width:0}
+figure.chart{margin:10px 0 4px}
+figure.chart svg{display:block;width:100%;height:auto}
+figure.chart svg.narrow{display:none}
 figure.narrow{max-width:720px}
 .pair{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,440px),1fr));gap:12px}
 ul.legend{list-style:none;padding:0;margin:4px 0 8px;display:flex;flex-wrap:wrap;gap:2px 16px;font-size:.84em}
@@ -299,7 +300,8 @@ header,main,footer{padding:0 8px}
 main>section,.run{padding:10px 10px;border-radius:6px}
 dl.facts{grid-template-columns:minmax(0,1fr)}
 dl.facts dd{margin-bottom:6px}
-figure.chart svg{min-width:600px}
+figure.chart svg.wide{display:none}
+figure.chart svg.narrow{display:block}
 .card{min-width:0;flex:1 1 40%}
 }
 "#;

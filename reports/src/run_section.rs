@@ -692,31 +692,30 @@ fn buckets(h: &mut Html, run: &Run, s: &Summary, id: &str) {
         h.close("section");
         return;
     }
-    let names = |bucket: u32| -> String {
-        let Some(ddp) = run.ranks.iter().find_map(|r| r.header.ddp.as_ref()) else {
-            return String::new();
-        };
-        let layout = run
+    // A bucket's parameter names: the first few and how many more, and all of them.
+    let names = |bucket: u32| -> Option<(String, String)> {
+        let ddp = run.ranks.iter().find_map(|r| r.header.ddp.as_ref())?;
+        let b = run
             .ranks
             .iter()
             .find_map(|r| r.layouts.last())
-            .and_then(|l| l.buckets.iter().find(|b| b.id == bucket));
-        let Some(b) = layout else {
-            return String::new();
-        };
-        let mut v: Vec<&str> = b
+            .and_then(|l| l.buckets.iter().find(|b| b.id == bucket))?;
+        let all: Vec<&str> = b
             .params
             .iter()
-            .take(NAMES_PER_BUCKET)
             .filter_map(|&i| ddp.params.iter().find(|p| p.index == i))
             .map(|p| p.name.as_str())
             .collect();
-        let more = b.params.len().saturating_sub(v.len());
-        let more_text = format!("+{more} more");
+        let mut short: Vec<String> = all
+            .iter()
+            .take(NAMES_PER_BUCKET)
+            .map(|n| n.to_string())
+            .collect();
+        let more = b.params.len().saturating_sub(short.len());
         if more > 0 {
-            v.push(&more_text);
+            short.push(format!("+{more} more"));
         }
-        v.join(", ")
+        Some((short.join(", "), all.join(", ")))
     };
     let mut t = Table::new(&[
         "#bucket",
@@ -730,7 +729,6 @@ fn buckets(h: &mut Html, run: &Run, s: &Summary, id: &str) {
         "#busbw (transfer)",
         "#exposed",
         "#skew",
-        "parameters",
     ]);
     let d = |x: &probe::analysis::Dist| {
         if x.is_empty() {
@@ -756,13 +754,27 @@ fn buckets(h: &mut Html, run: &Run, s: &Summary, id: &str) {
             ),
             Cell::num(d(&b.exposed)),
             Cell::num(d(&b.skew)),
-            Cell::markup(format!(
-                "<span class=\"names\">{}</span>",
-                crate::html::escape(&names(b.bucket))
-            )),
         ]);
     }
     h.table(&t);
+    // The parameters of each bucket below the numbers, where long names wrap instead of
+    // widening the table; every name on hover.
+    let lists: Vec<(u32, (String, String))> = s
+        .buckets
+        .iter()
+        .filter_map(|b| Some((b.bucket, names(b.bucket)?)))
+        .collect();
+    if !lists.is_empty() {
+        h.open("ul", &[("class", "bucket-params")]);
+        for (bucket, (short, all)) in &lists {
+            h.open("li", &[])
+                .elem("b", &[], &format!("bucket {bucket}"))
+                .text(": ")
+                .elem("span", &[("class", "names"), ("title", all)], short)
+                .close("li");
+        }
+        h.close("ul");
+    }
     h.note("Medians over the steady steps of all ranks. Bucket 0 is reduced first (it holds the parameters whose gradients are ready first). Launch delay: from ready to the all-reduce's start; waiting: the share of the all-reduce time spent waiting for the last rank to arrive; transfer: the collective's own time, the shortest call across the ranks, over which busbw is taken; skew: latest minus earliest start across ranks.");
     if let Some(line) = s
         .comm_split

@@ -97,12 +97,13 @@ fn a_run_report_has_every_section_and_labelled_charts() {
         .iter()
         .filter(|l| l.starts_with("simulated schedule: "))
         .count();
-    // The breakdown, the representative step, and the advice's simulated schedules: the
-    // recorded layout replayed, and the recommended setting when it is another.
+    // The breakdown and the representative step, each drawn for wide screens and for
+    // phones, and the advice's simulated schedules: the recorded layout replayed, and the
+    // recommended setting when it is another.
     assert_eq!(
         svgs.len() - what_if,
-        2,
-        "breakdown and representative step: {svgs:?}"
+        4,
+        "breakdown and representative step, wide and narrow: {svgs:?}"
     );
     assert!((1..=2).contains(&what_if), "{svgs:?}");
     assert!(

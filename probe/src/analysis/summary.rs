@@ -633,7 +633,9 @@ impl Summary {
             } else {
                 let sum = b.totals.comm_ns.max(1) as f64;
                 let line = format!(
-                    "{} of communication overlaps compute; the last collective ends a median {} after backward.",
+                    "{} of communication overlaps compute; the last collective ends a median {} \
+                     after backward (the comm tail, over every rank-step; the advice measures it \
+                     on the rank each step waits for).",
                     render::pct(b.totals.comm_overlapped_ns as f64 / sum),
                     render::ns(b.comm_tail.median)
                 );

@@ -283,3 +283,41 @@ fn live_view_of_run_follows_a_restarted_attempt() {
     tmux.send(&["q"]);
     tmux.wait_for("exit status 0");
 }
+
+/// `ddp-probe run --tui`, then `q` while the job runs: the terminal says the job goes on and
+/// its console follows, rank 0's lines printed after the viewer closed appear there, and the
+/// run ends with its summary and status (before, the console stayed silent to the end).
+#[test]
+fn closing_the_live_view_hands_the_console_back() {
+    if !have_tmux() {
+        eprintln!("skipped: tmux is not installed (apt-get install tmux to run this test)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("source");
+    generate_run(&SynthConfig::new(2, 6, 2), &source).unwrap();
+    let script = format!(
+        "cp '{}'/traces/rank-$RANK.jsonl \"$DDP_PROBE_TRACE_DIR/\"; \
+         for i in 1 2 3 4 5 6 7 8 9 10 11 12; do echo \"tick $i of rank $RANK\"; sleep 0.5; done",
+        source.display()
+    );
+    let cmd = format!(
+        "cd '{}' && '{}' run --tui --nproc-per-node 2 --grace 1 -- sh -c '{}'; \
+         echo \"exit status $?\"; sleep 60",
+        dir.path().display(),
+        env!("CARGO_BIN_EXE_ddp-probe"),
+        script.replace('\'', "'\\''")
+    );
+    let tmux = start_shell("handback", &cmd, 160);
+    tmux.wait_for("r1 compute");
+    tmux.send(&["q"]);
+    let screen = tmux.wait_for_all(&[
+        "viewer closed; the job goes on and its console follows here",
+        "tick 12 of rank 0",
+        "exit status 0",
+    ]);
+    assert!(
+        !screen.contains("of rank 1"),
+        "the default console shows rank 0's output only: {screen}"
+    );
+}

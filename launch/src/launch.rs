@@ -1082,7 +1082,7 @@ impl Run {
                 let until = *drain_until.get_or_insert(now + DRAIN_WAIT);
                 if now >= until {
                     observer.on_event(&Event::Notice {
-                        message: "a process started by a rank still holds its output open; not waiting for it (its output goes on into the log)".to_owned(),
+                        message: "a process started by a rank still holds its output open; not waiting for it (what it writes after ddp-probe exits is not kept)".to_owned(),
                     });
                     break;
                 }

@@ -104,21 +104,29 @@ fn explain_briefly(run_dir: &std::path::Path) {
     }
 }
 
-/// `run --tui`: the launch runs on a thread with a quiet console while the terminal timeline
-/// follows the run directory; closing the viewer leaves the job running (Ctrl-C stops it).
+/// `run --tui`: the launch runs on a thread while the terminal timeline follows the run
+/// directory. The console stays silent while the viewer is open (its output is kept in the
+/// run directory); closing the viewer leaves the job running, and from then on its console
+/// (the `--console` choice) and the launcher's messages follow on the terminal as without
+/// `--tui`. Ctrl-C stops the job.
 fn launch_with_viewer(
-    mut config: LaunchConfig,
+    config: LaunchConfig,
 ) -> Result<Result<probe_launch::Outcome, probe_launch::LaunchError>> {
-    config.console = ConsoleMode::Quiet;
     let (tx, rx) = mpsc::channel();
     let done = Arc::new(AtomicBool::new(false));
+    let viewer_closed = Arc::new(AtomicBool::new(false));
     let finished = Arc::clone(&done);
+    let console_back = Arc::clone(&viewer_closed);
     let job = std::thread::Builder::new()
         .name("ddp-probe-launch".into())
         .spawn(move || {
+            let mut console = ConsoleObserver;
             let mut observer = |event: &Event| {
                 if let Event::RunStarted { run_dir, .. } = event {
                     let _ = tx.send(run_dir.clone());
+                }
+                if console_back.load(Ordering::SeqCst) {
+                    probe_launch::Observer::on_event(&mut console, event);
                 }
             };
             let result = launch(&config, &mut observer);
@@ -127,10 +135,16 @@ fn launch_with_viewer(
         })?;
     if let Ok(run_dir) = rx.recv() {
         let options = probe_tui::Options::default();
-        probe_tui::live(&run_dir, || done.load(Ordering::SeqCst), &options)?;
+        let viewed = probe_tui::live(&run_dir, || done.load(Ordering::SeqCst), &options);
         if !done.load(Ordering::SeqCst) {
-            eprintln!("ddp-probe: viewer closed; the job goes on (Ctrl-C stops it)");
+            eprintln!(
+                "ddp-probe: viewer closed; the job goes on and its console follows here \
+                 (Ctrl-C stops it; `ddp-probe tui --live {}` opens the viewer again)",
+                run_dir.display()
+            );
         }
+        viewer_closed.store(true, Ordering::SeqCst);
+        viewed?;
     }
     job.join().map_err(|_| {
         anyhow::anyhow!("the launcher thread panicked; the run directory keeps what it recorded")

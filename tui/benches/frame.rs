@@ -5,7 +5,13 @@
 //! ```text
 //! cargo bench -p probe-tui --bench frame                 # 1,000,008 spans
 //! cargo bench -p probe-tui --bench frame -- 16 2000 40   # RANKS STEPS BUCKETS
+//! cargo bench -p probe-tui --bench frame -- 1024 200 4   # the heatmap's goal: a 1,024-rank job
 //! ```
+//!
+//! The heatmap view (`m`) is measured too: the time to open it (computing the three
+//! heatmaps) and its frames; the goals for 1,024 ranks × 200 steps are an open of at most 1 s
+//! and frames of at most 16 ms. `FRAME_BENCH_RUN=DIR` writes the run to `DIR` (kept) instead
+//! of a temporary directory, to look at it with `ddp-probe tui DIR`.
 //!
 //! "open" is what `ddp-probe tui` does before the first frame: load the run
 //! (`probe::load_run`) and index it ([`probe_tui::Timeline::new`]). A
@@ -60,10 +66,12 @@ fn main() {
     let ranks = arg(&args, 0, 8) as u32;
     let steps = arg(&args, 1, 1000);
     let buckets = arg(&args, 2, 40) as u32;
-    let dir = tempfile::tempdir().expect("temporary directory");
+    let tmp = tempfile::tempdir().expect("temporary directory");
+    let kept = std::env::var_os("FRAME_BENCH_RUN").map(std::path::PathBuf::from);
+    let dir = kept.as_deref().unwrap_or(tmp.path());
     let config = probe::synth::SynthConfig::new(ranks, steps, buckets);
     let t = Instant::now();
-    let summary = probe::synth::generate_run(&config, dir.path()).expect("synthetic run");
+    let summary = probe::synth::generate_run(&config, dir).expect("synthetic run");
     println!(
         "generated {} ranks x {steps} steps x {buckets} buckets: {} spans in {:.2} s",
         ranks,
@@ -72,7 +80,7 @@ fn main() {
     );
 
     let t = Instant::now();
-    let (run, _warnings) = probe::load_run(&[dir.path()]).expect("load");
+    let (run, _warnings) = probe::load_run(&[dir]).expect("load");
     let load = t.elapsed();
     let t = Instant::now();
     let timeline = Timeline::new(run);
@@ -86,7 +94,7 @@ fn main() {
     );
 
     let mut app = App::new(timeline, &Options::default());
-    app.set_sources(vec![dir.path().to_path_buf()]);
+    app.set_sources(vec![dir.to_path_buf()]);
     for (name, key) in [("advice panel", '2'), ("explain panel", '3')] {
         let t = Instant::now();
         press(&mut app, key);
@@ -126,4 +134,29 @@ fn main() {
             }
         }
     }
+    // The heatmap view: opening it computes the heatmaps; then its frames, per metric.
+    app.resize(200, 50);
+    let t = Instant::now();
+    press(&mut app, 'm');
+    let opened = t.elapsed();
+    println!(
+        "heatmap view opened (3 heatmaps of {ranks} ranks x {steps} steps): {:.0} ms (goal 1000 ms)",
+        ms(opened)
+    );
+    for (w, h) in [(80, 24), (200, 50), (320, 96)] {
+        for metric in ["step time", "exposed communication", "arrival lateness"] {
+            let (mean, worst) = frames(&mut app, w, h, n);
+            println!(
+                "  {w:>3}x{h:<3} heatmap, {metric:<41} {:>7.2} ms / {:>7.2} ms (goal 16 ms)",
+                ms(mean),
+                ms(worst)
+            );
+            press(&mut app, 'c');
+        }
+    }
+    let open_total = load + index + opened;
+    println!(
+        "open to the heatmap's first frame: {:.0} ms (load + index + heatmaps)",
+        ms(open_total)
+    );
 }

@@ -42,6 +42,8 @@ pub enum Mode {
     Timeline,
     /// The help overlay.
     Help,
+    /// The rank × step heatmap (`heatmap.rs`).
+    Heatmap,
 }
 
 /// The side panels.
@@ -188,6 +190,8 @@ pub struct App {
     pub(crate) advice: Option<Advice>,
     pub(crate) report: Option<Result<Report, String>>,
     pub(crate) sources: Vec<PathBuf>,
+    pub(crate) heat: Option<probe::analysis::heatmap::Heatmaps>,
+    pub(crate) heat_cursor: crate::heatmap::HeatCursor,
     quit: bool,
 }
 
@@ -218,6 +222,12 @@ impl App {
             advice: None,
             report: None,
             sources: Vec::new(),
+            heat: None,
+            heat_cursor: crate::heatmap::HeatCursor {
+                metric: probe::analysis::heatmap::Metric::StepTime,
+                rank_index: 0,
+                step_index: 0,
+            },
             quit: false,
         };
         app.fit_all();
@@ -968,7 +978,7 @@ impl App {
 
     /// Selects the `step` span of step `i` on global rank `rank` without
     /// moving the view.
-    fn select_step_span(&mut self, i: usize, rank: u32) {
+    pub(crate) fn select_step_span(&mut self, i: usize, rank: u32) {
         let Some(st) = self.tl.steps().get(i) else {
             return;
         };
@@ -1143,7 +1153,7 @@ impl App {
     pub fn toggle_help(&mut self) {
         self.mode = match self.mode {
             Mode::Help => Mode::Timeline,
-            Mode::Timeline => {
+            Mode::Timeline | Mode::Heatmap => {
                 self.help_scroll = 0;
                 Mode::Help
             }
@@ -1242,6 +1252,15 @@ impl App {
         });
         self.advice = None;
         self.report = None;
+        // The heatmaps follow a live run while their view is open; otherwise they are
+        // computed again when it next opens.
+        self.heat = (self.mode == Mode::Heatmap)
+            .then(|| probe::analysis::heatmap::heatmaps(self.tl.run(), self.tl.breakdowns()));
+        if let Some(h) = &self.heat {
+            let c = &mut self.heat_cursor;
+            c.rank_index = c.rank_index.min(h.ranks.len().saturating_sub(1));
+            c.step_index = c.step_index.min(h.steps.len().saturating_sub(1));
+        }
         self.compute_panel();
         match self.follow {
             Follow::All => {

@@ -32,6 +32,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("1 t", "panel: step breakdown"),
     ("2 a", "panel: bucket advice"),
     ("3 x", "panel: explain findings"),
+    ("m", "heatmap: ranks x steps"),
     ("r", "reload now (live)"),
     ("Esc", "close / clear"),
     ("?", "this help"),
@@ -62,6 +63,10 @@ impl App {
             return;
         }
         self.message = None;
+        if self.mode == Mode::Heatmap {
+            self.heat_key(key);
+            return;
+        }
         match key.code {
             KeyCode::Char('q') => self.quit(),
             KeyCode::Char('?') => self.toggle_help(),
@@ -93,6 +98,7 @@ impl App {
             KeyCode::Char('1') | KeyCode::Char('t') => self.toggle_panel(Panel::Breakdown),
             KeyCode::Char('2') | KeyCode::Char('a') => self.toggle_panel(Panel::Advice),
             KeyCode::Char('3') | KeyCode::Char('x') => self.toggle_panel(Panel::Explain),
+            KeyCode::Char('m') => self.toggle_heatmap(),
             KeyCode::Char('r') => self.request_reload(),
             _ => {}
         }
@@ -141,6 +147,9 @@ impl App {
             && y >= r.axis.y
             && y < r.lanes.bottom()
             && !in_panel;
+        if self.mode == Mode::Heatmap {
+            return;
+        }
         if self.mode == Mode::Help {
             match m.kind {
                 MouseEventKind::ScrollDown => self.scroll_panel(3),

@@ -9,7 +9,10 @@
 //! a glance. Zoom, pan, select spans for their details, jump to the slowest
 //! step or the one with the most exposed communication, highlight a bucket
 //! on every rank, and open panels with the step breakdown, the
-//! `bucket_cap_mb` advice and the `explain` findings. `?` lists every key.
+//! `bucket_cap_mb` advice and the `explain` findings. `m` switches to a
+//! rank × step heatmap (step time, exposed communication, arrival lateness)
+//! for jobs of hundreds of ranks, whose cells open in the timeline. `?`
+//! lists every key.
 //!
 //! * [`view`]: the viewer on a loaded run, until the user quits.
 //! * [`live`]: the viewer on a run being recorded, reloaded as it grows.
@@ -27,6 +30,7 @@ mod app;
 mod format;
 #[doc(hidden)]
 pub mod fuzzing;
+mod heatmap;
 mod input;
 mod live;
 mod panels;
@@ -42,6 +46,7 @@ pub use app::{
     App, Follow, LiveStatus, Mode, Options, Panel, Regions, RowSlot, Selection, MIN_HEIGHT,
     MIN_WIDTH,
 };
+pub use heatmap::HeatCursor;
 pub use input::KEYS;
 pub use live::live;
 pub use probe::analysis::intervals::Cover;

@@ -859,6 +859,15 @@ impl Widget for &App {
             return;
         }
         self.render_title(r.title, buf);
+        if self.mode == Mode::Heatmap {
+            self.render_heatmap(buf);
+            if self.message.is_some() {
+                self.render_footer(r.footer, buf);
+            } else {
+                self.render_heat_footer(r.footer, buf);
+            }
+            return;
+        }
         self.render_axis(&r, buf);
         self.render_steps(&r, buf);
         self.render_lanes(&r, buf);

@@ -16,6 +16,9 @@
 //!   and recommends a cap with the predicted gain and how sure it is.
 //!   [`Advice::render_text`] renders it.
 //!
+//! * [`heatmap::heatmaps`] → [`heatmap::Heatmaps`]: rank × step grids of step time,
+//!   exposed communication and arrival lateness, for jobs of hundreds of ranks.
+//!
 //! The definitions of every number are on the fields of
 //! [`StepBreakdown`], [`Breakdown`], [`BucketStats`], [`OpStats`],
 //! [`Stragglers`] and [`Advice`]. Everything works on rank 0's timeline as
@@ -31,6 +34,7 @@ pub mod cap_list;
 mod comm;
 pub mod costmodel;
 mod group;
+pub mod heatmap;
 pub mod interference;
 pub mod intervals;
 mod render;

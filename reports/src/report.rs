@@ -200,6 +200,11 @@ fn nav(h: &mut Html, runs: &[RunInput], a: &[RunAnalysis], scaling: bool, tune: 
             ("buckets", "buckets", runs[0].run.is_some()),
             ("comm", "communication", runs[0].run.is_some()),
             ("stragglers", "stragglers", runs[0].run.is_some()),
+            (
+                "heatmaps",
+                "heatmaps",
+                runs[0].run.as_ref().is_some_and(|r| r.ranks.len() >= 2),
+            ),
             ("advice", "advice", runs[0].run.is_some()),
         ];
         for (id, name, shown) in parts {
@@ -273,6 +278,12 @@ figure.chart svg{display:block;width:100%;height:auto}
 figure.chart svg.narrow{display:none}
 figure.narrow{max-width:720px}
 .pair{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,440px),1fr));gap:12px}
+figure.heatmap{margin:12px 0}
+figure.heatmap figcaption{font-weight:600;font-size:.92em}
+.heat-axes{display:flex;flex-direction:column;gap:2px}
+.heat-axes img{display:block;width:100%;border:1px solid var(--line);image-rendering:pixelated}
+.heat-rank,.heat-scale{font-size:.8em;color:var(--muted);margin:0}
+.heat-scale .sw{margin:0;border-radius:0;width:12px}
 ul.legend{list-style:none;padding:0;margin:4px 0 8px;display:flex;flex-wrap:wrap;gap:2px 16px;font-size:.84em}
 ul.legend li{white-space:nowrap}
 .sw{display:inline-block;width:14px;height:10px;margin-right:6px;border-radius:2px;vertical-align:baseline}

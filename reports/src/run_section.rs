@@ -45,6 +45,7 @@ pub(crate) fn write_run(
         buckets(h, run, summary, id);
         communication(h, summary, id);
         stragglers(h, summary, id);
+        heatmaps(h, run, a, id);
     }
     if let Some(advice) = &a.advice {
         advice_section(h, advice, id);
@@ -826,6 +827,171 @@ fn communication(h: &mut Html, s: &Summary, id: &str) {
     }
     h.table(&t);
     h.note("Steady steps, every rank's calls. Bandwidths as nccl-tests reports them: algbw = bytes / time; busbw = algbw × the operation's bus factor (2(n−1)/n for all_reduce).");
+    h.close("section");
+}
+
+/// Most rows (blocks of ranks) and columns (blocks of steps) of a report heatmap.
+const HEAT_ROWS: usize = 64;
+const HEAT_COLS: usize = 120;
+
+/// Colours of a report heatmap, low to high (ColorBrewer YlOrRd, 9 classes).
+const HEAT_RAMP: [[u8; 3]; 9] = [
+    [0xff, 0xff, 0xcc],
+    [0xff, 0xed, 0xa0],
+    [0xfe, 0xd9, 0x76],
+    [0xfe, 0xb2, 0x4c],
+    [0xfd, 0x8d, 0x3c],
+    [0xfc, 0x4e, 0x2a],
+    [0xe3, 0x1a, 0x1c],
+    [0xbd, 0x00, 0x26],
+    [0x80, 0x00, 0x26],
+];
+/// A cell without data (the rank has no such step).
+const HEAT_MISSING: [u8; 3] = [0xee, 0xee, 0xee];
+
+/// An RGB image `w` × `h` as a PNG `data:` URL.
+fn png_data_url(w: usize, h: usize, rgb: &[u8]) -> Result<String, png::EncodingError> {
+    use base64::Engine as _;
+    let mut out = Vec::new();
+    {
+        let mut enc = png::Encoder::new(&mut out, w as u32, h as u32);
+        enc.set_color(png::ColorType::Rgb);
+        enc.set_depth(png::BitDepth::Eight);
+        enc.write_header()?.write_image_data(rgb)?;
+    }
+    Ok(format!(
+        "data:image/png;base64,{}",
+        base64::engine::general_purpose::STANDARD.encode(out)
+    ))
+}
+
+/// Rank × step heatmaps of step time, exposed communication and arrival lateness, for runs of
+/// two ranks or more: each cell the largest value of its block of ranks × steps, so one slow
+/// rank shows however many there are. Each is a small PNG (a pixel per cell, scaled without
+/// smoothing) with its labels in HTML, so it reads at any width; the largest cell is named
+/// below it (the terminal timeline's heatmap view, `m`, opens any cell).
+fn heatmaps(h: &mut Html, run: &Run, a: &RunAnalysis, id: &str) {
+    use probe::analysis::heatmap::{heatmaps, Metric};
+    if run.ranks.len() < 2 {
+        return;
+    }
+    let maps = heatmaps(run, &a.steps);
+    let (nr, ns_) = (maps.ranks.len(), maps.steps.len());
+    if ns_ < 2 {
+        return;
+    }
+    section(h, id, "heatmaps", "Ranks × steps");
+    let rb = nr.div_ceil(HEAT_ROWS).max(1);
+    let sb = ns_.div_ceil(HEAT_COLS).max(1);
+    let (rows, cols) = (nr.div_ceil(rb), ns_.div_ceil(sb));
+    let per = |n: usize, what: &str| {
+        if n == 1 {
+            String::new()
+        } else {
+            format!(", {n} {what} per cell")
+        }
+    };
+    h.para(&format!(
+        "One row per rank (ranks {} to {}{}), one column per step (steps {} to {}{}, warm-up \
+         included){}. The colours span at least a tenth of the median step time, so noise \
+         stays pale.",
+        maps.ranks[0],
+        maps.ranks[nr - 1],
+        per(rb, "ranks"),
+        maps.steps[0],
+        maps.steps[ns_ - 1],
+        per(sb, "steps"),
+        if rb * sb > 1 {
+            "; each cell shows the largest value of its block, so a slow rank is not averaged away"
+        } else {
+            ""
+        }
+    ));
+    let height = (rows * 8).clamp(48, 384);
+    for metric in Metric::ALL {
+        let map = maps.get(metric);
+        let Some((lo, hi)) = maps.scale(metric) else {
+            continue;
+        };
+        let level = |v: f64| {
+            if hi <= lo {
+                HEAT_RAMP.len() / 2
+            } else {
+                ((((v - lo) / (hi - lo)).clamp(0.0, 1.0) * (HEAT_RAMP.len() - 1) as f64).round()
+                    as usize)
+                    .min(HEAT_RAMP.len() - 1)
+            }
+        };
+        let mut pixels = Vec::with_capacity(rows * cols * 3);
+        for row in 0..rows {
+            let rr = row * rb..((row + 1) * rb).min(nr);
+            for col in 0..cols {
+                let rgb = match map.block(rr.clone(), col * sb..((col + 1) * sb).min(ns_)) {
+                    Some(b) => HEAT_RAMP[level(b.value)],
+                    None => HEAT_MISSING,
+                };
+                pixels.extend_from_slice(&rgb);
+            }
+        }
+        let top = map.block(0..nr, 0..ns_);
+        let img = match png_data_url(cols, rows, &pixels) {
+            Ok(url) => url,
+            Err(e) => {
+                h.note(&format!(
+                    "the {} heatmap could not be drawn: {e}",
+                    metric.name()
+                ));
+                continue;
+            }
+        };
+        let largest = top.map_or(String::new(), |t| {
+            format!(
+                "largest: {} at rank {}, step {}",
+                ns(t.value),
+                maps.ranks[t.rank_index],
+                maps.steps[t.step_index]
+            )
+        });
+        h.open("figure", &[("class", "heatmap")]);
+        h.elem(
+            "figcaption",
+            &[],
+            &format!("{}: {}", metric.name(), metric.definition()),
+        );
+        h.open("div", &[("class", "heat-axes")])
+            .elem(
+                "span",
+                &[("class", "heat-rank")],
+                &format!("rank {}", maps.ranks[0]),
+            )
+            .raw(&format!(
+                "<img src=\"{img}\" alt=\"{}\" title=\"{}\" style=\"height:{height}px\" />",
+                crate::html::escape(&format!(
+                    "heatmap of {} per rank and step; {largest}",
+                    metric.name()
+                )),
+                crate::html::escape(&largest)
+            ))
+            .elem(
+                "span",
+                &[("class", "heat-rank")],
+                &format!("rank {}", maps.ranks[nr - 1]),
+            )
+            .close("div");
+        h.open("p", &[("class", "heat-scale")])
+            .text(&format!(
+                "step {} \u{2026} step {}  \u{b7}  {largest}  \u{b7}  ",
+                maps.steps[0],
+                maps.steps[ns_ - 1]
+            ))
+            .text(&ns(lo));
+        for c in HEAT_RAMP {
+            let hex = format!("background:#{:02x}{:02x}{:02x}", c[0], c[1], c[2]);
+            h.open("span", &[("class", "sw"), ("style", &hex)])
+                .close("span");
+        }
+        h.text(&ns(hi)).close("p").close("figure");
+    }
     h.close("section");
 }
 

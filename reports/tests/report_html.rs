@@ -273,3 +273,70 @@ fn runs_at_several_world_sizes_get_a_scaling_section() {
         3
     );
 }
+
+/// The heatmaps of a run of 8 ranks × 20 steps with rank 5 slowed 1.5×: three figures, each a
+/// PNG of one pixel per rank and step; in the arrival lateness map rank 5's row holds the
+/// darkest pixel of every steady step's column, and no other row reaches the top colour.
+#[test]
+fn the_lateness_heatmap_shows_the_slow_rank_s_row() {
+    use base64::Engine as _;
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("slow5");
+    let mut c = SynthConfig::new(8, 20, 3);
+    c.straggler = Some((5, 1.5));
+    generate_run(&c, &run).unwrap();
+    let html = report_of(&[run]);
+    let doc = check_report(&html);
+    let figures: Vec<roxmltree::Node> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("figure") && n.attribute("class") == Some("heatmap"))
+        .collect();
+    assert_eq!(figures.len(), 3, "step time, exposed, lateness");
+    let caption = |f: &roxmltree::Node| {
+        f.descendants()
+            .find(|n| n.has_tag_name("figcaption"))
+            .and_then(|n| n.text())
+            .unwrap_or("")
+            .to_owned()
+    };
+    assert!(caption(&figures[2]).starts_with("arrival lateness"));
+    let src = figures[2]
+        .descendants()
+        .find(|n| n.has_tag_name("img"))
+        .and_then(|n| n.attribute("src"))
+        .expect("an image");
+    let png_bytes = base64::engine::general_purpose::STANDARD
+        .decode(
+            src.strip_prefix("data:image/png;base64,")
+                .expect("a PNG data URL"),
+        )
+        .unwrap();
+    let decoder = png::Decoder::new(std::io::Cursor::new(png_bytes));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    assert_eq!(
+        (info.width, info.height),
+        (20, 8),
+        "one pixel per step and rank"
+    );
+    let px = |x: usize, y: usize| {
+        let i = (y * info.width as usize + x) * 3;
+        [buf[i], buf[i + 1], buf[i + 2]]
+    };
+    // YlOrRd darkens as it rises: the darkest pixel is the one with the smallest sum.
+    let darkness = |p: [u8; 3]| 765 - (u32::from(p[0]) + u32::from(p[1]) + u32::from(p[2]));
+    let top = [0x80, 0x00, 0x26];
+    for x in 2..20 {
+        let darkest = (0..8).max_by_key(|&y| darkness(px(x, y))).unwrap();
+        assert_eq!(darkest, 5, "step {x}");
+        for y in (0..8).filter(|&y| y != 5) {
+            assert_ne!(px(x, y), top, "rank {y}, step {x}");
+        }
+    }
+    let text = all_text(&doc);
+    assert!(
+        text.contains("largest:") && text.contains("at rank 5"),
+        "{text}"
+    );
+}

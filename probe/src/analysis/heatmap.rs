@@ -5,7 +5,8 @@
 //! the mean over the step's collectives (by `seq`; the same arrival the straggler analysis
 //! compares). Warm-up steps are included: a slow first step is part of the picture.
 //!
-//! A view smaller than the grid shows blocks of ranks × steps, each the maximum of its cells
+//! Colours span a metric's values but at least a tenth of the median step time
+//! ([`Heatmaps::scale`]), so noise stays pale. A view smaller than the grid shows blocks of ranks × steps, each the maximum of its cells
 //! ([`Heatmap::block`]), so that one slow rank is not averaged away; the view reports the
 //! cell that holds the maximum, to jump to.
 
@@ -142,6 +143,8 @@ pub struct Heatmaps {
     pub exposed: Heatmap,
     /// Arrival lateness.
     pub lateness: Heatmap,
+    /// The median step time over every rank and step (ns).
+    pub median_step_ns: f64,
 }
 
 impl Heatmaps {
@@ -152,6 +155,15 @@ impl Heatmaps {
             Metric::Exposed => &self.exposed,
             Metric::Lateness => &self.lateness,
         }
+    }
+
+    /// The values the colours of `metric` span (ns): its smallest value to its largest, but
+    /// at least a tenth of the median step time wide, so that differences that are noise next
+    /// to a step (2% between the fastest and the slowest rank, microseconds of lateness) stay
+    /// pale instead of filling the whole scale. `None` without values.
+    pub fn scale(&self, metric: Metric) -> Option<(f64, f64)> {
+        let (lo, hi) = self.get(metric).range?;
+        Some((lo, hi.max(lo + 0.1 * self.median_step_ns)))
     }
 }
 
@@ -220,12 +232,19 @@ pub fn heatmaps(run: &Run, breakdowns: &[StepBreakdown]) -> Heatmaps {
     for h in [&mut step_time, &mut exposed, &mut lateness] {
         h.finish();
     }
+    let mut times: Vec<f64> = breakdowns.iter().map(|b| b.step_ns as f64).collect();
+    let median_step_ns = if times.is_empty() {
+        0.0
+    } else {
+        super::stats::median(&mut times)
+    };
     Heatmaps {
         ranks,
         steps,
         step_time,
         exposed,
         lateness,
+        median_step_ns,
     }
 }
 

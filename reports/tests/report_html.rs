@@ -287,12 +287,12 @@ fn the_lateness_heatmap_shows_the_slow_rank_s_row() {
     generate_run(&c, &run).unwrap();
     let html = report_of(&[run]);
     let doc = check_report(&html);
-    let figures: Vec<roxmltree::Node> = doc
+    let figures: Vec<roxmltree::Node<'_, '_>> = doc
         .descendants()
         .filter(|n| n.has_tag_name("figure") && n.attribute("class") == Some("heatmap"))
         .collect();
     assert_eq!(figures.len(), 3, "step time, exposed, lateness");
-    let caption = |f: &roxmltree::Node| {
+    let caption = |f: &roxmltree::Node<'_, '_>| {
         f.descendants()
             .find(|n| n.has_tag_name("figcaption"))
             .and_then(|n| n.text())

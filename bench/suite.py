@@ -31,9 +31,9 @@ atexit.register(shutil.rmtree, TMP, ignore_errors=True)
 PARTS = ["training", "collectives", "overhead", "analysis", "tui", "report"]
 # Full and --quick configurations of every part.
 FULL = dict(train_steps=80, lm_steps=80, rounds=3, sizes=[4096 * 4**i for i in range(9)], worlds=[2, 4], min_time_ms=200,
-            overhead=(5, 60), spans_m=[1, 10], tui=(8, 1000, 40), report=(8, 1000, 40))
+            overhead=(5, 60), spans_m=[1, 10], tui=(8, 1000, 40), heatmap=(1024, 200, 4), report=(8, 1000, 40))
 QUICK = dict(train_steps=20, lm_steps=20, rounds=1, sizes=[4096, 1 << 20], worlds=[2],
-             min_time_ms=50, overhead=(1, 20), spans_m=[1], tui=(8, 100, 40), report=(8, 100, 40))
+             min_time_ms=50, overhead=(1, 20), spans_m=[1], tui=(8, 100, 40), heatmap=(256, 50, 4), report=(8, 100, 40))
 
 
 def sh(cmd, timeout=900, env=None, cwd=ROOT):
@@ -219,8 +219,23 @@ def tui(cfg):
     goals = [goal(f"tui frame at {size}, slowest view's mean (ms)",
                   max(f["mean_ms"] for f in frames if f["size"] == size), "<=", 16.0)
              for size in dict.fromkeys(f["size"] for f in frames)]
+    # A job of many ranks: the heatmap view's open (load + index + heatmaps) and frames.
+    hr, hs, hb = cfg["heatmap"]
+    hout = sh(["cargo", "bench", "--locked", "-q", "-p", "probe-tui", "--bench", "frame", "--",
+               str(hr), str(hs), str(hb)], timeout=1200)
+    print(hout, end="")
+    hm = re.search(r"open to the heatmap's first frame: (\d+) ms", hout)
+    hframes = [{"size": f, "view": v.strip(), "mean_ms": float(a), "worst_ms": float(b)} for f, v, a, b in
+               re.findall(r"^\s+(\d+x\d+)\s+(heatmap, .+?)\s+([\d.]+) ms /\s+([\d.]+) ms", hout, re.M)]
+    res["heatmap"] = {"ranks": hr, "steps": hs, "buckets": hb, "open_ms": float(hm.group(1)),
+                      "frames": hframes}
+    goals.append(goal(f"tui heatmap of {hr} ranks x {hs} steps: open to its first frame (ms)",
+                      float(hm.group(1)), "<=", 1000.0))
+    goals.append(goal(f"tui heatmap of {hr} ranks x {hs} steps: slowest frame's mean (ms)",
+                      max(f["mean_ms"] for f in hframes), "<=", 16.0))
     config = {"ranks": ranks, "steps": steps, "buckets": buckets, "frames_per_view": 30,
-              "render": "whole screen into a ratatui buffer (as TestBackend), 5 views per size"}
+              "render": "whole screen into a ratatui buffer (as TestBackend), 5 views per size",
+              "heatmap": {"ranks": hr, "steps": hs, "buckets": hb}}
     return {"config": config, "results": res}, goals
 
 

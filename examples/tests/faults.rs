@@ -390,18 +390,7 @@ fn assert_open_collective_is_drawn(cwd: &Path, run: &Path, finding: &str) {
     let stopped = manifest["ranks"][0]["end"]["at_unix_ns"]
         .as_i64()
         .expect("the manifest says when rank 0 was stopped");
-    let out = std::process::Command::new(common::ddp_probe_bin())
-        .current_dir(cwd)
-        .args(["export", "chrome", "-o", "-"])
-        .arg(run)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let chrome: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let chrome = common::chrome_export(run, &[]);
     let origin = chrome["metadata"]["time_origin_ns"].as_i64().unwrap();
     let open: Vec<&serde_json::Value> = chrome["traceEvents"]
         .as_array()
@@ -423,16 +412,14 @@ fn assert_open_collective_is_drawn(cwd: &Path, run: &Path, finding: &str) {
         "drawn to the rank's end: {end_ns} vs {stopped}"
     );
     let report = cwd.join("hung.html");
-    let out = std::process::Command::new(common::ddp_probe_bin())
-        .args(["report", "-o"])
-        .arg(&report)
-        .arg(run)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    common::ddp_probe_ok(
+        cwd,
+        &[
+            "report".as_ref(),
+            "-o".as_ref(),
+            report.as_os_str(),
+            run.as_os_str(),
+        ],
     );
     let html = std::fs::read_to_string(&report).unwrap();
     assert!(html.contains("Where the run stopped"));

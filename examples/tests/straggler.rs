@@ -141,17 +141,7 @@ fn a_rank_slowed_inside_backward_is_named_with_its_first_late_bucket() {
     // The straggler's median step as a timeline, as recorded and without its lateness: the
     // last all-reduce ends earlier without it, by at least half the lateness (µs in Chrome's
     // format).
-    let out = Command::new(ddp_probe_bin())
-        .args(["export", "chrome", "--what-if", "-o", "-"])
-        .arg(&run)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let chrome: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let chrome = common::chrome_export(&run, &["--what-if"]);
     let events = chrome["traceEvents"].as_array().unwrap();
     let pid_of = |prefix: &str| {
         events

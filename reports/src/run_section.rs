@@ -589,21 +589,7 @@ fn representative_step(h: &mut Html, run: &Run, a: &RunAnalysis, id: &str, opts:
         g.t_max_ms,
         "time since the step started (ms)",
     ) {
-        Ok(svg) => {
-            h.open("figure", &[("class", "chart")]).raw(&svg);
-            h.raw(&charts::legend(&[
-                ("step (uncovered)", charts::Rgb(0xd9, 0xd9, 0xd9), false),
-                ("data wait", palette::DATA, false),
-                ("forward", palette::FORWARD, false),
-                ("backward", palette::BACKWARD, false),
-                ("optimizer", palette::OPTIMIZER, false),
-                ("bucket ready window", palette::READY, false),
-                ("communication, overlapped", palette::OVERLAPPED, false),
-                ("communication, exposed", palette::EXPOSED, false),
-                ("writeback", palette::WRITEBACK, false),
-            ]))
-            .close("figure");
-        }
+        Ok(svg) => gantt_figure(h, &svg, false),
         Err(e) => {
             h.note(&e.to_string());
         }
@@ -616,6 +602,33 @@ fn representative_step(h: &mut Html, run: &Run, a: &RunAnalysis, id: &str, opts:
         ));
     }
     h.close("section");
+}
+
+/// A per-rank Gantt chart (`svg`) with its legend; `unfinished` adds the colours of what never
+/// ended.
+fn gantt_figure(h: &mut Html, svg: &str, unfinished: bool) {
+    let mut legend = Vec::new();
+    if unfinished {
+        legend.push((
+            "never ended: collective or phase",
+            palette::UNFINISHED,
+            false,
+        ));
+        legend.push(("never ended: step", palette::UNFINISHED_STEP, false));
+    }
+    legend.extend([
+        ("step (uncovered)", charts::Rgb(0xd9, 0xd9, 0xd9), false),
+        ("data wait", palette::DATA, false),
+        ("forward", palette::FORWARD, false),
+        ("backward", palette::BACKWARD, false),
+        ("optimizer", palette::OPTIMIZER, false),
+        ("bucket ready window", palette::READY, false),
+        ("communication, overlapped", palette::OVERLAPPED, false),
+        ("communication, exposed", palette::EXPOSED, false),
+        ("writeback", palette::WRITEBACK, false),
+    ]);
+    h.open("figure", &[("class", "chart")]).raw(svg);
+    h.raw(&charts::legend(&legend)).close("figure");
 }
 
 /// For a run that left spans open (hang, crash, cut trace): each rank's last complete step
@@ -643,26 +656,7 @@ fn where_it_stopped(h: &mut Html, run: &Run, id: &str, opts: &ReportOptions) {
         g.t_max_ms,
         "time since the last complete step started (ms)",
     ) {
-        Ok(svg) => {
-            h.open("figure", &[("class", "chart")]).raw(&svg);
-            h.raw(&charts::legend(&[
-                (
-                    "never ended: collective or phase",
-                    palette::UNFINISHED,
-                    false,
-                ),
-                ("never ended: step", palette::UNFINISHED_STEP, false),
-                ("step", charts::Rgb(0xd9, 0xd9, 0xd9), false),
-                ("data wait", palette::DATA, false),
-                ("forward", palette::FORWARD, false),
-                ("backward", palette::BACKWARD, false),
-                ("optimizer", palette::OPTIMIZER, false),
-                ("bucket ready window", palette::READY, false),
-                ("communication, overlapped", palette::OVERLAPPED, false),
-                ("communication, exposed", palette::EXPOSED, false),
-            ]))
-            .close("figure");
-        }
+        Ok(svg) => gantt_figure(h, &svg, true),
         Err(e) => {
             h.note(&e.to_string());
         }

@@ -38,21 +38,27 @@ fn chromium() -> Option<PathBuf> {
     None
 }
 
+/// Chromium headless, offline (no background networking, updates or first-run work), with a
+/// fresh profile in `profile`.
+fn headless(browser: &Path, profile: &Path) -> Command {
+    let mut cmd = Command::new(browser);
+    cmd.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--no-first-run",
+    ])
+    .arg(format!("--user-data-dir={}", profile.display()));
+    cmd
+}
+
 /// Renders `page` at `size` into `shot`; returns Chromium's stderr.
 fn screenshot(browser: &Path, page: &Path, shot: &Path, size: &str) -> String {
     let profile = tempfile::tempdir().unwrap();
-    let mut child = Command::new(browser)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--no-first-run",
-            "--enable-logging=stderr",
-            "--v=0",
-        ])
-        .arg(format!("--user-data-dir={}", profile.path().display()))
+    let mut child = headless(browser, profile.path())
+        .args(["--enable-logging=stderr", "--v=0"])
         .arg(format!("--screenshot={}", shot.display()))
         .arg(format!("--window-size={size}"))
         .arg(format!("file://{}", page.display()))
@@ -183,18 +189,8 @@ document.getElementById('f').addEventListener('load', () => {{
 /// The page's DOM after Chromium laid it out at `width` px.
 fn dump_dom(browser: &Path, page: &Path, width: u32) -> String {
     let profile = tempfile::tempdir().unwrap();
-    let out = Command::new(browser)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--no-first-run",
-            "--hide-scrollbars",
-            "--dump-dom",
-        ])
-        .arg(format!("--user-data-dir={}", profile.path().display()))
+    let out = headless(browser, profile.path())
+        .args(["--hide-scrollbars", "--dump-dom"])
         .arg(format!("--window-size={},2000", width.max(500) + 40))
         .arg(format!("file://{}", page.display()))
         .stderr(Stdio::null())

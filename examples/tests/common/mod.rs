@@ -213,6 +213,29 @@ pub struct Finding {
     pub json: String,
 }
 
+/// `ddp-probe ARGS...` in `cwd`, which must succeed: its standard output.
+pub fn ddp_probe_ok(cwd: &Path, args: &[&std::ffi::OsStr]) -> Vec<u8> {
+    let out = Command::new(ddp_probe_bin())
+        .current_dir(cwd)
+        .args(args)
+        .output()
+        .expect("ddp-probe runs");
+    assert!(
+        out.status.success(),
+        "ddp-probe {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+/// `ddp-probe export chrome [EXTRA...] -o - RUN` as JSON.
+pub fn chrome_export(run: &Path, extra: &[&str]) -> Value {
+    let mut args: Vec<&std::ffi::OsStr> = vec!["export".as_ref(), "chrome".as_ref()];
+    args.extend(extra.iter().map(|a| std::ffi::OsStr::new(a)));
+    args.extend(["-o".as_ref(), "-".as_ref(), run.as_os_str()]);
+    serde_json::from_slice(&ddp_probe_ok(Path::new("."), &args)).expect("Chrome trace JSON")
+}
+
 /// `ddp-probe explain --json` over `inputs` (run directories), in `cwd`: the findings, most
 /// likely first.
 pub fn explain(cwd: &Path, inputs: &[&Path]) -> Vec<Finding> {

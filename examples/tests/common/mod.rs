@@ -231,7 +231,7 @@ pub fn ddp_probe_ok(cwd: &Path, args: &[&std::ffi::OsStr]) -> Vec<u8> {
 /// `ddp-probe export chrome [EXTRA...] -o - RUN` as JSON.
 pub fn chrome_export(run: &Path, extra: &[&str]) -> Value {
     let mut args: Vec<&std::ffi::OsStr> = vec!["export".as_ref(), "chrome".as_ref()];
-    args.extend(extra.iter().map(|a| std::ffi::OsStr::new(a)));
+    args.extend(extra.iter().map(std::ffi::OsStr::new));
     args.extend(["-o".as_ref(), "-".as_ref(), run.as_os_str()]);
     serde_json::from_slice(&ddp_probe_ok(Path::new("."), &args)).expect("Chrome trace JSON")
 }

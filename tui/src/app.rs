@@ -8,6 +8,7 @@
 
 use std::path::PathBuf;
 
+use probe::analysis::heatmap::{Heatmaps, Metric};
 use probe::analysis::{advise, Advice, AdviceOptions};
 use probe::model::{LaneKind, Span};
 use probe::trace::SpanKind;
@@ -44,6 +45,17 @@ pub enum Mode {
     Help,
     /// The rank × step heatmap (`heatmap.rs`).
     Heatmap,
+}
+
+/// Where the heatmap view (`heatmap.rs`) stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HeatCursor {
+    /// The metric shown.
+    pub metric: Metric,
+    /// The cursor's rank, as an index into [`Heatmaps::ranks`].
+    pub rank_index: usize,
+    /// The cursor's step, as an index into [`Heatmaps::steps`].
+    pub step_index: usize,
 }
 
 /// The side panels.
@@ -190,8 +202,8 @@ pub struct App {
     pub(crate) advice: Option<Advice>,
     pub(crate) report: Option<Result<Report, String>>,
     pub(crate) sources: Vec<PathBuf>,
-    pub(crate) heat: Option<probe::analysis::heatmap::Heatmaps>,
-    pub(crate) heat_cursor: crate::heatmap::HeatCursor,
+    pub(crate) heat: Option<Heatmaps>,
+    pub(crate) heat_cursor: HeatCursor,
     quit: bool,
 }
 
@@ -223,8 +235,8 @@ impl App {
             report: None,
             sources: Vec::new(),
             heat: None,
-            heat_cursor: crate::heatmap::HeatCursor {
-                metric: probe::analysis::heatmap::Metric::StepTime,
+            heat_cursor: HeatCursor {
+                metric: Metric::StepTime,
                 rank_index: 0,
                 step_index: 0,
             },

@@ -17,7 +17,7 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 
-use crate::app::{App, Mode};
+use crate::app::{App, HeatCursor, Mode};
 use crate::format;
 use crate::theme;
 
@@ -25,17 +25,6 @@ use crate::theme;
 const RAMP: [u8; 9] = [17, 18, 25, 31, 37, 71, 142, 214, 196];
 /// ASCII mode: characters from low to high.
 const ASCII_RAMP: [char; 9] = ['.', ':', '-', '=', '+', '*', '#', '%', '@'];
-
-/// Where the heatmap view stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct HeatCursor {
-    /// The metric shown.
-    pub metric: Metric,
-    /// The cursor's rank, as an index into [`Heatmaps::ranks`].
-    pub rank_index: usize,
-    /// The cursor's step, as an index into [`Heatmaps::steps`].
-    pub step_index: usize,
-}
 
 /// How the grid maps onto a screen area: each cell shows `ranks_per_cell` ×
 /// `steps_per_cell` of the data.

@@ -43,10 +43,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use app::{
-    App, Follow, LiveStatus, Mode, Options, Panel, Regions, RowSlot, Selection, MIN_HEIGHT,
-    MIN_WIDTH,
+    App, Follow, HeatCursor, LiveStatus, Mode, Options, Panel, Regions, RowSlot, Selection,
+    MIN_HEIGHT, MIN_WIDTH,
 };
-pub use heatmap::HeatCursor;
 pub use input::KEYS;
 pub use live::live;
 pub use probe::analysis::intervals::Cover;

@@ -49,6 +49,8 @@ fn headless(browser: &Path, profile: &Path) -> Command {
         "--disable-background-networking",
         "--disable-component-update",
         "--no-first-run",
+        // Containers often give /dev/shm 64 MB, too little for Chromium's renderer.
+        "--disable-dev-shm-usage",
     ])
     .arg(format!("--user-data-dir={}", profile.display()));
     cmd

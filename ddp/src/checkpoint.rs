@@ -540,20 +540,7 @@ fn storable(name: &str, t: &Tensor) -> Result<Tensor> {
         )));
     }
     let kind = t.kind();
-    let supported = matches!(
-        kind,
-        Kind::Bool
-            | Kind::Uint8
-            | Kind::Int8
-            | Kind::Int16
-            | Kind::Int
-            | Kind::Int64
-            | Kind::BFloat16
-            | Kind::Half
-            | Kind::Float
-            | Kind::Double
-    );
-    if !supported {
+    if element_type(kind).is_none() {
         return Err(DdpError::Checkpoint(format!(
             "entry '{name}' has kind {kind:?}, which the checkpoint format cannot store"
         )));

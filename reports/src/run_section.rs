@@ -907,15 +907,7 @@ fn heatmaps(h: &mut Html, run: &Run, a: &RunAnalysis, id: &str) {
         let Some((lo, hi)) = maps.scale(metric) else {
             continue;
         };
-        let level = |v: f64| {
-            if hi <= lo {
-                HEAT_RAMP.len() / 2
-            } else {
-                ((((v - lo) / (hi - lo)).clamp(0.0, 1.0) * (HEAT_RAMP.len() - 1) as f64).round()
-                    as usize)
-                    .min(HEAT_RAMP.len() - 1)
-            }
-        };
+        let level = |v: f64| maps.level(metric, v, HEAT_RAMP.len());
         let mut pixels = Vec::with_capacity(rows * cols * 3);
         for row in 0..rows {
             let rr = row * rb..((row + 1) * rb).min(nr);

@@ -224,12 +224,7 @@ impl App {
             col += (label.len() + 2).max(10);
         }
         let (lo, hi) = h.scale(metric).unwrap_or((0.0, 1.0));
-        let level = |v: f64| -> usize {
-            if hi <= lo {
-                return RAMP.len() / 2;
-            }
-            (((v - lo) / (hi - lo)).clamp(0.0, 1.0) * (RAMP.len() - 1) as f64).round() as usize
-        };
+        let level = |v: f64| h.level(metric, v, RAMP.len());
         let cur = self.heat_cursor;
         let (cur_r, cur_s) = (
             cur.rank_index / g.ranks_per_cell,

@@ -165,6 +165,18 @@ impl Heatmaps {
         let (lo, hi) = self.get(metric).range?;
         Some((lo, hi.max(lo + 0.1 * self.median_step_ns)))
     }
+
+    /// Which of `levels` colours (0 the lowest) `value` of `metric` gets on its
+    /// [`Heatmaps::scale`]; the middle one when the scale has no width.
+    pub fn level(&self, metric: Metric, value: f64, levels: usize) -> usize {
+        let top = levels.saturating_sub(1);
+        match self.scale(metric) {
+            Some((lo, hi)) if hi > lo => ((((value - lo) / (hi - lo)).clamp(0.0, 1.0) * top as f64)
+                .round() as usize)
+                .min(top),
+            _ => levels / 2,
+        }
+    }
 }
 
 /// The heatmaps of `run`, whose step breakdowns are `breakdowns` ([`super::step_breakdowns`]).

@@ -226,7 +226,7 @@ pub(crate) fn build(mut g: Gathered, opts: &Options) -> Report {
                 && !s.subjects.is_empty()
                 && s.observer.is_some_and(|o| s.subjects != [o]))
     });
-    if (stuck_same || (timed_out && !explained)) && !ctx.p2p_disabled {
+    if (stuck_same || (timed_out && !explained)) && !ctx.p2p_disabled && !g.shape.p2p_disabled {
         let p2p = g.nccl.p2p_evidence(opts.max_evidence);
         if !p2p.is_empty() {
             let mut s = Signal::new(
@@ -256,6 +256,13 @@ pub(crate) fn build(mut g: Gathered, opts: &Options) -> Report {
 
     // 4b. Timeouts across nodes only.
     cross_node_timeouts(&g, &mut signals);
+
+    // 4c. What the logs show as a whole.
+    for mut s in shape_signals(&g, &ctx, &signals, timed_out, opts) {
+        order += 1;
+        s.order = order;
+        signals.push(s);
+    }
 
     // 5. Group.
     let mut findings = group(signals, opts);
@@ -537,6 +544,199 @@ fn uneven_from_manifest(
     out
 }
 
+/// Observations read from the logs as a whole (`shape.rs`): ranks given out
+/// twice, data loaders of different lengths behind a timeout, an nccl-tests
+/// run on one node that stopped after its header, NCCL's system error on one
+/// node, and a log that ends after the job started without any error.
+fn shape_signals(
+    g: &Gathered,
+    ctx: &RunContext,
+    signals: &[Signal],
+    timed_out: bool,
+    opts: &Options,
+) -> Vec<Signal> {
+    let shape = &g.shape;
+    let mut out = Vec::new();
+    let explained = signals
+        .iter()
+        .any(|s| s.role == Role::Cause && s.attach == Attach::Standalone);
+    let single_host = shape.single_host(&g.nccl.hosts());
+
+    if let Some((twice, world)) = shape.ranks_given_twice() {
+        let mut s = Signal::new(
+            "ranks_announced_twice",
+            Category::WorldSizeMismatch,
+            Role::Cause,
+            Attach::Standalone,
+        );
+        let missing: Vec<usize> = (0..world)
+            .filter(|r| !shape.announced.contains_key(r))
+            .collect();
+        s.subjects = twice.clone();
+        let plural = |n: usize| if n == 1 { "" } else { "s" };
+        s.detail = Some(format!(
+            "global rank{} {} announced by two processes each, while rank{} {} of the {world} \
+             never announced: the ranks were given out twice",
+            plural(twice.len()),
+            join_ranks(&twice),
+            plural(missing.len()),
+            join_ranks(&missing),
+        ));
+        s.evidence = twice
+            .iter()
+            .flat_map(|r| shape.announced[r].iter().take(2).cloned())
+            .take(opts.max_evidence)
+            .collect();
+        out.push(s);
+    }
+
+    let uneven = shape.uneven_totals();
+    if timed_out && !uneven.is_empty() {
+        let mut s = Signal::new(
+            "progress_totals_differ",
+            Category::UnevenInputs,
+            Role::Cause,
+            Attach::Standalone,
+        );
+        let shown: Vec<String> = uneven.iter().map(u64::to_string).collect();
+        s.detail = Some(format!(
+            "the progress bars count different numbers of batches per epoch ({}): the ranks' \
+             data loaders have different lengths",
+            shown.join(", ")
+        ));
+        s.evidence = uneven
+            .iter()
+            .filter_map(|t| shape.bar_totals.get(t).cloned())
+            .take(opts.max_evidence)
+            .collect();
+        out.push(s);
+    }
+
+    let p2p_off = ctx.p2p_disabled || shape.p2p_disabled;
+    if let Some(tests) = &shape.nccl_tests {
+        if tests.columns
+            && tests.rows == 0
+            && !tests.failed
+            && !explained
+            && single_host == Some(true)
+            && !p2p_off
+        {
+            let mut s = Signal::new(
+                "nccl_tests_stalled_on_one_node",
+                Category::P2pHang,
+                Role::Cause,
+                Attach::Standalone,
+            );
+            s.detail = Some(
+                "nccl-tests printed its header and no result: the first collective between \
+                 GPUs of one node never finished"
+                    .to_owned(),
+            );
+            s.evidence.extend(tests.header.clone());
+            out.push(s);
+        }
+    }
+
+    if !explained && single_host == Some(true) {
+        let system_error: Vec<&Signal> = signals
+            .iter()
+            .filter(|s| {
+                s.rule == "nccl_error_code"
+                    && s.evidence.iter().any(|e| {
+                        let t = e.text.to_ascii_lowercase();
+                        t.contains("system error") || t.contains("ncclsystemerror")
+                    })
+            })
+            .collect();
+        if let Some(first) = system_error.first() {
+            let mut s = Signal::new(
+                "nccl_system_error_one_node",
+                Category::ShmTooSmall,
+                Role::Cause,
+                Attach::Standalone,
+            );
+            s.subjects = first.ranks().into_iter().collect();
+            s.detail = Some(
+                "NCCL's system error with every rank on one node: there its transports are \
+                 shared memory and peer-to-peer, and /dev/shm (64 MB in a container) is the \
+                 usual failing call"
+                    .to_owned(),
+            );
+            s.evidence = first.evidence.clone();
+            out.push(s);
+        }
+    }
+
+    if let Some(started) = &shape.started {
+        if out.is_empty() && log_ends_while_running(g, signals) {
+            let mut s = Signal::new(
+                "log_ends_while_running",
+                Category::CollectiveTimeout,
+                Role::Symptom,
+                Attach::Standalone,
+            );
+            s.detail = Some(
+                "the log ends after the job started, without an error: the job most likely \
+                 hangs in a collective"
+                    .to_owned(),
+            );
+            s.evidence.push(started.clone());
+            s.evidence.extend(
+                g.scans
+                    .iter()
+                    .filter_map(|scan| scan.last.back().cloned())
+                    .filter(|e| e != started)
+                    .take(opts.max_evidence.saturating_sub(1)),
+            );
+            out.push(s);
+        }
+    }
+    out
+}
+
+/// Whether plain logs (no manifest) show a job that started (NCCL's
+/// communicators complete, if NCCL logged) and then end without any error:
+/// the way a hang's log looks when nobody set a timeout short enough, and
+/// nothing else was observed.
+///
+/// A log of a job that ended well looks the same; nobody asks why such a
+/// job failed, so the finding says what it rests on, at low confidence.
+fn log_ends_while_running(g: &Gathered, signals: &[Signal]) -> bool {
+    let quiet = g.scans.iter().all(|scan| {
+        scan.telling.iter().all(|e| {
+            let t = e.text.to_ascii_lowercase();
+            // "error:"/"error " but not an option name like NCCL_ASYNC_ERROR_HANDLING.
+            ![
+                "error:",
+                "error ",
+                "fail",
+                "exception",
+                "abort",
+                "killed",
+                "fatal",
+                "traceback",
+            ]
+            .iter()
+            .any(|k| t.contains(k))
+        })
+    });
+    let nccl_settled = g.nccl.is_empty() || g.shape.nccl_init_complete;
+    g.shape.started.is_some()
+        && g.manifests.is_empty()
+        && signals.is_empty()
+        && quiet
+        && nccl_settled
+}
+
+/// `0, 1, 2` for a list of ranks.
+fn join_ranks(ranks: &[usize]) -> String {
+    ranks
+        .iter()
+        .map(usize::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// A finding being built, with what ranking needs.
 struct Draft {
     finding: Finding,
@@ -719,6 +919,9 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
             })
             .unwrap_or_else(|| "the launcher was stopped by a signal from outside".to_owned());
     }
+    if own.iter().all(|s| s.rule == "log_ends_while_running") {
+        title = "no error: the log ends after the job started, as a hang's log does".to_owned();
+    }
     // A SIGKILL whose sender the launcher's evidence proves says so.
     let proven = |rule: &str| own.iter().any(|s| s.rule == rule);
     if !ranks.is_empty() && role == Role::Cause {
@@ -772,6 +975,12 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
 /// exit code, a generic error code or crash marker), not from a message that
 /// names it.
 const INDIRECT_RULES: &[&str] = &[
+    "ranks_announced_twice",
+    "progress_totals_differ",
+    "nccl_tests_stalled_on_one_node",
+    "nccl_system_error_one_node",
+    "nccl_init_invalid_argument",
+    "nccl_init_invalid_usage",
     "sigkill_exit",
     "sigbus_exit",
     "manifest_rank_end",

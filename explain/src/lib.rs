@@ -54,6 +54,7 @@ mod report;
 mod rules;
 mod sanitize;
 mod scan;
+mod shape;
 mod signal;
 mod traces;
 
@@ -151,6 +152,8 @@ pub(crate) struct Gathered {
     pub signals: Vec<Signal>,
     /// NCCL set-up facts.
     pub nccl: NcclCollector,
+    /// Whole-log shapes.
+    pub shape: shape::LogShape,
     /// Per-file scan results.
     pub scans: Vec<FileScan>,
     /// Trace progress per rank.
@@ -465,7 +468,7 @@ fn merge_progress(into: &mut Vec<RankProgress>, more: Vec<RankProgress>) {
 fn scan_source(src: &Source, opts: &Options, g: &mut Gathered) -> bool {
     let display = display_path(&src.path);
     if let Some(text) = torchelastic_error_text(&src.path) {
-        let mut scanner = Scanner::new(display, src.rank, &mut g.nccl, &mut g.order);
+        let mut scanner = Scanner::new(display, src.rank, &mut g.nccl, &mut g.shape, &mut g.order);
         for line in text.lines() {
             scanner.line(None, line);
         }
@@ -493,7 +496,13 @@ fn scan_lines(
         tail_bytes: opts.tail_bytes,
         max_line_bytes: opts.max_line_bytes,
     };
-    let mut scanner = Scanner::new(display.clone(), rank, &mut g.nccl, &mut g.order);
+    let mut scanner = Scanner::new(
+        display.clone(),
+        rank,
+        &mut g.nccl,
+        &mut g.shape,
+        &mut g.order,
+    );
     let result = read(&limits, &mut |n, t| scanner.line(n, t));
     let mut scan = scanner.finish();
     match result {

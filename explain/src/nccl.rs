@@ -288,6 +288,11 @@ impl NcclCollector {
             .collect()
     }
 
+    /// The hosts of the NCCL processes seen.
+    pub fn hosts(&self) -> BTreeSet<&str> {
+        self.procs.keys().map(|(host, _)| host.as_str()).collect()
+    }
+
     /// Whether any NCCL line was seen.
     pub fn is_empty(&self) -> bool {
         self.procs.is_empty() && self.bare_versions.is_empty()

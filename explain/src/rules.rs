@@ -186,6 +186,11 @@ pub(crate) static RULES: &[Rule] = &[
     rule!("nccl_version_mismatch", NcclVersionMismatch, Cause, Standalone,
         [["mismatched nccl version", "nccl version mismatch", "version mismatch"], ["nccl"]],
         not [], ex_ranks),
+    // The NCCL library loaded is not the one PyTorch was built against: the dynamic linker
+    // cannot find an NCCL function or symbol version ("undefined symbol: ncclCommRegister",
+    // "version `NCCL_2.x' not found").
+    rule!("nccl_symbol_missing", NcclVersionMismatch, Cause, Standalone,
+        [["undefined symbol: nccl", "version `nccl_"]], not [], ex_none),
     rule!("world_size_mismatch", WorldSizeMismatch, Cause, Standalone,
         [["invalid rank requested", "rank should be in the interval", "world size mismatch",
           "world_size mismatch", "world size does not match", "world_size does not match",
@@ -195,6 +200,24 @@ pub(crate) static RULES: &[Rule] = &[
         [["address already in use", "eaddrinuse", "errno: 98", "os error 98",
           "failed to listen on any local network address"]],
         not [], ex_port),
+    // Connections between the ranks themselves (not to the store) that fail: gloo's full
+    // mesh (`ProcessGroupGloo.cpp`: "Gloo connectFullMesh failed with ...", and its warning
+    // "Unable to resolve hostname to a (local) address. Using the loopback address as
+    // fallback. Manually set the network interface to bind to with GLOO_SOCKET_IFNAME."),
+    // NCCL's sockets (`misc/socket.cc`: WARN "socketStartConnect: Connect to %s failed :
+    // %s", "socketPollConnect: Connect to %s returned %d(%s) errno %d(%s)"; `Net : Connect
+    // to %s failed`). Each rank advertised an address the others cannot reach: the
+    // interface chosen (GLOO_SOCKET_IFNAME, NCCL_SOCKET_IFNAME), a firewall, a container's
+    // own network. A refused NCCL connection is `connection_refused`'s (the peer's
+    // listener is not up yet, or gone), and NCCL's own retries are not failures.
+    rule!("gloo_peer_mesh", NetworkInterface, Cause, Standalone,
+        [["connectfullmesh failed", "using the loopback address as fallback",
+          "unable to resolve hostname to a (local) address"]],
+        not [], ex_address),
+    rule!("nccl_peer_connect", NetworkInterface, Cause, Standalone,
+        [["socketstartconnect", "socketpollconnect", "socketfinalizeconnect", "net : connect to",
+          "net/socket : connect to"]],
+        not ["retrying", "connection refused"], ex_address),
     rule!("network_interface", NetworkInterface, Cause, Standalone,
         [["no socket interface found", "no usable listening interface", "unable to find address for",
           "network is unreachable", "no route to host", "name or service not known",
@@ -207,6 +230,13 @@ pub(crate) static RULES: &[Rule] = &[
         [["call to ibv_", "ibv_reg_mr", "ibv_create_", "ibv_modify_qp", "ibv_poll_cq", "ibv_post_",
           "ibv_open_device", "ibv_get_device"], ["fail", "error"]],
         not [], ex_none),
+    // `net_ib.cc`: "NET/IB : Got completion from peer %s with error %d, opcode %d, len
+    // %d, vendor err %d": the error is the verbs work-completion status. Status 4,
+    // IBV_WC_LOC_PROT_ERR, is the NIC refused access to the local buffer: with GPU Direct
+    // RDMA that buffer is GPU memory, and PCIe ACS or an IOMMU between NIC and GPU blocks
+    // the peer-to-peer access (NCCL's troubleshooting guide, "PCI Access Control Services").
+    rule!("ib_local_protection", P2pHang, Cause, Standalone,
+        [["net/ib"], ["with error 4,", "with error 4 "]], not [], ex_ib_local_protection),
     rule!("ib_transport", Infiniband, Cause, Standalone,
         [["net/ib", "vendor err", "ibext", "/roce"],
          ["with error", "vendor err", "async event", "catastrophic", "failed", "error"]],
@@ -216,7 +246,12 @@ pub(crate) static RULES: &[Rule] = &[
           "error when verifying shape tensors",
           // gloo `transport/tcp/pair.cc`: "Received data size doesn't match expected size.
           // Is there a distributed collective mismatch in your code?"
-          "is there a distributed collective mismatch", "doesn't match expected size"]],
+          "is there a distributed collective mismatch", "doesn't match expected size",
+          // gloo `transport/tcp/pair.cc`: "op.preamble.length <= op.nbytes. 8 vs 4" (a
+          // peer sent more than this rank expects); DDP's `verify_params_across_processes`:
+          // "DDP expects same model across all ranks, but Rank 0 has 150 params, while
+          // rank 1 has inconsistent 149 params."
+          "op.preamble.length <= op.nbytes", "ddp expects same model across all ranks"]],
         not [], ex_mismatch),
     rule!("unused_parameters", UnusedParameters, Cause, Standalone,
         [["expected to have finished reduction in the prior iteration", "did not receive grad",
@@ -300,6 +335,17 @@ pub(crate) static RULES: &[Rule] = &[
         not [], ex_none),
     rule!("nccl_unsupported", NcclInternalOrUnsupported, Cause, Standalone,
         [["nccl warn"], ["not supported", "unsupported", "invalid value for"]], not [], ex_none),
+    // A communicator that NCCL refused to create (c10d creates communicators in
+    // `NCCLUtils`, through `ncclCommInitRank*`): `init.cc` answers ncclInvalidArgument
+    // for "Invalid rank requested : %d/%d" (a rank outside the group's size) and
+    // ncclInvalidUsage for "Duplicate GPU detected". The WARN line that names it is only
+    // printed with NCCL_DEBUG set; without it, the error code says this much.
+    rule!("nccl_init_invalid_argument", WorldSizeMismatch, Cause, AnyFinding,
+        [["invalid argument", "ncclinvalidargument"], ["ncclutils", "ncclcomminitrank", "getncclcomm"]],
+        not ["cuda error", "cuda failure", "cudaerror"], ex_none),
+    rule!("nccl_init_invalid_usage", DuplicateGpu, Cause, AnyFinding,
+        [["invalid usage", "ncclinvalidusage"], ["ncclutils", "ncclcomminitrank", "getncclcomm"]],
+        not ["cuda error", "cuda failure", "cudaerror"], ex_none),
     rule!("nccl_error_code", NcclInternalOrUnsupported, Cause, AnyFinding,
         [["ncclinternalerror", "internal check failed", "nccl internal error", "ncclinvalidusage",
           "invalid usage", "ncclinvalidargument", "ncclsystemerror", "unhandled system error",
@@ -324,6 +370,18 @@ pub(crate) static RULES: &[Rule] = &[
         [["childfailederror", "calledprocesserror", "keyboardinterrupt", "signalexception"]],
         not [], ex_none),
 ];
+
+fn ex_ib_local_protection(_: &str, _: &str) -> Extract {
+    Extract {
+        detail: Some(
+            "work completion status 4 (IBV_WC_LOC_PROT_ERR): the NIC could not access NCCL's \
+             buffer in GPU memory, so GPU Direct RDMA is blocked between NIC and GPU; \
+             NCCL_NET_GDR_LEVEL=0 confirms it"
+                .to_owned(),
+        ),
+        ..Extract::default()
+    }
+}
 
 /// The line itself, as the detail (its own words are the specifics).
 fn ex_line(line: &str, lower: &str) -> Extract {
@@ -727,6 +785,67 @@ mod tests {
         assert_eq!(
             cat("h:1:1 [0] NCCL INFO NVLS multicast support is not available on dev 0"),
             None
+        );
+    }
+
+    #[test]
+    fn source_strings_of_peers_linkers_and_init_errors_are_placed() {
+        // gloo's full mesh: a refusal between ranks is the advertised address.
+        assert_eq!(
+            cat("RuntimeError: Gloo connectFullMesh failed with [../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error"),
+            Some(Category::NetworkInterface)
+        );
+        assert_eq!(
+            cat("[W ProcessGroupGloo.cpp:694] Warning: Unable to resolve hostname to a (local) address. Using the loopback address as fallback. Manually set the network interface to bind to with GLOO_SOCKET_IFNAME."),
+            Some(Category::NetworkInterface)
+        );
+        // NCCL's sockets: refused stays connection_refused, retries are nothing.
+        assert_eq!(
+            cat("h:1:2 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 10.0.0.1<4512> failed : Software caused connection abort"),
+            Some(Category::NetworkInterface)
+        );
+        assert_eq!(
+            cat("h:1:2 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 10.0.0.1<4512> failed : Connection refused"),
+            Some(Category::ConnectionRefused)
+        );
+        assert_eq!(
+            cat("h:1:2 [0] NCCL INFO socketPollConnect: Connect to 10.0.0.1<4512> returned 111(Connection refused) errno 115(Operation now in progress), retrying"),
+            None
+        );
+        assert_eq!(
+            cat("ImportError: /path/to/libtorch_cuda.so: undefined symbol: ncclCommRegister"),
+            Some(Category::NcclVersionMismatch)
+        );
+        // c10d creates communicators in NCCLUtils: init.cc's error codes.
+        let (r, _) = classify(
+            "RuntimeError: NCCL error in: /pytorch/torch/lib/c10d/../c10d/NCCLUtils.hpp:39, invalid argument",
+        )
+        .unwrap();
+        assert_eq!(
+            (r.category, r.attach),
+            (Category::WorldSizeMismatch, Attach::AnyFinding)
+        );
+        assert_eq!(
+            cat("torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:219, invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.19.3"),
+            Some(Category::DuplicateGpu)
+        );
+        // The same codes from a collective are not about set-up.
+        assert_eq!(
+            cat("RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1269, invalid argument"),
+            Some(Category::NcclInternalOrUnsupported)
+        );
+        // IB completion status 4 is GPU Direct RDMA's; other statuses are the fabric's.
+        assert_eq!(
+            cat("h:1:2 [1] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<53249> with error 4, opcode 32564, len 32564, vendor err 81 (Send)"),
+            Some(Category::P2pHang)
+        );
+        assert_eq!(
+            cat("h:1:2 [1] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<53249> with error 12, opcode 0, len 0, vendor err 129 (Recv)"),
+            Some(Category::Infiniband)
+        );
+        assert_eq!(
+            cat("[enforce fail at ../third_party/gloo/gloo/transport/tcp/pair.cc:446] op.preamble.length <= op.nbytes. 8 vs 4"),
+            Some(Category::CollectiveMismatch)
         );
     }
 

@@ -15,6 +15,7 @@ use crate::nccl::{self, Level, NcclCollector};
 use crate::report::{Evidence, Role};
 use crate::rules;
 use crate::sanitize::{sanitize, MAX_EVIDENCE_CHARS};
+use crate::shape::LogShape;
 use crate::signal::{Attach, Signal};
 
 /// Lines kept per file for an `unknown` finding.
@@ -62,6 +63,7 @@ pub(crate) struct Scanner<'a> {
     file: String,
     file_rank: Option<usize>,
     nccl: &'a mut NcclCollector,
+    shape: &'a mut LogShape,
     out: FileScan,
     tracebacks: HashMap<Option<usize>, Traceback>,
     last: VecDeque<(Option<u64>, String)>,
@@ -76,12 +78,14 @@ impl<'a> Scanner<'a> {
         file: String,
         file_rank: Option<usize>,
         nccl: &'a mut NcclCollector,
+        shape: &'a mut LogShape,
         order: &'a mut u64,
     ) -> Scanner<'a> {
         Scanner {
             file,
             file_rank,
             nccl,
+            shape,
             out: FileScan::default(),
             tracebacks: HashMap::new(),
             last: VecDeque::new(),
@@ -134,6 +138,15 @@ impl<'a> Scanner<'a> {
             self.nccl.observe(p, observer, &evidence);
         }
         let lower = body.to_ascii_lowercase();
+        {
+            let file = &self.file;
+            let evidence = || Evidence {
+                file: file.clone(),
+                line: number,
+                text: sanitize(raw, MAX_EVIDENCE_CHARS),
+            };
+            self.shape.observe(body, &lower, &evidence);
+        }
         let matched = rules::classify(body);
         if matched.is_none()
             && is_telling(&lower, parsed.as_ref().map(|p| p.level))
@@ -507,8 +520,9 @@ mod tests {
 
     fn scan(lines: &[&str], rank: Option<usize>) -> (FileScan, NcclCollector) {
         let mut nccl = NcclCollector::default();
+        let mut shape = LogShape::default();
         let mut order = 0;
-        let mut s = Scanner::new("f.log".into(), rank, &mut nccl, &mut order);
+        let mut s = Scanner::new("f.log".into(), rank, &mut nccl, &mut shape, &mut order);
         for (i, l) in lines.iter().enumerate() {
             s.line(Some(i as u64 + 1), l);
         }

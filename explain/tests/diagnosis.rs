@@ -6,7 +6,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use probe_explain::{explain, explain_with, Category, Options, Report, Role};
+use probe_explain::{explain, explain_with, Category, Confidence, Options, Report, Role};
 use serde_json::json;
 
 fn logs() -> PathBuf {
@@ -1086,14 +1086,50 @@ fn healthy_nccl_setup_is_summarised_in_one_line() {
     let log = dir.path().join("nccl.log");
     fs::write(&log, HEALTHY).unwrap();
     let r = explain(&[log]).unwrap();
-    assert!(r.findings.is_empty(), "{:?}", r.findings);
     assert_eq!(r.nccl.len(), 1);
     assert_eq!(
         r.nccl[0].text,
         "NCCL 2.21.5, 2 ranks, NET/Socket over eth0, 2 channels, P2P/SHM within the node"
     );
-    assert!(r.headline.starts_with("no problem found"));
     assert!(r.render_text(100).contains("NCCL setup:\n  NCCL 2.21.5"));
+    // A log that ends after set-up without an error is how a hang's log looks: said, at low
+    // confidence, and nothing more (no P2P suspicion without a timeout).
+    only_a_possible_hang(&r);
+}
+
+/// The one finding of a plain log that ends, without an error, after the job
+/// started.
+fn only_a_possible_hang(r: &Report) {
+    assert_eq!(r.findings.len(), 1, "{:?}", r.findings);
+    let f = &r.findings[0];
+    assert_eq!(f.category, Category::CollectiveTimeout);
+    assert_eq!(f.confidence, Confidence::Low);
+    assert!(f.title.starts_with("no error: the log ends"), "{}", f.title);
+}
+
+#[test]
+fn a_log_that_ends_with_an_error_or_before_start_up_is_no_possible_hang() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("nccl.log");
+    // Set-up not finished: a hang in NCCL's initialisation is not a collective's.
+    let unfinished: String = HEALTHY
+        .lines()
+        .filter(|l| !l.contains("Init COMPLETE"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    fs::write(&log, unfinished).unwrap();
+    let r = explain(std::slice::from_ref(&log)).unwrap();
+    assert!(r.findings.is_empty(), "{:?}", r.findings);
+    // An error line nobody explains is shown as such, not called a hang.
+    fs::write(&log, format!("{HEALTHY}RuntimeError: something odd\n")).unwrap();
+    let r = explain(&[log]).unwrap();
+    assert!(
+        r.findings
+            .iter()
+            .all(|f| f.category != Category::CollectiveTimeout),
+        "{:?}",
+        r.findings
+    );
 }
 
 #[test]
@@ -1105,7 +1141,14 @@ fn start_up_connection_retries_of_ranks_that_connected_are_ignored() {
     );
     fs::write(&log, text).unwrap();
     let r = explain(&[log]).unwrap();
-    assert!(r.findings.is_empty(), "{:?}", r.findings);
+    assert!(
+        r.findings
+            .iter()
+            .all(|f| f.category != Category::ConnectionRefused),
+        "{:?}",
+        r.findings
+    );
+    only_a_possible_hang(&r);
 }
 
 #[test]
@@ -1345,10 +1388,73 @@ fn paste_damage_does_not_hide_the_cause() {
     let log = "\u{1b}[1mtorch.multiprocessing.spawn.ProcessExitedException\u{1b}[0m: process 1 terminated with signal SIGKILL\n";
     let r = probe_explain::explain_log_bytes("console.log", log.as_bytes(), &opts);
     assert_eq!(r.findings[0].category, Category::HostOomKilled, "{r:#?}");
-    assert_eq!(r.findings[0].confidence, probe_explain::Confidence::Medium);
+    assert_eq!(r.findings[0].confidence, Confidence::Medium);
     assert!(r.findings[0]
         .to_confirm
         .as_deref()
         .unwrap_or("")
         .contains("dmesg"));
+}
+
+/// nccl-tests' header (`common.cu`) for two GPUs on `hosts`.
+fn nccl_tests_header(hosts: [&str; 2]) -> String {
+    format!(
+        "# nThread 1 nGpus 1 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 5 iters: 20 validation: 1\n\
+         #\n\
+         # Using devices\n\
+         #  Rank  0 Group  0 Pid   1688 on {} device  0 [0x18] NVIDIA A100\n\
+         #  Rank  1 Group  0 Pid   1689 on {} device  1 [0x3b] NVIDIA A100\n\
+         #\n\
+         #       size         count      type   redop    root     time   algbw   busbw #wrong\n",
+        hosts[0], hosts[1]
+    )
+}
+
+#[test]
+fn nccl_system_error_and_a_stalled_nccl_tests_run_are_read_by_the_node_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("nccl-tests.log");
+    let first = |text: String| {
+        fs::write(&log, text).unwrap();
+        let r = explain(std::slice::from_ref(&log)).unwrap();
+        r.findings
+            .first()
+            .map(|f| (f.category, f.confidence))
+            .unwrap()
+    };
+    let failure = "host-a: Test NCCL failure common.cu:777 'unhandled system error'\n";
+    // One node: shared memory is the system call that fails there.
+    assert_eq!(
+        first(format!(
+            "{}{failure}",
+            nccl_tests_header(["host-a", "host-a"])
+        )),
+        (Category::ShmTooSmall, Confidence::Medium)
+    );
+    // Two nodes: sockets too; nothing more can be said.
+    assert_eq!(
+        first(format!(
+            "{}{failure}",
+            nccl_tests_header(["host-a", "host-b"])
+        ))
+        .0,
+        Category::NcclInternalOrUnsupported
+    );
+    // Header, no result, no failure, one node: the first collective hangs between its GPUs.
+    assert_eq!(
+        first(nccl_tests_header(["host-a", "host-a"])),
+        (Category::P2pHang, Confidence::Medium)
+    );
+    // With P2P switched off it is not P2P.
+    let off = format!(
+        "host-a:1688:1688 [0] NCCL INFO NCCL_P2P_DISABLE set by environment to 1\n{}",
+        nccl_tests_header(["host-a", "host-a"])
+    );
+    fs::write(&log, off).unwrap();
+    let r = explain(std::slice::from_ref(&log)).unwrap();
+    assert!(
+        r.findings.iter().all(|f| f.category != Category::P2pHang),
+        "{:?}",
+        r.findings
+    );
 }

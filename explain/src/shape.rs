@@ -1,0 +1,308 @@
+//! Whole-log shapes: what no single line says but the log as a whole does.
+//!
+//! * An nccl-tests run (`common.cu`'s header: `# nThread N nGpus N ...`,
+//!   `#  Rank  N Group  N Pid  P on HOST device ...`, the column line
+//!   `#  size  count  type  redop ...`) that printed its header and no result
+//!   row and no failure: its first collective never finished.
+//! * Two processes announcing the same global rank (PyTorch Lightning's
+//!   `initializing ddp: GLOBAL_RANK: N, MEMBER: k/W`, later `Initializing
+//!   distributed: GLOBAL_RANK: ...`) while other ranks of the group never
+//!   announce themselves: the launcher gave out ranks twice.
+//! * Progress bars (tqdm's `n/total [elapsed<remaining, rate]`) whose totals
+//!   differ by a few batches: the ranks' data loaders have different lengths.
+//! * Where the job was when the log ends: started (NCCL's `Init COMPLETE`,
+//!   c10d's `ProcessGroupNCCL initialized` / `watchdog thread started`, a
+//!   framework's rank announcement, a progress bar), or still inside NCCL's
+//!   initialisation (NCCL lines without `Init COMPLETE`).
+//! * Whether NCCL's P2P transport was switched off (`NCCL_P2P_DISABLE set by
+//!   environment to 1`, NCCL's `INFO` line for an environment setting).
+//!
+//! Correlation (`correlate.rs`) turns these into observations.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::report::Evidence;
+
+/// What the nccl-tests output of a log showed.
+#[derive(Debug, Default)]
+pub(crate) struct NcclTests {
+    /// The header line (`# nThread ...`).
+    pub header: Option<Evidence>,
+    /// Hosts of the `# Rank N ... on HOST device` lines.
+    pub hosts: BTreeSet<String>,
+    /// GPUs per process (`nGpus N`).
+    pub gpus_per_process: Option<usize>,
+    /// Whether the column header was printed.
+    pub columns: bool,
+    /// Result rows printed.
+    pub rows: usize,
+    /// Whether a `Test NCCL failure`/`Test CUDA failure` line was printed.
+    pub failed: bool,
+}
+
+/// The shape of every log read, gathered line by line.
+#[derive(Debug, Default)]
+pub(crate) struct LogShape {
+    /// nccl-tests output, when there was any.
+    pub nccl_tests: Option<NcclTests>,
+    /// Global rank → the lines that announced it.
+    pub announced: BTreeMap<usize, Vec<Evidence>>,
+    /// The group size the announcements name (`MEMBER: k/W`).
+    pub announced_world: Option<usize>,
+    /// Progress-bar total → the first line showing it.
+    pub bar_totals: BTreeMap<u64, Evidence>,
+    /// The first line showing the job had started.
+    pub started: Option<Evidence>,
+    /// Whether NCCL finished initialising a communicator (`Init COMPLETE`).
+    pub nccl_init_complete: bool,
+    /// Whether NCCL's P2P transport was switched off by the environment.
+    pub p2p_disabled: bool,
+}
+
+/// tqdm's totals below this are not data loaders (epochs, files).
+const MIN_BAR_TOTAL: u64 = 20;
+
+impl LogShape {
+    /// Feeds one line (`body` without launcher prefixes, `lower` its ASCII
+    /// lowercase); `evidence` makes the line's evidence when it is kept.
+    pub fn observe(&mut self, body: &str, lower: &str, evidence: &dyn Fn() -> Evidence) {
+        self.nccl_tests_line(body, lower, evidence);
+        if let Some(rank) = announced_rank(lower) {
+            self.announced.entry(rank.0).or_default().push(evidence());
+            self.announced_world = self.announced_world.or(rank.1);
+            self.started.get_or_insert_with(evidence);
+        }
+        for total in bar_totals(lower) {
+            if total >= MIN_BAR_TOTAL {
+                self.bar_totals.entry(total).or_insert_with(evidence);
+                self.started.get_or_insert_with(evidence);
+            }
+        }
+        if lower.contains("nccl info") && lower.contains("init complete") {
+            self.nccl_init_complete = true;
+            self.started.get_or_insert_with(evidence);
+        }
+        if lower.contains("processgroupnccl initialized")
+            || lower.contains("watchdog thread started")
+        {
+            self.started.get_or_insert_with(evidence);
+        }
+        if lower.contains("nccl_p2p_disable set by environment to 1")
+            || lower.contains("nccl_p2p_level set by environment to loc")
+        {
+            self.p2p_disabled = true;
+        }
+    }
+
+    fn nccl_tests_line(&mut self, body: &str, lower: &str, evidence: &dyn Fn() -> Evidence) {
+        let t = lower.trim_start();
+        if let Some(rest) = t.strip_prefix('#').map(str::trim_start).or_else(|| {
+            // Some pastes lose the leading '#' of the first line.
+            t.starts_with("nthread ").then_some(t)
+        }) {
+            if rest.starts_with("nthread ") {
+                let tests = self.nccl_tests.get_or_insert_with(NcclTests::default);
+                tests.header.get_or_insert_with(evidence);
+                tests.gpus_per_process =
+                    crate::rules::num_after(rest, "ngpus ").and_then(|n| usize::try_from(n).ok());
+                return;
+            }
+            let Some(tests) = self.nccl_tests.as_mut() else {
+                return;
+            };
+            if rest.starts_with("rank ") {
+                // "Rank  0 Group  0 Pid  21 on host-a device  0 [0x3e] NVIDIA L4"
+                let original = body.trim_start().trim_start_matches('#');
+                let words: Vec<&str> = original.split_whitespace().collect();
+                if let Some(i) = words.iter().position(|w| *w == "on") {
+                    if let Some(host) = words.get(i + 1) {
+                        tests.hosts.insert((*host).to_owned());
+                    }
+                }
+            } else if rest.starts_with("size ") && rest.contains("count") {
+                tests.columns = true;
+            }
+            return;
+        }
+        let Some(tests) = self.nccl_tests.as_mut() else {
+            return;
+        };
+        if lower.contains("test nccl failure") || lower.contains("test cuda failure") {
+            tests.failed = true;
+            return;
+        }
+        // "           8             2     float     sum      -1    18.52 ..."
+        let mut words = t.split_whitespace();
+        let size = words.next().is_some_and(|w| w.parse::<u64>().is_ok());
+        let count = words.next().is_some_and(|w| w.parse::<u64>().is_ok());
+        let kind = words
+            .next()
+            .is_some_and(|w| w.starts_with(|c: char| c.is_ascii_alphabetic()));
+        if size && count && kind {
+            tests.rows += 1;
+        }
+    }
+
+    /// Whether every rank of the job ran on one host, when the log says.
+    /// `nccl_hosts` are the hosts of NCCL's own lines.
+    pub fn single_host(&self, nccl_hosts: &BTreeSet<&str>) -> Option<bool> {
+        if let Some(tests) = &self.nccl_tests {
+            if !tests.hosts.is_empty() {
+                return Some(tests.hosts.len() == 1);
+            }
+        }
+        match nccl_hosts.len() {
+            0 => None,
+            1 => Some(true),
+            _ => Some(false),
+        }
+    }
+
+    /// Global ranks announced by more than one process, when some ranks of
+    /// the announced group never announced themselves (a restart announces
+    /// every rank again; ranks given out twice leave others out).
+    pub fn ranks_given_twice(&self) -> Option<(Vec<usize>, usize)> {
+        let world = self.announced_world?;
+        let twice: Vec<usize> = self
+            .announced
+            .iter()
+            .filter(|(_, lines)| lines.len() > 1)
+            .map(|(r, _)| *r)
+            .collect();
+        let missing = (0..world).any(|r| !self.announced.contains_key(&r));
+        (!twice.is_empty() && missing).then_some((twice, world))
+    }
+
+    /// Progress-bar totals that differ from another total by at most 5%
+    /// (the same loop on ranks with different data lengths), in order.
+    pub fn uneven_totals(&self) -> Vec<u64> {
+        let totals: Vec<u64> = self.bar_totals.keys().copied().collect();
+        totals
+            .iter()
+            .copied()
+            .filter(|&t| {
+                totals
+                    .iter()
+                    .any(|&o| o != t && t.abs_diff(o) * 20 <= t.max(o))
+            })
+            .collect()
+    }
+}
+
+/// `(global rank, group size)` of a framework's rank announcement.
+fn announced_rank(lower: &str) -> Option<(usize, Option<usize>)> {
+    let i = lower.find("global_rank: ")?;
+    if !(lower.contains("initializing ddp") || lower.contains("initializing distributed")) {
+        return None;
+    }
+    let rank = crate::rules::leading_number(&lower[i + "global_rank: ".len()..])?;
+    let world = lower.find("member: ").and_then(|m| {
+        let rest = &lower[m + "member: ".len()..];
+        let (_, w) = rest.split_once('/')?;
+        crate::rules::leading_number(w)
+    });
+    Some((
+        usize::try_from(rank).ok()?,
+        world.and_then(|w| usize::try_from(w).ok()),
+    ))
+}
+
+/// The totals of tqdm bars in a line (`n/total [`), where `n ≤ total`.
+fn bar_totals(lower: &str) -> Vec<u64> {
+    let mut out = Vec::new();
+    for (i, _) in lower.match_indices(" [") {
+        let before = &lower[..i];
+        let token = before
+            .rsplit(|c: char| c.is_whitespace() || c == '|')
+            .next();
+        let Some((n, total)) = token.and_then(|t| t.split_once('/')) else {
+            continue;
+        };
+        let after = &lower[i + 2..];
+        // "[1:50:07<00:02, 2.83it/s]" or "[00:00<?, ?it/s]"
+        if !after.starts_with(|c: char| c.is_ascii_digit()) || !after.contains('<') {
+            continue;
+        }
+        if let (Ok(n), Ok(total)) = (n.parse::<u64>(), total.parse::<u64>()) {
+            if n <= total {
+                out.push(total);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn feed(lines: &[&str]) -> LogShape {
+        let mut shape = LogShape::default();
+        for (i, l) in lines.iter().enumerate() {
+            let ev = || Evidence {
+                file: "f.log".into(),
+                line: Some(i as u64 + 1),
+                text: (*l).to_owned(),
+            };
+            shape.observe(l, &l.to_ascii_lowercase(), &ev);
+        }
+        shape
+    }
+
+    #[test]
+    fn nccl_tests_header_without_rows_is_seen() {
+        let s = feed(&[
+            "# nThread 1 nGpus 2 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 5",
+            "#   Rank  0 Pid 871210 on host-a device  0 [0x01] NVIDIA GeForce RTX 4090",
+            "#   Rank  1 Pid 871210 on host-a device  1 [0x24] NVIDIA GeForce RTX 4090",
+            "#       size         count      type   redop     time   algbw   busbw  error",
+        ]);
+        let t = s.nccl_tests.as_ref().unwrap();
+        assert!(t.columns);
+        assert_eq!(t.rows, 0);
+        assert_eq!(t.gpus_per_process, Some(2));
+        assert_eq!(s.single_host(&BTreeSet::new()), Some(true));
+        let s = feed(&[
+            "# nThread 1 nGpus 1 minBytes 8",
+            "#  Rank  0 Group  0 Pid     21 on host-a device  0 [0x3e] NVIDIA L4",
+            "#  Rank  1 Group  0 Pid     21 on host-b device  0 [0x3c] NVIDIA L4",
+            "#       size         count      type   redop    root     time",
+            "           8             2     float     sum      -1    18.52    0.00    0.00      0",
+        ]);
+        assert_eq!(s.nccl_tests.as_ref().unwrap().rows, 1);
+        assert_eq!(s.single_host(&BTreeSet::new()), Some(false));
+    }
+
+    #[test]
+    fn ranks_announced_twice_with_others_missing_are_found() {
+        let s = feed(&[
+            "initializing ddp: GLOBAL_RANK: 1, MEMBER: 2/4",
+            "initializing ddp: GLOBAL_RANK: 1, MEMBER: 2/4",
+            "initializing ddp: GLOBAL_RANK: 0, MEMBER: 1/4",
+            "initializing ddp: GLOBAL_RANK: 0, MEMBER: 1/4",
+        ]);
+        assert_eq!(s.ranks_given_twice(), Some((vec![0, 1], 4)));
+        // A restart announces every rank again: not ranks given twice.
+        let s = feed(&[
+            "Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/2",
+            "Initializing distributed: GLOBAL_RANK: 1, MEMBER: 2/2",
+            "Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/2",
+            "Initializing distributed: GLOBAL_RANK: 1, MEMBER: 2/2",
+        ]);
+        assert_eq!(s.ranks_given_twice(), None);
+    }
+
+    #[test]
+    fn close_progress_totals_are_uneven_and_far_ones_are_not() {
+        let s = feed(&[
+            "18679/18686 [1:50:07<00:02, 2.83it/s]",
+            "18679/18683 [1:50:07<00:01, 2.84it/s]",
+            "Epoch 3:  7%|▋         | 499/7151 [3:38:58<49:46:17, 26.94s/it]",
+            " 0%|          | 0/13 [00:00<?, ?it/s]",
+            " 0/100 [00:00<?, ?it/s]",
+        ]);
+        assert_eq!(s.uneven_totals(), vec![18683, 18686]);
+        assert!(s.started.is_some());
+        assert_eq!(bar_totals("loss 0.5 [rank 1]"), Vec::<u64>::new());
+    }
+}

@@ -55,6 +55,9 @@ pub(crate) struct Extract {
     pub detail: Option<String>,
     /// The number of ranks the message expected.
     pub expected_world: Option<usize>,
+    /// Another category than the rule's, when the specifics show it (a
+    /// barrier that more ranks joined than the group has is not a timeout).
+    pub category: Option<Category>,
 }
 
 /// One line pattern.
@@ -91,7 +94,59 @@ pub(crate) fn classify(line: &str) -> Option<(&'static Rule, Extract)> {
     RULES
         .iter()
         .find(|r| r.matches(&lower))
+        .or_else(|| shell_report(&lower))
         .map(|r| (r, (r.extract)(line, &lower)))
+}
+
+/// What a shell or container runtime says about a process it started,
+/// which needle lists cannot express: bash's job report for SIGKILL (a line
+/// `Killed`, `[1]+  Killed   python train.py`, `run.sh: line 3: 4242 Killed
+/// python train.py`) and exit statuses of 128 + signal (`exit code 137`:
+/// SIGKILL, 135: SIGBUS, 139: SIGSEGV), as bash, Docker and Kubernetes report
+/// them.
+fn shell_report(lower: &str) -> Option<&'static Rule> {
+    let t = lower.trim();
+    let killed_job = t == "killed"
+        || t.starts_with("killed  ")
+        || t.contains("]+  killed ")
+        || t.contains("]-  killed ")
+        || t.split(": ").any(|part| {
+            let mut words = part.split_whitespace();
+            words.next().is_some_and(|w| w.parse::<u32>().is_ok()) && words.next() == Some("killed")
+        });
+    if killed_job || t.contains("oomkilled") {
+        return Some(&SHELL_KILLED);
+    }
+    match exit_status(t)? {
+        137 => Some(&SHELL_KILLED),
+        135 => Some(&SHELL_BUS_ERROR),
+        139 => Some(&SHELL_SEGFAULT),
+        _ => None,
+    }
+}
+
+/// The status after `exit code`, `exit status`, `exitcode`, `return code`,
+/// `returncode` (spaces, `:`, `=` between), when it is a whole number.
+fn exit_status(lower: &str) -> Option<u32> {
+    [
+        "exit code",
+        "exit status",
+        "exitcode",
+        "return code",
+        "returncode",
+    ]
+    .iter()
+    .find_map(|key| {
+        let i = lower.find(key)?;
+        let rest = lower[i + key.len()..].trim_start_matches([' ', ':', '=']);
+        let end = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        if end == 0 || rest[end..].starts_with(|c: char| c.is_ascii_alphanumeric()) {
+            return None;
+        }
+        rest[..end].parse().ok()
+    })
 }
 
 macro_rules! rule {
@@ -192,7 +247,11 @@ pub(crate) static RULES: &[Rule] = &[
     rule!("nccl_symbol_missing", NcclVersionMismatch, Cause, Standalone,
         [["undefined symbol: nccl", "version `nccl_"]], not [], ex_none),
     rule!("world_size_mismatch", WorldSizeMismatch, Cause, Standalone,
-        [["invalid rank requested", "rank should be in the interval", "world size mismatch",
+        [[// NCCL `bootstrap.cc`: "Bootstrap Root : mismatch in rank count from procs %d :
+          // %d", "Bootstrap Root : rank %d of %d ranks has already checked in" (two
+          // processes with one rank).
+          "mismatch in rank count from procs", "ranks has already checked in",
+          "invalid rank requested", "rank should be in the interval", "world size mismatch",
           "world_size mismatch", "world size does not match", "world_size does not match",
           "mismatched world size"]],
         not [], ex_world_size),
@@ -251,7 +310,11 @@ pub(crate) static RULES: &[Rule] = &[
           // peer sent more than this rank expects); DDP's `verify_params_across_processes`:
           // "DDP expects same model across all ranks, but Rank 0 has 150 params, while
           // rank 1 has inconsistent 149 params."
-          "op.preamble.length <= op.nbytes", "ddp expects same model across all ranks"]],
+          "op.preamble.length <= op.nbytes", "ddp expects same model across all ranks",
+          // DDP before 1.10: "params[0] in this process with sizes [..] appears not to
+          // match sizes of the same param in process 0"; `ProcessGroupWrapper`'s detail:
+          // "Collectives differ in the following aspects".
+          "appears not to match sizes of the same param", "collectives differ in the following"]],
         not [], ex_mismatch),
     rule!("unused_parameters", UnusedParameters, Cause, Standalone,
         [["expected to have finished reduction in the prior iteration", "did not receive grad",
@@ -260,6 +323,11 @@ pub(crate) static RULES: &[Rule] = &[
         not [], ex_unused),
     rule!("uneven_inputs", UnevenInputs, Cause, Standalone,
         [["exhausted inputs", "exhausted all inputs", "uneven inputs"]], not [], ex_ranks),
+    // `distributed_c10d.py`'s `_store_based_barrier`: "Timed out initializing process group
+    // in store based barrier on rank: 0, for key: store_based_barrier_key:1 (world_size=8,
+    // worker_count=1, timeout=0:30:00)" (later `num_workers_joined=`).
+    rule!("store_based_barrier", RendezvousTimeout, Symptom, Standalone,
+        [["store based barrier", "store_based_barrier"], ["timed out"]], not [], ex_store_barrier),
     rule!("rendezvous", RendezvousTimeout, Symptom, Standalone,
         [["waiting for clients", "rendezvoustimeouterror", "rendezvous timed out", "never arrived at",
           "retrieving nccluniqueid"]],
@@ -331,7 +399,10 @@ pub(crate) static RULES: &[Rule] = &[
     rule!("cuda_error", CudaError, Cause, Standalone,
         [["cuda error:", "cuda failure", "device-side assert", "illegal memory access", "cudaerror",
           "cuda driver version is insufficient", "no cuda gpus are available",
-          "invalid device ordinal", "nvrm: xid", "cublas_status_", "cudnn_status_"]],
+          "invalid device ordinal", "nvrm: xid", "cublas_status_", "cudnn_status_",
+          // CUDA runtime and driver texts that come without "CUDA error:" in front.
+          "no kernel image is available for execution", "found no nvidia driver",
+          "fallen off the bus", "uncorrectable ecc error", "deferredcudacallerror"]],
         not [], ex_none),
     rule!("nccl_unsupported", NcclInternalOrUnsupported, Cause, Standalone,
         [["nccl warn"], ["not supported", "unsupported", "invalid value for"]], not [], ex_none),
@@ -382,6 +453,14 @@ fn ex_ib_local_protection(_: &str, _: &str) -> Extract {
         ..Extract::default()
     }
 }
+
+/// The rules of [`shell_report`].
+static SHELL_KILLED: Rule = rule!("shell_killed", HostOomKilled, Cause, Standalone,
+    [["killed"]], not [], ex_none);
+static SHELL_BUS_ERROR: Rule = rule!("shell_bus_error", ShmTooSmall, Cause, Standalone,
+    [["135"]], not [], ex_none);
+static SHELL_SEGFAULT: Rule = rule!("shell_segfault", RankCrashed, Cause, AnyFinding,
+    [["139"]], not [], ex_none);
 
 /// The line itself, as the detail (its own words are the specifics).
 fn ex_line(line: &str, lower: &str) -> Extract {
@@ -525,6 +604,29 @@ fn ex_rendezvous(line: &str, lower: &str) -> Extract {
         ex.detail = Some(phrase(line, start, 120));
     } else if let Some(i) = lower.find("timed out after") {
         ex.detail = Some(phrase(line, i, 120));
+    }
+    ex
+}
+
+fn ex_store_barrier(_: &str, lower: &str) -> Extract {
+    let world = num_after(lower, "world_size=");
+    let joined =
+        num_after(lower, "worker_count=").or_else(|| num_after(lower, "num_workers_joined="));
+    let mut ex = Extract::default();
+    if let (Some(w), Some(j)) = (world, joined) {
+        ex.expected_world = usize::try_from(w).ok();
+        if j > w {
+            // More arrived than the group has: two jobs (or launches) share the store.
+            ex.category = Some(Category::WorldSizeMismatch);
+            ex.detail = Some(format!(
+                "{j} ranks reached the start-up barrier of a group of {w}: two launches share \
+                 one store (the same MASTER_ADDR:MASTER_PORT), or the ranks disagree on the size"
+            ));
+        } else {
+            ex.detail = Some(format!(
+                "only {j} of {w} ranks reached the start-up barrier"
+            ));
+        }
     }
     ex
 }
@@ -740,7 +842,7 @@ mod tests {
     use super::*;
 
     fn cat(line: &str) -> Option<Category> {
-        classify(line).map(|(r, _)| r.category)
+        classify(line).map(|(r, ex)| ex.category.unwrap_or(r.category))
     }
 
     #[test]
@@ -846,6 +948,54 @@ mod tests {
         assert_eq!(
             cat("[enforce fail at ../third_party/gloo/gloo/transport/tcp/pair.cc:446] op.preamble.length <= op.nbytes. 8 vs 4"),
             Some(Category::CollectiveMismatch)
+        );
+    }
+
+    #[test]
+    fn shell_reports_of_signals_are_read() {
+        for line in [
+            "Killed",
+            "[1]+  Killed                  python train.py",
+            "./run.sh: line 12: 48213 Killed                  torchrun --nproc_per_node 8 train.py",
+            "Last State: Terminated, Reason: OOMKilled, Exit Code: 137",
+            "ERROR: process exited with exit code 137",
+        ] {
+            assert_eq!(cat(line), Some(Category::HostOomKilled), "{line}");
+        }
+        assert_eq!(
+            cat("worker exited with exit code 135"),
+            Some(Category::ShmTooSmall)
+        );
+        assert_eq!(
+            cat("container exit status 139"),
+            Some(Category::RankCrashed)
+        );
+        // Words and other numbers are not reports.
+        for line in [
+            "the process was killed by the user",
+            "exit code 1370",
+            "exit code 1",
+            "killed_processes: 0",
+        ] {
+            assert_eq!(cat(line), None, "{line}");
+        }
+    }
+
+    #[test]
+    fn store_based_barrier_counts_say_timeout_or_two_launches() {
+        let (r, ex) = classify("RuntimeError: Timed out initializing process group in store based barrier on rank: 0, for key: store_based_barrier_key:1 (world_size=8, worker_count=1, timeout=0:30:00)").unwrap();
+        assert_eq!(r.category, Category::RendezvousTimeout);
+        assert_eq!(ex.category, None);
+        assert_eq!(ex.expected_world, Some(8));
+        assert_eq!(
+            ex.detail.as_deref(),
+            Some("only 1 of 8 ranks reached the start-up barrier")
+        );
+        let (_, ex) = classify("torch.distributed.DistStoreError: Timed out initializing process group in store based barrier on rank 3, for key: store_based_barrier_key:1 (world_size=8, num_workers_joined=16, timeout=0:15:00 error=x)").unwrap();
+        assert_eq!(ex.category, Some(Category::WorldSizeMismatch));
+        assert_eq!(
+            cat("h:1:1 [0] bootstrap.cc:300 NCCL WARN Bootstrap Root : mismatch in rank count from procs 8 : 16"),
+            Some(Category::WorldSizeMismatch)
         );
     }
 

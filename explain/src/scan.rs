@@ -157,7 +157,13 @@ impl<'a> Scanner<'a> {
 
         if let Some((rule, ex)) = &matched {
             self.out.recognised = true;
-            let mut s = Signal::new(rule.name, rule.category, rule.role, rule.attach);
+            let category = ex.category.unwrap_or(rule.category);
+            let role = if category == rule.category {
+                rule.role
+            } else {
+                Role::Cause
+            };
+            let mut s = Signal::new(rule.name, category, role, rule.attach);
             s.subjects = ex.subjects.clone();
             s.observer = observer;
             s.observer_explicit = explicit.is_some();

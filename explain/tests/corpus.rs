@@ -23,7 +23,7 @@ const DEVELOPMENT_FLOOR: f64 = 0.83;
 const VALIDATION_FLOOR: f64 = 0.66;
 /// Cases in the corpus: a case lost from the index fails the test (the
 /// issue asked for at least 150).
-const CASES: usize = 152;
+const CASES: usize = 174;
 
 #[derive(Deserialize)]
 struct Case {
@@ -32,6 +32,10 @@ struct Case {
     category: String,
     root_cause: String,
     file: String,
+    /// The day a case joined, for cases gathered after the rules they are
+    /// measured against were written (absent for the first 152).
+    #[serde(default)]
+    added: Option<String>,
 }
 
 fn corpus() -> PathBuf {
@@ -80,6 +84,7 @@ fn real_failure_logs_get_their_established_cause_first() {
     let cases = cases();
     let mut splits: BTreeMap<&str, Tally> = BTreeMap::new();
     let mut per_category: BTreeMap<(String, &str), Tally> = BTreeMap::new();
+    let mut fresh: BTreeMap<String, Tally> = BTreeMap::new();
     let mut misses = Vec::new();
     for case in &cases {
         let want = Category::from_id(&case.category)
@@ -99,6 +104,12 @@ fn real_failure_logs_get_their_established_cause_first() {
         };
         let ok = got == want;
         splits.entry(split).or_default().add(ok);
+        if let Some(day) = &case.added {
+            fresh
+                .entry(format!("{split}, added {day}"))
+                .or_default()
+                .add(ok);
+        }
         per_category
             .entry((case.category.clone(), split))
             .or_default()
@@ -119,6 +130,12 @@ fn real_failure_logs_get_their_established_cause_first() {
             t.right,
             t.total,
             100.0 * t.rate()
+        );
+    }
+    for (group, t) in &fresh {
+        eprintln!(
+            "  of which {group:<28} {:>3}/{:<3} (gathered after the rules were written)",
+            t.right, t.total
         );
     }
     eprintln!("per category (development | validation):");

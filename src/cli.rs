@@ -97,7 +97,9 @@ One lane group per rank (compute, buckets, communication, data, GPU streams) on 
 with step boundaries; all-reduce time with no compute running (exposed communication) is red.
 Zoom and pan with h/l/j/k, +/-, the arrows and the mouse; n/p step, s slowest step, e most
 exposed communication, Tab or click selects, b highlights a bucket on every rank; panels with
-the step breakdown (1), bucket_cap_mb advice (2) and explain findings (3). ? lists every key.
+the step breakdown (1), bucket_cap_mb advice (2) and explain findings (3); m shows heatmaps of
+ranks × steps (step time, exposed communication, lateness; c changes the metric, Enter jumps to
+a cell's step). ? lists every key.
 
 Examples:
   ddp-probe tui                     # runs/latest

@@ -667,8 +667,48 @@ fn shape_signals(
         }
     }
 
+    let hang = out.is_empty() && log_ends_while_running(g, signals);
+    if hang && single_host == Some(true) && shape.last_line_nccl && !p2p_off {
+        // NCCL set up its communicator on one node and nothing came after: the first
+        // collective between the node's GPUs never finished (the P2P case of NCCL's
+        // troubleshooting guide: ACS, IOMMU, GPUs without peer-to-peer support).
+        let mut s = Signal::new(
+            "log_ends_after_nccl_setup_on_one_node",
+            Category::P2pHang,
+            Role::Cause,
+            Attach::Standalone,
+        );
+        s.detail = Some(
+            "the log ends right after NCCL's set-up on one node, without an error: the first \
+             collective between the node's GPUs never finished"
+                .to_owned(),
+        );
+        s.evidence.extend(
+            g.scans
+                .iter()
+                .filter_map(|scan| scan.last.back().cloned())
+                .take(opts.max_evidence),
+        );
+        out.push(s);
+    }
+    if let Some(waiting) = &shape.rendezvous_waiting {
+        if out.is_empty() && signals.is_empty() && g.manifests.is_empty() {
+            let mut s = Signal::new(
+                "log_ends_in_rendezvous",
+                Category::RendezvousTimeout,
+                Role::Symptom,
+                Attach::Standalone,
+            );
+            s.detail = Some(
+                "the log ends while the launcher waits in the rendezvous: not every node joined"
+                    .to_owned(),
+            );
+            s.evidence.push(waiting.clone());
+            out.push(s);
+        }
+    }
     if let Some(started) = &shape.started {
-        if out.is_empty() && log_ends_while_running(g, signals) {
+        if hang {
             let mut s = Signal::new(
                 "log_ends_while_running",
                 Category::CollectiveTimeout,
@@ -705,22 +745,24 @@ fn log_ends_while_running(g: &Gathered, signals: &[Signal]) -> bool {
     let quiet = g.scans.iter().all(|scan| {
         scan.telling.iter().all(|e| {
             let t = e.text.to_ascii_lowercase();
-            // "error:"/"error " but not an option name like NCCL_ASYNC_ERROR_HANDLING.
-            ![
-                "error:",
-                "error ",
-                "fail",
-                "exception",
-                "abort",
-                "killed",
-                "fatal",
-                "traceback",
-            ]
-            .iter()
-            .any(|k| t.contains(k))
+            // "error:"/"error " but not an option name like NCCL_ASYNC_ERROR_HANDLING;
+            // NCCL's "Failed to open libibverbs.so" only says it uses sockets instead.
+            t.contains("libibverbs")
+                || ![
+                    "error:",
+                    "error ",
+                    "fail",
+                    "exception",
+                    "abort",
+                    "killed",
+                    "fatal",
+                    "traceback",
+                ]
+                .iter()
+                .any(|k| t.contains(k))
         })
     });
-    let nccl_settled = g.nccl.is_empty() || g.shape.nccl_init_complete;
+    let nccl_settled = !g.shape.nccl_info || g.shape.nccl_init_complete;
     g.shape.started.is_some()
         && g.manifests.is_empty()
         && signals.is_empty()
@@ -922,6 +964,17 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
     if own.iter().all(|s| s.rule == "log_ends_while_running") {
         title = "no error: the log ends after the job started, as a hang's log does".to_owned();
     }
+    if own
+        .iter()
+        .all(|s| s.rule == "log_ends_after_nccl_setup_on_one_node")
+    {
+        title = "no error: the log ends right after NCCL's set-up on one node, as a GPU \
+                 peer-to-peer hang's log does"
+            .to_owned();
+    }
+    if own.iter().all(|s| s.rule == "log_ends_in_rendezvous") {
+        title = "no error: the log ends while the launcher waits in the rendezvous".to_owned();
+    }
     // A SIGKILL whose sender the launcher's evidence proves says so.
     let proven = |rule: &str| own.iter().any(|s| s.rule == rule);
     if !ranks.is_empty() && role == Role::Cause {
@@ -978,6 +1031,7 @@ const INDIRECT_RULES: &[&str] = &[
     "ranks_announced_twice",
     "progress_totals_differ",
     "nccl_tests_stalled_on_one_node",
+    "log_ends_after_nccl_setup_on_one_node",
     "nccl_system_error_one_node",
     "nccl_init_invalid_argument",
     "nccl_init_invalid_usage",
@@ -993,14 +1047,24 @@ const INDIRECT_RULES: &[&str] = &[
     "launcher_consequence",
 ];
 
+/// Observations read from where a log ends, with no error in it: a log of a
+/// job that ended well can look the same, so they are never more than low.
+const WHERE_THE_LOG_ENDS: &[&str] = &[
+    "log_ends_while_running",
+    "log_ends_after_nccl_setup_on_one_node",
+    "log_ends_in_rendezvous",
+];
+
 /// How sure a finding is: high when one of its own lines names the problem
 /// (or the launcher's evidence proves it), medium when it is read from
 /// signals, exit codes or a symptom that names the rank behind, low for
 /// consequences and symptoms that name no one.
 fn confidence_of(role: Role, own: &[Signal], ranks: &[usize], oom_proven: bool) -> Confidence {
     let direct = own.iter().any(|s| !INDIRECT_RULES.contains(&s.rule));
+    let only_where_the_log_ends = own.iter().all(|s| WHERE_THE_LOG_ENDS.contains(&s.rule));
     match role {
         _ if oom_proven => Confidence::High,
+        _ if only_where_the_log_ends => Confidence::Low,
         Role::Cause if direct => Confidence::High,
         Role::Cause => Confidence::Medium,
         Role::Symptom if !ranks.is_empty() => Confidence::Medium,

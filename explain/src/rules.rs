@@ -273,6 +273,12 @@ pub(crate) static RULES: &[Rule] = &[
         [["connectfullmesh failed", "using the loopback address as fallback",
           "unable to resolve hostname to a (local) address"]],
         not [], ex_address),
+    // gloo's `transport/tcp/pair.cc`: "connect [ADDR]:PORT: Connection refused" (a pair
+    // connects to a peer rank, never to the store).
+    rule!("gloo_peer_connect", NetworkInterface, Cause, Standalone,
+        [["transport/tcp/pair.cc"], ["connect ["],
+         ["refused", "timed out", "no route", "unreachable"]],
+        not [], ex_address),
     rule!("nccl_peer_connect", NetworkInterface, Cause, Standalone,
         [["socketstartconnect", "socketpollconnect", "socketfinalizeconnect", "net : connect to",
           "net/socket : connect to"]],

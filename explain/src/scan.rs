@@ -145,7 +145,8 @@ impl<'a> Scanner<'a> {
                 line: number,
                 text: sanitize(raw, MAX_EVIDENCE_CHARS),
             };
-            self.shape.observe(body, &lower, &evidence);
+            self.shape
+                .observe(body, &lower, parsed.is_some(), &evidence);
         }
         let matched = rules::classify(body);
         if matched.is_none()
@@ -413,9 +414,59 @@ fn looks_like_named_exception(line: &str) -> bool {
 /// of the default role). Returns the rank they name (the bracket's, else the
 /// task label's) and the rest of the line.
 pub(crate) fn strip_launcher_prefix(line: &str) -> (Option<usize>, &str) {
+    let line = strip_compose_label(line);
     let (task, line) = strip_task_label(line);
+    let (mpi, line) = strip_mpi_tag(line);
     let (rank, body) = strip_rank_bracket(line);
-    (rank.or(task), body)
+    (rank.or(mpi).or(task), body)
+}
+
+/// Docker Compose's service label (`trainer_1  | `, `worker-2 | `): a name
+/// of letters, digits, `_`, `-`, `.` with a letter in it, spaces, `| `.
+fn strip_compose_label(line: &str) -> &str {
+    let name_len = line
+        .bytes()
+        .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+        .count();
+    if name_len == 0 || !line[..name_len].bytes().any(|b| b.is_ascii_alphabetic()) {
+        return line;
+    }
+    let rest = line[name_len..].trim_start_matches(' ');
+    let spaces = line.len() - name_len - rest.len();
+    // Compose names its containers `service_1` / `service-1` and pads the
+    // names to one width; one space after another name is ordinary text.
+    let name = &line[..name_len];
+    let numbered = name
+        .trim_end_matches(|c: char| c.is_ascii_digit())
+        .ends_with(['_', '-'])
+        && name.ends_with(|c: char| c.is_ascii_digit());
+    if spaces == 0 || (spaces == 1 && !numbered) {
+        return line;
+    }
+    match rest.strip_prefix('|') {
+        Some(body) => body.strip_prefix(' ').unwrap_or(body),
+        None => line,
+    }
+}
+
+/// Open MPI's `--tag-output` label, `[1,3]<stdout>:` or `[3]<stderr>:`
+/// (job, rank), after whatever the line starts with (Horovod puts a date
+/// before it). Returns the rank.
+fn strip_mpi_tag(line: &str) -> (Option<usize>, &str) {
+    for tag in ["]<stdout>:", "]<stderr>:"] {
+        let Some(end) = line.find(tag) else {
+            continue;
+        };
+        let Some(open) = line[..end].rfind('[') else {
+            continue;
+        };
+        let inside = &line[open + 1..end];
+        let rank = inside.rsplit(',').next().and_then(|r| r.parse().ok());
+        if rank.is_some() && inside.bytes().all(|b| b.is_ascii_digit() || b == b',') {
+            return (rank, &line[end + tag.len()..]);
+        }
+    }
+    (None, line)
 }
 
 /// `srun -l`'s `N: ` label at the start of a line (spaces before it).
@@ -487,6 +538,22 @@ mod tests {
             strip_launcher_prefix("12:30:01 boom"),
             (None, "12:30:01 boom")
         );
+        assert_eq!(
+            strip_launcher_prefix("bug_1  | h:7:7 [0] NCCL WARN x"),
+            (None, "h:7:7 [0] NCCL WARN x")
+        );
+        assert_eq!(
+            strip_launcher_prefix("[1,3]<stdout>:h:7:7 [0] NCCL INFO x"),
+            (Some(3), "h:7:7 [0] NCCL INFO x")
+        );
+        assert_eq!(
+            strip_launcher_prefix("Tue Feb  7 15:26:02 2023[1]<stderr>:RuntimeError: x"),
+            (Some(1), "RuntimeError: x")
+        );
+        // A progress bar and a table are not labels.
+        for line in [" 7%|▋   | 499/7151", "Epoch 3:  7%|▋ | 499/7151", "a | b"] {
+            assert_eq!(strip_launcher_prefix(line).1, line);
+        }
     }
 
     #[test]

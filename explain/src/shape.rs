@@ -30,6 +30,9 @@ pub(crate) struct NcclTests {
     pub header: Option<Evidence>,
     /// Hosts of the `# Rank N ... on HOST device` lines.
     pub hosts: BTreeSet<String>,
+    /// Device lines without a host (`> Rank N uses device N`, nccl-tests 1.x
+    /// running every GPU in one process).
+    pub devices_of_one_process: usize,
     /// GPUs per process (`nGpus N`).
     pub gpus_per_process: Option<usize>,
     /// Whether the column header was printed.
@@ -57,6 +60,15 @@ pub(crate) struct LogShape {
     pub nccl_init_complete: bool,
     /// Whether NCCL's P2P transport was switched off by the environment.
     pub p2p_disabled: bool,
+    /// Whether NCCL printed `INFO` lines (NCCL_DEBUG=INFO): only then does a
+    /// missing `Init COMPLETE` mean its set-up did not finish.
+    pub nccl_info: bool,
+    /// Whether the last line read was NCCL's own.
+    pub last_line_nccl: bool,
+    /// The launcher's line that began waiting in the elastic rendezvous
+    /// (`Rendezvous'ing worker group`, `attempts to join the next round`),
+    /// while no line said it completed.
+    pub rendezvous_waiting: Option<Evidence>,
 }
 
 /// tqdm's totals below this are not data loaders (epochs, files).
@@ -65,8 +77,30 @@ const MIN_BAR_TOTAL: u64 = 20;
 impl LogShape {
     /// Feeds one line (`body` without launcher prefixes, `lower` its ASCII
     /// lowercase); `evidence` makes the line's evidence when it is kept.
-    pub fn observe(&mut self, body: &str, lower: &str, evidence: &dyn Fn() -> Evidence) {
+    pub fn observe(
+        &mut self,
+        body: &str,
+        lower: &str,
+        is_nccl: bool,
+        evidence: &dyn Fn() -> Evidence,
+    ) {
+        self.last_line_nccl = is_nccl;
         self.nccl_tests_line(body, lower, evidence);
+        if lower.contains("nccl info") {
+            self.nccl_info = true;
+        }
+        // torchelastic's `api.py` ("[default] Rendezvous'ing worker group", "Rendezvous
+        // complete for workers") and `dynamic_rendezvous.py` ("The node '...' attempts to
+        // join the next round of the rendezvous '...'", "... has joined round N of ...").
+        if lower.contains("rendezvous'ing worker group")
+            || lower.contains("attempts to join the next round")
+        {
+            self.rendezvous_waiting.get_or_insert_with(evidence);
+        }
+        if lower.contains("rendezvous complete") || lower.contains("has joined round") {
+            self.rendezvous_waiting = None;
+            self.started.get_or_insert_with(evidence);
+        }
         if let Some(rank) = announced_rank(lower) {
             self.announced.entry(rank.0).or_default().push(evidence());
             self.announced_world = self.announced_world.or(rank.1);
@@ -96,37 +130,44 @@ impl LogShape {
 
     fn nccl_tests_line(&mut self, body: &str, lower: &str, evidence: &dyn Fn() -> Evidence) {
         let t = lower.trim_start();
-        if let Some(rest) = t.strip_prefix('#').map(str::trim_start).or_else(|| {
-            // Some pastes lose the leading '#' of the first line.
-            t.starts_with("nthread ").then_some(t)
-        }) {
-            if rest.starts_with("nthread ") {
-                let tests = self.nccl_tests.get_or_insert_with(NcclTests::default);
-                tests.header.get_or_insert_with(evidence);
-                tests.gpus_per_process =
-                    crate::rules::num_after(rest, "ngpus ").and_then(|n| usize::try_from(n).ok());
-                return;
-            }
-            let Some(tests) = self.nccl_tests.as_mut() else {
-                return;
-            };
-            if rest.starts_with("rank ") {
-                // "Rank  0 Group  0 Pid  21 on host-a device  0 [0x3e] NVIDIA L4"
-                let original = body.trim_start().trim_start_matches('#');
-                let words: Vec<&str> = original.split_whitespace().collect();
-                if let Some(i) = words.iter().position(|w| *w == "on") {
-                    if let Some(host) = words.get(i + 1) {
-                        tests.hosts.insert((*host).to_owned());
-                    }
-                }
-            } else if rest.starts_with("size ") && rest.contains("count") {
-                tests.columns = true;
+        // nccl-tests 2.x starts its header lines with '#', 1.x with '>'; some pastes lose
+        // the marker of the first line.
+        let marked = t.strip_prefix(['#', '>']).map(str::trim_start);
+        let rest = marked.unwrap_or(t);
+        if rest.starts_with("nthread ") || rest.starts_with("using devices") {
+            let tests = self.nccl_tests.get_or_insert_with(NcclTests::default);
+            tests.header.get_or_insert_with(evidence);
+            if let Some(n) = crate::rules::num_after(rest, "ngpus ") {
+                tests.gpus_per_process = usize::try_from(n).ok();
             }
             return;
         }
         let Some(tests) = self.nccl_tests.as_mut() else {
             return;
         };
+        if rest.starts_with("rank ") && rest.contains("device") {
+            // 2.x: "Rank  0 Group  0 Pid  21 on host-a device  0 [0x3e] NVIDIA L4";
+            // 1.x: "Rank  0 uses device  0 [0x05] Tesla M40 24GB" (one process, one host).
+            let original = body.trim_start().trim_start_matches(['#', '>']);
+            let words: Vec<&str> = original.split_whitespace().collect();
+            match words.iter().position(|w| *w == "on") {
+                Some(i) => {
+                    if let Some(host) = words.get(i + 1) {
+                        tests.hosts.insert((*host).to_owned());
+                    }
+                }
+                None => tests.devices_of_one_process += 1,
+            }
+            return;
+        }
+        if marked.is_some() {
+            let words: Vec<&str> = rest.split_whitespace().collect();
+            let has = |w: &str| words.contains(&w);
+            if (has("size") || has("bytes")) && (has("count") || has("n")) && has("type") {
+                tests.columns = true;
+            }
+            return;
+        }
         if lower.contains("test nccl failure") || lower.contains("test cuda failure") {
             tests.failed = true;
             return;
@@ -149,6 +190,9 @@ impl LogShape {
         if let Some(tests) = &self.nccl_tests {
             if !tests.hosts.is_empty() {
                 return Some(tests.hosts.len() == 1);
+            }
+            if tests.devices_of_one_process > 0 {
+                return Some(true);
             }
         }
         match nccl_hosts.len() {
@@ -244,7 +288,7 @@ mod tests {
                 line: Some(i as u64 + 1),
                 text: (*l).to_owned(),
             };
-            shape.observe(l, &l.to_ascii_lowercase(), &ev);
+            shape.observe(l, &l.to_ascii_lowercase(), false, &ev);
         }
         shape
     }
@@ -271,6 +315,32 @@ mod tests {
         ]);
         assert_eq!(s.nccl_tests.as_ref().unwrap().rows, 1);
         assert_eq!(s.single_host(&BTreeSet::new()), Some(false));
+        // nccl-tests 1.x: '>' markers, devices of one process, "bytes N type op".
+        let s = feed(&[
+            "> Using devices",
+            ">   Rank  0 uses device  0 [0x05] Tesla M40 24GB",
+            "   Rank  1 uses device  1 [0x08] Tesla M40 24GB",
+            ">      bytes             N    type      op     time  algbw  busbw      res",
+        ]);
+        let t = s.nccl_tests.as_ref().unwrap();
+        assert!(t.columns);
+        assert_eq!(t.rows, 0);
+        assert_eq!(s.single_host(&BTreeSet::new()), Some(true));
+    }
+
+    #[test]
+    fn a_rendezvous_that_never_completes_is_seen() {
+        let s = feed(&[
+            "[INFO] api: [default] Rendezvous'ing worker group",
+            "[INFO] dynamic_rendezvous: The node 'host-a_1_0' attempts to join the next round of the rendezvous 'x'.",
+        ]);
+        assert!(s.rendezvous_waiting.is_some());
+        let s = feed(&[
+            "[INFO] api: [default] Rendezvous'ing worker group",
+            "INFO: The node 'host-a_1_0' has joined round 0 of the c10d rendezvous 'x' as rank 0 in a world of size 2.",
+        ]);
+        assert!(s.rendezvous_waiting.is_none());
+        assert!(s.started.is_some());
     }
 
     #[test]

@@ -16,14 +16,15 @@ use probe_explain::{explain_log_bytes, Category, Options};
 use serde::Deserialize;
 
 /// Lowest accepted top-1 accuracy on the development split (the cases the
-/// rules were checked against): 79 of 95 on 2026-11-28 (third session).
-const DEVELOPMENT_FLOOR: f64 = 0.83;
-/// Lowest accepted top-1 accuracy on the validation split: 38 of 57 on
-/// 2026-11-28 (the goal is 0.95; the 8 cases added that day came in at 5 of 8).
-const VALIDATION_FLOOR: f64 = 0.66;
+/// rules were checked against): 113 of 125 on 2026-12-01.
+const DEVELOPMENT_FLOOR: f64 = 0.90;
+/// Lowest accepted top-1 accuracy on the validation split: 49 of 66 on
+/// 2026-12-01 (the goal is 0.95; the 39 cases added that day, gathered after
+/// that day's rules were written, came in at 27 of 30 and 8 of 9).
+const VALIDATION_FLOOR: f64 = 0.74;
 /// Cases in the corpus: a case lost from the index fails the test (the
 /// issue asked for at least 150).
-const CASES: usize = 174;
+const CASES: usize = 191;
 
 #[derive(Deserialize)]
 struct Case {

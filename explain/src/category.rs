@@ -410,10 +410,13 @@ impl Category {
             }
             Category::NcclInternalOrUnsupported
             | Category::NetworkInterface
-            | Category::Infiniband
-            | Category::P2pHang => {
+            | Category::Infiniband => {
                 "a rerun with NCCL_DEBUG=INFO (NCCL_DEBUG_SUBSYS=INIT,NET): the WARN line before \
                  the error names the reason"
+            }
+            Category::P2pHang => {
+                "a rerun with NCCL_P2P_DISABLE=1: if it no longer hangs, GPU peer-to-peer is the \
+                 cause; `lspci -vvv | grep -i acsctl` shows ACS enabled on PCIe bridges"
             }
             Category::ConnectionRefused | Category::RendezvousTimeout => {
                 "on the master host, `ss -ltnp | grep PORT` (is the store listening?); from a \

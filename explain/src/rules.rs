@@ -287,7 +287,10 @@ pub(crate) static RULES: &[Rule] = &[
         [["no socket interface found", "no usable listening interface", "unable to find address for",
           "network is unreachable", "no route to host", "name or service not known",
           "temporary failure in name resolution", "no interface found", "nodename nor servname",
-          "is neither af_inet", "address family not supported"]],
+          "is neither af_inet", "address family not supported",
+          // gloo `transport/tcp/device.cc`: "ss1.ss_family == ss2.ss_family. 2 vs 10": one
+          // rank's address is IPv4 and another's IPv6 (each picked its own interface).
+          "ss1.ss_family == ss2.ss_family"]],
         // Reaching the store (MASTER_ADDR) is connection_refused's; this rule is about the
         // interface NCCL/gloo pick for their own connections.
         not ["client socket", "c10d store", "tcpstore", "host not found:"], ex_address),
@@ -302,6 +305,11 @@ pub(crate) static RULES: &[Rule] = &[
     // the peer-to-peer access (NCCL's troubleshooting guide, "PCI Access Control Services").
     rule!("ib_local_protection", P2pHang, Cause, Standalone,
         [["net/ib"], ["with error 4,", "with error 4 "]], not [], ex_ib_local_protection),
+    // NCCL `misc/socket.cc`: "socketFinalizeAccept: wrong type %d != %d": a connection of
+    // another kind than expected arrived (`ncclSocketType`: 3 NetSocket, 4 NetIb): one
+    // node's ranks use InfiniBand and the other's plain sockets.
+    rule!("socket_type_mismatch", Infiniband, Cause, Standalone,
+        [["socketfinalizeaccept: wrong type"]], not [], ex_socket_type),
     rule!("ib_transport", Infiniband, Cause, Standalone,
         [["net/ib", "vendor err", "ibext", "/roce"],
          ["with error", "vendor err", "async event", "catastrophic", "failed", "error"]],
@@ -447,6 +455,28 @@ pub(crate) static RULES: &[Rule] = &[
         [["childfailederror", "calledprocesserror", "keyboardinterrupt", "signalexception"]],
         not [], ex_none),
 ];
+
+fn ex_socket_type(_: &str, lower: &str) -> Extract {
+    let types = lower.find("wrong type ").and_then(|i| {
+        let rest = &lower[i + "wrong type ".len()..];
+        let (a, b) = rest.split_once("!=")?;
+        Some((leading_number(a)?, leading_number(b)?))
+    });
+    match types {
+        Some((3, 4) | (4, 3)) => Extract {
+            detail: Some(
+                "an InfiniBand connection met a socket one (NCCL's socket types 4 and 3): the \
+                 nodes disagree on whether to use InfiniBand"
+                    .to_owned(),
+            ),
+            ..Extract::default()
+        },
+        _ => Extract {
+            category: Some(Category::NcclInternalOrUnsupported),
+            ..Extract::default()
+        },
+    }
+}
 
 fn ex_ib_local_protection(_: &str, _: &str) -> Extract {
     Extract {
@@ -954,6 +984,18 @@ mod tests {
         assert_eq!(
             cat("[enforce fail at ../third_party/gloo/gloo/transport/tcp/pair.cc:446] op.preamble.length <= op.nbytes. 8 vs 4"),
             Some(Category::CollectiveMismatch)
+        );
+        assert_eq!(
+            cat("RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/device.cc:276] ss1.ss_family == ss2.ss_family. 2 vs 10"),
+            Some(Category::NetworkInterface)
+        );
+        assert_eq!(
+            cat("h:1:2 [0] misc/socket.cc:441 NCCL WARN socketFinalizeAccept: wrong type 4 != 3"),
+            Some(Category::Infiniband)
+        );
+        assert_eq!(
+            cat("h:1:2 [0] misc/socket.cc:441 NCCL WARN socketFinalizeAccept: wrong type 1 != 3"),
+            Some(Category::NcclInternalOrUnsupported)
         );
     }
 

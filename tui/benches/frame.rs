@@ -98,6 +98,7 @@ fn main() {
     for (name, key) in [("advice panel", '2'), ("explain panel", '3')] {
         let t = Instant::now();
         press(&mut app, key);
+        app.wait_for_background();
         println!(
             "{name}, computed when first opened: {:.0} ms",
             ms(t.elapsed())

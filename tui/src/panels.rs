@@ -468,7 +468,11 @@ impl App {
                     Line::styled("explain could not read the run:", theme::WARN),
                     Line::from(wrap_text(&self.safe(e), width).join(" ")),
                 ],
-                None => vec![Line::from("reading...")],
+                None => self.text_lines(
+                    "reading the run's logs and traces... (a large run takes a few seconds; the \
+                     timeline keeps working meanwhile)",
+                    width,
+                ),
             },
         }
     }

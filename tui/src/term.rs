@@ -66,6 +66,7 @@ pub(crate) fn run(
 ) -> io::Result<()> {
     let mut session = Session::enter()?;
     loop {
+        app.poll_background();
         let size = session.terminal.size()?;
         if (size.width, size.height) != app.size() {
             app.resize(size.width, size.height);

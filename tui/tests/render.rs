@@ -143,6 +143,28 @@ fn advice_and_explain_panels_render() {
 }
 
 #[test]
+fn explain_is_read_on_its_own_thread_while_the_view_keeps_answering() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("rank1.log"),
+        "RuntimeError: CUDA error: an illegal memory access was encountered\n",
+    )
+    .unwrap();
+    let mut a = app(120, 40);
+    a.set_sources(vec![dir.path().join("rank1.log")]);
+    keys(&mut a, "3");
+    // The key returned before the report was read; the panel says what is going on and the
+    // timeline still zooms.
+    let before = a.view();
+    keys(&mut a, "+");
+    assert_ne!(a.view(), before);
+    a.wait_for_background();
+    assert!(!a.poll_background(), "the report was taken already");
+    let text = joined(&screen(&a, 120, 40));
+    assert!(text.contains("cuda_error"), "{text}");
+}
+
+#[test]
 fn strings_from_the_trace_are_sanitised() {
     let mut a = app(160, 48);
     // The custom lane (named with an escape sequence) of rank 1.

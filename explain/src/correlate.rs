@@ -563,11 +563,10 @@ fn shape_signals(
     let single_host = shape.single_host(&g.nccl.hosts());
 
     if let Some((twice, world)) = shape.ranks_given_twice() {
-        let mut s = Signal::new(
+        let mut s = Signal::standalone(
             "ranks_announced_twice",
             Category::WorldSizeMismatch,
             Role::Cause,
-            Attach::Standalone,
         );
         let missing: Vec<usize> = (0..world)
             .filter(|r| !shape.announced.contains_key(r))
@@ -592,11 +591,10 @@ fn shape_signals(
 
     let uneven = shape.uneven_totals();
     if timed_out && !uneven.is_empty() {
-        let mut s = Signal::new(
+        let mut s = Signal::standalone(
             "progress_totals_differ",
             Category::UnevenInputs,
             Role::Cause,
-            Attach::Standalone,
         );
         let shown: Vec<String> = uneven.iter().map(u64::to_string).collect();
         s.detail = Some(format!(
@@ -621,11 +619,10 @@ fn shape_signals(
             && single_host == Some(true)
             && !p2p_off
         {
-            let mut s = Signal::new(
+            let mut s = Signal::standalone(
                 "nccl_tests_stalled_on_one_node",
                 Category::P2pHang,
                 Role::Cause,
-                Attach::Standalone,
             );
             s.detail = Some(
                 "nccl-tests printed its header and no result: the first collective between \
@@ -649,11 +646,10 @@ fn shape_signals(
             })
             .collect();
         if let Some(first) = system_error.first() {
-            let mut s = Signal::new(
+            let mut s = Signal::standalone(
                 "nccl_system_error_one_node",
                 Category::ShmTooSmall,
                 Role::Cause,
-                Attach::Standalone,
             );
             s.subjects = first.ranks().into_iter().collect();
             s.detail = Some(
@@ -672,11 +668,10 @@ fn shape_signals(
         // NCCL set up its communicator on one node and nothing came after: the first
         // collective between the node's GPUs never finished (the P2P case of NCCL's
         // troubleshooting guide: ACS, IOMMU, GPUs without peer-to-peer support).
-        let mut s = Signal::new(
+        let mut s = Signal::standalone(
             "log_ends_after_nccl_setup_on_one_node",
             Category::P2pHang,
             Role::Cause,
-            Attach::Standalone,
         );
         s.detail = Some(
             "the log ends right after NCCL's set-up on one node, without an error: the first \
@@ -693,11 +688,10 @@ fn shape_signals(
     }
     if let Some(waiting) = &shape.rendezvous_waiting {
         if out.is_empty() && signals.is_empty() && g.manifests.is_empty() {
-            let mut s = Signal::new(
+            let mut s = Signal::standalone(
                 "log_ends_in_rendezvous",
                 Category::RendezvousTimeout,
                 Role::Symptom,
-                Attach::Standalone,
             );
             s.detail = Some(
                 "the log ends while the launcher waits in the rendezvous: not every node joined"
@@ -709,11 +703,10 @@ fn shape_signals(
     }
     if let Some(started) = &shape.started {
         if hang {
-            let mut s = Signal::new(
+            let mut s = Signal::standalone(
                 "log_ends_while_running",
                 Category::CollectiveTimeout,
                 Role::Symptom,
-                Attach::Standalone,
             );
             s.detail = Some(
                 "the log ends after the job started, without an error: the job most likely \

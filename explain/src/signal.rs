@@ -49,6 +49,12 @@ pub(crate) struct Signal {
 }
 
 impl Signal {
+    /// A finding of its own (see [`Attach::Standalone`]), with no ranks,
+    /// detail or evidence yet.
+    pub fn standalone(rule: &'static str, category: Category, role: Role) -> Signal {
+        Signal::new(rule, category, role, Attach::Standalone)
+    }
+
     /// A signal with no ranks, detail or evidence yet.
     pub fn new(rule: &'static str, category: Category, role: Role, attach: Attach) -> Signal {
         Signal {

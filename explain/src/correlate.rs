@@ -610,6 +610,38 @@ fn shape_signals(
         out.push(s);
     }
 
+    for m in shape.call_mismatches() {
+        let mut s = Signal::standalone(
+            "logged_calls_differ",
+            Category::CollectiveMismatch,
+            Role::Cause,
+        );
+        let calls: Vec<String> = m
+            .calls
+            .iter()
+            .map(|(call, who, _)| format!("{call} ({})", who.join(", ")))
+            .collect();
+        s.detail = Some(format!(
+            "at {} {} the ranks called different collectives: {}",
+            m.numbered_by,
+            m.number,
+            calls.join(" vs ")
+        ));
+        s.subjects = m
+            .calls
+            .iter()
+            .flat_map(|(_, who, _)| who.iter())
+            .filter_map(|w| w.strip_prefix("rank ").and_then(|r| r.parse().ok()))
+            .collect();
+        s.evidence = m
+            .calls
+            .into_iter()
+            .map(|(_, _, e)| e)
+            .take(opts.max_evidence)
+            .collect();
+        out.push(s);
+    }
+
     let p2p_off = ctx.p2p_disabled || shape.p2p_disabled;
     if let Some(tests) = &shape.nccl_tests {
         if tests.columns
@@ -1025,6 +1057,7 @@ const INDIRECT_RULES: &[&str] = &[
     "progress_totals_differ",
     "nccl_tests_stalled_on_one_node",
     "log_ends_after_nccl_setup_on_one_node",
+    "logged_calls_differ",
     "nccl_system_error_one_node",
     "nccl_init_invalid_argument",
     "nccl_init_invalid_usage",

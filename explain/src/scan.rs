@@ -146,7 +146,7 @@ impl<'a> Scanner<'a> {
                 text: sanitize(raw, MAX_EVIDENCE_CHARS),
             };
             self.shape
-                .observe(body, &lower, parsed.is_some(), &evidence);
+                .observe(body, &lower, parsed.is_some(), observer, &evidence);
         }
         let matched = rules::classify(body);
         if matched.is_none()

@@ -17,6 +17,13 @@
 //! * Whether NCCL's P2P transport was switched off (`NCCL_P2P_DISABLE set by
 //!   environment to 1`, NCCL's `INFO` line for an environment setting).
 //!
+//! * One collective called with different arguments on different ranks, where NCCL or c10d
+//!   logged every call: NCCL's `NCCL_DEBUG_SUBSYS=COLL` lines (`enqueue.cc`: "%s: opCount %lx
+//!   sendbuff %p recvbuff %p count %zu datatype %d op %d root %d comm %p [nranks=%d] stream
+//!   %p"), c10d's `TORCH_DISTRIBUTED_DEBUG=DETAIL` lines (`ProcessGroupWrapper.cpp`: "Running
+//!   collective: CollectiveFingerPrint(SequenceNumber=38, OpType=ALLREDUCE,
+//!   TensorShape=[77, 1], ...)").
+//!
 //! Correlation (`correlate.rs`) turns these into observations.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -69,6 +76,25 @@ pub(crate) struct LogShape {
     /// (`Rendezvous'ing worker group`, `attempts to join the next round`),
     /// while no line said it completed.
     pub rendezvous_waiting: Option<Evidence>,
+    /// Logged collective calls: (which log, group size, number) → caller →
+    /// the calls' arguments with the first line showing each.
+    pub calls: BTreeMap<CallKey, BTreeMap<String, Vec<(String, Evidence)>>>,
+}
+
+/// Which collective a logged call is: the log that numbers them (`"NCCL
+/// opCount"`, `"c10d SequenceNumber"`), the group size when the line says it,
+/// and the number.
+pub(crate) type CallKey = (&'static str, Option<u64>, u64);
+
+/// One collective number at which the ranks' calls differ.
+#[derive(Debug)]
+pub(crate) struct CallMismatch {
+    /// What numbers the collectives.
+    pub numbered_by: &'static str,
+    /// The number.
+    pub number: u64,
+    /// Each distinct call, the callers making it and a line showing it.
+    pub calls: Vec<(String, Vec<String>, Evidence)>,
 }
 
 /// tqdm's totals below this are not data loaders (epochs, files).
@@ -82,9 +108,11 @@ impl LogShape {
         body: &str,
         lower: &str,
         is_nccl: bool,
+        rank: Option<usize>,
         evidence: &dyn Fn() -> Evidence,
     ) {
         self.last_line_nccl = is_nccl;
+        self.collective_call(body, lower, is_nccl, rank, evidence);
         self.nccl_tests_line(body, lower, evidence);
         if lower.contains("nccl info") {
             self.nccl_info = true;
@@ -126,6 +154,104 @@ impl LogShape {
         {
             self.p2p_disabled = true;
         }
+    }
+
+    fn collective_call(
+        &mut self,
+        body: &str,
+        lower: &str,
+        is_nccl: bool,
+        rank: Option<usize>,
+        evidence: &dyn Fn() -> Evidence,
+    ) {
+        let (key, caller, call) = if is_nccl && lower.contains(": opcount ") {
+            // "host:pid:tid [dev] NCCL INFO Broadcast: opCount 0 sendbuff .. count 53 datatype 4
+            // op 0 root 0 comm 0x.. [nranks=8] stream 0x.."
+            let i = lower.find(": opcount ").unwrap_or(0);
+            let op = body[..i].rsplit(' ').next().unwrap_or("");
+            let Some(number) = hex_after(lower, ": opcount ") else {
+                return;
+            };
+            let caller = body.split(':').take(2).collect::<Vec<_>>().join(":");
+            let args = ["count ", "datatype ", "op ", "root "]
+                .iter()
+                .filter_map(|k| {
+                    let at = lower.find(&format!(" {k}"))?;
+                    let v = crate::rules::leading_number(&lower[at + 1 + k.len()..])?;
+                    Some(format!("{}{v}", k))
+                })
+                .collect::<Vec<_>>()
+                .join(" ");
+            let nranks = crate::rules::num_after(lower, "[nranks=");
+            (
+                ("NCCL opCount", nranks, number),
+                caller,
+                format!("{op} {args}"),
+            )
+        } else if let Some(i) = lower.find("running collective: collectivefingerprint(") {
+            let inside = &body[i + "running collective: collectivefingerprint(".len()..];
+            let Some(number) = crate::rules::num_after(lower, "sequencenumber=") else {
+                return;
+            };
+            let Some(rank) = rank else {
+                return;
+            };
+            // The arguments: operation, shapes, dtypes (devices say nothing here).
+            let args = ["OpType=", "TensorShape=", "TensorDtypes="]
+                .iter()
+                .filter_map(|key| {
+                    let at = inside.find(key)?;
+                    let value = &inside[at + key.len()..];
+                    let end = if value.starts_with('[') {
+                        value.find(']').map_or(value.len(), |e| e + 1)
+                    } else {
+                        value.find([',', ')']).unwrap_or(value.len())
+                    };
+                    Some(format!("{key}{}", &value[..end]))
+                })
+                .collect::<Vec<_>>()
+                .join(", ");
+            (
+                ("c10d SequenceNumber", None, number),
+                format!("rank {rank}"),
+                args,
+            )
+        } else {
+            return;
+        };
+        let callers = self.calls.entry(key).or_default();
+        let made = callers.entry(caller).or_default();
+        if !made.iter().any(|(c, _)| *c == call) {
+            made.push((call, evidence()));
+        }
+    }
+
+    /// Collective numbers at which callers that each made one call made
+    /// different ones (a caller that made several at one number is in more
+    /// than one group of that size: nothing can be said).
+    pub fn call_mismatches(&self) -> Vec<CallMismatch> {
+        let mut out = Vec::new();
+        for (&(numbered_by, _, number), callers) in &self.calls {
+            if callers.len() < 2 || callers.values().any(|made| made.len() != 1) {
+                continue;
+            }
+            let mut calls: Vec<(String, Vec<String>, Evidence)> = Vec::new();
+            for (caller, made) in callers {
+                let (call, ev) = &made[0];
+                match calls.iter_mut().find(|(c, _, _)| c == call) {
+                    Some((_, who, _)) => who.push(caller.clone()),
+                    None => calls.push((call.clone(), vec![caller.clone()], ev.clone())),
+                }
+            }
+            if calls.len() > 1 {
+                out.push(CallMismatch {
+                    numbered_by,
+                    number,
+                    calls,
+                });
+            }
+        }
+        out
     }
 
     fn nccl_tests_line(&mut self, body: &str, lower: &str, evidence: &dyn Fn() -> Evidence) {
@@ -233,6 +359,15 @@ impl LogShape {
     }
 }
 
+/// The hexadecimal number after `key` (NCCL prints `opCount` with `%lx`).
+fn hex_after(lower: &str, key: &str) -> Option<u64> {
+    let rest = &lower[lower.find(key)? + key.len()..];
+    let end = rest
+        .find(|c: char| !c.is_ascii_hexdigit())
+        .unwrap_or(rest.len());
+    u64::from_str_radix(&rest[..end], 16).ok()
+}
+
 /// `(global rank, group size)` of a framework's rank announcement.
 fn announced_rank(lower: &str) -> Option<(usize, Option<usize>)> {
     let i = lower.find("global_rank: ")?;
@@ -288,7 +423,10 @@ mod tests {
                 line: Some(i as u64 + 1),
                 text: (*l).to_owned(),
             };
-            shape.observe(l, &l.to_ascii_lowercase(), false, &ev);
+            let (prefix_rank, body) = crate::scan::strip_launcher_prefix(l);
+            let rank = prefix_rank.or_else(|| crate::scan::bracket_rank(body));
+            let nccl = body.contains(" NCCL ");
+            shape.observe(body, &body.to_ascii_lowercase(), nccl, rank, &ev);
         }
         shape
     }
@@ -326,6 +464,43 @@ mod tests {
         assert!(t.columns);
         assert_eq!(t.rows, 0);
         assert_eq!(s.single_host(&BTreeSet::new()), Some(true));
+    }
+
+    #[test]
+    fn one_collective_called_differently_by_the_ranks_is_seen() {
+        let s = feed(&[
+            "h:1:1 [0] NCCL INFO Broadcast: opCount 0 sendbuff 0x7f recvbuff 0x7f count 25503912 datatype 6 op 0 root 0 comm 0x7f [nranks=4] stream 0x55",
+            "h:2:2 [1] NCCL INFO Broadcast: opCount 0 sendbuff 0x7f recvbuff 0x7f count 53 datatype 4 op 0 root 0 comm 0x7f [nranks=4] stream 0x55",
+            "h:3:3 [2] NCCL INFO Broadcast: opCount 0 sendbuff 0x7f recvbuff 0x7f count 53 datatype 4 op 0 root 0 comm 0x7f [nranks=4] stream 0x55",
+            "h:1:1 [0] NCCL INFO AllReduce: opCount 1 sendbuff 0x7f recvbuff 0x7f count 8 datatype 7 op 0 root 0 comm 0x7f [nranks=4] stream 0x55",
+            "h:2:2 [1] NCCL INFO AllReduce: opCount 1 sendbuff 0x7e recvbuff 0x7e count 8 datatype 7 op 0 root 0 comm 0x7e [nranks=4] stream 0x55",
+        ]);
+        let m = s.call_mismatches();
+        assert_eq!(m.len(), 1, "{m:?}");
+        assert_eq!((m[0].numbered_by, m[0].number), ("NCCL opCount", 0));
+        assert_eq!(m[0].calls.len(), 2);
+        assert_eq!(
+            m[0].calls[0].0,
+            "Broadcast count 25503912 datatype 6 op 0 root 0"
+        );
+        assert_eq!(m[0].calls[1].1, vec!["h:2", "h:3"]);
+        let s = feed(&[
+            "[rank2]:[I1017 ProcessGroupWrapper.cpp:587] [Rank 2] Running collective: CollectiveFingerPrint(SequenceNumber=38, OpType=ALLREDUCE, TensorShape=[77, 1], TensorDtypes=Float, TensorDeviceTypes=TensorOptions(dtype=float))",
+            "[rank1]:[I1017 ProcessGroupWrapper.cpp:587] [Rank 1] Running collective: CollectiveFingerPrint(SequenceNumber=38, OpType=ALLREDUCE, TensorShape=[100, 1], TensorDtypes=Float, TensorDeviceTypes=TensorOptions(dtype=float))",
+        ]);
+        let m = s.call_mismatches();
+        assert_eq!(m.len(), 1, "{m:?}");
+        assert_eq!(
+            m[0].calls[0].0,
+            "OpType=ALLREDUCE, TensorShape=[100, 1], TensorDtypes=Float"
+        );
+        // A caller that logged two calls at one number is in two groups: nothing said.
+        let s = feed(&[
+            "h:1:1 [0] NCCL INFO AllReduce: opCount 0 sendbuff 0x7f recvbuff 0x7f count 8 datatype 7 op 0 root 0 comm 0x7f [nranks=2] stream 0x55",
+            "h:1:1 [0] NCCL INFO Broadcast: opCount 0 sendbuff 0x7f recvbuff 0x7f count 9 datatype 7 op 0 root 0 comm 0x7d [nranks=2] stream 0x55",
+            "h:2:2 [1] NCCL INFO AllReduce: opCount 0 sendbuff 0x7f recvbuff 0x7f count 8 datatype 7 op 0 root 0 comm 0x7e [nranks=2] stream 0x55",
+        ]);
+        assert!(s.call_mismatches().is_empty());
     }
 
     #[test]

@@ -16,15 +16,15 @@ use probe_explain::{explain_log_bytes, Category, Options};
 use serde::Deserialize;
 
 /// Lowest accepted top-1 accuracy on the development split (the cases the
-/// rules were checked against): 120 of 134 on 2026-12-01.
-const DEVELOPMENT_FLOOR: f64 = 0.89;
-/// Lowest accepted top-1 accuracy on the validation split: 56 of 75 on
-/// 2026-12-01 (the goal is 0.95; the 57 cases added that day, gathered after
-/// that day's rules were written, came in at 15 of 18 in validation).
-const VALIDATION_FLOOR: f64 = 0.74;
+/// rules were checked against): 129 of 146 on 2026-12-01.
+const DEVELOPMENT_FLOOR: f64 = 0.88;
+/// Lowest accepted top-1 accuracy on the validation split: 62 of 80 on
+/// 2026-12-01 (the goal is 0.95; the 74 cases added that day, gathered after
+/// that day's rules were written, came in at 20 of 23 in validation).
+const VALIDATION_FLOOR: f64 = 0.77;
 /// Cases in the corpus: a case lost from the index fails the test (the
 /// issue asked for at least 150).
-const CASES: usize = 209;
+const CASES: usize = 226;
 
 #[derive(Deserialize)]
 struct Case {

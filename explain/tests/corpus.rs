@@ -16,15 +16,15 @@ use probe_explain::{explain_log_bytes, Category, Options};
 use serde::Deserialize;
 
 /// Lowest accepted top-1 accuracy on the development split (the cases the
-/// rules were checked against): 129 of 146 on 2026-12-01.
-const DEVELOPMENT_FLOOR: f64 = 0.88;
-/// Lowest accepted top-1 accuracy on the validation split: 62 of 80 on
-/// 2026-12-01 (the goal is 0.95; the 74 cases added that day, gathered after
-/// that day's rules were written, came in at 20 of 23 in validation).
-const VALIDATION_FLOOR: f64 = 0.77;
+/// rules were checked against): 135 of 154 on 2026-12-01.
+const DEVELOPMENT_FLOOR: f64 = 0.87;
+/// Lowest accepted top-1 accuracy on the validation split: 67 of 85 on
+/// 2026-12-01 (the goal is 0.95; the 87 cases added that day, gathered after
+/// that day's rules were written, came in at 25 of 28 in validation).
+const VALIDATION_FLOOR: f64 = 0.78;
 /// Cases in the corpus: a case lost from the index fails the test (the
 /// issue asked for at least 150).
-const CASES: usize = 226;
+const CASES: usize = 239;
 
 #[derive(Deserialize)]
 struct Case {

@@ -12,7 +12,9 @@
 //!    usual retries at start-up). A rendezvous that expected a different
 //!    number of ranks than the run has becomes `world_size_mismatch`.
 //! 4. A hang where every rank waits in the same collective, with nothing
-//!    else explaining it and NCCL's P2P transport in use, adds `p2p_hang`.
+//!    else explaining it and NCCL's P2P transport in use, adds `p2p_hang`;
+//!    timeouts across nodes only say so; the logs read as a whole
+//!    (`shape.rs`) add what no single line shows.
 //! 5. Standalone observations are grouped by category into findings;
 //!    generic ones (error codes, exit codes, crash markers) join a finding
 //!    about the same rank, or stand alone when there is none.
@@ -545,9 +547,11 @@ fn uneven_from_manifest(
 }
 
 /// Observations read from the logs as a whole (`shape.rs`): ranks given out
-/// twice, data loaders of different lengths behind a timeout, an nccl-tests
-/// run on one node that stopped after its header, NCCL's system error on one
-/// node, and a log that ends after the job started without any error.
+/// twice, data loaders of different lengths behind a timeout, one collective
+/// called differently by different ranks, an nccl-tests run on one node that
+/// stopped after its header, NCCL's system error on one node, and plain logs
+/// that end without an error: right after NCCL's set-up on one node, in the
+/// rendezvous, or after start-up (these three at low confidence).
 fn shape_signals(
     g: &Gathered,
     ctx: &RunContext,

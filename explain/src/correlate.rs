@@ -812,6 +812,9 @@ fn join_ranks(ranks: &[usize]) -> String {
 struct Draft {
     finding: Finding,
     first_order: u64,
+    /// Whether a GPU hardware fault is among its lines: it outranks the
+    /// causes of other categories that follow from it (out of memory, NCCL).
+    hardware_fault: bool,
 }
 
 #[derive(Default)]
@@ -1036,6 +1039,7 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
     }
     Draft {
         first_order: own.iter().map(|s| s.order).min().unwrap_or(u64::MAX),
+        hardware_fault: own.iter().any(|s| s.rule == "gpu_hardware_fault"),
         finding: Finding {
             category,
             role,
@@ -1159,7 +1163,12 @@ fn compare(a: &Draft, b: &Draft, ctx: &RunContext) -> Ordering {
             .iter()
             .filter_map(|r| ctx.end_after.get(r).copied())
             .fold(f64::INFINITY, f64::min);
-        (f.role, !first, ended, f.category.priority(), d.first_order)
+        let priority = if d.hardware_fault {
+            0
+        } else {
+            f.category.priority()
+        };
+        (f.role, !first, ended, priority, d.first_order)
     };
     let (ra, fa, ea, pa, oa) = key(a);
     let (rb, fb, eb, pb, ob) = key(b);

@@ -191,6 +191,15 @@ pub(crate) static RULES: &[Rule] = &[
         [["peer access is not supported", "peer mapping resources exhausted", "cudaerrorpeeraccess",
           "peer access already", "iommu=pt"]],
         not [], ex_none),
+    // A GPU that is failing: CUDA's cudaErrorECCUncorrectable ("uncorrectable ECC error
+    // encountered"), the driver's Xid 79 ("GPU has fallen off the bus"), Xid 48 ("double
+    // bit ECC error"), Xid 94/95 ("contained/uncontained ECC error"), a row-remapping
+    // failure (Xid 64). What fails after it on that node (out of memory at the restart,
+    // NCCL errors) is its consequence, so it ranks before them.
+    rule!("gpu_hardware_fault", CudaError, Cause, Standalone,
+        [["uncorrectable ecc", "eccuncorrectable", "fallen off the bus", "double bit ecc",
+          "uncontained ecc", "row remapping failure"]],
+        not [], ex_gpu_fault),
     rule!(
         "cuda_oom",
         CudaOom,
@@ -416,7 +425,7 @@ pub(crate) static RULES: &[Rule] = &[
           "invalid device ordinal", "nvrm: xid", "cublas_status_", "cudnn_status_",
           // CUDA runtime and driver texts that come without "CUDA error:" in front.
           "no kernel image is available for execution", "found no nvidia driver",
-          "fallen off the bus", "uncorrectable ecc error", "deferredcudacallerror"]],
+          "deferredcudacallerror"]],
         not [], ex_none),
     rule!("nccl_unsupported", NcclInternalOrUnsupported, Cause, Standalone,
         [["nccl warn"], ["not supported", "unsupported", "invalid value for"]], not [], ex_none),
@@ -455,6 +464,17 @@ pub(crate) static RULES: &[Rule] = &[
         [["childfailederror", "calledprocesserror", "keyboardinterrupt", "signalexception"]],
         not [], ex_none),
 ];
+
+fn ex_gpu_fault(_: &str, _: &str) -> Extract {
+    Extract {
+        detail: Some(
+            "the GPU reported a hardware fault (ECC, or it fell off the bus): errors after it on \
+             that node follow from it; the node needs draining and a GPU check"
+                .to_owned(),
+        ),
+        ..Extract::default()
+    }
+}
 
 fn ex_socket_type(_: &str, lower: &str) -> Extract {
     let types = lower.find("wrong type ").and_then(|i| {

@@ -16,7 +16,7 @@ use probe_explain::{explain_log_bytes, Category, Options};
 use serde::Deserialize;
 
 /// Lowest accepted top-1 accuracy on the development split (the cases the
-/// rules were checked against): 135 of 154 on 2026-12-01.
+/// rules were checked against): 136 of 154 on 2026-12-01.
 const DEVELOPMENT_FLOOR: f64 = 0.87;
 /// Lowest accepted top-1 accuracy on the validation split: 67 of 85 on
 /// 2026-12-01 (the goal is 0.95; the 87 cases added that day, gathered after

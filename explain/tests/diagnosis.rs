@@ -1465,3 +1465,35 @@ fn nccl_system_error_and_a_stalled_nccl_tests_run_are_read_by_the_node_count() {
         r.findings
     );
 }
+
+#[test]
+fn a_gpu_hardware_fault_outranks_the_out_of_memory_that_follows_it() {
+    // Shaped like BigScience's tr1 chronicle: an uncorrectable ECC error in backward, then
+    // the restart on the same node fails with CUDA out of memory at its first barrier.
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("train.log");
+    fs::write(
+        &log,
+        "RuntimeError: transform: failed to synchronize: cudaErrorECCUncorrectable: uncorrectable ECC error encountered\n\
+         terminate called after throwing an instance of 'c10::Error'\n\
+         what():  CUDA error: uncorrectable ECC error encountered\n\
+         Traceback (most recent call last):\n\
+         File \"pretrain_gpt.py\", line 222, in <module>\n\
+         RuntimeError: CUDA error: out of memory\n",
+    )
+    .unwrap();
+    let r = explain(&[log]).unwrap();
+    let found: Vec<Category> = r.findings.iter().map(|f| f.category).collect();
+    assert_eq!(
+        found.first(),
+        Some(&Category::CudaError),
+        "{:?}",
+        r.findings
+    );
+    assert!(found.contains(&Category::CudaOom), "{found:?}");
+    assert!(
+        r.findings[0].explanation.contains("hardware fault"),
+        "{}",
+        r.findings[0].explanation
+    );
+}

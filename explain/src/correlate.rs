@@ -564,7 +564,7 @@ fn shape_signals(
     let explained = signals
         .iter()
         .any(|s| s.role == Role::Cause && s.attach == Attach::Standalone);
-    let single_host = shape.single_host(&g.nccl.hosts());
+    let single_host = shape.single_host(g.nccl.single_node());
 
     if let Some((twice, world)) = shape.ranks_given_twice() {
         let mut s = Signal::standalone(

@@ -288,9 +288,14 @@ impl NcclCollector {
             .collect()
     }
 
-    /// The hosts of the NCCL processes seen.
-    pub fn hosts(&self) -> BTreeSet<&str> {
-        self.procs.keys().map(|(host, _)| host.as_str()).collect()
+    /// Whether every NCCL process ran on one node, when the lines say: the
+    /// communicators' `nNodes` where logged, else the hosts of the processes.
+    pub fn single_node(&self) -> Option<bool> {
+        if let Some(nodes) = self.comms.iter().filter_map(|c| c.nnodes).max() {
+            return Some(nodes == 1);
+        }
+        let hosts: BTreeSet<&str> = self.procs.keys().map(|(host, _)| host.as_str()).collect();
+        (!hosts.is_empty()).then_some(hosts.len() == 1)
     }
 
     /// Whether any NCCL line was seen.

@@ -127,27 +127,19 @@ impl<'a> Scanner<'a> {
         let process = parsed
             .as_ref()
             .and_then(|p| p.pid.map(|pid| (p.host.to_owned(), pid)));
+        let file = &self.file;
+        let evidence = || Evidence {
+            file: file.clone(),
+            line: number,
+            text: sanitize(raw, MAX_EVIDENCE_CHARS),
+        };
         if let Some(p) = &parsed {
             self.out.recognised = true;
-            let file = &self.file;
-            let evidence = || Evidence {
-                file: file.clone(),
-                line: number,
-                text: sanitize(raw, MAX_EVIDENCE_CHARS),
-            };
             self.nccl.observe(p, observer, &evidence);
         }
         let lower = body.to_ascii_lowercase();
-        {
-            let file = &self.file;
-            let evidence = || Evidence {
-                file: file.clone(),
-                line: number,
-                text: sanitize(raw, MAX_EVIDENCE_CHARS),
-            };
-            self.shape
-                .observe(body, &lower, parsed.is_some(), observer, &evidence);
-        }
+        self.shape
+            .observe(body, &lower, parsed.is_some(), observer, &evidence);
         let matched = rules::classify(body);
         if matched.is_none()
             && is_telling(&lower, parsed.as_ref().map(|p| p.level))

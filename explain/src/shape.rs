@@ -311,8 +311,9 @@ impl LogShape {
     }
 
     /// Whether every rank of the job ran on one host, when the log says.
-    /// `nccl_hosts` are the hosts of NCCL's own lines.
-    pub fn single_host(&self, nccl_hosts: &BTreeSet<&str>) -> Option<bool> {
+    /// `nccl_single_node` is what NCCL's own lines say
+    /// ([`crate::nccl::NcclCollector::single_node`]).
+    pub fn single_host(&self, nccl_single_node: Option<bool>) -> Option<bool> {
         if let Some(tests) = &self.nccl_tests {
             if !tests.hosts.is_empty() {
                 return Some(tests.hosts.len() == 1);
@@ -321,11 +322,7 @@ impl LogShape {
                 return Some(true);
             }
         }
-        match nccl_hosts.len() {
-            0 => None,
-            1 => Some(true),
-            _ => Some(false),
-        }
+        nccl_single_node
     }
 
     /// Global ranks announced by more than one process, when some ranks of
@@ -443,7 +440,7 @@ mod tests {
         assert!(t.columns);
         assert_eq!(t.rows, 0);
         assert_eq!(t.gpus_per_process, Some(2));
-        assert_eq!(s.single_host(&BTreeSet::new()), Some(true));
+        assert_eq!(s.single_host(None), Some(true));
         let s = feed(&[
             "# nThread 1 nGpus 1 minBytes 8",
             "#  Rank  0 Group  0 Pid     21 on host-a device  0 [0x3e] NVIDIA L4",
@@ -452,7 +449,7 @@ mod tests {
             "           8             2     float     sum      -1    18.52    0.00    0.00      0",
         ]);
         assert_eq!(s.nccl_tests.as_ref().unwrap().rows, 1);
-        assert_eq!(s.single_host(&BTreeSet::new()), Some(false));
+        assert_eq!(s.single_host(None), Some(false));
         // nccl-tests 1.x: '>' markers, devices of one process, "bytes N type op".
         let s = feed(&[
             "> Using devices",
@@ -463,7 +460,7 @@ mod tests {
         let t = s.nccl_tests.as_ref().unwrap();
         assert!(t.columns);
         assert_eq!(t.rows, 0);
-        assert_eq!(s.single_host(&BTreeSet::new()), Some(true));
+        assert_eq!(s.single_host(None), Some(true));
     }
 
     #[test]

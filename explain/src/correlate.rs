@@ -670,6 +670,8 @@ fn shape_signals(
         }
     }
 
+    out.extend(tool_output_signals(shape, explained, p2p_off, opts));
+
     if !explained && single_host == Some(true) {
         let system_error: Vec<&Signal> = signals
             .iter()
@@ -1057,6 +1059,80 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
     }
 }
 
+/// Observations from diagnostic tools' output pasted into a log
+/// (`tool_output.rs`): py-spy stacks with one process outside the collectives
+/// the others wait in, and peer-to-peer copies far slower than copies through
+/// the host in CUDA's `p2pBandwidthLatencyTest`.
+fn tool_output_signals(
+    shape: &crate::shape::LogShape,
+    explained: bool,
+    p2p_off: bool,
+    opts: &Options,
+) -> Vec<Signal> {
+    let mut out = Vec::new();
+    if let Some(picture) = shape.stacks.picture() {
+        let behind = &picture.elsewhere;
+        // Most wait in a collective, a few are elsewhere: those are the ones waited for.
+        let one_behind =
+            picture.waiting > 0 && !behind.is_empty() && behind.len() < picture.waiting;
+        // Only the dump of a process waiting for its DataLoader's workers: in a hang,
+        // the rank that never reaches the collective (weaker: the others are not shown).
+        let only_data_loader =
+            picture.waiting == 0 && !behind.is_empty() && behind.iter().all(|p| p.data_loader);
+        if !explained && (one_behind || only_data_loader) {
+            let (rule, role) = if one_behind {
+                ("stacks_one_process_elsewhere", Role::Cause)
+            } else {
+                ("stack_waits_for_data_loader", Role::Symptom)
+            };
+            let mut s = Signal::standalone(rule, Category::CollectiveTimeout, role);
+            let first = &behind[0];
+            let what = if first.data_loader {
+                "waits for its DataLoader's workers"
+            } else {
+                "is elsewhere"
+            };
+            s.detail = Some(if one_behind {
+                format!(
+                    "py-spy's stacks: {} of {} main threads wait in {}, {} {what} ({}): the \
+                     others wait for it",
+                    picture.waiting,
+                    picture.waiting + behind.len(),
+                    picture.collectives.join(", "),
+                    if behind.len() == 1 { "one" } else { "the rest" },
+                    first.frames.join(" ← "),
+                )
+            } else {
+                format!(
+                    "py-spy's stack of a main thread that {what} ({}): in a hang, the \
+                     process that never reaches the collective the others wait in",
+                    first.frames.join(" ← "),
+                )
+            });
+            s.evidence = behind
+                .iter()
+                .flat_map(|p| p.evidence.iter().cloned())
+                .take(opts.max_evidence)
+                .collect();
+            out.push(s);
+        }
+    }
+    if let Some((on, off)) = shape.p2p_test.blocked() {
+        if !explained && !p2p_off {
+            let mut s =
+                Signal::standalone("p2p_bandwidth_test_blocked", Category::P2pHang, Role::Cause);
+            s.detail = Some(format!(
+                "CUDA's p2pBandwidthLatencyTest: copies between GPUs run at {on:.1} GB/s with \
+                 peer-to-peer on and {off:.1} GB/s through the host: peer-to-peer traffic is \
+                 blocked or rerouted (PCIe ACS, the IOMMU)"
+            ));
+            s.evidence.extend(shape.p2p_test.evidence.clone());
+            out.push(s);
+        }
+    }
+    out
+}
+
 /// Rules that read a problem from what usually goes with it (a signal, an
 /// exit code, a generic error code or crash marker), not from a message that
 /// names it.
@@ -1064,6 +1140,10 @@ const INDIRECT_RULES: &[&str] = &[
     "ranks_announced_twice",
     "progress_totals_differ",
     "nccl_tests_stalled_on_one_node",
+    "stacks_one_process_elsewhere",
+    "stack_waits_for_data_loader",
+    "p2p_bandwidth_test_blocked",
+    "traceback_cut_in_set_device",
     "log_ends_after_nccl_setup_on_one_node",
     "logged_calls_differ",
     "nccl_system_error_one_node",

@@ -56,6 +56,7 @@ mod sanitize;
 mod scan;
 mod shape;
 mod signal;
+mod tool_output;
 mod traces;
 
 use std::collections::HashSet;

@@ -237,8 +237,16 @@ pub(crate) static RULES: &[Rule] = &[
           "return code = -7", "signal 7 (sigbus)", "caught signal 7 (bus error", "<signals.sigbus: 7>",
           "exitcode : -7", "bus error (core dumped)", "received signal sigbus", "ncclshmopen"]],
         not [], ex_none),
+    // NCCL `include/shm.h`: "Unable to allocate shared memory (%d bytes) : %s" with
+    // posix_fallocate's error. EINTR ("Interrupted system call") is not a full /dev/shm:
+    // a signal (a profiler's SIGPROF, a timer's SIGALRM) interrupted the call and NCCL
+    // before the fix did not retry it. Any other error falls to shm_segment below.
+    rule!("nccl_shm_interrupted", NcclInternalOrUnsupported, Cause, Standalone,
+        [["unable to allocate shared memory", "error while creating shared memory segment"],
+         ["interrupted system call"]],
+        not [], ex_shm_interrupted),
     rule!("shm_segment", ShmTooSmall, Cause, Standalone,
-        [["error while creating shared memory segment", "failed to extend /dev/shm",
+        [["error while creating shared memory segment", "unable to allocate shared memory", "failed to extend /dev/shm",
           "insufficient shared memory", "out of shared memory", "raise your shared memory limit",
           "bus error encountered in worker"]],
         not [], ex_none),
@@ -324,7 +332,10 @@ pub(crate) static RULES: &[Rule] = &[
          ["with error", "vendor err", "async event", "catastrophic", "failed", "error"]],
         not [], ex_none),
     rule!("collective_mismatch", CollectiveMismatch, Cause, Standalone,
-        [["mismatch between collectives", "collective mismatch at seq",
+        [[// NCCL `enqueue.cc`/`init.cc` (a device-side check, 2.4 and later): "Mismatched
+          // collective detected, please check your collective calls at and around rank %d."
+          "mismatched collective detected",
+          "mismatch between collectives", "collective mismatch at seq",
           "error when verifying shape tensors",
           // gloo `transport/tcp/pair.cc`: "Received data size doesn't match expected size.
           // Is there a distributed collective mismatch in your code?"
@@ -525,6 +536,18 @@ fn ex_line(line: &str, lower: &str) -> Extract {
     let said = line.get(from..).unwrap_or(line);
     Extract {
         detail: Some(clip(said.trim(), 160)),
+        ..Extract::default()
+    }
+}
+
+fn ex_shm_interrupted(_: &str, _: &str) -> Extract {
+    Extract {
+        detail: Some(
+            "a signal interrupted the allocation of NCCL's shared-memory segment (EINTR); \
+             NCCL versions without the retry fail on it: upgrade NCCL, or block the signal \
+             (a profiler's SIGPROF, a timer's SIGALRM) around process-group creation"
+                .to_owned(),
+        ),
         ..Extract::default()
     }
 }
@@ -919,6 +942,30 @@ mod tests {
             vec![2, 3, 5]
         );
         assert_eq!(rank_mentions("rankings 4"), Vec::<usize>::new());
+    }
+
+    /// NCCL's `shm.h` prints posix_fallocate's error: a full /dev/shm and an
+    /// interrupted call are different problems.
+    #[test]
+    fn nccl_shared_memory_allocation_reads_its_error() {
+        let line = |err: &str| {
+            format!("h:1:2 [0] include/shm.h:28 NCCL WARN Unable to allocate shared memory (4214784 bytes) : {err}")
+        };
+        assert_eq!(
+            cat(&line("No space left on device")),
+            Some(Category::ShmTooSmall)
+        );
+        assert_eq!(
+            cat(&line("Interrupted system call")),
+            Some(Category::NcclInternalOrUnsupported)
+        );
+        assert_eq!(
+            cat(
+                "init.cc:1247 NCCL WARN Mismatched collective detected, please check your \
+                 collective calls at and around rank 39."
+            ),
+            Some(Category::CollectiveMismatch)
+        );
     }
 
     #[test]

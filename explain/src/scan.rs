@@ -48,6 +48,8 @@ pub(crate) struct FileScan {
 #[derive(Debug)]
 struct Traceback {
     last_frame: Option<Evidence>,
+    /// The code line under the last frame (`    torch.cuda.set_device(local_rank)`).
+    last_code: Option<Evidence>,
 }
 
 #[derive(Debug, Default)]
@@ -184,7 +186,13 @@ impl<'a> Scanner<'a> {
             .trim_start()
             .starts_with("Traceback (most recent call last)")
         {
-            self.tracebacks.insert(rank, Traceback { last_frame: None });
+            self.tracebacks.insert(
+                rank,
+                Traceback {
+                    last_frame: None,
+                    last_code: None,
+                },
+            );
             return;
         }
         let Some(tb) = self.tracebacks.get_mut(&rank) else {
@@ -195,12 +203,17 @@ impl<'a> Scanner<'a> {
             return;
         };
         if body.starts_with([' ', '\t']) {
-            if body.trim_start().starts_with("File \"") {
-                tb.last_frame = Some(Evidence {
-                    file: self.file.clone(),
-                    line: number,
-                    text: sanitize(body, MAX_EVIDENCE_CHARS),
-                });
+            let evidence = Evidence {
+                file: self.file.clone(),
+                line: number,
+                text: sanitize(body, MAX_EVIDENCE_CHARS),
+            };
+            let t = body.trim_start();
+            if t.starts_with("File \"") {
+                tb.last_frame = Some(evidence);
+                tb.last_code = None;
+            } else if !t.starts_with("File") {
+                tb.last_code = Some(evidence);
             }
             return;
         }
@@ -235,6 +248,42 @@ impl<'a> Scanner<'a> {
         s.order = self.next_order();
         self.out.recognised = true;
         self.out.signals.push(s);
+    }
+
+    /// Tracebacks the log ends inside, before their exception line (a paste
+    /// cut short): when the last call is one that fails in a known way, that
+    /// is what failed. `torch.cuda.set_device(i)` fails when `i` is not a GPU
+    /// of the host (more processes per node than GPUs: "invalid device
+    /// ordinal") or the GPU cannot be used ("busy or unavailable").
+    fn cut_tracebacks(&mut self) {
+        let mut open: Vec<(Option<usize>, Traceback)> = self.tracebacks.drain().collect();
+        open.sort_by_key(|(rank, _)| *rank);
+        for (rank, tb) in open {
+            let Some(code) = tb.last_code else {
+                continue;
+            };
+            if !code.text.contains("cuda.set_device(") {
+                continue;
+            }
+            let mut s = Signal::new(
+                "traceback_cut_in_set_device",
+                Category::CudaError,
+                Role::Cause,
+                Attach::Standalone,
+            );
+            s.observer = rank.or(self.file_rank);
+            s.detail = Some(
+                "the log ends in a traceback whose last call is torch.cuda.set_device: the \
+                 device index is not a GPU of this host (more processes per node than GPUs) \
+                 or the GPU cannot be used"
+                    .to_owned(),
+            );
+            s.evidence.extend(tb.last_frame);
+            s.evidence.push(code);
+            s.order = self.next_order();
+            self.out.recognised = true;
+            self.out.signals.push(s);
+        }
     }
 
     /// Reads torchelastic's `ChildFailedError` table: one entry per failed
@@ -332,6 +381,7 @@ impl<'a> Scanner<'a> {
 
     /// The scan result.
     pub fn finish(mut self) -> FileScan {
+        self.cut_tracebacks();
         let last = std::mem::take(&mut self.last);
         self.out.last = last
             .into_iter()
@@ -612,6 +662,27 @@ mod tests {
         assert_eq!(s.observer, Some(2));
         assert_eq!(s.evidence[0].line, Some(4));
         assert_eq!(s.evidence[1].line, Some(2));
+    }
+
+    #[test]
+    fn a_traceback_cut_in_set_device_is_a_cuda_error() {
+        let lines = [
+            "Traceback (most recent call last):",
+            "  File \"train.py\", line 9, in <module>",
+            "    torch.cuda.set_device(local_rank)",
+            "  File",
+        ];
+        let (out, _) = scan(&lines, Some(3));
+        assert_eq!(out.signals.len(), 1);
+        let s = &out.signals[0];
+        assert_eq!(s.category, Category::CudaError);
+        assert_eq!(s.observer, Some(3));
+        assert_eq!(s.evidence[1].line, Some(3));
+        // Another call cut short says nothing; a traceback that ends says its own error.
+        let (out, _) = scan(&[lines[0], lines[1], "    model = build()"], None);
+        assert!(out.signals.is_empty());
+        let (out, _) = scan(&[lines[0], lines[1], lines[2], "KeyError: 'x'"], None);
+        assert_eq!(out.signals[0].category, Category::RankCrashed);
     }
 
     #[test]

@@ -24,11 +24,15 @@
 //!   collective: CollectiveFingerPrint(SequenceNumber=38, OpType=ALLREDUCE,
 //!   TensorShape=[77, 1], ...)").
 //!
+//! * Diagnostic tools' outputs pasted into the log (py-spy stack dumps, CUDA's
+//!   `p2pBandwidthLatencyTest`): read by `tool_output.rs`.
+//!
 //! Correlation (`correlate.rs`) turns these into observations.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::report::Evidence;
+use crate::tool_output::{P2pBandwidthTest, StackDumps};
 
 /// What the nccl-tests output of a log showed.
 #[derive(Debug, Default)]
@@ -79,6 +83,10 @@ pub(crate) struct LogShape {
     /// Logged collective calls: (which log, group size, number) → caller →
     /// the calls' arguments with the first line showing each.
     pub calls: BTreeMap<CallKey, BTreeMap<String, Vec<(String, Evidence)>>>,
+    /// py-spy stack dumps pasted in the log (`tool_output.rs`).
+    pub stacks: StackDumps,
+    /// CUDA's `p2pBandwidthLatencyTest` output pasted in the log.
+    pub p2p_test: P2pBandwidthTest,
 }
 
 /// Which collective a logged call is: the log that numbers them (`"NCCL
@@ -114,6 +122,8 @@ impl LogShape {
         self.last_line_nccl = is_nccl;
         self.collective_call(body, lower, is_nccl, rank, evidence);
         self.nccl_tests_line(body, lower, evidence);
+        self.stacks.observe(body, evidence);
+        self.p2p_test.observe(lower, evidence);
         if lower.contains("nccl info") {
             self.nccl_info = true;
         }

@@ -348,7 +348,13 @@ pub(crate) static RULES: &[Rule] = &[
           // DDP before 1.10: "params[0] in this process with sizes [..] appears not to
           // match sizes of the same param in process 0"; `ProcessGroupWrapper`'s detail:
           // "Collectives differ in the following aspects".
-          "appears not to match sizes of the same param", "collectives differ in the following"]],
+          "appears not to match sizes of the same param", "collectives differ in the following",
+          // NCCL's network transports receiving another size than posted: `net_socket.cc`
+          // "NET/Socket : peer %s message truncated : receiving %d bytes instead of %d. If you
+          // believe your socket network is in healthy state, there may be a mismatch in
+          // collective sizes or environment settings (e.g. NCCL_PROTO, NCCL_ALGO) between
+          // ranks"; `net_ib.cc` "NET/IB : collective mismatch error, local size %d remote size %d".
+          "message truncated : receiving", "collective mismatch error"]],
         not [], ex_mismatch),
     rule!("unused_parameters", UnusedParameters, Cause, Standalone,
         [["expected to have finished reduction in the prior iteration", "did not receive grad",
@@ -397,6 +403,12 @@ pub(crate) static RULES: &[Rule] = &[
         not [], ex_collective_timeout),
     rule!("monitored_barrier", CollectiveTimeout, Symptom, Standalone,
         [["failed to pass monitoredbarrier"]], not [], ex_ranks),
+    // `ProcessGroupGloo.cpp`'s monitoredBarrier: "Rank 1 successfully reached
+    // monitoredBarrier, but received errors while waiting for send/recv from rank 0.
+    // Please check rank 0 logs for faulty rank." The rank named last failed.
+    rule!("monitored_barrier_peer_error", RankCrashed, Symptom, Standalone,
+        [["successfully reached monitoredbarrier, but received errors"]], not [],
+        ex_monitored_barrier_peer),
     rule!("gloo_timeout", CollectiveTimeout, Symptom, Standalone,
         [["timed out waiting"], ["operation to complete"]], not [], ex_none),
     rule!("watchdog_context", CollectiveTimeout, Symptom, AnyFinding,
@@ -410,6 +422,8 @@ pub(crate) static RULES: &[Rule] = &[
     rule!("peer_gone", RankCrashed, Consequence, Standalone,
         [["connection closed by peer", "connection reset by peer", "broken pipe",
           "failed to recv, got 0 bytes", "remote process exited", "ncclremoteerror",
+          // NCCL `misc/socket.cc`: "socketProgress: Connection closed by remote peer %s".
+          "connection closed by remote peer",
           "communicator was aborted", "unusable after an earlier error", "closing signal sigterm",
           "received sigterm"]],
         not [], ex_none),
@@ -548,6 +562,17 @@ fn ex_shm_interrupted(_: &str, _: &str) -> Extract {
              (a profiler's SIGPROF, a timer's SIGALRM) around process-group creation"
                 .to_owned(),
         ),
+        ..Extract::default()
+    }
+}
+
+fn ex_monitored_barrier_peer(_: &str, lower: &str) -> Extract {
+    let faulty = num_after(lower, "send/recv from rank ").and_then(|r| usize::try_from(r).ok());
+    Extract {
+        subjects: faulty.into_iter().collect(),
+        detail: faulty.map(|r| {
+            format!("the monitored barrier got an error from rank {r}: it failed or exited")
+        }),
         ..Extract::default()
     }
 }
@@ -965,6 +990,27 @@ mod tests {
                  collective calls at and around rank 39."
             ),
             Some(Category::CollectiveMismatch)
+        );
+        assert_eq!(
+            cat("h:1:2 [0] transport/net_socket.cc:482 NCCL WARN NET/Socket : peer 10.0.0.2<34567> \
+                 message truncated : receiving 1048576 bytes instead of 65536."),
+            Some(Category::CollectiveMismatch)
+        );
+    }
+
+    #[test]
+    fn gloo_monitored_barrier_names_the_faulty_rank() {
+        let (rule, ex) = classify(
+            "[E ProcessGroupGloo.cpp:138] Rank 1 successfully reached monitoredBarrier, but \
+             received errors while waiting for send/recv from rank 0. Please check rank 0 logs \
+             for faulty rank.",
+        )
+        .expect("matched");
+        assert_eq!(rule.category, Category::RankCrashed);
+        assert_eq!(ex.subjects, vec![0]);
+        assert_eq!(
+            cat("h:1:2 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer host-b<43210>"),
+            Some(Category::RankCrashed)
         );
     }
 

@@ -300,6 +300,13 @@ pub(crate) static RULES: &[Rule] = &[
         [["socketstartconnect", "socketpollconnect", "socketfinalizeconnect", "net : connect to",
           "net/socket : connect to"]],
         not ["retrying", "connection refused"], ex_address),
+    // NCCL before 2.12 (`include/socket.h`): "Connect to %s failed : %s"; a connect that
+    // times out never reached a listener: the address is unreachable from here (a tunnel or
+    // link-local interface picked first, a container's own address).
+    rule!("nccl_connect_unreachable", NetworkInterface, Cause, Standalone,
+        [["connect to "], ["failed : connection timed out", "failed : no route to host",
+          "failed : network is unreachable"]],
+        not [], ex_address),
     rule!("network_interface", NetworkInterface, Cause, Standalone,
         [["no socket interface found", "no usable listening interface", "unable to find address for",
           "network is unreachable", "no route to host", "name or service not known",
@@ -995,6 +1002,18 @@ mod tests {
             cat("h:1:2 [0] transport/net_socket.cc:482 NCCL WARN NET/Socket : peer 10.0.0.2<34567> \
                  message truncated : receiving 1048576 bytes instead of 65536."),
             Some(Category::CollectiveMismatch)
+        );
+    }
+
+    #[test]
+    fn an_nccl_connect_that_times_out_is_an_unreachable_interface() {
+        assert_eq!(
+            cat("NCCL WARN Connect to fe80::XX%ip6tnl0<46681> failed : Connection timed out"),
+            Some(Category::NetworkInterface)
+        );
+        assert_eq!(
+            cat("h:1:2 [1] include/socket.h:403 NCCL WARN Connect to 10.0.0.1<56821> failed : Connection refused"),
+            Some(Category::ConnectionRefused)
         );
     }
 

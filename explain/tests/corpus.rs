@@ -16,16 +16,16 @@ use probe_explain::{explain_log_bytes, Category, Options};
 use serde::Deserialize;
 
 /// Lowest accepted top-1 accuracy on the development split (the cases the
-/// rules were checked against): 149 of 167 on 2026-12-02.
+/// rules were checked against): 151 of 170 on 2026-12-02.
 const DEVELOPMENT_FLOOR: f64 = 0.88;
-/// Lowest accepted top-1 accuracy on the validation split: 69 of 91 on
+/// Lowest accepted top-1 accuracy on the validation split: 71 of 93 on
 /// 2026-12-02 (the goal is 0.95). It was 67 of 85 (0.788) the day before;
-/// the 6 validation cases gathered on 2026-12-02 came in at 2 of 6, and no
+/// the 8 validation cases gathered on 2026-12-02 came in at 4 of 8, and no
 /// rule was written from them.
 const VALIDATION_FLOOR: f64 = 0.75;
 /// Cases in the corpus: a case lost from the index fails the test (the
 /// issue asked for at least 150).
-const CASES: usize = 258;
+const CASES: usize = 263;
 
 #[derive(Deserialize)]
 struct Case {

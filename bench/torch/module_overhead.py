@@ -16,7 +16,9 @@ timed steps (rank 0's figures are used):
 
 Prints each round's CPU microseconds per step with recording on and off, the median differences
 (the module's cost; goal <= 60 us, judged on the training + recorder figure) and writes
-bench/results/module_overhead.json (or $MODULE_OVERHEAD_JSON).
+bench/results/module_overhead.json (or $MODULE_OVERHEAD_JSON). On a small shared VM the rounds
+spread by hundreds of microseconds; bench/torch/module_instructions.py counts the instructions
+the module adds per step instead, which that noise does not move.
 
 Run as a rank (RANK set, by `ddp-probe run`) it is the training job itself.
 """

@@ -136,9 +136,17 @@ _ANCHOR_NS = time.time_ns() - time.perf_counter_ns()
 _ENCODE = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
 
 
+# The hot paths read the clock inline (`_ANCHOR_NS + _PERF_NS()`): with the other
+# trims of 2026-12-02 (one future value per collective, no thread-local writes
+# without a GPU timer, the settled layout compared by identity), recording went
+# from 279k to 215k-240k instructions per step on the tiny-step job
+# (bench/torch/module_instructions.py, counted by valgrind).
+_PERF_NS = time.perf_counter_ns
+
+
 def now_ns():
     """Nanoseconds since the Unix epoch on this process's anchored monotonic clock."""
-    return _ANCHOR_NS + time.perf_counter_ns()
+    return _ANCHOR_NS + _PERF_NS()
 
 
 def _say(message):
@@ -543,11 +551,15 @@ class _Instrumentation:
         self.local_seq = 0
         #: (bucket index, elements) -> note_bucket's info, once the layout settled.
         self.bucket_info = {}
+        #: The settled layout's buckets as note_layout last saw them.
+        self.layout_signature = None
         #: The last DataLoader ``next`` of the training thread not yet given
         #: to a step: (start, end).
         self.data_wait = None
         self.train_thread = threading.get_ident()
         self.pg = getattr(ddp, "process_group", None) or dist.distributed_c10d._get_default_group()
+        #: The group's count of collectives issued (not every backend has one).
+        self.sequence_number = getattr(self.pg, "_get_sequence_number_for_group", None)
         self.params = [p for p in ddp.parameters() if p.requires_grad]
         names = {id(p): n for n, p in ddp.module.named_parameters()}
         self.index = {id(p): i for i, p in enumerate(self.params)}
@@ -721,13 +733,20 @@ class _Instrumentation:
             _patch_all_reduce()
 
         def ddp_probe_hook(state, bucket):
-            t = now_ns()
+            t = _ANCHOR_NS + _PERF_NS()
             st = self.note_bucket(bucket, t)
-            timer = self.cuda_timer if bucket.buffer().is_cuda else None
+            timer = self.cuda_timer
+            if timer is not None and not bucket.buffer().is_cuda:
+                timer = None
             start_ev = timer.record_event() if timer is not None and st else None
             post_ev = None
-            _SENT.works = [] if start_ev is not None else None
-            if own:
+            works = None
+            if own and start_ev is None:
+                # The common case: nothing to collect while the hook runs.
+                fut = hook(state, bucket)
+                sent = None
+            elif own:
+                _SENT.works = []
                 try:
                     fut = hook(state, bucket)
                 finally:
@@ -735,6 +754,7 @@ class _Instrumentation:
                 sent = None
             else:
                 _SENT.calls = []
+                _SENT.works = [] if start_ev is not None else None
                 try:
                     fut = hook(state, bucket)
                 finally:
@@ -761,9 +781,8 @@ class _Instrumentation:
                     f'"args":{{"seq":{seq},"op":"all_reduce","bucket":{info[0]},"bytes":{nbytes}}}}}\n'
                 )
 
-            def done(f, end_ev=None):
-                end = now_ns()
-                failed = _has_exception(f)
+            def done(failed, end_ev):
+                end = _ANCHOR_NS + _PERF_NS()
                 if start_ev is None and not failed and not sent and seq is not None:
                     # The common case, formatted directly (see TraceWriter.span).
                     self.writer.record_line(
@@ -804,10 +823,20 @@ class _Instrumentation:
                 # for the collective, and every microsecond of Python before
                 # the record is a microsecond the span may run long.
                 end_ev = timer.record_event() if start_ev is not None else None
+                try:
+                    value = f.value()
+                    failed = False
+                except Exception:  # noqa: BLE001 - the future's error is the hook's to report
+                    value = None
+                    failed = True
                 # Record, then hand DDP the value (or the error): DDP waits on
                 # this future, so the span ends before DDP goes on.
-                _safe(functools.partial(done, end_ev=end_ev))(f)
-                value = f.value()
+                try:
+                    done(failed, end_ev)
+                except Exception as e:  # noqa: BLE001 - recording must not break training
+                    _LOG.debug("ddp_probe_torch: recording a collective failed: %s", e)
+                if failed:
+                    f.value()  # raises the collective's error for DDP
                 # The process group's own future holds a list of tensors.
                 return value[0] if own else value
 
@@ -821,7 +850,7 @@ class _Instrumentation:
         return ddp_probe_hook
 
     def seq_after_issue(self):
-        get = getattr(self.pg, "_get_sequence_number_for_group", None)
+        get = self.sequence_number
         if get is not None:
             try:
                 return int(get())
@@ -880,20 +909,22 @@ class _Instrumentation:
     def on_forward_pre(self, module, args, kwargs, compiled=False):
         # Under torch.compile the DDP module's own hooks are traced (or, after
         # a graph break, run as well): the compiled wrapper's hooks count.
-        if not compiled and (_compiling() or self.forward_via_compiled):
+        if not compiled and (self.forward_via_compiled or _compiling()):
             return None
-        if not torch.is_grad_enabled() or not module.training:
+        if not module.training or not torch.is_grad_enabled():
             # The batch just loaded was for evaluation, not for a step.
             self.data_wait = None
             return None
-        t = now_ns()
+        t = _ANCHOR_NS + _PERF_NS()
         if not self.comm_hook_registered and self.can_wrap:
             self.comm_hook_registered = True
             self.register_original(self.pg, self.wrap_hook(_allreduce_hook, own=True))
-        with self.lock:
-            st = self.state
-        synced = st is not None and (st.synced or (not self.can_wrap and st.will_sync))
-        if synced and st.backward_end is not None:
+        st = self.state
+        if (
+            st is not None
+            and st.backward_end is not None
+            and (st.synced or (not self.can_wrap and st.will_sync))
+        ):
             # A synchronised backward without an optimizer step: close its step.
             self.end_step(t)
             st = None
@@ -901,39 +932,47 @@ class _Instrumentation:
         with self.lock:
             if st is None:
                 # The step starts where its batch was asked for.
+                step = self.next_step
                 start = data_wait[0] if data_wait else t
-                st = self.state = _StepState(self.next_step, min(start, t))
-                self.next_step += 1
+                st = self.state = _StepState(step, start if start < t else t)
+                self.next_step = step + 1
                 st.sampled = (
-                    not self.can_wrap
-                    or st.step < _GRAD_FULL_STEPS
-                    or st.step % _GRAD_EVERY == 0
+                    not self.can_wrap or step < _GRAD_FULL_STEPS or step % _GRAD_EVERY == 0
                 )
-                self.sample_grads(st.sampled)
+                if st.sampled != bool(self.grad_hooks):
+                    self.sample_grads(st.sampled)
             else:
                 # Gradient accumulation (no_sync): the next micro-batch, same step.
                 st.backward_start = None
                 st.backward_end = None
-            st.will_sync = bool(getattr(self.ddp, "require_backward_grad_sync", True))
-            self.ready = {}
+            st.will_sync = self.ddp.require_backward_grad_sync
+            if self.ready:
+                self.ready = {}
         if data_wait is not None:
             self.writer.span("data_wait", st.step, data_wait[0], max(data_wait))
-        first = next(_tensors((args, kwargs)), None)
+        first = args[0] if args and isinstance(args[0], torch.Tensor) else None
+        if first is None:
+            first = next(_tensors((args, kwargs)), None)
         if first is not None and first.dim() > 0:
             # Every micro-batch of the step counts (no_sync accumulation).
-            st.samples = (st.samples or 0) + int(first.shape[0])
+            st.samples = (st.samples or 0) + first.shape[0]
         self.forward_start = t
         return None
 
     def on_forward(self, module, args, output, compiled=False):
-        if not compiled and (_compiling() or self.forward_via_compiled):
+        if not compiled and (self.forward_via_compiled or _compiling()):
             return None
         st = self.state
-        if st is None or self.forward_start is None:
+        start = self.forward_start
+        if st is None or start is None:
             return None
-        t = now_ns()
-        self.writer.span("forward", st.step, self.forward_start, t)
+        t = _ANCHOR_NS + _PERF_NS()
+        self.writer.span("forward", st.step, start, t)
         self.forward_start = None
+        if isinstance(output, torch.Tensor):
+            if output.requires_grad:
+                output.register_hook(self.on_output_grad)
+            return None
         for out in _tensors(output):
             if out.requires_grad:
                 out.register_hook(self.on_output_grad)
@@ -958,7 +997,7 @@ class _Instrumentation:
             return
         t = now_ns()
         st.backward_end = t
-        ready = dict(self.ready)
+        ready = dict(self.ready) if self.ready else {}
         last = max(ready.values(), default=t)
         self.writer.span("backward", st.step, st.backward_start, max(st.backward_start, min(t, last)))
         buckets = st.buckets
@@ -1013,6 +1052,13 @@ class _Instrumentation:
         )
 
     def note_layout(self, st):
+        # Once DDP's layout settled, note_bucket hands out the same parameter
+        # lists every step: their identities say whether anything changed.
+        signature = tuple((bid, id(b[1]), b[2]) for bid, b in st.buckets.items())
+        if signature == self.layout_signature:
+            return
+        if self.bucket_info:
+            self.layout_signature = signature
         layout = [
             {"id": bid, "params": params, "bytes": nbytes}
             for bid, (_t, params, nbytes, _d) in sorted(st.buckets.items())
@@ -1053,31 +1099,12 @@ class _Instrumentation:
         if st is None:
             return
         self.writer.span("step", st.step, st.start, t)
-        _keep_out_of_dynamo()
+        if not _KEPT_OUT_OF_DYNAMO:
+            _keep_out_of_dynamo()
         if st.samples is not None:
             self.writer.record_line(
                 f'{{"type":"counter","name":"samples","t":{t},"value":{st.samples}}}\n'
             )
-
-
-def _has_exception(fut):
-    try:
-        fut.value()
-        return False
-    except Exception:  # noqa: BLE001 - the future's error is the hook's to report
-        return True
-
-
-def _safe(fn):
-    """A future callback that never raises into the process group's thread."""
-
-    def callback(fut):
-        try:
-            fn(fut)
-        except Exception as e:  # noqa: BLE001 - recording must not break training
-            _LOG.debug("ddp_probe_torch: recording a collective failed: %s", e)
-
-    return callback
 
 
 def _allreduce_hook(process_group, bucket):
@@ -1151,21 +1178,17 @@ def _patch_data_loader(inst):
 
     @functools.wraps(original)
     def __next__(it):
-        t = now_ns()
+        t = _ANCHOR_NS + _PERF_NS()
         try:
             return original(it)
         finally:
-            _safe_call(inst.note_data_wait, t, now_ns())
+            try:
+                inst.note_data_wait(t, _ANCHOR_NS + _PERF_NS())
+            except Exception as e:  # noqa: BLE001 - recording must not break training
+                _LOG.debug("ddp_probe_torch: recording failed: %s", e)
 
     __next__._ddp_probe = True
     cls.__next__ = __next__
-
-
-def _safe_call(fn, *args):
-    try:
-        fn(*args)
-    except Exception as e:  # noqa: BLE001 - recording must not break training
-        _LOG.debug("ddp_probe_torch: recording failed: %s", e)
 
 
 _KEPT_OUT_OF_DYNAMO = False

@@ -969,11 +969,9 @@ class _Instrumentation:
         t = _ANCHOR_NS + _PERF_NS()
         self.writer.span("forward", st.step, start, t)
         self.forward_start = None
-        if isinstance(output, torch.Tensor):
-            if output.requires_grad:
-                output.register_hook(self.on_output_grad)
-            return None
-        for out in _tensors(output):
+        # A single tensor (the usual output) without the generator.
+        outputs = (output,) if isinstance(output, torch.Tensor) else _tensors(output)
+        for out in outputs:
             if out.requires_grad:
                 out.register_hook(self.on_output_grad)
         return None

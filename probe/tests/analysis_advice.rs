@@ -288,6 +288,91 @@ fn latency_bound_prefers_large_buckets() {
     assert!(text.contains("fewer, larger all-reduces"), "{text}");
 }
 
+/// Appends a start-up calibration sweep to every rank of `ranks`: per `(bytes, ms)`, three
+/// all-reduces of that size taking that long, named as the calibration names them, after
+/// the last step (the analysis tells the sweep by its name, not by its place).
+fn with_sweep(mut ranks: Vec<Vec<Record>>, steps: u64, sweep: &[(u64, f64)]) -> Vec<Vec<Record>> {
+    for r in &mut ranks {
+        let mut t = 100.0 * steps as f64;
+        for (i, &(bytes, ms)) in sweep.iter().enumerate() {
+            for k in 0..3u64 {
+                r.push(Record::Span(
+                    span(SpanKind::Collective, 0, t, t + ms)
+                        .without_step()
+                        .name(probe::trace::calibration::SWEEP)
+                        .op(op::ALL_REDUCE)
+                        .transport("tcp")
+                        .bytes(bytes)
+                        .seq(1_000_000 + 3 * i as u64 + k),
+                ));
+                t += ms + 0.5;
+            }
+        }
+    }
+    ranks
+}
+
+#[test]
+fn a_calibration_sweep_that_does_not_grow_with_size_is_a_latency_bound_cost_model() {
+    // Every all-reduce takes 5 ms whatever its size (ten 1 MiB buckets, one 10 MiB bucket
+    // in the first step): the run alone has no line that rises with size, only a line
+    // through the origin with its latency unmeasured, which makes small buckets look cheap.
+    let spec = Spec {
+        cap_mb: 1.0,
+        first_bytes: MIB,
+        layout: singles(),
+        warm_layout: all_in_one(),
+        latency_ms: 5.0,
+        ms_per_mib: 0.0,
+        ..bandwidth_bound()
+    };
+    let bare = analysis::advise(&load(&make_run(&spec)), &single_caps());
+    let bare_fit = &bare.fits[bare.fit_used.unwrap()];
+    assert!(
+        bare_fit.latency_unmeasured && !bare_fit.calibrated,
+        "{bare_fit:?}"
+    );
+
+    // With a sweep from 4 KiB to 10 MiB whose medians fall a little (5.3, 5.1, 5.0 and
+    // 4.9 ms, as on a busy machine), the sweep's table is the model: a 9 MiB bucket takes
+    // 5.0 − 0.1 · 8/9 ms, interpolated between 1 MiB (5.0: the sweep and the run's own
+    // alone calls) and 10 MiB (4.9).
+    let sweep = [(4096, 5.3), (64 << 10, 5.1), (MIB, 5.0), (10 * MIB, 4.9)];
+    let run = with_sweep(make_run(&spec), spec.steps, &sweep);
+    let a = analysis::advise(&load(&run), &single_caps());
+    assert!(a.missing.is_empty(), "{:?}", a.missing);
+    let fit = &a.fits[a.fit_used.expect("a cost model from the sweep")];
+    assert!(fit.calibrated && !fit.mixed_ops, "{fit:?}");
+    assert_eq!(fit.fit.ns_per_byte, 0.0);
+    // The medians of the four sizes' medians: 5.0 and 5.1 → 5.05 ms.
+    assert!((fit.fit.latency_ns - 5.05e6).abs() < 1.0, "{fit:?}");
+    assert!(close(fit.predict_ns(9 * MIB), 5.0 - 0.1 * 8.0 / 9.0));
+    assert!(close(fit.predict_ns(20 * MIB), 4.9), "flat past the sweep");
+
+    // Ten 5 ms calls back to back from 1 ms: tail 41 ms. A 10 MiB cap with a 1 MiB first
+    // bucket: [9] ready at 1 → 6, [8..0] ready at 10 → 10 + 4.911.
+    let obs = a.observed.as_ref().unwrap();
+    assert!(close(obs.comm_tail_ns, 41.0));
+    let ten = candidate(&a, 10.0, MIB);
+    assert!(
+        close(
+            ten.predicted_step_ns,
+            obs.step_ns / 1e6 - 41.0 + 5.0 - 0.1 * 8.0 / 9.0
+        ),
+        "{ten:?}"
+    );
+    let r = a.recommendation.as_ref().expect("advice");
+    assert!(r.cap_mb >= 5.0 && r.worth_changing, "{r:?}");
+    let text = a.render_text(100);
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    for needle in [
+        "does not grow with the size over these sizes (about 5.0 ms per call",
+        "compute's slowdown while a collective runs is not measured",
+    ] {
+        assert!(flat.contains(needle), "{needle:?} missing in\n{text}");
+    }
+}
+
 #[test]
 fn collectives_slowed_by_compute_are_left_out_of_a_fit_they_break() {
     // Buckets [9], [8..4], [3..0]. The 1 MiB bucket [9] starts at 1 ms,

@@ -79,8 +79,8 @@ use super::assign::{assign_buckets, rebuild_limits, ParamSpec};
 use super::cap_list;
 use super::comm::{bus_factor, LastCall, SeqTable};
 use super::costmodel::{
-    fit_bandwidth, fit_latency_bandwidth, last_slope, size_table, table_scatter, CostFit, FitError,
-    LinearFit,
+    fit_bandwidth, fit_latency_bandwidth, fit_latency_only, last_slope, size_table, table_scatter,
+    CostFit, FitError, LinearFit,
 };
 use super::group::Groups;
 use super::interference::{
@@ -593,6 +593,13 @@ fn fit_all(
         let mut mixed = false;
         if calibrated {
             result = fit_latency_bandwidth(&obs_of(true, false));
+            // The sweep spans the sizes a bucket can take: times that do not grow over it
+            // say the link is latency-bound there (on a busy 2-core machine the sizes'
+            // medians can even fall a little), and that is a cost model. Other calls of the
+            // run, fitted instead, would be the ones that overlapped compute or other ops.
+            if result == Err(FitError::NoBandwidth) {
+                result = fit_latency_only(&obs_of(true, false));
+            }
         }
         if result.is_err() {
             result = fit_latency_bandwidth(&obs_of(false, false));
@@ -1356,8 +1363,16 @@ fn explain(
     if let (true, Some(first), Some(last)) = (fit.calibrated, fit.table.first(), fit.table.last()) {
         let n = fit.table.len();
         let busbw = last_slope(&fit.table).map_or_else(|| fit.busbw_bytes_per_s(), |s| 1e9 / s);
+        let at_largest = if busbw.is_finite() {
+            format!("{} bus bandwidth at the largest sizes", render::rate(busbw))
+        } else {
+            format!(
+                "the time does not grow with the size over these sizes (about {} per call whatever its size: the link is latency-bound there)",
+                render::ns(fit.fit.latency_ns)
+            )
+        };
         out.push(format!(
-            "Cost model for {} over {}: the median times of {} sizes from {} to {} that ran with nothing else on their rank (the start-up calibration's sweep and the run's own such calls, {} in all; one call scatters {} around its size's median), interpolated between them; {} bus bandwidth at the largest sizes; a {} MiB bucket takes {}.",
+            "Cost model for {} over {}: the median times of {} sizes from {} to {} that ran with nothing else on their rank (the start-up calibration's sweep and the run's own such calls, {} in all; one call scatters {} around its size's median), interpolated between them; {at_largest}; a {} MiB bucket takes {}.",
             fit.op,
             fit.transport,
             n,
@@ -1365,7 +1380,6 @@ fn explain(
             render::bytes(last.0 / fit.bus_factor.max(1e-9)),
             fit.fit.calls,
             render::pct(fit.table_scatter),
-            render::rate(busbw),
             mib(cur_cap),
             render::ns(fit.predict_ns(cap_bytes)),
         ));
@@ -1412,10 +1426,17 @@ fn explain(
         } else {
             "measured by the start-up probe".to_owned()
         };
+        let compute = if i.compute_measured {
+            format!(
+                "while a collective runs, compute takes {:.2}× as long and each collective started during it costs compute {} more (measured by the start-up probe)",
+                i.compute,
+                render::ns(i.per_call_ns),
+            )
+        } else {
+            "compute's slowdown while a collective runs is not measured (the trace has no start-up interference probe) and taken as none".to_owned()
+        };
         out.push(format!(
-            "Interference: while a collective runs, compute takes {:.2}× as long and each collective started during it costs compute {} more (measured by the start-up probe), and a collective takes {:.2}× as long while its rank computes ({comm_source}); the simulation slows both wherever they overlap.",
-            i.compute,
-            render::ns(i.per_call_ns),
+            "Interference: {compute}, and a collective takes {:.2}× as long while its rank computes ({comm_source}); the simulation slows both wherever they overlap.",
             i.comm
         ));
     }

@@ -8,7 +8,9 @@
 //! and large collectives count alike. The weighted least-squares line is
 //! solved in closed form; a negative latency is clamped to zero (the line is
 //! then refitted through the origin), and a line that does not rise with
-//! size is rejected, since it has no bandwidth.
+//! size is rejected, since it has no bandwidth. Only a start-up calibration
+//! sweep whose times do not rise with size (a latency-bound link over the
+//! sizes that matter) gets a flat line instead: [`fit_latency_only`].
 //!
 //! Sizes are "bus bytes": a collective's bytes times the nccl-tests bus
 //! factor of its operation ([`super::bus_factor`]), so the fitted bandwidth
@@ -92,7 +94,7 @@ impl std::fmt::Display for FitError {
 /// Fits `time = latency + x · ns_per_byte` to `(x, time_ns)` observations
 /// as described in the module documentation.
 pub fn fit_latency_bandwidth(obs: &[(f64, f64)]) -> Result<LinearFit, FitError> {
-    fit_line(obs, false)
+    fit_line(obs, LineShape::Free)
 }
 
 /// Fits `time = x · ns_per_byte` (a line through the origin: no per-call
@@ -101,12 +103,32 @@ pub fn fit_latency_bandwidth(obs: &[(f64, f64)]) -> Result<LinearFit, FitError> 
 /// observations cannot tell the latency from the bandwidth: the latency is
 /// then reported as 0 and clamped.
 pub fn fit_bandwidth(obs: &[(f64, f64)]) -> Result<LinearFit, FitError> {
-    fit_line(obs, true)
+    fit_line(obs, LineShape::ThroughOrigin)
 }
 
-/// The line of [`fit_latency_bandwidth`], or of [`fit_bandwidth`] when
-/// `through_origin`.
-fn fit_line(obs: &[(f64, f64)], through_origin: bool) -> Result<LinearFit, FitError> {
+/// Fits `time = latency` (no size term, `ns_per_byte` 0): the median of the
+/// sizes' median times. For a calibration sweep that spans the sizes the
+/// buckets can take and whose times do not grow with size: over that range a
+/// call costs its latency whatever its size, which is a measurement, not a
+/// missing one (the advice then interpolates the sweep's own table).
+pub fn fit_latency_only(obs: &[(f64, f64)]) -> Result<LinearFit, FitError> {
+    fit_line(obs, LineShape::Flat)
+}
+
+/// Which line [`fit_line`] fits.
+#[derive(Clone, Copy, PartialEq)]
+enum LineShape {
+    /// Latency and slope ([`fit_latency_bandwidth`]).
+    Free,
+    /// Slope only ([`fit_bandwidth`]).
+    ThroughOrigin,
+    /// Latency only ([`fit_latency_only`]).
+    Flat,
+}
+
+/// The line of [`fit_latency_bandwidth`], [`fit_bandwidth`] or
+/// [`fit_latency_only`], by `shape`.
+fn fit_line(obs: &[(f64, f64)], shape: LineShape) -> Result<LinearFit, FitError> {
     let obs_len = obs.len();
     let mut obs: Vec<(f64, f64)> = obs
         .iter()
@@ -117,7 +139,7 @@ fn fit_line(obs: &[(f64, f64)], through_origin: bool) -> Result<LinearFit, FitEr
         return Err(FitError::Empty);
     }
     let pts = per_size_medians(&mut obs);
-    if pts.len() < 2 && !through_origin {
+    if pts.len() < 2 && shape != LineShape::ThroughOrigin {
         return Err(FitError::OneSize(pts[0].0));
     }
     let floor = 1.0; // ns, keeps the weights finite for zero times
@@ -139,12 +161,16 @@ fn fit_line(obs: &[(f64, f64)], through_origin: bool) -> Result<LinearFit, FitEr
     };
     let mut latency = (sy - slope * sx) / sw;
     let mut clamped = false;
-    if latency < 0.0 || through_origin {
+    if shape == LineShape::Flat {
+        let mut times: Vec<f64> = pts.iter().map(|p| p.1).collect();
+        (latency, slope) = (median(&mut times), 0.0);
+    } else if latency < 0.0 || shape == LineShape::ThroughOrigin {
         clamped = true;
         latency = 0.0;
         slope = if sxx > 0.0 { sxy / sxx } else { 0.0 };
     }
-    if !(slope > 0.0 && slope.is_finite() && latency.is_finite()) {
+    let rises = slope > 0.0 || shape == LineShape::Flat;
+    if !(rises && slope.is_finite() && latency.is_finite()) {
         return Err(FitError::NoBandwidth);
     }
     let model = |x: f64| latency + slope * x;
@@ -409,6 +435,27 @@ mod tests {
         let f = fit_bandwidth(&[(1e6, 1e6), (2e6, 4e6)]).unwrap();
         assert!((f.ns_per_byte - 1.2).abs() < 1e-12, "{f:?}");
         assert_eq!(fit_bandwidth(&[]), Err(FitError::Empty));
+    }
+
+    #[test]
+    fn a_flat_sweep_gets_a_latency_only_line() {
+        // Latency-bound: 1.2, 1.0, 1.1 and 0.9 ms for 4 KB to 4 MB, the
+        // median of the medians (1.0 and 1.1) is 1.05 ms.
+        let obs = [
+            (4e3, 1.2e6),
+            (4e4, 1.0e6),
+            (4e4, 1.0e6),
+            (4e5, 1.1e6),
+            (4e6, 0.9e6),
+        ];
+        assert_eq!(fit_latency_bandwidth(&obs), Err(FitError::NoBandwidth));
+        let f = fit_latency_only(&obs).unwrap();
+        assert_eq!((f.latency_ns, f.ns_per_byte), (1.05e6, 0.0));
+        assert!(!f.latency_clamped);
+        assert_eq!((f.sizes, f.calls), (4, 5));
+        assert_eq!(f.bandwidth_bytes_per_s(), f64::INFINITY);
+        assert_eq!(f.predict_ns(1e9), 1.05e6);
+        assert_eq!(fit_latency_only(&[(1e3, 5.0)]), Err(FitError::OneSize(1e3)));
     }
 
     #[test]

@@ -40,6 +40,10 @@ pub struct Interference {
     /// many times. From the probe's chain of small calls.
     #[serde(default)]
     pub per_call_ns: f64,
+    /// Whether `compute` and `per_call_ns` were measured (by the start-up probe); without the
+    /// probe in the trace they are taken as 1× and 0.
+    #[serde(default)]
+    pub compute_measured: bool,
 }
 
 impl Interference {
@@ -49,6 +53,7 @@ impl Interference {
         comm: 1.0,
         comm_calls: 0,
         per_call_ns: 0.0,
+        compute_measured: false,
     };
 }
 
@@ -194,6 +199,7 @@ pub(crate) fn calibration_factors(
         compute: median(&mut fc),
         comm: median(&mut fm),
         comm_calls: 0,
+        compute_measured: true,
         per_call_ns: if per_call.is_empty() {
             0.0
         } else {
@@ -422,6 +428,7 @@ mod tests {
             comm: 2.0,
             comm_calls: 0,
             per_call_ns: 0.0,
+            compute_measured: true,
         };
         let s = simulate_interfered(&[(1, 2e6)], 10e6, |_| 4e6, f);
         assert!((s.comm_end_ns - 10e6).abs() < 1.0, "{s:?}");
@@ -443,6 +450,7 @@ mod tests {
             comm: 2.0,
             comm_calls: 0,
             per_call_ns: 0.0,
+            compute_measured: true,
         };
         // The second case above as recorded: ready at 8 ms of pure time is recorded at 8 ms
         // (nothing ran before), backward recorded to end at 12 ms.

@@ -295,12 +295,8 @@ fn run_attempt(
         });
     }
     let (tx, rx) = mpsc::channel();
-    let spawn_error = run.spawn_all(config, &tx, observer);
+    let spawn_error = run.spawn_all(config, &tx, reaper, observer);
     drop(tx);
-    let pids: Vec<u32> = run.slots.iter().filter_map(|s| s.pid).collect();
-    if let Some(reaper) = reaper {
-        pids.iter().for_each(|&pid| reaper.watch_group(pid));
-    }
     // The manifest now has the pids; a failure to rewrite it is not worth
     // abandoning running ranks for, the final write reports it.
     let _ = run.write_manifest();
@@ -311,7 +307,10 @@ fn run_attempt(
     run.supervise(&rx, signals, observer);
     // Every rank's group was stopped and its rank reaped: the ids may be reused from now on.
     if let Some(reaper) = reaper {
-        pids.iter().for_each(|&pid| reaper.forget_group(pid));
+        run.slots
+            .iter()
+            .filter_map(|s| s.pid)
+            .for_each(|pid| reaper.forget_group(pid));
     }
     remove_shm_leftovers(
         Path::new(probe_contract::shm_names::SHM_DIR),
@@ -914,6 +913,7 @@ impl Run {
         &mut self,
         config: &LaunchConfig,
         tx: &Sender<Msg>,
+        reaper: Option<&Reaper>,
         observer: &mut dyn Observer,
     ) -> Option<LaunchError> {
         for idx in 0..self.slots.len() {
@@ -952,6 +952,12 @@ impl Run {
                 }
             };
             let pid = child.id();
+            // The reaper learns the rank's group (its pid) at once, not after every rank has
+            // started: a launcher killed in between would leave this rank's children running
+            // (seen once under load: both ranks ready, the launcher killed, no group sent).
+            if let Some(reaper) = reaper {
+                reaper.watch_group(pid);
+            }
             let after_s = self.start.elapsed().as_secs_f64();
             let slot = &mut self.slots[idx];
             slot.pid = Some(pid);

@@ -376,9 +376,23 @@ pub(crate) static RULES: &[Rule] = &[
     rule!("store_based_barrier", RendezvousTimeout, Symptom, Standalone,
         [["store based barrier", "store_based_barrier"], ["timed out"]], not [], ex_store_barrier),
     rule!("rendezvous", RendezvousTimeout, Symptom, Standalone,
-        [["waiting for clients", "rendezvoustimeouterror", "rendezvous timed out", "never arrived at",
-          "retrieving nccluniqueid"]],
+        [["waiting for clients", "rendezvoustimeouterror", "rendezvous timed out", "never arrived at"]],
         not [], ex_rendezvous),
+    // `ProcessGroupNCCL.cpp`'s broadcastUniqueNCCLID: "[%d] is setting up NCCL communicator and
+    // retrieving ncclUniqueId from [0] via c10d key-value store by key '%s', but store->get('%s')
+    // got error: ..." (after "This may indicate a possible application crash on rank 0 or a
+    // network set up issue."). The communicator is created at a group's first collective (at
+    // init_process_group only with `device_id`): the store works, rank 0 has not published its
+    // id because it has not reached that collective: still busy before it, or dead.
+    rule!("nccl_unique_id_wait", CollectiveTimeout, Symptom, Standalone,
+        [["retrieving nccluniqueid"]], not [], ex_unique_id_wait),
+    // transformers' `TrainingArguments.main_process_first` and accelerate's
+    // `Accelerator.main_process_first`: the other ranks wait in a barrier on entry while the main
+    // process runs the block (dataset map/tokenization), then it joins on exit. A traceback of
+    // the waiting side goes through it; a block longer than the group's timeout (30 min by
+    // default) times the barrier out.
+    rule!("main_process_first_wait", CollectiveTimeout, Symptom, Standalone,
+        [["main_process_first("]], not [], ex_main_process_first),
     rule!("store_timeout", RendezvousTimeout, Symptom, Standalone,
         [["store"], ["timed out", "timeout"], ["never set", "diststoreerror", "socket timeout", "wait timeout"]],
         not [], ex_none),
@@ -717,6 +731,38 @@ fn ex_rendezvous(line: &str, lower: &str) -> Extract {
         ex.detail = Some(phrase(line, i, 120));
     }
     ex
+}
+
+fn ex_unique_id_wait(_: &str, lower: &str) -> Extract {
+    let waiting = lower
+        .split_once("] is setting up nccl communicator")
+        .and_then(|(before, _)| before.rsplit('[').next())
+        .and_then(leading_number);
+    Extract {
+        subjects: waiting
+            .and_then(|r| usize::try_from(r).ok())
+            .into_iter()
+            .collect(),
+        detail: Some(format!(
+            "{} waited for rank 0's NCCL unique id, which rank 0 publishes when it reaches the \
+             group's first collective: rank 0 had not reached it within the timeout (still \
+             preprocessing or loading before it, or dead)",
+            waiting.map_or("a rank".to_owned(), |r| format!("rank {r}"))
+        )),
+        ..Extract::default()
+    }
+}
+
+fn ex_main_process_first(_: &str, _: &str) -> Extract {
+    Extract {
+        detail: Some(
+            "a traceback goes through main_process_first: the other ranks wait in its barrier \
+             while the main process runs the block (dataset map or tokenization); a block longer \
+             than the process group's timeout (30 min by default) times the barrier out"
+                .to_owned(),
+        ),
+        ..Extract::default()
+    }
 }
 
 fn ex_store_barrier(_: &str, lower: &str) -> Extract {
@@ -1177,6 +1223,33 @@ mod tests {
             cat("h:1:1 [0] bootstrap.cc:300 NCCL WARN Bootstrap Root : mismatch in rank count from procs 8 : 16"),
             Some(Category::WorldSizeMismatch)
         );
+    }
+
+    #[test]
+    fn waiting_for_rank_0_at_the_first_collective_or_main_process_first_is_a_rank_behind() {
+        // ProcessGroupNCCL's broadcastUniqueNCCLID, as its source formats it.
+        let (r, ex) = classify("[7] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d key-value store by key '0', but store->get('0') got error: Socket Timeout").unwrap();
+        assert_eq!(r.category, Category::CollectiveTimeout);
+        assert_eq!(ex.subjects, vec![7], "the rank that timed out");
+        assert!(
+            ex.detail
+                .as_deref()
+                .unwrap()
+                .starts_with("rank 7 waited for rank 0's"),
+            "{ex:?}"
+        );
+        // A store timeout without it stays a rendezvous matter.
+        assert_eq!(
+            cat("torch.distributed.DistStoreError: store timed out: Socket Timeout"),
+            Some(Category::RendezvousTimeout)
+        );
+        // The waiting side of transformers' and accelerate's main_process_first.
+        for line in [
+            "    with training_args.main_process_first(desc=\"dataset map tokenization\"):",
+            "    with accelerator.main_process_first():",
+        ] {
+            assert_eq!(cat(line), Some(Category::CollectiveTimeout), "{line}");
+        }
     }
 
     #[test]

@@ -16,8 +16,8 @@ use probe_explain::{explain_log_bytes, Category, Options};
 use serde::Deserialize;
 
 /// Lowest accepted top-1 accuracy on the development split (the cases the
-/// rules were checked against): 151 of 170 on 2026-12-02.
-const DEVELOPMENT_FLOOR: f64 = 0.88;
+/// rules were checked against): 153 of 170 on 2026-12-02.
+const DEVELOPMENT_FLOOR: f64 = 0.89;
 /// Lowest accepted top-1 accuracy on the validation split: 71 of 93 on
 /// 2026-12-02 (the goal is 0.95). It was 67 of 85 (0.788) the day before;
 /// the 8 validation cases gathered on 2026-12-02 came in at 4 of 8, and no

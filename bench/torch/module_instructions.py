@@ -14,6 +14,10 @@ variants:
 * hooks: the hooks ddp_probe_torch installs (forward pre/post, a tensor hook on the output that
   queues a backward-end callback, optimizer step pre/post, a Python communication hook that
   all-reduces and chains a `then`), each doing nothing: what PyTorch's hook machinery costs;
+* floor: the same hooks and the DataLoader's `next` wrapped, each taking the clock and appending a
+  tuple to a list, the communication hook also reading the bucket's index and the group's
+  sequence number: what any Python recorder of these events pays before it formats or writes
+  anything;
 * recording: `ddp_probe_torch.instrument` writing a trace.
 
 Prints instructions per step of each and the differences, and the microseconds they stand for at
@@ -37,7 +41,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-VARIANTS = ("plain", "hooks", "recording")
+VARIANTS = ("plain", "hooks", "floor", "recording")
 
 
 def job(variant, steps, port, trace_dir):
@@ -56,6 +60,8 @@ def job(variant, steps, port, trace_dir):
     model = DDP(nn.Sequential(nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, 16)))
     if variant == "hooks":
         install_empty_hooks(model)
+    elif variant == "floor":
+        install_floor_hooks(model)
     elif variant == "recording":
         import ddp_probe_torch
 
@@ -110,6 +116,65 @@ def install_empty_hooks(model):
     register_optimizer_step_post_hook(lambda opt, args, kwargs: None)
 
 
+def install_floor_hooks(model):
+    """The hooks of install_empty_hooks and a wrapped DataLoader ``next``, each keeping its times
+    (and the bucket's index and sequence number) as a tuple in a list."""
+    import torch
+    import torch.distributed as dist
+    import torch.utils.data.dataloader as dataloader
+    from torch.optim.optimizer import (
+        register_optimizer_step_post_hook,
+        register_optimizer_step_pre_hook,
+    )
+
+    clock = time.perf_counter_ns
+    engine = torch.autograd.Variable._execution_engine
+    kept = []
+    keep = kept.append
+    sequence_number = dist.group.WORLD._get_sequence_number_for_group
+    original_next = dataloader._BaseDataLoaderIter.__next__
+
+    def next_batch(it):
+        t = clock()
+        try:
+            return original_next(it)
+        finally:
+            keep(("data", t, clock()))
+
+    dataloader._BaseDataLoaderIter.__next__ = next_batch
+
+    def comm_hook(group, bucket):
+        t = clock()
+        buf = bucket.buffer()
+        buf.div_(group.size())
+        fut = group.allreduce([buf]).get_future()
+        seq, index = sequence_number(), bucket.index()
+
+        def then(f):
+            keep(("collective", index, seq, t, clock()))
+            return f.value()[0]
+
+        return fut.then(then)
+
+    def backward_end():
+        keep(("backward end", clock()))
+
+    def on_output_grad(grad):
+        keep(("backward", clock()))
+        engine.queue_callback(backward_end)
+
+    def forward(module, args, output):
+        keep(("forward end", clock()))
+        output.register_hook(on_output_grad)
+
+    model.register_comm_hook(dist.group.WORLD, comm_hook)
+    model.register_forward_pre_hook(lambda module, args, kwargs: keep(("forward", clock())),
+                                    with_kwargs=True)
+    model.register_forward_hook(forward)
+    register_optimizer_step_pre_hook(lambda opt, args, kwargs: keep(("optimizer", clock())))
+    register_optimizer_step_post_hook(lambda opt, args, kwargs: keep(("optimizer end", clock())))
+
+
 def count(variant, steps, port, tmp):
     """Instructions of a whole job under cachegrind."""
     cmd = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
@@ -161,8 +226,10 @@ def main():
     result = {"benchmark": "module_instructions_per_step", "steps": steps,
               "instructions_per_step": per_step, "plain_cpu_us_per_step": cpu * 1e6,
               "ns_per_instruction": ns_per_instr}
-    for name, a, b in (("hooks", "hooks", "plain"), ("recording", "recording", "plain"),
-                       ("recording beyond the hooks", "recording", "hooks")):
+    for name, a, b in (("hooks", "hooks", "plain"), ("floor", "floor", "plain"),
+                       ("recording", "recording", "plain"),
+                       ("recording beyond the hooks", "recording", "hooks"),
+                       ("recording beyond the floor", "recording", "floor")):
         added = per_step[a] - per_step[b]
         result[f"added_by_{name.replace(' ', '_')}"] = added
         print(f"added by {name}: {added:,.0f} instructions per step "

@@ -374,6 +374,42 @@ fn a_calibration_sweep_that_does_not_grow_with_size_is_a_latency_bound_cost_mode
 }
 
 #[test]
+fn the_table_shows_the_recommended_candidate_among_those_with_its_buckets() {
+    // PyTorch's default: a 25 MiB cap with a 1 MiB first bucket, two buckets [9] and [8..0];
+    // every all-reduce costs 12 ms whatever its size (a flat sweep): [9] runs from 1 to 13 ms
+    // and holds [8..0] (ready at 10) until then: tail 15 ms; one bucket from 10 ms: 12.
+    // Caps of 10 MiB and more with a first bucket of the same size all make that one bucket;
+    // the advice keeps the cap and changes the first bucket (the smallest change), and that
+    // row, not the first of its equivalents (10 MiB), is the one the table shows, starred.
+    let spec = Spec {
+        latency_ms: 12.0,
+        ms_per_mib: 0.0,
+        ..bandwidth_bound()
+    };
+    let sweep = [(4096, 12.0), (MIB, 12.0), (10 * MIB, 12.0)];
+    let a = analysis::advise(
+        &load(&with_sweep(make_run(&spec), spec.steps, &sweep)),
+        &single_caps(),
+    );
+    let r = a.recommendation.as_ref().expect("advice");
+    assert_eq!((r.cap_mb, r.first_bucket_bytes), (25.0, 25 * MIB), "{r:?}");
+    assert_eq!(candidate(&a, 10.0, 10 * MIB).buckets, 1);
+    let text = a.render_text(100);
+    let rows: Vec<&str> = text
+        .lines()
+        .map(str::trim_start)
+        .filter(|l| {
+            // The buckets column follows the first bucket's size ("… 25.0 MiB 1 …").
+            let t: Vec<&str> = l.split_whitespace().collect();
+            let mibs: Vec<usize> = (0..t.len()).filter(|&i| t[i] == "MiB").collect();
+            mibs.len() == 2 && t.get(mibs[1] + 1) == Some(&"1")
+        })
+        .collect();
+    assert_eq!(rows.len(), 1, "one row for the one-bucket layouts:\n{text}");
+    assert!(rows[0].starts_with("25 MiB *"), "{text}");
+}
+
+#[test]
 fn collectives_slowed_by_compute_are_left_out_of_a_fit_they_break() {
     // Buckets [9], [8..4], [3..0]. The 1 MiB bucket [9] starts at 1 ms,
     // during backward, and takes 12 times its cost: 13.2 ms, longer than

@@ -1561,17 +1561,37 @@ impl Advice {
             ]);
             let rec = self.recorded.iter();
             // Candidates whose buckets are those of one above (a first-bucket cap that changes
-            // nothing, caps past the gradients' size) are left out.
+            // nothing, caps past the gradients' size) are left out; of the recommended
+            // candidate's group, the recommended one is the row shown (the advice names it).
+            let key_of = |c: &Candidate| {
+                (
+                    c.buckets,
+                    c.largest_bucket_bytes,
+                    c.predicted_step_ns.to_bits(),
+                )
+            };
+            let is_recommended = |c: &Candidate| {
+                self.recommendation.as_ref().is_some_and(|r| {
+                    !c.recorded_layout
+                        && r.cap_mb == c.cap_mb
+                        && r.first_bucket_bytes == c.first_bucket_bytes
+                        && r.cap_list_mb == c.cap_list_mb
+                })
+            };
+            let recommended_key = self
+                .candidates
+                .iter()
+                .find(|c| is_recommended(c))
+                .map(key_of);
             let mut shown: Vec<(usize, u64, u64)> = Vec::new();
             let mut left_out = 0;
             let mut shown_list = false;
             for c in rec.chain(self.candidates.iter()) {
-                let key = (
-                    c.buckets,
-                    c.largest_bucket_bytes,
-                    c.predicted_step_ns.to_bits(),
-                );
-                if shown.contains(&key) {
+                let key = key_of(c);
+                let best = is_recommended(c);
+                let stands_in_for_the_recommended =
+                    !best && !c.recorded_layout && Some(key) == recommended_key;
+                if shown.contains(&key) || stands_in_for_the_recommended {
                     left_out += 1;
                     continue;
                 }
@@ -1584,12 +1604,6 @@ impl Advice {
                 } else {
                     ""
                 };
-                let best = self.recommendation.as_ref().is_some_and(|r| {
-                    !c.recorded_layout
-                        && r.cap_mb == c.cap_mb
-                        && r.first_bucket_bytes == c.first_bucket_bytes
-                        && r.cap_list_mb == c.cap_list_mb
-                });
                 let label = match &c.cap_list_mb {
                     Some(caps) => format!("list of {}", caps.len()),
                     None => format!("{} MiB", mib(c.cap_mb)),

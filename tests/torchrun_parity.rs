@@ -53,13 +53,19 @@ fn run(program: &Path, args: &[&str], dir: &Path, fail: bool) -> Output {
 }
 
 /// Each rank's JSON line, by rank.
+/// Each rank's JSON line, by rank. Under torchrun the ranks share one stdout: each object is one
+/// write (atomic on a pipe), but an unbuffered Python writes its newline separately, so two
+/// ranks printing at once can give `{..}{..}` on one line; every object of a line is read.
 fn per_rank(stdout: &[u8]) -> BTreeMap<String, serde_json::Value> {
     String::from_utf8_lossy(stdout)
         .lines()
-        .filter_map(|l| {
+        .filter_map(|l| l.find('{').map(|i| l[i..].to_owned()))
+        .flat_map(|json| {
             // ddp-probe prefixes rank output with "[rank N] " on the console.
-            let json = &l[l.find('{')?..];
-            serde_json::from_str::<serde_json::Value>(json).ok()
+            serde_json::Deserializer::from_str(&json)
+                .into_iter::<serde_json::Value>()
+                .map_while(Result::ok)
+                .collect::<Vec<_>>()
         })
         .map(|v| (v["rank"].as_str().unwrap_or_default().to_owned(), v))
         .collect()
@@ -97,8 +103,12 @@ fn the_same_script_sees_the_same_environment_under_torchrun_and_ddp_probe() {
         "ddp-probe: {}",
         String::from_utf8_lossy(&ours.stderr)
     );
-    let (theirs, ours) = (per_rank(&theirs.stdout), per_rank(&ours.stdout));
-    assert_eq!(theirs.len(), 2, "{theirs:?}");
+    let (theirs_out, theirs) = (
+        String::from_utf8_lossy(&theirs.stdout).into_owned(),
+        per_rank(&theirs.stdout),
+    );
+    let ours = per_rank(&ours.stdout);
+    assert_eq!(theirs.len(), 2, "torchrun printed:\n{theirs_out}");
     assert_eq!(ours.len(), 2, "{ours:?}");
     for (rank, t) in &theirs {
         let o = &ours[rank];

@@ -139,8 +139,9 @@ _ENCODE = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
 # The hot paths read the clock inline (`_ANCHOR_NS + _PERF_NS()`): with the other
 # trims of 2026-12-02 (one future value per collective, no thread-local writes
 # without a GPU timer, the settled layout compared by identity), recording went
-# from 279k to 215k-240k instructions per step on the tiny-step job
-# (bench/torch/module_instructions.py, counted by valgrind).
+# from 279k to about 240k instructions per step on the tiny-step job
+# (bench/torch/module_instructions.py, counted by valgrind; one run's count moves
+# by up to +-2%, later runs gave 239k-263k; the README has the floor).
 _PERF_NS = time.perf_counter_ns
 
 

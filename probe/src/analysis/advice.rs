@@ -591,14 +591,20 @@ fn fit_all(
             .any(|&i| points[i as usize].calibration && points[i as usize].op == op);
         let mut result = Err(FitError::Empty);
         let mut mixed = false;
+        // The op's calls that ran alone: the calibrated line's and table's observations.
+        let alone = if calibrated {
+            obs_of(true, false)
+        } else {
+            Vec::new()
+        };
         if calibrated {
-            result = fit_latency_bandwidth(&obs_of(true, false));
+            result = fit_latency_bandwidth(&alone);
             // The sweep spans the sizes a bucket can take: times that do not grow over it
             // say the link is latency-bound there (on a busy 2-core machine the sizes'
             // medians can even fall a little), and that is a cost model. Other calls of the
             // run, fitted instead, would be the ones that overlapped compute or other ops.
             if result == Err(FitError::NoBandwidth) {
-                result = fit_latency_only(&obs_of(true, false));
+                result = fit_latency_only(&alone);
             }
         }
         if result.is_err() {
@@ -606,9 +612,8 @@ fn fit_all(
         }
         let calibrated = calibrated && result.is_ok();
         let (table, scatter) = if calibrated {
-            let obs = obs_of(true, false);
-            let table = size_table(&obs);
-            let scatter = table_scatter(&table, &obs);
+            let table = size_table(&alone);
+            let scatter = table_scatter(&table, &alone);
             (table, scatter)
         } else {
             (Vec::new(), 0.0)

@@ -276,11 +276,36 @@ fn tutorial_trainer_records_data_wait_buffers_and_buckets() {
     assert_eq!(sizes, sweep(1));
     assert!(sizes.len() >= 4 && sizes[0] == 4096, "{sizes:?}");
     assert!(sizes.windows(2).all(|w| w[0] < w[1]), "{sizes:?}");
-    let probe_rounds = spans(&recs, "user")
+    let user_spans = |name: &str| -> Vec<(u64, u64)> {
+        spans(&recs, "user")
+            .into_iter()
+            .filter(|s| s["name"] == name)
+            .map(|s| (u(&s["start"]), u(&s["end"])))
+            .collect()
+    };
+    let overlapped = user_spans("calibration compute overlapped");
+    assert!(!overlapped.is_empty(), "the interference probe ran");
+    assert_eq!(
+        user_spans("calibration compute").len(),
+        overlapped.len(),
+        "each round runs the same work alone"
+    );
+    // The probe's compute lasts until its all-reduce has completed (then the same number of
+    // products alone): each round's compute ends after its collective does (a 128×128 product
+    // or two later; 5 ms of slack for a loaded machine).
+    let calls: Vec<u64> = spans(&recs, "collective")
         .into_iter()
-        .filter(|s| s["name"] == "calibration compute overlapped")
-        .count();
-    assert!(probe_rounds >= 1, "the interference probe ran");
+        .filter(|s| s["name"] == "calibration overlapped")
+        .map(|s| u(&s["end"]))
+        .collect();
+    assert_eq!(calls.len(), overlapped.len());
+    for (&(_, compute_end), &call_end) in overlapped.iter().zip(&calls) {
+        assert!(
+            compute_end + 5_000_000 >= call_end,
+            "compute ended {} ms before its collective",
+            (call_end - compute_end) as f64 / 1e6
+        );
+    }
     // Every calibration call lies before the first step.
     let first_step = spans(&recs, "step")
         .iter()

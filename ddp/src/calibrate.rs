@@ -11,9 +11,10 @@
 //!    size's time, so that every rank makes the same choice of repeats and stops at the same size
 //!    when the budget (`DDP_PROBE_CALIBRATE_MS`, default 1000 ms) would be exceeded.
 //! 2. **Interference**: an all-reduce of the sweep (the largest whose round fits in the budget
-//!    left; its time alone is the sweep's) runs while the rank multiplies matrices for about as
-//!    long, and the matrix loop runs alone too; then the same loop while a chain of small
-//!    all-reduces (the swept size closest to 256 KiB) runs, for the cost of each call. The slowdown of each while the other runs is what the advice's
+//!    left; its time alone is the sweep's) runs while the rank multiplies matrices until it
+//!    completes, and the same number of products runs alone; then the same loop while a chain
+//!    of small all-reduces (the swept size closest to 256 KiB) runs, for the cost of each call.
+//!    The slowdown of each while the other runs is what the advice's
 //!    simulator applies where communication overlaps backward. Only on the CPU: on a GPU the
 //!    compute is asynchronous and would need events (not done here).
 //!
@@ -160,17 +161,12 @@ pub fn calibrate(
         return Ok(());
     };
     let a = Tensor::f_ones([128, 128], (Kind::Float, Device::Cpu))?;
-    let per_iter = {
-        let t0 = now();
-        let mut n = 0u32;
-        while now() - t0 < 5e6 {
-            let _ = a.f_mm(&a)?;
-            n += 1;
-        }
-        (now() - t0) / f64::from(n)
-    };
-    let iters = ((probe_ns / per_iter).ceil() as u64).clamp(1, 100_000);
-    let compute = |name: &'static str| -> Result<()> {
+    // Compute runs exactly as long as the collective it overlaps (the loop stops at the first
+    // iteration that sees it done), then the same number of iterations alone: the slowdown is
+    // then the ratio of two spans of the same work. A fixed count timed beforehand on each rank
+    // (as before) made spans of 1–10 ms against a 10–25 ms collective, and the factor read
+    // 1.1× to 6.2× over the 40 runs of `bench/whatif`; this way 1.4× to 2.5× (once 3.9×).
+    let compute_n = |name: &'static str, iters: u64| -> Result<()> {
         let t0 = probe_contract::clock::now_ns();
         for _ in 0..iters {
             let _ = a.f_mm(&a)?;
@@ -178,6 +174,20 @@ pub fn calibrate(
         let t1 = probe_contract::clock::now_ns();
         recorder.span(SpanKind::User, 0, t0, t1).name(name).finish();
         Ok(())
+    };
+    let compute_until = |name: &'static str, done: &dyn Fn() -> bool| -> Result<u64> {
+        let t0 = probe_contract::clock::now_ns();
+        let mut iters = 0u64;
+        loop {
+            let _ = a.f_mm(&a)?;
+            iters += 1;
+            if done() {
+                break;
+            }
+        }
+        let t1 = probe_contract::clock::now_ns();
+        recorder.span(SpanKind::User, 0, t0, t1).name(name).finish();
+        Ok(iters)
     };
     // The small calls: the swept size closest to a small bucket (256 KiB), as many back to
     // back as last about as long as the big call. Their compute slowdown beyond the big call's
@@ -200,10 +210,10 @@ pub fn calibrate(
             Buffer::zeros(DType::F32, (probe_bytes / 4) as usize),
             ReduceOp::Sum,
         );
-        compute(calibration::COMPUTE_OVERLAPPED)?;
+        let iters = compute_until(calibration::COMPUTE_OVERLAPPED, &|| work.is_completed())?;
         let (_, info) = work.wait()?;
         record(&info, calibration::OVERLAPPED);
-        compute(calibration::COMPUTE)?;
+        compute_n(calibration::COMPUTE, iters)?;
         pg.all_reduce(&mut [0f32], ReduceOp::Sum)?;
         let works: Vec<comm::Work> = (0..small_calls)
             .map(|_| {
@@ -213,7 +223,9 @@ pub fn calibrate(
                 )
             })
             .collect();
-        compute(calibration::COMPUTE_OVERLAPPED_SMALL)?;
+        // The same work as the big call's round: `covered` and the loss per call are read
+        // against its time alone.
+        compute_n(calibration::COMPUTE_OVERLAPPED_SMALL, iters)?;
         for work in works {
             let (_, info) = work.wait()?;
             record(&info, calibration::OVERLAPPED_SMALL);

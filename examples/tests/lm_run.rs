@@ -188,6 +188,34 @@ fn a_one_bucket_run_is_advised_from_its_start_up_calibration() {
     assert!(sizes.windows(2).all(|w| w[0] < w[1]), "{sizes:?}");
     assert!(*sizes.last().unwrap() <= gradient_bytes + 4, "{sizes:?}");
 
+    // The interference probe: each round's matrix products last until its all-reduce has
+    // completed (a product later; 5 ms of slack for a loaded machine), and the same number
+    // then runs alone.
+    let trace = std::fs::read_to_string(run.join("traces/rank-0.jsonl")).unwrap();
+    let ends = |name: &str, kind: &str| -> Vec<u64> {
+        trace
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|v| v["name"] == name && v["kind"] == kind)
+            .map(|v| v["end"].as_u64().unwrap())
+            .collect()
+    };
+    let compute_ends = ends("calibration compute overlapped", "user");
+    let call_ends = ends("calibration overlapped", "collective");
+    assert!(!compute_ends.is_empty(), "the interference probe ran");
+    assert_eq!(compute_ends.len(), call_ends.len());
+    assert_eq!(
+        ends("calibration compute", "user").len(),
+        compute_ends.len()
+    );
+    for (&compute_end, &call_end) in compute_ends.iter().zip(&call_ends) {
+        assert!(
+            compute_end + 5_000_000 >= call_end,
+            "compute ended {} ms before its collective",
+            (call_end - compute_end) as f64 / 1e6
+        );
+    }
+
     // One bucket size of its own, yet a calibrated cost model, a replay close to the
     // measured step, and a recommendation with its reasoning.
     let advice = json_of(&["advise"], &run);

@@ -374,6 +374,132 @@ fn a_calibration_sweep_that_does_not_grow_with_size_is_a_latency_bound_cost_mode
 }
 
 #[test]
+fn a_size_the_run_saw_alone_only_once_or_twice_does_not_override_the_sweep() {
+    // The bandwidth-bound run (0.1 ms + 1 ms per MiB) with a sweep on the same line from
+    // 4 KiB to 10 MiB; 3 MiB lies between the sweep's 2 and 4 MiB: 3.1 ms interpolated.
+    let spec = bandwidth_bound();
+    let sweep: Vec<(u64, f64)> = [4096, MIB, 2 * MIB, 4 * MIB, 10 * MIB]
+        .iter()
+        .map(|&b| (b, 0.1 + b as f64 / MIB as f64))
+        .collect();
+    // After the sweep, one more step in which `n` all-reduces of 3 MiB ran alone (no compute)
+    // but took 12 ms each (a step disturbed by something else on the machine).
+    let with_slow_calls = |n: u64| {
+        let mut run = with_sweep(make_run(&spec), spec.steps, &sweep);
+        for r in &mut run {
+            let mut t = 100.0 * spec.steps as f64 + 200.0;
+            r.push(Record::Span(span(
+                SpanKind::Step,
+                spec.steps,
+                t - 1.0,
+                t + 13.0 * n as f64,
+            )));
+            for k in 0..n {
+                r.push(Record::Span(
+                    span(SpanKind::Collective, 0, t, t + 12.0)
+                        .without_step()
+                        .op(op::ALL_REDUCE)
+                        .transport("tcp")
+                        .bytes(3 * MIB)
+                        .seq(2_000_000 + k),
+                ));
+                t += 13.0;
+            }
+        }
+        analysis::advise(&load(&run), &single_caps())
+    };
+    let model_at_3_mib = |a: &analysis::Advice| {
+        let fit = &a.fits[a.fit_used.expect("a cost model")];
+        assert!(fit.calibrated, "{fit:?}");
+        fit.predict_ns(3 * MIB)
+    };
+    // Two such calls are not a size of the table: the sweep's line holds.
+    let two = with_slow_calls(2);
+    assert!(close(model_at_3_mib(&two), 3.1), "{}", model_at_3_mib(&two));
+    // Three are (MIN_CALLS_PER_SIZE): the run's own size is measured there, 12 ms.
+    let three = with_slow_calls(3);
+    assert!(
+        close(model_at_3_mib(&three), 12.0),
+        "{}",
+        model_at_3_mib(&three)
+    );
+}
+
+#[test]
+fn a_probe_reading_beyond_what_one_thread_can_take_is_bounded_at_two() {
+    // The bandwidth-bound run with a sweep on its line, and a start-up probe whose compute
+    // took 40 ms while a 1 MiB all-reduce ran for those 40 ms, and the same work 10 ms alone:
+    // 4×. A collective's one thread takes at most half of a core the compute shares, so the
+    // simulation uses 2× and the advice says what the probe read.
+    let spec = bandwidth_bound();
+    let sweep: Vec<(u64, f64)> = [4096, MIB, 4 * MIB, 10 * MIB]
+        .iter()
+        .map(|&b| (b, 0.1 + b as f64 / MIB as f64))
+        .collect();
+    let probe = |overlapped_ms: f64| {
+        let mut run = with_sweep(make_run(&spec), spec.steps, &sweep);
+        for r in &mut run {
+            let mut t = 100.0 * spec.steps as f64 + 300.0;
+            for k in 0..3u64 {
+                let user = |name: &'static str, a: f64, b: f64| {
+                    Record::Span(span(SpanKind::User, 0, a, b).without_step().name(name))
+                };
+                r.push(Record::Span(
+                    span(SpanKind::Collective, 0, t, t + overlapped_ms)
+                        .without_step()
+                        .name(probe::trace::calibration::OVERLAPPED)
+                        .op(op::ALL_REDUCE)
+                        .transport("tcp")
+                        .bytes(MIB)
+                        .seq(3_000_000 + k),
+                ));
+                r.push(user(
+                    probe::trace::calibration::COMPUTE_OVERLAPPED,
+                    t,
+                    t + overlapped_ms,
+                ));
+                r.push(user(
+                    probe::trace::calibration::COMPUTE,
+                    t + overlapped_ms + 1.0,
+                    t + overlapped_ms + 11.0,
+                ));
+                t += overlapped_ms + 20.0;
+            }
+        }
+        analysis::advise(&load(&run), &single_caps())
+    };
+    let four = probe(40.0);
+    let i = four.interference.expect("the probe's factors");
+    assert!(i.compute_measured);
+    assert!((i.compute_probe - 4.0).abs() < 1e-6, "{i:?}");
+    assert_eq!(i.compute, 2.0, "{i:?}");
+    let text = four.render_text(100);
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains("compute takes 2.00× as long")
+            && flat.contains("the probe read 4.00×, more than a collective's one thread"),
+        "{text}"
+    );
+    // A reading within the bound is used as read: 15 ms for 10 ms of work, 1.5×.
+    let i = probe(15.0).interference.expect("the probe's factors");
+    assert!((i.compute - 1.5).abs() < 1e-6, "{i:?}");
+}
+
+#[test]
+fn a_sweep_cut_short_at_one_size_leaves_the_model_to_the_runs_calls() {
+    // The bandwidth-bound run (0.1 ms + 1 ms per MiB; 1 MiB and 9 MiB buckets) whose sweep
+    // stopped after its first size (9 MiB, the budget spent): the calls that ran alone have
+    // one size, so the line comes from all the run's calls, and it is not the calibrated
+    // model (the probe's factors would count the overlapped calls' slowdown twice).
+    let spec = bandwidth_bound();
+    let run = with_sweep(make_run(&spec), spec.steps, &[(9 * MIB, 9.1)]);
+    let a = analysis::advise(&load(&run), &single_caps());
+    let fit = &a.fits[a.fit_used.expect("a line from the run's calls")];
+    assert!(!fit.calibrated && fit.table.is_empty(), "{fit:?}");
+    assert!(close(fit.predict_ns(4 * MIB), 4.1), "{fit:?}");
+}
+
+#[test]
 fn the_table_shows_the_recommended_candidate_among_those_with_its_buckets() {
     // PyTorch's default: a 25 MiB cap with a 1 MiB first bucket, two buckets [9] and [8..0];
     // every all-reduce costs 12 ms whatever its size (a flat sweep): [9] runs from 1 to 13 ms

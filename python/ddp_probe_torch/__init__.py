@@ -1485,18 +1485,28 @@ def _calibrate(inst, budget_ns):
         return
     probe_bytes, probe_ns = fits[-1]
     a = torch.ones(128, 128)
-    t0, n = now_ns(), 0
-    while now_ns() - t0 < 5_000_000:
-        a.mm(a)
-        n += 1
-    iters = max(1, min(100_000, int(probe_ns / ((now_ns() - t0) / n)) + 1))
 
-    def compute(name):
+    # Compute runs exactly as long as the collective it overlaps, then the same number of
+    # products alone: the slowdown is the ratio of two spans of the same work (as the
+    # reference DDP's calibration does; a count timed beforehand made spans far shorter than
+    # the collective and the factor noisy).
+    def compute(name, iters):
         c0 = now_ns()
         for _ in range(iters):
             a.mm(a)
         writer.record({"type": "span", "kind": "user", "start": c0, "end": now_ns(),
                        "name": name})
+
+    def compute_until(name, work):
+        c0, n = now_ns(), 0
+        while True:
+            a.mm(a)
+            n += 1
+            if work.is_completed():
+                break
+        writer.record({"type": "span", "kind": "user", "start": c0, "end": now_ns(),
+                       "name": name})
+        return n
 
     data = torch.zeros(probe_bytes // 4, dtype=torch.float32)
     # The small calls: the swept size closest to a small bucket (256 KiB), back to back for
@@ -1513,10 +1523,10 @@ def _calibrate(inst, budget_ns):
         work = dist.all_reduce(data, group=pg, async_op=True)
         seq = inst.seq_after_issue()
         work.get_future().then(lambda f, done=done: done.setdefault("end", now_ns()))
-        compute("calibration compute overlapped")
+        iters = compute_until("calibration compute overlapped", work)
         work.wait()
         record("calibration overlapped", probe_bytes, m0, done.get("end", now_ns()), seq)
-        compute("calibration compute")
+        compute("calibration compute", iters)
         agree([0.0])
         ends, calls = [], []
         s0 = now_ns()
@@ -1524,7 +1534,7 @@ def _calibrate(inst, budget_ns):
             work = dist.all_reduce(small, group=pg, async_op=True)
             calls.append((work, inst.seq_after_issue()))
             work.get_future().then(lambda f, ends=ends: ends.append(now_ns()))
-        compute("calibration compute overlapped small")
+        compute("calibration compute overlapped small", iters)
         for work, _ in calls:
             work.wait()
         # The calls run one after another: each starts when the one before it ended.

@@ -591,9 +591,32 @@ fn fit_all(
             .any(|&i| points[i as usize].calibration && points[i as usize].op == op);
         let mut result = Err(FitError::Empty);
         let mut mixed = false;
-        // The op's calls that ran alone: the calibrated line's and table's observations.
+        // The op's calls that ran alone: the calibrated line's and table's observations. The
+        // sweep's sizes all count; a size of the run's own only when it ran alone at least
+        // `MIN_CALLS_PER_SIZE` times: the run's alone calls are few (a bucket after backward
+        // ends) and fall in whatever step was disturbed, and a row of one or two such calls
+        // would outweigh the sweep around it (two 1 MiB calls of a disturbed step at 23 and
+        // 42 ms, against 14 ms for the sweep's 1.7 MB, made a replay 134 % off).
         let alone = if calibrated {
-            obs_of(true, false)
+            let mut own: Vec<(f64, f64)> = items
+                .iter()
+                .map(|&i| &points[i as usize])
+                .filter(|p| p.alone && p.op == op && !p.calibration)
+                .map(|p| (x(p), p.time_ns))
+                .collect();
+            own.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+            let mut obs: Vec<(f64, f64)> = items
+                .iter()
+                .map(|&i| &points[i as usize])
+                .filter(|p| p.calibration && p.op == op)
+                .map(|p| (x(p), p.time_ns))
+                .collect();
+            for size in own.chunk_by(|a, b| a.0 == b.0) {
+                if size.len() >= MIN_CALLS_PER_SIZE {
+                    obs.extend_from_slice(size);
+                }
+            }
+            obs
         } else {
             Vec::new()
         };
@@ -607,10 +630,13 @@ fn fit_all(
                 result = fit_latency_only(&alone);
             }
         }
+        // Calibrated only when the calls that ran alone gave the model: a sweep cut short at
+        // its first size leaves the line to every call of the run, which already holds the
+        // overlapped calls' slowdown (the probe's factors must not be applied on top).
+        let calibrated = calibrated && result.is_ok();
         if result.is_err() {
             result = fit_latency_bandwidth(&obs_of(false, false));
         }
-        let calibrated = calibrated && result.is_ok();
         let (table, scatter) = if calibrated {
             let table = size_table(&alone);
             let scatter = table_scatter(&table, &alone);
@@ -1432,8 +1458,16 @@ fn explain(
             "measured by the start-up probe".to_owned()
         };
         let compute = if i.compute_measured {
+            let bounded = if i.compute_probe > i.compute + 0.005 {
+                format!(
+                    "; the probe read {:.2}×, more than a collective's one thread can take from compute",
+                    i.compute_probe
+                )
+            } else {
+                String::new()
+            };
             format!(
-                "while a collective runs, compute takes {:.2}× as long and each collective started during it costs compute {} more (measured by the start-up probe)",
+                "while a collective runs, compute takes {:.2}× as long and each collective started during it costs compute {} more (measured by the start-up probe{bounded})",
                 i.compute,
                 render::ns(i.per_call_ns),
             )

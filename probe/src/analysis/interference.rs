@@ -44,6 +44,10 @@ pub struct Interference {
     /// probe in the trace they are taken as 1× and 0.
     #[serde(default)]
     pub compute_measured: bool,
+    /// The probe's own reading of `compute` before the bound [`MAX_COMPUTE_FACTOR`] (0 when
+    /// not measured).
+    #[serde(default)]
+    pub compute_probe: f64,
 }
 
 impl Interference {
@@ -54,12 +58,25 @@ impl Interference {
         comm_calls: 0,
         per_call_ns: 0.0,
         compute_measured: false,
+        compute_probe: 0.0,
     };
 }
 
 /// The factors are clamped to this range (a probe disturbed by something else must not make
 /// the simulation absurd).
 pub const MAX_FACTOR: f64 = 10.0;
+
+/// The most compute is slowed while a collective runs, as the probe's reading is taken: the
+/// collective is one more thread on the rank's cores (the comm engine's worker, gloo's or
+/// NCCL's proxy thread), and the scheduler gives it at most an equal share of a core the
+/// compute runs on, so compute keeps at least half its speed. The probe lasts tens of
+/// milliseconds, a few scheduler slices, and on a busy machine can read beyond that. Measured
+/// with `bench/whatif` on the 2-core VM (2026-12-02): the probe of before (a fixed count of
+/// products timed beforehand) read 1.1× to 6.2× over 40 runs, while one constant factor of
+/// 1.6× predicted every shape best; bounded at 2×, the predictions' mean error over those runs
+/// fell from 5.1 % to 4.4 % and the largest from 23.7 % to 18.4 %. The probe of now (equal
+/// work, see `ddp::calibrate`) read 1.4× to 2.5× over 40 runs, and once 3.9×.
+pub const MAX_COMPUTE_FACTOR: f64 = 2.0;
 
 /// The calibration probe's spans of one rank's trace, one entry per round, in time order.
 #[derive(Default)]
@@ -195,8 +212,10 @@ pub(crate) fn calibration_factors(
     if fc.is_empty() {
         return None;
     }
+    let compute_probe = median(&mut fc);
     Some(Interference {
-        compute: median(&mut fc),
+        compute: compute_probe.min(MAX_COMPUTE_FACTOR),
+        compute_probe,
         comm: median(&mut fm),
         comm_calls: 0,
         compute_measured: true,
@@ -429,6 +448,7 @@ mod tests {
             comm_calls: 0,
             per_call_ns: 0.0,
             compute_measured: true,
+            compute_probe: 0.0,
         };
         let s = simulate_interfered(&[(1, 2e6)], 10e6, |_| 4e6, f);
         assert!((s.comm_end_ns - 10e6).abs() < 1.0, "{s:?}");
@@ -451,6 +471,7 @@ mod tests {
             comm_calls: 0,
             per_call_ns: 0.0,
             compute_measured: true,
+            compute_probe: 0.0,
         };
         // The second case above as recorded: ready at 8 ms of pure time is recorded at 8 ms
         // (nothing ran before), backward recorded to end at 12 ms.

@@ -168,12 +168,20 @@ pub(crate) static RULES: &[Rule] = &[
     // torchelastic's agent (`agent/server/api.py`: "Received {sig} death signal, shutting
     // down workers"; `multiprocessing/api.py`'s SignalException "Process {pid} got signal:
     // {sig}") and Slurm's `slurmstepd` ("*** STEP|JOB N ON host CANCELLED AT t DUE TO TIME
-    // LIMIT|PREEMPTION ***"): the launcher itself was told to stop.
+    // LIMIT|PREEMPTION ***"): the launcher itself was told to stop. DeepSpeed's node launcher
+    // (`launcher/launch.py`'s sigkill_handler) logs "Main process received SIGINT|SIGTERM,
+    // exiting" only when the signal came from outside (a failed rank takes it with the rank's
+    // return code instead).
     rule!("launcher_signal", LauncherInterrupted, Cause, Standalone,
         [["death signal, shutting down workers", "got signal: 1",
           "got signal: 2", "due to time limit", "due to preemption", "due to node failure",
-          "bypassing sigterm"]],
+          "bypassing sigterm", "main process received sigint", "main process received sigterm"]],
         not [], ex_none),
+    // DeepSpeed's runner (`launcher/runner.py`) installs its `sigkill_handler` for SIGINT
+    // only: a traceback through it means the `deepspeed` command got Ctrl-C (its own crash in
+    // the handler, a NameError on `kill_cmd` in some versions, is a consequence).
+    rule!("deepspeed_runner_sigint", LauncherInterrupted, Cause, Standalone,
+        [["launcher/runner.py"], ["in sigkill_handler"]], not [], ex_none),
     rule!("slurm_cancelled", LauncherInterrupted, Cause, Standalone,
         [["slurmstepd"], ["cancelled at"]], not [], ex_none),
     rule!("host_oom_kernel", HostOomKilled, Cause, Standalone,
@@ -506,6 +514,13 @@ pub(crate) static RULES: &[Rule] = &[
         [["segmentation fault", "sigsegv", "fatal python error", "core dumped",
           "terminate called after throwing", "illegal instruction", "sigabrt", "bus error"]],
         not [], ex_none),
+    // DeepSpeed's node launcher (`launcher/launch.py`) when one of its ranks exited with a
+    // non-zero code: "{cmd} exits with return code = {code}" (a signal's negative code is
+    // read by the rules above: -9 SIGKILL, -7 SIGBUS). The rank's own error, when its output
+    // is in the log, is the finding this one supports.
+    rule!("deepspeed_rank_exit", RankCrashed, Cause, AnyFinding,
+        [["exits with return code = "]],
+        not ["return code = 0", "return code = -9", "return code = -7"], ex_none),
     rule!("launcher_consequence", RankCrashed, Consequence, AnyFinding,
         [["childfailederror", "calledprocesserror", "keyboardinterrupt", "signalexception"]],
         not [], ex_none),

@@ -48,6 +48,20 @@ const CASES: &[Case] = &[
         2,
     ),
     case(
+        "launcher_interrupted/deepspeed-sigint.log",
+        Category::LauncherInterrupted,
+        &[],
+        "deepspeed-sigint.log",
+        5,
+    ),
+    case(
+        "rank_crashed/deepspeed-exit.log",
+        Category::RankCrashed,
+        &[],
+        "deepspeed-exit.log",
+        5,
+    ),
+    case(
         "network_interface/nccl-rank0.log",
         Category::NetworkInterface,
         &[0],

@@ -288,6 +288,20 @@ fn latency_bound_prefers_large_buckets() {
     assert!(text.contains("fewer, larger all-reduces"), "{text}");
 }
 
+/// An all-reduce over TCP without a step (as the calibration records them), named `name`.
+fn all_reduce_outside_steps(
+    name: Option<&'static str>,
+    (start, end): (f64, f64),
+    bytes: u64,
+    seq: u64,
+) -> Record {
+    let mut sp = span(SpanKind::Collective, 0, start, end).without_step();
+    if let Some(name) = name {
+        sp = sp.name(name);
+    }
+    Record::Span(sp.op(op::ALL_REDUCE).transport("tcp").bytes(bytes).seq(seq))
+}
+
 /// Appends a start-up calibration sweep to every rank of `ranks`: per `(bytes, ms)`, three
 /// all-reduces of that size taking that long, named as the calibration names them, after
 /// the last step (the analysis tells the sweep by its name, not by its place).
@@ -296,20 +310,26 @@ fn with_sweep(mut ranks: Vec<Vec<Record>>, steps: u64, sweep: &[(u64, f64)]) -> 
         let mut t = 100.0 * steps as f64;
         for (i, &(bytes, ms)) in sweep.iter().enumerate() {
             for k in 0..3u64 {
-                r.push(Record::Span(
-                    span(SpanKind::Collective, 0, t, t + ms)
-                        .without_step()
-                        .name(probe::trace::calibration::SWEEP)
-                        .op(op::ALL_REDUCE)
-                        .transport("tcp")
-                        .bytes(bytes)
-                        .seq(1_000_000 + 3 * i as u64 + k),
+                r.push(all_reduce_outside_steps(
+                    Some(probe::trace::calibration::SWEEP),
+                    (t, t + ms),
+                    bytes,
+                    1_000_000 + 3 * i as u64 + k,
                 ));
                 t += ms + 0.5;
             }
         }
     }
     ranks
+}
+
+/// A sweep of these sizes whose times lie on [`bandwidth_bound`]'s line (0.1 ms + 1 ms per
+/// MiB).
+fn sweep_on_bandwidth_bound_line(sizes: &[u64]) -> Vec<(u64, f64)> {
+    sizes
+        .iter()
+        .map(|&b| (b, 0.1 + b as f64 / MIB as f64))
+        .collect()
 }
 
 #[test]
@@ -378,10 +398,7 @@ fn a_size_the_run_saw_alone_only_once_or_twice_does_not_override_the_sweep() {
     // The bandwidth-bound run (0.1 ms + 1 ms per MiB) with a sweep on the same line from
     // 4 KiB to 10 MiB; 3 MiB lies between the sweep's 2 and 4 MiB: 3.1 ms interpolated.
     let spec = bandwidth_bound();
-    let sweep: Vec<(u64, f64)> = [4096, MIB, 2 * MIB, 4 * MIB, 10 * MIB]
-        .iter()
-        .map(|&b| (b, 0.1 + b as f64 / MIB as f64))
-        .collect();
+    let sweep = sweep_on_bandwidth_bound_line(&[4096, MIB, 2 * MIB, 4 * MIB, 10 * MIB]);
     // After the sweep, one more step in which `n` all-reduces of 3 MiB ran alone (no compute)
     // but took 12 ms each (a step disturbed by something else on the machine).
     let with_slow_calls = |n: u64| {
@@ -395,13 +412,11 @@ fn a_size_the_run_saw_alone_only_once_or_twice_does_not_override_the_sweep() {
                 t + 13.0 * n as f64,
             )));
             for k in 0..n {
-                r.push(Record::Span(
-                    span(SpanKind::Collective, 0, t, t + 12.0)
-                        .without_step()
-                        .op(op::ALL_REDUCE)
-                        .transport("tcp")
-                        .bytes(3 * MIB)
-                        .seq(2_000_000 + k),
+                r.push(all_reduce_outside_steps(
+                    None,
+                    (t, t + 12.0),
+                    3 * MIB,
+                    2_000_000 + k,
                 ));
                 t += 13.0;
             }
@@ -432,10 +447,7 @@ fn a_probe_reading_beyond_what_one_thread_can_take_is_bounded_at_two() {
     // 4×. A collective's one thread takes at most half of a core the compute shares, so the
     // simulation uses 2× and the advice says what the probe read.
     let spec = bandwidth_bound();
-    let sweep: Vec<(u64, f64)> = [4096, MIB, 4 * MIB, 10 * MIB]
-        .iter()
-        .map(|&b| (b, 0.1 + b as f64 / MIB as f64))
-        .collect();
+    let sweep = sweep_on_bandwidth_bound_line(&[4096, MIB, 4 * MIB, 10 * MIB]);
     let probe = |overlapped_ms: f64| {
         let mut run = with_sweep(make_run(&spec), spec.steps, &sweep);
         for r in &mut run {
@@ -444,14 +456,11 @@ fn a_probe_reading_beyond_what_one_thread_can_take_is_bounded_at_two() {
                 let user = |name: &'static str, a: f64, b: f64| {
                     Record::Span(span(SpanKind::User, 0, a, b).without_step().name(name))
                 };
-                r.push(Record::Span(
-                    span(SpanKind::Collective, 0, t, t + overlapped_ms)
-                        .without_step()
-                        .name(probe::trace::calibration::OVERLAPPED)
-                        .op(op::ALL_REDUCE)
-                        .transport("tcp")
-                        .bytes(MIB)
-                        .seq(3_000_000 + k),
+                r.push(all_reduce_outside_steps(
+                    Some(probe::trace::calibration::OVERLAPPED),
+                    (t, t + overlapped_ms),
+                    MIB,
+                    3_000_000 + k,
                 ));
                 r.push(user(
                     probe::trace::calibration::COMPUTE_OVERLAPPED,

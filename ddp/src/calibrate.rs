@@ -166,29 +166,18 @@ pub fn calibrate(
     // then the ratio of two spans of the same work. A fixed count timed beforehand on each rank
     // (as before) made spans of 1–10 ms against a 10–25 ms collective, and the factor read
     // 1.1× to 6.2× over the 40 runs of `bench/whatif`; this way 1.4× to 2.5× (once 3.9×).
-    let compute_n = |name: &'static str, iters: u64| -> Result<()> {
-        let t0 = probe_contract::clock::now_ns();
-        for _ in 0..iters {
-            let _ = a.f_mm(&a)?;
-        }
-        let t1 = probe_contract::clock::now_ns();
-        recorder.span(SpanKind::User, 0, t0, t1).name(name).finish();
-        Ok(())
-    };
-    let compute_until = |name: &'static str, done: &dyn Fn() -> bool| -> Result<u64> {
+    let compute_until = |name: &'static str, done: &dyn Fn(u64) -> bool| -> Result<u64> {
         let t0 = probe_contract::clock::now_ns();
         let mut iters = 0u64;
-        loop {
+        while !done(iters) {
             let _ = a.f_mm(&a)?;
             iters += 1;
-            if done() {
-                break;
-            }
         }
         let t1 = probe_contract::clock::now_ns();
         recorder.span(SpanKind::User, 0, t0, t1).name(name).finish();
         Ok(iters)
     };
+    let compute_n = |name: &'static str, n: u64| compute_until(name, &|i| i >= n).map(|_| ());
     // The small calls: the swept size closest to a small bucket (256 KiB), as many back to
     // back as last about as long as the big call. Their compute slowdown beyond the big call's
     // is the cost of each call to the computing rank (wake-ups, system calls).
@@ -210,7 +199,9 @@ pub fn calibrate(
             Buffer::zeros(DType::F32, (probe_bytes / 4) as usize),
             ReduceOp::Sum,
         );
-        let iters = compute_until(calibration::COMPUTE_OVERLAPPED, &|| work.is_completed())?;
+        let iters = compute_until(calibration::COMPUTE_OVERLAPPED, &|i| {
+            i > 0 && work.is_completed()
+        })?;
         let (_, info) = work.wait()?;
         record(&info, calibration::OVERLAPPED);
         compute_n(calibration::COMPUTE, iters)?;

@@ -1490,23 +1490,17 @@ def _calibrate(inst, budget_ns):
     # products alone: the slowdown is the ratio of two spans of the same work (as the
     # reference DDP's calibration does; a count timed beforehand made spans far shorter than
     # the collective and the factor noisy).
-    def compute(name, iters):
-        c0 = now_ns()
-        for _ in range(iters):
-            a.mm(a)
-        writer.record({"type": "span", "kind": "user", "start": c0, "end": now_ns(),
-                       "name": name})
-
-    def compute_until(name, work):
+    def compute_until(name, done):
         c0, n = now_ns(), 0
-        while True:
+        while not done(n):
             a.mm(a)
             n += 1
-            if work.is_completed():
-                break
         writer.record({"type": "span", "kind": "user", "start": c0, "end": now_ns(),
                        "name": name})
         return n
+
+    def compute(name, iters):
+        compute_until(name, lambda n: n >= iters)
 
     data = torch.zeros(probe_bytes // 4, dtype=torch.float32)
     # The small calls: the swept size closest to a small bucket (256 KiB), back to back for
@@ -1523,7 +1517,8 @@ def _calibrate(inst, budget_ns):
         work = dist.all_reduce(data, group=pg, async_op=True)
         seq = inst.seq_after_issue()
         work.get_future().then(lambda f, done=done: done.setdefault("end", now_ns()))
-        iters = compute_until("calibration compute overlapped", work)
+        iters = compute_until("calibration compute overlapped",
+                              lambda n, work=work: n > 0 and work.is_completed())
         work.wait()
         record("calibration overlapped", probe_bytes, m0, done.get("end", now_ns()), seq)
         compute("calibration compute", iters)

@@ -598,19 +598,14 @@ fn fit_all(
         // would outweigh the sweep around it (two 1 MiB calls of a disturbed step at 23 and
         // 42 ms, against 14 ms for the sweep's 1.7 MB, made a replay 134 % off).
         let alone = if calibrated {
-            let mut own: Vec<(f64, f64)> = items
+            let (sweep, mut own): (Vec<&FitPoint>, Vec<&FitPoint>) = items
                 .iter()
                 .map(|&i| &points[i as usize])
-                .filter(|p| p.alone && p.op == op && !p.calibration)
-                .map(|p| (x(p), p.time_ns))
-                .collect();
-            own.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
-            let mut obs: Vec<(f64, f64)> = items
-                .iter()
-                .map(|&i| &points[i as usize])
-                .filter(|p| p.calibration && p.op == op)
-                .map(|p| (x(p), p.time_ns))
-                .collect();
+                .filter(|p| p.alone && p.op == op)
+                .partition(|p| p.calibration);
+            own.sort_unstable_by(|a, b| x(a).total_cmp(&x(b)));
+            let mut obs: Vec<(f64, f64)> = sweep.iter().map(|p| (x(p), p.time_ns)).collect();
+            let own: Vec<(f64, f64)> = own.iter().map(|p| (x(p), p.time_ns)).collect();
             for size in own.chunk_by(|a, b| a.0 == b.0) {
                 if size.len() >= MIN_CALLS_PER_SIZE {
                     obs.extend_from_slice(size);

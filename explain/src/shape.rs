@@ -304,7 +304,7 @@ impl LogShape {
             }
             return;
         }
-        if lower.contains("test nccl failure") || lower.contains("test cuda failure") {
+        if is_nccl_tests_failure(lower) {
             tests.failed = true;
             return;
         }
@@ -418,6 +418,21 @@ fn bar_totals(lower: &str) -> Vec<u64> {
     out
 }
 
+/// Whether a (lower-cased) line is an nccl-tests failure: its `NCCLCHECK`/`CUDACHECK` macros
+/// print `Test NCCL failure FILE:LINE 'TEXT'` (2.x, `common.h`) or `NCCL failure FILE:LINE
+/// 'TEXT'` / `Cuda failure FILE:LINE 'TEXT'` (1.x) and exit: the run failed, it did not stall.
+fn is_nccl_tests_failure(lower: &str) -> bool {
+    ["nccl failure ", "cuda failure "].iter().any(|m| {
+        lower.match_indices(m).any(|(i, _)| {
+            let rest = &lower[i + m.len()..];
+            let location = rest.split_whitespace().next().unwrap_or("");
+            location.rsplit_once(':').is_some_and(|(file, line)| {
+                !file.is_empty() && !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit())
+            }) && rest.contains('\'')
+        })
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -436,6 +451,28 @@ mod tests {
             shape.observe(body, &body.to_ascii_lowercase(), nccl, rank, &ev);
         }
         shape
+    }
+
+    #[test]
+    fn nccl_tests_failure_lines_of_both_versions_are_seen() {
+        // 2.x (common.h): "%s: Test NCCL failure %s:%d '%s'"; 1.x and NCCL's own test
+        // macros: "NCCL failure %s:%d '%s'" / "Cuda failure %s:%d '%s'".
+        for line in [
+            "host-a: Test NCCL failure common.cu:961 'unhandled system error'",
+            "NCCL failure all_reduce.cu:95 'unhandled cuda error'",
+            "Cuda failure common.cu:120 'out of memory'",
+        ] {
+            let s = feed(&[
+                "# nThread 1 nGpus 8 minBytes 8 maxBytes 134217728",
+                "#      bytes             N    type      op     time  algbw  busbw      res",
+                line,
+            ]);
+            let t = s.nccl_tests.as_ref().unwrap();
+            assert!(t.failed, "{line}");
+            assert_eq!(t.rows, 0);
+        }
+        // Not a failure line: NCCL's own WARN text without a source location.
+        assert!(!is_nccl_tests_failure("nccl warn cuda failure 'invalid argument'"));
     }
 
     #[test]

@@ -472,7 +472,9 @@ mod tests {
             assert_eq!(t.rows, 0);
         }
         // Not a failure line: NCCL's own WARN text without a source location.
-        assert!(!is_nccl_tests_failure("nccl warn cuda failure 'invalid argument'"));
+        assert!(!is_nccl_tests_failure(
+            "nccl warn cuda failure 'invalid argument'"
+        ));
     }
 
     #[test]

@@ -94,7 +94,11 @@ def main():
     caps_all = [float(c) for c in args.caps.split(",")]
     work = pathlib.Path(args.keep or tempfile.mkdtemp(prefix="ddp-probe-whatif-"))
     results = {"date": datetime.datetime.now().isoformat(timespec="seconds"),
-               "config": vars(args), "shapes": []}
+               # Where the runs were kept is this machine's business, not the result's.
+               "config": {**vars(args), "keep": None,
+                          "out": str(pathlib.Path(args.out).resolve().relative_to(ROOT))
+                          if pathlib.Path(args.out).resolve().is_relative_to(ROOT) else None},
+               "shapes": []}
     all_err, all_regret, all_replay = [], [], []
     for nodes in [int(n) for n in args.nodes.split(",")]:
         for rate in args.rates.split(","):

@@ -33,6 +33,8 @@ struct Spec {
     /// How many times longer a collective takes when it starts before
     /// backward ends (compute slowing it down), 1 for none.
     contention: f64,
+    /// The same for the first bucket's all-reduce alone, when set.
+    first_contention: Option<f64>,
 }
 
 fn ready_ms(p: u32) -> f64 {
@@ -100,7 +102,9 @@ fn make_run(s: &Spec) -> Vec<Vec<Record>> {
                     let ready = b.iter().map(|&p| ready_ms(p)).fold(0.0, f64::max);
                     let start = (bwd + ready).max(end);
                     let slowed = if start < bwd + 10.0 {
-                        s.contention
+                        s.first_contention
+                            .filter(|_| id == 0)
+                            .unwrap_or(s.contention)
                     } else {
                         1.0
                     };
@@ -161,6 +165,7 @@ fn bandwidth_bound() -> Spec {
         steps: 6,
         odd_step_extra_ms: 0.0,
         contention: 1.0,
+        first_contention: None,
     }
 }
 
@@ -492,6 +497,31 @@ fn a_probe_reading_beyond_what_one_thread_can_take_is_bounded_at_two() {
     // A reading within the bound is used as read: 15 ms for 10 ms of work, 1.5×.
     let i = probe(15.0).interference.expect("the probe's factors");
     assert!((i.compute - 1.5).abs() < 1e-6, "{i:?}");
+}
+
+#[test]
+fn the_collectives_slowdown_during_compute_is_what_their_times_add_up_to() {
+    // Ten 1 MiB buckets (1.1 ms each alone, on the sweep's line), ready 1, 2, ..., 10 ms
+    // after backward start. The first bucket's all-reduce takes 4× as long during compute
+    // (4.4 ms: 1 → 5.4), the others their time alone; the calls that run entirely during
+    // compute are the first five (ending 5.4, 6.5, 7.6, 8.7, 9.8; the sixth ends at 10.9,
+    // after backward). A chain of calls costs the sum of their times: the slowdown is
+    // (4.4 + 4 · 1.1) / (5 · 1.1) = 1.6, where the median of each call's ratio would say
+    // 1.0 (four of the five ran at their speed alone) and under-rate many small buckets.
+    let spec = Spec {
+        cap_mb: 1.0,
+        layout: singles(),
+        first_contention: Some(4.0),
+        ..bandwidth_bound()
+    };
+    let sweep = sweep_on_bandwidth_bound_line(&[4096, MIB, 4 * MIB, 10 * MIB]);
+    let run = with_sweep(make_run(&spec), spec.steps, &sweep);
+    let a = analysis::advise(&load(&run), &single_caps());
+    let i = a.interference.expect("the run's own overlapped calls");
+    assert!((i.comm - 1.6).abs() < 1e-6, "{i:?}");
+    // Five calls per step, in the six steps (the first, with one bucket, has none).
+    assert_eq!(i.comm_calls, 25, "{i:?}");
+    assert!(!i.compute_measured);
 }
 
 #[test]

@@ -22,7 +22,8 @@
 //! 2. **Interference** ([`super::interference`]): while a collective runs
 //!    during backward, compute is slowed by the factor the calibration's
 //!    probe measured, and the collective by the factor this run's own bucket
-//!    calls that ran entirely during compute show (else the probe's).
+//!    calls that ran entirely during compute show, their total time against
+//!    the model's (else the probe's).
 //! 3. **Gradient-ready times.** Every all-reduce waits for the last rank to
 //!    be ready, so each steady step is seen from its *critical rank*: the
 //!    rank whose backward ends last. For every parameter, the ready offset
@@ -1080,26 +1081,35 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
     let interference = if fit.calibrated {
         let probe = calibration_factors(run, &names, cost);
         // The collectives' slowdown as this run's own bucket calls show it, when enough of them
-        // ran entirely during compute: each one's time (on the rank that started it last)
-        // against the table's time alone.
-        let mut ratios: Vec<f64> = points
+        // ran entirely during compute: their times (each on the rank that started it last)
+        // added up against the table's times alone. A step's buckets run one after another,
+        // so what the schedule needs is the sum: a median of per-call ratios ignores the few
+        // slow calls that make the chain late (on a 0.25 MiB run of bench/whatif's 4-node
+        // 1 Gbit/s shape, 2026-12-02, the median read 1.13× where the sums say 1.23×; the
+        // replay of that shape's 0.25 MiB runs was 9–10% short with the median, 6–7% with
+        // the sums).
+        let overlapped_calls: Vec<(f64, f64)> = points
             .iter()
             .filter(|p| p.overlapped && !p.calibration && p.op == bucket_op)
             .filter(|p| Some(p.transport) == bucket_transport)
-            .map(|p| p.time_ns / cost(p.bytes).max(1.0))
+            .map(|p| (p.time_ns, cost(p.bytes).max(1.0)))
             .collect();
-        let from_run = (ratios.len() >= MIN_OVERLAPPED_CALLS)
-            .then(|| median(&mut ratios).clamp(1.0, interference::MAX_FACTOR));
+        let from_run = (overlapped_calls.len() >= MIN_OVERLAPPED_CALLS).then(|| {
+            let (t, c) = overlapped_calls
+                .iter()
+                .fold((0.0, 0.0), |(t, c), &(ti, ci)| (t + ti, c + ci));
+            (t / c).clamp(1.0, interference::MAX_FACTOR)
+        });
         match (probe, from_run) {
             (Some(p), Some(comm)) => Some(Interference {
                 comm,
-                comm_calls: ratios.len(),
+                comm_calls: overlapped_calls.len(),
                 ..p
             }),
             (Some(p), None) => Some(p),
             (None, Some(comm)) => Some(Interference {
                 comm,
-                comm_calls: ratios.len(),
+                comm_calls: overlapped_calls.len(),
                 ..Interference::NONE
             }),
             (None, None) => None,
@@ -1446,7 +1456,7 @@ fn explain(
     if let Some(i) = advice.interference {
         let comm_source = if i.comm_calls > 0 {
             format!(
-                "measured on {} of this run's bucket all-reduces that ran entirely during compute",
+                "measured on {} of this run's bucket all-reduces that ran entirely during compute: their total time against the model's",
                 i.comm_calls
             )
         } else {

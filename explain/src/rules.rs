@@ -184,6 +184,21 @@ pub(crate) static RULES: &[Rule] = &[
         [["launcher/runner.py"], ["in sigkill_handler"]], not [], ex_none),
     rule!("slurm_cancelled", LauncherInterrupted, Cause, Standalone,
         [["slurmstepd"], ["cancelled at"]], not [], ex_none),
+    // Slurm's step daemon reads the step cgroup's memory.events after the step
+    // (`task/cgroup`): "Detected %lu oom_kill event%s in %ps. Some of the step tasks have
+    // been OOM Killed." (23.02 on; before, "... oom-kill event(s) in StepId=... Some of your
+    // processes may have been killed by the cgroup out-of-memory handler."), srun's "task N:
+    // Out Of Memory", and the job accounting plugin's "exceeded memory limit (...), being
+    // killed". Cgroup memory limits are the host memory a job may use: the kernel's OOM
+    // killer inside the job's allocation.
+    rule!("slurm_oom_kill", HostOomKilled, Cause, Standalone,
+        [["oom_kill event", "oom-kill event", "have been oom killed",
+          "cgroup out-of-memory handler"]],
+        not [], ex_none),
+    rule!("slurm_memory_limit", HostOomKilled, Cause, Standalone,
+        [["exceeded memory limit"], ["being killed"]], not [], ex_none),
+    rule!("slurm_task_out_of_memory", HostOomKilled, Cause, Standalone,
+        [["srun: error:"], [": out of memory"]], not [], ex_none),
     rule!("host_oom_kernel", HostOomKilled, Cause, Standalone,
         [["out of memory: killed process", "out of memory: kill process", "or sacrifice child",
           "oom-kill:", "oom_kill_process", "invoked oom-killer",

@@ -237,6 +237,13 @@ const CASES: &[Case] = &[
         1,
     ),
     case(
+        "host_oom_killed/slurm-step.err",
+        Category::HostOomKilled,
+        &[],
+        "slurm-step.err",
+        2,
+    ),
+    case(
         "host_oom_killed/rank-1.stderr",
         Category::HostOomKilled,
         &[1],

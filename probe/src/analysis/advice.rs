@@ -1087,12 +1087,16 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
         // slow calls that make the chain late (on a 0.25 MiB run of bench/whatif's 4-node
         // 1 Gbit/s shape, 2026-12-02, the median read 1.13× where the sums say 1.23×; the
         // replay of that shape's 0.25 MiB runs was 9–10% short with the median, 6–7% with
-        // the sums).
+        // the sums). A call counts at most `MAX_FACTOR` times its time alone, so that one
+        // call of a step disturbed by something else cannot carry the sum.
         let overlapped_calls: Vec<(f64, f64)> = points
             .iter()
             .filter(|p| p.overlapped && !p.calibration && p.op == bucket_op)
             .filter(|p| Some(p.transport) == bucket_transport)
-            .map(|p| (p.time_ns, cost(p.bytes).max(1.0)))
+            .map(|p| {
+                let alone = cost(p.bytes).max(1.0);
+                (p.time_ns.min(alone * interference::MAX_FACTOR), alone)
+            })
             .collect();
         let from_run = (overlapped_calls.len() >= MIN_OVERLAPPED_CALLS).then(|| {
             let (t, c) = overlapped_calls

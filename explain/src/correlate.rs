@@ -1011,6 +1011,26 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
     }
     // A SIGKILL whose sender the launcher's evidence proves says so.
     let proven = |rule: &str| own.iter().any(|s| s.rule == rule);
+    // So does the kernel's or the batch system's own report of an OOM kill (not a bare
+    // "killed by signal: Killed", which any SIGKILL gives).
+    let reported_oom = category == Category::HostOomKilled
+        && own.iter().any(|s| {
+            matches!(
+                s.rule,
+                "host_oom_kernel"
+                    | "slurm_oom_kill"
+                    | "slurm_memory_limit"
+                    | "slurm_task_out_of_memory"
+            ) && s.evidence.iter().any(|e| {
+                let t = e.text.to_ascii_lowercase();
+                t.contains("oom") || t.contains("out of memory") || t.contains("memory limit")
+            })
+        });
+    if reported_oom && ranks.is_empty() && role == Role::Cause {
+        title = "a process of the job was killed by the out-of-memory killer (the kernel's or \
+                 the batch system's own report)"
+            .to_owned();
+    }
     if !ranks.is_empty() && role == Role::Cause {
         if category == Category::HostOomKilled && proven(manifest::RULE_OOM_CONFIRMED) {
             title = format!("{} was killed by the out-of-memory killer", who(&ranks));

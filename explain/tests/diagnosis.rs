@@ -421,6 +421,29 @@ const CASES: &[Case] = &[
 ];
 
 #[test]
+fn an_oom_kill_the_kernel_or_slurm_reported_is_said_to_be_one() {
+    for f in [
+        "host_oom_killed/dmesg.txt",
+        "host_oom_killed/slurm-step.err",
+    ] {
+        let report = explain(&[logs().join(f)]).expect("explained");
+        let top = report.findings.first().expect("a finding");
+        assert_eq!(top.category, Category::HostOomKilled, "{f}");
+        assert!(
+            top.title.contains("was killed by the out-of-memory killer")
+                && !top.title.contains("most likely"),
+            "{f}: {}",
+            top.title
+        );
+    }
+    // A data-loader worker "killed by signal: Killed" is a SIGKILL, not a report of the OOM
+    // killer: the title stays "most likely".
+    let report = explain(&[logs().join("host_oom_killed/rank-1.stderr")]).expect("explained");
+    let top = report.findings.first().expect("a finding");
+    assert!(top.title.contains("most likely"), "{}", top.title);
+}
+
+#[test]
 fn every_fixture_is_diagnosed_with_its_category_ranks_and_evidence() {
     let mut failures = Vec::new();
     for c in CASES {

@@ -21,19 +21,20 @@ use serde::Deserialize;
 /// sources for one of its misses), 164 of 185 with the third (4 of its 7: an
 /// NCCL bug and an old NCCL reported as CUDA errors, a bare `unhandled system
 /// error` whose cause was the network), 170 of 191 with the fourth (5 of its
-/// 6 before a rule read from Slurm's step daemon for its miss).
+/// 6 before a rule read from Slurm's step daemon for its miss), 175 of 197
+/// with the fifth (5 of its 6).
 const DEVELOPMENT_FLOOR: f64 = 0.88;
 /// Lowest accepted top-1 accuracy on the validation split: 71 of 93 on
 /// 2026-12-02 (the goal is 0.95), 74 of 98 with the second batch of that
 /// day (3 of its 5). It was 67 of 85 (0.788) the day before; the 8
 /// validation cases of the first batch of 2026-12-02 came in at 4 of 8, the
-/// third batch's one at 0 of 1 (74 of 99), the fourth's one at 1 of 1 (75
-/// of 100). No rule was written from any
+/// third batch's one at 0 of 1 (74 of 99), the fourth's and fifth's one
+/// each at 1 of 1 (76 of 101). No rule was written from any
 /// validation case.
 const VALIDATION_FLOOR: f64 = 0.74;
 /// Cases in the corpus: a case lost from the index fails the test (the
 /// issue asked for at least 150).
-const CASES: usize = 291;
+const CASES: usize = 298;
 
 #[derive(Deserialize)]
 struct Case {

@@ -513,7 +513,7 @@ pub(crate) static RULES: &[Rule] = &[
         [["ncclinternalerror", "internal check failed", "nccl internal error", "ncclinvalidusage",
           "invalid usage", "ncclinvalidargument", "ncclsystemerror", "unhandled system error",
           "system call (e.g. socket, malloc)", "nccl error"]],
-        not [], ex_none),
+        not [], ex_nccl_error_code),
     // The rank's program stopped before training: argparse ("PROG: error: unrecognized
     // arguments: --local-rank=0", which PyTorch ≥ 2.0's launcher passes), a script that is
     // not there (CPython's "can't open file '...': [Errno 2] No such file or directory"), a
@@ -623,6 +623,27 @@ fn ex_monitored_barrier_peer(_: &str, lower: &str) -> Extract {
         subjects: faulty.into_iter().collect(),
         detail: faulty.map(|r| {
             format!("the monitored barrier got an error from rank {r}: it failed or exited")
+        }),
+        ..Extract::default()
+    }
+}
+
+/// NCCL's `ncclSystemError` ("unhandled system error", "System call (e.g. socket, malloc) or
+/// external library call failed"): a system call of NCCL's failed, and without the `NCCL WARN`
+/// line before it the log does not say which. NCCL's troubleshooting guide names the two
+/// usual ones, shared memory in containers and the network interface; in this project's corpus
+/// of real logs the bare error's established cause was each of them.
+fn ex_nccl_error_code(_: &str, lower: &str) -> Extract {
+    let system = lower.contains("system error")
+        || lower.contains("ncclsystemerror")
+        || lower.contains("system call (");
+    Extract {
+        detail: system.then(|| {
+            "ncclSystemError, a system call of NCCL's failed: without NCCL's WARN line the usual \
+             ones are /dev/shm too small in a container (64 MB by default: --ipc=host or \
+             --shm-size) or a network interface the other ranks cannot reach \
+             (NCCL_SOCKET_IFNAME)"
+                .to_owned()
         }),
         ..Extract::default()
     }

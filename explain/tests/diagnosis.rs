@@ -421,6 +421,37 @@ const CASES: &[Case] = &[
 ];
 
 #[test]
+fn a_bare_nccl_system_error_names_the_two_usual_system_calls() {
+    // PyTorch's and NCCL's words for ncclSystemError with no NCCL WARN line before them, on a
+    // host of unknown shape: not enough to decide, but the two usual causes are said.
+    let log = "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:825, unhandled system error, NCCL version 2.7.8\n\
+               ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error.\n";
+    let report = probe_explain::explain_log_bytes(
+        "rank.log",
+        log.as_bytes(),
+        &probe_explain::Options::default(),
+    );
+    let top = report.findings.first().expect("a finding");
+    assert_eq!(top.category, Category::NcclInternalOrUnsupported);
+    for needle in ["/dev/shm", "--ipc=host", "NCCL_SOCKET_IFNAME"] {
+        assert!(
+            top.explanation.contains(needle),
+            "{needle}: {}",
+            top.explanation
+        );
+    }
+    // An internal error is not a system call's failure: no such hint.
+    let log = "ncclInternalError: Internal check failed.\n";
+    let report = probe_explain::explain_log_bytes(
+        "rank.log",
+        log.as_bytes(),
+        &probe_explain::Options::default(),
+    );
+    let top = report.findings.first().expect("a finding");
+    assert!(!top.explanation.contains("/dev/shm"), "{}", top.explanation);
+}
+
+#[test]
 fn an_oom_kill_the_kernel_or_slurm_reported_is_said_to_be_one() {
     for f in [
         "host_oom_killed/dmesg.txt",

@@ -93,11 +93,12 @@ def main():
         sys.exit(f"bench/whatif/accuracy.py: the shaped cluster {why}; nothing was measured")
     caps_all = [float(c) for c in args.caps.split(",")]
     work = pathlib.Path(args.keep or tempfile.mkdtemp(prefix="ddp-probe-whatif-"))
+    out_path = pathlib.Path(args.out).resolve()
     results = {"date": datetime.datetime.now().isoformat(timespec="seconds"),
                # Where the runs were kept is this machine's business, not the result's.
                "config": {**vars(args), "keep": None,
-                          "out": str(pathlib.Path(args.out).resolve().relative_to(ROOT))
-                          if pathlib.Path(args.out).resolve().is_relative_to(ROOT) else None},
+                          "out": (str(out_path.relative_to(ROOT))
+                                  if out_path.is_relative_to(ROOT) else None)},
                "shapes": []}
     all_err, all_regret, all_replay = [], [], []
     for nodes in [int(n) for n in args.nodes.split(",")]:

@@ -1014,18 +1014,9 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
     // So does the kernel's or the batch system's own report of an OOM kill (not a bare
     // "killed by signal: Killed", which any SIGKILL gives).
     let reported_oom = category == Category::HostOomKilled
-        && own.iter().any(|s| {
-            matches!(
-                s.rule,
-                "host_oom_kernel"
-                    | "slurm_oom_kill"
-                    | "slurm_memory_limit"
-                    | "slurm_task_out_of_memory"
-            ) && s.evidence.iter().any(|e| {
-                let t = e.text.to_ascii_lowercase();
-                t.contains("oom") || t.contains("out of memory") || t.contains("memory limit")
-            })
-        });
+        && own
+            .iter()
+            .any(|s| crate::rules::OOM_REPORT_RULES.contains(&s.rule));
     if reported_oom && ranks.is_empty() && role == Role::Cause {
         title = "a process of the job was killed by the out-of-memory killer (the kernel's or \
                  the batch system's own report)"

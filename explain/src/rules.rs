@@ -164,6 +164,15 @@ macro_rules! rule {
 }
 
 /// The rules, most specific first.
+/// The rules whose lines are the kernel's or the batch system's own report of an OOM kill
+/// (not a bare SIGKILL): a finding they make says the kill happened, not that it likely did.
+pub(crate) const OOM_REPORT_RULES: &[&str] = &[
+    "host_oom_kernel",
+    "slurm_oom_kill",
+    "slurm_memory_limit",
+    "slurm_task_out_of_memory",
+];
+
 pub(crate) static RULES: &[Rule] = &[
     // torchelastic's agent (`agent/server/api.py`: "Received {sig} death signal, shutting
     // down workers"; `multiprocessing/api.py`'s SignalException "Process {pid} got signal:
@@ -202,8 +211,12 @@ pub(crate) static RULES: &[Rule] = &[
     rule!("host_oom_kernel", HostOomKilled, Cause, Standalone,
         [["out of memory: killed process", "out of memory: kill process", "or sacrifice child",
           "oom-kill:", "oom_kill_process", "invoked oom-killer",
-          "memory cgroup out of memory", "is killed by signal: killed"]],
+          "memory cgroup out of memory"]],
         not [], ex_none),
+    // PyTorch's data loader (`_utils/signal_handling.py`): a worker that got SIGKILL. Any
+    // sender does that; the OOM killer is the usual one, but the line does not say so.
+    rule!("dataloader_worker_killed", HostOomKilled, Cause, Standalone,
+        [["is killed by signal: killed"]], not [], ex_none),
     rule!("fabric_manager", NvlsFabricManager, Cause, Standalone,
         [["system not yet initialized", "fabric manager", "fabricmanager", "cudaerrorsystemnotready"]],
         not [], ex_none),

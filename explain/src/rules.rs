@@ -397,7 +397,18 @@ pub(crate) static RULES: &[Rule] = &[
           // believe your socket network is in healthy state, there may be a mismatch in
           // collective sizes or environment settings (e.g. NCCL_PROTO, NCCL_ALGO) between
           // ranks"; `net_ib.cc` "NET/IB : collective mismatch error, local size %d remote size %d".
-          "message truncated : receiving", "collective mismatch error"]],
+          "message truncated : receiving", "collective mismatch error",
+          // accelerate's `utils/operations.py` (`verify_operation`, debug mode): "Cannot apply
+          // desired operation due to shape mismatches. All shapes across devices must be valid."
+          // followed by each process's input shape.
+          "due to shape mismatches. all shapes across devices",
+          // PyTorch's flight-recorder analyzer (`torchfrtrace`, `flight_recorder/components/
+          // utils.py`'s error_analysis): "Input/output mismatch in the collective sequence
+          // number: N", and the MatchState names it prints for "Collective sequence number: N
+          // has errors" ("Error type: COLLECTIVE_TYPE_MISMATCH"). COLLECTIVE_STATE_MISMATCH (one
+          // rank finished, another did not start) is a rank behind, not different calls.
+          "input/output mismatch in the collective", "collective_type_mismatch",
+          "size_or_syntax_mismatch", "collective_dtype_mismatch"]],
         not [], ex_mismatch),
     rule!("unused_parameters", UnusedParameters, Cause, Standalone,
         [["expected to have finished reduction in the prior iteration", "did not receive grad",
@@ -453,6 +464,13 @@ pub(crate) static RULES: &[Rule] = &[
         not["retrying"],
         ex_address
     ),
+    // PyTorch's flight-recorder analyzer (`torchfrtrace`): "Not all ranks joining collective,
+    // sequence number: N" (older: "... collective N at entry M", "... for group G"), then
+    // "missing ranks: {1}" (older: "Missing ranks are {1}"). Only ranks whose dump it read count
+    // as missing: they were alive to dump and never entered the collective the others entered,
+    // stuck before it or having taken another path (a different collective, an early exit).
+    rule!("fr_trace_missing_ranks", CollectiveTimeout, Cause, Standalone,
+        [["missing ranks: {", "missing ranks are {"]], not [], ex_fr_missing_ranks),
     rule!("watchdog_timeout", CollectiveTimeout, Symptom, Standalone,
         [["watchdog caught collective operation timeout"]], not [], ex_watchdog),
     rule!("collective_timeout", CollectiveTimeout, Symptom, Standalone,
@@ -664,6 +682,37 @@ fn ex_nccl_error_code(_: &str, lower: &str) -> Extract {
 
 fn ex_none(_: &str, _: &str) -> Extract {
     Extract::default()
+}
+
+/// The ranks in the braces after "missing ranks" (a Python set: `{1, 3}`).
+fn ex_fr_missing_ranks(_: &str, lower: &str) -> Extract {
+    let subjects: Vec<usize> = lower
+        .find("missing ranks")
+        .and_then(|i| {
+            let rest = &lower[i..];
+            let open = rest.find('{')?;
+            let close = rest[open..].find('}')? + open;
+            Some(
+                rest[open + 1..close]
+                    .split(',')
+                    .filter_map(|r| r.trim().parse::<usize>().ok())
+                    .collect(),
+            )
+        })
+        .unwrap_or_default();
+    let detail = (!subjects.is_empty()).then(|| {
+        format!(
+            "the flight recorder's analyzer found {} {} never joining a collective the other ranks \
+             entered: stuck before it, or on another path (a different collective, an early exit)",
+            if subjects.len() == 1 { "rank" } else { "ranks" },
+            subjects.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+        )
+    });
+    Extract {
+        subjects,
+        detail,
+        ..Extract::default()
+    }
 }
 
 fn ex_ranks(_: &str, lower: &str) -> Extract {
@@ -1111,6 +1160,36 @@ mod tests {
         assert_eq!(
             cat("h:1:2 [0] transport/net_socket.cc:482 NCCL WARN NET/Socket : peer 10.0.0.2<34567> \
                  message truncated : receiving 1048576 bytes instead of 65536."),
+            Some(Category::CollectiveMismatch)
+        );
+    }
+
+    #[test]
+    fn flight_recorder_analyzer_output_names_the_missing_rank_and_mismatches() {
+        // torchfrtrace's lines, as `flight_recorder/components/utils.py` logs them.
+        let (rule, ex) = classify("missing ranks: {1, 3}").unwrap();
+        assert_eq!(rule.category, Category::CollectiveTimeout);
+        assert_eq!(ex.subjects, vec![1, 3]);
+        let (_, ex) = classify(
+            "Not all ranks joining collective for group 0:default_pg collective nccl:all_reduce  \
+             Missing ranks are {2}  [[3, 4]] [[3, 4]] 4 scheduled",
+        )
+        .unwrap();
+        assert_eq!(ex.subjects, vec![2]);
+        assert_eq!(
+            cat("Input/output mismatch in the collective sequence number: 12"),
+            Some(Category::CollectiveMismatch)
+        );
+        assert_eq!(
+            cat("errors: {(1, Error type: COLLECTIVE_TYPE_MISMATCH, Expected collective type: 'all_reduce')}"),
+            Some(Category::CollectiveMismatch)
+        );
+        // accelerate's debug-mode check (`utils/operations.py`, verify_operation).
+        assert_eq!(
+            cat(
+                "accelerate.utils.operations.DistributedOperationException: Cannot apply desired \
+                 operation due to shape mismatches. All shapes across devices must be valid."
+            ),
             Some(Category::CollectiveMismatch)
         );
     }

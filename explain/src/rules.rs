@@ -527,6 +527,11 @@ pub(crate) static RULES: &[Rule] = &[
           "no kernel image is available for execution", "found no nvidia driver",
           "deferredcudacallerror"]],
         not [], ex_none),
+    // NCCL `graph/search.cc` (ncclTopoGetChannelFromXml): "XML Import Channel : dev %d not
+    // found." and ncclSystemError, when the graph file it was given (NCCL_GRAPH_FILE, with
+    // NCCL_TOPO_FILE; cloud images set both in /etc/nccl.conf) names a GPU this machine lacks.
+    rule!("nccl_graph_file", NcclInternalOrUnsupported, Cause, Standalone,
+        [["xml import channel"], ["not found"]], not [], ex_nccl_graph_file),
     rule!("nccl_unsupported", NcclInternalOrUnsupported, Cause, Standalone,
         [["nccl warn"], ["not supported", "unsupported", "invalid value for"]], not [], ex_none),
     // A communicator that NCCL refused to create (c10d creates communicators in
@@ -682,6 +687,18 @@ fn ex_nccl_error_code(_: &str, lower: &str) -> Extract {
 
 fn ex_none(_: &str, _: &str) -> Extract {
     Extract::default()
+}
+
+fn ex_nccl_graph_file(_: &str, _: &str) -> Extract {
+    Extract {
+        detail: Some(
+            "NCCL's graph file (NCCL_GRAPH_FILE, with NCCL_TOPO_FILE; often set in /etc/nccl.conf \
+             by a machine image made for another size) names a GPU this machine does not have: \
+             unset both, or point them at this machine's files"
+                .to_owned(),
+        ),
+        ..Extract::default()
+    }
 }
 
 /// The ranks in the braces after "missing ranks" (a Python set: `{1, 3}`).
@@ -1192,6 +1209,15 @@ mod tests {
             ),
             Some(Category::CollectiveMismatch)
         );
+    }
+
+    #[test]
+    fn a_graph_file_naming_a_missing_gpu_is_an_nccl_configuration_error() {
+        let (rule, ex) =
+            classify("h:1:2 [0] graph/search.cc:703 NCCL WARN XML Import Channel : dev 1 not found.")
+                .unwrap();
+        assert_eq!(rule.category, Category::NcclInternalOrUnsupported);
+        assert!(ex.detail.unwrap().contains("NCCL_GRAPH_FILE"));
     }
 
     #[test]

@@ -86,6 +86,25 @@ fn export_chrome_writes_one_process_per_rank_with_microsecond_events() {
 }
 
 #[test]
+fn a_mistyped_run_option_is_named_as_an_option_not_run_as_a_program() {
+    // `--run-dir` is no option of `run` (`--out` is): the command starts at the first word
+    // that is not an option, so without the check the launcher tried to start `--run-dir`.
+    let dir = tempfile::tempdir().unwrap();
+    let out = ddp_probe(
+        &["run", "--nproc-per-node", "2", "--run-dir", "x", "train.py"],
+        dir.path(),
+    );
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("--run-dir is not an option of `ddp-probe run`")
+            && err.contains("ddp-probe run --help"),
+        "{err}"
+    );
+    assert!(!dir.path().join("runs").exists(), "nothing was launched");
+}
+
+#[test]
 fn export_chrome_of_a_missing_run_says_what_to_pass() {
     let dir = tempfile::tempdir().unwrap();
     let out = ddp_probe(

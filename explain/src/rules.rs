@@ -1213,9 +1213,10 @@ mod tests {
 
     #[test]
     fn a_graph_file_naming_a_missing_gpu_is_an_nccl_configuration_error() {
-        let (rule, ex) =
-            classify("h:1:2 [0] graph/search.cc:703 NCCL WARN XML Import Channel : dev 1 not found.")
-                .unwrap();
+        let (rule, ex) = classify(
+            "h:1:2 [0] graph/search.cc:703 NCCL WARN XML Import Channel : dev 1 not found.",
+        )
+        .unwrap();
         assert_eq!(rule.category, Category::NcclInternalOrUnsupported);
         assert!(ex.detail.unwrap().contains("NCCL_GRAPH_FILE"));
     }

@@ -200,6 +200,16 @@ fn training_command(args: &RunArgs) -> Result<(OsString, Vec<OsString>)> {
     let Some(first) = words.next() else {
         bail!("no command given: name the training command, e.g. `ddp-probe run train.py`");
     };
+    // The command starts at the first word that is not one of ddp-probe's options, so a
+    // mistyped option lands here; no training program is named like an option.
+    if first.to_string_lossy().starts_with('-') {
+        bail!(
+            "{} is not an option of `ddp-probe run` (see `ddp-probe run --help`), and a training \
+             command cannot start with it; ddp-probe's options come first, then the command: \
+             `ddp-probe run --nproc-per-node 2 train.py --lr 0.1`",
+            first.to_string_lossy()
+        );
+    }
     let python = || std::env::var_os("DDP_PROBE_PYTHON").unwrap_or_else(|| "python3".into());
     let is_script = Path::new(&first)
         .extension()

@@ -74,7 +74,6 @@ pub mod op {
     pub const RECV: &str = "recv";
 }
 
-/// Names of transports (the `transport` field). The vocabulary is open.
 /// Names of the spans a rank records while it calibrates its communication
 /// cost at start-up (`DDP_PROBE_CALIBRATE`; the reference DDP at
 /// construction, the PyTorch module at `instrument()`), before step 1. The
@@ -96,6 +95,7 @@ pub mod calibration {
     pub const COMPUTE_OVERLAPPED_SMALL: &str = "calibration compute overlapped small";
 }
 
+/// Names of transports (the `transport` field). The vocabulary is open.
 pub mod transport {
     /// TCP sockets.
     pub const TCP: &str = "tcp";

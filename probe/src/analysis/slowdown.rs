@@ -22,8 +22,13 @@
 //! A rank is named when it was the critical rank in clearly more steps than chance (the
 //! one-sided binomial tail at chance `1/ranks`, times the number of ranks, below
 //! [`super::P_VALUE_THRESHOLD`], as for [`super::Stragglers`]) and the steps it was critical in
-//! would be at least [`MIN_SAVING`] of the step shorter without it (median): a straggler that
-//! costs nothing is not worth a user's time, and one rank is always last by a little.
+//! would be at least [`MIN_SAVING`] of the step shorter without it (the median saving against
+//! the median step): a straggler that costs nothing is not worth a user's time, and one rank is
+//! always last by a little. The median of the savings, not the difference of the medians of
+//! the steps with and without it: on PyTorch's tutorial trainer (`multigpu_torchrun.py`, 2 CPU
+//! ranks, 1.1 ms steps, 2026-12-02) rank 1 was critical in 97 of 158 steps by a median 47.6 µs,
+//! and its long steps were long for other reasons too, so the medians said 1.2 ms → 1.0 ms (17%)
+//! and named it; the median saving is 4%.
 
 use serde::{Deserialize, Serialize};
 
@@ -81,7 +86,7 @@ pub struct RankSlowdown {
     pub late_ns: f64,
     /// Median step in those steps (ns).
     pub step_ns: f64,
-    /// Median re-simulated step without it (ns).
+    /// Median step in those steps less the median of their savings (ns).
     pub without_ns: f64,
     /// The timelines of its median step (see [`StepSlowdown::timelines`]), for
     /// `export chrome --what-if`.
@@ -389,10 +394,11 @@ fn verdict(steps: &[StepSlowdown], rank: u32) -> Option<RankSlowdown> {
         return None;
     }
     let step_ns = med(mine.iter().map(|s| s.step_ns));
-    let without_ns = med(mine.iter().map(|s| s.without_ns));
-    if step_ns <= 0.0 || (step_ns - without_ns) < MIN_SAVING * step_ns {
+    let saved_ns = med(mine.iter().map(|s| s.step_ns - s.without_ns));
+    if step_ns <= 0.0 || saved_ns < MIN_SAVING * step_ns {
         return None;
     }
+    let without_ns = step_ns - saved_ns;
     let most_common = |key: &dyn Fn(&StepSlowdown) -> String| -> String {
         let mut counts: Vec<(String, usize)> = Vec::new();
         for s in &mine {

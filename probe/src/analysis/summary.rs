@@ -752,8 +752,15 @@ impl Summary {
             };
             let mut line = format!("{prefix}{}", st.verdict());
             if st.straggler.is_none() {
-                if held_back.is_some() {
-                    line.push_str(" The straggler's lateness sits in some buckets only.");
+                match held_back {
+                    Some(v) if v.phase == "backward" && v.buckets.is_some() => {
+                        line.push_str(" The straggler's lateness sits in some buckets only.");
+                    }
+                    Some(_) => line.push_str(
+                        " The arrival count weighs every collective alike; the straggler above \
+                         is named for what its lateness cost the steps.",
+                    ),
+                    None => {}
                 }
                 if let Some(t) = st.ranks.first() {
                     line.push_str(&format!(

@@ -328,6 +328,37 @@ fn with_sweep(mut ranks: Vec<Vec<Record>>, steps: u64, sweep: &[(u64, f64)]) -> 
     ranks
 }
 
+/// Appends a start-up interference probe to every rank: three rounds of a 1 MiB all-reduce
+/// taking `overlapped_ms` beside compute that took as long, and the same compute alone 10 ms.
+fn with_probe(mut run: Vec<Vec<Record>>, steps: u64, overlapped_ms: f64) -> Vec<Vec<Record>> {
+    for r in &mut run {
+        let mut t = 100.0 * steps as f64 + 300.0;
+        for k in 0..3u64 {
+            let user = |name: &'static str, a: f64, b: f64| {
+                Record::Span(span(SpanKind::User, 0, a, b).without_step().name(name))
+            };
+            r.push(all_reduce_outside_steps(
+                Some(probe::trace::calibration::OVERLAPPED),
+                (t, t + overlapped_ms),
+                MIB,
+                3_000_000 + k,
+            ));
+            r.push(user(
+                probe::trace::calibration::COMPUTE_OVERLAPPED,
+                t,
+                t + overlapped_ms,
+            ));
+            r.push(user(
+                probe::trace::calibration::COMPUTE,
+                t + overlapped_ms + 1.0,
+                t + overlapped_ms + 11.0,
+            ));
+            t += overlapped_ms + 20.0;
+        }
+    }
+    run
+}
+
 /// A sweep of these sizes whose times lie on [`bandwidth_bound`]'s line (0.1 ms + 1 ms per
 /// MiB).
 fn sweep_on_bandwidth_bound_line(sizes: &[u64]) -> Vec<(u64, f64)> {
@@ -454,32 +485,11 @@ fn a_probe_reading_beyond_what_one_thread_can_take_is_bounded_at_two() {
     let spec = bandwidth_bound();
     let sweep = sweep_on_bandwidth_bound_line(&[4096, MIB, 4 * MIB, 10 * MIB]);
     let probe = |overlapped_ms: f64| {
-        let mut run = with_sweep(make_run(&spec), spec.steps, &sweep);
-        for r in &mut run {
-            let mut t = 100.0 * spec.steps as f64 + 300.0;
-            for k in 0..3u64 {
-                let user = |name: &'static str, a: f64, b: f64| {
-                    Record::Span(span(SpanKind::User, 0, a, b).without_step().name(name))
-                };
-                r.push(all_reduce_outside_steps(
-                    Some(probe::trace::calibration::OVERLAPPED),
-                    (t, t + overlapped_ms),
-                    MIB,
-                    3_000_000 + k,
-                ));
-                r.push(user(
-                    probe::trace::calibration::COMPUTE_OVERLAPPED,
-                    t,
-                    t + overlapped_ms,
-                ));
-                r.push(user(
-                    probe::trace::calibration::COMPUTE,
-                    t + overlapped_ms + 1.0,
-                    t + overlapped_ms + 11.0,
-                ));
-                t += overlapped_ms + 20.0;
-            }
-        }
+        let run = with_probe(
+            with_sweep(make_run(&spec), spec.steps, &sweep),
+            spec.steps,
+            overlapped_ms,
+        );
         analysis::advise(&load(&run), &single_caps())
     };
     let four = probe(40.0);
@@ -493,6 +503,32 @@ fn a_probe_reading_beyond_what_one_thread_can_take_is_bounded_at_two() {
         flat.contains("compute takes 2.00× as long")
             && flat.contains("the probe read 4.00×, more than a collective's one thread"),
         "{text}"
+    );
+    assert!(!text.contains("the most the model takes"), "{text}");
+    // With one bucket, whose all-reduce never runs during compute, the collectives' factor is
+    // the probe's: its 1 MiB call (1.1 ms alone) took 40 ms beside the compute, 36× read and 10×
+    // taken, the model's bound, which the advice says is a bound and not a measurement (a tiny
+    // model's 4 KiB probe call read it on PyTorch's tutorial trainer).
+    let one = Spec {
+        layout: all_in_one(),
+        ..bandwidth_bound()
+    };
+    let run = with_probe(
+        with_sweep(make_run(&one), one.steps, &sweep),
+        one.steps,
+        40.0,
+    );
+    let a = analysis::advise(&load(&run), &single_caps());
+    assert_eq!(a.interference.map(|i| i.comm), Some(10.0));
+    let flat = a
+        .render_text(100)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        flat.contains("a collective takes 10.00× as long")
+            && flat.contains("10× is the most the model takes, the reading was at least that"),
+        "{flat}"
     );
     // A reading within the bound is used as read: 15 ms for 10 ms of work, 1.5×.
     let i = probe(15.0).interference.expect("the probe's factors");

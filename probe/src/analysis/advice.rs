@@ -1483,8 +1483,17 @@ fn explain(
         } else {
             "compute's slowdown while a collective runs is not measured (the trace has no start-up interference probe) and taken as none".to_owned()
         };
+        // A factor at the bound is a reading of at least that much, not a measurement.
+        let comm_bound = if i.comm >= interference::MAX_FACTOR - 1e-9 {
+            format!(
+                "; {}× is the most the model takes, the reading was at least that",
+                interference::MAX_FACTOR
+            )
+        } else {
+            String::new()
+        };
         out.push(format!(
-            "Interference: {compute}, and a collective takes {:.2}× as long while its rank computes ({comm_source}); the simulation slows both wherever they overlap.",
+            "Interference: {compute}, and a collective takes {:.2}× as long while its rank computes ({comm_source}{comm_bound}); the simulation slows both wherever they overlap.",
             i.comm
         ));
     }

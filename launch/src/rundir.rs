@@ -32,7 +32,8 @@ use crate::manifest::Manifest;
 pub use probe_contract::manifest::read_manifest;
 
 pub use probe_contract::run_dir::{
-    ATTEMPTS_DIR, CONTROL_DIR, DEFAULT_RUNS_ROOT, LATEST_LINK, LOGS_DIR, MANIFEST_FILE, TRACES_DIR,
+    run_name, ATTEMPTS_DIR, CONTROL_DIR, DEFAULT_RUNS_ROOT, LATEST_LINK, LOGS_DIR, MANIFEST_FILE,
+    TRACES_DIR,
 };
 
 /// The parts of a run directory that belong to one attempt of a run that
@@ -145,76 +146,6 @@ pub fn resolve_run_dir(arg: Option<&Path>) -> Result<PathBuf, RunDirError> {
     Err(RunDirError::NotARun { path: given })
 }
 
-/// The name a run directory gets from the command: the program's file name,
-/// or for an interpreter (python, sh, ...) the script or module it runs.
-/// Only `[A-Za-z0-9._-]` is kept, at most 40 characters.
-pub fn run_name(program: &OsStr, args: &[OsString]) -> String {
-    let base = |p: &OsStr| {
-        Path::new(p)
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default()
-    };
-    let prog = base(program);
-    let is_interpreter = [
-        "python", "pypy", "sh", "bash", "zsh", "dash", "uv", "node", "perl", "ruby",
-    ]
-    .iter()
-    .any(|i| {
-        prog == *i
-            || (prog.starts_with(i)
-                && prog[i.len()..]
-                    .chars()
-                    .all(|c| c.is_ascii_digit() || c == '.'))
-    });
-    let mut name = prog.clone();
-    if is_interpreter {
-        let mut it = args.iter().map(|a| a.to_string_lossy());
-        while let Some(a) = it.next() {
-            if a == "-m" {
-                if let Some(module) = it.next() {
-                    name = module.rsplit('.').next().unwrap_or(&module).to_owned();
-                }
-                break;
-            }
-            if a == "-c" {
-                // Inline code, not a script: the interpreter's name it is.
-                break;
-            }
-            if a == "run" {
-                continue;
-            }
-            if !a.starts_with('-') {
-                let stem = Path::new(a.as_ref())
-                    .file_stem()
-                    .map(|s| s.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                if !stem.is_empty() {
-                    name = stem;
-                }
-                break;
-            }
-        }
-    }
-    let clean: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '.' || c == '_' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(40)
-        .collect();
-    let clean = clean.trim_start_matches('.').to_owned();
-    if clean.is_empty() {
-        "run".to_owned()
-    } else {
-        clean
-    }
-}
-
 /// Creates a fresh default run directory `<root>/<stamp>-<name>` (adding
 /// `-2`, `-3`, ... if taken) with its `logs/` and `traces/`.
 pub(crate) fn create_default(root: &Path, stamp: &str, name: &str) -> Result<PathBuf, LaunchError> {
@@ -309,27 +240,6 @@ pub(crate) fn update_latest(root: &Path, run_dir: &Path) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn name(program: &str, args: &[&str]) -> String {
-        let args: Vec<OsString> = args.iter().map(OsString::from).collect();
-        run_name(OsStr::new(program), &args)
-    }
-
-    #[test]
-    fn run_names() {
-        assert_eq!(name("./train", &[]), "train");
-        assert_eq!(
-            name("/usr/bin/python3", &["-u", "scripts/train.py", "--lr", "1"]),
-            "train"
-        );
-        assert_eq!(name("python3.11", &["-m", "pkg.trainer"]), "trainer");
-        assert_eq!(name("sh", &["-c", "echo $RANK; exit 3"]), "sh");
-        assert_eq!(name("python3", &["-c", "import torch"]), "python3");
-        assert_eq!(name("my prog$", &[]), "my_prog_");
-        assert_eq!(name("..", &[]), "run");
-        assert_eq!(name("pythonic", &["x.py"]), "pythonic");
-        assert_eq!(name(&"x".repeat(100), &[]).len(), 40);
-    }
 
     #[test]
     fn default_dirs_are_unique_and_latest_follows() {

@@ -3,6 +3,7 @@
 //! several world sizes, a tuning section when given, and one section per
 //! run.
 
+use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io::Write as _;
 use std::path::Path;
@@ -15,6 +16,7 @@ use crate::run_section::write_run;
 use crate::scaling::{scaling, write_scaling, Scaling};
 use crate::tune::write_tune;
 use probe::analysis::tuning::TuneResult;
+use probe_contract::run_dir::run_name;
 
 pub use crate::options::ReportOptions;
 
@@ -138,15 +140,20 @@ pub fn write_html(path: &Path, html: &str) -> Result<(), ReportError> {
 }
 
 fn default_title(runs: &[RunInput], tune: Option<&TuneResult>) -> String {
+    // The name the run directory got: for `python3 -u train.py` the script, not the
+    // interpreter.
     let program = runs
         .iter()
-        .find_map(RunInput::program)
-        .map(|p| {
-            Path::new(&p)
-                .file_name()
-                .map_or(p.clone(), |n| n.to_string_lossy().into_owned())
+        .find_map(|r| {
+            let program = r.program()?;
+            let args: Vec<OsString> = r.args().into_iter().map(OsString::from).collect();
+            Some(run_name(OsStr::new(&program), &args))
         })
-        .or_else(|| tune.and_then(|t| t.command.first().cloned()));
+        .or_else(|| {
+            let (program, args) = tune?.command.split_first()?;
+            let args: Vec<OsString> = args.iter().map(OsString::from).collect();
+            Some(run_name(OsStr::new(program), &args))
+        });
     let what = if tune.is_some() {
         "bucket_cap_mb tuning"
     } else if runs.len() > 1 {

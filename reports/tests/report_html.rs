@@ -59,11 +59,37 @@ fn markup_from_traces_appears_as_text_never_as_tags() {
     assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
     assert!(!html.contains("<script"), "a raw <script in the report");
     assert!(!html.contains("<b onmouseover"));
-    // The title takes the program's file name ("script>" after the last
-    // slash), as text.
+    // The title takes the run's name, as its directory does: the program's
+    // file name ("script>" after the last slash) with only letters, digits,
+    // `.`, `_` and `-` kept.
     let title = doc.descendants().find(|n| n.has_tag_name("title")).unwrap();
     assert!(title.children().all(|c| c.is_text()));
-    assert_eq!(title.text(), Some("ddp-probe report: script> (run)"));
+    assert_eq!(title.text(), Some("ddp-probe report: script_ (run)"));
+}
+
+#[test]
+fn a_python_runs_report_is_titled_by_its_script_not_the_interpreter() {
+    // PyTorch's tutorial trainer under `ddp-probe run` was titled "python3 (run)".
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("py");
+    generate_run(&SynthConfig::new(2, 6, 2), &run).unwrap();
+    edit_traces(
+        &run,
+        "\"argv\":[\"synthetic\"",
+        "\"argv\":[\"/usr/bin/python3\",\"-u\",\"multigpu_torchrun.py\"",
+    );
+    edit_traces(
+        &run,
+        "\"program\":\"synthetic\"",
+        "\"program\":\"/usr/bin/python3\"",
+    );
+    let doc_html = report_of(&[run]);
+    let doc = check_report(&doc_html);
+    let title = doc.descendants().find(|n| n.has_tag_name("title")).unwrap();
+    assert_eq!(
+        title.text(),
+        Some("ddp-probe report: multigpu_torchrun (run)")
+    );
 }
 
 #[test]

@@ -167,6 +167,20 @@ fn counter_files(cgroup_text: &str, mounts: &[CgroupMount]) -> Vec<(PathBuf, boo
     out
 }
 
+/// Whether a `/proc/PID/stat` line is of a task that is exiting or has exited: state `Z`
+/// or `X`, or `PF_EXITING` (0x4) in its flags (the ninth field; the command name, in
+/// parentheses, may hold spaces).
+fn stat_says_exiting(stat: &str) -> bool {
+    const PF_EXITING: u64 = 0x4;
+    let Some((_, rest)) = stat.rsplit_once(')') else {
+        return true;
+    };
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let state = fields.first().copied().unwrap_or("X");
+    let flags = fields.get(6).and_then(|f| f.parse::<u64>().ok());
+    matches!(state, "Z" | "X" | "x") || flags.is_none_or(|f| f & PF_EXITING != 0)
+}
+
 /// One counter being watched for a rank.
 #[derive(Debug, Clone)]
 struct Watched {
@@ -191,6 +205,16 @@ impl RankWatch {
         let Ok(text) = fs::read_to_string(format!("/proc/{pid}/cgroup")) else {
             return;
         };
+        // An exiting task has left its cgroups (the kernel moves it out as it exits, after
+        // marking it PF_EXITING), so a reading taken then is not where the rank lived: its own
+        // cgroup's counter would be taken for a parent's. Checked after the read, which the
+        // mark precedes. Seen as a flaky test under load: a rank killed by the OOM killer in
+        // its own cgroup was recorded with that cgroup as a parent's.
+        let exiting = fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map_or(true, |stat| stat_says_exiting(&stat));
+        if exiting {
+            return;
+        }
         let files = counter_files(&text, &mounts.0);
         for c in &mut self.counters {
             if c.scope != CounterScope::Host {
@@ -431,6 +455,28 @@ pub(crate) fn collect(watch: &RankWatch, kernel: &mut KernelLog, pid: u32) -> Ki
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_exiting_task_is_told_from_its_stat_line() {
+        // Fields after the command: state ppid pgrp session tty_nr tpgid flags ...
+        let running = "4242 (tail) R 4200 4242 4200 0 -1 4194304 120 0 0 0";
+        assert!(!stat_says_exiting(running));
+        // PF_EXITING (0x4) set: 4194308 = 0x400004.
+        assert!(stat_says_exiting(
+            "4242 (tail) R 4200 4242 4200 0 -1 4194308 120 0 0 0"
+        ));
+        assert!(stat_says_exiting(
+            "4242 (tail) Z 4200 4242 4200 0 -1 4194304 120 0 0 0"
+        ));
+        // A command name with spaces and parentheses.
+        assert!(!stat_says_exiting(
+            "7 (python3 -u (x)) S 1 7 7 0 -1 4194560 0 0 0 0"
+        ));
+        assert!(stat_says_exiting("garbage"));
+        // This test's own process is running.
+        let own = fs::read_to_string("/proc/self/stat").unwrap();
+        assert!(!stat_says_exiting(&own), "{own}");
+    }
 
     #[test]
     fn oom_kill_counters_parse_in_all_three_files() {

@@ -22,7 +22,6 @@
 //! Anything else the ranks write into the run directory (e.g. the example
 //! trainer's `checkpoints/`) is shared by the attempts and stays where it is.
 
-use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};

@@ -1399,7 +1399,21 @@ fn explain(
         render::ns(base.tail_ns),
         render::ns(obs.comm_exposed_ns),
     ));
+    // The model at a size the run has: its largest bucket, or the cap when a bucket reaches it
+    // (a 25 MiB bucket's time means little for a model with 84 B of gradients).
     let cap_bytes = (cur_cap * MIB) as u64;
+    let (example_bytes, example) = match advice
+        .recorded
+        .as_ref()
+        .map(|c| c.largest_bucket_bytes)
+        .filter(|&b| b > 0 && b < cap_bytes)
+    {
+        Some(b) => (
+            b,
+            format!("the run's largest bucket, {},", render::bytes(b as f64)),
+        ),
+        None => (cap_bytes, format!("a {} MiB bucket", mib(cur_cap))),
+    };
     if let (true, Some(first), Some(last)) = (fit.calibrated, fit.table.first(), fit.table.last()) {
         let n = fit.table.len();
         let busbw = last_slope(&fit.table).map_or_else(|| fit.busbw_bytes_per_s(), |s| 1e9 / s);
@@ -1412,7 +1426,7 @@ fn explain(
             )
         };
         out.push(format!(
-            "Cost model for {} over {}: the median times of {} sizes from {} to {} that ran with nothing else on their rank (the start-up calibration's sweep and the run's own such calls, {} in all; one call scatters {} around its size's median), interpolated between them; {at_largest}; a {} MiB bucket takes {}.",
+            "Cost model for {} over {}: the median times of {} sizes from {} to {} that ran with nothing else on their rank (the start-up calibration's sweep and the run's own such calls, {} in all; one call scatters {} around its size's median), interpolated between them; {at_largest}; {example} takes {}.",
             fit.op,
             fit.transport,
             n,
@@ -1420,12 +1434,11 @@ fn explain(
             render::bytes(last.0 / fit.bus_factor.max(1e-9)),
             fit.fit.calls,
             render::pct(fit.table_scatter),
-            mib(cur_cap),
-            render::ns(fit.predict_ns(cap_bytes)),
+            render::ns(fit.predict_ns(example_bytes)),
         ));
     } else {
         out.push(format!(
-        "Cost model for {} over {}: {}{} per call plus {}size at {} bus bandwidth ({}); a {} MiB bucket takes {}.",
+        "Cost model for {} over {}: {}{} per call plus {}size at {} bus bandwidth ({}); {example} takes {}.",
         fit.op,
         fit.transport,
         render::ns(fit.fit.latency_ns),
@@ -1453,8 +1466,7 @@ fn explain(
                 }
             )
         },
-        mib(cur_cap),
-        render::ns(fit.predict_ns(cap_bytes)),
+        render::ns(fit.predict_ns(example_bytes)),
     ));
     }
     if let Some(i) = advice.interference {

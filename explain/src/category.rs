@@ -300,8 +300,7 @@ impl Category {
             Category::CollectiveTimeout => {
                 "Find the rank that is behind (named here when the traces tell) and read its log: it \
                  may be dead, stuck in I/O, or skipping a collective in a data-dependent branch. \
-                 Enable the flight recorder (TORCH_NCCL_TRACE_BUFFER_SIZE) and only raise the \
-                 timeout if the work is legitimately slow."
+                 Only raise the timeout if the work is legitimately slow."
             }
             Category::CollectiveMismatch => {
                 "Make every rank call the same collectives in the same order with the same shapes: \
@@ -400,8 +399,9 @@ impl Category {
                  NCCL_DEBUG=INFO names the shared-memory segment it could not create"
             }
             Category::CollectiveTimeout | Category::UnevenInputs | Category::CollectiveMismatch => {
-                "the ranks' flight-recorder dumps (TORCH_NCCL_TRACE_BUFFER_SIZE=2000, \
-                 TORCH_NCCL_DUMP_ON_TIMEOUT=1) or a rerun under `ddp-probe run --hang-timeout`: \
+                "the ranks' flight-recorder dumps (TORCH_FR_BUFFER_SIZE=2000, or \
+                 TORCH_NCCL_TRACE_BUFFER_SIZE before PyTorch 2.9; TORCH_NCCL_DUMP_ON_TIMEOUT=1) or \
+                 a rerun under `ddp-probe run --hang-timeout`: \
                  they name the rank that did not enter the collective, and what it did instead"
             }
             Category::RankCrashed => {

@@ -452,6 +452,30 @@ fn a_bare_nccl_system_error_names_the_two_usual_system_calls() {
 }
 
 #[test]
+fn a_collective_timeout_without_dumps_says_how_to_get_them() {
+    // PyTorch's watchdog line alone: which collective each rank reached is the flight
+    // recorder's to tell, under the variable's name of torch 2.9 and later and the older one;
+    // the fix itself is about the rank behind.
+    let log = "[rank0]:[E ProcessGroupNCCL.cpp:563] [Rank 0] Watchdog caught collective operation \
+               timeout: WorkNCCL(SeqNum=17, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, \
+               Timeout(ms)=600000) ran for 600044 milliseconds before timing out.\n";
+    let report = probe_explain::explain_log_bytes(
+        "rank.log",
+        log.as_bytes(),
+        &probe_explain::Options::default(),
+    );
+    let top = report.findings.first().expect("a finding");
+    assert_eq!(top.category, Category::CollectiveTimeout);
+    let confirm = top.to_confirm.as_deref().unwrap_or_default();
+    assert!(
+        confirm.contains("TORCH_FR_BUFFER_SIZE=2000")
+            && confirm.contains("TORCH_NCCL_TRACE_BUFFER_SIZE before PyTorch 2.9"),
+        "{confirm}"
+    );
+    assert!(!top.fix.contains("flight recorder"), "{}", top.fix);
+}
+
+#[test]
 fn an_oom_kill_the_kernel_or_slurm_reported_is_said_to_be_one() {
     for f in [
         "host_oom_killed/dmesg.txt",

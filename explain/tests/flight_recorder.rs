@@ -39,6 +39,8 @@ fn a_rank_that_never_joined_is_named_with_the_last_completed_seqs() {
         text.contains("rank 0's last completed collective is seq 2"),
         "{text}"
     );
+    // The dumps are there: the fix does not ask for them again.
+    assert!(!f.fix.contains("flight recorder"), "{}", f.fix);
 }
 
 #[test]

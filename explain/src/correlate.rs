@@ -173,9 +173,23 @@ pub(crate) fn build(mut g: Gathered, opts: &Options) -> Report {
         .iter()
         .any(|s| s.category == Category::CollectiveTimeout)
         || ctx.hang;
-    if timed_out {
+    // A rank that ended normally while the others were still in a collective: they time out
+    // waiting for it, or (gloo, when its process exits) lose the connection to it. The second
+    // needs the clean exit to come before the first failure: a rank that finished its work
+    // and exited, then a peer's crash, is the crash's doing.
+    let lost_peer = signals
+        .iter()
+        .any(|s| matches!(s.rule, "peer_gone" | "peer_closed" | "peer_io"));
+    if timed_out || (lost_peer && ctx.failed) {
+        let before = (!timed_out).then(|| {
+            ctx.end_after
+                .iter()
+                .filter(|(r, _)| !ctx.exited_ok.contains(r))
+                .map(|(_, t)| *t)
+                .fold(f64::INFINITY, f64::min)
+        });
         for m in &g.manifests {
-            for mut s in uneven_from_manifest(m, &ctx, &signals) {
+            for mut s in uneven_from_manifest(m, &ctx, &signals, before) {
                 order += 1;
                 s.order = order;
                 signals.push(s);
@@ -508,6 +522,7 @@ fn uneven_from_manifest(
     m: &crate::manifest::LoadedManifest,
     ctx: &RunContext,
     signals: &[Signal],
+    before: Option<f64>,
 ) -> Vec<Signal> {
     let mut out = Vec::new();
     if ctx.exited_ok.len() >= ctx.world_size.unwrap_or(usize::MAX) {
@@ -515,6 +530,10 @@ fn uneven_from_manifest(
     }
     for r in &m.manifest.ranks {
         if !ctx.exited_ok.contains(&r.rank) {
+            continue;
+        }
+        let ended = r.end.as_ref().map_or(f64::INFINITY, |e| e.after_s);
+        if before.is_some_and(|t| ended >= t) {
             continue;
         }
         if signals
@@ -983,6 +1002,17 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
         .filter(|r| !ranks.contains(r))
         .collect();
     let mut title = title(category, role, &ranks, &observers_only);
+    // The ranks that lost a peer are the ones that said so, not the peer they lost.
+    if category == Category::RankCrashed
+        && role == Role::Consequence
+        && !ranks.is_empty()
+        && ranks.iter().all(|r| observed_by.contains(r))
+    {
+        title = format!(
+            "{} lost a peer: another rank exited or the connection broke",
+            who(&ranks)
+        );
+    }
     let mut fix = category.fix().to_owned();
     if category == Category::LauncherInterrupted {
         // Not a rank's doing: say what the launcher got, when the manifest knows.

@@ -767,6 +767,77 @@ fn oom_killed_rank_ranks_before_the_others_closed_connections() {
     );
 }
 
+#[test]
+fn a_rank_that_exited_normally_before_its_peer_lost_it_is_the_cause() {
+    // As PyTorch's tutorial trainer with one batch fewer on rank 1 ran (gloo, 2 CPU ranks):
+    // rank 1 left the loop and exited with code 0 at 4.2 s; rank 0's next all-reduce lost the
+    // connection and it exited with code 1 at 4.9 s.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let m = manifest(
+        "failed",
+        2,
+        vec![
+            rank_record(0, 2, end(json!({"how": "exited", "code": 1}), 4.9, false)),
+            rank_record(1, 2, end(json!({"how": "exited", "code": 0}), 4.2, false)),
+        ],
+        json!({"first_failure": {"rank": 0, "local_rank": 0, "how": "exited", "code": 1, "at": "t", "after_s": 4.9}}),
+    );
+    put(root, "manifest.json", &m);
+    put(root, "logs/rank-0.stderr", "[rank0]: RuntimeError: Got the following error when running the callback: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed by peer [127.0.0.1]:62184. This is typically caused by a remote worker crashing.\n");
+    put(
+        root,
+        "logs/rank-1.stderr",
+        "[GPU1] Epoch 1 | Batchsize: 32 | Steps: 32\n",
+    );
+    let r = explain(&[root.to_path_buf()]).unwrap();
+    let top = &r.findings[0];
+    assert_eq!(
+        (top.category, top.ranks.clone()),
+        (Category::UnevenInputs, vec![1]),
+        "{}",
+        r.render_text(100)
+    );
+    assert!(
+        top.explanation
+            .contains("rank 1 exited with code 0 after 4.2 s"),
+        "{}",
+        top.explanation
+    );
+    let lost = &r.findings[1];
+    assert_eq!(
+        (lost.category, lost.role),
+        (Category::RankCrashed, Role::Consequence)
+    );
+    assert_eq!(
+        lost.title,
+        "rank 0 lost a peer: another rank exited or the connection broke",
+        "{}",
+        r.render_text(100)
+    );
+
+    // The same ranks, but rank 1 exited after rank 0 failed: rank 1 had finished its work, and
+    // rank 0's failure is its own.
+    let later = manifest(
+        "failed",
+        2,
+        vec![
+            rank_record(0, 2, end(json!({"how": "exited", "code": 1}), 4.9, false)),
+            rank_record(1, 2, end(json!({"how": "exited", "code": 0}), 5.3, false)),
+        ],
+        json!({"first_failure": {"rank": 0, "local_rank": 0, "how": "exited", "code": 1, "at": "t", "after_s": 4.9}}),
+    );
+    put(root, "manifest.json", &later);
+    let r = explain(&[root.to_path_buf()]).unwrap();
+    assert!(
+        r.findings
+            .iter()
+            .all(|f| f.category != Category::UnevenInputs),
+        "{}",
+        r.render_text(100)
+    );
+}
+
 /// A run of 2 ranks in which rank 1 died of a SIGKILL the launcher did not
 /// send, with this `kill_evidence` in its end (and its first failure), and
 /// rank 0 was stopped; returns the manifest's text and the report.

@@ -156,6 +156,8 @@ pub(crate) fn build(mut g: Gathered, opts: &Options) -> Report {
         }
     }
 
+    name_unused_parameters(&mut signals, &g.progress);
+
     // 2. Cross-checks.
     for mut s in g.nccl.cross_checks(ctx.world_size) {
         order += 1;
@@ -518,6 +520,48 @@ fn progress_signals(
 
 /// A rank that exited 0 while the others hung or timed out, and that no
 /// other observation explains, ran out of inputs.
+/// PyTorch's "Parameter indices which did not receive grad for rank 0: 2 3" gives indices
+/// only (names need TORCH_DISTRIBUTED_DEBUG): the traces' parameter tables name them.
+fn name_unused_parameters(signals: &mut [Signal], progress: &[crate::traces::RankProgress]) {
+    for s in signals.iter_mut().filter(|s| s.rule == "unused_parameters") {
+        let Some(list) = s
+            .detail
+            .as_deref()
+            .and_then(|d| d.strip_prefix("no gradient for: "))
+        else {
+            continue;
+        };
+        if !list
+            .chars()
+            .all(|c| c.is_ascii_digit() || c == ' ' || c == ',')
+        {
+            continue;
+        }
+        let table = s
+            .observer
+            .and_then(|r| progress.iter().find(|p| p.rank == r))
+            .or_else(|| progress.iter().find(|p| !p.param_names.is_empty()))
+            .map(|p| &p.param_names);
+        let Some(table) = table.filter(|t| !t.is_empty()) else {
+            continue;
+        };
+        let named: Vec<String> = list
+            .split([' ', ','])
+            .filter_map(|t| t.parse::<u32>().ok())
+            .map(|i| match table.iter().find(|(j, _)| *j == i) {
+                Some((_, name)) => format!("{i} ({})", sanitize(name, 80)),
+                None => i.to_string(),
+            })
+            .collect();
+        if !named.is_empty() {
+            s.detail = Some(format!(
+                "no gradient for parameters {} (names from the trace's parameter table)",
+                named.join(", ")
+            ));
+        }
+    }
+}
+
 fn uneven_from_manifest(
     m: &crate::manifest::LoadedManifest,
     ctx: &RunContext,

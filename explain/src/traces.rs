@@ -72,6 +72,9 @@ pub(crate) struct RankProgress {
     pub last_step: Option<u64>,
     /// The status of its `end` record, when it finished recording.
     pub end_status: Option<String>,
+    /// DDP's parameters by index (the header's table), to name the indices PyTorch's errors
+    /// give.
+    pub param_names: Vec<(u32, String)>,
 }
 
 /// Reads the progress of every rank traced under `dir`; notes say what was
@@ -152,7 +155,14 @@ fn from_run(run: &Run) -> Vec<RankProgress> {
             .map(|(seq, (_, c))| (seq, c))
             .collect();
         let waiting_in = waiting(&queued, &completed_seqs(rank)).map(coll);
+        let param_names = rank
+            .header
+            .ddp
+            .as_ref()
+            .map(|d| d.params.iter().map(|p| (p.index, p.name.clone())).collect())
+            .unwrap_or_default();
         out.push(RankProgress {
+            param_names,
             rank: rank.rank() as usize,
             path: rank.path.clone(),
             file: display_path(&rank.path),
@@ -175,6 +185,18 @@ fn from_tail(path: &Path) -> Option<RankProgress> {
         .ok()?;
     let header: Value = serde_json::from_str(first.trim()).ok()?;
     let rank = header.get("rank").and_then(Value::as_u64)? as usize;
+    let param_names = header
+        .pointer("/ddp/params")
+        .and_then(Value::as_array)
+        .map(|ps| {
+            ps.iter()
+                .filter_map(|p| {
+                    let index = u32::try_from(p.get("index")?.as_u64()?).ok()?;
+                    Some((index, p.get("name")?.as_str()?.to_owned()))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
     let tail = TraceTail::read_last(path, TAIL_BYTES).ok()?;
     let coll = |c: CollectiveRef| Coll {
         seq: c.seq,
@@ -189,6 +211,7 @@ fn from_tail(path: &Path) -> Option<RankProgress> {
         waiting_in: tail.waiting_in.map(coll),
         last_step: tail.last_step,
         end_status: tail.end_status,
+        param_names,
     })
 }
 

@@ -838,6 +838,55 @@ fn a_rank_that_exited_normally_before_its_peer_lost_it_is_the_cause() {
     );
 }
 
+#[test]
+fn unused_parameter_indices_are_named_from_the_traces_parameter_table() {
+    // PyTorch gives indices only; the module's trace header has DDP's parameter table
+    // (a model whose second head is never used: indices 2 and 3 are `b.weight`, `b.bias`).
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let m = manifest(
+        "failed",
+        1,
+        vec![rank_record(
+            0,
+            1,
+            end(json!({"how": "exited", "code": 1}), 3.1, false),
+        )],
+        json!({"first_failure": {"rank": 0, "local_rank": 0, "how": "exited", "code": 1, "at": "t", "after_s": 3.1}}),
+    );
+    put(root, "manifest.json", &m);
+    put(
+        root,
+        "logs/rank-0.stderr",
+        "[rank0]: RuntimeError: Expected to have finished reduction in the prior iteration before starting a new one.\n\
+         [rank0]: Parameter indices which did not receive grad for rank 0: 2 3\n",
+    );
+    let params: Vec<serde_json::Value> = ["a.weight", "a.bias", "b.weight", "b.bias"]
+        .iter()
+        .enumerate()
+        .map(|(i, n)| json!({"index": i, "name": n, "shape": [1], "dtype": "float32", "numel": 1, "bytes": 4}))
+        .collect();
+    let header = json!({"type": "header", "format": "ddp-probe-trace", "version": "1.0",
+        "run_id": "r1", "rank": 0, "world_size": 1, "start_ns": 1000,
+        "ddp": {"backend": "gloo", "bucket_cap_mb": 25.0, "find_unused_parameters": false,
+                "gradient_as_bucket_view": false, "params": params, "buckets": []}});
+    put(root, "traces/rank-0.jsonl", &format!("{header}\n"));
+    let r = explain(&[root.to_path_buf()]).unwrap();
+    let top = &r.findings[0];
+    assert_eq!(
+        top.category,
+        Category::UnusedParameters,
+        "{}",
+        r.render_text(100)
+    );
+    assert!(
+        top.explanation
+            .contains("no gradient for parameters 2 (b.weight), 3 (b.bias)"),
+        "{}",
+        top.explanation
+    );
+}
+
 /// A run of 2 ranks in which rank 1 died of a SIGKILL the launcher did not
 /// send, with this `kill_evidence` in its end (and its first failure), and
 /// rank 0 was stopped; returns the manifest's text and the report.

@@ -559,3 +559,59 @@ fn a_rank_busy_waiting_inside_backward_is_named_with_the_late_buckets() {
     assert!(saved > 30e6, "{v}");
     assert!(text.contains("straggler: rank 1 held back"), "{text}");
 }
+
+#[test]
+fn a_rank_out_of_batches_is_named_as_the_cause_when_its_peer_fails() {
+    // Rank 1 has one batch fewer and exits normally; rank 0's next all-reduce loses its peer
+    // (gloo: "Connection closed by peer") and the job fails. From the log alone that reads as
+    // a crash; the run's manifest shows rank 1's clean exit before rank 0's failure.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    let out = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
+        .current_dir(repo())
+        // Should gloo ever wait instead of failing, the hang watchdog ends it (and the same
+        // finding follows from the hang).
+        .args([
+            "run",
+            "--nproc-per-node",
+            "2",
+            "--hang-timeout",
+            "60",
+            "--out",
+        ])
+        .arg(&dir)
+        .arg("--")
+        .arg(venv_python())
+        .args([
+            "examples/python/ddp_features.py",
+            "--mode",
+            "uneven",
+            "--steps",
+            "4",
+        ])
+        .env_remove("PYTHONPATH")
+        .output()
+        .expect("start ddp-probe run");
+    let console = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out.status.success(), "the job should fail:\n{console}");
+    let explain = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
+        .args(["explain", "--json"])
+        .arg(&dir)
+        .output()
+        .expect("explain");
+    let report: Value = serde_json::from_slice(&explain.stdout).expect("explain --json");
+    let first = &report["findings"][0];
+    assert_eq!(
+        (first["category"].as_str(), first["ranks"].clone()),
+        (Some("uneven_inputs"), serde_json::json!([1])),
+        "{report:#}\n{console}"
+    );
+    assert!(
+        console.contains("most likely cause: rank 1 ran out of input batches"),
+        "{console}"
+    );
+}

@@ -25,6 +25,9 @@ Modes (each the way PyTorch's documentation writes it):
 * ``straggler``: rank 1 busy-waits ``--slow-ms`` inside the block's backward, between the
   MLP's gradients and the attention's (a straggler that per-phase timers cannot see: the
   all-reduces even out the ranks' step times).
+* ``uneven``: rank 1 has one batch fewer: it leaves the loop a step early and exits, as a
+  script without ``drop_last`` or ``Join`` does; rank 0's last all-reduce loses its peer
+  (the job fails).
 
 At the end rank 0 prints ``graph breaks: N`` (Dynamo's count; 0 without
 ``compile``) and ``samples: N`` (the samples it trained on), which the tests
@@ -44,7 +47,7 @@ from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 import ddp_probe_torch
 
 MODES = ("plain", "prehook", "fp16", "bf16", "no_sync", "static_graph", "unused", "amp", "compile",
-         "straggler")
+         "straggler", "uneven")
 
 
 class BusyBackward(torch.autograd.Function):
@@ -164,7 +167,8 @@ def main():
         return F.cross_entropy(out.float(), y) / micro
 
     step, samples, batches = 0, 0, iter(loader)
-    while step < args.steps:
+    steps = args.steps - 1 if args.mode == "uneven" and rank == 1 else args.steps
+    while step < steps:
         opt.zero_grad(set_to_none=True)
         for m in range(micro):
             try:
@@ -179,6 +183,8 @@ def main():
         opt.step()
         step += 1
 
+    if args.mode == "uneven" and rank == 1:
+        return  # out of data: gone, without a barrier or Join
     if rank == 0:
         breaks = {}
         if args.mode == "compile":

@@ -518,8 +518,6 @@ fn progress_signals(
     behind.is_empty() && waiting.len() >= 2
 }
 
-/// A rank that exited 0 while the others hung or timed out, and that no
-/// other observation explains, ran out of inputs.
 /// PyTorch's "Parameter indices which did not receive grad for rank 0: 2 3" gives indices
 /// only (names need TORCH_DISTRIBUTED_DEBUG): the traces' parameter tables name them.
 fn name_unused_parameters(signals: &mut [Signal], progress: &[crate::traces::RankProgress]) {
@@ -562,6 +560,9 @@ fn name_unused_parameters(signals: &mut [Signal], progress: &[crate::traces::Ran
     }
 }
 
+/// A rank that exited 0 while the others hung or timed out, or (with `before`: the first
+/// failure's time) before a peer lost its connection to it, and that no other observation
+/// explains, ran out of inputs.
 fn uneven_from_manifest(
     m: &crate::manifest::LoadedManifest,
     ctx: &RunContext,

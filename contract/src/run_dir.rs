@@ -24,7 +24,9 @@
 //! a run directory that the readers can open.
 //!
 //! [`RunDirError`] says what is wrong with a path that is not a run
-//! (`crate::manifest::read_manifest` reads one back).
+//! (`crate::manifest::read_manifest` reads one back). [`run_name`] is the
+//! name a run gets from its command: the launcher names the directory with
+//! it, the report titles the run with it.
 
 use std::ffi::{OsStr, OsString};
 use std::io;

@@ -39,6 +39,23 @@ pub enum SeriesError {
         what: String,
     },
 
+    /// A run of `tune` did not use the cap handed to it: every candidate would run the same
+    /// buckets, and comparing them would measure noise.
+    #[error(
+        "the job did not use the bucket_cap_mb that tune handed it: asked for {asked} MiB \
+         (DDP_PROBE_BUCKET_CAP_MB), its DDP recorded {recorded} MiB ({dir}); every candidate \
+         would run the same buckets. Read the variable where the script builds DDP, e.g. \
+         DistributedDataParallel(model, bucket_cap_mb=float(os.environ.get(\"DDP_PROBE_BUCKET_CAP_MB\", 25)))"
+    )]
+    CapNotApplied {
+        /// The cap tune handed the run (MiB, as printed).
+        asked: String,
+        /// The cap its trace recorded (MiB, as printed).
+        recorded: String,
+        /// The run directory.
+        dir: String,
+    },
+
     /// Loading the runs, writing a file or the report failed.
     #[error(transparent)]
     Report(#[from] ReportError),

@@ -198,8 +198,8 @@ pub fn run_scale(cfg: &ScaleConfig) -> Result<ScaleOutcome, SeriesError> {
             one_thread.as_slice(),
         )?;
         let line = match measure_run(&outcome.run_dir, cfg.options.warmup_steps) {
-            (Some(run), _) => run_line(&what, &run),
-            (None, e) => format!("{what}: {}", e.unwrap_or_default()),
+            (Some(run), _, _) => run_line(&what, &run),
+            (None, e, _) => format!("{what}: {}", e.unwrap_or_default()),
         };
         progress.done(&line);
         runs.push(ScaleRun {
@@ -665,7 +665,20 @@ impl Runner<'_> {
                 .clone()
                 .unwrap_or_else(|| "a signal".into())));
         }
-        let (run, err) = measure_run(&outcome.run_dir, cfg.options.warmup_steps);
+        let (run, err, recorded_cap) = measure_run(&outcome.run_dir, cfg.options.warmup_steps);
+        // A job that builds DDP with its own cap ignores the one handed to it: found on
+        // PyTorch's tutorial trainer, whose "1 MiB" and "25 MiB" runs both recorded 25 MiB and
+        // tune recommended one of two identical settings.
+        if let (Some(asked), Some(recorded)) = (cap, recorded_cap) {
+            if (asked - recorded).abs() > 1e-6 * asked.max(1.0) {
+                progress.done(&format!("{what}: the job ignored the cap"));
+                return Err(SeriesError::CapNotApplied {
+                    asked: mib(asked),
+                    recorded: mib(recorded),
+                    dir: outcome.run_dir.display().to_string(),
+                });
+            }
+        }
         let run = run.unwrap_or_else(|| TuneRun {
             dir: outcome.run_dir.display().to_string(),
             repeat,
@@ -683,14 +696,19 @@ impl Runner<'_> {
 }
 
 /// Reads a finished run: its steady step times and whether it failed.
-fn measure_run(dir: &Path, warmup: u64) -> (Option<TuneRun>, Option<String>) {
+fn measure_run(dir: &Path, warmup: u64) -> (Option<TuneRun>, Option<String>, Option<f64>) {
     let input = match load_runs(&[dir.to_path_buf()]) {
         Ok(v) => match v.into_iter().next() {
             Some(i) => i,
-            None => return (None, Some("no run found".into())),
+            None => return (None, Some("no run found".into()), None),
         },
-        Err(e) => return (None, Some(e.to_string())),
+        Err(e) => return (None, Some(e.to_string()), None),
     };
+    let recorded_cap = input.run.as_ref().and_then(|run| {
+        run.ranks
+            .iter()
+            .find_map(|r| r.header.ddp.as_ref().and_then(|d| d.bucket_cap_mb))
+    });
     let reasons = failure_reasons(&input);
     let mut times: Vec<f64> = input
         .run
@@ -720,6 +738,7 @@ fn measure_run(dir: &Path, warmup: u64) -> (Option<TuneRun>, Option<String>) {
             step_times_ns: times,
         }),
         None,
+        recorded_cap,
     )
 }
 

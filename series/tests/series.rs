@@ -165,6 +165,30 @@ fn a_failing_job_is_reported_not_recommended() {
 }
 
 #[test]
+fn a_job_that_ignores_the_cap_stops_the_tuning_with_why() {
+    // The fake job builds its buckets with the default caps whatever it is handed (as
+    // PyTorch's tutorial trainer, which builds DDP with its own arguments): its trace records
+    // 25 MiB for the "2 MiB" run, and comparing the candidates would measure noise.
+    let dir = tempfile::tempdir().unwrap();
+    let err = run_tune(&TuneConfig {
+        command: job(&["--ignore-cap"], 8),
+        nproc_per_node: 2,
+        caps: TuneCaps::List(vec![2.0, 4.0]),
+        repeats: 1,
+        dir: dir.path().join("ignored"),
+        report: None,
+        options: quiet(),
+    })
+    .expect_err("a job that ignores the cap cannot be tuned");
+    let text = err.to_string();
+    assert!(
+        text.contains("asked for 2 MiB (DDP_PROBE_BUCKET_CAP_MB), its DDP recorded 25 MiB")
+            && text.contains("bucket_cap_mb=float(os.environ.get("),
+        "{text}"
+    );
+}
+
+#[test]
 fn scale_runs_each_world_size_and_reports_the_series() {
     let dir = tempfile::tempdir().unwrap();
     let series = dir.path().join("scale");

@@ -16,7 +16,9 @@
 //! 1, 2, 4, 8 and 16 MiB on 2 ranks, 2 MiB gives the shortest step.
 //!
 //! `--fail` makes rank 1 (rank 0 with one rank) stop after half the steps
-//! with an error; `--log TEXT` adds a warning log record with TEXT.
+//! with an error; `--log TEXT` adds a warning log record with TEXT;
+//! `--ignore-cap` builds its buckets with the default caps whatever
+//! `DDP_PROBE_BUCKET_CAP_MB` says (as a script that passes its own cap to DDP).
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -49,12 +51,14 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let mut steps = 12u64;
     let mut fail = false;
     let mut log: Option<String> = None;
+    let mut ignore_cap = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--steps" => steps = args.next().ok_or("--steps needs a value")?.parse()?,
             "--fail" => fail = true,
             "--log" => log = Some(args.next().ok_or("--log needs a value")?),
+            "--ignore-cap" => ignore_cap = true,
             other => return Err(format!("unknown argument {other}").into()),
         }
     }
@@ -68,7 +72,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let cap_mb: Option<f64> = std::env::var("DDP_PROBE_BUCKET_CAP_MB")
         .ok()
         .and_then(|v| v.parse().ok())
-        .filter(|c: &f64| *c > 0.0);
+        .filter(|c: &f64| *c > 0.0 && !ignore_cap);
     let (first_limit, limit) = match cap_mb {
         Some(c) => ((c * MIB as f64) as u64, (c * MIB as f64) as u64),
         None => (MIB, 25 * MIB),

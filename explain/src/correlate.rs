@@ -1047,6 +1047,21 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
         .filter(|r| !ranks.contains(r))
         .collect();
     let mut title = title(category, role, &ranks, &observers_only);
+    // Only the traces or the flight recorder's dumps saw the wait (no timeout, no hang: the run
+    // was stopped for another rank's failure): the ranks waited, nothing timed out.
+    if category == Category::CollectiveTimeout
+        && !ranks.is_empty()
+        && !observers_only.is_empty()
+        && own
+            .iter()
+            .all(|s| s.rule.starts_with("trace_") || s.rule.starts_with("flight_recorder"))
+    {
+        title = format!(
+            "{} waited in a collective for {}, which never joined it",
+            who(&observers_only),
+            who(&ranks)
+        );
+    }
     // The ranks that lost a peer are the ones that said so, not the peer they lost.
     if category == Category::RankCrashed
         && role == Role::Consequence

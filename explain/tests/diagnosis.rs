@@ -1139,6 +1139,55 @@ fn stopped() -> serde_json::Value {
 }
 
 #[test]
+fn a_rank_stopped_while_it_waited_for_a_crashed_one_waited_and_did_not_time_out() {
+    // Rank 1 raised an exception (exit 1); rank 0, waiting in all_reduce seq 17 for it, was
+    // stopped by the launcher. Nothing timed out: the traces only show the wait (as PyTorch's
+    // tutorial trainer with a ValueError on rank 1 ran).
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    put(
+        root,
+        "manifest.json",
+        &manifest(
+            "failed",
+            2,
+            vec![
+                rank_record(0, 2, stopped()),
+                rank_record(1, 2, end(json!({"how": "exited", "code": 1}), 4.2, false)),
+            ],
+            json!({"first_failure": {"rank": 1, "local_rank": 1, "how": "exited", "code": 1, "at": "t", "after_s": 4.2}}),
+        ),
+    );
+    put(root, "logs/rank-0.stderr", "step 3 done\n");
+    put(
+        root,
+        "logs/rank-1.stderr",
+        "Traceback (most recent call last):\n  File \"train.py\", line 62, in _run_epoch\n\
+         ValueError: bad sample: label out of range\n",
+    );
+    put(root, "traces/rank-0.jsonl", &trace(0, 16, Some(17), false));
+    put(root, "traces/rank-1.jsonl", &trace(1, 16, None, false));
+    let r = explain(&[root.to_path_buf()]).unwrap();
+    assert_eq!(
+        r.findings[0].category,
+        Category::RankCrashed,
+        "{}",
+        r.render_text(100)
+    );
+    let wait = r
+        .findings
+        .iter()
+        .find(|f| f.category == Category::CollectiveTimeout)
+        .unwrap_or_else(|| panic!("{}", r.render_text(100)));
+    assert_eq!(
+        wait.title,
+        "rank 0 waited in a collective for rank 1, which never joined it",
+        "{}",
+        r.render_text(100)
+    );
+}
+
+#[test]
 fn hung_run_names_the_rank_that_never_joined_the_collective() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();

@@ -952,6 +952,22 @@ fn group(signals: Vec<Signal>, opts: &Options) -> Vec<Draft> {
         .collect()
 }
 
+/// The CUDA runtime's words when there is no GPU to use at all (no driver, none visible, a
+/// driver older than the installed torch's CUDA): not a kernel's error.
+const NO_USABLE_GPU: [&str; 4] = [
+    "found no nvidia driver",
+    "no cuda gpus are available",
+    "cuda driver version is insufficient",
+    "nvidia driver on your system is too old",
+];
+
+/// The fix when the ranks found no GPU to use.
+const NO_USABLE_GPU_FIX: &str = "There is no GPU this process can use (no NVIDIA driver, none \
+     visible in CUDA_VISIBLE_DEVICES, or a driver older than the CUDA of the installed torch): \
+     run on a GPU machine (check `nvidia-smi` there and `torch.version.cuda`), or run this script \
+     on the CPU: backend `gloo` (init_process_group(\"gloo\")), no `torch.cuda.set_device`, the \
+     model and the tensors on the CPU, DDP without device_ids.";
+
 /// The fix for a rank proven to be killed by a SIGKILL from outside.
 const KILLED_FROM_OUTSIDE_FIX: &str = "Find the sender of the SIGKILL: the batch system's \
      accounting (preemption, a time or memory limit it enforces itself: `sacct -j JOB`, \
@@ -1074,6 +1090,15 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
         );
     }
     let mut fix = category.fix().to_owned();
+    if category == Category::CudaError
+        && own.iter().flat_map(|s| s.evidence.iter()).any(|e| {
+            let t = e.text.to_lowercase();
+            NO_USABLE_GPU.iter().any(|p| t.contains(p))
+        })
+    {
+        title = format!("{title}: no GPU this process can use");
+        fix = NO_USABLE_GPU_FIX.to_owned();
+    }
     if category == Category::LauncherInterrupted {
         // Not a rank's doing: say what the launcher got, when the manifest knows.
         title = own

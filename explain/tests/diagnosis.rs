@@ -452,6 +452,42 @@ fn a_bare_nccl_system_error_names_the_two_usual_system_calls() {
 }
 
 #[test]
+fn a_gpu_script_on_a_machine_without_one_is_told_so() {
+    // PyTorch's tutorial trainer, unchanged (NCCL, `torch.cuda.set_device`), started on a
+    // CPU-only machine: the CUDA runtime's words at start-up, not a kernel's error.
+    let log = "  File \"/usr/lib/python3/site-packages/torch/cuda/__init__.py\", line 372, in _lazy_init\n\
+               \x20   torch._C._cuda_init()\n\
+               RuntimeError: Found no NVIDIA driver on your system. Please check that you have an \
+               NVIDIA GPU and installed a driver from http://www.nvidia.com/Download/index.aspx\n";
+    let report = probe_explain::explain_log_bytes(
+        "rank.log",
+        log.as_bytes(),
+        &probe_explain::Options::default(),
+    );
+    let top = report.findings.first().expect("a finding");
+    assert_eq!(top.category, Category::CudaError);
+    assert!(
+        top.title.ends_with("no GPU this process can use"),
+        "{}",
+        top.title
+    );
+    assert!(
+        top.fix.contains("nvidia-smi") && top.fix.contains("gloo"),
+        "{}",
+        top.fix
+    );
+    // A kernel's error keeps the usual fix.
+    let log = "RuntimeError: CUDA error: device-side assert triggered\n";
+    let report = probe_explain::explain_log_bytes(
+        "rank.log",
+        log.as_bytes(),
+        &probe_explain::Options::default(),
+    );
+    let top = report.findings.first().expect("a finding");
+    assert!(top.fix.contains("CUDA_LAUNCH_BLOCKING"), "{}", top.fix);
+}
+
+#[test]
 fn a_collective_timeout_without_dumps_says_how_to_get_them() {
     // PyTorch's watchdog line alone: which collective each rank reached is the flight
     // recorder's to tell, under the variable's name of torch 2.9 and later and the older one;

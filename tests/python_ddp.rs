@@ -54,19 +54,39 @@ fn expected_rebuilt() -> Vec<u64> {
 }
 
 fn run_example(py: &Path, out: &Path) {
-    let status = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
-        .current_dir(repo())
-        .args(["run", "--nproc-per-node", "2", "--out"])
-        .arg(out)
-        .arg("--")
-        .arg(py)
-        .arg("examples/python/train_ddp.py")
-        .args(["--steps", &STEPS.to_string(), "--bucket-cap-mb", CAP_MB])
-        .env_remove("PYTHONPATH")
-        .env_remove("DDP_PROBE_TRACE")
-        .status()
-        .expect("start ddp-probe run");
+    let run = || {
+        Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
+            .current_dir(repo())
+            .args(["run", "--nproc-per-node", "2", "--out"])
+            .arg(out)
+            .arg("--")
+            .arg(py)
+            .arg("examples/python/train_ddp.py")
+            .args(["--steps", &STEPS.to_string(), "--bucket-cap-mb", CAP_MB])
+            .env_remove("PYTHONPATH")
+            .env_remove("DDP_PROBE_TRACE")
+            .status()
+            .expect("start ddp-probe run")
+    };
     let log = |name: &str| std::fs::read_to_string(out.join("logs").join(name)).unwrap_or_default();
+    let mut status = run();
+    // gloo's teardown can abort a process after the training finished ("terminate called
+    // without an active exception" once in the CI runs of 2026-12-02, after the barrier that
+    // the example has against it): with the training's last line printed, that abort is not
+    // what this test is about; run once more, and say so.
+    if status.code() == Some(134)
+        && log("rank-0.stdout").contains("pytorch buckets:")
+        && (0..2).any(|r| {
+            log(&format!("rank-{r}.stderr"))
+                .contains("terminate called without an active exception")
+        })
+    {
+        eprintln!(
+            "note: gloo aborted a rank in its teardown after training finished; running again"
+        );
+        std::fs::remove_dir_all(out).expect("remove the run directory");
+        status = run();
+    }
     assert!(
         status.success(),
         "ddp-probe run failed ({status}); rank 0 stderr:\n{}\nrank 1 stderr:\n{}",

@@ -111,12 +111,28 @@ fn run_mode_steps(mode: &str, record: bool, steps: u64) -> Job {
     } else {
         c.env("DDP_PROBE_TRACE", "0");
     }
-    let out = c.output().expect("start ddp-probe run");
-    let console = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let run = |c: &mut Command| {
+        let out = c.output().expect("start ddp-probe run");
+        let console = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out, console)
+    };
+    let (mut out, mut console) = run(&mut c);
+    // gloo's teardown can abort a rank after the training finished ("terminate called
+    // without an active exception", after the script's barrier and destroy_process_group):
+    // seen once in CI on 2026-12-02. With rank 0's last line printed, that is not what these
+    // tests are about: run once more, and say so.
+    if !out.status.success()
+        && console.contains("terminate called without an active exception")
+        && console.contains("[rank 0] samples: ")
+    {
+        eprintln!("note: gloo aborted a rank in its teardown after training finished; running mode {mode} again");
+        std::fs::remove_dir_all(&dir).expect("remove the run directory");
+        (out, console) = run(&mut c);
+    }
     assert!(
         out.status.success(),
         "mode {mode} (recording {record}) failed:\n{console}"

@@ -183,15 +183,16 @@ pub(crate) fn build(mut g: Gathered, opts: &Options) -> Report {
         .iter()
         .any(|s| matches!(s.rule, "peer_gone" | "peer_closed" | "peer_io"));
     if timed_out || (lost_peer && ctx.failed) {
+        let left = left_with_threads_running(&g, &signals);
         let before = (!timed_out).then(|| {
             ctx.end_after
                 .iter()
-                .filter(|(r, _)| !ctx.exited_ok.contains(r))
+                .filter(|(r, _)| !ctx.exited_ok.contains(r) && !left.contains(r))
                 .map(|(_, t)| *t)
                 .fold(f64::INFINITY, f64::min)
         });
         for m in &g.manifests {
-            for mut s in uneven_from_manifest(m, &ctx, &signals, before) {
+            for mut s in uneven_from_manifest(m, &ctx, &signals, before, &left) {
                 order += 1;
                 s.order = order;
                 signals.push(s);
@@ -518,6 +519,44 @@ fn progress_signals(
     behind.is_empty() && waiting.len() >= 2
 }
 
+/// Ranks that ended by SIGABRT, not sent by the launcher, with the C++ runtime's "terminate
+/// called without an active exception" and no error of their own: a PyTorch rank that left its
+/// training loop (out of data, an early return) and exited while its gloo process group still
+/// had collectives going is aborted that way in its teardown about as often as it exits 0
+/// (`tests/pytorch_features.rs`' uneven job, 2026-12-02).
+fn left_with_threads_running(g: &Gathered, signals: &[Signal]) -> BTreeSet<usize> {
+    let mut out = BTreeSet::new();
+    for m in &g.manifests {
+        for r in &m.manifest.ranks {
+            let Some(end) = &r.end else { continue };
+            let aborted = matches!(
+                &end.termination,
+                probe_contract::manifest::Termination::Signaled { number: 6, .. }
+            );
+            if !aborted || end.stopped_by_launcher {
+                continue;
+            }
+            let said = |rule: &str| {
+                signals
+                    .iter()
+                    .any(|s| s.rule == rule && s.observer == Some(r.rank))
+            };
+            let own_error = signals.iter().any(|s| {
+                s.observer == Some(r.rank)
+                    && s.role == Role::Cause
+                    && !matches!(
+                        s.rule,
+                        "terminate_with_threads_running" | "crash_marker" | "manifest_rank_end"
+                    )
+            });
+            if said("terminate_with_threads_running") && !own_error {
+                out.insert(r.rank);
+            }
+        }
+    }
+    out
+}
+
 /// PyTorch's "Parameter indices which did not receive grad for rank 0: 2 3" gives indices
 /// only (names need TORCH_DISTRIBUTED_DEBUG): the traces' parameter tables name them.
 fn name_unused_parameters(signals: &mut [Signal], progress: &[crate::traces::RankProgress]) {
@@ -568,13 +607,15 @@ fn uneven_from_manifest(
     ctx: &RunContext,
     signals: &[Signal],
     before: Option<f64>,
+    left: &BTreeSet<usize>,
 ) -> Vec<Signal> {
     let mut out = Vec::new();
-    if ctx.exited_ok.len() >= ctx.world_size.unwrap_or(usize::MAX) {
+    if ctx.exited_ok.len() + left.len() >= ctx.world_size.unwrap_or(usize::MAX) {
         return out;
     }
     for r in &m.manifest.ranks {
-        if !ctx.exited_ok.contains(&r.rank) {
+        let aborted = left.contains(&r.rank);
+        if !ctx.exited_ok.contains(&r.rank) && !aborted {
             continue;
         }
         let ended = r.end.as_ref().map_or(f64::INFINITY, |e| e.after_s);
@@ -595,14 +636,24 @@ fn uneven_from_manifest(
         );
         s.subjects = vec![r.rank];
         s.observer = Some(r.rank);
-        let text = format!(
-            "rank {} exited with code 0{} while other ranks were still in a collective",
-            r.rank,
-            r.end
-                .as_ref()
-                .map(|e| format!(" after {:.1} s", e.after_s))
-                .unwrap_or_default()
-        );
+        let when = r
+            .end
+            .as_ref()
+            .map(|e| format!(" after {:.1} s", e.after_s))
+            .unwrap_or_default();
+        let text = if aborted {
+            format!(
+                "rank {} ended{when} with its process group still working (\"terminate called \
+                 without an active exception\", SIGABRT, and no error of its own) while other \
+                 ranks were still in a collective",
+                r.rank
+            )
+        } else {
+            format!(
+                "rank {} exited with code 0{when} while other ranks were still in a collective",
+                r.rank
+            )
+        };
         s.detail = Some(text.clone());
         s.evidence.push(m.rank_end_evidence(r.rank, text));
         out.push(s);

@@ -561,6 +561,12 @@ pub(crate) static RULES: &[Rule] = &[
         not [], ex_line),
     rule!("rust_panic", RankCrashed, Cause, Standalone,
         [["panicked at"]], not [], ex_none),
+    // The C++ runtime's words when a process ends while a std::thread is still running (a
+    // joinable thread destroyed, libstdc++'s `std::terminate` with no exception): in a PyTorch
+    // rank, the interpreter exiting while its process group's threads still work (gloo), as a
+    // rank that left the training with collectives pending does.
+    rule!("terminate_with_threads_running", RankCrashed, Cause, AnyFinding,
+        [["terminate called without an active exception"]], not [], ex_none),
     rule!("crash_marker", RankCrashed, Cause, AnyFinding,
         [["segmentation fault", "sigsegv", "fatal python error", "core dumped",
           "terminate called after throwing", "illegal instruction", "sigabrt", "bus error"]],

@@ -852,6 +852,66 @@ fn a_rank_that_exited_normally_before_its_peer_lost_it_is_the_cause() {
         r.render_text(100)
     );
 
+    // The same, with rank 1 aborted in its teardown instead of exiting 0 (gloo's "terminate
+    // called without an active exception" at exit, about as often as a clean exit on the
+    // uneven job of tests/pytorch_features.rs).
+    let aborted = manifest(
+        "failed",
+        2,
+        vec![
+            rank_record(0, 2, end(json!({"how": "exited", "code": 1}), 4.9, false)),
+            rank_record(
+                1,
+                2,
+                end(
+                    json!({"how": "signaled", "signal": "SIGABRT", "number": 6, "core_dumped": false}),
+                    4.2,
+                    false,
+                ),
+            ),
+        ],
+        json!({"first_failure": {"rank": 1, "local_rank": 1, "how": "signaled", "signal": "SIGABRT", "number": 6, "core_dumped": false, "at": "t", "after_s": 4.2}}),
+    );
+    put(root, "manifest.json", &aborted);
+    put(
+        root,
+        "logs/rank-1.stderr",
+        "[GPU1] Epoch 1 | Batchsize: 32 | Steps: 32\nterminate called without an active exception\n",
+    );
+    let r = explain(&[root.to_path_buf()]).unwrap();
+    let top = &r.findings[0];
+    assert_eq!(
+        (top.category, top.ranks.clone()),
+        (Category::UnevenInputs, vec![1]),
+        "{}",
+        r.render_text(100)
+    );
+    assert!(
+        top.explanation
+            .contains("with its process group still working"),
+        "{}",
+        top.explanation
+    );
+    // A rank that aborted with an error of its own crashed.
+    put(
+        root,
+        "logs/rank-1.stderr",
+        "terminate called after throwing an instance of 'c10::Error'\n  what():  CUDA error: an illegal memory access was encountered\nterminate called without an active exception\n",
+    );
+    let r = explain(&[root.to_path_buf()]).unwrap();
+    assert!(
+        r.findings
+            .iter()
+            .all(|f| f.category != Category::UnevenInputs),
+        "{}",
+        r.render_text(100)
+    );
+    put(
+        root,
+        "logs/rank-1.stderr",
+        "[GPU1] Epoch 1 | Batchsize: 32 | Steps: 32\n",
+    );
+
     // The same ranks, but rank 1 exited after rank 0 failed: rank 1 had finished its work, and
     // rank 0's failure is its own.
     let later = manifest(

@@ -803,29 +803,34 @@ fn oom_killed_rank_ranks_before_the_others_closed_connections() {
     );
 }
 
-#[test]
-fn a_rank_that_exited_normally_before_its_peer_lost_it_is_the_cause() {
-    // As PyTorch's tutorial trainer with one batch fewer on rank 1 ran (gloo, 2 CPU ranks):
-    // rank 1 left the loop and exited with code 0 at 4.2 s; rank 0's next all-reduce lost the
-    // connection and it exited with code 1 at 4.9 s.
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path();
-    let m = manifest(
+/// A failed 2-rank run's manifest: rank 0 exited with code 1 at 4.9 s; rank 1 ended `how` at
+/// `rank1_after` s; the first failure is the earlier of the failures.
+fn rank0_failed_at_4_9(how: serde_json::Value, rank1_after: f64) -> String {
+    let rank1_failed = how["how"] != "exited" || how["code"] != 0;
+    let first = if rank1_failed && rank1_after < 4.9 {
+        let mut f = how.clone();
+        f["rank"] = json!(1);
+        f["local_rank"] = json!(1);
+        f["at"] = json!("t");
+        f["after_s"] = json!(rank1_after);
+        f
+    } else {
+        json!({"rank": 0, "local_rank": 0, "how": "exited", "code": 1, "at": "t", "after_s": 4.9})
+    };
+    manifest(
         "failed",
         2,
         vec![
             rank_record(0, 2, end(json!({"how": "exited", "code": 1}), 4.9, false)),
-            rank_record(1, 2, end(json!({"how": "exited", "code": 0}), 4.2, false)),
+            rank_record(1, 2, end(how, rank1_after, false)),
         ],
-        json!({"first_failure": {"rank": 0, "local_rank": 0, "how": "exited", "code": 1, "at": "t", "after_s": 4.9}}),
-    );
-    put(root, "manifest.json", &m);
-    put(root, "logs/rank-0.stderr", "[rank0]: RuntimeError: Got the following error when running the callback: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed by peer [127.0.0.1]:62184. This is typically caused by a remote worker crashing.\n");
-    put(
-        root,
-        "logs/rank-1.stderr",
-        "[GPU1] Epoch 1 | Batchsize: 32 | Steps: 32\n",
-    );
+        json!({ "first_failure": first }),
+    )
+}
+
+/// `explain`'s findings of `root`, the first asserted to be rank 1's uneven inputs with
+/// `seen` in its explanation.
+fn rank1_left_early(root: &Path, seen: &str) -> Report {
     let r = explain(&[root.to_path_buf()]).unwrap();
     let top = &r.findings[0];
     assert_eq!(
@@ -834,12 +839,27 @@ fn a_rank_that_exited_normally_before_its_peer_lost_it_is_the_cause() {
         "{}",
         r.render_text(100)
     );
-    assert!(
-        top.explanation
-            .contains("rank 1 exited with code 0 after 4.2 s"),
-        "{}",
-        top.explanation
+    assert!(top.explanation.contains(seen), "{}", top.explanation);
+    r
+}
+
+#[test]
+fn a_rank_that_exited_normally_before_its_peer_lost_it_is_the_cause() {
+    // As PyTorch's tutorial trainer with one batch fewer on rank 1 ran (gloo, 2 CPU ranks):
+    // rank 1 left the loop and exited with code 0 at 4.2 s; rank 0's next all-reduce lost the
+    // connection and it exited with code 1 at 4.9 s.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let exited = json!({"how": "exited", "code": 0});
+    put(
+        root,
+        "manifest.json",
+        &rank0_failed_at_4_9(exited.clone(), 4.2),
     );
+    put(root, "logs/rank-0.stderr", "[rank0]: RuntimeError: Got the following error when running the callback: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed by peer [127.0.0.1]:62184. This is typically caused by a remote worker crashing.\n");
+    let epoch = "[GPU1] Epoch 1 | Batchsize: 32 | Steps: 32\n";
+    put(root, "logs/rank-1.stderr", epoch);
+    let r = rank1_left_early(root, "rank 1 exited with code 0 after 4.2 s");
     let lost = &r.findings[1];
     assert_eq!(
         (lost.category, lost.role),
@@ -855,43 +875,15 @@ fn a_rank_that_exited_normally_before_its_peer_lost_it_is_the_cause() {
     // The same, with rank 1 aborted in its teardown instead of exiting 0 (gloo's "terminate
     // called without an active exception" at exit, about as often as a clean exit on the
     // uneven job of tests/pytorch_features.rs).
-    let aborted = manifest(
-        "failed",
-        2,
-        vec![
-            rank_record(0, 2, end(json!({"how": "exited", "code": 1}), 4.9, false)),
-            rank_record(
-                1,
-                2,
-                end(
-                    json!({"how": "signaled", "signal": "SIGABRT", "number": 6, "core_dumped": false}),
-                    4.2,
-                    false,
-                ),
-            ),
-        ],
-        json!({"first_failure": {"rank": 1, "local_rank": 1, "how": "signaled", "signal": "SIGABRT", "number": 6, "core_dumped": false, "at": "t", "after_s": 4.2}}),
-    );
-    put(root, "manifest.json", &aborted);
+    let aborted =
+        json!({"how": "signaled", "signal": "SIGABRT", "number": 6, "core_dumped": false});
+    put(root, "manifest.json", &rank0_failed_at_4_9(aborted, 4.2));
     put(
         root,
         "logs/rank-1.stderr",
-        "[GPU1] Epoch 1 | Batchsize: 32 | Steps: 32\nterminate called without an active exception\n",
+        &format!("{epoch}terminate called without an active exception\n"),
     );
-    let r = explain(&[root.to_path_buf()]).unwrap();
-    let top = &r.findings[0];
-    assert_eq!(
-        (top.category, top.ranks.clone()),
-        (Category::UnevenInputs, vec![1]),
-        "{}",
-        r.render_text(100)
-    );
-    assert!(
-        top.explanation
-            .contains("with its process group still working"),
-        "{}",
-        top.explanation
-    );
+    rank1_left_early(root, "with its process group still working");
     // A rank that aborted with an error of its own crashed.
     put(
         root,
@@ -906,24 +898,11 @@ fn a_rank_that_exited_normally_before_its_peer_lost_it_is_the_cause() {
         "{}",
         r.render_text(100)
     );
-    put(
-        root,
-        "logs/rank-1.stderr",
-        "[GPU1] Epoch 1 | Batchsize: 32 | Steps: 32\n",
-    );
 
-    // The same ranks, but rank 1 exited after rank 0 failed: rank 1 had finished its work, and
-    // rank 0's failure is its own.
-    let later = manifest(
-        "failed",
-        2,
-        vec![
-            rank_record(0, 2, end(json!({"how": "exited", "code": 1}), 4.9, false)),
-            rank_record(1, 2, end(json!({"how": "exited", "code": 0}), 5.3, false)),
-        ],
-        json!({"first_failure": {"rank": 0, "local_rank": 0, "how": "exited", "code": 1, "at": "t", "after_s": 4.9}}),
-    );
-    put(root, "manifest.json", &later);
+    // Rank 1 exited after rank 0 failed: rank 1 had finished its work, and rank 0's failure is
+    // its own.
+    put(root, "logs/rank-1.stderr", epoch);
+    put(root, "manifest.json", &rank0_failed_at_4_9(exited, 5.3));
     let r = explain(&[root.to_path_buf()]).unwrap();
     assert!(
         r.findings

@@ -1003,15 +1003,6 @@ fn group(signals: Vec<Signal>, opts: &Options) -> Vec<Draft> {
         .collect()
 }
 
-/// The CUDA runtime's words when there is no GPU to use at all (no driver, none visible, a
-/// driver older than the installed torch's CUDA): not a kernel's error.
-const NO_USABLE_GPU: [&str; 4] = [
-    "found no nvidia driver",
-    "no cuda gpus are available",
-    "cuda driver version is insufficient",
-    "nvidia driver on your system is too old",
-];
-
 /// The fix when the ranks found no GPU to use.
 const NO_USABLE_GPU_FIX: &str = "There is no GPU this process can use (no NVIDIA driver, none \
      visible in CUDA_VISIBLE_DEVICES, or a driver older than the CUDA of the installed torch): \
@@ -1113,39 +1104,26 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
         .copied()
         .filter(|r| !ranks.contains(r))
         .collect();
-    let mut title = title(category, role, &ranks, &observers_only);
-    // Only the traces or the flight recorder's dumps saw the wait (no timeout, no hang: the run
-    // was stopped for another rank's failure): the ranks waited, nothing timed out.
-    if category == Category::CollectiveTimeout
-        && !ranks.is_empty()
-        && !observers_only.is_empty()
-        && own
-            .iter()
-            .all(|s| s.rule.starts_with("trace_") || s.rule.starts_with("flight_recorder"))
-    {
-        title = format!(
-            "{} waited in a collective for {}, which never joined it",
-            who(&observers_only),
-            who(&ranks)
-        );
-    }
     // The ranks that lost a peer are the ones that said so, not the peer they lost.
-    if category == Category::RankCrashed
+    let lost_own_peer = category == Category::RankCrashed
         && role == Role::Consequence
         && !ranks.is_empty()
-        && ranks.iter().all(|r| observed_by.contains(r))
-    {
-        title = format!(
-            "{} lost a peer: another rank exited or the connection broke",
-            who(&ranks)
-        );
-    }
+        && ranks.iter().all(|r| observed_by.contains(r));
+    // Only the traces or the flight recorder's dumps saw the wait (no timeout, no hang: the run
+    // was stopped for another rank's failure): the ranks waited, nothing timed out.
+    let only_waited = own
+        .iter()
+        .all(|s| s.rule.starts_with("trace_") || s.rule.starts_with("flight_recorder"));
+    let mut title = if lost_own_peer {
+        title(category, role, &[], &ranks, only_waited)
+    } else {
+        title(category, role, &ranks, &observers_only, only_waited)
+    };
     let mut fix = category.fix().to_owned();
     if category == Category::CudaError
-        && own.iter().flat_map(|s| s.evidence.iter()).any(|e| {
-            let t = e.text.to_lowercase();
-            NO_USABLE_GPU.iter().any(|p| t.contains(p))
-        })
+        && own
+            .iter()
+            .any(|s| s.rule == crate::rules::NO_USABLE_GPU_RULE)
     {
         title = format!("{title}: no GPU this process can use");
         fix = NO_USABLE_GPU_FIX.to_owned();
@@ -1377,13 +1355,29 @@ fn who(ranks: &[usize]) -> String {
     }
 }
 
-fn title(category: Category, role: Role, ranks: &[usize], observers: &[usize]) -> String {
+/// A finding's title; `only_waited`: nothing timed out, the wait was seen in traces or dumps.
+fn title(
+    category: Category,
+    role: Role,
+    ranks: &[usize],
+    observers: &[usize],
+    only_waited: bool,
+) -> String {
     let subject = who(ranks);
     match category {
-        Category::CollectiveTimeout if !ranks.is_empty() && !observers.is_empty() => format!(
-            "{} timed out in a collective waiting for {subject}, which never joined it",
-            who(observers)
-        ),
+        Category::CollectiveTimeout if !ranks.is_empty() && !observers.is_empty() => {
+            if only_waited {
+                format!(
+                    "{} waited in a collective for {subject}, which never joined it",
+                    who(observers)
+                )
+            } else {
+                format!(
+                    "{} timed out in a collective waiting for {subject}, which never joined it",
+                    who(observers)
+                )
+            }
+        }
         Category::RankCrashed if role == Role::Consequence => {
             let by = if observers.is_empty() {
                 "a rank".to_owned()

@@ -163,7 +163,10 @@ macro_rules! rule {
     };
 }
 
-/// The rules, most specific first.
+/// The rule of the CUDA runtime's words for no usable GPU at all (the finding says so and
+/// gives its own fix).
+pub(crate) const NO_USABLE_GPU_RULE: &str = "no_usable_gpu";
+
 /// The rules whose lines are the kernel's or the batch system's own report of an OOM kill
 /// (not a bare SIGKILL): a finding they make says the kill happened, not that it likely did.
 pub(crate) const OOM_REPORT_RULES: &[&str] = &[
@@ -173,6 +176,7 @@ pub(crate) const OOM_REPORT_RULES: &[&str] = &[
     "slurm_task_out_of_memory",
 ];
 
+/// The rules, most specific first.
 pub(crate) static RULES: &[Rule] = &[
     // torchelastic's agent (`agent/server/api.py`: "Received {sig} death signal, shutting
     // down workers"; `multiprocessing/api.py`'s SignalException "Process {pid} got signal:
@@ -519,12 +523,17 @@ pub(crate) static RULES: &[Rule] = &[
         not [], ex_none),
     rule!("nccl_unhandled_cuda", CudaError, Cause, AnyFinding,
         [["unhandled cuda error", "ncclunhandledcudaerror"]], not [], ex_none),
+    // The CUDA runtime's words when there is no GPU to use at all (no driver, none visible, a
+    // driver older than the installed torch's CUDA): not a kernel's error, and its own fix.
+    rule!("no_usable_gpu", CudaError, Cause, Standalone,
+        [["found no nvidia driver", "no cuda gpus are available",
+          "cuda driver version is insufficient", "nvidia driver on your system is too old"]],
+        not [], ex_none),
     rule!("cuda_error", CudaError, Cause, Standalone,
         [["cuda error:", "cuda failure", "device-side assert", "illegal memory access", "cudaerror",
-          "cuda driver version is insufficient", "no cuda gpus are available",
           "invalid device ordinal", "nvrm: xid", "cublas_status_", "cudnn_status_",
           // CUDA runtime and driver texts that come without "CUDA error:" in front.
-          "no kernel image is available for execution", "found no nvidia driver",
+          "no kernel image is available for execution",
           "deferredcudacallerror"]],
         not [], ex_none),
     // NCCL `graph/search.cc` (ncclTopoGetChannelFromXml): "XML Import Channel : dev %d not

@@ -15,7 +15,7 @@
 
 mod common;
 
-use common::{repo, venv_python};
+use common::{repo, run_again_after_teardown_abort, venv_python, GLOO_TEARDOWN_ABORT};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::Command;
@@ -69,24 +69,16 @@ fn run_example(py: &Path, out: &Path) {
             .expect("start ddp-probe run")
     };
     let log = |name: &str| std::fs::read_to_string(out.join("logs").join(name)).unwrap_or_default();
-    let mut status = run();
-    // gloo's teardown can abort a process after the training finished ("terminate called
-    // without an active exception" once in the CI runs of 2026-12-02, after the barrier that
-    // the example has against it): with the training's last line printed, that abort is not
-    // what this test is about; run once more, and say so.
-    if status.code() == Some(134)
-        && log("rank-0.stdout").contains("pytorch buckets:")
-        && (0..2).any(|r| {
-            log(&format!("rank-{r}.stderr"))
-                .contains("terminate called without an active exception")
-        })
-    {
-        eprintln!(
-            "note: gloo aborted a rank in its teardown after training finished; running again"
-        );
-        std::fs::remove_dir_all(out).expect("remove the run directory");
-        status = run();
-    }
+    // The training's last line printed, then the abort.
+    let status = run_again_after_teardown_abort(
+        run,
+        |status| {
+            status.code() == Some(134)
+                && log("rank-0.stdout").contains("pytorch buckets:")
+                && (0..2).any(|r| log(&format!("rank-{r}.stderr")).contains(GLOO_TEARDOWN_ABORT))
+        },
+        out,
+    );
     assert!(
         status.success(),
         "ddp-probe run failed ({status}); rank 0 stderr:\n{}\nrank 1 stderr:\n{}",

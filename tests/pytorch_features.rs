@@ -15,9 +15,9 @@
 
 mod common;
 
-use common::{repo, venv_python};
+use common::{repo, run_again_after_teardown_abort, venv_python, GLOO_TEARDOWN_ABORT};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
 
@@ -88,12 +88,50 @@ fn run_mode(mode: &str, record: bool) -> Job {
 }
 
 fn run_mode_steps(mode: &str, record: bool, steps: u64) -> Job {
+    let (tmp, dir) = run_dir();
+    let mut c = features_job(&dir, mode, steps, &[]);
+    if record {
+        c.env_remove("DDP_PROBE_TRACE");
+    } else {
+        c.env("DDP_PROBE_TRACE", "0");
+    }
+    // Rank 0's last line printed, then the abort.
+    let (out, console) = run_again_after_teardown_abort(
+        || output_of(&mut c),
+        |(out, console)| {
+            !out.status.success()
+                && console.contains(GLOO_TEARDOWN_ABORT)
+                && console.contains("[rank 0] samples: ")
+        },
+        &dir,
+    );
+    assert!(
+        out.status.success(),
+        "mode {mode} (recording {record}) failed:\n{console}"
+    );
+    Job {
+        dir,
+        console,
+        _tmp: tmp,
+    }
+}
+
+/// A fresh temporary folder and the run directory inside it.
+fn run_dir() -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("run");
+    (tmp, dir)
+}
+
+/// `ddp-probe run` of `examples/python/ddp_features.py --mode MODE` on 2 ranks into `dir`,
+/// with `run_args` among ddp-probe's options.
+fn features_job(dir: &Path, mode: &str, steps: u64, run_args: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_ddp-probe"));
     c.current_dir(repo())
-        .args(["run", "--nproc-per-node", "2", "--out"])
-        .arg(&dir)
+        .args(["run", "--nproc-per-node", "2"])
+        .args(run_args)
+        .arg("--out")
+        .arg(dir)
         .arg("--")
         .arg(venv_python())
         .args(["examples/python/ddp_features.py", "--mode", mode])
@@ -106,42 +144,18 @@ fn run_mode_steps(mode: &str, record: bool, steps: u64) -> Job {
         .env_remove("PYTHONPATH")
         .env_remove("TORCH_FR_BUFFER_SIZE")
         .env_remove("TORCH_NCCL_TRACE_BUFFER_SIZE");
-    if record {
-        c.env_remove("DDP_PROBE_TRACE");
-    } else {
-        c.env("DDP_PROBE_TRACE", "0");
-    }
-    let run = |c: &mut Command| {
-        let out = c.output().expect("start ddp-probe run");
-        let console = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        (out, console)
-    };
-    let (mut out, mut console) = run(&mut c);
-    // gloo's teardown can abort a rank after the training finished ("terminate called
-    // without an active exception", after the script's barrier and destroy_process_group):
-    // seen once in CI on 2026-12-02. With rank 0's last line printed, that is not what these
-    // tests are about: run once more, and say so.
-    if !out.status.success()
-        && console.contains("terminate called without an active exception")
-        && console.contains("[rank 0] samples: ")
-    {
-        eprintln!("note: gloo aborted a rank in its teardown after training finished; running mode {mode} again");
-        std::fs::remove_dir_all(&dir).expect("remove the run directory");
-        (out, console) = run(&mut c);
-    }
-    assert!(
-        out.status.success(),
-        "mode {mode} (recording {record}) failed:\n{console}"
+    c
+}
+
+/// Runs `c` and returns its output with stdout and stderr together.
+fn output_of(c: &mut Command) -> (std::process::Output, String) {
+    let out = c.output().expect("start ddp-probe run");
+    let console = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
     );
-    Job {
-        dir,
-        console,
-        _tmp: tmp,
-    }
+    (out, console)
 }
 
 /// The warning lines of a rank's stderr, without their time stamps and
@@ -581,38 +595,15 @@ fn a_rank_out_of_batches_is_named_as_the_cause_when_its_peer_fails() {
     // Rank 1 has one batch fewer and exits normally; rank 0's next all-reduce loses its peer
     // (gloo: "Connection closed by peer") and the job fails. From the log alone that reads as
     // a crash; the run's manifest shows rank 1's clean exit before rank 0's failure.
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("run");
-    let out = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
-        .current_dir(repo())
-        // Should gloo ever wait instead of failing, the hang watchdog ends it (and the same
-        // finding follows from the hang).
-        .args([
-            "run",
-            "--nproc-per-node",
-            "2",
-            "--hang-timeout",
-            "60",
-            "--out",
-        ])
-        .arg(&dir)
-        .arg("--")
-        .arg(venv_python())
-        .args([
-            "examples/python/ddp_features.py",
-            "--mode",
-            "uneven",
-            "--steps",
-            "4",
-        ])
-        .env_remove("PYTHONPATH")
-        .output()
-        .expect("start ddp-probe run");
-    let console = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (_tmp, dir) = run_dir();
+    // Should gloo ever wait instead of failing, the hang watchdog ends it (and the same
+    // finding follows from the hang).
+    let (out, console) = output_of(&mut features_job(
+        &dir,
+        "uneven",
+        4,
+        &["--hang-timeout", "60"],
+    ));
     assert!(!out.status.success(), "the job should fail:\n{console}");
     let explain = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
         .args(["explain", "--json"])

@@ -622,3 +622,62 @@ fn a_rank_out_of_batches_is_named_as_the_cause_when_its_peer_fails() {
         "{console}"
     );
 }
+
+#[test]
+fn a_killed_dataloader_worker_is_named_with_the_launchers_evidence() {
+    // Rank 1's DataLoader worker gets SIGKILL; rank 1 raises PyTorch's "DataLoader worker (pid
+    // N) is killed by signal: Killed." and exits 1 the way hydra's main does (sys.exit after
+    // printing), so its trace ends "ok". `explain` names the worker, not the rank, judges the
+    // sender from the OOM-kill counters the launcher read at rank 1's exit, and does not take
+    // rank 1 for a rank that ran out of batches.
+    let (_tmp, dir) = run_dir();
+    let (out, console) = output_of(&mut features_job(&dir, "worker_killed", 6, &[]));
+    assert!(!out.status.success(), "the job should fail:\n{console}");
+    assert!(
+        console.contains("is killed by signal: Killed"),
+        "the console's block quotes rank 1's error:\n{console}"
+    );
+    let explain = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
+        .args(["explain", "--json"])
+        .arg(&dir)
+        .output()
+        .expect("explain");
+    let report: Value = serde_json::from_slice(&explain.stdout).expect("explain --json");
+    let first = &report["findings"][0];
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    let counters = manifest["ranks"][1]["end"]["kill_evidence"]["oom_kill_counters"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let readable = counters.iter().any(|c| c["at_death"].is_u64());
+    let expected = if readable {
+        // Nothing here is short of memory: the counters did not move.
+        (
+            "rank_crashed",
+            "a DataLoader worker of rank 1 was killed by SIGKILL from outside the process, not by \
+             the out-of-memory killer",
+        )
+    } else {
+        eprintln!("no oom_kill counter was readable here: expecting the unconfirmed verdict");
+        (
+            "host_oom_killed",
+            "a DataLoader worker of rank 1 got SIGKILL, most likely from the host's out-of-memory \
+             killer",
+        )
+    };
+    assert_eq!(
+        (
+            first["category"].as_str(),
+            first["title"].as_str(),
+            first["ranks"].clone()
+        ),
+        (Some(expected.0), Some(expected.1), serde_json::json!([1])),
+        "{report:#}\n{console}"
+    );
+    let findings = report["findings"].as_array().unwrap();
+    assert!(
+        findings.iter().all(|f| f["category"] != "uneven_inputs"),
+        "{report:#}"
+    );
+}

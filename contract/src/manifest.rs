@@ -106,7 +106,9 @@ pub struct MemorySample {
     pub after_s: f64,
 }
 
-/// What the launcher saw when a rank died of a SIGKILL it did not send: the
+/// What the launcher saw when a rank died of a SIGKILL it did not send, or
+/// failed with an error exit before the launcher stopped anything (a process of
+/// its own, such as a DataLoader worker, may have got the SIGKILL): the
 /// evidence for or against the kernel's out-of-memory killer (see
 /// `docs/diagnoses/host_oom_killed.md`). Every part may be empty where the
 /// host does not let it be read.
@@ -151,8 +153,10 @@ pub struct RankEnd {
     /// (so its end is a consequence, not a cause).
     #[serde(default)]
     pub stopped_by_launcher: bool,
-    /// For a SIGKILL the launcher did not send: the evidence about its
-    /// sender. Absent otherwise, and in manifests of earlier versions.
+    /// For a SIGKILL the launcher did not send, and for an error exit before
+    /// the launcher stopped anything (a process of the rank's own may have
+    /// got a SIGKILL): the evidence about the sender. Absent otherwise, and
+    /// in manifests of earlier versions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kill_evidence: Option<KillEvidence>,
 }
@@ -173,8 +177,8 @@ pub struct Failure {
     pub at: String,
     /// Seconds from the launch to its end.
     pub after_s: f64,
-    /// For a SIGKILL the launcher did not send: the evidence about its
-    /// sender (as in the rank's [`RankEnd`]).
+    /// The evidence about the sender of a SIGKILL, as in the rank's
+    /// [`RankEnd`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kill_evidence: Option<KillEvidence>,
 }

@@ -28,6 +28,11 @@ Modes (each the way PyTorch's documentation writes it):
 * ``uneven``: rank 1 has one batch fewer: it leaves the loop a step early and exits, as a
   script without ``drop_last`` or ``Join`` does; rank 0's last all-reduce loses its peer
   (the job fails).
+* ``worker_killed``: the ranks load through one DataLoader worker each, and rank 1's worker
+  gets SIGKILL at its third batch (as from the out-of-memory killer); rank 1 raises PyTorch's
+  "DataLoader worker (pid N) is killed by signal: Killed." and, as hydra's ``main`` does
+  (minGPT-ddp in PyTorch's examples), the script prints the error and calls ``sys.exit(1)``
+  (the job fails).
 
 At the end rank 0 prints ``graph breaks: N`` (Dynamo's count; 0 without
 ``compile``) and ``samples: N`` (the samples it trained on), which the tests
@@ -36,6 +41,10 @@ compare with the trace.
 
 import argparse
 import contextlib
+import os
+import signal
+import sys
+import traceback
 
 import torch
 import torch.distributed as dist
@@ -47,7 +56,7 @@ from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 import ddp_probe_torch
 
 MODES = ("plain", "prehook", "fp16", "bf16", "no_sync", "static_graph", "unused", "amp", "compile",
-         "straggler", "uneven")
+         "straggler", "uneven", "worker_killed")
 
 
 class BusyBackward(torch.autograd.Function):
@@ -104,6 +113,21 @@ class Model(nn.Module):
         return self.head(self.norm(x))
 
 
+class KillsItsWorker(torch.utils.data.Dataset):
+    """``data`` whose item ``at`` kills the DataLoader worker process that loads it."""
+
+    def __init__(self, data, at):
+        self.data, self.at = data, at
+
+    def __len__(self):
+        return len(self.data)
+
+    def __getitem__(self, i):
+        if i == self.at and torch.utils.data.get_worker_info() is not None:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return self.data[i]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mode", choices=MODES, default="plain")
@@ -151,7 +175,13 @@ def main():
     labels = tokens[:, 0] % classes
     data = TensorDataset(tokens, labels)
     sampler = DistributedSampler(data, num_replicas=world, rank=rank, seed=0)
-    loader = DataLoader(data, batch_size=args.batch_size, sampler=sampler, drop_last=True)
+    workers = 0
+    if args.mode == "worker_killed":
+        workers = 1
+        if rank == 1:
+            data = KillsItsWorker(data, at=list(sampler)[2 * args.batch_size])
+    loader = DataLoader(data, batch_size=args.batch_size, sampler=sampler, drop_last=True,
+                        num_workers=workers)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     micro = args.accum if args.mode == "no_sync" else 1
 
@@ -203,4 +233,12 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    if "worker_killed" in sys.argv:
+        # What hydra's main does with an exception (hydra/_internal/utils.py run_and_report).
+        try:
+            main()
+        except Exception:  # noqa: BLE001
+            traceback.print_exc()
+            sys.exit(1)
+    else:
+        main()

@@ -27,7 +27,7 @@ use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::category::Category;
-use crate::manifest;
+use crate::manifest::{self, KillVerdict};
 use crate::report::{Confidence, Evidence, Finding, Report, Role, RunFacts, SCHEMA_VERSION};
 use crate::sanitize::sanitize;
 
@@ -52,6 +52,9 @@ struct RunContext {
     first_failure: Option<usize>,
     end_after: HashMap<usize, f64>,
     exited_ok: BTreeSet<usize>,
+    /// Ranks that ended on their own with an error (an exit code or a signal the launcher did
+    /// not send): whatever their trace's last record says, they did not finish normally.
+    exited_failed: BTreeSet<usize>,
     p2p_disabled: bool,
 }
 
@@ -80,6 +83,8 @@ fn context(g: &Gathered) -> RunContext {
                 c.end_after.insert(r.rank, end.after_s);
                 if !end.stopped_by_launcher && end.termination.success() {
                     c.exited_ok.insert(r.rank);
+                } else if !end.stopped_by_launcher {
+                    c.exited_failed.insert(r.rank);
                 }
             }
             if r.env
@@ -157,6 +162,7 @@ pub(crate) fn build(mut g: Gathered, opts: &Options) -> Report {
     }
 
     name_unused_parameters(&mut signals, &g.progress);
+    judge_killed_workers(&mut signals, &g);
 
     // 2. Cross-checks.
     for mut s in g.nccl.cross_checks(ctx.world_size) {
@@ -476,7 +482,12 @@ fn progress_signals(
         .map(|c| c.describe())
         .unwrap_or_else(|| format!("seq {stuck}"));
     for b in &behind {
-        let finished = b.end_status.as_deref() == Some("ok") || ctx.exited_ok.contains(&b.rank);
+        // A trace's "ok" end is written at the interpreter's exit; a framework that catches the
+        // exception and calls sys.exit(1) (hydra's main) ends it so too: the manifest's exit
+        // status decides when there is one.
+        let finished = (b.end_status.as_deref() == Some("ok")
+            && !ctx.exited_failed.contains(&b.rank))
+            || ctx.exited_ok.contains(&b.rank);
         let (category, role, rule) = if finished {
             (Category::UnevenInputs, Role::Cause, "trace_finished_early")
         } else {
@@ -555,6 +566,56 @@ fn left_with_threads_running(g: &Gathered, signals: &[Signal]) -> BTreeSet<usize
         }
     }
     out
+}
+
+/// The rule of a DataLoader worker's SIGKILL that the launcher's evidence proves came from
+/// the out-of-memory killer.
+const RULE_WORKER_OOM_CONFIRMED: &str = "dataloader_worker_oom_confirmed";
+/// The rule of a DataLoader worker's SIGKILL that the launcher's evidence proves did not come
+/// from the out-of-memory killer.
+const RULE_WORKER_KILLED_FROM_OUTSIDE: &str = "dataloader_worker_killed_from_outside";
+
+/// Whether a rule is about a rank's DataLoader worker that got SIGKILL (judged or not).
+fn is_worker_kill(rule: &str) -> bool {
+    matches!(
+        rule,
+        crate::rules::DATALOADER_WORKER_KILLED_RULE
+            | RULE_WORKER_OOM_CONFIRMED
+            | RULE_WORKER_KILLED_FROM_OUTSIDE
+    )
+}
+
+/// PyTorch's "DataLoader worker (pid N) is killed by signal: Killed." in a rank's log, where
+/// the run's manifest holds the evidence read at that rank's exit: the OOM killer proven
+/// (still `host_oom_killed`, now certain) or ruled out (`rank_crashed`: a SIGKILL from outside,
+/// as for a rank killed so).
+fn judge_killed_workers(signals: &mut [Signal], g: &Gathered) {
+    for s in signals.iter_mut() {
+        if s.rule != crate::rules::DATALOADER_WORKER_KILLED_RULE {
+            continue;
+        }
+        let Some(rank) = s.observer else { continue };
+        let Some((verdict, evidence)) = g.manifests.iter().find_map(|m| m.child_kill_verdict(rank))
+        else {
+            continue;
+        };
+        match verdict {
+            KillVerdict::OomKiller(why) => {
+                s.rule = RULE_WORKER_OOM_CONFIRMED;
+                s.detail = Some(format!("the out-of-memory killer killed it ({why})"));
+            }
+            KillVerdict::FromOutside(why) => {
+                s.rule = RULE_WORKER_KILLED_FROM_OUTSIDE;
+                s.category = Category::RankCrashed;
+                s.detail = Some(format!(
+                    "the worker was killed by SIGKILL from outside (kill -9, a watchdog); the \
+                     out-of-memory killer did not act ({why})"
+                ));
+            }
+            KillVerdict::Unconfirmed(_) => continue,
+        }
+        s.evidence.push(evidence);
+    }
 }
 
 /// PyTorch's "Parameter indices which did not receive grad for rank 0: 2 3" gives indices
@@ -1016,6 +1077,19 @@ const KILLED_FROM_OUTSIDE_FIX: &str = "Find the sender of the SIGKILL: the batch
      `kubectl describe pod`), a watchdog or health check, or a person; the rank's own log ends \
      without an error because SIGKILL cannot be caught.";
 
+/// What a DataLoader worker's SIGKILL means (the finding's explanation, whoever sent it).
+const WORKER_KILLED_MEANING: &str = "A DataLoader worker process of the rank got SIGKILL, and \
+     the rank stopped with PyTorch's \"DataLoader worker (pid N) is killed by signal: Killed.\" \
+     The usual sender is the kernel's out-of-memory killer: every worker holds its own copy of \
+     what the dataset object keeps in memory and its prefetched batches, and a container's or \
+     batch system's memory limit counts them all with the ranks.";
+
+/// The fix for a DataLoader worker proven to be killed by a SIGKILL from outside.
+const WORKER_KILLED_FROM_OUTSIDE_FIX: &str = "Find the sender of the worker's SIGKILL: a \
+     watchdog or health check that kills processes (by memory, age or name), the batch system, \
+     or a person; the out-of-memory killer did not send it. `num_workers=0` takes the workers \
+     out of the picture while you look.";
+
 fn draft(category: Category, g: Group, opts: &Options) -> Draft {
     let role = g.role();
     let mut own = g.own;
@@ -1166,7 +1240,26 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
                  the batch system's own report)"
             .to_owned();
     }
-    if !ranks.is_empty() && role == Role::Cause {
+    let worker_kill = role == Role::Cause && own.iter().any(|s| is_worker_kill(s.rule));
+    let mut meaning = category.meaning();
+    if worker_kill {
+        let of = if ranks.is_empty() {
+            "a DataLoader worker".to_owned()
+        } else {
+            format!("a DataLoader worker of {}", who(&ranks))
+        };
+        meaning = WORKER_KILLED_MEANING;
+        if proven(RULE_WORKER_OOM_CONFIRMED) {
+            title = format!("{of} was killed by the out-of-memory killer");
+        } else if proven(RULE_WORKER_KILLED_FROM_OUTSIDE) {
+            title = format!(
+                "{of} was killed by SIGKILL from outside the process, not by the out-of-memory killer"
+            );
+            fix = WORKER_KILLED_FROM_OUTSIDE_FIX.to_owned();
+        } else {
+            title = format!("{of} got SIGKILL, most likely from the host's out-of-memory killer");
+        }
+    } else if !ranks.is_empty() && role == Role::Cause {
         if category == Category::HostOomKilled && proven(manifest::RULE_OOM_CONFIRMED) {
             title = format!("{} was killed by the out-of-memory killer", who(&ranks));
         } else if category == Category::RankCrashed && proven(manifest::RULE_KILLED_FROM_OUTSIDE) {
@@ -1186,9 +1279,10 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
             }
         }
     }
-    let confidence = confidence_of(role, &own, &ranks, proven(manifest::RULE_OOM_CONFIRMED));
+    let oom_proven = proven(manifest::RULE_OOM_CONFIRMED) || proven(RULE_WORKER_OOM_CONFIRMED);
+    let confidence = confidence_of(role, &own, &ranks, oom_proven);
     let to_confirm = (confidence != Confidence::High).then(|| category.to_confirm().to_owned());
-    let mut explanation = category.meaning().to_owned();
+    let mut explanation = meaning.to_owned();
     if !details.is_empty() {
         explanation.push_str(" Seen: ");
         explanation.push_str(&details.join("; "));

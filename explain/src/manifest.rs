@@ -268,6 +268,30 @@ impl LoadedManifest {
             .map(|(i, _)| i + 1)
     }
 
+    /// For rank `r`, which failed with an error exit of its own after a process it started
+    /// (a DataLoader worker) was killed by SIGKILL: who sent that signal, as far as the
+    /// evidence the launcher read at the rank's exit proves (the rank's cgroup counts its
+    /// workers' OOM kills too; the kernel log is searched for the rank's pid only, so the
+    /// counters decide), with the manifest line that shows it. None when the manifest has no
+    /// such exit or its evidence decides nothing.
+    pub(crate) fn child_kill_verdict(&self, r: usize) -> Option<(KillVerdict, Evidence)> {
+        let rank = self.manifest.ranks.iter().find(|x| x.rank == r)?;
+        let end = rank.end.as_ref()?;
+        let error_exit = matches!(end.termination, Termination::Exited { code } if code != 0);
+        if !error_exit || end.stopped_by_launcher {
+            return None;
+        }
+        let verdict = kill_verdict(Some(end.kill_evidence.as_ref()?));
+        let said = match &verdict {
+            KillVerdict::OomKiller(why) => format!("the out-of-memory killer acted: {why}"),
+            KillVerdict::FromOutside(why) => format!("the out-of-memory killer did not act: {why}"),
+            KillVerdict::Unconfirmed(_) => return None,
+        };
+        let line = self.rank_field_line(r, "\"kill_evidence\"");
+        let ev = self.evidence(line, format!("while rank {r} ran, {said}"));
+        Some((verdict, ev))
+    }
+
     fn evidence(&self, line: Option<usize>, text: String) -> Evidence {
         Evidence {
             file: self.file(),

@@ -166,6 +166,8 @@ macro_rules! rule {
 /// The rule of the CUDA runtime's words for no usable GPU at all (the finding says so and
 /// gives its own fix).
 pub(crate) const NO_USABLE_GPU_RULE: &str = "no_usable_gpu";
+/// The name of the rule for PyTorch's "DataLoader worker (pid N) is killed by signal: Killed.".
+pub(crate) const DATALOADER_WORKER_KILLED_RULE: &str = "dataloader_worker_killed";
 
 /// The rules whose lines are the kernel's or the batch system's own report of an OOM kill
 /// (not a bare SIGKILL): a finding they make says the kill happened, not that it likely did.

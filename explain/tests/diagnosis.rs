@@ -1065,6 +1065,119 @@ fn sigkill_with_oom_evidence_is_the_oom_killer_citing_it() {
     );
 }
 
+/// As minGPT-ddp from PyTorch's examples ran (gloo, 2 CPU ranks, 2 DataLoader workers each):
+/// one of rank 1's workers got SIGKILL, rank 1 raised PyTorch's error and hydra's main caught
+/// it and called sys.exit(1), so rank 1's trace ends "ok" at the interpreter's exit while
+/// rank 0 waits in an all-reduce; the launcher read the OOM-kill counters at rank 1's exit.
+fn worker_killed_run(root: &Path, evidence: serde_json::Value) -> (String, Report) {
+    let mut failed = end(json!({"how": "exited", "code": 1}), 27.1, false);
+    failed["kill_evidence"] = evidence.clone();
+    let m = manifest(
+        "failed",
+        2,
+        vec![rank_record(0, 2, stopped()), rank_record(1, 2, failed)],
+        json!({"first_failure": {"rank": 1, "local_rank": 1, "how": "exited", "code": 1,
+               "at": "t", "after_s": 27.1, "kill_evidence": evidence}}),
+    );
+    put(root, "manifest.json", &m);
+    put(
+        root,
+        "logs/rank-1.stderr",
+        "Traceback (most recent call last):\n  File \"main.py\", line 43, in main\n    trainer.train()\n\
+         \x20 File \"torch/utils/data/_utils/signal_handling.py\", line 73, in handler\n    _error_if_any_worker_fails()\n\
+         RuntimeError: DataLoader worker (pid 4242) is killed by signal: Killed. \n\
+         Set the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace.\n",
+    );
+    put(root, "traces/rank-0.jsonl", &trace(0, 16, Some(17), false));
+    put(root, "traces/rank-1.jsonl", &trace(1, 16, None, true));
+    let r = explain(&[root.to_path_buf()]).unwrap();
+    (m, r)
+}
+
+#[test]
+fn a_killed_dataloader_worker_is_judged_by_the_evidence_read_at_its_ranks_exit() {
+    let dir = tempfile::tempdir().unwrap();
+    let (m, r) = worker_killed_run(
+        dir.path(),
+        json!({
+            "oom_kill_counters": [
+                {"file": CGROUP_EVENTS, "scope": "cgroup", "at_start": 0, "at_death": 0},
+                {"file": "/proc/vmstat", "scope": "host", "at_start": 3, "at_death": 3}
+            ],
+            "kernel_log_read": false,
+            "notes": []
+        }),
+    );
+    let top = &r.findings[0];
+    assert_eq!(
+        (top.category, top.role, top.ranks.clone()),
+        (Category::RankCrashed, Role::Cause, vec![1]),
+        "{}",
+        r.render_text(100)
+    );
+    assert_eq!(
+        top.title,
+        "a DataLoader worker of rank 1 was killed by SIGKILL from outside the process, not by the \
+         out-of-memory killer"
+    );
+    assert!(top.fix.contains("worker's SIGKILL"), "{}", top.fix);
+    let ev = top
+        .evidence
+        .iter()
+        .find(|e| e.text.contains("the out-of-memory killer did not act"))
+        .unwrap_or_else(|| panic!("{:?}", top.evidence));
+    assert_eq!(ev.line, Some(line_of_rank_evidence(&m, 1)));
+    assert!(top.evidence.iter().any(|e| e
+        .text
+        .contains("DataLoader worker (pid 4242) is killed by signal")));
+    // Rank 1's trace ended "ok" only because the interpreter exited; the manifest says it
+    // failed: it did not run out of batches.
+    assert!(
+        r.findings
+            .iter()
+            .all(|f| f.category != Category::UnevenInputs),
+        "{}",
+        r.render_text(100)
+    );
+
+    // The counter of the rank's cgroup rose: the OOM killer, certain.
+    let dir = tempfile::tempdir().unwrap();
+    let (_, r) = worker_killed_run(
+        dir.path(),
+        json!({
+            "oom_kill_counters": [{"file": CGROUP_EVENTS, "scope": "cgroup", "at_start": 0, "at_death": 1}],
+            "kernel_log_read": false,
+            "notes": []
+        }),
+    );
+    let top = &r.findings[0];
+    assert_eq!(
+        (top.category, top.title.as_str(), top.confidence),
+        (
+            Category::HostOomKilled,
+            "a DataLoader worker of rank 1 was killed by the out-of-memory killer",
+            Confidence::High
+        ),
+        "{}",
+        r.render_text(100)
+    );
+    assert!(top.explanation.contains("DataLoader worker process"));
+
+    // Nothing readable (or a log without a manifest): the OOM killer stays the likely sender.
+    let dir = tempfile::tempdir().unwrap();
+    let (_, r) = worker_killed_run(dir.path(), json!({"oom_kill_counters": [], "notes": []}));
+    let top = &r.findings[0];
+    assert_eq!(
+        (top.category, top.title.as_str()),
+        (
+            Category::HostOomKilled,
+            "a DataLoader worker of rank 1 got SIGKILL, most likely from the host's out-of-memory killer"
+        ),
+        "{}",
+        r.render_text(100)
+    );
+}
+
 #[test]
 fn sigkill_with_unchanged_oom_counters_is_a_kill_from_outside() {
     let dir = tempfile::tempdir().unwrap();

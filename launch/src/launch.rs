@@ -1198,12 +1198,17 @@ impl Run {
 
     /// For a rank that died of a SIGKILL the launcher did not send, the
     /// evidence about the sender, read now (the OOM killer raises its
-    /// counters before it sends the signal, so they already show it).
+    /// counters before it sends the signal, so they already show it). The
+    /// same for a rank that failed with an error exit before the launcher
+    /// stopped anything: a process of its own (a DataLoader worker) may have
+    /// got the SIGKILL, and the rank's cgroup counts that kill too.
     fn kill_evidence(&mut self, slot: usize, termination: &Termination) -> Option<KillEvidence> {
         let sigkill =
             matches!(termination, Termination::Signaled { number, .. } if *number == libc::SIGKILL);
         let launcher_killed = self.stop.as_ref().is_some_and(|s| s.killed_at.is_some());
-        if !sigkill || launcher_killed {
+        let error_exit = matches!(termination, Termination::Exited { code } if *code != 0)
+            && self.stop.is_none();
+        if !(sigkill && !launcher_killed || error_exit) {
             return None;
         }
         let s = &self.slots[slot];

@@ -102,14 +102,14 @@ pub struct StragglerCandidate {
     pub share_needed: f64,
 }
 
-/// A p-value as text: "< 0.0001", four decimals below 0.01, else two.
+/// A p-value with its relation: "p < 0.0001", "p = " and four decimals below 0.01, else two.
 fn p_value_text(p: f64) -> String {
     if p < 1e-4 {
-        "< 0.0001".to_owned()
+        "p < 0.0001".to_owned()
     } else if p < 0.01 {
-        format!("{p:.4}")
+        format!("p = {p:.4}")
     } else {
-        format!("{p:.2}")
+        format!("p = {p:.2}")
     }
 }
 
@@ -119,7 +119,7 @@ impl Stragglers {
     pub fn verdict(&self) -> String {
         let rule = |p: f64| {
             format!(
-                "one-sided binomial test over steps, p = {} against {} after correcting for {} ranks",
+                "one-sided binomial test over steps, {} against {} after correcting for {} ranks",
                 p_value_text(p),
                 P_VALUE_THRESHOLD,
                 self.ranks_compared
@@ -285,6 +285,14 @@ pub(crate) fn stragglers(seqs: impl Iterator<Item = SeqView> + Clone) -> Straggl
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_p_value_reads_with_its_relation() {
+        // "p = < 0.0001" was printed on a real run (minGPT-ddp, 2026-12-02).
+        assert_eq!(p_value_text(3e-7), "p < 0.0001");
+        assert_eq!(p_value_text(0.00123), "p = 0.0012");
+        assert_eq!(p_value_text(0.5), "p = 0.50");
+    }
 
     fn view(step: u32, last: Option<u32>, wait: i64) -> SeqView {
         SeqView {

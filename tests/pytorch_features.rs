@@ -681,3 +681,39 @@ fn a_killed_dataloader_worker_is_named_with_the_launchers_evidence() {
         "{report:#}"
     );
 }
+
+#[test]
+fn a_rank_outside_its_steps_is_named_when_a_peer_times_out_waiting_for_it() {
+    // Rank 0 spends 15 s after its third step with a 5 s process-group timeout: rank 1's
+    // all-reduce fails (the module records it as a failed collective, not a completed one)
+    // and `explain` names rank 0, which never queued it and recorded nothing for seconds.
+    let (_tmp, dir) = run_dir();
+    let (out, console) = output_of(&mut features_job(&dir, "slow_save", 6, &[]));
+    assert!(!out.status.success(), "the job should fail:\n{console}");
+    let explain = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
+        .args(["explain", "--json"])
+        .arg(&dir)
+        .output()
+        .expect("explain");
+    let report: Value = serde_json::from_slice(&explain.stdout).expect("explain --json");
+    let first = &report["findings"][0];
+    assert_eq!(
+        (
+            first["category"].as_str(),
+            first["ranks"].clone(),
+            first["title"].as_str()
+        ),
+        (
+            Some("collective_timeout"),
+            serde_json::json!([0]),
+            Some("rank 1 timed out in a collective waiting for rank 0, which never joined it")
+        ),
+        "{report:#}\n{console}"
+    );
+    let explanation = first["explanation"].as_str().unwrap_or_default();
+    assert!(
+        explanation.contains("it recorded nothing after the end of step 2 for the")
+            && explanation.contains("it was outside the training steps"),
+        "{explanation}"
+    );
+}

@@ -108,6 +108,16 @@ impl TraceTail {
                     let Some(seq) = record.get("seq").and_then(Value::as_u64) else {
                         continue;
                     };
+                    // A collective that failed (`"args":{"error":true}`, the PyTorch
+                    // module's record of a future that raised) was waited in, not completed.
+                    if record
+                        .get("args")
+                        .and_then(|a| a.get("error"))
+                        .and_then(Value::as_bool)
+                        == Some(true)
+                    {
+                        continue;
+                    }
                     completed.insert(seq);
                     if tail.last_completed.as_ref().is_none_or(|c| seq >= c.seq) {
                         tail.last_completed = Some(collective(seq, &record, step));
@@ -390,6 +400,15 @@ mod tests {
         format!(
             r#"{{"type":"instant","name":"collective_queued","t":5,"step":{step},"args":{{"seq":{seq},"op":"all_reduce","bucket":2,"bytes":4096}}}}"#
         )
+    }
+
+    #[test]
+    fn a_collective_that_failed_was_waited_in_not_completed() {
+        let failed = r#"{"type":"span","kind":"collective","op":"all_reduce","step":4,"start":1,"end":2,"bucket":0,"bytes":64,"seq":17,"args":{"error":true}}"#;
+        let text = [coll(16, 3), queued(17, 4), failed.to_owned()].join("\n");
+        let tail = TraceTail::from_lines(&text);
+        assert_eq!(tail.last_completed.map(|c| c.seq), Some(16));
+        assert_eq!(tail.waiting_in.map(|c| c.seq), Some(17));
     }
 
     fn state(rank: usize, lines: &[String]) -> RankHangState {

@@ -28,6 +28,9 @@ Modes (each the way PyTorch's documentation writes it):
 * ``uneven``: rank 1 has one batch fewer: it leaves the loop a step early and exits, as a
   script without ``drop_last`` or ``Join`` does; rank 0's last all-reduce loses its peer
   (the job fails).
+* ``slow_save``: the process group's timeout is 5 s and rank 0 spends 15 s after its third
+  step (a checkpoint on a slow disk, as the tutorial trainer's ``_save_snapshot`` on rank 0
+  only); rank 1's next all-reduce times out (the job fails).
 * ``worker_killed``: the ranks load through one DataLoader worker each, and rank 1's worker
   gets SIGKILL at its third batch (as from the out-of-memory killer); rank 1 raises PyTorch's
   "DataLoader worker (pid N) is killed by signal: Killed." and, as hydra's ``main`` does
@@ -56,7 +59,7 @@ from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 import ddp_probe_torch
 
 MODES = ("plain", "prehook", "fp16", "bf16", "no_sync", "static_graph", "unused", "amp", "compile",
-         "straggler", "uneven", "worker_killed")
+         "straggler", "uneven", "slow_save", "worker_killed")
 
 
 class BusyBackward(torch.autograd.Function):
@@ -141,7 +144,13 @@ def main():
                         help="how long rank 1 busy-waits in backward (straggler)")
     args = parser.parse_args()
 
-    dist.init_process_group("gloo")
+    if args.mode == "slow_save":
+        import datetime
+        import time
+
+        dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=5))
+    else:
+        dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(0)
     vocab, dim, seq, classes = 64, 96, 8, 5
@@ -212,6 +221,8 @@ def main():
                 loss_of(x, y, step).backward()
         opt.step()
         step += 1
+        if args.mode == "slow_save" and rank == 0 and step == 3:
+            time.sleep(15)  # the checkpoint that only rank 0 writes
 
     if args.mode == "uneven" and rank == 1:
         # Out of data: gone, without a barrier or Join. The process then exits with code 0, or

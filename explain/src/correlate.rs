@@ -55,6 +55,8 @@ struct RunContext {
     /// Ranks that ended on their own with an error (an exit code or a signal the launcher did
     /// not send): whatever their trace's last record says, they did not finish normally.
     exited_failed: BTreeSet<usize>,
+    /// When each rank ended (Unix ns), where the manifest says.
+    end_at_ns: HashMap<usize, i64>,
     p2p_disabled: bool,
 }
 
@@ -81,6 +83,9 @@ fn context(g: &Gathered) -> RunContext {
         for r in &man.ranks {
             if let Some(end) = &r.end {
                 c.end_after.insert(r.rank, end.after_s);
+                if let Some(t) = end.at_unix_ns {
+                    c.end_at_ns.insert(r.rank, t);
+                }
                 if !end.stopped_by_launcher && end.termination.success() {
                     c.exited_ok.insert(r.rank);
                 } else if !end.stopped_by_launcher {
@@ -448,12 +453,20 @@ fn progress_signals(
             .as_ref()
             .map(|l| format!("its last completed collective is seq {}", l.seq))
             .unwrap_or_else(|| "it completed no collective".to_owned());
-        let text = format!(
-            "rank {} queued {} and it never completed (drawn as unfinished in `ddp-probe tui`, \
-             the report and the Chrome export); {last}",
-            w.rank,
-            c.describe()
-        );
+        let text = match w.wait_failed_after_ns {
+            Some(d) => format!(
+                "rank {} queued {} and it failed after {:.1} s without completing; {last}",
+                w.rank,
+                c.describe(),
+                d as f64 / 1e9
+            ),
+            None => format!(
+                "rank {} queued {} and it never completed (drawn as unfinished in `ddp-probe \
+                 tui`, the report and the Chrome export); {last}",
+                w.rank,
+                c.describe()
+            ),
+        };
         s.detail = Some(if behind_ranks.is_empty() {
             format!("rank {} waits in {}", w.rank, c.describe())
         } else {
@@ -500,6 +513,17 @@ fn progress_signals(
             Some(l) => format!("its last completed collective is {}", l.describe()),
             None => "it completed no collective".to_owned(),
         };
+        // A rank that recorded no step phase for a long while before it ended was outside
+        // the training steps (the module records data waits only when the batch arrives).
+        let idle = match (&b.last_phase, ctx.end_at_ns.get(&b.rank)) {
+            (Some((t, what)), Some(end)) if end - t >= IDLE_BEFORE_END_NS => format!(
+                "; it recorded nothing after the end of {what} for the {:.1} s before it ended: \
+                 it was outside the training steps (evaluation, checkpointing, logging, or \
+                 waiting for its data loader)",
+                (end - t) as f64 / 1e9
+            ),
+            _ => String::new(),
+        };
         let (text, line) = if finished {
             (
                 format!(
@@ -511,7 +535,7 @@ fn progress_signals(
             )
         } else {
             (
-                format!("rank {} never queued {stuck_desc}; {last}", b.rank),
+                format!("rank {} never queued {stuck_desc}; {last}{idle}", b.rank),
                 b.last_completed.as_ref().and_then(|l| {
                     locate(&b.path, &["\"collective\"", &format!("\"seq\":{}", l.seq)])
                 }),
@@ -529,6 +553,11 @@ fn progress_signals(
     }
     behind.is_empty() && waiting.len() >= 2
 }
+
+/// How long a rank behind must have recorded no step phase before its end to be said to have
+/// been outside the training steps: longer than any step of a job that one would diagnose,
+/// shorter than any collective timeout (gloo's and NCCL's are minutes unless set lower).
+const IDLE_BEFORE_END_NS: i64 = 1_000_000_000;
 
 /// Ranks that ended by SIGABRT, not sent by the launcher, with the C++ runtime's "terminate
 /// called without an active exception" and no error of their own: a PyTorch rank that left its

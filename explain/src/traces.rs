@@ -9,7 +9,7 @@
 //! [`TAIL_BYTES`] of each file are parsed line by line instead, skipping lines
 //! that are not JSON.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -19,8 +19,7 @@ use serde_json::Value;
 
 use crate::lines::{for_each_line, ReadLimits};
 use crate::sanitize::{display_path, sanitize};
-use probe::model::Run;
-use probe::open::completed_seqs;
+use probe::model::{RankTrace, Run, Span};
 use probe::trace::SpanKind;
 
 /// Bytes read from the end of each trace when the reader is not used.
@@ -68,10 +67,16 @@ pub(crate) struct RankProgress {
     pub last_completed: Option<Coll>,
     /// The collective it waits in.
     pub waiting_in: Option<Coll>,
+    /// How long it waited in that collective before the collective failed (its span records
+    /// the failure), when it did.
+    pub wait_failed_after_ns: Option<i64>,
     /// The highest step seen.
     pub last_step: Option<u64>,
     /// The status of its `end` record, when it finished recording.
     pub end_status: Option<String>,
+    /// Its last step-phase span (time of its end, what it was: "step 31", "step 32's
+    /// forward"), when the whole trace was read.
+    pub last_phase: Option<(i64, String)>,
     /// DDP's parameters by index (the header's table), to name the indices PyTorch's errors
     /// give.
     pub param_names: Vec<(u32, String)>,
@@ -128,13 +133,32 @@ fn from_run(run: &Run) -> Vec<RankProgress> {
     for rank in &run.ranks {
         let mut last_completed: Option<Coll> = None;
         let mut last_step: Option<u64> = None;
+        let mut last_phase: Option<(i64, SpanKind, Option<u64>)> = None;
+        let mut completed = BTreeSet::new();
+        let mut failures: BTreeMap<u64, i64> = BTreeMap::new();
         for span in rank.spans() {
             if let Some(step) = span.step() {
                 last_step = Some(last_step.map_or(step, |s| s.max(step)));
             }
+            if PHASES.contains(&span.kind())
+                && last_phase.is_none_or(|(t, k, _)| {
+                    // A step ends with its last phase: the step names it.
+                    span.end() > t
+                        || (span.end() == t && span.kind() == SpanKind::Step && k != SpanKind::Step)
+                })
+            {
+                last_phase = Some((span.end(), span.kind(), span.step()));
+            }
             if span.kind() != SpanKind::Collective {
                 continue;
             }
+            if failed(run, rank, span) {
+                if let Some(seq) = span.seq() {
+                    failures.insert(seq, span.end() - span.start());
+                }
+                continue;
+            }
+            completed.extend(span.seq());
             if let Some(seq) = span
                 .seq()
                 .filter(|&q| last_completed.as_ref().is_none_or(|c| q > c.seq))
@@ -154,7 +178,18 @@ fn from_run(run: &Run) -> Vec<RankProgress> {
             .into_iter()
             .map(|(seq, (_, c))| (seq, c))
             .collect();
-        let waiting_in = waiting(&queued, &completed_seqs(rank)).map(coll);
+        let waiting_in = waiting(&queued, &completed).map(coll);
+        let wait_failed_after_ns = waiting_in
+            .as_ref()
+            .and_then(|c| failures.get(&c.seq).copied());
+        let last_phase = last_phase.map(|(t, kind, step)| {
+            let what = match (kind, step) {
+                (SpanKind::Step, Some(n)) => format!("step {n}"),
+                (k, Some(n)) => format!("step {n}'s {}", k.as_str()),
+                (k, None) => k.as_str().to_owned(),
+            };
+            (t, what)
+        });
         let param_names = rank
             .header
             .ddp
@@ -168,11 +203,34 @@ fn from_run(run: &Run) -> Vec<RankProgress> {
             file: display_path(&rank.path),
             last_completed,
             waiting_in,
+            wait_failed_after_ns,
             last_step,
             end_status: rank.end.as_ref().map(|e| e.status.clone()),
+            last_phase,
         });
     }
     out
+}
+
+/// The spans of a training step's phases (and the step itself).
+const PHASES: [SpanKind; 5] = [
+    SpanKind::Step,
+    SpanKind::DataWait,
+    SpanKind::Forward,
+    SpanKind::Backward,
+    SpanKind::Optimizer,
+];
+
+/// Whether a collective span records a failure (`"args":{"error":true}`, written by the
+/// PyTorch module when the collective's future raised): the rank waited in it until it
+/// failed, it did not complete.
+fn failed(run: &Run, rank: &RankTrace, span: &Span) -> bool {
+    run.span(rank, span).args_json().is_some_and(|a| {
+        serde_json::from_str::<Value>(a)
+            .ok()
+            .and_then(|v| v.get("error").and_then(Value::as_bool))
+            == Some(true)
+    })
 }
 
 /// Progress from the header line and the last [`TAIL_BYTES`] of a file,
@@ -209,8 +267,10 @@ fn from_tail(path: &Path) -> Option<RankProgress> {
         file: display_path(path),
         last_completed: tail.last_completed.map(coll),
         waiting_in: tail.waiting_in.map(coll),
+        wait_failed_after_ns: None,
         last_step: tail.last_step,
         end_status: tail.end_status,
+        last_phase: None,
         param_names,
     })
 }

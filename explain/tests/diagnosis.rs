@@ -1437,6 +1437,84 @@ fn hung_run_names_the_rank_that_never_joined_the_collective() {
 }
 
 #[test]
+fn a_failed_collective_is_a_wait_and_the_rank_that_never_came_is_said_to_be_outside_its_steps() {
+    // As PyTorch's tutorial trainer ran with a 5 s gloo timeout and rank 0 saving a snapshot
+    // for 15 s after step 3 (2 CPU ranks): rank 1's all-reduce of step 4 failed after 5 s (the
+    // module's span with "error": true) and it exited 1; rank 0 was stopped by the launcher
+    // 6 s after its last step ended. The failed span is not a completed collective.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let mut rank0_end = stopped();
+    rank0_end["at_unix_ns"] = json!(T0 + 16_000_000 + 6_000_000_000);
+    put(
+        root,
+        "manifest.json",
+        &manifest(
+            "failed",
+            2,
+            vec![
+                rank_record(0, 2, rank0_end),
+                rank_record(1, 2, end(json!({"how": "exited", "code": 1}), 9.0, false)),
+            ],
+            json!({"first_failure": {"rank": 1, "local_rank": 1, "how": "exited", "code": 1,
+                   "at": "t", "after_s": 9.0}}),
+        ),
+    );
+    let mut t0 = trace(0, 16, None, false);
+    t0.push_str(&format!(
+        "{{\"type\":\"span\",\"kind\":\"optimizer\",\"step\":3,\"start\":{},\"end\":{}}}\n\
+         {{\"type\":\"span\",\"kind\":\"step\",\"step\":3,\"start\":{},\"end\":{}}}\n",
+        T0 + 15_000_000,
+        T0 + 16_000_000,
+        T0 + 12_500_000,
+        T0 + 16_000_000
+    ));
+    put(root, "traces/rank-0.jsonl", &t0);
+    let mut t1 = trace(1, 16, Some(17), false);
+    t1.push_str(&format!(
+        "{{\"type\":\"span\",\"kind\":\"collective\",\"step\":4,\"start\":{s},\"end\":{},\"queued\":{s},\"op\":\"all_reduce\",\"bucket\":0,\"bytes\":4096,\"seq\":17,\"args\":{{\"error\":true}}}}\n\
+         {{\"type\":\"end\",\"t\":{},\"status\":\"error\",\"message\":\"RuntimeError: Timed out waiting 5000ms for recv operation to complete\"}}\n",
+        T0 + 17_000_000 + 5_000_000_000,
+        T0 + 17_000_000 + 5_001_000_000,
+        s = T0 + 17_000_000,
+    ));
+    put(root, "traces/rank-1.jsonl", &t1);
+    put(
+        root,
+        "logs/rank-1.stderr",
+        "[rank1]: RuntimeError: Got the following error when running the callback: RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] Timed out waiting 5000ms for recv operation to complete\n",
+    );
+    let r = explain(&[root.to_path_buf()]).unwrap();
+    let top = &r.findings[0];
+    assert_eq!(
+        (top.category, top.ranks.clone(), top.title.as_str()),
+        (
+            Category::CollectiveTimeout,
+            vec![0],
+            "rank 1 timed out in a collective waiting for rank 0, which never joined it"
+        ),
+        "{}",
+        r.render_text(100)
+    );
+    assert!(
+        top.evidence.iter().any(|e| e.text.contains(
+            "rank 1 queued all_reduce seq 17 (step 4) and it failed after 5.0 s without completing"
+        )),
+        "{:#?}",
+        top.evidence
+    );
+    assert!(
+        top.explanation.contains(
+            "rank 0 never queued all_reduce seq 17 (step 4); its last completed collective is \
+             all_reduce seq 16 (step 3); it recorded nothing after the end of step 3 for the 6.0 s \
+             before it ended: it was outside the training steps"
+        ),
+        "{}",
+        top.explanation
+    );
+}
+
+#[test]
 fn rank_that_finished_early_is_reported_as_uneven_inputs() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();

@@ -680,34 +680,59 @@ class _Instrumentation:
 
         def sync_buffers():
             st = self.state
+            step = st.step if st is not None else None
+            buffers = getattr(ddp, "modules_buffers", None) or []
+            nbytes = sum(b.numel() * b.element_size() for b in buffers)
+            # Queued first, as the buckets' all-reduces are: a rank that hangs or times out
+            # in the broadcast is seen waiting in it.
+            upcoming = self.next_seq()
+            t = now_ns()
+            if upcoming is not None:
+                at_step = "" if step is None else f',"step":{step}'
+                self.writer.record_line(
+                    f'{{"type":"instant","name":"collective_queued","t":{t}{at_step},'
+                    f'"args":{{"seq":{upcoming},"op":"broadcast","bytes":{nbytes}}}}}\n'
+                )
             timer = self.cuda_timer
             start_ev = timer.record_event() if timer is not None else None
-            t = now_ns()
-            result = original()
-            end = now_ns()
-            buffers = getattr(ddp, "modules_buffers", None) or []
-            span = {
-                "type": "span",
-                "kind": "collective",
-                "start": t,
-                "end": max(end, t),
-                "queued": t,
-                "op": "broadcast",
-                "bytes": sum(b.numel() * b.element_size() for b in buffers),
-                "transport": self.backend,
-                "args": {"what": "module buffers"},
-            }
-            if buffers:
-                span["dtype"] = _dtype_name(buffers[0].dtype)
-            if st is not None:
-                span["step"] = st.step
-            seq = self.seq_after_issue()
-            if seq is not None:
-                span["seq"] = seq
-            if start_ev is not None:
-                timer.add(span, start_ev, timer.record_event())
-            else:
-                self.writer.record(span)
+            failed = True
+            try:
+                result = original()
+                failed = False
+            finally:
+                end = now_ns()
+                span = {
+                    "type": "span",
+                    "kind": "collective",
+                    "start": t,
+                    "end": max(end, t),
+                    "queued": t,
+                    "op": "broadcast",
+                    "bytes": nbytes,
+                    "transport": self.backend,
+                    "args": {"what": "module buffers"},
+                }
+                if buffers:
+                    span["dtype"] = _dtype_name(buffers[0].dtype)
+                if step is not None:
+                    span["step"] = step
+                seq = self.seq_after_issue()
+                if seq is not None and upcoming is not None and seq > upcoming:
+                    # One broadcast per dtype (BatchNorm's float statistics and its int64
+                    # count): the span stands for them all under the first one's seq, the
+                    # one it was queued as.
+                    span["args"]["collectives"] = seq - upcoming + 1
+                    seq = upcoming
+                if seq is not None:
+                    span["seq"] = seq
+                if failed:
+                    # Waited in until it raised, not completed (see the all-reduce's span).
+                    span["args"]["error"] = True
+                    self.writer.record(span)
+                elif start_ev is not None:
+                    timer.add(span, start_ev, timer.record_event())
+                else:
+                    self.writer.record(span)
             return result
 
         ddp._sync_buffers = sync_buffers
@@ -849,6 +874,17 @@ class _Instrumentation:
         ddp_probe_hook.__qualname__ = getattr(hook, "__qualname__", "hook")
         ddp_probe_hook.__name__ = getattr(hook, "__name__", "hook")
         return ddp_probe_hook
+
+    def next_seq(self):
+        """The sequence number the process group will give its next collective, when it
+        counts them (None otherwise)."""
+        get = self.sequence_number
+        if get is None:
+            return None
+        try:
+            return int(get()) + 1
+        except Exception:  # noqa: BLE001 - not every backend counts
+            return None
 
     def seq_after_issue(self):
         get = self.sequence_number

@@ -35,6 +35,7 @@ use crate::sanitize::sanitize;
 const MAX_DETAIL_CHARS: usize = 400;
 /// Longest note, in characters.
 const MAX_NOTE_CHARS: usize = 4096 + 200;
+use crate::python_stack::PyStack;
 use crate::signal::{Attach, Signal};
 use crate::traces::{locate, RankProgress};
 use crate::{Gathered, Options};
@@ -177,7 +178,13 @@ pub(crate) fn build(mut g: Gathered, opts: &Options) -> Report {
     }
     let mut stuck_same = false;
     if !ctx.ok {
-        stuck_same = progress_signals(&g.progress, &ctx, &mut signals, &mut order);
+        stuck_same = progress_signals(
+            &g.progress,
+            &g.python_stacks,
+            &ctx,
+            &mut signals,
+            &mut order,
+        );
     }
     stuck_same |= signals
         .iter()
@@ -410,6 +417,7 @@ fn cross_node_timeouts(g: &Gathered, signals: &mut [Signal]) {
 
 fn progress_signals(
     progress: &[RankProgress],
+    stacks: &[PyStack],
     ctx: &RunContext,
     out: &mut Vec<Signal>,
     order: &mut u64,
@@ -541,12 +549,33 @@ fn progress_signals(
                 }),
             )
         };
-        s.detail = Some(text.clone());
+        let stack = stacks
+            .iter()
+            .find(|st| st.rank == b.rank)
+            .filter(|_| !finished);
+        let mut detail = text.clone();
+        if let Some(st) = stack {
+            let where_ = st.whereabouts().0;
+            detail.push_str(&format!("; when the run was stopped it was {where_}"));
+            s.elsewhere = Some(where_);
+        }
+        s.detail = Some(detail);
         s.evidence.push(Evidence {
             file: b.file.clone(),
             line,
             text,
         });
+        if let Some(st) = stack {
+            let (where_, at) = st.whereabouts();
+            s.evidence.push(Evidence {
+                file: st.file(),
+                line: Some(at),
+                text: format!(
+                    "rank {}'s Python stack when the run was stopped: {where_}",
+                    b.rank
+                ),
+            });
+        }
         *order += 1;
         s.order = *order;
         out.push(s);
@@ -1214,13 +1243,24 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
         && ranks.iter().all(|r| observed_by.contains(r));
     // Only the traces or the flight recorder's dumps saw the wait (no timeout, no hang: the run
     // was stopped for another rank's failure): the ranks waited, nothing timed out.
-    let only_waited = own
-        .iter()
-        .all(|s| s.rule.starts_with("trace_") || s.rule.starts_with("flight_recorder"));
+    // A hang the watchdog stopped is a wait too.
+    let only_waited = own.iter().all(|s| {
+        s.rule.starts_with("trace_")
+            || s.rule.starts_with("flight_recorder")
+            || s.rule.starts_with("manifest_hang")
+    });
+    let elsewhere = own.iter().find_map(|s| s.elsewhere.as_deref());
     let mut title = if lost_own_peer {
-        title(category, role, &[], &ranks, only_waited)
+        title(category, role, &[], &ranks, only_waited, None)
     } else {
-        title(category, role, &ranks, &observers_only, only_waited)
+        title(
+            category,
+            role,
+            &ranks,
+            &observers_only,
+            only_waited,
+            elsewhere,
+        )
     };
     let mut fix = category.fix().to_owned();
     if category == Category::CudaError
@@ -1478,25 +1518,32 @@ fn who(ranks: &[usize]) -> String {
     }
 }
 
-/// A finding's title; `only_waited`: nothing timed out, the wait was seen in traces or dumps.
+/// A finding's title; `only_waited`: nothing timed out, the wait was seen in traces or dumps
+/// (or the hang watchdog stopped it); `elsewhere`: where the rank waited for was instead, from
+/// its Python stack.
 fn title(
     category: Category,
     role: Role,
     ranks: &[usize],
     observers: &[usize],
     only_waited: bool,
+    elsewhere: Option<&str>,
 ) -> String {
     let subject = who(ranks);
     match category {
         Category::CollectiveTimeout if !ranks.is_empty() && !observers.is_empty() => {
+            let never = match elsewhere {
+                Some(w) => format!("which never joined it: it was {w}"),
+                None => "which never joined it".to_owned(),
+            };
             if only_waited {
                 format!(
-                    "{} waited in a collective for {subject}, which never joined it",
+                    "{} waited in a collective for {subject}, {never}",
                     who(observers)
                 )
             } else {
                 format!(
-                    "{} timed out in a collective waiting for {subject}, which never joined it",
+                    "{} timed out in a collective waiting for {subject}, {never}",
                     who(observers)
                 )
             }

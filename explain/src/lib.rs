@@ -50,6 +50,7 @@ mod lines;
 mod manifest;
 mod nccl;
 mod pickle;
+mod python_stack;
 mod report;
 mod rules;
 mod sanitize;
@@ -161,6 +162,8 @@ pub(crate) struct Gathered {
     pub progress: Vec<RankProgress>,
     /// PyTorch flight-recorder dumps found, with their rank.
     pub flight_recorder: Vec<(PathBuf, usize)>,
+    /// The Python stacks the PyTorch module wrote when the hang watchdog asked.
+    pub python_stacks: Vec<python_stack::PyStack>,
     /// Things worked around.
     pub notes: Vec<String>,
     /// Observation counter.
@@ -207,6 +210,10 @@ pub fn explain_with(inputs: &[PathBuf], opts: &Options) -> Result<Report, Error>
             gather_dir(input, &mut g, &mut sources, &mut trace_inputs);
         } else if input.extension().is_some_and(|e| e == "jsonl") {
             trace_inputs.push(input.clone());
+        } else if let Some(stack) =
+            python_stack::rank_of(input).and_then(|_| python_stack::read(input))
+        {
+            g.python_stacks.push(stack);
         } else if let Some(rank) = flight_recorder::is_dump_name(input)
             .then(|| flight_recorder::rank_of(input))
             .flatten()
@@ -384,6 +391,11 @@ fn gather_dir(
                 }
             }
         }
+        for path in python_stack_files_in(&folder) {
+            if !g.python_stacks.iter().any(|s| s.path == path) {
+                g.python_stacks.extend(python_stack::read(&path));
+            }
+        }
         for path in log_files_in(&folder) {
             if listed.insert(path.clone()) {
                 let rank = rank_from_name(&path);
@@ -414,12 +426,28 @@ fn log_files_in(dir: &Path) -> Vec<PathBuf> {
             !(name == MANIFEST_FILE
                 || name.starts_with('.')
                 || name.starts_with("nccl_trace_rank_")
+                || name.starts_with(python_stack::FILE_PREFIX)
                 || [
                     ".jsonl", ".pkl", ".pickle", ".gz", ".zip", ".tar", ".pt", ".bin",
                 ]
                 .iter()
                 .any(|ext| name.ends_with(ext)))
         })
+        .collect();
+    out.sort();
+    out
+}
+
+/// The PyTorch module's Python stacks in `dir` (`python-stack-rank-<R>.txt`).
+fn python_stack_files_in(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut out: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .map(|e| e.path())
+        .filter(|p| python_stack::rank_of(p).is_some())
         .collect();
     out.sort();
     out

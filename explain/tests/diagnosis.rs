@@ -1405,9 +1405,9 @@ fn hung_run_names_the_rank_that_never_joined_the_collective() {
     );
     assert_eq!(top.ranks, vec![1]);
     assert!(top.observed_by.contains(&0));
-    assert!(
-        top.title
-            .contains("rank 0 timed out in a collective waiting for rank 1"),
+    // The watchdog stopped a hang: nothing timed out, rank 0 waited.
+    assert_eq!(
+        top.title, "rank 0 waited in a collective for rank 1, which never joined it",
         "{}",
         top.title
     );
@@ -1434,6 +1434,36 @@ fn hung_run_names_the_rank_that_never_joined_the_collective() {
         .iter()
         .any(|e| e.file.ends_with("manifest.json")));
     assert!(r.findings.iter().all(|f| f.category != Category::P2pHang));
+
+    // The Python stack the module wrote for rank 1 at the watchdog's request says where it
+    // was: the program's innermost frame, and the library call it was in.
+    put(
+        root,
+        "logs/python-stack-rank-1.txt",
+        "# rank 1's training thread when ddp-probe run asked (most recent call last):\n\
+         \x20 File \"/workspace/train.py\", line 120, in <module>\n    main()\n\
+         \x20 File \"/workspace/train.py\", line 88, in main\n    for x, y in loader:\n\
+         \x20 File \"/venv/lib/python3.11/site-packages/torch/utils/data/dataloader.py\", line 733, in __next__\n    data = self._next_data()\n",
+    );
+    let r = explain(&[root.to_path_buf()]).unwrap();
+    let top = &r.findings[0];
+    assert_eq!(
+        top.title,
+        "rank 0 waited in a collective for rank 1, which never joined it: it was in main at \
+         train.py:88 (`for x, y in loader:`), inside torch/utils/data/dataloader.py:733 in __next__"
+    );
+    assert!(
+        top.evidence
+            .iter()
+            .any(|e| e.file.ends_with("logs/python-stack-rank-1.txt") && e.line == Some(4)),
+        "{:#?}",
+        top.evidence
+    );
+    // The stack file is not read as a log.
+    assert!(r
+        .findings
+        .iter()
+        .all(|f| f.category != Category::RankCrashed));
 }
 
 #[test]

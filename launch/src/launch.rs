@@ -1427,7 +1427,7 @@ impl Run {
             .collect();
         observer.on_event(&Event::Notice {
             message: format!(
-                "asked rank(s) {} for a flight-recorder dump; waiting up to {} s",
+                "asked rank(s) {} for a flight-recorder dump and their Python stack; waiting up to {} s",
                 ranks.join(", "),
                 DUMP_WAIT.as_secs()
             ),

@@ -9,6 +9,7 @@
 //!     logs/rank-<R>.stdout, rank-<R>.stderr (complete raw output)
 //!     logs/nccl-rank<R>.log                (NCCL_DEBUG_FILE, written by NCCL)
 //!     logs/nccl_trace_rank_<R>             (PyTorch flight recorder dumps)
+//!     logs/python-stack-rank-<R>.txt       (the training thread's Python stack, on a dump request)
 //!     logs/error-rank<R>.json              (torchelastic error file)
 //!     traces/rank-<R>.jsonl                (written by the ranks' recorder)
 //!     control/rank-<R>.listening           (a rank answers dump requests: python/ddp_probe_torch/__init__.py)
@@ -47,7 +48,7 @@ pub fn attempt_dir(restart_count: u32) -> String {
 }
 
 /// `control/dump-request`, relative to the run directory: written by the hang
-/// watchdog to ask listening ranks for a flight-recorder dump.
+/// watchdog to ask listening ranks for a flight-recorder dump and their Python stack.
 pub fn dump_request() -> String {
     format!("{CONTROL_DIR}/dump-request")
 }

@@ -89,10 +89,12 @@ thread then writes PyTorch's flight-recorder dump
 (``torch._C._distributed_c10d._dump_fr_trace()``, the pickle the NCCL watchdog
 writes on a timeout) to ``<prefix><rank>`` (the prefix from
 ``TORCH_FR_DUMP_TEMP_FILE``, older name ``TORCH_NCCL_DEBUG_INFO_TEMP_FILE``),
-flushes the trace and answers with ``control/rank-<R>.dumped`` (``ok PATH`` or
-``error: WHY``). This works while the training thread waits in a collective
-(PyTorch releases the GIL in its waits), for gloo as for NCCL: gloo itself
-never dumps on a timeout.
+writes the training thread's Python stack to ``logs/python-stack-rank-<R>.txt``
+(where a rank the others wait for is: a checkpoint, an evaluation, its data
+loader), flushes the trace and answers with ``control/rank-<R>.dumped`` (``ok
+PATH`` or ``error: WHY``). This works while the training thread waits in a
+collective (PyTorch releases the GIL in its waits), for gloo as for NCCL: gloo
+itself never dumps on a timeout.
 
 Only the standard library and torch are needed.
 """
@@ -106,6 +108,7 @@ import socket
 import sys
 import threading
 import time
+import traceback
 import types
 
 import torch
@@ -278,8 +281,10 @@ class DumpWatcher:
     while the training thread is blocked in a collective.
     """
 
-    def __init__(self, run_dir, rank):
+    def __init__(self, run_dir, rank, train_thread=None):
         self.rank = rank
+        self.train_thread = train_thread
+        self.logs_dir = os.path.join(run_dir, "logs")
         control = os.path.join(run_dir, "control")
         self.request = os.path.join(control, "dump-request")
         self.done = os.path.join(control, f"rank-{rank}.dumped")
@@ -305,8 +310,29 @@ class DumpWatcher:
             answer = f"ok {path}\n"
         except Exception as e:  # noqa: BLE001 - the answer carries the reason
             answer = f"error: {type(e).__name__}: {e}\n"
+        try:
+            self.write_stack()
+        except Exception as e:  # noqa: BLE001 - recording must not break training
+            _LOG.debug("ddp_probe_torch: writing the Python stack failed: %s", e)
         writer.flush()
         _write_file(self.done, answer)
+
+    def write_stack(self):
+        """Writes the training thread's Python stack, where it is right now (the launcher asks
+        when the run hangs), to ``logs/python-stack-rank-<R>.txt`` in Python's traceback
+        format, outermost call first: ``explain`` says where a rank that others wait for was."""
+        tid = self.train_thread or threading.main_thread().ident
+        frame = sys._current_frames().get(tid)
+        if frame is None:
+            return None
+        path = os.path.join(self.logs_dir, f"python-stack-rank-{self.rank}.txt")
+        os.makedirs(self.logs_dir, exist_ok=True)
+        _write_file(
+            path,
+            f"# rank {self.rank}'s training thread when ddp-probe run asked (most recent call "
+            "last):\n" + "".join(traceback.format_stack(frame)),
+        )
+        return path
 
     def dump(self):
         """Writes PyTorch's flight-recorder dump to ``<prefix><rank>``; returns the path."""
@@ -1395,7 +1421,7 @@ def instrument(ddp_model, *, trace_dir=None):
     run_dir = os.environ.get("DDP_PROBE_RUN_DIR")
     if run_dir:
         try:
-            inst.writer.dump_watcher = DumpWatcher(run_dir, rank)
+            inst.writer.dump_watcher = DumpWatcher(run_dir, rank, inst.train_thread)
         except OSError as e:
             _say(f"cannot answer flight-recorder dump requests: {e}")
     if "nccl" in inst.backend and torch.cuda.is_available():

@@ -1,0 +1,220 @@
+//! The Python stacks of the ranks' training threads that the PyTorch module writes when
+//! `ddp-probe run`'s hang watchdog asks (`logs/python-stack-rank-<R>.txt`, Python's traceback
+//! format, outermost call first; see `python/ddp_probe_torch/__init__.py`): where a rank the
+//! others wait for was when the run was stopped, said as the innermost frame of the program's
+//! own code and the library call it was in.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::sanitize::{display_path, sanitize};
+
+/// The start of a stack file's name; the rank and `.txt` follow.
+pub(crate) const FILE_PREFIX: &str = "python-stack-rank-";
+
+/// Largest stack file read (a deep stack is a few kB).
+const MAX_BYTES: u64 = 1024 * 1024;
+
+/// One frame: `File "train.py", line 64, in save` and the source line under it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Frame {
+    pub file: String,
+    pub line: u64,
+    pub function: String,
+    pub code: Option<String>,
+    /// The 1-based line of the stack file that names the frame.
+    pub at: u64,
+}
+
+/// One rank's stack.
+#[derive(Debug, Clone)]
+pub(crate) struct PyStack {
+    pub rank: usize,
+    pub path: PathBuf,
+    /// Outermost first, as Python prints them.
+    pub frames: Vec<Frame>,
+}
+
+/// The rank of a stack file's name (`python-stack-rank-3.txt` → 3).
+pub(crate) fn rank_of(path: &Path) -> Option<usize> {
+    let name = path.file_name()?.to_str()?;
+    name.strip_prefix(FILE_PREFIX)?
+        .strip_suffix(".txt")?
+        .parse()
+        .ok()
+}
+
+/// Reads a stack file; None when it is not one (or holds no frame).
+pub(crate) fn read(path: &Path) -> Option<PyStack> {
+    let rank = rank_of(path)?;
+    if fs::metadata(path).ok()?.len() > MAX_BYTES {
+        return None;
+    }
+    let text = fs::read_to_string(path).ok()?;
+    let frames = parse(&text);
+    (!frames.is_empty()).then(|| PyStack {
+        rank,
+        path: path.to_path_buf(),
+        frames,
+    })
+}
+
+/// The frames of Python's traceback text (`  File "f.py", line 3, in g` then the code line).
+fn parse(text: &str) -> Vec<Frame> {
+    let mut out: Vec<Frame> = Vec::new();
+    let mut last_was_frame = false;
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        if let Some(rest) = line.strip_prefix("File \"") {
+            let Some((file, rest)) = rest.split_once("\", line ") else {
+                last_was_frame = false;
+                continue;
+            };
+            let Some((number, function)) = rest.split_once(", in ") else {
+                last_was_frame = false;
+                continue;
+            };
+            let Ok(number) = number.trim().parse() else {
+                last_was_frame = false;
+                continue;
+            };
+            out.push(Frame {
+                file: file.to_owned(),
+                line: number,
+                function: function.trim().to_owned(),
+                code: None,
+                at: i as u64 + 1,
+            });
+            last_was_frame = true;
+        } else if last_was_frame && !line.is_empty() && !line.starts_with('#') {
+            if let Some(f) = out.last_mut() {
+                f.code = Some(line.to_owned());
+            }
+            last_was_frame = false;
+        } else {
+            last_was_frame = false;
+        }
+    }
+    out
+}
+
+/// Whether a frame's file is a library's or Python's own, not the program's.
+fn is_library(file: &str) -> bool {
+    file.contains("/site-packages/")
+        || file.contains("/dist-packages/")
+        || file.contains("ddp_probe_torch")
+        || file.starts_with('<')
+        || python_stdlib(file)
+}
+
+/// `/usr/lib/python3.11/threading.py` and the like.
+fn python_stdlib(file: &str) -> bool {
+    file.split('/').any(|part| {
+        part.strip_prefix("python3")
+            .is_some_and(|v| v.starts_with('.') && v[1..].chars().all(|c| c.is_ascii_digit()))
+    })
+}
+
+/// A library frame's file as people know it: the part from the package on
+/// (`torch/utils/data/dataloader.py`), else the file's name.
+fn short(file: &str) -> String {
+    for marker in ["/site-packages/", "/dist-packages/"] {
+        if let Some((_, rest)) = file.split_once(marker) {
+            return rest.to_owned();
+        }
+    }
+    file.rsplit('/').next().unwrap_or(file).to_owned()
+}
+
+impl PyStack {
+    /// Where the rank was, in words, and the stack file's line that shows it: "in
+    /// _save_snapshot at train.py:64 (`time.sleep(600)`), inside
+    /// torch/utils/data/dataloader.py:1234 in _next_data" (the library part when the
+    /// innermost frame is not the program's).
+    pub(crate) fn whereabouts(&self) -> (String, u64) {
+        let innermost = self.frames.last().expect("a stack has frames");
+        let own = self.frames.iter().rev().find(|f| !is_library(&f.file));
+        let frame = own.unwrap_or(innermost);
+        let mut text = format!(
+            "in {} at {}:{}",
+            sanitize(&frame.function, 80),
+            sanitize(&short(&frame.file), 120),
+            frame.line
+        );
+        if let Some(code) = &frame.code {
+            text.push_str(&format!(" (`{}`)", sanitize(code, 120)));
+        }
+        if own.is_some_and(|o| o != innermost) {
+            text.push_str(&format!(
+                ", inside {}:{} in {}",
+                sanitize(&short(&innermost.file), 120),
+                innermost.line,
+                sanitize(&innermost.function, 80)
+            ));
+        }
+        (text, frame.at)
+    }
+
+    /// The file for display.
+    pub(crate) fn file(&self) -> String {
+        display_path(&self.path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const STACK: &str =
+        "# rank 0's training thread when ddp-probe run asked (most recent call last):
+  File \"/work/stuck.py\", line 112, in <module>
+    main(args.save_every, args.total_epochs, args.batch_size)
+  File \"/work/stuck.py\", line 102, in main
+    trainer.train(total_epochs)
+  File \"/work/stuck.py\", line 64, in _save_snapshot
+    __import__(\"time\").sleep(600)  # a slow disk
+";
+
+    #[test]
+    fn the_programs_innermost_frame_is_where_the_rank_was() {
+        let frames = parse(STACK);
+        assert_eq!(frames.len(), 3);
+        let s = PyStack {
+            rank: 0,
+            path: PathBuf::from("logs/python-stack-rank-0.txt"),
+            frames,
+        };
+        assert_eq!(
+            s.whereabouts(),
+            (
+                "in _save_snapshot at stuck.py:64 (`__import__(\"time\").sleep(600)  # a slow disk`)"
+                    .to_owned(),
+                6
+            )
+        );
+    }
+
+    #[test]
+    fn a_library_call_it_was_inside_is_named_after_the_programs_frame() {
+        let text = format!(
+            "{STACK}  File \"/venv/lib/python3.11/site-packages/torch/utils/data/dataloader.py\", line 1480, in _next_data\n    idx, data = self._get_data()\n  File \"/usr/lib/python3.11/threading.py\", line 320, in wait\n    waiter.acquire()\n"
+        );
+        let s = PyStack {
+            rank: 2,
+            path: PathBuf::from("python-stack-rank-2.txt"),
+            frames: parse(&text),
+        };
+        let (words, at) = s.whereabouts();
+        assert_eq!(
+            words,
+            "in _save_snapshot at stuck.py:64 (`__import__(\"time\").sleep(600)  # a slow disk`), \
+             inside threading.py:320 in wait"
+        );
+        assert_eq!(at, 6);
+        assert_eq!(
+            rank_of(Path::new("/r/logs/python-stack-rank-12.txt")),
+            Some(12)
+        );
+        assert_eq!(rank_of(Path::new("/r/logs/python-stack-rank-x.txt")), None);
+    }
+}

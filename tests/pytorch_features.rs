@@ -706,7 +706,12 @@ fn a_rank_outside_its_steps_is_named_when_a_peer_times_out_waiting_for_it() {
         (
             Some("collective_timeout"),
             serde_json::json!([0]),
-            Some("rank 1 timed out in a collective waiting for rank 0, which never joined it")
+            // Rank 0's Python stack, asked for when rank 1 failed, before rank 0 was stopped.
+            Some(
+                "rank 1 timed out in a collective waiting for rank 0, which never joined it: it \
+                 was in main at ddp_features.py:225 (`time.sleep(15)  # the checkpoint that only \
+                 rank 0 writes`)"
+            )
         ),
         "{report:#}\n{console}"
     );

@@ -1281,7 +1281,11 @@ impl Run {
                 });
             }
             self.first_failure = Some(failure);
-            self.begin_stop(observer);
+            // What the others were doing when a rank failed (a rank stuck in a checkpoint
+            // while its peer's collective timed out) is in their stacks and dumps.
+            if !self.request_dumps("failure", observer) {
+                self.begin_stop(observer);
+            }
         }
     }
 
@@ -1385,17 +1389,19 @@ impl Run {
         self.trigger = Some(Trigger::Hang);
         observer.on_event(&Event::Hang(report.clone()));
         self.hang = Some(report);
-        if !self.request_dumps(observer) {
+        if !self.request_dumps("hang", observer) {
             self.begin_stop(observer);
         }
     }
 
     /// Asks the ranks that listen (`control/rank-<R>.listening`, written by
-    /// `python/ddp_probe_torch/__init__.py`) for PyTorch flight-recorder dumps before
-    /// they are stopped: gloo never writes one on its own, and a stopped
-    /// NCCL job never reaches its timeout. Returns whether a request was made
-    /// (the ranks are then stopped by [`Run::check_dump_wait`]).
-    fn request_dumps(&mut self, observer: &mut dyn Observer) -> bool {
+    /// `python/ddp_probe_torch/__init__.py`) for PyTorch flight-recorder dumps and their
+    /// Python stacks before they are stopped, on a hang or when another rank failed first
+    /// (`reason`, written into the request): gloo never writes a dump on its own, a stopped
+    /// NCCL job never reaches its timeout, and a rank the failed one waited for was
+    /// somewhere its stack tells. Returns whether a request was made (the ranks are then
+    /// stopped by [`Run::check_dump_wait`]).
+    fn request_dumps(&mut self, reason: &str, observer: &mut dyn Observer) -> bool {
         let slots: Vec<usize> = self
             .slots
             .iter()
@@ -1412,7 +1418,7 @@ impl Run {
             return false;
         }
         let request = self.run_dir.join(rundir::dump_request());
-        if let Err(e) = std::fs::write(&request, "hang\n") {
+        if let Err(e) = std::fs::write(&request, format!("{reason}\n")) {
             observer.on_event(&Event::Notice {
                 message: format!(
                     "could not ask the ranks for flight-recorder dumps ({}): {e}",

@@ -345,6 +345,10 @@ class DumpWatcher:
             or "/tmp/nccl_trace_rank_"
         )
         path = f"{prefix}{self.rank}"
+        if os.path.exists(path):
+            # PyTorch's own dump on a timeout (TORCH_NCCL_DUMP_ON_TIMEOUT) came first: it holds
+            # the state at the timeout, keep it.
+            return path
         data = dump_fr()
         with open(path + ".tmp", "wb") as f:
             f.write(data)

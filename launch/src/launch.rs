@@ -292,6 +292,7 @@ fn run_attempt(
             master_port: run.plan.master_port,
             world_size: config.world_size(),
             ranks: run.slots.iter().map(|s| s.rank).collect(),
+            console: config.console,
         });
     }
     let (tx, rx) = mpsc::channel();

@@ -9,6 +9,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::config::ConsoleMode;
 use crate::console::Stream;
 use crate::hang::HangReport;
 use crate::manifest::{Failure, RankEnd};
@@ -36,6 +37,8 @@ pub enum Event {
         world_size: usize,
         /// The global ranks started on this node.
         ranks: Vec<usize>,
+        /// Which ranks' output the console shows.
+        console: ConsoleMode,
     },
     /// A rank's process started.
     RankStarted {
@@ -126,11 +129,22 @@ impl Event {
                 master_port,
                 world_size,
                 ranks,
-            } => Some(format!(
-                "run {run_id}: starting {} of {world_size} ranks (master {master_addr}:{master_port}); logs in {}",
-                ranks_text(ranks),
-                run_dir.display()
-            )),
+                console,
+            } => {
+                let mut text = format!(
+                    "run {run_id}: starting {} of {world_size} ranks (master {master_addr}:{master_port}); logs in {}",
+                    ranks_text(ranks),
+                    run_dir.display()
+                );
+                // torchrun shows every rank's output: say where the others' went.
+                if *console == ConsoleMode::Rank0 && ranks.len() > 1 {
+                    text.push_str(
+                        " (the console shows the first rank's output and every rank's errors; \
+                         --console all: every rank's output)",
+                    );
+                }
+                Some(text)
+            }
             // Rank ends are summed up at the end ([`crate::Outcome::render_summary`]);
             // the one that matters is also a [`Event::FirstFailure`].
             Event::RankStarted { .. } | Event::Output { .. } | Event::RankEnded { .. } => None,
@@ -147,9 +161,7 @@ impl Event {
                 Some(text)
             }
             Event::Hang(report) => Some(report.render()),
-            Event::Interrupted { signal } => {
-                Some(format!("got {signal}; stopping all ranks"))
-            }
+            Event::Interrupted { signal } => Some(format!("got {signal}; stopping all ranks")),
             Event::Stopping { ranks, grace } => (!ranks.is_empty()).then(|| {
                 format!(
                     "sent SIGTERM to {}; SIGKILL in {:.1} s",
@@ -157,8 +169,9 @@ impl Event {
                     grace.as_secs_f64()
                 )
             }),
-            Event::Killing { ranks } => (!ranks.is_empty())
-                .then(|| format!("sent SIGKILL to {}", ranks_text(ranks))),
+            Event::Killing { ranks } => {
+                (!ranks.is_empty()).then(|| format!("sent SIGKILL to {}", ranks_text(ranks)))
+            }
             Event::Restarting {
                 attempt,
                 attempts,
@@ -238,5 +251,33 @@ impl Observer for ConsoleObserver {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn started(ranks: Vec<usize>, console: ConsoleMode) -> String {
+        Event::RunStarted {
+            run_dir: PathBuf::from("runs/r"),
+            run_id: "r".to_owned(),
+            master_addr: "127.0.0.1".to_owned(),
+            master_port: 29500,
+            world_size: ranks.len(),
+            ranks,
+            console,
+        }
+        .message()
+        .unwrap()
+    }
+
+    #[test]
+    fn the_start_line_says_where_the_other_ranks_output_goes() {
+        // torchrun prints every rank's output; the default console shows one rank's.
+        assert!(started(vec![0, 1], ConsoleMode::Rank0)
+            .ends_with("--console all: every rank's output)"));
+        assert!(started(vec![0, 1], ConsoleMode::All).ends_with("logs in runs/r"));
+        assert!(started(vec![0], ConsoleMode::Rank0).ends_with("logs in runs/r"));
     }
 }

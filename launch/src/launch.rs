@@ -675,6 +675,9 @@ struct DumpWait {
     until: Instant,
     /// The slots of the ranks asked (those that listen).
     slots: Vec<usize>,
+    /// Whether to say what each rank answered even when none wrote anything (a hang's
+    /// request is announced; a failure's only reports the dumps it got).
+    announced: bool,
 }
 
 /// One rank of this node.
@@ -1432,16 +1435,22 @@ impl Run {
             .iter()
             .map(|&i| self.slots[i].rank.to_string())
             .collect();
-        observer.on_event(&Event::Notice {
-            message: format!(
-                "asked rank(s) {} for a flight-recorder dump and their Python stack; waiting up to {} s",
-                ranks.join(", "),
-                DUMP_WAIT.as_secs()
-            ),
-        });
+        // After a failure the ranks usually end on their own within moments (their peer is
+        // gone): only dumps they did write are worth a line then.
+        let announced = reason == "hang";
+        if announced {
+            observer.on_event(&Event::Notice {
+                message: format!(
+                    "asked rank(s) {} for a flight-recorder dump and their Python stack; waiting up to {} s",
+                    ranks.join(", "),
+                    DUMP_WAIT.as_secs()
+                ),
+            });
+        }
         self.dump_wait = Some(DumpWait {
             until: Instant::now() + DUMP_WAIT,
             slots,
+            announced,
         });
         true
     }
@@ -1463,8 +1472,10 @@ impl Run {
             return;
         }
         let mut lines = Vec::new();
+        let mut wrote_any = false;
         for &i in &wait.slots {
             let s = &self.slots[i];
+            wrote_any |= answer(s).is_some_and(|a| a.starts_with("ok "));
             let text = match answer(s) {
                 Some(a) => {
                     let a = a.trim();
@@ -1485,9 +1496,14 @@ impl Run {
             };
             lines.push(format!("rank {}: {text}", s.rank));
         }
-        observer.on_event(&Event::Notice {
-            message: format!("flight-recorder dumps: {}", lines.join("; ")),
-        });
+        if wait.announced || wrote_any {
+            observer.on_event(&Event::Notice {
+                message: format!(
+                    "flight-recorder dumps and Python stacks: {}",
+                    lines.join("; ")
+                ),
+            });
+        }
         self.dump_wait = None;
         self.begin_stop(observer);
     }

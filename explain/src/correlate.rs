@@ -521,14 +521,14 @@ fn progress_signals(
             Some(l) => format!("its last completed collective is {}", l.describe()),
             None => "it completed no collective".to_owned(),
         };
-        // A rank that recorded no step phase for a long while before it ended was outside
-        // the training steps (the module records data waits only when the batch arrives).
+        // A rank that recorded no step phase for a long while before it ended was where its
+        // last phase leaves it (the module records data waits only when the batch arrives).
         let idle = match (&b.last_phase, ctx.end_at_ns.get(&b.rank)) {
-            (Some((t, what)), Some(end)) if end - t >= IDLE_BEFORE_END_NS => format!(
-                "; it recorded nothing after the end of {what} for the {:.1} s before it ended: \
-                 it was outside the training steps (evaluation, checkpointing, logging, or \
-                 waiting for its data loader)",
-                (end - t) as f64 / 1e9
+            (Some(p), Some(end)) if end - p.t >= IDLE_BEFORE_END_NS => format!(
+                "; it recorded nothing after the end of {} for the {:.1} s before it ended: {}",
+                p.what,
+                (end - p.t) as f64 / 1e9,
+                p.then
             ),
             _ => String::new(),
         };

@@ -54,6 +54,18 @@ impl Coll {
     }
 }
 
+/// A rank's last step-phase span to end, and where that leaves the rank.
+#[derive(Debug, Clone)]
+pub(crate) struct LastPhase {
+    /// When it ended (Unix ns).
+    pub t: i64,
+    /// What it was: "step 31", "step 32's forward".
+    pub what: String,
+    /// Where the rank was after it, if it recorded nothing more: "it was outside the
+    /// training steps (...)", "it had its batch and was in step 32's forward".
+    pub then: String,
+}
+
 /// How far one rank got.
 #[derive(Debug, Clone)]
 pub(crate) struct RankProgress {
@@ -74,9 +86,8 @@ pub(crate) struct RankProgress {
     pub last_step: Option<u64>,
     /// The status of its `end` record, when it finished recording.
     pub end_status: Option<String>,
-    /// Its last step-phase span (time of its end, what it was: "step 31", "step 32's
-    /// forward"), when the whole trace was read.
-    pub last_phase: Option<(i64, String)>,
+    /// Its last step-phase span to end, when the whole trace was read.
+    pub last_phase: Option<LastPhase>,
     /// DDP's parameters by index (the header's table), to name the indices PyTorch's errors
     /// give.
     pub param_names: Vec<(u32, String)>,
@@ -183,12 +194,36 @@ fn from_run(run: &Run) -> Vec<RankProgress> {
             .as_ref()
             .and_then(|c| failures.get(&c.seq).copied());
         let last_phase = last_phase.map(|(t, kind, step)| {
+            let of = |k: SpanKind| match step {
+                Some(n) => format!("step {n}'s {}", k.as_str()),
+                None => k.as_str().to_owned(),
+            };
             let what = match (kind, step) {
                 (SpanKind::Step, Some(n)) => format!("step {n}"),
-                (k, Some(n)) => format!("step {n}'s {}", k.as_str()),
-                (k, None) => k.as_str().to_owned(),
+                (k, _) => of(k),
             };
-            (t, what)
+            // What follows the last phase that ended: where the rank was since.
+            let then = match kind {
+                SpanKind::Step | SpanKind::Optimizer => {
+                    "it was outside the training steps (evaluation, checkpointing, logging, or \
+                     waiting for its data loader)"
+                        .to_owned()
+                }
+                SpanKind::DataWait => {
+                    format!("it had its batch and was in {}", of(SpanKind::Forward))
+                }
+                SpanKind::Forward => format!(
+                    "it was between {} and the end of its backward (the loss, or the backward \
+                     itself)",
+                    of(SpanKind::Forward)
+                ),
+                _ => format!(
+                    "it was after {} and before its optimizer step (gradient clipping, a second \
+                     backward, or code of its own)",
+                    of(kind)
+                ),
+            };
+            LastPhase { t, what, then }
         });
         let param_names = rank
             .header

@@ -1542,6 +1542,24 @@ fn a_failed_collective_is_a_wait_and_the_rank_that_never_came_is_said_to_be_outs
         "{}",
         top.explanation
     );
+
+    // Had rank 0 got its next batch and stopped in the forward, its last record would be the
+    // data wait of step 4: it was inside the step.
+    t0.push_str(&format!(
+        "{{\"type\":\"span\",\"kind\":\"data_wait\",\"step\":4,\"start\":{},\"end\":{}}}\n",
+        T0 + 16_000_000,
+        T0 + 16_500_000
+    ));
+    put(root, "traces/rank-0.jsonl", &t0);
+    let r = explain(&[root.to_path_buf()]).unwrap();
+    assert!(
+        r.findings[0].explanation.contains(
+            "it recorded nothing after the end of step 4's data_wait for the 6.0 s before it \
+             ended: it had its batch and was in step 4's forward"
+        ),
+        "{}",
+        r.findings[0].explanation
+    );
 }
 
 #[test]

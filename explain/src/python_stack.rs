@@ -128,12 +128,13 @@ fn short(file: &str) -> String {
 
 impl PyStack {
     /// Where the rank was, in words, and the stack file's line that shows it: "in
-    /// _save_snapshot at train.py:64 (`time.sleep(600)`), inside
-    /// torch/utils/data/dataloader.py:1234 in _next_data" (the library part when the
+    /// _run_epoch at train.py:57 (`for x, y in loader:`), inside
+    /// torch/utils/data/dataloader.py:1480 in _next_data" (the library part when the
     /// innermost frame is not the program's).
     pub(crate) fn whereabouts(&self) -> (String, u64) {
         let innermost = self.frames.last().expect("a stack has frames");
-        let own = self.frames.iter().rev().find(|f| !is_library(&f.file));
+        let own_at = self.frames.iter().rposition(|f| !is_library(&f.file));
+        let own = own_at.map(|i| &self.frames[i]);
         let frame = own.unwrap_or(innermost);
         let mut text = format!(
             "in {} at {}:{}",
@@ -144,12 +145,22 @@ impl PyStack {
         if let Some(code) = &frame.code {
             text.push_str(&format!(" (`{}`)", sanitize(code, 120)));
         }
-        if own.is_some_and(|o| o != innermost) {
+        // The library call it was in: the innermost frame of an installed package (torch's
+        // data loader, not the `threading.py` wait under it), else the innermost frame.
+        // Only frames under the program's own count: a library that called the program's code
+        // (the data loader calling `__getitem__`) is not where it was.
+        let under = &self.frames[own_at.map_or(self.frames.len(), |i| i + 1)..];
+        let inside = under
+            .iter()
+            .rev()
+            .find(|f| f.file.contains("/site-packages/") || f.file.contains("/dist-packages/"))
+            .or(under.last());
+        if let (Some(_), Some(inside)) = (own, inside) {
             text.push_str(&format!(
                 ", inside {}:{} in {}",
-                sanitize(&short(&innermost.file), 120),
-                innermost.line,
-                sanitize(&innermost.function, 80)
+                sanitize(&short(&inside.file), 120),
+                inside.line,
+                sanitize(&inside.function, 80)
             ));
         }
         (text, frame.at)
@@ -195,6 +206,23 @@ mod tests {
     }
 
     #[test]
+    fn a_library_that_called_the_program_is_not_where_it_was() {
+        // A dataset's __getitem__ stuck in a read, called by the data loader's fetcher.
+        let text = "  File \"/w/train.py\", line 57, in _run_epoch\n    for x, y in self.train_data:\n\
+                    \x20 File \"/v/lib/python3.11/site-packages/torch/utils/data/_utils/fetch.py\", line 54, in fetch\n    data = [self.dataset[idx] for idx in possibly_batched_index]\n\
+                    \x20 File \"/w/datautils.py\", line 17, in __getitem__\n    time.sleep(600)\n";
+        let s = PyStack {
+            rank: 1,
+            path: PathBuf::from("python-stack-rank-1.txt"),
+            frames: parse(text),
+        };
+        assert_eq!(
+            s.whereabouts().0,
+            "in __getitem__ at datautils.py:17 (`time.sleep(600)`)"
+        );
+    }
+
+    #[test]
     fn a_library_call_it_was_inside_is_named_after_the_programs_frame() {
         let text = format!(
             "{STACK}  File \"/venv/lib/python3.11/site-packages/torch/utils/data/dataloader.py\", line 1480, in _next_data\n    idx, data = self._get_data()\n  File \"/usr/lib/python3.11/threading.py\", line 320, in wait\n    waiter.acquire()\n"
@@ -208,7 +236,7 @@ mod tests {
         assert_eq!(
             words,
             "in _save_snapshot at stuck.py:64 (`__import__(\"time\").sleep(600)  # a slow disk`), \
-             inside threading.py:320 in wait"
+             inside torch/utils/data/dataloader.py:1480 in _next_data"
         );
         assert_eq!(at, 6);
         assert_eq!(

@@ -8,7 +8,8 @@
 //! script counted and printed, the bucket bytes of the same step, hand
 //! computed buffer sizes, Dynamo's graph-break count without recording),
 //! what `summary` says, and that recording added no warning to any rank's
-//! stderr.
+//! stderr. The failing modes (`uneven`, `slow_save`, `worker_killed`) check
+//! what `explain` says of the job's failure instead.
 //!
 //! Needs the project's venv (`scripts/setup`, which `scripts/test` runs
 //! first); without it each test fails saying so.

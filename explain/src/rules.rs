@@ -492,6 +492,12 @@ pub(crate) static RULES: &[Rule] = &[
         ex_monitored_barrier_peer),
     rule!("gloo_timeout", CollectiveTimeout, Symptom, Standalone,
         [["timed out waiting"], ["operation to complete"]], not [], ex_none),
+    // gloo's `transport/tcp/unbound_buffer.cc` (waitRecv/waitSend): on a timeout it first
+    // signals every pair of the context with "Application timeout caused pair closure", then
+    // throws "Timed out waiting %dms for recv operation to complete". Either may reach the
+    // log (the pairs' error often first, or alone): this rank's own collective timed out.
+    rule!("gloo_pair_timeout", CollectiveTimeout, Symptom, Standalone,
+        [["application timeout caused pair closure"]], not [], ex_none),
     rule!("watchdog_context", CollectiveTimeout, Symptom, AnyFinding,
         [["watchdog got stuck", "heartbeat monitor", "last enqueued nccl work", "last enqueued work",
           "some nccl operations have failed or timed out", "taking the entire process down"]],

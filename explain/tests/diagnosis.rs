@@ -1560,6 +1560,52 @@ fn a_failed_collective_is_a_wait_and_the_rank_that_never_came_is_said_to_be_outs
         "{}",
         r.findings[0].explanation
     );
+
+    // The same job under load (tests/pytorch_features.rs' slow_save in CI): gloo's pairs'
+    // error reached the log instead of the recv timeout, and rank 1 was then aborted in its
+    // teardown. It is still rank 1's collective timing out, not a crash of its own.
+    put(
+        root,
+        "logs/rank-1.stderr",
+        "[rank1]:   File \"torch/nn/parallel/distributed.py\", line 2363, in _distributed_broadcast_coalesced\n\
+         [rank1]:     dist._broadcast_coalesced(\n\
+         [rank1]: RuntimeError: Application timeout caused pair closure\n\
+         terminate called without an active exception\n",
+    );
+    let aborted = end(
+        json!({"how": "signaled", "signal": "SIGABRT", "number": 6, "core_dumped": false}),
+        10.1,
+        false,
+    );
+    let mut rank0_end = stopped();
+    rank0_end["at_unix_ns"] = json!(T0 + 16_000_000 + 6_000_000_000);
+    put(
+        root,
+        "manifest.json",
+        &manifest(
+            "failed",
+            2,
+            vec![rank_record(0, 2, rank0_end), rank_record(1, 2, aborted)],
+            json!({"first_failure": {"rank": 1, "local_rank": 1, "how": "signaled",
+                   "signal": "SIGABRT", "number": 6, "core_dumped": false, "at": "t",
+                   "after_s": 10.1}}),
+        ),
+    );
+    let r = explain(&[root.to_path_buf()]).unwrap();
+    let top = &r.findings[0];
+    assert_eq!(
+        (top.category, top.ranks.clone()),
+        (Category::CollectiveTimeout, vec![0]),
+        "{}",
+        r.render_text(100)
+    );
+    assert!(
+        r.findings
+            .iter()
+            .all(|f| f.category != Category::RankCrashed),
+        "{}",
+        r.render_text(100)
+    );
 }
 
 #[test]

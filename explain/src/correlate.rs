@@ -1145,6 +1145,49 @@ const WORKER_KILLED_MEANING: &str = "A DataLoader worker process of the rank got
      what the dataset object keeps in memory and its prefetched batches, and a container's or \
      batch system's memory limit counts them all with the ranks.";
 
+/// How a DataLoader worker's end other than a SIGKILL reads: the title's predicate after "a
+/// DataLoader worker of rank R", the explanation and the fix.
+struct WorkerEnd {
+    predicate: &'static str,
+    meaning: &'static str,
+    fix: &'static str,
+}
+
+/// Rerunning without workers is the way to the error in every case.
+const WORKER_NUM_WORKERS_0: &str = "Rerun with `num_workers=0`: the dataset's code then runs in \
+     the rank itself, whose log gets the error with its traceback.";
+
+const WORKER_CRASHED: WorkerEnd = WorkerEnd {
+    predicate: "crashed (a native crash in the dataset's code or a library it calls)",
+    meaning: "A DataLoader worker process of the rank died of a native crash (segmentation \
+         fault, floating-point exception, abort), and the rank stopped with PyTorch's \
+         \"DataLoader worker (pid N) is killed by signal: ...\" (the worker's own \"ERROR: \
+         Unexpected segmentation fault encountered in worker.\" may come first).",
+    fix: "Rerun with `num_workers=0` (the crash then happens in the rank itself; `python -X \
+         faulthandler` prints the Python stack at the crash), and look at native code called \
+         from the dataset's `__getitem__` or `collate_fn` (image or audio decoders, tokenizers) \
+         and at state made before the workers fork (CUDA, threads, open connections).",
+};
+
+const WORKER_EXITED: WorkerEnd = WorkerEnd {
+    predicate: "exited with an error the rank could not see",
+    meaning: "A DataLoader worker process of the rank exited with a non-zero code; \
+         multiprocessing loses the worker's own error, so the rank only says \"exited \
+         unexpectedly with exit code N\".",
+    fix: WORKER_NUM_WORKERS_0,
+};
+
+const WORKER_DIED: WorkerEnd = WorkerEnd {
+    predicate: "died",
+    meaning: "A DataLoader worker process of the rank ended, and the rank stopped with \
+         PyTorch's \"DataLoader worker (pid(s) N) exited unexpectedly\" without the worker's \
+         reason.",
+    fix: "Look above that line for the worker's own message (a bus error: /dev/shm is too \
+         small; \"Killed\": the out-of-memory killer most likely); or rerun with \
+         `num_workers=0`: the dataset's code then runs in the rank itself, whose log gets the \
+         error with its traceback.",
+};
+
 /// The fix for a DataLoader worker proven to be killed by a SIGKILL from outside.
 const WORKER_KILLED_FROM_OUTSIDE_FIX: &str = "Find the sender of the worker's SIGKILL: a \
      watchdog or health check that kills processes (by memory, age or name), the batch system, \
@@ -1313,13 +1356,30 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
             .to_owned();
     }
     let worker_kill = role == Role::Cause && own.iter().any(|s| is_worker_kill(s.rule));
-    let mut meaning = category.meaning();
-    if worker_kill {
-        let of = if ranks.is_empty() {
+    let worker_end = (role == Role::Cause && !worker_kill)
+        .then(|| {
+            own.iter().find_map(|s| match s.rule {
+                "dataloader_worker_crashed" => Some(&WORKER_CRASHED),
+                "dataloader_worker_exited" => Some(&WORKER_EXITED),
+                "dataloader_worker_died" => Some(&WORKER_DIED),
+                _ => None,
+            })
+        })
+        .flatten();
+    let of_worker = || {
+        if ranks.is_empty() {
             "a DataLoader worker".to_owned()
         } else {
             format!("a DataLoader worker of {}", who(&ranks))
-        };
+        }
+    };
+    let mut meaning = category.meaning();
+    if let Some(w) = worker_end {
+        title = format!("{} {}", of_worker(), w.predicate);
+        meaning = w.meaning;
+        fix = w.fix.to_owned();
+    } else if worker_kill {
+        let of = of_worker();
         meaning = WORKER_KILLED_MEANING;
         if proven(RULE_WORKER_OOM_CONFIRMED) {
             title = format!("{of} was killed by the out-of-memory killer");

@@ -223,6 +223,26 @@ pub(crate) static RULES: &[Rule] = &[
     // sender does that; the OOM killer is the usual one, but the line does not say so.
     rule!("dataloader_worker_killed", HostOomKilled, Cause, Standalone,
         [["is killed by signal: killed"]], not [], ex_none),
+    // The same handler for the other signals (`strsignal`'s names), and the worker's own
+    // signal handler (`DataLoader.cpp`): "ERROR: Unexpected segmentation fault encountered in
+    // worker." / "floating-point exception". A native crash in the dataset's code; a bus
+    // error there is /dev/shm's (shm_segment, sigbus_exit).
+    rule!("dataloader_worker_crashed", RankCrashed, Cause, Standalone,
+        [["is killed by signal: segmentation fault", "is killed by signal: aborted",
+          "is killed by signal: floating point exception", "is killed by signal: illegal instruction",
+          "unexpected segmentation fault encountered in worker",
+          "unexpected floating-point exception encountered in worker"]],
+        not [], ex_none),
+    // `DataLoader.cpp`: "DataLoader worker (pid N) exited unexpectedly with exit code N.
+    // Details are lost due to multiprocessing. Rerunning with num_workers=0 may give better
+    // error trace."
+    rule!("dataloader_worker_exited", RankCrashed, Cause, Standalone,
+        [["dataloader worker (pid"], ["exited unexpectedly with exit code"]], not [], ex_none),
+    // `dataloader.py`'s `_try_get_data`: "DataLoader worker (pid(s) N) exited unexpectedly",
+    // when the main process finds a dead worker; the worker's own message (a bus error, a
+    // signal) may be above it, and then that finding takes this line.
+    rule!("dataloader_worker_died", RankCrashed, Cause, AnyFinding,
+        [["dataloader worker (pid(s)"], ["exited unexpectedly"]], not [], ex_none),
     rule!("fabric_manager", NvlsFabricManager, Cause, Standalone,
         [["system not yet initialized", "fabric manager", "fabricmanager", "cudaerrorsystemnotready"]],
         not [], ex_none),

@@ -2125,3 +2125,64 @@ fn a_gpu_hardware_fault_outranks_the_out_of_memory_that_follows_it() {
         r.findings[0].explanation
     );
 }
+
+#[test]
+fn a_dataloader_workers_end_is_named_from_pytorchs_own_words() {
+    // PyTorch's DataLoader.cpp and dataloader.py strings, as they reach a rank's log.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let explain_log = |text: &str| {
+        put(root, "train.log", text);
+        explain(&[root.join("train.log")]).unwrap()
+    };
+    let r = explain_log(
+        "[rank1]: Traceback (most recent call last):\n\
+         [rank1]: RuntimeError: DataLoader worker (pid 4242) is killed by signal: Segmentation fault. \n",
+    );
+    let top = &r.findings[0];
+    assert_eq!(
+        (top.category, top.title.as_str()),
+        (
+            Category::RankCrashed,
+            "a DataLoader worker of rank 1 crashed (a native crash in the dataset's code or a \
+             library it calls)"
+        ),
+        "{}",
+        r.render_text(100)
+    );
+    assert!(top.fix.contains("num_workers=0"), "{}", top.fix);
+
+    let r = explain_log(
+        "[rank0]: RuntimeError: DataLoader worker (pid 4242) exited unexpectedly with exit code 1. \
+         Details are lost due to multiprocessing. Rerunning with num_workers=0 may give better error trace.\n",
+    );
+    assert_eq!(
+        r.findings[0].title,
+        "a DataLoader worker of rank 0 exited with an error the rank could not see",
+        "{}",
+        r.render_text(100)
+    );
+
+    // The worker's own message above the bare line decides: /dev/shm.
+    let r = explain_log(
+        "ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).\n\
+         [rank0]: RuntimeError: DataLoader worker (pid(s) 4242) exited unexpectedly\n",
+    );
+    assert_eq!(
+        r.findings[0].category,
+        Category::ShmTooSmall,
+        "{}",
+        r.render_text(100)
+    );
+    // Alone, the bare line says a worker died and where its reason would be.
+    let r =
+        explain_log("[rank0]: RuntimeError: DataLoader worker (pid(s) 4242) exited unexpectedly\n");
+    let top = &r.findings[0];
+    assert_eq!(
+        (top.category, top.title.as_str()),
+        (Category::RankCrashed, "a DataLoader worker of rank 0 died"),
+        "{}",
+        r.render_text(100)
+    );
+    assert!(top.fix.contains("bus error"), "{}", top.fix);
+}

@@ -148,6 +148,16 @@ fn features_job(dir: &Path, mode: &str, steps: u64, run_args: &[&str]) -> Comman
     c
 }
 
+/// `ddp-probe explain --json` of the run directory `dir`.
+fn explain_json(dir: &Path) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
+        .args(["explain", "--json"])
+        .arg(dir)
+        .output()
+        .expect("explain");
+    serde_json::from_slice(&out.stdout).expect("explain --json")
+}
+
 /// Runs `c` and returns its output with stdout and stderr together.
 fn output_of(c: &mut Command) -> (std::process::Output, String) {
     let out = c.output().expect("start ddp-probe run");
@@ -606,12 +616,7 @@ fn a_rank_out_of_batches_is_named_as_the_cause_when_its_peer_fails() {
         &["--hang-timeout", "60"],
     ));
     assert!(!out.status.success(), "the job should fail:\n{console}");
-    let explain = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
-        .args(["explain", "--json"])
-        .arg(&dir)
-        .output()
-        .expect("explain");
-    let report: Value = serde_json::from_slice(&explain.stdout).expect("explain --json");
+    let report = explain_json(&dir);
     let first = &report["findings"][0];
     assert_eq!(
         (first["category"].as_str(), first["ranks"].clone()),
@@ -638,12 +643,7 @@ fn a_killed_dataloader_worker_is_named_with_the_launchers_evidence() {
         console.contains("is killed by signal: Killed"),
         "the console's block quotes rank 1's error:\n{console}"
     );
-    let explain = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
-        .args(["explain", "--json"])
-        .arg(&dir)
-        .output()
-        .expect("explain");
-    let report: Value = serde_json::from_slice(&explain.stdout).expect("explain --json");
+    let report = explain_json(&dir);
     let first = &report["findings"][0];
     let manifest: Value =
         serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
@@ -691,12 +691,7 @@ fn a_rank_outside_its_steps_is_named_when_a_peer_times_out_waiting_for_it() {
     let (_tmp, dir) = run_dir();
     let (out, console) = output_of(&mut features_job(&dir, "slow_save", 6, &[]));
     assert!(!out.status.success(), "the job should fail:\n{console}");
-    let explain = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
-        .args(["explain", "--json"])
-        .arg(&dir)
-        .output()
-        .expect("explain");
-    let report: Value = serde_json::from_slice(&explain.stdout).expect("explain --json");
+    let report = explain_json(&dir);
     let first = &report["findings"][0];
     assert_eq!(
         (

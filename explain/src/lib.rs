@@ -408,9 +408,8 @@ fn gather_dir(
     }
 }
 
-/// The regular files of `dir` that can be logs, by name: not traces,
-/// manifests, flight-recorder dumps or archives.
-fn log_files_in(dir: &Path) -> Vec<PathBuf> {
+/// The regular files of `dir` that `keep` accepts, sorted.
+fn files_in(dir: &Path, keep: impl Fn(&Path) -> bool) -> Vec<PathBuf> {
     let Ok(entries) = fs::read_dir(dir) else {
         return Vec::new();
     };
@@ -418,55 +417,41 @@ fn log_files_in(dir: &Path) -> Vec<PathBuf> {
         .filter_map(Result::ok)
         .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
         .map(|e| e.path())
-        .filter(|p| {
-            let name = p
-                .file_name()
-                .map(|n| n.to_string_lossy().to_ascii_lowercase())
-                .unwrap_or_default();
-            !(name == MANIFEST_FILE
-                || name.starts_with('.')
-                || name.starts_with("nccl_trace_rank_")
-                || name.starts_with(python_stack::FILE_PREFIX)
-                || [
-                    ".jsonl", ".pkl", ".pickle", ".gz", ".zip", ".tar", ".pt", ".bin",
-                ]
-                .iter()
-                .any(|ext| name.ends_with(ext)))
-        })
+        .filter(|p| keep(p))
         .collect();
     out.sort();
     out
 }
 
+/// The regular files of `dir` that can be logs, by name: not traces,
+/// manifests, flight-recorder dumps, Python stacks or archives.
+fn log_files_in(dir: &Path) -> Vec<PathBuf> {
+    files_in(dir, |p| {
+        let name = p
+            .file_name()
+            .map(|n| n.to_string_lossy().to_ascii_lowercase())
+            .unwrap_or_default();
+        !(name == MANIFEST_FILE
+            || name.starts_with('.')
+            || name.starts_with("nccl_trace_rank_")
+            || name.starts_with(python_stack::FILE_PREFIX)
+            || [
+                ".jsonl", ".pkl", ".pickle", ".gz", ".zip", ".tar", ".pt", ".bin",
+            ]
+            .iter()
+            .any(|ext| name.ends_with(ext)))
+    })
+}
+
 /// The PyTorch module's Python stacks in `dir` (`python-stack-rank-<R>.txt`).
 fn python_stack_files_in(dir: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut out: Vec<PathBuf> = entries
-        .filter_map(Result::ok)
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-        .map(|e| e.path())
-        .filter(|p| python_stack::rank_of(p).is_some())
-        .collect();
-    out.sort();
-    out
+    files_in(dir, |p| python_stack::rank_of(p).is_some())
 }
 
 /// PyTorch flight-recorder dumps in `dir` (`nccl_trace_rank_<R>`, the
 /// prefix `ddp-probe run` and PyTorch's default writer use).
 fn flight_recorder_files_in(dir: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut out: Vec<PathBuf> = entries
-        .filter_map(Result::ok)
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-        .map(|e| e.path())
-        .filter(|p| flight_recorder::is_dump_name(p))
-        .collect();
-    out.sort();
-    out
+    files_in(dir, flight_recorder::is_dump_name)
 }
 
 /// The rank in a file name: `rank-1.stderr`, `nccl-rank3.log`,

@@ -518,6 +518,69 @@ fn pytorch_hang_is_explained_naming_the_rank_behind() {
     );
 }
 
+#[test]
+fn a_hung_pytorch_job_stopped_by_hand_says_where_the_rank_behind_was() {
+    // The same hang without --hang-timeout: the user presses Ctrl-C (SIGINT to the launcher).
+    // The launcher asks the ranks for their dumps and stacks before it stops them, so
+    // `explain` says where rank 1 was as it does after the watchdog.
+    let py = venv_python();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let read = |rel: &str| std::fs::read_to_string(out.join(rel)).unwrap_or_default();
+    let status = {
+        let _one = PYTORCH_JOB.lock().unwrap_or_else(|e| e.into_inner());
+        let mut child = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
+            .current_dir(repo())
+            .args(["run", "--nproc-per-node", "2", "--grace", "2", "--out"])
+            .arg(&out)
+            .arg("--")
+            .arg(&py)
+            .arg("examples/python/train_ddp.py")
+            .args(["--steps", &STEPS.to_string(), "--bucket-cap-mb", CAP_MB])
+            .env("TRAIN_DDP_HANG_AT_STEP", HANG_AT_STEP.to_string())
+            .env("TRAIN_DDP_HANG_RANK", "1")
+            .env_remove("PYTHONPATH")
+            .env_remove("DDP_PROBE_TRACE")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start ddp-probe run");
+        let started = std::time::Instant::now();
+        while !read("logs/rank-1.stdout").contains("not going on") {
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(120),
+                "rank 1 never reached the hang; its stderr:\n{}",
+                read("logs/rank-1.stderr")
+            );
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+        // Rank 0 reaches the step's all-reduce and waits there.
+        std::thread::sleep(std::time::Duration::from_secs(2));
+        let sent = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(sent.success());
+        child.wait().expect("ddp-probe run ends")
+    };
+    assert_eq!(status.code(), Some(130), "{}", read("manifest.json"));
+    let report = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
+        .arg("explain")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&report.stdout);
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.starts_with(
+            "most likely cause: rank 0 waited in a collective for rank 1, which never joined it: \
+             it was in main at train_ddp.py:84 (`time.sleep(60)`) "
+        ),
+        "{text}"
+    );
+    assert!(text.contains("[launcher_interrupted]"), "{text}");
+}
+
 /// The pairing of the module's NCCL spans with torch.profiler's kernels that
 /// `scripts/gpu-check` relies on, on constructed inputs (no GPU needed): a
 /// host-timed span of a 100 µs kernel fails, counts that differ fail.

@@ -1305,7 +1305,11 @@ impl Run {
                 signal: name.clone(),
             });
             self.interrupted_by = Some(name);
-            self.begin_stop(observer);
+            // A job stopped by hand is often a hung one: where each rank was is worth the
+            // moment it takes (a second signal stops the ranks at once).
+            if !self.request_dumps("interrupt", observer) {
+                self.begin_stop(observer);
+            }
         } else if self.dump_wait.take().is_some() {
             // A stop signal while waiting for dumps: stop the ranks now.
             self.begin_stop(observer);
@@ -1437,11 +1441,16 @@ impl Run {
             .collect();
         // After a failure the ranks usually end on their own within moments (their peer is
         // gone): only dumps they did write are worth a line then.
-        let announced = reason == "hang";
+        let announced = reason != "failure";
         if announced {
+            let again = if reason == "interrupt" {
+                " (interrupt again to stop them now)"
+            } else {
+                ""
+            };
             observer.on_event(&Event::Notice {
                 message: format!(
-                    "asked rank(s) {} for a flight-recorder dump and their Python stack; waiting up to {} s",
+                    "asked rank(s) {} for a flight-recorder dump and their Python stack; waiting up to {} s{again}",
                     ranks.join(", "),
                     DUMP_WAIT.as_secs()
                 ),

@@ -5,8 +5,9 @@
 //! 1. Lines printed by an NCCL process get that process's rank.
 //! 2. Cross-checks add observations no single line shows: NCCL versions
 //!    that differ, two ranks on one GPU, a communicator larger than the
-//!    world; the traces add who waits in which collective and who is behind;
-//!    the manifest adds how ranks ended and the hang report.
+//!    world; the traces add who waits in which collective and who is behind
+//!    (and where it was, from its Python stack); the manifest adds how ranks
+//!    ended, the hang report, and who sent a DataLoader worker's SIGKILL.
 //! 3. Noise is dropped: in a run whose manifest says `ok`, symptoms and
 //!    consequences; refused connections of ranks that later connected (the
 //!    usual retries at start-up). A rendezvous that expected a different
@@ -28,17 +29,17 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::category::Category;
 use crate::manifest::{self, KillVerdict};
+use crate::python_stack::PyStack;
 use crate::report::{Confidence, Evidence, Finding, Report, Role, RunFacts, SCHEMA_VERSION};
 use crate::sanitize::sanitize;
+use crate::signal::{Attach, Signal};
+use crate::traces::{locate, RankProgress};
+use crate::{Gathered, Options};
 
 /// Longest detail of one observation quoted in a finding, in characters.
 const MAX_DETAIL_CHARS: usize = 400;
 /// Longest note, in characters.
 const MAX_NOTE_CHARS: usize = 4096 + 200;
-use crate::python_stack::PyStack;
-use crate::signal::{Attach, Signal};
-use crate::traces::{locate, RankProgress};
-use crate::{Gathered, Options};
 
 /// Lines shown in an `unknown` finding.
 const UNKNOWN_LINES: usize = 12;

@@ -13,7 +13,7 @@
 //!     logs/error-rank<R>.json              (torchelastic error file)
 //!     traces/rank-<R>.jsonl                (written by the ranks' recorder)
 //!     control/rank-<R>.listening           (a rank answers dump requests: python/ddp_probe_torch/__init__.py)
-//!     control/dump-request                 (the hang watchdog asks for flight-recorder dumps)
+//!     control/dump-request                 (the launcher asks for dumps and stacks before a stop)
 //!     control/rank-<R>.dumped              (the rank's answer: `ok PATH` or `error: WHY`)
 //!     attempts/<N>/                        (--max-restarts: attempt N's manifest.json, logs/,
 //!                                           traces/, control/, moved there
@@ -47,8 +47,9 @@ pub fn attempt_dir(restart_count: u32) -> String {
     format!("{ATTEMPTS_DIR}/{restart_count}")
 }
 
-/// `control/dump-request`, relative to the run directory: written by the hang
-/// watchdog to ask listening ranks for a flight-recorder dump and their Python stack.
+/// `control/dump-request`, relative to the run directory: written before the launcher stops
+/// the ranks (a hang, another rank's failure, an interrupt; the reason is its content) to ask
+/// listening ranks for a flight-recorder dump and their Python stack.
 pub fn dump_request() -> String {
     format!("{CONTROL_DIR}/dump-request")
 }

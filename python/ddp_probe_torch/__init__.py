@@ -84,8 +84,10 @@ while it records leaves a file of complete lines, missing at most its last
 Flight-recorder dumps on request: under ``ddp-probe run`` (``DDP_PROBE_RUN_DIR``
 set) the module writes ``control/rank-<R>.listening`` in the run directory,
 and its daemon thread looks for ``control/dump-request`` every 100 ms. The
-launcher's hang watchdog writes that file before it stops a hung job; the
-thread then writes PyTorch's flight-recorder dump
+launcher writes that file before it stops the ranks of a hung job (its hang
+watchdog), of a job whose other rank failed first, or of an interrupted one;
+the thread then writes PyTorch's flight-recorder dump (unless PyTorch already
+wrote one)
 (``torch._C._distributed_c10d._dump_fr_trace()``, the pickle the NCCL watchdog
 writes on a timeout) to ``<prefix><rank>`` (the prefix from
 ``TORCH_FR_DUMP_TEMP_FILE``, older name ``TORCH_NCCL_DEBUG_INFO_TEMP_FILE``),

@@ -1310,6 +1310,17 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
         )
     };
     let mut fix = category.fix().to_owned();
+    if let (Category::CollectiveTimeout, Some(w), false) = (category, elsewhere, ranks.is_empty()) {
+        // Where the rank waited for was is known: the fix starts there.
+        fix = format!(
+            "{} was {w} while the others waited for it. If that work is meant to be long (a \
+             checkpoint or an evaluation on one rank), have the other ranks wait for it in a \
+             barrier and give the process group a timeout longer than it \
+             (`init_process_group(timeout=...)`); if it should not take that long (a stuck \
+             read, a lock, a loop that does not end), fix it there.",
+            who(&ranks)
+        );
+    }
     if category == Category::CudaError
         && own
             .iter()

@@ -1459,6 +1459,13 @@ fn hung_run_names_the_rank_that_never_joined_the_collective() {
         "{:#?}",
         top.evidence
     );
+    // The fix starts where the rank was.
+    assert!(
+        top.fix
+            .starts_with("rank 1 was in main at train.py:88 (`for x, y in loader:`)"),
+        "{}",
+        top.fix
+    );
     // The stack file is not read as a log.
     assert!(r
         .findings

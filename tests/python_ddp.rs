@@ -579,6 +579,31 @@ fn a_hung_pytorch_job_stopped_by_hand_says_where_the_rank_behind_was() {
         "{text}"
     );
     assert!(text.contains("[launcher_interrupted]"), "{text}");
+    // Every rank's place is listed, in explain and in the report's "where the run stopped".
+    assert!(
+        flat.contains("where each rank was when stopped (Python stacks): rank 0: in ")
+            && flat.contains("rank 1: in main at train_ddp.py:84"),
+        "{text}"
+    );
+    let html = tmp.path().join("report.html");
+    let made = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
+        .arg("report")
+        .arg(&out)
+        .arg("-o")
+        .arg(&html)
+        .output()
+        .unwrap();
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("Where each rank was in its program when the run was stopped")
+            && page.contains("rank 1: in main at train_ddp.py:84"),
+        "the report's stopped section lists the stacks"
+    );
 }
 
 /// The pairing of the module's NCCL spans with torch.profiler's kernels that

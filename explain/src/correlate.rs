@@ -30,7 +30,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use crate::category::Category;
 use crate::manifest::{self, KillVerdict};
 use crate::python_stack::PyStack;
-use crate::report::{Confidence, Evidence, Finding, Report, Role, RunFacts, SCHEMA_VERSION};
+use crate::report::{
+    Confidence, Evidence, Finding, RankStack, Report, Role, RunFacts, SCHEMA_VERSION,
+};
 use crate::sanitize::sanitize;
 use crate::signal::{Attach, Signal};
 use crate::traces::{locate, RankProgress};
@@ -342,7 +344,27 @@ pub(crate) fn build(mut g: Gathered, opts: &Options) -> Report {
         nccl,
         notes,
         attempts: Vec::new(),
+        stacks: rank_stacks(&g.python_stacks),
     }
+}
+
+/// Where each rank was, from its Python stack, by rank.
+fn rank_stacks(stacks: &[PyStack]) -> Vec<RankStack> {
+    let mut out: Vec<RankStack> = stacks
+        .iter()
+        .map(|st| {
+            let (place, line) = st.whereabouts();
+            RankStack {
+                rank: st.rank,
+                place,
+                file: st.file(),
+                line,
+            }
+        })
+        .collect();
+    out.sort_by_key(|s| s.rank);
+    out.dedup_by_key(|s| s.rank);
+    out
 }
 
 /// Observations from the traces: each waiting rank, each rank behind; a

@@ -68,8 +68,8 @@ use std::path::{Path, PathBuf};
 pub use category::Category;
 pub use error::Error;
 pub use report::{
-    AttemptFact, CommSummary, Confidence, Evidence, Finding, RankEndFact, Report, Role, RunFacts,
-    SCHEMA_VERSION,
+    AttemptFact, CommSummary, Confidence, Evidence, Finding, RankEndFact, RankStack, Report, Role,
+    RunFacts, SCHEMA_VERSION,
 };
 pub use sanitize::sanitize;
 

@@ -210,6 +210,23 @@ pub struct Report {
     /// report above is the last attempt's.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attempts: Vec<AttemptFact>,
+    /// Where each rank was when the run was stopped, from the Python stacks the PyTorch
+    /// module wrote at the launcher's request (`logs/python-stack-rank-<R>.txt`), by rank.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stacks: Vec<RankStack>,
+}
+
+/// One rank's place when the run was stopped, from its Python stack.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RankStack {
+    /// The global rank.
+    pub rank: usize,
+    /// "in main at train.py:84 (`time.sleep(60)`)", with the library call it was in.
+    pub place: String,
+    /// The stack file.
+    pub file: String,
+    /// The line of the frame named.
+    pub line: u64,
 }
 
 /// One earlier attempt of a restarted run, explained on its own.
@@ -311,8 +328,24 @@ impl Report {
             push_field(&mut out, &indent, "docs", &f.doc, width);
             out.push('\n');
         }
-        if !self.nccl.is_empty() {
+        if !self.stacks.is_empty() {
             if self.findings.is_empty() {
+                out.push('\n');
+            }
+            let _ = writeln!(out, "where each rank was when stopped (Python stacks):");
+            for st in &self.stacks {
+                push_wrapped(
+                    &mut out,
+                    &format!("rank {}: {} ({}:{})", st.rank, st.place, st.file, st.line),
+                    "  ",
+                    "    ",
+                    width,
+                );
+            }
+            out.push('\n');
+        }
+        if !self.nccl.is_empty() {
+            if self.findings.is_empty() && self.stacks.is_empty() {
                 out.push('\n');
             }
             let _ = writeln!(out, "NCCL setup:");
@@ -440,6 +473,12 @@ mod tests {
                 headline: "most likely cause: rank 1 crashed with a Python exception".into(),
                 category: Some(Category::RankCrashed),
             }],
+            stacks: vec![RankStack {
+                rank: 1,
+                place: "in main at train.py:84 (`time.sleep(60)`)".into(),
+                file: "run/logs/python-stack-rank-1.txt".into(),
+                line: 6,
+            }],
         };
         let text = report.render_text(60);
         assert!(
@@ -450,6 +489,10 @@ mod tests {
         );
         assert!(
             text.contains("details: ddp-probe explain run/attempts/0"),
+            "{text}"
+        );
+        assert!(
+            text.contains("where each rank was when stopped (Python stacks):\n  rank 1: in main"),
             "{text}"
         );
         for l in text.lines() {

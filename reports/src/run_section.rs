@@ -36,7 +36,8 @@ pub(crate) fn write_run(
         failure(h, a, id);
     }
     if let Some(run) = &input.run {
-        where_it_stopped(h, run, id, opts);
+        let diagnosis = a.diagnosis.as_ref().and_then(|d| d.as_ref().ok());
+        where_it_stopped(h, run, diagnosis, id, opts);
     }
     configuration(h, input, a, id);
     if let (Some(run), Some(summary)) = (&input.run, &a.summary) {
@@ -632,8 +633,15 @@ fn gantt_figure(h: &mut Html, svg: &str, unfinished: bool) {
 }
 
 /// For a run that left spans open (hang, crash, cut trace): each rank's last complete step
-/// and what it never finished, drawn to the end of the recording, and listed.
-fn where_it_stopped(h: &mut Html, run: &Run, id: &str, opts: &ReportOptions) {
+/// and what it never finished, drawn to the end of the recording, and listed; and where each
+/// rank was in its program, when the diagnosis read their Python stacks.
+fn where_it_stopped(
+    h: &mut Html,
+    run: &Run,
+    diagnosis: Option<&Diagnosis>,
+    id: &str,
+    opts: &ReportOptions,
+) {
     let open = run.open_spans();
     let Some(choice) = end_of_run(run, &open) else {
         return;
@@ -677,6 +685,19 @@ fn where_it_stopped(h: &mut Html, run: &Run, id: &str, opts: &ReportOptions) {
         );
     }
     h.close("ul");
+    let stacks = diagnosis.map_or(&[][..], |d| &d.stacks[..]);
+    if !stacks.is_empty() {
+        h.para("Where each rank was in its program when the run was stopped (its Python stack):");
+        h.open("ul", &[]);
+        for st in stacks {
+            h.elem(
+                "li",
+                &[],
+                &format!("rank {}: {} ({}:{})", st.rank, st.place, st.file, st.line),
+            );
+        }
+        h.close("ul");
+    }
     h.close("section");
 }
 

@@ -10,11 +10,23 @@
 //!
 //! Needs the project's venv (`scripts/setup`: torch and maturin); CI has it.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+use common::{
+    repo, run_again_after_teardown_abort, run_again_if_aborted_in_teardown, venv_python,
+    GLOO_TEARDOWN_ABORT,
+};
+
+/// Whether `out` is a job whose training finished (train_ddp.py's last line) and that gloo's
+/// teardown then aborted (see [`common::run_again_after_teardown_abort`]).
+fn aborted_after_training(out: &Output, stdout_of_rank0: &str) -> bool {
+    !out.status.success()
+        && stdout_of_rank0.contains("pytorch buckets:")
+        && (String::from_utf8_lossy(&out.stderr).contains(GLOO_TEARDOWN_ABORT)
+            || String::from_utf8_lossy(&out.stdout).contains(GLOO_TEARDOWN_ABORT))
 }
 
 fn check(out: &Output, what: &str) {
@@ -29,8 +41,7 @@ fn check(out: &Output, what: &str) {
 
 /// The project venv's site-packages (where torch is).
 fn project_site_packages() -> PathBuf {
-    let py = repo().join(".venv/bin/python");
-    assert!(py.is_file(), "no {}: run scripts/setup", py.display());
+    let py = venv_python();
     let out = Command::new(&py)
         .args([
             "-c",
@@ -104,19 +115,29 @@ fn the_wheel_installs_the_cli_and_the_module_for_pytorch_users() {
     std::fs::create_dir(&work).unwrap();
     // The environment's own ddp-probe, with nothing of the source tree: the module must come
     // from the wheel.
-    let run = Command::new(&cli)
-        .args(["run", "--nproc_per_node", "2", "-o", "run"])
-        .arg(&script)
-        .args(["--steps", "4"])
-        .current_dir(&work)
-        .env("DDP_PROBE_PYTHON", &py)
-        .env("DDP_PROBE_PYTHON_DIR", scratch.path().join("nowhere"))
-        .env(
-            "PATH",
-            format!("{}:/usr/bin:/bin", venv.join("bin").display()),
-        )
-        .output()
-        .unwrap();
+    let run_dir = work.join("run");
+    let run = run_again_after_teardown_abort(
+        || {
+            Command::new(&cli)
+                .args(["run", "--nproc_per_node", "2", "-o", "run"])
+                .arg(&script)
+                .args(["--steps", "4"])
+                .current_dir(&work)
+                .env("DDP_PROBE_PYTHON", &py)
+                .env("DDP_PROBE_PYTHON_DIR", scratch.path().join("nowhere"))
+                .env(
+                    "PATH",
+                    format!("{}:/usr/bin:/bin", venv.join("bin").display()),
+                )
+                .output()
+                .unwrap()
+        },
+        |out| {
+            let rank0 = std::fs::read_to_string(run_dir.join("logs/rank-0.stdout"));
+            aborted_after_training(out, &rank0.unwrap_or_default())
+        },
+        &run_dir,
+    );
     check(&run, "ddp-probe run from the wheel");
     let trace = std::fs::read_to_string(work.join("run/traces/rank-1.jsonl")).unwrap();
     let spans = trace
@@ -126,20 +147,27 @@ fn the_wheel_installs_the_cli_and_the_module_for_pytorch_users() {
     assert!(spans > 10, "rank 1 recorded {spans} spans:\n{trace}");
 
     // Plain torchrun, the module from the wheel: it trains and says it does not record.
-    let plain = Command::new(&py)
-        .args([
-            "-m",
-            "torch.distributed.run",
-            "--nproc_per_node",
-            "2",
-            "--master_port",
-            "29671",
-        ])
-        .arg(&script)
-        .args(["--steps", "2"])
-        .current_dir(&work)
-        .output()
-        .unwrap();
+    // (torchrun prints every rank's output; the training's last line is rank 0's.)
+    let plain = run_again_if_aborted_in_teardown(
+        || {
+            Command::new(&py)
+                .args([
+                    "-m",
+                    "torch.distributed.run",
+                    "--nproc_per_node",
+                    "2",
+                    "--master_port",
+                    "29671",
+                ])
+                .arg(&script)
+                .args(["--steps", "2"])
+                .current_dir(&work)
+                .output()
+                .unwrap()
+        },
+        |out| aborted_after_training(out, &String::from_utf8_lossy(&out.stdout)),
+        || {},
+    );
     check(&plain, "torchrun with the module installed");
     let err = String::from_utf8_lossy(&plain.stderr);
     let said = err.matches("not recording").count();

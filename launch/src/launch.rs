@@ -668,6 +668,28 @@ struct Stop {
     killed_at: Option<Instant>,
 }
 
+/// Why the launcher asks the ranks for their dumps and stacks before it stops them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DumpReason {
+    /// The hang watchdog found no progress.
+    Hang,
+    /// A rank failed first.
+    Failure,
+    /// The launcher got a stop signal (Ctrl-C).
+    Interrupt,
+}
+
+impl DumpReason {
+    /// The word written into the request.
+    fn as_str(self) -> &'static str {
+        match self {
+            DumpReason::Hang => "hang",
+            DumpReason::Failure => "failure",
+            DumpReason::Interrupt => "interrupt",
+        }
+    }
+}
+
 /// A flight-recorder dump request the hang watchdog waits on.
 #[derive(Debug)]
 struct DumpWait {
@@ -1287,7 +1309,7 @@ impl Run {
             self.first_failure = Some(failure);
             // What the others were doing when a rank failed (a rank stuck in a checkpoint
             // while its peer's collective timed out) is in their stacks and dumps.
-            if !self.request_dumps("failure", observer) {
+            if !self.request_dumps(DumpReason::Failure, observer) {
                 self.begin_stop(observer);
             }
         }
@@ -1307,7 +1329,7 @@ impl Run {
             self.interrupted_by = Some(name);
             // A job stopped by hand is often a hung one: where each rank was is worth the
             // moment it takes (a second signal stops the ranks at once).
-            if !self.request_dumps("interrupt", observer) {
+            if !self.request_dumps(DumpReason::Interrupt, observer) {
                 self.begin_stop(observer);
             }
         } else if self.dump_wait.take().is_some() {
@@ -1397,19 +1419,19 @@ impl Run {
         self.trigger = Some(Trigger::Hang);
         observer.on_event(&Event::Hang(report.clone()));
         self.hang = Some(report);
-        if !self.request_dumps("hang", observer) {
+        if !self.request_dumps(DumpReason::Hang, observer) {
             self.begin_stop(observer);
         }
     }
 
     /// Asks the ranks that listen (`control/rank-<R>.listening`, written by
     /// `python/ddp_probe_torch/__init__.py`) for PyTorch flight-recorder dumps and their
-    /// Python stacks before they are stopped, on a hang or when another rank failed first
-    /// (`reason`, written into the request): gloo never writes a dump on its own, a stopped
+    /// Python stacks before they are stopped, on a hang, when another rank failed first or on
+    /// an interrupt (`reason`, written into the request): gloo never writes a dump on its own, a stopped
     /// NCCL job never reaches its timeout, and a rank the failed one waited for was
     /// somewhere its stack tells. Returns whether a request was made (the ranks are then
     /// stopped by [`Run::check_dump_wait`]).
-    fn request_dumps(&mut self, reason: &str, observer: &mut dyn Observer) -> bool {
+    fn request_dumps(&mut self, reason: DumpReason, observer: &mut dyn Observer) -> bool {
         let slots: Vec<usize> = self
             .slots
             .iter()
@@ -1426,7 +1448,7 @@ impl Run {
             return false;
         }
         let request = self.run_dir.join(rundir::dump_request());
-        if let Err(e) = std::fs::write(&request, format!("{reason}\n")) {
+        if let Err(e) = std::fs::write(&request, format!("{}\n", reason.as_str())) {
             observer.on_event(&Event::Notice {
                 message: format!(
                     "could not ask the ranks for flight-recorder dumps ({}): {e}",
@@ -1441,9 +1463,9 @@ impl Run {
             .collect();
         // After a failure the ranks usually end on their own within moments (their peer is
         // gone): only dumps they did write are worth a line then.
-        let announced = reason != "failure";
+        let announced = reason != DumpReason::Failure;
         if announced {
-            let again = if reason == "interrupt" {
+            let again = if reason == DumpReason::Interrupt {
                 " (interrupt again to stop them now)"
             } else {
                 ""

@@ -40,18 +40,27 @@ pub const GLOO_TEARDOWN_ABORT: &str = "terminate called without an active except
 /// `destroy_process_group`, never in 11 reruns): an upstream teardown race, not what these
 /// tests are about; any other failure is left to the test.
 pub fn run_again_after_teardown_abort<T>(
-    mut run: impl FnMut() -> T,
+    run: impl FnMut() -> T,
     aborted_after_training: impl Fn(&T) -> bool,
     run_dir: &Path,
+) -> T {
+    run_again_if_aborted_in_teardown(run, aborted_after_training, || {
+        std::fs::remove_dir_all(run_dir).expect("remove the run directory")
+    })
+}
+
+/// [`run_again_after_teardown_abort`] for a job that leaves no run directory (plain
+/// torchrun): `before_again` clears what the first run left.
+pub fn run_again_if_aborted_in_teardown<T>(
+    mut run: impl FnMut() -> T,
+    aborted_after_training: impl Fn(&T) -> bool,
+    before_again: impl FnOnce(),
 ) -> T {
     let first = run();
     if !aborted_after_training(&first) {
         return first;
     }
-    eprintln!(
-        "note: gloo aborted a rank in its teardown after training finished; running again ({})",
-        run_dir.display()
-    );
-    std::fs::remove_dir_all(run_dir).expect("remove the run directory");
+    eprintln!("note: gloo aborted a rank in its teardown after training finished; running again");
+    before_again();
     run()
 }

@@ -529,6 +529,39 @@ fn static_graph_steps_on_the_initial_layout_are_warm_up() {
 }
 
 #[test]
+fn steps_run_as_optimizer_closures_get_their_optimizer_time() {
+    // `opt.step(closure)`: the optimizer's hooks fire around the forward and the backward. The
+    // optimizer span is its own work, from the closure's return (after backward and the last
+    // all-reduce) to the end of its step, and every step is still one step.
+    let (job, _) = recorded("closure");
+    check_common(&job, 1);
+    for rank in 0..2 {
+        let recs = job.records(rank);
+        let colls = bucket_collectives(&recs);
+        for opt in spans(&recs, "optimizer") {
+            let step = u(&opt["step"]);
+            let backward = spans(&recs, "backward")
+                .into_iter()
+                .find(|b| u(&b["step"]) == step)
+                .expect("the step's backward");
+            let last_comm = colls
+                .iter()
+                .filter(|((s, _), _)| *s == step)
+                .map(|(_, c)| u(&c["end"]))
+                .max()
+                .expect("the step's all-reduces");
+            assert!(
+                u(&opt["start"]) >= u(&backward["end"]) && u(&opt["start"]) >= last_comm,
+                "rank {rank} step {step}: optimizer {opt} before backward {backward} or the \
+                 last all-reduce's end {last_comm}"
+            );
+        }
+    }
+    let (text, _) = job.summary();
+    assert!(!text.contains("optimizer      not recorded"), "{text}");
+}
+
+#[test]
 fn find_unused_parameters_and_amp_record_every_step() {
     for mode in ["unused", "amp"] {
         let (job, _) = recorded(mode);

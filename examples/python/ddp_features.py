@@ -28,6 +28,8 @@ Modes (each the way PyTorch's documentation writes it):
 * ``uneven``: rank 1 has one batch fewer: it leaves the loop a step early and exits, as a
   script without ``drop_last`` or ``Join`` does; rank 0's last all-reduce loses its peer
   (the job fails).
+* ``closure``: every step is ``opt.step(closure)``, the closure running the forward and the
+  backward (the pattern PyTorch's optimizers accept and PyTorch Lightning uses for every step);
 * ``slow_save``: the process group's timeout is 5 s and rank 0 spends 15 s after its third
   step (a checkpoint on a slow disk, as the tutorial trainer's ``_save_snapshot`` on rank 0
   only); rank 1's next all-reduce times out (the job fails).
@@ -59,7 +61,7 @@ from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 import ddp_probe_torch
 
 MODES = ("plain", "prehook", "fp16", "bf16", "no_sync", "static_graph", "unused", "amp", "compile",
-         "straggler", "uneven", "slow_save", "worker_killed")
+         "straggler", "uneven", "closure", "slow_save", "worker_killed")
 
 
 class BusyBackward(torch.autograd.Function):
@@ -208,6 +210,19 @@ def main():
     step, samples, batches = 0, 0, iter(loader)
     steps = args.steps - 1 if args.mode == "uneven" and rank == 1 else args.steps
     while step < steps:
+        if args.mode == "closure":
+            x, y = next(batches)
+            samples += x.shape[0]
+
+            def closure(x=x, y=y, step=step):
+                opt.zero_grad(set_to_none=True)
+                loss = loss_of(x, y, step)
+                loss.backward()
+                return loss
+
+            opt.step(closure)
+            step += 1
+            continue
         opt.zero_grad(set_to_none=True)
         for m in range(micro):
             try:

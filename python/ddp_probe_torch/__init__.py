@@ -39,6 +39,11 @@ Each rank then writes ``$DDP_PROBE_TRACE_DIR/rank-$RANK.jsonl`` (trace format
   the micro-batches of a ``no_sync`` accumulation), and an ``end`` record at
   exit.
 
+``optimizer.step(closure)`` (PyTorch Lightning runs every step so): the forward
+and backward run inside the optimizer's step hooks; the step they start is
+marked, and its ``optimizer`` span runs from the later of the backward's end
+and the last all-reduce's completion to the optimizer's post-hook.
+
 Gradient accumulation: forwards under ``model.no_sync()`` belong to the step
 that ends with the synchronised backward and the optimizer step; the
 ``bucket_ready`` windows and ``grad_ready`` offsets are the synchronised
@@ -560,6 +565,8 @@ class _StepState:
         self.sampled = True
         # bucket index -> (hook call time, parameter indices, bytes, dtype)
         self.buckets = {}
+        # Whether the step runs inside ``optimizer.step(closure)``.
+        self.closure = False
 
 
 class _Instrumentation:
@@ -582,6 +589,12 @@ class _Instrumentation:
         #: A :class:`CudaCollectiveTimer` when the process group runs NCCL.
         self.cuda_timer = None
         self.local_seq = 0
+        #: Between an optimizer's step pre- and post-hook: a forward then runs inside
+        #: ``optimizer.step(closure)`` (the closure pattern PyTorch's optimizers accept and
+        #: PyTorch Lightning uses for every step).
+        self.in_optimizer = False
+        #: When the last bucket all-reduce completed (host clock).
+        self.last_comm_end = 0
         #: (bucket index, elements) -> note_bucket's info, once the layout settled.
         self.bucket_info = {}
         #: The settled layout's buckets as note_layout last saw them.
@@ -841,6 +854,7 @@ class _Instrumentation:
 
             def done(failed, end_ev):
                 end = _ANCHOR_NS + _PERF_NS()
+                self.last_comm_end = end
                 if start_ev is None and not failed and not sent and seq is not None:
                     # The common case, formatted directly (see TraceWriter.span).
                     self.writer.record_line(
@@ -1004,6 +1018,7 @@ class _Instrumentation:
                 step = self.next_step
                 start = data_wait[0] if data_wait else t
                 st = self.state = _StepState(step, start if start < t else t)
+                st.closure = self.in_optimizer
                 self.next_step = step + 1
                 st.sampled = (
                     not self.can_wrap or step < _GRAD_FULL_STEPS or step % _GRAD_EVERY == 0
@@ -1145,17 +1160,26 @@ class _Instrumentation:
         )
 
     def on_optimizer_pre(self, optimizer, args, kwargs):
+        self.in_optimizer = True
         st = self.state
         if st is not None:
             st.optimizer_start = now_ns()
 
     def on_optimizer_post(self, optimizer, args, kwargs):
+        self.in_optimizer = False
         st = self.state
-        start = st.optimizer_start if st is not None else None
+        if st is None:
+            return
+        start = st.optimizer_start
+        t = now_ns()
+        if st.closure and st.backward_end is not None:
+            # optimizer.step(closure): the step's forward and backward ran inside the
+            # optimizer's step; its own work began when the closure returned, after backward
+            # and DDP's last all-reduce.
+            start = max(st.backward_end, self.last_comm_end)
         if start is None:
             return
-        t = now_ns()
-        self.writer.span("optimizer", st.step, start, t)
+        self.writer.span("optimizer", st.step, min(start, t), t)
         st.optimizer_start = None
         self.end_step(t)
 

@@ -369,6 +369,18 @@ const HANG_TIMEOUT_S: &str = "15";
 /// The step before whose forward rank 1 stops.
 const HANG_AT_STEP: u64 = 3;
 
+/// Where the example's hung rank is, as `explain` names it from its Python stack: "in main at
+/// train_ddp.py:N (`time.sleep(60)`)" with N read from the script.
+fn hang_place() -> String {
+    let script = std::fs::read_to_string(repo().join("examples/python/train_ddp.py")).unwrap();
+    let line = script
+        .lines()
+        .position(|l| l.trim() == "time.sleep(60)")
+        .expect("the example's hang")
+        + 1;
+    format!("in main at train_ddp.py:{line} (`time.sleep(60)`)")
+}
+
 #[test]
 fn pytorch_hang_is_explained_naming_the_rank_behind() {
     let py = venv_python();
@@ -499,10 +511,11 @@ fn pytorch_hang_is_explained_naming_the_rank_behind() {
     // wraps at the terminal's width).
     let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(
-        flat.starts_with(
+        flat.starts_with(&format!(
             "most likely cause: rank 0 waited in a collective for rank 1, which never joined it: \
-             it was in main at train_ddp.py:84 (`time.sleep(60)`) "
-        ),
+             it was {} ",
+            hang_place()
+        )),
         "{text}"
     );
     assert!(text.contains("[collective_timeout]"), "{text}");
@@ -572,17 +585,18 @@ fn a_hung_pytorch_job_stopped_by_hand_says_where_the_rank_behind_was() {
     let text = String::from_utf8_lossy(&report.stdout);
     let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(
-        flat.starts_with(
+        flat.starts_with(&format!(
             "most likely cause: rank 0 waited in a collective for rank 1, which never joined it: \
-             it was in main at train_ddp.py:84 (`time.sleep(60)`) "
-        ),
+             it was {} ",
+            hang_place()
+        )),
         "{text}"
     );
     assert!(text.contains("[launcher_interrupted]"), "{text}");
     // Every rank's place is listed, in explain and in the report's "where the run stopped".
     assert!(
         flat.contains("where each rank was when stopped (Python stacks): rank 0: in ")
-            && flat.contains("rank 1: in main at train_ddp.py:84"),
+            && flat.contains(&format!("rank 1: {}", hang_place())),
         "{text}"
     );
     let html = tmp.path().join("report.html");
@@ -601,7 +615,7 @@ fn a_hung_pytorch_job_stopped_by_hand_says_where_the_rank_behind_was() {
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(
         page.contains("Where each rank was in its program when the run was stopped")
-            && page.contains("rank 1: in main at train_ddp.py:84"),
+            && page.contains(&format!("rank 1: {}", hang_place())),
         "the report's stopped section lists the stacks"
     );
 }

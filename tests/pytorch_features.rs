@@ -725,6 +725,18 @@ fn a_rank_outside_its_steps_is_named_when_a_peer_times_out_waiting_for_it() {
     let (out, console) = output_of(&mut features_job(&dir, "slow_save", 6, &[]));
     assert!(!out.status.success(), "the job should fail:\n{console}");
     let report = explain_json(&dir);
+    // The script's line where rank 0 sleeps, as its stack names it.
+    let script = std::fs::read_to_string(repo().join("examples/python/ddp_features.py")).unwrap();
+    let line = script
+        .lines()
+        .position(|l| l.contains("time.sleep(15)  # the checkpoint that only rank 0 writes"))
+        .expect("the slow_save sleep")
+        + 1;
+    let expected_title = format!(
+        "rank 1 timed out in a collective waiting for rank 0, which never joined it: it was in \
+         main at ddp_features.py:{line} (`time.sleep(15)  # the checkpoint that only rank 0 \
+         writes`)"
+    );
     let first = &report["findings"][0];
     assert_eq!(
         (
@@ -736,11 +748,7 @@ fn a_rank_outside_its_steps_is_named_when_a_peer_times_out_waiting_for_it() {
             Some("collective_timeout"),
             serde_json::json!([0]),
             // Rank 0's Python stack, asked for when rank 1 failed, before rank 0 was stopped.
-            Some(
-                "rank 1 timed out in a collective waiting for rank 0, which never joined it: it \
-                 was in main at ddp_features.py:225 (`time.sleep(15)  # the checkpoint that only \
-                 rank 0 writes`)"
-            )
+            Some(expected_title.as_str())
         ),
         "{report:#}\n{console}"
     );

@@ -576,13 +576,11 @@ fn progress_signals(
             .iter()
             .find(|st| st.rank == b.rank)
             .filter(|_| !finished);
-        let mut detail = text.clone();
+        // The place goes to the title (and the evidence below), not into the detail again.
         if let Some(st) = stack {
-            let where_ = st.whereabouts().0;
-            detail.push_str(&format!("; when the run was stopped it was {where_}"));
-            s.elsewhere = Some(where_);
+            s.elsewhere = Some(st.whereabouts().0);
         }
-        s.detail = Some(detail);
+        s.detail = Some(text.clone());
         s.evidence.push(Evidence {
             file: b.file.clone(),
             line,
@@ -1290,7 +1288,13 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
     let evidence_omitted = unique.len() - evidence.len();
 
     let mut details: Vec<String> = Vec::new();
-    for s in own.iter().chain(g.attached.iter()) {
+    // What the traces say of a rank behind (what it last finished, how long it was quiet,
+    // where its stack was) comes first: the other sources repeat its collectives.
+    let behind_first = own
+        .iter()
+        .filter(|s| s.rule == "trace_behind")
+        .chain(own.iter().filter(|s| s.rule != "trace_behind"));
+    for s in behind_first.chain(g.attached.iter()) {
         if let Some(d) = &s.detail {
             // Details quote words from the inputs (versions, interfaces,
             // statuses): sanitised here once, whoever built them.

@@ -1459,6 +1459,13 @@ fn hung_run_names_the_rank_that_never_joined_the_collective() {
         "{:#?}",
         top.evidence
     );
+    // What the traces say of the rank behind comes first in what was seen.
+    assert!(
+        top.explanation
+            .contains("Seen: rank 1 never queued all_reduce seq 17"),
+        "{}",
+        top.explanation
+    );
     // The fix starts where the rank was.
     assert!(
         top.fix

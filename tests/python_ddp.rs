@@ -519,14 +519,15 @@ fn pytorch_hang_is_explained_naming_the_rank_behind() {
         "{text}"
     );
     assert!(text.contains("[collective_timeout]"), "{text}");
+    // (Compared without the text's line breaks, which fall where the wrapping puts them.)
     assert!(
-        text.contains(&format!(
+        flat.contains(&format!(
             "rank 1 never enqueued collective seq {stuck} (all_reduce)"
         )),
         "{text}"
     );
     assert!(
-        text.contains(&format!("rank 0 waits in collective seq {stuck}")),
+        flat.contains(&format!("rank 0 waits in collective seq {stuck}")),
         "{text}"
     );
 }

@@ -369,6 +369,21 @@ const HANG_TIMEOUT_S: &str = "15";
 /// The step before whose forward rank 1 stops.
 const HANG_AT_STEP: u64 = 3;
 
+/// `explain`'s text without its line breaks (they fall where the wrapping puts them), after
+/// checking that its headline names rank 1 as the rank waited for, and where it was.
+fn headline_names_the_hang(text: &str) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.starts_with(&format!(
+            "most likely cause: rank 0 waited in a collective for rank 1, which never joined it: \
+             it was {} ",
+            hang_place()
+        )),
+        "{text}"
+    );
+    flat
+}
+
 /// Where the example's hung rank is, as `explain` names it from its Python stack: "in main at
 /// train_ddp.py:N (`time.sleep(60)`)" with N read from the script.
 fn hang_place() -> String {
@@ -509,15 +524,7 @@ fn pytorch_hang_is_explained_naming_the_rank_behind() {
     let text = explain(false);
     // Where rank 1 was: its Python stack, written at the watchdog's request (the headline
     // wraps at the terminal's width).
-    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    assert!(
-        flat.starts_with(&format!(
-            "most likely cause: rank 0 waited in a collective for rank 1, which never joined it: \
-             it was {} ",
-            hang_place()
-        )),
-        "{text}"
-    );
+    let flat = headline_names_the_hang(&text);
     assert!(text.contains("[collective_timeout]"), "{text}");
     // (Compared without the text's line breaks, which fall where the wrapping puts them.)
     assert!(
@@ -584,15 +591,7 @@ fn a_hung_pytorch_job_stopped_by_hand_says_where_the_rank_behind_was() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&report.stdout);
-    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    assert!(
-        flat.starts_with(&format!(
-            "most likely cause: rank 0 waited in a collective for rank 1, which never joined it: \
-             it was {} ",
-            hang_place()
-        )),
-        "{text}"
-    );
+    let flat = headline_names_the_hang(&text);
     assert!(text.contains("[launcher_interrupted]"), "{text}");
     // Every rank's place is listed, in explain and in the report's "where the run stopped".
     assert!(

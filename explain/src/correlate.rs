@@ -576,18 +576,16 @@ fn progress_signals(
             .iter()
             .find(|st| st.rank == b.rank)
             .filter(|_| !finished);
-        // The place goes to the title (and the evidence below), not into the detail again.
-        if let Some(st) = stack {
-            s.elsewhere = Some(st.whereabouts().0);
-        }
         s.detail = Some(text.clone());
         s.evidence.push(Evidence {
             file: b.file.clone(),
             line,
             text,
         });
+        // The place goes to the title and the stack's evidence, not into the detail again.
         if let Some(st) = stack {
             let (where_, at) = st.whereabouts();
+            s.elsewhere = Some(where_.clone());
             s.evidence.push(Evidence {
                 file: st.file(),
                 line: Some(at),

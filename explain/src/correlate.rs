@@ -188,6 +188,9 @@ pub(crate) fn build(mut g: Gathered, opts: &Options) -> Report {
             &mut signals,
             &mut order,
         );
+        if g.progress.is_empty() {
+            stack_signals(&g.python_stacks, &mut signals, &mut order);
+        }
     }
     stuck_same |= signals
         .iter()
@@ -218,6 +221,12 @@ pub(crate) fn build(mut g: Gathered, opts: &Options) -> Report {
                 s.order = order;
                 signals.push(s);
             }
+        }
+    } else if ctx.failed {
+        for mut s in aborted_after_the_training(&g, &ctx, &signals) {
+            order += 1;
+            s.order = order;
+            signals.push(s);
         }
     }
 
@@ -602,6 +611,77 @@ fn progress_signals(
     behind.is_empty() && waiting.len() >= 2
 }
 
+/// Where the ranks were, from their Python stacks alone, in a run without traces (a script
+/// that never called `instrument`, or one stopped before it did: rank 0 downloading the data
+/// while the others wait in DDP's construction). The ranks whose stacks are outside
+/// `torch.distributed` are the ones the others wait for, when some rank waited: its stack is
+/// in a collective, or its own log says a collective of its timed out.
+fn stack_signals(stacks: &[PyStack], out: &mut Vec<Signal>, order: &mut u64) {
+    let (waiting, elsewhere): (Vec<&PyStack>, Vec<&PyStack>) =
+        stacks.iter().partition(|st| st.in_distributed());
+    let timed_out = out
+        .iter()
+        .any(|s| s.category == Category::CollectiveTimeout && s.observer.is_some());
+    if elsewhere.is_empty() || (waiting.is_empty() && !timed_out) {
+        return;
+    }
+    let behind: Vec<usize> = elsewhere.iter().map(|st| st.rank).collect();
+    for st in &waiting {
+        let (where_, at) = st.whereabouts();
+        let mut s = Signal::new(
+            "pystack_waiting",
+            Category::CollectiveTimeout,
+            Role::Symptom,
+            Attach::Standalone,
+        );
+        s.observer = Some(st.rank);
+        s.subjects = behind.clone();
+        s.detail = Some(format!(
+            "rank {} waited {where_} (its Python stack)",
+            st.rank
+        ));
+        s.evidence.push(Evidence {
+            file: st.file(),
+            line: Some(at),
+            text: format!(
+                "rank {}'s Python stack when the run was stopped: {where_}",
+                st.rank
+            ),
+        });
+        *order += 1;
+        s.order = *order;
+        out.push(s);
+    }
+    for st in elsewhere {
+        let (where_, at) = st.whereabouts();
+        let mut s = Signal::new(
+            "pystack_behind",
+            Category::CollectiveTimeout,
+            Role::Symptom,
+            Attach::Standalone,
+        );
+        // Said of the rank, not by it: the finding's ranks are the ones behind, its observers
+        // the ranks that waited.
+        s.subjects = vec![st.rank];
+        s.detail = Some(format!(
+            "rank {} was in no collective when the run was stopped (its Python stack)",
+            st.rank
+        ));
+        s.elsewhere = Some(where_.clone());
+        s.evidence.push(Evidence {
+            file: st.file(),
+            line: Some(at),
+            text: format!(
+                "rank {}'s Python stack when the run was stopped: {where_}",
+                st.rank
+            ),
+        });
+        *order += 1;
+        s.order = *order;
+        out.push(s);
+    }
+}
+
 /// How long a rank behind must have recorded no step phase before its end to be said to have
 /// been outside the training steps: longer than any step of a job that one would diagnose,
 /// shorter than any collective timeout (gloo's and NCCL's are minutes unless set lower).
@@ -637,6 +717,7 @@ fn left_with_threads_running(g: &Gathered, signals: &[Signal]) -> BTreeSet<usize
                 s.observer == Some(r.rank)
                     && !matches!(s.rule, "terminate_with_threads_running" | "crash_marker")
                     && !s.rule.starts_with("trace_")
+                    && !s.rule.starts_with("pystack_")
                     && !s.rule.starts_with("flight_recorder")
                     && !s.rule.starts_with("manifest_")
             });
@@ -647,6 +728,69 @@ fn left_with_threads_running(g: &Gathered, signals: &[Signal]) -> BTreeSet<usize
     }
     out
 }
+
+/// The rule of a rank that gloo's teardown aborted after every rank finished its training.
+const RULE_ABORTED_AFTER_TRAINING: &str = "aborted_after_the_training";
+
+/// Ranks aborted by the C++ runtime in their teardown ([`left_with_threads_running`]) when
+/// every rank's trace ended normally at the same step and none waited in a collective: the
+/// training was done, and only the exit failed (gloo's threads torn down during the
+/// interpreter's finalization: 3 runs in 80 of `examples/python/train_ddp.py` under torchrun
+/// on this project's machine, 2026-12-02).
+fn aborted_after_the_training(g: &Gathered, ctx: &RunContext, signals: &[Signal]) -> Vec<Signal> {
+    let p = &g.progress;
+    let every_rank = ctx.world_size.is_some_and(|w| p.len() == w) && !p.is_empty();
+    let last_steps: BTreeSet<Option<u64>> = p.iter().map(|r| r.last_step).collect();
+    let all_done = every_rank
+        && last_steps.len() == 1
+        && p.iter()
+            .all(|r| r.end_status.as_deref() == Some("ok") && r.waiting_in.is_none());
+    if !all_done {
+        return Vec::new();
+    }
+    let step = p[0].last_step;
+    left_with_threads_running(g, signals)
+        .into_iter()
+        .map(|rank| {
+            let mut s = Signal::new(
+                RULE_ABORTED_AFTER_TRAINING,
+                Category::RankCrashed,
+                Role::Cause,
+                Attach::Standalone,
+            );
+            s.observer = Some(rank);
+            s.subjects = vec![rank];
+            let at = step.map_or(String::new(), |n| {
+                format!(" after the same {} steps", n + 1)
+            });
+            let text = format!(
+                "every rank's trace ended normally{at} and none waited in a collective; rank \
+                 {rank} was then aborted (SIGABRT) with \"terminate called without an active \
+                 exception\""
+            );
+            s.detail = Some(text.clone());
+            if let Some(r) = p.iter().find(|r| r.rank == rank) {
+                s.evidence.push(Evidence {
+                    file: r.file.clone(),
+                    line: locate(&r.path, &["\"type\":\"end\""]),
+                    text,
+                });
+            }
+            s
+        })
+        .collect()
+}
+
+/// What a rank aborted after the training means, and what to do.
+const ABORTED_AFTER_TRAINING_MEANING: &str = "Every rank finished its training; then, while \
+     the rank's interpreter shut down, the C++ runtime aborted it (\"terminate called without an \
+     active exception\": a thread of the process group, gloo's, still running when the process \
+     ended). The training's work is complete; only the exit status failed.";
+const ABORTED_AFTER_TRAINING_FIX: &str = "Tear the process group down before the interpreter \
+     does: at the end of every rank, release the DDP model and its optimizer (`del model, \
+     optimizer`), then `dist.barrier()` and `dist.destroy_process_group()`. This project's \
+     example met the abort in 3 runs of 80 under torchrun without releasing the model first, \
+     none in 60 with it. What the ranks wrote before the end (checkpoints, logs) is complete.";
 
 /// The rule of a DataLoader worker's SIGKILL that the launcher's evidence proves came from
 /// the out-of-memory killer.
@@ -1176,6 +1320,18 @@ struct WorkerEnd {
 const WORKER_NUM_WORKERS_0: &str = "Rerun with `num_workers=0`: the dataset's code then runs in \
      the rank itself, whose log gets the error with its traceback.";
 
+/// What DDP's check of the model across ranks means.
+const MODEL_DIFFERS_MEANING: &str = "DDP checked, when it wrapped the model, that every rank \
+     holds the same parameters (their number, sizes and strides) and found that they differ: \
+     the ranks built different models, so no collective after it could match.";
+/// Where a model that differs per rank comes from.
+const MODEL_DIFFERS_FIX: &str = "Build the same model on every rank before wrapping it in \
+     DDP: look for construction that depends on the rank or on what differs between ranks (a \
+     branch on the rank, a size taken from each rank's data or vocabulary, a configuration or \
+     checkpoint read from a node-local path, a layer frozen or removed on some ranks, \
+     `channels_last` or another memory format on some ranks for a strides mismatch). Build it \
+     identically, then load weights.";
+
 const WORKER_CRASHED: WorkerEnd = WorkerEnd {
     predicate: "crashed (a native crash in the dataset's code or a library it calls)",
     meaning: "A DataLoader worker process of the rank died of a native crash (segmentation \
@@ -1290,8 +1446,11 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
     // where its stack was) comes first: the other sources repeat its collectives.
     let behind_first = own
         .iter()
-        .filter(|s| s.rule == "trace_behind")
-        .chain(own.iter().filter(|s| s.rule != "trace_behind"));
+        .filter(|s| matches!(s.rule, "trace_behind" | "pystack_behind"))
+        .chain(
+            own.iter()
+                .filter(|s| !matches!(s.rule, "trace_behind" | "pystack_behind")),
+        );
     for s in behind_first.chain(g.attached.iter()) {
         if let Some(d) = &s.detail {
             // Details quote words from the inputs (versions, interfaces,
@@ -1317,6 +1476,7 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
     // A hang the watchdog stopped is a wait too.
     let only_waited = own.iter().all(|s| {
         s.rule.starts_with("trace_")
+            || s.rule.starts_with("pystack_")
             || s.rule.starts_with("flight_recorder")
             || s.rule.starts_with("manifest_hang")
     });
@@ -1446,6 +1606,35 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
                 title = format!("{title}: {}", sanitize(said, 100));
             }
         }
+    }
+    if role == Role::Cause && proven(RULE_ABORTED_AFTER_TRAINING) {
+        title = format!(
+            "{} was aborted at exit after the training finished (gloo's teardown)",
+            who(&ranks)
+        );
+        meaning = ABORTED_AFTER_TRAINING_MEANING;
+        fix = ABORTED_AFTER_TRAINING_FIX.to_owned();
+    }
+    if category == Category::CollectiveMismatch
+        && role == Role::Cause
+        && proven(crate::rules::DDP_MODEL_DIFFERS_RULE)
+    {
+        let what = own
+            .iter()
+            .filter(|s| s.rule == crate::rules::DDP_MODEL_DIFFERS_RULE)
+            .find_map(|s| s.detail.as_deref());
+        // DDP compares every rank's model with rank 0's: one other rank named built its own.
+        let built = match ranks.as_slice() {
+            [] => "the ranks built different models".to_owned(),
+            [r] if *r != 0 => format!("rank {r} built another model than rank 0"),
+            _ => format!("{} built different models", who(&ranks)),
+        };
+        title = match what {
+            Some(w) => format!("{built}: {}", sanitize(w, 100)),
+            None => built,
+        };
+        meaning = MODEL_DIFFERS_MEANING;
+        fix = MODEL_DIFFERS_FIX.to_owned();
     }
     let oom_proven = proven(manifest::RULE_OOM_CONFIRMED) || proven(RULE_WORKER_OOM_CONFIRMED);
     let confidence = confidence_of(role, &own, &ranks, oom_proven);

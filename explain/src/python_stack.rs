@@ -166,6 +166,14 @@ impl PyStack {
         (text, frame.at)
     }
 
+    /// Whether the rank was inside `torch.distributed` (a collective, a barrier, a store
+    /// wait, DDP's checks when it wraps the model), that is waiting for its peers.
+    pub(crate) fn in_distributed(&self) -> bool {
+        self.frames
+            .iter()
+            .any(|f| f.file.contains("torch/distributed/"))
+    }
+
     /// The file for display.
     pub(crate) fn file(&self) -> String {
         display_path(&self.path)
@@ -203,6 +211,28 @@ mod tests {
                 6
             )
         );
+    }
+
+    #[test]
+    fn a_rank_inside_torch_distributed_is_waiting_for_its_peers() {
+        let stack = |text: &str| PyStack {
+            rank: 0,
+            path: PathBuf::from("python-stack-rank-0.txt"),
+            frames: parse(text),
+        };
+        // DDP's check of the model (the first collective a DDP script makes) and a plain
+        // all-reduce, as PyTorch 2.13's frames read.
+        assert!(stack(
+            "  File \"/w/train.py\", line 181, in main\n    model = DDP(model)\n\
+             \x20 File \"/v/lib/python3.11/site-packages/torch/distributed/utils.py\", line 286, in _verify_param_shape_across_processes\n    return dist._verify_params_across_processes(process_group, tensors, logger)\n"
+        )
+        .in_distributed());
+        assert!(stack(
+            "  File \"/w/t.py\", line 7, in <module>\n    dist.all_reduce(t)\n\
+             \x20 File \"/v/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py\", line 3252, in all_reduce\n    work.wait()\n"
+        )
+        .in_distributed());
+        assert!(!stack(STACK).in_distributed());
     }
 
     #[test]

@@ -166,6 +166,8 @@ macro_rules! rule {
 /// The rule of the CUDA runtime's words for no usable GPU at all (the finding says so and
 /// gives its own fix).
 pub(crate) const NO_USABLE_GPU_RULE: &str = "no_usable_gpu";
+/// The rule of DDP's own check that every rank built the same model.
+pub(crate) const DDP_MODEL_DIFFERS_RULE: &str = "ddp_model_differs";
 /// The name of the rule for PyTorch's "DataLoader worker (pid N) is killed by signal: Killed.".
 pub(crate) const DATALOADER_WORKER_KILLED_RULE: &str = "dataloader_worker_killed";
 
@@ -400,6 +402,18 @@ pub(crate) static RULES: &[Rule] = &[
         [["net/ib", "vendor err", "ibext", "/roce"],
          ["with error", "vendor err", "async event", "catastrophic", "failed", "error"]],
         not [], ex_none),
+    // DDP's check of the model when it wraps it (`reducer.cpp`'s
+    // `verify_params_across_processes`): "DDP expects same model across all ranks, but Rank 0
+    // has 150 params, while rank 1 has inconsistent 149 params."; "[1]: params[0] in this
+    // process with sizes [96, 32] appears not to match sizes of the same param in process 0."
+    // and the same for strides; DDP before 1.10 said "replicas[0][3] in this process with
+    // sizes ...". The ranks built different models: the mismatch is in the model, not in a
+    // collective call.
+    rule!("ddp_model_differs", CollectiveMismatch, Cause, Standalone,
+        [["ddp expects same model across all ranks",
+          "appears not to match sizes of the same param",
+          "appears not to match strides of the same param"]],
+        not [], ex_model_differs),
     rule!("collective_mismatch", CollectiveMismatch, Cause, Standalone,
         [[// NCCL `enqueue.cc`/`init.cc` (a device-side check, 2.4 and later): "Mismatched
           // collective detected, please check your collective calls at and around rank %d."
@@ -410,14 +424,9 @@ pub(crate) static RULES: &[Rule] = &[
           // Is there a distributed collective mismatch in your code?"
           "is there a distributed collective mismatch", "doesn't match expected size",
           // gloo `transport/tcp/pair.cc`: "op.preamble.length <= op.nbytes. 8 vs 4" (a
-          // peer sent more than this rank expects); DDP's `verify_params_across_processes`:
-          // "DDP expects same model across all ranks, but Rank 0 has 150 params, while
-          // rank 1 has inconsistent 149 params."
-          "op.preamble.length <= op.nbytes", "ddp expects same model across all ranks",
-          // DDP before 1.10: "params[0] in this process with sizes [..] appears not to
-          // match sizes of the same param in process 0"; `ProcessGroupWrapper`'s detail:
+          // peer sent more than this rank expects); `ProcessGroupWrapper`'s detail:
           // "Collectives differ in the following aspects".
-          "appears not to match sizes of the same param", "collectives differ in the following",
+          "op.preamble.length <= op.nbytes", "collectives differ in the following",
           // NCCL's network transports receiving another size than posted: `net_socket.cc`
           // "NET/Socket : peer %s message truncated : receiving %d bytes instead of %d. If you
           // believe your socket network is in healthy state, there may be a mismatch in
@@ -976,6 +985,64 @@ fn ex_mismatch(line: &str, lower: &str) -> Extract {
     }
 }
 
+/// What DDP's model check says differs: the parameter counts ("rank 0 has 6 parameters,
+/// rank 1 has 8") or the first parameter whose sizes or strides differ from rank 0's.
+fn ex_model_differs(line: &str, lower: &str) -> Extract {
+    let mut ex = Extract {
+        subjects: rank_mentions(lower),
+        ..Extract::default()
+    };
+    if let (Some(i), Some(mine), Some(j)) = (
+        lower.find("but rank "),
+        num_after(lower, " has "),
+        lower.find("while rank "),
+    ) {
+        let me = num_after(&lower[i..], "but rank ");
+        let other = num_after(&lower[j..], "while rank ");
+        let theirs = num_after(&lower[j..], "inconsistent ");
+        if let (Some(me), Some(other), Some(theirs)) = (me, other, theirs) {
+            ex.detail = Some(format!(
+                "rank {me} has {mine} parameter tensors, rank {other} has {theirs}"
+            ));
+        }
+    } else if let Some(i) = lower.find("params[").or_else(|| lower.find("replicas[0][")) {
+        let which = if lower.contains("match strides") {
+            "strides"
+        } else {
+            "sizes"
+        };
+        let sizes = lower
+            .find(" with sizes ")
+            .and_then(|k| {
+                let rest = line.get(k + " with sizes ".len()..)?;
+                rest.find(']').map(|e| rest[..=e].to_owned())
+            })
+            .unwrap_or_default();
+        let param: String = line
+            .get(i..)
+            .unwrap_or("")
+            .chars()
+            .take_while(|c| !c.is_whitespace())
+            .collect();
+        // "[1]: params[0] ..." names the rank that checked; DDP compares with rank 0.
+        let rank = lower[..i]
+            .rfind('[')
+            .and_then(|b| leading_number(&lower[b + 1..]));
+        let on = rank.map(|r| format!(" on rank {r}")).unwrap_or_default();
+        ex.detail = Some(match (which, sizes.is_empty()) {
+            (_, true) => format!("{param}{on} differs in its {which} from rank 0's"),
+            ("sizes", false) => format!("{param} has sizes {sizes}{on}, other sizes on rank 0"),
+            _ => format!("{param} (sizes {sizes}){on} has other strides than on rank 0"),
+        });
+        if let Some(r) = rank.and_then(|r| usize::try_from(r).ok()) {
+            if !ex.subjects.contains(&r) {
+                ex.subjects.push(r);
+            }
+        }
+    }
+    ex
+}
+
 fn ex_unused(line: &str, lower: &str) -> Extract {
     let mut ex = Extract::default();
     for key in [
@@ -1182,6 +1249,57 @@ mod tests {
         let n = names.len();
         names.dedup();
         assert_eq!(names.len(), n);
+    }
+
+    #[test]
+    fn the_rules_named_in_code_exist() {
+        for name in [
+            NO_USABLE_GPU_RULE,
+            DATALOADER_WORKER_KILLED_RULE,
+            DDP_MODEL_DIFFERS_RULE,
+        ]
+        .iter()
+        .chain(OOM_REPORT_RULES)
+        {
+            assert!(RULES.iter().any(|r| r.name == *name), "{name}");
+        }
+    }
+
+    /// DDP's check of the model across ranks (`reducer.cpp`, as PyTorch 2.13 prints it on
+    /// a 2-rank job whose rank 1 builds one more layer, and the sizes form of the same check).
+    #[test]
+    fn ddp_model_check_says_what_differs() {
+        let (rule, ex) = classify(
+            "[rank0]: RuntimeError: DDP expects same model across all ranks, but Rank 0 has 6 \
+             params, while rank 1 has inconsistent 8 params.",
+        )
+        .unwrap();
+        assert_eq!(rule.name, DDP_MODEL_DIFFERS_RULE);
+        assert_eq!(rule.category, Category::CollectiveMismatch);
+        assert_eq!(
+            ex.detail.as_deref(),
+            Some("rank 0 has 6 parameter tensors, rank 1 has 8")
+        );
+        let (rule, ex) = classify(
+            "RuntimeError: [1]: params[0] in this process with sizes [96, 32] appears not to \
+             match sizes of the same param in process 0.",
+        )
+        .unwrap();
+        assert_eq!(rule.name, DDP_MODEL_DIFFERS_RULE);
+        assert_eq!(
+            ex.detail.as_deref(),
+            Some("params[0] has sizes [96, 32] on rank 1, other sizes on rank 0")
+        );
+        assert_eq!(ex.subjects, vec![1]);
+        let (_, ex) = classify(
+            "RuntimeError: params[3] in this process with sizes [8, 4, 3, 3] appears not to \
+             match strides of the same param in process 0.",
+        )
+        .unwrap();
+        assert_eq!(
+            ex.detail.as_deref(),
+            Some("params[3] (sizes [8, 4, 3, 3]) has other strides than on rank 0")
+        );
     }
 
     #[test]

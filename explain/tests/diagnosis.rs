@@ -2200,3 +2200,66 @@ fn a_dataloader_workers_end_is_named_from_pytorchs_own_words() {
     );
     assert!(top.fix.contains("bus error"), "{}", top.fix);
 }
+
+#[test]
+fn a_rank_aborted_in_teardown_after_everyone_finished_is_said_so() {
+    // Both ranks traced 16 collectives (4 steps) and ended normally; rank 0 exited 0, and the
+    // C++ runtime aborted rank 1 while its interpreter shut down (gloo's teardown race, seen
+    // on train_ddp.py under torchrun). Not "rank 1 crashed: fix the error in its log", and not
+    // a rank that left early.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let aborted = end(
+        json!({"how": "signaled", "signal": "SIGABRT", "number": 6, "core_dumped": false}),
+        12.0,
+        false,
+    );
+    let job = |rank1_trace: String| {
+        put(
+            root,
+            "manifest.json",
+            &manifest(
+                "failed",
+                2,
+                vec![
+                    rank_record(0, 2, end(json!({"how": "exited", "code": 0}), 11.9, false)),
+                    rank_record(1, 2, aborted.clone()),
+                ],
+                json!({"first_failure": {"rank": 1, "local_rank": 1, "how": "signaled",
+                       "signal": "SIGABRT", "number": 6, "core_dumped": false, "at": "t",
+                       "after_s": 12.0}}),
+            ),
+        );
+        put(root, "traces/rank-0.jsonl", &trace(0, 16, None, true));
+        put(root, "traces/rank-1.jsonl", &rank1_trace);
+        put(
+            root,
+            "logs/rank-1.stderr",
+            "terminate called without an active exception\n",
+        );
+        explain(&[root.to_path_buf()]).unwrap()
+    };
+    let r = job(trace(1, 16, None, true));
+    let top = &r.findings[0];
+    assert_eq!(
+        (top.category, top.ranks.clone(), top.title.as_str()),
+        (
+            Category::RankCrashed,
+            vec![1],
+            "rank 1 was aborted at exit after the training finished (gloo's teardown)"
+        ),
+        "{}",
+        r.render_text(100)
+    );
+    assert!(top.fix.contains("destroy_process_group"), "{}", top.fix);
+
+    // Rank 1 one step short of rank 0: it did not finish with the others.
+    let r = job(trace(1, 12, None, true));
+    assert!(
+        r.findings
+            .iter()
+            .all(|f| !f.title.contains("after the training finished")),
+        "{}",
+        r.render_text(100)
+    );
+}

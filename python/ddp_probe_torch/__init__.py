@@ -87,8 +87,10 @@ while it records leaves a file of complete lines, missing at most its last
 ``bench/torch/module_overhead.py``.
 
 Flight-recorder dumps on request: under ``ddp-probe run`` (``DDP_PROBE_RUN_DIR``
-set) the module writes ``control/rank-<R>.listening`` in the run directory,
-and its daemon thread looks for ``control/dump-request`` every 100 ms. The
+set) the module writes ``control/rank-<R>.listening`` in the run directory
+when it is imported (before ``instrument``, and also in a script that never
+calls it), and a daemon thread of its own looks for ``control/dump-request``
+every 100 ms. The
 launcher writes that file before it stops the ranks of a hung job (its hang
 watchdog), of a job whose other rank failed first, or of an interrupted one;
 the thread then writes PyTorch's flight-recorder dump (unless PyTorch already
@@ -188,8 +190,6 @@ class TraceWriter:
         self._lines = []
         self._last_flush = time.monotonic()
         self._closed = False
-        #: A :class:`DumpWatcher` the daemon thread polls, or None.
-        self.dump_watcher = None
         #: Callables the daemon thread runs every flush interval (and ``close``
         #: once more), before writing: they may ``record``.
         self.pollers = []
@@ -257,12 +257,6 @@ class TraceWriter:
                     return
                 if self._lines and time.monotonic() - self._last_flush >= _FLUSH_INTERVAL_S:
                     self._flush_locked()
-            watcher = self.dump_watcher
-            if watcher is not None:
-                try:
-                    watcher.poll(self)
-                except Exception as e:  # noqa: BLE001 - recording must not break training
-                    _LOG.debug("ddp_probe_torch: answering a dump request failed: %s", e)
 
     def close(self, status, message=None):
         """Writes the ``end`` record and closes the file (idempotent)."""
@@ -284,13 +278,16 @@ class TraceWriter:
 class DumpWatcher:
     """Answers the launcher's flight-recorder dump request (see the module doc).
 
-    ``poll`` runs on the trace writer's daemon thread, so a request is seen
-    while the training thread is blocked in a collective.
+    ``poll`` runs on a daemon thread of its own (:func:`_watch_from_import`), so a
+    request is seen while the training thread is blocked in a collective, and from
+    the module's import on, before ``instrument`` or without it.
     """
 
     def __init__(self, run_dir, rank, train_thread=None):
         self.rank = rank
         self.train_thread = train_thread
+        #: The trace that gets the dump's instant (``instrument`` sets it), or None.
+        self.writer = None
         self.logs_dir = os.path.join(run_dir, "logs")
         control = os.path.join(run_dir, "control")
         self.request = os.path.join(control, "dump-request")
@@ -299,21 +296,23 @@ class DumpWatcher:
         os.makedirs(control, exist_ok=True)
         _write_file(os.path.join(control, f"rank-{rank}.listening"), f"{os.getpid()}\n")
 
-    def poll(self, writer):
+    def poll(self):
         """Dumps once when the request file exists."""
         if self.answered or not os.path.exists(self.request):
             return
         self.answered = True
+        writer = self.writer
         try:
             path = self.dump()
-            writer.record(
-                {
-                    "type": "instant",
-                    "name": "flight_recorder_dump",
-                    "t": now_ns(),
-                    "args": {"path": path, "reason": "requested by ddp-probe run"},
-                }
-            )
+            if writer is not None:
+                writer.record(
+                    {
+                        "type": "instant",
+                        "name": "flight_recorder_dump",
+                        "t": now_ns(),
+                        "args": {"path": path, "reason": "requested by ddp-probe run"},
+                    }
+                )
             answer = f"ok {path}\n"
         except Exception as e:  # noqa: BLE001 - the answer carries the reason
             answer = f"error: {type(e).__name__}: {e}\n"
@@ -321,7 +320,8 @@ class DumpWatcher:
             self.write_stack()
         except Exception as e:  # noqa: BLE001 - recording must not break training
             _LOG.debug("ddp_probe_torch: writing the Python stack failed: %s", e)
-        writer.flush()
+        if writer is not None:
+            writer.flush()
         _write_file(self.done, answer)
 
     def write_stack(self):
@@ -1448,12 +1448,10 @@ def instrument(ddp_model, *, trace_dir=None):
     inst_header["ddp"] = ddp_cfg
     path = os.path.join(trace_dir, f"rank-{rank}.jsonl")
     inst.writer = TraceWriter(path, inst_header)
-    run_dir = os.environ.get("DDP_PROBE_RUN_DIR")
-    if run_dir:
-        try:
-            inst.writer.dump_watcher = DumpWatcher(run_dir, rank, inst.train_thread)
-        except OSError as e:
-            _say(f"cannot answer flight-recorder dump requests: {e}")
+    if _WATCHER is not None:
+        # Answering since the import; the dump's instant goes into the trace from now on.
+        _WATCHER.train_thread = inst.train_thread
+        _WATCHER.writer = inst.writer
     if "nccl" in inst.backend and torch.cuda.is_available():
         device = next((p.device for p in inst.params if p.is_cuda), None)
         if device is not None:
@@ -1658,3 +1656,46 @@ def _install_exit(writer):
             writer.close("ok")
 
     atexit.register(at_exit)
+
+
+#: This process's :class:`DumpWatcher` under ``ddp-probe run``, from the module's import on.
+_WATCHER = None
+
+
+def _watch_from_import():
+    """Under ``ddp-probe run`` (``DDP_PROBE_RUN_DIR`` set), answers the launcher's dump
+    requests from the import on: a job that hangs before ``instrument`` (in
+    ``init_process_group``, in DDP's construction while rank 0 downloads the data) or
+    never calls it (collectives of its own, another wrapper) still says where each rank
+    was. Not in a process that multiprocessing starts (a DataLoader worker imports the
+    module again under ``spawn``, with the rank's environment): the rank answers."""
+    global _WATCHER
+    run_dir = os.environ.get("DDP_PROBE_RUN_DIR")
+    if not run_dir or os.environ.get("DDP_PROBE_TRACE", "").strip().lower() in (
+        "0", "off", "false", "no",
+    ):
+        return
+    import multiprocessing
+
+    if multiprocessing.parent_process() is not None or getattr(
+        multiprocessing.current_process(), "_inheriting", False
+    ):
+        return
+    try:
+        _WATCHER = DumpWatcher(run_dir, _env_int("RANK", 0))
+    except (OSError, ValueError) as e:
+        _say(f"cannot answer flight-recorder dump requests: {e}")
+        return
+    threading.Thread(target=_answer_dump_requests, name="ddp-probe-dumps", daemon=True).start()
+
+
+def _answer_dump_requests():
+    while not _WATCHER.answered:
+        time.sleep(_DAEMON_PERIOD_S)
+        try:
+            _WATCHER.poll()
+        except Exception as e:  # noqa: BLE001 - recording must not break training
+            _LOG.debug("ddp_probe_torch: answering a dump request failed: %s", e)
+
+
+_watch_from_import()

@@ -7,7 +7,9 @@
 //! A second test makes rank 1 of the same example stop before a step's
 //! forward (`TRAIN_DDP_HANG_AT_STEP`, `TRAIN_DDP_HANG_RANK`): the hang
 //! watchdog asks both ranks for PyTorch flight-recorder dumps, stops the job,
-//! and `explain` names rank 1 from the traces and the dumps.
+//! and `explain` names rank 1 from the traces and the dumps. Another hangs a script of
+//! plain collectives that never calls `instrument`: no traces, and `explain` names the rank
+//! from the Python stacks the module writes from its import on.
 //!
 //! Needs the project's venv (`<repo>/.venv/bin/python` with torch, made by
 //! `scripts/setup`, which `scripts/test` runs first); without it the tests
@@ -623,6 +625,73 @@ fn a_hung_pytorch_job_stopped_by_hand_says_where_the_rank_behind_was() {
 /// The pairing of the module's NCCL spans with torch.profiler's kernels that
 /// `scripts/gpu-check` relies on, on constructed inputs (no GPU needed): a
 /// host-timed span of a 100 µs kernel fails, counts that differ fail.
+/// A script of plain collectives that imports the module and never calls `instrument` (no
+/// DDP model): rank 1 stops in a read between two all-reduces.
+const PLAIN_COLLECTIVES_HANG: &str = "\
+import time, torch, torch.distributed as dist
+import ddp_probe_torch
+dist.init_process_group(\"gloo\")
+rank = dist.get_rank()
+t = torch.ones(1000)
+dist.all_reduce(t)
+if rank == 1:
+    time.sleep(3600)  # a read that never returns
+dist.all_reduce(t)
+dist.destroy_process_group()
+";
+
+#[test]
+fn a_hung_script_without_traces_is_explained_from_its_stacks() {
+    // No traces: the watchdog's progress is the ranks' output, the module answers the dump
+    // request from its import on, and `explain` names rank 1 from the stacks alone (rank 0's
+    // inside torch.distributed, rank 1's in the script).
+    let py = venv_python();
+    let tmp = tempfile::tempdir().unwrap();
+    let script = tmp.path().join("plain_collectives.py");
+    std::fs::write(&script, PLAIN_COLLECTIVES_HANG).unwrap();
+    let out = tmp.path().join("run");
+    let done = {
+        let _one = PYTORCH_JOB.lock().unwrap_or_else(|e| e.into_inner());
+        Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
+            .current_dir(repo())
+            .args(["run", "--nproc-per-node", "2", "--grace", "2"])
+            .args(["--hang-timeout", HANG_TIMEOUT_S, "--out"])
+            .arg(&out)
+            .arg("--")
+            .arg(&py)
+            .arg(&script)
+            .env_remove("PYTHONPATH")
+            .env_remove("DDP_PROBE_TRACE")
+            .output()
+            .expect("start ddp-probe run")
+    };
+    let console =
+        String::from_utf8_lossy(&done.stderr).to_string() + &String::from_utf8_lossy(&done.stdout);
+    assert_eq!(done.status.code(), Some(124), "{console}");
+    assert!(!out.join("traces/rank-0.jsonl").exists(), "{console}");
+    let flat = console.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains(&format!(
+            "hang: no rank made progress for {HANG_TIMEOUT_S} s; the traces do not say who \
+             waited for whom"
+        )),
+        "{console}"
+    );
+    let line = PLAIN_COLLECTIVES_HANG
+        .lines()
+        .position(|l| l.contains("time.sleep(3600)"))
+        .unwrap()
+        + 1;
+    assert!(
+        flat.contains(&format!(
+            "most likely cause: rank 0 waited in a collective for rank 1, which never joined it: \
+             it was in <module> at plain_collectives.py:{line} (`time.sleep(3600) # a read \
+             that never returns`)"
+        )),
+        "{console}"
+    );
+}
+
 #[test]
 fn gpu_module_check_pairs_spans_with_profiler_kernels() {
     let py = venv_python();

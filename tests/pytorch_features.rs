@@ -850,3 +850,37 @@ fn a_rank_busy_before_ddp_wraps_the_model_is_named_from_its_stack_alone() {
         "{report:#}\n{console}"
     );
 }
+
+#[test]
+fn an_exception_in_a_dataloader_worker_is_named_with_its_own_words_and_frame() {
+    // Rank 1's dataset raises in its DataLoader worker; PyTorch re-raises it in rank 1 under
+    // "Caught ValueError in DataLoader worker process 0." with the original traceback. The
+    // finding quotes the original exception and cites the dataset's frame.
+    let (_tmp, dir) = run_dir();
+    let (out, console) = output_of(&mut features_job(&dir, "bad_sample", 6, &[]));
+    assert!(!out.status.success(), "the job should fail:\n{console}");
+    let report = explain_json(&dir);
+    let first = &report["findings"][0];
+    let title = first["title"].as_str().unwrap_or_default();
+    assert!(
+        first["category"] == "rank_crashed"
+            && title.starts_with("rank 1 crashed: ValueError: sample ")
+            && title.ends_with(" cannot be decoded (raised in DataLoader worker process 0)"),
+        "{report:#}\n{console}"
+    );
+    let script = std::fs::read_to_string(repo().join("examples/python/ddp_features.py")).unwrap();
+    let line = script
+        .lines()
+        .position(|l| l.contains("raise ValueError(f\"sample {i} cannot be decoded\")"))
+        .expect("the bad_sample raise")
+        + 1;
+    let frame = format!("line {line}, in __getitem__");
+    assert!(
+        first["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["text"].as_str().unwrap_or_default().contains(&frame)),
+        "the dataset's frame ({frame}) is evidence:\n{report:#}"
+    );
+}

@@ -38,6 +38,9 @@ Modes (each the way PyTorch's documentation writes it):
   "DataLoader worker (pid N) is killed by signal: Killed." and, as hydra's ``main`` does
   (minGPT-ddp in PyTorch's examples), the script prints the error and calls ``sys.exit(1)``
   (the job fails).
+* ``bad_sample``: rank 1 loads through one DataLoader worker, and its dataset raises a
+  ValueError for the first sample of its third batch; PyTorch re-raises it in rank 1 ("Caught
+  ValueError in DataLoader worker process 0." with the original traceback; the job fails).
 * ``model_differs``: rank 1 builds its model wider (``dim`` 128 against 96), as a size read
   per rank from a node-local configuration would; DDP's check when it wraps the model (against
   rank 0's parameters) fails on rank 1 (the job fails).
@@ -69,7 +72,7 @@ import ddp_probe_torch
 
 MODES = ("plain", "prehook", "fp16", "bf16", "no_sync", "static_graph", "unused", "amp", "compile",
          "straggler", "uneven", "closure", "slow_save", "worker_killed",
-         "model_differs", "slow_download")
+         "model_differs", "slow_download", "bad_sample")
 
 
 class BusyBackward(torch.autograd.Function):
@@ -141,6 +144,22 @@ class KillsItsWorker(torch.utils.data.Dataset):
         return self.data[i]
 
 
+class RaisesInItsWorker(torch.utils.data.Dataset):
+    """``data`` whose item ``at`` raises in the DataLoader worker that loads it (a sample that
+    fails to decode)."""
+
+    def __init__(self, data, at):
+        self.data, self.at = data, at
+
+    def __len__(self):
+        return len(self.data)
+
+    def __getitem__(self, i):
+        if i == self.at:
+            raise ValueError(f"sample {i} cannot be decoded")
+        return self.data[i]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mode", choices=MODES, default="plain")
@@ -203,6 +222,10 @@ def main():
         workers = 1
         if rank == 1:
             data = KillsItsWorker(data, at=list(sampler)[2 * args.batch_size])
+    if args.mode == "bad_sample":
+        workers = 1
+        if rank == 1:
+            data = RaisesInItsWorker(data, at=list(sampler)[2 * args.batch_size])
     loader = DataLoader(data, batch_size=args.batch_size, sampler=sampler, drop_last=True,
                         num_workers=workers)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)

@@ -52,6 +52,18 @@ struct Traceback {
     last_code: Option<Evidence>,
 }
 
+/// PyTorch's re-raised exception of another process or thread (`torch/_utils.py`'s
+/// `ExceptionWrapper`: "ValueError: Caught ValueError in DataLoader worker process 0." then
+/// "Original Traceback (most recent call last):" and the original's frames and exception line),
+/// held until the original's exception line comes.
+#[derive(Debug)]
+struct Wrapped {
+    number: Option<u64>,
+    body: String,
+    /// "DataLoader worker process 0", "replica 0 on device 0".
+    place: String,
+}
+
 #[derive(Debug, Default)]
 struct ElasticTable {
     active: bool,
@@ -68,6 +80,7 @@ pub(crate) struct Scanner<'a> {
     shape: &'a mut LogShape,
     out: FileScan,
     tracebacks: HashMap<Option<usize>, Traceback>,
+    wrapped: HashMap<Option<usize>, Wrapped>,
     last: VecDeque<(Option<u64>, String)>,
     elastic: ElasticTable,
     order: &'a mut u64,
@@ -90,6 +103,7 @@ impl<'a> Scanner<'a> {
             shape,
             out: FileScan::default(),
             tracebacks: HashMap::new(),
+            wrapped: HashMap::new(),
             last: VecDeque::new(),
             elastic: ElasticTable::default(),
             order,
@@ -182,9 +196,11 @@ impl<'a> Scanner<'a> {
         rank: Option<usize>,
         matched: bool,
     ) {
-        if body
-            .trim_start()
-            .starts_with("Traceback (most recent call last)")
+        let start = body.trim_start();
+        // The original traceback of an exception another process raised (a DataLoader
+        // worker's), under the rank's own: its frames say where it was raised.
+        if start.starts_with("Traceback (most recent call last)")
+            || start.starts_with("Original Traceback (most recent call last)")
         {
             self.tracebacks.insert(
                 rank,
@@ -236,15 +252,35 @@ impl<'a> Scanner<'a> {
         last_frame: Option<Evidence>,
     ) {
         let name = body.split(':').next().unwrap_or(body).trim();
+        let rank = rank.or(self.file_rank);
+        if let Some(place) = wrapper_place(body) {
+            // The original's exception line follows; it is what failed.
+            self.wrapped.insert(
+                rank,
+                Wrapped {
+                    number,
+                    body: body.to_owned(),
+                    place,
+                },
+            );
+            return;
+        }
+        let wrapped = self.wrapped.remove(&rank);
         let (role, attach) = match name.rsplit('.').next().unwrap_or(name) {
             "KeyboardInterrupt" | "SystemExit" => (Role::Consequence, Attach::AnyFinding),
             _ => (Role::Cause, Attach::Standalone),
         };
         let mut s = Signal::new("python_exception", Category::RankCrashed, role, attach);
-        s.observer = rank.or(self.file_rank);
-        s.detail = Some(sanitize(body, 160));
+        s.observer = rank;
+        s.detail = Some(match &wrapped {
+            Some(w) => format!("{} (raised in {})", sanitize(body, 140), w.place),
+            None => sanitize(body, 160),
+        });
         s.evidence.push(self.evidence(number, body));
         s.evidence.extend(last_frame);
+        if let Some(w) = wrapped {
+            s.evidence.push(self.evidence(w.number, &w.body));
+        }
         s.order = self.next_order();
         self.out.recognised = true;
         self.out.signals.push(s);
@@ -382,6 +418,23 @@ impl<'a> Scanner<'a> {
     /// The scan result.
     pub fn finish(mut self) -> FileScan {
         self.cut_tracebacks();
+        // A wrapper whose original never came (a log cut short): the wrapper is what is known.
+        let mut waiting: Vec<(Option<usize>, Wrapped)> = self.wrapped.drain().collect();
+        waiting.sort_by_key(|(rank, w)| (*rank, w.number));
+        for (rank, w) in waiting {
+            let mut s = Signal::new(
+                "python_exception",
+                Category::RankCrashed,
+                Role::Cause,
+                Attach::Standalone,
+            );
+            s.observer = rank;
+            s.detail = Some(sanitize(&w.body, 160));
+            s.evidence.push(self.evidence(w.number, &w.body));
+            s.order = self.next_order();
+            self.out.recognised = true;
+            self.out.signals.push(s);
+        }
         let last = std::mem::take(&mut self.last);
         self.out.last = last
             .into_iter()
@@ -440,6 +493,17 @@ fn looks_like_exception(line: &str) -> bool {
             .next()
             .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && (line.contains(':') || name.ends_with("Error") || name.ends_with("Exception"))
+}
+
+/// Where PyTorch's `ExceptionWrapper` says the original exception was raised: "ValueError:
+/// Caught ValueError in DataLoader worker process 0." → "DataLoader worker process 0" (also
+/// "replica 0 on device 0", "pin memory thread for device 0").
+fn wrapper_place(line: &str) -> Option<String> {
+    let (_, message) = line.split_once(": ")?;
+    let rest = message.trim_start().strip_prefix("Caught ")?;
+    let (_, place) = rest.split_once(" in ")?;
+    let place = place.trim_end().trim_end_matches('.');
+    (!place.is_empty() && place.len() <= 80).then(|| place.to_owned())
 }
 
 /// `Name: message` where `Name` is a (dotted) identifier ending in `Error`
@@ -662,6 +726,43 @@ mod tests {
         assert_eq!(s.observer, Some(2));
         assert_eq!(s.evidence[0].line, Some(4));
         assert_eq!(s.evidence[1].line, Some(2));
+    }
+
+    /// A dataset's exception in a DataLoader worker, as PyTorch 2.13 re-raises it in the rank
+    /// (`ExceptionWrapper.reraise`): the original's exception and frame are what failed.
+    #[test]
+    fn an_exception_re_raised_from_a_dataloader_worker_is_the_originals() {
+        let lines = [
+            "[rank1]: Traceback (most recent call last):",
+            "[rank1]:   File \"/w/train.py\", line 40, in <module>",
+            "[rank1]:     for x, y in loader:",
+            "[rank1]:   File \"/v/site-packages/torch/_utils.py\", line 750, in reraise",
+            "[rank1]:     raise exception",
+            "[rank1]: ValueError: Caught ValueError in DataLoader worker process 0.",
+            "[rank1]: Original Traceback (most recent call last):",
+            "[rank1]:   File \"/v/site-packages/torch/utils/data/_utils/worker.py\", line 349, in _worker_loop",
+            "[rank1]:     data = fetcher.fetch(index)  # type: ignore[possibly-undefined]",
+            "[rank1]:   File \"/w/train.py\", line 17, in __getitem__",
+            "[rank1]:     raise ValueError(f\"bad sample {i}\")",
+            "[rank1]: ValueError: bad sample 17",
+        ];
+        let (out, _) = scan(&lines, None);
+        assert_eq!(out.signals.len(), 1, "{:#?}", out.signals);
+        let s = &out.signals[0];
+        assert_eq!(s.observer, Some(1));
+        assert_eq!(
+            s.detail.as_deref(),
+            Some("ValueError: bad sample 17 (raised in DataLoader worker process 0)")
+        );
+        let lines_cited: Vec<Option<u64>> = s.evidence.iter().map(|e| e.line).collect();
+        assert_eq!(lines_cited, vec![Some(12), Some(10), Some(6)]);
+        // Cut after the wrapper's line: the wrapper is what is known.
+        let (out, _) = scan(&lines[..7], None);
+        assert_eq!(out.signals.len(), 1);
+        assert_eq!(
+            out.signals[0].detail.as_deref(),
+            Some("ValueError: Caught ValueError in DataLoader worker process 0.")
+        );
     }
 
     #[test]

@@ -131,7 +131,12 @@ impl Outcome {
                     list.join(", ")
                 );
             } else {
-                out.push_str("\nhang: see the hang report in the manifest");
+                let _ = write!(
+                    out,
+                    "\nhang: no rank made progress for {:.0} s; the traces do not say who \
+                     waited for whom (`ddp-probe explain` reads the dumps and stacks)",
+                    h.timeout_s
+                );
             }
         }
         if let Some(sig) = &m.interrupted_by {

@@ -692,6 +692,110 @@ fn a_hung_script_without_traces_is_explained_from_its_stacks() {
     );
 }
 
+/// A script in the style of PyTorch's DDP tutorial (`multigpu.py`): one process started by the
+/// launcher runs `torch.multiprocessing.spawn` for 2 ranks, each passing its rank to
+/// `init_process_group` (its environment still says the launcher's `RANK=0`). With
+/// `SPAWNED_HANG=1` rank 1 stops in a read at its fourth step.
+const SPAWNED_RANKS: &str = "\
+import os, time, torch, torch.distributed as dist, torch.multiprocessing as mp
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+import ddp_probe_torch
+
+
+def worker(rank, world_size):
+    dist.init_process_group(\"gloo\", rank=rank, world_size=world_size)
+    model = ddp_probe_torch.instrument(DDP(nn.Linear(32, 4)))
+    for step in range(6):
+        if step == 3 and rank == 1 and os.environ.get(\"SPAWNED_HANG\") == \"1\":
+            time.sleep(3600)  # a read that never returns
+        model(torch.randn(8, 32)).sum().backward()
+    del model
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == \"__main__\":
+    mp.spawn(worker, args=(2,), nprocs=2)
+";
+
+#[test]
+fn ranks_started_by_torch_multiprocessing_spawn_are_recorded_as_themselves() {
+    let py = venv_python();
+    let tmp = tempfile::tempdir().unwrap();
+    let script = tmp.path().join("spawned.py");
+    std::fs::write(&script, SPAWNED_RANKS).unwrap();
+    let job = |out: &Path, hang: bool| {
+        let _one = PYTORCH_JOB.lock().unwrap_or_else(|e| e.into_inner());
+        let mut c = Command::new(env!("CARGO_BIN_EXE_ddp-probe"));
+        c.current_dir(repo())
+            .args(["run", "--nproc-per-node", "1", "--grace", "2"])
+            .args(["--hang-timeout", HANG_TIMEOUT_S, "--out"])
+            .arg(out)
+            .arg("--")
+            .arg(&py)
+            .arg(&script)
+            .env_remove("PYTHONPATH")
+            .env_remove("DDP_PROBE_TRACE");
+        if hang {
+            c.env("SPAWNED_HANG", "1");
+        }
+        let done = c.output().expect("start ddp-probe run");
+        let console = String::from_utf8_lossy(&done.stderr).to_string()
+            + &String::from_utf8_lossy(&done.stdout);
+        (done.status, console)
+    };
+
+    // Each spawned rank writes its own trace (not both "rank 0", the launcher's variable).
+    let out = tmp.path().join("run");
+    let (status, console) = run_again_after_teardown_abort(
+        || job(&out, false),
+        |(status, console)| status.code() == Some(1) && console.contains(GLOO_TEARDOWN_ABORT),
+        &out,
+    );
+    assert!(status.success(), "{console}");
+    for rank in 0..2u64 {
+        let trace = std::fs::read_to_string(out.join(format!("traces/rank-{rank}.jsonl")))
+            .unwrap_or_else(|e| panic!("rank {rank}'s trace: {e}\n{console}"));
+        let header: serde_json::Value =
+            serde_json::from_str(trace.lines().next().unwrap()).unwrap();
+        assert_eq!(
+            (
+                header["rank"].as_u64(),
+                header["world_size"].as_u64(),
+                header["local_rank"].as_u64()
+            ),
+            (Some(rank), Some(2), Some(rank)),
+            "{header}"
+        );
+    }
+
+    // Hung: the spawned ranks answer the dump request as themselves; the launched process
+    // (which only waits in mp.spawn) does not answer for rank 0.
+    let out = tmp.path().join("hung");
+    let (status, console) = job(&out, true);
+    assert_eq!(status.code(), Some(124), "{console}");
+    let stack0 = std::fs::read_to_string(out.join("logs/python-stack-rank-0.txt")).unwrap();
+    assert!(
+        stack0.contains("in worker") && !stack0.contains("mp.spawn("),
+        "rank 0's stack is the spawned rank's:\n{stack0}"
+    );
+    let line = SPAWNED_RANKS
+        .lines()
+        .position(|l| l.contains("time.sleep(3600)"))
+        .unwrap()
+        + 1;
+    let flat = console.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains(&format!(
+            "most likely cause: rank 0 waited in a collective for rank 1, which never joined it: \
+             it was in worker at spawned.py:{line} (`time.sleep(3600) # a read that never \
+             returns`)"
+        )),
+        "{console}"
+    );
+}
+
 #[test]
 fn gpu_module_check_pairs_spans_with_profiler_kernels() {
     let py = venv_python();

@@ -242,7 +242,8 @@ pub struct HangReport {
     pub detected_at: String,
     /// The ranks the others wait for (empty when the traces do not tell).
     pub behind: Vec<usize>,
-    /// Every rank of this node.
+    /// Every rank of this node, and the ranks whose traces are in the run directory without
+    /// being started by the launcher (started by a rank: `torch.multiprocessing.spawn`).
     pub ranks: Vec<RankHangState>,
 }
 

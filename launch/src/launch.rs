@@ -1400,7 +1400,7 @@ impl Run {
         if now.duration_since(newest) < timeout {
             return;
         }
-        let ranks = self
+        let mut ranks: Vec<RankHangState> = self
             .slots
             .iter()
             .filter(|s| s.pid.is_some())
@@ -1416,6 +1416,7 @@ impl Run {
                 }
             })
             .collect();
+        ranks.extend(self.ranks_started_by_ranks());
         let report = HangReport::new(
             timeout.as_secs_f64(),
             Local::now().to_rfc3339_opts(SecondsFormat::Millis, false),
@@ -1427,6 +1428,48 @@ impl Run {
         if !self.request_dumps(DumpReason::Hang, observer) {
             self.begin_stop(observer);
         }
+    }
+
+    /// The ranks whose traces are in the run directory without being one this launcher
+    /// started: a launched process that starts the ranks itself (`torch.multiprocessing.spawn`
+    /// in PyTorch's DDP tutorial) leaves one trace per rank. Without them a hang report would
+    /// take the launched rank's wait for everyone's.
+    fn ranks_started_by_ranks(&self) -> Vec<RankHangState> {
+        let Ok(dir) = std::fs::read_dir(self.run_dir.join(rundir::TRACES_DIR)) else {
+            return Vec::new();
+        };
+        let mut out: Vec<RankHangState> = dir
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name();
+                let rank: usize = name
+                    .to_str()?
+                    .strip_prefix("rank-")?
+                    .strip_suffix(".jsonl")?
+                    .parse()
+                    .ok()?;
+                if self.slots.iter().any(|s| s.rank == rank) {
+                    return None;
+                }
+                let idle_s = e
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|t| t.elapsed().ok())
+                    .map_or(0.0, |d| d.as_secs_f64());
+                let trace = rundir::rank_trace(rank);
+                Some(RankHangState {
+                    rank,
+                    ended: None,
+                    idle_s,
+                    trace_tail: TraceTail::read(&self.run_dir.join(&trace)).ok(),
+                    trace,
+                    last_output: None,
+                })
+            })
+            .collect();
+        out.sort_by_key(|r| r.rank);
+        out
     }
 
     /// Asks the ranks that listen (`control/rank-<R>.listening`, written by

@@ -292,15 +292,20 @@ class DumpWatcher:
         control = os.path.join(run_dir, "control")
         self.request = os.path.join(control, "dump-request")
         self.done = os.path.join(control, f"rank-{rank}.dumped")
+        self.listening = os.path.join(control, f"rank-{rank}.listening")
         self.answered = False
         os.makedirs(control, exist_ok=True)
-        _write_file(os.path.join(control, f"rank-{rank}.listening"), f"{os.getpid()}\n")
+        _write_file(self.listening, f"{os.getpid()}\n")
 
     def poll(self):
         """Dumps once when the request file exists."""
         if self.answered or not os.path.exists(self.request):
             return
         self.answered = True
+        if not self._still_listening():
+            # A process this one started took the rank over (torch.multiprocessing.spawn's
+            # rank 0 in a launcher's rank 0): it answers, with its own stack.
+            return
         writer = self.writer
         try:
             path = self.dump()
@@ -323,6 +328,14 @@ class DumpWatcher:
         if writer is not None:
             writer.flush()
         _write_file(self.done, answer)
+
+    def _still_listening(self):
+        """Whether the rank's ``.listening`` file still names this process."""
+        try:
+            with open(self.listening, encoding="utf-8") as f:
+                return f.read().strip() == str(os.getpid())
+        except OSError:
+            return False
 
     def write_stack(self):
         """Writes the training thread's Python stack, where it is right now (the launcher asks
@@ -1398,8 +1411,7 @@ def instrument(ddp_model, *, trace_dir=None):
             "ddp_probe_torch records one DDP model per process (one trace per rank); "
             "instrument() was already called on another model"
         )
-    rank = _env_int("RANK", dist.get_rank() if dist.is_initialized() else 0)
-    world_size = _env_int("WORLD_SIZE", dist.get_world_size() if dist.is_initialized() else 1)
+    rank, world_size, local_rank, local_world_size = _rank_and_world()
     inst_header = {
         "type": "header",
         "format": "ddp-probe-trace",
@@ -1409,8 +1421,8 @@ def instrument(ddp_model, *, trace_dir=None):
         or "local",
         "rank": rank,
         "world_size": world_size,
-        "local_rank": _env_int("LOCAL_RANK", rank),
-        "local_world_size": _env_int("LOCAL_WORLD_SIZE", world_size),
+        "local_rank": local_rank,
+        "local_world_size": local_world_size,
         "node_rank": _env_int("GROUP_RANK", _env_int("NODE_RANK", 0)),
         "hostname": socket.gethostname(),
         "pid": os.getpid(),
@@ -1448,8 +1460,13 @@ def instrument(ddp_model, *, trace_dir=None):
     inst_header["ddp"] = ddp_cfg
     path = os.path.join(trace_dir, f"rank-{rank}.jsonl")
     inst.writer = TraceWriter(path, inst_header)
+    run_dir = os.environ.get("DDP_PROBE_RUN_DIR")
+    if _WATCHER is None and run_dir:
+        # A process multiprocessing started (torch.multiprocessing.spawn's ranks) answers from
+        # here, as the rank its process group says.
+        _start_watcher(run_dir, rank)
     if _WATCHER is not None:
-        # Answering since the import; the dump's instant goes into the trace from now on.
+        # The dump's instant goes into the trace from now on.
         _WATCHER.train_thread = inst.train_thread
         _WATCHER.writer = inst.writer
     if "nccl" in inst.backend and torch.cuda.is_available():
@@ -1639,6 +1656,29 @@ def _cap_mb(cap_bytes):
     return exact
 
 
+def _rank_and_world():
+    """This process's rank, world size, local rank and local world size: the process group's
+    when it is initialized, else torchrun's variables. The variables count for the local ones
+    only when they agree with the group: ``torch.multiprocessing.spawn``'s ranks inherit the
+    launching process's ``RANK=0`` and pass their own rank to ``init_process_group`` (on one
+    machine: the local rank is the rank)."""
+    env_rank = _env_int("RANK", None)
+    env_world = _env_int("WORLD_SIZE", None)
+    if dist.is_initialized():
+        rank, world_size = dist.get_rank(), dist.get_world_size()
+    else:
+        rank = 0 if env_rank is None else env_rank
+        world_size = 1 if env_world is None else env_world
+    if env_rank in (None, rank) and env_world in (None, world_size):
+        return (
+            rank,
+            world_size,
+            _env_int("LOCAL_RANK", rank),
+            _env_int("LOCAL_WORLD_SIZE", world_size),
+        )
+    return rank, world_size, rank, world_size
+
+
 def _install_exit(writer):
     previous = sys.excepthook
     failure = {}
@@ -1669,7 +1709,6 @@ def _watch_from_import():
     never calls it (collectives of its own, another wrapper) still says where each rank
     was. Not in a process that multiprocessing starts (a DataLoader worker imports the
     module again under ``spawn``, with the rank's environment): the rank answers."""
-    global _WATCHER
     run_dir = os.environ.get("DDP_PROBE_RUN_DIR")
     if not run_dir or os.environ.get("DDP_PROBE_TRACE", "").strip().lower() in (
         "0", "off", "false", "no",
@@ -1682,8 +1721,19 @@ def _watch_from_import():
     ):
         return
     try:
-        _WATCHER = DumpWatcher(run_dir, _env_int("RANK", 0))
-    except (OSError, ValueError) as e:
+        rank = _env_int("RANK", 0)
+    except ValueError as e:
+        _say(f"cannot answer flight-recorder dump requests: {e}")
+        return
+    _start_watcher(run_dir, rank)
+
+
+def _start_watcher(run_dir, rank):
+    """Makes this process :data:`_WATCHER` for ``rank`` and starts its thread."""
+    global _WATCHER
+    try:
+        _WATCHER = DumpWatcher(run_dir, rank)
+    except OSError as e:
         _say(f"cannot answer flight-recorder dump requests: {e}")
         return
     threading.Thread(target=_answer_dump_requests, name="ddp-probe-dumps", daemon=True).start()

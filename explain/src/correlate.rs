@@ -617,6 +617,13 @@ fn progress_signals(
 /// `torch.distributed` are the ones the others wait for, when some rank waited: its stack is
 /// in a collective, or its own log says a collective of its timed out.
 fn stack_signals(stacks: &[PyStack], out: &mut Vec<Signal>, order: &mut u64) {
+    if !stacks.is_empty() && stacks.iter().all(PyStack::in_init_process_group) {
+        let mut s = in_init_process_group(stacks);
+        *order += 1;
+        s.order = *order;
+        out.push(s);
+        return;
+    }
     let (waiting, elsewhere): (Vec<&PyStack>, Vec<&PyStack>) =
         stacks.iter().partition(|st| st.in_distributed());
     let timed_out = out
@@ -680,6 +687,69 @@ fn stack_signals(stacks: &[PyStack], out: &mut Vec<Signal>, order: &mut u64) {
         s.order = *order;
         out.push(s);
     }
+}
+
+/// The rule of ranks whose stacks were all inside `init_process_group`.
+const RULE_IN_INIT_PROCESS_GROUP: &str = "pystack_in_init_process_group";
+
+/// Every rank that answered was inside `init_process_group` when the run was stopped: the
+/// store waited for ranks that never registered. When the program's call passes a literal
+/// `world_size=N` other than the number of ranks the launcher started, that is the cause.
+fn in_init_process_group(stacks: &[PyStack]) -> Signal {
+    let ranks: Vec<usize> = stacks.iter().map(|st| st.rank).collect();
+    let call = stacks.iter().find_map(|st| {
+        let f = st.own_frame()?;
+        let code = f.code.as_deref()?;
+        let at = code.find("world_size=")?;
+        let arg: String = code[at..]
+            .chars()
+            .take_while(|c| !matches!(c, ',' | ')'))
+            .collect();
+        Some((st, f, arg.trim().to_owned()))
+    });
+    let mut s = Signal::new(
+        RULE_IN_INIT_PROCESS_GROUP,
+        Category::RendezvousTimeout,
+        Role::Cause,
+        Attach::Standalone,
+    );
+    // A literal other than the run's world size makes it a world-size mismatch (below, with
+    // the store's own "expected N" figures).
+    s.expected_world = call
+        .as_ref()
+        .and_then(|(_, _, arg)| arg.strip_prefix("world_size=")?.trim().parse().ok());
+    s.subjects = ranks.clone();
+    let names = ranks
+        .iter()
+        .map(usize::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut detail = format!(
+        "every rank that answered ({names}) was inside init_process_group when the run was \
+         stopped: the store waited for ranks that never registered"
+    );
+    if let Some((st, f, arg)) = &call {
+        detail.push_str(&format!(
+            "; rank {} passes `{}` at {}:{}",
+            st.rank,
+            sanitize(arg, 60),
+            sanitize(f.file.rsplit('/').next().unwrap_or(&f.file), 80),
+            f.line
+        ));
+    }
+    s.detail = Some(detail);
+    for st in stacks {
+        let (where_, at) = st.whereabouts();
+        s.evidence.push(Evidence {
+            file: st.file(),
+            line: Some(at),
+            text: format!(
+                "rank {}'s Python stack when the run was stopped: {where_}",
+                st.rank
+            ),
+        });
+    }
+    s
 }
 
 /// How long a rank behind must have recorded no step phase before its end to be said to have
@@ -1604,6 +1674,32 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
                 .and_then(|s| s.detail.as_deref());
             if let Some(said) = said {
                 title = format!("{title}: {}", sanitize(said, 100));
+            }
+        }
+    }
+    if role == Role::Cause && proven(RULE_IN_INIT_PROCESS_GROUP) {
+        let asked = own
+            .iter()
+            .filter(|s| s.rule == RULE_IN_INIT_PROCESS_GROUP)
+            .find_map(|s| s.expected_world);
+        match (category, asked) {
+            (Category::WorldSizeMismatch, Some(n)) => {
+                title = format!(
+                    "init_process_group asks for {n} ranks (`world_size={n}` in the program), \
+                     and {} waited for the others",
+                    who(&ranks)
+                );
+                fix = "Let init_process_group take the world size and rank from the launcher: \
+                       with the default `init_method=\"env://\"` leave out `world_size` and \
+                       `rank` (torchrun and ddp-probe run set WORLD_SIZE and RANK), or start as \
+                       many ranks as the program asks for (--nproc-per-node × --nnodes)."
+                    .to_owned();
+            }
+            _ => {
+                title = format!(
+                    "{} waited in init_process_group for ranks that never joined",
+                    who(&ranks)
+                );
             }
         }
     }

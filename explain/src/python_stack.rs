@@ -174,6 +174,23 @@ impl PyStack {
             .any(|f| f.file.contains("torch/distributed/"))
     }
 
+    /// Whether the rank was inside `init_process_group` (its rendezvous: the store waits
+    /// for every rank of the world size to register).
+    pub(crate) fn in_init_process_group(&self) -> bool {
+        self.frames.iter().any(|f| {
+            f.file.contains("torch/distributed/")
+                && matches!(
+                    f.function.as_str(),
+                    "init_process_group" | "_env_rendezvous_handler" | "_create_c10d_store"
+                )
+        })
+    }
+
+    /// The innermost frame of the program's own code (not a library's), if any.
+    pub(crate) fn own_frame(&self) -> Option<&Frame> {
+        self.frames.iter().rev().find(|f| !is_library(&f.file))
+    }
+
     /// The file for display.
     pub(crate) fn file(&self) -> String {
         display_path(&self.path)

@@ -2263,3 +2263,86 @@ fn a_rank_aborted_in_teardown_after_everyone_finished_is_said_so() {
         r.render_text(100)
     );
 }
+
+/// A stack file as the PyTorch module writes it, `frames` as `(file, line, function, code)`.
+fn stack_file(rank: usize, frames: &[(&str, u64, &str, &str)]) -> String {
+    let mut out = format!(
+        "# rank {rank}'s training thread when ddp-probe run asked (most recent call last):\n"
+    );
+    for (file, line, function, code) in frames {
+        out.push_str(&format!(
+            "  File \"{file}\", line {line}, in {function}\n    {code}\n"
+        ));
+    }
+    out
+}
+
+#[test]
+fn ranks_stopped_inside_init_process_group_are_a_rendezvous_wait_or_a_world_size_mismatch() {
+    // No traces (the program never got past init_process_group); the hang watchdog stopped
+    // the run and both ranks' stacks are in PyTorch's rendezvous (frames as PyTorch 2.13's).
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    put(
+        root,
+        "manifest.json",
+        &manifest(
+            "hang",
+            2,
+            vec![rank_record(0, 2, stopped()), rank_record(1, 2, stopped())],
+            json!({"hang": {"timeout_s": 10.0, "detected_at": "t", "behind": [], "ranks": []}}),
+        ),
+    );
+    let site = "/v/lib/python3.11/site-packages/torch/distributed";
+    let stacks = |call: &str| {
+        for rank in 0..2 {
+            put(
+                root,
+                &format!("logs/python-stack-rank-{rank}.txt"),
+                &stack_file(
+                    rank,
+                    &[
+                        ("/w/train.py", 3, "<module>", call),
+                        (
+                            &format!("{site}/distributed_c10d.py"),
+                            1892,
+                            "init_process_group",
+                            "store, rank, world_size = next(rendezvous_iterator)",
+                        ),
+                        (
+                            &format!("{site}/rendezvous.py"),
+                            199,
+                            "_create_c10d_store",
+                            "return TCPStore(",
+                        ),
+                    ],
+                ),
+            );
+        }
+        explain(&[root.to_path_buf()]).unwrap()
+    };
+    let r = stacks("dist.init_process_group(\"gloo\", world_size=3, rank=rank)");
+    let top = &r.findings[0];
+    assert_eq!(
+        (top.category, top.title.as_str()),
+        (
+            Category::WorldSizeMismatch,
+            "init_process_group asks for 3 ranks (`world_size=3` in the program), and ranks 0, 1 \
+             waited for the others"
+        ),
+        "{}",
+        r.render_text(100)
+    );
+    // The run's own world size passed: nothing wrong in the call, ranks missing elsewhere.
+    let r = stacks("dist.init_process_group(\"gloo\", world_size=2, rank=rank)");
+    let top = &r.findings[0];
+    assert_eq!(
+        (top.category, top.title.as_str()),
+        (
+            Category::RendezvousTimeout,
+            "ranks 0, 1 waited in init_process_group for ranks that never joined"
+        ),
+        "{}",
+        r.render_text(100)
+    );
+}

@@ -17,7 +17,7 @@
 
 mod common;
 
-use common::{repo, run_again_after_teardown_abort, venv_python, GLOO_TEARDOWN_ABORT};
+use common::{line_of, repo, run_again_after_teardown_abort, venv_python, GLOO_TEARDOWN_ABORT};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::Command;
@@ -368,6 +368,37 @@ fn pytorch_ddp_traces_have_the_reference_invariants() {
 /// silent start of a Python rank (importing torch), well below the test's
 /// patience.
 const HANG_TIMEOUT_S: &str = "15";
+
+/// `ddp-probe run` of `script` (a path from the repository root, or absolute) under the
+/// project's Python on `nproc` ranks into `out`, with the hang watchdog at [`HANG_TIMEOUT_S`]
+/// and a 2 s grace; the script's arguments and environment are the caller's to add.
+fn watched_job(out: &Path, nproc: usize, script: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_ddp-probe"));
+    c.current_dir(repo())
+        .args([
+            "run",
+            "--nproc-per-node",
+            &nproc.to_string(),
+            "--grace",
+            "2",
+        ])
+        .args(["--hang-timeout", HANG_TIMEOUT_S, "--out"])
+        .arg(out)
+        .arg("--")
+        .arg(venv_python())
+        .arg(script)
+        .env_remove("PYTHONPATH")
+        .env_remove("DDP_PROBE_TRACE");
+    c
+}
+
+/// Runs `c`: its exit status and its console (stderr, then stdout).
+fn with_console(c: &mut Command) -> (std::process::ExitStatus, String) {
+    let done = c.output().expect("start ddp-probe run");
+    let console =
+        String::from_utf8_lossy(&done.stderr).to_string() + &String::from_utf8_lossy(&done.stdout);
+    (done.status, console)
+}
 /// The step before whose forward rank 1 stops.
 const HANG_AT_STEP: u64 = 3;
 
@@ -390,34 +421,20 @@ fn headline_names_the_hang(text: &str) -> String {
 /// train_ddp.py:N (`time.sleep(60)`)" with N read from the script.
 fn hang_place() -> String {
     let script = std::fs::read_to_string(repo().join("examples/python/train_ddp.py")).unwrap();
-    let line = script
-        .lines()
-        .position(|l| l.trim() == "time.sleep(60)")
-        .expect("the example's hang")
-        + 1;
+    let line = line_of(&script, "time.sleep(60)");
     format!("in main at train_ddp.py:{line} (`time.sleep(60)`)")
 }
 
 #[test]
 fn pytorch_hang_is_explained_naming_the_rank_behind() {
-    let py = venv_python();
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
     let status = {
         let _one = PYTORCH_JOB.lock().unwrap_or_else(|e| e.into_inner());
-        Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
-            .current_dir(repo())
-            .args(["run", "--nproc-per-node", "2", "--grace", "2"])
-            .args(["--hang-timeout", HANG_TIMEOUT_S, "--out"])
-            .arg(&out)
-            .arg("--")
-            .arg(&py)
-            .arg("examples/python/train_ddp.py")
+        watched_job(&out, 2, Path::new("examples/python/train_ddp.py"))
             .args(["--steps", &STEPS.to_string(), "--bucket-cap-mb", CAP_MB])
             .env("TRAIN_DDP_HANG_AT_STEP", HANG_AT_STEP.to_string())
             .env("TRAIN_DDP_HANG_RANK", "1")
-            .env_remove("PYTHONPATH")
-            .env_remove("DDP_PROBE_TRACE")
             .status()
             .expect("start ddp-probe run")
     };
@@ -645,29 +662,15 @@ fn a_hung_script_without_traces_is_explained_from_its_stacks() {
     // No traces: the watchdog's progress is the ranks' output, the module answers the dump
     // request from its import on, and `explain` names rank 1 from the stacks alone (rank 0's
     // inside torch.distributed, rank 1's in the script).
-    let py = venv_python();
     let tmp = tempfile::tempdir().unwrap();
     let script = tmp.path().join("plain_collectives.py");
     std::fs::write(&script, PLAIN_COLLECTIVES_HANG).unwrap();
     let out = tmp.path().join("run");
-    let done = {
+    let (status, console) = {
         let _one = PYTORCH_JOB.lock().unwrap_or_else(|e| e.into_inner());
-        Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
-            .current_dir(repo())
-            .args(["run", "--nproc-per-node", "2", "--grace", "2"])
-            .args(["--hang-timeout", HANG_TIMEOUT_S, "--out"])
-            .arg(&out)
-            .arg("--")
-            .arg(&py)
-            .arg(&script)
-            .env_remove("PYTHONPATH")
-            .env_remove("DDP_PROBE_TRACE")
-            .output()
-            .expect("start ddp-probe run")
+        with_console(&mut watched_job(&out, 2, &script))
     };
-    let console =
-        String::from_utf8_lossy(&done.stderr).to_string() + &String::from_utf8_lossy(&done.stdout);
-    assert_eq!(done.status.code(), Some(124), "{console}");
+    assert_eq!(status.code(), Some(124), "{console}");
     assert!(!out.join("traces/rank-0.jsonl").exists(), "{console}");
     let flat = console.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(
@@ -677,11 +680,7 @@ fn a_hung_script_without_traces_is_explained_from_its_stacks() {
         )),
         "{console}"
     );
-    let line = PLAIN_COLLECTIVES_HANG
-        .lines()
-        .position(|l| l.contains("time.sleep(3600)"))
-        .unwrap()
-        + 1;
+    let line = line_of(PLAIN_COLLECTIVES_HANG, "time.sleep(3600)");
     assert!(
         flat.contains(&format!(
             "most likely cause: rank 0 waited in a collective for rank 1, which never joined it: \
@@ -721,29 +720,16 @@ if __name__ == \"__main__\":
 
 #[test]
 fn ranks_started_by_torch_multiprocessing_spawn_are_recorded_as_themselves() {
-    let py = venv_python();
     let tmp = tempfile::tempdir().unwrap();
     let script = tmp.path().join("spawned.py");
     std::fs::write(&script, SPAWNED_RANKS).unwrap();
     let job = |out: &Path, hang: bool| {
         let _one = PYTORCH_JOB.lock().unwrap_or_else(|e| e.into_inner());
-        let mut c = Command::new(env!("CARGO_BIN_EXE_ddp-probe"));
-        c.current_dir(repo())
-            .args(["run", "--nproc-per-node", "1", "--grace", "2"])
-            .args(["--hang-timeout", HANG_TIMEOUT_S, "--out"])
-            .arg(out)
-            .arg("--")
-            .arg(&py)
-            .arg(&script)
-            .env_remove("PYTHONPATH")
-            .env_remove("DDP_PROBE_TRACE");
+        let mut c = watched_job(out, 1, &script);
         if hang {
             c.env("SPAWNED_HANG", "1");
         }
-        let done = c.output().expect("start ddp-probe run");
-        let console = String::from_utf8_lossy(&done.stderr).to_string()
-            + &String::from_utf8_lossy(&done.stdout);
-        (done.status, console)
+        with_console(&mut c)
     };
 
     // Each spawned rank writes its own trace (not both "rank 0", the launcher's variable).
@@ -780,11 +766,7 @@ fn ranks_started_by_torch_multiprocessing_spawn_are_recorded_as_themselves() {
         stack0.contains("in worker") && !stack0.contains("mp.spawn("),
         "rank 0's stack is the spawned rank's:\n{stack0}"
     );
-    let line = SPAWNED_RANKS
-        .lines()
-        .position(|l| l.contains("time.sleep(3600)"))
-        .unwrap()
-        + 1;
+    let line = line_of(SPAWNED_RANKS, "time.sleep(3600)");
     let flat = console.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(
         flat.contains(&format!(

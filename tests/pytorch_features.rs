@@ -16,7 +16,7 @@
 
 mod common;
 
-use common::{repo, run_again_after_teardown_abort, venv_python, GLOO_TEARDOWN_ABORT};
+use common::{line_of, repo, run_again_after_teardown_abort, venv_python, GLOO_TEARDOWN_ABORT};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -146,6 +146,12 @@ fn features_job(dir: &Path, mode: &str, steps: u64, run_args: &[&str]) -> Comman
         .env_remove("TORCH_FR_BUFFER_SIZE")
         .env_remove("TORCH_NCCL_TRACE_BUFFER_SIZE");
     c
+}
+
+/// The line of `examples/python/ddp_features.py` that contains `marker`.
+fn features_line(marker: &str) -> usize {
+    let script = std::fs::read_to_string(repo().join("examples/python/ddp_features.py")).unwrap();
+    line_of(&script, marker)
 }
 
 /// `ddp-probe explain --json` of the run directory `dir`.
@@ -740,12 +746,7 @@ fn a_rank_outside_its_steps_is_named_when_a_peer_times_out_waiting_for_it() {
     assert!(!out.status.success(), "the job should fail:\n{console}");
     let report = explain_json(&dir);
     // The script's line where rank 0 sleeps, as its stack names it.
-    let script = std::fs::read_to_string(repo().join("examples/python/ddp_features.py")).unwrap();
-    let line = script
-        .lines()
-        .position(|l| l.contains("time.sleep(15)  # the checkpoint that only rank 0 writes"))
-        .expect("the slow_save sleep")
-        + 1;
+    let line = features_line("time.sleep(15)  # the checkpoint that only rank 0 writes");
     let expected_title = format!(
         "rank 1 timed out in a collective waiting for rank 0, which never joined it: it was in \
          main at ddp_features.py:{line} (`time.sleep(15)  # the checkpoint that only rank 0 \
@@ -821,12 +822,7 @@ fn a_rank_busy_before_ddp_wraps_the_model_is_named_from_its_stack_alone() {
         !dir.join("traces/rank-0.jsonl").exists(),
         "rank 0 was never instrumented"
     );
-    let script = std::fs::read_to_string(repo().join("examples/python/ddp_features.py")).unwrap();
-    let line = script
-        .lines()
-        .position(|l| l.contains("time.sleep(15)  # rank 0 downloads the dataset"))
-        .expect("the slow_download sleep")
-        + 1;
+    let line = features_line("time.sleep(15)  # rank 0 downloads the dataset");
     let report = explain_json(&dir);
     let first = &report["findings"][0];
     assert_eq!(
@@ -868,12 +864,7 @@ fn an_exception_in_a_dataloader_worker_is_named_with_its_own_words_and_frame() {
             && title.ends_with(" cannot be decoded (raised in DataLoader worker process 0)"),
         "{report:#}\n{console}"
     );
-    let script = std::fs::read_to_string(repo().join("examples/python/ddp_features.py")).unwrap();
-    let line = script
-        .lines()
-        .position(|l| l.contains("raise ValueError(f\"sample {i} cannot be decoded\")"))
-        .expect("the bad_sample raise")
-        + 1;
+    let line = features_line("raise ValueError(f\"sample {i} cannot be decoded\")");
     let frame = format!("line {line}, in __getitem__");
     assert!(
         first["evidence"]

@@ -593,16 +593,9 @@ fn progress_signals(
         });
         // The place goes to the title and the stack's evidence, not into the detail again.
         if let Some(st) = stack {
-            let (where_, at) = st.whereabouts();
-            s.elsewhere = Some(where_.clone());
-            s.evidence.push(Evidence {
-                file: st.file(),
-                line: Some(at),
-                text: format!(
-                    "rank {}'s Python stack when the run was stopped: {where_}",
-                    b.rank
-                ),
-            });
+            let (where_, evidence) = st.place();
+            s.elsewhere = Some(where_);
+            s.evidence.push(evidence);
         }
         *order += 1;
         s.order = *order;
@@ -634,7 +627,7 @@ fn stack_signals(stacks: &[PyStack], out: &mut Vec<Signal>, order: &mut u64) {
     }
     let behind: Vec<usize> = elsewhere.iter().map(|st| st.rank).collect();
     for st in &waiting {
-        let (where_, at) = st.whereabouts();
+        let (where_, evidence) = st.place();
         let mut s = Signal::new(
             "pystack_waiting",
             Category::CollectiveTimeout,
@@ -647,20 +640,13 @@ fn stack_signals(stacks: &[PyStack], out: &mut Vec<Signal>, order: &mut u64) {
             "rank {} waited {where_} (its Python stack)",
             st.rank
         ));
-        s.evidence.push(Evidence {
-            file: st.file(),
-            line: Some(at),
-            text: format!(
-                "rank {}'s Python stack when the run was stopped: {where_}",
-                st.rank
-            ),
-        });
+        s.evidence.push(evidence);
         *order += 1;
         s.order = *order;
         out.push(s);
     }
     for st in elsewhere {
-        let (where_, at) = st.whereabouts();
+        let (where_, evidence) = st.place();
         let mut s = Signal::new(
             "pystack_behind",
             Category::CollectiveTimeout,
@@ -674,15 +660,8 @@ fn stack_signals(stacks: &[PyStack], out: &mut Vec<Signal>, order: &mut u64) {
             "rank {} was in no collective when the run was stopped (its Python stack)",
             st.rank
         ));
-        s.elsewhere = Some(where_.clone());
-        s.evidence.push(Evidence {
-            file: st.file(),
-            line: Some(at),
-            text: format!(
-                "rank {}'s Python stack when the run was stopped: {where_}",
-                st.rank
-            ),
-        });
+        s.elsewhere = Some(where_);
+        s.evidence.push(evidence);
         *order += 1;
         s.order = *order;
         out.push(s);
@@ -738,17 +717,7 @@ fn in_init_process_group(stacks: &[PyStack]) -> Signal {
         ));
     }
     s.detail = Some(detail);
-    for st in stacks {
-        let (where_, at) = st.whereabouts();
-        s.evidence.push(Evidence {
-            file: st.file(),
-            line: Some(at),
-            text: format!(
-                "rank {}'s Python stack when the run was stopped: {where_}",
-                st.rank
-            ),
-        });
-    }
+    s.evidence.extend(stacks.iter().map(|st| st.place().1));
     s
 }
 

@@ -7,6 +7,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use crate::report::Evidence;
 use crate::sanitize::{display_path, sanitize};
 
 /// The start of a stack file's name; the rank and `.txt` follow.
@@ -189,6 +190,20 @@ impl PyStack {
     /// The innermost frame of the program's own code (not a library's), if any.
     pub(crate) fn own_frame(&self) -> Option<&Frame> {
         self.frames.iter().rev().find(|f| !is_library(&f.file))
+    }
+
+    /// Where the rank was ([`PyStack::whereabouts`]) and the evidence line that cites it.
+    pub(crate) fn place(&self) -> (String, Evidence) {
+        let (where_, at) = self.whereabouts();
+        let evidence = Evidence {
+            file: self.file(),
+            line: Some(at),
+            text: format!(
+                "rank {}'s Python stack when the run was stopped: {where_}",
+                self.rank
+            ),
+        };
+        (where_, evidence)
     }
 
     /// The file for display.

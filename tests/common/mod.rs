@@ -73,3 +73,13 @@ pub fn run_again_if_aborted_in_teardown<T>(
     }
     out
 }
+
+/// The 1-based number of the first line of `text` that contains `marker` (a script's line that
+/// `explain` names); panics saying which marker is missing.
+#[allow(dead_code)] // not every test binary that shares this module uses it
+pub fn line_of(text: &str, marker: &str) -> usize {
+    text.lines()
+        .position(|l| l.contains(marker))
+        .unwrap_or_else(|| panic!("no line contains {marker:?}"))
+        + 1
+}

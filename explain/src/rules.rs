@@ -971,6 +971,26 @@ fn ex_store_barrier(_: &str, lower: &str) -> Extract {
 }
 
 fn ex_mismatch(line: &str, lower: &str) -> Extract {
+    // gloo's `pair.cc`: "op.preamble.length <= op.nbytes. 1024 vs 1000": the length a peer's
+    // message announced is more than this rank's receive expects.
+    let key = "op.preamble.length <= op.nbytes. ";
+    if let Some(i) = lower.find(key) {
+        let rest = &lower[i + key.len()..];
+        let sent = leading_number(rest);
+        let posted = rest
+            .find(" vs ")
+            .and_then(|j| leading_number(&rest[j + 4..]));
+        if let (Some(sent), Some(posted)) = (sent, posted) {
+            return Extract {
+                subjects: rank_mentions(lower),
+                detail: Some(format!(
+                    "a peer's message was larger than this rank's collective expected ({sent} vs \
+                     {posted}): the same collective with different sizes on different ranks"
+                )),
+                ..Extract::default()
+            };
+        }
+    }
     let seq = num_after(lower, "collective mismatch at seq ")
         .or_else(|| num_after(lower, "sequencenumber="))
         .or_else(|| num_after(lower, "seq "));
@@ -1267,6 +1287,25 @@ mod tests {
 
     /// DDP's check of the model across ranks (`reducer.cpp`, as PyTorch 2.13 prints it on
     /// a 2-rank job whose rank 1 builds one more layer, and the sizes form of the same check).
+    #[test]
+    fn gloo_size_check_says_both_sizes() {
+        // A 2-rank gloo all_reduce of 1000 floats on rank 0 and 1024 on rank 1 (PyTorch 2.13).
+        let (rule, ex) = classify(
+            "  what():  [enforce fail at /__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/\
+             pair.cc:456] op.preamble.length <= op.nbytes. 1024 vs 1000. Received data size \
+             doesn't match expected size. Is there a distributed collective mismatch in your code?",
+        )
+        .unwrap();
+        assert_eq!(rule.category, Category::CollectiveMismatch);
+        assert_eq!(
+            ex.detail.as_deref(),
+            Some(
+                "a peer's message was larger than this rank's collective expected (1024 vs \
+                 1000): the same collective with different sizes on different ranks"
+            )
+        );
+    }
+
     #[test]
     fn ddp_model_check_says_what_differs() {
         let (rule, ex) = classify(

@@ -147,6 +147,16 @@ fn run_reports_the_failing_rank_and_propagates_its_exit_code() {
     let err = text(&out.stderr);
     assert!(err.contains("rank 1") && err.contains("code 3"), "{err}");
     assert!(dir.path().join("runs/latest/manifest.json").is_file());
+    // No rank recorded: the summary says why a run can lack traces and what still reads it.
+    let out = ddp_probe(&["summary", "runs/latest"], dir.path());
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("no trace files")
+            && err.contains("ddp_probe_torch.instrument(model)")
+            && err.contains("`ddp-probe explain` still reads"),
+        "{err}"
+    );
 }
 
 /// Runs a 2-rank job of `script` (sh) through `ddp-probe run`, then `ddp-probe explain --json`

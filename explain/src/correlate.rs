@@ -1646,6 +1646,12 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
             }
         }
     }
+    if role == Role::Cause && proven("nccl_no_algorithm") {
+        fix = "Unset NCCL_ALGO and NCCL_PROTO (in the environment, a job script or \
+               /etc/nccl.conf), or widen them to cover the collective and datatype named: the \
+               setting leaves NCCL no algorithm for this call."
+            .to_owned();
+    }
     if role == Role::Cause && proven(RULE_IN_INIT_PROCESS_GROUP) {
         let asked = own
             .iter()

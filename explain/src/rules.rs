@@ -248,9 +248,17 @@ pub(crate) static RULES: &[Rule] = &[
     rule!("fabric_manager", NvlsFabricManager, Cause, Standalone,
         [["system not yet initialized", "fabric manager", "fabricmanager", "cudaerrorsystemnotready"]],
         not [], ex_none),
+    // NCCL's `enqueue.cc` when no algorithm and protocol it may use fits a call: "no
+    // algorithm/protocol available for function Broadcast with datatype ncclInt8. NCCL_PROTO
+    // was set to %s. NCCL_ALGO was set to %s." (2.23 and later: "No algorithm/protocol nor
+    // symKernelId available ..."). An NCCL_ALGO or NCCL_PROTO setting that excludes the call
+    // (an algorithm named in it, NVLS, is not the failure).
+    rule!("nccl_no_algorithm", NcclInternalOrUnsupported, Cause, Standalone,
+        [["no algorithm/protocol"]], not [], ex_nccl_algo_setting),
     rule!("nvls_failure", NvlsFabricManager, Cause, Standalone,
         [["nvls", "cumulticast", "mnnvl", "imex"], ["nccl warn", "fail", "error"]],
-        not ["support is not available", "support is available"], ex_none),
+        not ["support is not available", "support is available", "no algorithm/protocol"],
+        ex_none),
     rule!("p2p_access", P2pHang, Cause, Standalone,
         [["peer access is not supported", "peer mapping resources exhausted", "cudaerrorpeeraccess",
           "peer access already", "iommu=pt"]],
@@ -1063,6 +1071,44 @@ fn ex_model_differs(line: &str, lower: &str) -> Extract {
     ex
 }
 
+/// The NCCL_ALGO / NCCL_PROTO settings NCCL names when no algorithm fits a call.
+fn ex_nccl_algo_setting(line: &str, lower: &str) -> Extract {
+    let mut parts = Vec::new();
+    for key in ["nccl_algo was set to ", "nccl_proto was set to "] {
+        if let Some(i) = lower.find(key) {
+            let value: String = line
+                .get(i + key.len()..)
+                .unwrap_or("")
+                .chars()
+                .take_while(|c| !c.is_whitespace())
+                .collect();
+            let value = value.trim_end_matches('.');
+            if !value.is_empty() {
+                let name = if key.starts_with("nccl_algo") {
+                    "NCCL_ALGO"
+                } else {
+                    "NCCL_PROTO"
+                };
+                parts.push(format!("{name}={}", sanitize(value, 40)));
+            }
+        }
+    }
+    let what = lower
+        .find("for function ")
+        .and_then(|i| line.get(i + "for function ".len()..))
+        .map(|rest| rest.split('.').next().unwrap_or(rest))
+        .map(|f| format!("no NCCL algorithm fits {}", sanitize(f.trim(), 60)))
+        .unwrap_or_else(|| "no NCCL algorithm fits the call".to_owned());
+    Extract {
+        detail: Some(if parts.is_empty() {
+            what
+        } else {
+            format!("{what} with {} set", parts.join(", "))
+        }),
+        ..Extract::default()
+    }
+}
+
 fn ex_unused(line: &str, lower: &str) -> Extract {
     let mut ex = Extract::default();
     for key in [
@@ -1287,6 +1333,21 @@ mod tests {
 
     /// DDP's check of the model across ranks (`reducer.cpp`, as PyTorch 2.13 prints it on
     /// a 2-rank job whose rank 1 builds one more layer, and the sizes form of the same check).
+    #[test]
+    fn an_nccl_algorithm_setting_that_fits_no_call_is_a_configuration_error() {
+        // NCCL 2.26's words (enqueue.cc) with NCCL_ALGO=NVLS left in the environment.
+        let (rule, ex) = classify(
+            "Error : no algorithm/protocol available for function Broadcast with datatype \
+             ncclInt8. NCCL_ALGO was set to NVLS.",
+        )
+        .unwrap();
+        assert_eq!(rule.category, Category::NcclInternalOrUnsupported);
+        assert_eq!(
+            ex.detail.as_deref(),
+            Some("no NCCL algorithm fits Broadcast with datatype ncclInt8 with NCCL_ALGO=NVLS set")
+        );
+    }
+
     #[test]
     fn gloo_size_check_says_both_sizes() {
         // A 2-rank gloo all_reduce of 1000 floats on rank 0 and 1024 on rank 1 (PyTorch 2.13).

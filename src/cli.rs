@@ -485,7 +485,8 @@ exits with that rank's status. Ctrl-C stops every rank and keeps the run directo
 
 torchrun's spellings work too (--nproc_per_node, --master_port, --rdzv_endpoint, -m,
 --no-python, --standalone; PET_* variables), and so does a bare script: `train.py ARGS`
-runs as `python3 -u train.py ARGS` (DDP_PROBE_PYTHON names another interpreter).
+runs as `python3 -u train.py ARGS`, with the python3 beside ddp-probe when there is one (the
+environment that pip-installed it), else from PATH (DDP_PROBE_PYTHON names another).
 
 Examples:
   ddp-probe run --nproc-per-node 2 -- target/release/train --epochs 3

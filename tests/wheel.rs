@@ -123,12 +123,12 @@ fn the_wheel_installs_the_cli_and_the_module_for_pytorch_users() {
                 .arg(&script)
                 .args(["--steps", "4"])
                 .current_dir(&work)
-                .env("DDP_PROBE_PYTHON", &py)
+                // Not activated: the script runs under the environment's own python3, the
+                // one beside its ddp-probe (as torchrun runs its own sys.executable), not the
+                // python3 on PATH.
+                .env_remove("DDP_PROBE_PYTHON")
                 .env("DDP_PROBE_PYTHON_DIR", scratch.path().join("nowhere"))
-                .env(
-                    "PATH",
-                    format!("{}:/usr/bin:/bin", venv.join("bin").display()),
-                )
+                .env("PATH", "/usr/bin:/bin")
                 .output()
                 .unwrap()
         },

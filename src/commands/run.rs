@@ -9,7 +9,7 @@ use anyhow::{bail, Result};
 use probe_launch::{launch, ConsoleMode, ConsoleObserver, Event, LaunchConfig};
 
 use std::ffi::OsString;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::cli::{ConsoleArg, Nproc, RunArgs};
 
@@ -210,7 +210,7 @@ fn training_command(args: &RunArgs) -> Result<(OsString, Vec<OsString>)> {
             first.to_string_lossy()
         );
     }
-    let python = || std::env::var_os("DDP_PROBE_PYTHON").unwrap_or_else(|| "python3".into());
+    let python = default_python;
     let is_script = Path::new(&first)
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("py"));
@@ -225,6 +225,26 @@ fn training_command(args: &RunArgs) -> Result<(OsString, Vec<OsString>)> {
         return Ok((python(), rest));
     }
     Ok((first, words.collect()))
+}
+
+/// The interpreter of a bare script or `-m MODULE`: `DDP_PROBE_PYTHON`, else the `python3`
+/// beside this executable (a virtual environment that `pip install`ed the wheel holds both in
+/// its `bin/`, as torchrun runs the environment's own `sys.executable`), else `python3` from
+/// `PATH`.
+fn default_python() -> OsString {
+    if let Some(p) = std::env::var_os("DDP_PROBE_PYTHON") {
+        return p;
+    }
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| {
+            let dir = exe.parent()?.to_path_buf();
+            ["python3", "python"]
+                .iter()
+                .map(|name| dir.join(name))
+                .find(|p| p.is_file())
+        })
+        .map_or_else(|| "python3".into(), PathBuf::into_os_string)
 }
 
 /// `--nproc-per-node` as a count: `gpu` counts the GPUs this process may use

@@ -820,6 +820,16 @@ fn aborted_after_the_training(g: &Gathered, ctx: &RunContext, signals: &[Signal]
         .collect()
 }
 
+/// The module of "ModuleNotFoundError: No module named 'torch'" (`torch`; the top package of
+/// a dotted name).
+fn missing_module(exception: &str) -> Option<String> {
+    let rest = exception.split("No module named ").nth(1)?;
+    let name = rest.trim().trim_matches(['\'', '"']);
+    let top = name.split('.').next()?;
+    (!top.is_empty() && top.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+        .then(|| top.to_owned())
+}
+
 /// What a rank aborted after the training means, and what to do.
 const ABORTED_AFTER_TRAINING_MEANING: &str = "Every rank finished its training; then, while \
      the rank's interpreter shut down, the C++ runtime aborted it (\"terminate called without an \
@@ -1643,6 +1653,14 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
                 .and_then(|s| s.detail.as_deref());
             if let Some(said) = said {
                 title = format!("{title}: {}", sanitize(said, 100));
+                if let Some(module) = missing_module(said) {
+                    fix = format!(
+                        "The rank's Python could not import `{module}`: start the job with the \
+                         interpreter of the environment that has it (`ddp-probe run -- \
+                         /path/to/env/bin/python train.py`, `DDP_PROBE_PYTHON`, or the \
+                         environment activated), or install `{module}` into the one that ran."
+                    );
+                }
             }
         }
     }

@@ -2346,3 +2346,47 @@ fn ranks_stopped_inside_init_process_group_are_a_rendezvous_wait_or_a_world_size
         r.render_text(100)
     );
 }
+
+#[test]
+fn a_rank_whose_python_lacks_a_module_is_told_which_interpreter_to_use() {
+    // `ddp-probe run train.py` started a python3 without torch (another environment's).
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    put(
+        root,
+        "manifest.json",
+        &manifest(
+            "failed",
+            2,
+            vec![
+                rank_record(0, 2, end(json!({"how": "exited", "code": 1}), 0.2, false)),
+                rank_record(1, 2, stopped()),
+            ],
+            json!({"first_failure": {"rank": 0, "local_rank": 0, "how": "exited", "code": 1,
+                   "at": "t", "after_s": 0.2}}),
+        ),
+    );
+    put(
+        root,
+        "logs/rank-0.stderr",
+        "Traceback (most recent call last):\n  File \"/w/train.py\", line 1, in <module>\n    \
+         import torch.distributed as dist\nModuleNotFoundError: No module named 'torch'\n",
+    );
+    let r = explain(&[root.to_path_buf()]).unwrap();
+    let top = &r.findings[0];
+    assert_eq!(
+        (top.category, top.title.as_str()),
+        (
+            Category::RankCrashed,
+            "rank 0 crashed: ModuleNotFoundError: No module named 'torch'"
+        ),
+        "{}",
+        r.render_text(100)
+    );
+    assert!(
+        top.fix
+            .starts_with("The rank's Python could not import `torch`: start the job with"),
+        "{}",
+        top.fix
+    );
+}

@@ -512,6 +512,13 @@ pub(crate) static RULES: &[Rule] = &[
     // "missing ranks: {1}" (older: "Missing ranks are {1}"). Only ranks whose dump it read count
     // as missing: they were alive to dump and never entered the collective the others entered,
     // stuck before it or having taken another path (a different collective, an early exit).
+    // ProcessGroupNCCL's desync report (`TORCH_NCCL_DESYNC_DEBUG=1`; `TraceUtils.h`'s
+    // analyzeLaggingRanks / analyzeMissingRanks): "[1] finished collective #2, but didn't join
+    // collective #3 (count from 1)" and "ranks [2, 3] are the lagging ranks that caused this
+    // timeout. They never joined any collectives". The ranks named are the ones waited for.
+    rule!("desync_report_lagging", CollectiveTimeout, Cause, Standalone,
+        [["but didn't join collective #", "are the lagging ranks that caused this timeout"]],
+        not [], ex_desync_lagging),
     rule!("fr_trace_missing_ranks", CollectiveTimeout, Cause, Standalone,
         [["missing ranks: {", "missing ranks are {"]], not [], ex_fr_missing_ranks),
     rule!("watchdog_timeout", CollectiveTimeout, Symptom, Standalone,
@@ -762,6 +769,60 @@ fn ex_nccl_graph_file(_: &str, _: &str) -> Extract {
 }
 
 /// The ranks in the braces after "missing ranks" (a Python set: `{1, 3}`).
+/// The ranks of the desync report's lagging line, and what it says of them.
+fn ex_desync_lagging(_: &str, lower: &str) -> Extract {
+    let bracket = |from: usize, to: usize| -> Vec<usize> {
+        lower
+            .get(from..to)
+            .map(|inside| {
+                inside
+                    .split(',')
+                    .filter_map(|r| r.trim().parse::<usize>().ok())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let (subjects, what) = if let Some(end) = lower.find("] finished collective #") {
+        let open = lower[..end].rfind('[').map_or(end, |o| o + 1);
+        let done = num_after(&lower[end..], "] finished collective #");
+        let what = done.map_or_else(
+            || "finished the collective before and never joined the next".to_owned(),
+            |n| {
+                format!(
+                    "finished collective #{n} and never joined #{}, the one the others waited in",
+                    n + 1
+                )
+            },
+        );
+        (bracket(open, end), what)
+    } else if let Some(i) = lower.find("ranks [") {
+        let open = i + "ranks [".len();
+        let close = lower[open..].find(']').map_or(open, |c| open + c);
+        (
+            bracket(open, close),
+            "never joined any collective".to_owned(),
+        )
+    } else {
+        (Vec::new(), String::new())
+    };
+    let detail = (!subjects.is_empty()).then(|| {
+        format!(
+            "PyTorch's desync report: {} {} {what}",
+            if subjects.len() == 1 { "rank" } else { "ranks" },
+            subjects
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    });
+    Extract {
+        subjects,
+        detail,
+        ..Extract::default()
+    }
+}
+
 fn ex_fr_missing_ranks(_: &str, lower: &str) -> Extract {
     let subjects: Vec<usize> = lower
         .find("missing ranks")
@@ -1346,6 +1407,30 @@ mod tests {
             ex.detail.as_deref(),
             Some("no NCCL algorithm fits Broadcast with datatype ncclInt8 with NCCL_ALGO=NVLS set")
         );
+    }
+
+    #[test]
+    fn the_desync_reports_lagging_ranks_are_the_ones_waited_for() {
+        // PyTorch's words (TraceUtils.h, analyzeLaggingRanks / analyzeMissingRanks).
+        let (rule, ex) = classify(
+            "     [1] finished collective #2, but didn't join collective #3 (count from 1)",
+        )
+        .unwrap();
+        assert_eq!(rule.category, Category::CollectiveTimeout);
+        assert_eq!(ex.subjects, vec![1]);
+        assert_eq!(
+            ex.detail.as_deref(),
+            Some(
+                "PyTorch's desync report: rank 1 finished collective #2 and never joined #3, the \
+                 one the others waited in"
+            )
+        );
+        let (_, ex) = classify(
+            "[rank0]:  - To our best knowledge, ranks [2, 3] are the lagging ranks that caused \
+             this timeout. They never joined any collectives",
+        )
+        .unwrap();
+        assert_eq!(ex.subjects, vec![2, 3]);
     }
 
     #[test]

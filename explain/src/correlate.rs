@@ -249,6 +249,24 @@ pub(crate) fn build(mut g: Gathered, opts: &Options) -> Report {
         !(s.category == Category::ConnectionRefused
             && s.observer.is_some_and(|r| connected.contains(&r)))
     });
+    // Under `ddp-probe run` rank 0's own process hosts PyTorch's store on the job's
+    // MASTER_PORT (torchrun's agent hosts it there instead), a port the launcher checked free
+    // at the start: a rank that finds that port taken met a process of its own job.
+    let job_ports: BTreeSet<u16> = g.manifests.iter().map(|m| m.manifest.master_port).collect();
+    for s in &mut signals {
+        let on_job_port = s.category == Category::PortInUse
+            && s.detail
+                .as_deref()
+                .is_some_and(|d| job_ports.iter().any(|p| d == format!("port {p}")));
+        if on_job_port {
+            s.rule = RULE_JOB_STORE_PORT_TAKEN;
+            let d = s.detail.take().unwrap_or_default();
+            s.detail = Some(format!(
+                "{d}, the job's MASTER_PORT, where a process of this job already hosts PyTorch's \
+                 store"
+            ));
+        }
+    }
     if let Some(w) = ctx.world_size {
         for s in &mut signals {
             if s.category == Category::RendezvousTimeout {
@@ -667,6 +685,19 @@ fn stack_signals(stacks: &[PyStack], out: &mut Vec<Signal>, order: &mut u64) {
         out.push(s);
     }
 }
+
+/// The rule of a store that could not listen on the job's own MASTER_PORT.
+const RULE_JOB_STORE_PORT_TAKEN: &str = "port_in_use_job_store";
+
+/// What to do when a second process of the job tried to host PyTorch's store.
+const JOB_STORE_PORT_TAKEN_FIX: &str = "A second process of the job initialized a process \
+     group as rank 0 on the job's MASTER_PORT, where the first already hosts PyTorch's store \
+     (under `ddp-probe run` rank 0's process hosts it; torchrun's agent hosts it instead, so \
+     there the second connects as a client). This happens when a program initializes the \
+     process group in the launched process and again in processes it starts (PyTorch \
+     Lightning's `strategy=\"ddp_spawn\"` under a launcher, `torch.multiprocessing.spawn` after \
+     `init_process_group` in the parent): use `strategy=\"ddp\"` (or initialize only in the \
+     started processes), or give the started processes another MASTER_PORT.";
 
 /// The rule of ranks whose stacks were all inside `init_process_group`.
 const RULE_IN_INIT_PROCESS_GROUP: &str = "pystack_in_init_process_group";
@@ -1663,6 +1694,21 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
                 }
             }
         }
+    }
+    if role == Role::Cause && proven(RULE_JOB_STORE_PORT_TAKEN) {
+        title = format!(
+            "{} could not host PyTorch's store: a process of this job already holds the job's \
+             MASTER_PORT",
+            if ranks.is_empty() {
+                "a rank".to_owned()
+            } else {
+                who(&ranks)
+            }
+        );
+        fix = JOB_STORE_PORT_TAKEN_FIX.to_owned();
+        meaning = "The rank that hosts PyTorch's store could not listen on the job's \
+                   MASTER_PORT, which the launcher found free when the job started: a process \
+                   of this job already holds it.";
     }
     if role == Role::Cause && proven("nccl_no_algorithm") {
         fix = "Unset NCCL_ALGO and NCCL_PROTO (in the environment, a job script or \

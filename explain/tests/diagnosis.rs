@@ -2390,3 +2390,58 @@ fn a_rank_whose_python_lacks_a_module_is_told_which_interpreter_to_use() {
         top.fix
     );
 }
+
+#[test]
+fn a_store_that_cannot_listen_on_the_jobs_own_port_met_a_process_of_the_job() {
+    // PyTorch Lightning's strategy="ddp_spawn" under `ddp-probe run --nproc_per_node 1` (tried
+    // with Lightning 2.6): the launched process initializes the process group (rank 0 hosts
+    // the store on MASTER_PORT 29500), then the process it spawns does the same. Under
+    // torchrun the agent hosts the store and both connect to it.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    put(
+        root,
+        "manifest.json",
+        &manifest(
+            "failed",
+            1,
+            vec![rank_record(
+                0,
+                1,
+                end(json!({"how": "exited", "code": 1}), 9.1, false),
+            )],
+            json!({"first_failure": {"rank": 0, "local_rank": 0, "how": "exited", "code": 1,
+                   "at": "t", "after_s": 9.1}}),
+        ),
+    );
+    let error = |port: u16| {
+        format!(
+            "torch.distributed.DistNetworkError: The server socket has failed to listen on any \
+             local network address. port: {port}, useIpv6: false, code: -98, name: EADDRINUSE, \
+             message: address already in use\n"
+        )
+    };
+    put(root, "logs/rank-0.stderr", &error(29500));
+    let r = explain(&[root.to_path_buf()]).unwrap();
+    let top = &r.findings[0];
+    assert_eq!(
+        (top.category, top.title.as_str()),
+        (
+            Category::PortInUse,
+            "rank 0 could not host PyTorch's store: a process of this job already holds the \
+             job's MASTER_PORT"
+        ),
+        "{}",
+        r.render_text(100)
+    );
+    assert!(top.fix.contains("ddp_spawn"), "{}", top.fix);
+    // Another port than the job's: whoever holds it, the generic finding.
+    put(root, "logs/rank-0.stderr", &error(12355));
+    let r = explain(&[root.to_path_buf()]).unwrap();
+    assert_eq!(r.findings[0].category, Category::PortInUse);
+    assert!(
+        !r.findings[0].title.contains("MASTER_PORT"),
+        "{}",
+        r.render_text(100)
+    );
+}

@@ -2347,25 +2347,30 @@ fn ranks_stopped_inside_init_process_group_are_a_rendezvous_wait_or_a_world_size
     );
 }
 
+/// The manifest of a failed `world`-rank run whose rank 0 exited with code 1 after `after_s`
+/// seconds, first; the launcher stopped the others.
+fn rank_0_exited_first(world: usize, after_s: f64) -> String {
+    let mut ranks = vec![rank_record(
+        0,
+        world,
+        end(json!({"how": "exited", "code": 1}), after_s, false),
+    )];
+    ranks.extend((1..world).map(|r| rank_record(r, world, stopped())));
+    manifest(
+        "failed",
+        world,
+        ranks,
+        json!({"first_failure": {"rank": 0, "local_rank": 0, "how": "exited", "code": 1,
+               "at": "t", "after_s": after_s}}),
+    )
+}
+
 #[test]
 fn a_rank_whose_python_lacks_a_module_is_told_which_interpreter_to_use() {
     // `ddp-probe run train.py` started a python3 without torch (another environment's).
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    put(
-        root,
-        "manifest.json",
-        &manifest(
-            "failed",
-            2,
-            vec![
-                rank_record(0, 2, end(json!({"how": "exited", "code": 1}), 0.2, false)),
-                rank_record(1, 2, stopped()),
-            ],
-            json!({"first_failure": {"rank": 0, "local_rank": 0, "how": "exited", "code": 1,
-                   "at": "t", "after_s": 0.2}}),
-        ),
-    );
+    put(root, "manifest.json", &rank_0_exited_first(2, 0.2));
     put(
         root,
         "logs/rank-0.stderr",
@@ -2399,21 +2404,7 @@ fn a_store_that_cannot_listen_on_the_jobs_own_port_met_a_process_of_the_job() {
     // torchrun the agent hosts the store and both connect to it.
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    put(
-        root,
-        "manifest.json",
-        &manifest(
-            "failed",
-            1,
-            vec![rank_record(
-                0,
-                1,
-                end(json!({"how": "exited", "code": 1}), 9.1, false),
-            )],
-            json!({"first_failure": {"rank": 0, "local_rank": 0, "how": "exited", "code": 1,
-                   "at": "t", "after_s": 9.1}}),
-        ),
-    );
+    put(root, "manifest.json", &rank_0_exited_first(1, 9.1));
     let error = |port: u16| {
         format!(
             "torch.distributed.DistNetworkError: The server socket has failed to listen on any \

@@ -201,6 +201,16 @@ fn load_one(dirs: &[PathBuf]) -> RunInput {
             warnings.extend(w.iter().map(ToString::to_string));
             (Some(run), None)
         }
+        // A launched run whose ranks recorded nothing (a script without `instrument`, or
+        // ranks that never reached it) did not fail for that: its manifest says how it went.
+        Err(probe::Error::NoTraces { .. }) if !manifests.is_empty() => {
+            warnings.push(
+                "no rank recorded a trace: a PyTorch rank records from \
+                 `ddp_probe_torch.instrument(model)` on, so the steps are not shown"
+                    .to_owned(),
+            );
+            (None, None)
+        }
         Err(e) => (None, Some(e.to_string())),
     };
     let label = dirs
@@ -342,6 +352,33 @@ mod tests {
         );
         assert_eq!(runs[0].run.as_ref().unwrap().ranks.len(), 4);
         assert_eq!(runs[0].dirs.len(), 2);
+    }
+
+    #[test]
+    fn a_launched_run_that_recorded_nothing_is_not_failed_for_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = dir.path().join("r");
+        fs::create_dir_all(run.join("traces")).unwrap();
+        // A real manifest of a run that ended ok (the manifest fuzzer's seed).
+        fs::copy(
+            concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../fuzz/corpus/manifest/seed-lm-run.json"
+            ),
+            run.join(MANIFEST_FILE),
+        )
+        .unwrap();
+        let runs = load_runs(&[run]).unwrap();
+        assert!(runs[0].run.is_none());
+        assert_eq!(runs[0].load_error, None);
+        assert!(
+            runs[0]
+                .warnings
+                .iter()
+                .any(|w| w.starts_with("no rank recorded a trace")),
+            "{:?}",
+            runs[0].warnings
+        );
     }
 
     #[test]

@@ -63,9 +63,10 @@
 //!    deviation of the step time, and the model error (the model's relative
 //!    error times the two tails compared, plus half the difference between
 //!    the simulated and the measured tail of the recorded layout).
-//!    Candidates within the model error of the lowest prediction count as
-//!    equally good, and the smallest change among them is the best; when
-//!    its gain is below the threshold the advice is "not worth changing". A
+//!    The current setting is the best when its prediction is within the
+//!    model error of the lowest one; otherwise the lowest prediction is (the
+//!    cap closest to the current one among equal predictions); when its gain
+//!    is below the threshold the advice is "not worth changing". A
 //!    cap list is recommended only when it beats every single cap by more
 //!    than the model error.
 //!
@@ -100,8 +101,8 @@ use bucket_assignment::DeviceKey;
 const MIB: f64 = 1024.0 * 1024.0;
 
 /// Candidates whose predicted step time is within this fraction of the step
-/// time of the best prediction count as equally good (the smallest change
-/// among them is recommended) at least; the model's error widens it.
+/// time of the best prediction count as equally good at least (the current
+/// setting among them is kept); the model's error widens it.
 pub const TIE_FRACTION: f64 = 0.001;
 
 pub use bucket_assignment::{DEFAULT_BUCKET_CAP_MB, DEFAULT_FIRST_BUCKET_BYTES};

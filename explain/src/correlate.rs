@@ -33,6 +33,7 @@ use crate::python_stack::PyStack;
 use crate::report::{
     Confidence, Evidence, Finding, RankStack, Report, Role, RunFacts, SCHEMA_VERSION,
 };
+use crate::rules::RULE_NCCL_NO_ALGORITHM;
 use crate::sanitize::sanitize;
 use crate::signal::{Attach, Signal};
 use crate::traces::{locate, RankProgress};
@@ -254,10 +255,8 @@ pub(crate) fn build(mut g: Gathered, opts: &Options) -> Report {
     // at the start: a rank that finds that port taken met a process of its own job.
     let job_ports: BTreeSet<u16> = g.manifests.iter().map(|m| m.manifest.master_port).collect();
     for s in &mut signals {
-        let on_job_port = s.category == Category::PortInUse
-            && s.detail
-                .as_deref()
-                .is_some_and(|d| job_ports.iter().any(|p| d == format!("port {p}")));
+        let on_job_port =
+            s.category == Category::PortInUse && s.port.is_some_and(|p| job_ports.contains(&p));
         if on_job_port {
             s.rule = RULE_JOB_STORE_PORT_TAKEN;
             let d = s.detail.take().unwrap_or_default();
@@ -1710,7 +1709,7 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
                    MASTER_PORT, which the launcher found free when the job started: a process \
                    of this job already holds it.";
     }
-    if role == Role::Cause && proven("nccl_no_algorithm") {
+    if role == Role::Cause && proven(RULE_NCCL_NO_ALGORITHM) {
         fix = "Unset NCCL_ALGO and NCCL_PROTO (in the environment, a job script or \
                /etc/nccl.conf), or widen them to cover the collective and datatype named: the \
                setting leaves NCCL no algorithm for this call."

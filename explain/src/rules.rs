@@ -55,6 +55,8 @@ pub(crate) struct Extract {
     pub detail: Option<String>,
     /// The number of ranks the message expected.
     pub expected_world: Option<usize>,
+    /// The port the message names (a port already in use).
+    pub port: Option<u16>,
     /// Another category than the rule's, when the specifics show it (a
     /// barrier that more ranks joined than the group has is not a timeout).
     pub category: Option<Category>,
@@ -149,8 +151,11 @@ fn exit_status(lower: &str) -> Option<u32> {
     })
 }
 
+/// The rule of NCCL's "no algorithm/protocol available" (the fix names NCCL_ALGO and NCCL_PROTO).
+pub(crate) const RULE_NCCL_NO_ALGORITHM: &str = "nccl_no_algorithm";
+
 macro_rules! rule {
-    ($name:literal, $cat:ident, $role:ident, $attach:ident, [$([$($n:literal),+ $(,)?]),+ $(,)?], not [$($x:literal),* $(,)?], $ex:expr) => {
+    ($name:expr, $cat:ident, $role:ident, $attach:ident, [$([$($n:literal),+ $(,)?]),+ $(,)?], not [$($x:literal),* $(,)?], $ex:expr) => {
         Rule {
             name: $name,
             category: Category::$cat,
@@ -253,7 +258,7 @@ pub(crate) static RULES: &[Rule] = &[
     // was set to %s. NCCL_ALGO was set to %s." (2.23 and later: "No algorithm/protocol nor
     // symKernelId available ..."). An NCCL_ALGO or NCCL_PROTO setting that excludes the call
     // (an algorithm named in it, NVLS, is not the failure).
-    rule!("nccl_no_algorithm", NcclInternalOrUnsupported, Cause, Standalone,
+    rule!(RULE_NCCL_NO_ALGORITHM, NcclInternalOrUnsupported, Cause, Standalone,
         [["no algorithm/protocol"]], not [], ex_nccl_algo_setting),
     rule!("nvls_failure", NvlsFabricManager, Cause, Standalone,
         [["nvls", "cumulticast", "mnnvl", "imex"], ["nccl warn", "fail", "error"]],
@@ -934,8 +939,10 @@ fn ex_port(_: &str, lower: &str) -> Extract {
         })
         .or_else(|| num_after(lower, "port: "))
         .or_else(|| num_after(lower, "port "));
+    let port = port.and_then(|p| u16::try_from(p).ok());
     Extract {
         detail: port.map(|p| format!("port {p}")),
+        port,
         ..Extract::default()
     }
 }

@@ -179,6 +179,7 @@ impl<'a> Scanner<'a> {
             s.process = process.clone();
             s.detail = ex.detail.clone();
             s.expected_world = ex.expected_world;
+            s.port = ex.port;
             s.evidence.push(self.evidence(number, raw));
             s.order = self.next_order();
             self.out.signals.push(s);

@@ -42,6 +42,8 @@ pub(crate) struct Signal {
     /// The number of ranks the message expected, when it names one
     /// ("1/4 clients joined"): compared with the run's world size.
     pub expected_world: Option<usize>,
+    /// The port the message names, when it is about a port already in use.
+    pub port: Option<u16>,
     /// Where the rank it is about was instead of the collective the others wait in, from that
     /// rank's Python stack ("in save at train.py:64 (`time.sleep(600)`)").
     pub elsewhere: Option<String>,
@@ -71,6 +73,7 @@ impl Signal {
             process: None,
             detail: None,
             expected_world: None,
+            port: None,
             elsewhere: None,
             evidence: Vec::new(),
             order: 0,

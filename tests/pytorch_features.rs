@@ -597,6 +597,29 @@ fn find_unused_parameters_and_amp_record_every_step() {
 }
 
 #[test]
+fn a_model_sharded_by_fsdp_trains_on_and_each_rank_says_why_nothing_is_recorded() {
+    // `instrument` given a model that is not DDP (here FSDP2's `fully_shard`) must not break
+    // the training it is added to: it says why on each rank and records nothing.
+    let _one = JOB.lock().unwrap_or_else(|e| e.into_inner());
+    let job = run_mode("fsdp", true);
+    for rank in 0..2 {
+        let err = job.stderr(rank);
+        let said: Vec<&str> = err
+            .lines()
+            .filter(|l| l.contains("ddp_probe_torch: instrument:"))
+            .collect();
+        assert_eq!(said.len(), 1, "rank {rank}:\n{err}");
+        assert!(
+            said[0].contains("a model sharded by FSDP") && said[0].ends_with("not recording"),
+            "{}",
+            said[0]
+        );
+        assert!(!job.dir.join(format!("traces/rank-{rank}.jsonl")).exists());
+    }
+    assert_eq!(job.printed("samples:"), STEPS * BATCH);
+}
+
+#[test]
 fn torch_compile_gets_no_added_graph_breaks() {
     let (on, off) = recorded("compile");
     assert_eq!(

@@ -72,7 +72,7 @@ import ddp_probe_torch
 
 MODES = ("plain", "prehook", "fp16", "bf16", "no_sync", "static_graph", "unused", "amp", "compile",
          "straggler", "uneven", "closure", "slow_save", "worker_killed",
-         "model_differs", "slow_download", "bad_sample")
+         "model_differs", "slow_download", "bad_sample", "fsdp")
 
 
 class BusyBackward(torch.autograd.Function):
@@ -197,7 +197,14 @@ def main():
         ddp_kwargs["find_unused_parameters"] = True
     if args.mode == "slow_download" and rank == 0:
         time.sleep(15)  # rank 0 downloads the dataset before the model is wrapped
-    model = DDP(model, **ddp_kwargs)
+    if args.mode == "fsdp":
+        # Sharded instead (FSDP2): ddp-probe records DDP only, so the one line below says so on
+        # each rank and the training goes on unrecorded.
+        from torch.distributed.fsdp import fully_shard
+
+        fully_shard(model)
+    else:
+        model = DDP(model, **ddp_kwargs)
 
     from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 

@@ -1374,6 +1374,48 @@ def _patch_compile():
 _ACTIVE = []
 
 
+def _why_not_ddp(model):
+    """Why ``model``, which is not a ``DistributedDataParallel``, cannot be recorded."""
+    import torch.distributed as dist
+
+    name = type(model).__name__
+    fsdp_types = []
+    try:
+        from torch.distributed.fsdp import FullyShardedDataParallel
+
+        fsdp_types.append(FullyShardedDataParallel)
+        from torch.distributed.fsdp import FSDPModule  # fully_shard (FSDP2), torch 2.6+
+
+        fsdp_types.append(FSDPModule)
+    except ImportError:
+        pass
+    if fsdp_types and isinstance(model, tuple(fsdp_types)):
+        return f"got {name}, a model sharded by FSDP: ddp-probe records DistributedDataParallel only"
+    # Accelerate on CPU starts the process group but leaves the model unwrapped unless told to
+    # use the CPU (measured with accelerate 1.16 under torchrun: DistributedType.NO).
+    hint = (
+        "; Accelerate on CPU wraps it only with ACCELERATE_USE_CPU=1 (or `accelerate launch "
+        "--cpu`)"
+        if "accelerate" in sys.modules
+        else ""
+    )
+    if not (dist.is_available() and dist.is_initialized()):
+        return (
+            f"got {name} (not DistributedDataParallel) and torch.distributed is not initialized "
+            f"in this process, so the program is not training data-parallel here{hint}"
+        )
+    world = dist.get_world_size()
+    if world == 1:
+        return (
+            f"got {name} (not DistributedDataParallel) in a job of one process; frameworks "
+            "leave the model unwrapped then"
+        )
+    return (
+        f"got {name}, not a torch.nn.parallel.DistributedDataParallel, in a job of {world} "
+        f"processes: pass the model that DistributedDataParallel(...) returned{hint}"
+    )
+
+
 def instrument(ddp_model, *, trace_dir=None):
     """Records ``ddp_model`` (a ``DistributedDataParallel``) in the ddp-probe trace format.
 
@@ -1381,7 +1423,9 @@ def instrument(ddp_model, *, trace_dir=None):
     ``torch.compile(DDP(model))`` may be given too (before or after
     ``instrument``, the compiled model's forward is timed outside the graph).
     ``trace_dir`` overrides ``DDP_PROBE_TRACE_DIR``. Without either (or with
-    ``DDP_PROBE_TRACE=0``) this logs one line and records nothing.
+    ``DDP_PROBE_TRACE=0``) this logs one line and records nothing; so it does for a model
+    that is not a ``DistributedDataParallel`` (a framework that left it unwrapped in a job of
+    one process, or sharded it with FSDP), saying why.
     """
     from torch.nn.parallel import DistributedDataParallel
 
@@ -1390,10 +1434,11 @@ def instrument(ddp_model, *, trace_dir=None):
         # torch.compile(DDP(model)) given: instrument the DDP model inside.
         compiled, ddp_model = ddp_model, ddp_model._orig_mod
     if not isinstance(ddp_model, DistributedDataParallel):
-        raise TypeError(
-            "ddp_probe_torch.instrument expects a torch.nn.parallel.DistributedDataParallel "
-            f"model, got {type(ddp_model).__name__}: wrap the model in DDP first"
-        )
+        # The one line must not break a script that runs without it: a framework that leaves
+        # the model unwrapped (one process, Accelerate on CPU without ACCELERATE_USE_CPU) or
+        # shards it instead (FSDP) trains as before, unrecorded, and each rank says why.
+        _say(f"instrument: {_why_not_ddp(ddp_model)}; not recording")
+        return ddp_model
     if os.environ.get("DDP_PROBE_TRACE", "").strip().lower() in ("0", "off", "false", "no"):
         _say("DDP_PROBE_TRACE=0: not recording")
         return ddp_model if compiled is None else compiled

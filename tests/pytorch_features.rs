@@ -620,6 +620,37 @@ fn a_model_sharded_by_fsdp_trains_on_and_each_rank_says_why_nothing_is_recorded(
 }
 
 #[test]
+fn a_model_left_unwrapped_in_one_process_is_not_recorded_and_the_line_says_why() {
+    // What a framework does in a job of one process (Accelerate, Lightning): no process
+    // group, no DDP. Under `ddp-probe run` (a trace folder set) the one line must not raise.
+    let tmp = tempfile::tempdir().unwrap();
+    let out = Command::new(venv_python())
+        .args([
+            "-c",
+            "import torch, ddp_probe_torch\n\
+             m = ddp_probe_torch.instrument(torch.nn.Linear(4, 4))\n\
+             print(type(m).__name__)",
+        ])
+        .env("PYTHONPATH", repo().join("python"))
+        .env("DDP_PROBE_TRACE_DIR", tmp.path())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stdout.trim(), "Linear");
+    assert!(
+        stderr.contains(
+            "got Linear (not DistributedDataParallel) and torch.distributed is not initialized"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
+}
+
+#[test]
 fn torch_compile_gets_no_added_graph_breaks() {
     let (on, off) = recorded("compile");
     assert_eq!(

@@ -11,6 +11,9 @@ use std::path::PathBuf;
 /// Errors found before anything is spawned (bad options, a missing command, a
 /// busy port) leave nothing behind. Errors after the run directory exists are
 /// also recorded in its manifest with status `launch_error`.
+/// What [`LaunchError::MultiNodeNeedsRunId`] adds when the token is missing too.
+const TOKEN_MISSING_TOO: &str = "; it also needs a secret token for its rendezvous store, the same on every node: set DDP_PROBE_STORE_TOKEN in every node's environment or give every node --rdzv-token-file FILE on a filesystem they share; see docs/multi-node.md";
+
 #[derive(Debug, thiserror::Error)]
 pub enum LaunchError {
     /// No command was given.
@@ -33,14 +36,18 @@ pub enum LaunchError {
         nnodes: usize,
     },
 
-    /// A run on several nodes lacks the shared run id.
-    #[error("a run on {nnodes} nodes needs a run id shared by every node: pass the same --rdzv-id on each node")]
+    /// A run on several nodes lacks the shared run id (and maybe the token too: both are said
+    /// at once, so a torchrun command line moved over learns everything it lacks in one try).
+    #[error("a run on {nnodes} nodes needs a run id shared by every node: pass the same --rdzv-id on each node{}", if *.token_missing { TOKEN_MISSING_TOO } else { "" })]
     MultiNodeNeedsRunId {
         /// The number of nodes asked for.
         nnodes: usize,
+        /// Whether the store's secret token is missing as well.
+        token_missing: bool,
     },
 
-    /// A run on several nodes has no secret token for its rendezvous store.
+    /// A run on several nodes has no secret token for its rendezvous store (the text of
+    /// [`TOKEN_MISSING_TOO`] says the same).
     #[error("a run on {nnodes} nodes needs a secret token for its rendezvous store, the same on every node: set DDP_PROBE_STORE_TOKEN in every node's environment (e.g. `export DDP_PROBE_STORE_TOKEN=$(openssl rand -hex 16)` in the batch script before srun), or give every node --rdzv-token-file FILE on a filesystem they share (node 0 writes a new token there); see docs/multi-node.md")]
     MultiNodeNeedsToken {
         /// The number of nodes asked for.

@@ -505,11 +505,7 @@ impl Plan {
                 }
                 id.clone()
             }
-            None if multi_node => {
-                return Err(LaunchError::MultiNodeNeedsRunId {
-                    nnodes: config.nnodes,
-                })
-            }
+            None if multi_node => String::new(),
             None => format!("{stamp}-{}", process::random_hex(4)),
         };
         for (k, v) in &config.env {
@@ -526,13 +522,20 @@ impl Plan {
             }
         }
         let user_env = env::user_env(&config.env);
-        let (store_token, token_source) = token::resolve(
+        let token = token::resolve(
             config.store_token.as_deref(),
             config.store_token_file.as_deref(),
             &user_env,
             config.nnodes,
             config.node_rank,
-        )?;
+        );
+        if run_id.is_empty() {
+            return Err(LaunchError::MultiNodeNeedsRunId {
+                nnodes: config.nnodes,
+                token_missing: matches!(token, Err(LaunchError::MultiNodeNeedsToken { .. })),
+            });
+        }
+        let (store_token, token_source) = token?;
         let program_path = process::resolve_command(
             &config.program,
             user_env.get(OsStr::new("PATH")).map(OsString::as_os_str),

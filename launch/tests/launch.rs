@@ -718,10 +718,23 @@ fn multi_node_runs_share_the_run_id_and_token() {
     };
     c.rdzv_endpoint = Some(format!("127.0.0.1:{port}"));
     let (result, _, _) = run(&c);
-    assert!(matches!(
-        result.unwrap_err(),
-        LaunchError::MultiNodeNeedsRunId { nnodes: 2 }
-    ));
+    let err = result.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            LaunchError::MultiNodeNeedsRunId {
+                nnodes: 2,
+                token_missing: true
+            }
+        ),
+        "{err:?}"
+    );
+    // Both are said at once: a torchrun command line moved over learns all it lacks.
+    let text = err.to_string();
+    assert!(
+        text.contains("--rdzv-id") && text.contains("DDP_PROBE_STORE_TOKEN"),
+        "{text}"
+    );
     c.rdzv_id = Some("job42".into());
     let (result, _, _) = run(&c);
     assert!(matches!(

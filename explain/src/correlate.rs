@@ -224,7 +224,12 @@ pub(crate) fn build(mut g: Gathered, opts: &Options) -> Report {
             }
         }
     } else if ctx.failed {
-        for mut s in aborted_after_the_training(&g, &ctx, &signals) {
+        let aborted = if g.progress.is_empty() {
+            aborted_without_an_error(&g, &signals)
+        } else {
+            aborted_after_the_training(&g, &ctx, &signals)
+        };
+        for mut s in aborted {
             order += 1;
             s.order = order;
             signals.push(s);
@@ -861,6 +866,70 @@ fn missing_module(exception: &str) -> Option<String> {
 }
 
 /// What a rank aborted after the training means, and what to do.
+const RULE_ABORTED_WITHOUT_AN_ERROR: &str = "aborted_without_an_error";
+
+/// Without traces, nothing tells how far the training got; what is left to go on: a rank
+/// aborted by the C++ runtime ([`left_with_threads_running`]) and nothing else wrong on any
+/// rank (no error of another rank's own, no rank seen waiting in a collective, every other rank
+/// exited normally or was stopped by the launcher). The same gloo teardown is then the likely
+/// reading, but only likely: the finding says how to tell (the rank's output reaching its end).
+/// Seen on this project's machine with a script of DDP and reentrant checkpointing under both
+/// torchrun and `ddp-probe run`: 2 runs in 4 aborted so after the training's last step.
+fn aborted_without_an_error(g: &Gathered, signals: &[Signal]) -> Vec<Signal> {
+    let ranks = left_with_threads_running(g, signals);
+    if ranks.is_empty() {
+        return Vec::new();
+    }
+    let others_clean = g.manifests.iter().all(|m| {
+        m.manifest.ranks.iter().all(|r| {
+            ranks.contains(&r.rank)
+                || r.end
+                    .as_ref()
+                    .is_none_or(|e| e.stopped_by_launcher || e.termination.success())
+        })
+    });
+    let something_else = signals.iter().any(|s| {
+        s.rule.starts_with("pystack_")
+            || s.rule.starts_with("flight_recorder")
+            || (s.observer.is_some_and(|o| !ranks.contains(&o))
+                && !s.rule.starts_with("manifest_")
+                && !matches!(s.rule, "launcher_consequence" | "crash_marker"))
+    });
+    if !others_clean || something_else {
+        return Vec::new();
+    }
+    ranks
+        .into_iter()
+        .map(|rank| {
+            let mut s = Signal::new(
+                RULE_ABORTED_WITHOUT_AN_ERROR,
+                Category::RankCrashed,
+                Role::Cause,
+                Attach::Standalone,
+            );
+            s.observer = Some(rank);
+            s.subjects = vec![rank];
+            s.detail = Some(format!(
+                "rank {rank} was aborted (SIGABRT) with \"terminate called without an active \
+                 exception\" and no error of its own; no other rank reported one"
+            ));
+            s
+        })
+        .collect()
+}
+
+const ABORTED_WITHOUT_AN_ERROR_MEANING: &str = "The rank printed no error, only the C++ \
+     runtime's \"terminate called without an active exception\", and was aborted; no other rank \
+     reported an error. That line means the process ended while one of its threads still ran: \
+     most often gloo's threads torn down during the interpreter's shutdown after the training had \
+     finished. Without a trace nothing here says how far the training got.";
+const ABORTED_WITHOUT_AN_ERROR_FIX: &str = "See whether the rank's output reached the end of \
+     the training (the last lines of its stdout in the run directory's logs/). If it did, the \
+     work is complete and only the exit failed: at the end of every rank, release the DDP model \
+     and its optimizer (`del model, optimizer`), then `dist.barrier()` and \
+     `dist.destroy_process_group()`. If it stopped short, record the run \
+     (`import ddp_probe_torch` and `ddp_probe_torch.instrument(model)`) to see the last step, \
+     or allow a core dump (`ulimit -c unlimited`) to see the aborting thread.";
 const ABORTED_AFTER_TRAINING_MEANING: &str = "Every rank finished its training; then, while \
      the rank's interpreter shut down, the C++ runtime aborted it (\"terminate called without an \
      active exception\": a thread of the process group, gloo's, still running when the process \
@@ -1741,6 +1810,14 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
             }
         }
     }
+    if role == Role::Cause && proven(RULE_ABORTED_WITHOUT_AN_ERROR) {
+        title = format!(
+            "{} was aborted with no error of its own, most likely at exit (gloo's teardown)",
+            who(&ranks)
+        );
+        meaning = ABORTED_WITHOUT_AN_ERROR_MEANING;
+        fix = ABORTED_WITHOUT_AN_ERROR_FIX.to_owned();
+    }
     if role == Role::Cause && proven(RULE_ABORTED_AFTER_TRAINING) {
         title = format!(
             "{} was aborted at exit after the training finished (gloo's teardown)",
@@ -1899,6 +1976,7 @@ const INDIRECT_RULES: &[&str] = &[
     "nccl_error_code",
     "crash_marker",
     "launcher_consequence",
+    RULE_ABORTED_WITHOUT_AN_ERROR,
 ];
 
 /// Observations read from where a log ends, with no error in it: a log of a

@@ -2264,6 +2264,87 @@ fn a_rank_aborted_in_teardown_after_everyone_finished_is_said_so() {
     );
 }
 
+#[test]
+fn a_rank_aborted_with_no_error_and_no_traces_is_most_likely_the_teardown() {
+    // A script that records nothing: rank 0 aborted with the C++ runtime's one line and
+    // nothing else, rank 1 was stopped by the launcher (seen with DDP and reentrant
+    // checkpointing under ddp-probe run and torchrun, 2 runs in 4). Not "fix the error in the
+    // crashed rank's own log": there is none. Said at medium confidence, with how to tell.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let job = |rank1_stderr: &str| {
+        put(
+            root,
+            "manifest.json",
+            &manifest(
+                "failed",
+                2,
+                vec![
+                    rank_record(
+                        0,
+                        2,
+                        end(
+                            json!({"how": "signaled", "signal": "SIGABRT", "number": 6,
+                                   "core_dumped": false}),
+                            2.4,
+                            false,
+                        ),
+                    ),
+                    rank_record(
+                        1,
+                        2,
+                        end(
+                            json!({"how": "signaled", "signal": "SIGTERM", "number": 15,
+                                   "core_dumped": false}),
+                            2.5,
+                            true,
+                        ),
+                    ),
+                ],
+                json!({"first_failure": {"rank": 0, "local_rank": 0, "how": "signaled",
+                       "signal": "SIGABRT", "number": 6, "core_dumped": false, "at": "t",
+                       "after_s": 2.4}}),
+            ),
+        );
+        put(
+            root,
+            "logs/rank-0.stderr",
+            "terminate called without an active exception\n",
+        );
+        put(root, "logs/rank-1.stderr", rank1_stderr);
+        explain(&[root.to_path_buf()]).unwrap()
+    };
+    let r = job("");
+    let top = &r.findings[0];
+    assert_eq!(
+        (top.category, top.ranks.clone(), top.title.as_str()),
+        (
+            Category::RankCrashed,
+            vec![0],
+            "rank 0 was aborted with no error of its own, most likely at exit (gloo's teardown)"
+        ),
+        "{}",
+        r.render_text(100)
+    );
+    assert_eq!(top.confidence, Confidence::Medium);
+    assert!(
+        top.fix.contains("reached the end of the training"),
+        "{}",
+        top.fix
+    );
+    assert!(top.fix.contains("destroy_process_group"), "{}", top.fix);
+
+    // Rank 1 with an error of its own: that is not a clean teardown.
+    let r = job("[rank1]: RuntimeError: CUDA error: an illegal memory access was encountered\n");
+    assert!(
+        r.findings
+            .iter()
+            .all(|f| !f.title.contains("most likely at exit")),
+        "{}",
+        r.render_text(100)
+    );
+}
+
 /// A stack file as the PyTorch module writes it, `frames` as `(file, line, function, code)`.
 fn stack_file(rank: usize, frames: &[(&str, u64, &str, &str)]) -> String {
     let mut out = format!(

@@ -658,6 +658,46 @@ dist.destroy_process_group()
 ";
 
 #[test]
+fn a_master_address_not_of_this_machine_is_said_at_the_start_and_explained_after() {
+    // A one-node run given a master address that is not this machine's (192.0.2.1, TEST-NET-1:
+    // never assigned): rank 0 hosts the store here, rank 1 looks for it there and never gets
+    // past init_process_group. torchrun says nothing and waits; ddp-probe says so at the start,
+    // and `explain` names the rank that could not connect from its stack.
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let mut c = Command::new(env!("CARGO_BIN_EXE_ddp-probe"));
+    c.current_dir(repo())
+        .args(["run", "--nproc_per_node", "2", "--grace", "2"])
+        .args([
+            "--master_addr",
+            "192.0.2.1",
+            "--hang-timeout",
+            HANG_TIMEOUT_S,
+            "--out",
+        ])
+        .arg(&out)
+        .arg("--")
+        .arg(venv_python())
+        .arg(repo().join("examples/python/train_ddp.py"))
+        .env_remove("PYTHONPATH")
+        .env_remove("DDP_PROBE_TRACE");
+    let (status, console) = {
+        let _one = PYTORCH_JOB.lock().unwrap_or_else(|e| e.into_inner());
+        with_console(&mut c)
+    };
+    assert_eq!(status.code(), Some(124), "{console}");
+    let flat = console.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains("master address 192.0.2.1 is not an address of this machine"),
+        "{console}"
+    );
+    assert!(
+        flat.contains("most likely cause: rank 1 could not connect to the store at 192.0.2.1:"),
+        "{console}"
+    );
+}
+
+#[test]
 fn a_hung_script_without_traces_is_explained_from_its_stacks() {
     // No traces: the watchdog's progress is the ranks' output, the module answers the dump
     // request from its import on, and `explain` names rank 1 from the stacks alone (rank 0's

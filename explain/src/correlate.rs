@@ -190,7 +190,12 @@ pub(crate) fn build(mut g: Gathered, opts: &Options) -> Report {
             &mut order,
         );
         if g.progress.is_empty() {
-            stack_signals(&g.python_stacks, &mut signals, &mut order);
+            let store = g.manifests.first().map(|m| StoreAddress {
+                addr: m.manifest.master_addr.clone(),
+                port: m.manifest.master_port,
+                nnodes: m.manifest.nnodes,
+            });
+            stack_signals(&g.python_stacks, store.as_ref(), &mut signals, &mut order);
         }
     }
     stuck_same |= signals
@@ -631,9 +636,15 @@ fn progress_signals(
 /// while the others wait in DDP's construction). The ranks whose stacks are outside
 /// `torch.distributed` are the ones the others wait for, when some rank waited: its stack is
 /// in a collective, or its own log says a collective of its timed out.
-fn stack_signals(stacks: &[PyStack], out: &mut Vec<Signal>, order: &mut u64) {
+fn stack_signals(
+    stacks: &[PyStack],
+    store: Option<&StoreAddress>,
+    out: &mut Vec<Signal>,
+    order: &mut u64,
+) {
     if !stacks.is_empty() && stacks.iter().all(PyStack::in_init_process_group) {
-        let mut s = in_init_process_group(stacks);
+        let mut s =
+            store_unreachable(stacks, store).unwrap_or_else(|| in_init_process_group(stacks));
         *order += 1;
         s.order = *order;
         out.push(s);
@@ -702,6 +713,60 @@ const JOB_STORE_PORT_TAKEN_FIX: &str = "A second process of the job initialized 
      Lightning's `strategy=\"ddp_spawn\"` under a launcher, `torch.multiprocessing.spawn` after \
      `init_process_group` in the parent): use `strategy=\"ddp\"` (or initialize only in the \
      started processes), or give the started processes another MASTER_PORT.";
+
+/// The store's address as the launcher gave it to the ranks (MASTER_ADDR, MASTER_PORT), and
+/// the number of nodes of the run.
+struct StoreAddress {
+    addr: String,
+    port: u16,
+    nnodes: usize,
+}
+
+/// The rule of ranks still connecting to the store when the run was stopped, in a run on
+/// several nodes (or one whose manifest is not at hand) and in a run on one node.
+const RULE_STORE_UNREACHABLE: &str = "pystack_store_unreachable";
+const RULE_STORE_UNREACHABLE_ONE_NODE: &str = "pystack_store_unreachable_one_node";
+
+/// Under `ddp-probe run` rank 0's process hosts PyTorch's store; every other rank connects to
+/// it at MASTER_ADDR:MASTER_PORT while it constructs its `TCPStore` (`_create_c10d_store`),
+/// and retries until its timeout when nothing answers there. So a rank other than 0 whose
+/// innermost `torch.distributed` frame is that construction, long after the start (the hang
+/// watchdog stopped the run), never reached the store; rank 0 meanwhile waits in its own
+/// construction for the ranks to register. (A rank that started late is elsewhere, not
+/// there: `late_join.py`, 2026-12-03.) Seen with a master address not of this machine in a
+/// one-node run: both ranks there until the watchdog.
+fn store_unreachable(stacks: &[PyStack], store: Option<&StoreAddress>) -> Option<Signal> {
+    let connecting: Vec<&PyStack> = stacks
+        .iter()
+        .filter(|st| {
+            st.rank != 0 && st.innermost_distributed_function() == Some("_create_c10d_store")
+        })
+        .collect();
+    if connecting.is_empty() {
+        return None;
+    }
+    let one_node = store.is_some_and(|a| a.nnodes == 1);
+    let mut s = Signal::new(
+        if one_node {
+            RULE_STORE_UNREACHABLE_ONE_NODE
+        } else {
+            RULE_STORE_UNREACHABLE
+        },
+        Category::ConnectionRefused,
+        Role::Cause,
+        Attach::Standalone,
+    );
+    s.subjects = connecting.iter().map(|st| st.rank).collect();
+    s.address = store.map(|a| format!("{}:{}", sanitize(&a.addr, 120), a.port));
+    s.detail = Some(format!(
+        "{} still connecting to the store at {} (MASTER_ADDR:MASTER_PORT) when the run was \
+         stopped (in TCPStore's construction), which rank 0 hosts",
+        who(&s.subjects),
+        s.address.as_deref().unwrap_or("MASTER_ADDR:MASTER_PORT")
+    ));
+    s.evidence.extend(stacks.iter().map(|st| st.place().1));
+    Some(s)
+}
 
 /// The rule of ranks whose stacks were all inside `init_process_group`.
 const RULE_IN_INIT_PROCESS_GROUP: &str = "pystack_in_init_process_group";
@@ -918,6 +983,19 @@ fn aborted_without_an_error(g: &Gathered, signals: &[Signal]) -> Vec<Signal> {
         .collect()
 }
 
+const STORE_UNREACHABLE_MEANING: &str = "Every rank connects to PyTorch's store at \
+     MASTER_ADDR:MASTER_PORT while init_process_group sets up (under `ddp-probe run` rank 0's \
+     process hosts it; under torchrun the launcher of node 0). These ranks were still trying \
+     to connect when the run was stopped: nothing answered at that address, because it is not \
+     the store's host as these ranks reach it, or a firewall drops the port.";
+const STORE_UNREACHABLE_ONE_NODE_FIX: &str = "In a run on one node the store is on this \
+     machine: leave --master-addr (--master_addr) out, which gives 127.0.0.1, or give one of \
+     this machine's own addresses; `ddp-probe run` says at the start when the address is not \
+     one of them.";
+const STORE_UNREACHABLE_FIX: &str = "Give every node the address of node 0 as the other nodes \
+     reach it (`--master-addr`/`--rdzv-endpoint`; not a name that resolves to 127.0.0.1 or to \
+     another machine on them), check that the port is open between the nodes (`nc -zv HOST \
+     PORT` from another node while the job waits), and that node 0 was started.";
 const ABORTED_WITHOUT_AN_ERROR_MEANING: &str = "The rank printed no error, only the C++ \
      runtime's \"terminate called without an active exception\", and was aborted; no other rank \
      reported an error. That line means the process ended while one of its threads still ran: \
@@ -1809,6 +1887,23 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
                 );
             }
         }
+    }
+    if role == Role::Cause
+        && (proven(RULE_STORE_UNREACHABLE) || proven(RULE_STORE_UNREACHABLE_ONE_NODE))
+    {
+        let at = own
+            .iter()
+            .find_map(|s| s.address.as_deref())
+            .unwrap_or("MASTER_ADDR:MASTER_PORT")
+            .to_owned();
+        title = format!("{} could not connect to the store at {at}", who(&ranks));
+        meaning = STORE_UNREACHABLE_MEANING;
+        fix = if proven(RULE_STORE_UNREACHABLE_ONE_NODE) {
+            STORE_UNREACHABLE_ONE_NODE_FIX
+        } else {
+            STORE_UNREACHABLE_FIX
+        }
+        .to_owned();
     }
     if role == Role::Cause && proven(RULE_ABORTED_WITHOUT_AN_ERROR) {
         title = format!(

@@ -175,6 +175,15 @@ impl PyStack {
             .any(|f| f.file.contains("torch/distributed/"))
     }
 
+    /// The function of the innermost `torch.distributed` frame, if any.
+    pub(crate) fn innermost_distributed_function(&self) -> Option<&str> {
+        self.frames
+            .iter()
+            .rev()
+            .find(|f| f.file.contains("torch/distributed/"))
+            .map(|f| f.function.as_str())
+    }
+
     /// Whether the rank was inside `init_process_group` (its rendezvous: the store waits
     /// for every rank of the world size to register).
     pub(crate) fn in_init_process_group(&self) -> bool {

@@ -44,6 +44,8 @@ pub(crate) struct Signal {
     pub expected_world: Option<usize>,
     /// The port the message names, when it is about a port already in use.
     pub port: Option<u16>,
+    /// The address (HOST:PORT) it is about, when a rank could not reach one.
+    pub address: Option<String>,
     /// Where the rank it is about was instead of the collective the others wait in, from that
     /// rank's Python stack ("in save at train.py:64 (`time.sleep(600)`)").
     pub elsewhere: Option<String>,
@@ -74,6 +76,7 @@ impl Signal {
             detail: None,
             expected_world: None,
             port: None,
+            address: None,
             elsewhere: None,
             evidence: Vec::new(),
             order: 0,

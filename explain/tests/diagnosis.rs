@@ -2359,9 +2359,89 @@ fn stack_file(rank: usize, frames: &[(&str, u64, &str, &str)]) -> String {
 }
 
 #[test]
+fn a_rank_still_connecting_to_the_store_when_stopped_could_not_reach_it() {
+    // `ddp-probe run --master_addr 10.255.255.1` on one node (2026-12-03): the address is not
+    // this machine's, so rank 1 never reached the store rank 0 hosts; both ranks were in
+    // TCPStore's construction when the hang watchdog stopped the run (frames as PyTorch
+    // 2.13's). Not "waited for ranks that never joined": every rank was started.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let site = "/v/lib/python3.11/site-packages/torch/distributed";
+    let job = |nnodes: usize| {
+        put(
+            root,
+            "manifest.json",
+            &manifest(
+                "hang",
+                2,
+                vec![rank_record(0, 2, stopped()), rank_record(1, 2, stopped())],
+                json!({"hang": {"timeout_s": 20.0, "detected_at": "t", "behind": [], "ranks": []},
+                       "master_addr": "10.255.255.1", "master_port": 37753, "nnodes": nnodes}),
+            ),
+        );
+        for rank in 0..2 {
+            put(
+                root,
+                &format!("logs/python-stack-rank-{rank}.txt"),
+                &stack_file(
+                    rank,
+                    &[
+                        (
+                            "/w/train_ddp.py",
+                            52,
+                            "main",
+                            "dist.init_process_group(\"gloo\")",
+                        ),
+                        (
+                            &format!("{site}/distributed_c10d.py"),
+                            1892,
+                            "init_process_group",
+                            "store, rank, world_size = next(rendezvous_iterator)",
+                        ),
+                        (
+                            &format!("{site}/rendezvous.py"),
+                            280,
+                            "_env_rendezvous_handler",
+                            "store = _create_c10d_store(",
+                        ),
+                        (
+                            &format!("{site}/rendezvous.py"),
+                            199,
+                            "_create_c10d_store",
+                            "return TCPStore(",
+                        ),
+                    ],
+                ),
+            );
+        }
+        explain(&[root.to_path_buf()]).unwrap()
+    };
+    let r = job(1);
+    let top = &r.findings[0];
+    assert_eq!(
+        (top.category, top.ranks.clone(), top.title.as_str()),
+        (
+            Category::ConnectionRefused,
+            vec![1],
+            "rank 1 could not connect to the store at 10.255.255.1:37753"
+        ),
+        "{}",
+        r.render_text(100)
+    );
+    assert!(top.fix.contains("leave --master-addr"), "{}", top.fix);
+    // On several nodes the fix is about node 0's address as the others reach it.
+    let r = job(2);
+    let top = &r.findings[0];
+    assert_eq!(top.category, Category::ConnectionRefused);
+    assert!(top.fix.contains("address of node 0"), "{}", top.fix);
+}
+
+#[test]
 fn ranks_stopped_inside_init_process_group_are_a_rendezvous_wait_or_a_world_size_mismatch() {
     // No traces (the program never got past init_process_group); the hang watchdog stopped
-    // the run and both ranks' stacks are in PyTorch's rendezvous (frames as PyTorch 2.13's).
+    // the run and both ranks' stacks are in PyTorch's rendezvous (frames as PyTorch 2.13's
+    // under ddp-probe run: rank 0, which hosts the store, waits in its construction for the
+    // ranks to register; rank 1 has connected and waits in gloo's set-up for its peers).
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     put(
@@ -2376,30 +2456,50 @@ fn ranks_stopped_inside_init_process_group_are_a_rendezvous_wait_or_a_world_size
     );
     let site = "/v/lib/python3.11/site-packages/torch/distributed";
     let stacks = |call: &str| {
-        for rank in 0..2 {
-            put(
-                root,
-                &format!("logs/python-stack-rank-{rank}.txt"),
-                &stack_file(
-                    rank,
-                    &[
-                        ("/w/train.py", 3, "<module>", call),
-                        (
-                            &format!("{site}/distributed_c10d.py"),
-                            1892,
-                            "init_process_group",
-                            "store, rank, world_size = next(rendezvous_iterator)",
-                        ),
-                        (
-                            &format!("{site}/rendezvous.py"),
-                            199,
-                            "_create_c10d_store",
-                            "return TCPStore(",
-                        ),
-                    ],
-                ),
-            );
-        }
+        put(
+            root,
+            "logs/python-stack-rank-0.txt",
+            &stack_file(
+                0,
+                &[
+                    ("/w/train.py", 3, "<module>", call),
+                    (
+                        &format!("{site}/distributed_c10d.py"),
+                        1892,
+                        "init_process_group",
+                        "store, rank, world_size = next(rendezvous_iterator)",
+                    ),
+                    (
+                        &format!("{site}/rendezvous.py"),
+                        199,
+                        "_create_c10d_store",
+                        "return TCPStore(",
+                    ),
+                ],
+            ),
+        );
+        put(
+            root,
+            "logs/python-stack-rank-1.txt",
+            &stack_file(
+                1,
+                &[
+                    ("/w/train.py", 3, "<module>", call),
+                    (
+                        &format!("{site}/distributed_c10d.py"),
+                        1899,
+                        "init_process_group",
+                        "default_pg, _ = _new_process_group_helper(",
+                    ),
+                    (
+                        &format!("{site}/distributed_c10d.py"),
+                        2169,
+                        "_new_process_group_helper",
+                        "backend_class = ProcessGroupGloo(",
+                    ),
+                ],
+            ),
+        );
         explain(&[root.to_path_buf()]).unwrap()
     };
     let r = stacks("dist.init_process_group(\"gloo\", world_size=3, rank=rank)");

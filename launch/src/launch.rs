@@ -192,6 +192,18 @@ pub fn launch(config: &LaunchConfig, observer: &mut dyn Observer) -> Result<Outc
             message: env::OMP_NOTICE.to_owned(),
         });
     }
+    if config.nnodes == 1 {
+        if let Some(why) = process::not_an_address_here(&plan.master_addr) {
+            observer.on_event(&Event::Notice {
+                message: format!(
+                    "master address {} {why}: in a run on one node rank 0 hosts the store on \
+                     this machine, so the ranks will likely not reach it at that address; leave \
+                     --master-addr out (127.0.0.1) or give one of this machine's addresses",
+                    plan.master_addr
+                ),
+            });
+        }
+    }
     if let token::TokenSource::WroteFile(path) = &plan.token_source {
         observer.on_event(&Event::Notice {
             message: format!(

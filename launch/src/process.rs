@@ -111,6 +111,26 @@ pub(crate) fn check_port_free(port: u16, multi_node: bool) -> Result<(), LaunchE
     }
 }
 
+/// Why `addr` cannot be where a store on this machine is reached ("does not resolve", "is
+/// not an address of this machine"), or `None` when it is one of this machine's addresses
+/// (a port can be bound on it) or the check cannot tell (another error: no guess).
+pub(crate) fn not_an_address_here(addr: &str) -> Option<&'static str> {
+    use std::net::ToSocketAddrs;
+    let resolved: Vec<std::net::SocketAddr> = match (addr, 0).to_socket_addrs() {
+        Ok(a) => a.collect(),
+        Err(_) => return Some("does not resolve"),
+    };
+    let mut not_here = !resolved.is_empty();
+    for a in resolved {
+        match TcpListener::bind(a) {
+            Ok(_) => return None,
+            Err(e) if e.kind() == io::ErrorKind::AddrNotAvailable => {}
+            Err(_) => not_here = false,
+        }
+    }
+    not_here.then_some("is not an address of this machine")
+}
+
 /// Picks a free TCP port by binding port 0 (as torchrun does).
 pub(crate) fn pick_free_port() -> Result<u16, LaunchError> {
     let listener =
@@ -298,6 +318,22 @@ mod tests {
         assert_eq!(signal_name(libc::SIGKILL), "SIGKILL");
         assert_eq!(signal_name(libc::SIGTERM), "SIGTERM");
         assert_eq!(signal_name(200), "signal 200");
+    }
+
+    #[test]
+    fn the_master_address_is_checked_against_this_machine() {
+        assert_eq!(not_an_address_here("127.0.0.1"), None);
+        assert_eq!(not_an_address_here("localhost"), None);
+        // TEST-NET-1 (RFC 5737) is never assigned to a machine; `.invalid` never resolves
+        // (RFC 6761).
+        assert_eq!(
+            not_an_address_here("192.0.2.1"),
+            Some("is not an address of this machine")
+        );
+        assert_eq!(
+            not_an_address_here("master.invalid"),
+            Some("does not resolve")
+        );
     }
 
     #[test]

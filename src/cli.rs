@@ -89,7 +89,8 @@ right after NCCL's set-up, after start-up), at low confidence.
 
 Examples:
   ddp-probe explain                 # runs/latest
-  ddp-probe explain slurm-1234.out nccl.log --json")]
+  ddp-probe explain slurm-1234.out nccl.log --json
+  kubectl logs POD | ddp-probe explain -")]
     Explain(ExplainArgs),
     /// Convert a recorded run into another tool's format.
     #[command(subcommand)]
@@ -465,7 +466,7 @@ pub fn parse_rate_bytes_per_s(s: &str) -> Result<f64, String> {
 /// Arguments of `ddp-probe explain`.
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
-    /// Run directories or log files [default: runs/latest].
+    /// Run directories or log files (`-`: a log on stdin) [default: runs/latest].
     #[arg(value_name = "RUN|LOGFILE")]
     pub inputs: Vec<PathBuf>,
 

@@ -608,3 +608,53 @@ fn explain_names_the_failure_that_made_a_run_restart() {
     let (_, report) = run_then_explain_report(dir.path(), "exit 0", &[]);
     assert!(report.get("attempts").is_none(), "{report}");
 }
+
+/// `ddp-probe explain -` with `input` on its stdin (written from a thread, so a large input
+/// does not block on a full pipe): its `--json` report.
+fn explain_stdin(input: Vec<u8>) -> Value {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
+        .args(["explain", "--json", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || stdin.write_all(&input));
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn explain_reads_a_log_piped_to_it_as_it_reads_the_file() {
+    // A real log (explain/tests/corpus: torchtune#392, a second job on the port 29500).
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("explain/tests/corpus/logs/torchtune-392.log");
+    let log = std::fs::read(&path).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out = ddp_probe(&["explain", "--json", path.to_str().unwrap()], dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let from_file: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let piped = explain_stdin(log.clone());
+    let first = |r: &Value| {
+        (
+            r["findings"][0]["category"].clone(),
+            r["findings"][0]["title"].clone(),
+        )
+    };
+    assert_eq!(first(&piped), first(&from_file));
+    assert_eq!(first(&piped).0, "port_in_use");
+    assert_eq!(piped["findings"][0]["evidence"][0]["file"], "stdin");
+
+    // With other inputs it says what to do instead.
+    let out = ddp_probe(&["explain", "-", path.to_str().unwrap()], dir.path());
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("save it to a file"),
+        "{}",
+        text(&out.stderr)
+    );
+}

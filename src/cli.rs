@@ -79,6 +79,20 @@ Example:
   ddp-probe advise runs/latest
   ddp-probe export chrome --what-if runs/latest -o whatif.json   # the simulated schedules too")]
     Advise(AnalyzeArgs),
+    /// Where the step time changed between two runs, and which settings differ.
+    #[command(after_help = "\
+Compares the steady steps of RUN with those of BASELINE: the median step with a 95% interval
+of each median (a change inside the step-to-step spread, or under the 3% by which repeated
+runs of one job differ, is said to be no change these runs can show), the mean of each
+part of the step (data wait, forward, backward, exposed communication, optimizer, other) with
+the largest change first, every rank's median step, the straggler, and the settings that
+differ (world size, hosts, command, DDP's bucket_cap_mb and buckets, the NCCL_/TORCH_/OMP_
+environment the launcher recorded).
+
+Examples:
+  ddp-probe compare runs/20261201-090000-train runs/latest
+  ddp-probe compare before/ after/ --json")]
+    Compare(CompareArgs),
     /// Why a run failed or hung: findings ranked root cause first, with evidence and fixes.
     #[command(after_help = "\
 Reads the run's manifest (exit codes, signals, hang report), every rank's stdout/stderr,
@@ -461,6 +475,26 @@ pub fn parse_rate_bytes_per_s(s: &str) -> Result<f64, String> {
     } else {
         Err(format!("{s:?}: the bandwidth must be above zero"))
     }
+}
+
+/// Arguments of `ddp-probe compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The run to compare against (a run directory).
+    #[arg(value_name = "BASELINE")]
+    pub baseline: PathBuf,
+
+    /// The run to compare (a run directory).
+    #[arg(value_name = "RUN")]
+    pub run: PathBuf,
+
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Leading steps of each rank counted as warm-up.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub warmup: u64,
 }
 
 /// Arguments of `ddp-probe explain`.

@@ -24,6 +24,7 @@ fn main() -> ExitCode {
         Command::Run(args) => commands::run::run(*args),
         Command::Summary(args) => commands::analyze::summary(args),
         Command::Advise(args) => commands::analyze::advise(args),
+        Command::Compare(args) => commands::analyze::compare(args),
         Command::Explain(args) => commands::explain::explain(args),
         Command::Export(ExportCommand::Chrome(args)) => commands::export::chrome(args),
         Command::Tui(args) => commands::tui::tui(args),

@@ -658,3 +658,47 @@ fn explain_reads_a_log_piped_to_it_as_it_reads_the_file() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn compare_names_where_a_slower_run_lost_its_time_and_what_differs() {
+    // Two generated runs of 3 ranks: the second's data loading is 8 ms slower per step and its
+    // gradients are in 4 buckets instead of 2.
+    let dir = tempfile::tempdir().unwrap();
+    let base = SynthConfig::new(3, 20, 2);
+    let mut slow = SynthConfig::new(3, 20, 4);
+    slow.seed = 2;
+    slow.data_ns += 8_000_000;
+    generate_run(&base, &dir.path().join("before")).unwrap();
+    generate_run(&slow, &dir.path().join("after")).unwrap();
+    let out = ddp_probe(&["compare", "before", "after"], dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let flat = text(&out.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(flat.contains("slower"), "{flat}");
+    assert!(
+        flat.contains("the largest part of it is data wait"),
+        "{flat}"
+    );
+    assert!(flat.contains("buckets (steady): 2 → 4"), "{flat}");
+
+    let out = ddp_probe(&["compare", "before", "after", "--json"], dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let c = &json["comparison"];
+    assert_eq!(c["beyond_noise"], true);
+    assert_eq!(c["parts"][0]["part"], "data wait");
+    let d =
+        c["parts"][0]["run_ns"].as_f64().unwrap() - c["parts"][0]["baseline_ns"].as_f64().unwrap();
+    assert!((d - 8e6).abs() < 0.1 * 8e6, "{d}");
+
+    // A missing run says which side it is.
+    let out = ddp_probe(&["compare", "before", "nowhere"], dir.path());
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("the run nowhere"),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -74,6 +74,7 @@ fn help_texts() {
         vec!["run", "--help"],
         vec!["summary", "--help"],
         vec!["advise", "--help"],
+        vec!["compare", "--help"],
         vec!["explain", "--help"],
         vec!["export", "--help"],
         vec!["export", "chrome", "--help"],

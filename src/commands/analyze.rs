@@ -1,11 +1,13 @@
-//! `ddp-probe summary` and `ddp-probe advise`: the analysis of a recorded run, as text or JSON.
+//! `ddp-probe summary`, `advise` and `compare`: the analysis of recorded runs, as text or JSON.
 
+use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
+use probe::analysis::compare::SettingChange;
 use probe::analysis::{self, summarize, AdviceOptions, SummaryOptions};
 
-use crate::cli::AnalyzeArgs;
+use crate::cli::{AnalyzeArgs, CompareArgs};
 use crate::commands::load;
 use crate::commands::output::{print_block, terminal_width};
 
@@ -101,4 +103,64 @@ pub fn advise(args: AnalyzeArgs) -> Result<ExitCode> {
     }
     load::write_caches(caches, &run);
     Ok(ExitCode::SUCCESS)
+}
+
+/// Compares a run with a baseline: where the step time changed, and which settings differ.
+pub fn compare(args: CompareArgs) -> Result<ExitCode> {
+    let options = SummaryOptions {
+        warmup_steps: args.warmup,
+        ..SummaryOptions::default()
+    };
+    let (base, base_caches) = load::run(std::slice::from_ref(&args.baseline))
+        .with_context(|| format!("the baseline {}", args.baseline.display()))?;
+    let (run, run_caches) = load::run(std::slice::from_ref(&args.run))
+        .with_context(|| format!("the run {}", args.run.display()))?;
+    let (base_summary, run_summary) = (summarize(&base, &options), summarize(&run, &options));
+    let mut comparison = analysis::compare((&base, &base_summary), (&run, &run_summary), &options);
+    comparison
+        .settings
+        .extend(env_changes(&args.baseline, &args.run));
+    if args.json {
+        let json = serde_json::json!({
+            "schema_version": analysis::JSON_SCHEMA_VERSION,
+            "comparison": comparison,
+        });
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json).context("could not encode the comparison")?
+        );
+    } else {
+        print_block(&comparison.render_text(terminal_width()));
+    }
+    load::write_caches(base_caches, &base);
+    load::write_caches(run_caches, &run);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The launcher's record of the relevant environment (NCCL_*, TORCH_*, OMP_*, ...) that
+/// differs between two run directories; nothing when either has no manifest.
+fn env_changes(a: &Path, b: &Path) -> Vec<SettingChange> {
+    let env = |dir: &Path| {
+        let dir = probe_launch::resolve_run_dir(Some(dir)).ok()?;
+        probe_contract::manifest::read_manifest(&dir)
+            .ok()
+            .map(|m| m.env)
+    };
+    let (Some(a), Some(b)) = (env(a), env(b)) else {
+        return Vec::new();
+    };
+    // Names that differ from run to run by design are not settings.
+    let varies =
+        |k: &str| matches!(k, "MASTER_PORT" | "TORCHELASTIC_RUN_ID") || k.starts_with("DDP_PROBE_");
+    let unset = || "(unset)".to_owned();
+    let names: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+    names
+        .into_iter()
+        .filter(|k| !varies(k) && a.get(*k) != b.get(*k))
+        .map(|k| SettingChange {
+            setting: k.clone(),
+            baseline: a.get(k).cloned().unwrap_or_else(unset),
+            run: b.get(k).cloned().unwrap_or_else(unset),
+        })
+        .collect()
 }

@@ -16,6 +16,7 @@
 //!   and recommends a cap with the predicted gain and how sure it is.
 //!   [`Advice::render_text`] renders it.
 //!
+//! * [`compare`] → [`Comparison`]: two runs side by side, where the step time changed.
 //! * [`heatmap::heatmaps`] → [`heatmap::Heatmaps`]: rank × step grids of step time,
 //!   exposed communication and arrival lateness, for jobs of hundreds of ranks.
 //!
@@ -32,6 +33,7 @@ pub mod assign;
 mod bucket_stats;
 pub mod cap_list;
 mod comm;
+pub mod compare;
 pub mod costmodel;
 mod group;
 pub mod heatmap;
@@ -52,6 +54,7 @@ pub use advice::{
 pub use assign::{assign_buckets, ParamSpec};
 pub use bucket_stats::BucketStats;
 pub use comm::{bus_factor, OpStats};
+pub use compare::{compare, Comparison};
 pub use costmodel::CostFit;
 pub use scan::{step_breakdowns, StepBreakdown, WarmupReason};
 pub use slowdown::{RankSlowdown, Slowdowns, StepSlowdown};

@@ -1,0 +1,116 @@
+//! `compare` on synthetic runs whose difference is known: the part of the step it is in, the
+//! rank it is on, whether it is beyond the step-to-step spread, and the settings that differ.
+
+use probe::analysis::{self, summarize, Comparison, SummaryOptions};
+use probe::synth::{generate_to_writers, SynthConfig};
+use probe::Run;
+
+fn synth(c: &SynthConfig) -> Run {
+    let mut bufs: Vec<Vec<u8>> = vec![Vec::new(); c.ranks as usize];
+    generate_to_writers(c, bufs.iter_mut().collect()).expect("generated");
+    let inputs = bufs
+        .into_iter()
+        .enumerate()
+        .map(|(i, b)| (format!("rank-{i}.jsonl").into(), std::io::Cursor::new(b)))
+        .collect::<Vec<(std::path::PathBuf, _)>>();
+    probe::reader::load_from_readers(inputs).expect("loads").0
+}
+
+fn compare(a: &SynthConfig, b: &SynthConfig) -> Comparison {
+    let opts = SummaryOptions::default();
+    let (ra, rb) = (synth(a), synth(b));
+    let (sa, sb) = (summarize(&ra, &opts), summarize(&rb, &opts));
+    analysis::compare((&ra, &sa), (&rb, &sb), &opts)
+}
+
+fn close(a: f64, b: f64, rel: f64) -> bool {
+    (a - b).abs() <= rel * b.abs()
+}
+
+fn base() -> SynthConfig {
+    let mut c = SynthConfig::new(4, 30, 3);
+    c.seed = 11;
+    c
+}
+
+#[test]
+fn slower_data_loading_is_found_in_the_data_wait() {
+    let mut slow = base();
+    slow.seed = 12;
+    slow.data_ns += 5_000_000;
+    let c = compare(&base(), &slow);
+    assert!(c.beyond_noise, "{}", c.render_text(100));
+    let top = &c.parts[0];
+    assert_eq!(top.part, "data wait", "{}", c.render_text(100));
+    // 5 ms more per step on every rank (±5% jitter on each wait).
+    assert!(close(top.delta_ns(), 5e6, 0.1), "{top:?}");
+    assert!(c.verdict().starts_with("The step is "), "{}", c.verdict());
+    assert!(
+        c.verdict().contains("the largest part of it is data wait"),
+        "{}",
+        c.verdict()
+    );
+    assert!(c.settings.is_empty(), "{:?}", c.settings);
+}
+
+#[test]
+fn a_straggler_is_named_with_its_own_backward_while_the_others_wait() {
+    // Rank 2 computes 1.5× as long: 60 ms of forward and backward become 90 ms, backward two
+    // thirds of it (+20 ms); the other ranks wait for it in their all-reduces.
+    let mut slow = base();
+    slow.seed = 12;
+    slow.straggler = Some((2, 1.5));
+    let c = compare(&base(), &slow);
+    assert!(c.beyond_noise);
+    let backward = c.parts.iter().find(|p| p.part == "backward").unwrap();
+    let (rank, d) = backward.most_on.unwrap();
+    assert_eq!(rank, 2, "{}", c.render_text(100));
+    assert!(close(d, 20e6, 0.15), "{d}");
+    // Pooled over the 4 ranks the straggler's +20 ms is a quarter.
+    assert!(close(backward.delta_ns(), 5e6, 0.2), "{backward:?}");
+    let exposed = c
+        .parts
+        .iter()
+        .find(|p| p.part == "exposed communication")
+        .unwrap();
+    assert_ne!(
+        exposed.most_on.unwrap().0,
+        2,
+        "the waiting is on the others"
+    );
+    assert_eq!((c.baseline.straggler, c.run.straggler), (None, Some(2)));
+    let text = c.render_text(100);
+    assert!(text.contains("straggler: none → rank 2"), "{text}");
+}
+
+#[test]
+fn two_runs_of_the_same_job_differ_within_the_spread() {
+    let mut again = base();
+    again.seed = 12;
+    let c = compare(&base(), &again);
+    assert!(!c.beyond_noise, "{}", c.render_text(100));
+    assert!(
+        c.verdict().contains("within the step-to-step spread"),
+        "{}",
+        c.verdict()
+    );
+}
+
+#[test]
+fn settings_that_differ_are_listed_and_world_sizes_that_differ_are_said() {
+    let mut other = base();
+    other.ranks = 2;
+    other.buckets = 6;
+    let c = compare(&base(), &other);
+    let names: Vec<&str> = c.settings.iter().map(|s| s.setting.as_str()).collect();
+    assert!(names.contains(&"world size"), "{names:?}");
+    assert!(names.contains(&"buckets (steady)"), "{names:?}");
+    let world = c
+        .settings
+        .iter()
+        .find(|s| s.setting == "world size")
+        .unwrap();
+    assert_eq!((world.baseline.as_str(), world.run.as_str()), ("4", "2"));
+    assert!(c.ranks.is_empty());
+    assert!(c.notes.iter().any(|n| n.contains("different world sizes")));
+}

@@ -12,7 +12,9 @@
 //!   communication statistics per operation, stragglers, the bucket_cap_mb
 //!   advice of `probe::analysis::advise`, and for failed runs the findings
 //!   of `probe_explain::explain`. Runs at two or more world sizes add a
-//!   scaling section ([`scaling`]). [`write_html`] writes it atomically.
+//!   scaling section ([`scaling`]); exactly two runs, a section on what
+//!   changed from the first to the second (`probe::analysis::compare`).
+//!   [`write_html`] writes it atomically.
 //! * [`tune`] draws a `ddp-probe tune` sweep (its statistics, search and
 //!   comparison with advise are `probe::analysis::tuning`).
 //!
@@ -21,6 +23,7 @@
 
 pub mod analyze;
 pub mod charts;
+mod comparison;
 pub mod error;
 pub mod gantt;
 pub mod html;

@@ -9,6 +9,7 @@ use std::io::Write as _;
 use std::path::Path;
 
 use crate::analyze::RunAnalysis;
+use crate::comparison::{comparison, write_comparison};
 use crate::error::ReportError;
 use crate::html::Html;
 use crate::input::RunInput;
@@ -41,6 +42,7 @@ pub fn render(runs: &[RunInput], tune: Option<&TuneResult>, opts: &ReportOptions
         .collect();
     let pairs: Vec<(&RunInput, &RunAnalysis)> = runs.iter().zip(analyses.iter()).collect();
     let scaling = scaling(&pairs);
+    let compared = comparison(&pairs, opts.warmup_steps);
     let title = opts
         .title
         .clone()
@@ -75,8 +77,18 @@ pub fn render(runs: &[RunInput], tune: Option<&TuneResult>, opts: &ReportOptions
             env!("CARGO_PKG_VERSION")
         ),
     );
-    nav(&mut h, runs, &analyses, scaling.is_some(), tune.is_some());
+    nav(
+        &mut h,
+        runs,
+        &analyses,
+        scaling.is_some(),
+        tune.is_some(),
+        compared.is_some(),
+    );
     h.close("header").open("main", &[]);
+    if let Some(c) = &compared {
+        write_comparison(&mut h, c, (&runs[0].label, &runs[1].label));
+    }
     if let Some(s) = &scaling {
         write_scaling(&mut h, s);
     }
@@ -178,8 +190,18 @@ fn run_heading(input: &RunInput) -> String {
     s
 }
 
-fn nav(h: &mut Html, runs: &[RunInput], a: &[RunAnalysis], scaling: bool, tune: bool) {
+fn nav(
+    h: &mut Html,
+    runs: &[RunInput],
+    a: &[RunAnalysis],
+    scaling: bool,
+    tune: bool,
+    compared: bool,
+) {
     let mut links: Vec<(String, String)> = Vec::new();
+    if compared {
+        links.push(("#comparison".into(), "what changed".into()));
+    }
     if scaling {
         links.push(("#scaling".into(), "scaling".into()));
     }

@@ -366,3 +366,36 @@ fn the_lateness_heatmap_shows_the_slow_rank_s_row() {
         "{text}"
     );
 }
+
+/// Two runs: the report starts with what changed from the first to the second, as `ddp-probe
+/// compare` says it (the second's data loading 6 ms slower per step; other settings equal).
+/// Three runs: no such section.
+#[test]
+fn two_runs_get_a_section_on_what_changed_between_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut before = SynthConfig::new(2, 20, 2);
+    before.run_id = "before".into();
+    let mut after = before.clone();
+    after.run_id = "after".into();
+    after.seed = 2;
+    after.data_ns += 6_000_000;
+    let (a, b) = (dir.path().join("before"), dir.path().join("after"));
+    generate_run(&before, &a).unwrap();
+    generate_run(&after, &b).unwrap();
+    let html = report_of(&[a.clone(), b.clone()]);
+    let doc = check_report(&html);
+    assert!(doc
+        .descendants()
+        .any(|n| n.attribute("id") == Some("comparison")));
+    let text = all_text(&doc);
+    assert!(text.contains("What changed from before to after"), "{text}");
+    assert!(
+        text.contains("the largest part of it is data wait"),
+        "{text}"
+    );
+
+    let c = dir.path().join("third");
+    generate_run(&SynthConfig::new(2, 20, 2), &c).unwrap();
+    let html = report_of(&[a, b, c]);
+    assert!(!html.contains("id=\"comparison\""));
+}

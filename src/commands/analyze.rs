@@ -4,7 +4,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use probe::analysis::compare::SettingChange;
+use probe::analysis::compare::{environment_changes, SettingChange};
 use probe::analysis::{self, summarize, AdviceOptions, SummaryOptions};
 
 use crate::cli::{AnalyzeArgs, CompareArgs};
@@ -137,8 +137,8 @@ pub fn compare(args: CompareArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The launcher's record of the relevant environment (NCCL_*, TORCH_*, OMP_*, ...) that
-/// differs between two run directories; nothing when either has no manifest.
+/// The launcher's record of the relevant environment that differs between two run
+/// directories; nothing when either has no manifest.
 fn env_changes(a: &Path, b: &Path) -> Vec<SettingChange> {
     let env = |dir: &Path| {
         let dir = probe_launch::resolve_run_dir(Some(dir)).ok()?;
@@ -146,21 +146,8 @@ fn env_changes(a: &Path, b: &Path) -> Vec<SettingChange> {
             .ok()
             .map(|m| m.env)
     };
-    let (Some(a), Some(b)) = (env(a), env(b)) else {
-        return Vec::new();
-    };
-    // Names that differ from run to run by design are not settings.
-    let varies =
-        |k: &str| matches!(k, "MASTER_PORT" | "TORCHELASTIC_RUN_ID") || k.starts_with("DDP_PROBE_");
-    let unset = || "(unset)".to_owned();
-    let names: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
-    names
-        .into_iter()
-        .filter(|k| !varies(k) && a.get(*k) != b.get(*k))
-        .map(|k| SettingChange {
-            setting: k.clone(),
-            baseline: a.get(k).cloned().unwrap_or_else(unset),
-            run: b.get(k).cloned().unwrap_or_else(unset),
-        })
-        .collect()
+    match (env(a), env(b)) {
+        (Some(a), Some(b)) => environment_changes(&a, &b),
+        _ => Vec::new(),
+    }
 }

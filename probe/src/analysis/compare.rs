@@ -345,6 +345,28 @@ fn settings(a: &Run, sa: &Summary, b: &Run, sb: &Summary) -> Vec<SettingChange> 
         .collect()
 }
 
+/// The variables of the launcher's record of the environment (a manifest's `env`: NCCL_*,
+/// TORCH_*, OMP_*, ...) that differ between two runs; names that differ from run to run by
+/// design (the port, the run id, ddp-probe's own) are not settings.
+pub fn environment_changes(
+    baseline: &std::collections::BTreeMap<String, String>,
+    run: &std::collections::BTreeMap<String, String>,
+) -> Vec<SettingChange> {
+    let varies =
+        |k: &str| matches!(k, "MASTER_PORT" | "TORCHELASTIC_RUN_ID") || k.starts_with("DDP_PROBE_");
+    let unset = || "(unset)".to_owned();
+    let names: std::collections::BTreeSet<&String> = baseline.keys().chain(run.keys()).collect();
+    names
+        .into_iter()
+        .filter(|k| !varies(k) && baseline.get(*k) != run.get(*k))
+        .map(|k| SettingChange {
+            setting: k.clone(),
+            baseline: baseline.get(k).cloned().unwrap_or_else(unset),
+            run: run.get(k).cloned().unwrap_or_else(unset),
+        })
+        .collect()
+}
+
 impl Comparison {
     /// The change of the median step (ns), run minus baseline.
     pub fn step_delta_ns(&self) -> f64 {

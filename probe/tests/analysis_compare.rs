@@ -114,3 +114,37 @@ fn settings_that_differ_are_listed_and_world_sizes_that_differ_are_said() {
     assert!(c.ranks.is_empty());
     assert!(c.notes.iter().any(|n| n.contains("different world sizes")));
 }
+
+#[test]
+fn steps_of_different_sizes_are_compared_per_sample() {
+    // The run's step is about 1.4× as long (compute 1.5×) but carries twice the samples (a
+    // batch of 32 per rank against 16): per sample it is faster, and the verdict says so.
+    let (a, mut b) = (base(), base());
+    b.seed = 12;
+    b.compute_ns = b.compute_ns * 3 / 2;
+    let (ra, rb) = (synth(&a), synth(&b));
+    let with_batch = |batch| SummaryOptions {
+        batch_size: Some(batch),
+        ..SummaryOptions::default()
+    };
+    let (sa, sb) = (
+        summarize(&ra, &with_batch(16)),
+        summarize(&rb, &with_batch(32)),
+    );
+    let c = analysis::compare((&ra, &sa), (&rb, &sb), &SummaryOptions::default());
+    let v = c.verdict();
+    assert!(
+        v.contains("slower") && v.contains("processes 128 samples against 64"),
+        "{v}"
+    );
+    assert!(
+        v.contains("per sample the run is") && v.contains("faster"),
+        "{v}"
+    );
+    let s = c
+        .settings
+        .iter()
+        .find(|s| s.setting == "samples per step (all ranks)")
+        .expect("listed");
+    assert_eq!((s.baseline.as_str(), s.run.as_str()), ("64", "128"));
+}

@@ -29,6 +29,8 @@ pub struct Side {
     pub step_median_interval_ns: [f64; 2],
     /// Samples per second, when the trace counts samples.
     pub samples_per_s: Option<f64>,
+    /// Samples per step, all ranks together, when the trace counts samples.
+    pub samples_per_step: Option<f64>,
     /// The straggler, when the run has one.
     pub straggler: Option<u32>,
 }
@@ -218,8 +220,18 @@ pub fn compare(
             ));
         }
     }
+    let mut settings = settings(baseline.0, baseline.1, run.0, run.1);
+    if let Some((a, b)) = base.samples_per_step.zip(new.samples_per_step) {
+        if (b / a - 1.0).abs() > 0.01 {
+            settings.push(SettingChange {
+                setting: "samples per step (all ranks)".to_owned(),
+                baseline: format!("{a:.0}"),
+                run: format!("{b:.0}"),
+            });
+        }
+    }
     Comparison {
-        settings: settings(baseline.0, baseline.1, run.0, run.1),
+        settings,
         baseline: base,
         run: new,
         beyond_noise,
@@ -253,6 +265,12 @@ fn side(s: &Summary, steps: &[StepBreakdown]) -> Side {
         step_median_ns: median,
         step_median_interval_ns: interval,
         samples_per_s: s.throughput.samples_per_s,
+        samples_per_step: s
+            .throughput
+            .samples_per_s
+            .zip(s.throughput.steps_per_s)
+            .filter(|(_, steps)| *steps > 0.0)
+            .map(|(samples, steps)| samples / steps),
         straggler: s.stragglers.straggler.as_ref().map(|st| st.rank),
     }
 }
@@ -388,6 +406,34 @@ impl Comparison {
             units::ns(b),
             units::ns(r)
         );
+        // Steps of different sizes (another batch, gradient accumulation): per sample is what
+        // compares, and it can go the other way.
+        let per_step = self
+            .baseline
+            .samples_per_step
+            .zip(self.run.samples_per_step)
+            .filter(|(a, b)| (b / a - 1.0).abs() > 0.01);
+        if let (Some((sa, sb)), Some(ta), Some(tb)) = (
+            per_step,
+            self.baseline.samples_per_s,
+            self.run.samples_per_s,
+        ) {
+            let per_sample = ta / tb - 1.0;
+            return format!(
+                "{line}, but a step of the run processes {} samples against {}: per sample the \
+                 run is {} {} ({} → {} samples/s). The parts below are per step.",
+                sb.round(),
+                sa.round(),
+                units::pct(per_sample.abs()),
+                if per_sample >= 0.0 {
+                    "slower"
+                } else {
+                    "faster"
+                },
+                units::count_rate(ta),
+                units::count_rate(tb)
+            );
+        }
         if !self.intervals_apart {
             line.push_str(
                 ", within the step-to-step spread of the two runs (their medians' 95% intervals \

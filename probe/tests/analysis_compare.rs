@@ -1,20 +1,11 @@
 //! `compare` on synthetic runs whose difference is known: the part of the step it is in, the
 //! rank it is on, whether it is beyond the step-to-step spread, and the settings that differ.
 
-use probe::analysis::{self, summarize, Comparison, SummaryOptions};
-use probe::synth::{generate_to_writers, SynthConfig};
-use probe::Run;
+mod analysis_util;
 
-fn synth(c: &SynthConfig) -> Run {
-    let mut bufs: Vec<Vec<u8>> = vec![Vec::new(); c.ranks as usize];
-    generate_to_writers(c, bufs.iter_mut().collect()).expect("generated");
-    let inputs = bufs
-        .into_iter()
-        .enumerate()
-        .map(|(i, b)| (format!("rank-{i}.jsonl").into(), std::io::Cursor::new(b)))
-        .collect::<Vec<(std::path::PathBuf, _)>>();
-    probe::reader::load_from_readers(inputs).expect("loads").0
-}
+use analysis_util::synth;
+use probe::analysis::{self, summarize, Comparison, SummaryOptions};
+use probe::synth::SynthConfig;
 
 fn compare(a: &SynthConfig, b: &SynthConfig) -> Comparison {
     let opts = SummaryOptions::default();

@@ -2,22 +2,10 @@
 
 mod analysis_util;
 
-use analysis_util::{header, load, ns, span};
+use analysis_util::{header, load, ns, span, synth};
 use probe::analysis::{self, AdviceOptions, StepBreakdown, SummaryOptions, WarmupReason};
-use probe::synth::{generate_to_writers, SynthConfig};
+use probe::synth::SynthConfig;
 use probe::trace::{op, Record, SpanKind};
-use probe::Run;
-
-fn synth(c: &SynthConfig) -> Run {
-    let mut bufs: Vec<Vec<u8>> = vec![Vec::new(); c.ranks as usize];
-    generate_to_writers(c, bufs.iter_mut().collect()).expect("generated");
-    let inputs = bufs
-        .into_iter()
-        .enumerate()
-        .map(|(i, b)| (format!("rank-{i}.jsonl").into(), std::io::Cursor::new(b)))
-        .collect::<Vec<(std::path::PathBuf, _)>>();
-    probe::reader::load_from_readers(inputs).expect("loads").0
-}
 
 fn check_identities(s: &StepBreakdown) {
     assert_eq!(

@@ -1,5 +1,5 @@
 //! Helpers of the analysis tests: hand-made records on a millisecond grid
-//! and loading them as a run.
+//! and loading them as a run, and generated runs.
 #![allow(dead_code)]
 
 use probe::trace::{DdpConfig, Header, Record, SpanKind, SpanRecord};
@@ -39,4 +39,16 @@ pub fn header(rank: u32, world: u32, ddp: Option<DdpConfig>) -> Record {
 /// its header).
 pub fn load(ranks: &[Vec<Record>]) -> Run {
     probe::reader::load_records(ranks).expect("valid run").0
+}
+
+/// A generated run ([`probe::synth`]) loaded from memory.
+pub fn synth(c: &probe::synth::SynthConfig) -> Run {
+    let mut bufs: Vec<Vec<u8>> = vec![Vec::new(); c.ranks as usize];
+    probe::synth::generate_to_writers(c, bufs.iter_mut().collect()).expect("generated");
+    let inputs = bufs
+        .into_iter()
+        .enumerate()
+        .map(|(i, b)| (format!("rank-{i}.jsonl").into(), std::io::Cursor::new(b)))
+        .collect::<Vec<(std::path::PathBuf, _)>>();
+    probe::reader::load_from_readers(inputs).expect("loads").0
 }

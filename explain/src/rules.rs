@@ -1061,7 +1061,7 @@ fn ex_mismatch(line: &str, lower: &str) -> Extract {
                 subjects: rank_mentions(lower),
                 detail: Some(format!(
                     "a peer's message was larger than this rank's collective expected ({sent} vs \
-                     {posted}): the same collective with different sizes on different ranks"
+                     {posted}): the same collective with different sizes or element types on different ranks"
                 )),
                 ..Extract::default()
             };
@@ -1454,7 +1454,7 @@ mod tests {
             ex.detail.as_deref(),
             Some(
                 "a peer's message was larger than this rank's collective expected (1024 vs \
-                 1000): the same collective with different sizes on different ranks"
+                 1000): the same collective with different sizes or element types on different ranks"
             )
         );
     }

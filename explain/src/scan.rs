@@ -521,11 +521,158 @@ fn looks_like_named_exception(line: &str) -> bool {
 /// of the default role). Returns the rank they name (the bracket's, else the
 /// task label's) and the rest of the line.
 pub(crate) fn strip_launcher_prefix(line: &str) -> (Option<usize>, &str) {
+    let (tagged, line) = strip_collector_prefixes(line);
     let line = strip_compose_label(line);
     let (task, line) = strip_task_label(line);
     let (mpi, line) = strip_mpi_tag(line);
     let (rank, body) = strip_rank_bracket(line);
-    (rank.or(mpi).or(task), body)
+    (rank.or(tagged).or(mpi).or(task), body)
+}
+
+/// Strips the prefixes that log collectors put before every line of a job's output, in any
+/// order and combination: a time stamp ([`strip_time_stamp`]: `kubectl logs --timestamps`,
+/// `docker logs -t`, Determined), Ray's and SkyPilot's process tags (`(RayTrainWorker
+/// pid=1234, ip=10.0.0.1) `, `(worker1, rid=4213) `), Determined's trial tag (`fa88a9df || `
+/// and its `[rank=0] `) and pdsh's host label (`worker-1: `, as DeepSpeed's multi-node launcher
+/// prints it). Returns the rank a tag names. On the real logs of `tests/corpus.rs` each of
+/// these prefixes, put before every line, cost 15 to 17 of the 332 right answers before they
+/// were stripped (2026-12-03).
+fn strip_collector_prefixes(mut line: &str) -> (Option<usize>, &str) {
+    let mut rank = None;
+    for _ in 0..4 {
+        let before = line.len();
+        line = strip_time_stamp(line);
+        line = strip_process_tag(line);
+        let (r, rest) = strip_trial_tag(line);
+        rank = rank.or(r);
+        line = strip_host_label(rest);
+        if line.len() == before {
+            break;
+        }
+    }
+    (rank, line)
+}
+
+/// An RFC 3339 / ISO 8601 time stamp at the start of a line, bare or in brackets, and the
+/// space after it: `2024-02-27T21:35:32.106313Z `, `[2024-02-27 21:35:32,544] `,
+/// `2024-02-27 21:35:32.106 UTC `.
+fn strip_time_stamp(line: &str) -> &str {
+    let b = line.as_bytes();
+    let mut i = usize::from(b.first() == Some(&b'['));
+    let digits =
+        |i: usize, n: usize| b.len() >= i + n && b[i..i + n].iter().all(u8::is_ascii_digit);
+    let at = |i: usize, c: u8| b.get(i) == Some(&c);
+    if !(digits(i, 4)
+        && at(i + 4, b'-')
+        && digits(i + 5, 2)
+        && at(i + 7, b'-')
+        && digits(i + 8, 2)
+        && (at(i + 10, b'T') || at(i + 10, b' '))
+        && digits(i + 11, 2)
+        && at(i + 13, b':')
+        && digits(i + 14, 2)
+        && at(i + 16, b':')
+        && digits(i + 17, 2))
+    {
+        return line;
+    }
+    i += 19;
+    if at(i, b'.') || at(i, b',') {
+        i += 1;
+        while b.get(i).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+        }
+    }
+    if at(i, b'Z') {
+        i += 1;
+    } else if (at(i, b'+') || at(i, b'-')) && digits(i + 1, 2) {
+        i += 3;
+        if at(i, b':') {
+            i += 1;
+        }
+        if digits(i, 2) {
+            i += 2;
+        }
+    } else if line[i..].starts_with(" UTC") {
+        i += 4;
+    }
+    if b.first() == Some(&b'[') {
+        if !at(i, b']') {
+            return line;
+        }
+        i += 1;
+    }
+    // One separator: the line's own indentation (a traceback's `  File`) stays.
+    match line[i..].strip_prefix([' ', '\t']) {
+        Some(rest) => rest,
+        None if i == line.len() => "",
+        None => line,
+    }
+}
+
+/// Ray's (`(RayTrainWorker pid=1234, ip=10.0.0.1) `, `(pid=1234) `) and SkyPilot's
+/// (`(worker1, rid=4213) `, `(head, rid=1) `) tag of the process a line came from.
+fn strip_process_tag(line: &str) -> &str {
+    let Some(rest) = line.strip_prefix('(') else {
+        return line;
+    };
+    let Some(close) = rest.find(')').filter(|&c| c <= 160) else {
+        return line;
+    };
+    let inside = &rest[..close];
+    let tagged = inside.contains("pid=") || inside.contains("rid=");
+    match rest[close + 1..].strip_prefix(' ') {
+        Some(body) if tagged => body,
+        _ => line,
+    }
+}
+
+/// Determined's trial tag, eight hexadecimal digits and ` || `, and the `[rank=N] ` it puts
+/// after it; returns N.
+fn strip_trial_tag(line: &str) -> (Option<usize>, &str) {
+    let b = line.as_bytes();
+    if !(b.len() > 12 && b[..8].iter().all(u8::is_ascii_hexdigit) && line[8..].starts_with(" || "))
+    {
+        return (None, line);
+    }
+    let rest = &line[12..];
+    if let Some(after) = rest.strip_prefix("[rank=") {
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        if digits > 0 {
+            if let Some(body) = after[digits..].strip_prefix("] ") {
+                return (after[..digits].parse().ok(), body);
+            }
+        }
+    }
+    (None, rest)
+}
+
+/// pdsh's host label, `host: `: an IPv4 address, or a lower-case host name with a digit or a
+/// hyphen in it and no dot (so that `torch.distributed.elastic...api: ` and `RuntimeError: `
+/// stay), as DeepSpeed's multi-node launcher prints every remote line.
+fn strip_host_label(line: &str) -> &str {
+    let len = line
+        .bytes()
+        .take_while(|b| {
+            b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'-' | b'_' | b'.')
+        })
+        .count();
+    if len == 0 || len > 63 || !line[len..].starts_with(": ") {
+        return line;
+    }
+    let host = &line[..len];
+    let ipv4 = host.split('.').count() == 4
+        && host
+            .split('.')
+            .all(|p| !p.is_empty() && p.len() <= 3 && p.bytes().all(|b| b.is_ascii_digit()));
+    let name = !host.contains('.')
+        && host.starts_with(|c: char| c.is_ascii_lowercase())
+        && host.contains(|c: char| c.is_ascii_digit() || c == '-');
+    if ipv4 || name {
+        &line[len + 2..]
+    } else {
+        line
+    }
 }
 
 /// Docker Compose's service label (`trainer_1  | `, `worker-2 | `): a name
@@ -660,6 +807,56 @@ mod tests {
         // A progress bar and a table are not labels.
         for line in [" 7%|▋   | 499/7151", "Epoch 3:  7%|▋ | 499/7151", "a | b"] {
             assert_eq!(strip_launcher_prefix(line).1, line);
+        }
+    }
+
+    #[test]
+    fn log_collectors_prefixes_are_stripped_and_lines_like_them_are_not() {
+        for (line, rank, body) in [
+            (
+                "2024-02-27T21:35:32.106313123Z [rank1]: boom",
+                Some(1),
+                "boom",
+            ),
+            ("2024-02-27T21:35:32+01:00 boom", None, "boom"),
+            (
+                "[2023-10-13 17:40:02,544] torch.distributed.elastic: x",
+                None,
+                "torch.distributed.elastic: x",
+            ),
+            (
+                "2024-02-27 21:35:32.106 UTC   File \"a.py\"",
+                None,
+                "  File \"a.py\"",
+            ),
+            (
+                "(RayTrainWorker pid=1234, ip=10.0.0.1) [rank0]: boom",
+                Some(0),
+                "boom",
+            ),
+            ("(pid=77) boom", None, "boom"),
+            ("(worker1, rid=4213) boom", None, "boom"),
+            (
+                "[2024-02-27T21:35:32.1Z] fa88a9df || [rank=3] boom",
+                Some(3),
+                "boom",
+            ),
+            ("worker-1: [rank2]: boom", Some(2), "boom"),
+            ("10.0.0.7: boom", None, "boom"),
+            ("node001: 3: boom", Some(3), "boom"),
+        ] {
+            assert_eq!(strip_launcher_prefix(line), (rank, body), "{line}");
+        }
+        for line in [
+            "torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: -9)",
+            "RuntimeError: NCCL error",
+            "host-a:1234:5678 [0] NCCL INFO Bootstrap",
+            "api: x",
+            "(most recent call last) boom",
+            "2024-02-27 boom",
+            "deadbee || x",
+        ] {
+            assert_eq!(strip_launcher_prefix(line), (None, line), "{line}");
         }
     }
 

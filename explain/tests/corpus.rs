@@ -47,8 +47,10 @@ const DEVELOPMENT_FLOOR: f64 = 0.87;
 /// without it). The seventh batch's development case's rule (NCCL's graph
 /// file naming a missing GPU) also rights a validation case with the same
 /// NCCL warning: 78 of 104. The eighth batch's four came in at 2 of 4 (80
-/// of 108, 0.741), the ninth's two at 1 of 2 (81 of 110, 0.736).
-const VALIDATION_FLOOR: f64 = 0.73;
+/// of 108, 0.741), the ninth's two at 1 of 2 (81 of 110, 0.736). The tenth's two at 1 of 2
+/// (82 of 112, 0.732); looking through log collectors' line prefixes (a general rule, read in
+/// those tools' formats, not in any case) made it 83 of 112, 0.741.
+const VALIDATION_FLOOR: f64 = 0.74;
 /// Cases in the corpus: a case lost from the index fails the test (the
 /// issue asked for at least 150).
 const CASES: usize = 332;
@@ -196,4 +198,67 @@ fn real_failure_logs_get_their_established_cause_first() {
         rate("validation") >= VALIDATION_FLOOR,
         "validation split below its floor"
     );
+}
+
+/// Log collectors put their own prefix before every line of a job's output. Each style, put
+/// before every line of every real log, must leave `explain`'s first category as it is without
+/// it (before the prefixes were stripped, each cost 15 to 17 of the corpus's right answers).
+#[test]
+fn log_collectors_prefixes_change_no_answer() {
+    type Prefix = fn(usize) -> String;
+    let styles: [(&str, Prefix); 6] = [
+        // kubectl logs --timestamps, docker logs -t
+        ("time stamp", |i| {
+            format!("2024-02-27T21:35:{:02}.106313123Z ", i % 60)
+        }),
+        // Ray's worker tag
+        ("ray", |i| {
+            format!(
+                "(RayTrainWorker pid={}, ip=10.0.0.{}) ",
+                1234 + i % 2,
+                1 + i % 2
+            )
+        }),
+        // Determined: its time stamp, the trial tag
+        ("determined", |i| {
+            format!("[2024-02-27T21:35:32.{i:06}Z] fa88a9df || ")
+        }),
+        // pdsh (DeepSpeed's multi-node launcher)
+        ("pdsh", |i| format!("worker-{}: ", i % 2)),
+        // SkyPilot
+        ("skypilot", |i| format!("(worker{}, rid=4213) ", 1 + i % 2)),
+        // Python logging's bracketed time, as torchrun's own lines have it
+        ("logging time", |_| "[2023-10-13 17:40:02,544] ".to_owned()),
+    ];
+    let first = |name: &str, bytes: &[u8]| {
+        explain_log_bytes(name, bytes, &Options::default())
+            .findings
+            .first()
+            .map_or(Category::Unknown, |f| f.category)
+    };
+    let mut changed = Vec::new();
+    for case in cases() {
+        let bytes = std::fs::read(corpus().join(&case.file)).unwrap();
+        let name = Path::new(&case.file).file_name().unwrap().to_string_lossy();
+        let plain = first(&name, &bytes);
+        let text = String::from_utf8_lossy(&bytes);
+        for (style, prefix) in &styles {
+            let prefixed: String = text
+                .lines()
+                .enumerate()
+                .map(|(i, l)| {
+                    if l.is_empty() {
+                        "\n".to_owned()
+                    } else {
+                        format!("{}{l}\n", prefix(i))
+                    }
+                })
+                .collect();
+            let got = first(&name, prefixed.as_bytes());
+            if got != plain {
+                changed.push(format!("{} with {style}: {plain} → {got}", case.id));
+            }
+        }
+    }
+    assert!(changed.is_empty(), "{}", changed.join("\n"));
 }

@@ -130,6 +130,11 @@ impl<'a> Scanner<'a> {
             return;
         }
         let plain = strip_csi(head(raw, ANALYSED_BYTES));
+        let plain = unquote_paste(&plain);
+        // A quoted empty line (`>`) is an empty line.
+        if plain.trim().is_empty() {
+            return;
+        }
         let (prefix_rank, body) = strip_launcher_prefix(&plain);
         let explicit = prefix_rank.or_else(|| bracket_rank(body));
         let observer = explicit.or(self.file_rank);
@@ -516,6 +521,59 @@ fn looks_like_named_exception(line: &str) -> bool {
         && (name.ends_with("Error") || name.ends_with("Exception"))
 }
 
+/// Undoes what pasting a log into a web page or a reply did to a line: Markdown's quote
+/// markers (`> `, `> > `: a log quoted in a reply) and HTML's character references (`&quot;`,
+/// `&#39;`, `&lt;`, `&gt;`, `&amp;`: a log copied from a page's source or an e-mail). On the
+/// real logs of `tests/corpus.rs`, quoting every line cost 17 right answers and escaping them
+/// 9 (2026-12-03).
+pub(crate) fn unquote_paste(line: &str) -> std::borrow::Cow<'_, str> {
+    let mut rest = line;
+    loop {
+        let t = rest.trim_start_matches(' ');
+        if rest.len() - t.len() > 3 {
+            break;
+        }
+        match t.strip_prefix('>') {
+            Some(after) if after.is_empty() || after.starts_with(' ') => {
+                rest = after.strip_prefix(' ').unwrap_or(after);
+            }
+            _ => break,
+        }
+    }
+    if !rest.contains('&') {
+        return std::borrow::Cow::Borrowed(rest);
+    }
+    let mut out = String::with_capacity(rest.len());
+    let mut s = rest;
+    while let Some(i) = s.find('&') {
+        out.push_str(&s[..i]);
+        let tail = &s[i..];
+        let entity = [
+            ("&quot;", '"'),
+            ("&#39;", '\''),
+            ("&#x27;", '\''),
+            ("&apos;", '\''),
+            ("&lt;", '<'),
+            ("&gt;", '>'),
+            ("&amp;", '&'),
+        ]
+        .into_iter()
+        .find(|(name, _)| tail.starts_with(name));
+        match entity {
+            Some((name, c)) => {
+                out.push(c);
+                s = &tail[name.len()..];
+            }
+            None => {
+                out.push('&');
+                s = &tail[1..];
+            }
+        }
+    }
+    out.push_str(s);
+    std::borrow::Cow::Owned(out)
+}
+
 /// Strips the per-line prefixes launchers add: Slurm's `srun -l` task label
 /// (`12: `), PyTorch's `[rank1]:` and torchrun's `[default1]:` (local rank
 /// of the default role). Returns the rank they name (the bracket's, else the
@@ -807,6 +865,25 @@ mod tests {
         // A progress bar and a table are not labels.
         for line in [" 7%|▋   | 499/7151", "Epoch 3:  7%|▋ | 499/7151", "a | b"] {
             assert_eq!(strip_launcher_prefix(line).1, line);
+        }
+    }
+
+    #[test]
+    fn quoted_and_escaped_pastes_are_read_as_the_log() {
+        for (pasted, log) in [
+            ("> RuntimeError: x", "RuntimeError: x"),
+            ("> > [rank1]: x", "[rank1]: x"),
+            (">   File \"a.py\", line 3", "  File \"a.py\", line 3"),
+            (">", ""),
+            (
+                "RuntimeError: expected &#39;a&#39; &lt; &quot;b&quot; &amp;&amp; c",
+                "RuntimeError: expected 'a' < \"b\" && c",
+            ),
+            ("a & b &unknown; c", "a & b &unknown; c"),
+            ("x > y", "x > y"),
+            ("    > deeply indented", "    > deeply indented"),
+        ] {
+            assert_eq!(unquote_paste(pasted), log, "{pasted}");
         }
     }
 

@@ -296,12 +296,15 @@ impl LogShape {
             }
             return;
         }
+        // The column titles; unmarked too, since a paste quoted in a reply loses 1.x's '>'
+        // with the quote markers (`unquote_paste`).
+        let words: Vec<&str> = rest.split_whitespace().collect();
+        let has = |w: &str| words.contains(&w);
+        if (has("size") || has("bytes")) && (has("count") || has("n")) && has("type") {
+            tests.columns = true;
+            return;
+        }
         if marked.is_some() {
-            let words: Vec<&str> = rest.split_whitespace().collect();
-            let has = |w: &str| words.contains(&w);
-            if (has("size") || has("bytes")) && (has("count") || has("n")) && has("type") {
-                tests.columns = true;
-            }
             return;
         }
         if is_nccl_tests_failure(lower) {

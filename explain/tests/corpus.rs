@@ -200,19 +200,22 @@ fn real_failure_logs_get_their_established_cause_first() {
     );
 }
 
-/// Log collectors put their own prefix before every line of a job's output. Each style, put
-/// before every line of every real log, must leave `explain`'s first category as it is without
-/// it (before the prefixes were stripped, each cost 15 to 17 of the corpus's right answers).
+/// What happens to a log between the job and an issue thread must not change `explain`'s
+/// answer: a log collector's prefix before every line (before they were looked through, each
+/// cost 15 to 17 of the corpus's right answers), the reply that quotes it (17) and the page
+/// that HTML-escapes it (9). Each damage, done to every real log, must leave the first
+/// category as it is on the log itself.
 #[test]
-fn log_collectors_prefixes_change_no_answer() {
+fn log_collectors_prefixes_quoting_and_escaping_change_no_answer() {
     type Prefix = fn(usize) -> String;
-    let styles: [(&str, Prefix); 6] = [
+    type Damage = Box<dyn Fn(&str) -> String>;
+    let prefixes: [(&str, Prefix); 6] = [
         // kubectl logs --timestamps, docker logs -t
-        ("time stamp", |i| {
+        ("a time stamp", |i| {
             format!("2024-02-27T21:35:{:02}.106313123Z ", i % 60)
         }),
         // Ray's worker tag
-        ("ray", |i| {
+        ("Ray's tag", |i| {
             format!(
                 "(RayTrainWorker pid={}, ip=10.0.0.{}) ",
                 1234 + i % 2,
@@ -220,16 +223,54 @@ fn log_collectors_prefixes_change_no_answer() {
             )
         }),
         // Determined: its time stamp, the trial tag
-        ("determined", |i| {
+        ("Determined's tag", |i| {
             format!("[2024-02-27T21:35:32.{i:06}Z] fa88a9df || ")
         }),
         // pdsh (DeepSpeed's multi-node launcher)
-        ("pdsh", |i| format!("worker-{}: ", i % 2)),
+        ("pdsh's label", |i| format!("worker-{}: ", i % 2)),
         // SkyPilot
-        ("skypilot", |i| format!("(worker{}, rid=4213) ", 1 + i % 2)),
+        ("SkyPilot's tag", |i| {
+            format!("(worker{}, rid=4213) ", 1 + i % 2)
+        }),
         // Python logging's bracketed time, as torchrun's own lines have it
-        ("logging time", |_| "[2023-10-13 17:40:02,544] ".to_owned()),
+        ("a logging time", |_| {
+            "[2023-10-13 17:40:02,544] ".to_owned()
+        }),
     ];
+    let damages: Vec<(String, Damage)> = prefixes
+        .into_iter()
+        .map(|(name, prefix)| {
+            let f: Damage = Box::new(move |text: &str| {
+                text.lines()
+                    .enumerate()
+                    .map(|(i, l)| {
+                        if l.is_empty() {
+                            "\n".to_owned()
+                        } else {
+                            format!("{}{l}\n", prefix(i))
+                        }
+                    })
+                    .collect()
+            });
+            (name.to_owned(), f)
+        })
+        .chain([
+            (
+                "a Markdown quote".to_owned(),
+                Box::new(|text: &str| text.lines().map(|l| format!("> {l}\n")).collect()) as Damage,
+            ),
+            (
+                "HTML escaping".to_owned(),
+                Box::new(|text: &str| {
+                    text.replace('&', "&amp;")
+                        .replace('<', "&lt;")
+                        .replace('>', "&gt;")
+                        .replace('"', "&quot;")
+                        .replace('\'', "&#39;")
+                }),
+            ),
+        ])
+        .collect();
     let first = |name: &str, bytes: &[u8]| {
         explain_log_bytes(name, bytes, &Options::default())
             .findings
@@ -242,21 +283,10 @@ fn log_collectors_prefixes_change_no_answer() {
         let name = Path::new(&case.file).file_name().unwrap().to_string_lossy();
         let plain = first(&name, &bytes);
         let text = String::from_utf8_lossy(&bytes);
-        for (style, prefix) in &styles {
-            let prefixed: String = text
-                .lines()
-                .enumerate()
-                .map(|(i, l)| {
-                    if l.is_empty() {
-                        "\n".to_owned()
-                    } else {
-                        format!("{}{l}\n", prefix(i))
-                    }
-                })
-                .collect();
-            let got = first(&name, prefixed.as_bytes());
+        for (damage, apply) in &damages {
+            let got = first(&name, apply(&text).as_bytes());
             if got != plain {
-                changed.push(format!("{} with {style}: {plain} → {got}", case.id));
+                changed.push(format!("{} with {damage}: {plain} → {got}", case.id));
             }
         }
     }

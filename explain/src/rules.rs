@@ -204,7 +204,12 @@ pub(crate) static RULES: &[Rule] = &[
     // the handler, a NameError on `kill_cmd` in some versions, is a consequence).
     rule!("deepspeed_runner_sigint", LauncherInterrupted, Cause, Standalone,
         [["launcher/runner.py"], ["in sigkill_handler"]], not [], ex_none),
-    rule!("slurm_cancelled", LauncherInterrupted, Cause, Standalone,
+    // The step cancelled with no reason given ("*** STEP N ON host CANCELLED AT t ***"): a
+    // user's scancel, or srun ending the step after one of its tasks failed (srun's
+    // `--kill-on-bad-exit`, and its "task N: Out Of Memory"). A symptom, so a task's own
+    // failure in the same log ranks before it; alone, it is still the finding. (The reasons
+    // Slurm names, time limit, preemption, node failure, are causes: `launcher_signal`.)
+    rule!("slurm_cancelled", LauncherInterrupted, Symptom, Standalone,
         [["slurmstepd"], ["cancelled at"]], not [], ex_none),
     // Slurm's step daemon reads the step cgroup's memory.events after the step
     // (`task/cgroup`): "Detected %lu oom_kill event%s in %ps. Some of the step tasks have

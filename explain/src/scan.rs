@@ -50,6 +50,10 @@ struct Traceback {
     last_frame: Option<Evidence>,
     /// The code line under the last frame (`    torch.cuda.set_device(local_rank)`).
     last_code: Option<Evidence>,
+    /// How far its `Traceback (most recent call last):` line is indented: its frames are
+    /// indented further, its exception line is not (a paste indented as a Markdown code block
+    /// indents them all; 5 of the corpus's answers were lost to that, 2026-12-03).
+    indent: usize,
 }
 
 /// PyTorch's re-raised exception of another process or thread (`torch/_utils.py`'s
@@ -213,6 +217,7 @@ impl<'a> Scanner<'a> {
                 Traceback {
                     last_frame: None,
                     last_code: None,
+                    indent: body.len() - start.len(),
                 },
             );
             return;
@@ -224,7 +229,7 @@ impl<'a> Scanner<'a> {
             }
             return;
         };
-        if body.starts_with([' ', '\t']) {
+        if body.len() - start.len() > tb.indent {
             let evidence = Evidence {
                 file: self.file.clone(),
                 line: number,
@@ -242,10 +247,10 @@ impl<'a> Scanner<'a> {
         let Some(tb) = self.tracebacks.remove(&rank) else {
             return;
         };
-        if matched || !looks_like_exception(body) {
+        if matched || !looks_like_exception(start) {
             return;
         }
-        self.python_exception(number, body, rank, tb.last_frame);
+        self.python_exception(number, start, rank, tb.last_frame);
     }
 
     /// An exception line no rule explains: a `rank_crashed` cause (a
@@ -719,6 +724,11 @@ fn strip_host_label(line: &str) -> &str {
         return line;
     }
     let host = &line[..len];
+    // Slurm's step daemon names itself and its host the same way (`slurmstepd-host-a: error:
+    // ...`): a program, not a host label, and the rules read its name.
+    if host.starts_with("slurmstepd") {
+        return line;
+    }
     let ipv4 = host.split('.').count() == 4
         && host
             .split('.')

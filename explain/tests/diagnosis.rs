@@ -2617,3 +2617,37 @@ fn a_store_that_cannot_listen_on_the_jobs_own_port_met_a_process_of_the_job() {
         r.render_text(100)
     );
 }
+
+#[test]
+fn a_traceback_pasted_as_an_indented_code_block_still_ends_in_its_exception() {
+    // A Markdown code block indents every line by four spaces: the exception line is then
+    // indented like the frames, and only its indentation against the `Traceback` line's tells
+    // it apart (yolov5#4480's last lines, as pasted there but indented).
+    let log = "    Traceback (most recent call last):\n\
+               \x20     File \"train.py\", line 543, in <module>\n\
+               \x20       main(opt)\n\
+               \x20     File \"utils/torch_utils.py\", line 38, in torch_distributed_zero_first\n\
+               \x20       dist.barrier(device_ids=[local_rank])\n\
+               \x20   TypeError: barrier() got an unexpected keyword argument 'device_ids'\n";
+    for text in [
+        log.to_owned(),
+        log.lines().map(|l| format!("{}\n", &l[4..])).collect(),
+    ] {
+        let report =
+            probe_explain::explain_log_bytes("rank.log", text.as_bytes(), &Options::default());
+        let top = report.findings.first().expect("a finding");
+        assert_eq!(
+            top.category,
+            Category::RankCrashed,
+            "{}",
+            report.render_text(100)
+        );
+        assert!(
+            top.evidence.iter().any(|e| e
+                .text
+                .contains("TypeError: barrier() got an unexpected keyword")),
+            "{}",
+            report.render_text(100)
+        );
+    }
+}

@@ -891,14 +891,7 @@ fn aborted_after_the_training(g: &Gathered, ctx: &RunContext, signals: &[Signal]
     left_with_threads_running(g, signals)
         .into_iter()
         .map(|rank| {
-            let mut s = Signal::new(
-                RULE_ABORTED_AFTER_TRAINING,
-                Category::RankCrashed,
-                Role::Cause,
-                Attach::Standalone,
-            );
-            s.observer = Some(rank);
-            s.subjects = vec![rank];
+            let mut s = aborted_rank(RULE_ABORTED_AFTER_TRAINING, rank);
             let at = step.map_or(String::new(), |n| {
                 format!(" after the same {} steps", n + 1)
             });
@@ -933,6 +926,14 @@ fn missing_module(exception: &str) -> Option<String> {
 /// What a rank aborted after the training means, and what to do.
 const RULE_ABORTED_WITHOUT_AN_ERROR: &str = "aborted_without_an_error";
 
+/// The finding of a rank the C++ runtime aborted ([`left_with_threads_running`]), by `rule`.
+fn aborted_rank(rule: &'static str, rank: usize) -> Signal {
+    let mut s = Signal::new(rule, Category::RankCrashed, Role::Cause, Attach::Standalone);
+    s.observer = Some(rank);
+    s.subjects = vec![rank];
+    s
+}
+
 /// Without traces, nothing tells how far the training got; what is left to go on: a rank
 /// aborted by the C++ runtime ([`left_with_threads_running`]) and nothing else wrong on any
 /// rank (no error of another rank's own, no rank seen waiting in a collective, every other rank
@@ -966,14 +967,7 @@ fn aborted_without_an_error(g: &Gathered, signals: &[Signal]) -> Vec<Signal> {
     ranks
         .into_iter()
         .map(|rank| {
-            let mut s = Signal::new(
-                RULE_ABORTED_WITHOUT_AN_ERROR,
-                Category::RankCrashed,
-                Role::Cause,
-                Attach::Standalone,
-            );
-            s.observer = Some(rank);
-            s.subjects = vec![rank];
+            let mut s = aborted_rank(RULE_ABORTED_WITHOUT_AN_ERROR, rank);
             s.detail = Some(format!(
                 "rank {rank} was aborted (SIGABRT) with \"terminate called without an active \
                  exception\" and no error of its own; no other rank reported one"

@@ -2651,3 +2651,34 @@ fn a_traceback_pasted_as_an_indented_code_block_still_ends_in_its_exception() {
         );
     }
 }
+
+#[test]
+fn a_message_wrapped_across_two_lines_is_read_whole() {
+    // DDP's error for parameters without a gradient, hard-wrapped at 60 columns as a terminal
+    // copy leaves it: no part holds the words a rule reads.
+    let line = "[rank1]: RuntimeError: Expected to have finished reduction in the prior iteration \
+                before starting a new one. This error indicates that your module has parameters \
+                that were not used in producing loss.";
+    let wrapped: String = line
+        .as_bytes()
+        .chunks(60)
+        .map(|c| format!("{}\n", std::str::from_utf8(c).unwrap()))
+        .collect();
+    assert!(wrapped
+        .lines()
+        .all(|l| !l.contains("finished reduction in the prior iteration")));
+    let report =
+        probe_explain::explain_log_bytes("rank.log", wrapped.as_bytes(), &Options::default());
+    let top = report.findings.first().expect("a finding");
+    assert_eq!(
+        top.category,
+        Category::UnusedParameters,
+        "{}",
+        report.render_text(100)
+    );
+    // Both parts are its evidence.
+    assert_eq!(
+        top.evidence.iter().filter(|e| e.file == "rank.log").count(),
+        2
+    );
+}

@@ -139,3 +139,16 @@ fn steps_of_different_sizes_are_compared_per_sample() {
         .expect("listed");
     assert_eq!((s.baseline.as_str(), s.run.as_str()), ("64", "128"));
 }
+
+#[test]
+fn runs_too_short_for_an_interval_say_so_instead_of_a_change() {
+    let (mut a, mut b) = (base(), base());
+    a.steps = 4;
+    b.steps = 4;
+    b.seed = 12;
+    b.data_ns += 30_000_000;
+    let c = compare(&a, &b);
+    assert!(!c.beyond_noise && !c.intervals_apart);
+    assert!(c.verdict().contains("too few to tell"), "{}", c.verdict());
+    assert!(c.render_text(100).contains("ranges of the steps"));
+}

@@ -53,12 +53,12 @@ pub(crate) fn write_comparison(h: &mut Html, c: &Comparison, labels: (&str, &str
         .text(&c.verdict())
         .close("p");
     h.para(&format!(
-        "Median step {} → {}; 95% intervals of the medians {} to {} and {} to {} (each step \
-         counts once, its time the mean over its ranks). A change is one to act on when the \
-         intervals are apart and the medians differ by at least 3%, the spread of repeated runs \
-         of one job.",
+        "Median step {} → {}; {} {} to {} and {} to {} (each step counts once, its time the \
+         mean over its ranks). A change is one to act on when the intervals are apart and the \
+         medians differ by at least 3%, the spread of repeated runs of one job.",
         ns(c.baseline.step_median_ns),
         ns(c.run.step_median_ns),
+        c.interval_name(),
         ns(c.baseline.step_median_interval_ns[0]),
         ns(c.baseline.step_median_interval_ns[1]),
         ns(c.run.step_median_interval_ns[0]),

@@ -109,6 +109,9 @@ pub struct Comparison {
 /// `bench/whatif`, 2026-12-02, 40 runs), while each run's own median was known to ±1%.
 pub const RUN_TO_RUN_SPREAD: f64 = 0.03;
 
+/// The fewest steady steps a run needs for its median's 95% interval.
+const MIN_STEPS: u64 = 6;
+
 /// Reads one part of a step (ns).
 type PartOf = fn(&StepBreakdown) -> i64;
 
@@ -138,8 +141,9 @@ pub fn compare(
     let (base_steps, run_steps) = (steady(baseline.0), steady(run.0));
     let base = side(baseline.1, &base_steps);
     let new = side(run.1, &run_steps);
-    let intervals_apart = !base_steps.is_empty()
-        && !run_steps.is_empty()
+    // Below 6 steps the "interval" is the sample's range, not a 95% one: nothing is apart.
+    let intervals_apart = base.steps >= MIN_STEPS
+        && new.steps >= MIN_STEPS
         && (new.step_median_interval_ns[0] > base.step_median_interval_ns[1]
             || new.step_median_interval_ns[1] < base.step_median_interval_ns[0]);
     let beyond_noise = intervals_apart
@@ -213,10 +217,11 @@ pub fn compare(
         ));
     }
     for (name, n) in [("baseline", base.steps), ("run", new.steps)] {
-        if n < 6 {
+        if n < MIN_STEPS {
             notes.push(format!(
-                "the {name} has {n} steady steps: too few to tell a change from the \
-                 step-to-step spread"
+                "the {name} has {n} steady step{}: too few to tell a change from the \
+                 step-to-step spread (a run of at least {MIN_STEPS} can)",
+                if n == 1 { "" } else { "s" }
             ));
         }
     }
@@ -386,6 +391,16 @@ pub fn environment_changes(
 }
 
 impl Comparison {
+    /// What [`Side::step_median_interval_ns`] is: a 95% interval of the median, or, for a run
+    /// too short for one, the range of its steps.
+    pub fn interval_name(&self) -> &'static str {
+        if self.baseline.steps < MIN_STEPS || self.run.steps < MIN_STEPS {
+            "ranges of the steps (too few for an interval of the median)"
+        } else {
+            "95% intervals of the medians"
+        }
+    }
+
     /// The change of the median step (ns), run minus baseline.
     pub fn step_delta_ns(&self) -> f64 {
         self.run.step_median_ns - self.baseline.step_median_ns
@@ -399,6 +414,9 @@ impl Comparison {
             return "One of the runs has no steady steps: nothing to compare.".to_owned();
         }
         let ratio = r / b - 1.0;
+        if ratio.abs() < 0.0005 {
+            return format!("The step is unchanged ({} median).", units::ns(b));
+        }
         let way = if ratio >= 0.0 { "slower" } else { "faster" };
         let mut line = format!(
             "The step is {} {way} ({} → {} median)",
@@ -433,6 +451,14 @@ impl Comparison {
                 units::count_rate(ta),
                 units::count_rate(tb)
             );
+        }
+        if self.baseline.steps < MIN_STEPS || self.run.steps < MIN_STEPS {
+            line.push_str(&format!(
+                ", from {} and {} steady steps: too few to tell a change from the step-to-step \
+                 spread.",
+                self.baseline.steps, self.run.steps
+            ));
+            return line;
         }
         if !self.intervals_apart {
             line.push_str(
@@ -500,10 +526,11 @@ impl Comparison {
         push_prose(
             &mut out,
             &format!(
-                "median step {} → {} ({}); 95% intervals of the medians {} and {}",
+                "median step {} → {} ({}); {} {} and {}",
                 units::ns(self.baseline.step_median_ns),
                 units::ns(self.run.step_median_ns),
                 units::signed_ns(self.step_delta_ns()),
+                self.interval_name(),
                 iv(&self.baseline),
                 iv(&self.run)
             ),

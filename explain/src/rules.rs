@@ -90,6 +90,15 @@ impl Rule {
     }
 }
 
+/// Where `rule` is in [`RULES`] (most specific first); after every rule for the shell's
+/// reports, which are not in it.
+pub(crate) fn position(rule: &Rule) -> usize {
+    RULES
+        .iter()
+        .position(|r| std::ptr::eq(r, rule))
+        .unwrap_or(RULES.len())
+}
+
 /// The first rule that matches `line`, with what it read.
 pub(crate) fn classify(line: &str) -> Option<(&'static Rule, Extract)> {
     let lower = line.to_ascii_lowercase();

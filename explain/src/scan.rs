@@ -88,9 +88,9 @@ pub(crate) struct Scanner<'a> {
     last: VecDeque<(Option<u64>, String)>,
     elastic: ElasticTable,
     order: &'a mut u64,
-    /// The previous line, when no rule matched it and it was as long as the longest line
-    /// so far: the first part of a line a terminal or a paste wrapped ([`WRAP_MIN_CHARS`]).
-    unmatched_longest: Option<(Option<u64>, String, String)>,
+    /// The previous line, when it was as long as the longest line so far: the first part of
+    /// a line a terminal or a paste wrapped ([`WRAP_MIN_CHARS`]), with the rule it matched.
+    unmatched_longest: Option<WrapCandidate>,
     /// The longest line so far, in characters.
     longest: usize,
 }
@@ -101,6 +101,18 @@ pub(crate) struct Scanner<'a> {
 /// the file (the wrap width), so a line no rule matched, as long as the longest so far and at
 /// least this long, is read once more joined with the next one when neither matches alone.
 const WRAP_MIN_CHARS: usize = 60;
+
+/// A line that may be the first part of a wrapped one.
+struct WrapCandidate {
+    number: Option<u64>,
+    raw: String,
+    /// Its body, or the bodies of the parts so far joined.
+    body: String,
+    /// The position in [`rules::RULES`] of the rule its parts matched, if any: the joined line
+    /// counts only with a rule before it (a more specific one: a generic NCCL warning matched
+    /// the first part, the words of the specific one are in the second).
+    rule: Option<usize>,
+}
 
 /// The longest run of wrapped parts read as one line, in bytes.
 const WRAP_MAX_BYTES: usize = 4096;
@@ -189,20 +201,35 @@ impl<'a> Scanner<'a> {
         let mut joined_from = None;
         let mut carried = None;
         if matched.is_none() {
-            if let Some((n, prev_raw, prev_body)) = previous {
-                let joined = format!("{prev_body}{}", body.trim_start());
-                if let Some(m) = rules::classify(&joined) {
-                    matched = Some(m);
-                    joined_from = Some((n, prev_raw));
-                } else if joined.len() <= WRAP_MAX_BYTES {
-                    // A line wrapped into three parts or more: the parts so far go on.
-                    carried = Some((n, prev_raw, joined));
+            if let Some(prev) = previous {
+                let joined = format!("{}{}", prev.body, body.trim_start());
+                match rules::classify(&joined) {
+                    Some(m) if prev.rule.is_none_or(|r| rules::position(m.0) < r) => {
+                        matched = Some(m);
+                        joined_from = Some((prev.number, prev.raw));
+                    }
+                    _ if joined.len() <= WRAP_MAX_BYTES => {
+                        // A line wrapped into three parts or more: the parts so far go on.
+                        carried = Some(WrapCandidate {
+                            body: joined,
+                            ..prev
+                        });
+                    }
+                    _ => {}
                 }
             }
         }
-        if matched.is_none() && chars >= WRAP_MIN_CHARS && chars >= self.longest {
-            self.unmatched_longest =
-                Some(carried.unwrap_or_else(|| (number, raw.to_owned(), body.to_owned())));
+        if chars >= WRAP_MIN_CHARS && chars >= self.longest && joined_from.is_none() {
+            let rule = matched.as_ref().map(|m| rules::position(m.0));
+            self.unmatched_longest = Some(match carried {
+                Some(c) if rule.is_none() => c,
+                _ => WrapCandidate {
+                    number,
+                    raw: raw.to_owned(),
+                    body: body.to_owned(),
+                    rule,
+                },
+            });
         }
         self.longest = self.longest.max(chars);
         if matched.is_none()

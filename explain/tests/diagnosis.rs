@@ -688,6 +688,24 @@ fn rank_record(rank: usize, world: usize, end: serde_json::Value) -> String {
     format!("    {{\n{}\n    }}", body.join(",\n"))
 }
 
+/// The manifest of a run of 2 ranks the hang watchdog stopped after `timeout_s`, naming
+/// `behind`; `extra` adds or replaces top-level fields.
+fn two_stopped_ranks_hung(timeout_s: f64, behind: &[usize], extra: serde_json::Value) -> String {
+    let mut fields = json!({"hang": {"timeout_s": timeout_s, "detected_at": "t",
+                                     "behind": behind, "ranks": []}});
+    if let serde_json::Value::Object(extra) = extra {
+        for (k, v) in extra {
+            fields[k] = v;
+        }
+    }
+    manifest(
+        "hang",
+        2,
+        vec![rank_record(0, 2, stopped()), rank_record(1, 2, stopped())],
+        fields,
+    )
+}
+
 fn manifest(status: &str, world: usize, ranks: Vec<String>, extra: serde_json::Value) -> String {
     let mut m = json!({
         "format": 1,
@@ -1382,12 +1400,7 @@ fn hung_run_names_the_rank_that_never_joined_the_collective() {
     put(
         root,
         "manifest.json",
-        &manifest(
-            "hang",
-            2,
-            vec![rank_record(0, 2, stopped()), rank_record(1, 2, stopped())],
-            json!({"hang": {"timeout_s": 30.0, "detected_at": "t", "behind": [1], "ranks": []}}),
-        ),
+        &two_stopped_ranks_hung(30.0, &[1], json!({})),
     );
     put(root, "logs/rank-0.stderr", "step 3 done\n");
     put(root, "logs/rank-1.stderr", "step 3 done\nloading shard 9\n");
@@ -1889,12 +1902,7 @@ fn report_round_trips_through_json() {
     put(
         root,
         "manifest.json",
-        &manifest(
-            "hang",
-            2,
-            vec![rank_record(0, 2, stopped()), rank_record(1, 2, stopped())],
-            json!({"hang": {"timeout_s": 30.0, "detected_at": "t", "behind": [1], "ranks": []}}),
-        ),
+        &two_stopped_ranks_hung(30.0, &[1], json!({})),
     );
     put(root, "logs/nccl-rank0.log", HEALTHY);
     put(root, "traces/rank-0.jsonl", &trace(0, 4, Some(5), false));
@@ -2371,12 +2379,10 @@ fn a_rank_still_connecting_to_the_store_when_stopped_could_not_reach_it() {
         put(
             root,
             "manifest.json",
-            &manifest(
-                "hang",
-                2,
-                vec![rank_record(0, 2, stopped()), rank_record(1, 2, stopped())],
-                json!({"hang": {"timeout_s": 20.0, "detected_at": "t", "behind": [], "ranks": []},
-                       "master_addr": "10.255.255.1", "master_port": 37753, "nnodes": nnodes}),
+            &two_stopped_ranks_hung(
+                20.0,
+                &[],
+                json!({"master_addr": "10.255.255.1", "master_port": 37753, "nnodes": nnodes}),
             ),
         );
         for rank in 0..2 {
@@ -2447,12 +2453,7 @@ fn ranks_stopped_inside_init_process_group_are_a_rendezvous_wait_or_a_world_size
     put(
         root,
         "manifest.json",
-        &manifest(
-            "hang",
-            2,
-            vec![rank_record(0, 2, stopped()), rank_record(1, 2, stopped())],
-            json!({"hang": {"timeout_s": 10.0, "detected_at": "t", "behind": [], "ranks": []}}),
-        ),
+        &two_stopped_ranks_hung(10.0, &[], json!({})),
     );
     let site = "/v/lib/python3.11/site-packages/torch/distributed";
     let stacks = |call: &str| {

@@ -274,7 +274,15 @@ fn raw_phase_lateness(run: &Path, rank: usize, phase: &str) -> f64 {
 /// Clean runs on a shared two-core machine are not always symmetric: a busy neighbour can make
 /// one rank really slower for a whole run. So a clean run may name a rank only when the trace
 /// files themselves show that rank behind (by at least half the lateness reported, and in the
-/// phase named by at least a tenth of it), and at most 2 of the 20 may name one at all.
+/// phase named by at least a tenth of it), and only a few of the 20 may name one at all
+/// ([`CLEAN_RUNS_NAMING_AT_MOST`]).
+/// How many of the 20 clean runs may name a rank that its trace shows really was behind. On
+/// this project's 2-core machine 6 of 80 clean runs did (1, 1, 1 and 3 of 20 in four rounds,
+/// 2026-12-03; the round of 3 failed CI under the earlier bound of 2, which a rate of 6 in 80
+/// exceeds in about one round in five). At that rate 6 or more of 20 happen about once in 360
+/// rounds (once in 90 at one in ten).
+const CLEAN_RUNS_NAMING_AT_MOST: usize = 5;
+
 #[test]
 fn twenty_clean_runs_name_no_straggler() {
     let _lock = job_lock();
@@ -315,5 +323,5 @@ fn twenty_clean_runs_name_no_straggler() {
         std::fs::remove_dir_all(&run).ok();
     }
     eprintln!("clean runs that named a (really slower) rank: {named:?}");
-    assert!(named.len() <= 2, "{named:?}");
+    assert!(named.len() <= CLEAN_RUNS_NAMING_AT_MOST, "{named:?}");
 }

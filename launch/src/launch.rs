@@ -717,6 +717,10 @@ struct DumpWait {
     until: Instant,
     /// The slots of the ranks asked (those that listen).
     slots: Vec<usize>,
+    /// Ranks that listen but that no slot started: processes a launched one started
+    /// (`torch.multiprocessing.spawn`'s ranks), whose answers are waited for too, or the
+    /// launched process is stopped, and they with it, before they answer.
+    others: Vec<usize>,
     /// Whether to say what each rank answered even when none wrote anything (a hang's
     /// request is announced; a failure's only reports the dumps it got).
     announced: bool,
@@ -1520,9 +1524,12 @@ impl Run {
             });
             return false;
         }
+        let others = self.listening_ranks_not_started();
         let ranks: Vec<String> = slots
             .iter()
-            .map(|&i| self.slots[i].rank.to_string())
+            .map(|&i| self.slots[i].rank)
+            .chain(others.iter().copied())
+            .map(|r| r.to_string())
             .collect();
         // After a failure the ranks usually end on their own within moments (their peer is
         // gone): only dumps they did write are worth a line then.
@@ -1544,9 +1551,31 @@ impl Run {
         self.dump_wait = Some(DumpWait {
             until: Instant::now() + DUMP_WAIT,
             slots,
+            others,
             announced,
         });
         true
+    }
+
+    /// The ranks with a `control/rank-<R>.listening` file that no slot of this node started
+    /// (the ranks `torch.multiprocessing.spawn` starts in a launched process).
+    fn listening_ranks_not_started(&self) -> Vec<usize> {
+        let Ok(entries) = std::fs::read_dir(self.run_dir.join(rundir::CONTROL_DIR)) else {
+            return Vec::new();
+        };
+        let mut ranks: Vec<usize> = entries
+            .filter_map(Result::ok)
+            .filter_map(|e| {
+                let name = e.file_name().into_string().ok()?;
+                name.strip_prefix("rank-")?
+                    .strip_suffix(".listening")?
+                    .parse()
+                    .ok()
+            })
+            .filter(|r| self.slots.iter().all(|s| s.rank != *r))
+            .collect();
+        ranks.sort_unstable();
+        ranks
     }
 
     /// Stops the ranks once every rank asked for a dump answered (or ended),
@@ -1555,22 +1584,28 @@ impl Run {
         let Some(wait) = &self.dump_wait else {
             return;
         };
-        let answer = |slot: &Slot| {
-            std::fs::read_to_string(self.run_dir.join(rundir::rank_dump_answer(slot.rank))).ok()
+        let answer = |rank: usize| {
+            std::fs::read_to_string(self.run_dir.join(rundir::rank_dump_answer(rank))).ok()
         };
-        let done = wait.slots.iter().all(|&i| {
-            let s = &self.slots[i];
-            s.exited || answer(s).is_some()
-        });
+        // (rank, whether its process ended): the slots', then the ranks they started, whose
+        // end this launcher does not see.
+        let asked: Vec<(usize, bool)> = wait
+            .slots
+            .iter()
+            .map(|&i| (self.slots[i].rank, self.slots[i].exited))
+            .chain(wait.others.iter().map(|&r| (r, false)))
+            .collect();
+        let done = asked
+            .iter()
+            .all(|&(rank, exited)| exited || answer(rank).is_some());
         if !done && Instant::now() < wait.until {
             return;
         }
         let mut lines = Vec::new();
         let mut wrote_any = false;
-        for &i in &wait.slots {
-            let s = &self.slots[i];
-            wrote_any |= answer(s).is_some_and(|a| a.starts_with("ok "));
-            let text = match answer(s) {
+        for &(rank, exited) in &asked {
+            wrote_any |= answer(rank).is_some_and(|a| a.starts_with("ok "));
+            let text = match answer(rank) {
                 Some(a) => {
                     let a = a.trim();
                     match a.strip_prefix("ok ") {
@@ -1585,10 +1620,10 @@ impl Run {
                             .collect(),
                     }
                 }
-                None if s.exited => "ended before it answered".to_owned(),
+                None if exited => "ended before it answered".to_owned(),
                 None => format!("no answer within {} s", DUMP_WAIT.as_secs()),
             };
-            lines.push(format!("rank {}: {text}", s.rank));
+            lines.push(format!("rank {rank}: {text}"));
         }
         if wait.announced || wrote_any {
             observer.on_event(&Event::Notice {

@@ -1899,6 +1899,20 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
         }
         .to_owned();
     }
+    // Only Slurm's plain cancellation said so: what it is, and how to tell which it was.
+    if category == Category::LauncherInterrupted && own.iter().all(|s| s.rule == "slurm_cancelled")
+    {
+        title = "Slurm cancelled the job step, with no reason given".to_owned();
+        meaning = "Slurm's step daemon cancelled the step without naming a time limit, a \
+                   preemption or a node failure: someone ran scancel, or srun ended the step \
+                   because one of its tasks failed (an error exit, or the OOM killer: srun's \
+                   \"task N: Out Of Memory\").";
+        fix = "See whether a task failed before the cancellation: its error in this log or in \
+               the tasks' own logs, `sacct -j JOBID --format=JobID,State,ExitCode,MaxRSS` (a \
+               task OUT_OF_MEMORY or FAILED is the cause). If none did, the step was cancelled \
+               from outside (scancel): nothing in the job to fix."
+            .to_owned();
+    }
     if role == Role::Cause && proven(RULE_ABORTED_WITHOUT_AN_ERROR) {
         title = format!(
             "{} was aborted with no error of its own, most likely at exit (gloo's teardown)",

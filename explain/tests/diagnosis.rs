@@ -2683,3 +2683,38 @@ fn a_message_wrapped_across_two_lines_is_read_whole() {
         2
     );
 }
+
+#[test]
+fn a_slurm_step_cancelled_without_a_reason_says_how_to_tell_why_and_yields_to_a_task_failure() {
+    let cancelled = "slurmstepd: error: *** STEP 1234.0 ON host-a CANCELLED AT \
+                     2024-01-01T10:00:00 ***\n";
+    let report = probe_explain::explain_log_bytes(
+        "slurm-1234.out",
+        cancelled.as_bytes(),
+        &Options::default(),
+    );
+    let top = report.findings.first().expect("a finding");
+    assert_eq!(
+        (top.category, top.title.as_str()),
+        (
+            Category::LauncherInterrupted,
+            "Slurm cancelled the job step, with no reason given"
+        )
+    );
+    assert!(top.fix.contains("sacct -j"), "{}", top.fix);
+    // After a task that the OOM killer hit, as Slurm logs it, the cancellation is its
+    // consequence.
+    let log = format!(
+        "slurmstepd: error: Detected 1 oom-kill event(s) in StepId=1234.0. Some of your \
+         processes may have been killed by the cgroup out-of-memory handler.\n\
+         srun: error: host-a: task 0: Out Of Memory\n{cancelled}"
+    );
+    let report =
+        probe_explain::explain_log_bytes("slurm-1234.out", log.as_bytes(), &Options::default());
+    assert_eq!(
+        report.findings.first().map(|f| f.category),
+        Some(Category::HostOomKilled),
+        "{}",
+        report.render_text(100)
+    );
+}

@@ -1565,13 +1565,7 @@ impl Run {
         };
         let mut ranks: Vec<usize> = entries
             .filter_map(Result::ok)
-            .filter_map(|e| {
-                let name = e.file_name().into_string().ok()?;
-                name.strip_prefix("rank-")?
-                    .strip_suffix(".listening")?
-                    .parse()
-                    .ok()
-            })
+            .filter_map(|e| rundir::listening_rank(e.file_name().to_str()?))
             .filter(|r| self.slots.iter().all(|s| s.rank != *r))
             .collect();
         ranks.sort_unstable();

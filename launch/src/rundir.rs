@@ -60,6 +60,16 @@ pub fn rank_dump_listening(rank: usize) -> String {
     format!("{CONTROL_DIR}/rank-{rank}.listening")
 }
 
+/// The rank a file of the control folder named as [`rank_dump_listening`] names it says
+/// listens (`rank-3.listening` → 3).
+pub fn listening_rank(file_name: &str) -> Option<usize> {
+    file_name
+        .strip_prefix("rank-")?
+        .strip_suffix(".listening")?
+        .parse()
+        .ok()
+}
+
 /// `control/rank-<R>.dumped`, relative to the run directory: the rank's
 /// answer to a dump request (`ok PATH` or `error: WHY`).
 pub fn rank_dump_answer(rank: usize) -> String {

@@ -3,6 +3,8 @@
 //! it is in, and which settings differ between the runs. For "the step got 30% slower since
 //! yesterday": the answer is where the time went, not two summaries to read against each other.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use super::scan::{step_breakdowns, StepBreakdown};
@@ -149,26 +151,19 @@ pub fn compare(
     let beyond_noise = intervals_apart
         && base.step_median_ns > 0.0
         && (new.step_median_ns / base.step_median_ns - 1.0).abs() >= RUN_TO_RUN_SPREAD;
-    let mean = |steps: &[StepBreakdown], f: fn(&StepBreakdown) -> i64| {
-        if steps.is_empty() {
-            0.0
-        } else {
-            steps.iter().map(|s| f(s) as f64).sum::<f64>() / steps.len() as f64
-        }
-    };
     let same_world = base.world_size == new.world_size;
+    // Each side's steps by rank, once: every part and every rank reads them.
+    let (base_by_rank, run_by_rank) = (by_rank(&base_steps), by_rank(&run_steps));
     let mut parts: Vec<PartChange> = PARTS
         .iter()
         .map(|(name, f)| {
             let most_on = if same_world {
                 (0..base.world_size)
                     .map(|rank| {
-                        let of = |steps: &[StepBreakdown]| {
-                            let mine: Vec<StepBreakdown> =
-                                steps.iter().filter(|s| s.rank == rank).cloned().collect();
-                            mean(&mine, *f)
+                        let of = |sides: &BTreeMap<u32, Vec<&StepBreakdown>>| {
+                            sides.get(&rank).map_or(0.0, |steps| mean(steps, *f))
                         };
-                        (rank, of(&run_steps) - of(&base_steps))
+                        (rank, of(&run_by_rank) - of(&base_by_rank))
                     })
                     .max_by(|a, b| a.1.abs().total_cmp(&b.1.abs()))
             } else {
@@ -188,15 +183,11 @@ pub fn compare(
     let mut ranks = Vec::new();
     if same_world {
         for rank in 0..base.world_size {
-            let of = |steps: &[StepBreakdown]| {
-                let mut v: Vec<f64> = steps
-                    .iter()
-                    .filter(|s| s.rank == rank)
-                    .map(|s| s.step_ns as f64)
-                    .collect();
+            let of = |sides: &BTreeMap<u32, Vec<&StepBreakdown>>| {
+                let mut v: Vec<f64> = sides.get(&rank)?.iter().map(|s| s.step_ns as f64).collect();
                 median(&mut v)
             };
-            if let (Some(b), Some(r)) = (of(&base_steps), of(&run_steps)) {
+            if let (Some(b), Some(r)) = (of(&base_by_rank), of(&run_by_rank)) {
                 ranks.push(RankChange {
                     rank,
                     baseline_ns: b,
@@ -226,14 +217,12 @@ pub fn compare(
         }
     }
     let mut settings = settings(baseline.0, baseline.1, run.0, run.1);
-    if let Some((a, b)) = base.samples_per_step.zip(new.samples_per_step) {
-        if (b / a - 1.0).abs() > 0.01 {
-            settings.push(SettingChange {
-                setting: "samples per step (all ranks)".to_owned(),
-                baseline: format!("{a:.0}"),
-                run: format!("{b:.0}"),
-            });
-        }
+    if let Some((a, b)) = samples_per_step_differ(&base, &new) {
+        settings.push(SettingChange {
+            setting: "samples per step (all ranks)".to_owned(),
+            baseline: format!("{a:.0}"),
+            run: format!("{b:.0}"),
+        });
     }
     Comparison {
         settings,
@@ -247,11 +236,36 @@ pub fn compare(
     }
 }
 
+/// The mean of one part over `steps` (ns); 0 without steps.
+fn mean<S: std::borrow::Borrow<StepBreakdown>>(steps: &[S], f: PartOf) -> f64 {
+    if steps.is_empty() {
+        return 0.0;
+    }
+    steps.iter().map(|s| f(s.borrow()) as f64).sum::<f64>() / steps.len() as f64
+}
+
+/// `steps` by rank.
+fn by_rank(steps: &[StepBreakdown]) -> BTreeMap<u32, Vec<&StepBreakdown>> {
+    let mut out: BTreeMap<u32, Vec<&StepBreakdown>> = BTreeMap::new();
+    for s in steps {
+        out.entry(s.rank).or_default().push(s);
+    }
+    out
+}
+
+/// The samples per step of two runs, when both count samples and they differ by more than 1%
+/// (another batch size, gradient accumulation): then per sample is what compares.
+fn samples_per_step_differ(a: &Side, b: &Side) -> Option<(f64, f64)> {
+    a.samples_per_step
+        .zip(b.samples_per_step)
+        .filter(|(x, y)| (y / x - 1.0).abs() > 0.01)
+}
+
 fn side(s: &Summary, steps: &[StepBreakdown]) -> Side {
     // One value per step, the mean over its ranks: the ranks of a step wait for each other in
     // its all-reduces, so their step times are one observation, not world-size many (pooled,
     // two runs of one job read as different at 0.7%).
-    let mut by_step: std::collections::BTreeMap<Option<u64>, (f64, u32)> = Default::default();
+    let mut by_step: BTreeMap<Option<u64>, (f64, u32)> = Default::default();
     for st in steps {
         let e = by_step.entry(st.step).or_default();
         e.0 += st.step_ns as f64;
@@ -426,13 +440,8 @@ impl Comparison {
         );
         // Steps of different sizes (another batch, gradient accumulation): per sample is what
         // compares, and it can go the other way.
-        let per_step = self
-            .baseline
-            .samples_per_step
-            .zip(self.run.samples_per_step)
-            .filter(|(a, b)| (b / a - 1.0).abs() > 0.01);
         if let (Some((sa, sb)), Some(ta), Some(tb)) = (
-            per_step,
+            samples_per_step_differ(&self.baseline, &self.run),
             self.baseline.samples_per_s,
             self.run.samples_per_s,
         ) {

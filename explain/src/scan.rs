@@ -168,7 +168,38 @@ impl<'a> Scanner<'a> {
         if plain.trim().is_empty() {
             return;
         }
-        let (prefix_rank, body) = strip_launcher_prefix(&plain);
+        let (line_rank, body) = strip_launcher_prefix(&plain);
+        let prefix = plain.len() - body.len();
+        let parts = joined_line_starts(&plain[prefix..]);
+        if parts.len() == 1 {
+            return self.logical_line(number, raw, &plain, None);
+        }
+        for (i, &start) in parts.iter().enumerate() {
+            let start = if i == 0 { 0 } else { prefix + start };
+            let end = parts.get(i + 1).map_or(plain.len(), |e| prefix + e);
+            let part = &plain[start..end];
+            if !part.trim().is_empty() {
+                self.logical_line(number, part, part, line_rank);
+            }
+        }
+    }
+
+    /// One line of the log as it was printed: `raw` as the file has it (for evidence), `plain`
+    /// without colours and paste quoting; `line_rank` the rank that the launcher's prefix of
+    /// the physical line named, when a paste joined this line into it.
+    fn logical_line(
+        &mut self,
+        number: Option<u64>,
+        raw: &str,
+        plain: &str,
+        line_rank: Option<usize>,
+    ) {
+        let (prefix_rank, body) = strip_launcher_prefix(plain);
+        let prefix_rank = prefix_rank.or(line_rank);
+        // `[rank0]:` alone: a launcher labels the rank's empty lines too.
+        if body.trim().is_empty() {
+            return;
+        }
         let explicit = prefix_rank.or_else(|| bracket_rank(body));
         let observer = explicit.or(self.file_rank);
         if self.last.len() == LAST_LINES {
@@ -308,8 +339,22 @@ impl<'a> Scanner<'a> {
             if t.starts_with("File \"") {
                 tb.last_frame = Some(evidence);
                 tb.last_code = None;
-            } else if !t.starts_with("File") {
+                return;
+            }
+            if t.starts_with("File") {
+                return;
+            }
+            // A code line a paste joined with the exception line after it.
+            let Some(at) = exception_after_code(t) else {
                 tb.last_code = Some(evidence);
+                return;
+            };
+            let exception = &t[at..];
+            let Some(tb) = self.tracebacks.remove(&rank) else {
+                return;
+            };
+            if !matched {
+                self.python_exception(number, exception, rank, tb.last_frame);
             }
             return;
         }
@@ -560,6 +605,221 @@ fn is_telling(lower: &str, level: Option<Level>) -> bool {
     .any(|k| lower.contains(k))
 }
 
+/// Where the lines that a paste joined into one (line ends lost, a whole log as one
+/// paragraph) start again: before a launcher's rank label (`[rank3]:`, `[default3]:`), a
+/// traceback's header, its frames (`File "x.py", line 3, in f`) and the code line after a
+/// frame, an NCCL line's `host:pid:tid [dev] NCCL` prefix and a glog-style `[E1102 03:04:14.69
+/// ProcessGroupNCCL.cpp:607]` / `[E ProcessGroupNCCL.cpp:325]` prefix. Only a marker after a
+/// space and after other text counts; the first start is 0. An exception line joined after a
+/// code line is cut where the traceback is read ([`exception_after_code`]). Joining every two
+/// lines of every real log of `tests/corpus.rs` changed 14 of their 332 answers and joining
+/// each log into one line 32, most of them tracebacks read as no traceback (2026-12-03).
+fn joined_line_starts(line: &str) -> Vec<usize> {
+    let mut starts = vec![0];
+    let bytes = line.as_bytes();
+    // After a space, and after other text.
+    let after_text =
+        |i: usize| i > 0 && bytes[i - 1].is_ascii_whitespace() && !line[..i].trim().is_empty();
+    // After other text, not inside a word: markers no line has in its middle also start a
+    // line that a paste joined with no space.
+    let after_word = |i: usize| {
+        i > 0
+            && !(bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_')
+            && !line[..i].trim().is_empty()
+    };
+    for key in ["[rank", "[default"] {
+        for i in markers(line, key) {
+            let rest = &line[i + key.len()..];
+            let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+            if after_word(i) && digits > 0 && rest[digits..].starts_with("]:") {
+                starts.push(i);
+            }
+        }
+    }
+    for i in markers(line, "Traceback (most recent call last)") {
+        let i = if line[..i].ends_with("Original ") {
+            i - "Original ".len()
+        } else {
+            i
+        };
+        if after_word(i) {
+            starts.push(i);
+        }
+    }
+    for i in markers(line, "File \"") {
+        let Some(end) = frame_end(&line[i..]) else {
+            continue;
+        };
+        // The frame keeps the spaces before it: frames are indented under their header.
+        if after_word(i) {
+            starts.push(line[..i].trim_end().len());
+        }
+        let code = i + end;
+        if !line[code..].trim().is_empty() {
+            starts.push(code);
+        }
+    }
+    // Lines read one record at a time: NCCL's version line, a framework's rank announcement,
+    // a py-spy dump's thread headers and frames (`    broadcast (torch/distributed/x.py:1191)`).
+    for key in [
+        "NCCL version ",
+        "initializing ddp: ",
+        "Initializing distributed: ",
+    ] {
+        for i in markers(line, key) {
+            // NCCL prints its version as an INFO line too: one line.
+            let version = line[i + key.len()..].starts_with(|c: char| c.is_ascii_digit());
+            if after_text(i)
+                && !line[..i].ends_with("NCCL INFO ")
+                && (version || key != "NCCL version ")
+            {
+                starts.push(i);
+            }
+        }
+    }
+    for i in markers(line, "Thread ") {
+        if (i == 0 || after_text(i)) && crate::tool_output::thread_header(&line[i..]).is_some() {
+            if i > 0 {
+                starts.push(i);
+            }
+            // Its frames follow the quoted thread name.
+            let name = line[i..].find("): \"").map(|q| i + q + "): \"".len());
+            if let Some(end) = name.and_then(|n| line[n..].find('"').map(|e| n + e + 1)) {
+                if !line[end..].trim().is_empty() {
+                    starts.push(end);
+                }
+            }
+        }
+    }
+    for i in markers(line, ".py:") {
+        let rest = &line[i + ".py:".len()..];
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let end = i + ".py:".len() + digits;
+        if digits > 0 && line[end..].starts_with(')') && !line[end + 1..].trim().is_empty() {
+            starts.push(end + 1);
+        }
+    }
+    for marker in [" NCCL INFO ", " NCCL WARN ", " NCCL TRACE "] {
+        for i in markers(line, marker) {
+            if let Some(start) = nccl_prefix_start(&line[..i]) {
+                if after_text(start) {
+                    starts.push(start);
+                }
+            }
+        }
+    }
+    for i in markers(line, "[") {
+        if after_text(i) && is_glog_prefix(&line[i + 1..]) {
+            starts.push(i);
+        }
+    }
+    starts.sort_unstable();
+    starts.dedup();
+    // A launcher's label stays with the line it labels.
+    let mut kept: Vec<usize> = Vec::with_capacity(starts.len());
+    for (i, &start) in starts.iter().enumerate() {
+        let labelled = kept.last().is_some_and(|&prev| {
+            i > 0
+                && strip_launcher_prefix(&line[prev..start])
+                    .1
+                    .trim()
+                    .is_empty()
+        });
+        if !labelled {
+            kept.push(start);
+        }
+    }
+    kept
+}
+
+/// Where `pattern` occurs in `line`, the first [`MAX_CUTS_PER_MARKER`] times: each is looked at
+/// further, and a hostile line must not cost the square of its length.
+fn markers<'a>(line: &'a str, pattern: &'a str) -> impl Iterator<Item = usize> + 'a {
+    line.match_indices(pattern)
+        .map(|(i, _)| i)
+        .take(MAX_CUTS_PER_MARKER)
+}
+
+/// The places per marker where a joined line is looked at: a line joined from more lines than
+/// this is read as that many and one.
+const MAX_CUTS_PER_MARKER: usize = 64;
+
+/// The length of a traceback frame (`File "x.py", line 3, in main`) at the start of `s`, when
+/// it is one.
+fn frame_end(s: &str) -> Option<usize> {
+    // A path is not longer than this: the search stays short on a hostile line.
+    let window = &s[..s.floor_char_boundary(1024)];
+    let close = window["File \"".len()..].find("\", line ")? + "File \"".len();
+    let rest = &s[close + "\", line ".len()..];
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 {
+        return None;
+    }
+    let mut end = close + "\", line ".len() + digits;
+    if let Some(after) = s[end..].strip_prefix(", in ") {
+        let name = after.find(char::is_whitespace).unwrap_or(after.len());
+        end += ", in ".len() + name;
+    }
+    Some(end)
+}
+
+/// Where the `host:pid:tid [dev]` prefix of an NCCL line starts, given the text before its
+/// ` NCCL INFO`.
+fn nccl_prefix_start(before: &str) -> Option<usize> {
+    let dev = before.strip_suffix(']')?;
+    let open = dev.rfind('[')?;
+    if !dev[open + 1..].bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let token_end = dev[..open].trim_end().len();
+    let token_start = dev[..token_end]
+        .rfind(char::is_whitespace)
+        .map_or(0, |w| w + 1);
+    let token = &dev[token_start..token_end];
+    let mut parts = token.rsplitn(3, ':');
+    let (Some(tid), Some(pid), Some(_)) = (parts.next(), parts.next(), parts.next()) else {
+        return None;
+    };
+    let numeric = |p: &str| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit());
+    (numeric(tid) && numeric(pid)).then_some(token_start)
+}
+
+/// Whether `s` (after a `[`) is a glog-style prefix: a level letter, then a `MMDD hh:mm:ss`
+/// time or a space and a C++ file (`E1102 03:04:14.692 ProcessGroupNCCL.cpp:607]`,
+/// `E ProcessGroupNCCL.cpp:325]`).
+fn is_glog_prefix(s: &str) -> bool {
+    let b = s.as_bytes();
+    if b.len() < 8 || !matches!(b[0], b'I' | b'W' | b'E' | b'F') {
+        return false;
+    }
+    if b[1..5].iter().all(u8::is_ascii_digit) && b[5] == b' ' {
+        return b.len() > 8 && b[6..8].iter().all(u8::is_ascii_digit) && b[8] == b':';
+    }
+    if b[1] != b' ' {
+        return false;
+    }
+    let name = s[2..s.floor_char_boundary(256)]
+        .split(']')
+        .next()
+        .unwrap_or("");
+    name.contains(".cpp:") && !name.contains(' ')
+}
+
+/// Where an exception line starts that a paste joined after a traceback's code line
+/// (`dist.barrier(device_ids=[0]) TypeError: barrier() got ...`): the first word after a space
+/// that reads as a named exception ([`looks_like_named_exception`]).
+fn exception_after_code(code: &str) -> Option<usize> {
+    code.match_indices(' ')
+        .map(|(i, _)| i + 1)
+        .filter(|&i| code[i..].starts_with(|c: char| c.is_ascii_alphabetic()))
+        .take(MAX_CUTS_PER_MARKER)
+        .find(|&i| {
+            // A name is at most 120 characters and its colon follows it.
+            let rest = &code[i..];
+            looks_like_named_exception(&rest[..rest.floor_char_boundary(128)])
+        })
+}
+
 /// `Name: message` or a bare `Name` where `Name` is a (dotted) identifier.
 fn looks_like_exception(line: &str) -> bool {
     let name = line.split(':').next().unwrap_or("").trim();
@@ -653,12 +913,34 @@ pub(crate) fn unquote_paste(line: &str) -> std::borrow::Cow<'_, str> {
 /// of the default role). Returns the rank they name (the bracket's, else the
 /// task label's) and the rest of the line.
 pub(crate) fn strip_launcher_prefix(line: &str) -> (Option<usize>, &str) {
-    let (tagged, line) = strip_collector_prefixes(line);
-    let line = strip_compose_label(line);
-    let (task, line) = strip_task_label(line);
-    let (mpi, line) = strip_mpi_tag(line);
-    let (rank, body) = strip_rank_bracket(line);
-    (rank.or(tagged).or(mpi).or(task), body)
+    let (tagged, mut line) = strip_collector_prefixes(line);
+    let (mut task, mut mpi, mut rank) = (None, None, None);
+    // Launchers nest (`[rank0]: 2: [rank2]: `: a tee around `srun -l` around a rank's own
+    // label); the label nearest the text names the process that printed it.
+    for round in 0..3 {
+        let before = line.len();
+        let (t, rest) = strip_task_label(strip_compose_label(line));
+        // Open MPI's tag may follow a date, but only in the outermost label.
+        let at_start = rest
+            .strip_prefix('[')
+            .and_then(|r| r.split_once(']'))
+            .is_some_and(|(inside, after)| {
+                inside.bytes().all(|b| b.is_ascii_digit() || b == b',')
+                    && (after.starts_with("<stdout>:") || after.starts_with("<stderr>:"))
+            });
+        let (m, rest) = if round == 0 || at_start {
+            strip_mpi_tag(rest)
+        } else {
+            (None, rest)
+        };
+        let (r, rest) = strip_rank_bracket(rest);
+        (task, mpi, rank) = (t.or(task), m.or(mpi), r.or(rank));
+        line = rest;
+        if line.len() == before {
+            break;
+        }
+    }
+    (rank.or(tagged).or(mpi).or(task), line)
 }
 
 /// Strips the prefixes that log collectors put before every line of a job's output, in any
@@ -872,20 +1154,37 @@ fn strip_task_label(line: &str) -> (Option<usize>, &str) {
     (None, line)
 }
 
-fn strip_rank_bracket(line: &str) -> (Option<usize>, &str) {
-    let t = line.trim_start();
-    for key in ["[rank", "[default"] {
-        if let Some(rest) = t.strip_prefix(key) {
+/// PyTorch's `[rank3]:` and torchrun's `[default3]:`, also nested (`[default0]:[rank3]:`, a
+/// launcher's tee around a rank that prefixes its own lines). Returns the global rank (the
+/// innermost `[rankN]` bracket's, else the local rank of `[defaultN]`) and the rest of the line.
+fn strip_rank_bracket(mut line: &str) -> (Option<usize>, &str) {
+    let (mut global, mut local) = (None, None);
+    'outer: loop {
+        let t = line.trim_start();
+        for key in ["[rank", "[default"] {
+            let Some(rest) = t.strip_prefix(key) else {
+                continue;
+            };
             let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-            if digits > 0 {
-                if let Some(body) = rest[digits..].strip_prefix("]:") {
-                    let rank = rest[..digits].parse().ok();
-                    return (rank, body.strip_prefix(' ').unwrap_or(body));
-                }
+            if digits == 0 {
+                continue;
             }
+            let Some(body) = rest[digits..].strip_prefix("]:") else {
+                continue;
+            };
+            let rank = rest[..digits].parse().ok();
+            // The bracket nearest the text is the process that printed it.
+            if key == "[rank" {
+                global = rank;
+            } else {
+                local = rank;
+            }
+            line = body.strip_prefix(' ').unwrap_or(body);
+            continue 'outer;
         }
+        break;
     }
-    (None, line)
+    (global.or(local), line)
 }
 
 /// A rank named in a bracket near the start of a line: `[Rank 1]`,
@@ -1021,6 +1320,12 @@ mod tests {
         assert_eq!(strip_launcher_prefix("[rank3]: boom"), (Some(3), "boom"));
         assert_eq!(strip_launcher_prefix("[default1]:x"), (Some(1), "x"));
         assert_eq!(strip_launcher_prefix("[rankx]: y"), (None, "[rankx]: y"));
+        // A launcher's tee around a rank's own prefix: the global rank is the rank's.
+        assert_eq!(
+            strip_launcher_prefix("[default0]:[rank3]:[E ProcessGroupNCCL.cpp:1] x"),
+            (Some(3), "[E ProcessGroupNCCL.cpp:1] x")
+        );
+        assert_eq!(strip_launcher_prefix("[rank0]:[rank2]: y"), (Some(2), "y"));
         assert_eq!(
             bracket_rank("[E ProcessGroupNCCL.cpp:1] [Rank 2] Watchdog"),
             Some(2)
@@ -1031,6 +1336,72 @@ mod tests {
         );
         assert_eq!(bracket_rank("[localrank 3] x"), None);
         assert_eq!(bracket_rank("no brackets"), None);
+    }
+
+    /// The lines a paste joined are read as they were printed; whole lines are not cut.
+    #[test]
+    fn joined_lines_are_cut_where_their_lines_started() {
+        let cut = |line: &str| -> Vec<String> {
+            let starts = joined_line_starts(line);
+            let ends = starts.iter().skip(1).copied().chain([line.len()]);
+            starts
+                .iter()
+                .zip(ends)
+                .map(|(&s, e)| line[s..e].to_owned())
+                .collect()
+        };
+        for whole in [
+            "node1:301:301 [0] NCCL INFO NCCL version 2.21.5+cuda12.4",
+            "node1:301:301 [0] init.cc:710 NCCL WARN Mismatched NCCL version detected : rank 1",
+            "  File \"/w/train.py\", line 40, in <module>",
+            "[rank1]:[E1102 03:04:14.692188080 ProcessGroupNCCL.cpp:607] [Rank 1] Watchdog caught",
+            "    data = fetcher.fetch(index)  # type: ignore[possibly-undefined]",
+            "Thread 688514 (idle): \"MainThread\"",
+            "RuntimeError: [/opt/gloo/transport/tcp/pair.cc:598] Connection closed by peer [10.0.0.1]:4",
+        ] {
+            assert_eq!(cut(whole), vec![whole.to_owned()], "{whole}");
+        }
+        assert_eq!(
+            cut("    launch() [rank6]:   File \"/w/l.py\", line 19, in launch     run_exp()"),
+            [
+                "    launch() ",
+                "[rank6]:   File \"/w/l.py\", line 19, in launch",
+                "     run_exp()"
+            ]
+        );
+        assert_eq!(
+            cut("Traceback (most recent call last):   File \"t.py\", line 3, in <module>"),
+            [
+                "Traceback (most recent call last):",
+                "   File \"t.py\", line 3, in <module>"
+            ]
+        );
+        assert_eq!(
+            cut("h:1:2 [0] NCCL INFO Bootstrap : Using eth0 h:1:2 [0] NCCL WARN Call to connect"),
+            [
+                "h:1:2 [0] NCCL INFO Bootstrap : Using eth0 ",
+                "h:1:2 [0] NCCL WARN Call to connect"
+            ]
+        );
+        assert_eq!(
+            cut("text [E ProcessGroupNCCL.cpp:325] Some NCCL operations have failed"),
+            [
+                "text ",
+                "[E ProcessGroupNCCL.cpp:325] Some NCCL operations have failed"
+            ]
+        );
+        assert_eq!(
+            cut("Thread 7 (active): \"MainThread\"     broadcast (torch/c10d.py:1191)     main (t.py:9)"),
+            ["Thread 7 (active): \"MainThread\"", "     broadcast (torch/c10d.py:1191)", "     main (t.py:9)"]
+        );
+        assert_eq!(
+            exception_after_code("dist.barrier(device_ids=[0]) TypeError: barrier() got"),
+            Some("dist.barrier(device_ids=[0]) ".len())
+        );
+        assert_eq!(
+            exception_after_code("raise ValueError(f\"bad sample {i}\")"),
+            None
+        );
     }
 
     #[test]

@@ -142,7 +142,7 @@ impl StackDumps {
 
 /// `Thread 688514 (idle): "MainThread"` (also `(active)`, `(active+gil)`, a hex id):
 /// Some(whether it is the main thread).
-fn thread_header(t: &str) -> Option<bool> {
+pub(crate) fn thread_header(t: &str) -> Option<bool> {
     let rest = t.strip_prefix("Thread ")?;
     let (id, rest) = rest.split_once(' ')?;
     let id_ok = id.chars().all(|c| c.is_ascii_hexdigit()) || id.starts_with("0x");

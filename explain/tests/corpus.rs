@@ -212,7 +212,7 @@ fn real_failure_logs_get_their_established_cause_first() {
 fn log_collectors_prefixes_quoting_and_escaping_change_no_answer() {
     type Prefix = fn(usize) -> String;
     type Damage = Box<dyn Fn(&str) -> String>;
-    let prefixes: [(&str, Prefix); 6] = [
+    let prefixes: [(&str, Prefix); 8] = [
         // kubectl logs --timestamps, docker logs -t
         ("a time stamp", |i| {
             format!("2024-02-27T21:35:{:02}.106313123Z ", i % 60)
@@ -239,6 +239,11 @@ fn log_collectors_prefixes_quoting_and_escaping_change_no_answer() {
         ("a logging time", |_| {
             "[2023-10-13 17:40:02,544] ".to_owned()
         }),
+        // PyTorch's rank label and torchrun's `--tee` label, around whatever labels the log
+        // has already (a paste of one rank's output): before nested labels were read, the
+        // first cost 5 answers (2026-12-03)
+        ("a rank label", |_| "[rank0]:".to_owned()),
+        ("torchrun's tee label", |_| "[default0]:".to_owned()),
     ];
     let damages: Vec<(String, Damage)> = prefixes
         .into_iter()
@@ -333,6 +338,56 @@ fn hard_wrapped_logs_change_few_answers() {
         assert!(
             changed <= at_most,
             "wrapped at {width}: {changed} answers changed (at most {at_most})"
+        );
+    }
+}
+
+/// Lines a paste joined (line ends lost on the way into a web page or a chat, a log pasted as
+/// one paragraph): joining every two lines of every real log with a space changed 14 answers
+/// and joining each whole log into one line 32, before a joined line was read as the lines it
+/// was made of (a traceback's header, frames and exception, NCCL's, PyTorch's and launchers'
+/// line prefixes, py-spy's stacks); after, 1 and 12 (2026-12-03). This keeps the figures from
+/// growing back.
+#[test]
+fn joined_lines_change_few_answers() {
+    let first = |name: &str, bytes: &[u8]| {
+        explain_log_bytes(name, bytes, &Options::default())
+            .findings
+            .first()
+            .map_or(Category::Unknown, |f| f.category)
+    };
+    type Join = fn(&[&str]) -> String;
+    let joins: [(&str, Join, usize); 2] = [
+        (
+            "every two lines joined",
+            |lines| {
+                lines
+                    .chunks(2)
+                    .map(|pair| pair.join(" "))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            },
+            1,
+        ),
+        ("the whole log on one line", |lines| lines.join(" "), 12),
+    ];
+    for (what, join, at_most) in joins {
+        let mut changed = Vec::new();
+        for case in cases() {
+            let bytes = std::fs::read(corpus().join(&case.file)).unwrap();
+            let name = Path::new(&case.file).file_name().unwrap().to_string_lossy();
+            let text = String::from_utf8_lossy(&bytes);
+            let lines: Vec<&str> = text.split('\n').collect();
+            let (plain, got) = (first(&name, &bytes), first(&name, join(&lines).as_bytes()));
+            if plain != got {
+                changed.push(format!("{}: {plain} → {got}", case.id));
+            }
+        }
+        assert!(
+            changed.len() <= at_most,
+            "{what}: {} answers changed (at most {at_most}):\n{}",
+            changed.len(),
+            changed.join("\n")
         );
     }
 }

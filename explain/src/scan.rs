@@ -54,6 +54,9 @@ struct Traceback {
     /// indented further, its exception line is not (a paste indented as a Markdown code block
     /// indents them all; 5 of the corpus's answers were lost to that, 2026-12-03).
     indent: usize,
+    /// Characters of its last line: a line as long as [`WRAP_MIN_CHARS`] or longer may go on
+    /// in the next line, unindented, when a terminal or a paste hard-wrapped it.
+    last_chars: usize,
 }
 
 /// PyTorch's re-raised exception of another process or thread (`torch/_utils.py`'s
@@ -318,6 +321,7 @@ impl<'a> Scanner<'a> {
                     last_frame: None,
                     last_code: None,
                     indent: body.len() - start.len(),
+                    last_chars: 0,
                 },
             );
             return;
@@ -329,6 +333,8 @@ impl<'a> Scanner<'a> {
             }
             return;
         };
+        let chars = body.chars().count();
+        let last_chars = std::mem::replace(&mut tb.last_chars, chars);
         if body.len() - start.len() > tb.indent {
             let evidence = Evidence {
                 file: self.file.clone(),
@@ -356,6 +362,11 @@ impl<'a> Scanner<'a> {
             if !matched {
                 self.python_exception(number, exception, rank, tb.last_frame);
             }
+            return;
+        }
+        if last_chars >= WRAP_MIN_CHARS && !matched && !looks_like_exception(start) {
+            // The rest of a hard-wrapped frame or code line: the traceback goes on. Wrapping
+            // every real log of `tests/corpus.rs` at 80 columns changed one answer more without.
             return;
         }
         let Some(tb) = self.tracebacks.remove(&rank) else {

@@ -305,8 +305,9 @@ fn log_collectors_prefixes_quoting_and_escaping_change_no_answer() {
 /// before and not yet as well as whole ones: wrapping every real log at 80 columns changed 38
 /// answers before a wrapped message was read across its parts, 19 after, and 14 once a more
 /// specific rule in the joined parts counts over a generic one the first part matched (at 120
-/// columns: 23, 10, 9; 2026-12-03). What is left is mostly NCCL's set-up lines, whose wrapped
-/// tails its parser does not join. This keeps the figures from growing back.
+/// columns: 23, 10, 9; 2026-12-03), 13 at 80 columns once a traceback goes on past the rest of
+/// a wrapped frame. What is left is mostly NCCL's set-up lines, whose wrapped tails its parser
+/// does not join. This keeps the figures from growing back.
 #[test]
 fn hard_wrapped_logs_change_few_answers() {
     let first = |name: &str, bytes: &[u8]| {
@@ -315,7 +316,7 @@ fn hard_wrapped_logs_change_few_answers() {
             .first()
             .map_or(Category::Unknown, |f| f.category)
     };
-    for (width, at_most) in [(80usize, 14usize), (120, 9)] {
+    for (width, at_most) in [(80usize, 13usize), (120, 9)] {
         let mut changed = 0;
         for case in cases() {
             let bytes = std::fs::read(corpus().join(&case.file)).unwrap();

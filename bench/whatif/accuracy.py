@@ -84,6 +84,9 @@ def main():
     ap.add_argument("--model", default="--dim 256 --layers 6", help="lm's model arguments")
     ap.add_argument("--out", default=str(ROOT / "bench/results/whatif.json"))
     ap.add_argument("--keep", help="keep the run directories here")
+    ap.add_argument("--cores", type=int,
+                    help="pin the nodes round robin onto this many cores (default: all), to see "
+                         "what nodes sharing a core do to the predictions")
     ap.add_argument("--reuse", action="store_true",
                     help="with --keep: analyse the runs already there instead of running them "
                          "again (to compare versions of the model on the same measurements)")
@@ -117,7 +120,7 @@ def main():
                     print(f"{shape}: no kept runs under {work}; skipped")
                     continue
             else:
-                with Cluster(nodes, rate) as cluster:
+                with Cluster(nodes, rate, cores=args.cores) as cluster:
                     for rep in range(args.repeats):
                         for cap in caps:
                             out = work / f"n{nodes}-{rate}" / f"cap{cap}-r{rep}"

@@ -29,7 +29,9 @@ def sh(*args, check=True):
 class Cluster:
     """`nodes` namespaces joined by a bridge; every link limited to `rate` (tc syntax) each way."""
 
-    def __init__(self, nodes, rate, port=29611):
+    def __init__(self, nodes, rate, port=29611, cores=None):
+        # Cores the nodes are pinned to, round robin (default: all of this machine's).
+        self.cores = cores or os.cpu_count() or 1
         self.nodes, self.rate, self.port = nodes, rate, port
         self.names = [f"{PREFIX}-n{k}" for k in range(nodes)]
         self.switch = f"{PREFIX}-sw"
@@ -94,7 +96,7 @@ class Cluster:
                         "DDP_PROBE_STORE_TOKEN": token, **(env or {})}
             # Each node on its own core where there are enough (machines do not share cores);
             # with more nodes than cores, round robin.
-            pin = ["taskset", "-c", str(k % (os.cpu_count() or 1))] if shutil.which("taskset") else []
+            pin = ["taskset", "-c", str(k % self.cores)] if shutil.which("taskset") else []
             procs.append(subprocess.Popen(
                 ["ip", "netns", "exec", ns, *pin, ddp_probe, "run", "--nnodes", str(self.nodes),
                  "--nproc-per-node", "1", "--node-rank", str(k), "--master-addr", self.addrs[0],

@@ -5,6 +5,7 @@
 
 use std::path::PathBuf;
 
+use clap::builder::BoolishValueParser;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// Top-level help, shown by `ddp-probe --help`.
@@ -623,7 +624,7 @@ pub struct RunArgs {
 
     /// A single machine with its own rendezvous on a free local port (the default on one
     /// machine), as torchrun's --standalone.
-    #[arg(long, env = "PET_STANDALONE")]
+    #[arg(long, env = "PET_STANDALONE", value_parser = BoolishValueParser::new())]
     pub standalone: bool,
 
     /// torchrun's restarts: when a rank fails (non-zero exit or a signal), stop all ranks and
@@ -648,14 +649,21 @@ pub struct RunArgs {
     pub monitor_interval: Option<f64>,
 
     /// Run the command as a Python module (`python -m CMD ...`), as torchrun's -m.
-    #[arg(short = 'm', long, env = "PET_MODULE")]
+    #[arg(short = 'm', long, env = "PET_MODULE", value_parser = BoolishValueParser::new())]
     pub module: bool,
 
     /// Run the command as it is, not through Python, as torchrun's --no-python. Without it, a
     /// command ending in `.py` runs as `python3 CMD ...` (DDP_PROBE_PYTHON names another
     /// interpreter); any other command runs as it is.
-    #[arg(long, alias = "no_python", env = "PET_NO_PYTHON")]
+    #[arg(long, alias = "no_python", env = "PET_NO_PYTHON", value_parser = BoolishValueParser::new())]
     pub no_python: bool,
+
+    /// Record the PyTorch DistributedDataParallel model the program builds with no line added
+    /// to it (Hugging Face's Trainer and Accelerate, PyTorch Lightning, the script's own DDP):
+    /// every rank runs as `python -m ddp_probe_torch.auto SCRIPT ARGS` (or `-m MODULE`), which
+    /// runs the program as Python would. For a script, a module, or a `python ...` command.
+    #[arg(long, env = "DDP_PROBE_AUTO_INSTRUMENT", value_parser = BoolishValueParser::new())]
+    pub auto_instrument: bool,
 
     /// torchrun's log directory: used as the run directory when --out is not given.
     #[arg(long, alias = "log_dir", env = "PET_LOG_DIR", value_name = "DIR")]

@@ -104,6 +104,52 @@ fn a_mistyped_run_option_is_named_as_an_option_not_run_as_a_program() {
     assert!(!dir.path().join("runs").exists(), "nothing was launched");
 }
 
+/// torchrun reads its flags' `PET_` variables as numbers (`PET_STANDALONE=1`, `bool(int(...))`):
+/// so does `run`, for every flag (before, `1` was refused as no boolean).
+#[test]
+fn run_reads_flags_from_their_variables_as_torchrun_writes_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let with = |vars: &[(&str, &str)], args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
+            .arg("run")
+            .args(args)
+            .envs(vars.iter().copied())
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        text(&out.stderr)
+    };
+    let err = with(&[("PET_STANDALONE", "1")], &["--nnodes", "2", "train.py"]);
+    assert!(
+        err.contains("--standalone is a single machine's run"),
+        "{err}"
+    );
+    let err = with(
+        &[("PET_NO_PYTHON", "1"), ("PET_MODULE", "1")],
+        &["pkg.train"],
+    );
+    assert!(
+        err.contains("-m runs a Python module and --no-python"),
+        "{err}"
+    );
+    let err = with(
+        &[("DDP_PROBE_AUTO_INSTRUMENT", "1")],
+        &["--", "bash", "train.sh"],
+    );
+    assert!(
+        err.contains("--auto-instrument runs a Python program") && err.contains("`bash`"),
+        "{err}"
+    );
+    // `0` is off, as torchrun reads it: a two-node run is no standalone one.
+    let err = with(
+        &[("PET_STANDALONE", "0")],
+        &["--nnodes", "2", "--node-rank", "5", "train.py"],
+    );
+    assert!(err.contains("invalid --node-rank"), "{err}");
+    assert!(!dir.path().join("runs").exists(), "nothing was launched");
+}
+
 #[test]
 fn export_chrome_of_a_missing_run_says_what_to_pass() {
     let dir = tempfile::tempdir().unwrap();

@@ -11,6 +11,10 @@
 //! plain collectives that never calls `instrument`: no traces, and `explain` names the rank
 //! from the Python stacks the module writes from its import on.
 //!
+//! The example with its one line taken out runs under `--auto-instrument` (how a script looks
+//! whose DDP model a framework builds) and is recorded the same, as are
+//! `torch.multiprocessing.spawn`'s ranks of a script without the line.
+//!
 //! Needs the project's venv (`<repo>/.venv/bin/python` with torch, made by
 //! `scripts/setup`, which `scripts/test` runs first); without it the tests
 //! fail saying so.
@@ -56,14 +60,22 @@ fn expected_rebuilt() -> Vec<u64> {
 }
 
 fn run_example(py: &Path, out: &Path) {
+    run_script(py, out, &repo().join("examples/python/train_ddp.py"), &[]);
+}
+
+/// Runs `script` (the example or a variant of it) as [`run_example`] runs the example, with
+/// `options` of `ddp-probe run` before the command.
+fn run_script(py: &Path, out: &Path, script: &Path, options: &[&str]) {
     let run = || {
         Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
             .current_dir(repo())
-            .args(["run", "--nproc-per-node", "2", "--out"])
+            .args(["run", "--nproc-per-node", "2"])
+            .args(options)
+            .arg("--out")
             .arg(out)
             .arg("--")
             .arg(py)
-            .arg("examples/python/train_ddp.py")
+            .arg(script)
             .args(["--steps", &STEPS.to_string(), "--bucket-cap-mb", CAP_MB])
             .env_remove("PYTHONPATH")
             .env_remove("DDP_PROBE_TRACE")
@@ -757,6 +769,71 @@ def worker(rank, world_size):
 if __name__ == \"__main__\":
     mp.spawn(worker, args=(2,), nprocs=2)
 ";
+
+/// A script without the one line (the example with it taken out: how a Hugging Face Trainer,
+/// Accelerate or Lightning user's script looks, whose DDP the framework builds) under
+/// `--auto-instrument`: recorded as the example with the line is, PyTorch's own layout
+/// included. The same with `torch.multiprocessing.spawn`'s ranks.
+#[test]
+fn a_script_without_the_line_is_recorded_under_auto_instrument() {
+    let py = venv_python();
+    let tmp = tempfile::tempdir().unwrap();
+    let example = std::fs::read_to_string(repo().join("examples/python/train_ddp.py")).unwrap();
+    let plain = example.replace("import ddp_probe_torch\n", "").replace(
+        "ddp_probe_torch.instrument(DDP(model, **kwargs))",
+        "DDP(model, **kwargs)",
+    );
+    assert!(
+        !plain.contains("ddp_probe_torch"),
+        "the line is out:\n{plain}"
+    );
+    let script = tmp.path().join("train_plain.py");
+    std::fs::write(&script, plain).unwrap();
+    let out = tmp.path().join("run");
+    {
+        let _one = PYTORCH_JOB.lock().unwrap_or_else(|e| e.into_inner());
+        run_script(&py, &out, &script, &["--auto-instrument"]);
+    }
+    let pytorch = pytorch_layout(&out);
+    assert_eq!(pytorch, expected_rebuilt());
+    let (run, _warnings) = probe::reader::load_run(&[&out]).expect("load the traces");
+    check_trace(&run, &pytorch);
+
+    // torch.multiprocessing.spawn's ranks run the script's function, not its start: each is
+    // recorded as itself all the same.
+    let spawned = SPAWNED_RANKS
+        .replace("import ddp_probe_torch\n", "")
+        .replace(
+            "ddp_probe_torch.instrument(DDP(nn.Linear(32, 4)))",
+            "DDP(nn.Linear(32, 4))",
+        );
+    assert!(!spawned.contains("ddp_probe_torch"));
+    let script = tmp.path().join("spawned_plain.py");
+    std::fs::write(&script, spawned).unwrap();
+    let out = tmp.path().join("spawned");
+    let (status, console) = run_again_after_teardown_abort(
+        || {
+            let _one = PYTORCH_JOB.lock().unwrap_or_else(|e| e.into_inner());
+            let mut c = watched_job(&out, 1, &script);
+            c.env("DDP_PROBE_AUTO_INSTRUMENT", "1");
+            with_console(&mut c)
+        },
+        |(status, console)| status.code() == Some(1) && console.contains(GLOO_TEARDOWN_ABORT),
+        &out,
+    );
+    assert!(status.success(), "{console}");
+    for rank in 0..2u64 {
+        let trace = std::fs::read_to_string(out.join(format!("traces/rank-{rank}.jsonl")))
+            .unwrap_or_else(|e| panic!("rank {rank}'s trace: {e}\n{console}"));
+        let header: serde_json::Value =
+            serde_json::from_str(trace.lines().next().unwrap()).unwrap();
+        assert_eq!(header["rank"].as_u64(), Some(rank), "{header}");
+        assert!(
+            trace.contains("\"kind\":\"collective\""),
+            "rank {rank} recorded no collective"
+        );
+    }
+}
 
 #[test]
 fn ranks_started_by_torch_multiprocessing_spawn_are_recorded_as_themselves() {

@@ -2,8 +2,10 @@
 //! the CLI plus the `ddp_probe_torch` module), it is installed into a fresh
 //! virtual environment that sees the project's torch, and then
 //!
-//! * that environment's `ddp-probe run` trains PyTorch's DDP example
-//!   (`examples/python/train_ddp.py`, 2 gloo ranks) and records spans;
+//! * that environment's `ddp-probe run --auto-instrument` trains PyTorch's DDP example
+//!   (`examples/python/train_ddp.py`, 2 gloo ranks) and records spans: the module's runner
+//!   (`python -m ddp_probe_torch.auto`) and the module both come from the wheel, and the
+//!   script's own line is then a no-op;
 //! * plain torchrun runs the same script: `import ddp_probe_torch` works
 //!   (the module comes from the wheel) and each rank says once that it is not
 //!   recording.
@@ -119,7 +121,14 @@ fn the_wheel_installs_the_cli_and_the_module_for_pytorch_users() {
     let run = run_again_after_teardown_abort(
         || {
             Command::new(&cli)
-                .args(["run", "--nproc_per_node", "2", "-o", "run"])
+                .args([
+                    "run",
+                    "--nproc_per_node",
+                    "2",
+                    "--auto-instrument",
+                    "-o",
+                    "run",
+                ])
                 .arg(&script)
                 .args(["--steps", "4"])
                 .current_dir(&work)

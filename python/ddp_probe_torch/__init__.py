@@ -5,6 +5,10 @@ One line enables it::
     import ddp_probe_torch
     model = ddp_probe_torch.instrument(DDP(model))
 
+or none, for a model a framework wraps (Hugging Face's Trainer, Accelerate, PyTorch
+Lightning): ``ddp-probe run --auto-instrument train.py`` runs each rank as ``python -m
+ddp_probe_torch.auto train.py`` (``auto.py``), which calls :func:`instrument_every_ddp` first.
+
 Each rank then writes ``$DDP_PROBE_TRACE_DIR/rank-$RANK.jsonl`` (trace format
 1.0, docs/trace-format.md) with the spans the reference DDP writes:
 
@@ -123,7 +127,7 @@ import types
 import torch
 import torch.distributed as dist
 
-__all__ = ["instrument", "TraceWriter", "DumpWatcher", "CudaCollectiveTimer", "FORMAT_VERSION"]
+__all__ = ["instrument", "instrument_every_ddp", "TraceWriter", "DumpWatcher", "CudaCollectiveTimer", "FORMAT_VERSION"]
 
 #: Version of the trace format this module writes.
 FORMAT_VERSION = "1.0"
@@ -1414,6 +1418,93 @@ def _why_not_ddp(model):
         f"got {name}, not a torch.nn.parallel.DistributedDataParallel, in a job of {world} "
         f"processes: pass the model that DistributedDataParallel(...) returned{hint}"
     )
+
+
+def instrument_every_ddp():
+    """Records the ``DistributedDataParallel`` model this program builds, without a line in it.
+
+    From this call on, each ``DistributedDataParallel(...)`` built in this process (a framework's:
+    Hugging Face's Trainer and Accelerate, PyTorch Lightning's ``strategy="ddp"``, or the
+    script's own) is given to :func:`instrument` as its constructor returns; the first one of a
+    process is recorded (one trace per rank) and a later one is said once and left unrecorded.
+    Ranks that ``torch.multiprocessing.spawn`` starts from here do the same. Nothing that goes
+    wrong here stops the training. ``python -m ddp_probe_torch.auto SCRIPT`` (what
+    ``ddp-probe run --auto-instrument`` starts) calls it before the script runs. Idempotent.
+    """
+    from torch.nn.parallel import DistributedDataParallel
+
+    original = DistributedDataParallel.__init__
+    if getattr(original, "_ddp_probe_auto", False):
+        return
+
+    @functools.wraps(original)
+    def __init__(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        _instrument_built(self)
+
+    __init__._ddp_probe_auto = True
+    DistributedDataParallel.__init__ = __init__
+    _patch_spawn_for_auto()
+
+
+#: Whether a second DDP model of this process was said to go unrecorded.
+_SAID_ANOTHER_MODEL = []
+
+
+def _instrument_built(ddp_model):
+    """:func:`instrument_every_ddp`'s step for each model built; never raises."""
+    if any(inst.ddp is ddp_model for inst in _ACTIVE):
+        return
+    if _ACTIVE:
+        if not _SAID_ANOTHER_MODEL:
+            _SAID_ANOTHER_MODEL.append(True)
+            def described(model):
+                module = getattr(model, "module", model)
+                numel = sum(p.numel() for p in module.parameters())
+                return f"{type(module).__name__} of {numel:,} parameters"
+
+            _say(
+                f"another DistributedDataParallel model ({described(ddp_model)}) was built; "
+                f"only the first ({described(_ACTIVE[0].ddp)}) is recorded (one trace per rank)"
+            )
+        return
+    try:
+        instrument(ddp_model)
+    except Exception as e:  # noqa: BLE001 - recording must never stop the training
+        _say(f"instrument failed ({type(e).__name__}: {e}); training goes on, unrecorded")
+
+
+class _InstrumentedRank:
+    """A function ``torch.multiprocessing.spawn`` runs as each rank, with
+    :func:`instrument_every_ddp` first (pickled by reference, like the function it wraps)."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, *args, **kwargs):
+        instrument_every_ddp()
+        return self.fn(*args, **kwargs)
+
+
+def _patch_spawn_for_auto():
+    """Makes ``torch.multiprocessing.spawn``/``start_processes`` run each rank through
+    :class:`_InstrumentedRank` (a spawned process runs the script's function, not its start)."""
+    spawn_mod = sys.modules.get("torch.multiprocessing.spawn")
+    if spawn_mod is None or getattr(spawn_mod.start_processes, "_ddp_probe_auto", False):
+        return
+    original = spawn_mod.start_processes
+
+    @functools.wraps(original)
+    def start_processes(fn, *args, **kwargs):
+        if not isinstance(fn, _InstrumentedRank):
+            fn = _InstrumentedRank(fn)
+        return original(fn, *args, **kwargs)
+
+    start_processes._ddp_probe_auto = True
+    spawn_mod.start_processes = start_processes
+    import torch.multiprocessing as tmp
+
+    tmp.start_processes = start_processes
 
 
 def instrument(ddp_model, *, trace_dir=None):

@@ -214,17 +214,86 @@ fn training_command(args: &RunArgs) -> Result<(OsString, Vec<OsString>)> {
     let is_script = Path::new(&first)
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("py"));
+    // `--auto-instrument` runs the program through the module's runner.
+    let runner: Vec<OsString> = if args.auto_instrument {
+        vec!["-m".into(), AUTO_RUNNER.into()]
+    } else {
+        Vec::new()
+    };
+    if args.auto_instrument && args.no_python {
+        bail!(
+            "--auto-instrument runs a Python program through ddp_probe_torch, and --no-python runs the \
+             command as it is: give one of them"
+        );
+    }
     if args.module {
-        let mut rest = vec!["-u".into(), "-m".into(), first];
+        let mut rest: Vec<OsString> = vec!["-u".into()];
+        rest.extend(runner);
+        rest.extend(["-m".into(), first]);
         rest.extend(words);
         return Ok((python(), rest));
     }
     if is_script && !args.no_python {
-        let mut rest = vec!["-u".into(), first];
+        let mut rest: Vec<OsString> = vec!["-u".into()];
+        rest.extend(runner);
+        rest.push(first);
         rest.extend(words);
         return Ok((python(), rest));
     }
-    Ok((first, words.collect()))
+    let words: Vec<OsString> = words.collect();
+    if args.auto_instrument {
+        return Ok((first.clone(), with_auto_runner(&first, words)?));
+    }
+    Ok((first, words))
+}
+
+/// The module `--auto-instrument` runs each rank's program through
+/// (`python/ddp_probe_torch/auto.py`).
+const AUTO_RUNNER: &str = "ddp_probe_torch.auto";
+
+/// `python [OPTIONS] SCRIPT ARGS` or `python [OPTIONS] -m MODULE ARGS` with
+/// [`AUTO_RUNNER`] put before the script or `-m`; any other command is refused, saying what to
+/// do instead.
+fn with_auto_runner(program: &OsString, words: Vec<OsString>) -> Result<Vec<OsString>> {
+    let name = Path::new(program)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let refuse = |why: &str| {
+        anyhow::anyhow!(
+            "--auto-instrument runs a Python program (`train.py`, `-m pkg.train` or `python \
+             train.py`), and {why}; without --auto-instrument, add `model = \
+             ddp_probe_torch.instrument(model)` after the model is wrapped in \
+             DistributedDataParallel"
+        )
+    };
+    if !name.starts_with("python") {
+        return Err(refuse(&format!("`{name}` is not a Python interpreter")));
+    }
+    let mut out = Vec::with_capacity(words.len() + 2);
+    let mut words = words.into_iter();
+    while let Some(w) = words.next() {
+        let s = w.to_string_lossy();
+        if s == "-c" {
+            return Err(refuse("`python -c` runs no script"));
+        }
+        if s == "-m" || !s.starts_with('-') || s == "-" {
+            if s == "-" {
+                return Err(refuse("`python -` reads the program from its input"));
+            }
+            out.extend(["-m".into(), AUTO_RUNNER.into()]);
+            out.push(w);
+            out.extend(words);
+            return Ok(out);
+        }
+        // Python's options that take a value as the next word.
+        let takes_value = matches!(s.as_ref(), "-W" | "-X" | "--check-hash-based-pycs");
+        out.push(w);
+        if takes_value {
+            out.extend(words.next());
+        }
+    }
+    Err(refuse("the command names no script or module"))
 }
 
 /// The interpreter of a bare script or `-m MODULE`: `DDP_PROBE_PYTHON`, else the `python3`
@@ -293,4 +362,48 @@ fn seconds(value: f64) -> Result<Duration> {
 /// A process exit status in 0..=255.
 fn exit_code(code: i32) -> ExitCode {
     ExitCode::from(u8::try_from(code.clamp(0, 255)).unwrap_or(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(s: &str) -> Vec<OsString> {
+        s.split_whitespace().map(OsString::from).collect()
+    }
+
+    /// The runner goes where Python would take the program, after the interpreter's own options.
+    #[test]
+    fn the_auto_runner_goes_before_the_program() {
+        let run = |cmd: &str| {
+            let mut w = words(cmd);
+            let first = w.remove(0);
+            with_auto_runner(&first, w).map(|v| {
+                v.iter()
+                    .map(|o| o.to_string_lossy().into_owned())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+        };
+        assert_eq!(
+            run("python -u train.py --lr 0.1").unwrap(),
+            "-u -m ddp_probe_torch.auto train.py --lr 0.1"
+        );
+        assert_eq!(
+            run("/v/bin/python3.12 -W ignore -m pkg.train -x").unwrap(),
+            "-W ignore -m ddp_probe_torch.auto -m pkg.train -x"
+        );
+        for refused in [
+            "python -c pass",
+            "python -",
+            "python -u",
+            "accelerate launch t.py",
+        ] {
+            let e = run(refused).unwrap_err().to_string();
+            assert!(
+                e.contains("--auto-instrument runs a Python program"),
+                "{refused}: {e}"
+            );
+        }
+    }
 }

@@ -789,6 +789,27 @@ fn a_script_without_the_line_is_recorded_under_auto_instrument() {
     );
     let script = tmp.path().join("train_plain.py");
     std::fs::write(&script, plain).unwrap();
+
+    // Without the option: no trace, and the run's end says how to get one.
+    let out = tmp.path().join("without");
+    let (status, console) = run_again_after_teardown_abort(
+        || {
+            let _one = PYTORCH_JOB.lock().unwrap_or_else(|e| e.into_inner());
+            let mut c = watched_job(&out, 2, &script);
+            c.args(["--steps", "2"]);
+            with_console(&mut c)
+        },
+        |(status, console)| status.code() == Some(134) && console.contains(GLOO_TEARDOWN_ABORT),
+        &out,
+    );
+    assert!(status.success(), "{console}");
+    assert!(!out.join("traces/rank-0.jsonl").exists());
+    assert!(
+        console.contains("no rank recorded a trace")
+            && console.contains("ddp-probe run --auto-instrument"),
+        "{console}"
+    );
+
     let out = tmp.path().join("run");
     {
         let _one = PYTORCH_JOB.lock().unwrap_or_else(|e| e.into_inner());

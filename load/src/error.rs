@@ -51,7 +51,7 @@ pub enum Error {
     },
 
     /// A directory holds no trace files.
-    #[error("no trace files in {}: expected one file per rank at <run_dir>/traces/rank-<R>.jsonl (any *.jsonl under traces/ is read). Under `ddp-probe run` a PyTorch rank records from `ddp_probe_torch.instrument(model)` on, so ranks that never reached it (or a script without it) leave no trace; `ddp-probe explain` still reads such a run's logs, dumps and Python stacks", list(.paths))]
+    #[error("no trace files in {}: expected one file per rank at <run_dir>/traces/rank-<R>.jsonl (any *.jsonl under traces/ is read). Under `ddp-probe run` a PyTorch rank records from `ddp_probe_torch.instrument(model)` on, so ranks that never reached it (or a script without it) leave no trace (`ddp-probe run --auto-instrument` records a script's DDP model with no line in it); `ddp-probe explain` still reads such a run's logs, dumps and Python stacks", list(.paths))]
     NoTraces {
         /// The directories searched.
         paths: Vec<PathBuf>,

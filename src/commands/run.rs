@@ -17,6 +17,7 @@ use crate::cli::{ConsoleArg, Nproc, RunArgs};
 pub fn run(args: RunArgs) -> Result<ExitCode> {
     check_torchrun_options(&args)?;
     let (program, words) = training_command(&args)?;
+    let python = is_python(&program);
     let mut config = LaunchConfig::new(program, words);
     config.nproc_per_node = ranks_per_node(args.nproc_per_node)?;
     config.nnodes = args.nnodes;
@@ -72,11 +73,35 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         }
     };
     eprintln!("{}", outcome.render_summary());
+    if python && !args.auto_instrument && outcome.exit_code == 0 && !has_traces(&outcome.run_dir) {
+        eprintln!(
+            "no rank recorded a trace: the program never called \
+             `ddp_probe_torch.instrument(model)`. `ddp-probe run --auto-instrument ...` records \
+             its DistributedDataParallel model with no change to it (also one that Hugging \
+             Face's Trainer, Accelerate or PyTorch Lightning builds)."
+        );
+    }
     warm_trace_cache(&outcome.run_dir);
     if outcome.exit_code != 0 {
         explain_briefly(&outcome.run_dir);
     }
     Ok(exit_code(outcome.exit_code))
+}
+
+/// Whether `program` is a Python interpreter (`python3`, `/venv/bin/python3.12`).
+fn is_python(program: &OsString) -> bool {
+    Path::new(program)
+        .file_name()
+        .is_some_and(|n| n.to_string_lossy().starts_with("python"))
+}
+
+/// Whether any rank left a trace file in the run directory.
+fn has_traces(run_dir: &Path) -> bool {
+    std::fs::read_dir(run_dir.join("traces")).is_ok_and(|entries| {
+        entries
+            .flatten()
+            .any(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
+    })
 }
 
 /// Loads the run's traces once, now that every rank has ended, so that the reader writes its
@@ -267,7 +292,7 @@ fn with_auto_runner(program: &OsString, words: Vec<OsString>) -> Result<Vec<OsSt
              DistributedDataParallel"
         )
     };
-    if !name.starts_with("python") {
+    if !is_python(program) {
         return Err(refuse(&format!("`{name}` is not a Python interpreter")));
     }
     let mut out = Vec::with_capacity(words.len() + 2);

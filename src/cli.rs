@@ -297,10 +297,6 @@ pub struct ScaleArgs {
     #[arg(long)]
     pub json: bool,
 
-    /// Show the terminal timeline while the job runs (rank output goes to the run directory only).
-    #[arg(long)]
-    pub tui: bool,
-
     /// The training command and its arguments, after `--`.
     #[arg(required = true, last = true, value_name = "CMD")]
     pub command: Vec<std::ffi::OsString>,
@@ -357,9 +353,11 @@ pub struct TuneArgs {
     #[arg(long)]
     pub json: bool,
 
-    /// Show the terminal timeline while the job runs (rank output goes to the run directory only).
-    #[arg(long)]
-    pub tui: bool,
+    /// Record and tune a PyTorch program that builds its DistributedDataParallel model without
+    /// ddp-probe's line or the cap variable (a framework's, the script's own), as `run
+    /// --auto-instrument` does: each candidate cap replaces the program's own.
+    #[arg(long, env = "DDP_PROBE_AUTO_INSTRUMENT", value_parser = BoolishValueParser::new())]
+    pub auto_instrument: bool,
 
     /// The training command and its arguments, after `--`.
     #[arg(required = true, last = true, value_name = "CMD")]

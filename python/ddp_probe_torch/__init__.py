@@ -1439,12 +1439,54 @@ def instrument_every_ddp():
 
     @functools.wraps(original)
     def __init__(self, *args, **kwargs):
+        args, kwargs = _caps_from_launcher(original, self, args, kwargs)
         original(self, *args, **kwargs)
         _instrument_built(self)
 
     __init__._ddp_probe_auto = True
     DistributedDataParallel.__init__ = __init__
     _patch_spawn_for_auto()
+
+
+def _caps_from_launcher(init, ddp, args, kwargs):
+    """The constructor's arguments with the bucket caps ``ddp-probe`` hands the job
+    (``DDP_PROBE_BUCKET_CAP_MB``, ``DDP_PROBE_BUCKET_CAP_MB_LIST``: ``run --bucket-cap-mb``,
+    each candidate of ``tune``) in place of the program's, so that a program that builds its
+    DDP model without reading them is tuned all the same; said once per process."""
+    cap = os.environ.get("DDP_PROBE_BUCKET_CAP_MB", "").strip()
+    caps = os.environ.get("DDP_PROBE_BUCKET_CAP_MB_LIST", "").strip()
+    if not cap and not caps:
+        return args, kwargs
+    import inspect
+
+    try:
+        bound = inspect.signature(init).bind(ddp, *args, **kwargs)
+    except TypeError:
+        return args, kwargs  # the constructor will say what is wrong with its arguments
+    said = []
+    try:
+        if cap:
+            before = bound.arguments.get("bucket_cap_mb")
+            bound.arguments["bucket_cap_mb"] = float(cap)
+            said.append(f"bucket_cap_mb={float(cap):g} (the program's: {before if before is not None else 'default'})")
+        if caps:
+            if "bucket_cap_mb_list" not in inspect.signature(init).parameters:
+                said.append("no bucket_cap_mb_list: this PyTorch's DistributedDataParallel has none")
+            else:
+                bound.arguments["bucket_cap_mb_list"] = [float(c) for c in caps.split(",") if c.strip()]
+                said.append(f"bucket_cap_mb_list={caps}")
+    except ValueError as e:
+        _say(f"the bucket caps ddp-probe handed the job are not numbers ({e}); the program's are kept")
+        return args, kwargs
+    if said and not _SAID_CAPS:
+        _SAID_CAPS.append(True)
+        _say("from ddp-probe: " + ", ".join(said))
+    # `self` is the first of the bound arguments; the caller passes it itself.
+    return bound.args[1:], bound.kwargs
+
+
+#: Whether the caps handed by ddp-probe were said.
+_SAID_CAPS = []
 
 
 #: Whether a second DDP model of this process was said to go unrecorded.

@@ -267,9 +267,27 @@ fn training_command(args: &RunArgs) -> Result<(OsString, Vec<OsString>)> {
     }
     let words: Vec<OsString> = words.collect();
     if args.auto_instrument {
-        return Ok((first.clone(), with_auto_runner(&first, words)?));
+        return auto_instrumented(first, words);
     }
     Ok((first, words))
+}
+
+/// A command as given after `--` (`train.py ARGS`, `python [OPTIONS] train.py ARGS`, `python
+/// -m MODULE ARGS`), run through [`AUTO_RUNNER`]: `run`'s and `tune`'s `--auto-instrument`.
+pub(crate) fn auto_instrumented(
+    program: OsString,
+    words: Vec<OsString>,
+) -> Result<(OsString, Vec<OsString>)> {
+    let is_script = Path::new(&program)
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("py"));
+    if is_script {
+        let mut rest: Vec<OsString> = vec!["-u".into(), "-m".into(), AUTO_RUNNER.into(), program];
+        rest.extend(words);
+        return Ok((default_python(), rest));
+    }
+    let rest = with_auto_runner(&program, words)?;
+    Ok((program, rest))
 }
 
 /// The module `--auto-instrument` runs each rank's program through

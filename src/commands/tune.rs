@@ -15,7 +15,13 @@ const DEFAULT_CAPS: [f64; 5] = [1.0, 5.0, 10.0, 25.0, 50.0];
 
 /// Runs the candidates, prints the table (or JSON), the recommendation and the report's path.
 pub fn tune(args: TuneArgs) -> Result<ExitCode> {
-    let command = series_command(args.command, args.steps)?;
+    let mut words = args.command;
+    if args.auto_instrument && !words.is_empty() {
+        let program = words.remove(0);
+        let (program, rest) = super::run::auto_instrumented(program, words)?;
+        words = std::iter::once(program).chain(rest).collect();
+    }
+    let command = series_command(words, args.steps)?;
     let caps = if args.auto {
         TuneCaps::Auto
     } else if args.bucket_cap_mb.is_empty() {

@@ -1353,6 +1353,60 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
 }
 
 /// `[0.31, 1.2, 4]`: a cap list as Python writes it.
+/// "To try it: ...": the DDP arguments that give `best`'s buckets. PyTorch 2.13's
+/// `_BucketCapacityConfig.create`: without `bucket_cap_mb` the cap is 25 MiB and the first
+/// bucket's `_DEFAULT_FIRST_BUCKET_BYTES` (1 MiB); an explicit `bucket_cap_mb` makes the first
+/// bucket as large as the others; `bucket_cap_mb_list` gives each bucket its cap. So a first
+/// bucket other than the cap, except PyTorch's default pair, takes a list: `[first, cap]`.
+fn how_to_set(best: &Candidate) -> String {
+    let list = |caps: &[f64]| {
+        format!(
+            "To try it: DistributedDataParallel(model, bucket_cap_mb_list={}) (PyTorch 2.13 and later; the reference DDP: ddp-probe run --bucket-cap-mb-list {})",
+            list_words(caps),
+            caps.iter().map(|&c| mib(c)).collect::<Vec<_>>().join(",")
+        )
+    };
+    let cap_bytes = (best.cap_mb * MIB) as u64;
+    let mut how = match &best.cap_list_mb {
+        Some(caps) => list(caps),
+        None if best.first_bucket_bytes == cap_bytes => {
+            let mut how = format!(
+                "To try it: DistributedDataParallel(model, bucket_cap_mb={})",
+                mib(best.cap_mb)
+            );
+            if cap_bytes != DEFAULT_FIRST_BUCKET_BYTES {
+                how.push_str(
+                    "; before PyTorch made an explicit bucket_cap_mb the first bucket's cap too, set torch.distributed._DEFAULT_FIRST_BUCKET_BYTES to the same size before constructing DDP",
+                );
+            }
+            how
+        }
+        None if best.cap_mb == DEFAULT_BUCKET_CAP_MB
+            && best.first_bucket_bytes == DEFAULT_FIRST_BUCKET_BYTES =>
+        {
+            format!(
+                "To try it: DistributedDataParallel(model) with no bucket_cap_mb: PyTorch's default, {} MiB buckets after a first one of {} (an explicit bucket_cap_mb={} makes the first bucket {} MiB too)",
+                mib(DEFAULT_BUCKET_CAP_MB),
+                render::bytes(DEFAULT_FIRST_BUCKET_BYTES as f64),
+                mib(DEFAULT_BUCKET_CAP_MB),
+                mib(DEFAULT_BUCKET_CAP_MB),
+            )
+        }
+        None => {
+            let first_mb = best.first_bucket_bytes as f64 / MIB;
+            let mut how = list(&[first_mb, best.cap_mb]);
+            how.push_str(&format!(
+                "; an explicit bucket_cap_mb={} alone makes the first bucket {} MiB too",
+                mib(best.cap_mb),
+                mib(best.cap_mb)
+            ));
+            how
+        }
+    };
+    how.push('.');
+    how
+}
+
 fn list_words(caps: &[f64]) -> String {
     let items: Vec<String> = caps.iter().map(|&c| mib(c)).collect();
     format!("[{}]", items.join(", "))
@@ -1361,13 +1415,29 @@ fn list_words(caps: &[f64]) -> String {
 /// The setting of a candidate in words: `bucket_cap_mb=2 (first bucket 1.0 MiB)` or
 /// `bucket_cap_mb_list=[...]`.
 fn setting_words(c: &Candidate) -> String {
-    match &c.cap_list_mb {
+    setting_of(c.cap_mb, c.first_bucket_bytes, c.cap_list_mb.as_deref())
+}
+
+fn setting_of(cap_mb: f64, first_bucket_bytes: u64, cap_list_mb: Option<&[f64]>) -> String {
+    match cap_list_mb {
         Some(caps) => format!("bucket_cap_mb_list={}", list_words(caps)),
         None => format!(
             "bucket_cap_mb={} ({})",
-            mib(c.cap_mb),
-            first_words(c.first_bucket_bytes, c.cap_mb)
+            mib(cap_mb),
+            first_words(first_bucket_bytes, cap_mb)
         ),
+    }
+}
+
+impl Recommendation {
+    /// The recommended setting in words: `bucket_cap_mb=2 (first bucket 1.0 MiB)` or
+    /// `bucket_cap_mb_list=[...]`.
+    pub fn setting(&self) -> String {
+        setting_of(
+            self.cap_mb,
+            self.first_bucket_bytes,
+            self.cap_list_mb.as_deref(),
+        )
     }
 }
 
@@ -1539,8 +1609,13 @@ fn explain(
             render::ns(obs.step_ns),
             render::ns(step_after),
         ));
+        let cur_first = cur.map_or(DEFAULT_FIRST_BUCKET_BYTES, |c| c.first_bucket_bytes);
         let why = if best.cap_list_mb.is_some() {
             "each bucket is cut, from the gradient-ready times, so that its all-reduce can start as soon as the link is free and its gradients are ready"
+        } else if best.cap_mb == cur_cap && best.first_bucket_bytes > cur_first {
+            "a larger first bucket makes fewer, larger all-reduces, which pay the per-call latency less often"
+        } else if best.cap_mb == cur_cap && best.first_bucket_bytes < cur_first {
+            "a smaller first bucket starts its all-reduce earlier during backward"
         } else if best.cap_mb > cur_cap {
             "fewer, larger all-reduces pay the per-call latency less often"
         } else {
@@ -1556,28 +1631,7 @@ fn explain(
             render::ns(gain),
             render::ns(threshold)
         ));
-        let mut how = match &best.cap_list_mb {
-            Some(caps) => format!(
-                "To try it: DistributedDataParallel(model, bucket_cap_mb_list={}) (PyTorch 2.13 and later; the reference DDP: ddp-probe run --bucket-cap-mb-list {})",
-                list_words(caps),
-                caps.iter().map(|&c| mib(c)).collect::<Vec<_>>().join(",")
-            ),
-            None => format!(
-                "To try it: DistributedDataParallel(model, bucket_cap_mb={})",
-                mib(best.cap_mb)
-            ),
-        };
-        let cap_bytes = (best.cap_mb * MIB) as u64;
-        if best.cap_list_mb.is_none()
-            && best.first_bucket_bytes == cap_bytes
-            && cap_bytes != DEFAULT_FIRST_BUCKET_BYTES
-        {
-            how.push_str(
-                "; for a first bucket of the same size set torch.distributed._DEFAULT_FIRST_BUCKET_BYTES before constructing DDP (recent PyTorch versions do this themselves when bucket_cap_mb is passed explicitly)",
-            );
-        }
-        how.push('.');
-        out.push(how);
+        out.push(how_to_set(best));
     } else if best.is_current || gain <= 0.0 {
         out.push(format!(
             "Not worth changing: no candidate is predicted to beat the current setting (the best, {}, gives {}).",
@@ -1758,6 +1812,53 @@ impl Advice {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The arguments said give the candidate's buckets in PyTorch 2.13
+    /// (`_BucketCapacityConfig.create`): a first bucket other than the cap takes a list, and
+    /// PyTorch's default pair takes no argument at all. Before, a 0.1 MiB cap with a 1 MiB first
+    /// bucket was to be tried as `bucket_cap_mb=0.1`, which gives a 0.1 MiB first bucket: the
+    /// recorded run itself (seen on `tune` of PyTorch's DDP example, 2026-12-03).
+    #[test]
+    fn the_setting_to_try_gives_the_candidates_buckets() {
+        let candidate = |cap_mb: f64, first: u64, list: Option<Vec<f64>>| Candidate {
+            cap_mb,
+            first_bucket_bytes: first,
+            cap_list_mb: list,
+            recorded_layout: false,
+            is_current: false,
+            buckets: 1,
+            largest_bucket_bytes: 0,
+            backward_ns: 0.0,
+            comm_end_ns: 0.0,
+            tail_ns: 0.0,
+            exposed_ns: 0.0,
+            predicted_step_ns: 0.0,
+            delta_ns: 0.0,
+        };
+        let mib_bytes = |mb: f64| (mb * MIB) as u64;
+        let same = how_to_set(&candidate(4.0, mib_bytes(4.0), None));
+        assert!(
+            same.starts_with("To try it: DistributedDataParallel(model, bucket_cap_mb=4)"),
+            "{same}"
+        );
+        let bigger_first = how_to_set(&candidate(0.1, DEFAULT_FIRST_BUCKET_BYTES, None));
+        assert!(
+            bigger_first.starts_with(
+                "To try it: DistributedDataParallel(model, bucket_cap_mb_list=[1, 0.1])"
+            ),
+            "{bigger_first}"
+        );
+        let default = how_to_set(&candidate(25.0, DEFAULT_FIRST_BUCKET_BYTES, None));
+        assert!(
+            default.starts_with("To try it: DistributedDataParallel(model) with no bucket_cap_mb"),
+            "{default}"
+        );
+        let list = how_to_set(&candidate(8.0, 0, Some(vec![2.0, 8.0])));
+        assert!(
+            list.contains("bucket_cap_mb_list=[2, 8]") && list.contains("--bucket-cap-mb-list 2,8"),
+            "{list}"
+        );
+    }
 
     #[test]
     fn schedule_serializes_in_order() {

@@ -486,8 +486,8 @@ pub fn compare_with_advice(
     };
     out.push(if r.worth_changing {
         format!(
-            "From the first run's trace alone ({from_run}, {run_cap}), advise recommends bucket_cap_mb={}: a predicted gain of {} per step, confidence {}.",
-            mib(r.cap_mb),
+            "From the first run's trace alone ({from_run}, {run_cap}), advise recommends {}: a predicted gain of {} per step, confidence {}.",
+            r.setting(),
             ns(r.gain_ns),
             prediction.confidence.as_deref().unwrap_or("-")
         )

@@ -771,17 +771,20 @@ if __name__ == \"__main__\":
 ";
 
 /// A script without the one line (the example with it taken out: how a Hugging Face Trainer,
-/// Accelerate or Lightning user's script looks, whose DDP the framework builds) under
-/// `--auto-instrument`: recorded as the example with the line is, PyTorch's own layout
-/// included. The same with `torch.multiprocessing.spawn`'s ranks.
+/// Accelerate or Lightning user's script looks, whose DDP the framework builds, with none of
+/// the script's settings) under `--auto-instrument --bucket-cap-mb 0.1`: recorded as the
+/// example with the line is, with the cap handed through, PyTorch's own layout included. The
+/// same with `torch.multiprocessing.spawn`'s ranks.
 #[test]
 fn a_script_without_the_line_is_recorded_under_auto_instrument() {
     let py = venv_python();
     let tmp = tempfile::tempdir().unwrap();
     let example = std::fs::read_to_string(repo().join("examples/python/train_ddp.py")).unwrap();
+    // As a framework builds it: with none of the script's settings, so the cap comes from
+    // `--bucket-cap-mb` through the runner.
     let plain = example.replace("import ddp_probe_torch\n", "").replace(
         "ddp_probe_torch.instrument(DDP(model, **kwargs))",
-        "DDP(model, **kwargs)",
+        "DDP(model)",
     );
     assert!(
         !plain.contains("ddp_probe_torch"),
@@ -813,7 +816,12 @@ fn a_script_without_the_line_is_recorded_under_auto_instrument() {
     let out = tmp.path().join("run");
     {
         let _one = PYTORCH_JOB.lock().unwrap_or_else(|e| e.into_inner());
-        run_script(&py, &out, &script, &["--auto-instrument"]);
+        run_script(
+            &py,
+            &out,
+            &script,
+            &["--auto-instrument", "--bucket-cap-mb", CAP_MB],
+        );
     }
     let pytorch = pytorch_layout(&out);
     assert_eq!(pytorch, expected_rebuilt());

@@ -404,6 +404,30 @@ fn watched_job(out: &Path, nproc: usize, script: &Path) -> Command {
     c
 }
 
+/// [`watched_job`] with `configure` applied, one PyTorch job at a time, run again when gloo's
+/// teardown aborted it after the training (exit code `aborted_code` and gloo's words): its exit
+/// status and console.
+fn watched_until_no_teardown_abort(
+    out: &Path,
+    nproc: usize,
+    script: &Path,
+    aborted_code: i32,
+    configure: impl Fn(&mut Command),
+) -> (std::process::ExitStatus, String) {
+    run_again_after_teardown_abort(
+        || {
+            let _one = PYTORCH_JOB.lock().unwrap_or_else(|e| e.into_inner());
+            let mut c = watched_job(out, nproc, script);
+            configure(&mut c);
+            with_console(&mut c)
+        },
+        |(status, console)| {
+            status.code() == Some(aborted_code) && console.contains(GLOO_TEARDOWN_ABORT)
+        },
+        out,
+    )
+}
+
 /// Runs `c`: its exit status and its console (stderr, then stdout).
 fn with_console(c: &mut Command) -> (std::process::ExitStatus, String) {
     let done = c.output().expect("start ddp-probe run");
@@ -795,16 +819,9 @@ fn a_script_without_the_line_is_recorded_under_auto_instrument() {
 
     // Without the option: no trace, and the run's end says how to get one.
     let out = tmp.path().join("without");
-    let (status, console) = run_again_after_teardown_abort(
-        || {
-            let _one = PYTORCH_JOB.lock().unwrap_or_else(|e| e.into_inner());
-            let mut c = watched_job(&out, 2, &script);
-            c.args(["--steps", "2"]);
-            with_console(&mut c)
-        },
-        |(status, console)| status.code() == Some(134) && console.contains(GLOO_TEARDOWN_ABORT),
-        &out,
-    );
+    let (status, console) = watched_until_no_teardown_abort(&out, 2, &script, 134, |c| {
+        c.args(["--steps", "2"]);
+    });
     assert!(status.success(), "{console}");
     assert!(!out.join("traces/rank-0.jsonl").exists());
     assert!(
@@ -840,16 +857,9 @@ fn a_script_without_the_line_is_recorded_under_auto_instrument() {
     let script = tmp.path().join("spawned_plain.py");
     std::fs::write(&script, spawned).unwrap();
     let out = tmp.path().join("spawned");
-    let (status, console) = run_again_after_teardown_abort(
-        || {
-            let _one = PYTORCH_JOB.lock().unwrap_or_else(|e| e.into_inner());
-            let mut c = watched_job(&out, 1, &script);
-            c.env("DDP_PROBE_AUTO_INSTRUMENT", "1");
-            with_console(&mut c)
-        },
-        |(status, console)| status.code() == Some(1) && console.contains(GLOO_TEARDOWN_ABORT),
-        &out,
-    );
+    let (status, console) = watched_until_no_teardown_abort(&out, 1, &script, 1, |c| {
+        c.env("DDP_PROBE_AUTO_INSTRUMENT", "1");
+    });
     assert!(status.success(), "{console}");
     for rank in 0..2u64 {
         let trace = std::fs::read_to_string(out.join(format!("traces/rank-{rank}.jsonl")))

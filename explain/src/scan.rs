@@ -1,5 +1,8 @@
 //! Scanning one log file: every line goes through the rules, the NCCL parser,
-//! a Python traceback tracker and a torchelastic failure-table reader.
+//! a Python traceback tracker and a torchelastic failure-table reader. A line that a paste
+//! joined from several is read as the lines it was made of ([`joined_line_starts`]); the
+//! prefixes launchers and log collectors put before lines, paste quoting and colours are
+//! looked through.
 //!
 //! Ranks are attributed per line: an explicit prefix (`[rank1]:`, `[Rank 1]`,
 //! `[PG 0 Rank 1]`, torchrun's `[default1]:`) wins; otherwise the NCCL process
@@ -620,8 +623,11 @@ fn is_telling(lower: &str, level: Option<Level>) -> bool {
 /// paragraph) start again: before a launcher's rank label (`[rank3]:`, `[default3]:`), a
 /// traceback's header, its frames (`File "x.py", line 3, in f`) and the code line after a
 /// frame, an NCCL line's `host:pid:tid [dev] NCCL` prefix and a glog-style `[E1102 03:04:14.69
-/// ProcessGroupNCCL.cpp:607]` / `[E ProcessGroupNCCL.cpp:325]` prefix. Only a marker after a
-/// space and after other text counts; the first start is 0. An exception line joined after a
+/// ProcessGroupNCCL.cpp:607]` / `[E ProcessGroupNCCL.cpp:325]` prefix; also NCCL's version
+/// line, a framework's rank announcement and a py-spy dump's thread headers and frames. Only a
+/// marker after other text counts: after a space, or, for the labels, headers and frames that
+/// no line has in its middle, after anything but a letter, digit or underscore (lines joined
+/// with no space). The first start is 0. An exception line joined after a
 /// code line is cut where the traceback is read ([`exception_after_code`]). Joining every two
 /// lines of every real log of `tests/corpus.rs` changed 14 of their 332 answers and joining
 /// each log into one line 32, most of them tracebacks read as no traceback (2026-12-03).

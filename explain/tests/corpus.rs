@@ -87,6 +87,14 @@ fn cases() -> Vec<Case> {
         .collect()
 }
 
+/// The category of `explain`'s first finding on one log (`unknown` without a finding).
+fn first_category(name: &str, bytes: &[u8]) -> Category {
+    explain_log_bytes(name, bytes, &Options::default())
+        .findings
+        .first()
+        .map_or(Category::Unknown, |f| f.category)
+}
+
 /// Whether a case is in the validation split.
 fn validation(link: &str) -> bool {
     xxhash_rust::xxh3::xxh3_64(link.as_bytes()).is_multiple_of(3)
@@ -279,20 +287,14 @@ fn log_collectors_prefixes_quoting_and_escaping_change_no_answer() {
             ),
         ])
         .collect();
-    let first = |name: &str, bytes: &[u8]| {
-        explain_log_bytes(name, bytes, &Options::default())
-            .findings
-            .first()
-            .map_or(Category::Unknown, |f| f.category)
-    };
     let mut changed = Vec::new();
     for case in cases() {
         let bytes = std::fs::read(corpus().join(&case.file)).unwrap();
         let name = Path::new(&case.file).file_name().unwrap().to_string_lossy();
-        let plain = first(&name, &bytes);
+        let plain = first_category(&name, &bytes);
         let text = String::from_utf8_lossy(&bytes);
         for (damage, apply) in &damages {
-            let got = first(&name, apply(&text).as_bytes());
+            let got = first_category(&name, apply(&text).as_bytes());
             if got != plain {
                 changed.push(format!("{} with {damage}: {plain} → {got}", case.id));
             }
@@ -310,12 +312,6 @@ fn log_collectors_prefixes_quoting_and_escaping_change_no_answer() {
 /// does not join. This keeps the figures from growing back.
 #[test]
 fn hard_wrapped_logs_change_few_answers() {
-    let first = |name: &str, bytes: &[u8]| {
-        explain_log_bytes(name, bytes, &Options::default())
-            .findings
-            .first()
-            .map_or(Category::Unknown, |f| f.category)
-    };
     for (width, at_most) in [(80usize, 13usize), (120, 9)] {
         let mut changed = 0;
         for case in cases() {
@@ -334,7 +330,9 @@ fn hard_wrapped_logs_change_few_answers() {
                 })
                 .collect::<Vec<String>>()
                 .join("\n");
-            changed += usize::from(first(&name, &bytes) != first(&name, wrapped.as_bytes()));
+            changed += usize::from(
+                first_category(&name, &bytes) != first_category(&name, wrapped.as_bytes()),
+            );
         }
         assert!(
             changed <= at_most,
@@ -351,12 +349,6 @@ fn hard_wrapped_logs_change_few_answers() {
 /// growing back.
 #[test]
 fn joined_lines_change_few_answers() {
-    let first = |name: &str, bytes: &[u8]| {
-        explain_log_bytes(name, bytes, &Options::default())
-            .findings
-            .first()
-            .map_or(Category::Unknown, |f| f.category)
-    };
     type Join = fn(&[&str]) -> String;
     let joins: [(&str, Join, usize); 2] = [
         (
@@ -379,7 +371,10 @@ fn joined_lines_change_few_answers() {
             let name = Path::new(&case.file).file_name().unwrap().to_string_lossy();
             let text = String::from_utf8_lossy(&bytes);
             let lines: Vec<&str> = text.split('\n').collect();
-            let (plain, got) = (first(&name, &bytes), first(&name, join(&lines).as_bytes()));
+            let (plain, got) = (
+                first_category(&name, &bytes),
+                first_category(&name, join(&lines).as_bytes()),
+            );
             if plain != got {
                 changed.push(format!("{}: {plain} → {got}", case.id));
             }

@@ -235,16 +235,6 @@ fn training_command(args: &RunArgs) -> Result<(OsString, Vec<OsString>)> {
             first.to_string_lossy()
         );
     }
-    let python = default_python;
-    let is_script = Path::new(&first)
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("py"));
-    // `--auto-instrument` runs the program through the module's runner.
-    let runner: Vec<OsString> = if args.auto_instrument {
-        vec!["-m".into(), AUTO_RUNNER.into()]
-    } else {
-        Vec::new()
-    };
     if args.auto_instrument && args.no_python {
         bail!(
             "--auto-instrument runs a Python program through ddp_probe_torch, and --no-python runs the \
@@ -252,24 +242,32 @@ fn training_command(args: &RunArgs) -> Result<(OsString, Vec<OsString>)> {
         );
     }
     if args.module {
+        // `python -m MODULE`, through the runner with --auto-instrument.
         let mut rest: Vec<OsString> = vec!["-u".into()];
-        rest.extend(runner);
+        if args.auto_instrument {
+            rest.extend(["-m".into(), AUTO_RUNNER.into()]);
+        }
         rest.extend(["-m".into(), first]);
         rest.extend(words);
-        return Ok((python(), rest));
-    }
-    if is_script && !args.no_python {
-        let mut rest: Vec<OsString> = vec!["-u".into()];
-        rest.extend(runner);
-        rest.push(first);
-        rest.extend(words);
-        return Ok((python(), rest));
+        return Ok((default_python(), rest));
     }
     let words: Vec<OsString> = words.collect();
     if args.auto_instrument {
         return auto_instrumented(first, words);
     }
+    if is_script(&first) && !args.no_python {
+        let mut rest: Vec<OsString> = vec!["-u".into(), first];
+        rest.extend(words);
+        return Ok((default_python(), rest));
+    }
     Ok((first, words))
+}
+
+/// Whether `program` is a Python script (`train.py`), which runs under Python.
+fn is_script(program: &OsString) -> bool {
+    Path::new(program)
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("py"))
 }
 
 /// A command as given after `--` (`train.py ARGS`, `python [OPTIONS] train.py ARGS`, `python
@@ -278,10 +276,7 @@ pub(crate) fn auto_instrumented(
     program: OsString,
     words: Vec<OsString>,
 ) -> Result<(OsString, Vec<OsString>)> {
-    let is_script = Path::new(&program)
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("py"));
-    if is_script {
+    if is_script(&program) {
         let mut rest: Vec<OsString> = vec!["-u".into(), "-m".into(), AUTO_RUNNER.into(), program];
         rest.extend(words);
         return Ok((default_python(), rest));

@@ -94,6 +94,10 @@ pub enum RunDirError {
     },
 }
 
+/// The Python module `ddp-probe run --auto-instrument` runs each rank's program through
+/// (`python -m ddp_probe_torch.auto train.py ARGS`; `python/ddp_probe_torch/auto.py`).
+pub const AUTO_INSTRUMENT_RUNNER: &str = "ddp_probe_torch.auto";
+
 /// The name a run directory gets from the command: the program's file name,
 /// or for an interpreter (python, sh, ...) the script or module it runs.
 /// Only `[A-Za-z0-9._-]` is kept, at most 40 characters.
@@ -121,8 +125,13 @@ pub fn run_name(program: &OsStr, args: &[OsString]) -> String {
         let mut it = args.iter().map(|a| a.to_string_lossy());
         while let Some(a) = it.next() {
             if a == "-m" {
-                if let Some(module) = it.next() {
-                    name = module.rsplit('.').next().unwrap_or(&module).to_owned();
+                match it.next() {
+                    // `ddp-probe run --auto-instrument`'s runner: the program follows it.
+                    Some(module) if module == AUTO_INSTRUMENT_RUNNER => continue,
+                    Some(module) => {
+                        name = module.rsplit('.').next().unwrap_or(&module).to_owned();
+                    }
+                    None => {}
                 }
                 break;
             }
@@ -181,6 +190,18 @@ mod tests {
             "train"
         );
         assert_eq!(name("python3.11", &["-m", "pkg.trainer"]), "trainer");
+        // Through --auto-instrument's runner: the program it runs.
+        assert_eq!(
+            name("python3", &["-u", "-m", AUTO_INSTRUMENT_RUNNER, "train.py"]),
+            "train"
+        );
+        assert_eq!(
+            name(
+                "python3",
+                &["-m", AUTO_INSTRUMENT_RUNNER, "-m", "pkg.trainer"]
+            ),
+            "trainer"
+        );
         assert_eq!(name("sh", &["-c", "echo $RANK; exit 3"]), "sh");
         assert_eq!(name("python3", &["-c", "import torch"]), "python3");
         assert_eq!(name("my prog$", &[]), "my_prog_");

@@ -285,9 +285,8 @@ pub(crate) fn auto_instrumented(
     Ok((program, rest))
 }
 
-/// The module `--auto-instrument` runs each rank's program through
-/// (`python/ddp_probe_torch/auto.py`).
-const AUTO_RUNNER: &str = "ddp_probe_torch.auto";
+/// The module `--auto-instrument` runs each rank's program through.
+const AUTO_RUNNER: &str = probe_contract::run_dir::AUTO_INSTRUMENT_RUNNER;
 
 /// `python [OPTIONS] SCRIPT ARGS` or `python [OPTIONS] -m MODULE ARGS` with
 /// [`AUTO_RUNNER`] put before the script or `-m`; any other command is refused, saying what to

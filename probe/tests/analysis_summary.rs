@@ -514,3 +514,47 @@ fn exposed_communication_splits_into_waiting_and_transfer() {
         "{text}"
     );
 }
+
+/// `find_unused_parameters=True` where no step leaves a parameter out (Hugging Face's
+/// `Trainer` turns the flag on by default) is said, with what to do; with one step that leaves
+/// a parameter out (flow control), or with the flag off, it is not.
+#[test]
+fn a_search_for_unused_parameters_that_never_finds_one_is_said() {
+    use probe::trace::GradReadyRecord;
+    let run_with = |flag: bool, skip_one: bool| {
+        let ranks: Vec<Vec<Record>> = hand_run()
+            .into_iter()
+            .enumerate()
+            .map(|(rank, mut records)| {
+                let mut d = ddp();
+                d.find_unused_parameters = flag;
+                records[0] = header(rank as u32, 2, Some(d));
+                for step in 0..4u64 {
+                    let unused = skip_one && rank == 1 && step == 3;
+                    records.push(Record::GradReady(GradReadyRecord {
+                        step,
+                        t0: at(100.0 * step as f64),
+                        offsets_ns: vec![if unused { -1 } else { 5_000_000 }, 1, 2, 3],
+                    }));
+                }
+                records
+            })
+            .collect();
+        analysis::summarize(&load(&ranks), &SummaryOptions::default())
+    };
+    let said = |flag, skip| {
+        run_with(flag, skip)
+            .notes
+            .iter()
+            .find(|n| n.starts_with("find_unused_parameters=True"))
+            .cloned()
+    };
+    let note = said(true, false).expect("said");
+    assert!(
+        note.contains("all 4 parameters got a gradient in each of the 8 recorded rank-steps")
+            && note.contains("find_unused_parameters=False"),
+        "{note}"
+    );
+    assert_eq!(said(true, true), None);
+    assert_eq!(said(false, false), None);
+}

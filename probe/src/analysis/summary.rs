@@ -528,6 +528,7 @@ pub fn summarize(run: &Run, opts: &SummaryOptions) -> Summary {
     if overall.is_some() && steady_calls == 0 {
         notes.push("no collective spans inside the steady steps".to_owned());
     }
+    notes.extend(unused_search_for_nothing(run));
     Summary {
         run_id: run.run_id.clone(),
         world_size: run.world_size,
@@ -547,6 +548,41 @@ pub fn summarize(run: &Run, opts: &SummaryOptions) -> Summary {
         notes,
         not_recorded: parts_not_recorded(run),
     }
+}
+
+/// The fewest `grad_ready` records (over all ranks) that can say no parameter goes unused.
+const UNUSED_SEARCH_MIN_RECORDS: usize = 3;
+
+/// `find_unused_parameters=True` with every parameter given a gradient in every recorded step:
+/// DDP then traverses the autograd graph after every forward to find parameters that are never
+/// there (PyTorch says so once in each rank's log, where few read it; Hugging Face's `Trainer`
+/// turns the flag on by default). The time it costs is inside the forward and is not measured
+/// apart here.
+fn unused_search_for_nothing(run: &Run) -> Option<String> {
+    let flagged = run.ranks.iter().any(|r| {
+        r.header
+            .ddp
+            .as_ref()
+            .is_some_and(|d| d.find_unused_parameters)
+    });
+    if !flagged {
+        return None;
+    }
+    let records: Vec<_> = run.ranks.iter().flat_map(|r| &r.grad_ready).collect();
+    let params = records.iter().map(|g| g.offsets_ns.len()).max()?;
+    let every_one = records
+        .iter()
+        .all(|g| g.offsets_ns.len() == params && g.offsets_ns.iter().all(|&o| o >= 0));
+    (records.len() >= UNUSED_SEARCH_MIN_RECORDS && params > 0 && every_one).then(|| {
+        format!(
+            "find_unused_parameters=True, yet all {params} parameters got a gradient in each of \
+             the {} recorded rank-steps: DDP searches the autograd graph for unused parameters after \
+             every forward for none. Unless some step leaves a parameter out (flow control), \
+             build DDP with find_unused_parameters=False (Hugging Face: \
+             TrainingArguments(ddp_find_unused_parameters=False); Lightning: strategy=\"ddp\")",
+            records.len()
+        )
+    })
 }
 
 fn plural(n: usize, one: &str, many: &str) -> String {

@@ -373,6 +373,28 @@ pub struct Manifest {
 }
 
 impl Manifest {
+    /// The relevant environment the ranks ran with: the first rank's (the launcher's own
+    /// environment with what it set for the ranks, such as `OMP_NUM_THREADS=1` and
+    /// `NCCL_DEBUG=INFO`), else the launcher's ([`Manifest::env`]). This run's directory in a
+    /// value reads `<run>`, so that two runs' environments compare by what was chosen, not by
+    /// where each run was kept.
+    pub fn ranks_environment(&self) -> BTreeMap<String, String> {
+        let Some(rank) = self.ranks.iter().find(|r| !r.env.is_empty()) else {
+            return self.env.clone();
+        };
+        rank.env
+            .iter()
+            .map(|(k, v)| {
+                let v = if self.run_dir.is_empty() {
+                    v.clone()
+                } else {
+                    v.replace(&self.run_dir, "<run>")
+                };
+                (k.clone(), v)
+            })
+            .collect()
+    }
+
     /// `attempt 2 of 3` for a run that may restart its workers (counted
     /// from 1; see [`Manifest::restarts`]); `None` when it may not.
     pub fn attempt_text(&self) -> Option<String> {
@@ -510,6 +532,35 @@ mod tests {
         let ev = end.kill_evidence.unwrap();
         assert!(ev.oom_kill_counters[0].rose());
         assert!(!ev.kernel_log_read);
+    }
+
+    /// What the ranks ran with, the run's own directory put aside: two runs that differ only
+    /// in where they were kept have the same environment, and a default the launcher set
+    /// (`OMP_NUM_THREADS=1`) is there.
+    #[test]
+    fn the_ranks_environment_is_the_first_ranks_without_the_run_directory() {
+        let manifest = |dir: &str, ranks: &str| -> Manifest {
+            serde_json::from_str(&format!(
+                r#"{{"format": 1, "status": "ok", "world_size": 1, "run_dir": "{dir}",
+                     "env": {{"NCCL_ALGO": "Ring"}}, "ranks": [{ranks}]}}"#
+            ))
+            .unwrap()
+        };
+        let rank = |dir: &str| {
+            format!(
+                r#"{{"rank": 0, "local_rank": 0, "end": null, "env": {{"NCCL_ALGO": "Ring",
+                    "OMP_NUM_THREADS": "1", "NCCL_DEBUG_FILE": "{dir}/logs/nccl-rank0.log"}}}}"#
+            )
+        };
+        let a = manifest("/runs/a", &rank("/runs/a"));
+        let b = manifest("/runs/b", &rank("/runs/b"));
+        assert_eq!(a.ranks_environment(), b.ranks_environment());
+        let env = a.ranks_environment();
+        assert_eq!(env["OMP_NUM_THREADS"], "1");
+        assert_eq!(env["NCCL_DEBUG_FILE"], "<run>/logs/nccl-rank0.log");
+        // No rank recorded: the launcher's own.
+        let none = manifest("/runs/c", "");
+        assert_eq!(none.ranks_environment(), none.env);
     }
 
     #[test]

@@ -30,7 +30,10 @@ pub(crate) fn comparison(
     };
     let mut c = compare((ra, sa), (rb, sb), &opts);
     if let (Some(ma), Some(mb)) = (a.manifests.first(), b.manifests.first()) {
-        c.settings.extend(environment_changes(&ma.env, &mb.env));
+        c.settings.extend(environment_changes(
+            &ma.ranks_environment(),
+            &mb.ranks_environment(),
+        ));
     }
     Some(c)
 }

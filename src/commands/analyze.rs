@@ -137,14 +137,13 @@ pub fn compare(args: CompareArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The launcher's record of the relevant environment that differs between two run
-/// directories; nothing when either has no manifest.
+/// The relevant environment the ranks ran with that differs between two run directories; nothing when either has no manifest.
 fn env_changes(a: &Path, b: &Path) -> Vec<SettingChange> {
     let env = |dir: &Path| {
         let dir = probe_launch::resolve_run_dir(Some(dir)).ok()?;
         probe_contract::manifest::read_manifest(&dir)
             .ok()
-            .map(|m| m.env)
+            .map(|m| m.ranks_environment())
     };
     match (env(a), env(b)) {
         (Some(a), Some(b)) => environment_changes(&a, &b),

@@ -428,6 +428,15 @@ fn watched_until_no_teardown_abort(
     )
 }
 
+/// Rank `rank`'s trace in run directory `out` and its header (failing with the run's console
+/// when there is none).
+fn trace_and_header(out: &Path, rank: u64, console: &str) -> (String, serde_json::Value) {
+    let trace = std::fs::read_to_string(out.join(format!("traces/rank-{rank}.jsonl")))
+        .unwrap_or_else(|e| panic!("rank {rank}'s trace: {e}\n{console}"));
+    let header = serde_json::from_str(trace.lines().next().unwrap_or_default()).unwrap();
+    (trace, header)
+}
+
 /// Runs `c`: its exit status and its console (stderr, then stdout).
 fn with_console(c: &mut Command) -> (std::process::ExitStatus, String) {
     let done = c.output().expect("start ddp-probe run");
@@ -862,10 +871,7 @@ fn a_script_without_the_line_is_recorded_under_auto_instrument() {
     });
     assert!(status.success(), "{console}");
     for rank in 0..2u64 {
-        let trace = std::fs::read_to_string(out.join(format!("traces/rank-{rank}.jsonl")))
-            .unwrap_or_else(|e| panic!("rank {rank}'s trace: {e}\n{console}"));
-        let header: serde_json::Value =
-            serde_json::from_str(trace.lines().next().unwrap()).unwrap();
+        let (trace, header) = trace_and_header(&out, rank, &console);
         assert_eq!(header["rank"].as_u64(), Some(rank), "{header}");
         assert!(
             trace.contains("\"kind\":\"collective\""),
@@ -879,28 +885,12 @@ fn ranks_started_by_torch_multiprocessing_spawn_are_recorded_as_themselves() {
     let tmp = tempfile::tempdir().unwrap();
     let script = tmp.path().join("spawned.py");
     std::fs::write(&script, SPAWNED_RANKS).unwrap();
-    let job = |out: &Path, hang: bool| {
-        let _one = PYTORCH_JOB.lock().unwrap_or_else(|e| e.into_inner());
-        let mut c = watched_job(out, 1, &script);
-        if hang {
-            c.env("SPAWNED_HANG", "1");
-        }
-        with_console(&mut c)
-    };
-
     // Each spawned rank writes its own trace (not both "rank 0", the launcher's variable).
     let out = tmp.path().join("run");
-    let (status, console) = run_again_after_teardown_abort(
-        || job(&out, false),
-        |(status, console)| status.code() == Some(1) && console.contains(GLOO_TEARDOWN_ABORT),
-        &out,
-    );
+    let (status, console) = watched_until_no_teardown_abort(&out, 1, &script, 1, |_| {});
     assert!(status.success(), "{console}");
     for rank in 0..2u64 {
-        let trace = std::fs::read_to_string(out.join(format!("traces/rank-{rank}.jsonl")))
-            .unwrap_or_else(|e| panic!("rank {rank}'s trace: {e}\n{console}"));
-        let header: serde_json::Value =
-            serde_json::from_str(trace.lines().next().unwrap()).unwrap();
+        let (_, header) = trace_and_header(&out, rank, &console);
         assert_eq!(
             (
                 header["rank"].as_u64(),
@@ -915,7 +905,10 @@ fn ranks_started_by_torch_multiprocessing_spawn_are_recorded_as_themselves() {
     // Hung: the spawned ranks answer the dump request as themselves; the launched process
     // (which only waits in mp.spawn) does not answer for rank 0.
     let out = tmp.path().join("hung");
-    let (status, console) = job(&out, true);
+    let (status, console) = {
+        let _one = PYTORCH_JOB.lock().unwrap_or_else(|e| e.into_inner());
+        with_console(watched_job(&out, 1, &script).env("SPAWNED_HANG", "1"))
+    };
     assert_eq!(status.code(), Some(124), "{console}");
     let stack0 = std::fs::read_to_string(out.join("logs/python-stack-rank-0.txt")).unwrap();
     assert!(

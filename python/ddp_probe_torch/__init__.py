@@ -1500,6 +1500,7 @@ def _instrument_built(ddp_model):
     if _ACTIVE:
         if not _SAID_ANOTHER_MODEL:
             _SAID_ANOTHER_MODEL.append(True)
+
             def described(model):
                 module = getattr(model, "module", model)
                 numel = sum(p.numel() for p in module.parameters())
@@ -1544,9 +1545,9 @@ def _patch_spawn_for_auto():
 
     start_processes._ddp_probe_auto = True
     spawn_mod.start_processes = start_processes
-    import torch.multiprocessing as tmp
+    import torch.multiprocessing as torch_mp
 
-    tmp.start_processes = start_processes
+    torch_mp.start_processes = start_processes
 
 
 def instrument(ddp_model, *, trace_dir=None):

@@ -13,7 +13,8 @@
 //!
 //! The example with its one line taken out runs under `--auto-instrument` (how a script looks
 //! whose DDP model a framework builds) and is recorded the same, as are
-//! `torch.multiprocessing.spawn`'s ranks of a script without the line.
+//! `torch.multiprocessing.spawn`'s ranks of a script without the line; `tune --auto-instrument`
+//! hands each candidate's cap to such a script's DDP.
 //!
 //! Needs the project's venv (`<repo>/.venv/bin/python` with torch, made by
 //! `scripts/setup`, which `scripts/test` runs first); without it the tests
@@ -876,6 +877,55 @@ fn a_script_without_the_line_is_recorded_under_auto_instrument() {
         assert!(
             trace.contains("\"kind\":\"collective\""),
             "rank {rank} recorded no collective"
+        );
+    }
+}
+
+/// `tune --auto-instrument` of a script that builds DDP with none of its settings: each
+/// candidate's cap reaches DistributedDataParallel (before, every candidate of such a script
+/// ran with 25 MiB and tune could only say so).
+#[test]
+fn tune_hands_each_cap_to_a_script_that_never_reads_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let example = std::fs::read_to_string(repo().join("examples/python/train_ddp.py")).unwrap();
+    let plain = example.replace("import ddp_probe_torch\n", "").replace(
+        "ddp_probe_torch.instrument(DDP(model, **kwargs))",
+        "DDP(model)",
+    );
+    assert!(!plain.contains("ddp_probe_torch"));
+    let script = tmp.path().join("train_plain.py");
+    std::fs::write(&script, plain).unwrap();
+    let dir = tmp.path().join("tune");
+    let done = {
+        let _one = PYTORCH_JOB.lock().unwrap_or_else(|e| e.into_inner());
+        Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
+            .current_dir(repo())
+            .args(["tune", "--nproc-per-node", "2", "--bucket-cap-mb", "0.1,25"])
+            .args([
+                "--repeats",
+                "1",
+                "--steps",
+                "6",
+                "--auto-instrument",
+                "--dir",
+            ])
+            .arg(&dir)
+            .arg("--")
+            .arg(venv_python())
+            .arg(&script)
+            .env_remove("PYTHONPATH")
+            .output()
+            .unwrap()
+    };
+    let console =
+        String::from_utf8_lossy(&done.stderr).to_string() + &String::from_utf8_lossy(&done.stdout);
+    // Gloo's teardown may abort a run after its training; the traces are written by then.
+    for (cap, dir_name) in [(0.1, "cap-0.1-r1"), (25.0, "cap-25-r1")] {
+        let (_, header) = trace_and_header(&dir.join(dir_name), 0, &console);
+        assert_eq!(
+            header["ddp"]["bucket_cap_mb"].as_f64(),
+            Some(cap),
+            "{dir_name}: {header}\n{console}"
         );
     }
 }

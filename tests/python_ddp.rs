@@ -429,6 +429,24 @@ fn watched_until_no_teardown_abort(
     )
 }
 
+/// PyTorch's example with ddp-probe's line taken out and its DDP built as a framework builds
+/// it, with none of the script's settings (so a cap can only come from ddp-probe), written to
+/// `dir/train_plain.py`.
+fn example_without_the_line(dir: &Path) -> std::path::PathBuf {
+    let example = std::fs::read_to_string(repo().join("examples/python/train_ddp.py")).unwrap();
+    let plain = example.replace("import ddp_probe_torch\n", "").replace(
+        "ddp_probe_torch.instrument(DDP(model, **kwargs))",
+        "DDP(model)",
+    );
+    assert!(
+        !plain.contains("ddp_probe_torch"),
+        "the line is out:\n{plain}"
+    );
+    let script = dir.join("train_plain.py");
+    std::fs::write(&script, plain).unwrap();
+    script
+}
+
 /// Rank `rank`'s trace in run directory `out` and its header (failing with the run's console
 /// when there is none).
 fn trace_and_header(out: &Path, rank: u64, console: &str) -> (String, serde_json::Value) {
@@ -813,19 +831,7 @@ if __name__ == \"__main__\":
 fn a_script_without_the_line_is_recorded_under_auto_instrument() {
     let py = venv_python();
     let tmp = tempfile::tempdir().unwrap();
-    let example = std::fs::read_to_string(repo().join("examples/python/train_ddp.py")).unwrap();
-    // As a framework builds it: with none of the script's settings, so the cap comes from
-    // `--bucket-cap-mb` through the runner.
-    let plain = example.replace("import ddp_probe_torch\n", "").replace(
-        "ddp_probe_torch.instrument(DDP(model, **kwargs))",
-        "DDP(model)",
-    );
-    assert!(
-        !plain.contains("ddp_probe_torch"),
-        "the line is out:\n{plain}"
-    );
-    let script = tmp.path().join("train_plain.py");
-    std::fs::write(&script, plain).unwrap();
+    let script = example_without_the_line(tmp.path());
 
     // Without the option: no trace, and the run's end says how to get one.
     let out = tmp.path().join("without");
@@ -887,14 +893,7 @@ fn a_script_without_the_line_is_recorded_under_auto_instrument() {
 #[test]
 fn tune_hands_each_cap_to_a_script_that_never_reads_it() {
     let tmp = tempfile::tempdir().unwrap();
-    let example = std::fs::read_to_string(repo().join("examples/python/train_ddp.py")).unwrap();
-    let plain = example.replace("import ddp_probe_torch\n", "").replace(
-        "ddp_probe_torch.instrument(DDP(model, **kwargs))",
-        "DDP(model)",
-    );
-    assert!(!plain.contains("ddp_probe_torch"));
-    let script = tmp.path().join("train_plain.py");
-    std::fs::write(&script, plain).unwrap();
+    let script = example_without_the_line(tmp.path());
     let dir = tmp.path().join("tune");
     let done = {
         let _one = PYTORCH_JOB.lock().unwrap_or_else(|e| e.into_inner());

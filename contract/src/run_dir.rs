@@ -98,6 +98,20 @@ pub enum RunDirError {
 /// (`python -m ddp_probe_torch.auto train.py ARGS`; `python/ddp_probe_torch/auto.py`).
 pub const AUTO_INSTRUMENT_RUNNER: &str = "ddp_probe_torch.auto";
 
+/// Whether `name` is `base` or `base` with a version (`python3`, `python3.12`).
+fn is_named(name: &str, base: &str) -> bool {
+    name.strip_prefix(base)
+        .is_some_and(|v| v.chars().all(|c| c.is_ascii_digit() || c == '.'))
+}
+
+/// Whether `program` (a path or a name) is a Python interpreter: `python`, `python3`,
+/// `/venv/bin/python3.12`.
+pub fn is_python(program: &OsStr) -> bool {
+    Path::new(program)
+        .file_name()
+        .is_some_and(|n| is_named(&n.to_string_lossy(), "python"))
+}
+
 /// The name a run directory gets from the command: the program's file name,
 /// or for an interpreter (python, sh, ...) the script or module it runs.
 /// Only `[A-Za-z0-9._-]` is kept, at most 40 characters.
@@ -113,13 +127,7 @@ pub fn run_name(program: &OsStr, args: &[OsString]) -> String {
         "python", "pypy", "sh", "bash", "zsh", "dash", "uv", "node", "perl", "ruby",
     ]
     .iter()
-    .any(|i| {
-        prog == *i
-            || (prog.starts_with(i)
-                && prog[i.len()..]
-                    .chars()
-                    .all(|c| c.is_ascii_digit() || c == '.'))
-    });
+    .any(|i| is_named(&prog, i));
     let mut name = prog.clone();
     if is_interpreter {
         let mut it = args.iter().map(|a| a.to_string_lossy());
@@ -207,6 +215,7 @@ mod tests {
         assert_eq!(name("my prog$", &[]), "my_prog_");
         assert_eq!(name("..", &[]), "run");
         assert_eq!(name("pythonic", &["x.py"]), "pythonic");
+        assert!(is_python(OsStr::new("/v/bin/python3.12")) && !is_python(OsStr::new("pythonic")));
         assert_eq!(name(&"x".repeat(100), &[]).len(), 40);
     }
 }

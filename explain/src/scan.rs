@@ -178,30 +178,31 @@ impl<'a> Scanner<'a> {
         let prefix = plain.len() - body.len();
         let parts = joined_line_starts(&plain[prefix..]);
         if parts.len() == 1 {
-            return self.logical_line(number, raw, &plain, None);
+            return self.logical_line(number, raw, &plain, line_rank, body);
         }
         for (i, &start) in parts.iter().enumerate() {
             let start = if i == 0 { 0 } else { prefix + start };
             let end = parts.get(i + 1).map_or(plain.len(), |e| prefix + e);
             let part = &plain[start..end];
             if !part.trim().is_empty() {
-                self.logical_line(number, part, part, line_rank);
+                // A part joined into a labelled line is that label's unless it has its own.
+                let (part_rank, part_body) = strip_launcher_prefix(part);
+                self.logical_line(number, part, part, part_rank.or(line_rank), part_body);
             }
         }
     }
 
     /// One line of the log as it was printed: `raw` as the file has it (for evidence), `plain`
-    /// without colours and paste quoting; `line_rank` the rank that the launcher's prefix of
-    /// the physical line named, when a paste joined this line into it.
+    /// without colours and paste quoting, `body` without the launchers' and collectors'
+    /// prefixes, and `prefix_rank` the rank they name.
     fn logical_line(
         &mut self,
         number: Option<u64>,
         raw: &str,
         plain: &str,
-        line_rank: Option<usize>,
+        prefix_rank: Option<usize>,
+        body: &str,
     ) {
-        let (prefix_rank, body) = strip_launcher_prefix(plain);
-        let prefix_rank = prefix_rank.or(line_rank);
         // `[rank0]:` alone: a launcher labels the rank's empty lines too.
         if body.trim().is_empty() {
             return;

@@ -1459,8 +1459,9 @@ def _caps_from_launcher(init, ddp, args, kwargs):
         return args, kwargs
     import inspect
 
+    signature = inspect.signature(init)
     try:
-        bound = inspect.signature(init).bind(ddp, *args, **kwargs)
+        bound = signature.bind(ddp, *args, **kwargs)
     except TypeError:
         return args, kwargs  # the constructor will say what is wrong with its arguments
     said = []
@@ -1470,7 +1471,7 @@ def _caps_from_launcher(init, ddp, args, kwargs):
             bound.arguments["bucket_cap_mb"] = float(cap)
             said.append(f"bucket_cap_mb={float(cap):g} (the program's: {before if before is not None else 'default'})")
         if caps:
-            if "bucket_cap_mb_list" not in inspect.signature(init).parameters:
+            if "bucket_cap_mb_list" not in signature.parameters:
                 said.append("no bucket_cap_mb_list: this PyTorch's DistributedDataParallel has none")
             else:
                 bound.arguments["bucket_cap_mb_list"] = [float(c) for c in caps.split(",") if c.strip()]

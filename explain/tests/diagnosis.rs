@@ -2654,34 +2654,50 @@ fn a_traceback_pasted_as_an_indented_code_block_still_ends_in_its_exception() {
 }
 
 #[test]
-fn a_message_wrapped_across_two_lines_is_read_whole() {
-    // DDP's error for parameters without a gradient, hard-wrapped at 60 columns as a terminal
-    // copy leaves it: no part holds the words a rule reads.
-    let line = "[rank1]: RuntimeError: Expected to have finished reduction in the prior iteration \
-                before starting a new one. This error indicates that your module has parameters \
-                that were not used in producing loss.";
-    let wrapped: String = line
-        .as_bytes()
-        .chunks(60)
-        .map(|c| format!("{}\n", std::str::from_utf8(c).unwrap()))
-        .collect();
-    assert!(wrapped
-        .lines()
-        .all(|l| !l.contains("finished reduction in the prior iteration")));
-    let report =
-        probe_explain::explain_log_bytes("rank.log", wrapped.as_bytes(), &Options::default());
-    let top = report.findings.first().expect("a finding");
-    assert_eq!(
-        top.category,
-        Category::UnusedParameters,
-        "{}",
-        report.render_text(100)
+fn a_message_wrapped_across_lines_is_read_whole() {
+    // DDP's error for parameters without a gradient, hard-wrapped as a terminal copy leaves
+    // it: no part holds the words a rule reads. Cut in three at 60 columns, its first two
+    // parts have the log's longest width, so the log is read as wrapped there and the parts as
+    // one line (its evidence, under the first part's number); its first sentence alone cut in
+    // two at 70 leaves one part that long, and the part that matches no rule is read once more
+    // with the next (both are its evidence).
+    let sentence = "[rank1]: RuntimeError: Expected to have finished reduction in the prior \
+                    iteration before starting a new one.";
+    let line = format!(
+        "{sentence} This error indicates that your module has parameters that were not used \
+         in producing loss."
     );
-    // Both parts are its evidence.
-    assert_eq!(
-        top.evidence.iter().filter(|e| e.file == "rank.log").count(),
-        2
-    );
+    for (line, width, parts) in [(line.as_str(), 60, 1), (sentence, 70, 2)] {
+        let wrapped: String = line
+            .as_bytes()
+            .chunks(width)
+            .map(|c| format!("{}\n", std::str::from_utf8(c).unwrap()))
+            .collect();
+        assert!(wrapped
+            .lines()
+            .all(|l| !l.contains("finished reduction in the prior iteration")));
+        let report =
+            probe_explain::explain_log_bytes("rank.log", wrapped.as_bytes(), &Options::default());
+        let top = report.findings.first().expect("a finding");
+        assert_eq!(
+            top.category,
+            Category::UnusedParameters,
+            "at {width}: {}",
+            report.render_text(100)
+        );
+        let evidence: Vec<_> = top
+            .evidence
+            .iter()
+            .filter(|e| e.file == "rank.log")
+            .collect();
+        assert_eq!(evidence.len(), parts, "at {width}: {evidence:?}");
+        assert_eq!(evidence[0].line, Some(1));
+        if parts == 1 {
+            assert!(evidence[0]
+                .text
+                .contains("finished reduction in the prior iteration"));
+        }
+    }
 }
 
 #[test]

@@ -2701,6 +2701,44 @@ fn a_message_wrapped_across_lines_is_read_whole() {
 }
 
 #[test]
+fn a_traceback_goes_on_past_another_process_lines_printed_into_it() {
+    // Rank 1's traceback with rank 0's logger and wandb lines printed between its lines, as
+    // two processes sharing a terminal leave it: the exception is rank 1's, not `wandb`.
+    let log = "Traceback (most recent call last):\n\
+               \x20 File \"/path/to/train.py\", line 40, in <module>\n\
+               INFO:root:Saving checkpoint to /path/to/ckpt/step_1000\n\
+               \x20   main()\n\
+               \x20 File \"/path/to/train.py\", line 31, in main\n\
+               \x20   batch = next(loader)\n\
+               wandb: Tracking run with wandb version 0.16.0\n\
+               INFO:root:Saving checkpoint to /path/to/ckpt/step_1000\n\
+               ValueError: bad batch at step 3\n";
+    let report =
+        probe_explain::explain_log_bytes("rank-1.log", log.as_bytes(), &Options::default());
+    let top = report.findings.first().expect("a finding");
+    assert_eq!(
+        top.category,
+        Category::RankCrashed,
+        "{}",
+        report.render_text(100)
+    );
+    assert!(
+        top.title.contains("ValueError: bad batch at step 3")
+            || top
+                .evidence
+                .iter()
+                .any(|e| e.text.contains("ValueError: bad batch at step 3")),
+        "{}",
+        report.render_text(100)
+    );
+    let text = report.render_text(100);
+    assert!(
+        !text.contains("wandb: Tracking run") && !text.contains("INFO:root"),
+        "{text}"
+    );
+}
+
+#[test]
 fn a_slurm_step_cancelled_without_a_reason_says_how_to_tell_why_and_yields_to_a_task_failure() {
     let cancelled = "slurmstepd: error: *** STEP 1234.0 ON host-a CANCELLED AT \
                      2024-01-01T10:00:00 ***\n";

@@ -271,6 +271,15 @@ impl<'a> Scanner<'a> {
         let plain = strip_csi(raw);
         let full = plain.chars().count() == width && !padded_to_width(&plain);
         match self.wrapped_parts.take() {
+            Some((first, joined)) if starts_a_record(&plain) => {
+                // The last part ended where its line did, at the width by chance.
+                self.unwrapped_line(first, &joined);
+                if full {
+                    self.wrapped_parts = Some((number, raw.to_owned()));
+                } else {
+                    self.unwrapped_line(number, raw);
+                }
+            }
             Some((first, mut joined)) => {
                 joined.push_str(raw);
                 if full && joined.len() < WRAP_MAX_BYTES {
@@ -359,7 +368,7 @@ impl<'a> Scanner<'a> {
         let previous = self.unmatched_longest.take();
         let mut joined_from = None;
         let mut carried = None;
-        if matched.is_none() {
+        if matched.is_none() && !starts_a_record(body) {
             if let Some(prev) = previous {
                 let joined = format!("{}{}", prev.body, body.trim_start());
                 match rules::classify(&joined) {
@@ -933,8 +942,8 @@ fn nccl_prefix_start(before: &str) -> Option<usize> {
 }
 
 /// Whether `s` (after a `[`) is a glog-style prefix: a level letter, then a `MMDD hh:mm:ss`
-/// time or a space and a C++ file (`E1102 03:04:14.692 ProcessGroupNCCL.cpp:607]`,
-/// `E ProcessGroupNCCL.cpp:325]`).
+/// time or a space and a C++ or CUDA source file (`E1102 03:04:14.692 ProcessGroupNCCL.cpp:607]`,
+/// `E ProcessGroupNCCL.cpp:325]`, `W Utils.hpp:133]`).
 fn is_glog_prefix(s: &str) -> bool {
     let b = s.as_bytes();
     if b.len() < 8 || !matches!(b[0], b'I' | b'W' | b'E' | b'F') {
@@ -950,7 +959,23 @@ fn is_glog_prefix(s: &str) -> bool {
         .split(']')
         .next()
         .unwrap_or("");
-    name.contains(".cpp:") && !name.contains(' ')
+    !name.contains(' ')
+        && [".cpp:", ".cc:", ".hpp:", ".h:", ".cu:", ".cuh:"]
+            .iter()
+            .any(|ext| name.contains(ext))
+}
+
+/// Whether `line` starts a new record of a logger that marks its lines (NCCL's `host:pid:tid
+/// [dev]`, glog's `[E ProcessGroupNCCL.cpp:...]`, a launcher's `[rank1]:`, a traceback's
+/// header): never the rest of a line a terminal wrapped. An NCCL line as long as the longest
+/// so far read with a glog warning printed after it had made one of InfiniBand's rules match
+/// across the two.
+fn starts_a_record(line: &str) -> bool {
+    let line = line.trim_start();
+    nccl::parse_line(line).is_some()
+        || line.strip_prefix('[').is_some_and(is_glog_prefix)
+        || strip_launcher_prefix(line).0.is_some()
+        || line.starts_with("Traceback (most recent call last)")
 }
 
 /// Where an exception line starts that a paste joined after a traceback's code line
@@ -1417,6 +1442,25 @@ mod tests {
     }
 
     #[test]
+    fn lines_that_start_a_logger_record_are_told_apart() {
+        assert!(starts_a_record(
+            "host-a:2328:2692 [0] NCCL INFO Using network IBext"
+        ));
+        assert!(starts_a_record(
+            "[W Utils.hpp:133] Warning: Environment variable NCCL_ASYNC_ERROR_HANDLING"
+        ));
+        assert!(starts_a_record(
+            "[E1102 03:04:14.692 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog"
+        ));
+        assert!(starts_a_record("[rank1]: RuntimeError: x"));
+        assert!(starts_a_record("Traceback (most recent call last):"));
+        assert!(!starts_a_record("ng the entire process down."));
+        assert!(!starts_a_record(
+            "[2]mlx5_2:1/IB/SHARP [3]mlx5_3:1/IB/SHARP"
+        ));
+    }
+
+    #[test]
     fn a_hard_wrapped_log_is_read_as_the_lines_it_was_cut_from() {
         let mut nccl = NcclCollector::default();
         let mut shape = LogShape::default();
@@ -1430,6 +1474,7 @@ mod tests {
             "----------",
             "short",
             "0123456789",
+            "[rank0]: x",
         ]
         .iter()
         .enumerate()
@@ -1444,10 +1489,12 @@ mod tests {
                 (Some(1), "0123456789abcdefghijklm"),
                 (Some(4), "----------"),
                 (Some(5), "short"),
+                // At the width by chance: a new record follows.
                 (Some(6), "0123456789"),
+                (Some(7), "[rank0]: x"),
             ]
         );
-        assert_eq!(out.lines, 6);
+        assert_eq!(out.lines, 7);
     }
 
     #[test]

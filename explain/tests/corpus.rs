@@ -394,15 +394,18 @@ fn joined_lines_change_few_answers() {
 }
 
 /// Other output printed into a log (another rank's or thread's lines between a traceback's
-/// lines, a logger's record, a progress line: processes that share a terminal interleave): each
-/// of six lines of a training job's usual output, put after every third line of every real
-/// log, changed 4 or 5 answers, and `INFO:root:...` or `wandb: ...` 16 each, where they ended
-/// a traceback as its exception line (2026-12-03). Now each changes 3 or 4 (logs whose finding
-/// is that they end right after set-up, which a training line after it contradicts, and a
-/// cluster's stack summary that the lines break up). This keeps the figures from growing back.
+/// lines, a logger's record, a warning: processes that share a terminal interleave). Seven
+/// lines of a training job's usual output, each put after every third line of every real log
+/// (2026-12-03): a loss line, a `UserWarning`, its `warnings.warn(` line and a metrics dict
+/// changed 4 or 5 answers each; `INFO:root:...` and `wandb: ...` 16 each, where they ended a
+/// traceback as its exception line; PyTorch's `[W Utils.hpp:133] Warning: ...` 7, where an NCCL
+/// line before it was read with it as one wrapped line. Now each changes 3 or 4: logs whose
+/// finding is that they end right after set-up, which a training line after it contradicts,
+/// and a cluster's stack summary that the lines break up. This keeps the figures from growing
+/// back.
 #[test]
 fn other_output_printed_into_a_log_changes_few_answers() {
-    const OTHER_OUTPUT: [&str; 6] = [
+    const OTHER_OUTPUT: [&str; 7] = [
         "Epoch 3 | step 120 | loss 2.3141 | lr 1.0e-04 | 312.5 samples/s",
         "/opt/conda/lib/python3.10/site-packages/torch/utils/data/dataloader.py:557: \
          UserWarning: This DataLoader will create 8 worker processes in total.",
@@ -410,6 +413,8 @@ fn other_output_printed_into_a_log_changes_few_answers() {
         "{'loss': 1.2345, 'grad_norm': 0.98, 'learning_rate': 4.5e-05, 'epoch': 0.12}",
         "INFO:root:Saving checkpoint to /path/to/ckpt/step_1000",
         "wandb: Tracking run with wandb version 0.16.0",
+        "[W Utils.hpp:133] Warning: Environment variable NCCL_ASYNC_ERROR_HANDLING is deprecated; \
+         use TORCH_NCCL_ASYNC_ERROR_HANDLING instead (function getCvarInt)",
     ];
     let cases: Vec<_> = cases()
         .into_iter()

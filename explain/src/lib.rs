@@ -77,7 +77,7 @@ use lines::{for_each_line, for_each_line_in, ReadLimits, ReadSummary};
 use manifest::{LoadedManifest, MANIFEST_FILE};
 use nccl::NcclCollector;
 use sanitize::display_path;
-use scan::{FileScan, Scanner, WrapWidthProbe};
+use scan::{FileScan, PasteProbe, Scanner};
 use signal::Signal;
 use traces::RankProgress;
 
@@ -482,10 +482,10 @@ fn merge_progress(into: &mut Vec<RankProgress>, more: Vec<RankProgress>) {
 fn scan_source(src: &Source, opts: &Options, g: &mut Gathered) -> bool {
     let display = display_path(&src.path);
     if let Some(text) = torchelastic_error_text(&src.path) {
-        let mut probe = WrapWidthProbe::default();
+        let mut probe = PasteProbe::default();
         text.lines().for_each(|line| probe.line(line));
         let mut scanner = Scanner::new(display, src.rank, &mut g.nccl, &mut g.shape, &mut g.order);
-        scanner.unwrap_at(probe.width());
+        scanner.read_as_pasted(&probe);
         for line in text.lines() {
             scanner.line(None, line);
         }
@@ -513,8 +513,9 @@ fn scan_lines(
         tail_bytes: opts.tail_bytes,
         max_line_bytes: opts.max_line_bytes,
     };
-    // A first pass finds whether the log was hard-wrapped; an error shows in the second.
-    let mut probe = WrapWidthProbe::default();
+    // A first pass finds how the log was pasted (hard-wrapped, indented); an error shows in
+    // the second.
+    let mut probe = PasteProbe::default();
     let _ = read(&limits, &mut |_, t| probe.line(t));
     let mut scanner = Scanner::new(
         display.clone(),
@@ -523,7 +524,7 @@ fn scan_lines(
         &mut g.shape,
         &mut g.order,
     );
-    scanner.unwrap_at(probe.width());
+    scanner.read_as_pasted(&probe);
     let result = read(&limits, &mut |n, t| scanner.line(n, t));
     let mut scan = scanner.finish();
     match result {

@@ -109,8 +109,10 @@ pub(crate) struct Scanner<'a> {
     unmatched_longest: Option<WrapCandidate>,
     /// The longest line so far, in characters.
     longest: usize,
-    /// The width the whole log was hard-wrapped at ([`WrapWidthProbe`]), if it was.
+    /// The width the whole log was hard-wrapped at ([`PasteProbe`]), if it was.
     wrap_width: Option<usize>,
+    /// The indentation every line of the log shares ([`PasteProbe`]), taken off each line.
+    common_indent: String,
     /// The parts so far of a line the log's wrap cut (its first part's number, the parts
     /// joined), while they come in lines of exactly the wrap width.
     wrapped_parts: Option<(Option<u64>, String)>,
@@ -137,19 +139,39 @@ const WRAP_MIN_CHARS: usize = 60;
 /// with the wrap read whole (the 2 are single lines cut in two, which take no width). The logs
 /// as pasted give the same answers; ten of them are read as wrapped, eight of which a
 /// reporter's terminal or paste did wrap.
+///
+/// It also finds the indentation every line of the log shares (a paste indented as a Markdown
+/// code block, or quoted so): taken off before the lines are read, as Python's
+/// `textwrap.dedent` would, so that a traceback's exception line starts at its column again.
 #[derive(Debug, Default)]
-pub(crate) struct WrapWidthProbe {
+pub(crate) struct PasteProbe {
     longest: usize,
     /// Different texts (digits as `0`) of the longest length so far, up to the number needed.
     at_longest: Vec<String>,
+    /// The leading spaces and tabs every non-blank line so far begins with.
+    indent: Option<String>,
 }
 
-/// Different texts of the longest length that make a log hard-wrapped (see [`WrapWidthProbe`]).
+/// Different texts of the longest length that make a log hard-wrapped (see [`PasteProbe`]).
 const WRAPPED_PARTS_MIN: usize = 2;
 
-impl WrapWidthProbe {
+impl PasteProbe {
     /// Feeds one line as read.
     pub fn line(&mut self, raw: &str) {
+        if !raw.trim().is_empty() {
+            let lead = &raw[..raw.len() - raw.trim_start_matches([' ', '\t']).len()];
+            match &mut self.indent {
+                None => self.indent = Some(lead.to_owned()),
+                Some(common) => {
+                    let shared = common
+                        .bytes()
+                        .zip(lead.bytes())
+                        .take_while(|(a, b)| a == b)
+                        .count();
+                    common.truncate(shared);
+                }
+            }
+        }
         let plain = strip_csi(raw);
         let chars = plain.chars().count();
         if chars < WRAP_MIN_CHARS || chars < self.longest || padded_to_width(&plain) {
@@ -177,8 +199,13 @@ impl WrapWidthProbe {
     }
 
     /// The wrap width, when the lines fed were hard-wrapped.
-    pub fn width(&self) -> Option<usize> {
+    pub fn wrap_width(&self) -> Option<usize> {
         (self.at_longest.len() >= WRAPPED_PARTS_MIN).then_some(self.longest)
+    }
+
+    /// The indentation every non-blank line fed shares, when there is one.
+    pub fn common_indent(&self) -> Option<&str> {
+        self.indent.as_deref().filter(|i| !i.is_empty())
     }
 }
 
@@ -239,14 +266,17 @@ impl<'a> Scanner<'a> {
             unmatched_longest: None,
             longest: 0,
             wrap_width: None,
+            common_indent: String::new(),
             wrapped_parts: None,
         }
     }
 
-    /// Reads the log as hard-wrapped at `width` (see [`WrapWidthProbe`]): a line of exactly
-    /// that width is read together with the lines after it, up to the first shorter one.
-    pub fn unwrap_at(&mut self, width: Option<usize>) {
-        self.wrap_width = width;
+    /// Reads the log as pasted the way `probe` found (see [`PasteProbe`]): without the
+    /// indentation all its lines share, and when it was hard-wrapped, a line of exactly the
+    /// width together with the lines after it, up to the first shorter one.
+    pub fn read_as_pasted(&mut self, probe: &PasteProbe) {
+        self.wrap_width = probe.wrap_width();
+        self.common_indent = probe.common_indent().unwrap_or_default().to_owned();
     }
 
     fn evidence(&self, line: Option<u64>, text: &str) -> Evidence {
@@ -265,6 +295,7 @@ impl<'a> Scanner<'a> {
     /// Feeds one line.
     pub fn line(&mut self, number: Option<u64>, raw: &str) {
         self.out.lines += 1;
+        let raw = raw.strip_prefix(self.common_indent.as_str()).unwrap_or(raw);
         let Some(width) = self.wrap_width else {
             return self.unwrapped_line(number, raw);
         };
@@ -1396,10 +1427,28 @@ pub(crate) fn bracket_rank(line: &str) -> Option<usize> {
 mod tests {
     use super::*;
 
-    fn wrap_width(lines: &[&str]) -> Option<usize> {
-        let mut probe = WrapWidthProbe::default();
+    fn probe(lines: &[&str]) -> PasteProbe {
+        let mut probe = PasteProbe::default();
         lines.iter().for_each(|l| probe.line(l));
-        probe.width()
+        probe
+    }
+
+    fn wrap_width(lines: &[&str]) -> Option<usize> {
+        probe(lines).wrap_width()
+    }
+
+    #[test]
+    fn the_indentation_all_lines_share_is_found() {
+        let indented = [
+            "    FileNotFoundError: [Errno 2] x",
+            "",
+            "      deeper",
+            "    \tERROR:x",
+        ];
+        assert_eq!(probe(&indented).common_indent(), Some("    "));
+        assert_eq!(probe(&["> a", "b"]).common_indent(), None);
+        assert_eq!(probe(&["\ta", "\t b"]).common_indent(), Some("\t"));
+        assert_eq!(probe(&[]).common_indent(), None);
     }
 
     #[test]
@@ -1466,7 +1515,7 @@ mod tests {
         let mut shape = LogShape::default();
         let mut order = 0;
         let mut s = Scanner::new("f.log".into(), None, &mut nccl, &mut shape, &mut order);
-        s.unwrap_at(Some(10));
+        s.wrap_width = Some(10);
         for (n, l) in [
             "0123456789",
             "abcdefghij",

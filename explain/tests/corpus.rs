@@ -213,9 +213,9 @@ fn real_failure_logs_get_their_established_cause_first() {
 
 /// What happens to a log between the job and an issue thread must not change `explain`'s
 /// answer: a log collector's prefix before every line (before they were looked through, each
-/// cost 15 to 17 of the corpus's right answers), the reply that quotes it (17) and the page
-/// that HTML-escapes it (9). Each damage, done to every real log, must leave the first
-/// category as it is on the log itself.
+/// cost 15 to 17 of the corpus's right answers), the reply that quotes it (17), a Markdown
+/// code block's indentation (5) and the page that HTML-escapes it (9). Each damage, done to
+/// every real log, must leave the first category as it is on the log itself.
 #[test]
 fn log_collectors_prefixes_quoting_and_escaping_change_no_answer() {
     type Prefix = fn(usize) -> String;
@@ -276,6 +276,22 @@ fn log_collectors_prefixes_quoting_and_escaping_change_no_answer() {
                 Box::new(|text: &str| text.lines().map(|l| format!("> {l}\n")).collect()) as Damage,
             ),
             (
+                // Before the indentation every line shares was taken off, 5 answers changed,
+                // then 1 (an exception line with no traceback header, read as code).
+                "a Markdown code block's indentation".to_owned(),
+                Box::new(|text: &str| {
+                    text.lines()
+                        .map(|l| {
+                            if l.is_empty() {
+                                "\n".to_owned()
+                            } else {
+                                format!("    {l}\n")
+                            }
+                        })
+                        .collect()
+                }) as Damage,
+            ),
+            (
                 "HTML escaping".to_owned(),
                 Box::new(|text: &str| {
                     text.replace('&', "&amp;")
@@ -308,7 +324,7 @@ fn log_collectors_prefixes_quoting_and_escaping_change_no_answer() {
 /// message was read across its parts, 13 once a traceback went on past the rest of a wrapped
 /// frame, and none since a log whose longest lines share one width is read with those lines
 /// joined to the ones after them (at 120 columns: 23, 9, 2; 2026-12-03; see
-/// `scan::WrapWidthProbe`). This keeps the figures from growing back.
+/// `scan::PasteProbe`). This keeps the figures from growing back.
 #[test]
 fn hard_wrapped_logs_change_few_answers() {
     for (width, at_most) in [(80usize, 0usize), (120, 2)] {

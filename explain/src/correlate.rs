@@ -1952,7 +1952,14 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
     }
     let oom_proven = proven(manifest::RULE_OOM_CONFIRMED) || proven(RULE_WORKER_OOM_CONFIRMED);
     let confidence = confidence_of(role, &own, &ranks, oom_proven);
-    let to_confirm = (confidence != Confidence::High).then(|| category.to_confirm().to_owned());
+    let to_confirm = (confidence != Confidence::High).then(|| {
+        if proven("store_based_barrier_wait") || proven("store_based_barrier") {
+            // Some ranks reached the barrier: the store answers, the address is right.
+            STORE_BARRIER_CONFIRM.to_owned()
+        } else {
+            category.to_confirm().to_owned()
+        }
+    });
     let mut explanation = meaning.to_owned();
     if !details.is_empty() {
         explanation.push_str(" Seen: ");
@@ -2057,6 +2064,9 @@ fn tool_output_signals(
 /// exit code, a generic error code or crash marker), not from a message that
 /// names it.
 const INDIRECT_RULES: &[&str] = &[
+    // fairseq's message names two ways its workers fall out of sync: the one it files under
+    // (a worker's epoch ended early) and a worker out of memory.
+    "workers_out_of_sync",
     "ranks_announced_twice",
     "progress_totals_differ",
     "nccl_tests_stalled_on_one_node",
@@ -2081,6 +2091,11 @@ const INDIRECT_RULES: &[&str] = &[
     "launcher_consequence",
     RULE_ABORTED_WITHOUT_AN_ERROR,
 ];
+
+/// What tells a rank missing from PyTorch's store-based barrier apart, once others reached it.
+const STORE_BARRIER_CONFIRM: &str = "the ranks that reached the barrier print its line with \
+     their rank: the one that never does is the one to read (its own log, or `py-spy dump --pid \
+     PID` of its process: still loading, stuck in a tool's set-up such as a logger's, or dead)";
 
 /// Observations read from where a log ends, with no error in it: a log of a
 /// job that ended well can look the same, so they are never more than low.

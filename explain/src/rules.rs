@@ -27,9 +27,13 @@
 //!   iteration ...", "Parameter indices which did not receive grad for rank
 //!   N"), `ProcessGroupWrapper.cpp` ("Detected mismatch between collectives
 //!   on ranks"), the `Join` context manager ("Detected at least one rank that
-//!   exhausted inputs"), the CUDA caching allocator ("CUDA out of memory"),
+//!   exhausted inputs", "Detected uneven input skew"), `distributed_c10d.py`'s
+//!   store-based barrier ("Waiting in store based barrier ... worker_count=7"),
+//!   the CUDA caching allocator ("CUDA out of memory"),
 //!   `DataLoader` ("out of shared memory", "Bus error"), gloo's `pair.cc`
 //!   ("Connection closed by peer") and torchelastic's `ChildFailedError`.
+//! * fairseq's `all_gather_list` (copied into DPR and others): "workers have
+//!   fallen out of sync".
 //! * The reference DDP of this project (`comm::CommError`'s messages):
 //!   "rendezvous timed out after Ns: ranks 2, 3 of 4 never arrived at ADDR",
 //!   "rank 1 closed its connection during all_reduce seq 17; it probably
@@ -477,13 +481,33 @@ pub(crate) static RULES: &[Rule] = &[
           "did not receive a gradient", "your training graph has changed in this iteration",
           "mark a variable ready only once", "has been marked as ready twice"]],
         not [], ex_unused),
+    // The `Join` context manager also warns, once, when a rank has shadowed more than 1000 of
+    // the others' collectives after its own inputs ran out (`torch/distributed/algorithms/
+    // join.py`: "Detected uneven input skew of greater than 1000. This means that rank 1 has
+    // at least 1000 fewer inputs than other currently-active ranks.").
     rule!("uneven_inputs", UnevenInputs, Cause, Standalone,
-        [["exhausted inputs", "exhausted all inputs", "uneven inputs"]], not [], ex_ranks),
+        [["exhausted inputs", "exhausted all inputs", "uneven inputs", "uneven input skew"]],
+        not [], ex_ranks),
+    // fairseq's `all_gather_list` (also copied into DPR and other projects): "Unable to
+    // unpickle data from other workers. all_gather_list requires all workers to enter the
+    // function together, so this error usually indicates that the workers have fallen out of
+    // sync somehow. Workers can fall out of sync if one of them runs out of memory, or if there
+    // are other conditions in your training script that can cause one worker to finish an
+    // epoch while other workers are still iterating over their portions of the data."
+    rule!("workers_out_of_sync", UnevenInputs, Cause, Standalone,
+        [["workers have fallen out of sync", "requires all workers to enter the function together"]],
+        not [], ex_workers_out_of_sync),
     // `distributed_c10d.py`'s `_store_based_barrier`: "Timed out initializing process group
     // in store based barrier on rank: 0, for key: store_based_barrier_key:1 (world_size=8,
     // worker_count=1, timeout=0:30:00)" (later `num_workers_joined=`).
     rule!("store_based_barrier", RendezvousTimeout, Symptom, Standalone,
         [["store based barrier", "store_based_barrier"], ["timed out"]], not [], ex_store_barrier),
+    // The same barrier's progress line while it waits, every 10 s or so: "Waiting in store
+    // based barrier to initialize process group for rank: 2, key: store_based_barrier_key:2
+    // (world_size=8, worker_count=7, timeout=0:30:00)" (later `num_workers_joined=`): a rank
+    // that never reached `init_process_group` / `new_group`.
+    rule!("store_based_barrier_wait", RendezvousTimeout, Symptom, Standalone,
+        [["waiting in store based barrier"]], not [], ex_store_barrier),
     rule!("rendezvous", RendezvousTimeout, Symptom, Standalone,
         [["waiting for clients", "rendezvoustimeouterror", "rendezvous timed out", "never arrived at"]],
         not [], ex_rendezvous),
@@ -868,6 +892,17 @@ fn ex_fr_missing_ranks(_: &str, lower: &str) -> Extract {
     Extract {
         subjects,
         detail,
+        ..Extract::default()
+    }
+}
+
+fn ex_workers_out_of_sync(_: &str, _: &str) -> Extract {
+    Extract {
+        detail: Some(
+            "the workers fell out of sync in all_gather_list: one worker finished its epoch \
+             (ran out of batches) or ran out of memory while the others went on"
+                .to_owned(),
+        ),
         ..Extract::default()
     }
 }
@@ -1742,6 +1777,41 @@ mod tests {
         ] {
             assert_eq!(cat(line), None, "{line}");
         }
+    }
+
+    #[test]
+    fn the_store_based_barrier_while_it_waits_says_how_many_arrived() {
+        let (r, ex) = classify("I0510 07:28:04.417845 139863945226048 distributed_c10d.py:337] Waiting in store based barrier to initialize process group for rank: 2, key: store_based_barrier_key:2 (world_size=8, worker_count=7, timeout=0:30:00)").unwrap();
+        assert_eq!(
+            (r.name, r.category, r.role),
+            (
+                "store_based_barrier_wait",
+                Category::RendezvousTimeout,
+                Role::Symptom
+            )
+        );
+        assert_eq!(
+            ex.detail.as_deref(),
+            Some("only 7 of 8 ranks reached the start-up barrier")
+        );
+        // PyTorch 2.x's wording.
+        let (r, _) = classify("Waiting in store based barrier to initialize process group for rank: 0, key: store_based_barrier_key:1 (world_size=2, num_workers_joined=1, timeout=0:30:00)").unwrap();
+        assert_eq!(r.name, "store_based_barrier_wait");
+    }
+
+    #[test]
+    fn uneven_inputs_are_read_in_the_join_warning_and_fairseq_s_gather() {
+        let (r, ex) = classify("/path/to/torch/distributed/algorithms/join.py:258: UserWarning: Detected uneven input skew of greater than 1000. This means that rank 1 has at least 1000 fewer inputs than other currently-active ranks. This level of skew could lead to performance degradation during training.").unwrap();
+        assert_eq!(
+            (r.name, r.category),
+            ("uneven_inputs", Category::UnevenInputs)
+        );
+        assert_eq!(ex.subjects, [1]);
+        let (r, _) = classify("Exception: Unable to unpickle data from other workers. all_gather_list requires all workers to enter the function together, so this error usually indicates that the workers have fallen out of sync somehow.").unwrap();
+        assert_eq!(
+            (r.name, r.category),
+            ("workers_out_of_sync", Category::UnevenInputs)
+        );
     }
 
     #[test]

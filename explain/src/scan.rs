@@ -135,8 +135,8 @@ const WRAP_MIN_CHARS: usize = 60;
 /// ([`padded_to_width`]) are not parts.
 ///
 /// Measured on `tests/corpus.rs`'s real logs, 2026-12-03: hard-wrapping every one at 80 and
-/// 120 columns had changed 13 and 9 answers with only [`WrapCandidate`]'s joins, and 0 and 2
-/// with the wrap read whole (the 2 are single lines cut in two, which take no width). The logs
+/// 120 columns had changed 13 and 9 answers with only [`WrapCandidate`]'s joins, and 0 and 1
+/// with the wrap read whole (the 1 is a single line cut in two, which gives no width). The logs
 /// as pasted give the same answers; ten of them are read as wrapped, eight of which a
 /// reporter's terminal or paste did wrap.
 ///
@@ -233,10 +233,11 @@ struct WrapCandidate {
     raw: String,
     /// Its body, or the bodies of the parts so far joined.
     body: String,
-    /// The position in [`rules::RULES`] of the rule its parts matched, if any: the joined line
-    /// counts only with a rule before it (a more specific one: a generic NCCL warning matched
-    /// the first part, the words of the specific one are in the second).
-    rule: Option<usize>,
+    /// The position in [`rules::RULES`] of the rule its parts matched, if any, and what that
+    /// rule read: the joined line counts only with a rule before it (a more specific one: a
+    /// generic NCCL warning matched the first part, the words of the specific one are in the
+    /// second) or the same rule reading more (the counts of a message cut in the middle).
+    rule: Option<(usize, rules::Extract)>,
 }
 
 /// The longest run of wrapped parts read as one line, in bytes.
@@ -401,9 +402,22 @@ impl<'a> Scanner<'a> {
         let mut carried = None;
         if matched.is_none() && !starts_a_record(body) {
             if let Some(prev) = previous {
-                let joined = format!("{}{}", prev.body, body.trim_start());
-                match rules::classify(&joined) {
-                    Some(m) if prev.rule.is_none_or(|r| rules::position(m.0) < r) => {
+                // A hard wrap keeps every character (the space it cut before starts the next
+                // part); a word wrap drops the space it cut at.
+                let joined = format!("{}{body}", prev.body);
+                let worded = !body.starts_with(char::is_whitespace)
+                    && !prev.body.ends_with(char::is_whitespace);
+                let found = rules::classify(&joined).or_else(|| {
+                    worded
+                        .then(|| rules::classify(&format!("{} {body}", prev.body)))
+                        .flatten()
+                });
+                let says_more = |(rule, ex): &(usize, rules::Extract), m: &(&rules::Rule, _)| {
+                    let at = rules::position(m.0);
+                    at < *rule || (at == *rule && m.1 != *ex)
+                };
+                match found {
+                    Some(m) if prev.rule.as_ref().is_none_or(|r| says_more(r, &m)) => {
                         matched = Some(m);
                         joined_from = Some((prev.number, prev.raw));
                     }
@@ -419,7 +433,9 @@ impl<'a> Scanner<'a> {
             }
         }
         if chars >= WRAP_MIN_CHARS && chars >= self.longest && joined_from.is_none() {
-            let rule = matched.as_ref().map(|m| rules::position(m.0));
+            let rule = matched
+                .as_ref()
+                .map(|m| (rules::position(m.0), m.1.clone()));
             self.unmatched_longest = Some(match carried {
                 Some(c) if rule.is_none() => c,
                 _ => WrapCandidate {
@@ -456,6 +472,14 @@ impl<'a> Scanner<'a> {
             s.port = ex.port;
             if let Some((n, prev_raw)) = &joined_from {
                 s.evidence.push(self.evidence(*n, prev_raw));
+                // What the first part alone was read as (an exception line: `RuntimeError:
+                // [enforce fail at ...] ... Unable to find`; the same rule without the counts
+                // the second part holds): the whole line says more.
+                if n.is_some() {
+                    self.out
+                        .signals
+                        .retain(|t| t.evidence.first().is_none_or(|e| e.line != *n));
+                }
             }
             s.evidence.push(self.evidence(number, raw));
             s.order = self.next_order();
@@ -1488,6 +1512,37 @@ mod tests {
         );
         // One line cut once: one part has the width, which says nothing.
         assert_eq!(wrap_width(&cut[..2]), None);
+    }
+
+    #[test]
+    fn a_line_cut_once_is_read_whole_when_its_second_part_says_more() {
+        let categories = |lines: &[&str]| -> Vec<Category> {
+            scan(lines, None)
+                .0
+                .signals
+                .iter()
+                .map(|s| s.category)
+                .collect()
+        };
+        // gloo's enforce message cut where a terminal wrapped it, before a space: its first
+        // part alone reads as an exception line.
+        assert_eq!(
+            categories(&[
+                "RuntimeError: [enforce fail at /pytorch/third_party/gloo/gloo/transport/tcp/\
+                 device.cc:83] ifa != nullptr. Unable to find",
+                " address for: ib0",
+            ]),
+            [Category::NetworkInterface]
+        );
+        // The store-based barrier's line cut inside its counts: the same rule, reading more.
+        assert_eq!(
+            categories(&[
+                "2022-05-09 22:30:27,597 INFO Waiting in store based barrier to initialize \
+                 process group for rank: 0, key: store_based_barrier_key:1 (world_s",
+                "ize=6, worker_count=287, timeout=0:30:00)",
+            ]),
+            [Category::WorldSizeMismatch]
+        );
     }
 
     #[test]

@@ -33,7 +33,8 @@ use serde::Deserialize;
 /// failure), 0.877; 189 of 216 with the ninth (4 of its 5: a watchdog's
 /// last lines alone where InfiniBand was at fault), 0.875; 197 of 226 with the eleventh (2 of
 /// its 6 before, 5 after rules read in PyTorch's `Join` warning, its store-based barrier's
-/// progress line and fairseq's `all_gather_list`), 0.872.
+/// progress line and fairseq's `all_gather_list`), 0.872; 199 of 228 with the twelfth (2 of
+/// its 2), 0.873.
 const DEVELOPMENT_FLOOR: f64 = 0.87;
 /// Lowest accepted top-1 accuracy on the validation split: 71 of 93 on
 /// 2026-12-02 (the goal is 0.95), 74 of 98 with the second batch of that
@@ -55,11 +56,11 @@ const DEVELOPMENT_FLOOR: f64 = 0.87;
 /// step whose task the OOM killer hit, was answered "cancelled" because Slurm then cancels the
 /// step; a cancellation with no reason given became a symptom (`slurm_cancelled`, from Slurm's
 /// behaviour: srun ends a step whose task failed), which rights it. The eleventh batch's one
-/// came in at 0 of 1 (83 of 113, 0.735).
+/// came in at 0 of 1 (83 of 113, 0.735), the twelfth's three at 2 of 3 (85 of 116, 0.733).
 const VALIDATION_FLOOR: f64 = 0.73;
 /// Cases in the corpus: a case lost from the index fails the test (the
 /// issue asked for at least 150).
-const CASES: usize = 339;
+const CASES: usize = 344;
 
 #[derive(Deserialize)]
 struct Case {
@@ -326,11 +327,11 @@ fn log_collectors_prefixes_quoting_and_escaping_change_no_answer() {
 /// were cut from: wrapping every real log at 80 columns changed 38 answers before a wrapped
 /// message was read across its parts, 13 once a traceback went on past the rest of a wrapped
 /// frame, and none since a log whose longest lines share one width is read with those lines
-/// joined to the ones after them (at 120 columns: 23, 9, 2; 2026-12-03; see
+/// joined to the ones after them (at 120 columns: 23, 9, 1; 2026-12-03; see
 /// `scan::PasteProbe`). This keeps the figures from growing back.
 #[test]
 fn hard_wrapped_logs_change_few_answers() {
-    for (width, at_most) in [(80usize, 0usize), (120, 2)] {
+    for (width, at_most) in [(80usize, 0usize), (120, 1)] {
         let mut changed = Vec::new();
         for case in cases() {
             let bytes = std::fs::read(corpus().join(&case.file)).unwrap();

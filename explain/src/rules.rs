@@ -579,6 +579,11 @@ pub(crate) static RULES: &[Rule] = &[
         ex_monitored_barrier_peer),
     rule!("gloo_timeout", CollectiveTimeout, Symptom, Standalone,
         [["timed out waiting"], ["operation to complete"]], not [], ex_none),
+    // gloo's `transport/tcp/pair.cc` in its synchronous mode (PyTorch's gloo before the
+    // unbound buffers): "Read timeout [10.0.0.1]:32444" when a peer sent nothing within the
+    // timeout, the pair's read of a collective.
+    rule!("gloo_read_timeout", CollectiveTimeout, Symptom, Standalone,
+        [["read timeout ["]], not [], ex_none),
     // gloo's `transport/tcp/unbound_buffer.cc` (waitRecv/waitSend): on a timeout it first
     // signals every pair of the context with "Application timeout caused pair closure", then
     // throws "Timed out waiting %dms for recv operation to complete". Either may reach the
@@ -1777,6 +1782,15 @@ mod tests {
         ] {
             assert_eq!(cat(line), None, "{line}");
         }
+    }
+
+    #[test]
+    fn gloo_s_synchronous_read_timeout_is_a_collective_that_timed_out() {
+        let (r, _) = classify("RuntimeError: [/opt/conda/conda-bld/pytorch_1532579245307/work/third_party/gloo/gloo/transport/tcp/buffer.cc:76] Read timeout [127.0.0.1]:32444").unwrap();
+        assert_eq!(
+            (r.name, r.category),
+            ("gloo_read_timeout", Category::CollectiveTimeout)
+        );
     }
 
     #[test]

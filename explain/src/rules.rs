@@ -186,6 +186,8 @@ macro_rules! rule {
 pub(crate) const NO_USABLE_GPU_RULE: &str = "no_usable_gpu";
 /// The rule of DDP's own check that every rank built the same model.
 pub(crate) const DDP_MODEL_DIFFERS_RULE: &str = "ddp_model_differs";
+/// The rule of an attribute read through the DDP wrapper instead of the model it wraps.
+pub(crate) const DDP_WRAPPER_ATTRIBUTE_RULE: &str = "ddp_wrapper_attribute";
 /// The name of the rule for PyTorch's "DataLoader worker (pid N) is killed by signal: Killed.".
 pub(crate) const DATALOADER_WORKER_KILLED_RULE: &str = "dataloader_worker_killed";
 
@@ -659,6 +661,11 @@ pub(crate) static RULES: &[Rule] = &[
           "invalid usage", "ncclinvalidargument", "ncclsystemerror", "unhandled system error",
           "system call (e.g. socket, malloc)", "nccl error"]],
         not [], ex_nccl_error_code),
+    // `torch/nn/modules/module.py`'s `__getattr__`: "AttributeError: 'DistributedDataParallel'
+    // object has no attribute 'config'": code written for the bare model (its `config`,
+    // `dtype`, its own methods) reads them on the wrapper, which has them on `.module`.
+    rule!("ddp_wrapper_attribute", RankCrashed, Cause, Standalone,
+        [["'distributeddataparallel' object has no attribute"]], not [], ex_ddp_wrapper_attribute),
     // The rank's program stopped before training: argparse ("PROG: error: unrecognized
     // arguments: --local-rank=0", which PyTorch ≥ 2.0's launcher passes), a script that is
     // not there (CPython's "can't open file '...': [Errno 2] No such file or directory"), a
@@ -746,6 +753,19 @@ static SHELL_SEGFAULT: Rule = rule!("shell_segfault", RankCrashed, Cause, AnyFin
     [["139"]], not [], ex_none);
 
 /// The line itself, as the detail (its own words are the specifics).
+fn ex_ddp_wrapper_attribute(line: &str, lower: &str) -> Extract {
+    let key = "object has no attribute '";
+    let name = lower
+        .find(key)
+        .and_then(|i| line.get(i + key.len()..))
+        .and_then(|rest| rest.split('\'').next())
+        .filter(|n| !n.is_empty() && n.len() <= 80);
+    Extract {
+        detail: name.map(|n| sanitize(n, 80)),
+        ..Extract::default()
+    }
+}
+
 fn ex_line(line: &str, lower: &str) -> Extract {
     // "/usr/bin/python3: can't open file '...'": the interpreter's path says nothing.
     let from = lower.find("can't open file").unwrap_or(0);
@@ -1445,6 +1465,7 @@ mod tests {
             NO_USABLE_GPU_RULE,
             DATALOADER_WORKER_KILLED_RULE,
             DDP_MODEL_DIFFERS_RULE,
+            DDP_WRAPPER_ATTRIBUTE_RULE,
         ]
         .iter()
         .chain(OOM_REPORT_RULES)
@@ -1782,6 +1803,22 @@ mod tests {
         ] {
             assert_eq!(cat(line), None, "{line}");
         }
+    }
+
+    #[test]
+    fn an_attribute_read_through_the_ddp_wrapper_is_named() {
+        let (r, ex) =
+            classify("AttributeError: 'DistributedDataParallel' object has no attribute 'dtype'")
+                .unwrap();
+        assert_eq!(
+            (r.name, r.category, r.role),
+            (
+                DDP_WRAPPER_ATTRIBUTE_RULE,
+                Category::RankCrashed,
+                Role::Cause
+            )
+        );
+        assert_eq!(ex.detail.as_deref(), Some("dtype"));
     }
 
     #[test]

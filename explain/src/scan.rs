@@ -53,6 +53,11 @@ struct Traceback {
     last_frame: Option<Evidence>,
     /// The code line under the last frame (`    torch.cuda.set_device(local_rank)`).
     last_code: Option<Evidence>,
+    /// The last frame in the program's own code ([`is_program_frame`]) and its code line:
+    /// where to look when the exception was raised inside a library.
+    program_frame: Option<(Evidence, Option<Evidence>)>,
+    /// Whether the last frame was the program's own.
+    in_program_frame: bool,
     /// How far its `Traceback (most recent call last):` line is indented: its frames are
     /// indented further, its exception line is not (a paste indented as a Markdown code block
     /// indents them all; 5 of the corpus's answers were lost to that, 2026-12-03).
@@ -509,6 +514,8 @@ impl<'a> Scanner<'a> {
                 Traceback {
                     last_frame: None,
                     last_code: None,
+                    program_frame: None,
+                    in_program_frame: false,
                     indent: body.len() - start.len(),
                     last_chars: 0,
                     strays: 0,
@@ -534,6 +541,10 @@ impl<'a> Scanner<'a> {
             };
             let t = body.trim_start();
             if t.starts_with("File \"") {
+                tb.in_program_frame = is_program_frame(t);
+                if tb.in_program_frame {
+                    tb.program_frame = Some((evidence.clone(), None));
+                }
                 tb.last_frame = Some(evidence);
                 tb.last_code = None;
                 return;
@@ -543,6 +554,11 @@ impl<'a> Scanner<'a> {
             }
             // A code line a paste joined with the exception line after it.
             let Some(at) = exception_after_code(t) else {
+                if tb.in_program_frame {
+                    if let Some((_, code)) = &mut tb.program_frame {
+                        code.get_or_insert_with(|| evidence.clone());
+                    }
+                }
                 tb.last_code = Some(evidence);
                 return;
             };
@@ -551,7 +567,9 @@ impl<'a> Scanner<'a> {
                 return;
             };
             if !matched {
-                self.python_exception(number, exception, rank, tb.last_frame);
+                self.python_exception(number, exception, rank, Some(tb));
+            } else {
+                self.add_program_frame(number, tb);
             }
             return;
         }
@@ -567,10 +585,28 @@ impl<'a> Scanner<'a> {
         let Some(tb) = self.tracebacks.remove(&rank) else {
             return;
         };
-        if matched || !looks_like_exception(start) {
+        if matched {
+            return self.add_program_frame(number, tb);
+        }
+        if !looks_like_exception(start) {
             return;
         }
-        self.python_exception(number, start, rank, tb.last_frame);
+        self.python_exception(number, start, rank, Some(tb));
+    }
+
+    /// Adds where the program's own code was (frame and code line) to the crash a rule read in
+    /// the exception line `number` that ended `tb`.
+    fn add_program_frame(&mut self, number: Option<u64>, tb: Traceback) {
+        let Some(s) = self.out.signals.last_mut() else {
+            return;
+        };
+        let this_line = s.evidence.last().is_some_and(|e| e.line == number);
+        if this_line && s.category == Category::RankCrashed && s.role == Role::Cause {
+            if let Some((frame, code)) = tb.program_frame {
+                s.evidence.push(frame);
+                s.evidence.extend(code);
+            }
+        }
     }
 
     /// An exception line no rule explains: a `rank_crashed` cause (a
@@ -580,8 +616,12 @@ impl<'a> Scanner<'a> {
         number: Option<u64>,
         body: &str,
         rank: Option<usize>,
-        last_frame: Option<Evidence>,
+        tb: Option<Traceback>,
     ) {
+        let (last_frame, program_frame) = match tb {
+            Some(tb) => (tb.last_frame, tb.program_frame),
+            None => (None, None),
+        };
         let name = body.split(':').next().unwrap_or(body).trim();
         let rank = rank.or(self.file_rank);
         if let Some(place) = wrapper_place(body) {
@@ -608,7 +648,18 @@ impl<'a> Scanner<'a> {
             None => sanitize(body, 160),
         });
         s.evidence.push(self.evidence(number, body));
-        s.evidence.extend(last_frame);
+        // The program's own frame too, when the exception came from inside a library.
+        if let Some((frame, code)) = program_frame {
+            if last_frame.as_ref().is_none_or(|f| f.line != frame.line) {
+                s.evidence.extend(last_frame);
+                s.evidence.push(frame);
+                s.evidence.extend(code);
+            } else {
+                s.evidence.push(frame);
+            }
+        } else {
+            s.evidence.extend(last_frame);
+        }
         if let Some(w) = wrapped {
             s.evidence.push(self.evidence(w.number, &w.body));
         }
@@ -1018,6 +1069,22 @@ fn is_glog_prefix(s: &str) -> bool {
         && [".cpp:", ".cc:", ".hpp:", ".h:", ".cu:", ".cuh:"]
             .iter()
             .any(|ext| name.contains(ext))
+}
+
+/// Whether a traceback frame (`File "train.py", line 3, in main`) is in the program's own code,
+/// not in an installed library or the interpreter's.
+fn is_program_frame(frame: &str) -> bool {
+    let path = frame
+        .trim_start()
+        .strip_prefix("File \"")
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or("");
+    !path.is_empty()
+        && !path.starts_with('<')
+        && !path.starts_with("torch/")
+        && !["site-packages", "dist-packages", "/lib/python", "/torch/"]
+            .iter()
+            .any(|library| path.contains(library))
 }
 
 /// Whether `line` starts a new record of a logger that marks its lines (NCCL's `host:pid:tid

@@ -2739,6 +2739,56 @@ fn a_traceback_goes_on_past_another_process_lines_printed_into_it() {
 }
 
 #[test]
+fn an_attribute_read_on_the_ddp_wrapper_names_the_attribute_and_the_program_s_line() {
+    // diffusers#2044's traceback, as its reporter pasted it: the program reads `unet.dtype`
+    // on the DDP wrapper; the exception is raised in torch's `Module.__getattr__`.
+    let log = "Traceback (most recent call last):\n\
+               \x20 File \"train_dreambooth.py\", line 861, in <module>\n\
+               \x20   main(args)\n\
+               \x20 File \"train_dreambooth.py\", line 701, in main\n\
+               \x20   if unet.dtype != torch.float32:\n\
+               \x20 File \"/home/user/.local/lib/python3.8/site-packages/torch/nn/modules/module.py\", line 1269, in __getattr__\n\
+               \x20   raise AttributeError(\"'{}' object has no attribute '{}'\".format(\n\
+               AttributeError: 'DistributedDataParallel' object has no attribute 'dtype'\n";
+    let report =
+        probe_explain::explain_log_bytes("rank-0.log", log.as_bytes(), &Options::default());
+    let top = report.findings.first().expect("a finding");
+    let text = report.render_text(100);
+    assert_eq!(top.category, Category::RankCrashed, "{text}");
+    assert!(top.title.contains("`dtype`"), "{text}");
+    assert!(top.fix.contains("model.module"), "{text}");
+    // Where in the program: its own last frame and code line, not torch's.
+    let lines: Vec<_> = top.evidence.iter().map(|e| e.text.as_str()).collect();
+    assert!(
+        lines.contains(&"File \"train_dreambooth.py\", line 701, in main")
+            && lines.contains(&"if unet.dtype != torch.float32:"),
+        "{lines:?}"
+    );
+}
+
+#[test]
+fn an_exception_raised_inside_a_library_also_shows_the_program_s_own_frame() {
+    let log = "Traceback (most recent call last):\n\
+               \x20 File \"/path/to/train.py\", line 31, in main\n\
+               \x20   batch = next(loader)\n\
+               \x20 File \"/opt/conda/lib/python3.10/site-packages/torch/utils/data/dataloader.py\", line 630, in __next__\n\
+               \x20   data = self._next_data()\n\
+               ValueError: bad batch at step 3\n";
+    let report =
+        probe_explain::explain_log_bytes("rank-1.log", log.as_bytes(), &Options::default());
+    let top = report.findings.first().expect("a finding");
+    let lines: Vec<_> = top.evidence.iter().map(|e| e.text.as_str()).collect();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("dataloader.py\", line 630"))
+            && lines.iter().any(|l| l.contains("train.py\", line 31"))
+            && lines.contains(&"batch = next(loader)"),
+        "{lines:?}"
+    );
+}
+
+#[test]
 fn a_slurm_step_cancelled_without_a_reason_says_how_to_tell_why_and_yields_to_a_task_failure() {
     let cancelled = "slurmstepd: error: *** STEP 1234.0 ON host-a CANCELLED AT \
                      2024-01-01T10:00:00 ***\n";

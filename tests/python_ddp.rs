@@ -16,6 +16,10 @@
 //! `torch.multiprocessing.spawn`'s ranks of a script without the line; `tune --auto-instrument`
 //! hands each candidate's cap to such a script's DDP.
 //!
+//! Mistakes in a script's use of DDP raise PyTorch's own exceptions (device_ids for a model on
+//! the CPU, a collective before init_process_group); `explain` names each and the script's
+//! line.
+//!
 //! Needs the project's venv (`<repo>/.venv/bin/python` with torch, made by
 //! `scripts/setup`, which `scripts/test` runs first); without it the tests
 //! fail saying so.
@@ -720,6 +724,75 @@ if rank == 1:
 dist.all_reduce(t)
 dist.destroy_process_group()
 ";
+
+#[test]
+fn mistakes_in_a_script_s_use_of_ddp_are_named_with_the_script_s_line() {
+    let py = venv_python();
+    let tmp = tempfile::tempdir().unwrap();
+    // PyTorch raises each of these in every rank; the words are PyTorch 2.13's own.
+    let scripts = [
+        (
+            "device_ids.py",
+            "import torch, torch.distributed as dist\n\
+             from torch.nn.parallel import DistributedDataParallel as DDP\n\
+             dist.init_process_group('gloo')\n\
+             model = torch.nn.Linear(4, 4)\n\
+             ddp = DDP(model, device_ids=[0])\n",
+            "DistributedDataParallel's device_ids do not match where the model's parameters are",
+            "ddp = DDP(model, device_ids=[0])",
+        ),
+        (
+            "no_init.py",
+            "import torch, torch.distributed as dist\n\
+             t = torch.ones(1)\n\
+             dist.all_reduce(t)\n",
+            "a torch.distributed call came before init_process_group",
+            "dist.all_reduce(t)",
+        ),
+    ];
+    for (name, code, title, line) in scripts {
+        let script = tmp.path().join(name);
+        std::fs::write(&script, code).unwrap();
+        let out = tmp.path().join(name.replace(".py", ""));
+        let status = {
+            let _one = PYTORCH_JOB.lock().unwrap_or_else(|e| e.into_inner());
+            Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
+                .current_dir(tmp.path())
+                .args(["run", "--nproc_per_node", "2", "--grace", "2", "--out"])
+                .arg(&out)
+                .arg("--")
+                .arg(&py)
+                .arg(&script)
+                .env_remove("PYTHONPATH")
+                .output()
+                .expect("start ddp-probe run")
+                .status
+        };
+        assert!(!status.success(), "{name}: the job should fail");
+        let report = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
+            .args(["explain", "--json"])
+            .arg(&out)
+            .output()
+            .unwrap();
+        let report: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
+        let first = &report["findings"][0];
+        assert_eq!(first["category"], "rank_crashed", "{name}: {report:#}");
+        assert!(
+            first["title"].as_str().unwrap_or_default().ends_with(title),
+            "{name}: {report:#}"
+        );
+        let evidence: Vec<&str> = first["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|e| e["text"].as_str())
+            .collect();
+        assert!(
+            evidence.iter().any(|e| e.contains(name)) && evidence.contains(&line),
+            "{name}: {evidence:?}"
+        );
+    }
+}
 
 #[test]
 fn a_master_address_not_of_this_machine_is_said_at_the_start_and_explained_after() {

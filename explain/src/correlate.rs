@@ -1545,15 +1545,6 @@ const MODEL_DIFFERS_MEANING: &str = "DDP checked, when it wrapped the model, tha
      holds the same parameters (their number, sizes and strides) and found that they differ: \
      the ranks built different models, so no collective after it could match.";
 /// Where a model that differs per rank comes from.
-const DDP_WRAPPER_ATTRIBUTE_MEANING: &str = "DistributedDataParallel wraps the model: the \
-     model's own attributes and methods (`config`, `dtype`, a custom method) are on the wrapper's \
-     `.module`, not on the wrapper. Code that works on one GPU, where nothing wraps the model, \
-     fails this way as soon as it runs under DDP (or under a launcher that wraps it, such as \
-     Accelerate).";
-const DDP_WRAPPER_ATTRIBUTE_FIX: &str = "Read it on the model itself: `model.module.NAME` when \
-     the model is wrapped, or unwrap it first (`accelerator.unwrap_model(model)` with Accelerate); \
-     or keep a reference to the bare model from before it was wrapped. Calling the model \
-     (`model(batch)`) stays on the wrapper, so that DDP synchronises its gradients.";
 const MODEL_DIFFERS_FIX: &str = "Build the same model on every rank before wrapping it in \
      DDP: look for construction that depends on the rank or on what differs between ranks (a \
      branch on the rank, a size taken from each rank's data or vocabulary, a configuration or \
@@ -1938,27 +1929,24 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
         meaning = ABORTED_AFTER_TRAINING_MEANING;
         fix = ABORTED_AFTER_TRAINING_FIX.to_owned();
     }
-    if category == Category::RankCrashed
-        && role == Role::Cause
-        && proven(crate::rules::DDP_WRAPPER_ATTRIBUTE_RULE)
-    {
-        let attribute = own
+    let mistake = own.iter().find_map(|s| {
+        crate::rules::PROGRAM_MISTAKES
             .iter()
-            .filter(|s| s.rule == crate::rules::DDP_WRAPPER_ATTRIBUTE_RULE)
-            .find_map(|s| s.detail.clone());
+            .find(|m| m.rule == s.rule)
+            .map(|m| (m, s.detail.as_deref()))
+    });
+    if let (Category::RankCrashed, Role::Cause, Some((m, detail))) = (category, role, mistake) {
         let crashed = match ranks.as_slice() {
             [] => "a rank crashed".to_owned(),
             _ => format!("{} crashed", who(&ranks)),
         };
-        title = match attribute {
-            Some(a) => format!(
-                "{crashed}: the model's `{a}` was read on the DistributedDataParallel wrapper"
-            ),
-            None => format!("{crashed}: a model attribute was read on the DDP wrapper"),
-        };
-        meaning = DDP_WRAPPER_ATTRIBUTE_MEANING;
-        fix = DDP_WRAPPER_ATTRIBUTE_FIX.to_owned();
-        // The exception line says it; the generic "Seen:" would repeat it.
+        title = format!(
+            "{crashed}: {}",
+            m.title.replace("{}", detail.unwrap_or("attribute"))
+        );
+        meaning = m.meaning;
+        fix = m.fix.to_owned();
+        // The exception line is the evidence; "Seen:" would repeat it.
         details.clear();
     }
     if category == Category::CollectiveMismatch

@@ -188,6 +188,94 @@ pub(crate) const NO_USABLE_GPU_RULE: &str = "no_usable_gpu";
 pub(crate) const DDP_MODEL_DIFFERS_RULE: &str = "ddp_model_differs";
 /// The rule of an attribute read through the DDP wrapper instead of the model it wraps.
 pub(crate) const DDP_WRAPPER_ATTRIBUTE_RULE: &str = "ddp_wrapper_attribute";
+
+/// A mistake in the program's use of DDP or torch.distributed that PyTorch names in the
+/// exception it raises: the rank crashed, and these words say why and what to change.
+pub(crate) struct ProgramMistake {
+    /// The rule that reads the exception.
+    pub rule: &'static str,
+    /// What happened, after "rank N crashed: "; `{}` is the rule's detail when it has one.
+    pub title: &'static str,
+    /// Why it fails.
+    pub meaning: &'static str,
+    /// What to change.
+    pub fix: &'static str,
+}
+
+/// The program mistakes `explain` names, each read by its rule in [`RULES`].
+pub(crate) static PROGRAM_MISTAKES: &[ProgramMistake] = &[
+    ProgramMistake {
+        rule: DDP_WRAPPER_ATTRIBUTE_RULE,
+        title: "the model's `{}` was read on the DistributedDataParallel wrapper",
+        meaning: "DistributedDataParallel wraps the model: the model's own attributes and \
+                  methods (`config`, `dtype`, a custom method) are on the wrapper's `.module`, \
+                  not on the wrapper. Code that works on one GPU, where nothing wraps the \
+                  model, fails this way as soon as it runs under DDP (or under a launcher that \
+                  wraps it, such as Accelerate).",
+        fix: "Read it on the model itself: `model.module.NAME` when the model is wrapped, or \
+              unwrap it first (`accelerator.unwrap_model(model)` with Accelerate); or keep a \
+              reference to the bare model from before it was wrapped. Calling the model \
+              (`model(batch)`) stays on the wrapper, so that DDP synchronises its gradients.",
+    },
+    ProgramMistake {
+        rule: "process_group_not_initialized",
+        title: "a torch.distributed call came before init_process_group",
+        meaning: "A collective, a DistributedSampler or DistributedDataParallel needs the \
+                  default process group, and this process had not created it: \
+                  init_process_group was never called here (a script started with plain \
+                  `python` where it expects a launcher, a code path that skips its set-up, or \
+                  a child process such as an mp.spawn target that does not call it).",
+        fix: "Call torch.distributed.init_process_group() at the start of every rank, before \
+              the sampler, the model's wrapping and any collective, and start the job with \
+              torchrun or `ddp-probe run`; for runs on one process, guard the distributed \
+              parts with `dist.is_initialized()`.",
+    },
+    ProgramMistake {
+        rule: "ddp_no_trainable_parameter",
+        title: "DistributedDataParallel was given a module with no trainable parameter",
+        meaning: "DDP exists to average gradients, and the module it was given has no \
+                  parameter with requires_grad=True: the module is frozen, or its parameters \
+                  are not registered (created inside forward, or kept in a plain Python list \
+                  instead of nn.ModuleList or nn.Parameter).",
+        fix: "Wrap only the part that trains (a trainable head over a frozen encoder), register \
+              parameters as module attributes, nn.ModuleList or nn.Parameter, and do not wrap a \
+              model that only runs inference.",
+    },
+    ProgramMistake {
+        rule: "ddp_device_ids_mismatch",
+        title: "DistributedDataParallel's device_ids do not match where the model's parameters are",
+        meaning: "With `device_ids=[i]` DDP expects a module whose parameters all live on that \
+                  one GPU. They were elsewhere: still on the CPU (the model was wrapped before \
+                  `.to(device)`), or spread over several GPUs (a model split across devices, \
+                  `device_map=\"auto\"`).",
+        fix: "Move the model before wrapping it: `model.to(local_rank)`, then \
+              `DistributedDataParallel(model, device_ids=[local_rank])`. For a model spread \
+              over several GPUs, or one that stays on the CPU, leave out `device_ids` and \
+              `output_device`; under torchrun, do not load the model with \
+              `device_map=\"auto\"` in every rank.",
+    },
+    ProgramMistake {
+        rule: "ddp_lazy_parameters",
+        title:
+            "DistributedDataParallel was given a module whose lazy parameters are not created yet",
+        meaning: "Lazy modules (nn.LazyLinear and the like) create their parameters at their \
+                  first forward; DDP needs every parameter when it is built, to lay out its \
+                  buckets and broadcast rank 0's values.",
+        fix: "Run one forward pass with a batch of the right shape before wrapping the model, \
+              or give the layers their input sizes.",
+    },
+    ProgramMistake {
+        rule: "nccl_cpu_tensor",
+        title: "a collective of an NCCL process group was given a CPU tensor",
+        meaning: "NCCL moves GPU memory only: a collective (all_reduce, broadcast, all_gather) \
+                  of the NCCL group got a tensor on the CPU, such as a metric, a counter or a \
+                  Python number turned into a tensor without a device.",
+        fix: "Create the tensor on the rank's GPU (`torch.tensor(x, \
+              device=f\"cuda:{local_rank}\")`) or move it there before the collective; for CPU \
+              tensors, use a gloo group (`dist.new_group(backend=\"gloo\")`) or start with \
+              `init_process_group(backend=\"cpu:gloo,cuda:nccl\")`.",
+    },
+];
 /// The name of the rule for PyTorch's "DataLoader worker (pid N) is killed by signal: Killed.".
 pub(crate) const DATALOADER_WORKER_KILLED_RULE: &str = "dataloader_worker_killed";
 
@@ -661,11 +749,37 @@ pub(crate) static RULES: &[Rule] = &[
           "invalid usage", "ncclinvalidargument", "ncclsystemerror", "unhandled system error",
           "system call (e.g. socket, malloc)", "nccl error"]],
         not [], ex_nccl_error_code),
+    // Mistakes in the program's use of DDP that PyTorch's own exception names
+    // ([`PROGRAM_MISTAKES`] says what each means and how to fix it).
     // `torch/nn/modules/module.py`'s `__getattr__`: "AttributeError: 'DistributedDataParallel'
     // object has no attribute 'config'": code written for the bare model (its `config`,
     // `dtype`, its own methods) reads them on the wrapper, which has them on `.module`.
     rule!("ddp_wrapper_attribute", RankCrashed, Cause, Standalone,
         [["'distributeddataparallel' object has no attribute"]], not [], ex_ddp_wrapper_attribute),
+    // `distributed_c10d.py`'s `_get_default_group`: "Default process group has not been
+    // initialized, please make sure to call init_process_group."
+    rule!("process_group_not_initialized", RankCrashed, Cause, Standalone,
+        [["default process group has not been initialized"]], not [], ex_none),
+    // `torch/nn/parallel/distributed.py`: "DistributedDataParallel is not needed when a module
+    // doesn't have any parameter that requires a gradient."
+    rule!("ddp_no_trainable_parameter", RankCrashed, Cause, Standalone,
+        [["is not needed when a module doesn't have any parameter that requires a gradient"]],
+        not [], ex_none),
+    // The same file: "DistributedDataParallel device_ids and output_device arguments only work
+    // with single-device/multiple-device GPU modules or CPU modules, but got device_ids [0],
+    // output_device 0, and module parameters {device(type='cpu')}."
+    rule!("ddp_device_ids_mismatch", RankCrashed, Cause, Standalone,
+        [["device_ids and output_device arguments only work with"]], not [], ex_none),
+    // The same file: "Modules with uninitialized parameters can't be used with
+    // `DistributedDataParallel`. Run a dummy forward pass to correctly initialize the modules".
+    rule!("ddp_lazy_parameters", RankCrashed, Cause, Standalone,
+        [["modules with uninitialized parameters can't be used with"]], not [], ex_none),
+    // A CPU tensor given to an NCCL group's collective: `ProcessGroup.hpp`'s "No backend type
+    // associated with device type cpu" (PyTorch 2), `ProcessGroupNCCL.cpp`'s check_gpu_single_tensor
+    // "Tensors must be CUDA and dense" (before).
+    rule!("nccl_cpu_tensor", RankCrashed, Cause, Standalone,
+        [["no backend type associated with device type cpu", "tensors must be cuda and dense"]],
+        not [], ex_none),
     // The rank's program stopped before training: argparse ("PROG: error: unrecognized
     // arguments: --local-rank=0", which PyTorch ≥ 2.0's launcher passes), a script that is
     // not there (CPython's "can't open file '...': [Errno 2] No such file or directory"), a
@@ -1465,10 +1579,10 @@ mod tests {
             NO_USABLE_GPU_RULE,
             DATALOADER_WORKER_KILLED_RULE,
             DDP_MODEL_DIFFERS_RULE,
-            DDP_WRAPPER_ATTRIBUTE_RULE,
         ]
         .iter()
         .chain(OOM_REPORT_RULES)
+        .chain(PROGRAM_MISTAKES.iter().map(|m| &m.rule))
         {
             assert!(RULES.iter().any(|r| r.name == *name), "{name}");
         }
@@ -1819,6 +1933,42 @@ mod tests {
             )
         );
         assert_eq!(ex.detail.as_deref(), Some("dtype"));
+    }
+
+    /// PyTorch's own words for mistakes in a program's use of DDP, each read by its rule.
+    #[test]
+    fn program_mistakes_are_read_in_pytorch_s_exceptions() {
+        for (line, rule) in [
+            (
+                "ValueError: Default process group has not been initialized, please make sure to call init_process_group.",
+                "process_group_not_initialized",
+            ),
+            (
+                "RuntimeError: DistributedDataParallel is not needed when a module doesn't have any parameter that requires a gradient.",
+                "ddp_no_trainable_parameter",
+            ),
+            (
+                "ValueError: DistributedDataParallel device_ids and output_device arguments only work with single-device/multiple-device GPU modules or CPU modules, but got device_ids [0], output_device 0, and module parameters {device(type='cpu')}.",
+                "ddp_device_ids_mismatch",
+            ),
+            (
+                "RuntimeError: Modules with uninitialized parameters can't be used with `DistributedDataParallel`. Run a dummy forward pass to correctly initialize the modules",
+                "ddp_lazy_parameters",
+            ),
+            (
+                "RuntimeError: No backend type associated with device type cpu",
+                "nccl_cpu_tensor",
+            ),
+            ("RuntimeError: Tensors must be CUDA and dense", "nccl_cpu_tensor"),
+        ] {
+            let (r, _) = classify(line).unwrap_or_else(|| panic!("{line}"));
+            assert_eq!((r.name, r.category, r.role), (rule, Category::RankCrashed, Role::Cause));
+        }
+        // Another accelerator's group is not NCCL's.
+        assert!(
+            classify("RuntimeError: No backend type associated with device type npu")
+                .is_none_or(|(r, _)| r.name != "nccl_cpu_tensor")
+        );
     }
 
     #[test]

@@ -231,6 +231,18 @@ pub(crate) static PROGRAM_MISTAKES: &[ProgramMistake] = &[
               parts with `dist.is_initialized()`.",
     },
     ProgramMistake {
+        rule: "cuda_in_forked_process",
+        title: "CUDA was used in a process forked after CUDA had started",
+        meaning: "A child forked from a process that had already initialised CUDA cannot use \
+                  CUDA: it inherits a driver state it cannot take over. The child is a \
+                  `multiprocessing` process started with the default 'fork' method on Linux, a \
+                  process pool, or a DataLoader worker whose dataset touches the GPU.",
+        fix: "Start the children with 'spawn' (`torch.multiprocessing.spawn`, \
+              `mp.set_start_method(\"spawn\")`, `DataLoader(multiprocessing_context=\"spawn\")`), or \
+              keep CUDA out of the parent until they are started and out of DataLoader workers \
+              (move batches to the GPU in the training loop, not in the dataset).",
+    },
+    ProgramMistake {
         rule: "ddp_no_trainable_parameter",
         title: "DistributedDataParallel was given a module with no trainable parameter",
         meaning: "DDP exists to average gradients, and the module it was given has no \
@@ -758,8 +770,14 @@ pub(crate) static RULES: &[Rule] = &[
         [["'distributeddataparallel' object has no attribute"]], not [], ex_ddp_wrapper_attribute),
     // `distributed_c10d.py`'s `_get_default_group`: "Default process group has not been
     // initialized, please make sure to call init_process_group."
+    // (PyTorch 1's `_check_default_pg`: "Default process group is not initialized".)
     rule!("process_group_not_initialized", RankCrashed, Cause, Standalone,
-        [["default process group has not been initialized"]], not [], ex_none),
+        [["default process group has not been initialized", "default process group is not initialized"]],
+        not [], ex_none),
+    // `torch/cuda/__init__.py`'s `_lazy_init`: "Cannot re-initialize CUDA in forked subprocess.
+    // To use CUDA with multiprocessing, you must use the 'spawn' start method".
+    rule!("cuda_in_forked_process", RankCrashed, Cause, Standalone,
+        [["cannot re-initialize cuda in forked subprocess"]], not [], ex_none),
     // `torch/nn/parallel/distributed.py`: "DistributedDataParallel is not needed when a module
     // doesn't have any parameter that requires a gradient."
     rule!("ddp_no_trainable_parameter", RankCrashed, Cause, Standalone,
@@ -1958,6 +1976,14 @@ mod tests {
             (
                 "RuntimeError: No backend type associated with device type cpu",
                 "nccl_cpu_tensor",
+            ),
+            (
+                "AssertionError: Default process group is not initialized",
+                "process_group_not_initialized",
+            ),
+            (
+                "RuntimeError: Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, you must use the 'spawn' start method",
+                "cuda_in_forked_process",
             ),
             ("RuntimeError: Tensors must be CUDA and dense", "nccl_cpu_tensor"),
         ] {

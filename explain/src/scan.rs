@@ -163,6 +163,13 @@ const WRAPPED_PARTS_MIN: usize = 2;
 impl PasteProbe {
     /// Feeds one line as read.
     pub fn line(&mut self, raw: &str) {
+        match structured_message(raw) {
+            Some(message) => message.lines().for_each(|part| self.pasted_line(part)),
+            None => self.pasted_line(raw),
+        }
+    }
+
+    fn pasted_line(&mut self, raw: &str) {
         if !raw.trim().is_empty() {
             let lead = &raw[..raw.len() - raw.trim_start_matches([' ', '\t']).len()];
             match &mut self.indent {
@@ -301,6 +308,18 @@ impl<'a> Scanner<'a> {
     /// Feeds one line.
     pub fn line(&mut self, number: Option<u64>, raw: &str) {
         self.out.lines += 1;
+        match structured_message(raw) {
+            // A collector's record: its message, line by line (a traceback can be one record).
+            Some(message) => message
+                .lines()
+                .for_each(|part| self.pasted_line(number, part)),
+            None => self.pasted_line(number, raw),
+        }
+    }
+
+    /// One line of the log as pasted: without the indentation all its lines share, a hard
+    /// wrap's parts joined.
+    fn pasted_line(&mut self, number: Option<u64>, raw: &str) {
         let raw = raw.strip_prefix(self.common_indent.as_str()).unwrap_or(raw);
         let Some(width) = self.wrap_width else {
             return self.unwrapped_line(number, raw);
@@ -1071,6 +1090,25 @@ fn is_glog_prefix(s: &str) -> bool {
             .any(|ext| name.contains(ext))
 }
 
+/// The message of a log collector's JSON record (one per line): Docker's json-file driver
+/// (`{"log":"...\n","stream":"stderr","time":"..."}`), Google Cloud Logging's export
+/// (`{"textPayload":"..."}`), a structured logger's `{"message":"..."}` or `{"msg":"..."}`.
+/// Each of these, made of every line of `tests/corpus.rs`'s real logs, had changed 16 to 24
+/// answers before it was read (2026-12-03).
+fn structured_message(raw: &str) -> Option<String> {
+    let t = raw.trim();
+    if !(t.starts_with('{') && t.ends_with('}')) {
+        return None;
+    }
+    let serde_json::Value::Object(record) = serde_json::from_str(t).ok()? else {
+        return None;
+    };
+    ["log", "textPayload", "message", "msg"]
+        .iter()
+        .find_map(|key| record.get(*key)?.as_str())
+        .map(|m| m.strip_suffix('\n').unwrap_or(m).to_owned())
+}
+
 /// Whether a traceback frame (`File "train.py", line 3, in main`) is in the program's own code,
 /// not in an installed library or the interpreter's.
 fn is_program_frame(frame: &str) -> bool {
@@ -1259,7 +1297,7 @@ fn strip_collector_prefixes(mut line: &str) -> (Option<usize>, &str) {
     let mut rank = None;
     for _ in 0..4 {
         let before = line.len();
-        line = strip_time_stamp(line);
+        line = strip_cri_stream(strip_time_stamp(line));
         line = strip_process_tag(line);
         let (r, rest) = strip_trial_tag(line);
         rank = rank.or(r);
@@ -1269,6 +1307,16 @@ fn strip_collector_prefixes(mut line: &str) -> (Option<usize>, &str) {
         }
     }
     (rank, line)
+}
+
+/// The stream and tag that the container runtime's log files (CRI, what `kubectl logs` reads
+/// and strips) put after their time stamp: `stderr F ` (a whole line), `stdout P ` (part of
+/// one).
+fn strip_cri_stream(line: &str) -> &str {
+    ["stdout F ", "stderr F ", "stdout P ", "stderr P "]
+        .iter()
+        .find_map(|tag| line.strip_prefix(tag))
+        .unwrap_or(line)
 }
 
 /// An RFC 3339 / ISO 8601 time stamp at the start of a line, bare or in brackets, and the
@@ -1609,6 +1657,34 @@ mod tests {
                 "ize=6, worker_count=287, timeout=0:30:00)",
             ]),
             [Category::WorldSizeMismatch]
+        );
+    }
+
+    #[test]
+    fn a_collector_s_json_records_are_read_as_their_messages() {
+        assert_eq!(
+            structured_message(
+                r#"{"log":"NCCL WARN x\n","stream":"stderr","time":"2024-02-27T21:35:32Z"}"#
+            )
+            .as_deref(),
+            Some("NCCL WARN x")
+        );
+        // A record can hold a whole traceback: each of its lines is read.
+        let (out, _) = scan(
+            &[
+                r#"{"textPayload":"Traceback (most recent call last):\n  File \"t.py\", line 3, in <module>\n    f()\nValueError: bad","severity":"ERROR"}"#,
+            ],
+            Some(0),
+        );
+        assert_eq!(out.signals.len(), 1);
+        assert_eq!(out.signals[0].detail.as_deref(), Some("ValueError: bad"));
+        assert_eq!(out.lines, 1);
+        // Not JSON records: a printed dict, JSON without a message.
+        assert_eq!(structured_message("{'loss': 1.5, 'epoch': 0.12}"), None);
+        assert_eq!(structured_message(r#"{"loss": 1.5}"#), None);
+        assert_eq!(
+            strip_collector_prefixes("2024-02-27T21:35:32.1Z stderr F boom").1,
+            "boom"
         );
     }
 

@@ -219,14 +219,16 @@ fn real_failure_logs_get_their_established_cause_first() {
 
 /// What happens to a log between the job and an issue thread must not change `explain`'s
 /// answer: a log collector's prefix before every line (before they were looked through, each
-/// cost 15 to 17 of the corpus's right answers), the reply that quotes it (17), a Markdown
-/// code block's indentation (5) and the page that HTML-escapes it (9). Each damage, done to
-/// every real log, must leave the first category as it is on the log itself.
+/// cost 15 to 17 of the corpus's right answers), the container runtime's own log files (CRI's
+/// time stamp and stream: 14 answers changed), a collector's JSON records (Docker's json-file
+/// driver: 16, Cloud Logging's export: 24), the reply that quotes it (17), a Markdown code
+/// block's indentation (5) and the page that HTML-escapes it (9). Each damage, done to every
+/// real log, must leave the first category as it is on the log itself.
 #[test]
 fn log_collectors_prefixes_quoting_and_escaping_change_no_answer() {
     type Prefix = fn(usize) -> String;
     type Damage = Box<dyn Fn(&str) -> String>;
-    let prefixes: [(&str, Prefix); 8] = [
+    let prefixes: [(&str, Prefix); 9] = [
         // kubectl logs --timestamps, docker logs -t
         ("a time stamp", |i| {
             format!("2024-02-27T21:35:{:02}.106313123Z ", i % 60)
@@ -248,6 +250,10 @@ fn log_collectors_prefixes_quoting_and_escaping_change_no_answer() {
         // SkyPilot
         ("SkyPilot's tag", |i| {
             format!("(worker{}, rid=4213) ", 1 + i % 2)
+        }),
+        // the container runtime's own log files (CRI), which `kubectl logs` strips
+        ("CRI's time stamp and stream", |i| {
+            format!("2024-02-27T21:35:{:02}.106313123Z stderr F ", i % 60)
         }),
         // Python logging's bracketed time, as torchrun's own lines have it
         ("a logging time", |_| {
@@ -293,6 +299,37 @@ fn log_collectors_prefixes_quoting_and_escaping_change_no_answer() {
                             } else {
                                 format!("    {l}\n")
                             }
+                        })
+                        .collect()
+                }) as Damage,
+            ),
+            (
+                // Docker's json-file driver: one JSON record per line.
+                "Docker's JSON records".to_owned(),
+                Box::new(|text: &str| {
+                    text.lines()
+                        .map(|l| {
+                            let record = serde_json::json!({
+                                "log": format!("{l}\n"),
+                                "stream": "stderr",
+                                "time": "2024-02-27T21:35:32.106313123Z",
+                            });
+                            format!("{record}\n")
+                        })
+                        .collect()
+                }) as Damage,
+            ),
+            (
+                // Google Cloud Logging's export.
+                "Cloud Logging's JSON records".to_owned(),
+                Box::new(|text: &str| {
+                    text.lines()
+                        .map(|l| {
+                            let record = serde_json::json!({
+                                "textPayload": l,
+                                "severity": "ERROR",
+                            });
+                            format!("{record}\n")
                         })
                         .collect()
                 }) as Damage,

@@ -217,6 +217,11 @@ fn real_failure_logs_get_their_established_cause_first() {
     );
 }
 
+/// A damage done to each line of a log alone.
+fn each_line(f: impl Fn(&str) -> String + 'static) -> Box<dyn Fn(&str) -> String> {
+    Box::new(move |text: &str| text.lines().map(|l| f(l) + "\n").collect())
+}
+
 /// What happens to a log between the job and an issue thread must not change `explain`'s
 /// answer: a log collector's prefix before every line (before they were looked through, each
 /// cost 15 to 17 of the corpus's right answers), the container runtime's own log files (CRI's
@@ -285,54 +290,38 @@ fn log_collectors_prefixes_quoting_and_escaping_change_no_answer() {
         .chain([
             (
                 "a Markdown quote".to_owned(),
-                Box::new(|text: &str| text.lines().map(|l| format!("> {l}\n")).collect()) as Damage,
+                each_line(|l| format!("> {l}")),
             ),
             (
                 // Before the indentation every line shares was taken off, 5 answers changed,
                 // then 1 (an exception line with no traceback header, read as code).
                 "a Markdown code block's indentation".to_owned(),
-                Box::new(|text: &str| {
-                    text.lines()
-                        .map(|l| {
-                            if l.is_empty() {
-                                "\n".to_owned()
-                            } else {
-                                format!("    {l}\n")
-                            }
-                        })
-                        .collect()
-                }) as Damage,
+                each_line(|l| {
+                    if l.is_empty() {
+                        String::new()
+                    } else {
+                        format!("    {l}")
+                    }
+                }),
             ),
             (
                 // Docker's json-file driver: one JSON record per line.
                 "Docker's JSON records".to_owned(),
-                Box::new(|text: &str| {
-                    text.lines()
-                        .map(|l| {
-                            let record = serde_json::json!({
-                                "log": format!("{l}\n"),
-                                "stream": "stderr",
-                                "time": "2024-02-27T21:35:32.106313123Z",
-                            });
-                            format!("{record}\n")
-                        })
-                        .collect()
-                }) as Damage,
+                each_line(|l| {
+                    serde_json::json!({
+                        "log": format!("{l}\n"),
+                        "stream": "stderr",
+                        "time": "2024-02-27T21:35:32.106313123Z",
+                    })
+                    .to_string()
+                }),
             ),
             (
                 // Google Cloud Logging's export.
                 "Cloud Logging's JSON records".to_owned(),
-                Box::new(|text: &str| {
-                    text.lines()
-                        .map(|l| {
-                            let record = serde_json::json!({
-                                "textPayload": l,
-                                "severity": "ERROR",
-                            });
-                            format!("{record}\n")
-                        })
-                        .collect()
-                }) as Damage,
+                each_line(|l| {
+                    serde_json::json!({"textPayload": l, "severity": "ERROR"}).to_string()
+                }),
             ),
             (
                 "HTML escaping".to_owned(),

@@ -250,6 +250,9 @@ struct WrapCandidate {
     /// generic NCCL warning matched the first part, the words of the specific one are in the
     /// second) or the same rule reading more (the counts of a message cut in the middle).
     rule: Option<(usize, rules::Extract)>,
+    /// How many signals the file had before its parts were read: what they were read as alone
+    /// gives way to the joined line.
+    signals_before: usize,
 }
 
 /// The longest run of wrapped parts read as one line, in bytes.
@@ -442,6 +445,11 @@ impl<'a> Scanner<'a> {
                 };
                 match found {
                     Some(m) if prev.rule.as_ref().is_none_or(|r| says_more(r, &m)) => {
+                        // What the first part alone was read as (an exception line:
+                        // `RuntimeError: [enforce fail at ...] ... Unable to find`; the same
+                        // rule without the counts the second part holds): the whole line says
+                        // more.
+                        self.out.signals.truncate(prev.signals_before);
                         matched = Some(m);
                         joined_from = Some((prev.number, prev.raw));
                     }
@@ -467,6 +475,7 @@ impl<'a> Scanner<'a> {
                     raw: raw.to_owned(),
                     body: body.to_owned(),
                     rule,
+                    signals_before: self.out.signals.len(),
                 },
             });
         }
@@ -496,14 +505,6 @@ impl<'a> Scanner<'a> {
             s.port = ex.port;
             if let Some((n, prev_raw)) = &joined_from {
                 s.evidence.push(self.evidence(*n, prev_raw));
-                // What the first part alone was read as (an exception line: `RuntimeError:
-                // [enforce fail at ...] ... Unable to find`; the same rule without the counts
-                // the second part holds): the whole line says more.
-                if n.is_some() {
-                    self.out
-                        .signals
-                        .retain(|t| t.evidence.first().is_none_or(|e| e.line != *n));
-                }
             }
             s.evidence.push(self.evidence(number, raw));
             s.order = self.next_order();

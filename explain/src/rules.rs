@@ -741,6 +741,12 @@ pub(crate) static RULES: &[Rule] = &[
     // NCCL `graph/search.cc` (ncclTopoGetChannelFromXml): "XML Import Channel : dev %d not
     // found." and ncclSystemError, when the graph file it was given (NCCL_GRAPH_FILE, with
     // NCCL_TOPO_FILE; cloud images set both in /etc/nccl.conf) names a GPU this machine lacks.
+    // NCCL `graph/topo.h` (ncclTopoIdToNetDev): "Could not find NET with id %lx". Before
+    // 2.27.3, a search that found no path for a pattern fell back to "simple order" with
+    // `graph->inter[0] = 0`, a network device id that no NIC has on multi-node jobs; 2.27.3
+    // reworked that search (its graph/search.cc turns the fallback's WARN into an INFO).
+    rule!("nccl_topology_lost_net", NcclInternalOrUnsupported, Cause, Standalone,
+        [["could not find net with id"]], not [], ex_nccl_topology_lost_net),
     rule!("nccl_graph_file", NcclInternalOrUnsupported, Cause, Standalone,
         [["xml import channel"], ["not found"]], not [], ex_nccl_graph_file),
     rule!("nccl_unsupported", NcclInternalOrUnsupported, Cause, Standalone,
@@ -954,6 +960,18 @@ fn ex_nccl_error_code(_: &str, lower: &str) -> Extract {
 
 fn ex_none(_: &str, _: &str) -> Extract {
     Extract::default()
+}
+
+fn ex_nccl_topology_lost_net(_: &str, _: &str) -> Extract {
+    Extract {
+        detail: Some(
+            "NCCL's topology search fell back to a simple order and then looked for a network \
+             device that does not exist: a bug of NCCL before 2.27.3 on multi-node jobs \
+             (upgrade NCCL, or the container that ships it)"
+                .to_owned(),
+        ),
+        ..Extract::default()
+    }
 }
 
 fn ex_nccl_graph_file(_: &str, _: &str) -> Extract {
@@ -1995,6 +2013,19 @@ mod tests {
             classify("RuntimeError: No backend type associated with device type npu")
                 .is_none_or(|(r, _)| r.name != "nccl_cpu_tensor")
         );
+    }
+
+    #[test]
+    fn nccl_s_lost_network_device_is_its_own_bug() {
+        let (r, ex) = classify("graph/topo.h:230 NCCL WARN Could not find NET with id 0").unwrap();
+        assert_eq!(
+            (r.name, r.category),
+            (
+                "nccl_topology_lost_net",
+                Category::NcclInternalOrUnsupported
+            )
+        );
+        assert!(ex.detail.unwrap().contains("2.27.3"));
     }
 
     #[test]

@@ -17,8 +17,8 @@
 //! hands each candidate's cap to such a script's DDP.
 //!
 //! Mistakes in a script's use of DDP raise PyTorch's own exceptions (device_ids for a model on
-//! the CPU, a collective before init_process_group); `explain` names each and the script's
-//! line.
+//! the CPU, a collective before init_process_group, NCCL where no GPU is seen); `explain` names
+//! each and the script's line.
 //!
 //! Needs the project's venv (`<repo>/.venv/bin/python` with torch, made by
 //! `scripts/setup`, which `scripts/test` runs first); without it the tests
@@ -738,6 +738,7 @@ fn mistakes_in_a_script_s_use_of_ddp_are_named_with_the_script_s_line() {
              dist.init_process_group('gloo')\n\
              model = torch.nn.Linear(4, 4)\n\
              ddp = DDP(model, device_ids=[0])\n",
+            "rank_crashed",
             "DistributedDataParallel's device_ids do not match where the model's parameters are",
             "ddp = DDP(model, device_ids=[0])",
         ),
@@ -746,11 +747,29 @@ fn mistakes_in_a_script_s_use_of_ddp_are_named_with_the_script_s_line() {
             "import torch, torch.distributed as dist\n\
              t = torch.ones(1)\n\
              dist.all_reduce(t)\n",
+            "rank_crashed",
             "a torch.distributed call came before init_process_group",
             "dist.all_reduce(t)",
         ),
     ];
-    for (name, code, title, line) in scripts {
+    // NCCL asked for where no GPU is seen: this machine's case; a machine with a GPU runs the
+    // job instead, and says so.
+    let gpu = Command::new(&py)
+        .args(["-c", "import torch; print(torch.cuda.is_available())"])
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "True");
+    let nccl = (
+        "nccl_no_gpu.py",
+        "import torch, torch.distributed as dist\n\
+         dist.init_process_group('nccl')\n",
+        "nccl_internal_or_unsupported",
+        "the job asked for NCCL in a process that sees no GPU",
+        "dist.init_process_group('nccl')",
+    );
+    if gpu {
+        eprintln!("a GPU is visible: the case of NCCL without a GPU is not run here");
+    }
+    for (name, code, category, title, line) in scripts.into_iter().chain((!gpu).then_some(nccl)) {
         let script = tmp.path().join(name);
         std::fs::write(&script, code).unwrap();
         let out = tmp.path().join(name.replace(".py", ""));
@@ -776,7 +795,7 @@ fn mistakes_in_a_script_s_use_of_ddp_are_named_with_the_script_s_line() {
             .unwrap();
         let report: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
         let first = &report["findings"][0];
-        assert_eq!(first["category"], "rank_crashed", "{name}: {report:#}");
+        assert_eq!(first["category"], category, "{name}: {report:#}");
         assert!(
             first["title"].as_str().unwrap_or_default().ends_with(title),
             "{name}: {report:#}"

@@ -1935,10 +1935,12 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
             .find(|m| m.rule == s.rule)
             .map(|m| (m, s.detail.as_deref()))
     });
-    if let (Category::RankCrashed, Role::Cause, Some((m, detail))) = (category, role, mistake) {
-        let crashed = match ranks.as_slice() {
-            [] => "a rank crashed".to_owned(),
-            _ => format!("{} crashed", who(&ranks)),
+    if let (Role::Cause, Some((m, detail))) = (role, mistake) {
+        let crashed = match (ranks.as_slice(), category) {
+            ([], Category::RankCrashed) => "a rank crashed".to_owned(),
+            (_, Category::RankCrashed) => format!("{} crashed", who(&ranks)),
+            ([], _) => "a rank failed".to_owned(),
+            _ => format!("{} failed", who(&ranks)),
         };
         title = format!(
             "{crashed}: {}",

@@ -189,8 +189,9 @@ pub(crate) const DDP_MODEL_DIFFERS_RULE: &str = "ddp_model_differs";
 /// The rule of an attribute read through the DDP wrapper instead of the model it wraps.
 pub(crate) const DDP_WRAPPER_ATTRIBUTE_RULE: &str = "ddp_wrapper_attribute";
 
-/// A mistake in the program's use of DDP or torch.distributed that PyTorch names in the
-/// exception it raises: the rank crashed, and these words say why and what to change.
+/// A mistake in the program's use of DDP or torch.distributed (or of the build it runs on) that
+/// PyTorch names in the exception it raises: these words say why and what to change, in the
+/// finding of the rule's category.
 pub(crate) struct ProgramMistake {
     /// The rule that reads the exception.
     pub rule: &'static str,
@@ -241,6 +242,29 @@ pub(crate) static PROGRAM_MISTAKES: &[ProgramMistake] = &[
               `mp.set_start_method(\"spawn\")`, `DataLoader(multiprocessing_context=\"spawn\")`), or \
               keep CUDA out of the parent until they are started and out of DataLoader workers \
               (move batches to the GPU in the training loop, not in the dataset).",
+    },
+    ProgramMistake {
+        rule: "nccl_not_built",
+        title: "the job asked for NCCL, which this PyTorch build does not have",
+        meaning: "PyTorch's builds for Windows and macOS, and its CPU-only wheels, come without \
+                  NCCL: init_process_group(backend=\"nccl\") (or a launcher's default, or a \
+                  config's) cannot create the group. This is the build, not the network or the \
+                  GPUs.",
+        fix: "Use the gloo backend on such a machine (`init_process_group(backend=\"gloo\")`, \
+              or the framework's setting for it), or install the CUDA build of PyTorch on \
+              Linux where NCCL is wanted (`python -c \"import torch; \
+              print(torch.distributed.is_nccl_available())\"` says which you have).",
+    },
+    ProgramMistake {
+        rule: "nccl_without_gpu",
+        title: "the job asked for NCCL in a process that sees no GPU",
+        meaning: "NCCL moves GPU memory, and this process found no GPU: the machine has none \
+                  (a CPU node, a login node), CUDA_VISIBLE_DEVICES hides them (empty, or names \
+                  devices that are not there), or the driver cannot be used from the job's \
+                  environment (a container started without GPUs).",
+        fix: "Run on the GPU nodes and check what the job sees there (`nvidia-smi` and \
+              `echo $CUDA_VISIBLE_DEVICES` in the same environment: a container needs `--gpus`); \
+              for a run on CPUs, use the gloo backend.",
     },
     ProgramMistake {
         rule: "ddp_no_trainable_parameter",
@@ -720,9 +744,12 @@ pub(crate) static RULES: &[Rule] = &[
     // `distributed_c10d.py`: "Distributed package doesn't have NCCL built in" (Windows and
     // macOS builds, CPU-only wheels): the backend asked for is not there.
     rule!("nccl_not_built", NcclInternalOrUnsupported, Cause, Standalone,
-        [["distributed package doesn't have nccl built in", "nccl is not available",
-          "processgroupnccl is only supported with gpus"]],
+        [["distributed package doesn't have nccl built in", "nccl is not available"]],
         not [], ex_none),
+    // `ProcessGroupNCCL`'s constructor: "ProcessGroupNCCL is only supported with GPUs, no GPUs
+    // found!": the build has NCCL, this process sees no GPU.
+    rule!("nccl_without_gpu", NcclInternalOrUnsupported, Cause, Standalone,
+        [["processgroupnccl is only supported with gpus"]], not [], ex_none),
     rule!("nccl_unhandled_cuda", CudaError, Cause, AnyFinding,
         [["unhandled cuda error", "ncclunhandledcudaerror"]], not [], ex_none),
     // The CUDA runtime's words when there is no GPU to use at all (no driver, none visible, a
@@ -2004,9 +2031,18 @@ mod tests {
                 "cuda_in_forked_process",
             ),
             ("RuntimeError: Tensors must be CUDA and dense", "nccl_cpu_tensor"),
+            (
+                "ValueError: ProcessGroupNCCL is only supported with GPUs, no GPUs found!",
+                "nccl_without_gpu",
+            ),
+            (
+                "RuntimeError: Distributed package doesn't have NCCL built in",
+                "nccl_not_built",
+            ),
         ] {
             let (r, _) = classify(line).unwrap_or_else(|| panic!("{line}"));
-            assert_eq!((r.name, r.category, r.role), (rule, Category::RankCrashed, Role::Cause));
+            assert_eq!((r.name, r.role), (rule, Role::Cause));
+            assert!(PROGRAM_MISTAKES.iter().any(|m| m.rule == rule), "{rule}");
         }
         // Another accelerator's group is not NCCL's.
         assert!(

@@ -614,14 +614,14 @@ impl<'a> Scanner<'a> {
         self.python_exception(number, start, rank, Some(tb));
     }
 
-    /// Adds where the program's own code was (frame and code line) to the crash a rule read in
+    /// Adds where the program's own code was (frame and code line) to the cause a rule read in
     /// the exception line `number` that ended `tb`.
     fn add_program_frame(&mut self, number: Option<u64>, tb: Traceback) {
         let Some(s) = self.out.signals.last_mut() else {
             return;
         };
         let this_line = s.evidence.last().is_some_and(|e| e.line == number);
-        if this_line && s.category == Category::RankCrashed && s.role == Role::Cause {
+        if this_line && s.role == Role::Cause {
             if let Some((frame, code)) = tb.program_frame {
                 s.evidence.push(frame);
                 s.evidence.extend(code);

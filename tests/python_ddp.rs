@@ -17,8 +17,8 @@
 //! hands each candidate's cap to such a script's DDP.
 //!
 //! Mistakes in a script's use of DDP raise PyTorch's own exceptions (device_ids for a model on
-//! the CPU, a collective before init_process_group, NCCL where no GPU is seen); `explain` names
-//! each and the script's line.
+//! the CPU, a collective before init_process_group, NCCL where no GPU is seen, a script started
+//! without a launcher); `explain` names each and the script's line.
 //!
 //! Needs the project's venv (`<repo>/.venv/bin/python` with torch, made by
 //! `scripts/setup`, which `scripts/test` runs first); without it the tests
@@ -811,6 +811,56 @@ fn mistakes_in_a_script_s_use_of_ddp_are_named_with_the_script_s_line() {
             "{name}: {evidence:?}"
         );
     }
+}
+
+#[test]
+fn a_script_started_without_a_launcher_is_told_so() {
+    // `python train.py` where the script calls init_process_group: PyTorch's env:// set-up
+    // finds none of the launcher's variables.
+    let py = venv_python();
+    let tmp = tempfile::tempdir().unwrap();
+    let script = tmp.path().join("train.py");
+    std::fs::write(
+        &script,
+        "import torch.distributed as dist\ndist.init_process_group('gloo')\n",
+    )
+    .unwrap();
+    let mut c = Command::new(&py);
+    c.arg(&script).env_remove("PYTHONPATH");
+    for var in [
+        "MASTER_ADDR",
+        "MASTER_PORT",
+        "RANK",
+        "WORLD_SIZE",
+        "LOCAL_RANK",
+    ] {
+        c.env_remove(var);
+    }
+    let run = c.output().unwrap();
+    assert!(!run.status.success());
+    let log = tmp.path().join("train.log");
+    std::fs::write(&log, &run.stderr).unwrap();
+    let report = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
+        .args(["explain", "--json"])
+        .arg(&log)
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
+    let first = &report["findings"][0];
+    let title = first["title"].as_str().unwrap_or_default();
+    assert!(
+        title.ends_with("the script was started without a launcher (RANK is not set)")
+            || title
+                .ends_with("the script was started without a launcher (MASTER_ADDR is not set)"),
+        "{report:#}"
+    );
+    assert!(
+        first["fix"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("torchrun"),
+        "{report:#}"
+    );
 }
 
 #[test]

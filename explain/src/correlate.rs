@@ -1929,12 +1929,18 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
         meaning = ABORTED_AFTER_TRAINING_MEANING;
         fix = ABORTED_AFTER_TRAINING_FIX.to_owned();
     }
-    let mistake = own.iter().find_map(|s| {
+    // The line that names what was wrong, when one does (a traceback's code line
+    // `raise _env_error(env_var)` and its exception line name the same mistake).
+    let mistakes = own.iter().filter_map(|s| {
         crate::rules::PROGRAM_MISTAKES
             .iter()
             .find(|m| m.rule == s.rule)
             .map(|m| (m, s.detail.as_deref()))
     });
+    let mistake = mistakes
+        .clone()
+        .find(|(_, detail)| detail.is_some())
+        .or_else(|| mistakes.clone().next());
     if let (Role::Cause, Some((m, detail))) = (role, mistake) {
         let crashed = match (ranks.as_slice(), category) {
             ([], Category::RankCrashed) => "a rank crashed".to_owned(),
@@ -1944,7 +1950,7 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
         };
         title = format!(
             "{crashed}: {}",
-            m.title.replace("{}", detail.unwrap_or("attribute"))
+            m.title.replace("{}", detail.unwrap_or(m.unnamed))
         );
         meaning = m.meaning;
         fix = m.fix.to_owned();

@@ -195,8 +195,10 @@ pub(crate) const DDP_WRAPPER_ATTRIBUTE_RULE: &str = "ddp_wrapper_attribute";
 pub(crate) struct ProgramMistake {
     /// The rule that reads the exception.
     pub rule: &'static str,
-    /// What happened, after "rank N crashed: "; `{}` is the rule's detail when it has one.
+    /// What happened, after "rank N crashed: "; `{}` is the rule's detail, or [`Self::unnamed`].
     pub title: &'static str,
+    /// What `{}` in the title says when the line did not name it.
+    pub unnamed: &'static str,
     /// Why it fails.
     pub meaning: &'static str,
     /// What to change.
@@ -207,7 +209,8 @@ pub(crate) struct ProgramMistake {
 pub(crate) static PROGRAM_MISTAKES: &[ProgramMistake] = &[
     ProgramMistake {
         rule: DDP_WRAPPER_ATTRIBUTE_RULE,
-        title: "the model's `{}` was read on the DistributedDataParallel wrapper",
+        title: "the model's {} was read on the DistributedDataParallel wrapper",
+        unnamed: "attribute",
         meaning: "DistributedDataParallel wraps the model: the model's own attributes and \
                   methods (`config`, `dtype`, a custom method) are on the wrapper's `.module`, \
                   not on the wrapper. Code that works on one GPU, where nothing wraps the \
@@ -221,6 +224,7 @@ pub(crate) static PROGRAM_MISTAKES: &[ProgramMistake] = &[
     ProgramMistake {
         rule: "process_group_not_initialized",
         title: "a torch.distributed call came before init_process_group",
+        unnamed: "",
         meaning: "A collective, a DistributedSampler or DistributedDataParallel needs the \
                   default process group, and this process had not created it: \
                   init_process_group was never called here (a script started with plain \
@@ -234,6 +238,7 @@ pub(crate) static PROGRAM_MISTAKES: &[ProgramMistake] = &[
     ProgramMistake {
         rule: "cuda_in_forked_process",
         title: "CUDA was used in a process forked after CUDA had started",
+        unnamed: "",
         meaning: "A child forked from a process that had already initialised CUDA cannot use \
                   CUDA: it inherits a driver state it cannot take over. The child is a \
                   `multiprocessing` process started with the default 'fork' method on Linux, a \
@@ -246,6 +251,7 @@ pub(crate) static PROGRAM_MISTAKES: &[ProgramMistake] = &[
     ProgramMistake {
         rule: "nccl_not_built",
         title: "the job asked for NCCL, which this PyTorch build does not have",
+        unnamed: "",
         meaning: "PyTorch's builds for Windows and macOS, and its CPU-only wheels, come without \
                   NCCL: init_process_group(backend=\"nccl\") (or a launcher's default, or a \
                   config's) cannot create the group. This is the build, not the network or the \
@@ -258,6 +264,7 @@ pub(crate) static PROGRAM_MISTAKES: &[ProgramMistake] = &[
     ProgramMistake {
         rule: "nccl_without_gpu",
         title: "the job asked for NCCL in a process that sees no GPU",
+        unnamed: "",
         meaning: "NCCL moves GPU memory, and this process found no GPU: the machine has none \
                   (a CPU node, a login node), CUDA_VISIBLE_DEVICES hides them (empty, or names \
                   devices that are not there), or the driver cannot be used from the job's \
@@ -267,8 +274,34 @@ pub(crate) static PROGRAM_MISTAKES: &[ProgramMistake] = &[
               for a run on CPUs, use the gloo backend.",
     },
     ProgramMistake {
+        rule: "env_rendezvous_unset",
+        title: "the script was started without a launcher ({} is not set)",
+        unnamed: "a rendezvous variable",
+        meaning: "init_process_group's default set-up (`env://`) reads MASTER_ADDR, \
+                  MASTER_PORT, RANK and WORLD_SIZE from the environment, which torchrun or \
+                  `ddp-probe run` set for every rank; this process was started without them: \
+                  with plain `python train.py`, or by a scheduler that sets other names \
+                  (Slurm's SLURM_PROCID, MPI's OMPI_COMM_WORLD_RANK).",
+        fix: "Start it with `torchrun --nproc_per_node N train.py` or `ddp-probe run \
+              --nproc_per_node N train.py`; under Slurm or MPI, set the four variables from the \
+              scheduler's own in the job script; to run one process without a launcher, skip \
+              init_process_group when WORLD_SIZE is not set.",
+    },
+    ProgramMistake {
+        rule: "torch_without_cuda",
+        title: "this PyTorch build has no CUDA",
+        unnamed: "",
+        meaning: "The installed PyTorch is a CPU-only build (a CPU wheel, or the default one of \
+                  a platform without CUDA wheels), so the first CUDA call fails in every rank.",
+        fix: "Install the CUDA build that matches the driver (`pip install torch --index-url \
+              https://download.pytorch.org/whl/cu126`, say; `python -c \"import torch; \
+              print(torch.version.cuda)\"` prints None for a CPU build), or run on the CPU with \
+              the gloo backend.",
+    },
+    ProgramMistake {
         rule: "ddp_no_trainable_parameter",
         title: "DistributedDataParallel was given a module with no trainable parameter",
+        unnamed: "",
         meaning: "DDP exists to average gradients, and the module it was given has no \
                   parameter with requires_grad=True: the module is frozen, or its parameters \
                   are not registered (created inside forward, or kept in a plain Python list \
@@ -280,6 +313,7 @@ pub(crate) static PROGRAM_MISTAKES: &[ProgramMistake] = &[
     ProgramMistake {
         rule: "ddp_device_ids_mismatch",
         title: "DistributedDataParallel's device_ids do not match where the model's parameters are",
+        unnamed: "",
         meaning: "With `device_ids=[i]` DDP expects a module whose parameters all live on that \
                   one GPU. They were elsewhere: still on the CPU (the model was wrapped before \
                   `.to(device)`), or spread over several GPUs (a model split across devices, \
@@ -294,6 +328,7 @@ pub(crate) static PROGRAM_MISTAKES: &[ProgramMistake] = &[
         rule: "ddp_lazy_parameters",
         title:
             "DistributedDataParallel was given a module whose lazy parameters are not created yet",
+        unnamed: "",
         meaning: "Lazy modules (nn.LazyLinear and the like) create their parameters at their \
                   first forward; DDP needs every parameter when it is built, to lay out its \
                   buckets and broadcast rank 0's values.",
@@ -303,6 +338,7 @@ pub(crate) static PROGRAM_MISTAKES: &[ProgramMistake] = &[
     ProgramMistake {
         rule: "nccl_cpu_tensor",
         title: "a collective of an NCCL process group was given a CPU tensor",
+        unnamed: "",
         meaning: "NCCL moves GPU memory only: a collective (all_reduce, broadcast, all_gather) \
                   of the NCCL group got a tensor on the CPU, such as a metric, a counter or a \
                   Python number turned into a tensor without a device.",
@@ -831,15 +867,20 @@ pub(crate) static RULES: &[Rule] = &[
     rule!("nccl_cpu_tensor", RankCrashed, Cause, Standalone,
         [["no backend type associated with device type cpu", "tensors must be cuda and dense"]],
         not [], ex_none),
+    // A script started without a launcher: `rendezvous.py`'s env:// handler, "environment
+    // variable MASTER_ADDR expected, but not set", raised by `_env_error(...)`.
+    rule!("env_rendezvous_unset", RankCrashed, Cause, Standalone,
+        [["expected, but not set", "raise _env_error("]], not [], ex_env_rendezvous_unset),
     // The rank's program stopped before training: argparse ("PROG: error: unrecognized
     // arguments: --local-rank=0", which PyTorch ≥ 2.0's launcher passes), a script that is
-    // not there (CPython's "can't open file '...': [Errno 2] No such file or directory"), a
-    // script started without a launcher (`rendezvous.py`'s env:// handler: "environment
-    // variable MASTER_ADDR expected, but not set", raised by `_env_error(...)`).
+    // not there (CPython's "can't open file '...': [Errno 2] No such file or directory").
     rule!("program_refused_start", RankCrashed, Cause, Standalone,
         [[": error: unrecognized arguments", ": error: the following arguments are required",
-          ": error: argument ", "can't open file", "expected, but not set", "raise _env_error("]],
+          ": error: argument ", "can't open file"]],
         not [], ex_line),
+    // `torch/cuda/__init__.py`'s `_lazy_init`: "Torch not compiled with CUDA enabled".
+    rule!("torch_without_cuda", RankCrashed, Cause, Standalone,
+        [["torch not compiled with cuda enabled"]], not [], ex_none),
     rule!("rust_panic", RankCrashed, Cause, Standalone,
         [["panicked at"]], not [], ex_none),
     // The C++ runtime's words when a process ends while a std::thread is still running (a
@@ -926,7 +967,21 @@ fn ex_ddp_wrapper_attribute(line: &str, lower: &str) -> Extract {
         .and_then(|rest| rest.split('\'').next())
         .filter(|n| !n.is_empty() && n.len() <= 80);
     Extract {
-        detail: name.map(|n| sanitize(n, 80)),
+        detail: name.map(|n| format!("`{}`", sanitize(n, 80))),
+        ..Extract::default()
+    }
+}
+
+fn ex_env_rendezvous_unset(line: &str, lower: &str) -> Extract {
+    // "environment variable MASTER_ADDR expected, but not set"
+    let key = "environment variable ";
+    let name = lower
+        .find(key)
+        .and_then(|i| line.get(i + key.len()..))
+        .and_then(|rest| rest.split_whitespace().next())
+        .filter(|n| n.bytes().all(|b| b.is_ascii_uppercase() || b == b'_') && n.len() <= 40);
+    Extract {
+        detail: name.map(str::to_owned),
         ..Extract::default()
     }
 }
@@ -1995,7 +2050,7 @@ mod tests {
                 Role::Cause
             )
         );
-        assert_eq!(ex.detail.as_deref(), Some("dtype"));
+        assert_eq!(ex.detail.as_deref(), Some("`dtype`"));
     }
 
     /// PyTorch's own words for mistakes in a program's use of DDP, each read by its rule.
@@ -2038,6 +2093,14 @@ mod tests {
             (
                 "RuntimeError: Distributed package doesn't have NCCL built in",
                 "nccl_not_built",
+            ),
+            (
+                "ValueError: Error initializing torch.distributed using env:// rendezvous: environment variable MASTER_ADDR expected, but not set",
+                "env_rendezvous_unset",
+            ),
+            (
+                "AssertionError: Torch not compiled with CUDA enabled",
+                "torch_without_cuda",
             ),
         ] {
             let (r, _) = classify(line).unwrap_or_else(|| panic!("{line}"));

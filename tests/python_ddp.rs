@@ -17,8 +17,9 @@
 //! hands each candidate's cap to such a script's DDP.
 //!
 //! Mistakes in a script's use of DDP raise PyTorch's own exceptions (device_ids for a model on
-//! the CPU, a collective before init_process_group, NCCL where no GPU is seen, a script started
-//! without a launcher); `explain` names each and the script's line.
+//! the CPU, a collective before init_process_group, NCCL where no GPU is seen; run with plain
+//! `python`: no launcher, a nested function handed to mp.spawn, no `__main__` guard); `explain`
+//! names each and the script's line.
 //!
 //! Needs the project's venv (`<repo>/.venv/bin/python` with torch, made by
 //! `scripts/setup`, which `scripts/test` runs first); without it the tests
@@ -814,53 +815,75 @@ fn mistakes_in_a_script_s_use_of_ddp_are_named_with_the_script_s_line() {
 }
 
 #[test]
-fn a_script_started_without_a_launcher_is_told_so() {
-    // `python train.py` where the script calls init_process_group: PyTorch's env:// set-up
-    // finds none of the launcher's variables.
+fn mistakes_made_before_any_rank_runs_are_told_so() {
+    // Scripts run with plain `python`, as a user first tries them: each fails in PyTorch's or
+    // CPython's own words before any training.
     let py = venv_python();
     let tmp = tempfile::tempdir().unwrap();
-    let script = tmp.path().join("train.py");
-    std::fs::write(
-        &script,
-        "import torch.distributed as dist\ndist.init_process_group('gloo')\n",
-    )
-    .unwrap();
-    let mut c = Command::new(&py);
-    c.arg(&script).env_remove("PYTHONPATH");
-    for var in [
-        "MASTER_ADDR",
-        "MASTER_PORT",
-        "RANK",
-        "WORLD_SIZE",
-        "LOCAL_RANK",
-    ] {
-        c.env_remove(var);
+    let scripts = [
+        (
+            // init_process_group's env:// set-up finds none of the launcher's variables.
+            "no_launcher.py",
+            "import torch.distributed as dist\ndist.init_process_group('gloo')\n",
+            "the script was started without a launcher (RANK is not set)",
+        ),
+        (
+            // mp.spawn pickles its function: a nested one cannot be.
+            "nested_fn.py",
+            "import torch.multiprocessing as mp\n\
+             def main():\n\
+             \x20   def run(rank):\n\
+             \x20       print(rank)\n\
+             \x20   mp.spawn(run, nprocs=2)\n\
+             if __name__ == '__main__':\n\
+             \x20   main()\n",
+            "what was handed to a new process cannot be pickled",
+        ),
+        (
+            // A spawned child imports the script again and would start the process again.
+            "no_main_guard.py",
+            "import torch.multiprocessing as mp\n\
+             def run(rank):\n\
+             \x20   print(rank)\n\
+             mp.set_start_method('spawn', force=True)\n\
+             p = mp.Process(target=run, args=(0,))\n\
+             p.start()\n\
+             p.join()\n",
+            "processes were started while the script was being imported (no `if __name__ == \"__main__\":`)",
+        ),
+    ];
+    for (name, code, title) in scripts {
+        let script = tmp.path().join(name);
+        std::fs::write(&script, code).unwrap();
+        let mut c = Command::new(&py);
+        c.arg(&script)
+            .current_dir(tmp.path())
+            .env_remove("PYTHONPATH");
+        for var in [
+            "MASTER_ADDR",
+            "MASTER_PORT",
+            "RANK",
+            "WORLD_SIZE",
+            "LOCAL_RANK",
+        ] {
+            c.env_remove(var);
+        }
+        let run = c.output().unwrap();
+        let log = tmp.path().join(name.replace(".py", ".log"));
+        std::fs::write(&log, [run.stdout, run.stderr].concat()).unwrap();
+        let report = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
+            .args(["explain", "--json"])
+            .arg(&log)
+            .output()
+            .unwrap();
+        let report: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
+        let first = &report["findings"][0];
+        assert_eq!(first["category"], "rank_crashed", "{name}: {report:#}");
+        assert!(
+            first["title"].as_str().unwrap_or_default().ends_with(title),
+            "{name}: {report:#}"
+        );
     }
-    let run = c.output().unwrap();
-    assert!(!run.status.success());
-    let log = tmp.path().join("train.log");
-    std::fs::write(&log, &run.stderr).unwrap();
-    let report = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
-        .args(["explain", "--json"])
-        .arg(&log)
-        .output()
-        .unwrap();
-    let report: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
-    let first = &report["findings"][0];
-    let title = first["title"].as_str().unwrap_or_default();
-    assert!(
-        title.ends_with("the script was started without a launcher (RANK is not set)")
-            || title
-                .ends_with("the script was started without a launcher (MASTER_ADDR is not set)"),
-        "{report:#}"
-    );
-    assert!(
-        first["fix"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("torchrun"),
-        "{report:#}"
-    );
 }
 
 #[test]

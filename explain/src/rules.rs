@@ -299,6 +299,29 @@ pub(crate) static PROGRAM_MISTAKES: &[ProgramMistake] = &[
               the gloo backend.",
     },
     ProgramMistake {
+        rule: "spawn_without_main_guard",
+        title: "processes were started while the script was being imported (no `if __name__ == \"__main__\":`)",
+        unnamed: "",
+        meaning: "A process started with 'spawn' (torch.multiprocessing.spawn, DataLoader \
+                  workers on macOS and Windows, any `multiprocessing` with that method) imports \
+                  the main script again; a script that starts processes at its top level then \
+                  starts them again from inside each child, which Python refuses.",
+        fix: "Put the script's entry under `if __name__ == \"__main__\":` (`main()` there, \
+              `mp.spawn(...)` inside it), so importing the script starts nothing.",
+    },
+    ProgramMistake {
+        rule: "spawn_unpicklable",
+        title: "what was handed to a new process cannot be pickled",
+        unnamed: "",
+        meaning: "Processes started with 'spawn' (torch.multiprocessing.spawn, DataLoader \
+                  workers under spawn) receive their function and its arguments pickled: a \
+                  lambda, a function defined inside another one, or an object holding a lock, \
+                  an open file or a connection cannot be.",
+        fix: "Give mp.spawn (and the DataLoader's dataset and collate_fn) a function defined at \
+              the module's top level and arguments that pickle: pass paths and settings, and \
+              open files, connections and locks inside the child.",
+    },
+    ProgramMistake {
         rule: "ddp_no_trainable_parameter",
         title: "DistributedDataParallel was given a module with no trainable parameter",
         unnamed: "",
@@ -878,6 +901,18 @@ pub(crate) static RULES: &[Rule] = &[
         [[": error: unrecognized arguments", ": error: the following arguments are required",
           ": error: argument ", "can't open file"]],
         not [], ex_line),
+    // CPython's `multiprocessing/spawn.py` (`_check_not_importing_main`): "An attempt has been
+    // made to start a new process before the current process has finished its bootstrapping
+    // phase." (on its own line, under "RuntimeError:").
+    rule!("spawn_without_main_guard", RankCrashed, Cause, Standalone,
+        [["an attempt has been made to start a new process before the"]], not [], ex_none),
+    // Pickle's refusals of what a spawned process is handed: "Can't pickle local object
+    // 'main.<locals>.run'", "Can't pickle <function <lambda> at 0x...>", "cannot pickle
+    // '_thread.lock' object".
+    rule!("spawn_unpicklable", RankCrashed, Cause, Standalone,
+        [["can't pickle local object", "can't pickle <function <lambda>", "cannot pickle '",
+          "can't get local object"]],
+        not [], ex_none),
     // `torch/cuda/__init__.py`'s `_lazy_init`: "Torch not compiled with CUDA enabled".
     rule!("torch_without_cuda", RankCrashed, Cause, Standalone,
         [["torch not compiled with cuda enabled"]], not [], ex_none),
@@ -2101,6 +2136,18 @@ mod tests {
             (
                 "AssertionError: Torch not compiled with CUDA enabled",
                 "torch_without_cuda",
+            ),
+            (
+                "        An attempt has been made to start a new process before the",
+                "spawn_without_main_guard",
+            ),
+            (
+                "AttributeError: Can't pickle local object 'main.<locals>.run'",
+                "spawn_unpicklable",
+            ),
+            (
+                "TypeError: cannot pickle '_thread.lock' object",
+                "spawn_unpicklable",
             ),
         ] {
             let (r, _) = classify(line).unwrap_or_else(|| panic!("{line}"));

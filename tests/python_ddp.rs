@@ -837,7 +837,7 @@ fn mistakes_made_before_any_rank_runs_are_told_so() {
              \x20   mp.spawn(run, nprocs=2)\n\
              if __name__ == '__main__':\n\
              \x20   main()\n",
-            "what was handed to a new process cannot be pickled",
+            "an object could not be pickled (a nested function, a lambda, a lock)",
         ),
         (
             // A spawned child imports the script again and would start the process again.

@@ -311,15 +311,18 @@ pub(crate) static PROGRAM_MISTAKES: &[ProgramMistake] = &[
     },
     ProgramMistake {
         rule: "spawn_unpicklable",
-        title: "what was handed to a new process cannot be pickled",
+        title: "an object could not be pickled (a nested function, a lambda, a lock)",
+        meaning: "Pickle cannot serialise a lambda, a function defined inside another one, or \
+                  an object holding a lock, an open file or a connection. Under DDP the object \
+                  is most often what a new process is handed: processes started with 'spawn' \
+                  (torch.multiprocessing.spawn, DataLoader workers under spawn) receive their \
+                  function and its arguments pickled; torch.save of a whole model pickles \
+                  too.",
         unnamed: "",
-        meaning: "Processes started with 'spawn' (torch.multiprocessing.spawn, DataLoader \
-                  workers under spawn) receive their function and its arguments pickled: a \
-                  lambda, a function defined inside another one, or an object holding a lock, \
-                  an open file or a connection cannot be.",
         fix: "Give mp.spawn (and the DataLoader's dataset and collate_fn) a function defined at \
               the module's top level and arguments that pickle: pass paths and settings, and \
-              open files, connections and locks inside the child.",
+              open files, connections and locks inside the child. To save a model, save its \
+              `state_dict()`.",
     },
     ProgramMistake {
         rule: "ddp_no_trainable_parameter",

@@ -726,6 +726,16 @@ dist.all_reduce(t)
 dist.destroy_process_group()
 ";
 
+/// `ddp-probe explain --json` of a run directory or a log.
+fn explain_json(input: &Path) -> serde_json::Value {
+    let report = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
+        .args(["explain", "--json"])
+        .arg(input)
+        .output()
+        .expect("run ddp-probe explain");
+    serde_json::from_slice(&report.stdout).expect("explain --json prints JSON")
+}
+
 #[test]
 fn mistakes_in_a_script_s_use_of_ddp_are_named_with_the_script_s_line() {
     let py = venv_python();
@@ -789,12 +799,7 @@ fn mistakes_in_a_script_s_use_of_ddp_are_named_with_the_script_s_line() {
                 .status
         };
         assert!(!status.success(), "{name}: the job should fail");
-        let report = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
-            .args(["explain", "--json"])
-            .arg(&out)
-            .output()
-            .unwrap();
-        let report: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
+        let report = explain_json(&out);
         let first = &report["findings"][0];
         assert_eq!(first["category"], category, "{name}: {report:#}");
         assert!(
@@ -871,12 +876,7 @@ fn mistakes_made_before_any_rank_runs_are_told_so() {
         let run = c.output().unwrap();
         let log = tmp.path().join(name.replace(".py", ".log"));
         std::fs::write(&log, [run.stdout, run.stderr].concat()).unwrap();
-        let report = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
-            .args(["explain", "--json"])
-            .arg(&log)
-            .output()
-            .unwrap();
-        let report: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
+        let report = explain_json(&log);
         let first = &report["findings"][0];
         assert_eq!(first["category"], "rank_crashed", "{name}: {report:#}");
         assert!(

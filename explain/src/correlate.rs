@@ -1981,7 +1981,9 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
     let oom_proven = proven(manifest::RULE_OOM_CONFIRMED) || proven(RULE_WORKER_OOM_CONFIRMED);
     let confidence = confidence_of(role, &own, &ranks, oom_proven);
     let to_confirm = (confidence != Confidence::High).then(|| {
-        if proven("store_based_barrier_wait") || proven("store_based_barrier") {
+        if category == Category::RendezvousTimeout
+            && (proven("store_based_barrier_wait") || proven("store_based_barrier"))
+        {
             // Some ranks reached the barrier: the store answers, the address is right.
             STORE_BARRIER_CONFIRM.to_owned()
         } else {

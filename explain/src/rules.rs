@@ -528,6 +528,11 @@ pub(crate) static RULES: &[Rule] = &[
         [["unable to allocate shared memory", "error while creating shared memory segment"],
          ["interrupted system call"]],
         not [], ex_shm_interrupted),
+    // NCCL `os/linux.cc` (ncclOsShmOpen's failure path): "Error while attaching to shared
+    // memory segment /dev/shm/nccl-XXXX (size N), error: No such file or directory (2)": the
+    // peer on this host created the segment in a /dev/shm this process does not see.
+    rule!("nccl_shm_attach", ShmTooSmall, Cause, Standalone,
+        [["error while attaching to shared memory segment"]], not [], ex_nccl_shm_attach),
     rule!("shm_segment", ShmTooSmall, Cause, Standalone,
         [["error while creating shared memory segment", "unable to allocate shared memory", "failed to extend /dev/shm",
           "insufficient shared memory", "out of shared memory", "raise your shared memory limit",
@@ -1030,6 +1035,18 @@ fn ex_line(line: &str, lower: &str) -> Extract {
     let said = line.get(from..).unwrap_or(line);
     Extract {
         detail: Some(clip(said.trim(), 160)),
+        ..Extract::default()
+    }
+}
+
+fn ex_nccl_shm_attach(_: &str, _: &str) -> Extract {
+    Extract {
+        detail: Some(
+            "a rank could not open the shared-memory segment another rank of its host created: \
+             the ranks do not share one /dev/shm (separate containers or pods on one host); run \
+             them with --ipc=host or in one container, or set NCCL_SHM_DISABLE=1"
+                .to_owned(),
+        ),
         ..Extract::default()
     }
 }
@@ -2175,6 +2192,16 @@ mod tests {
             )
         );
         assert!(ex.detail.unwrap().contains("2.27.3"));
+    }
+
+    #[test]
+    fn a_shared_memory_segment_another_container_made_is_a_dev_shm_problem() {
+        let (r, ex) = classify("host-a:123:456 [1] misc/shmutils.cc:90 NCCL WARN Error while attaching to shared memory segment /dev/shm/nccl-Ab12Cd (size 9637888), error: No such file or directory (2)").unwrap();
+        assert_eq!(
+            (r.name, r.category),
+            ("nccl_shm_attach", Category::ShmTooSmall)
+        );
+        assert!(ex.detail.unwrap().contains("--ipc=host"));
     }
 
     #[test]

@@ -960,6 +960,52 @@ fn joined_line_starts(line: &str) -> Vec<usize> {
             }
         }
     }
+    // nccl-tests' header, read a line at a time by its shape reader (`shape.rs`): "# nThread 1
+    // nGpus 2 ...", "# Using devices", "#   Rank  0 Pid 871210 on host-a device  0 ...", the
+    // column titles "#       size         count      type ...". 1.x marks its first lines with
+    // '>' ("> Using devices", ">   Rank  0 uses device  0 ...", then unmarked ranks).
+    for key in ["nThread ", "Using devices"] {
+        for i in markers(line, key) {
+            if let Some(start) = nccl_tests_mark_start(line, i) {
+                starts.push(start);
+            }
+        }
+    }
+    for i in markers(line, "Rank ") {
+        let rest = line[i + "Rank ".len()..].trim_start();
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let after = rest[digits..].trim_start();
+        if digits == 0 {
+            continue;
+        }
+        let marked = ["Group ", "Pid ", "on ", "uses device"]
+            .iter()
+            .any(|w| after.starts_with(w));
+        match nccl_tests_mark_start(line, i) {
+            Some(start) if marked => starts.push(start),
+            // 1.x's ranks after the first: unmarked.
+            None if after.starts_with("uses device") && after_text(i) => starts.push(i),
+            _ => {}
+        }
+    }
+    // Its failure line: "NCCL failure all_reduce.cu:95 'unhandled cuda error'" (1.x), "host-a:
+    // Test NCCL failure common.cu:1279 'unhandled cuda error'".
+    for i in markers(line, "NCCL failure ") {
+        let start = line[..i].strip_suffix("Test ").map_or(i, str::len);
+        if after_text(start) {
+            starts.push(start);
+        }
+    }
+    for key in ["size ", "bytes "] {
+        for i in markers(line, key) {
+            let rest = &line[i + key.len()..];
+            if rest.trim_start().starts_with("count") || rest.trim_start().starts_with("N ") {
+                if let Some(start) = nccl_tests_mark_start(line, i) {
+                    starts.push(start);
+                }
+            }
+        }
+    }
     for i in markers(line, "Thread ") {
         if (i == 0 || after_text(i)) && crate::tool_output::thread_header(&line[i..]).is_some() {
             if i > 0 {
@@ -1013,6 +1059,17 @@ fn joined_line_starts(line: &str) -> Vec<usize> {
         }
     }
     kept
+}
+
+/// Where an nccl-tests header line whose words start at `at` starts, when its '#' (or 1.x's
+/// '>') mark stands before them, after spaces, and the mark follows other text after a space.
+fn nccl_tests_mark_start(line: &str, at: usize) -> Option<usize> {
+    let before = line[..at].trim_end_matches(' ');
+    let mark = before.len().checked_sub(1)?;
+    let is_mark = matches!(line.as_bytes()[mark], b'#' | b'>');
+    let b = line.as_bytes();
+    (is_mark && mark > 0 && b[mark - 1].is_ascii_whitespace() && !line[..mark].trim().is_empty())
+        .then_some(mark)
 }
 
 /// Where `pattern` occurs in `line`, the first [`MAX_CUTS_PER_MARKER`] times: each is looked at

@@ -1747,6 +1747,33 @@ mod tests {
     }
 
     #[test]
+    fn nccl_tests_header_lines_joined_into_one_are_cut_apart() {
+        let joined = "# nThread 1 nGpus 2 minBytes 8 # Using devices #   Rank  0 Pid 7 on host-a \
+                      device  0 [0x01] GPU #   Rank  1 Pid 7 on host-a device  1 [0x24] GPU \
+                      #       size         count      type   redop host-a: Test NCCL failure \
+                      common.cu:1279 'unhandled cuda error'";
+        let parts: Vec<&str> = {
+            let starts = joined_line_starts(joined);
+            starts
+                .iter()
+                .enumerate()
+                .map(|(i, &s)| joined[s..starts.get(i + 1).copied().unwrap_or(joined.len())].trim())
+                .collect()
+        };
+        assert_eq!(
+            parts,
+            [
+                "# nThread 1 nGpus 2 minBytes 8",
+                "# Using devices",
+                "#   Rank  0 Pid 7 on host-a device  0 [0x01] GPU",
+                "#   Rank  1 Pid 7 on host-a device  1 [0x24] GPU",
+                "#       size         count      type   redop host-a:",
+                "Test NCCL failure common.cu:1279 'unhandled cuda error'",
+            ]
+        );
+    }
+
+    #[test]
     fn lines_that_start_a_logger_record_are_told_apart() {
         assert!(starts_a_record(
             "host-a:2328:2692 [0] NCCL INFO Using network IBext"

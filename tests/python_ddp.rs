@@ -786,14 +786,7 @@ fn mistakes_in_a_script_s_use_of_ddp_are_named_with_the_script_s_line() {
         let out = tmp.path().join(name.replace(".py", ""));
         let status = {
             let _one = PYTORCH_JOB.lock().unwrap_or_else(|e| e.into_inner());
-            Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
-                .current_dir(tmp.path())
-                .args(["run", "--nproc_per_node", "2", "--grace", "2", "--out"])
-                .arg(&out)
-                .arg("--")
-                .arg(&py)
-                .arg(&script)
-                .env_remove("PYTHONPATH")
+            watched_job(&out, 2, &script)
                 .output()
                 .expect("start ddp-probe run")
                 .status

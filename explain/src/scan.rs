@@ -427,8 +427,10 @@ impl<'a> Scanner<'a> {
         let previous = self.unmatched_longest.take();
         let mut joined_from = None;
         let mut carried = None;
-        if matched.is_none() && !starts_a_record(body) {
-            if let Some(prev) = previous {
+        if matched.is_none() {
+            // A line that starts a record of its own (parsed as NCCL's above, or another
+            // logger's) is not the rest of the previous one.
+            if let Some(prev) = previous.filter(|_| parsed.is_none() && !starts_a_record(body)) {
                 // A hard wrap keeps every character (the space it cut before starts the next
                 // part); a word wrap drops the space it cut at.
                 let joined = format!("{}{body}", prev.body);

@@ -334,6 +334,13 @@ pub(crate) fn build(mut g: Gathered, opts: &Options) -> Report {
     cross_node_timeouts(&g, &mut signals);
 
     // 4c. What the logs show as a whole.
+    if g.progress.is_empty() {
+        for mut s in work_position_signals(&g.shape, &signals, opts) {
+            order += 1;
+            s.order = order;
+            signals.push(s);
+        }
+    }
     for mut s in shape_signals(&g, &ctx, &signals, timed_out, opts) {
         order += 1;
         s.order = order;
@@ -472,6 +479,115 @@ fn cross_node_timeouts(g: &Gathered, signals: &mut [Signal]) {
             _ => note,
         });
     }
+}
+
+/// The rule of a rank that never issued the collective other ranks' watchdogs timed out in.
+const WORK_BEHIND_RULE: &str = "watchdog_rank_behind";
+
+/// What the watchdogs' places in a process group's collectives say (`shape.rs`,
+/// `WorkPosition`), where no trace does: per group, the lowest work a rank timed out in; a rank
+/// whose last enqueued work is below it never issued it (it is behind, or the ones waiting
+/// issued a collective it does not), and each waiting rank waits for it. When every rank the
+/// log shows had issued that work, the lower ranks the log never shows are named in the detail
+/// (not as culprits: a paste may leave them out).
+fn work_position_signals(
+    shape: &crate::shape::LogShape,
+    signals: &[Signal],
+    opts: &Options,
+) -> Vec<Signal> {
+    type Place<'a> = (usize, &'a crate::shape::WorkPosition);
+    let mut groups: BTreeMap<&str, Vec<Place<'_>>> = BTreeMap::new();
+    for ((group, rank), pos) in &shape.work_positions {
+        groups.entry(group.as_str()).or_default().push((*rank, pos));
+    }
+    let mut out = Vec::new();
+    for (group, ranks) in groups {
+        let failed = ranks.iter().filter_map(|(_, p)| p.failed_at);
+        let Some(work) = failed.filter(|w| *w >= 0).min() else {
+            continue;
+        };
+        let waiting: Vec<&Place<'_>> = ranks
+            .iter()
+            .filter(|(_, p)| p.failed_at.is_some() && p.enqueued >= work)
+            .collect();
+        let behind: Vec<&Place<'_>> = ranks.iter().filter(|(_, p)| p.enqueued < work).collect();
+        let behind_ranks: Vec<usize> = behind.iter().map(|(r, _)| *r).collect();
+        let waiting_ranks: Vec<usize> = waiting.iter().map(|(r, _)| *r).collect();
+        let work = if group.is_empty() {
+            format!("NCCL work {work}")
+        } else {
+            let named = group.to_uppercase().replace("(DEFAULT_PG)", "(default_pg)");
+            format!("NCCL work {work} of {named}")
+        };
+        let detail = if behind.is_empty() {
+            // Ranks the log shows: those with a place, and any other rank a line spoke for.
+            let placed: BTreeSet<usize> = ranks.iter().map(|(r, _)| *r).collect();
+            let shown: BTreeSet<usize> = placed
+                .iter()
+                .copied()
+                .chain(signals.iter().filter_map(|s| s.observer))
+                .collect();
+            let top = placed.iter().next_back().copied().unwrap_or(0);
+            let unseen: Vec<usize> = (0..top).filter(|r| !shown.contains(r)).collect();
+            // Only where the log shows several ranks and misses fewer than it shows: one rank's
+            // paste says nothing of the ranks left out.
+            if unseen.is_empty() || placed.len() < 2 || unseen.len() >= placed.len() {
+                continue;
+            }
+            unseen_ranks_detail(&work, &unseen)
+        } else {
+            let stood: Vec<String> = behind
+                .iter()
+                .map(|(r, p)| {
+                    format!(
+                        "rank {r}: last enqueued {}, last completed {}",
+                        p.enqueued, p.completed
+                    )
+                })
+                .collect();
+            format!(
+                "{} timed out in {work}, which {} never issued ({}): behind, or the waiting \
+                 ranks issued a collective {} did not",
+                who(&waiting_ranks),
+                who(&behind_ranks),
+                stood.join("; "),
+                if behind.len() == 1 { "it" } else { "they" },
+            )
+        };
+        for (rank, pos) in &waiting {
+            let mut s =
+                Signal::standalone(WORK_BEHIND_RULE, Category::CollectiveTimeout, Role::Symptom);
+            s.observer = Some(*rank);
+            s.observer_explicit = true;
+            s.subjects = if behind_ranks.is_empty() {
+                vec![*rank]
+            } else {
+                behind_ranks.clone()
+            };
+            s.detail = Some(detail.clone());
+            s.evidence.push(pos.evidence.clone());
+            let room = opts.max_evidence.saturating_sub(1);
+            s.evidence
+                .extend(behind.iter().map(|(_, p)| p.evidence.clone()).take(room));
+            out.push(s);
+        }
+    }
+    out
+}
+
+/// The detail of a timeout every rank of the log had issued, naming the ranks it never shows.
+fn unseen_ranks_detail(work: &str, unseen: &[usize]) -> String {
+    let (verb, pronoun, logs) = if unseen.len() == 1 {
+        ("appears", "it", "its log")
+    } else {
+        ("appear", "they", "their logs")
+    };
+    format!(
+        "every rank this log shows had issued {work} and waits in it (its last enqueued work); \
+         {} never {verb} in the log: if {pronoun} ran, {pronoun} never issued that work; read \
+         {logs}",
+        who(unseen),
+    )
 }
 
 fn progress_signals(
@@ -1664,13 +1780,12 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
     let mut details: Vec<String> = Vec::new();
     // What the traces say of a rank behind (what it last finished, how long it was quiet,
     // where its stack was) comes first: the other sources repeat its collectives.
-    let behind_first = own
-        .iter()
-        .filter(|s| matches!(s.rule, "trace_behind" | "pystack_behind"))
-        .chain(
-            own.iter()
-                .filter(|s| !matches!(s.rule, "trace_behind" | "pystack_behind")),
-        );
+    let behind_first =
+        own.iter()
+            .filter(|s| matches!(s.rule, "trace_behind" | "pystack_behind" | WORK_BEHIND_RULE))
+            .chain(own.iter().filter(|s| {
+                !matches!(s.rule, "trace_behind" | "pystack_behind" | WORK_BEHIND_RULE)
+            }));
     for s in behind_first.chain(g.attached.iter()) {
         if let Some(d) = &s.detail {
             // Details quote words from the inputs (versions, interfaces,

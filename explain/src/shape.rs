@@ -24,6 +24,14 @@
 //!   collective: CollectiveFingerPrint(SequenceNumber=38, OpType=ALLREDUCE,
 //!   TensorShape=[77, 1], ...)").
 //!
+//! * Where each rank stood in its NCCL process group's numbered collectives when the
+//!   watchdog spoke (`ProcessGroupNCCL.cpp`: "Timeout at NCCL work: X, last enqueued NCCL
+//!   work: Y, last completed NCCL work: Z", "Exception (either an error or timeout) detected
+//!   by watchdog at work: X, ...", the heartbeat monitor's "Received a dump signal due to a
+//!   collective timeout from rank R ... Last enqueued NCCL work: Y, last completed NCCL work:
+//!   Z"): a rank whose last enqueued work is below the one another rank timed out in never
+//!   issued it.
+//!
 //! * Diagnostic tools' outputs pasted into the log (py-spy stack dumps, CUDA's
 //!   `p2pBandwidthLatencyTest`): read by `tool_output.rs`.
 //!
@@ -52,6 +60,20 @@ pub(crate) struct NcclTests {
     pub rows: usize,
     /// Whether a `Test NCCL failure`/`Test CUDA failure` line was printed.
     pub failed: bool,
+}
+
+/// One rank's place in its process group's numbered collectives, as its watchdog printed it.
+#[derive(Debug, Clone)]
+pub(crate) struct WorkPosition {
+    /// The work it failed or timed out in (absent in the heartbeat monitor's line, printed by
+    /// a rank that was told of another's timeout).
+    pub failed_at: Option<i64>,
+    /// The last collective it issued (-1: none).
+    pub enqueued: i64,
+    /// The last collective it completed (-1: none).
+    pub completed: i64,
+    /// The line that showed it.
+    pub evidence: Evidence,
 }
 
 /// The shape of every log read, gathered line by line.
@@ -87,6 +109,9 @@ pub(crate) struct LogShape {
     pub stacks: StackDumps,
     /// CUDA's `p2pBandwidthLatencyTest` output pasted in the log.
     pub p2p_test: P2pBandwidthTest,
+    /// (process group as the line names it, rank) → where that rank stood when its watchdog
+    /// spoke.
+    pub work_positions: BTreeMap<(String, usize), WorkPosition>,
 }
 
 /// Which collective a logged call is: the log that numbers them (`"NCCL
@@ -124,6 +149,16 @@ impl LogShape {
         self.nccl_tests_line(body, lower, evidence);
         self.stacks.observe(body, evidence);
         self.p2p_test.observe(lower, evidence);
+        if let Some((group, rank, failed_at, enqueued, completed)) = work_position(lower) {
+            let seen = self.work_positions.entry((group, rank));
+            let pos = seen.or_insert_with(|| WorkPosition {
+                failed_at,
+                enqueued,
+                completed,
+                evidence: evidence(),
+            });
+            pos.failed_at = pos.failed_at.or(failed_at);
+        }
         if lower.contains("nccl info") {
             self.nccl_info = true;
         }
@@ -370,6 +405,48 @@ impl LogShape {
 }
 
 /// The hexadecimal number after `key` (NCCL prints `opCount` with `%lx`).
+/// A watchdog's line giving a rank's place in its group's collectives: (the group as the line
+/// names it, the rank, the work it failed in, the last enqueued, the last completed).
+fn work_position(lower: &str) -> Option<(String, usize, Option<i64>, i64, i64)> {
+    let at = lower.find("last enqueued nccl work: ")?;
+    let enqueued = signed_after(&lower[at..], "last enqueued nccl work: ")?;
+    let completed = signed_after(&lower[at..], "last completed nccl work: ")?;
+    let failed_at = ["timeout at nccl work: ", "detected by watchdog at work: "]
+        .iter()
+        .find_map(|k| signed_after(&lower[..at], k));
+    // The log prefix before the message: "[PG 0 Rank 2] ", "[PG ID 0 PG GUID 0(default_pg)
+    // Rank 0] ", "[Rank 5] " (before PyTorch 2.3).
+    let open = lower[..at].rfind('[')?;
+    let close = open + lower[open..at].find(']')?;
+    let inside = &lower[open + 1..close];
+    let r = inside.rfind("rank ")?;
+    let rank = crate::rules::leading_number(&inside[r + 5..])?;
+    let group = inside[..r].trim().to_owned();
+    Some((
+        group,
+        usize::try_from(rank).ok()?,
+        failed_at,
+        enqueued,
+        completed,
+    ))
+}
+
+/// The signed number right after `key` (the watchdog prints -1 for "none").
+fn signed_after(lower: &str, key: &str) -> Option<i64> {
+    let rest = &lower[lower.find(key)? + key.len()..];
+    let (negative, digits) = match rest.strip_prefix('-') {
+        Some(d) => (true, d),
+        None => (false, rest),
+    };
+    let n: i64 = digits
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect::<String>()
+        .parse()
+        .ok()?;
+    Some(if negative { -n } else { n })
+}
+
 fn hex_after(lower: &str, key: &str) -> Option<u64> {
     let rest = &lower[lower.find(key)? + key.len()..];
     let end = rest
@@ -550,6 +627,33 @@ mod tests {
             "h:2:2 [1] NCCL INFO AllReduce: opCount 0 sendbuff 0x7f recvbuff 0x7f count 8 datatype 7 op 0 root 0 comm 0x7e [nranks=2] stream 0x55",
         ]);
         assert!(s.call_mismatches().is_empty());
+    }
+
+    #[test]
+    fn a_watchdog_s_place_in_the_collectives_is_read_in_each_format() {
+        // PyTorch 2.1's, 2.3's and 2.4's prefixes; the heartbeat monitor's line (no failed work;
+        // -1 for none) and a line of another kind that has no place.
+        let shape = feed(&[
+            "[E ProcessGroupNCCL.cpp:475] [Rank 5] Exception detected by watchdog at work: 18421, last enqueued NCCL work: 18421, last completed NCCL work: 18420.",
+            "[rank2]:[E ProcessGroupNCCL.cpp:1537] [PG 0 Rank 2] Timeout at NCCL work: 19, last enqueued NCCL work: 19, last completed NCCL work: 18.",
+            "[rank3]:[E227 16:30:43.526290891 ProcessGroupNCCL.cpp:1785] [PG ID 2 PG GUID 3 Rank 3] Exception (either an error or timeout) detected by watchdog at work: 32, last enqueued NCCL work: 32, last completed NCCL work: 31.",
+            "[rank4]:[E703 15:37:17.178360488 ProcessGroupNCCL.cpp:1987] [PG ID 0 PG GUID 0(default_pg) Rank 4] Received a dump signal due to a collective timeout from  rank 7 and we will try our best to dump the debug info. Last enqueued NCCL work: -1, last completed NCCL work: -1.",
+            "[rank1]:[E ProcessGroupNCCL.cpp:563] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=19, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800093 milliseconds before timing out.",
+        ]);
+        let places: Vec<(&str, usize, Option<i64>, i64, i64)> = shape
+            .work_positions
+            .iter()
+            .map(|((g, r), p)| (g.as_str(), *r, p.failed_at, p.enqueued, p.completed))
+            .collect();
+        assert_eq!(
+            places,
+            vec![
+                ("", 5, Some(18421), 18421, 18420),
+                ("pg 0", 2, Some(19), 19, 18),
+                ("pg id 0 pg guid 0(default_pg)", 4, None, -1, -1),
+                ("pg id 2 pg guid 3", 3, Some(32), 32, 31),
+            ]
+        );
     }
 
     #[test]

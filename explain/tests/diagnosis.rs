@@ -511,6 +511,80 @@ fn a_collective_timeout_without_dumps_says_how_to_get_them() {
     assert!(!top.fix.contains("flight recorder"), "{}", top.fix);
 }
 
+/// ProcessGroupNCCL's lines of a timeout, in PyTorch 2.4's formats: the watchdog's
+/// `WorkNCCL(...)` line and its "detected by watchdog at work" line for each rank in `waiting`
+/// (each had enqueued work 11 and completed 10), then, for each rank in `told`, the heartbeat
+/// monitor's line of a rank told of the timeout that had enqueued and completed work 10 only.
+fn watchdog_places(waiting: &[usize], told: &[usize]) -> String {
+    let mut log = String::new();
+    for r in waiting {
+        log += &format!(
+            "[rank{r}]:[E1102 03:04:14.692188080 ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog \
+             caught collective operation timeout: WorkNCCL(SeqNum=11, OpType=ALLREDUCE, \
+             NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600011 milliseconds before \
+             timing out.\n[rank{r}]:[E1102 03:04:14.692510378 ProcessGroupNCCL.cpp:1785] [PG ID \
+             0 PG GUID 0(default_pg) Rank {r}] Exception (either an error or timeout) detected \
+             by watchdog at work: 11, last enqueued NCCL work: 11, last completed NCCL work: \
+             10.\n"
+        );
+    }
+    for r in told {
+        log += &format!(
+            "[rank{r}]:[E1102 03:04:15.178360488 ProcessGroupNCCL.cpp:1987] [PG ID 0 PG GUID \
+             0(default_pg) Rank {r}] Received a dump signal due to a collective timeout from  \
+             rank {} and we will try our best to dump the debug info. Last enqueued NCCL work: \
+             10, last completed NCCL work: 10.This is most likely caused by incorrect usages of \
+             collectives, e.g., wrong sizes used across ranks, the order of collectives is not \
+             same for all ranks or the scheduled collective, for some reason, didn't run.\n",
+            waiting[0]
+        );
+    }
+    log
+}
+
+#[test]
+fn a_rank_that_never_enqueued_the_work_others_timed_out_in_is_named() {
+    // Ranks 0 and 2 wait in work 11; rank 1, told of the timeout, had issued up to 10 only.
+    let log = watchdog_places(&[0, 2], &[1]);
+    let report = probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
+    let top = report.findings.first().expect("a finding");
+    assert_eq!(top.category, Category::CollectiveTimeout);
+    assert_eq!(top.ranks, vec![1], "{}", top.title);
+    assert_eq!(top.observed_by, vec![0, 1, 2], "{}", top.title);
+    assert!(top.title.contains("waiting for rank 1"), "{}", top.title);
+    assert!(
+        top.explanation.contains(
+            "ranks 0, 2 timed out in NCCL work 11 of PG ID 0 PG GUID 0(default_pg), which rank 1 \
+             never issued (rank 1: last enqueued 10, last completed 10)"
+        ),
+        "{}",
+        top.explanation
+    );
+
+    // Every rank the log shows waits in work 11 and rank 0 never appears: it is named in the
+    // explanation, not as the culprit (a paste may leave a rank out).
+    let log = watchdog_places(&[1, 2, 3], &[]);
+    let report = probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
+    let top = report.findings.first().expect("a finding");
+    assert_eq!(top.ranks, vec![1, 2, 3], "{}", top.title);
+    assert!(
+        top.explanation
+            .contains("rank 0 never appears in the log: if it ran, it never issued that work"),
+        "{}",
+        top.explanation
+    );
+
+    // One rank's paste says nothing of the others.
+    let log = watchdog_places(&[3], &[]);
+    let report = probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
+    let top = report.findings.first().expect("a finding");
+    assert!(
+        !top.explanation.contains("never appear"),
+        "{}",
+        top.explanation
+    );
+}
+
 #[test]
 fn an_oom_kill_the_kernel_or_slurm_reported_is_said_to_be_one() {
     for f in [

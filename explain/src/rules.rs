@@ -541,6 +541,13 @@ pub(crate) static RULES: &[Rule] = &[
     rule!("shm_space", ShmTooSmall, Cause, Standalone,
         [["/dev/shm"], ["no space left", "bus error", "cannot allocate", "failed"]],
         not [], ex_none),
+    // Ray's start-up check (`services.py`, which vLLM's multi-GPU runs start): "The object
+    // store is using /tmp instead of /dev/shm because /dev/shm has only %d bytes available";
+    // 67108864 bytes is the 64 MiB a Docker container or a Kubernetes pod gets unless told
+    // otherwise, too little for NCCL's shared-memory transport between the GPUs of one host.
+    // What failed is not said: a symptom, behind any cause the log names.
+    rule!("shm_default_size_reported", ShmTooSmall, Symptom, Standalone,
+        [["because /dev/shm has only 67108864 bytes"]], not [], ex_shm_default_size),
     rule!("duplicate_gpu", DuplicateGpu, Cause, Standalone,
         [["duplicate gpu detected"]], not [], ex_duplicate_gpu),
     rule!("nccl_version_mismatch", NcclVersionMismatch, Cause, Standalone,
@@ -1045,6 +1052,18 @@ fn ex_nccl_shm_attach(_: &str, _: &str) -> Extract {
             "a rank could not open the shared-memory segment another rank of its host created: \
              the ranks do not share one /dev/shm (separate containers or pods on one host); run \
              them with --ipc=host or in one container, or set NCCL_SHM_DISABLE=1"
+                .to_owned(),
+        ),
+        ..Extract::default()
+    }
+}
+
+fn ex_shm_default_size(_: &str, _: &str) -> Extract {
+    Extract {
+        detail: Some(
+            "/dev/shm has 64 MiB, a container's default: NCCL's shared-memory transport between \
+             the GPUs of one host needs more; start the container with --ipc=host or \
+             --shm-size (Kubernetes: an emptyDir with medium Memory mounted at /dev/shm)"
                 .to_owned(),
         ),
         ..Extract::default()
@@ -2192,6 +2211,23 @@ mod tests {
             )
         );
         assert!(ex.detail.unwrap().contains("2.27.3"));
+    }
+
+    #[test]
+    fn a_container_s_default_dev_shm_reported_at_start_up_is_a_symptom() {
+        let line = "2023-11-18 03:39:16,283 WARNING services.py:1996 -- WARNING: The object store is using /tmp instead of /dev/shm because /dev/shm has only 67108864 bytes available. This will harm performance!";
+        let (r, ex) = classify(line).unwrap();
+        assert_eq!(
+            (r.name, r.category, r.role),
+            (
+                "shm_default_size_reported",
+                Category::ShmTooSmall,
+                Role::Symptom
+            )
+        );
+        assert!(ex.detail.unwrap().contains("--shm-size"));
+        // A larger /dev/shm than the default is Ray's concern, not NCCL's.
+        assert!(classify(&line.replace("67108864", "8589934592")).is_none());
     }
 
     #[test]

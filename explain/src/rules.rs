@@ -856,12 +856,18 @@ pub(crate) static RULES: &[Rule] = &[
     // `NCCLUtils`, through `ncclCommInitRank*`): `init.cc` answers ncclInvalidArgument
     // for "Invalid rank requested : %d/%d" (a rank outside the group's size) and
     // ncclInvalidUsage for "Duplicate GPU detected". The WARN line that names it is only
-    // printed with NCCL_DEBUG set; without it, the error code says this much.
+    // printed with NCCL_DEBUG set; without it, the error code says this much. PyTorch 1.x
+    // created the communicators between `ncclGroupStart()` and `ncclGroupEnd()` in
+    // `ProcessGroupNCCL::getNCCLComm`, so there a refused communicator is reported at
+    // `ncclGroupEnd`'s check, in ProcessGroupNCCL.cpp: invalid usage named there, with no line
+    // saying more, is the same refusal (a newer PyTorch adds NCCL's "Last error" to a
+    // collective's invalid usage, which rules above read).
     rule!("nccl_init_invalid_argument", WorldSizeMismatch, Cause, AnyFinding,
         [["invalid argument", "ncclinvalidargument"], ["ncclutils", "ncclcomminitrank", "getncclcomm"]],
         not ["cuda error", "cuda failure", "cudaerror"], ex_none),
     rule!("nccl_init_invalid_usage", DuplicateGpu, Cause, AnyFinding,
-        [["invalid usage", "ncclinvalidusage"], ["ncclutils", "ncclcomminitrank", "getncclcomm"]],
+        [["invalid usage", "ncclinvalidusage"],
+         ["ncclutils", "ncclcomminitrank", "getncclcomm", "processgroupnccl.cpp"]],
         not ["cuda error", "cuda failure", "cudaerror"], ex_none),
     rule!("nccl_error_code", NcclInternalOrUnsupported, Cause, AnyFinding,
         [["ncclinternalerror", "internal check failed", "nccl internal error", "ncclinvalidusage",
@@ -2047,6 +2053,11 @@ mod tests {
         );
         assert_eq!(
             cat("torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:219, invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.19.3"),
+            Some(Category::DuplicateGpu)
+        );
+        // PyTorch 1.x reported a refused communicator at its `ncclGroupEnd` check.
+        assert_eq!(
+            cat("RuntimeError: NCCL error in: ../torch/lib/c10d/ProcessGroupNCCL.cpp:514, invalid usage, NCCL version 2.6.3"),
             Some(Category::DuplicateGpu)
         );
         // The same codes from a collective are not about set-up.

@@ -109,10 +109,16 @@ struct Proc {
     version: Option<(String, Evidence)>,
     network: Option<String>,
     socket_ifs: Vec<String>,
+    /// The `NET/Socket : Using ...` line that listed them.
+    socket_line: Option<Evidence>,
     ib_ports: Vec<String>,
     rank: Option<usize>,
     comm_of_ptr: HashMap<String, usize>,
     current: Option<usize>,
+    /// The first channel line that goes over the network transport (`via NET/...`): NCCL
+    /// takes it only between nodes (within one it has P2P and shared memory), so the process
+    /// is in a job of more than one node.
+    net_channel: Option<Evidence>,
 }
 
 #[derive(Debug, Default)]
@@ -171,9 +177,11 @@ impl NcclCollector {
         if let Some(v) = msg.strip_prefix("NCCL version ") {
             proc.version = Some((first_word(v).to_owned(), evidence()));
         } else if let Some(rest) = msg.strip_prefix("Using network ") {
-            proc.network = Some(rest.trim().to_owned());
+            // One word ("Socket", "IB"); a joined line may carry the next record's prefix.
+            proc.network = Some(first_word(rest).to_owned());
         } else if let Some(rest) = msg.strip_prefix("NET/Socket : Using ") {
             proc.socket_ifs = bracket_items(rest, ':');
+            proc.socket_line = Some(evidence());
         } else if let Some(rest) = msg.strip_prefix("NET/IB : Using ") {
             proc.ib_ports = bracket_items(rest.split(';').next().unwrap_or(rest), '/');
         } else if let Some(comm) = parse_comm_line(msg) {
@@ -249,9 +257,13 @@ impl NcclCollector {
     }
 
     fn observe_channel(&mut self, key: &ProcKey, msg: &str, evidence: &dyn Fn() -> Evidence) {
-        let Some(proc) = self.procs.get(key) else {
+        let Some(proc) = self.procs.get_mut(key) else {
             return;
         };
+        let via = msg.split(" via ").nth(1).unwrap_or("");
+        if via.trim_start().starts_with("NET/") && proc.net_channel.is_none() {
+            proc.net_channel = Some(evidence());
+        }
         let rank = proc.rank;
         let Some(idx) = proc.current else {
             return;
@@ -294,6 +306,9 @@ impl NcclCollector {
         if let Some(nodes) = self.comms.iter().filter_map(|c| c.nnodes).max() {
             return Some(nodes == 1);
         }
+        if self.procs.values().any(|p| p.net_channel.is_some()) {
+            return Some(false);
+        }
         let hosts: BTreeSet<&str> = self.procs.keys().map(|(host, _)| host.as_str()).collect();
         (!hosts.is_empty()).then_some(hosts.len() == 1)
     }
@@ -314,8 +329,8 @@ impl NcclCollector {
     }
 
     /// Checks across ranks: versions that differ, two ranks on one GPU,
-    /// communicators larger than the world, and multi-node communicators on
-    /// a loopback or container interface.
+    /// communicators larger than the world, and multi-node communicators (a node count above
+    /// one, or channels over the network transport) on a loopback or container interface.
     pub fn cross_checks(&self, world_size: Option<usize>) -> Vec<Signal> {
         let mut out = Vec::new();
         // Versions (the part before '+cuda').
@@ -398,31 +413,24 @@ impl NcclCollector {
                 }
             }
             if comm.nnodes.is_some_and(|n| n > 1) {
-                for key in &comm.procs {
-                    let Some(p) = self.procs.get(key) else {
-                        continue;
-                    };
-                    if p.network.as_deref() != Some("Socket") {
-                        continue;
-                    }
-                    if let Some(bad) = p.socket_ifs.iter().find(|i| is_local_only_iface(i)) {
-                        let mut s = Signal::new(
-                            "local_iface_across_nodes",
-                            Category::NetworkInterface,
-                            Role::Cause,
-                            Attach::Standalone,
-                        );
-                        s.observer = p.rank;
-                        s.detail = Some(format!(
-                            "NCCL uses {} for a communicator that spans {} nodes",
-                            crate::sanitize::sanitize(bad, 40),
-                            comm.nnodes.unwrap_or(0)
-                        ));
-                        s.evidence.extend(comm.first_line.iter().cloned());
-                        out.push(s);
-                        break;
-                    }
+                let spans = format!(
+                    "a communicator that spans {} nodes",
+                    comm.nnodes.unwrap_or(0)
+                );
+                let procs = comm.procs.iter().filter_map(|k| self.procs.get(k));
+                if let Some(s) = local_iface_across_nodes(procs, &spans, comm.first_line.as_ref()) {
+                    out.push(s);
                 }
+            }
+        }
+        // Without a communicator line that counts the nodes (NCCL before 2.9 printed none),
+        // a channel over the network transport says the job spans nodes.
+        if !out.iter().any(|s| s.rule == "local_iface_across_nodes") {
+            let procs = self.procs.values().filter(|p| p.net_channel.is_some());
+            let first = self.procs.values().find_map(|p| p.net_channel.as_ref());
+            let spans = "channels to other nodes (its channels go `via NET`)";
+            if let Some(s) = local_iface_across_nodes(procs, spans, first) {
+                out.push(s);
             }
         }
         out
@@ -540,6 +548,37 @@ fn base_version(v: &str) -> &str {
 
 fn first_word(s: &str) -> &str {
     s.split_whitespace().next().unwrap_or("")
+}
+
+/// The first process among `procs` whose socket transport uses an interface that only reaches
+/// its own host (loopback, a container bridge or veth): the other nodes cannot reach it.
+fn local_iface_across_nodes<'a>(
+    procs: impl Iterator<Item = &'a Proc>,
+    spans: &str,
+    line: Option<&Evidence>,
+) -> Option<Signal> {
+    for p in procs {
+        if p.network.as_deref() != Some("Socket") {
+            continue;
+        }
+        let Some(bad) = p.socket_ifs.iter().find(|i| is_local_only_iface(i)) else {
+            continue;
+        };
+        let mut s = Signal::new(
+            "local_iface_across_nodes",
+            Category::NetworkInterface,
+            Role::Cause,
+            Attach::Standalone,
+        );
+        s.observer = p.rank;
+        s.detail = Some(format!(
+            "NCCL uses {} for {spans}",
+            crate::sanitize::sanitize(bad, 40)
+        ));
+        s.evidence.extend(p.socket_line.iter().chain(line).cloned());
+        return Some(s);
+    }
+    None
 }
 
 fn is_local_only_iface(name: &str) -> bool {
@@ -681,5 +720,39 @@ mod tests {
                 Category::WorldSizeMismatch
             ]
         );
+    }
+
+    #[test]
+    fn a_container_interface_with_channels_to_other_nodes_is_found_without_a_node_count() {
+        // NCCL 2.7's lines: no communicator line counts the nodes, but a channel goes over the
+        // network transport, which NCCL takes only between nodes.
+        let lines = [
+            "a:1:1 [0] NCCL INFO NET/Socket : Using [0]ens5:10.0.0.1<0> [1]veth75fa783:fe80::1%veth75fa783<0>",
+            "a:1:1 [0] NCCL INFO Using network Socket",
+            "a:1:2 [0] NCCL INFO Channel 00 : 1[1e0] -> 0[1e0] [receive] via NET/Socket/0",
+        ];
+        let observe = |lines: &[&str]| {
+            let mut c = NcclCollector::default();
+            for (i, l) in lines.iter().enumerate() {
+                c.observe(&parse_line(l).unwrap(), Some(0), &|| ev(i as u64 + 1));
+            }
+            c
+        };
+        let c = observe(&lines);
+        assert_eq!(c.single_node(), Some(false));
+        let found = c.cross_checks(None);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].category, Category::NetworkInterface);
+        assert!(found[0].detail.as_deref().unwrap().contains("veth75fa783"));
+        let lines_seen: Vec<Option<u64>> = found[0].evidence.iter().map(|e| e.line).collect();
+        assert_eq!(lines_seen, vec![Some(1), Some(3)]);
+        // Within a node (P2P, SHM) nothing is said of the interfaces.
+        let c = observe(&[
+            lines[0],
+            lines[1],
+            "a:1:2 [0] NCCL INFO Channel 00 : 1[1e0] -> 0[1e0] via P2P/IPC",
+        ]);
+        assert_eq!(c.single_node(), Some(true));
+        assert!(c.cross_checks(None).is_empty());
     }
 }

@@ -36,8 +36,11 @@ use serde::Deserialize;
 /// progress line and fairseq's `all_gather_list`), 0.872; 199 of 228 with the twelfth (2 of
 /// its 2), 0.873; 200 of 230 with the thirteenth (1 of its 2: a watchdog's last lines alone
 /// where ranks had issued different collectives), 0.8696; 206 of 236 with the fourteenth (5 of
-/// its 6 before, 6 after a rule read in NCCL 2.27.3's change to its topology search), 0.873.
-const DEVELOPMENT_FLOOR: f64 = 0.865;
+/// its 6 before, 6 after a rule read in NCCL 2.27.3's change to its topology search), 0.873;
+/// 216 of 245 with the fifteenth to seventeenth (6 of their 9 before; after rules read in Ray's
+/// start-up check of /dev/shm, PyTorch 1.x's communicator set-up and NCCL's network
+/// transport), 0.882.
+const DEVELOPMENT_FLOOR: f64 = 0.875;
 /// Lowest accepted top-1 accuracy on the validation split: 71 of 93 on
 /// 2026-12-02 (the goal is 0.95), 74 of 98 with the second batch of that
 /// day (3 of its 5). It was 67 of 85 (0.788) the day before; the 8
@@ -60,7 +63,7 @@ const DEVELOPMENT_FLOOR: f64 = 0.865;
 /// behaviour: srun ends a step whose task failed), which rights it. The eleventh batch's one
 /// came in at 0 of 1 (83 of 113, 0.735), the twelfth's three at 2 of 3 (85 of 116, 0.733), the
 /// thirteenth's four at 2 of 4 (87 of 120, 0.725), the fourteenth's two at 1 of 2 (88 of 122,
-/// 0.721).
+/// 0.721), the fifteenth's two at 2 of 2 (90 of 124, 0.726).
 const VALIDATION_FLOOR: f64 = 0.72;
 /// Cases in the corpus: a case lost from the index fails the test (the
 /// issue asked for at least 150).

@@ -824,6 +824,15 @@ pub(crate) static RULES: &[Rule] = &[
     // found!": the build has NCCL, this process sees no GPU.
     rule!("nccl_without_gpu", NcclInternalOrUnsupported, Cause, Standalone,
         [["processgroupnccl is only supported with gpus"]], not [], ex_none),
+    // NCCL's `CUDACHECK` ("Cuda failure '%s'", then ncclUnhandledCudaError) with the CUDA
+    // runtime's words for a call made wrongly: cudaErrorInvalidValue ("invalid argument": a
+    // parameter out of range) and cudaErrorInvalidResourceHandle ("invalid resource handle": a
+    // stream or event of another context). NCCL made the call, not the program's kernels: a
+    // bug of that NCCL release on this platform or CUDA context (a collective issued before the
+    // rank's device was set, which old releases did not handle), not a fault of the GPU.
+    rule!("nccl_cuda_call_refused", NcclInternalOrUnsupported, Cause, Standalone,
+        [["cuda failure 'invalid argument'", "cuda failure 'invalid resource handle'"]],
+        not [], ex_nccl_cuda_call_refused),
     rule!("nccl_unhandled_cuda", CudaError, Cause, AnyFinding,
         [["unhandled cuda error", "ncclunhandledcudaerror"]], not [], ex_none),
     // The CUDA runtime's words when there is no GPU to use at all (no driver, none visible, a
@@ -1070,6 +1079,20 @@ fn ex_shm_default_size(_: &str, _: &str) -> Extract {
             "/dev/shm has 64 MiB, a container's default: NCCL's shared-memory transport between \
              the GPUs of one host needs more; start the container with --ipc=host or \
              --shm-size (Kubernetes: an emptyDir with medium Memory mounted at /dev/shm)"
+                .to_owned(),
+        ),
+        ..Extract::default()
+    }
+}
+
+fn ex_nccl_cuda_call_refused(_: &str, _: &str) -> Extract {
+    Extract {
+        detail: Some(
+            "a CUDA call NCCL made itself was refused as made wrongly (not a kernel of the \
+             program's, not a GPU fault): an NCCL bug on this platform or CUDA context; upgrade \
+             NCCL (a newer torch wheel ships one) and set each rank's device before its first \
+             collective (`torch.cuda.set_device(local_rank)`, or `device_id` in \
+             `init_process_group`)"
                 .to_owned(),
         ),
         ..Extract::default()
@@ -2222,6 +2245,28 @@ mod tests {
             )
         );
         assert!(ex.detail.unwrap().contains("2.27.3"));
+    }
+
+    #[test]
+    fn a_cuda_call_nccl_made_wrongly_is_nccl_s_not_the_program_s() {
+        for line in [
+            "host-a:4163:4163 [0] enqueue.cc:336 NCCL WARN Cuda failure 'invalid resource handle'",
+            "Cuda failure 'invalid argument'",
+        ] {
+            let (r, ex) = classify(line).unwrap();
+            assert_eq!(
+                (r.name, r.category),
+                (
+                    "nccl_cuda_call_refused",
+                    Category::NcclInternalOrUnsupported
+                )
+            );
+            assert!(ex.detail.unwrap().contains("torch.cuda.set_device"));
+        }
+        // A fault of the program's kernels stays a CUDA error.
+        let (r, _) =
+            classify("NCCL WARN Cuda failure 'an illegal memory access was encountered'").unwrap();
+        assert_eq!(r.category, Category::CudaError);
     }
 
     #[test]

@@ -1361,7 +1361,15 @@ fn ex_address(line: &str, lower: &str) -> Extract {
         .iter()
         .find_map(|k| lower.find(k).map(|i| i + k.len()))
         .map(|i| {
-            let word = line[i..].split_whitespace().next().unwrap_or("");
+            let rest = &line[i..];
+            // c10d's socket.cpp names the peer as "(host, port)".
+            let pair = rest
+                .strip_prefix('(')
+                .and_then(|r| r.split_once(')'))
+                .and_then(|(inside, _)| inside.split_once(", "))
+                .map(|(host, port)| format!("{}:{}", host.trim(), port.trim()));
+            let word =
+                pair.unwrap_or_else(|| rest.split_whitespace().next().unwrap_or("").to_owned());
             format!(
                 "to {}",
                 sanitize(word.trim_end_matches([',', '.', ';']), 80)
@@ -2245,6 +2253,19 @@ mod tests {
             )
         );
         assert!(ex.detail.unwrap().contains("2.27.3"));
+    }
+
+    #[test]
+    fn the_address_a_rank_could_not_reach_is_read_in_each_form() {
+        let detail = |line: &str| classify(line).unwrap().1.detail;
+        assert_eq!(
+            detail("[E socket.cpp:793] [c10d] The client socket has timed out after 60s while trying to connect to (host-a, 2222)."),
+            Some("to host-a:2222".to_owned())
+        );
+        assert_eq!(
+            detail("[W socket.cpp:601] [c10d] The client socket has failed to connect to [host-a]:29500 (errno: 111 - Connection refused)."),
+            Some("to [host-a]:29500".to_owned())
+        );
     }
 
     #[test]

@@ -1357,25 +1357,38 @@ fn ex_port(_: &str, lower: &str) -> Extract {
 }
 
 fn ex_address(line: &str, lower: &str) -> Extract {
-    let detail = ["connect to ", "address for: ", "address for "]
-        .iter()
-        .find_map(|k| lower.find(k).map(|i| i + k.len()))
-        .map(|i| {
-            let rest = &line[i..];
-            // c10d's socket.cpp names the peer as "(host, port)".
-            let pair = rest
-                .strip_prefix('(')
-                .and_then(|r| r.split_once(')'))
-                .and_then(|(inside, _)| inside.split_once(", "))
-                .map(|(host, port)| format!("{}:{}", host.trim(), port.trim()));
-            let word =
-                pair.unwrap_or_else(|| rest.split_whitespace().next().unwrap_or("").to_owned());
-            format!(
-                "to {}",
-                sanitize(word.trim_end_matches([',', '.', ';']), 80)
-            )
-        })
-        .filter(|d| d.len() > 3);
+    // c10d's socket.cpp: "failed to connect to any network address of (host, port)", "failed
+    // to connect to host:port"; gloo's `GLOO_SOCKET_IFNAME` lookup: "Unable to find address
+    // for: eth1" (an interface).
+    let detail = [
+        ("connect to any network address of ", "to"),
+        ("connect to ", "to"),
+        ("address for: ", "no address for interface"),
+        ("address for ", "no address for interface"),
+    ]
+    .iter()
+    .find_map(|(k, said)| lower.find(k).map(|i| (i + k.len(), said)))
+    .map(|(i, said)| {
+        let rest = &line[i..];
+        // c10d's socket.cpp names the peer as "(host, port)".
+        let pair = rest
+            .strip_prefix('(')
+            .and_then(|r| r.split_once(')'))
+            .and_then(|(inside, _)| inside.split_once(", "))
+            .map(|(host, port)| format!("{}:{}", host.trim(), port.trim()));
+        let word = pair.unwrap_or_else(|| rest.split_whitespace().next().unwrap_or("").to_owned());
+        let word = sanitize(word.trim_end_matches([',', '.', ';']), 80);
+        // NCCL_SOCKET_IFNAME's `^` (every interface but these) is NCCL's syntax: PyTorch gives
+        // each name of GLOO_SOCKET_IFNAME to gloo as an interface's name.
+        let excluded = if word.starts_with('^') && said.ends_with("interface") {
+            " (a `^` exclusion, which NCCL_SOCKET_IFNAME takes but GLOO_SOCKET_IFNAME does not: \
+             name the interface to use)"
+        } else {
+            ""
+        };
+        (!word.is_empty()).then(|| format!("{said} {word}{excluded}"))
+    })
+    .flatten();
     Extract {
         detail,
         ..Extract::default()
@@ -2265,6 +2278,14 @@ mod tests {
         assert_eq!(
             detail("[W socket.cpp:601] [c10d] The client socket has failed to connect to [host-a]:29500 (errno: 111 - Connection refused)."),
             Some("to [host-a]:29500".to_owned())
+        );
+        assert_eq!(
+            detail("RuntimeError: The client socket has failed to connect to any network address of (10.0.0.1, 23456). The client socket has failed to connect to 10.0.0.1:23456 (errno: 110 - Connection timed out)."),
+            Some("to 10.0.0.1:23456".to_owned())
+        );
+        assert_eq!(
+            detail("RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/device.cc:83] ifa != nullptr. Unable to find address for: ^lo"),
+            Some("no address for interface ^lo (a `^` exclusion, which NCCL_SOCKET_IFNAME takes but GLOO_SOCKET_IFNAME does not: name the interface to use)".to_owned())
         );
     }
 

@@ -1368,7 +1368,7 @@ fn ex_address(line: &str, lower: &str) -> Extract {
     ]
     .iter()
     .find_map(|(k, said)| lower.find(k).map(|i| (i + k.len(), said)))
-    .map(|(i, said)| {
+    .and_then(|(i, said)| {
         let rest = &line[i..];
         // c10d's socket.cpp names the peer as "(host, port)".
         let pair = rest
@@ -1387,8 +1387,7 @@ fn ex_address(line: &str, lower: &str) -> Extract {
             ""
         };
         (!word.is_empty()).then(|| format!("{said} {word}{excluded}"))
-    })
-    .flatten();
+    });
     Extract {
         detail,
         ..Extract::default()

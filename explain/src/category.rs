@@ -128,7 +128,7 @@ impl Category {
     /// memory".
     pub fn predicate(self) -> &'static str {
         match self {
-            Category::NetworkInterface => "could not use the network interface it needs",
+            Category::NetworkInterface => "could not use a network interface the job needs",
             Category::ConnectionRefused => "could not connect: nothing listened at the address",
             Category::PortInUse => "could not listen: the port is already in use",
             Category::RendezvousTimeout => "did not join the rendezvous in time",

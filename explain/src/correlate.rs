@@ -2320,7 +2320,12 @@ fn title(
             if subject.is_empty() {
                 format!("{by} lost a peer: another rank exited or the connection broke")
             } else {
-                format!("{by} lost {subject}: it exited or was killed")
+                let gone = if ranks.len() == 1 {
+                    "it exited or was killed"
+                } else {
+                    "they exited or were killed"
+                };
+                format!("{by} lost {subject}: {gone}")
             }
         }
         Category::WorldSizeMismatch

@@ -2232,6 +2232,9 @@ const INDIRECT_RULES: &[&str] = &[
     "manifest_rank_end",
     "elastic_failure",
     "nccl_error_code",
+    // NCCL's `unhandled cuda error` without its `Cuda failure '...'` line: which CUDA call
+    // failed, NCCL's own or a kernel's error caught at NCCL's, is not said.
+    "nccl_unhandled_cuda",
     "crash_marker",
     "launcher_consequence",
     RULE_ABORTED_WITHOUT_AN_ERROR,

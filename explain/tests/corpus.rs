@@ -40,10 +40,10 @@ use serde::Deserialize;
 /// its 2), 0.873; 200 of 230 with the thirteenth (1 of its 2: a watchdog's last lines alone
 /// where ranks had issued different collectives), 0.8696; 206 of 236 with the fourteenth (5 of
 /// its 6 before, 6 after a rule read in NCCL 2.27.3's change to its topology search), 0.873;
-/// 216 of 245 with the fifteenth to seventeenth (6 of their 9 before; after rules read in Ray's
-/// start-up check of /dev/shm, PyTorch 1.x's communicator set-up and NCCL's network
-/// transport), 0.882.
-const DEVELOPMENT_FLOOR: f64 = 0.875;
+/// 218 of 245 with the fifteenth to seventeenth (6 of their 9 before; after rules read in Ray's
+/// start-up check of /dev/shm, PyTorch 1.x's communicator set-up, NCCL's network transport and
+/// NCCL's `CUDACHECK` of a call made wrongly), 0.890.
+const DEVELOPMENT_FLOOR: f64 = 0.88;
 /// Lowest accepted top-1 accuracy on the validation split: 71 of 93 on
 /// 2026-12-02 (the goal is 0.95), 74 of 98 with the second batch of that
 /// day (3 of its 5). It was 67 of 85 (0.788) the day before; the 8

@@ -1780,12 +1780,11 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
     let mut details: Vec<String> = Vec::new();
     // What the traces say of a rank behind (what it last finished, how long it was quiet,
     // where its stack was) comes first: the other sources repeat its collectives.
-    let behind_first =
-        own.iter()
-            .filter(|s| matches!(s.rule, "trace_behind" | "pystack_behind" | WORK_BEHIND_RULE))
-            .chain(own.iter().filter(|s| {
-                !matches!(s.rule, "trace_behind" | "pystack_behind" | WORK_BEHIND_RULE)
-            }));
+    let says_who_is_behind = ["trace_behind", "pystack_behind", WORK_BEHIND_RULE];
+    let behind_first = own
+        .iter()
+        .filter(|s| says_who_is_behind.contains(&s.rule))
+        .chain(own.iter().filter(|s| !says_who_is_behind.contains(&s.rule)));
     for s in behind_first.chain(g.attached.iter()) {
         if let Some(d) = &s.detail {
             // Details quote words from the inputs (versions, interfaces,

@@ -427,9 +427,8 @@ impl NcclCollector {
         // a channel over the network transport says the job spans nodes.
         if !out.iter().any(|s| s.rule == "local_iface_across_nodes") {
             let procs = self.procs.values().filter(|p| p.net_channel.is_some());
-            let first = self.procs.values().find_map(|p| p.net_channel.as_ref());
             let spans = "channels to other nodes (its channels go `via NET`)";
-            if let Some(s) = local_iface_across_nodes(procs, spans, first) {
+            if let Some(s) = local_iface_across_nodes(procs, spans, None) {
                 out.push(s);
             }
         }
@@ -551,7 +550,8 @@ fn first_word(s: &str) -> &str {
 }
 
 /// The first process among `procs` whose socket transport uses an interface that only reaches
-/// its own host (loopback, a container bridge or veth): the other nodes cannot reach it.
+/// its own host (loopback, a container bridge or veth): the other nodes cannot reach it. `line`
+/// is the line that shows the job spans nodes, when not the process's own channel.
 fn local_iface_across_nodes<'a>(
     procs: impl Iterator<Item = &'a Proc>,
     spans: &str,
@@ -575,7 +575,10 @@ fn local_iface_across_nodes<'a>(
             "NCCL uses {} for {spans}",
             crate::sanitize::sanitize(bad, 40)
         ));
-        s.evidence.extend(p.socket_line.iter().chain(line).cloned());
+        // The line that shows the nodes: the communicator's, or this process's own channel.
+        let spanning = line.or(p.net_channel.as_ref());
+        s.evidence
+            .extend(p.socket_line.iter().chain(spanning).cloned());
         return Some(s);
     }
     None

@@ -335,7 +335,15 @@ pub(crate) fn build(mut g: Gathered, opts: &Options) -> Report {
 
     // 4c. What the logs show as a whole.
     if g.progress.is_empty() {
-        for mut s in work_position_signals(&g.shape, &signals, opts) {
+        let single_host = g.shape.single_host(g.nccl.single_node());
+        let p2p_off = ctx.p2p_disabled || g.shape.p2p_disabled;
+        let stuck = (single_host != Some(false) && !p2p_off)
+            .then(|| first_collective_stuck_everywhere(&g.shape, opts))
+            .flatten();
+        for mut s in work_position_signals(&g.shape, &signals, opts)
+            .into_iter()
+            .chain(stuck)
+        {
             order += 1;
             s.order = order;
             signals.push(s);
@@ -573,6 +581,47 @@ fn work_position_signals(
         }
     }
     out
+}
+
+/// Every rank a group's watchdogs show (two or more) issued the group's first collective and
+/// none ever completed one (last completed -1): nobody is behind, so the transport between
+/// them never moved the first data. On one node (or where the log does not say more than one)
+/// that is NCCL's peer-to-peer path, the case of NCCL's troubleshooting guide: PCIe ACS or the
+/// IOMMU routing peer traffic where it cannot go, GPUs without peer-to-peer support.
+fn first_collective_stuck_everywhere(
+    shape: &crate::shape::LogShape,
+    opts: &Options,
+) -> Option<Signal> {
+    let mut groups: BTreeMap<&str, Vec<(usize, &crate::shape::WorkPosition)>> = BTreeMap::new();
+    for ((group, rank), pos) in &shape.work_positions {
+        groups.entry(group.as_str()).or_default().push((*rank, pos));
+    }
+    groups.into_values().find_map(|ranks| {
+        let first = ranks.len() >= 2
+            && ranks.iter().all(|(_, p)| {
+                p.completed == -1 && p.failed_at.is_some_and(|w| (0..=1).contains(&w))
+            });
+        if !first {
+            return None;
+        }
+        let mut s = Signal::standalone(
+            "first_collective_stuck_everywhere",
+            Category::P2pHang,
+            Role::Cause,
+        );
+        s.subjects = ranks.iter().map(|(r, _)| *r).collect();
+        s.detail = Some(format!(
+            "{} each issued their group's first collective and none ever completed one: nobody \
+             is behind, the first transfer between the GPUs never finished",
+            who(&s.subjects)
+        ));
+        s.evidence = ranks
+            .iter()
+            .map(|(_, p)| p.evidence.clone())
+            .take(opts.max_evidence)
+            .collect();
+        Some(s)
+    })
 }
 
 /// The detail of a timeout every rank of the log had issued, naming the ranks it never shows.
@@ -2221,6 +2270,7 @@ const INDIRECT_RULES: &[&str] = &[
     "log_ends_after_nccl_setup_on_one_node",
     "logged_calls_differ",
     "nccl_system_error_one_node",
+    "first_collective_stuck_everywhere",
     "nccl_init_invalid_argument",
     "nccl_init_invalid_usage",
     "sigkill_exit",

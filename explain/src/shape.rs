@@ -29,7 +29,8 @@
 //!   work: Y, last completed NCCL work: Z", "Exception (either an error or timeout) detected
 //!   by watchdog at work: X, ...", the heartbeat monitor's "Received a dump signal due to a
 //!   collective timeout from rank R ... Last enqueued NCCL work: Y, last completed NCCL work:
-//!   Z"): a rank whose last enqueued work is below the one another rank timed out in never
+//!   Z"; PyTorch 2.6 and later: "failure detected by watchdog at work sequence id: X PG status:
+//!   last enqueued work: Y, last completed work: Z"): a rank whose last enqueued work is below the one another rank timed out in never
 //!   issued it.
 //!
 //! * Diagnostic tools' outputs pasted into the log (py-spy stack dumps, CUDA's
@@ -408,12 +409,22 @@ impl LogShape {
 /// A watchdog's line giving a rank's place in its group's collectives: (the group as the line
 /// names it, the rank, the work it failed in, the last enqueued, the last completed).
 fn work_position(lower: &str) -> Option<(String, usize, Option<i64>, i64, i64)> {
-    let at = lower.find("last enqueued nccl work: ")?;
-    let enqueued = signed_after(&lower[at..], "last enqueued nccl work: ")?;
-    let completed = signed_after(&lower[at..], "last completed nccl work: ")?;
-    let failed_at = ["timeout at nccl work: ", "detected by watchdog at work: "]
-        .iter()
-        .find_map(|k| signed_after(&lower[..at], k));
+    // PyTorch 2.2 to 2.5 say "NCCL work", 2.6 and later "work" ("failure detected by watchdog
+    // at work sequence id: 1 PG status: last enqueued work: 547, last completed work: -1").
+    let (at, enqueued, completed) = ["nccl work: ", "work: "].iter().find_map(|unit| {
+        let key = format!("last enqueued {unit}");
+        let at = lower.find(&key)?;
+        let enqueued = signed_after(&lower[at..], &key)?;
+        let completed = signed_after(&lower[at..], &format!("last completed {unit}"))?;
+        Some((at, enqueued, completed))
+    })?;
+    let failed_at = [
+        "timeout at nccl work: ",
+        "detected by watchdog at work: ",
+        "detected by watchdog at work sequence id: ",
+    ]
+    .iter()
+    .find_map(|k| signed_after(&lower[..at], k));
     // The log prefix before the message: "[PG 0 Rank 2] ", "[PG ID 0 PG GUID 0(default_pg)
     // Rank 0] ", "[Rank 5] " (before PyTorch 2.3).
     let open = lower[..at].rfind('[')?;
@@ -639,6 +650,7 @@ mod tests {
             "[rank3]:[E227 16:30:43.526290891 ProcessGroupNCCL.cpp:1785] [PG ID 2 PG GUID 3 Rank 3] Exception (either an error or timeout) detected by watchdog at work: 32, last enqueued NCCL work: 32, last completed NCCL work: 31.",
             "[rank4]:[E703 15:37:17.178360488 ProcessGroupNCCL.cpp:1987] [PG ID 0 PG GUID 0(default_pg) Rank 4] Received a dump signal due to a collective timeout from  rank 7 and we will try our best to dump the debug info. Last enqueued NCCL work: -1, last completed NCCL work: -1.",
             "[rank1]:[E ProcessGroupNCCL.cpp:563] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=19, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800093 milliseconds before timing out.",
+            "[rank6]:[E1218 20:27:21.484903450 ProcessGroupNCCL.cpp:2168] [PG ID 1 PG GUID 1 Rank 6]  failure detected by watchdog at work sequence id: 1 PG status: last enqueued work: 547, last completed work: -1",
         ]);
         let places: Vec<(&str, usize, Option<i64>, i64, i64)> = shape
             .work_positions
@@ -651,6 +663,7 @@ mod tests {
                 ("", 5, Some(18421), 18421, 18420),
                 ("pg 0", 2, Some(19), 19, 18),
                 ("pg id 0 pg guid 0(default_pg)", 4, None, -1, -1),
+                ("pg id 1 pg guid 1", 6, Some(1), 547, -1),
                 ("pg id 2 pg guid 3", 3, Some(32), 32, 31),
             ]
         );

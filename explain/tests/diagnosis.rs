@@ -586,6 +586,40 @@ fn a_rank_that_never_enqueued_the_work_others_timed_out_in_is_named() {
 }
 
 #[test]
+fn a_first_collective_that_no_rank_ever_completed_is_a_transport_hang() {
+    // PyTorch 2.6's watchdog line: every rank shown issued the group's first collective and
+    // none completed any (-1).
+    let place = |r: usize, completed: i64| {
+        format!(
+            "[rank{r}]:[E1218 20:27:21.484903450 ProcessGroupNCCL.cpp:2168] [PG ID 1 PG GUID 1 \
+             Rank {r}]  failure detected by watchdog at work sequence id: 1 PG status: last \
+             enqueued work: 547, last completed work: {completed}\n"
+        )
+    };
+    let first = |log: &str| {
+        let report =
+            probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
+        let top = report.findings.first().expect("a finding").clone();
+        (top.category, top.ranks, top.confidence)
+    };
+    let both = place(0, -1) + &place(1, -1);
+    assert_eq!(
+        first(&both),
+        (Category::P2pHang, vec![0, 1], Confidence::Medium)
+    );
+    // One rank alone says nothing of the others.
+    assert_ne!(first(&place(0, -1)).0, Category::P2pHang);
+    // A group that completed collectives before is not stuck at its first.
+    assert_ne!(first(&(place(0, 0) + &place(1, 0))).0, Category::P2pHang);
+    // Between nodes (NCCL's channels go over its network transport) it is not peer-to-peer.
+    let nodes = "host-a:10:11 [0] NCCL INFO Channel 00 : 1[1e0] -> 0[1e0] [receive] via \
+                 NET/Socket/0\n"
+        .to_owned()
+        + &both;
+    assert_ne!(first(&nodes).0, Category::P2pHang);
+}
+
+#[test]
 fn an_oom_kill_the_kernel_or_slurm_reported_is_said_to_be_one() {
     for f in [
         "host_oom_killed/dmesg.txt",

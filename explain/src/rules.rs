@@ -618,12 +618,17 @@ pub(crate) static RULES: &[Rule] = &[
           "ibv_open_device", "ibv_get_device"], ["fail", "error"]],
         not [], ex_none),
     // `net_ib.cc`: "NET/IB : Got completion from peer %s with error %d, opcode %d, len
-    // %d, vendor err %d": the error is the verbs work-completion status. Status 4,
-    // IBV_WC_LOC_PROT_ERR, is the NIC refused access to the local buffer: with GPU Direct
-    // RDMA that buffer is GPU memory, and PCIe ACS or an IOMMU between NIC and GPU blocks
-    // the peer-to-peer access (NCCL's troubleshooting guide, "PCI Access Control Services").
+    // %d, vendor err %d" (later "with status=%d opcode=%d", and since `net_ib/p2p.cc`
+    // "with status=%s(%d) opcode=%s(%d)", the status's verbs name first): the verbs
+    // work-completion status. Status 4, IBV_WC_LOC_PROT_ERR, is the NIC refused access to the
+    // local buffer: with GPU Direct RDMA that buffer is GPU memory, and PCIe ACS or an IOMMU
+    // between NIC and GPU blocks the peer-to-peer access (NCCL's troubleshooting guide, "PCI
+    // Access Control Services"). The verbs name alone is enough: a paste that wraps NCCL's long
+    // line leaves "NET/IB" on the line before it.
     rule!("ib_local_protection", P2pHang, Cause, Standalone,
-        [["net/ib"], ["with error 4,", "with error 4 "]], not [], ex_ib_local_protection),
+        [["net/ib", "ibv_wc_loc_prot_err"],
+         ["with error 4,", "with error 4 ", "with status=4 ", "status=ibv_wc_loc_prot_err"]],
+        not [], ex_ib_local_protection),
     // NCCL `misc/socket.cc`: "socketFinalizeAccept: wrong type %d != %d": a connection of
     // another kind than expected arrived (`ncclSocketType`: 3 NetSocket, 4 NetIb): one
     // node's ranks use InfiniBand and the other's plain sockets.
@@ -2115,6 +2120,19 @@ mod tests {
         );
         assert_eq!(
             cat("h:1:2 [1] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<53249> with error 12, opcode 0, len 0, vendor err 129 (Recv)"),
+            Some(Category::Infiniband)
+        );
+        // NCCL's later formats of the same status; the second line of a wrapped one.
+        assert_eq!(
+            cat("host-a:3468:3905 [4] ib_plugin.c:1615 NCCL WARN NET/IB : Got completion from peer 10.0.0.1<54862> with status=4 opcode=0 len=0 vendor err 81 (Send)"),
+            Some(Category::P2pHang)
+        );
+        assert_eq!(
+            cat("from peer 10.0.0.1<55095> with status=IBV_WC_LOC_PROT_ERR(4) opcode=IBV_WC_SEND(0)"),
+            Some(Category::P2pHang)
+        );
+        assert_eq!(
+            cat("host-a:3468:3905 [4] ib_plugin.c:1615 NCCL WARN NET/IB : Got completion from peer 10.0.0.1<54862> with status=12 opcode=0 len=0 vendor err 129 (Recv)"),
             Some(Category::Infiniband)
         );
         assert_eq!(

@@ -186,8 +186,11 @@ impl Category {
             }
             Category::CollectiveTimeout => {
                 "A collective did not complete within the timeout. Usually one rank never issued it \
-                 (it is behind, stuck in data loading or compute, or dead) and the others wait for it; \
-                 less often the transport itself is stuck."
+                 and the others wait for it: it ran out of batches (data uneven across ranks: the \
+                 timeout then comes at an epoch's end or in the evaluation after it), it took \
+                 another branch (a block only some ranks run that calls a collective: evaluation, \
+                 checkpointing, logging), it is still busy (a long save, evaluation or data step \
+                 on one rank), or it died. Less often the transport itself is stuck."
             }
             Category::CollectiveMismatch => {
                 "Ranks called different collectives, or the same collective with different shapes or \
@@ -298,9 +301,12 @@ impl Category {
                  0..WORLD_SIZE-1; check launcher flags and environment overrides on each node."
             }
             Category::CollectiveTimeout => {
-                "Find the rank that is behind (named here when the traces tell) and read its log: it \
-                 may be dead, stuck in I/O, or skipping a collective in a data-dependent branch. \
-                 Only raise the timeout if the work is legitimately slow."
+                "Find the rank that is behind (named here when the logs or traces tell) and read its \
+                 log. Give every rank the same number of batches (DistributedSampler with \
+                 drop_last=True, or `with model.join():`); call collectives on every rank or on \
+                 none (not inside `if rank == 0:`); for work meant to be long on one rank, have the \
+                 others wait in a barrier under a longer process-group timeout. Only raise the \
+                 timeout if the work is legitimately slow."
             }
             Category::CollectiveMismatch => {
                 "Make every rank call the same collectives in the same order with the same shapes: \

@@ -46,7 +46,8 @@ use serde::Deserialize;
 /// nineteenth (projects' own notes: 2 of their 4 before, 3 after PyTorch 2.6's watchdog line
 /// was read), 0.888; 223 of 251 with the twentieth (1 of its 2 before, 2 after NCCL's later
 /// formats of an IB completion's status were read), 0.888; 225 of 253 with the twenty-first
-/// (2 of its 2), 0.889.
+/// (2 of its 2), 0.889; 228 of 258 with the twenty-third and twenty-fourth (3 of their 5: the
+/// two misses hold no sign of their cause), 0.884.
 const DEVELOPMENT_FLOOR: f64 = 0.88;
 /// Lowest accepted top-1 accuracy on the validation split: 71 of 93 on
 /// 2026-12-02 (the goal is 0.95), 74 of 98 with the second batch of that
@@ -73,7 +74,8 @@ const DEVELOPMENT_FLOOR: f64 = 0.88;
 /// 0.721), the fifteenth's two at 2 of 2 (90 of 124, 0.726), the nineteenth's one at 0 of 1
 /// (90 of 125, 0.720), the twentieth's one at 1 of 1 (91 of 126, 0.722), the twenty-first's
 /// one at 1 of 1 (92 of 127, 0.724), the twenty-second's four (merged fixes' pull requests) at 2
-/// of 4 (94 of 131, 0.718): the floor follows it down, as it records what new real logs do.
+/// of 4 (94 of 131, 0.718): the floor follows it down, as it records what new real logs do;
+/// the twenty-fourth's two at 2 of 2 (96 of 133, 0.722).
 const VALIDATION_FLOOR: f64 = 0.715;
 /// Lowest accepted share of right first findings among those said with high confidence, on the
 /// validation split: 69 of 76 (0.908) on 2026-12-03, when the test began to count it. "High"
@@ -81,7 +83,7 @@ const VALIDATION_FLOOR: f64 = 0.715;
 const VALIDATION_HIGH_CONFIDENCE_FLOOR: f64 = 0.88;
 /// Cases in the corpus: a case lost from the index fails the test (the
 /// issue asked for at least 150).
-const CASES: usize = 384;
+const CASES: usize = 391;
 
 #[derive(Deserialize)]
 struct Case {

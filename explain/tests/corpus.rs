@@ -47,7 +47,9 @@ use serde::Deserialize;
 /// was read), 0.888; 223 of 251 with the twentieth (1 of its 2 before, 2 after NCCL's later
 /// formats of an IB completion's status were read), 0.888; 225 of 253 with the twenty-first
 /// (2 of its 2), 0.889; 228 of 258 with the twenty-third and twenty-fourth (3 of their 5: the
-/// two misses hold no sign of their cause), 0.884.
+/// two misses hold no sign of their cause), 0.884; 231 of 258 once a bare ncclSystemError in a
+/// log that does not show one node is read as the network (3 of the 4 such development logs),
+/// 0.895.
 const DEVELOPMENT_FLOOR: f64 = 0.88;
 /// Lowest accepted top-1 accuracy on the validation split: 71 of 93 on
 /// 2026-12-02 (the goal is 0.95), 74 of 98 with the second batch of that

@@ -504,12 +504,8 @@ fn work_position_signals(
     opts: &Options,
 ) -> Vec<Signal> {
     type Place<'a> = (usize, &'a crate::shape::WorkPosition);
-    let mut groups: BTreeMap<&str, Vec<Place<'_>>> = BTreeMap::new();
-    for ((group, rank), pos) in &shape.work_positions {
-        groups.entry(group.as_str()).or_default().push((*rank, pos));
-    }
     let mut out = Vec::new();
-    for (group, ranks) in groups {
+    for (group, ranks) in shape.work_positions_by_group() {
         let failed = ranks.iter().filter_map(|(_, p)| p.failed_at);
         let Some(work) = failed.filter(|w| *w >= 0).min() else {
             continue;
@@ -592,36 +588,35 @@ fn first_collective_stuck_everywhere(
     shape: &crate::shape::LogShape,
     opts: &Options,
 ) -> Option<Signal> {
-    let mut groups: BTreeMap<&str, Vec<(usize, &crate::shape::WorkPosition)>> = BTreeMap::new();
-    for ((group, rank), pos) in &shape.work_positions {
-        groups.entry(group.as_str()).or_default().push((*rank, pos));
-    }
-    groups.into_values().find_map(|ranks| {
-        let first = ranks.len() >= 2
-            && ranks.iter().all(|(_, p)| {
-                p.completed == -1 && p.failed_at.is_some_and(|w| (0..=1).contains(&w))
-            });
-        if !first {
-            return None;
-        }
-        let mut s = Signal::standalone(
-            "first_collective_stuck_everywhere",
-            Category::P2pHang,
-            Role::Cause,
-        );
-        s.subjects = ranks.iter().map(|(r, _)| *r).collect();
-        s.detail = Some(format!(
+    shape
+        .work_positions_by_group()
+        .into_values()
+        .find_map(|ranks| {
+            let first = ranks.len() >= 2
+                && ranks.iter().all(|(_, p)| {
+                    p.completed == -1 && p.failed_at.is_some_and(|w| (0..=1).contains(&w))
+                });
+            if !first {
+                return None;
+            }
+            let mut s = Signal::standalone(
+                "first_collective_stuck_everywhere",
+                Category::P2pHang,
+                Role::Cause,
+            );
+            s.subjects = ranks.iter().map(|(r, _)| *r).collect();
+            s.detail = Some(format!(
             "{} each issued their group's first collective and none ever completed one: nobody \
              is behind, the first transfer between the GPUs never finished",
             who(&s.subjects)
         ));
-        s.evidence = ranks
-            .iter()
-            .map(|(_, p)| p.evidence.clone())
-            .take(opts.max_evidence)
-            .collect();
-        Some(s)
-    })
+            s.evidence = ranks
+                .iter()
+                .map(|(_, p)| p.evidence.clone())
+                .take(opts.max_evidence)
+                .collect();
+            Some(s)
+        })
 }
 
 /// The detail of a timeout every rank of the log had issued, naming the ranks it never shows.

@@ -374,6 +374,16 @@ impl LogShape {
         nccl_single_node
     }
 
+    /// The watchdogs' places in their groups' collectives, by group (as the lines name it):
+    /// each rank with its place.
+    pub fn work_positions_by_group(&self) -> BTreeMap<&str, Vec<(usize, &WorkPosition)>> {
+        let mut groups: BTreeMap<&str, Vec<(usize, &WorkPosition)>> = BTreeMap::new();
+        for ((group, rank), pos) in &self.work_positions {
+            groups.entry(group.as_str()).or_default().push((*rank, pos));
+        }
+        groups
+    }
+
     /// Global ranks announced by more than one process, when some ranks of
     /// the announced group never announced themselves (a restart announces
     /// every rank again; ranks given out twice leave others out).

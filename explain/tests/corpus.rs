@@ -49,7 +49,7 @@ use serde::Deserialize;
 /// (2 of its 2), 0.889; 228 of 258 with the twenty-third and twenty-fourth (3 of their 5: the
 /// two misses hold no sign of their cause), 0.884; 231 of 258 once a bare ncclSystemError in a
 /// log that does not show one node is read as the network (3 of the 4 such development logs),
-/// 0.895.
+/// 0.895; 232 of 260 with the twenty-fifth (1 of its 2), 0.892.
 const DEVELOPMENT_FLOOR: f64 = 0.88;
 /// Lowest accepted top-1 accuracy on the validation split: 71 of 93 on
 /// 2026-12-02 (the goal is 0.95), 74 of 98 with the second batch of that
@@ -85,7 +85,7 @@ const VALIDATION_FLOOR: f64 = 0.715;
 const VALIDATION_HIGH_CONFIDENCE_FLOOR: f64 = 0.88;
 /// Cases in the corpus: a case lost from the index fails the test (the
 /// issue asked for at least 150).
-const CASES: usize = 391;
+const CASES: usize = 393;
 
 #[derive(Deserialize)]
 struct Case {

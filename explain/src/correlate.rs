@@ -2529,7 +2529,7 @@ fn headline(findings: &[Finding], g: &Gathered, comms: usize) -> String {
         None => {
             let files = g.scans.len();
             let mut s = format!(
-                "no problem found in {files} log file{}",
+                "no error found in {files} log file{}",
                 if files == 1 { "" } else { "s" }
             );
             if comms > 0 {
@@ -2537,6 +2537,17 @@ fn headline(findings: &[Finding], g: &Gathered, comms: usize) -> String {
                     "; NCCL set up {comms} communicator{}",
                     if comms == 1 { "" } else { "s" }
                 ));
+            }
+            // A pasted log of a job that hung reads the same as a healthy one's start: where it
+            // ends is what the reader has to go on (a run directory's manifest says how it
+            // ended instead).
+            if let ([scan], true) = (g.scans.as_slice(), g.manifests.is_empty()) {
+                if let Some(last) = scan.last.iter().rev().find(|e| !e.text.trim().is_empty()) {
+                    s.push_str(&format!(
+                        "; it ends with: {}",
+                        sanitize(last.text.trim(), MAX_DETAIL_CHARS.min(120))
+                    ));
+                }
             }
             s
         }

@@ -624,6 +624,22 @@ fn a_first_collective_that_no_rank_ever_completed_is_a_transport_hang() {
 }
 
 #[test]
+fn a_log_with_no_error_says_where_it_ends() {
+    // NCCL's first lines and nothing after them: a hang's log can read the same as a healthy
+    // start, so the headline says no error was found (not "no problem") and where the log ends.
+    let log = "host-a:21:21 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n\
+               host-a:21:21 [0] NCCL INFO cudaDriverVersion 12060\n\
+               host-a:21:21 [0] NCCL INFO NCCL version 2.23.4+cuda12.2\n\n";
+    let report = probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
+    assert!(report.findings.is_empty(), "{:?}", report.findings);
+    assert_eq!(
+        report.headline,
+        "no error found in 1 log file; it ends with: host-a:21:21 [0] NCCL INFO NCCL version \
+         2.23.4+cuda12.2"
+    );
+}
+
+#[test]
 fn an_oom_kill_the_kernel_or_slurm_reported_is_said_to_be_one() {
     for f in [
         "host_oom_killed/dmesg.txt",

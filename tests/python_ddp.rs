@@ -27,7 +27,9 @@
 
 mod common;
 
-use common::{line_of, repo, run_again_after_teardown_abort, venv_python, GLOO_TEARDOWN_ABORT};
+use common::{
+    explain_json, line_of, repo, run_again_after_teardown_abort, venv_python, GLOO_TEARDOWN_ABORT,
+};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::Command;
@@ -725,16 +727,6 @@ if rank == 1:
 dist.all_reduce(t)
 dist.destroy_process_group()
 ";
-
-/// `ddp-probe explain --json` of a run directory or a log.
-fn explain_json(input: &Path) -> serde_json::Value {
-    let report = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
-        .args(["explain", "--json"])
-        .arg(input)
-        .output()
-        .expect("run ddp-probe explain");
-    serde_json::from_slice(&report.stdout).expect("explain --json prints JSON")
-}
 
 #[test]
 fn mistakes_in_a_script_s_use_of_ddp_are_named_with_the_script_s_line() {

@@ -16,7 +16,9 @@
 
 mod common;
 
-use common::{line_of, repo, run_again_after_teardown_abort, venv_python, GLOO_TEARDOWN_ABORT};
+use common::{
+    explain_json, line_of, repo, run_again_after_teardown_abort, venv_python, GLOO_TEARDOWN_ABORT,
+};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -152,16 +154,6 @@ fn features_job(dir: &Path, mode: &str, steps: u64, run_args: &[&str]) -> Comman
 fn features_line(marker: &str) -> usize {
     let script = std::fs::read_to_string(repo().join("examples/python/ddp_features.py")).unwrap();
     line_of(&script, marker)
-}
-
-/// `ddp-probe explain --json` of the run directory `dir`.
-fn explain_json(dir: &Path) -> Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
-        .args(["explain", "--json"])
-        .arg(dir)
-        .output()
-        .expect("explain");
-    serde_json::from_slice(&out.stdout).expect("explain --json")
 }
 
 /// Runs `c` and returns its output with stdout and stderr together.

@@ -337,9 +337,11 @@ pub(crate) fn build(mut g: Gathered, opts: &Options) -> Report {
     if g.progress.is_empty() {
         let single_host = g.shape.single_host(g.nccl.single_node());
         let p2p_off = ctx.p2p_disabled || g.shape.p2p_disabled;
-        let stuck = (single_host != Some(false) && !p2p_off)
-            .then(|| first_collective_stuck_everywhere(&g.shape, opts))
-            .flatten();
+        let stuck = if single_host != Some(false) && !p2p_off {
+            first_collective_stuck_everywhere(&g.shape, opts)
+        } else {
+            None
+        };
         for mut s in work_position_signals(&g.shape, &signals, opts)
             .into_iter()
             .chain(stuck)

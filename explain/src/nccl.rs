@@ -260,8 +260,8 @@ impl NcclCollector {
         let Some(proc) = self.procs.get_mut(key) else {
             return;
         };
-        let via = msg.split(" via ").nth(1).unwrap_or("");
-        if via.trim_start().starts_with("NET/") && proc.net_channel.is_none() {
+        let via = msg.split(" via ").nth(1);
+        if via.is_some_and(|v| v.trim_start().starts_with("NET/")) && proc.net_channel.is_none() {
             proc.net_channel = Some(evidence());
         }
         let rank = proc.rank;
@@ -269,7 +269,7 @@ impl NcclCollector {
             return;
         };
         let comm = &mut self.comms[idx];
-        if let Some(via) = msg.split(" via ").nth(1) {
+        if let Some(via) = via {
             let kind = via.split('/').next().unwrap_or(via).trim();
             if !kind.is_empty() && kind.len() <= 16 {
                 comm.transports.insert(kind.to_owned());

@@ -1000,8 +1000,8 @@ fn joined_line_starts(line: &str) -> Vec<usize> {
     }
     for key in ["size ", "bytes "] {
         for i in markers(line, key) {
-            let rest = &line[i + key.len()..];
-            if rest.trim_start().starts_with("count") || rest.trim_start().starts_with("N ") {
+            let rest = line[i + key.len()..].trim_start();
+            if rest.starts_with("count") || rest.starts_with("N ") {
                 if let Some(start) = nccl_tests_mark_start(line, i) {
                     starts.push(start);
                 }
@@ -1066,10 +1066,9 @@ fn joined_line_starts(line: &str) -> Vec<usize> {
 /// Where an nccl-tests header line whose words start at `at` starts, when its '#' (or 1.x's
 /// '>') mark stands before them, after spaces, and the mark follows other text after a space.
 fn nccl_tests_mark_start(line: &str, at: usize) -> Option<usize> {
-    let before = line[..at].trim_end_matches(' ');
-    let mark = before.len().checked_sub(1)?;
-    let is_mark = matches!(line.as_bytes()[mark], b'#' | b'>');
+    let mark = line[..at].trim_end_matches(' ').len().checked_sub(1)?;
     let b = line.as_bytes();
+    let is_mark = matches!(b[mark], b'#' | b'>');
     (is_mark && mark > 0 && b[mark - 1].is_ascii_whitespace() && !line[..mark].trim().is_empty())
         .then_some(mark)
 }

@@ -421,11 +421,15 @@ impl LogShape {
 fn work_position(lower: &str) -> Option<(String, usize, Option<i64>, i64, i64)> {
     // PyTorch 2.2 to 2.5 say "NCCL work", 2.6 and later "work" ("failure detected by watchdog
     // at work sequence id: 1 PG status: last enqueued work: 547, last completed work: -1").
-    let (at, enqueued, completed) = ["nccl work: ", "work: "].iter().find_map(|unit| {
-        let key = format!("last enqueued {unit}");
-        let at = lower.find(&key)?;
-        let enqueued = signed_after(&lower[at..], &key)?;
-        let completed = signed_after(&lower[at..], &format!("last completed {unit}"))?;
+    let (at, enqueued, completed) = [
+        ("last enqueued nccl work: ", "last completed nccl work: "),
+        ("last enqueued work: ", "last completed work: "),
+    ]
+    .iter()
+    .find_map(|(enqueued_key, completed_key)| {
+        let at = lower.find(enqueued_key)?;
+        let enqueued = signed_after(&lower[at..], enqueued_key)?;
+        let completed = signed_after(&lower[at..], completed_key)?;
         Some((at, enqueued, completed))
     })?;
     let failed_at = [

@@ -83,3 +83,14 @@ pub fn line_of(text: &str, marker: &str) -> usize {
         .unwrap_or_else(|| panic!("no line contains {marker:?}"))
         + 1
 }
+
+/// `ddp-probe explain --json` of a run directory or a log.
+#[allow(dead_code)] // not every test binary that shares this module uses it
+pub fn explain_json(input: &Path) -> serde_json::Value {
+    let report = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
+        .args(["explain", "--json"])
+        .arg(input)
+        .output()
+        .expect("run ddp-probe explain");
+    serde_json::from_slice(&report.stdout).expect("explain --json prints JSON")
+}

@@ -2526,7 +2526,21 @@ fn headline(findings: &[Finding], g: &Gathered, comms: usize) -> String {
         Some(f) if f.category == Category::Unknown => {
             "no known problem matched; the most telling lines are shown below".to_owned()
         }
+        // A low-confidence finding is a reading of consequences: the headline says so rather
+        // than calling a guess the most likely cause.
+        Some(f) if f.role == Role::Cause && f.confidence == Confidence::Low => {
+            format!(
+                "possible cause (this log shows too little to be sure): {}",
+                f.title
+            )
+        }
         Some(f) if f.role == Role::Cause => format!("most likely cause: {}", f.title),
+        Some(f) if f.confidence == Confidence::Low => {
+            format!(
+                "found: {}; why is not in this log (see 'to confirm')",
+                f.title
+            )
+        }
         Some(f) => format!("found: {}", f.title),
         None => {
             let files = g.scans.len();

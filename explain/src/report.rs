@@ -194,7 +194,8 @@ pub struct Report {
     pub schema_version: u32,
     /// The inputs as given.
     pub inputs: Vec<String>,
-    /// One line: the most likely cause, or that nothing was found.
+    /// One line: the most likely cause ("possible cause" or "why is not in this log" when the
+    /// first finding's confidence is low), or that nothing was found.
     pub headline: String,
     /// Facts from the run manifests, when a run directory was given.
     pub run: Option<RunFacts>,

@@ -624,6 +624,45 @@ fn a_first_collective_that_no_rank_ever_completed_is_a_transport_hang() {
 }
 
 #[test]
+fn a_guess_is_not_headlined_as_the_likely_cause() {
+    // ProcessGroupNCCL's teardown lines of PyTorch 1.x alone: a collective failed or timed out,
+    // and nothing says why. The headline names the symptom and says the reason is not here
+    // (the finding's low confidence), where a medium or high one would not.
+    let log = "[E ProcessGroupNCCL.cpp:455] Some NCCL operations have failed or timed out. Due to \
+               the asynchronous nature of CUDA kernels, subsequent GPU operations might run on \
+               corrupted/incomplete data.\n\
+               [E ProcessGroupNCCL.cpp:460] To avoid data inconsistency, we are taking the entire \
+               process down.\n";
+    let report = probe_explain::explain_log_bytes("rank.log", log.as_bytes(), &Options::default());
+    let top = report.findings.first().expect("a finding");
+    assert_eq!(
+        (top.category, top.confidence),
+        (Category::CollectiveTimeout, probe_explain::Confidence::Low)
+    );
+    assert_eq!(
+        report.headline,
+        "found: a rank timed out in a collective; why is not in this log (see 'to confirm')"
+    );
+    // With the rank and the work it waited in, the reading is firmer and says nothing of the kind.
+    let placed = "[rank0]:[E ProcessGroupNCCL.cpp:1537] [PG 0 Rank 0] Timeout at NCCL work: 19, \
+                  last enqueued NCCL work: 19, last completed NCCL work: 18.\n\
+                  [rank1]:[E ProcessGroupNCCL.cpp:1537] [PG 0 Rank 1] Timeout at NCCL work: 19, \
+                  last enqueued NCCL work: 19, last completed NCCL work: 18.\n";
+    let report =
+        probe_explain::explain_log_bytes("rank.log", placed.as_bytes(), &Options::default());
+    assert!(
+        report.headline.starts_with("found: "),
+        "{}",
+        report.headline
+    );
+    assert!(
+        !report.headline.contains("not in this log"),
+        "{}",
+        report.headline
+    );
+}
+
+#[test]
 fn a_log_with_no_error_says_where_it_ends() {
     // NCCL's first lines and nothing after them: a hang's log can read the same as a healthy
     // start, so the headline says no error was found (not "no problem") and where the log ends.

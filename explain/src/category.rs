@@ -367,8 +367,10 @@ impl Category {
                 "Rerun with CUDA_LAUNCH_BLOCKING=1 to find the failing kernel; device-side asserts \
                  are usually bad indices (labels out of range). Check `nvidia-smi` and \
                  `dmesg | grep -i xid` for hardware or driver faults. \"invalid device ordinal\" \
-                 at start-up means a rank's local rank has no GPU: start no more processes per \
-                 node (--nproc_per_node) than CUDA_VISIBLE_DEVICES shows."
+                 at start-up means a rank asked for a GPU the host does not show: start no more \
+                 processes per node (--nproc_per_node) than CUDA_VISIBLE_DEVICES shows, and pick \
+                 the GPU by the local rank (LOCAL_RANK), not the global rank or a physical GPU \
+                 id (CUDA_VISIBLE_DEVICES numbers the GPUs it shows from 0)."
             }
             Category::NvlsFabricManager => {
                 "Start nvidia-fabricmanager on NVSwitch systems (`systemctl status \

@@ -173,6 +173,7 @@ pub(crate) fn build(mut g: Gathered, opts: &Options) -> Report {
 
     name_unused_parameters(&mut signals, &g.progress);
     judge_killed_workers(&mut signals, &g);
+    store_waits_after_the_training_ran(&mut signals, &g);
 
     // 2. Cross-checks.
     for mut s in g.nccl.cross_checks(ctx.world_size) {
@@ -1226,6 +1227,39 @@ fn judge_killed_workers(signals: &mut [Signal], g: &Gathered) {
 
 /// PyTorch's "Parameter indices which did not receive grad for rank 0: 2 3" gives indices
 /// only (names need TORCH_DISTRIBUTED_DEBUG): the traces' parameter tables name them.
+/// A store wait that timed out after the training had run (a collective, a progress bar):
+/// the rendezvous was long over, so a rank waited in the store for another rank's key inside
+/// the training (a store-based barrier, a new group's set-up, a data loader's shared seed),
+/// and that rank was behind, busy elsewhere, or gone: a collective's timeout, not the
+/// rendezvous's.
+fn store_waits_after_the_training_ran(signals: &mut [Signal], g: &Gathered) {
+    let Some(ran) = &g.shape.training_ran else {
+        return;
+    };
+    for s in signals.iter_mut() {
+        let after = s
+            .evidence
+            .first()
+            .is_some_and(|e| later_in_the_same_log(ran, e));
+        if matches!(s.rule, "store_socket_timeout" | "store_timeout") && after {
+            s.category = Category::CollectiveTimeout;
+            s.detail = Some(format!(
+                "a wait on PyTorch's store timed out after the training had run ({}): a rank \
+                 waited for another rank's key within the training, and that rank was behind, \
+                 busy elsewhere (evaluation or saving on one rank) or gone",
+                sanitize(ran.text.trim(), 120)
+            ));
+            s.evidence.push(ran.clone());
+        }
+    }
+}
+
+/// Whether `b` comes after `a` in the same log file (or on its line: a log pasted as one line
+/// keeps its order within the line).
+fn later_in_the_same_log(a: &Evidence, b: &Evidence) -> bool {
+    a.file == b.file && a.line.zip(b.line).is_some_and(|(a, b)| b >= a)
+}
+
 fn name_unused_parameters(signals: &mut [Signal], progress: &[crate::traces::RankProgress]) {
     for s in signals.iter_mut().filter(|s| s.rule == "unused_parameters") {
         let Some(list) = s

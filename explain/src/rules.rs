@@ -731,6 +731,13 @@ pub(crate) static RULES: &[Rule] = &[
     // default) times the barrier out.
     rule!("main_process_first_wait", CollectiveTimeout, Symptom, Standalone,
         [["main_process_first("]], not [], ex_main_process_first),
+    // c10d's TCPStore client (`TCPStore.cpp`'s doWait, `Utils.hpp`'s recvBytes) before
+    // DistStoreError existed: "RuntimeError: Socket Timeout", then "Exception raised from doWait
+    // at .../TCPStore.cpp". A `wait`/`get` on the store found no key within the store's timeout:
+    // a rank waited for one that never set it. During set-up that is the rendezvous; after the
+    // training ran, `correlate.rs` makes it a collective's wait.
+    rule!("store_socket_timeout", RendezvousTimeout, Symptom, Standalone,
+        [["runtimeerror: socket timeout"]], not [], ex_none),
     rule!("store_timeout", RendezvousTimeout, Symptom, Standalone,
         [["store"], ["timed out", "timeout"], ["never set", "diststoreerror", "socket timeout", "wait timeout"]],
         not [], ex_none),
@@ -840,6 +847,17 @@ pub(crate) static RULES: &[Rule] = &[
         not [], ex_nccl_cuda_call_refused),
     rule!("nccl_unhandled_cuda", CudaError, Cause, AnyFinding,
         [["unhandled cuda error", "ncclunhandledcudaerror"]], not [], ex_none),
+    // CUDA's cudaErrorDevicesUnavailable (46): "all CUDA-capable devices are busy or
+    // unavailable" (CUDA 12's "CUDA-capable device(s) is/are busy or unavailable"). The runtime
+    // API documents it as devices busy or unavailable "due to use of cudaComputeModeProhibited,
+    // cudaComputeModeExclusiveProcess, or when long running CUDA kernels have filled up the GPU":
+    // on a cluster's GPUs in exclusive-process mode a second process on a GPU is refused its
+    // context. In a data-parallel job that second process is a rank that did not select its own
+    // GPU (every rank on cuda:0), or the parent that touched CUDA before it spawned the ranks.
+    rule!("cuda_devices_unavailable", DuplicateGpu, Cause, Standalone,
+        [["devices are busy or unavailable", "device(s) is/are busy or unavailable",
+          "device(s) is busy or unavailable"]],
+        not [], ex_cuda_devices_unavailable),
     // The CUDA runtime's words when there is no GPU to use at all (no driver, none visible, a
     // driver older than the installed torch's CUDA): not a kernel's error, and its own fix.
     rule!("no_usable_gpu", CudaError, Cause, Standalone,
@@ -1144,6 +1162,20 @@ fn ex_nccl_error_code(_: &str, lower: &str) -> Extract {
              (NCCL_SOCKET_IFNAME)"
                 .to_owned()
         }),
+        ..Extract::default()
+    }
+}
+
+fn ex_cuda_devices_unavailable(_: &str, _: &str) -> Extract {
+    Extract {
+        detail: Some(
+            "CUDA refused the rank a context on its GPU (cudaErrorDevicesUnavailable): the GPUs \
+             are in exclusive-process mode (`nvidia-smi --query-gpu=compute_mode --format=csv`) \
+             and another process already holds this one: a second rank on the same GPU (each \
+             rank must call `torch.cuda.set_device(local_rank)` before any CUDA work), the \
+             parent process if it touched CUDA before spawning the ranks, or another job"
+                .to_owned(),
+        ),
         ..Extract::default()
     }
 }
@@ -1808,6 +1840,26 @@ mod tests {
 
     fn cat(line: &str) -> Option<Category> {
         classify(line).map(|(r, ex)| ex.category.unwrap_or(r.category))
+    }
+
+    /// CUDA's cudaErrorDevicesUnavailable as PyTorch prints it before and after CUDA 12, and
+    /// the old THC form: a second process on a GPU in exclusive-process mode.
+    #[test]
+    fn a_gpu_busy_or_unavailable_is_a_second_process_on_it() {
+        for line in [
+            "RuntimeError: CUDA error: all CUDA-capable devices are busy or unavailable",
+            "[rank0]: RuntimeError: CUDA error: CUDA-capable device(s) is/are busy or unavailable",
+            "THCudaCheck FAIL file=THCStorage.cu line=66 error=46 : all CUDA-capable devices are \
+             busy or unavailable",
+        ] {
+            let (rule, ex) = classify(line).unwrap();
+            assert_eq!(
+                (rule.name, rule.category),
+                ("cuda_devices_unavailable", Category::DuplicateGpu),
+                "{line}"
+            );
+            assert!(ex.detail.unwrap().contains("exclusive-process mode"));
+        }
     }
 
     #[test]

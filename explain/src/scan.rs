@@ -625,6 +625,14 @@ impl<'a> Scanner<'a> {
         let this_line = s.evidence.last().is_some_and(|e| e.line == number);
         if this_line && s.role == Role::Cause {
             if let Some((frame, code)) = tb.program_frame {
+                if s.category == Category::CudaError
+                    && s.detail.is_none()
+                    && code
+                        .as_ref()
+                        .is_some_and(|c| set_device_by_global_rank(&c.text))
+                {
+                    s.detail = Some(GLOBAL_RANK_DEVICE.to_owned());
+                }
                 s.evidence.push(frame);
                 s.evidence.extend(code);
             }
@@ -712,12 +720,17 @@ impl<'a> Scanner<'a> {
                 Attach::Standalone,
             );
             s.observer = rank.or(self.file_rank);
-            s.detail = Some(
+            s.detail = Some(if set_device_by_global_rank(&code.text) {
+                format!(
+                    "the log ends in a traceback whose last call is torch.cuda.set_device: \
+                     {GLOBAL_RANK_DEVICE}"
+                )
+            } else {
                 "the log ends in a traceback whose last call is torch.cuda.set_device: the \
                  device index is not a GPU of this host (more processes per node than GPUs) \
                  or the GPU cannot be used"
-                    .to_owned(),
-            );
+                    .to_owned()
+            });
             s.evidence.extend(tb.last_frame);
             s.evidence.push(code);
             s.order = self.next_order();
@@ -1335,7 +1348,10 @@ pub(crate) fn strip_launcher_prefix(line: &str) -> (Option<usize>, &str) {
             (None, rest)
         };
         let (r, rest) = strip_rank_bracket(rest);
-        (task, mpi, rank) = (t.or(task), m.or(mpi), r.or(rank));
+        // A collector's prefix inside a launcher's label (`[rank0]:host-a: `, a rank's tee of
+        // pdsh's output).
+        let (tag, rest) = strip_collector_prefixes(rest);
+        (task, mpi, rank) = (t.or(task), m.or(mpi), r.or(tag).or(rank));
         line = rest;
         if line.len() == before {
             break;
@@ -1621,9 +1637,47 @@ pub(crate) fn bracket_rank(line: &str) -> Option<usize> {
     None
 }
 
+/// What a `torch.cuda.set_device` call indexed by the global rank does wrong.
+const GLOBAL_RANK_DEVICE: &str = "the device index is the global rank (dist.get_rank(), RANK): \
+     on every node after the first it is past the node's GPUs; index a node's GPUs by the local \
+     rank (LOCAL_RANK)";
+
+/// Whether a code line calls `torch.cuda.set_device` with the global rank: `dist.get_rank()`,
+/// `global_rank`, or the `RANK` variable (`LOCAL_RANK` is the right one, and is not matched).
+fn set_device_by_global_rank(code: &str) -> bool {
+    let lower = code.to_ascii_lowercase();
+    let Some(at) = lower.find("set_device(") else {
+        return false;
+    };
+    let args = &lower[at + "set_device(".len()..];
+    ["get_rank()", "global_rank", "'rank'", "\"rank\""]
+        .iter()
+        .any(|k| args.contains(k))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_device_indexed_by_the_global_rank_is_told_from_the_local_rank() {
+        for by_global in [
+            "    torch.cuda.set_device(dist.get_rank())",
+            "torch.cuda.set_device(torch.distributed.get_rank() % 8)",
+            "torch.cuda.set_device(int(os.environ['RANK']))",
+            "torch.cuda.set_device(global_rank)",
+        ] {
+            assert!(set_device_by_global_rank(by_global), "{by_global}");
+        }
+        for by_local in [
+            "    torch.cuda.set_device(local_rank)",
+            "torch.cuda.set_device(int(os.environ[\"LOCAL_RANK\"]))",
+            "torch.cuda.set_device(int(os.environ['LOCAL_RANK']))",
+            "dist.get_rank()",
+        ] {
+            assert!(!set_device_by_global_rank(by_local), "{by_local}");
+        }
+    }
 
     fn probe(lines: &[&str]) -> PasteProbe {
         let mut probe = PasteProbe::default();
@@ -1840,6 +1894,11 @@ mod tests {
             (Some(3), "boom")
         );
         assert_eq!(strip_launcher_prefix("12: boom"), (Some(12), "boom"));
+        // A rank's tee of pdsh's output: the host label inside the rank's.
+        assert_eq!(
+            strip_launcher_prefix("[rank0]:host-a: Traceback (most recent call last):"),
+            (Some(0), "Traceback (most recent call last):")
+        );
         assert_eq!(
             strip_launcher_prefix("12:30:01 boom"),
             (None, "12:30:01 boom")

@@ -90,6 +90,11 @@ pub(crate) struct LogShape {
     pub bar_totals: BTreeMap<u64, Evidence>,
     /// The first line showing the job had started.
     pub started: Option<Evidence>,
+    /// The first line showing the training itself ran past its set-up: a collective ran
+    /// (c10d's `Running collective: CollectiveFingerPrint(...)`, NCCL's `Init COMPLETE`, which
+    /// c10d reaches at a group's first collective) or a progress bar counted. A store wait
+    /// that times out after it is no rendezvous.
+    pub training_ran: Option<Evidence>,
     /// Whether NCCL finished initialising a communicator (`Init COMPLETE`).
     pub nccl_init_complete: bool,
     /// Whether NCCL's P2P transport was switched off by the environment.
@@ -184,11 +189,17 @@ impl LogShape {
             if total >= MIN_BAR_TOTAL {
                 self.bar_totals.entry(total).or_insert_with(evidence);
                 self.started.get_or_insert_with(evidence);
+                self.training_ran.get_or_insert_with(evidence);
             }
         }
         if lower.contains("nccl info") && lower.contains("init complete") {
             self.nccl_init_complete = true;
             self.started.get_or_insert_with(evidence);
+            self.training_ran.get_or_insert_with(evidence);
+        }
+        if lower.contains("running collective: collectivefingerprint(") {
+            self.started.get_or_insert_with(evidence);
+            self.training_ran.get_or_insert_with(evidence);
         }
         if lower.contains("processgroupnccl initialized")
             || lower.contains("watchdog thread started")

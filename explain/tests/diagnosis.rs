@@ -624,6 +624,39 @@ fn a_first_collective_that_no_rank_ever_completed_is_a_transport_hang() {
 }
 
 #[test]
+fn a_store_wait_that_times_out_after_the_training_ran_is_a_collective_wait() {
+    // c10d's TCPStore client before DistStoreError: "Socket Timeout" from doWait. Alone it is
+    // the rendezvous (a rank waited for others' keys at set-up); after a collective ran
+    // (ProcessGroupWrapper's fingerprint line under TORCH_DISTRIBUTED_DEBUG=DETAIL) it is a
+    // wait inside the training for a rank that was elsewhere.
+    let timeout = "RuntimeError: Socket Timeout\n\
+                   Exception raised from doWait at ../torch/csrc/distributed/c10d/TCPStore.cpp:445 \
+                   (most recent call first):\n";
+    let alone =
+        probe_explain::explain_log_bytes("rank.log", timeout.as_bytes(), &Options::default());
+    assert_eq!(
+        alone.findings.first().map(|f| f.category),
+        Some(Category::RendezvousTimeout)
+    );
+    let ran = "[I ProcessGroupWrapper.cpp:562] [Rank 0] Running collective: \
+               CollectiveFingerPrint(SequenceNumber=1, OpType=BROADCAST, TensorShape=[1], \
+               TensorDtypes=Char, TensorDeviceTypes=TensorOptions(dtype=float (default), \
+               device=cpu))\n"
+        .to_owned()
+        + timeout;
+    let report = probe_explain::explain_log_bytes("rank.log", ran.as_bytes(), &Options::default());
+    let top = report.findings.first().expect("a finding");
+    assert_eq!(top.category, Category::CollectiveTimeout);
+    assert!(
+        top.evidence
+            .iter()
+            .any(|e| e.text.contains("CollectiveFingerPrint")),
+        "{:?}",
+        top.evidence
+    );
+}
+
+#[test]
 fn a_guess_is_not_headlined_as_the_likely_cause() {
     // ProcessGroupNCCL's teardown lines of PyTorch 1.x alone: a collective failed or timed out,
     // and nothing says why. The headline names the symptom and says the reason is not here

@@ -1243,11 +1243,11 @@ fn store_waits_after_the_training_ran(signals: &mut [Signal], g: &Gathered) {
             .is_some_and(|e| later_in_the_same_log(ran, e));
         if matches!(s.rule, "store_socket_timeout" | "store_timeout") && after {
             s.category = Category::CollectiveTimeout;
+            let at = ran.line.map(|l| format!(" (line {l})")).unwrap_or_default();
             s.detail = Some(format!(
-                "a wait on PyTorch's store timed out after the training had run ({}): a rank \
+                "a wait on PyTorch's store timed out after the training had run{at}: a rank \
                  waited for another rank's key within the training, and that rank was behind, \
-                 busy elsewhere (evaluation or saving on one rank) or gone",
-                sanitize(ran.text.trim(), 120)
+                 busy elsewhere (evaluation or saving on one rank) or gone"
             ));
             s.evidence.push(ran.clone());
         }
@@ -2316,6 +2316,8 @@ const INDIRECT_RULES: &[&str] = &[
     "first_collective_stuck_everywhere",
     "nccl_init_invalid_argument",
     "nccl_init_invalid_usage",
+    // CUDA says another process holds the GPU, not which: a second rank, the parent, another job.
+    "cuda_devices_unavailable",
     "sigkill_exit",
     "sigbus_exit",
     "shell_killed",

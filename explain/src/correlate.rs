@@ -35,6 +35,7 @@ use crate::report::{
 };
 use crate::rules::RULE_NCCL_NO_ALGORITHM;
 use crate::sanitize::sanitize;
+use crate::shape::WATCHDOG_SEQUENCE;
 use crate::signal::{Attach, Signal};
 use crate::traces::{locate, RankProgress};
 use crate::{Gathered, Options};
@@ -1431,8 +1432,15 @@ fn shape_signals(
     }
 
     for m in shape.call_mismatches() {
+        // The watchdog's own lines name the collective each rank was waiting in: proof, where
+        // a debug log of every call can have lost lines.
+        let watchdog = m.numbered_by == WATCHDOG_SEQUENCE;
         let mut s = Signal::standalone(
-            "logged_calls_differ",
+            if watchdog {
+                "watchdog_collectives_differ"
+            } else {
+                "logged_calls_differ"
+            },
             Category::CollectiveMismatch,
             Role::Cause,
         );
@@ -1441,12 +1449,22 @@ fn shape_signals(
             .iter()
             .map(|(call, who, _)| format!("{call} ({})", who.join(", ")))
             .collect();
-        s.detail = Some(format!(
-            "at {} {} the ranks called different collectives: {}",
-            m.numbered_by,
-            m.number,
-            calls.join(" vs ")
-        ));
+        s.detail = Some(if watchdog {
+            format!(
+                "the watchdog timed the ranks out in different collectives at the same number of \
+                 their group ({}): {}; a rank took another path (a branch on a value only it \
+                 has, a block only some ranks run) and the group's collectives no longer line up",
+                m.number,
+                calls.join(" vs ")
+            )
+        } else {
+            format!(
+                "at {} {} the ranks called different collectives: {}",
+                m.numbered_by,
+                m.number,
+                calls.join(" vs ")
+            )
+        });
         s.subjects = m
             .calls
             .iter()

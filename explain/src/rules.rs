@@ -924,9 +924,13 @@ pub(crate) static RULES: &[Rule] = &[
     rule!("cuda_in_forked_process", RankCrashed, Cause, Standalone,
         [["cannot re-initialize cuda in forked subprocess"]], not [], ex_none),
     // `torch/nn/parallel/distributed.py`: "DistributedDataParallel is not needed when a module
-    // doesn't have any parameter that requires a gradient."
+    // doesn't have any parameter that requires a gradient." Before that check (PyTorch 1.2),
+    // the reducer's bucket assignment met the empty parameter list itself: "tensors.size() > 0
+    // INTERNAL ASSERT FAILED at .../reducer.cpp:672 ... (compute_bucket_assignment_by_size at
+    // .../reducer.cpp:672)".
     rule!("ddp_no_trainable_parameter", RankCrashed, Cause, Standalone,
-        [["is not needed when a module doesn't have any parameter that requires a gradient"]],
+        [["is not needed when a module doesn't have any parameter that requires a gradient",
+          "tensors.size() > 0 internal assert failed"]],
         not [], ex_none),
     // The same file: "DistributedDataParallel device_ids and output_device arguments only work
     // with single-device/multiple-device GPU modules or CPU modules, but got device_ids [0],
@@ -2261,6 +2265,10 @@ mod tests {
             ),
             (
                 "RuntimeError: DistributedDataParallel is not needed when a module doesn't have any parameter that requires a gradient.",
+                "ddp_no_trainable_parameter",
+            ),
+            (
+                "RuntimeError: tensors.size() > 0 INTERNAL ASSERT FAILED at /pytorch/torch/csrc/distributed/c10d/reducer.cpp:672, please report a bug to PyTorch.  (compute_bucket_assignment_by_size at /pytorch/torch/csrc/distributed/c10d/reducer.cpp:672)",
                 "ddp_no_trainable_parameter",
             ),
             (

@@ -136,6 +136,9 @@ pub(crate) struct CallMismatch {
     pub calls: Vec<(String, Vec<String>, Evidence)>,
 }
 
+/// What numbers the collectives in ProcessGroupNCCL's watchdog lines (`WorkNCCL(SeqNum=...)`).
+pub(crate) const WATCHDOG_SEQUENCE: &str = "c10d watchdog's SeqNum";
+
 /// tqdm's totals below this are not data loaders (epochs, files).
 const MIN_BAR_TOTAL: u64 = 20;
 
@@ -272,6 +275,58 @@ impl LogShape {
                 ("c10d SequenceNumber", None, number),
                 format!("rank {rank}"),
                 args,
+            )
+        } else if let Some(i) =
+            lower.find("watchdog caught collective operation timeout: worknccl(")
+        {
+            // ProcessGroupNCCL's watchdog: "[Rank 1] Watchdog caught collective operation
+            // timeout: WorkNCCL(SeqNum=17, OpType=ALLREDUCE, NumelIn=1, NumelOut=1,
+            // Timeout(ms)=600000) ran for ...". A group numbers its collectives the same on every
+            // rank, so ranks that time out at one number in one group in different operations
+            // were in different collectives.
+            let inside = &lower[i..];
+            let Some(number) = crate::rules::num_after(inside, "seqnum=") else {
+                return;
+            };
+            let Some(op) = inside
+                .split_once("optype=")
+                .map(|(_, v)| &v[..v.find([',', ')']).unwrap_or(v.len())])
+            else {
+                return;
+            };
+            let group = process_group_id(lower);
+            // Without the group's id (PyTorch before 2.2 does not print it) two groups' first
+            // collectives share their number by construction; later numbers rarely do.
+            if group.is_none() && number <= 1 {
+                return;
+            }
+            // The rank the watchdog names is the rank in that group, the one that matters
+            // here; a launcher's label is the fallback.
+            let Some(rank) = crate::rules::num_after(&lower[..i], "rank ")
+                .and_then(|r| usize::try_from(r).ok())
+                .or(rank)
+            else {
+                return;
+            };
+            // Sizes too, where every rank passes the same: not an all-to-all's or a gather's.
+            let sized = [
+                "allreduce",
+                "broadcast",
+                "_allgather_base",
+                "allgather",
+                "_reduce_scatter_base",
+                "reduce_scatter",
+            ]
+            .contains(&op);
+            let numel = crate::rules::num_after(inside, "numelin=").filter(|_| sized);
+            let call = match numel {
+                Some(n) => format!("{} with {n} elements", op.to_ascii_uppercase()),
+                None => op.to_ascii_uppercase(),
+            };
+            (
+                (WATCHDOG_SEQUENCE, group, number),
+                format!("rank {rank}"),
+                call,
             )
         } else {
             return;
@@ -481,6 +536,15 @@ fn signed_after(lower: &str, key: &str) -> Option<i64> {
         .parse()
         .ok()?;
     Some(if negative { -n } else { n })
+}
+
+/// The process group a ProcessGroupNCCL line names: `[PG 1 Rank 0]` (PyTorch 2.2–2.3),
+/// `[PG ID 12 PG GUID 99(...) Rank 1]` (2.4 and later).
+fn process_group_id(lower: &str) -> Option<u64> {
+    let at = lower.find("[pg ")?;
+    let rest = &lower[at + "[pg ".len()..];
+    let rest = rest.strip_prefix("id ").unwrap_or(rest);
+    crate::rules::leading_number(rest)
 }
 
 fn hex_after(lower: &str, key: &str) -> Option<u64> {

@@ -656,6 +656,54 @@ fn a_store_wait_that_times_out_after_the_training_ran_is_a_collective_wait() {
     );
 }
 
+/// ProcessGroupNCCL's watchdog line of one rank, in PyTorch 2.4's format.
+fn watchdog_line(pg: &str, rank: usize, seq: u64, op: &str, numel: u64) -> String {
+    format!(
+        "[rank{rank}]:[E1218 12:49:09.086536415 ProcessGroupNCCL.cpp:616] {pg}[Rank {rank}] \
+         Watchdog caught collective operation timeout: WorkNCCL(SeqNum={seq}, OpType={op}, \
+         NumelIn={numel}, NumelOut={numel}, Timeout(ms)=1800000) ran for 1800093 milliseconds \
+         before timing out.\n"
+    )
+}
+
+#[test]
+fn ranks_timed_out_in_different_collectives_at_one_number_took_different_paths() {
+    let top = |log: &str| {
+        let report =
+            probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
+        let f = report.findings.first().cloned().expect("a finding");
+        (f.category, f.confidence, f.explanation)
+    };
+    // Rank 0 in a REDUCE, ranks 1 and 2 in an all-gather, at the same number of one group:
+    // the group's collectives no longer line up.
+    let log = watchdog_line("", 0, 3742816, "REDUCE", 1)
+        + &watchdog_line("", 1, 3742816, "_ALLGATHER_BASE", 4096)
+        + &watchdog_line("", 2, 3742816, "_ALLGATHER_BASE", 4096);
+    let (category, confidence, why) = top(&log);
+    assert_eq!(
+        (category, confidence),
+        (
+            Category::CollectiveMismatch,
+            probe_explain::Confidence::High
+        )
+    );
+    assert!(why.contains("REDUCE (rank 0)"), "{why}");
+    // The same operation with different sizes (an all-reduce of a different tensor).
+    let log = watchdog_line("", 0, 57, "ALLREDUCE", 1) + &watchdog_line("", 1, 57, "ALLREDUCE", 4);
+    assert_eq!(top(&log).0, Category::CollectiveMismatch);
+    // The same collective everywhere is a timeout, not a mismatch.
+    let log = watchdog_line("", 0, 57, "ALLREDUCE", 4) + &watchdog_line("", 1, 57, "ALLREDUCE", 4);
+    assert_eq!(top(&log).0, Category::CollectiveTimeout);
+    // Two groups number their collectives apart: the same number in two named groups says
+    // nothing, and without the group's name a first collective (every group's number 1) is
+    // not compared.
+    let log = watchdog_line("[PG 0 Rank 0] ", 0, 57, "ALLREDUCE", 4)
+        + &watchdog_line("[PG 1 Rank 1] ", 1, 57, "BROADCAST", 4);
+    assert_ne!(top(&log).0, Category::CollectiveMismatch);
+    let log = watchdog_line("", 0, 1, "ALLREDUCE", 4) + &watchdog_line("", 1, 1, "BROADCAST", 4);
+    assert_ne!(top(&log).0, Category::CollectiveMismatch);
+}
+
 #[test]
 fn a_guess_is_not_headlined_as_the_likely_cause() {
     // ProcessGroupNCCL's teardown lines of PyTorch 1.x alone: a collective failed or timed out,

@@ -2329,6 +2329,11 @@ const INDIRECT_RULES: &[&str] = &[
     "traceback_cut_in_set_device",
     "log_ends_after_nccl_setup_on_one_node",
     "logged_calls_differ",
+    // PyTorch's desync report and flight-recorder analyzer name the rank that never joined
+    // the collective, not why: its own words are "the lagging/dead/mismatched ranks" (behind,
+    // dead, or on another path with a different collective).
+    "desync_report_lagging",
+    "fr_trace_missing_ranks",
     "nccl_system_error_one_node",
     "nccl_system_error_unshown_nodes",
     "first_collective_stuck_everywhere",
@@ -2370,7 +2375,12 @@ const WHERE_THE_LOG_ENDS: &[&str] = &[
 /// signals, exit codes or a symptom that names the rank behind, low for
 /// consequences and symptoms that name no one.
 fn confidence_of(role: Role, own: &[Signal], ranks: &[usize], oom_proven: bool) -> Confidence {
-    let direct = own.iter().any(|s| !INDIRECT_RULES.contains(&s.rule));
+    // A cause is as firm as the observations that make it one: a symptom grouped with it (the
+    // watchdog's own timeout beside the report naming the rank behind) does not firm it up.
+    let direct = own
+        .iter()
+        .filter(|s| role != Role::Cause || s.role == Role::Cause)
+        .any(|s| !INDIRECT_RULES.contains(&s.rule));
     let only_where_the_log_ends = own.iter().all(|s| WHERE_THE_LOG_ENDS.contains(&s.rule));
     match role {
         _ if oom_proven => Confidence::High,

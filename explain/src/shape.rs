@@ -22,7 +22,9 @@
 //!   sendbuff %p recvbuff %p count %zu datatype %d op %d root %d comm %p [nranks=%d] stream
 //!   %p"), c10d's `TORCH_DISTRIBUTED_DEBUG=DETAIL` lines (`ProcessGroupWrapper.cpp`: "Running
 //!   collective: CollectiveFingerPrint(SequenceNumber=38, OpType=ALLREDUCE,
-//!   TensorShape=[77, 1], ...)").
+//!   TensorShape=[77, 1], ...)"), or ProcessGroupNCCL's watchdog timing ranks out at one
+//!   number of one group in different operations (`WorkNCCL(SeqNum=3742816, OpType=REDUCE,
+//!   ...)` on one rank, `OpType=_ALLGATHER_BASE` on others).
 //!
 //! * Where each rank stood in its NCCL process group's numbered collectives when the
 //!   watchdog spoke (`ProcessGroupNCCL.cpp`: "Timeout at NCCL work: X, last enqueued NCCL
@@ -121,8 +123,9 @@ pub(crate) struct LogShape {
 }
 
 /// Which collective a logged call is: the log that numbers them (`"NCCL
-/// opCount"`, `"c10d SequenceNumber"`), the group size when the line says it,
-/// and the number.
+/// opCount"`, `"c10d SequenceNumber"`, [`WATCHDOG_SEQUENCE`]), what tells groups
+/// apart when the line says it (NCCL's group size, the watchdog's process group
+/// id), and the number.
 pub(crate) type CallKey = (&'static str, Option<u64>, u64);
 
 /// One collective number at which the ranks' calls differ.

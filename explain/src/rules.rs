@@ -869,7 +869,11 @@ pub(crate) static RULES: &[Rule] = &[
           "invalid device ordinal", "nvrm: xid", "cublas_status_", "cudnn_status_",
           // CUDA runtime and driver texts that come without "CUDA error:" in front.
           "no kernel image is available for execution",
-          "deferredcudacallerror"]],
+          "deferredcudacallerror",
+          // PyTorch on ROCm: the same checks say "HIP error: ..." (c10/hip's C10_HIP_CHECK),
+          // and HIP's runtime "hipErrorNoBinaryForGpu: Unable to find code object for all
+          // current devices!" where CUDA says no kernel image is available.
+          "hip error:", "hiperrornobinaryforgpu"]],
         not [], ex_none),
     // NCCL `graph/search.cc` (ncclTopoGetChannelFromXml): "XML Import Channel : dev %d not
     // found." and ncclSystemError, when the graph file it was given (NCCL_GRAPH_FILE, with
@@ -1844,6 +1848,17 @@ mod tests {
 
     fn cat(line: &str) -> Option<Category> {
         classify(line).map(|(r, ex)| ex.category.unwrap_or(r.category))
+    }
+
+    /// PyTorch on ROCm words its CUDA checks for HIP.
+    #[test]
+    fn hip_errors_are_cuda_errors() {
+        for line in [
+            "RuntimeError: HIP error: invalid device function",
+            "\"hipErrorNoBinaryForGpu: Unable to find code object for all current devices!\"",
+        ] {
+            assert_eq!(cat(line), Some(Category::CudaError), "{line}");
+        }
     }
 
     /// CUDA's cudaErrorDevicesUnavailable as PyTorch prints it before and after CUDA 12, and

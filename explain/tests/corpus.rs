@@ -292,7 +292,8 @@ fn each_line(f: impl Fn(&str) -> String + 'static) -> Box<dyn Fn(&str) -> String
 /// cost 15 to 17 of the corpus's right answers), the container runtime's own log files (CRI's
 /// time stamp and stream: 14 answers changed), a collector's JSON records (Docker's json-file
 /// driver: 16, Cloud Logging's export: 24), the reply that quotes it (17), a Markdown code
-/// block's indentation (5) and the page that HTML-escapes it (9). Each damage, done to every
+/// block's indentation (5) or fence (1), a byte order mark (4), Windows line ends and the page
+/// that HTML-escapes it (9). Each damage, done to every
 /// real log, must leave the first category as it is on the log itself.
 #[test]
 fn log_collectors_prefixes_quoting_and_escaping_change_no_answer() {
@@ -356,6 +357,27 @@ fn log_collectors_prefixes_quoting_and_escaping_change_no_answer() {
             (
                 "a Markdown quote".to_owned(),
                 each_line(|l| format!("> {l}")),
+            ),
+            (
+                // A closing fence read as the log's last line had changed 1 answer (a log that
+                // ends after NCCL's set-up), 2026-12-03.
+                "a Markdown code fence".to_owned(),
+                Box::new(|text: &str| format!("```shell\n{text}\n```\n")),
+            ),
+            (
+                "GitHub's collapsed block".to_owned(),
+                Box::new(|text: &str| {
+                    format!("<details>\n<summary>log</summary>\n\n```\n{text}\n```\n</details>\n")
+                }),
+            ),
+            (
+                // A byte order mark hid the first line from its rules: 4 answers, 2026-12-03.
+                "a byte order mark".to_owned(),
+                Box::new(|text: &str| format!("\u{feff}{text}")),
+            ),
+            (
+                "Windows line ends".to_owned(),
+                Box::new(|text: &str| text.replace('\n', "\r\n")),
             ),
             (
                 // Before the indentation every line shares was taken off, 5 answers changed,

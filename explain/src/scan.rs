@@ -1367,15 +1367,17 @@ pub(crate) fn strip_launcher_prefix(line: &str) -> (Option<usize>, &str) {
 /// order and combination: a time stamp ([`strip_time_stamp`]: `kubectl logs --timestamps`,
 /// `docker logs -t`, Determined), Ray's and SkyPilot's process tags (`(RayTrainWorker
 /// pid=1234, ip=10.0.0.1) `, `(worker1, rid=4213) `), Determined's trial tag (`fa88a9df || `
-/// and its `[rank=0] `) and pdsh's host label (`worker-1: `, as DeepSpeed's multi-node launcher
-/// prints it). Returns the rank a tag names. On the real logs of `tests/corpus.rs` each of
-/// these prefixes, put before every line, cost 15 to 17 of the 332 right answers before they
-/// were stripped (2026-12-03).
+/// and its `[rank=0] `), pdsh's host label (`worker-1: `, as DeepSpeed's multi-node launcher
+/// prints it), `kubectl logs --prefix`'s `[pod/NAME/CONTAINER] ` and the system log's `Feb 27
+/// 21:35:32 host python[1234]: `. Returns the rank a tag names. On the real logs of
+/// `tests/corpus.rs` each of these prefixes, put before every line, cost 13 to 17 right
+/// answers before they were stripped (2026-12-03).
 fn strip_collector_prefixes(mut line: &str) -> (Option<usize>, &str) {
     let mut rank = None;
     for _ in 0..4 {
         let before = line.len();
         line = strip_cri_stream(strip_time_stamp(line));
+        line = strip_syslog_prefix(strip_kubectl_prefix(line));
         line = strip_process_tag(line);
         let (r, rest) = strip_trial_tag(line);
         rank = rank.or(r);
@@ -1385,6 +1387,61 @@ fn strip_collector_prefixes(mut line: &str) -> (Option<usize>, &str) {
         }
     }
     (rank, line)
+}
+
+/// `kubectl logs --prefix`'s source before every line: `[pod/trainer-worker-0/pytorch] `.
+fn strip_kubectl_prefix(line: &str) -> &str {
+    if !line.starts_with("[pod/") {
+        return line;
+    }
+    match line.find("] ") {
+        Some(end) if !line[..end].contains(' ') => &line[end + 2..],
+        _ => line,
+    }
+}
+
+/// The system log's prefix (`journalctl`'s default output, syslog files): a time stamp
+/// `Feb 27 21:35:32`, the host, and the program with its process id: `python[1234]: `.
+fn strip_syslog_prefix(line: &str) -> &str {
+    const MONTHS: [&str; 12] = [
+        "Jan ", "Feb ", "Mar ", "Apr ", "May ", "Jun ", "Jul ", "Aug ", "Sep ", "Oct ", "Nov ",
+        "Dec ",
+    ];
+    if !MONTHS.iter().any(|m| line.starts_with(m)) {
+        return line;
+    }
+    let rest = line[4..].trim_start_matches(' ');
+    let day = rest.bytes().take_while(u8::is_ascii_digit).count();
+    let b = rest.as_bytes();
+    let clock = |i: usize| {
+        b.len() >= i + 8
+            && b[i..i + 8].iter().enumerate().all(|(k, c)| {
+                if k == 2 || k == 5 {
+                    *c == b':'
+                } else {
+                    c.is_ascii_digit()
+                }
+            })
+    };
+    if !(1..=2).contains(&day) || b.get(day) != Some(&b' ') || !clock(day + 1) {
+        return line;
+    }
+    // The host, then the program: `name[pid]:` or `name:`.
+    let after = &rest[day + 9..];
+    let Some(after) = after.strip_prefix(' ') else {
+        return line;
+    };
+    let Some((_host, program_and_rest)) = after.split_once(' ') else {
+        return line;
+    };
+    match program_and_rest.split_once(": ") {
+        Some((program, message))
+            if !program.is_empty() && !program.contains(' ') && program.len() <= 64 =>
+        {
+            message
+        }
+        _ => line,
+    }
 }
 
 /// The stream and tag that the container runtime's log files (CRI, what `kubectl logs` reads
@@ -1718,6 +1775,30 @@ mod tests {
             assert!(!is_paste_markup(line), "{line}");
         }
         assert_eq!(without_byte_order_mark("\u{feff}Traceback"), "Traceback");
+    }
+
+    #[test]
+    fn kubectl_s_and_the_system_log_s_prefixes_are_looked_through() {
+        assert_eq!(
+            strip_collector_prefixes("[pod/trainer-worker-0/pytorch] RuntimeError: boom").1,
+            "RuntimeError: boom"
+        );
+        assert_eq!(
+            strip_collector_prefixes("Feb 27 21:35:32 host-a python[1234]:   File \"t.py\"").1,
+            "  File \"t.py\""
+        );
+        assert_eq!(
+            strip_collector_prefixes("Dec  3 01:02:03 host-a kernel: Out of memory: Killed").1,
+            "Out of memory: Killed"
+        );
+        // Not a prefix: a month's name at the start of a sentence, a bracket of other words.
+        for line in [
+            "May the job end",
+            "[pod is down] x",
+            "Jan 12 was the day: it failed",
+        ] {
+            assert_eq!(strip_collector_prefixes(line).1, line);
+        }
     }
 
     #[test]

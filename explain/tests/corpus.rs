@@ -299,7 +299,7 @@ fn each_line(f: impl Fn(&str) -> String + 'static) -> Box<dyn Fn(&str) -> String
 fn log_collectors_prefixes_quoting_and_escaping_change_no_answer() {
     type Prefix = fn(usize) -> String;
     type Damage = Box<dyn Fn(&str) -> String>;
-    let prefixes: [(&str, Prefix); 9] = [
+    let prefixes: [(&str, Prefix); 11] = [
         // kubectl logs --timestamps, docker logs -t
         ("a time stamp", |i| {
             format!("2024-02-27T21:35:{:02}.106313123Z ", i % 60)
@@ -333,6 +333,14 @@ fn log_collectors_prefixes_quoting_and_escaping_change_no_answer() {
         // PyTorch's rank label and torchrun's `--tee` label, around whatever labels the log
         // has already (a paste of one rank's output): before nested labels were read, the
         // first cost 5 answers (2026-12-03)
+        // `kubectl logs --prefix` and the system log (`journalctl`, a syslog file): each had
+        // changed 13 answers before they were looked through (2026-12-03)
+        ("kubectl's source prefix", |_| {
+            "[pod/trainer-worker-0/pytorch] ".to_owned()
+        }),
+        ("the system log's prefix", |i| {
+            format!("Feb 27 21:35:{:02} host-a python[1234]: ", i % 60)
+        }),
         ("a rank label", |_| "[rank0]:".to_owned()),
         ("torchrun's tee label", |_| "[default0]:".to_owned()),
     ];

@@ -163,7 +163,8 @@ const WRAPPED_PARTS_MIN: usize = 2;
 impl PasteProbe {
     /// Feeds one line as read.
     pub fn line(&mut self, raw: &str) {
-        let raw = without_byte_order_mark(raw);
+        let raw = plain_characters(without_byte_order_mark(raw));
+        let raw = raw.as_ref();
         match structured_message(raw) {
             Some(message) => message.lines().for_each(|part| self.pasted_line(part)),
             None => self.pasted_line(raw),
@@ -312,7 +313,8 @@ impl<'a> Scanner<'a> {
     /// Feeds one line.
     pub fn line(&mut self, number: Option<u64>, raw: &str) {
         self.out.lines += 1;
-        let raw = without_byte_order_mark(raw);
+        let raw = plain_characters(without_byte_order_mark(raw));
+        let raw = raw.as_ref();
         match structured_message(raw) {
             // A collector's record: its message, line by line (a traceback can be one record).
             Some(message) => message
@@ -1129,9 +1131,11 @@ fn nccl_prefix_start(before: &str) -> Option<usize> {
         return None;
     }
     let token_end = dev[..open].trim_end().len();
+    // After the white space, whatever its width (a no-break space is two bytes).
     let token_start = dev[..token_end]
-        .rfind(char::is_whitespace)
-        .map_or(0, |w| w + 1);
+        .char_indices()
+        .rfind(|(_, c)| c.is_whitespace())
+        .map_or(0, |(w, c)| w + c.len_utf8());
     let token = &dev[token_start..token_end];
     let mut parts = token.rsplitn(3, ':');
     let (Some(tid), Some(pid), Some(_)) = (parts.next(), parts.next(), parts.next()) else {
@@ -1722,6 +1726,39 @@ fn without_byte_order_mark(raw: &str) -> &str {
     raw.strip_prefix('\u{feff}').unwrap_or(raw)
 }
 
+/// A line with the characters a rich-text paste (a chat, a web page, a word processor) puts
+/// for ASCII ones made ASCII again: no-break spaces for spaces (with them every space of the
+/// corpus's logs changed 315 of its 410 answers, 2026-12-03) and typographic quotes for `'`
+/// and `"` (10 answers).
+fn plain_characters(raw: &str) -> std::borrow::Cow<'_, str> {
+    const ASCII_FOR: [(char, char); 7] = [
+        ('\u{a0}', ' '),
+        ('\u{2007}', ' '),
+        ('\u{202f}', ' '),
+        ('\u{2018}', '\''),
+        ('\u{2019}', '\''),
+        ('\u{201c}', '"'),
+        ('\u{201d}', '"'),
+    ];
+    if raw.is_ascii()
+        || !raw
+            .chars()
+            .any(|c| ASCII_FOR.iter().any(|(from, _)| *from == c))
+    {
+        return std::borrow::Cow::Borrowed(raw);
+    }
+    std::borrow::Cow::Owned(
+        raw.chars()
+            .map(|c| {
+                ASCII_FOR
+                    .iter()
+                    .find(|(from, _)| *from == c)
+                    .map_or(c, |(_, to)| *to)
+            })
+            .collect(),
+    )
+}
+
 /// The markup around a log pasted into an issue or a forum: a Markdown code fence (```` ``` ````,
 /// `~~~`, with a language or not) and GitHub's collapsed block (`<details>`, `<summary>...`,
 /// `<pre>`). Read as a line of the log, a closing fence became the line the log ends with.
@@ -1775,6 +1812,14 @@ mod tests {
             assert!(!is_paste_markup(line), "{line}");
         }
         assert_eq!(without_byte_order_mark("\u{feff}Traceback"), "Traceback");
+        assert_eq!(
+            plain_characters("NCCL\u{a0}WARN Cuda failure \u{2018}invalid argument\u{2019}"),
+            "NCCL WARN Cuda failure 'invalid argument'"
+        );
+        assert!(matches!(
+            plain_characters("plain"),
+            std::borrow::Cow::Borrowed(_)
+        ));
     }
 
     #[test]

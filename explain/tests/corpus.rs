@@ -384,6 +384,16 @@ fn log_collectors_prefixes_quoting_and_escaping_change_no_answer() {
                 Box::new(|text: &str| format!("\u{feff}{text}")),
             ),
             (
+                // A rich-text paste's no-break spaces (315 answers changed, and one log made
+                // the scanner panic, 2026-12-03) and typographic quotes (10).
+                "no-break spaces".to_owned(),
+                Box::new(|text: &str| text.replace(' ', "\u{a0}")),
+            ),
+            (
+                "typographic quotes".to_owned(),
+                Box::new(|text: &str| text.replace('\'', "\u{2019}").replace('"', "\u{201c}")),
+            ),
+            (
                 "Windows line ends".to_owned(),
                 Box::new(|text: &str| text.replace('\n', "\r\n")),
             ),

@@ -705,6 +705,22 @@ fn ranks_timed_out_in_different_collectives_at_one_number_took_different_paths()
 }
 
 #[test]
+fn wide_white_space_before_an_nccl_line_is_read_not_panicked_on() {
+    // An ideographic or em space (3 bytes) before NCCL's `host:pid:tid [dev]` prefix: the
+    // prefix's start was taken one byte after the space, inside it, and the scanner panicked.
+    for space in ["\u{3000}", "\u{2003}", "\u{a0}"] {
+        let log = format!(
+            "{space}{space}host-a:7389:7420 [0] NCCL INFO comm 0x7f rank 0 nranks 2 cudaDev 0 \
+             busId 100000 - Init COMPLETE\n{space}host-a:7389:7420 [0] NCCL WARN Call to recv \
+             failed : Broken pipe\n"
+        );
+        let report =
+            probe_explain::explain_log_bytes("rank.log", log.as_bytes(), &Options::default());
+        assert!(!report.findings.is_empty(), "{space:?}");
+    }
+}
+
+#[test]
 fn a_guess_is_not_headlined_as_the_likely_cause() {
     // ProcessGroupNCCL's teardown lines of PyTorch 1.x alone: a collective failed or timed out,
     // and nothing says why. The headline names the symptom and says the reason is not here

@@ -1,8 +1,9 @@
 //! Scanning one log file: every line goes through the rules, the NCCL parser,
-//! a Python traceback tracker and a torchelastic failure-table reader. A line that a paste
-//! joined from several is read as the lines it was made of ([`joined_line_starts`]); the
-//! prefixes launchers and log collectors put before lines, paste quoting and colours are
-//! looked through.
+//! a Python traceback tracker (plain, or drawn in a box by `rich`) and a torchelastic
+//! failure-table reader. A line that a paste joined from several is read as the lines it was
+//! made of ([`joined_line_starts`]); the prefixes launchers and log collectors put before
+//! lines, paste quoting and markup, a rich-text paste's characters and colours are looked
+//! through.
 //!
 //! Ranks are attributed per line: an explicit prefix (`[rank1]:`, `[Rank 1]`,
 //! `[PG 0 Rank 1]`, torchrun's `[default1]:`) wins; otherwise the NCCL process
@@ -121,6 +122,8 @@ pub(crate) struct Scanner<'a> {
     /// The parts so far of a line the log's wrap cut (its first part's number, the parts
     /// joined), while they come in lines of exactly the wrap width.
     wrapped_parts: Option<(Option<u64>, String)>,
+    /// Inside a traceback that the `rich` library drew in a box ([`rich_traceback_line`]).
+    in_rich_traceback: bool,
 }
 
 /// The shortest line taken as the first part of a wrapped one. Hard-wrapping every real log
@@ -286,6 +289,7 @@ impl<'a> Scanner<'a> {
             wrap_width: None,
             common_indent: String::new(),
             wrapped_parts: None,
+            in_rich_traceback: false,
         }
     }
 
@@ -518,7 +522,15 @@ impl<'a> Scanner<'a> {
             self.out.signals.push(s);
         }
         self.elastic_line(number, body, &lower);
-        self.traceback_line(number, body, observer, matched.is_some());
+        match rich_traceback_line(body, &mut self.in_rich_traceback) {
+            RichLine::Not => self.traceback_line(number, body, body, observer, matched.is_some()),
+            RichLine::As(plain) => {
+                // Quoted without the box's sides and padding.
+                let shown = body.trim().trim_matches('│').trim();
+                self.traceback_line(number, &plain, shown, observer, matched.is_some());
+            }
+            RichLine::Drawing => {}
+        }
     }
 
     /// Tracks `Traceback (most recent call last):` blocks; an exception line
@@ -527,6 +539,7 @@ impl<'a> Scanner<'a> {
         &mut self,
         number: Option<u64>,
         body: &str,
+        quote: &str,
         rank: Option<usize>,
         matched: bool,
     ) {
@@ -564,7 +577,7 @@ impl<'a> Scanner<'a> {
             let evidence = Evidence {
                 file: self.file.clone(),
                 line: number,
-                text: sanitize(body, MAX_EVIDENCE_CHARS),
+                text: sanitize(quote.trim(), MAX_EVIDENCE_CHARS),
             };
             let t = body.trim_start();
             if t.starts_with("File \"") {
@@ -1783,6 +1796,63 @@ fn is_paste_markup(line: &str) -> bool {
     .any(|t| lower.starts_with(t))
         && lower.ends_with('>');
     fence || tag
+}
+
+/// A line of a traceback the `rich` library drew (`rich.traceback.install()`, Typer's and
+/// some launchers' own), read as Python's plain traceback would print it.
+enum RichLine {
+    /// No part of such a traceback.
+    Not,
+    /// The plain form: `Traceback (most recent call last):`, a frame's `File "PATH", line N,
+    /// in FUNC`, the code line its `❱` marks.
+    As(String),
+    /// The box's drawing, a context line around the marked one, a locals panel.
+    Drawing,
+}
+
+/// Reads one line of a `rich` traceback: its box opens with `╭──── Traceback (most recent
+/// call last) ────╮`, each frame is `│ /path/train.py:12 in main │` and the frame's line is
+/// marked `│ ❱ 12 │   code │`; the box closes with `╰────╯` and the exception line follows
+/// it unboxed, as Python prints it. `inside` says whether the box is open.
+fn rich_traceback_line(body: &str, inside: &mut bool) -> RichLine {
+    let t = body.trim();
+    // The box's top line, or its part from the title on (a joined line's parts are cut where a
+    // traceback's header starts).
+    if t.contains("Traceback (most recent call last)") && t.ends_with('╮') {
+        *inside = true;
+        return RichLine::As("Traceback (most recent call last):".to_owned());
+    }
+    if !*inside {
+        return RichLine::Not;
+    }
+    if t.starts_with('╰') {
+        *inside = false;
+        return RichLine::Drawing;
+    }
+    let Some(inner) = t.strip_prefix('│') else {
+        // Not the box's: the traceback is over (a paste cut it).
+        *inside = false;
+        return RichLine::Not;
+    };
+    let inner = inner.strip_suffix('│').unwrap_or(inner).trim();
+    if let Some(code) = inner.strip_prefix('❱') {
+        // `❱ 12 │   main()`: the number, the gutter, the code.
+        let code = code
+            .trim_start()
+            .trim_start_matches(|c: char| c.is_ascii_digit());
+        let code = code.trim_start().strip_prefix('│').unwrap_or(code);
+        return RichLine::As(format!("    {}", code.trim()));
+    }
+    // `PATH:LINE in FUNC`
+    if let Some((place, func)) = inner.split_once(" in ") {
+        if let Some((path, line)) = place.rsplit_once(':') {
+            let numbered = !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit());
+            if numbered && !path.is_empty() && !path.contains(' ') && !func.contains(' ') {
+                return RichLine::As(format!("  File \"{path}\", line {line}, in {func}"));
+            }
+        }
+    }
+    RichLine::Drawing
 }
 
 #[cfg(test)]

@@ -721,6 +721,48 @@ fn wide_white_space_before_an_nccl_line_is_read_not_panicked_on() {
 }
 
 #[test]
+fn a_traceback_drawn_by_rich_quotes_the_program_s_frame_and_line() {
+    // `rich.traceback.install()`'s box (rich 13), then the exception as Python prints it.
+    let log = "\
+╭───────────────────── Traceback (most recent call last) ──────────────────────╮
+│ /home/user/train.py:12 in <module>                                           │
+│                                                                              │
+│   11 if __name__ == \"__main__\":                                              │
+│ ❱ 12 │   main()                                                              │
+│                                                                              │
+│ /opt/conda/lib/python3.10/site-packages/torch/cuda/__init__.py:404 in        │
+│ set_device                                                                   │
+│                                                                              │
+│ /home/user/train.py:8 in main                                                │
+│                                                                              │
+│    7 │   rank = int(os.environ[\"RANK\"])                                       │
+│ ❱  8 │   torch.cuda.set_device(dist.get_rank())                              │
+╰──────────────────────────────────────────────────────────────────────────────╯
+RuntimeError: CUDA error: invalid device ordinal
+";
+    let report = probe_explain::explain_log_bytes("rank.log", log.as_bytes(), &Options::default());
+    let top = report.findings.first().expect("a finding");
+    assert_eq!(top.category, Category::CudaError);
+    let quoted: Vec<&str> = top.evidence.iter().map(|e| e.text.as_str()).collect();
+    assert!(
+        quoted.contains(&"/home/user/train.py:8 in main"),
+        "{quoted:?}"
+    );
+    assert!(
+        quoted
+            .iter()
+            .any(|q| q.contains("torch.cuda.set_device(dist.get_rank())")),
+        "{quoted:?}"
+    );
+    // The code line tells the device was picked by the global rank.
+    assert!(
+        top.explanation.contains("global rank"),
+        "{}",
+        top.explanation
+    );
+}
+
+#[test]
 fn a_guess_is_not_headlined_as_the_likely_cause() {
     // ProcessGroupNCCL's teardown lines of PyTorch 1.x alone: a collective failed or timed out,
     // and nothing says why. The headline names the symptom and says the reason is not here

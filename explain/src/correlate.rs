@@ -1226,8 +1226,6 @@ fn judge_killed_workers(signals: &mut [Signal], g: &Gathered) {
     }
 }
 
-/// PyTorch's "Parameter indices which did not receive grad for rank 0: 2 3" gives indices
-/// only (names need TORCH_DISTRIBUTED_DEBUG): the traces' parameter tables name them.
 /// A store wait that timed out after the training had run (a collective, a progress bar):
 /// the rendezvous was long over, so a rank waited in the store for another rank's key inside
 /// the training (a store-based barrier, a new group's set-up, a data loader's shared seed),
@@ -1261,6 +1259,8 @@ fn later_in_the_same_log(a: &Evidence, b: &Evidence) -> bool {
     a.file == b.file && a.line.zip(b.line).is_some_and(|(a, b)| b >= a)
 }
 
+/// PyTorch's "Parameter indices which did not receive grad for rank 0: 2 3" gives indices
+/// only (names need TORCH_DISTRIBUTED_DEBUG): the traces' parameter tables name them.
 fn name_unused_parameters(signals: &mut [Signal], progress: &[crate::traces::RankProgress]) {
     for s in signals.iter_mut().filter(|s| s.rule == "unused_parameters") {
         let Some(list) = s

@@ -713,6 +713,11 @@ pub(crate) static RULES: &[Rule] = &[
     // that never reached `init_process_group` / `new_group`.
     rule!("store_based_barrier_wait", RendezvousTimeout, Symptom, Standalone,
         [["waiting in store based barrier"]], not [], ex_store_barrier),
+    // torchelastic's `RendezvousClosedError`: an agent found the job's rendezvous closed, which
+    // an agent does when it stops (`dynamic_rendezvous.py`'s shutdown: its workers failed past
+    // the restarts, or it was interrupted) or when the job finished: another node's doing.
+    rule!("rendezvous_closed", RankCrashed, Consequence, Standalone,
+        [["rendezvousclosederror"]], not [], ex_rendezvous_closed),
     rule!("rendezvous", RendezvousTimeout, Symptom, Standalone,
         [["waiting for clients", "rendezvoustimeouterror", "rendezvous timed out", "never arrived at"]],
         not [], ex_rendezvous),
@@ -722,6 +727,13 @@ pub(crate) static RULES: &[Rule] = &[
     // network set up issue."). The communicator is created at a group's first collective (at
     // init_process_group only with `device_id`): the store works, rank 0 has not published its
     // id because it has not reached that collective: still busy before it, or dead.
+    // The same wait ending because the store went away (PyTorch: "... but store->get('0') got
+    // error: Connection reset by peer", "Broken pipe", "Connection refused"): the store lives in
+    // rank 0's process (torchrun's agent's, under torchrun), so rank 0 or its node is gone.
+    rule!("nccl_unique_id_store_gone", RankCrashed, Consequence, Standalone,
+        [["retrieving nccluniqueid"],
+         ["connection reset by peer", "broken pipe", "connection refused", "connection closed"]],
+        not [], ex_unique_id_store_gone),
     rule!("nccl_unique_id_wait", CollectiveTimeout, Symptom, Standalone,
         [["retrieving nccluniqueid"]], not [], ex_unique_id_wait),
     // transformers' `TrainingArguments.main_process_first` and accelerate's
@@ -1485,6 +1497,35 @@ fn ex_unique_id_wait(_: &str, lower: &str) -> Extract {
     }
 }
 
+fn ex_unique_id_store_gone(_: &str, lower: &str) -> Extract {
+    let from = lower
+        .split_once("retrieving nccluniqueid from [")
+        .and_then(|(_, rest)| leading_number(rest))
+        .and_then(|r| usize::try_from(r).ok())
+        .unwrap_or(0);
+    Extract {
+        subjects: vec![from],
+        detail: Some(format!(
+            "the store went away while a rank waited in it for rank {from}'s NCCL unique id: the \
+             store lives in rank 0's process (in torchrun's agent under torchrun), so rank 0 or \
+             its node stopped first; read rank 0's log for why"
+        )),
+        ..Extract::default()
+    }
+}
+
+fn ex_rendezvous_closed(_: &str, _: &str) -> Extract {
+    Extract {
+        detail: Some(
+            "this node's agent found the job's rendezvous closed: another node's agent closed it \
+             when it stopped (its workers failed and no restarts were left, or it was \
+             interrupted), or the job had already finished; read the other nodes' logs"
+                .to_owned(),
+        ),
+        ..Extract::default()
+    }
+}
+
 fn ex_main_process_first(_: &str, _: &str) -> Extract {
     Extract {
         detail: Some(
@@ -1848,6 +1889,31 @@ mod tests {
 
     fn cat(line: &str) -> Option<Category> {
         classify(line).map(|(r, ex)| ex.category.unwrap_or(r.category))
+    }
+
+    /// A wait for rank 0's NCCL unique id that ends because the store went away names rank 0;
+    /// one that times out names the waiting rank; a closed rendezvous is another node's doing.
+    #[test]
+    fn a_store_gone_during_the_unique_id_wait_names_rank_0() {
+        let gone = "torch.distributed.DistBackendError: [1] is setting up NCCL communicator and \
+                    retrieving ncclUniqueId from [0] via c10d key-value store by key '0', but \
+                    store->get('0') got error: Connection reset by peer";
+        let (rule, ex) = classify(gone).unwrap();
+        assert_eq!(
+            (rule.name, rule.role),
+            ("nccl_unique_id_store_gone", Role::Consequence)
+        );
+        assert_eq!(ex.subjects, vec![0]);
+        let timed_out = gone.replace("Connection reset by peer", "Socket Timeout");
+        let (rule, ex) = classify(&timed_out).unwrap();
+        assert_eq!(rule.name, "nccl_unique_id_wait");
+        assert_eq!(ex.subjects, vec![1]);
+        let (rule, _) =
+            classify("torch.distributed.elastic.rendezvous.api.RendezvousClosedError").unwrap();
+        assert_eq!(
+            (rule.name, rule.category),
+            ("rendezvous_closed", Category::RankCrashed)
+        );
     }
 
     /// PyTorch on ROCm words its CUDA checks for HIP.

@@ -106,6 +106,16 @@ pub(crate) fn position(rule: &Rule) -> usize {
 /// The first rule that matches `line`, with what it read.
 pub(crate) fn classify(line: &str) -> Option<(&'static Rule, Extract)> {
     let lower = line.to_ascii_lowercase();
+    // ProcessGroupNCCL's "NCCL communicator was aborted on rank 1. Original reason for failure
+    // was: ..." carries this rank's own error after it: read that, unless it is itself only a
+    // consequence.
+    const ORIGINAL: &str = "original reason for failure was:";
+    if let Some(at) = lower.find(ORIGINAL) {
+        let reason = &line[at + ORIGINAL.len()..];
+        if let Some(found) = classify(reason).filter(|(r, _)| r.role != Role::Consequence) {
+            return Some(found);
+        }
+    }
     RULES
         .iter()
         .find(|r| r.matches(&lower))
@@ -1914,6 +1924,21 @@ mod tests {
             (rule.name, rule.category),
             ("rendezvous_closed", Category::RankCrashed)
         );
+    }
+
+    /// An aborted communicator's line is read for the original reason it carries.
+    #[test]
+    fn an_aborted_communicator_is_read_for_its_original_reason() {
+        let aborted = "RuntimeError: NCCL communicator was aborted on rank 1. Original reason for \
+                       failure was: NCCL error: unhandled system error, NCCL version 2.14.3";
+        assert_eq!(cat(aborted), Some(Category::NcclInternalOrUnsupported));
+        // A reason that is itself a consequence leaves the line one.
+        let (rule, _) = classify(
+            "RuntimeError: NCCL communicator was aborted on rank 1. Original reason for failure \
+             was: Connection reset by peer",
+        )
+        .unwrap();
+        assert_eq!((rule.name, rule.role), ("peer_gone", Role::Consequence));
     }
 
     /// PyTorch on ROCm words its CUDA checks for HIP.

@@ -2348,6 +2348,7 @@ const INDIRECT_RULES: &[&str] = &[
     "shell_segfault",
     "manifest_rank_end",
     "elastic_failure",
+    "elastic_worker_failed",
     "nccl_error_code",
     // NCCL's `unhandled cuda error` without its `Cuda failure '...'` line: which CUDA call
     // failed, NCCL's own or a kernel's error caught at NCCL's, is not said.

@@ -1018,10 +1018,48 @@ pub(crate) static RULES: &[Rule] = &[
     rule!("deepspeed_rank_exit", RankCrashed, Cause, AnyFinding,
         [["exits with return code = "]],
         not ["return code = 0", "return code = -9", "return code = -7"], ex_none),
+    // torchelastic's agent (`multiprocessing/api.py`) on the first worker of its node that
+    // failed: "failed (exitcode: -11) local_rank: 0 (pid: 102) of binary: /usr/bin/python3",
+    // often all a paste keeps of the failure table after it. A negative code is the signal
+    // that killed it (-9 and -7 are read above; -15, -2 and -1 are stops sent from outside or
+    // by the agent); a positive one is the rank's own exit, its error earlier in its output.
+    rule!("elastic_worker_failed", RankCrashed, Cause, AnyFinding,
+        [["failed (exitcode: "], ["local_rank: "]],
+        not ["exitcode: 0)", "exitcode: -15)", "exitcode: -2)", "exitcode: -1)"],
+        ex_elastic_worker_failed),
     rule!("launcher_consequence", RankCrashed, Consequence, AnyFinding,
         [["childfailederror", "calledprocesserror", "keyboardinterrupt", "signalexception"]],
         not [], ex_none),
 ];
+
+fn ex_elastic_worker_failed(_: &str, lower: &str) -> Extract {
+    let code = lower
+        .split_once("failed (exitcode: ")
+        .and_then(|(_, rest)| rest.split(')').next())
+        .and_then(|c| c.trim().parse::<i64>().ok());
+    let local = num_after(lower, "local_rank: ");
+    let who = local.map_or("a rank".to_owned(), |l| format!("local rank {l}"));
+    let detail = code.map(|code| match code {
+        -11 => format!(
+            "torchelastic reports {who} killed by signal 11 (SIGSEGV): a native crash in the \
+             rank's own process (an extension, a library, a driver), not a timeout; its core \
+             dump or `faulthandler` output says where"
+        ),
+        -6 => format!(
+            "torchelastic reports {who} killed by signal 6 (SIGABRT): an abort, whose reason is \
+             the `what():` line or the failed check printed just before it in the rank's output"
+        ),
+        c if c < 0 => format!("torchelastic reports {who} killed by signal {}", -c),
+        c => format!(
+            "torchelastic reports {who} exited with code {c}: its own error (a traceback) is \
+             earlier in its output"
+        ),
+    });
+    Extract {
+        detail,
+        ..Extract::default()
+    }
+}
 
 fn ex_gpu_fault(_: &str, _: &str) -> Extract {
     Extract {
@@ -1939,6 +1977,41 @@ mod tests {
         )
         .unwrap();
         assert_eq!((rule.name, rule.role), ("peer_gone", Role::Consequence));
+    }
+
+    /// torchelastic's line for a failed worker, read for its exit code.
+    #[test]
+    fn torchelastic_s_failed_worker_line_names_the_signal() {
+        let line = |code: &str| {
+            format!(
+                "E1214 08:06:55.807000 100 torch/distributed/elastic/multiprocessing/api.py:869] \
+                 failed (exitcode: {code}) local_rank: 0 (pid: 102) of binary: /usr/bin/python3"
+            )
+        };
+        let (rule, ex) = classify(&line("-11")).unwrap();
+        assert_eq!(
+            (rule.name, rule.category),
+            ("elastic_worker_failed", Category::RankCrashed)
+        );
+        assert!(ex.detail.unwrap().contains("SIGSEGV"));
+        assert!(classify(&line("-6"))
+            .unwrap()
+            .1
+            .detail
+            .unwrap()
+            .contains("what():"));
+        assert!(classify(&line("1"))
+            .unwrap()
+            .1
+            .detail
+            .unwrap()
+            .contains("exited with code 1"));
+        // SIGKILL keeps its own reading; a stop from outside is not a crash.
+        assert_eq!(classify(&line("-9")).unwrap().0.name, "sigkill_exit");
+        assert_ne!(
+            classify(&line("-15")).map(|(r, _)| r.name),
+            Some("elastic_worker_failed")
+        );
     }
 
     /// PyTorch on ROCm words its CUDA checks for HIP.

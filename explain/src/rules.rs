@@ -1033,10 +1033,7 @@ pub(crate) static RULES: &[Rule] = &[
 ];
 
 fn ex_elastic_worker_failed(_: &str, lower: &str) -> Extract {
-    let code = lower
-        .split_once("failed (exitcode: ")
-        .and_then(|(_, rest)| rest.split(')').next())
-        .and_then(|c| c.trim().parse::<i64>().ok());
+    let code = crate::shape::signed_after(lower, "failed (exitcode: ");
     let local = num_after(lower, "local_rank: ");
     let who = local.map_or("a rank".to_owned(), |l| format!("local rank {l}"));
     let detail = code.map(|code| match code {

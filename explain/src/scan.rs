@@ -1776,26 +1776,34 @@ fn plain_characters(raw: &str) -> std::borrow::Cow<'_, str> {
 /// `~~~`, with a language or not) and GitHub's collapsed block (`<details>`, `<summary>...`,
 /// `<pre>`). Read as a line of the log, a closing fence became the line the log ends with.
 fn is_paste_markup(line: &str) -> bool {
-    let lower = line.to_ascii_lowercase();
-    let fence = ["```", "~~~"].iter().any(|f| {
-        lower.strip_prefix(f).is_some_and(|rest| {
-            rest.bytes().all(|b| {
-                b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'+' | b' ' | b'`' | b'~')
+    // Every line of every log comes here: only one that starts like markup is looked at.
+    match line.as_bytes().first() {
+        Some(b'`' | b'~') => ["```", "~~~"].iter().any(|f| {
+            line.strip_prefix(f).is_some_and(|rest| {
+                rest.bytes().all(|b| {
+                    b.is_ascii_alphanumeric()
+                        || matches!(b, b'-' | b'_' | b'+' | b' ' | b'`' | b'~')
+                })
             })
-        })
-    });
-    let tag = [
-        "<details",
-        "</details>",
-        "<summary>",
-        "</summary>",
-        "<pre>",
-        "</pre>",
-    ]
-    .iter()
-    .any(|t| lower.starts_with(t))
-        && lower.ends_with('>');
-    fence || tag
+        }),
+        Some(b'<') => {
+            line.ends_with('>')
+                && [
+                    "<details",
+                    "</details>",
+                    "<summary>",
+                    "</summary>",
+                    "<pre>",
+                    "</pre>",
+                ]
+                .iter()
+                .any(|t| {
+                    line.get(..t.len())
+                        .is_some_and(|head| head.eq_ignore_ascii_case(t))
+                })
+        }
+        _ => false,
+    }
 }
 
 /// A line of a traceback the `rich` library drew (`rich.traceback.install()`, Typer's and
@@ -1818,7 +1826,7 @@ fn rich_traceback_line(body: &str, inside: &mut bool) -> RichLine {
     let t = body.trim();
     // The box's top line, or its part from the title on (a joined line's parts are cut where a
     // traceback's header starts).
-    if t.contains("Traceback (most recent call last)") && t.ends_with('╮') {
+    if t.ends_with('╮') && t.contains("Traceback (most recent call last)") {
         *inside = true;
         return RichLine::As("Traceback (most recent call last):".to_owned());
     }

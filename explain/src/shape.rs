@@ -526,7 +526,7 @@ fn work_position(lower: &str) -> Option<(String, usize, Option<i64>, i64, i64)> 
 }
 
 /// The signed number right after `key` (the watchdog prints -1 for "none").
-fn signed_after(lower: &str, key: &str) -> Option<i64> {
+pub(crate) fn signed_after(lower: &str, key: &str) -> Option<i64> {
     let rest = &lower[lower.find(key)? + key.len()..];
     let (negative, digits) = match rest.strip_prefix('-') {
         Some(d) => (true, d),

@@ -1033,7 +1033,7 @@ pub(crate) static RULES: &[Rule] = &[
 ];
 
 fn ex_elastic_worker_failed(_: &str, lower: &str) -> Extract {
-    let code = crate::shape::signed_after(lower, "failed (exitcode: ");
+    let code = signed_after(lower, "failed (exitcode: ");
     let local = num_after(lower, "local_rank: ");
     let who = local.map_or("a rank".to_owned(), |l| format!("local rank {l}"));
     let detail = code.map(|code| match code {
@@ -1866,6 +1866,22 @@ pub(crate) fn num_after(lower: &str, key: &str) -> Option<u64> {
     let i = lower.find(key)?;
     let rest = lower[i + key.len()..].trim_start_matches([' ', ':', '=', '[', '#']);
     leading_number(rest)
+}
+
+/// The signed number right after `key` (the watchdog prints -1 for "none").
+pub(crate) fn signed_after(lower: &str, key: &str) -> Option<i64> {
+    let rest = &lower[lower.find(key)? + key.len()..];
+    let (negative, digits) = match rest.strip_prefix('-') {
+        Some(d) => (true, d),
+        None => (false, rest),
+    };
+    let n: i64 = digits
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect::<String>()
+        .parse()
+        .ok()?;
+    Some(if negative { -n } else { n })
 }
 
 /// Every number in `s`, in order.

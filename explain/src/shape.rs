@@ -497,8 +497,8 @@ fn work_position(lower: &str) -> Option<(String, usize, Option<i64>, i64, i64)> 
     .iter()
     .find_map(|(enqueued_key, completed_key)| {
         let at = lower.find(enqueued_key)?;
-        let enqueued = signed_after(&lower[at..], enqueued_key)?;
-        let completed = signed_after(&lower[at..], completed_key)?;
+        let enqueued = crate::rules::signed_after(&lower[at..], enqueued_key)?;
+        let completed = crate::rules::signed_after(&lower[at..], completed_key)?;
         Some((at, enqueued, completed))
     })?;
     let failed_at = [
@@ -507,7 +507,7 @@ fn work_position(lower: &str) -> Option<(String, usize, Option<i64>, i64, i64)> 
         "detected by watchdog at work sequence id: ",
     ]
     .iter()
-    .find_map(|k| signed_after(&lower[..at], k));
+    .find_map(|k| crate::rules::signed_after(&lower[..at], k));
     // The log prefix before the message: "[PG 0 Rank 2] ", "[PG ID 0 PG GUID 0(default_pg)
     // Rank 0] ", "[Rank 5] " (before PyTorch 2.3).
     let open = lower[..at].rfind('[')?;
@@ -523,22 +523,6 @@ fn work_position(lower: &str) -> Option<(String, usize, Option<i64>, i64, i64)> 
         enqueued,
         completed,
     ))
-}
-
-/// The signed number right after `key` (the watchdog prints -1 for "none").
-pub(crate) fn signed_after(lower: &str, key: &str) -> Option<i64> {
-    let rest = &lower[lower.find(key)? + key.len()..];
-    let (negative, digits) = match rest.strip_prefix('-') {
-        Some(d) => (true, d),
-        None => (false, rest),
-    };
-    let n: i64 = digits
-        .chars()
-        .take_while(char::is_ascii_digit)
-        .collect::<String>()
-        .parse()
-        .ok()?;
-    Some(if negative { -n } else { n })
 }
 
 /// The process group a ProcessGroupNCCL line names: `[PG 1 Rank 0]` (PyTorch 2.2–2.3),

@@ -320,7 +320,9 @@ impl Category {
             }
             Category::UnusedParameters => {
                 "Make every parameter contribute to the loss, or construct DDP with \
-                 find_unused_parameters=True (costs a graph traversal per step), or freeze the \
+                 find_unused_parameters=True (costs a graph traversal per step; PyTorch \
+                 Lightning: strategy=\"ddp_find_unused_parameters_true\"; Accelerate: \
+                 DistributedDataParallelKwargs(find_unused_parameters=True)), or freeze the \
                  parameters (requires_grad=False). TORCH_DISTRIBUTED_DEBUG=INFO names them. For \
                  \"marked as ready twice\": construct DDP with static_graph=True, or use \
                  non-reentrant checkpointing (torch.utils.checkpoint(..., use_reentrant=False))."

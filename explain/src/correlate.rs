@@ -2343,6 +2343,7 @@ const INDIRECT_RULES: &[&str] = &[
     "cuda_devices_unavailable",
     "sigkill_exit",
     "sigbus_exit",
+    "dataloader_worker_bus_error",
     "shell_killed",
     "shell_bus_error",
     "shell_segfault",

@@ -51,6 +51,7 @@ mod manifest;
 mod nccl;
 mod pickle;
 mod python_stack;
+mod record_prefix;
 mod report;
 mod rules;
 mod sanitize;

@@ -548,6 +548,12 @@ pub(crate) static RULES: &[Rule] = &[
           "insufficient shared memory", "out of shared memory", "raise your shared memory limit",
           "bus error encountered in worker"]],
         not [], ex_none),
+    // The data loader's report of a worker's SIGBUS (`DataLoader.cpp`: "DataLoader worker (pid
+    // N) is killed by signal: Bus error."; later versions add "It is possible that dataloader's
+    // workers are out of shared memory", which shm_segment reads), where the worker's own
+    // "bus error encountered in worker ... insufficient shared memory" was not kept.
+    rule!("dataloader_worker_bus_error", ShmTooSmall, Cause, Standalone,
+        [["is killed by signal: bus error"]], not [], ex_none),
     rule!("shm_space", ShmTooSmall, Cause, Standalone,
         [["/dev/shm"], ["no space left", "bus error", "cannot allocate", "failed"]],
         not [], ex_none),
@@ -581,6 +587,17 @@ pub(crate) static RULES: &[Rule] = &[
         [["address already in use", "eaddrinuse", "errno: 98", "os error 98",
           "failed to listen on any local network address"]],
         not [], ex_port),
+    // c10d's `socket.cpp` names each address it failed to bind ("The server socket has failed
+    // to bind to [::]:29500 (errno: 98 - Address already in use)."); on the wildcard
+    // addresses (`[::]`, `0.0.0.0`) a bind fails for a port that is taken, unless the error
+    // says otherwise (no IPv6: errno 97; a port below 1024: errno 13), so with the errno cut
+    // off the line still names a port in use.
+    rule!("port_bind_failed", PortInUse, Cause, Standalone,
+        [["server socket has failed to bind to [::]:", "server socket has failed to bind to 0.0.0.0:",
+          "server socket has failed to bind to [0.0.0.0]:"]],
+        not ["errno: 97", "address family not supported", "errno: 13", "permission denied",
+             "errno: 99", "cannot assign requested address"],
+        ex_port),
     // Connections between the ranks themselves (not to the store) that fail: gloo's full
     // mesh (`ProcessGroupGloo.cpp`: "Gloo connectFullMesh failed with ...", and its warning
     // "Unable to resolve hostname to a (local) address. Using the loopback address as
@@ -691,10 +708,16 @@ pub(crate) static RULES: &[Rule] = &[
           "input/output mismatch in the collective", "collective_type_mismatch",
           "size_or_syntax_mismatch", "collective_dtype_mismatch"]],
         not [], ex_mismatch),
+    // PyTorch Lightning replaces the reducer's "Expected to have finished reduction" with its
+    // own words (`strategies/ddp.py`, tested by its `test_find_unused_parameters_ddp_*`): "It
+    // looks like your LightningModule has parameters that were not used in producing the loss
+    // returned by training_step. If this is intentional, you must enable the detection of
+    // unused parameters in DDP, ...".
     rule!("unused_parameters", UnusedParameters, Cause, Standalone,
         [["expected to have finished reduction in the prior iteration", "did not receive grad",
           "did not receive a gradient", "your training graph has changed in this iteration",
-          "mark a variable ready only once", "has been marked as ready twice"]],
+          "mark a variable ready only once", "has been marked as ready twice",
+          "has parameters that were not used in producing the loss"]],
         not [], ex_unused),
     // The `Join` context manager also warns, once, when a rank has shadowed more than 1000 of
     // the others' collectives after its own inputs ran out (`torch/distributed/algorithms/
@@ -728,8 +751,11 @@ pub(crate) static RULES: &[Rule] = &[
     // the restarts, or it was interrupted) or when the job finished: another node's doing.
     rule!("rendezvous_closed", RankCrashed, Consequence, Standalone,
         [["rendezvousclosederror"]], not [], ex_rendezvous_closed),
+    // TCPStore's `waitForWorkers` ("Timed out after N seconds waiting for clients. X/Y clients
+    // joined."): its second sentence alone too, where a paste cut the line before it.
     rule!("rendezvous", RendezvousTimeout, Symptom, Standalone,
-        [["waiting for clients", "rendezvoustimeouterror", "rendezvous timed out", "never arrived at"]],
+        [["waiting for clients", "rendezvoustimeouterror", "rendezvous timed out", "never arrived at",
+          " clients joined."]],
         not [], ex_rendezvous),
     // `ProcessGroupNCCL.cpp`'s broadcastUniqueNCCLID: "[%d] is setting up NCCL communicator and
     // retrieving ncclUniqueId from [0] via c10d key-value store by key '%s', but store->get('%s')
@@ -2751,5 +2777,28 @@ mod tests {
         );
         let (_, ex) = classify("RuntimeError: The server socket has failed to listen on any local network address. The server socket has failed to bind to [::]:29500 (errno: 98 - Address already in use).").unwrap();
         assert_eq!(ex.detail.as_deref(), Some("port 29500"));
+    }
+
+    #[test]
+    fn a_message_s_second_half_alone_still_names_its_cause() {
+        // c10d's bind failure on the wildcard address with its errno cut off, and the same
+        // line saying why it was no port in use.
+        let (rule, ex) = classify("The server socket has failed to bind to [::]:19936").unwrap();
+        assert_eq!((rule.name, ex.port), ("port_bind_failed", Some(19936)));
+        for other in [
+            "The server socket has failed to bind to [::]:29500 (errno: 97 - Address family not supported by protocol).",
+            "The server socket has failed to bind to [::]:80 (errno: 13 - Permission denied).",
+        ] {
+            assert_ne!(classify(other).map(|(r, _)| r.category), Some(Category::PortInUse));
+        }
+        // TCPStore's count of the ranks that came, without "waiting for clients" before it.
+        let (rule, ex) = classify("1/16 clients joined.").unwrap();
+        assert_eq!(rule.category, Category::RendezvousTimeout);
+        assert_eq!(ex.expected_world, Some(16));
+        // The data loader's report of a worker's SIGBUS, without the worker's own line.
+        let (rule, _) =
+            classify("RuntimeError: DataLoader worker (pid 3527) is killed by signal: Bus error.")
+                .unwrap();
+        assert_eq!(rule.category, Category::ShmTooSmall);
     }
 }

@@ -16,6 +16,7 @@ use probe::text::strip_csi;
 
 use crate::category::Category;
 use crate::nccl::{self, Level, NcclCollector};
+use crate::record_prefix::{self, Lesson, RecordPrefix};
 use crate::report::{Evidence, Role};
 use crate::rules;
 use crate::sanitize::{sanitize, MAX_EVIDENCE_CHARS};
@@ -124,6 +125,11 @@ pub(crate) struct Scanner<'a> {
     wrapped_parts: Option<(Option<u64>, String)>,
     /// Inside a traceback that the `rich` library drew in a box ([`rich_traceback_line`]).
     in_rich_traceback: bool,
+    /// Whether the log was pasted with line numbers ([`PasteProbe::numbered`]), taken off.
+    numbered: bool,
+    /// The prefix the last traceback's or stack dump's first line had ([`record_prefix`]),
+    /// taken off the lines that have it.
+    record_prefix: Option<RecordPrefix>,
 }
 
 /// The shortest line taken as the first part of a wrapped one. Hard-wrapping every real log
@@ -158,6 +164,16 @@ pub(crate) struct PasteProbe {
     at_longest: Vec<String>,
     /// The leading spaces and tabs every non-blank line so far begins with.
     indent: Option<String>,
+    /// Non-blank lines so far, and those of them that start with a line number.
+    nonblank: usize,
+    numbered: usize,
+    /// The last line number, whether every one so far was larger than the one before, and
+    /// how many were one larger.
+    last_number: Option<u64>,
+    numbers_increase: bool,
+    numbers_consecutive: usize,
+    /// Lines whose number a tab follows (`cat -n`'s and `nl`'s form).
+    tab_numbered: usize,
 }
 
 /// Different texts of the longest length that make a log hard-wrapped (see [`PasteProbe`]).
@@ -176,6 +192,15 @@ impl PasteProbe {
 
     fn pasted_line(&mut self, raw: &str) {
         if !raw.trim().is_empty() {
+            self.nonblank += 1;
+            if let Some((n, len)) = line_number(raw) {
+                self.tab_numbered += usize::from(raw.as_bytes()[len - 1] == b'\t');
+                self.numbers_increase =
+                    (self.numbered == 0 || self.numbers_increase) && self.last_number < Some(n);
+                self.numbers_consecutive += usize::from(self.last_number == n.checked_sub(1));
+                self.numbered += 1;
+                self.last_number = Some(n);
+            }
             let lead = &raw[..raw.len() - raw.trim_start_matches([' ', '\t']).len()];
             match &mut self.indent {
                 None => self.indent = Some(lead.to_owned()),
@@ -224,6 +249,40 @@ impl PasteProbe {
     pub fn common_indent(&self) -> Option<&str> {
         self.indent.as_deref().filter(|i| !i.is_empty())
     }
+
+    /// Whether the lines were pasted numbered (`cat -n`, `nl`, `grep -n -C`, `less -N`, an
+    /// editor's gutter): nearly all of them start with a number, the numbers only grow, and
+    /// mostly by one. A launcher's labels (`srun -l`'s `0: `, `1: `) and time stamps repeat
+    /// theirs; the sizes in nccl-tests' rows double.
+    /// A log of fewer lines is numbered when each has `cat -n`'s number and tab.
+    pub fn numbered(&self) -> bool {
+        let short_and_tabbed = self.nonblank > 0 && self.tab_numbered == self.nonblank;
+        self.numbers_increase
+            && (short_and_tabbed
+                || self.nonblank >= NUMBERED_LINES_MIN
+                    && self.numbered * 10 >= self.nonblank * 9
+                    && self.numbers_consecutive * 2 >= self.numbered)
+    }
+}
+
+/// The fewest non-blank lines a log is taken as numbered with ([`PasteProbe::numbered`]).
+const NUMBERED_LINES_MIN: usize = 3;
+
+/// A line number at the start of `line` (right-aligned: spaces before it) and the one
+/// separator after it: a tab (`cat -n`, `nl`), `:` or `-` (`grep -n`'s matching and context
+/// lines) or a space (`less -N`, editors). Returns the number and the bytes up to the line.
+fn line_number(line: &str) -> Option<(u64, usize)> {
+    let digits_at = line.len() - line.trim_start_matches(' ').len();
+    let digits = line[digits_at..]
+        .bytes()
+        .take_while(u8::is_ascii_digit)
+        .count();
+    let end = digits_at + digits;
+    let separated = matches!(line.as_bytes().get(end), Some(b'\t' | b':' | b'-' | b' '));
+    if !(1..=7).contains(&digits) || !separated {
+        return None;
+    }
+    Some((line[digits_at..end].parse().ok()?, end + 1))
 }
 
 /// A line that is as long as it is by design, never the first part of a wrapped one: a
@@ -290,6 +349,8 @@ impl<'a> Scanner<'a> {
             common_indent: String::new(),
             wrapped_parts: None,
             in_rich_traceback: false,
+            numbered: false,
+            record_prefix: None,
         }
     }
 
@@ -297,6 +358,7 @@ impl<'a> Scanner<'a> {
     /// indentation all its lines share, and when it was hard-wrapped, a line of exactly the
     /// width together with the lines after it, up to the first shorter one.
     pub fn read_as_pasted(&mut self, probe: &PasteProbe) {
+        self.numbered = probe.numbered();
         self.wrap_width = probe.wrap_width();
         self.common_indent = probe.common_indent().unwrap_or_default().to_owned();
     }
@@ -332,6 +394,10 @@ impl<'a> Scanner<'a> {
     /// wrap's parts joined.
     fn pasted_line(&mut self, number: Option<u64>, raw: &str) {
         let raw = raw.strip_prefix(self.common_indent.as_str()).unwrap_or(raw);
+        let raw = match line_number(raw) {
+            Some((_, len)) if self.numbered => &raw[len..],
+            _ => raw,
+        };
         let Some(width) = self.wrap_width else {
             return self.unwrapped_line(number, raw);
         };
@@ -373,6 +439,7 @@ impl<'a> Scanner<'a> {
             return;
         }
         let (line_rank, body) = strip_launcher_prefix(&plain);
+        let body = self.without_record_prefix(body);
         let prefix = plain.len() - body.len();
         let parts = joined_line_starts(&plain[prefix..]);
         if parts.len() == 1 {
@@ -388,6 +455,21 @@ impl<'a> Scanner<'a> {
                 self.logical_line(number, part, part, part_rank.or(line_rank), part_body);
             }
         }
+    }
+
+    /// `body` without the prefix a traceback's or a stack dump's first line taught
+    /// ([`record_prefix`]); a block's first line with another prefix teaches that one, and one
+    /// with none forgets it. The teaching line itself is kept whole (what it holds before the
+    /// block may be a line a paste joined to it, which [`joined_line_starts`] cuts apart).
+    fn without_record_prefix<'b>(&mut self, body: &'b str) -> &'b str {
+        let known = self.record_prefix.as_ref().and_then(|p| p.length_in(body));
+        let rest = &body[known.unwrap_or(0)..];
+        match record_prefix::lesson(rest) {
+            Lesson::Prefix(p, _) => self.record_prefix = Some(p),
+            Lesson::Bare if known.is_none() => self.record_prefix = None,
+            _ => {}
+        }
+        rest
     }
 
     /// One line of the log as it was printed: `raw` as the file has it (for evidence), `plain`
@@ -1418,7 +1500,9 @@ fn strip_kubectl_prefix(line: &str) -> &str {
 }
 
 /// The system log's prefix (`journalctl`'s default output, syslog files): a time stamp
-/// `Feb 27 21:35:32`, the host, and the program with its process id: `python[1234]: `.
+/// `Feb 27 21:35:32`, the host, and the program with its process id: `python[1234]: `. The time
+/// stamp alone, as moreutils' `ts` puts it before every line of a command's output, when no host
+/// and program follow it.
 fn strip_syslog_prefix(line: &str) -> &str {
     const MONTHS: [&str; 12] = [
         "Jan ", "Feb ", "Mar ", "Apr ", "May ", "Jun ", "Jul ", "Aug ", "Sep ", "Oct ", "Nov ",
@@ -1443,22 +1527,40 @@ fn strip_syslog_prefix(line: &str) -> &str {
     if !(1..=2).contains(&day) || b.get(day) != Some(&b' ') || !clock(day + 1) {
         return line;
     }
+    let Some(after) = rest[day + 9..].strip_prefix(' ') else {
+        return line;
+    };
     // The host, then the program: `name[pid]:` or `name:`.
-    let after = &rest[day + 9..];
-    let Some(after) = after.strip_prefix(' ') else {
-        return line;
-    };
-    let Some((_host, program_and_rest)) = after.split_once(' ') else {
-        return line;
-    };
-    match program_and_rest.split_once(": ") {
-        Some((program, message))
-            if !program.is_empty() && !program.contains(' ') && program.len() <= 64 =>
-        {
-            message
+    match after.split_once(' ') {
+        Some((host, rest)) if is_host_or_program_name(host, b"") => {
+            after_program_tag(rest).unwrap_or(after)
         }
-        _ => line,
+        _ => after,
     }
+}
+
+/// A host's or program's name in the system log: letters, digits, `-_.` and `extra`.
+fn is_host_or_program_name(s: &str, extra: &[u8]) -> bool {
+    !s.is_empty()
+        && s.len() <= 64
+        && s.bytes()
+            .all(|c| c.is_ascii_alphanumeric() || b"-_.".contains(&c) || extra.contains(&c))
+}
+
+/// The message after the system log's program tag: a program with its process id
+/// (`python[1234]: `) or the kernel (`kernel: `). Other words before a colon are a message's
+/// own (`initializing ddp: GLOBAL_RANK: 0` after `ts`'s time stamp).
+fn after_program_tag(rest: &str) -> Option<&str> {
+    let (program, message) = rest.split_once(": ")?;
+    let name = match program.split_once('[') {
+        Some((name, pid)) => pid
+            .strip_suffix(']')
+            .filter(|p| p.bytes().all(|c| c.is_ascii_digit()))
+            .map(|_| name)?,
+        None if program == "kernel" => program,
+        None => return None,
+    };
+    is_host_or_program_name(name, b"/@").then_some(message)
 }
 
 /// The stream and tag that the container runtime's log files (CRI, what `kubectl logs` reads
@@ -1914,6 +2016,24 @@ mod tests {
             strip_collector_prefixes("Dec  3 01:02:03 host-a kernel: Out of memory: Killed").1,
             "Out of memory: Killed"
         );
+        // moreutils' `ts`: the time stamp alone, the rest of the line as it was.
+        for (line, rest) in [
+            (
+                "Dec 03 16:29:01 main.py: error: unrecognized arguments: --local-rank=0",
+                "main.py: error: unrecognized arguments: --local-rank=0",
+            ),
+            (
+                "Dec 03 16:29:03 ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 2)",
+                "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 2)",
+            ),
+            ("Dec 03 16:29:04   File \"t.py\"", "  File \"t.py\""),
+            (
+                "Dec 03 16:29:05 initializing ddp: GLOBAL_RANK: 0, MEMBER: 1/2",
+                "initializing ddp: GLOBAL_RANK: 0, MEMBER: 1/2",
+            ),
+        ] {
+            assert_eq!(strip_collector_prefixes(line).1, rest);
+        }
         // Not a prefix: a month's name at the start of a sentence, a bracket of other words.
         for line in [
             "May the job end",
@@ -2380,6 +2500,90 @@ mod tests {
         }
         let out = s.finish();
         (out, nccl)
+    }
+
+    /// [`scan`] after the first pass that finds how the log was pasted.
+    fn scan_as_pasted(lines: &[&str]) -> FileScan {
+        let mut nccl = NcclCollector::default();
+        let mut shape = LogShape::default();
+        let mut order = 0;
+        let mut s = Scanner::new("f.log".into(), None, &mut nccl, &mut shape, &mut order);
+        s.read_as_pasted(&probe(lines));
+        for (i, l) in lines.iter().enumerate() {
+            s.line(Some(i as u64 + 1), l);
+        }
+        s.finish()
+    }
+
+    /// The crash a traceback's exception line is read as: (its line number, the frame's).
+    fn crash(out: &FileScan) -> Option<(Option<u64>, Option<u64>)> {
+        let s = out
+            .signals
+            .iter()
+            .find(|s| s.category == Category::RankCrashed)?;
+        Some((s.evidence[0].line, s.evidence.get(1).and_then(|e| e.line)))
+    }
+
+    #[test]
+    fn numbered_pastes_are_told_from_labels_time_stamps_and_tables() {
+        let cat_n = ["     9\ta", "    10\t  b", "    11\t", "    12\tc"];
+        let grep_context = ["40-a", "41:b", "42-c", "44-d"];
+        let less_n = ["      1 a", "      2   b", "      3 c"];
+        let one_line_of_cat_n = ["     1\tRuntimeError: x"];
+        for numbered in [&cat_n[..], &grep_context, &less_n, &one_line_of_cat_n] {
+            assert!(probe(numbered).numbered(), "{numbered:?}");
+        }
+        let srun_labels = ["0: a", "1: b", "0: c", "1: d"];
+        let stamps = ["2024-05-01 a", "2024-05-01 b", "2024-05-01 c"];
+        let nccl_tests_rows = [
+            "           8             2     float     sum      -1    18.52",
+            "          16             4     float     sum      -1    18.61",
+            "          32             8     float     sum      -1    18.49",
+            "          64            16     float     sum      -1    18.77",
+        ];
+        let one_unnumbered_in_four = ["1 a", "2 b", "c", "4 d"];
+        let one_line_counting = ["8 ranks joined"];
+        for plain in [
+            &srun_labels[..],
+            &stamps,
+            &nccl_tests_rows,
+            &one_unnumbered_in_four,
+            &one_line_counting,
+        ] {
+            assert!(!probe(plain).numbered(), "{plain:?}");
+        }
+    }
+
+    /// A traceback whose every line has a prefix no rule strips by name is read as the
+    /// prefix its first line teaches allows (see `record_prefix.rs`): numbered, logged by
+    /// vLLM's logger, loguru's around each line.
+    #[test]
+    fn a_traceback_under_a_prefix_on_every_line_is_still_read() {
+        let numbered = [
+            "     1\tTraceback (most recent call last):",
+            "     2\t  File \"train.py\", line 3, in <module>",
+            "     3\t    x = load()",
+            "     4\tKeyError: 'label'",
+        ];
+        let vllm = [
+            "ERROR 10-13 09:06:25 [multiproc_executor.py:597] Traceback (most recent call last):",
+            "ERROR 10-13 09:06:25 [multiproc_executor.py:597]   File \"train.py\", line 3, in <module>",
+            "ERROR 10-13 09:06:25 [multiproc_executor.py:597]     x = load()",
+            "ERROR 10-13 09:06:25 [multiproc_executor.py:597] KeyError: 'label'",
+        ];
+        let loguru = [
+            "2024-05-01 12:00:09.123 | ERROR    | app:run:99 - Traceback (most recent call last):",
+            "2024-05-01 12:00:10.123 | ERROR    | app:run:100 -   File \"train.py\", line 3, in <module>",
+            "2024-05-01 12:00:10.124 | ERROR    | app:run:100 -     x = load()",
+            "2024-05-01 12:00:10.125 | ERROR    | app:run:100 - KeyError: 'label'",
+        ];
+        for lines in [numbered, vllm, loguru] {
+            assert_eq!(
+                crash(&scan_as_pasted(&lines)),
+                Some((Some(4), Some(2))),
+                "{lines:?}"
+            );
+        }
     }
 
     #[test]

@@ -84,8 +84,11 @@ const DEVELOPMENT_FLOOR: f64 = 0.88;
 /// the twenty-fourth's two at 2 of 2 (96 of 133, 0.722), the twenty-sixth to twenty-eighth's
 /// four at 2 of 4 (98 of 137, 0.715), the twenty-ninth to thirty-first's three at 1 of 3 (99
 /// of 140, 0.707); 100 of 140 (0.714) after two rules read in PyTorch's sources (a store gone
-/// during the NCCL unique id's wait, torchelastic's closed rendezvous).
-const VALIDATION_FLOOR: f64 = 0.705;
+/// during the NCCL unique id's wait, torchelastic's closed rendezvous). 102 of 140 (0.729) after
+/// a third exception: PyTorch Lightning's words for unused parameters, seen in two validation
+/// cases while checking what a paste damage changed, read in Lightning's source; both are right
+/// since.
+const VALIDATION_FLOOR: f64 = 0.72;
 /// Lowest accepted share of right first findings among those said with high confidence, on the
 /// validation split: 69 of 76 (0.908) on 2026-12-03, when the test began to count it. "High"
 /// is meant to be trusted; a rule that makes wrong answers high fails here.
@@ -294,13 +297,13 @@ fn each_line(f: impl Fn(&str) -> String + 'static) -> Box<dyn Fn(&str) -> String
 /// time stamp and stream: 14 answers changed), a collector's JSON records (Docker's json-file
 /// driver: 16, Cloud Logging's export: 24), the reply that quotes it (17), a Markdown code
 /// block's indentation (5) or fence (1), a byte order mark (4), Windows line ends and the page
-/// that HTML-escapes it (9). Each damage, done to every
+/// that HTML-escapes it (9), line numbers (12), moreutils' `ts` (23). Each damage, done to every
 /// real log, must leave the first category as it is on the log itself.
 #[test]
 fn log_collectors_prefixes_quoting_and_escaping_change_no_answer() {
     type Prefix = fn(usize) -> String;
     type Damage = Box<dyn Fn(&str) -> String>;
-    let prefixes: [(&str, Prefix); 11] = [
+    let prefixes: [(&str, Prefix); 12] = [
         // kubectl logs --timestamps, docker logs -t
         ("a time stamp", |i| {
             format!("2024-02-27T21:35:{:02}.106313123Z ", i % 60)
@@ -342,6 +345,9 @@ fn log_collectors_prefixes_quoting_and_escaping_change_no_answer() {
         ("the system log's prefix", |i| {
             format!("Feb 27 21:35:{:02} host-a python[1234]: ", i % 60)
         }),
+        // moreutils' `ts` (its default `%b %d %H:%M:%S`): 23 answers changed before a time
+        // stamp with no host after it was read apart from the system log's (2026-12-03)
+        ("moreutils' ts", |i| format!("Dec 03 16:29:{:02} ", i % 60)),
         ("a rank label", |_| "[rank0]:".to_owned()),
         ("torchrun's tee label", |_| "[default0]:".to_owned()),
     ];
@@ -366,6 +372,17 @@ fn log_collectors_prefixes_quoting_and_escaping_change_no_answer() {
             (
                 "a Markdown quote".to_owned(),
                 each_line(|l| format!("> {l}")),
+            ),
+            (
+                // `cat -n`, `nl`: 12 answers changed before numbered lines were read without
+                // their numbers (2026-12-03).
+                "cat -n's line numbers".to_owned(),
+                Box::new(|text: &str| {
+                    text.lines()
+                        .enumerate()
+                        .map(|(i, l)| format!("{:6}\t{l}\n", i + 1))
+                        .collect()
+                }),
             ),
             (
                 // A closing fence read as the log's last line had changed 1 answer (a log that

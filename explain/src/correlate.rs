@@ -344,10 +344,13 @@ pub(crate) fn build(mut g: Gathered, opts: &Options) -> Report {
         } else {
             None
         };
-        for mut s in work_position_signals(&g.shape, &signals, opts)
-            .into_iter()
-            .chain(stuck)
-        {
+        let placed = work_position_signals(&g.shape, &signals, opts);
+        let silent = if placed.is_empty() {
+            silent_ranks_signals(&g.shape, opts)
+        } else {
+            Vec::new()
+        };
+        for mut s in placed.into_iter().chain(silent).chain(stuck) {
             order += 1;
             s.order = order;
             signals.push(s);
@@ -577,6 +580,73 @@ fn work_position_signals(
             let room = opts.max_evidence.saturating_sub(1);
             s.evidence
                 .extend(behind.iter().map(|(_, p)| p.evidence.clone()).take(room));
+            out.push(s);
+        }
+    }
+    out
+}
+
+/// The rule of ranks whose watchdogs timed out in one collective while other ranks of its
+/// group report no timeout for it.
+const SILENT_RANKS_RULE: &str = "watchdog_ranks_silent";
+
+/// Ranks of a group whose watchdogs did not time out in the collective the others' did
+/// (`shape.rs`, `TimedOutWork`): with every rank's output in one log (a launcher's console), a
+/// hung job's ranks all time out but the one they wait for, which never issued the collective.
+/// The group's ranks are those below the highest that timed out, or as many as an all-gather's
+/// or reduce-scatter's element counts say. Only where two ranks or more timed out and fewer are
+/// silent than timed out (a paste of some ranks' lines says nothing of the others'), and named
+/// as the ranks to read, not as culprits: their lines may have been left out.
+fn silent_ranks_signals(shape: &crate::shape::LogShape, opts: &Options) -> Vec<Signal> {
+    let mut out = Vec::new();
+    for (&(group, seq), work) in &shape.watchdog_timeouts {
+        let Some(&top) = work.ranks.iter().next_back() else {
+            continue;
+        };
+        let size = work.group_size.unwrap_or(top + 1);
+        let silent: Vec<usize> = (0..size).filter(|r| !work.ranks.contains(r)).collect();
+        if top >= size
+            || work.ranks.len() < 2
+            || silent.is_empty()
+            || silent.len() >= work.ranks.len()
+        {
+            continue;
+        }
+        let timed_out: Vec<usize> = work.ranks.iter().copied().collect();
+        let of_group = match group {
+            Some(g) if g != 0 => format!(" of process group {g} (ranks in that group)"),
+            _ => String::new(),
+        };
+        let counted = if work.group_size.is_some() {
+            format!(", one of {size} ranks by its element counts")
+        } else {
+            String::new()
+        };
+        let (report, pronoun, logs) = if silent.len() == 1 {
+            ("reports", "it", "its log")
+        } else {
+            ("report", "they", "their logs")
+        };
+        let detail = format!(
+            "{} timed out in {} SeqNum={seq}{of_group}{counted}; {} {report} no timeout for it \
+             in this log: {pronoun} never issued that collective (behind, or on another path) \
+             or the paste left {pronoun} out; read {logs}",
+            who(&timed_out),
+            work.op,
+            who(&silent),
+        );
+        for (&rank, line) in &work.evidence {
+            let mut s = Signal::standalone(
+                SILENT_RANKS_RULE,
+                Category::CollectiveTimeout,
+                Role::Symptom,
+            );
+            s.observer = Some(rank);
+            s.observer_explicit = true;
+            s.subjects = vec![rank];
+            s.detail = Some(detail.clone());
+            s.evidence.push(line.clone());
+            s.evidence.truncate(opts.max_evidence.max(1));
             out.push(s);
         }
     }
@@ -1889,7 +1959,12 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
     let mut details: Vec<String> = Vec::new();
     // What the traces say of a rank behind (what it last finished, how long it was quiet,
     // where its stack was) comes first: the other sources repeat its collectives.
-    let says_who_is_behind = ["trace_behind", "pystack_behind", WORK_BEHIND_RULE];
+    let says_who_is_behind = [
+        "trace_behind",
+        "pystack_behind",
+        WORK_BEHIND_RULE,
+        SILENT_RANKS_RULE,
+    ];
     let behind_first = own
         .iter()
         .filter(|s| says_who_is_behind.contains(&s.rule))

@@ -824,8 +824,12 @@ pub(crate) static RULES: &[Rule] = &[
         not [], ex_desync_lagging),
     rule!("fr_trace_missing_ranks", CollectiveTimeout, Cause, Standalone,
         [["missing ranks: {", "missing ranks are {"]], not [], ex_fr_missing_ranks),
+    // `ProcessGroupNCCL.cpp`'s WorkNCCL::checkTimeout: "Watchdog caught collective operation
+    // timeout: WorkNCCL(SeqNum=N, OpType=..., ...) ran for N milliseconds before timing out.",
+    // also its second half alone, where a paste cut or wrapped the line before it.
     rule!("watchdog_timeout", CollectiveTimeout, Symptom, Standalone,
-        [["watchdog caught collective operation timeout"]], not [], ex_watchdog),
+        [["watchdog caught collective operation timeout", "milliseconds before timing out"]],
+        not [], ex_watchdog),
     rule!("collective_timeout", CollectiveTimeout, Symptom, Standalone,
         [["timed out after"], [" seq "], ["still waiting for", "waiting for rank"]],
         not [], ex_collective_timeout),
@@ -2791,6 +2795,16 @@ mod tests {
         ] {
             assert_ne!(classify(other).map(|(r, _)| r.category), Some(Category::PortInUse));
         }
+        // The watchdog's timeout, its first half cut off.
+        let (rule, ex) = classify(
+            "NumelIn=6424320, NumelOut=12848640, Timeout(ms)=1800000) ran for 1800027 milliseconds before timing out.",
+        )
+        .unwrap();
+        assert_eq!(rule.name, "watchdog_timeout");
+        assert_eq!(
+            ex.detail.as_deref(),
+            Some("ran for 1800027 ms (timeout 1800000 ms)")
+        );
         // TCPStore's count of the ranks that came, without "waiting for clients" before it.
         let (rule, ex) = classify("1/16 clients joined.").unwrap();
         assert_eq!(rule.category, Category::RendezvousTimeout);

@@ -120,6 +120,43 @@ pub(crate) struct LogShape {
     /// (process group as the line names it, rank) → where that rank stood when its watchdog
     /// spoke.
     pub work_positions: BTreeMap<(String, usize), WorkPosition>,
+    /// (process group id, SeqNum) → the collective ProcessGroupNCCL's watchdogs timed out in
+    /// and the ranks whose watchdog said so.
+    pub watchdog_timeouts: BTreeMap<(Option<u64>, u64), TimedOutWork>,
+}
+
+/// One collective that watchdogs timed out in (`WorkNCCL(SeqNum=N, OpType=..., NumelIn=...,
+/// NumelOut=...)`).
+#[derive(Debug)]
+pub(crate) struct TimedOutWork {
+    /// The operation, as the watchdog names it (`_ALLGATHER_BASE`).
+    pub op: String,
+    /// The ranks (in the process group) whose watchdog timed out in it.
+    pub ranks: BTreeSet<usize>,
+    /// The group's size, where the sizes tell it: an all-gather's output is the group's size
+    /// times its input, a reduce-scatter's input the size times its output.
+    pub group_size: Option<usize>,
+    /// Each rank's watchdog line.
+    pub evidence: BTreeMap<usize, Evidence>,
+}
+
+/// The process group's size an operation's element counts show (see [`TimedOutWork`]).
+fn group_size_from_counts(
+    op: &str,
+    numel_in: Option<u64>,
+    numel_out: Option<u64>,
+) -> Option<usize> {
+    let (whole, part) = if op.contains("allgather") {
+        (numel_out?, numel_in?)
+    } else if op.contains("reduce_scatter") {
+        (numel_in?, numel_out?)
+    } else {
+        return None;
+    };
+    let size = (part > 0 && whole % part == 0).then(|| whole / part)?;
+    usize::try_from(size)
+        .ok()
+        .filter(|s| (2..=1 << 20).contains(s))
 }
 
 /// Which collective a logged call is: the log that numbers them (`"NCCL
@@ -321,7 +358,23 @@ impl LogShape {
                 "reduce_scatter",
             ]
             .contains(&op);
-            let numel = crate::rules::num_after(inside, "numelin=").filter(|_| sized);
+            let numel_in = crate::rules::num_after(inside, "numelin=");
+            let timed_out = self
+                .watchdog_timeouts
+                .entry((group, number))
+                .or_insert_with(|| TimedOutWork {
+                    op: op.to_ascii_uppercase(),
+                    ranks: BTreeSet::new(),
+                    group_size: group_size_from_counts(
+                        op,
+                        numel_in,
+                        crate::rules::num_after(inside, "numelout="),
+                    ),
+                    evidence: BTreeMap::new(),
+                });
+            timed_out.ranks.insert(rank);
+            timed_out.evidence.entry(rank).or_insert_with(evidence);
+            let numel = numel_in.filter(|_| sized);
             let call = match numel {
                 Some(n) => format!("{} with {n} elements", op.to_ascii_uppercase()),
                 None => op.to_ascii_uppercase(),

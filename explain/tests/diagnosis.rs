@@ -705,6 +705,55 @@ fn ranks_timed_out_in_different_collectives_at_one_number_took_different_paths()
 }
 
 #[test]
+fn ranks_whose_watchdogs_stayed_silent_while_the_others_timed_out_are_named() {
+    let explanation = |log: &str| {
+        let report =
+            probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
+        report
+            .findings
+            .first()
+            .cloned()
+            .expect("a finding")
+            .explanation
+    };
+    let gather = |rank: usize, numel_out: u64| {
+        format!(
+            "[rank{rank}]:[E ProcessGroupNCCL.cpp:563] [Rank {rank}] Watchdog caught collective \
+             operation timeout: WorkNCCL(SeqNum=15037, OpType=_ALLGATHER_BASE, NumelIn=1024, \
+             NumelOut={numel_out}, Timeout(ms)=600000) ran for 600055 milliseconds before timing \
+             out.\n"
+        )
+    };
+    // Ranks 1 to 3 of a 4-rank all-gather (its output is 4 times its input) timed out; rank 0
+    // has no timeout in the log: the rank the others wait for, or one the paste left out.
+    let log: String = [1, 2, 3].iter().map(|&r| gather(r, 4096)).collect();
+    let why = explanation(&log);
+    assert!(
+        why.contains(
+            "ranks 1, 2, 3 timed out in _ALLGATHER_BASE SeqNum=15037, one of 4 ranks by its \
+             element counts; rank 0 reports no timeout for it in this log"
+        ),
+        "{why}"
+    );
+    // An all-reduce says nothing of its group's size: the ranks below the highest that timed
+    // out are its ranks.
+    let log = watchdog_line("", 0, 57, "ALLREDUCE", 4) + &watchdog_line("", 2, 57, "ALLREDUCE", 4);
+    assert!(
+        explanation(&log).contains("rank 1 reports no timeout for it"),
+        "{}",
+        explanation(&log)
+    );
+    // More silent ranks than ranks that timed out (8 ranks, 3 in the log), or one rank alone:
+    // a paste of some ranks' lines, which says nothing of the others.
+    let log: String = [1, 2, 3].iter().map(|&r| gather(r, 8192)).collect();
+    assert!(!explanation(&log).contains("no timeout for it"));
+    assert!(!explanation(&gather(3, 4096)).contains("no timeout for it"));
+    // Every rank of the group timed out: nobody is silent.
+    let log: String = [0, 1, 2, 3].iter().map(|&r| gather(r, 4096)).collect();
+    assert!(!explanation(&log).contains("no timeout for it"));
+}
+
+#[test]
 fn wide_white_space_before_an_nccl_line_is_read_not_panicked_on() {
     // An ideographic or em space (3 bytes) before NCCL's `host:pid:tid [dev]` prefix: the
     // prefix's start was taken one byte after the space, inside it, and the scanner panicked.

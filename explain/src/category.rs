@@ -40,7 +40,7 @@ pub enum Category {
     ShmTooSmall,
     /// Ranks hang in GPU peer-to-peer transfers inside a node.
     P2pHang,
-    /// The InfiniBand / RoCE transport failed.
+    /// The RDMA network transport failed (InfiniBand, RoCE, AWS EFA).
     Infiniband,
     /// Ranks run different NCCL versions.
     NcclVersionMismatch,
@@ -144,7 +144,7 @@ impl Category {
             Category::RankCrashed => "crashed",
             Category::ShmTooSmall => "ran out of shared memory (/dev/shm)",
             Category::P2pHang => "hung in GPU peer-to-peer transfers within the node",
-            Category::Infiniband => "failed in the InfiniBand / RoCE transport",
+            Category::Infiniband => "failed in the RDMA network (InfiniBand, RoCE, AWS EFA)",
             Category::NcclVersionMismatch => "ran different NCCL versions",
             Category::DuplicateGpu => "shared one GPU",
             Category::CudaError => "hit a CUDA error",
@@ -232,9 +232,11 @@ impl Category {
                  (PCIe ACS / IOMMU settings, virtualisation, a driver bug)."
             }
             Category::Infiniband => {
-                "NCCL's InfiniBand / RoCE transport failed: a verbs call failed (often memory \
-                 registration limited by `ulimit -l`), a work completion returned an error (link or \
-                 fabric problem), or the HCA / GID configuration is wrong."
+                "NCCL's RDMA network transport failed (InfiniBand or RoCE through its own IB \
+                 transport, AWS EFA through the aws-ofi-nccl plugin's `NET/OFI`): a verbs or \
+                 libfabric call failed (often memory registration limited by `ulimit -l`), a work \
+                 completion returned an error (link or fabric problem), or the HCA / GID \
+                 configuration is wrong."
             }
             Category::NcclVersionMismatch => {
                 "The ranks loaded different NCCL versions; NCCL refuses to build a communicator \
@@ -354,7 +356,10 @@ impl Category {
             Category::Infiniband => {
                 "Check `ibstat`/`ibv_devinfo` (ports Active), raise the locked-memory limit \
                  (`ulimit -l unlimited`), select the right HCAs and GID (NCCL_IB_HCA, \
-                 NCCL_IB_GID_INDEX), and try NCCL_IB_DISABLE=1 to confirm the IB path is at fault."
+                 NCCL_IB_GID_INDEX), and try NCCL_IB_DISABLE=1 to confirm the IB path is at fault. \
+                 On AWS EFA: `fi_info -p efa` lists the devices, the nodes' security group must \
+                 allow all traffic among them, and NCCL_NET=Socket confirms the plugin's path is \
+                 at fault."
             }
             Category::NcclVersionMismatch => {
                 "Install the same PyTorch/NCCL build on every node (same container image); print \

@@ -2148,6 +2148,27 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
                    MASTER_PORT, which the launcher found free when the job started: a process \
                    of this job already holds it.";
     }
+    if role == Role::Cause && proven(crate::rules::RULE_OPEN_FILES_LIMIT) {
+        title = format!(
+            "{} reached its open-files limit (Too many open files)",
+            if ranks.is_empty() {
+                "a rank".to_owned()
+            } else {
+                who(&ranks)
+            }
+        );
+        meaning = "A system call that opens a file descriptor (a socket, a shared-memory \
+                   segment, a file) failed with EMFILE: the process holds as many as its limit \
+                   (`ulimit -n`) allows. NCCL opens sockets per peer and channel, gloo per \
+                   peer, and the DataLoader passes tensors between processes as file \
+                   descriptors under its default sharing strategy.";
+        fix = "Raise the open-files limit where the ranks start (`ulimit -n 1048576` in the job \
+               script; Docker: `--ulimit nofile=1048576:1048576`; Slurm: the limit of the \
+               shell that runs srun, or `--propagate=NOFILE`). If the DataLoader's messages \
+               name it, `torch.multiprocessing.set_sharing_strategy(\"file_system\")` also \
+               stops workers from passing a descriptor per tensor."
+            .to_owned();
+    }
     if role == Role::Cause && proven(RULE_NCCL_NO_ALGORITHM) {
         fix = "Unset NCCL_ALGO and NCCL_PROTO (in the environment, a job script or \
                /etc/nccl.conf), or widen them to cover the collective and datatype named: the \

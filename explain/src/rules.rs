@@ -384,6 +384,8 @@ pub(crate) static PROGRAM_MISTAKES: &[ProgramMistake] = &[
               `init_process_group(backend=\"cpu:gloo,cuda:nccl\")`.",
     },
 ];
+/// The name of the rule for a process that reached its open-files limit (EMFILE).
+pub(crate) const RULE_OPEN_FILES_LIMIT: &str = "open_files_limit";
 /// The name of the rule for PyTorch's "DataLoader worker (pid N) is killed by signal: Killed.".
 pub(crate) const DATALOADER_WORKER_KILLED_RULE: &str = "dataloader_worker_killed";
 
@@ -406,7 +408,7 @@ pub(crate) static RULES: &[Rule] = &[
     // exiting" only when the signal came from outside (a failed rank takes it with the rank's
     // return code instead).
     rule!("launcher_signal", LauncherInterrupted, Cause, Standalone,
-        [["death signal, shutting down workers", "got signal: 1",
+        [["death signal, shutting down workers", "got termination signal:", "got signal: 1",
           "got signal: 2", "due to time limit", "due to preemption", "due to node failure",
           "bypassing sigterm", "main process received sigint", "main process received sigterm"]],
         not [], ex_none),
@@ -450,6 +452,12 @@ pub(crate) static RULES: &[Rule] = &[
     // signal handler (`DataLoader.cpp`): "ERROR: Unexpected segmentation fault encountered in
     // worker." / "floating-point exception". A native crash in the dataset's code; a bus
     // error there is /dev/shm's (shm_segment, sigbus_exit).
+    // EMFILE from any socket, shared-memory or file call (NCCL's `SYSCHECK` "Call to socket
+    // failed: Too many open files", "Accept failed: Too many open files"; gloo's "socket: Too
+    // many open files"; the DataLoader's "Too many open files. Communication with the workers is
+    // no longer possible."): the process reached its open-files limit.
+    rule!(RULE_OPEN_FILES_LIMIT, RankCrashed, Cause, Standalone,
+        [["too many open files"]], not [], ex_none),
     rule!("dataloader_worker_crashed", RankCrashed, Cause, Standalone,
         [["is killed by signal: segmentation fault", "is killed by signal: aborted",
           "is killed by signal: floating point exception", "is killed by signal: illegal instruction",
@@ -631,6 +639,14 @@ pub(crate) static RULES: &[Rule] = &[
         not [], ex_address),
     rule!("network_interface", NetworkInterface, Cause, Standalone,
         [["no socket interface found", "no usable listening interface", "unable to find address for",
+          // NCCL: "NET/IB : No IP interface found.", "no device found matching ib0, verify
+          // NCCL_OOB_NET_IFNAME", "Failed to initialize any NET plugin", and a bind to an
+          // address this host does not have (`SYSCHECK`: "Call to bind failed: Cannot assign
+          // requested address"); gloo's `device.cc` ("Unable to find interface for: eth1") and
+          // `socket.cc` ("bind: Cannot assign requested address").
+          "no ip interface found", "verify nccl_oob_net_ifname", "failed to initialize any net plugin",
+          "call to bind failed: cannot assign requested address",
+          "bind: cannot assign requested address", "unable to find interface for",
           "network is unreachable", "no route to host", "name or service not known",
           "temporary failure in name resolution", "no interface found", "nodename nor servname",
           "is neither af_inet", "address family not supported",
@@ -640,9 +656,11 @@ pub(crate) static RULES: &[Rule] = &[
         // Reaching the store (MASTER_ADDR) is connection_refused's; this rule is about the
         // interface NCCL/gloo pick for their own connections.
         not ["client socket", "c10d store", "tcpstore", "host not found:"], ex_address),
+    // NCCL's verbs wrapper (`misc/ibvwrap.cc`): "Call to ibv_poll_cq() returned -1", "Call to
+    // ibv_reg_mr failed with error Cannot allocate memory".
     rule!("ib_verbs", Infiniband, Cause, Standalone,
         [["call to ibv_", "ibv_reg_mr", "ibv_create_", "ibv_modify_qp", "ibv_poll_cq", "ibv_post_",
-          "ibv_open_device", "ibv_get_device"], ["fail", "error"]],
+          "ibv_open_device", "ibv_get_device"], ["fail", "error", ") returned -"]],
         not [], ex_none),
     // `net_ib.cc`: "NET/IB : Got completion from peer %s with error %d, opcode %d, len
     // %d, vendor err %d" (later "with status=%d opcode=%d", and since `net_ib/p2p.cc`
@@ -661,9 +679,32 @@ pub(crate) static RULES: &[Rule] = &[
     // node's ranks use InfiniBand and the other's plain sockets.
     rule!("socket_type_mismatch", Infiniband, Cause, Standalone,
         [["socketfinalizeaccept: wrong type"]], not [], ex_socket_type),
+    // NCCL's IB transport (`transport/net_ib*.cc`, `net_ib/*.cc`): a completion with an error
+    // status (2.19 on: "with status=IBV_WC_RETRY_EXC_ERR(12) opcode=... vendor_err=129"), a
+    // device it cannot open or query ("NET/IB : Unable to open device mlx5_0", "Unable to
+    // query port_num 1"), ports of different link layers joined ("Attempted to connect
+    // incompatible devices: [0]mlx5_0:1/IB and [2]mlx5_2:1/RoCE"), an async fatal event
+    // ("communicator encountered a fatal error (detected in ncclIbTest)"), and nodes that see
+    // different numbers of NICs (`transport/net.cc`: "Detected mixed local Net device counts
+    // across ranks").
     rule!("ib_transport", Infiniband, Cause, Standalone,
         [["net/ib", "vendor err", "ibext", "/roce"],
-         ["with error", "vendor err", "async event", "catastrophic", "failed", "error"]],
+         ["with error", "vendor err", "async event", "catastrophic", "failed", "error",
+          "with status=", "vendor_err", "unable to open device", "unable to query",
+          "incompatible"]],
+        not [], ex_none),
+    rule!("ib_fatal_or_nic_counts", Infiniband, Cause, Standalone,
+        [["(detected in ncclibtest)", "detected mixed local net device counts"]],
+        not [], ex_none),
+    // AWS EFA through the aws-ofi-nccl plugin (its `NET/OFI` lines): a request or an RDMA write
+    // completed with an error, a libfabric call failed ("Couldn't create domain. RC: -12",
+    // "Unable to retrieve completion queue entries", "Error posting rx buffer"), fewer devices
+    // or rails than the peers have. The RDMA network, as with InfiniBand.
+    rule!("ofi_transport", Infiniband, Cause, Standalone,
+        [["net/ofi"],
+         ["completed with error", "couldn't ", "unable to ", "error posting", " failed", "fatal",
+          "insufficient libfabric devices", "unexpected number of remote rails",
+          "requires at least libfabric"]],
         not [], ex_none),
     // DDP's check of the model when it wraps it (`reducer.cpp`'s
     // `verify_params_across_processes`): "DDP expects same model across all ranks, but Rank 0
@@ -784,8 +825,18 @@ pub(crate) static RULES: &[Rule] = &[
     // at .../TCPStore.cpp". A `wait`/`get` on the store found no key within the store's timeout:
     // a rank waited for one that never set it. During set-up that is the rendezvous; after the
     // training ran, `correlate.rs` makes it a collective's wait.
-    rule!("store_socket_timeout", RendezvousTimeout, Symptom, Standalone,
-        [["runtimeerror: socket timeout"]], not [], ex_none),
+    // Later versions log the wait that timed out first (`Utils.hpp`'s waitForInput: "[c10d]
+    // waitForInput: socket SocketImpl(fd=12, addr=[host-b]:51234, remote=[host-a]:29500) timed
+    // out after 300000ms").
+    rule!(
+        "store_socket_timeout",
+        RendezvousTimeout,
+        Symptom,
+        Standalone,
+        [["runtimeerror: socket timeout", "waitforinput: socket"]],
+        not["returned operation_in_progress"],
+        ex_none
+    ),
     rule!("store_timeout", RendezvousTimeout, Symptom, Standalone,
         [["store"], ["timed out", "timeout"], ["never set", "diststoreerror", "socket timeout", "wait timeout"]],
         not [], ex_none),
@@ -830,11 +881,26 @@ pub(crate) static RULES: &[Rule] = &[
     rule!("watchdog_timeout", CollectiveTimeout, Symptom, Standalone,
         [["watchdog caught collective operation timeout", "milliseconds before timing out"]],
         not [], ex_watchdog),
+    // The same timeout where the caller waits itself (`TORCH_NCCL_BLOCKING_WAIT=1`, or
+    // `work.wait(timeout)`): "[Rank 3] Work WorkNCCL(SeqNum=1842, OpType=ALLREDUCE, ...) timed
+    // out in blocking wait", and the heartbeat monitor ending a rank after a timeout:
+    // "Terminating the process after attempting to dump debug info, due to collective timeout
+    // or exception." (also "due to ProcessGroupNCCL watchdog hang": the watchdog itself stuck
+    // in a CUDA or NCCL call).
+    rule!("blocking_wait_timeout", CollectiveTimeout, Symptom, Standalone,
+        [["timed out in blocking wait", "after attempting to dump debug info, due to"]],
+        not [], ex_watchdog),
     rule!("collective_timeout", CollectiveTimeout, Symptom, Standalone,
         [["timed out after"], [" seq "], ["still waiting for", "waiting for rank"]],
         not [], ex_collective_timeout),
+    // `ProcessGroupGloo.cpp`'s monitoredBarrier: "Rank 1 failed to pass monitoredBarrier in
+    // 2000 ms", and rank 0's own "Rank 0 timed out in monitoredBarrier after 1800000 ms."
     rule!("monitored_barrier", CollectiveTimeout, Symptom, Standalone,
-        [["failed to pass monitoredbarrier"]], not [], ex_ranks),
+        [["failed to pass monitoredbarrier", "timed out in monitoredbarrier"]], not [], ex_ranks),
+    // `TORCH_NCCL_PROPAGATE_ERROR`: "[PG ID 0 PG GUID 0(default_pg) Rank 3] remote error
+    // detected from rank: 5": another rank of the group failed first and said so in the store.
+    rule!("remote_error_from_rank", RankCrashed, Symptom, Standalone,
+        [["remote error detected from rank:"]], not [], ex_remote_error_rank),
     // `ProcessGroupGloo.cpp`'s monitoredBarrier: "Rank 1 successfully reached
     // monitoredBarrier, but received errors while waiting for send/recv from rank 0.
     // Please check rank 0 logs for faulty rank." The rank named last failed.
@@ -847,7 +913,12 @@ pub(crate) static RULES: &[Rule] = &[
     // unbound buffers): "Read timeout [10.0.0.1]:32444" when a peer sent nothing within the
     // timeout, the pair's read of a collective.
     rule!("gloo_read_timeout", CollectiveTimeout, Symptom, Standalone,
-        [["read timeout ["]], not [], ex_none),
+        [["read timeout [", "write timeout ["]], not [], ex_none),
+    // gloo's `transport/tcp/pair.h` waitUntilConnected: "Connect timeout [10.0.0.2]:61497": the
+    // pair never connected to the address the peer advertised (unreachable from here: the
+    // interface it picked, a firewall), or the peer never listened.
+    rule!("gloo_connect_timeout", NetworkInterface, Cause, Standalone,
+        [["connect timeout ["]], not [], ex_address),
     // gloo's `transport/tcp/unbound_buffer.cc` (waitRecv/waitSend): on a timeout it first
     // signals every pair of the context with "Application timeout caused pair closure", then
     // throws "Timed out waiting %dms for recv operation to complete". Either may reach the
@@ -1467,6 +1538,16 @@ fn ex_world_size(line: &str, lower: &str) -> Extract {
         ex.detail = Some(phrase(line, i, 120));
     }
     ex
+}
+
+fn ex_remote_error_rank(_: &str, lower: &str) -> Extract {
+    Extract {
+        subjects: num_after(lower, "remote error detected from rank:")
+            .and_then(|r| usize::try_from(r).ok())
+            .into_iter()
+            .collect(),
+        ..Extract::default()
+    }
 }
 
 fn ex_port(_: &str, lower: &str) -> Extract {
@@ -2781,6 +2862,55 @@ mod tests {
         );
         let (_, ex) = classify("RuntimeError: The server socket has failed to listen on any local network address. The server socket has failed to bind to [::]:29500 (errno: 98 - Address already in use).").unwrap();
         assert_eq!(ex.detail.as_deref(), Some("port 29500"));
+    }
+
+    /// Messages as NCCL's, aws-ofi-nccl's, gloo's and PyTorch's sources print them (read in
+    /// those sources on 2026-12-03: NCCL 2.18 to 2.30, gloo of 2023 and 2025, PyTorch 2.13),
+    /// each alone on a line, and the category each names.
+    #[test]
+    fn messages_read_in_the_sources_name_their_causes() {
+        use Category::*;
+        let cases = [
+            ("host-a:1234:1240 [0] transport/net_ib/p2p.cc:290 NCCL WARN NET/IB: Got completion from peer 10.0.0.2<51234> with status=IBV_WC_RETRY_EXC_ERR(12) opcode=IBV_WC_RDMA_WRITE(1) vendor_err=129", Infiniband),
+            ("host-a:1234:1240 [0] misc/ibvwrap.cc:190 NCCL WARN Call to ibv_poll_cq() returned -1", Infiniband),
+            ("host-a:1234:1240 [0] transport/net_ib.cc:520 NCCL WARN NET/IB : Unable to open device mlx5_0", Infiniband),
+            ("host-a:1234:1240 [0] transport/net_ib.cc:880 NCCL WARN NET/IB : Attempted to connect incompatible devices: [0]mlx5_0:1/IB and [2]mlx5_2:1/RoCE.", Infiniband),
+            ("host-a:1234:1240 [0] transport/net_ib.cc:1800 NCCL WARN communicator encountered a fatal error (detected in ncclIbTest)", Infiniband),
+            ("host-a:1234:1240 [0] transport/net.cc:120 NCCL WARN Detected mixed local Net device counts across ranks (min 4, max 8). Set NCCL_IGNORE_NET_MISMATCH=1 to continue.", Infiniband),
+            ("host-a:1234:1240 [0] NCCL WARN NET/OFI Request 0x7f3a2c0012a0 ({ dev: 0, size: 1048576, state: PENDING, type: SEND }) completed with error: err: 113", Infiniband),
+            ("host-a:1234:1240 [0] NCCL WARN NET/OFI Couldn't create domain. RC: -12, ERROR: Cannot allocate memory", Infiniband),
+            ("host-a:1234:1240 [0] transport/net_ib.cc:400 NCCL WARN NET/IB : No IP interface found.", NetworkInterface),
+            ("host-a:1234:1240 [0] bootstrap.cc:100 NCCL WARN no device found matching ib0, verify NCCL_OOB_NET_IFNAME", NetworkInterface),
+            ("host-a:1234:1240 [0] init.cc:200 NCCL WARN Failed to initialize any NET plugin", NetworkInterface),
+            ("host-a:1234:1240 [0] misc/socket.cc:450 NCCL WARN Call to bind failed: Cannot assign requested address", NetworkInterface),
+            ("RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/device.cc:212] ifa != nullptr. Unable to find interface for: 10.0.0.9", NetworkInterface),
+            ("RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/socket.cc:95] rv != -1. -1 vs -1. bind: Cannot assign requested address", NetworkInterface),
+            ("RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.h:311] Connect timeout [10.0.0.2]:61497", NetworkInterface),
+            ("RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:314] Write timeout [10.0.0.2]:61497", CollectiveTimeout),
+            ("host-a:1234:1240 [0] misc/socket.cc:480 NCCL WARN Call to socket failed: Too many open files", RankCrashed),
+            ("[c10d] The server socket on [::]:29500 has failed to accept a connection (errno: 24 - Too many open files).", RankCrashed),
+            ("[c10d] waitForInput: socket SocketImpl(fd=12, addr=[host-b]:51234, remote=[host-a]:29500) timed out after 300000ms", RendezvousTimeout),
+            ("[Rank 3] Work WorkNCCL(SeqNum=1842, OpType=ALLREDUCE, NumelIn=25557032, NumelOut=25557032, Timeout(ms)=600000) timed out in blocking wait (TORCH_NCCL_BLOCKING_WAIT=1).", CollectiveTimeout),
+            ("[PG ID 0 PG GUID 0(default_pg) Rank 3] Terminating the process after attempting to dump debug info, due to collective timeout or exception.", CollectiveTimeout),
+            ("Rank 0 timed out in monitoredBarrier after 1800000 ms.", CollectiveTimeout),
+            ("[PG ID 0 PG GUID 0(default_pg) Rank 3]  remote error detected from rank: 5", RankCrashed),
+            ("Got termination signal: 15", LauncherInterrupted),
+        ];
+        for (line, category) in cases {
+            let found = classify(line).map(|(r, ex)| (r.category, ex.category));
+            let got = found.map(|(rule, extracted)| extracted.unwrap_or(rule));
+            assert_eq!(got, Some(category), "{line}");
+        }
+        let (_, ex) =
+            classify("[PG ID 0 PG GUID 0(default_pg) Rank 3]  remote error detected from rank: 5")
+                .unwrap();
+        assert_eq!(ex.subjects, vec![5]);
+        // Not failures: NCCL's retries, a poll that goes on waiting.
+        for line in [
+            "[c10d] waitForInput: poll for socket SocketImpl(fd=12, addr=[host-b]:51234, remote=[host-a]:29500) returned operation_in_progress",
+        ] {
+            assert_eq!(classify(line).map(|(r, _)| r.name), None, "{line}");
+        }
     }
 
     #[test]

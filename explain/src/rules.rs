@@ -2908,6 +2908,7 @@ mod tests {
         // Not failures: NCCL's retries, a poll that goes on waiting.
         for line in [
             "[c10d] waitForInput: poll for socket SocketImpl(fd=12, addr=[host-b]:51234, remote=[host-a]:29500) returned operation_in_progress",
+            "host-a:1234:1240 [0] NCCL INFO Call to connect returned Connection refused, retrying",
         ] {
             assert_eq!(classify(line).map(|(r, _)| r.name), None, "{line}");
         }

@@ -996,7 +996,13 @@ pub(crate) static RULES: &[Rule] = &[
           // PyTorch on ROCm: the same checks say "HIP error: ..." (c10/hip's C10_HIP_CHECK),
           // and HIP's runtime "hipErrorNoBinaryForGpu: Unable to find code object for all
           // current devices!" where CUDA says no kernel image is available.
-          "hip error:", "hiperrornobinaryforgpu"]],
+          "hip error:", "hiperrornobinaryforgpu",
+          // PyTorch's own checks of a GPU index against the GPUs there are, as "invalid device
+          // ordinal" (`distributed_c10d.py`: "device_id cuda:8 is out of range. Please use a
+          // device index less than the number of accelerators available"; torchrun's agent:
+          // "local_rank 8 exceeds available GPUs in CUDA_VISIBLE_DEVICES=...").
+          "please use a device index less than the number of accelerators",
+          "exceeds available gpus in cuda_visible_devices"]],
         not [], ex_none),
     // NCCL `graph/search.cc` (ncclTopoGetChannelFromXml): "XML Import Channel : dev %d not
     // found." and ncclSystemError, when the graph file it was given (NCCL_GRAPH_FILE, with
@@ -2895,6 +2901,8 @@ mod tests {
             ("Rank 0 timed out in monitoredBarrier after 1800000 ms.", CollectiveTimeout),
             ("[PG ID 0 PG GUID 0(default_pg) Rank 3]  remote error detected from rank: 5", RankCrashed),
             ("Got termination signal: 15", LauncherInterrupted),
+            ("ValueError: device_id cuda:8 is out of range. Please use a device index less than the number of accelerators available: 8.", CudaError),
+            ("ValueError: local_rank 8 exceeds available GPUs in CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7", CudaError),
         ];
         for (line, category) in cases {
             let found = classify(line).map(|(r, ex)| (r.category, ex.category));

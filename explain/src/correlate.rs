@@ -1806,7 +1806,9 @@ fn group(signals: Vec<Signal>, opts: &Options) -> Vec<Draft> {
 /// The fix when the ranks found no GPU to use.
 const NO_USABLE_GPU_FIX: &str = "There is no GPU this process can use (no NVIDIA driver, none \
      visible in CUDA_VISIBLE_DEVICES, or a driver older than the CUDA of the installed torch): \
-     run on a GPU machine (check `nvidia-smi` there and `torch.version.cuda`), or run this script \
+     run on a GPU machine (check `nvidia-smi` there and `torch.version.cuda`; in a container, \
+     start it with the GPUs and their driver, `docker run --gpus all` or the NVIDIA container \
+     runtime, which mounts libcuda.so and libnvidia-ml.so), or run this script \
      on the CPU: backend `gloo` (init_process_group(\"gloo\")), no `torch.cuda.set_device`, the \
      model and the tensors on the CPU, DDP without device_ids.";
 

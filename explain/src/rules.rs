@@ -523,6 +523,11 @@ pub(crate) static RULES: &[Rule] = &[
         not["killed process"],
         ex_cuda_oom
     ),
+    // NCCL's own GPU buffers (`include/alloc.h`: "Failed to CUDA malloc %ld bytes", "Failed to
+    // CUDA calloc %ld bytes", "... calloc async ..."): the communicator's memory did not fit
+    // beside the model's.
+    rule!("nccl_buffer_alloc", CudaOom, Cause, Standalone,
+        [["failed to cuda malloc", "failed to cuda calloc"]], not [], ex_none),
     // SIGKILL without a word of the rank's own: `torch.multiprocessing.spawn` ("process N
     // terminated with signal SIGKILL"), torchelastic ("failed (exitcode: -9)", "Signal 9
     // (SIGKILL) received by PID"), DeepSpeed's launcher ("exits with return code = -9").
@@ -572,8 +577,12 @@ pub(crate) static RULES: &[Rule] = &[
     // What failed is not said: a symptom, behind any cause the log names.
     rule!("shm_default_size_reported", ShmTooSmall, Symptom, Standalone,
         [["because /dev/shm has only 67108864 bytes"]], not [], ex_shm_default_size),
+    // NCCL `init.cc`: "Duplicate GPU detected : rank %d and rank %d both on CUDA device %lx";
+    // later releases: "Multiple Ranks are using the same GPU/Partition. Set
+    // NCCL_MULTI_RANK_GPU_ENABLE=1 to enable this configuration".
     rule!("duplicate_gpu", DuplicateGpu, Cause, Standalone,
-        [["duplicate gpu detected"]], not [], ex_duplicate_gpu),
+        [["duplicate gpu detected", "multiple ranks are using the same gpu"]], not [],
+        ex_duplicate_gpu),
     rule!("nccl_version_mismatch", NcclVersionMismatch, Cause, Standalone,
         [["mismatched nccl version", "nccl version mismatch", "version mismatch"], ["nccl"]],
         not [], ex_ranks),
@@ -983,9 +992,13 @@ pub(crate) static RULES: &[Rule] = &[
         not [], ex_cuda_devices_unavailable),
     // The CUDA runtime's words when there is no GPU to use at all (no driver, none visible, a
     // driver older than the installed torch's CUDA): not a kernel's error, and its own fix.
+    // NCCL's loaders of the driver's libraries (`misc/cudawrap.cc`: "Failed to find CUDA
+    // library libcuda.so (NCCL_CUDA_PATH='') : ..."; `misc/nvmlwrap.cc`: "Failed to open
+    // libnvidia-ml.so.1"): a container started without the GPU driver mounted.
     rule!("no_usable_gpu", CudaError, Cause, Standalone,
         [["found no nvidia driver", "no cuda gpus are available",
-          "cuda driver version is insufficient", "nvidia driver on your system is too old"]],
+          "cuda driver version is insufficient", "nvidia driver on your system is too old",
+          "failed to find cuda library libcuda", "failed to open libnvidia-ml"]],
         not [], ex_none),
     rule!("cuda_error", CudaError, Cause, Standalone,
         [["cuda error:", "cuda failure", "device-side assert", "illegal memory access", "cudaerror",
@@ -1015,6 +1028,11 @@ pub(crate) static RULES: &[Rule] = &[
         [["could not find net with id"]], not [], ex_nccl_topology_lost_net),
     rule!("nccl_graph_file", NcclInternalOrUnsupported, Cause, Standalone,
         [["xml import channel"], ["not found"]], not [], ex_nccl_graph_file),
+    // NCCL `transport.cc`: "No transport found for rank 0[1b000] -> rank 1[1c000]": none of
+    // P2P, SHM and NET can join the two GPUs (all three switched off by NCCL_*_DISABLE, or
+    // each refused by the topology).
+    rule!("nccl_no_transport", NcclInternalOrUnsupported, Cause, Standalone,
+        [["no transport found for rank"]], not [], ex_none),
     rule!("nccl_unsupported", NcclInternalOrUnsupported, Cause, Standalone,
         [["nccl warn"], ["not supported", "unsupported", "invalid value for"]], not [], ex_none),
     // A communicator that NCCL refused to create (c10d creates communicators in
@@ -2901,6 +2919,11 @@ mod tests {
             ("Rank 0 timed out in monitoredBarrier after 1800000 ms.", CollectiveTimeout),
             ("[PG ID 0 PG GUID 0(default_pg) Rank 3]  remote error detected from rank: 5", RankCrashed),
             ("Got termination signal: 15", LauncherInterrupted),
+            ("host-a:1234:1240 [0] include/alloc.h:125 NCCL WARN Failed to CUDA calloc 4194304 bytes", CudaOom),
+            ("host-a:1234:1240 [0] init.cc:900 NCCL WARN Multiple Ranks are using the same GPU/Partition. Set NCCL_MULTI_RANK_GPU_ENABLE=1 to enable this configuration", DuplicateGpu),
+            ("host-a:1234:1240 [0] misc/cudawrap.cc:180 NCCL WARN Failed to find CUDA library libcuda.so (NCCL_CUDA_PATH='') : libcuda.so: cannot open shared object file: No such file or directory", CudaError),
+            ("host-a:1234:1240 [0] misc/nvmlwrap.cc:60 NCCL WARN Failed to open libnvidia-ml.so.1", CudaError),
+            ("host-a:1234:1240 [0] transport.cc:170 NCCL WARN No transport found for rank 0[1b000] -> rank 1[1c000]", NcclInternalOrUnsupported),
             ("ValueError: device_id cuda:8 is out of range. Please use a device index less than the number of accelerators available: 8.", CudaError),
             ("ValueError: local_rank 8 exceeds available GPUs in CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7", CudaError),
         ];

@@ -164,6 +164,11 @@ fn thread_header_at(line: &str) -> Option<usize> {
 mod tests {
     use super::*;
 
+    /// `line` after the prefix `p` (which must be there).
+    fn rest<'a>(p: &RecordPrefix, line: &'a str) -> &'a str {
+        &line[p.length_in(line).expect("the prefix is there")..]
+    }
+
     fn learnt(line: &str) -> RecordPrefix {
         match lesson(line) {
             Lesson::Prefix(p, len) => {
@@ -181,33 +186,23 @@ mod tests {
             "ERROR 10-13 09:06:25 [v1/executor/multiproc_executor.py:597] Traceback (most recent call last):",
         );
         let line = "ERROR 10-13 09:06:26 [v1/executor/multiproc_executor.py:597]   File \"x.py\", line 3, in f";
-        let len = p.length_in(line).unwrap();
-        assert_eq!(&line[len..], "  File \"x.py\", line 3, in f");
+        assert_eq!(rest(&p, line), "  File \"x.py\", line 3, in f");
         // Another logger's line keeps its text.
         assert_eq!(p.length_in("INFO 10-13 09:06:26 [llm.py:1] x"), None);
 
         // loguru pads its level names; its location's line number changes.
         let p = learnt("| ERROR    | __main__:main:42 - Traceback (most recent call last):");
         let line = "| ERROR    | __main__:main:142 -     raise ValueError()";
-        assert_eq!(
-            &line[p.length_in(line).unwrap()..],
-            "    raise ValueError()"
-        );
+        assert_eq!(rest(&p, line), "    raise ValueError()");
 
         // `cat -n` right-aligns the numbers it puts before each line, then a tab.
         let p = learnt("     9\tTraceback (most recent call last):");
         let line = "    10\t  File \"train.py\", line 8, in <module>";
-        assert_eq!(
-            &line[p.length_in(line).unwrap()..],
-            "  File \"train.py\", line 8, in <module>"
-        );
+        assert_eq!(rest(&p, line), "  File \"train.py\", line 8, in <module>");
         // Python's `logging` with its default format around each line of a child's output.
         let p = learnt("INFO:root:Traceback (most recent call last):");
         let line = "INFO:root:  File \"train.py\", line 8, in <module>";
-        assert_eq!(
-            &line[p.length_in(line).unwrap()..],
-            "  File \"train.py\", line 8, in <module>"
-        );
+        assert_eq!(rest(&p, line), "  File \"train.py\", line 8, in <module>");
         // pytest's `E` lines.
         let p = learnt("E       Traceback (most recent call last):");
         assert_eq!(p.length_in("E         File \"x.py\""), Some(8));
@@ -217,10 +212,7 @@ mod tests {
     fn a_stack_dump_s_thread_header_teaches_too() {
         let p = learnt("2024-01-01 - root - INFO - Thread 688514 (idle): \"MainThread\"");
         let line = "2024-01-01 - root - INFO -     wait (threading.py:320)";
-        assert_eq!(
-            &line[p.length_in(line).unwrap()..],
-            "    wait (threading.py:320)"
-        );
+        assert_eq!(rest(&p, line), "    wait (threading.py:320)");
     }
 
     #[test]

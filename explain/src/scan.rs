@@ -254,6 +254,7 @@ impl PasteProbe {
     /// editor's gutter): nearly all of them start with a number, the numbers only grow, and
     /// mostly by one. A launcher's labels (`srun -l`'s `0: `, `1: `) and time stamps repeat
     /// theirs; the sizes in nccl-tests' rows double.
+    ///
     /// A log of fewer lines is numbered when each has `cat -n`'s number and tab.
     pub fn numbered(&self) -> bool {
         let short_and_tabbed = self.nonblank > 0 && self.tab_numbered == self.nonblank;

@@ -526,7 +526,23 @@ fn scan_lines(
         &mut g.order,
     );
     scanner.read_as_pasted(&probe);
-    let result = read(&limits, &mut |n, t| scanner.line(n, t));
+    let result = if probe.newest_first() {
+        // Read oldest first, as it was written: the lines are kept (within the limits) and fed
+        // back to front, numbered in that order (what comes after what is read from the
+        // numbers).
+        let mut lines: Vec<(Option<u64>, String)> = Vec::new();
+        let result = read(&limits, &mut |n, t| lines.push((n, t.to_owned())));
+        for (k, (n, t)) in lines.iter().rev().enumerate() {
+            scanner.line(n.map(|_| k as u64 + 1), t);
+        }
+        g.notes.push(format!(
+            "{display}'s time stamps run newest first (a log viewer's order): it was read oldest \
+             first, and its line numbers here count from its last line"
+        ));
+        result
+    } else {
+        read(&limits, &mut |n, t| scanner.line(n, t))
+    };
     let mut scan = scanner.finish();
     match result {
         Ok(summary) => {

@@ -174,6 +174,11 @@ pub(crate) struct PasteProbe {
     numbers_consecutive: usize,
     /// Lines whose number a tab follows (`cat -n`'s and `nl`'s form).
     tab_numbered: usize,
+    /// The last time stamp seen at a line's start, and how often the next one was later or
+    /// earlier.
+    last_time: Option<String>,
+    times_later: usize,
+    times_earlier: usize,
 }
 
 /// Different texts of the longest length that make a log hard-wrapped (see [`PasteProbe`]).
@@ -191,6 +196,18 @@ impl PasteProbe {
     }
 
     fn pasted_line(&mut self, raw: &str) {
+        if let Some(time) = leading_time_stamp(raw) {
+            match self
+                .last_time
+                .as_deref()
+                .map(|last| time.as_str().cmp(last))
+            {
+                Some(std::cmp::Ordering::Greater) => self.times_later += 1,
+                Some(std::cmp::Ordering::Less) => self.times_earlier += 1,
+                _ => {}
+            }
+            self.last_time = Some(time);
+        }
         if !raw.trim().is_empty() {
             self.nonblank += 1;
             if let Some((n, len)) = line_number(raw) {
@@ -264,6 +281,65 @@ impl PasteProbe {
                     && self.numbered * 10 >= self.nonblank * 9
                     && self.numbers_consecutive * 2 >= self.numbered)
     }
+}
+
+impl PasteProbe {
+    /// Whether the log was pasted newest line first, as log viewers show it (Grafana's and
+    /// Kibana's default order): its lines' time stamps mostly go back in time. It is then
+    /// read oldest first, as it was written.
+    pub fn newest_first(&self) -> bool {
+        self.times_earlier >= NEWEST_FIRST_STEPS_MIN
+            && self.times_earlier >= NEWEST_FIRST_RATIO * self.times_later
+    }
+}
+
+/// The fewest steps back in time that make a log newest first ([`PasteProbe::newest_first`]).
+const NEWEST_FIRST_STEPS_MIN: usize = 3;
+/// How many more steps back than forward make a log newest first: ranks' lines interleaved
+/// with clocks a little apart go back now and then.
+const NEWEST_FIRST_RATIO: usize = 4;
+
+/// An ISO 8601 time stamp (`2026-12-03T16:29:05.123Z`, `2026-12-03 16:29:05,123`) within the
+/// first bytes of a line, what log collectors and viewers put first; as a text that sorts
+/// like the time (date and time joined by a space, the fraction's separator a dot).
+fn leading_time_stamp(line: &str) -> Option<String> {
+    let head = head(line, 64).as_bytes();
+    let digit = |i: usize| head.get(i).is_some_and(u8::is_ascii_digit);
+    let at = |i: usize, c: u8| head.get(i) == Some(&c);
+    let start = (0..head.len().saturating_sub(18)).find(|&i| {
+        (0..4).all(|k| digit(i + k))
+            && at(i + 4, b'-')
+            && digit(i + 5)
+            && digit(i + 6)
+            && at(i + 7, b'-')
+            && digit(i + 8)
+            && digit(i + 9)
+            && (at(i + 10, b'T') || at(i + 10, b' '))
+            && digit(i + 11)
+            && digit(i + 12)
+            && at(i + 13, b':')
+            && digit(i + 14)
+            && digit(i + 15)
+            && at(i + 16, b':')
+            && digit(i + 17)
+            && digit(i + 18)
+    })?;
+    let mut end = start + 19;
+    if at(end, b'.') || at(end, b',') {
+        end += 1;
+        while digit(end) {
+            end += 1;
+        }
+    }
+    let text: String = head[start..end]
+        .iter()
+        .map(|&b| match b {
+            b'T' => ' ',
+            b',' => '.',
+            b => char::from(b),
+        })
+        .collect();
+    Some(text)
 }
 
 /// The fewest non-blank lines a log is taken as numbered with ([`PasteProbe::numbered`]).
@@ -2523,6 +2599,36 @@ mod tests {
             .iter()
             .find(|s| s.category == Category::RankCrashed)?;
         Some((s.evidence[0].line, s.evidence.get(1).and_then(|e| e.line)))
+    }
+
+    #[test]
+    fn a_log_pasted_newest_first_is_told_by_its_time_stamps() {
+        let newest_first = [
+            "2026-12-03T16:29:09.500Z RuntimeError: x",
+            "2026-12-03T16:29:09.100Z   File \"t.py\", line 3",
+            "2026-12-03T16:29:08.900Z Traceback (most recent call last):",
+            "2026-12-03T16:29:01.000Z step 9",
+        ];
+        assert!(probe(&newest_first).newest_first());
+        let oldest_first: Vec<&str> = newest_first.iter().rev().copied().collect();
+        assert!(!probe(&oldest_first).newest_first());
+        // Ranks' lines interleaved with clocks a little apart, a log without time stamps.
+        let skewed = [
+            "[rank0]:[2026-12-03 16:29:01,100] a",
+            "[rank1]:[2026-12-03 16:29:01,050] a",
+            "[rank0]:[2026-12-03 16:29:02,100] b",
+            "[rank1]:[2026-12-03 16:29:02,050] b",
+            "[rank0]:[2026-12-03 16:29:03,100] c",
+            "[rank1]:[2026-12-03 16:29:03,050] c",
+            "[rank0]:[2026-12-03 16:29:04,100] d",
+            "[rank1]:[2026-12-03 16:29:04,050] d",
+        ];
+        assert!(!probe(&skewed).newest_first());
+        assert!(!probe(&["c", "b", "a"]).newest_first());
+        assert_eq!(
+            leading_time_stamp("2026-12-03T16:29:05,25Z x"),
+            Some("2026-12-03 16:29:05.25".to_owned())
+        );
     }
 
     #[test]

@@ -297,7 +297,8 @@ fn each_line(f: impl Fn(&str) -> String + 'static) -> Box<dyn Fn(&str) -> String
 /// time stamp and stream: 14 answers changed), a collector's JSON records (Docker's json-file
 /// driver: 16, Cloud Logging's export: 24), the reply that quotes it (17), a Markdown code
 /// block's indentation (5) or fence (1), a byte order mark (4), Windows line ends and the page
-/// that HTML-escapes it (9), line numbers (12), moreutils' `ts` (23). Each damage, done to every
+/// that HTML-escapes it (9), line numbers (12), moreutils' `ts` (23), a log viewer's newest-first
+/// order (11). Each damage, done to every
 /// real log, must leave the first category as it is on the log itself.
 #[test]
 fn log_collectors_prefixes_quoting_and_escaping_change_no_answer() {
@@ -382,6 +383,21 @@ fn log_collectors_prefixes_quoting_and_escaping_change_no_answer() {
                         .enumerate()
                         .map(|(i, l)| format!("{:6}\t{l}\n", i + 1))
                         .collect()
+                }),
+            ),
+            (
+                // A log viewer's newest-first order (Grafana's, Kibana's), each line time-stamped:
+                // 11 answers changed before such a log was read oldest first (2026-12-03).
+                "time-stamped and newest first".to_owned(),
+                Box::new(|text: &str| {
+                    let lines: Vec<String> = text
+                        .lines()
+                        .enumerate()
+                        .map(|(i, l)| {
+                            format!("2026-12-03T16:{:02}:{:02}.123Z {l}\n", i / 60 % 60, i % 60)
+                        })
+                        .collect();
+                    lines.into_iter().rev().collect()
                 }),
             ),
             (

@@ -754,6 +754,34 @@ fn ranks_whose_watchdogs_stayed_silent_while_the_others_timed_out_are_named() {
 }
 
 #[test]
+fn a_log_pasted_newest_first_is_read_oldest_first() {
+    // A log viewer's order: the exception line first, the traceback's header last, and the
+    // store's timeout after a collective had run (a collective's wait, not the rendezvous's).
+    let oldest_first = [
+        "2026-12-03T16:29:01.000Z [I ProcessGroupWrapper.cpp:562] [Rank 0] Running collective: CollectiveFingerPrint(SequenceNumber=1, OpType=BROADCAST, TensorShape=[1], TensorDtypes=Char)",
+        "2026-12-03T16:59:01.000Z Traceback (most recent call last):",
+        "2026-12-03T16:59:01.001Z   File \"train.py\", line 40, in <module>",
+        "2026-12-03T16:59:01.002Z     dist.barrier()",
+        "2026-12-03T16:59:01.003Z RuntimeError: Socket Timeout",
+    ];
+    let newest_first: Vec<&str> = oldest_first.iter().rev().copied().collect();
+    let read = |lines: &[&str]| {
+        let text = lines.join("\n") + "\n";
+        probe_explain::explain_log_bytes("viewer.log", text.as_bytes(), &Options::default())
+    };
+    let (oldest, newest) = (read(&oldest_first), read(&newest_first));
+    let top = |r: &Report| r.findings.first().map(|f| (f.category, f.title.clone()));
+    assert_eq!(top(&newest), top(&oldest));
+    assert_eq!(top(&oldest).map(|t| t.0), Some(Category::CollectiveTimeout));
+    assert!(
+        newest.notes.iter().any(|n| n.contains("newest first")),
+        "{:?}",
+        newest.notes
+    );
+    assert!(!oldest.notes.iter().any(|n| n.contains("newest first")));
+}
+
+#[test]
 fn wide_white_space_before_an_nccl_line_is_read_not_panicked_on() {
     // An ideographic or em space (3 bytes) before NCCL's `host:pid:tid [dev]` prefix: the
     // prefix's start was taken one byte after the space, inside it, and the scanner panicked.

@@ -2150,20 +2150,33 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
                    MASTER_PORT, which the launcher found free when the job started: a process \
                    of this job already holds it.";
     }
-    if role == Role::Cause && proven(crate::rules::RULE_OPEN_FILES_LIMIT) {
-        title = format!(
-            "{} reached its open-files limit (Too many open files)",
-            if ranks.is_empty() {
-                "a rank".to_owned()
-            } else {
-                who(&ranks)
-            }
-        );
-        meaning = "A system call that opens a file descriptor (a socket, a shared-memory \
-                   segment, a file) failed with EMFILE: the process holds as many as its limit \
-                   (`ulimit -n`) allows. NCCL opens sockets per peer and channel, gloo per \
-                   peer, and the DataLoader passes tensors between processes as file \
-                   descriptors under its default sharing strategy.";
+    let said_emfile = proven(crate::rules::RULE_OPEN_FILES_LIMIT);
+    if role == Role::Cause && (said_emfile || proven(crate::rules::RULE_DESCRIPTOR_NOT_RECEIVED)) {
+        let whom = if ranks.is_empty() {
+            "a rank".to_owned()
+        } else {
+            who(&ranks)
+        };
+        title = if said_emfile {
+            format!("{whom} reached its open-files limit (Too many open files)")
+        } else {
+            format!(
+                "{whom} did not receive a file descriptor from another process, most likely at \
+                 its open-files limit"
+            )
+        };
+        meaning = if said_emfile {
+            "A system call that opens a file descriptor (a socket, a shared-memory segment, a \
+             file) failed with EMFILE: the process holds as many as its limit (`ulimit -n`) \
+             allows. NCCL opens sockets per peer and channel, gloo per peer, and the DataLoader \
+             passes tensors between processes as file descriptors under its default sharing \
+             strategy."
+        } else {
+            "A file descriptor sent from another process did not arrive (Python's \
+             multiprocessing: the DataLoader's workers pass each tensor so under its default \
+             sharing strategy). The usual reason is the receiving process at its open-files \
+             limit (`ulimit -n`); the line does not say so itself."
+        };
         fix = "Raise the open-files limit where the ranks start (`ulimit -n 1048576` in the job \
                script; Docker: `--ulimit nofile=1048576:1048576`; Slurm: the limit of the \
                shell that runs srun, or `--propagate=NOFILE`). If the DataLoader's messages \
@@ -2442,6 +2455,7 @@ const INDIRECT_RULES: &[&str] = &[
     "sigkill_exit",
     "sigbus_exit",
     "dataloader_worker_bus_error",
+    crate::rules::RULE_DESCRIPTOR_NOT_RECEIVED,
     "shell_killed",
     "shell_bus_error",
     "shell_segfault",

@@ -386,6 +386,8 @@ pub(crate) static PROGRAM_MISTAKES: &[ProgramMistake] = &[
 ];
 /// The name of the rule for a process that reached its open-files limit (EMFILE).
 pub(crate) const RULE_OPEN_FILES_LIMIT: &str = "open_files_limit";
+/// The name of the rule for a file descriptor that did not arrive from another process.
+pub(crate) const RULE_DESCRIPTOR_NOT_RECEIVED: &str = "descriptor_not_received";
 /// The name of the rule for PyTorch's "DataLoader worker (pid N) is killed by signal: Killed.".
 pub(crate) const DATALOADER_WORKER_KILLED_RULE: &str = "dataloader_worker_killed";
 
@@ -458,6 +460,11 @@ pub(crate) static RULES: &[Rule] = &[
     // no longer possible."): the process reached its open-files limit.
     rule!(RULE_OPEN_FILES_LIMIT, RankCrashed, Cause, Standalone,
         [["too many open files"]], not [], ex_none),
+    // Python's `multiprocessing.reduction.recvfds` when a tensor's descriptor did not arrive:
+    // "RuntimeError: received 0 items of ancdata", most often the receiver at its open-files
+    // limit (the line does not say so: medium confidence).
+    rule!(RULE_DESCRIPTOR_NOT_RECEIVED, RankCrashed, Cause, Standalone,
+        [["items of ancdata"]], not [], ex_none),
     rule!("dataloader_worker_crashed", RankCrashed, Cause, Standalone,
         [["is killed by signal: segmentation fault", "is killed by signal: aborted",
           "is killed by signal: floating point exception", "is killed by signal: illegal instruction",
@@ -2913,6 +2920,7 @@ mod tests {
             ("RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:314] Write timeout [10.0.0.2]:61497", CollectiveTimeout),
             ("host-a:1234:1240 [0] misc/socket.cc:480 NCCL WARN Call to socket failed: Too many open files", RankCrashed),
             ("[c10d] The server socket on [::]:29500 has failed to accept a connection (errno: 24 - Too many open files).", RankCrashed),
+            ("RuntimeError: received 0 items of ancdata", RankCrashed),
             ("[c10d] waitForInput: socket SocketImpl(fd=12, addr=[host-b]:51234, remote=[host-a]:29500) timed out after 300000ms", RendezvousTimeout),
             ("[Rank 3] Work WorkNCCL(SeqNum=1842, OpType=ALLREDUCE, NumelIn=25557032, NumelOut=25557032, Timeout(ms)=600000) timed out in blocking wait (TORCH_NCCL_BLOCKING_WAIT=1).", CollectiveTimeout),
             ("[PG ID 0 PG GUID 0(default_pg) Rank 3] Terminating the process after attempting to dump debug info, due to collective timeout or exception.", CollectiveTimeout),

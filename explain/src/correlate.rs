@@ -346,7 +346,7 @@ pub(crate) fn build(mut g: Gathered, opts: &Options) -> Report {
         };
         let placed = work_position_signals(&g.shape, &signals, opts);
         let silent = if placed.is_empty() {
-            silent_ranks_signals(&g.shape, opts)
+            silent_ranks_signals(&g.shape)
         } else {
             Vec::new()
         };
@@ -597,7 +597,7 @@ const SILENT_RANKS_RULE: &str = "watchdog_ranks_silent";
 /// or reduce-scatter's element counts say. Only where two ranks or more timed out and fewer are
 /// silent than timed out (a paste of some ranks' lines says nothing of the others'), and named
 /// as the ranks to read, not as culprits: their lines may have been left out.
-fn silent_ranks_signals(shape: &crate::shape::LogShape, opts: &Options) -> Vec<Signal> {
+fn silent_ranks_signals(shape: &crate::shape::LogShape) -> Vec<Signal> {
     let mut out = Vec::new();
     for (&(group, seq), work) in &shape.watchdog_timeouts {
         let Some(&top) = work.ranks.iter().next_back() else {
@@ -646,7 +646,6 @@ fn silent_ranks_signals(shape: &crate::shape::LogShape, opts: &Options) -> Vec<S
             s.subjects = vec![rank];
             s.detail = Some(detail.clone());
             s.evidence.push(line.clone());
-            s.evidence.truncate(opts.max_evidence.max(1));
             out.push(s);
         }
     }

@@ -304,33 +304,8 @@ const NEWEST_FIRST_RATIO: usize = 4;
 /// like the time (date and time joined by a space, the fraction's separator a dot).
 fn leading_time_stamp(line: &str) -> Option<String> {
     let head = head(line, 64).as_bytes();
-    let digit = |i: usize| head.get(i).is_some_and(u8::is_ascii_digit);
-    let at = |i: usize, c: u8| head.get(i) == Some(&c);
-    let start = (0..head.len().saturating_sub(18)).find(|&i| {
-        (0..4).all(|k| digit(i + k))
-            && at(i + 4, b'-')
-            && digit(i + 5)
-            && digit(i + 6)
-            && at(i + 7, b'-')
-            && digit(i + 8)
-            && digit(i + 9)
-            && (at(i + 10, b'T') || at(i + 10, b' '))
-            && digit(i + 11)
-            && digit(i + 12)
-            && at(i + 13, b':')
-            && digit(i + 14)
-            && digit(i + 15)
-            && at(i + 16, b':')
-            && digit(i + 17)
-            && digit(i + 18)
-    })?;
-    let mut end = start + 19;
-    if at(end, b'.') || at(end, b',') {
-        end += 1;
-        while digit(end) {
-            end += 1;
-        }
-    }
+    let (start, end) = (0..head.len().saturating_sub(18))
+        .find_map(|i| iso_date_time_end(head, i).map(|end| (i, end)))?;
     let text: String = head[start..end]
         .iter()
         .map(|&b| match b {
@@ -1655,31 +1630,12 @@ fn strip_cri_stream(line: &str) -> &str {
 /// `2024-02-27 21:35:32.106 UTC `.
 fn strip_time_stamp(line: &str) -> &str {
     let b = line.as_bytes();
-    let mut i = usize::from(b.first() == Some(&b'['));
     let digits =
         |i: usize, n: usize| b.len() >= i + n && b[i..i + n].iter().all(u8::is_ascii_digit);
     let at = |i: usize, c: u8| b.get(i) == Some(&c);
-    if !(digits(i, 4)
-        && at(i + 4, b'-')
-        && digits(i + 5, 2)
-        && at(i + 7, b'-')
-        && digits(i + 8, 2)
-        && (at(i + 10, b'T') || at(i + 10, b' '))
-        && digits(i + 11, 2)
-        && at(i + 13, b':')
-        && digits(i + 14, 2)
-        && at(i + 16, b':')
-        && digits(i + 17, 2))
-    {
+    let Some(mut i) = iso_date_time_end(b, usize::from(b.first() == Some(&b'['))) else {
         return line;
-    }
-    i += 19;
-    if at(i, b'.') || at(i, b',') {
-        i += 1;
-        while b.get(i).is_some_and(u8::is_ascii_digit) {
-            i += 1;
-        }
-    }
+    };
     if at(i, b'Z') {
         i += 1;
     } else if (at(i, b'+') || at(i, b'-')) && digits(i + 1, 2) {
@@ -1705,6 +1661,36 @@ fn strip_time_stamp(line: &str) -> &str {
         None if i == line.len() => "",
         None => line,
     }
+}
+
+/// Where an ISO 8601 date and time starting at `i` ends (`2024-02-27T21:35:32`, or with a
+/// space for the `T`, then an optional fraction after `.` or `,`), if one starts there.
+fn iso_date_time_end(b: &[u8], i: usize) -> Option<usize> {
+    let digits =
+        |i: usize, n: usize| b.len() >= i + n && b[i..i + n].iter().all(u8::is_ascii_digit);
+    let at = |i: usize, c: u8| b.get(i) == Some(&c);
+    let starts = digits(i, 4)
+        && at(i + 4, b'-')
+        && digits(i + 5, 2)
+        && at(i + 7, b'-')
+        && digits(i + 8, 2)
+        && (at(i + 10, b'T') || at(i + 10, b' '))
+        && digits(i + 11, 2)
+        && at(i + 13, b':')
+        && digits(i + 14, 2)
+        && at(i + 16, b':')
+        && digits(i + 17, 2);
+    if !starts {
+        return None;
+    }
+    let mut end = i + 19;
+    if at(end, b'.') || at(end, b',') {
+        end += 1;
+        while b.get(end).is_some_and(u8::is_ascii_digit) {
+            end += 1;
+        }
+    }
+    Some(end)
 }
 
 /// Ray's (`(RayTrainWorker pid=1234, ip=10.0.0.1) `, `(pid=1234) `) and SkyPilot's

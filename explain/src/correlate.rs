@@ -1687,26 +1687,7 @@ fn shape_signals(
 /// A log of a job that ended well looks the same; nobody asks why such a
 /// job failed, so the finding says what it rests on, at low confidence.
 fn log_ends_while_running(g: &Gathered, signals: &[Signal]) -> bool {
-    let quiet = g.scans.iter().all(|scan| {
-        scan.telling.iter().all(|e| {
-            let t = e.text.to_ascii_lowercase();
-            // "error:"/"error " but not an option name like NCCL_ASYNC_ERROR_HANDLING;
-            // NCCL's "Failed to open libibverbs.so" only says it uses sockets instead.
-            t.contains("libibverbs")
-                || ![
-                    "error:",
-                    "error ",
-                    "fail",
-                    "exception",
-                    "abort",
-                    "killed",
-                    "fatal",
-                    "traceback",
-                ]
-                .iter()
-                .any(|k| t.contains(k))
-        })
-    });
+    let quiet = g.scans.iter().all(|scan| !scan.telling_says_error);
     let nccl_settled = !g.shape.nccl_info || g.shape.nccl_init_complete;
     g.shape.started.is_some()
         && g.manifests.is_empty()

@@ -16,7 +16,7 @@ use probe::text::strip_csi;
 
 use crate::category::Category;
 use crate::nccl::{self, Level, NcclCollector};
-use crate::record_prefix::{self, Lesson, RecordPrefix};
+use crate::record_prefix::{self, Lesson, LinePrefixProbe, RecordPrefix};
 use crate::report::{Evidence, Role};
 use crate::rules;
 use crate::sanitize::{sanitize, MAX_EVIDENCE_CHARS};
@@ -40,6 +40,9 @@ pub(crate) struct FileScan {
     pub signals: Vec<Signal>,
     /// Warning and error lines no rule explains, for an `unknown` finding.
     pub telling: Vec<Evidence>,
+    /// Whether one of [`FileScan::telling`]'s lines says an error happened
+    /// ([`says_an_error`]), read without the prefixes taken off each line.
+    pub telling_says_error: bool,
     /// The last lines of the file.
     pub last: VecDeque<Evidence>,
     /// Whether any line was understood (an NCCL line or a rule match).
@@ -130,6 +133,9 @@ pub(crate) struct Scanner<'a> {
     /// The prefix the last traceback's or stack dump's first line had ([`record_prefix`]),
     /// taken off the lines that have it.
     record_prefix: Option<RecordPrefix>,
+    /// A logger's prefix on nearly every line ([`LinePrefixProbe`]), taken off each line after
+    /// the prefixes stripped by name.
+    line_prefix: Option<RecordPrefix>,
 }
 
 /// The shortest line taken as the first part of a wrapped one. Hard-wrapping every real log
@@ -179,6 +185,8 @@ pub(crate) struct PasteProbe {
     last_time: Option<String>,
     times_later: usize,
     times_earlier: usize,
+    /// The starts of the lines, for a logger's prefix on nearly every one.
+    line_prefix: LinePrefixProbe,
 }
 
 /// Different texts of the longest length that make a log hard-wrapped (see [`PasteProbe`]).
@@ -232,6 +240,8 @@ impl PasteProbe {
             }
         }
         let plain = strip_csi(raw);
+        self.line_prefix
+            .line(strip_launcher_prefix(&unquote_paste(&plain)).1);
         let chars = plain.chars().count();
         if chars < WRAP_MIN_CHARS || chars < self.longest || padded_to_width(&plain) {
             return;
@@ -403,6 +413,7 @@ impl<'a> Scanner<'a> {
             in_rich_traceback: false,
             numbered: false,
             record_prefix: None,
+            line_prefix: None,
         }
     }
 
@@ -413,6 +424,7 @@ impl<'a> Scanner<'a> {
         self.numbered = probe.numbered();
         self.wrap_width = probe.wrap_width();
         self.common_indent = probe.common_indent().unwrap_or_default().to_owned();
+        self.line_prefix = probe.line_prefix.prefix();
     }
 
     fn evidence(&self, line: Option<u64>, text: &str) -> Evidence {
@@ -491,6 +503,13 @@ impl<'a> Scanner<'a> {
             return;
         }
         let (line_rank, body) = strip_launcher_prefix(&plain);
+        let (line_rank, body) = match self.line_prefix.as_ref().and_then(|p| p.length_in(body)) {
+            Some(len) => {
+                let (rank, rest) = strip_launcher_prefix(&body[len..]);
+                (rank.or(line_rank), rest)
+            }
+            None => (line_rank, body),
+        };
         let body = self.without_record_prefix(body);
         let prefix = plain.len() - body.len();
         let parts = joined_line_starts(&plain[prefix..]);
@@ -629,6 +648,7 @@ impl<'a> Scanner<'a> {
             && is_telling(&lower, parsed.as_ref().map(|p| p.level))
             && self.out.telling.len() < TELLING_PER_FILE
         {
+            self.out.telling_says_error |= says_an_error(&lower);
             self.out.telling.push(self.evidence(number, raw));
         }
 
@@ -1050,6 +1070,25 @@ fn is_telling(lower: &str, level: Option<Level>) -> bool {
     ]
     .iter()
     .any(|k| lower.contains(k))
+}
+
+/// Whether a telling line (lower case) says that something went wrong: `error:`/`error ` but
+/// not an option name like NCCL_ASYNC_ERROR_HANDLING; NCCL's "Failed to open libibverbs.so"
+/// only says it uses sockets instead.
+fn says_an_error(lower: &str) -> bool {
+    !lower.contains("libibverbs")
+        && [
+            "error:",
+            "error ",
+            "fail",
+            "exception",
+            "abort",
+            "killed",
+            "fatal",
+            "traceback",
+        ]
+        .iter()
+        .any(|k| lower.contains(k))
 }
 
 /// Where the lines that a paste joined into one (line ends lost, a whole log as one

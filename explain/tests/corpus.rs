@@ -304,7 +304,7 @@ fn each_line(f: impl Fn(&str) -> String + 'static) -> Box<dyn Fn(&str) -> String
 fn log_collectors_prefixes_quoting_and_escaping_change_no_answer() {
     type Prefix = fn(usize) -> String;
     type Damage = Box<dyn Fn(&str) -> String>;
-    let prefixes: [(&str, Prefix); 12] = [
+    let prefixes: [(&str, Prefix); 14] = [
         // kubectl logs --timestamps, docker logs -t
         ("a time stamp", |i| {
             format!("2024-02-27T21:35:{:02}.106313123Z ", i % 60)
@@ -349,6 +349,14 @@ fn log_collectors_prefixes_quoting_and_escaping_change_no_answer() {
         // moreutils' `ts` (its default `%b %d %H:%M:%S`): 23 answers changed before a time
         // stamp with no host after it was read apart from the system log's (2026-12-03)
         ("moreutils' ts", |i| format!("Dec 03 16:29:{:02} ", i % 60)),
+        // A program's `logging` writing each line of a child's output as a record (a job
+        // system's wrapper), and a bare level: NCCL's INFO lines then read as errors and glog's
+        // lines hidden; 8 development answers changed each before a logger's prefix on nearly
+        // every line was learnt and taken off (2026-12-03, `record_prefix::LinePrefixProbe`).
+        ("Python logging's record", |i| {
+            format!("2023-10-13 17:40:{:02},544 - root - ERROR - ", i % 60)
+        }),
+        ("a level", |_| "ERROR ".to_owned()),
         ("a rank label", |_| "[rank0]:".to_owned()),
         ("torchrun's tee label", |_| "[default0]:".to_owned()),
     ];

@@ -35,7 +35,10 @@ use crate::report::{
 };
 use crate::rules::RULE_NCCL_NO_ALGORITHM;
 use crate::sanitize::sanitize;
-use crate::shape::WATCHDOG_SEQUENCE;
+use crate::shape::{TRACEBACK_TIMEOUT, WATCHDOG_SEQUENCE};
+
+/// The rule of ranks whose tracebacks timed out in different collectives.
+const TRACEBACKS_COLLECTIVES_DIFFER: &str = "tracebacks_collectives_differ";
 use crate::signal::{Attach, Signal};
 use crate::traces::{locate, RankProgress};
 use crate::{Gathered, Options};
@@ -1504,9 +1507,12 @@ fn shape_signals(
         // The watchdog's own lines name the collective each rank was waiting in: proof, where
         // a debug log of every call can have lost lines.
         let watchdog = m.numbered_by == WATCHDOG_SEQUENCE;
+        let tracebacks = m.numbered_by == TRACEBACK_TIMEOUT;
         let mut s = Signal::standalone(
             if watchdog {
                 "watchdog_collectives_differ"
+            } else if tracebacks {
+                TRACEBACKS_COLLECTIVES_DIFFER
             } else {
                 "logged_calls_differ"
             },
@@ -1518,7 +1524,14 @@ fn shape_signals(
             .iter()
             .map(|(call, who, _)| format!("{call} ({})", who.join(", ")))
             .collect();
-        s.detail = Some(if watchdog {
+        s.detail = Some(if tracebacks {
+            format!(
+                "the ranks' tracebacks timed out in different collectives: {}; each waited for \
+                 peers that were in another call: a rank took another path (a branch on a value \
+                 only it has, a block only some ranks run) or ran out of data before the others",
+                calls.join(" vs ")
+            )
+        } else if watchdog {
             format!(
                 "the watchdog timed the ranks out in different collectives at the same number of \
                  their group ({}): {}; a rank took another path (a branch on a value only it \
@@ -2420,6 +2433,9 @@ const INDIRECT_RULES: &[&str] = &[
     "traceback_cut_in_set_device",
     "log_ends_after_nccl_setup_on_one_node",
     "logged_calls_differ",
+    // Ranks whose own timeouts were raised in different collectives are out of step; whether
+    // a branch or uneven data put them there, their tracebacks do not say.
+    TRACEBACKS_COLLECTIVES_DIFFER,
     // PyTorch's desync report and flight-recorder analyzer name the rank that never joined
     // the collective, not why: its own words are "the lagging/dead/mismatched ranks" (behind,
     // dead, or on another path with a different collective).

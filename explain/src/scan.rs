@@ -63,6 +63,9 @@ struct Traceback {
     program_frame: Option<(Evidence, Option<Evidence>)>,
     /// Whether the last frame was the program's own.
     in_program_frame: bool,
+    /// The innermost call of `torch/distributed/distributed_c10d.py` (`all_reduce`,
+    /// `broadcast`, `barrier`): the collective the rank was in when the exception came.
+    collective: Option<String>,
     /// How far its `Traceback (most recent call last):` line is indented: its frames are
     /// indented further, its exception line is not (a paste indented as a Markdown code block
     /// indents them all; 5 of the corpus's answers were lost to that, 2026-12-03).
@@ -710,6 +713,7 @@ impl<'a> Scanner<'a> {
                     last_code: None,
                     program_frame: None,
                     in_program_frame: false,
+                    collective: None,
                     indent: body.len() - start.len(),
                     last_chars: 0,
                     strays: 0,
@@ -735,6 +739,9 @@ impl<'a> Scanner<'a> {
             };
             let t = body.trim_start();
             if t.starts_with("File \"") {
+                if let Some(function) = c10d_function(t) {
+                    tb.collective = Some(function.to_owned());
+                }
                 tb.in_program_frame = is_program_frame(t);
                 if tb.in_program_frame {
                     tb.program_frame = Some((evidence.clone(), None));
@@ -795,6 +802,21 @@ impl<'a> Scanner<'a> {
             return;
         };
         let this_line = s.evidence.last().is_some_and(|e| e.line == number);
+        // A collective's timeout raised in the rank's own call (gloo; NCCL's blocking wait):
+        // which collective it waited in, for comparing the ranks' (`LogShape::timed_out_in`).
+        if let (true, Category::CollectiveTimeout, Some(rank), Some(function)) = (
+            this_line,
+            s.category,
+            s.observer.or(self.file_rank),
+            tb.collective.as_deref(),
+        ) {
+            let mut evidence: Vec<Evidence> = s.evidence.last().cloned().into_iter().collect();
+            if let Some((frame, code)) = &tb.program_frame {
+                evidence.push(frame.clone());
+                evidence.extend(code.clone());
+            }
+            self.shape.timed_out_in(rank, function, evidence);
+        }
         if this_line && s.role == Role::Cause {
             if let Some((frame, code)) = tb.program_frame {
                 if s.category == Category::CudaError
@@ -1376,6 +1398,17 @@ fn structured_message(raw: &str) -> Option<String> {
 
 /// Whether a traceback frame (`File "train.py", line 3, in main`) is in the program's own code,
 /// not in an installed library or the interpreter's.
+/// The function of a traceback's frame in `torch/distributed/distributed_c10d.py` (`File
+/// ".../torch/distributed/distributed_c10d.py", line 3252, in all_reduce`).
+fn c10d_function(frame: &str) -> Option<&str> {
+    let (path, rest) = frame.split_once("\", line ")?;
+    if !path.ends_with("distributed/distributed_c10d.py") {
+        return None;
+    }
+    let function = rest.split_once(", in ")?.1.trim();
+    (!function.is_empty() && !function.starts_with('_')).then_some(function)
+}
+
 fn is_program_frame(frame: &str) -> bool {
     let path = frame
         .trim_start()

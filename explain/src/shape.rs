@@ -179,6 +179,10 @@ pub(crate) struct CallMismatch {
 /// What numbers the collectives in ProcessGroupNCCL's watchdog lines (`WorkNCCL(SeqNum=...)`).
 pub(crate) const WATCHDOG_SEQUENCE: &str = "c10d watchdog's SeqNum";
 
+/// What "numbers" the collectives of ranks' tracebacks that a collective's timeout ended: the
+/// one collective each rank was in when it gave up ([`LogShape::timed_out_in`]).
+pub(crate) const TRACEBACK_TIMEOUT: &str = "the collective its traceback timed out in";
+
 /// tqdm's totals below this are not data loaders (epochs, files).
 const MIN_BAR_TOTAL: u64 = 20;
 
@@ -397,6 +401,26 @@ impl LogShape {
     /// Collective numbers at which callers that each made one call made
     /// different ones (a caller that made several at one number is in more
     /// than one group of that size: nothing can be said).
+    /// A rank's traceback ended in a collective's timeout raised in `function` of
+    /// `distributed_c10d.py` (gloo's "Timed out waiting 8000ms for recv operation to
+    /// complete", NCCL's blocking wait). Ranks that timed out in different collectives are
+    /// in different places of their sequences ([`LogShape::call_mismatches`]). `evidence`:
+    /// the exception line, then the program's own frame and code line.
+    pub fn timed_out_in(&mut self, rank: usize, function: &str, evidence: Vec<Evidence>) {
+        let Some(shown) = evidence.last().cloned() else {
+            return;
+        };
+        let made = self
+            .calls
+            .entry((TRACEBACK_TIMEOUT, None, 0))
+            .or_default()
+            .entry(format!("rank {rank}"))
+            .or_default();
+        if !made.iter().any(|(c, _)| c == function) {
+            made.push((function.to_owned(), shown));
+        }
+    }
+
     pub fn call_mismatches(&self) -> Vec<CallMismatch> {
         let mut out = Vec::new();
         for (&(numbered_by, _, number), callers) in &self.calls {

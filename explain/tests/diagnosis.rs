@@ -174,6 +174,13 @@ const CASES: &[Case] = &[
         1,
     ),
     case(
+        "collective_mismatch/gloo-tracebacks.log",
+        Category::CollectiveMismatch,
+        &[0, 1],
+        "gloo-tracebacks.log",
+        16,
+    ),
+    case(
         "uneven_inputs/join.log",
         Category::UnevenInputs,
         &[1],
@@ -702,6 +709,46 @@ fn ranks_timed_out_in_different_collectives_at_one_number_took_different_paths()
     assert_ne!(top(&log).0, Category::CollectiveMismatch);
     let log = watchdog_line("", 0, 1, "ALLREDUCE", 4) + &watchdog_line("", 1, 1, "BROADCAST", 4);
     assert_ne!(top(&log).0, Category::CollectiveMismatch);
+}
+
+/// A rank's traceback that gloo's timeout ended inside `distributed_c10d.py`'s `function`.
+fn gloo_timeout_traceback(rank: usize, function: &str, code: &str) -> String {
+    format!(
+        "[rank{rank}]: Traceback (most recent call last):\n\
+         [rank{rank}]:   File \"/home/user/job/train.py\", line {}, in <module>\n\
+         [rank{rank}]:     {code}\n\
+         [rank{rank}]:   File \"/home/user/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py\", line 3252, in {function}\n\
+         [rank{rank}]:     work.wait()\n\
+         [rank{rank}]: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] Timed out waiting 8000ms for recv operation to complete\n",
+        10 + rank
+    )
+}
+
+#[test]
+fn ranks_whose_tracebacks_timed_out_in_different_collectives_took_different_paths() {
+    let top = |log: &str| {
+        let report =
+            probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
+        let f = report.findings.first().cloned().expect("a finding");
+        (f.category, f.confidence, f.explanation, f.ranks)
+    };
+    let log = gloo_timeout_traceback(1, "broadcast", "dist.broadcast(t, 0)")
+        + &gloo_timeout_traceback(0, "all_reduce", "dist.all_reduce(t)");
+    let (category, confidence, why, ranks) = top(&log);
+    assert_eq!(
+        (category, confidence, ranks),
+        (Category::CollectiveMismatch, Confidence::Medium, vec![0, 1])
+    );
+    assert!(
+        why.contains("all_reduce (rank 0) vs broadcast (rank 1)"),
+        "{why}"
+    );
+    // The same collective on every rank is a timeout, and so is one rank's alone.
+    let log = gloo_timeout_traceback(1, "all_reduce", "dist.all_reduce(t)")
+        + &gloo_timeout_traceback(0, "all_reduce", "dist.all_reduce(t)");
+    assert_eq!(top(&log).0, Category::CollectiveTimeout);
+    let log = gloo_timeout_traceback(1, "broadcast", "dist.broadcast(t, 0)");
+    assert_eq!(top(&log).0, Category::CollectiveTimeout);
 }
 
 #[test]

@@ -225,90 +225,45 @@ struct Candidate {
     tokens: Vec<(Token, usize)>,
     /// `reach[k]`: the lines that share at least `k + 1` leading tokens with it.
     reach: Vec<usize>,
-}
-
-/// Finds a logger's prefix on (nearly) every line of a log, one that no reader strips by name:
-/// a program's `logging` or a job system writing each line of a child's output as a record of
-/// its own (`2024-05-01 10:00:00,123 - root - ERROR - `, `ERROR `, `[INFO] `). Such a prefix
-/// hides what each line starts with (NCCL's `host:pid:tid [dev] NCCL WARN`, a traceback), and
-/// its level says nothing of the line: NCCL's INFO lines logged as errors.
-///
-/// A prefix is the tokens that at least [`LINE_PREFIX_SHARE_PERCENT`] percent of the non-blank
-/// lines share (digits as any number, blanks as any run of blanks, level names as any level),
-/// up to the separators after a level name. A prefix that holds `NCCL` is NCCL's own. It is
-/// learnt from the lines without the prefixes read by name (a launcher's label, a time stamp),
-/// and one of those after it (`ERROR [rank1]: `) is read after it is taken off.
-///
-/// Measured on `tests/corpus.rs`'s real logs (2026-12-03): `- root - ERROR - ` before every
-/// line changed 8 development answers (5 right ones) and `ERROR ` 8; see the damage test there.
-#[derive(Debug, Default)]
-pub(crate) struct LinePrefixProbe {
-    lines: usize,
-    early: Vec<Vec<(Token, usize)>>,
-    candidates: Vec<Candidate>,
-}
-
-impl LinePrefixProbe {
-    /// Feeds one line (colours and paste quoting taken off).
-    pub fn line(&mut self, line: &str) {
-        let line = line.trim_start_matches([' ', '\t']);
-        if line.trim().is_empty() {
-            return;
-        }
-        self.lines += 1;
-        let toks = tokens(line);
-        for c in &mut self.candidates {
-            for r in c.reach.iter_mut().take(shared_tokens(&c.tokens, &toks)) {
-                *r += 1;
-            }
-        }
-        if self.early.len() >= LINE_PREFIX_EARLY_LINES {
-            return;
-        }
-        if self.candidates.len() < LINE_PREFIX_CANDIDATES
-            && toks.iter().any(|(t, _)| *t == Token::Level)
-        {
-            let mut reach = vec![1; toks.len()];
-            for e in &self.early {
-                for r in reach.iter_mut().take(shared_tokens(&toks, e)) {
-                    *r += 1;
-                }
-            }
-            self.candidates.push(Candidate {
-                text: line[..toks.last().map_or(0, |t| t.1)].to_owned(),
-                tokens: toks.clone(),
-                reach,
-            });
-        }
-        self.early.push(toks);
-    }
-
-    /// The prefix found, if any.
-    pub fn prefix(&self) -> Option<RecordPrefix> {
-        if self.lines < LINE_PREFIX_LINES_MIN {
-            return None;
-        }
-        let needed = (self.lines * LINE_PREFIX_SHARE_PERCENT).div_ceil(100);
-        self.candidates
-            .iter()
-            .filter_map(|c| {
-                let shared = c.reach.iter().take_while(|r| **r >= needed).count();
-                Some((shared, c)).filter(|(k, _)| *k > 0)
-            })
-            // The first of the longest: a later line's last blank may run on into its own
-            // indentation (`ERROR -   File ...`).
-            .fold(
-                None,
-                |best: Option<(usize, &Candidate)>, (k, c)| match best {
-                    Some((b, _)) if b >= k => best,
-                    _ => Some((k, c)),
-                },
-            )
-            .and_then(|(shared, c)| c.prefix(shared))
-    }
+    /// `narrowest[k]` for a blank token `k`: the narrowest blank in its place among the lines
+    /// that share the tokens before it, 0 where such a line has none. A prefix ends in that
+    /// many blanks: what a line has beyond them is its own indentation (`INFO:root:    wait`
+    /// beside `INFO:root:Thread 1 (idle)`).
+    narrowest: Vec<usize>,
 }
 
 impl Candidate {
+    fn new(line: &str, tokens: Vec<(Token, usize)>) -> Candidate {
+        let mut c = Candidate {
+            text: line[..tokens.last().map_or(0, |t| t.1)].to_owned(),
+            reach: vec![0; tokens.len()],
+            narrowest: vec![usize::MAX; tokens.len()],
+            tokens,
+        };
+        let own = c.tokens.clone();
+        c.observe(&own);
+        c
+    }
+
+    /// Counts a line's start against this one's.
+    fn observe(&mut self, toks: &[(Token, usize)]) {
+        let shared = shared_tokens(&self.tokens, toks);
+        for r in self.reach.iter_mut().take(shared) {
+            *r += 1;
+        }
+        for k in 0..self.tokens.len().min(shared + 1) {
+            if self.tokens[k].0 != Token::Blank {
+                continue;
+            }
+            let width = if k < shared {
+                toks[k].1 - k.checked_sub(1).map_or(0, |j| toks[j].1)
+            } else {
+                0
+            };
+            self.narrowest[k] = self.narrowest[k].min(width);
+        }
+    }
+
     /// The prefix in this line's first `shared` tokens.
     fn prefix(&self, shared: usize) -> Option<RecordPrefix> {
         let toks = &self.tokens[..shared];
@@ -342,16 +297,29 @@ impl Candidate {
         {
             return None;
         }
+        // Its last blank no wider than every line has it; none where a line has none there.
+        let last_blank = (toks[cut - 1].0 == Token::Blank).then(|| self.narrowest[cut - 1]);
+        let cut = if last_blank == Some(0) { cut - 1 } else { cut };
         let mut pieces: Vec<Piece> = Vec::new();
         let mut from = 0;
         for (j, (t, end)) in toks[..cut].iter().enumerate() {
-            let text = &self.text[from..*end];
+            let mut text = &self.text[from..*end];
             from = *end;
             let piece = match t {
                 Token::Digits => Piece::Digits,
                 Token::Level => Piece::Level,
-                // The last blank exactly: what follows may be indented (a traceback's frame).
                 Token::Blank if j + 1 < cut => Piece::Blank { at_start: false },
+                // The last blank exactly: what follows may be indented (a traceback's frame).
+                Token::Blank => {
+                    text = &text[..last_blank.unwrap_or(text.len()).min(text.len())];
+                    match pieces.last_mut() {
+                        Some(Piece::Text(t)) => {
+                            t.push_str(text);
+                            continue;
+                        }
+                        _ => Piece::Text(text.to_owned()),
+                    }
+                }
                 _ => match pieces.last_mut() {
                     Some(Piece::Text(t)) => {
                         t.push_str(text);
@@ -363,6 +331,77 @@ impl Candidate {
             pieces.push(piece);
         }
         Some(RecordPrefix { pieces })
+    }
+}
+
+/// Finds a logger's prefix on (nearly) every line of a log, one that no reader strips by name:
+/// a program's `logging` or a job system writing each line of a child's output as a record of
+/// its own (`2024-05-01 10:00:00,123 - root - ERROR - `, `ERROR `, `[INFO] `). Such a prefix
+/// hides what each line starts with (NCCL's `host:pid:tid [dev] NCCL WARN`, a traceback), and
+/// its level says nothing of the line: NCCL's INFO lines logged as errors.
+///
+/// A prefix is the tokens that at least [`LINE_PREFIX_SHARE_PERCENT`] percent of the non-blank
+/// lines share (digits as any number, blanks as any run of blanks, level names as any level),
+/// up to the separators after a level name. A prefix that holds `NCCL` is NCCL's own. It is
+/// learnt from the lines without the prefixes read by name (a launcher's label, a time stamp),
+/// and one of those after it (`ERROR [rank1]: `) is read after it is taken off.
+///
+/// Measured on `tests/corpus.rs`'s real logs (2026-12-03): `- root - ERROR - ` before every
+/// line changed 8 development answers (5 right ones) and `ERROR ` 8; see the damage test there.
+#[derive(Debug, Default)]
+pub(crate) struct LinePrefixProbe {
+    lines: usize,
+    early: Vec<Vec<(Token, usize)>>,
+    candidates: Vec<Candidate>,
+}
+
+impl LinePrefixProbe {
+    /// Feeds one line (colours and paste quoting taken off).
+    pub fn line(&mut self, line: &str) {
+        let line = line.trim_start_matches([' ', '\t']);
+        if line.trim().is_empty() {
+            return;
+        }
+        self.lines += 1;
+        let toks = tokens(line);
+        for c in &mut self.candidates {
+            c.observe(&toks);
+        }
+        if self.early.len() >= LINE_PREFIX_EARLY_LINES {
+            return;
+        }
+        if self.candidates.len() < LINE_PREFIX_CANDIDATES
+            && toks.iter().any(|(t, _)| *t == Token::Level)
+        {
+            let mut c = Candidate::new(line, toks.clone());
+            self.early.iter().for_each(|e| c.observe(e));
+            self.candidates.push(c);
+        }
+        self.early.push(toks);
+    }
+
+    /// The prefix found, if any.
+    pub fn prefix(&self) -> Option<RecordPrefix> {
+        if self.lines < LINE_PREFIX_LINES_MIN {
+            return None;
+        }
+        let needed = (self.lines * LINE_PREFIX_SHARE_PERCENT).div_ceil(100);
+        self.candidates
+            .iter()
+            .filter_map(|c| {
+                let shared = c.reach.iter().take_while(|r| **r >= needed).count();
+                Some((shared, c)).filter(|(k, _)| *k > 0)
+            })
+            // The first of the longest: a later line's last blank may run on into its own
+            // indentation (`ERROR -   File ...`).
+            .fold(
+                None,
+                |best: Option<(usize, &Candidate)>, (k, c)| match best {
+                    Some((b, _)) if b >= k => best,
+                    _ => Some((k, c)),
+                },
+            )
+            .and_then(|(shared, c)| c.prefix(shared))
     }
 }
 

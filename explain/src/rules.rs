@@ -941,6 +941,15 @@ pub(crate) static RULES: &[Rule] = &[
     // log (the pairs' error often first, or alone): this rank's own collective timed out.
     rule!("gloo_pair_timeout", CollectiveTimeout, Symptom, Standalone,
         [["application timeout caused pair closure"]], not [], ex_none),
+    // DeepEP, the expert-parallel all-to-all of MoE models (deepseek-ai/DeepEP): its CPU's
+    // wait for the token counts the other ranks' kernels write, past NUM_CPU_TIMEOUT_SECS
+    // (`csrc/deep_ep.cpp`: "DeepEP error: timeout (dispatch CPU)"), and its kernels' own
+    // waits before they trap (`csrc/kernels/*.cu`: "DeepEP timeout for dispatch senders, rank
+    // %d, responsible_channel = %d", also receivers, combine, barrier; the trap then surfaces
+    // as CUDA's "unspecified launch failure"). The other ranks did not send in time: late (a
+    // first-run JIT compile, a load) or their transport (NVSHMEM over RDMA) failing.
+    rule!("deepep_timeout", CollectiveTimeout, Symptom, Standalone,
+        [["deepep error: timeout", "deepep timeout for"]], not [], ex_none),
     rule!("watchdog_context", CollectiveTimeout, Symptom, AnyFinding,
         [["watchdog got stuck", "heartbeat monitor", "last enqueued nccl work", "last enqueued work",
           "some nccl operations have failed or timed out", "taking the entire process down"]],
@@ -2927,6 +2936,8 @@ mod tests {
             ("Rank 0 timed out in monitoredBarrier after 1800000 ms.", CollectiveTimeout),
             ("[PG ID 0 PG GUID 0(default_pg) Rank 3]  remote error detected from rank: 5", RankCrashed),
             ("Got termination signal: 15", LauncherInterrupted),
+            ("RuntimeError: DeepEP error: timeout (dispatch CPU)", CollectiveTimeout),
+            ("DeepEP timeout for dispatch receivers, rank 3, responsible_channel = 5, tokens remained: 12", CollectiveTimeout),
             ("host-a:1234:1240 [0] include/alloc.h:125 NCCL WARN Failed to CUDA calloc 4194304 bytes", CudaOom),
             ("host-a:1234:1240 [0] init.cc:900 NCCL WARN Multiple Ranks are using the same GPU/Partition. Set NCCL_MULTI_RANK_GPU_ENABLE=1 to enable this configuration", DuplicateGpu),
             ("host-a:1234:1240 [0] misc/cudawrap.cc:180 NCCL WARN Failed to find CUDA library libcuda.so (NCCL_CUDA_PATH='') : libcuda.so: cannot open shared object file: No such file or directory", CudaError),

@@ -55,7 +55,8 @@ use serde::Deserialize;
 /// thirty-first (2 of their 3 before, 3 after the watchdog's lines were compared across ranks),
 /// 0.889; 242 of 278 with the thirty-second and thirty-third (2 of their 8; 5 of the 6 misses
 /// are logs cut where the search tool's excerpt of the thread ended, before the failure's own
-/// lines), 0.871.
+/// lines), 0.871; 251 of 288 with the thirty-fourth and thirty-fifth (projects' notes: 8 of
+/// their 10 before, 9 after DeepEP's timeouts were read in its source), 0.872.
 const DEVELOPMENT_FLOOR: f64 = 0.87;
 /// Lowest accepted top-1 accuracy on the validation split: 71 of 93 on
 /// 2026-12-02 (the goal is 0.95), 74 of 98 with the second batch of that
@@ -90,7 +91,8 @@ const DEVELOPMENT_FLOOR: f64 = 0.87;
 /// a third exception: PyTorch Lightning's words for unused parameters, seen in two validation
 /// cases while checking what a paste damage changed, read in Lightning's source; both are right
 /// since. The thirty-second's two at 0 of 2 (102 of 142, 0.718; one of them cut before its
-/// failure by the search tool's excerpt).
+/// failure by the search tool's excerpt). The thirty-fourth's and thirty-fifth's two at 1 of 2
+/// (103 of 144, 0.715).
 const VALIDATION_FLOOR: f64 = 0.715;
 /// Lowest accepted share of right first findings among those said with high confidence, on the
 /// validation split: 69 of 76 (0.908) on 2026-12-03, when the test began to count it. "High"
@@ -98,7 +100,7 @@ const VALIDATION_FLOOR: f64 = 0.715;
 const VALIDATION_HIGH_CONFIDENCE_FLOOR: f64 = 0.88;
 /// Cases in the corpus: a case lost from the index fails the test (the
 /// issue asked for at least 150).
-const CASES: usize = 420;
+const CASES: usize = 432;
 
 #[derive(Deserialize)]
 struct Case {

@@ -178,6 +178,7 @@ pub(crate) fn build(mut g: Gathered, opts: &Options) -> Report {
     name_unused_parameters(&mut signals, &g.progress);
     judge_killed_workers(&mut signals, &g);
     store_waits_after_the_training_ran(&mut signals, &g);
+    kernels_trapped_after_a_timeout(&mut signals);
 
     // 2. Cross-checks.
     for mut s in g.nccl.cross_checks(ctx.world_size) {
@@ -1321,6 +1322,33 @@ fn store_waits_after_the_training_ran(signals: &mut [Signal], g: &Gathered) {
                  busy elsewhere (evaluation or saving on one rank) or gone"
             ));
             s.evidence.push(ran.clone());
+        }
+    }
+}
+
+/// DeepEP's kernels trap after their own timeout ("DeepEP timeout for dispatch receivers,
+/// rank 3, ..."): the CUDA error that follows in the same log ("unspecified launch failure",
+/// cudaErrorLaunchFailure) is that trap, a consequence of the timeout, not a kernel's bug.
+fn kernels_trapped_after_a_timeout(signals: &mut [Signal]) {
+    let Some(timeout) = signals
+        .iter()
+        .filter(|s| s.rule == "deepep_timeout")
+        .filter_map(|s| s.evidence.first().cloned())
+        .min_by_key(|e| e.line)
+    else {
+        return;
+    };
+    for s in signals.iter_mut() {
+        let trapped = s.category == Category::CudaError
+            && s.evidence.first().is_some_and(|e| {
+                later_in_the_same_log(&timeout, e)
+                    && e.text
+                        .to_ascii_lowercase()
+                        .contains("unspecified launch failure")
+            });
+        if trapped {
+            s.role = Role::Consequence;
+            s.attach = Attach::AnyFinding;
         }
     }
 }

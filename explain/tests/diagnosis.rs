@@ -752,6 +752,27 @@ fn ranks_whose_tracebacks_timed_out_in_different_collectives_took_different_path
 }
 
 #[test]
+fn a_kernel_trapped_after_deepep_s_timeout_is_the_timeout_s_consequence() {
+    let top = |log: &str| {
+        let report =
+            probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
+        report.findings.first().map(|f| f.category)
+    };
+    // DeepEP's kernels trap after their own timeout (`csrc/kernels/*.cu`); CUDA then reports
+    // the trap as an unspecified launch failure.
+    let timeout = "DeepEP timeout for dispatch receivers, rank 3, responsible_channel = 5, \
+                   tokens remained: 12\n";
+    let trap = "RuntimeError: CUDA error: unspecified launch failure\n";
+    assert_eq!(
+        top(&format!("{timeout}{trap}")),
+        Some(Category::CollectiveTimeout)
+    );
+    // The same CUDA error before it, or alone, is a CUDA error.
+    assert_eq!(top(&format!("{trap}{timeout}")), Some(Category::CudaError));
+    assert_eq!(top(trap), Some(Category::CudaError));
+}
+
+#[test]
 fn ranks_whose_watchdogs_stayed_silent_while_the_others_timed_out_are_named() {
     let explanation = |log: &str| {
         let report =

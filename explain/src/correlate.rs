@@ -1870,6 +1870,21 @@ const MODEL_DIFFERS_FIX: &str = "Build the same model on every rank before wrapp
      `channels_last` or another memory format on some ranks for a strides mismatch). Build it \
      identically, then load weights.";
 
+/// What PyTorch's reducer says of a gradient it was told of twice (`reducer.cpp`).
+const READY_TWICE_MEANING: &str = "DDP expects each parameter's gradient once per backward and \
+     its hook fired twice in one iteration: the parameter was used again in a second backward \
+     pass of the same iteration (reentrant activation checkpointing, `use_reentrant=True`, \
+     which recomputes and backpropagates a checkpointed block apart; the same block \
+     checkpointed twice), or outside the module's `forward`, shared across concurrent \
+     forward-backward passes.";
+/// The ways out PyTorch's message and the checkpointing APIs give.
+const READY_TWICE_FIX: &str = "Use non-reentrant checkpointing \
+     (`torch.utils.checkpoint.checkpoint(..., use_reentrant=False)`; transformers: \
+     `gradient_checkpointing_kwargs={\"use_reentrant\": False}`); when no parameter is unused, \
+     construct DDP with find_unused_parameters=False (transformers: \
+     `ddp_find_unused_parameters=False`); when the graph is the same every iteration, \
+     static_graph=True. Do not call the wrapped module's parameters outside its forward.";
+
 const WORKER_CRASHED: WorkerEnd = WorkerEnd {
     predicate: "crashed (a native crash in the dataset's code or a library it calls)",
     meaning: "A DataLoader worker process of the rank died of a native crash (segmentation \
@@ -2332,6 +2347,24 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
         };
         meaning = MODEL_DIFFERS_MEANING;
         fix = MODEL_DIFFERS_FIX.to_owned();
+    }
+    if category == Category::UnusedParameters
+        && proven(crate::rules::PARAMETER_READY_TWICE_RULE)
+        && !proven("unused_parameters")
+    {
+        let what = own
+            .iter()
+            .filter(|s| s.rule == crate::rules::PARAMETER_READY_TWICE_RULE)
+            .find_map(|s| s.detail.as_deref());
+        let done = "marked a parameter's gradient ready twice in one backward";
+        title = match (ranks.as_slice(), what) {
+            ([], Some(w)) => format!("DDP {done}: {w}"),
+            ([], None) => format!("DDP {done}"),
+            (_, Some(w)) => format!("{} {done}: {w}", who(&ranks)),
+            (_, None) => format!("{} {done}", who(&ranks)),
+        };
+        meaning = READY_TWICE_MEANING;
+        fix = READY_TWICE_FIX.to_owned();
     }
     let oom_proven = proven(manifest::RULE_OOM_CONFIRMED) || proven(RULE_WORKER_OOM_CONFIRMED);
     let confidence = confidence_of(role, &own, &ranks, oom_proven);

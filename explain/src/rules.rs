@@ -194,6 +194,8 @@ macro_rules! rule {
 /// The rule of the CUDA runtime's words for no usable GPU at all (the finding says so and
 /// gives its own fix).
 pub(crate) const NO_USABLE_GPU_RULE: &str = "no_usable_gpu";
+/// The rule of a parameter whose gradient DDP was told of twice in one backward.
+pub(crate) const PARAMETER_READY_TWICE_RULE: &str = "parameter_ready_twice";
 /// The rule of DDP's own check that every rank built the same model.
 pub(crate) const DDP_MODEL_DIFFERS_RULE: &str = "ddp_model_differs";
 /// The rule of an attribute read through the DDP wrapper instead of the model it wraps.
@@ -773,9 +775,16 @@ pub(crate) static RULES: &[Rule] = &[
     rule!("unused_parameters", UnusedParameters, Cause, Standalone,
         [["expected to have finished reduction in the prior iteration", "did not receive grad",
           "did not receive a gradient", "your training graph has changed in this iteration",
-          "mark a variable ready only once", "has been marked as ready twice",
           "has parameters that were not used in producing the loss"]],
         not [], ex_unused),
+    // The reducer's bookkeeping the other way (`reducer.cpp`, `mark_variable_ready`): "Expected
+    // to mark a variable ready only once. This error is caused by one of the following
+    // reasons: 1) Use of a module parameter outside the `forward` function. ... 2) Reused
+    // parameters in multiple reentrant backward passes. ...", with TORCH_DISTRIBUTED_DEBUG or
+    // PyTorch 2.x "Parameter at index 1 with name l.bias has been marked as ready twice."
+    rule!(PARAMETER_READY_TWICE_RULE, UnusedParameters, Cause, Standalone,
+        [["mark a variable ready only once", "has been marked as ready twice"]],
+        not [], ex_ready_twice),
     // The `Join` context manager also warns, once, when a rank has shadowed more than 1000 of
     // the others' collectives after its own inputs ran out (`torch/distributed/algorithms/
     // join.py`: "Detected uneven input skew of greater than 1000. This means that rank 1 has
@@ -1909,6 +1918,22 @@ fn ex_unused(line: &str, lower: &str) -> Extract {
                 }
             }
             break;
+        }
+    }
+    ex
+}
+
+/// The parameter PyTorch names in "Parameter at index 1 with name l.bias has been marked as
+/// ready twice".
+fn ex_ready_twice(line: &str, lower: &str) -> Extract {
+    let mut ex = Extract::default();
+    if let (Some(i), Some(end)) = (
+        lower.find(" with name "),
+        lower.find(" has been marked as ready twice"),
+    ) {
+        let name = line[i + " with name ".len()..end].trim();
+        if !name.is_empty() && end > i {
+            ex.detail = Some(format!("parameter {}", sanitize(name, 80)));
         }
     }
     ex

@@ -209,6 +209,13 @@ const CASES: &[Case] = &[
         2,
     ),
     case(
+        "unused_parameters/ready-twice.log",
+        Category::UnusedParameters,
+        &[0, 1],
+        "ready-twice.log",
+        27,
+    ),
+    case(
         "cuda_oom/rank-1.stderr",
         Category::CudaOom,
         &[1],
@@ -770,6 +777,21 @@ fn a_kernel_trapped_after_deepep_s_timeout_is_the_timeout_s_consequence() {
     // The same CUDA error before it, or alone, is a CUDA error.
     assert_eq!(top(&format!("{trap}{timeout}")), Some(Category::CudaError));
     assert_eq!(top(trap), Some(Category::CudaError));
+}
+
+#[test]
+fn a_gradient_marked_ready_twice_is_told_from_one_that_never_came() {
+    let report = explain(&[logs().join("unused_parameters/ready-twice.log")]).expect("explain");
+    let f = report.findings.first().expect("a finding");
+    assert_eq!(f.category, Category::UnusedParameters);
+    assert!(
+        f.title.contains(
+            "marked a parameter's gradient ready twice in one backward: parameter l.bias"
+        ),
+        "{}",
+        f.title
+    );
+    assert!(f.fix.contains("use_reentrant=False"), "{}", f.fix);
 }
 
 #[test]

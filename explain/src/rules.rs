@@ -557,7 +557,8 @@ pub(crate) static RULES: &[Rule] = &[
     // a signal (a profiler's SIGPROF, a timer's SIGALRM) interrupted the call and NCCL
     // before the fix did not retry it. Any other error falls to shm_segment below.
     rule!("nccl_shm_interrupted", NcclInternalOrUnsupported, Cause, Standalone,
-        [["unable to allocate shared memory", "error while creating shared memory segment"],
+        [["unable to allocate shared memory", "error while creating shared memory segment",
+          "call to posix_fallocate failed"],
          ["interrupted system call"]],
         not [], ex_shm_interrupted),
     // NCCL `os/linux.cc` (ncclOsShmOpen's failure path): "Error while attaching to shared
@@ -565,8 +566,12 @@ pub(crate) static RULES: &[Rule] = &[
     // peer on this host created the segment in a /dev/shm this process does not see.
     rule!("nccl_shm_attach", ShmTooSmall, Cause, Standalone,
         [["error while attaching to shared memory segment"]], not [], ex_nccl_shm_attach),
+    // NCCL 2.4-2.11 (`include/shm.h`, its SYSCHECK macro): "Call to posix_fallocate failed :
+    // No space left on device" before "Error while creating shared memory segment"; 2.12-2.17
+    // (`misc/shmutils.cc`): "Could not map /dev/shm/nccl-XXXX" when the mapping fails.
     rule!("shm_segment", ShmTooSmall, Cause, Standalone,
         [["error while creating shared memory segment", "unable to allocate shared memory", "failed to extend /dev/shm",
+          "call to posix_fallocate failed", "could not map /dev/shm",
           "insufficient shared memory", "out of shared memory", "raise your shared memory limit",
           "bus error encountered in worker"]],
         not [], ex_none),
@@ -2962,6 +2967,8 @@ mod tests {
             ("[PG ID 0 PG GUID 0(default_pg) Rank 3]  remote error detected from rank: 5", RankCrashed),
             ("Got termination signal: 15", LauncherInterrupted),
             ("RuntimeError: DeepEP error: timeout (dispatch CPU)", CollectiveTimeout),
+            ("host-a:1:2 [0] include/shm.h:28 NCCL WARN Call to posix_fallocate failed : No space left on device", ShmTooSmall),
+            ("host-a:1:2 [0] misc/shmutils.cc:46 NCCL WARN Could not map /dev/shm/nccl-2xQ1kB", ShmTooSmall),
             ("DeepEP timeout for dispatch receivers, rank 3, responsible_channel = 5, tokens remained: 12", CollectiveTimeout),
             ("host-a:1234:1240 [0] include/alloc.h:125 NCCL WARN Failed to CUDA calloc 4194304 bytes", CudaOom),
             ("host-a:1234:1240 [0] init.cc:900 NCCL WARN Multiple Ranks are using the same GPU/Partition. Set NCCL_MULTI_RANK_GPU_ENABLE=1 to enable this configuration", DuplicateGpu),

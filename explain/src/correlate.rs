@@ -1554,9 +1554,10 @@ fn shape_signals(
             .collect();
         s.detail = Some(if tracebacks {
             format!(
-                "the ranks' tracebacks timed out in different collectives: {}; each waited for \
-                 peers that were in another call: a rank took another path (a branch on a value \
-                 only it has, a block only some ranks run) or ran out of data before the others",
+                "the ranks' tracebacks end inside different collectives (a timeout raised in \
+                 them, or the job stopped by hand while they waited): {}; each waited for peers \
+                 that were in another call: a rank took another path (a branch on a value only \
+                 it has, a block only some ranks run) or ran out of data before the others",
                 calls.join(" vs ")
             )
         } else if watchdog {

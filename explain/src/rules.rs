@@ -1182,8 +1182,9 @@ pub(crate) static RULES: &[Rule] = &[
         [["failed (exitcode: "], ["local_rank: "]],
         not ["exitcode: 0)", "exitcode: -15)", "exitcode: -2)", "exitcode: -1)"],
         ex_elastic_worker_failed),
+    // (A rank's `KeyboardInterrupt` is read with its traceback: `scan.rs`, python_exception.)
     rule!("launcher_consequence", RankCrashed, Consequence, AnyFinding,
-        [["childfailederror", "calledprocesserror", "keyboardinterrupt", "signalexception"]],
+        [["childfailederror", "calledprocesserror", "signalexception"]],
         not [], ex_none),
 ];
 

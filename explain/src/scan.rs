@@ -833,8 +833,10 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    /// An exception line no rule explains: a `rank_crashed` cause (a
-    /// consequence for `KeyboardInterrupt` and `SystemExit`).
+    /// An exception line no rule explains: a `rank_crashed` cause (a consequence for
+    /// `SystemExit`; for `KeyboardInterrupt`, the job stopped by hand, a `launcher_interrupted`
+    /// symptom, or a `collective_timeout` one where the rank waited in a collective: a hang
+    /// stopped by hand; a cause in the same log ranks before either).
     fn python_exception(
         &mut self,
         number: Option<u64>,
@@ -842,9 +844,9 @@ impl<'a> Scanner<'a> {
         rank: Option<usize>,
         tb: Option<Traceback>,
     ) {
-        let (last_frame, program_frame) = match tb {
-            Some(tb) => (tb.last_frame, tb.program_frame),
-            None => (None, None),
+        let (last_frame, program_frame, collective) = match tb {
+            Some(tb) => (tb.last_frame, tb.program_frame, tb.collective),
+            None => (None, None, None),
         };
         let name = body.split(':').next().unwrap_or(body).trim();
         let rank = rank.or(self.file_rank);
@@ -861,15 +863,43 @@ impl<'a> Scanner<'a> {
             return;
         }
         let wrapped = self.wrapped.remove(&rank);
-        let (role, attach) = match name.rsplit('.').next().unwrap_or(name) {
-            "KeyboardInterrupt" | "SystemExit" => (Role::Consequence, Attach::AnyFinding),
-            _ => (Role::Cause, Attach::Standalone),
+        let interrupted = name.rsplit('.').next() == Some("KeyboardInterrupt");
+        let (category, role, attach) = match name.rsplit('.').next().unwrap_or(name) {
+            // Stopped by hand while it waited in a collective: a hang.
+            "KeyboardInterrupt" if collective.is_some() => (
+                Category::CollectiveTimeout,
+                Role::Symptom,
+                Attach::Standalone,
+            ),
+            "KeyboardInterrupt" => (
+                Category::LauncherInterrupted,
+                Role::Symptom,
+                Attach::Standalone,
+            ),
+            "SystemExit" => (Category::RankCrashed, Role::Consequence, Attach::AnyFinding),
+            _ => (Category::RankCrashed, Role::Cause, Attach::Standalone),
         };
-        let mut s = Signal::new("python_exception", Category::RankCrashed, role, attach);
+        if let (true, Some(r), Some(c)) = (interrupted, rank, collective.as_deref()) {
+            // Where each rank waited, for comparing them (`LogShape::timed_out_in`).
+            let mut places = vec![self.evidence(number, body)];
+            if let Some((frame, code)) = &program_frame {
+                places.push(frame.clone());
+                places.extend(code.clone());
+            }
+            self.shape.timed_out_in(r, c, places);
+        }
+        let mut s = Signal::new("python_exception", category, role, attach);
         s.observer = rank;
-        s.detail = Some(match &wrapped {
-            Some(w) => format!("{} (raised in {})", sanitize(body, 140), w.place),
-            None => sanitize(body, 160),
+        s.detail = Some(match (&wrapped, interrupted, collective) {
+            (_, true, Some(c)) => format!(
+                "KeyboardInterrupt while the rank waited in {c}: the job was stopped by hand \
+                 (Ctrl-C, SIGINT) while that collective did not complete, a hang"
+            ),
+            (_, true, None) => {
+                "KeyboardInterrupt: the job was stopped by hand (Ctrl-C, SIGINT)".to_owned()
+            }
+            (Some(w), ..) => format!("{} (raised in {})", sanitize(body, 140), w.place),
+            (None, ..) => sanitize(body, 160),
         });
         s.evidence.push(self.evidence(number, body));
         // The program's own frame too, when the exception came from inside a library.
@@ -1468,7 +1498,11 @@ fn looks_like_exception(line: &str) -> bool {
             .chars()
             .next()
             .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && (line.contains(':') || name.ends_with("Error") || name.ends_with("Exception"))
+        && (line.contains(':')
+            || name.ends_with("Error")
+            || name.ends_with("Exception")
+            // Python prints it bare.
+            || class == "KeyboardInterrupt")
         && ((class.starts_with(|c: char| c.is_ascii_uppercase())
             && class.contains(|c: char| c.is_ascii_lowercase()))
             || class.ends_with("error")
@@ -1490,6 +1524,9 @@ fn wrapper_place(line: &str) -> Option<String> {
 /// or `Exception`: an exception line even without its traceback's header.
 fn looks_like_named_exception(line: &str) -> bool {
     let name = line.split(':').next().unwrap_or("").trim();
+    if line.trim() == "KeyboardInterrupt" {
+        return true;
+    }
     line.contains(':')
         && looks_like_exception(line)
         && (name.ends_with("Error") || name.ends_with("Exception"))

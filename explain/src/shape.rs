@@ -179,8 +179,9 @@ pub(crate) struct CallMismatch {
 /// What numbers the collectives in ProcessGroupNCCL's watchdog lines (`WorkNCCL(SeqNum=...)`).
 pub(crate) const WATCHDOG_SEQUENCE: &str = "c10d watchdog's SeqNum";
 
-/// What "numbers" the collectives of ranks' tracebacks that a collective's timeout ended: the
-/// one collective each rank was in when it gave up ([`LogShape::timed_out_in`]).
+/// What "numbers" the collectives of ranks' tracebacks that end inside one (a collective's
+/// timeout, or a `KeyboardInterrupt` while the rank waited): the one collective each rank was
+/// in when it stopped ([`LogShape::timed_out_in`]).
 pub(crate) const TRACEBACK_TIMEOUT: &str = "the collective its traceback timed out in";
 
 /// tqdm's totals below this are not data loaders (epochs, files).

@@ -750,6 +750,29 @@ fn ranks_whose_tracebacks_timed_out_in_different_collectives_took_different_path
         why.contains("all_reduce (rank 0) vs broadcast (rank 1)"),
         "{why}"
     );
+    // Stopped by hand (Ctrl-C) while they waited: the same comparison; one rank alone is a
+    // hang, and a KeyboardInterrupt outside any collective is the job stopped by hand.
+    let interrupted = |log: String| {
+        log.replace(
+            "RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] Timed out waiting 8000ms for recv operation to complete",
+            "KeyboardInterrupt",
+        )
+    };
+    let log = interrupted(
+        gloo_timeout_traceback(1, "broadcast", "dist.broadcast(t, 0)")
+            + &gloo_timeout_traceback(0, "all_reduce", "dist.all_reduce(t)"),
+    );
+    assert!(log.contains("KeyboardInterrupt"));
+    assert_eq!(top(&log).0, Category::CollectiveMismatch);
+    let log = interrupted(gloo_timeout_traceback(
+        1,
+        "broadcast",
+        "dist.broadcast(t, 0)",
+    ));
+    assert_eq!(top(&log).0, Category::CollectiveTimeout);
+    let log = "Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n    \
+               time.sleep(10)\nKeyboardInterrupt\n";
+    assert_eq!(top(log).0, Category::LauncherInterrupted);
     // The same collective on every rank is a timeout, and so is one rank's alone.
     let log = gloo_timeout_traceback(1, "all_reduce", "dist.all_reduce(t)")
         + &gloo_timeout_traceback(0, "all_reduce", "dist.all_reduce(t)");

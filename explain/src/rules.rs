@@ -1063,6 +1063,11 @@ pub(crate) static RULES: &[Rule] = &[
     // each refused by the topology).
     rule!("nccl_no_transport", NcclInternalOrUnsupported, Cause, Standalone,
         [["no transport found for rank"]], not [], ex_none),
+    // NCCL `graph/rings.cc` (ncclBuildRings, ncclInternalError): "Error : ring 0 does not loop
+    // back to start (7 != 0)", "Error : ring 1 does not contain rank 5": the rings assembled
+    // from every rank's graph search do not close, so the ranks searched differently.
+    rule!("nccl_rings_inconsistent", NcclInternalOrUnsupported, Cause, Standalone,
+        [["does not loop back to start", "error : ring"]], not [], ex_nccl_rings),
     rule!("nccl_unsupported", NcclInternalOrUnsupported, Cause, Standalone,
         [["nccl warn"], ["not supported", "unsupported", "invalid value for"]], not [], ex_none),
     // A communicator that NCCL refused to create (c10d creates communicators in
@@ -1943,6 +1948,18 @@ fn ex_ready_twice(line: &str, lower: &str) -> Extract {
         }
     }
     ex
+}
+
+fn ex_nccl_rings(_: &str, _: &str) -> Extract {
+    Extract {
+        detail: Some(
+            "the rings NCCL assembled from every rank's graph search do not close: the ranks \
+             searched differently (different NCCL releases or NCCL_* settings on some nodes, a \
+             topology or graph file made for another machine)"
+                .to_owned(),
+        ),
+        ..Extract::default()
+    }
 }
 
 fn ex_watchdog(line: &str, lower: &str) -> Extract {
@@ -2968,6 +2985,8 @@ mod tests {
             ("[PG ID 0 PG GUID 0(default_pg) Rank 3]  remote error detected from rank: 5", RankCrashed),
             ("Got termination signal: 15", LauncherInterrupted),
             ("RuntimeError: DeepEP error: timeout (dispatch CPU)", CollectiveTimeout),
+            ("host-a:1:2 [0] graph/rings.cc:51 NCCL WARN Error : ring 0 does not loop back to start (7 != 0)", NcclInternalOrUnsupported),
+            ("host-a:1:2 [0] graph/rings.cc:64 NCCL WARN Error : ring 1 does not contain rank 5", NcclInternalOrUnsupported),
             ("host-a:1:2 [0] include/shm.h:28 NCCL WARN Call to posix_fallocate failed : No space left on device", ShmTooSmall),
             ("host-a:1:2 [0] misc/shmutils.cc:46 NCCL WARN Could not map /dev/shm/nccl-2xQ1kB", ShmTooSmall),
             ("DeepEP timeout for dispatch receivers, rank 3, responsible_channel = 5, tokens remained: 12", CollectiveTimeout),

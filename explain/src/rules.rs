@@ -597,9 +597,31 @@ pub(crate) static RULES: &[Rule] = &[
     rule!("duplicate_gpu", DuplicateGpu, Cause, Standalone,
         [["duplicate gpu detected", "multiple ranks are using the same gpu"]], not [],
         ex_duplicate_gpu),
-    rule!("nccl_version_mismatch", NcclVersionMismatch, Cause, Standalone,
-        [["mismatched nccl version", "nccl version mismatch", "version mismatch"], ["nccl"]],
-        not [], ex_ranks),
+    rule!(
+        "nccl_version_mismatch",
+        NcclVersionMismatch,
+        Cause,
+        Standalone,
+        [
+            [
+                "mismatched nccl version",
+                "nccl version mismatch",
+                "version mismatch"
+            ],
+            ["nccl"]
+        ],
+        // NVML's "Driver/library version mismatch" in an NCCL line is the GPU driver's own.
+        not["driver/library version mismatch"],
+        ex_ranks
+    ),
+    // NCCL `init.cc`'s check of the library against the headers the program was built with:
+    // "NCCL library is not backwards compatible. This application was compiled with NCCL
+    // version %s, but is running with NCCL version %s", "NCCL library is too old. ...", "The
+    // application was compiled with too old version of NCCL. ...": the NCCL loaded is not the
+    // one PyTorch (or the program) was built against.
+    rule!("nccl_library_version", NcclVersionMismatch, Cause, Standalone,
+        [["this application was compiled with nccl version", "compiled with too old version of nccl"]],
+        not [], ex_none),
     // The NCCL library loaded is not the one PyTorch was built against: the dynamic linker
     // cannot find an NCCL function or symbol version ("undefined symbol: ncclCommRegister",
     // "version `NCCL_2.x' not found").
@@ -610,6 +632,9 @@ pub(crate) static RULES: &[Rule] = &[
           // %d", "Bootstrap Root : rank %d of %d ranks has already checked in" (two
           // processes with one rank).
           "mismatch in rank count from procs", "ranks has already checked in",
+          // Later releases: "Bootstrap Root : mismatch in info from procs, nranks %d vs %d,
+          // nroots %d vs %d, ...".
+          "mismatch in info from procs",
           "invalid rank requested", "rank should be in the interval", "world size mismatch",
           "world_size mismatch", "world size does not match", "world_size does not match",
           "mismatched world size"]],
@@ -712,7 +737,8 @@ pub(crate) static RULES: &[Rule] = &[
     // across ranks").
     rule!("ib_transport", Infiniband, Cause, Standalone,
         [["net/ib", "vendor err", "ibext", "/roce"],
-         ["with error", "vendor err", "async event", "catastrophic", "failed", "error",
+         ["with error", "vendor err", "async event", "async fatal event", "gid table changed",
+          "catastrophic", "failed", "error",
           "with status=", "vendor_err", "unable to open device", "unable to query",
           "incompatible"]],
         not [], ex_none),
@@ -1025,10 +1051,15 @@ pub(crate) static RULES: &[Rule] = &[
     // NCCL's loaders of the driver's libraries (`misc/cudawrap.cc`: "Failed to find CUDA
     // library libcuda.so (NCCL_CUDA_PATH='') : ..."; `misc/nvmlwrap.cc`: "Failed to open
     // libnvidia-ml.so.1"): a container started without the GPU driver mounted.
+    // NVML's "Driver/library version mismatch" (`nvmlInit_v2() failed: ...`, nvidia-smi's
+    // "Failed to initialize NVML: ..."): the driver was upgraded while its old kernel module is
+    // still loaded. NCCL `misc/cudawrap.cc`: "CUDA Driver version found is %d. Minimum
+    // requirement is %d".
     rule!("no_usable_gpu", CudaError, Cause, Standalone,
         [["found no nvidia driver", "no cuda gpus are available",
           "cuda driver version is insufficient", "nvidia driver on your system is too old",
-          "failed to find cuda library libcuda", "failed to open libnvidia-ml"]],
+          "failed to find cuda library libcuda", "failed to open libnvidia-ml",
+          "driver/library version mismatch", "cuda driver version found is"]],
         not [], ex_none),
     rule!("cuda_error", CudaError, Cause, Standalone,
         [["cuda error:", "cuda failure", "device-side assert", "illegal memory access", "cudaerror",
@@ -2985,6 +3016,11 @@ mod tests {
             ("[PG ID 0 PG GUID 0(default_pg) Rank 3]  remote error detected from rank: 5", RankCrashed),
             ("Got termination signal: 15", LauncherInterrupted),
             ("RuntimeError: DeepEP error: timeout (dispatch CPU)", CollectiveTimeout),
+            ("host-a:1:2 [0] NCCL WARN nvmlInit_v2() failed: Driver/library version mismatch", CudaError),
+            ("host-a:1:2 [0] NCCL WARN CUDA Driver version found is 11040. Minimum requirement is 12020", CudaError),
+            ("host-a:1:2 [0] init.cc:100 NCCL WARN NCCL library is too old. This application was compiled with NCCL version 2.21.5, but is running with NCCL version 2.18.1", NcclVersionMismatch),
+            ("host-a:1:2 [0] bootstrap.cc:200 NCCL WARN Bootstrap Root : mismatch in info from procs, nranks 8 vs 16, nroots 1 vs 1, iroot 0 vs 0, offset 0 vs 0", WorldSizeMismatch),
+            ("host-a:1:2 [0] NCCL WARN NET/IB : mlx5_0:1 GID table changed", Infiniband),
             ("host-a:1:2 [0] graph/rings.cc:51 NCCL WARN Error : ring 0 does not loop back to start (7 != 0)", NcclInternalOrUnsupported),
             ("host-a:1:2 [0] graph/rings.cc:64 NCCL WARN Error : ring 1 does not contain rank 5", NcclInternalOrUnsupported),
             ("host-a:1:2 [0] include/shm.h:28 NCCL WARN Call to posix_fallocate failed : No space left on device", ShmTooSmall),

@@ -93,8 +93,9 @@ const DEVELOPMENT_FLOOR: f64 = 0.87;
 /// since. The thirty-second's two at 0 of 2 (102 of 142, 0.718; one of them cut before its
 /// failure by the search tool's excerpt). The thirty-fourth's and thirty-fifth's two at 1 of 2
 /// (103 of 144, 0.715); 104 of 144 (0.722) after NCCL's older words for a full /dev/shm were
-/// read in its source, with no corpus case in mind.
-const VALIDATION_FLOOR: f64 = 0.715;
+/// read in its source, with no corpus case in mind; 105 of 144 (0.729) after NCCL's rings that
+/// do not close were read in its source, likewise.
+const VALIDATION_FLOOR: f64 = 0.72;
 /// Lowest accepted share of right first findings among those said with high confidence, on the
 /// validation split: 69 of 76 (0.908) on 2026-12-03, when the test began to count it. "High"
 /// is meant to be trusted; a rule that makes wrong answers high fails here.

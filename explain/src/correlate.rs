@@ -161,6 +161,17 @@ pub(crate) fn build(mut g: Gathered, opts: &Options) -> Report {
         signals.extend(m.signals(&mut order));
     }
 
+    // A rank told that another rank's collective timed out speaks for that rank.
+    for s in signals
+        .iter_mut()
+        .filter(|s| s.rule == crate::rules::DUMP_SIGNAL_RULE)
+    {
+        if let Some(&r) = s.subjects.first() {
+            s.observer = Some(r);
+            s.observer_explicit = true;
+        }
+    }
+
     // 1. Ranks of NCCL processes; a signal without named ranks is about the
     // rank that printed it (a consequence names the culprit or nobody).
     let process_ranks = g.nccl.process_ranks();

@@ -194,6 +194,9 @@ macro_rules! rule {
 /// The rule of the CUDA runtime's words for no usable GPU at all (the finding says so and
 /// gives its own fix).
 pub(crate) const NO_USABLE_GPU_RULE: &str = "no_usable_gpu";
+/// The rule of a rank's word that another rank's collective timed out (ProcessGroupNCCL's
+/// dump signal).
+pub(crate) const DUMP_SIGNAL_RULE: &str = "dump_signal_from_rank";
 /// The rule of a parameter whose gradient DDP was told of twice in one backward.
 pub(crate) const PARAMETER_READY_TWICE_RULE: &str = "parameter_ready_twice";
 /// The rule of DDP's own check that every rank built the same model.
@@ -955,6 +958,14 @@ pub(crate) static RULES: &[Rule] = &[
         [["failed to pass monitoredbarrier", "timed out in monitoredbarrier"]], not [], ex_ranks),
     // `TORCH_NCCL_PROPAGATE_ERROR`: "[PG ID 0 PG GUID 0(default_pg) Rank 3] remote error
     // detected from rank: 5": another rank of the group failed first and said so in the store.
+    // ProcessGroupNCCL (2.3 on), on every rank when one rank's watchdog timed out and
+    // signalled the others through the store: "Received a dump signal due to a collective
+    // timeout from rank 3 and we will try our best to dump the debug info. Last enqueued NCCL
+    // work: 42, last completed NCCL work: 41." (older: "... from this local rank"). The rank
+    // named timed out; this one did not, yet.
+    rule!(DUMP_SIGNAL_RULE, CollectiveTimeout, Symptom, Standalone,
+        [["received a dump signal due to a collective timeout from"]], not [],
+        ex_dump_signal_rank),
     rule!("remote_error_from_rank", RankCrashed, Symptom, Standalone,
         [["remote error detected from rank:"]], not [], ex_remote_error_rank),
     // `ProcessGroupGloo.cpp`'s monitoredBarrier: "Rank 1 successfully reached
@@ -1004,7 +1015,12 @@ pub(crate) static RULES: &[Rule] = &[
           // NCCL `misc/socket.cc`: "socketProgress: Connection closed by remote peer %s".
           "connection closed by remote peer",
           "communicator was aborted", "unusable after an earlier error", "closing signal sigterm",
-          "received sigterm"]],
+          "received sigterm",
+          // c10d's store client (`TCPStore.cpp`, `socket.cpp`) when the store's process (rank
+          // 0's, or the agent's) went away: "Failed to send, sent 0 bytes. Connection was
+          // likely closed. Did the remote server shutdown or crash?", "Socket unexpectedly
+          // closed".
+          "connection was likely closed", "socket unexpectedly closed"]],
         not [], ex_none),
     // NCCL on a platform or topology it does not handle: a CUDA call NCCL makes that the
     // platform does not offer (`Cuda failure 'operation not supported'`), a topology file
@@ -1629,6 +1645,21 @@ fn ex_world_size(line: &str, lower: &str) -> Extract {
         ex.detail = Some(phrase(line, i, 120));
     }
     ex
+}
+
+fn ex_dump_signal_rank(_: &str, lower: &str) -> Extract {
+    let rank =
+        num_after(lower, "collective timeout from rank ").and_then(|r| usize::try_from(r).ok());
+    Extract {
+        subjects: rank.into_iter().collect(),
+        detail: rank.map(|r| {
+            format!(
+                "rank {r} timed out in a collective and had every rank dump its debug info \
+                 (flight recorder)"
+            )
+        }),
+        ..Extract::default()
+    }
 }
 
 fn ex_remote_error_rank(_: &str, lower: &str) -> Extract {
@@ -3016,6 +3047,8 @@ mod tests {
             ("[PG ID 0 PG GUID 0(default_pg) Rank 3]  remote error detected from rank: 5", RankCrashed),
             ("Got termination signal: 15", LauncherInterrupted),
             ("RuntimeError: DeepEP error: timeout (dispatch CPU)", CollectiveTimeout),
+            ("torch.distributed.DistNetworkError: Failed to send, sent 0 bytes. Connection was likely closed. Did the remote server shutdown or crash?", RankCrashed),
+            ("[PG ID 0 PG GUID 0(default_pg) Rank 1] Received a dump signal due to a collective timeout from rank 3 and we will try our best to dump the debug info. Last enqueued NCCL work: 42, last completed NCCL work: 41.", CollectiveTimeout),
             ("host-a:1:2 [0] NCCL WARN nvmlInit_v2() failed: Driver/library version mismatch", CudaError),
             ("host-a:1:2 [0] NCCL WARN CUDA Driver version found is 11040. Minimum requirement is 12020", CudaError),
             ("host-a:1:2 [0] init.cc:100 NCCL WARN NCCL library is too old. This application was compiled with NCCL version 2.21.5, but is running with NCCL version 2.18.1", NcclVersionMismatch),

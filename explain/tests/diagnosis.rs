@@ -818,6 +818,22 @@ fn a_gradient_marked_ready_twice_is_told_from_one_that_never_came() {
 }
 
 #[test]
+fn a_dump_signal_names_the_rank_whose_collective_timed_out() {
+    // ProcessGroupNCCL on rank 1, told through the store that rank 3's watchdog fired.
+    let log = "[rank1]:[E1203 10:00:00.000000000 ProcessGroupNCCL.cpp:1234] [PG ID 0 PG GUID \
+               0(default_pg) Rank 1] Received a dump signal due to a collective timeout from \
+               rank 3 and we will try our best to dump the debug info. Last enqueued NCCL work: \
+               42, last completed NCCL work: 41.\n";
+    let report = probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
+    let f = report.findings.first().expect("a finding");
+    assert_eq!(
+        (f.category, f.ranks.clone()),
+        (Category::CollectiveTimeout, vec![3])
+    );
+    assert!(f.title.starts_with("rank 3 timed out"), "{}", f.title);
+}
+
+#[test]
 fn ranks_whose_watchdogs_stayed_silent_while_the_others_timed_out_are_named() {
     let explanation = |log: &str| {
         let report =

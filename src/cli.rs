@@ -100,10 +100,11 @@ Reads the run's manifest (exit codes, signals, hang report), every rank's stdout
 NCCL_DEBUG logs and the traces' last collectives; plain log files work too, as pasted: rank
 prefixes ([rank3]:, [default0]:, srun -l, mpirun --tag-output, docker compose), log collectors'
 prefixes (time stamps, moreutils' ts, kubectl --prefix, the system log, Ray, SkyPilot,
-Determined, pdsh), line numbers (cat -n, grep -n), a logger's prefix repeated on every line of a
-traceback, a paste's Markdown fences and colour codes are looked through; a log pasted newest
-line first (a log viewer's order, told by its time stamps) is read oldest first. A log with no error in it is read
-for where it ends (in the rendezvous, right after NCCL's set-up, after start-up), at low
+Determined, pdsh), line numbers (cat -n, grep -n), a logger's prefix repeated on every line
+(`... - root - ERROR - `, `INFO:root:`) or on every line of a traceback, a paste's Markdown
+fences and colour codes are looked through; a log pasted newest line first (a log viewer's
+order, told by its time stamps) is read oldest first. A log with no error in it is read for
+where it ends (in the rendezvous, right after NCCL's set-up, after start-up), at low
 confidence. Each finding says how sure it is (high, medium, low) and, when it is not sure, which
 log would decide; a low-confidence first finding is headlined as a possible cause, not the most
 likely one.

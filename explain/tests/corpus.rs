@@ -56,7 +56,9 @@ use serde::Deserialize;
 /// 0.889; 242 of 278 with the thirty-second and thirty-third (2 of their 8; 5 of the 6 misses
 /// are logs cut where the search tool's excerpt of the thread ended, before the failure's own
 /// lines), 0.871; 251 of 288 with the thirty-fourth and thirty-fifth (projects' notes: 8 of
-/// their 10 before, 9 after DeepEP's timeouts were read in its source), 0.872.
+/// their 10 before, 9 after DeepEP's timeouts were read in its source), 0.872; 255 of 293
+/// with the thirty-sixth (people's fix notes: 4 of its 5; the miss is NCCL's "No route to
+/// host" read as the interface where the note's cause was a firewall), 0.870.
 const DEVELOPMENT_FLOOR: f64 = 0.87;
 /// Lowest accepted top-1 accuracy on the validation split: 71 of 93 on
 /// 2026-12-02 (the goal is 0.95), 74 of 98 with the second batch of that
@@ -94,7 +96,8 @@ const DEVELOPMENT_FLOOR: f64 = 0.87;
 /// failure by the search tool's excerpt). The thirty-fourth's and thirty-fifth's two at 1 of 2
 /// (103 of 144, 0.715); 104 of 144 (0.722) after NCCL's older words for a full /dev/shm were
 /// read in its source, with no corpus case in mind; 105 of 144 (0.729) after NCCL's rings that
-/// do not close were read in its source, likewise.
+/// do not close were read in its source, likewise. The thirty-sixth's two at 2 of 2 (107 of
+/// 146, 0.733).
 const VALIDATION_FLOOR: f64 = 0.72;
 /// Lowest accepted share of right first findings among those said with high confidence, on the
 /// validation split: 69 of 76 (0.908) on 2026-12-03, when the test began to count it. "High"
@@ -102,7 +105,7 @@ const VALIDATION_FLOOR: f64 = 0.72;
 const VALIDATION_HIGH_CONFIDENCE_FLOOR: f64 = 0.88;
 /// Cases in the corpus: a case lost from the index fails the test (the
 /// issue asked for at least 150).
-const CASES: usize = 432;
+const CASES: usize = 439;
 
 #[derive(Deserialize)]
 struct Case {

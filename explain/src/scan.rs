@@ -1023,6 +1023,14 @@ impl<'a> Scanner<'a> {
                         Attach::CauseOnly,
                         "was killed by SIGKILL (exitcode -9)".to_owned(),
                     ),
+                    // SIGBUS, as `sigbus_exit` reads it elsewhere: /dev/shm could not back a
+                    // page the rank touched.
+                    (-7, true) => (
+                        Category::ShmTooSmall,
+                        Role::Cause,
+                        Attach::CauseOnly,
+                        "was killed by SIGBUS (exitcode -7)".to_owned(),
+                    ),
                     (-15 | -2 | -1, _) | (_, false) => (
                         Category::RankCrashed,
                         Role::Consequence,

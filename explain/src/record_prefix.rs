@@ -392,8 +392,7 @@ impl LinePrefixProbe {
                 let shared = c.reach.iter().take_while(|r| **r >= needed).count();
                 Some((shared, c)).filter(|(k, _)| *k > 0)
             })
-            // The first of the longest: a later line's last blank may run on into its own
-            // indentation (`ERROR -   File ...`).
+            // The first of the longest (candidates of one length differ only in their text).
             .fold(
                 None,
                 |best: Option<(usize, &Candidate)>, (k, c)| match best {
@@ -534,6 +533,15 @@ mod tests {
         assert_eq!(got[1], "a:b:2 - y");
         let got = without_line_prefix(&["ERROR:root:x y", "INFO:root:z", "ERROR:root:  File"]);
         assert_eq!(got, ["x y", "z", "  File"]);
+        // A stack whose frames are indented under an unindented header: the blanks most lines
+        // have after the prefix are theirs.
+        let got = without_line_prefix(&[
+            "INFO:root:Thread 1439102 (idle): \"MainThread\"",
+            "INFO:root:    wait (threading.py:306)",
+            "INFO:root:    get (queue.py:179)",
+            "INFO:root:    _try_get_data (torch/utils/data/dataloader.py:1011)",
+        ]);
+        assert_eq!(got[1], "    wait (threading.py:306)");
     }
 
     #[test]

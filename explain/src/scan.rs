@@ -810,12 +810,10 @@ impl<'a> Scanner<'a> {
             s.observer.or(self.file_rank),
             tb.collective.as_deref(),
         ) {
-            let mut evidence: Vec<Evidence> = s.evidence.last().cloned().into_iter().collect();
-            if let Some((frame, code)) = &tb.program_frame {
-                evidence.push(frame.clone());
-                evidence.extend(code.clone());
+            if let Some(line) = s.evidence.last().cloned() {
+                let places = with_program_frame(line, &tb.program_frame);
+                self.shape.timed_out_in(rank, function, places);
             }
-            self.shape.timed_out_in(rank, function, evidence);
         }
         if this_line && s.role == Role::Cause {
             if let Some((frame, code)) = tb.program_frame {
@@ -881,11 +879,7 @@ impl<'a> Scanner<'a> {
         };
         if let (true, Some(r), Some(c)) = (interrupted, rank, collective.as_deref()) {
             // Where each rank waited, for comparing them (`LogShape::timed_out_in`).
-            let mut places = vec![self.evidence(number, body)];
-            if let Some((frame, code)) = &program_frame {
-                places.push(frame.clone());
-                places.extend(code.clone());
-            }
+            let places = with_program_frame(self.evidence(number, body), &program_frame);
             self.shape.timed_out_in(r, c, places);
         }
         let mut s = Signal::new("python_exception", category, role, attach);
@@ -1436,6 +1430,20 @@ fn structured_message(raw: &str) -> Option<String> {
 
 /// Whether a traceback frame (`File "train.py", line 3, in main`) is in the program's own code,
 /// not in an installed library or the interpreter's.
+/// An exception's line, then the program's own frame and code line where the traceback had
+/// one: where a rank was when a collective's wait ended.
+fn with_program_frame(
+    line: Evidence,
+    frame: &Option<(Evidence, Option<Evidence>)>,
+) -> Vec<Evidence> {
+    let mut places = vec![line];
+    if let Some((frame, code)) = frame {
+        places.push(frame.clone());
+        places.extend(code.clone());
+    }
+    places
+}
+
 /// The function of a traceback's frame in `torch/distributed/distributed_c10d.py` (`File
 /// ".../torch/distributed/distributed_c10d.py", line 3252, in all_reduce`).
 fn c10d_function(frame: &str) -> Option<&str> {

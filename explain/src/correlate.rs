@@ -1897,7 +1897,7 @@ const READY_TWICE_FIX: &str = "Use non-reentrant checkpointing \
      `gradient_checkpointing_kwargs={\"use_reentrant\": False}`); when no parameter is unused, \
      construct DDP with find_unused_parameters=False (transformers: \
      `ddp_find_unused_parameters=False`); when the graph is the same every iteration, \
-     static_graph=True. Do not call the wrapped module's parameters outside its forward.";
+     static_graph=True. Do not use the wrapped module's parameters outside its forward.";
 
 const WORKER_CRASHED: WorkerEnd = WorkerEnd {
     predicate: "crashed (a native crash in the dataset's code or a library it calls)",

@@ -1075,7 +1075,8 @@ pub(crate) static RULES: &[Rule] = &[
         [["found no nvidia driver", "no cuda gpus are available",
           "cuda driver version is insufficient", "nvidia driver on your system is too old",
           "failed to find cuda library libcuda", "failed to open libnvidia-ml",
-          "driver/library version mismatch", "cuda driver version found is"]],
+          "driver/library version mismatch", "cuda driver version found is",
+          "but your machine only has: []"]],
         not [], ex_none),
     rule!("cuda_error", CudaError, Cause, Standalone,
         [["cuda error:", "cuda failure", "device-side assert", "illegal memory access", "cudaerror",
@@ -1092,7 +1093,10 @@ pub(crate) static RULES: &[Rule] = &[
           // device index less than the number of accelerators available"; torchrun's agent:
           // "local_rank 8 exceeds available GPUs in CUDA_VISIBLE_DEVICES=...").
           "please use a device index less than the number of accelerators",
-          "exceeds available gpus in cuda_visible_devices"]],
+          "exceeds available gpus in cuda_visible_devices",
+          // Lightning's `device_parser._sanitize_gpu_ids`: "You requested gpu: [0, 1, 2, 3]\n
+          // But your machine only has: [0, 1]" (none at all, `[]`, is no_usable_gpu's).
+          "but your machine only has:"]],
         not [], ex_none),
     // NCCL `graph/search.cc` (ncclTopoGetChannelFromXml): "XML Import Channel : dev %d not
     // found." and ncclSystemError, when the graph file it was given (NCCL_GRAPH_FILE, with
@@ -3066,6 +3070,7 @@ mod tests {
             ("host-a:1234:1240 [0] transport.cc:170 NCCL WARN No transport found for rank 0[1b000] -> rank 1[1c000]", NcclInternalOrUnsupported),
             ("ValueError: device_id cuda:8 is out of range. Please use a device index less than the number of accelerators available: 8.", CudaError),
             ("ValueError: local_rank 8 exceeds available GPUs in CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7", CudaError),
+            (" But your machine only has: [0, 1]", CudaError),
         ];
         for (line, category) in cases {
             let found = classify(line).map(|(r, ex)| (r.category, ex.category));

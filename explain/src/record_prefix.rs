@@ -305,21 +305,14 @@ impl Candidate {
         for (j, (t, end)) in toks[..cut].iter().enumerate() {
             let mut text = &self.text[from..*end];
             from = *end;
+            // The last blank exactly: what follows may be indented (a traceback's frame).
+            if *t == Token::Blank {
+                text = &text[..last_blank.unwrap_or(text.len()).min(text.len())];
+            }
             let piece = match t {
                 Token::Digits => Piece::Digits,
                 Token::Level => Piece::Level,
                 Token::Blank if j + 1 < cut => Piece::Blank { at_start: false },
-                // The last blank exactly: what follows may be indented (a traceback's frame).
-                Token::Blank => {
-                    text = &text[..last_blank.unwrap_or(text.len()).min(text.len())];
-                    match pieces.last_mut() {
-                        Some(Piece::Text(t)) => {
-                            t.push_str(text);
-                            continue;
-                        }
-                        _ => Piece::Text(text.to_owned()),
-                    }
-                }
                 _ => match pieces.last_mut() {
                     Some(Piece::Text(t)) => {
                         t.push_str(text);

@@ -861,8 +861,9 @@ impl<'a> Scanner<'a> {
             return;
         }
         let wrapped = self.wrapped.remove(&rank);
-        let interrupted = name.rsplit('.').next() == Some("KeyboardInterrupt");
-        let (category, role, attach) = match name.rsplit('.').next().unwrap_or(name) {
+        let class = name.rsplit('.').next().unwrap_or(name);
+        let interrupted = class == "KeyboardInterrupt";
+        let (category, role, attach) = match class {
             // Stopped by hand while it waited in a collective: a hang.
             "KeyboardInterrupt" if collective.is_some() => (
                 Category::CollectiveTimeout,

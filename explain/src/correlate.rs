@@ -33,7 +33,9 @@ use crate::python_stack::PyStack;
 use crate::report::{
     Confidence, Evidence, Finding, RankStack, Report, Role, RunFacts, SCHEMA_VERSION,
 };
-use crate::rules::RULE_NCCL_NO_ALGORITHM;
+use crate::rules::{
+    RULE_LIGHTNING_LAUNCHER_SIZES, RULE_NCCL_NO_ALGORITHM, RULE_NCCL_SHM_CUDA_FAILURE,
+};
 use crate::sanitize::sanitize;
 use crate::shape::{TRACEBACK_TIMEOUT, WATCHDOG_SEQUENCE};
 
@@ -2238,6 +2240,35 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
         fix = "Unset NCCL_ALGO and NCCL_PROTO (in the environment, a job script or \
                /etc/nccl.conf), or widen them to cover the collective and datatype named: the \
                setting leaves NCCL no algorithm for this call."
+            .to_owned();
+    }
+    if role == Role::Cause && proven(RULE_LIGHTNING_LAUNCHER_SIZES) {
+        title =
+            "Lightning's Trainer and the launcher disagree on the number of processes".to_owned();
+        meaning = "Lightning compares the Trainer's `devices` and `num_nodes` with the processes \
+                   the launcher started (Slurm's tasks per node and nodes, torchrun's \
+                   WORLD_SIZE) and stops when they differ: the processes would otherwise \
+                   disagree on the world size and wait for ranks that never start.";
+        fix = "Make the Trainer match what the launcher starts: under Slurm one task per \
+               device (`#SBATCH --ntasks-per-node` equal to `devices`, `--nodes` equal to \
+               `num_nodes`, and `--ntasks-per-node` rather than `--ntasks`); under torchrun \
+               `devices` × `num_nodes` equal to --nproc-per-node × --nnodes. The HINT in the \
+               message gives the value the launcher has."
+            .to_owned();
+    }
+    if role == Role::Cause && proven(RULE_NCCL_SHM_CUDA_FAILURE) {
+        title = "NCCL's shared-memory transport failed a CUDA call".to_owned();
+        meaning = "NCCL passes data between the ranks of one node through shared buffers. \
+                   Since NCCL 2.23 it allocates them with the CUDA driver's cuMem API and each \
+                   rank imports and maps the others' buffers; that import fails between GPUs \
+                   that cannot access each other (no peer access over this PCIe topology) or \
+                   when each process sees only its own GPU (one device in CUDA_VISIBLE_DEVICES, \
+                   as Ray and some schedulers set it). It is not the P2P transport: \
+                   NCCL_P2P_DISABLE=1 does not change it.";
+        fix = "Run with NCCL_CUMEM_HOST_ENABLE=0 (NCCL then shares plain host memory for \
+               these buffers, as before 2.23) or NCCL_CUMEM_ENABLE=0 (cuMem off altogether). \
+               NCCL_SHM_DISABLE=1 confirms it (the ranks then talk over the network \
+               transport, slower)."
             .to_owned();
     }
     if role == Role::Cause && proven(RULE_IN_INIT_PROCESS_GROUP) {

@@ -176,6 +176,8 @@ fn exit_status(lower: &str) -> Option<u32> {
 
 /// The rule of NCCL's "no algorithm/protocol available" (the fix names NCCL_ALGO and NCCL_PROTO).
 pub(crate) const RULE_NCCL_NO_ALGORITHM: &str = "nccl_no_algorithm";
+pub(crate) const RULE_NCCL_SHM_CUDA_FAILURE: &str = "nccl_shm_cuda_failure";
+pub(crate) const RULE_LIGHTNING_LAUNCHER_SIZES: &str = "lightning_launcher_sizes";
 
 macro_rules! rule {
     ($name:expr, $cat:ident, $role:ident, $attach:ident, [$([$($n:literal),+ $(,)?]),+ $(,)?], not [$($x:literal),* $(,)?], $ex:expr) => {
@@ -500,6 +502,16 @@ pub(crate) static RULES: &[Rule] = &[
         [["nvls", "cumulticast", "mnnvl", "imex"], ["nccl warn", "fail", "error"]],
         not ["support is not available", "support is available", "no algorithm/protocol"],
         ex_none),
+    // NCCL's shared-memory transport (`transport/shm.cc`) failing a CUDA call. Since NCCL
+    // 2.23 (with cuMem on, NCCL_CUMEM_HOST_ENABLE) it allocates the host buffers it shares
+    // between a node's processes with the driver's cuMem API and imports the peer's handle (`cuMemImportFromShareableHandle`,
+    // `cuMemMap`, `cuMemSetAccess`: NCCL's CUCHECK prints "Cuda failure %d '%s'"); the import
+    // fails between GPUs that cannot access each other, or processes that each see only their
+    // own GPU, even with the P2P transport off: "transport/shm.cc:590 NCCL WARN Cuda failure
+    // 217 'peer access is not supported between these two devices'". Not the P2P transport:
+    // NCCL_P2P_DISABLE does not reach it, turning cuMem off does.
+    rule!(RULE_NCCL_SHM_CUDA_FAILURE, NcclInternalOrUnsupported, Cause, Standalone,
+        [["shm.cc"], ["cuda failure", "cuda error"]], not [], ex_nccl_shm_cuda_failure),
     rule!("p2p_access", P2pHang, Cause, Standalone,
         [["peer access is not supported", "peer mapping resources exhausted", "cudaerrorpeeraccess",
           "peer access already", "iommu=pt"]],
@@ -642,6 +654,18 @@ pub(crate) static RULES: &[Rule] = &[
           "world_size mismatch", "world size does not match", "world_size does not match",
           "mismatched world size"]],
         not [], ex_world_size),
+    // Lightning's cluster environments check the Trainer's `devices` and `num_nodes` against
+    // the launcher's (`validate_settings` in lightning/fabric/plugins/environments):
+    // SLURM's "You set `devices=4` in Lightning, but the number of tasks per node configured
+    // in SLURM `--ntasks-per-node=1` does not match. HINT: Set `devices=1`." and "You set
+    // `num_nodes=2` in Lightning, but the number of nodes configured in SLURM `--nodes=1` does
+    // not match."; torchelastic's "You set `devices=4` and `num_nodes=1` in Lightning, but
+    // the product (4 * 1) does not match the world size (8)."; srun's "You set `--ntasks=8`
+    // in your SLURM bash script, but this variable is not supported."
+    rule!(RULE_LIGHTNING_LAUNCHER_SIZES, WorldSizeMismatch, Cause, Standalone,
+        [["in lightning, but the number of", "in lightning, but the product",
+          "in your slurm bash script, but this variable is not supported"]],
+        not [], ex_lightning_launcher_sizes),
     rule!("port_in_use", PortInUse, Cause, Standalone,
         [["address already in use", "eaddrinuse", "errno: 98", "os error 98",
           "failed to listen on any local network address"]],
@@ -1621,6 +1645,17 @@ fn ex_duplicate_gpu(line: &str, lower: &str) -> Extract {
     }
 }
 
+fn ex_lightning_launcher_sizes(line: &str, lower: &str) -> Extract {
+    let at = lower.find("you set `").unwrap_or(0);
+    Extract {
+        detail: Some(format!(
+            "Lightning's check of the Trainer against the launcher: {}",
+            phrase(line, at, 160).trim_end_matches('.')
+        )),
+        ..Extract::default()
+    }
+}
+
 fn ex_world_size(line: &str, lower: &str) -> Extract {
     let mut ex = Extract::default();
     if let Some(i) = lower.find("invalid rank requested") {
@@ -1937,6 +1972,21 @@ fn ex_model_differs(line: &str, lower: &str) -> Extract {
 }
 
 /// The NCCL_ALGO / NCCL_PROTO settings NCCL names when no algorithm fits a call.
+fn ex_nccl_shm_cuda_failure(line: &str, lower: &str) -> Extract {
+    let what = lower
+        .find("cuda failure")
+        .and_then(|i| line.get(i..))
+        .map(|rest| sanitize(rest.trim(), 100))
+        .unwrap_or_else(|| "a CUDA call failed".to_owned());
+    Extract {
+        detail: Some(format!(
+            "NCCL's shared-memory transport (shm.cc) failed a CUDA call setting up the buffers \
+             a node's ranks share: {what}"
+        )),
+        ..Extract::default()
+    }
+}
+
 fn ex_nccl_algo_setting(line: &str, lower: &str) -> Extract {
     let mut parts = Vec::new();
     for key in ["nccl_algo was set to ", "nccl_proto was set to "] {
@@ -3057,6 +3107,12 @@ mod tests {
             ("host-a:1:2 [0] NCCL WARN CUDA Driver version found is 11040. Minimum requirement is 12020", CudaError),
             ("host-a:1:2 [0] init.cc:100 NCCL WARN NCCL library is too old. This application was compiled with NCCL version 2.21.5, but is running with NCCL version 2.18.1", NcclVersionMismatch),
             ("host-a:1:2 [0] bootstrap.cc:200 NCCL WARN Bootstrap Root : mismatch in info from procs, nranks 8 vs 16, nroots 1 vs 1, iroot 0 vs 0, offset 0 vs 0", WorldSizeMismatch),
+            // The shared-memory transport's cuMem import, not the P2P transport (NCCL 2.27's
+            // shm.cc:590 is `cuMemImportFromShareableHandle`).
+            ("transport/shm.cc:590 NCCL WARN Cuda failure 217 'peer access is not supported between these two devices'", NcclInternalOrUnsupported),
+            ("host-a:1:2 [0] transport/p2p.cc:275 NCCL WARN Cuda failure 'peer access is not supported between these two devices'", P2pHang),
+            ("ValueError: You set `devices=4` and `num_nodes=1` in Lightning, but the product (4 * 1) does not match the world size (8).", WorldSizeMismatch),
+            ("ValueError: You set `num_nodes=2` in Lightning, but the number of nodes configured in SLURM `--nodes=1` does not match. HINT: Set `num_nodes=1`.", WorldSizeMismatch),
             ("host-a:1:2 [0] NCCL WARN NET/IB : mlx5_0:1 GID table changed", Infiniband),
             ("host-a:1:2 [0] graph/rings.cc:51 NCCL WARN Error : ring 0 does not loop back to start (7 != 0)", NcclInternalOrUnsupported),
             ("host-a:1:2 [0] graph/rings.cc:64 NCCL WARN Error : ring 1 does not contain rank 5", NcclInternalOrUnsupported),

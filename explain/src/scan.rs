@@ -1388,14 +1388,18 @@ fn nccl_prefix_start(before: &str) -> Option<usize> {
 
 /// Whether `s` (after a `[`) is a glog-style prefix: a level letter, then a `MMDD hh:mm:ss`
 /// time or a space and a C++ or CUDA source file (`E1102 03:04:14.692 ProcessGroupNCCL.cpp:607]`,
-/// `E ProcessGroupNCCL.cpp:325]`, `W Utils.hpp:133]`).
+/// `E ProcessGroupNCCL.cpp:325]`, `W Utils.hpp:133]`). c10d's own logger writes the month
+/// without its leading zero (`[W728 15:01:59.562622567 TCPStore.cpp:340]`, `[E108 20:04:34...`
+/// in January).
 fn is_glog_prefix(s: &str) -> bool {
     let b = s.as_bytes();
     if b.len() < 8 || !matches!(b[0], b'I' | b'W' | b'E' | b'F') {
         return false;
     }
-    if b[1..5].iter().all(u8::is_ascii_digit) && b[5] == b' ' {
-        return b.len() > 8 && b[6..8].iter().all(u8::is_ascii_digit) && b[8] == b':';
+    let date = b[1..].iter().take_while(|c| c.is_ascii_digit()).count();
+    if (3..=4).contains(&date) && b.get(1 + date) == Some(&b' ') {
+        let time = &b[2 + date..];
+        return time.len() > 2 && time[..2].iter().all(u8::is_ascii_digit) && time[2] == b':';
     }
     if b[1] != b' ' {
         return false;
@@ -2639,6 +2643,15 @@ mod tests {
                 "[E ProcessGroupNCCL.cpp:325] Some NCCL operations have failed"
             ]
         );
+        // c10d's own logger: the month without its leading zero.
+        assert_eq!(
+            cut("to (127.0.0.1, 48315). [W728 15:01:59.562622567 TCPStore.cpp:340] [c10d] TCP"),
+            [
+                "to (127.0.0.1, 48315). ",
+                "[W728 15:01:59.562622567 TCPStore.cpp:340] [c10d] TCP"
+            ]
+        );
+        assert_eq!(cut("x [W72 15:01:59 y"), ["x [W72 15:01:59 y"]);
         assert_eq!(
             cut("Thread 7 (active): \"MainThread\"     broadcast (torch/c10d.py:1191)     main (t.py:9)"),
             ["Thread 7 (active): \"MainThread\"", "     broadcast (torch/c10d.py:1191)", "     main (t.py:9)"]

@@ -2252,8 +2252,9 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
         fix = "Make the Trainer match what the launcher starts: under Slurm one task per \
                device (`#SBATCH --ntasks-per-node` equal to `devices`, `--nodes` equal to \
                `num_nodes`, and `--ntasks-per-node` rather than `--ntasks`); under torchrun \
-               `devices` × `num_nodes` equal to --nproc-per-node × --nnodes. The HINT in the \
-               message gives the value the launcher has."
+               `devices` × `num_nodes` equal to --nproc-per-node × --nnodes; with \
+               ModelParallelStrategy, `data_parallel_size` × `tensor_parallel_size` equal to \
+               the world size. The HINT in the message gives the value the launcher has."
             .to_owned();
     }
     if role == Role::Cause && proven(RULE_NCCL_SHM_CUDA_FAILURE) {

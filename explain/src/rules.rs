@@ -652,7 +652,10 @@ pub(crate) static RULES: &[Rule] = &[
           "mismatch in info from procs",
           "invalid rank requested", "rank should be in the interval", "world size mismatch",
           "world_size mismatch", "world size does not match", "world_size does not match",
-          "mismatched world size"]],
+          "mismatched world size",
+          // DeepSpeed's elasticity (`elasticity.py`): "ElasticityIncompatibleWorldSize: World
+          // size (3) is not valid with the current list of valid GPU counts: [2, 4, 8]".
+          "is not valid with the current list of valid gpu counts"]],
         not [], ex_world_size),
     // Lightning's cluster environments check the Trainer's `devices` and `num_nodes` against
     // the launcher's (`validate_settings` in lightning/fabric/plugins/environments):
@@ -664,7 +667,10 @@ pub(crate) static RULES: &[Rule] = &[
     // in your SLURM bash script, but this variable is not supported."
     rule!(RULE_LIGHTNING_LAUNCHER_SIZES, WorldSizeMismatch, Cause, Standalone,
         [["in lightning, but the number of", "in lightning, but the product",
-          "in your slurm bash script, but this variable is not supported"]],
+          "in your slurm bash script, but this variable is not supported",
+          // Lightning's ModelParallelStrategy: "The sizes `data_parallel_size=2` and
+          // `tensor_parallel_size=2` multiplied should equal the world size (8)."
+          "multiplied should equal the world size"]],
         not [], ex_lightning_launcher_sizes),
     rule!("port_in_use", PortInUse, Cause, Standalone,
         [["address already in use", "eaddrinuse", "errno: 98", "os error 98",
@@ -1100,7 +1106,10 @@ pub(crate) static RULES: &[Rule] = &[
           "cuda driver version is insufficient", "nvidia driver on your system is too old",
           "failed to find cuda library libcuda", "failed to open libnvidia-ml",
           "driver/library version mismatch", "cuda driver version found is",
-          "but your machine only has: []"]],
+          "but your machine only has: []",
+          // Lightning's `CUDAAccelerator.find_usable_cuda_devices`: "You requested to find 2
+          // devices but there are no visible CUDA devices on this machine."
+          "but there are no visible cuda devices"]],
         not [], ex_none),
     rule!("cuda_error", CudaError, Cause, Standalone,
         [["cuda error:", "cuda failure", "device-side assert", "illegal memory access", "cudaerror",
@@ -1119,8 +1128,13 @@ pub(crate) static RULES: &[Rule] = &[
           "please use a device index less than the number of accelerators",
           "exceeds available gpus in cuda_visible_devices",
           // Lightning's `device_parser._sanitize_gpu_ids`: "You requested gpu: [0, 1, 2, 3]\n
-          // But your machine only has: [0, 1]" (none at all, `[]`, is no_usable_gpu's).
-          "but your machine only has:"]],
+          // But your machine only has: [0, 1]" (none at all, `[]`, is no_usable_gpu's);
+          // `find_usable_cuda_devices`: "You requested to find 8 devices but this machine only
+          // has 4 GPUs.", and "... but only 2 are currently available. The devices [2, 3] are
+          // occupied by other processes and can't be used at the moment." (CUDA's "busy or
+          // unavailable": GPUs in exclusive-process mode held by other processes).
+          "but your machine only has:", "devices but this machine only has",
+          "are occupied by other processes and can't be used"]],
         not [], ex_none),
     // NCCL `graph/search.cc` (ncclTopoGetChannelFromXml): "XML Import Channel : dev %d not
     // found." and ncclSystemError, when the graph file it was given (NCCL_GRAPH_FILE, with
@@ -1646,7 +1660,10 @@ fn ex_duplicate_gpu(line: &str, lower: &str) -> Extract {
 }
 
 fn ex_lightning_launcher_sizes(line: &str, lower: &str) -> Extract {
-    let at = lower.find("you set `").unwrap_or(0);
+    let at = lower
+        .find("you set `")
+        .or_else(|| lower.find("the sizes `"))
+        .unwrap_or(0);
     Extract {
         detail: Some(format!(
             "Lightning's check of the Trainer against the launcher: {}",
@@ -3127,6 +3144,11 @@ mod tests {
             ("ValueError: device_id cuda:8 is out of range. Please use a device index less than the number of accelerators available: 8.", CudaError),
             ("ValueError: local_rank 8 exceeds available GPUs in CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7", CudaError),
             (" But your machine only has: [0, 1]", CudaError),
+            ("ValueError: You requested to find 8 devices but this machine only has 4 GPUs.", CudaError),
+            ("RuntimeError: You requested to find 4 devices but only 2 are currently available. The devices [2, 3] are occupied by other processes and can't be used at the moment.", CudaError),
+            ("ValueError: You requested to find 2 devices but there are no visible CUDA devices on this machine.", CudaError),
+            ("RuntimeError: The sizes `data_parallel_size=2` and `tensor_parallel_size=2` multiplied should equal the world size (8).", WorldSizeMismatch),
+            ("deepspeed.elasticity.config.ElasticityIncompatibleWorldSize: World size (3) is not valid with the current list of valid GPU counts: [2, 4, 8]", WorldSizeMismatch),
         ];
         for (line, category) in cases {
             let found = classify(line).map(|(r, ex)| (r.category, ex.category));

@@ -2065,6 +2065,14 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
             elsewhere,
         )
     };
+    // Only a launcher's own exception (torchelastic's ChildFailedError, accelerate's and
+    // DeepSpeed's CalledProcessError): a rank failed, and no peer was lost that the log shows.
+    if category == Category::RankCrashed
+        && role == Role::Consequence
+        && own.iter().all(|s| s.rule == "launcher_consequence")
+    {
+        title = "the launcher reports that a rank failed".to_owned();
+    }
     let mut fix = category.fix().to_owned();
     if let (Category::CollectiveTimeout, Some(w), false) = (category, elsewhere, ranks.is_empty()) {
         // Where the rank waited for was is known: the fix starts there.

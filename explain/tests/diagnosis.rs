@@ -818,6 +818,30 @@ fn a_gradient_marked_ready_twice_is_told_from_one_that_never_came() {
 }
 
 #[test]
+fn a_launcher_s_exception_alone_says_a_rank_failed_not_that_a_peer_was_lost() {
+    // accelerate's and DeepSpeed's launchers end with Python's CalledProcessError, torchrun with
+    // ChildFailedError: all a paste may keep. No rank in the log lost a peer.
+    for log in [
+        "subprocess.CalledProcessError: Command '['/usr/bin/python', 'train.py']' returned \
+         non-zero exit status 1.\n",
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n",
+    ] {
+        let report =
+            probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
+        let f = report.findings.first().expect("a finding");
+        assert_eq!(
+            (f.category, f.role, f.title.as_str()),
+            (
+                Category::RankCrashed,
+                Role::Consequence,
+                "the launcher reports that a rank failed"
+            ),
+            "{log}"
+        );
+    }
+}
+
+#[test]
 fn a_dump_signal_names_the_rank_whose_collective_timed_out() {
     // ProcessGroupNCCL on rank 1, told through the store that rank 3's watchdog fired.
     let log = "[rank1]:[E1203 10:00:00.000000000 ProcessGroupNCCL.cpp:1234] [PG ID 0 PG GUID \

@@ -36,6 +36,9 @@ use crate::report::{
 use crate::rules::{
     RULE_LIGHTNING_LAUNCHER_SIZES, RULE_NCCL_NO_ALGORITHM, RULE_NCCL_SHM_CUDA_FAILURE,
 };
+
+/// The rule of [`hung_at_exit_without_destroy`]'s finding.
+const RULE_HUNG_AT_EXIT_WITHOUT_DESTROY: &str = "hung_at_exit_without_destroy";
 use crate::sanitize::sanitize;
 use crate::shape::{TRACEBACK_TIMEOUT, WATCHDOG_SEQUENCE};
 
@@ -192,6 +195,7 @@ pub(crate) fn build(mut g: Gathered, opts: &Options) -> Report {
     judge_killed_workers(&mut signals, &g);
     store_waits_after_the_training_ran(&mut signals, &g);
     kernels_trapped_after_a_timeout(&mut signals);
+    hung_at_exit_without_destroy(&mut signals, &g.shape, &mut order);
 
     // 2. Cross-checks.
     for mut s in g.nccl.cross_checks(ctx.world_size) {
@@ -1366,6 +1370,65 @@ fn kernels_trapped_after_a_timeout(signals: &mut [Signal]) {
     }
 }
 
+/// The ranks reached the end of the program (PyTorch's warning that `destroy_process_group()`
+/// was not called before exit) and then ProcessGroupNCCL's heartbeat monitor found its
+/// watchdog stuck ("ProcessGroupNCCL's watchdog got stuck for 480 seconds without making
+/// progress in monitoring enqueued collectives"), with no collective timed out: the groups left
+/// alive were being torn down at interpreter exit and that hung (the watchdog inside an NCCL or
+/// CUDA call). The heartbeat lines are then no collective's timeout but this hang's evidence.
+fn hung_at_exit_without_destroy(
+    signals: &mut Vec<Signal>,
+    shape: &crate::shape::LogShape,
+    order: &mut u64,
+) {
+    let Some(exit) = shape.exited_without_destroy.clone() else {
+        return;
+    };
+    let heartbeat = |s: &Signal| {
+        s.rule == "watchdog_context"
+            && s.evidence.first().is_some_and(|e| {
+                later_in_the_same_log(&exit, e)
+                    && e.text.to_ascii_lowercase().contains("watchdog got stuck")
+            })
+    };
+    let stuck: Vec<Evidence> = signals
+        .iter()
+        .filter(|s| heartbeat(s))
+        .filter_map(|s| s.evidence.first().cloned())
+        .collect();
+    // Anything a failure of its own says (a timeout, an error) explains the hang better.
+    // (The watchdog's other context lines, "last enqueued work", "taking the entire process
+    // down", belong to the heartbeat's report as well.)
+    let other_failure = signals
+        .iter()
+        .any(|s| s.rule != "watchdog_context" && s.role != Role::Consequence);
+    if stuck.is_empty() || other_failure {
+        return;
+    }
+    let ranks: BTreeSet<usize> = signals
+        .iter()
+        .filter(|s| heartbeat(s))
+        .flat_map(|s| s.observer)
+        .collect();
+    signals.retain(|s| s.rule != "watchdog_context");
+    let mut s = Signal::new(
+        RULE_HUNG_AT_EXIT_WITHOUT_DESTROY,
+        Category::Unknown,
+        Role::Cause,
+        Attach::Standalone,
+    );
+    s.subjects = ranks.into_iter().collect();
+    s.detail = Some(
+        "the ranks had reached the end of the program without destroy_process_group(), and \
+         then ProcessGroupNCCL's watchdog hung"
+            .to_owned(),
+    );
+    s.evidence = std::iter::once(exit).chain(stuck).collect();
+    *order += 1;
+    s.order = *order;
+    signals.push(s);
+}
+
 /// Whether `b` comes after `a` in the same log file (or on its line: a log pasted as one line
 /// keeps its order within the line).
 fn later_in_the_same_log(a: &Evidence, b: &Evidence) -> bool {
@@ -2250,6 +2313,29 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
                setting leaves NCCL no algorithm for this call."
             .to_owned();
     }
+    if role == Role::Cause && proven(RULE_HUNG_AT_EXIT_WITHOUT_DESTROY) {
+        title = format!(
+            "{} hung at exit: the program ended without destroy_process_group()",
+            if ranks.is_empty() {
+                "the ranks".to_owned()
+            } else {
+                who(&ranks)
+            }
+        );
+        meaning = "The training had ended: PyTorch warned on exit that destroy_process_group() \
+                   was not called, so the process groups were still alive when the interpreter \
+                   shut down. Their teardown then hung, and ProcessGroupNCCL's heartbeat \
+                   monitor found its watchdog thread stuck (inside an NCCL or CUDA call, such as \
+                   a communicator's abort or an event's destruction, often with several groups \
+                   torn down in a different order on different ranks). No collective timed out. \
+                   This is not one of ddp-probe's failure categories.";
+        fix = "Call `torch.distributed.destroy_process_group()` at the end of the program on \
+               every rank (after the last collective and checkpoint, before exit), so the \
+               groups are torn down while every rank is still there; with several groups \
+               (tensor, expert parallel) destroy them all the same way on every rank. The \
+               results written before the hang are complete."
+            .to_owned();
+    }
     if role == Role::Cause && proven(RULE_LIGHTNING_LAUNCHER_SIZES) {
         title =
             "Lightning's Trainer and the launcher disagree on the number of processes".to_owned();
@@ -2428,6 +2514,10 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
         {
             // Some ranks reached the barrier: the store answers, the address is right.
             STORE_BARRIER_CONFIRM.to_owned()
+        } else if proven(RULE_HUNG_AT_EXIT_WITHOUT_DESTROY) {
+            "`py-spy dump --native --pid PID` of a hung rank (the call its exit waits in), and \
+             whether the hang goes away with destroy_process_group() at the end"
+                .to_owned()
         } else {
             category.to_confirm().to_owned()
         }
@@ -2559,6 +2649,8 @@ const INDIRECT_RULES: &[&str] = &[
     "nccl_system_error_one_node",
     "nccl_system_error_unshown_nodes",
     "first_collective_stuck_everywhere",
+    // Why the teardown hung (which call, which group) the heartbeat's line does not say.
+    RULE_HUNG_AT_EXIT_WITHOUT_DESTROY,
     "nccl_init_invalid_argument",
     "nccl_init_invalid_usage",
     // CUDA says another process holds the GPU, not which: a second rank, the parent, another job.
@@ -2750,6 +2842,9 @@ fn needs_unknown(g: &Gathered, ctx: &RunContext) -> bool {
     ctx.failed || ctx.hang || telling || (!recognised && !g.scans.is_empty())
 }
 
+/// The title of the finding that says no known problem matched.
+const UNKNOWN_TITLE: &str = "no known problem matched these logs";
+
 fn unknown_finding(g: &Gathered, ctx: &RunContext) -> Finding {
     let mut evidence: Vec<Evidence> = Vec::new();
     let mut total = 0usize;
@@ -2799,7 +2894,7 @@ fn unknown_finding(g: &Gathered, ctx: &RunContext) -> Finding {
         role: Role::Cause,
         ranks: Vec::new(),
         observed_by,
-        title: "no known problem matched these logs".to_owned(),
+        title: UNKNOWN_TITLE.to_owned(),
         explanation,
         evidence,
         evidence_omitted: omitted,
@@ -2812,7 +2907,8 @@ fn unknown_finding(g: &Gathered, ctx: &RunContext) -> Finding {
 
 fn headline(findings: &[Finding], g: &Gathered, comms: usize) -> String {
     match findings.first() {
-        Some(f) if f.category == Category::Unknown => {
+        // A situation recognised outside the categories has its own title.
+        Some(f) if f.category == Category::Unknown && f.title == UNKNOWN_TITLE => {
             "no known problem matched; the most telling lines are shown below".to_owned()
         }
         // A low-confidence finding is a reading of consequences: the headline says so rather

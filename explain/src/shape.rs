@@ -101,6 +101,10 @@ pub(crate) struct LogShape {
     pub nccl_init_complete: bool,
     /// Whether NCCL's P2P transport was switched off by the environment.
     pub p2p_disabled: bool,
+    /// The first of ProcessGroupNCCL's warnings that a rank reached the end of the program
+    /// with its process groups alive ("WARNING: destroy_process_group() was not called before
+    /// program exit, which can leak resources.", PyTorch 2.4 and later): the program ended.
+    pub exited_without_destroy: Option<Evidence>,
     /// Whether NCCL printed `INFO` lines (NCCL_DEBUG=INFO): only then does a
     /// missing `Init COMPLETE` mean its set-up did not finish.
     pub nccl_info: bool,
@@ -215,6 +219,9 @@ impl LogShape {
         }
         if lower.contains("nccl info") {
             self.nccl_info = true;
+        }
+        if lower.contains("destroy_process_group() was not called before program exit") {
+            self.exited_without_destroy.get_or_insert_with(evidence);
         }
         // torchelastic's `api.py` ("[default] Rendezvous'ing worker group", "Rendezvous
         // complete for workers") and `dynamic_rendezvous.py` ("The node '...' attempts to

@@ -818,6 +818,73 @@ fn a_gradient_marked_ready_twice_is_told_from_one_that_never_came() {
 }
 
 #[test]
+fn a_watchdog_stuck_after_the_program_ended_without_destroy_is_a_hang_at_exit() {
+    // PyTorch 2.4+'s exit warning on every rank, then the heartbeat monitor's (ms-swift#7992).
+    let exit = |r: usize| {
+        format!(
+            "[rank{r}]:[W205 18:00:34.953145631 ProcessGroupNCCL.cpp:1538] Warning: WARNING: \
+             destroy_process_group() was not called before program exit, which can leak \
+             resources. For more info, please see \
+             https://pytorch.org/docs/stable/distributed.html#shutdown (function operator())\n"
+        )
+    };
+    let stuck = |r: usize| {
+        format!(
+            "[rank{r}]:[E205 18:11:06.375750231 ProcessGroupNCCL.cpp:1870] [PG ID 12 PG GUID \
+             99(EXPERT_MODEL_PARALLEL_GROUP) Rank {r}] ProcessGroupNCCL's watchdog got stuck for \
+             480 seconds without making progress in monitoring enqueued collectives. This \
+             typically indicates a NCCL/CUDA API (e.g., CudaEventDestroy) hang blocking the \
+             watchdog, and could be triggered by another thread holding the GIL inside a CUDA \
+             api (for example, CudaEventDestroy), or other deadlock-prone behaviors.\n"
+        )
+    };
+    let log = format!("{}{}{}{}", exit(0), exit(1), stuck(0), stuck(1));
+    let report = probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
+    let f = report.findings.first().expect("a finding");
+    assert_eq!(
+        (f.category, f.role, f.confidence),
+        (Category::Unknown, Role::Cause, Confidence::Medium),
+        "{}",
+        report.render_text(100)
+    );
+    assert!(f.title.contains("hung at exit"), "{}", f.title);
+    assert!(
+        report.headline.starts_with("most likely cause: "),
+        "{}",
+        report.headline
+    );
+    assert!(f.fix.contains("destroy_process_group()"), "{}", f.fix);
+    assert_eq!(report.findings.len(), 1, "{}", report.render_text(100));
+
+    // The warning alone ends many a successful run: no finding.
+    let quiet = format!("{}{}", exit(0), exit(1));
+    let report = probe_explain::explain_log_bytes("job.log", quiet.as_bytes(), &Options::default());
+    assert!(
+        report
+            .findings
+            .iter()
+            .all(|f| !f.title.contains("hung at exit")),
+        "{}",
+        report.render_text(100)
+    );
+
+    // A collective that timed out before the exit is no hang at exit.
+    let timeout = "[rank1]:[E205 18:10:00.000000000 ProcessGroupNCCL.cpp:632] [Rank 1] Watchdog \
+                   caught collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE, \
+                   NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600031 milliseconds before \
+                   timing out.\n";
+    let log = format!("{}{}{timeout}{}", exit(0), exit(1), stuck(0));
+    let report = probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
+    let f = report.findings.first().expect("a finding");
+    assert_eq!(
+        f.category,
+        Category::CollectiveTimeout,
+        "{}",
+        report.render_text(100)
+    );
+}
+
+#[test]
 fn a_launcher_s_exception_alone_says_a_rank_failed_not_that_a_peer_was_lost() {
     // accelerate's and DeepSpeed's launchers end with Python's CalledProcessError, torchrun with
     // ChildFailedError: all a paste may keep. No rank in the log lost a peer.

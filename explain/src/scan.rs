@@ -722,6 +722,26 @@ impl<'a> Scanner<'a> {
             return;
         }
         let Some(tb) = self.tracebacks.get_mut(&rank) else {
+            // A paste that starts inside a traceback (its header cut off): its frames are read
+            // as the header's would be, so that its exception line ends it even bare
+            // (`AssertionError`, which an `assert` without a message raises).
+            let frame = start.starts_with("File \"") && start.contains(", in ");
+            if frame && body.starts_with([' ', '\t']) && frame_end(start).is_some() {
+                self.tracebacks.insert(
+                    rank,
+                    Traceback {
+                        last_frame: None,
+                        last_code: None,
+                        program_frame: None,
+                        in_program_frame: false,
+                        collective: None,
+                        indent: body.len() - start.len() - 1,
+                        last_chars: 0,
+                        strays: 0,
+                    },
+                );
+                return self.traceback_line(number, body, quote, rank, matched);
+            }
             // A paste that starts inside a traceback still ends with the exception.
             if !matched && !body.starts_with([' ', '\t']) && looks_like_named_exception(body) {
                 self.python_exception(number, body, rank, None);

@@ -885,6 +885,31 @@ fn a_watchdog_stuck_after_the_program_ended_without_destroy_is_a_hang_at_exit() 
 }
 
 #[test]
+fn a_traceback_pasted_without_its_header_ends_with_its_bare_exception() {
+    // A paste that starts at a frame: `assert` without a message raises a bare AssertionError.
+    let log = "[rank7]:   File \"/w/modeling.py\", line 946, in forward\n\
+               [rank7]:     assert not self.training\n\
+               [rank7]: AssertionError\n";
+    let report = probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
+    let f = report.findings.first().expect("a finding");
+    assert_eq!(
+        (f.category, f.role, f.ranks.clone()),
+        (Category::RankCrashed, Role::Cause, vec![7]),
+        "{}",
+        report.render_text(100)
+    );
+    assert!(f.title.ends_with("AssertionError"), "{}", f.title);
+    // The frame it was raised in is quoted with it.
+    assert!(
+        f.evidence
+            .iter()
+            .any(|e| e.text.contains("modeling.py\", line 946")),
+        "{}",
+        report.render_text(100)
+    );
+}
+
+#[test]
 fn a_launcher_s_exception_alone_says_a_rank_failed_not_that_a_peer_was_lost() {
     // accelerate's and DeepSpeed's launchers end with Python's CalledProcessError, torchrun with
     // ChildFailedError: all a paste may keep. No rank in the log lost a peer.

@@ -78,6 +78,22 @@ struct Traceback {
     strays: usize,
 }
 
+impl Traceback {
+    /// A traceback whose header is indented by `indent`, before any of its lines.
+    fn under(indent: usize) -> Self {
+        Traceback {
+            last_frame: None,
+            last_code: None,
+            program_frame: None,
+            in_program_frame: false,
+            collective: None,
+            indent,
+            last_chars: 0,
+            strays: 0,
+        }
+    }
+}
+
 /// Lines in a row of other output a traceback goes on past. Another rank's or thread's lines
 /// (a logger's, a progress line) land between a traceback's lines when processes share a
 /// terminal; one such line after every third line of each real log of `tests/corpus.rs` had
@@ -706,19 +722,8 @@ impl<'a> Scanner<'a> {
         if start.starts_with("Traceback (most recent call last)")
             || start.starts_with("Original Traceback (most recent call last)")
         {
-            self.tracebacks.insert(
-                rank,
-                Traceback {
-                    last_frame: None,
-                    last_code: None,
-                    program_frame: None,
-                    in_program_frame: false,
-                    collective: None,
-                    indent: body.len() - start.len(),
-                    last_chars: 0,
-                    strays: 0,
-                },
-            );
+            self.tracebacks
+                .insert(rank, Traceback::under(body.len() - start.len()));
             return;
         }
         let Some(tb) = self.tracebacks.get_mut(&rank) else {
@@ -727,19 +732,9 @@ impl<'a> Scanner<'a> {
             // (`AssertionError`, which an `assert` without a message raises).
             let frame = start.starts_with("File \"") && start.contains(", in ");
             if frame && body.starts_with([' ', '\t']) && frame_end(start).is_some() {
-                self.tracebacks.insert(
-                    rank,
-                    Traceback {
-                        last_frame: None,
-                        last_code: None,
-                        program_frame: None,
-                        in_program_frame: false,
-                        collective: None,
-                        indent: body.len() - start.len() - 1,
-                        last_chars: 0,
-                        strays: 0,
-                    },
-                );
+                // Its header would stand left of its frames.
+                self.tracebacks
+                    .insert(rank, Traceback::under(body.len() - start.len() - 1));
                 return self.traceback_line(number, body, quote, rank, matched);
             }
             // A paste that starts inside a traceback still ends with the exception.

@@ -36,11 +36,11 @@ use crate::report::{
 use crate::rules::{
     RULE_LIGHTNING_LAUNCHER_SIZES, RULE_NCCL_NO_ALGORITHM, RULE_NCCL_SHM_CUDA_FAILURE,
 };
+use crate::sanitize::sanitize;
+use crate::shape::{TRACEBACK_TIMEOUT, WATCHDOG_SEQUENCE};
 
 /// The rule of [`hung_at_exit_without_destroy`]'s finding.
 const RULE_HUNG_AT_EXIT_WITHOUT_DESTROY: &str = "hung_at_exit_without_destroy";
-use crate::sanitize::sanitize;
-use crate::shape::{TRACEBACK_TIMEOUT, WATCHDOG_SEQUENCE};
 
 /// The rule of ranks whose tracebacks timed out in different collectives.
 const TRACEBACKS_COLLECTIVES_DIFFER: &str = "tracebacks_collectives_differ";
@@ -2339,9 +2339,10 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
     if role == Role::Cause && proven(RULE_LIGHTNING_LAUNCHER_SIZES) {
         title =
             "Lightning's Trainer and the launcher disagree on the number of processes".to_owned();
-        meaning = "Lightning compares the Trainer's `devices` and `num_nodes` with the processes \
-                   the launcher started (Slurm's tasks per node and nodes, torchrun's \
-                   WORLD_SIZE) and stops when they differ: the processes would otherwise \
+        meaning = "Lightning compares the Trainer's `devices` and `num_nodes` (and \
+                   ModelParallelStrategy's parallel sizes) with the processes the launcher \
+                   started (Slurm's tasks per node and nodes, torchrun's WORLD_SIZE) and stops \
+                   when they differ: the processes would otherwise \
                    disagree on the world size and wait for ranks that never start.";
         fix = "Make the Trainer match what the launcher starts: under Slurm one task per \
                device (`#SBATCH --ntasks-per-node` equal to `devices`, `--nodes` equal to \
@@ -2908,7 +2909,11 @@ fn unknown_finding(g: &Gathered, ctx: &RunContext) -> Finding {
 fn headline(findings: &[Finding], g: &Gathered, comms: usize) -> String {
     match findings.first() {
         // A situation recognised outside the categories has its own title.
-        Some(f) if f.category == Category::Unknown && f.title == UNKNOWN_TITLE => {
+        Some(f)
+            if f.category == Category::Unknown
+                && (f.title == UNKNOWN_TITLE
+                    || f.title.ends_with(Category::Unknown.predicate())) =>
+        {
             "no known problem matched; the most telling lines are shown below".to_owned()
         }
         // A low-confidence finding is a reading of consequences: the headline says so rather

@@ -176,7 +176,9 @@ fn exit_status(lower: &str) -> Option<u32> {
 
 /// The rule of NCCL's "no algorithm/protocol available" (the fix names NCCL_ALGO and NCCL_PROTO).
 pub(crate) const RULE_NCCL_NO_ALGORITHM: &str = "nccl_no_algorithm";
+/// The rule of a CUDA failure in NCCL's shared-memory transport (the fix turns cuMem off).
 pub(crate) const RULE_NCCL_SHM_CUDA_FAILURE: &str = "nccl_shm_cuda_failure";
+/// The rule of Lightning's checks of the Trainer against the launcher (title and fix name them).
 pub(crate) const RULE_LIGHTNING_LAUNCHER_SIZES: &str = "lightning_launcher_sizes";
 
 macro_rules! rule {
@@ -504,8 +506,9 @@ pub(crate) static RULES: &[Rule] = &[
         ex_none),
     // NCCL's shared-memory transport (`transport/shm.cc`) failing a CUDA call. Since NCCL
     // 2.23 (with cuMem on, NCCL_CUMEM_HOST_ENABLE) it allocates the host buffers it shares
-    // between a node's processes with the driver's cuMem API and imports the peer's handle (`cuMemImportFromShareableHandle`,
-    // `cuMemMap`, `cuMemSetAccess`: NCCL's CUCHECK prints "Cuda failure %d '%s'"); the import
+    // between a node's processes with the driver's cuMem API and imports the peer's handle
+    // (`cuMemImportFromShareableHandle`, `cuMemMap`, `cuMemSetAccess`: NCCL's CUCHECK prints
+    // "Cuda failure %d '%s'"); the import
     // fails between GPUs that cannot access each other, or processes that each see only their
     // own GPU, even with the P2P transport off: "transport/shm.cc:590 NCCL WARN Cuda failure
     // 217 'peer access is not supported between these two devices'". Not the P2P transport:
@@ -1988,7 +1991,7 @@ fn ex_model_differs(line: &str, lower: &str) -> Extract {
     ex
 }
 
-/// The NCCL_ALGO / NCCL_PROTO settings NCCL names when no algorithm fits a call.
+/// The CUDA failure NCCL's shared-memory transport reported.
 fn ex_nccl_shm_cuda_failure(line: &str, lower: &str) -> Extract {
     let what = lower
         .find("cuda failure")
@@ -2004,6 +2007,7 @@ fn ex_nccl_shm_cuda_failure(line: &str, lower: &str) -> Extract {
     }
 }
 
+/// The NCCL_ALGO / NCCL_PROTO settings NCCL names when no algorithm fits a call.
 fn ex_nccl_algo_setting(line: &str, lower: &str) -> Extract {
     let mut parts = Vec::new();
     for key in ["nccl_algo was set to ", "nccl_proto was set to "] {

@@ -2640,6 +2640,12 @@ fn unrecognised_launch_error_is_unknown_with_the_manifest_line() {
     let r = explain(&[root.to_path_buf()]).unwrap();
     let f = &r.findings[0];
     assert_eq!(f.category, Category::Unknown);
+    // Only a situation recognised outside the categories is headlined as a cause.
+    assert!(
+        r.headline.starts_with("no known problem matched"),
+        "{}",
+        r.headline
+    );
     let want = m
         .lines()
         .position(|l| l.contains("\"launch_error\": \"cannot"))

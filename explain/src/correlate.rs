@@ -2128,6 +2128,24 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
             elsewhere,
         )
     };
+    // Only ProcessGroupNCCL's heartbeat monitor ("ProcessGroupNCCL's watchdog got stuck for
+    // 480 seconds without making progress in monitoring enqueued collectives"): no collective
+    // is said to have timed out; the watchdog thread itself hung in an NCCL or CUDA call.
+    let heartbeat_only = category == Category::CollectiveTimeout
+        && own.iter().all(|s| {
+            s.rule == "watchdog_context"
+                && s.evidence
+                    .iter()
+                    .any(|e| e.text.to_ascii_lowercase().contains("watchdog got stuck"))
+        });
+    if heartbeat_only {
+        let whose = if ranks.is_empty() {
+            "ProcessGroupNCCL's watchdog".to_owned()
+        } else {
+            format!("the watchdog of {}", who(&ranks))
+        };
+        title = format!("{whose} got stuck: an NCCL or CUDA call it made hung");
+    }
     // Only a launcher's own exception (torchelastic's ChildFailedError, accelerate's and
     // DeepSpeed's CalledProcessError): a rank failed, and no peer was lost that the log shows.
     if category == Category::RankCrashed

@@ -868,6 +868,17 @@ fn a_watchdog_stuck_after_the_program_ended_without_destroy_is_a_hang_at_exit() 
         report.render_text(100)
     );
 
+    // The heartbeat monitor alone says the watchdog hung, not that a collective timed out.
+    let alone = stuck(1);
+    let report = probe_explain::explain_log_bytes("job.log", alone.as_bytes(), &Options::default());
+    let f = report.findings.first().expect("a finding");
+    assert_eq!(
+        f.title,
+        "the watchdog of rank 1 got stuck: an NCCL or CUDA call it made hung",
+        "{}",
+        report.render_text(100)
+    );
+
     // A collective that timed out before the exit is no hang at exit.
     let timeout = "[rank1]:[E205 18:10:00.000000000 ProcessGroupNCCL.cpp:632] [Rank 1] Watchdog \
                    caught collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE, \

@@ -265,7 +265,9 @@ impl Category {
             Category::LauncherInterrupted => {
                 "The launcher (torchrun, ddp-probe run, the DeepSpeed or accelerate launcher) got a \
                  signal from outside: Ctrl-C (SIGINT), SIGTERM from the batch system at its time \
-                 limit or on preemption, SIGHUP when the terminal or SSH session closed. It then \
+                 limit or on preemption, or from the node's handling of memory pressure (a job's \
+                 or container's memory limit, an eviction), SIGHUP when the terminal or SSH \
+                 session closed. It then \
                  stopped every rank; the ranks' own errors and exit codes after that are \
                  consequences, not the cause."
             }
@@ -392,8 +394,10 @@ impl Category {
             Category::LauncherInterrupted => {
                 "Find who sent the signal: the batch system's log (Slurm: `sacct -j JOB -o \
                  State,ExitCode`, TIMEOUT or PREEMPTED), the terminal (run under nohup, tmux or \
-                 screen so a closed session does not send SIGHUP), or a container's stop. Raise \
-                 the time limit, checkpoint and resume, or requeue on preemption."
+                 screen so a closed session does not send SIGHUP), a container's stop, or the \
+                 host running out of memory (`dmesg -T | grep -i -E 'out of memory|oom'` on the \
+                 node, the scheduler's OUT_OF_MEMORY state). Raise the time limit, checkpoint \
+                 and resume, requeue on preemption, or lower host memory use."
             }
             Category::Unknown => {
                 "Read the lines shown; rerun under `ddp-probe run` (it keeps every rank's output, \

@@ -69,7 +69,8 @@ use serde::Deserialize;
 /// the fortieth (notes in Chinese and Korean, issue threads: 3 of its 4), 0.860; 267 of 311
 /// with the forty-first (2 of its 3; the miss is AWS Neuron's documented reading of an agent's
 /// SIGTERM with nothing above it as the host out of memory, read here as the launcher stopped
-/// from outside, whose explanation now names memory pressure among the senders), 0.859.
+/// from outside, whose explanation now names memory pressure among the senders), 0.859; 267 of
+/// 312 with the forty-second (0 of its 1: clock skew behind a generic watchdog line), 0.856.
 const DEVELOPMENT_FLOOR: f64 = 0.855;
 /// Lowest accepted top-1 accuracy on the validation split: 71 of 93 on
 /// 2026-12-02 (the goal is 0.95), 74 of 98 with the second batch of that
@@ -111,7 +112,7 @@ const DEVELOPMENT_FLOOR: f64 = 0.855;
 /// 146, 0.733), the thirty-seventh's two at 2 of 2 (109 of 148, 0.736), the thirty-eighth's one
 /// at 1 of 1 (110 of 149, 0.738), the thirty-ninth's four at 2 of 4 (112 of 153, 0.732), the
 /// fortieth's two at 1 of 2 (113 of 155, 0.729), the forty-first's one at 1 of 1 (114 of 156,
-/// 0.731).
+/// 0.731), the forty-second's one at 0 of 1 (114 of 157, 0.726).
 const VALIDATION_FLOOR: f64 = 0.72;
 /// Lowest accepted share of right first findings among those said with high confidence, on the
 /// validation split: 69 of 76 (0.908) on 2026-12-03, when the test began to count it. "High"
@@ -119,7 +120,7 @@ const VALIDATION_FLOOR: f64 = 0.72;
 const VALIDATION_HIGH_CONFIDENCE_FLOOR: f64 = 0.88;
 /// Cases in the corpus: a case lost from the index fails the test (the
 /// issue asked for at least 150).
-const CASES: usize = 467;
+const CASES: usize = 469;
 
 #[derive(Deserialize)]
 struct Case {

@@ -738,8 +738,11 @@ pub(crate) static RULES: &[Rule] = &[
           // rank's address is IPv4 and another's IPv6 (each picked its own interface).
           "ss1.ss_family == ss2.ss_family"]],
         // Reaching the store (MASTER_ADDR) is connection_refused's; this rule is about the
-        // interface NCCL/gloo pick for their own connections.
-        not ["client socket", "c10d store", "tcpstore", "host not found:"], ex_address),
+        // interface NCCL/gloo pick for their own connections. c10d's `socket.cpp` alone writes
+        // an errno as "(errno: 113 - No route to host)" (NCCL: "failed : No route to host",
+        // gloo: "connect [...]: No route to host"): the rest of its store client's line, where
+        // a paste wrapped it before the errno.
+        not ["client socket", "c10d store", "tcpstore", "host not found:", "(errno: "], ex_address),
     // NCCL's verbs wrapper (`misc/ibvwrap.cc`): "Call to ibv_poll_cq() returned -1", "Call to
     // ibv_reg_mr failed with error Cannot allocate memory".
     rule!("ib_verbs", Infiniband, Cause, Standalone,
@@ -2914,6 +2917,27 @@ mod tests {
         let (r, _) =
             classify("NCCL WARN Cuda failure 'an illegal memory access was encountered'").unwrap();
         assert_eq!(r.category, Category::CudaError);
+    }
+
+    #[test]
+    fn the_store_client_s_errno_wrapped_onto_its_own_line_is_not_an_interface() {
+        // c10d's store client, wrapped by a 120-column terminal before its errno: the first
+        // part is connection_refused's; the rest alone must not say network interface.
+        let (r, _) = classify(
+            "RuntimeError: The client socket has failed to connect to any network address of \
+             (host-a, 9901). The client socket has fa",
+        )
+        .unwrap();
+        assert_eq!(r.category, Category::ConnectionRefused);
+        let rest =
+            classify("iled to connect to host-a.admin:9901 (errno: 113 - No route to host).");
+        assert!(rest.is_none_or(|(r, _)| r.category != Category::NetworkInterface));
+        // NCCL's own words for the same errno stay the interface's.
+        let (r, _) = classify(
+            "host-a:1:2 [0] NCCL WARN Connect to 10.0.0.2<34630> failed : No route to host",
+        )
+        .unwrap();
+        assert_eq!(r.category, Category::NetworkInterface);
     }
 
     #[test]

@@ -72,7 +72,8 @@ use serde::Deserialize;
 /// from outside, whose explanation now names memory pressure among the senders), 0.859; 267 of
 /// 312 with the forty-second (0 of its 1: clock skew behind a generic watchdog line), 0.856;
 /// 269 of 315 with the forty-third (2 of its 3; the miss a log cut inside DDP's constructor,
-/// where rank 0 alone had gone on to its final evaluation), 0.854.
+/// where rank 0 alone had gone on to its final evaluation), 0.854; 270 of 316 with the
+/// forty-fourth (1 of its 1), 0.854.
 const DEVELOPMENT_FLOOR: f64 = 0.85;
 /// Lowest accepted top-1 accuracy on the validation split: 71 of 93 on
 /// 2026-12-02 (the goal is 0.95), 74 of 98 with the second batch of that
@@ -122,7 +123,7 @@ const VALIDATION_FLOOR: f64 = 0.72;
 const VALIDATION_HIGH_CONFIDENCE_FLOOR: f64 = 0.88;
 /// Cases in the corpus: a case lost from the index fails the test (the
 /// issue asked for at least 150).
-const CASES: usize = 472;
+const CASES: usize = 473;
 
 #[derive(Deserialize)]
 struct Case {

@@ -1384,18 +1384,15 @@ fn hung_at_exit_without_destroy(
     let Some(exit) = shape.exited_without_destroy.clone() else {
         return;
     };
-    let heartbeat = |s: &Signal| {
-        s.rule == "watchdog_context"
-            && s.evidence.first().is_some_and(|e| {
-                later_in_the_same_log(&exit, e)
-                    && e.text.to_ascii_lowercase().contains("watchdog got stuck")
-            })
-    };
-    let stuck: Vec<Evidence> = signals
+    // The heartbeat monitor's lines after the exit warning, with the ranks that printed them.
+    let heartbeats: Vec<(&Evidence, Option<usize>)> = signals
         .iter()
-        .filter(|s| heartbeat(s))
-        .filter_map(|s| s.evidence.first().cloned())
+        .filter(|s| s.rule == "watchdog_context")
+        .filter_map(|s| s.evidence.first().map(|e| (e, s.observer)))
+        .filter(|(e, _)| later_in_the_same_log(&exit, e) && says_watchdog_stuck(e))
         .collect();
+    let stuck: Vec<Evidence> = heartbeats.iter().map(|(e, _)| (*e).clone()).collect();
+    let ranks: BTreeSet<usize> = heartbeats.iter().filter_map(|(_, r)| *r).collect();
     // Anything a failure of its own says (a timeout, an error) explains the hang better.
     // (The watchdog's other context lines, "last enqueued work", "taking the entire process
     // down", belong to the heartbeat's report as well.)
@@ -1405,11 +1402,6 @@ fn hung_at_exit_without_destroy(
     if stuck.is_empty() || other_failure {
         return;
     }
-    let ranks: BTreeSet<usize> = signals
-        .iter()
-        .filter(|s| heartbeat(s))
-        .flat_map(|s| s.observer)
-        .collect();
     signals.retain(|s| s.rule != "watchdog_context");
     let mut s = Signal::new(
         RULE_HUNG_AT_EXIT_WITHOUT_DESTROY,
@@ -1427,6 +1419,12 @@ fn hung_at_exit_without_destroy(
     *order += 1;
     s.order = *order;
     signals.push(s);
+}
+
+/// Whether a line is ProcessGroupNCCL's heartbeat monitor finding its watchdog stuck
+/// ("ProcessGroupNCCL's watchdog got stuck for 480 seconds without making progress ...").
+fn says_watchdog_stuck(e: &Evidence) -> bool {
+    e.text.to_ascii_lowercase().contains("watchdog got stuck")
 }
 
 /// Whether `b` comes after `a` in the same log file (or on its line: a log pasted as one line
@@ -2132,12 +2130,9 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
     // 480 seconds without making progress in monitoring enqueued collectives"): no collective
     // is said to have timed out; the watchdog thread itself hung in an NCCL or CUDA call.
     let heartbeat_only = category == Category::CollectiveTimeout
-        && own.iter().all(|s| {
-            s.rule == "watchdog_context"
-                && s.evidence
-                    .iter()
-                    .any(|e| e.text.to_ascii_lowercase().contains("watchdog got stuck"))
-        });
+        && own
+            .iter()
+            .all(|s| s.rule == "watchdog_context" && s.evidence.iter().any(says_watchdog_stuck));
     if heartbeat_only {
         let whose = if ranks.is_empty() {
             "ProcessGroupNCCL's watchdog".to_owned()

@@ -508,9 +508,8 @@ pub(crate) static RULES: &[Rule] = &[
     // 2.23 (with cuMem on, NCCL_CUMEM_HOST_ENABLE) it allocates the host buffers it shares
     // between a node's processes with the driver's cuMem API and imports the peer's handle
     // (`cuMemImportFromShareableHandle`, `cuMemMap`, `cuMemSetAccess`: NCCL's CUCHECK prints
-    // "Cuda failure %d '%s'"); the import
-    // fails between GPUs that cannot access each other, or processes that each see only their
-    // own GPU, even with the P2P transport off: "transport/shm.cc:590 NCCL WARN Cuda failure
+    // "Cuda failure %d '%s'"); the import fails between GPUs that cannot access each other, or
+    // processes that each see only their own GPU, even with the P2P transport off: "transport/shm.cc:590 NCCL WARN Cuda failure
     // 217 'peer access is not supported between these two devices'". Not the P2P transport:
     // NCCL_P2P_DISABLE does not reach it, turning cuMem off does.
     rule!(RULE_NCCL_SHM_CUDA_FAILURE, NcclInternalOrUnsupported, Cause, Standalone,

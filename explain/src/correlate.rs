@@ -34,7 +34,9 @@ use crate::report::{
     Confidence, Evidence, Finding, RankStack, Report, Role, RunFacts, SCHEMA_VERSION,
 };
 use crate::rules::{
-    RULE_LIGHTNING_LAUNCHER_SIZES, RULE_NCCL_NO_ALGORITHM, RULE_NCCL_SHM_CUDA_FAILURE,
+    RULE_KUBELET_EVICTED_MEMORY, RULE_KUBELET_EVICTED_STORAGE, RULE_LIGHTNING_LAUNCHER_SIZES,
+    RULE_NCCL_NO_ALGORITHM, RULE_NCCL_SHM_CUDA_FAILURE, RULE_RAY_MEMORY_MONITOR,
+    RULE_RAY_WORKER_CONNECTION_LOST,
 };
 use crate::sanitize::sanitize;
 use crate::shape::{TRACEBACK_TIMEOUT, WATCHDOG_SEQUENCE};
@@ -1828,6 +1830,9 @@ struct Draft {
     /// Whether a GPU hardware fault is among its lines: it outranks the
     /// causes of other categories that follow from it (out of memory, NCCL).
     hardware_fault: bool,
+    /// Whether its only lines say that a Ray worker's connection closed: a worker's own
+    /// error elsewhere in the log (a crash, NCCL's) is what closed it.
+    worker_lost_silently: bool,
 }
 
 #[derive(Default)]
@@ -2365,6 +2370,83 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
                the world size. The HINT in the message gives the value the launcher has."
             .to_owned();
     }
+    if category == Category::CudaOom && role == Role::Cause {
+        let mut held: Vec<(String, String)> = Vec::new();
+        for d in own.iter().filter_map(|s| s.detail.as_deref()) {
+            for (id, amount) in crate::rules::gpu_processes_in(d) {
+                if id == "this one" || !held.iter().any(|(h, _)| *h == id) {
+                    held.push((id, amount));
+                }
+            }
+        }
+        if gpu_held_by_others(&held) {
+            let list = held
+                .iter()
+                .filter(|(id, _)| id != "this one")
+                .map(|(id, amount)| format!("process {id}: {amount}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            title = format!(
+                "{} out of GPU memory on a GPU that more than one process was using ({list})",
+                if ranks.is_empty() {
+                    "a rank ran".to_owned()
+                } else {
+                    format!("{} ran", who(&ranks))
+                }
+            );
+            fix = GPU_SHARED_WITH_OTHER_PROCESSES_FIX.to_owned();
+        }
+    }
+    if role == Role::Cause && proven(RULE_RAY_MEMORY_MONITOR) {
+        title = "Ray's memory monitor killed a worker: the node ran low on host memory (RAM, \
+                 not GPU memory)"
+            .to_owned();
+        meaning = "Ray watches each node's memory and, above its threshold \
+                   (RAY_memory_usage_threshold, 0.95 of the node's RAM by default), kills the \
+                   most recently started worker before the kernel's out-of-memory killer \
+                   would. Every process on the node counts, another job's too. The exception \
+                   is named OutOfMemoryError, but the GPU's memory is not involved.";
+        fix = "Find what grows in host memory on that node (Ray's message lists the largest \
+               processes; raylet.out has each kill): fewer DataLoader workers or a smaller \
+               prefetch, no per-worker copy of the dataset, checkpoints loaded with \
+               `mmap=True`, fewer workers per node or a node with more RAM. Raising \
+               RAY_memory_usage_threshold only hands the kill to the kernel's OOM killer."
+            .to_owned();
+    }
+    if role == Role::Cause && proven(RULE_RAY_WORKER_CONNECTION_LOST) {
+        title = "a Ray worker died without an error of its own (its connection to Ray closed): \
+                 most likely SIGKILL from the host's out-of-memory killer"
+            .to_owned();
+        meaning = "The raylet lost its connection to a worker process that had not reported \
+                   an error: the process was killed (SIGKILL, the kernel's out-of-memory \
+                   killer being the usual sender; `ray stop --force`) or crashed natively \
+                   (SIGSEGV). The errors of the actors and tasks that waited on it \
+                   (ActorDiedError, RayActorError) are consequences.";
+    }
+    if role == Role::Cause && proven(RULE_KUBELET_EVICTED_MEMORY) {
+        title = "Kubernetes evicted the pod: the node ran low on memory".to_owned();
+        meaning = "The kubelet stops pods when its node's memory falls below the eviction \
+                   threshold, starting with those using most beyond their memory request: the \
+                   ranks were stopped from outside because host RAM ran short, the job's or \
+                   another pod's.";
+        fix = "Give the training containers a memory request equal to their limit (the \
+               Guaranteed class is evicted last) sized to what the ranks use, lower their host \
+               memory (fewer DataLoader workers, smaller prefetch, no per-rank dataset copy), \
+               or run on nodes with more RAM; `kubectl describe pod` and the node's events \
+               show the eviction."
+            .to_owned();
+    }
+    if role == Role::Cause && proven(RULE_KUBELET_EVICTED_STORAGE) {
+        title = "Kubernetes evicted the pod: its disk (ephemeral storage) ran over".to_owned();
+        meaning = "The kubelet stops pods when the node's disk runs low or a pod writes more \
+                   to its container layers, logs and emptyDir volumes than its \
+                   ephemeral-storage limit: the ranks were stopped from outside, not by an \
+                   error of their own.";
+        fix = "Write checkpoints, caches (HF_HOME, TORCH_HOME, the compile caches) and large \
+               logs to a persistent volume rather than the container's own disk, or raise the \
+               pod's ephemeral-storage limit; `kubectl describe pod` shows the message."
+            .to_owned();
+    }
     if role == Role::Cause && proven(RULE_NCCL_SHM_CUDA_FAILURE) {
         title = "NCCL's shared-memory transport failed a CUDA call".to_owned();
         meaning = "NCCL passes data between the ranks of one node through shared buffers. \
@@ -2528,6 +2610,12 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
         {
             // Some ranks reached the barrier: the store answers, the address is right.
             STORE_BARRIER_CONFIRM.to_owned()
+        } else if proven(RULE_RAY_WORKER_CONNECTION_LOST) {
+            "`dmesg -T | grep -i -e oom -e 'killed process'` on the worker's node; the worker's \
+             own log (`/tmp/ray/session_latest/logs/worker-*.err` and \
+             `python-core-worker-*.log`) shows a segmentation fault or a CUDA error if it \
+             crashed instead"
+                .to_owned()
         } else if proven(RULE_HUNG_AT_EXIT_WITHOUT_DESTROY) {
             "`py-spy dump --native --pid PID` of a hung rank (the call its exit waits in), and \
              whether the hang goes away with destroy_process_group() at the end"
@@ -2545,6 +2633,10 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
     Draft {
         first_order: own.iter().map(|s| s.order).min().unwrap_or(u64::MAX),
         hardware_fault: own.iter().any(|s| s.rule == "gpu_hardware_fault"),
+        worker_lost_silently: !own.is_empty()
+            && own
+                .iter()
+                .all(|s| s.rule == RULE_RAY_WORKER_CONNECTION_LOST),
         finding: Finding {
             category,
             role,
@@ -2670,6 +2762,7 @@ const INDIRECT_RULES: &[&str] = &[
     // CUDA says another process holds the GPU, not which: a second rank, the parent, another job.
     "cuda_devices_unavailable",
     "sigkill_exit",
+    RULE_RAY_WORKER_CONNECTION_LOST,
     "sigbus_exit",
     "dataloader_worker_bus_error",
     crate::rules::RULE_DESCRIPTOR_NOT_RECEIVED,
@@ -2687,6 +2780,59 @@ const INDIRECT_RULES: &[&str] = &[
     "launcher_consequence",
     RULE_ABORTED_WITHOUT_AN_ERROR,
 ];
+
+/// Whether the processes an out-of-memory message lists show other processes holding a
+/// real share of the GPU: at least 1 GiB and a fifth of what the listed processes hold. The
+/// failing process is "this one" when PyTorch could tell; inside a container NVML's PIDs are
+/// the host's and it is one of the numbered ones, so then the second largest counts as the
+/// others'. A few hundred MiB of another rank's stray CUDA context beside a process that
+/// filled the GPU itself does not count.
+fn gpu_held_by_others(held: &[(String, String)]) -> bool {
+    let gib = |amount: &str| {
+        let mut words = amount.split_whitespace();
+        let n: f64 = words.next()?.parse().ok()?;
+        let scale = match words.next()? {
+            "GiB" => 1.0,
+            "MiB" => 1.0 / 1024.0,
+            "KiB" => 1.0 / (1024.0 * 1024.0),
+            _ => return None,
+        };
+        Some(n * scale)
+    };
+    let mut own = None;
+    let mut numbered = Vec::new();
+    for (id, amount) in held {
+        let Some(g) = gib(amount) else { continue };
+        if id == "this one" {
+            own = Some(own.map_or(g, |o: f64| o.max(g)));
+        } else {
+            numbered.push(g);
+        }
+    }
+    numbered.sort_by(|a, b| b.total_cmp(a));
+    let (others, total) = match own {
+        Some(o) => {
+            let others: f64 = numbered.iter().sum();
+            (others, others + o)
+        }
+        None if numbered.len() >= 2 => {
+            let total: f64 = numbered.iter().sum();
+            (total - numbered[0], total)
+        }
+        None => return false,
+    };
+    others >= 1.0 && others >= 0.2 * total
+}
+
+/// The fix when PyTorch's out-of-memory message lists more than one process on the GPU.
+const GPU_SHARED_WITH_OTHER_PROCESSES_FIX: &str = "Find the other processes on that GPU \
+     (`nvidia-smi`, the PIDs above; inside a container NVML's PIDs are the host's, and the \
+     failing process may be one of them). Another job or a leftover process of an earlier run: \
+     free the GPU or run on free ones (CUDA_VISIBLE_DEVICES). This job's other ranks, each \
+     holding a few hundred MiB: they created a CUDA context on this GPU before \
+     `torch.cuda.set_device(local_rank)` (call it first, or pass `device_ids=[local_rank]`). \
+     Only when this process held nearly all of the memory itself is the model or batch too \
+     large: then lower the batch size or sequence length, or use activation checkpointing.";
 
 /// What tells a rank missing from PyTorch's store-based barrier apart, once others reached it.
 const STORE_BARRIER_CONFIRM: &str = "the ranks that reached the barrier print its line with \
@@ -2810,6 +2956,8 @@ fn compare(a: &Draft, b: &Draft, ctx: &RunContext) -> Ordering {
             .fold(f64::INFINITY, f64::min);
         let priority = if d.hardware_fault {
             0
+        } else if d.worker_lost_silently {
+            Category::RankCrashed.priority() + 1
         } else {
             f.category.priority()
         };

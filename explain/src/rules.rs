@@ -180,6 +180,16 @@ pub(crate) const RULE_NCCL_NO_ALGORITHM: &str = "nccl_no_algorithm";
 pub(crate) const RULE_NCCL_SHM_CUDA_FAILURE: &str = "nccl_shm_cuda_failure";
 /// The rule of Lightning's checks of the Trainer against the launcher (title and fix name them).
 pub(crate) const RULE_LIGHTNING_LAUNCHER_SIZES: &str = "lightning_launcher_sizes";
+/// The rule of the GPU processes listed by PyTorch's out-of-memory message, on their own line.
+pub(crate) const RULE_GPU_MEMORY_OF_PROCESSES: &str = "gpu_memory_of_processes";
+/// The rule of Ray's memory monitor killing workers (title and fix name Ray's threshold).
+pub(crate) const RULE_RAY_MEMORY_MONITOR: &str = "ray_memory_monitor";
+/// The rule of a Ray worker whose connection to its raylet closed (no error of its own).
+pub(crate) const RULE_RAY_WORKER_CONNECTION_LOST: &str = "ray_worker_connection_lost";
+/// The rule of the kubelet evicting a pod for the node's memory.
+pub(crate) const RULE_KUBELET_EVICTED_MEMORY: &str = "kubelet_evicted_memory";
+/// The rule of the kubelet evicting a pod for its disk (ephemeral storage, an emptyDir).
+pub(crate) const RULE_KUBELET_EVICTED_STORAGE: &str = "kubelet_evicted_storage";
 
 macro_rules! rule {
     ($name:expr, $cat:ident, $role:ident, $attach:ident, [$([$($n:literal),+ $(,)?]),+ $(,)?], not [$($x:literal),* $(,)?], $ex:expr) => {
@@ -404,6 +414,8 @@ pub(crate) const DATALOADER_WORKER_KILLED_RULE: &str = "dataloader_worker_killed
 /// (not a bare SIGKILL): a finding they make says the kill happened, not that it likely did.
 pub(crate) const OOM_REPORT_RULES: &[&str] = &[
     "host_oom_kernel",
+    RULE_RAY_MEMORY_MONITOR,
+    RULE_KUBELET_EVICTED_MEMORY,
     "slurm_oom_kill",
     "slurm_memory_limit",
     "slurm_task_out_of_memory",
@@ -455,6 +467,52 @@ pub(crate) static RULES: &[Rule] = &[
           "oom-kill:", "oom_kill_process", "invoked oom-killer",
           "memory cgroup out of memory"]],
         not [], ex_none),
+    // Ray's memory monitor (`raylet/node_manager.cc`, `worker_killing_policy`; Ray 2.2 on)
+    // kills workers before the kernel's OOM killer would, above RAY_memory_usage_threshold of
+    // the node's RAM: "N worker(s) were killed due to the node running low on memory. Memory on
+    // the node (IP: ..., ID: ...) was 28.62GB / 30.00GB (0.954017), which exceeds the memory
+    // usage threshold of 0.950000", raised to the caller as `ray.exceptions.OutOfMemoryError`
+    // (Ray 2.2's wording: "Task was killed due to the node running low on memory."). Host
+    // memory, not the GPU's, whatever the exception's name says.
+    rule!(RULE_RAY_MEMORY_MONITOR, HostOomKilled, Cause, Standalone,
+        [["node running low on memory", "ray.exceptions.outofmemoryerror"]], not [], ex_none),
+    // The raylet's `HandleClientConnectionError` when a worker's socket closes without the
+    // worker saying why: "Worker unexpectedly exits with a connection error code 2. End of
+    // file. There are some potential root causes. (1) The process is killed by SIGKILL by OOM
+    // killer due to high memory usage. (2) ray stop --force is called. (3) The worker is
+    // crashed unexpectedly due to SIGSEGV or other unexpected errors." Ray's own first
+    // reading, like a bare SIGKILL's: indirect, and a crash the log shows ranks before it.
+    rule!(RULE_RAY_WORKER_CONNECTION_LOST, HostOomKilled, Cause, Standalone,
+        [["worker unexpectedly exits with a connection error code"]], not [], ex_none),
+    // The kubelet's eviction messages (`pkg/kubelet/eviction/helpers.go`: "The node was low on
+    // resource: memory. ", "The node had condition: [MemoryPressure]. "): the pod was stopped
+    // because the node's RAM ran short, the job's or another pod's.
+    rule!(RULE_KUBELET_EVICTED_MEMORY, HostOomKilled, Cause, Standalone,
+        [["the node was low on resource: memory", "the node had condition: [memorypressure]"]],
+        not [], ex_none),
+    // The same for disk: the node's ephemeral storage, a container's or pod's ephemeral-storage
+    // limit, an emptyDir over its sizeLimit ("Usage of EmptyDir volume %q exceeds the limit
+    // %q. "; a memory-backed /dev/shm volume is one, and reads as `/dev/shm` below). The
+    // kubelet stopped the job from outside.
+    rule!(
+        RULE_KUBELET_EVICTED_STORAGE,
+        LauncherInterrupted,
+        Cause,
+        Standalone,
+        [[
+            "the node was low on resource: ephemeral-storage",
+            "the node was low on resource: nodefs",
+            "the node was low on resource: imagefs",
+            "the node had condition: [diskpressure]",
+            "exceeded its local ephemeral storage limit",
+            "pod ephemeral local storage usage exceeds",
+            "usage of emptydir volume"
+        ]],
+        not["shm"],
+        ex_none
+    ),
+    rule!("kubelet_evicted_shm_volume", ShmTooSmall, Cause, Standalone,
+        [["usage of emptydir volume"], ["shm"]], not [], ex_none),
     // PyTorch's data loader (`_utils/signal_handling.py`): a worker that got SIGKILL. Any
     // sender does that; the OOM killer is the usual one, but the line does not say so.
     rule!("dataloader_worker_killed", HostOomKilled, Cause, Standalone,
@@ -549,6 +607,10 @@ pub(crate) static RULES: &[Rule] = &[
         not["killed process"],
         ex_cuda_oom
     ),
+    // The processes PyTorch's out-of-memory message lists, on a line of their own when a
+    // paste wrapped the message ("Process 3573322 has 20.08 GiB memory in use.").
+    rule!(RULE_GPU_MEMORY_OF_PROCESSES, CudaOom, Cause, Standalone,
+        [["memory in use"], ["process "], [" has "]], not [], ex_gpu_processes),
     // NCCL's own GPU buffers (`include/alloc.h`: "Failed to CUDA malloc %ld bytes", "Failed to
     // CUDA calloc %ld bytes", "... calloc async ..."): the communicator's memory did not fit
     // beside the model's.
@@ -1646,8 +1708,89 @@ fn ex_cuda_oom(line: &str, lower: &str) -> Extract {
     if let Some(gpu) = num_after(lower, "gpu ") {
         parts.push(format!("on GPU {gpu}"));
     }
+    let mut detail = (!parts.is_empty()).then(|| sanitize(&parts.join(" "), 120));
+    if let Some(held) = describe_gpu_processes(lower, false) {
+        detail = Some(match detail {
+            Some(d) => format!("{d}; {held}"),
+            None => held,
+        });
+    }
     Extract {
-        detail: (!parts.is_empty()).then(|| sanitize(&parts.join(" "), 120)),
+        detail,
+        ..Extract::default()
+    }
+}
+
+/// The processes that PyTorch's caching allocator lists in its out-of-memory message (NVML's
+/// compute processes on the GPU, `reportProcessMemoryInfo`: "Process 3573322 has 20.08 GiB
+/// memory in use. Including non-PyTorch memory, this process has 8.23 GiB memory in use."),
+/// as the phrase "processes on the GPU: 3573322 (20.08 GiB), this one (8.23 GiB)" that
+/// [`gpu_processes_in`] reads back. Inside a container NVML's PIDs are the host's, so the
+/// process itself may be listed by number too. The failing process alone says nothing the
+/// message's other figures do not, so it makes no phrase unless `own_alone` (a wrapped
+/// message's line of its own, whose share the other lines' processes are weighed against).
+fn describe_gpu_processes(lower: &str, own_alone: bool) -> Option<String> {
+    let mut held = Vec::new();
+    let mut rest = lower;
+    while let Some(i) = rest.find(" memory in use") {
+        let before = &rest[..i];
+        rest = &rest[i + " memory in use".len()..];
+        let Some(h) = before.rfind(" has ") else {
+            continue;
+        };
+        let amount = before[h + 5..].trim();
+        let who = before[..h].trim_end();
+        let id = if who.ends_with("this process") {
+            "this one".to_owned()
+        } else {
+            match who.rsplit_once("process ") {
+                Some((_, pid)) if !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()) => {
+                    pid.to_owned()
+                }
+                _ => continue,
+            }
+        };
+        let unit_ok = amount.split_whitespace().count() == 2
+            && amount
+                .split_whitespace()
+                .next()
+                .is_some_and(|n| n.parse::<f64>().is_ok());
+        if unit_ok {
+            held.push(format!(
+                "{id} ({})",
+                amount
+                    .replace("gib", "GiB")
+                    .replace("mib", "MiB")
+                    .replace("kib", "KiB")
+            ));
+        }
+    }
+    let numbered = held.iter().any(|h| !h.starts_with("this one"));
+    (numbered || (own_alone && !held.is_empty()))
+        .then(|| format!("{GPU_PROCESSES}{}", held.join(", ")))
+}
+
+const GPU_PROCESSES: &str = "processes on the GPU: ";
+
+/// The processes a detail made by [`describe_gpu_processes`] names: each process's id (a PID,
+/// or "this one" for the process that failed) and the memory it held.
+pub(crate) fn gpu_processes_in(detail: &str) -> Vec<(String, String)> {
+    let Some(i) = detail.find(GPU_PROCESSES) else {
+        return Vec::new();
+    };
+    detail[i + GPU_PROCESSES.len()..]
+        .split(", ")
+        .filter_map(|e| {
+            let (id, amount) = e.split_once(" (")?;
+            Some((id.to_owned(), amount.trim_end_matches(')').to_owned()))
+        })
+        .collect()
+}
+
+/// A continuation line of the same message, when a paste wrapped it: the processes alone.
+fn ex_gpu_processes(_line: &str, lower: &str) -> Extract {
+    Extract {
+        detail: describe_gpu_processes(lower, true),
         ..Extract::default()
     }
 }

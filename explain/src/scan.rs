@@ -608,7 +608,12 @@ impl<'a> Scanner<'a> {
         let previous = self.unmatched_longest.take();
         let mut joined_from = None;
         let mut carried = None;
-        if matched.is_none() {
+        // The second part of a wrapped line is read joined to the first when it matched
+        // nothing alone, or only a rule less specific than the whole line's (NCCL's
+        // `shm.cc ... Cuda failure 217 'peer access is not supported ...'` cut before its last
+        // words reads as the P2P transport's alone).
+        let alone = matched.as_ref().map(|m| rules::position(m.0));
+        {
             // A line that starts a record of its own (parsed as NCCL's above, or another
             // logger's) is not the rest of the previous one.
             if let Some(prev) = previous.filter(|_| parsed.is_none() && !starts_a_record(body)) {
@@ -626,8 +631,13 @@ impl<'a> Scanner<'a> {
                     let at = rules::position(m.0);
                     at < *rule || (at == *rule && m.1 != *ex)
                 };
+                let beats_alone =
+                    |m: &(&rules::Rule, _)| alone.is_none_or(|a| rules::position(m.0) < a);
                 match found {
-                    Some(m) if prev.rule.as_ref().is_none_or(|r| says_more(r, &m)) => {
+                    Some(m)
+                        if prev.rule.as_ref().is_none_or(|r| says_more(r, &m))
+                            && beats_alone(&m) =>
+                    {
                         // What the first part alone was read as (an exception line:
                         // `RuntimeError: [enforce fail at ...] ... Unable to find`; the same
                         // rule without the counts the second part holds): the whole line says
@@ -636,7 +646,7 @@ impl<'a> Scanner<'a> {
                         matched = Some(m);
                         joined_from = Some((prev.number, prev.raw));
                     }
-                    _ if joined.len() <= WRAP_MAX_BYTES => {
+                    _ if alone.is_none() && joined.len() <= WRAP_MAX_BYTES => {
                         // A line wrapped into three parts or more: the parts so far go on.
                         carried = Some(WrapCandidate {
                             body: joined,
@@ -891,6 +901,11 @@ impl<'a> Scanner<'a> {
                 Attach::Standalone,
             ),
             "SystemExit" => (Category::RankCrashed, Role::Consequence, Attach::AnyFinding),
+            // Ray's report to the caller that an actor's or task's worker process died
+            // (`ray.exceptions`): the death's own words are the worker's, or the raylet's.
+            "ActorDiedError" | "RayActorError" | "WorkerCrashedError" => {
+                (Category::RankCrashed, Role::Consequence, Attach::AnyFinding)
+            }
             _ => (Category::RankCrashed, Role::Cause, Attach::Standalone),
         };
         if let (true, Some(r), Some(c)) = (interrupted, rank, collective.as_deref()) {

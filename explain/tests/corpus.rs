@@ -73,7 +73,9 @@ use serde::Deserialize;
 /// 312 with the forty-second (0 of its 1: clock skew behind a generic watchdog line), 0.856;
 /// 269 of 315 with the forty-third (2 of its 3; the miss a log cut inside DDP's constructor,
 /// where rank 0 alone had gone on to its final evaluation), 0.854; 270 of 316 with the
-/// forty-fourth (1 of its 1), 0.854.
+/// forty-fourth (1 of its 1), 0.854; 274 of 321 with the forty-fifth (projects' notes and
+/// threads: 4 of its 5; the miss a Slurm job whose only word of its time limit is its own
+/// script's handler), 0.854.
 const DEVELOPMENT_FLOOR: f64 = 0.85;
 /// Lowest accepted top-1 accuracy on the validation split: 71 of 93 on
 /// 2026-12-02 (the goal is 0.95), 74 of 98 with the second batch of that
@@ -115,7 +117,8 @@ const DEVELOPMENT_FLOOR: f64 = 0.85;
 /// 146, 0.733), the thirty-seventh's two at 2 of 2 (109 of 148, 0.736), the thirty-eighth's one
 /// at 1 of 1 (110 of 149, 0.738), the thirty-ninth's four at 2 of 4 (112 of 153, 0.732), the
 /// fortieth's two at 1 of 2 (113 of 155, 0.729), the forty-first's one at 1 of 1 (114 of 156,
-/// 0.731), the forty-second's one at 0 of 1 (114 of 157, 0.726).
+/// 0.731), the forty-second's one at 0 of 1 (114 of 157, 0.726), the forty-fifth's two at 2 of
+/// 2 (116 of 159, 0.730).
 const VALIDATION_FLOOR: f64 = 0.72;
 /// Lowest accepted share of right first findings among those said with high confidence, on the
 /// validation split: 69 of 76 (0.908) on 2026-12-03, when the test began to count it. "High"
@@ -123,7 +126,7 @@ const VALIDATION_FLOOR: f64 = 0.72;
 const VALIDATION_HIGH_CONFIDENCE_FLOOR: f64 = 0.88;
 /// Cases in the corpus: a case lost from the index fails the test (the
 /// issue asked for at least 150).
-const CASES: usize = 473;
+const CASES: usize = 480;
 
 #[derive(Deserialize)]
 struct Case {

@@ -3466,3 +3466,182 @@ fn a_slurm_step_cancelled_without_a_reason_says_how_to_tell_why_and_yields_to_a_
         report.render_text(100)
     );
 }
+
+/// The first finding of a log given as text.
+fn first_of(log: &str) -> (probe_explain::Finding, Report) {
+    let report = probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
+    let f = report.findings.first().expect("a finding").clone();
+    (f, report)
+}
+
+#[test]
+fn rays_memory_monitor_is_host_memory_not_the_gpus() {
+    // Ray 2.x's words (`raylet/node_manager.cc`), as the driver raises them and as the raylet
+    // logs them; "OutOfMemoryError" names no GPU.
+    for log in [
+        "ray.exceptions.OutOfMemoryError: 1 worker(s) were killed due to the node running low \
+         on memory. Memory on the node (IP: 10.0.0.1, ID: 4cb25bc0) was 28.62GB / 30.00GB \
+         (0.954017), which exceeds the memory usage threshold of 0.950000.\n",
+        "(raylet) Task _map_task failed due to oom. There are infinite oom retries remaining, so \
+         the task will be retried. Error: 1 worker(s) were killed due to the node running low on \
+         memory. Memory on the node (IP: 10.0.0.1, ID: 4cb25bc0) was 28.62GB / 30.00GB \
+         (0.954017), which exceeds the memory usage threshold of 0.950000\n",
+        "ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory.\n",
+    ] {
+        let (f, report) = first_of(log);
+        assert_eq!(
+            (f.category, f.confidence),
+            (Category::HostOomKilled, Confidence::High),
+            "{}",
+            report.render_text(100)
+        );
+        assert!(f.title.contains("Ray's memory monitor"), "{}", f.title);
+        assert!(f.fix.contains("RAY_memory_usage_threshold"), "{}", f.fix);
+        assert!(
+            report
+                .findings
+                .iter()
+                .all(|f| f.category != Category::CudaOom),
+            "{}",
+            report.render_text(100)
+        );
+    }
+}
+
+#[test]
+fn a_ray_worker_that_died_without_a_word_is_read_like_a_bare_sigkill() {
+    // The driver's ActorDiedError with the raylet's detail (`HandleClientConnectionError`).
+    let lost = "The actor is dead because its worker process has died. Worker exit type: \
+                SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a connection \
+                error code 2. End of file. There are some potential root causes. (1) The \
+                process is killed by SIGKILL by OOM killer due to high memory usage. (2) ray \
+                stop --force is called. (3) The worker is crashed unexpectedly due to SIGSEGV or \
+                other unexpected errors.\n";
+    let log = format!(
+        "  File \"/usr/lib/python3/site-packages/ray/_private/worker.py\", line 931, in \
+         get_objects\n    raise value\nray.exceptions.ActorDiedError: The actor died \
+         unexpectedly before finishing this task.\n\tclass_name: WorkerDict\n\tpid: 3490362\n\
+         {lost}"
+    );
+    let (f, report) = first_of(&log);
+    assert_eq!(
+        (f.category, f.role, f.confidence),
+        (Category::HostOomKilled, Role::Cause, Confidence::Medium),
+        "{}",
+        report.render_text(100)
+    );
+    assert!(f.title.contains("Ray worker died"), "{}", f.title);
+    let confirm = f.to_confirm.as_deref().unwrap_or_default();
+    assert!(
+        confirm.contains("dmesg") && confirm.contains("worker-*.err"),
+        "{confirm}"
+    );
+    // The worker's own error, when the log has it, comes first: here a CUDA error in the
+    // worker's traceback, as Ray prefixes a worker's lines.
+    let log = format!(
+        "(RayTrainWorker pid=2207) Traceback (most recent call last):\n(RayTrainWorker \
+         pid=2207)   File \"train.py\", line 40, in train_func\n(RayTrainWorker pid=2207)     \
+         loss.backward()\n(RayTrainWorker pid=2207) RuntimeError: CUDA error: an illegal memory \
+         access was encountered\n{lost}"
+    );
+    let (f, report) = first_of(&log);
+    assert_eq!(
+        f.category,
+        Category::CudaError,
+        "{}",
+        report.render_text(100)
+    );
+}
+
+#[test]
+fn a_kubelet_eviction_says_which_resource_ran_short() {
+    // `pkg/kubelet/eviction/helpers.go`'s messages, as `kubectl describe pod` shows them.
+    for (log, category) in [
+        (
+            "  Reason:   Evicted\n  Message:  The node was low on resource: memory. Threshold \
+             quantity: 100Mi, available: 88596Ki. Container pytorch was using 30Gi, request is \
+             0, has larger consumption of memory.\n",
+            Category::HostOomKilled,
+        ),
+        (
+            "  Reason:   Evicted\n  Message:  The node was low on resource: ephemeral-storage. \
+             Threshold quantity: 10Gi, available: 9Gi. Container trainer was using 120Gi, \
+             request is 0, has larger consumption of ephemeral-storage.\n",
+            Category::LauncherInterrupted,
+        ),
+        (
+            "  Reason:   Evicted\n  Message:  Usage of EmptyDir volume \"dshm\" exceeds the limit \
+             \"1Gi\".\n",
+            Category::ShmTooSmall,
+        ),
+    ] {
+        let (f, report) = first_of(log);
+        assert_eq!(
+            (f.category, f.role),
+            (category, Role::Cause),
+            "{}",
+            report.render_text(100)
+        );
+    }
+    let (f, _) = first_of(
+        "Message:  The node was low on resource: memory. Threshold quantity: 100Mi, available: \
+         88596Ki.\n",
+    );
+    assert_eq!(f.confidence, Confidence::High);
+    assert!(f.title.contains("evicted the pod"), "{}", f.title);
+}
+
+#[test]
+fn an_out_of_memory_on_a_gpu_that_other_processes_fill_says_so() {
+    // PyTorch 2.x's message (`CUDACachingAllocator.cpp`, `reportProcessMemoryInfo`).
+    let oom = |others: &str, own: &str| {
+        format!(
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 742.00 MiB. GPU 0 has \
+             a total capacity of 31.36 GiB of which 301.06 MiB is free. Process 3573322 has \
+             {others} memory in use. Including non-PyTorch memory, this process has {own} memory \
+             in use. Of the allocated memory 7.10 GiB is allocated by PyTorch, and 512.00 MiB is \
+             reserved by PyTorch but unallocated.\n"
+        )
+    };
+    let (f, report) = first_of(&oom("20.08 GiB", "10.50 GiB"));
+    assert_eq!(f.category, Category::CudaOom, "{}", report.render_text(100));
+    assert!(
+        f.title.contains("more than one process") && f.title.contains("3573322: 20.08 GiB"),
+        "{}",
+        f.title
+    );
+    assert!(f.fix.contains("nvidia-smi"), "{}", f.fix);
+    // Another rank's stray context (a few hundred MiB) beside a process that filled the GPU
+    // itself is not the reason.
+    let (f, _) = first_of(&oom("456.00 MiB", "30.33 GiB"));
+    assert_eq!(f.title, "a rank ran out of GPU memory");
+    // Wrapped, from inside a container (every process numbered, the failing one too).
+    let (f, report) = first_of(
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 742.00 MiB.\nGPU 0 has a \
+         total capacity of 31.36 GiB of which 301.06 MiB is free.\nProcess 3573322 has 20.08 \
+         GiB memory in use.\nProcess 3637988 has 8.23 GiB memory in use.\n",
+    );
+    assert!(
+        f.title.contains("more than one process"),
+        "{}",
+        report.render_text(100)
+    );
+}
+
+#[test]
+fn a_wrapped_line_is_read_whole_when_its_second_part_alone_says_less() {
+    // NCCL 2.27's shared-memory transport (`transport/shm.cc`), cut at 80 columns: the second
+    // part alone reads as the P2P transport's failure, the whole line as the shm transport's.
+    let line = "[2025-09-09 23:51:24] host-a:774:854 [0] transport/shm.cc:590 NCCL WARN Cuda \
+                failure 217 'peer access is not supported between these two devices'";
+    let chars: Vec<char> = line.chars().collect();
+    let wrapped: Vec<String> = chars.chunks(80).map(|c| c.iter().collect()).collect();
+    let (f, report) = first_of(&format!("{}\n", wrapped.join("\n")));
+    assert_eq!(
+        f.category,
+        Category::NcclInternalOrUnsupported,
+        "{}",
+        report.render_text(100)
+    );
+    assert!(f.fix.contains("NCCL_CUMEM_HOST_ENABLE=0"), "{}", f.fix);
+}

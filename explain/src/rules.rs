@@ -116,11 +116,56 @@ pub(crate) fn classify(line: &str) -> Option<(&'static Rule, Extract)> {
             return Some(found);
         }
     }
+    if let Some((rule, subjects)) = task_signal_report(&lower) {
+        let mut ex = (rule.extract)(line, &lower);
+        ex.subjects = subjects;
+        return Some((rule, ex));
+    }
     RULES
         .iter()
         .find(|r| r.matches(&lower))
         .or_else(|| shell_report(&lower))
         .map(|r| (r, (r.extract)(line, &lower)))
+}
+
+/// A launcher's report that one of its tasks ended by a signal, read like a shell's
+/// ([`shell_report`]): Open MPI's and PRRTE's `mpirun` ("mpirun noticed that process rank 3
+/// with PID 12345 on node host-a exited on signal 9 (Killed)." in `help-orterun.txt` /
+/// `help-prun.txt`, the rank read from it) and Slurm's `srun` ("srun: error: host-a: task 1:
+/// Killed", "tasks 0-3: Bus error", `strsignal`'s words, " (core dumped)" after them; its task
+/// is a rank only when srun started the ranks itself, so no rank is read), and Open MPI's own
+/// signal handler in the process ("[host:4242] Signal: Bus error (7)"). SIGKILL, SIGBUS and
+/// SIGSEGV; an abort's `what():` line says more than its signal.
+fn task_signal_report(lower: &str) -> Option<(&'static Rule, Vec<usize>)> {
+    let by_number = |n: u32| match n {
+        9 => Some(&SHELL_KILLED),
+        7 => Some(&SHELL_BUS_ERROR),
+        11 => Some(&SHELL_SEGFAULT),
+        _ => None,
+    };
+    if let Some(i) = lower.find("noticed that process rank ") {
+        let rest = &lower[i..];
+        let signal = num_after(rest, "exited on signal ")?;
+        let rule = by_number(u32::try_from(signal).ok()?)?;
+        let rank = num_after(rest, "process rank ").and_then(|r| usize::try_from(r).ok());
+        return Some((rule, rank.into_iter().collect()));
+    }
+    if let Some(i) = lower.find("] signal: ") {
+        let rest = &lower[i + "] signal: ".len()..];
+        let n = rest.rsplit_once('(')?.1.trim_end().strip_suffix(')')?;
+        return Some((by_number(n.parse().ok()?)?, Vec::new()));
+    }
+    let rest = lower.split_once("srun: error: ")?.1;
+    let (_, what) = rest.split_once(": task")?;
+    let what = what.split_once(": ")?.1.trim();
+    let what = what.strip_suffix(" (core dumped)").unwrap_or(what);
+    let rule = match what {
+        "killed" => &SHELL_KILLED,
+        "bus error" => &SHELL_BUS_ERROR,
+        "segmentation fault" => &SHELL_SEGFAULT,
+        _ => return None,
+    };
+    Some((rule, Vec::new()))
 }
 
 /// What a shell or container runtime says about a process it started,
@@ -2880,6 +2925,62 @@ mod tests {
             cat("h:1:2 [0] misc/socket.cc:441 NCCL WARN socketFinalizeAccept: wrong type 1 != 3"),
             Some(Category::NcclInternalOrUnsupported)
         );
+    }
+
+    #[test]
+    fn launchers_reports_of_a_tasks_signal_are_read() {
+        for (line, category) in [
+            (
+                "mpirun noticed that process rank 3 with PID 12345 on node host-a exited on \
+                 signal 9 (Killed).",
+                Category::HostOomKilled,
+            ),
+            (
+                "prterun noticed that process rank 1 with PID 0 on node host-a exited on signal \
+                 7 (Bus error).",
+                Category::ShmTooSmall,
+            ),
+            (
+                "mpirun noticed that process rank 0 with PID 4242 on node host-b exited on \
+                 signal 11 (Segmentation fault).",
+                Category::RankCrashed,
+            ),
+            (
+                "srun: error: host-a: task 1: Killed",
+                Category::HostOomKilled,
+            ),
+            (
+                "srun: error: host-a: tasks 0-3: Bus error",
+                Category::ShmTooSmall,
+            ),
+            (
+                "srun: error: host-a: task 2: Segmentation fault (core dumped)",
+                Category::RankCrashed,
+            ),
+            (
+                "[host-a:12345] Signal: Bus error (7)",
+                Category::ShmTooSmall,
+            ),
+        ] {
+            assert_eq!(cat(line), Some(category), "{line}");
+        }
+        let (_, ex) = classify(
+            "mpirun noticed that process rank 3 with PID 12345 on node host-a exited on signal 9 \
+             (Killed).",
+        )
+        .unwrap();
+        assert_eq!(ex.subjects, vec![3]);
+        // Other signals and exit codes are not these readings.
+        for line in [
+            "mpirun noticed that process rank 2 with PID 4242 on node host-b exited on signal 6 \
+             (Aborted).",
+            "srun: error: host-a: task 3: Exited with exit code 1",
+        ] {
+            assert!(
+                classify(line).is_none_or(|(r, _)| !r.name.starts_with("shell_")),
+                "{line}"
+            );
+        }
     }
 
     #[test]

@@ -2379,6 +2379,25 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
                 }
             }
         }
+        let outside = own
+            .iter()
+            .filter_map(|s| s.detail.as_deref())
+            .find_map(|d| {
+                d.split("; ")
+                    .find(|part| part.ends_with(crate::rules::HELD_OUTSIDE_THE_ALLOCATOR))
+            })
+            .map(str::to_owned);
+        if let (Some(outside), false) = (&outside, gpu_held_by_others(&held)) {
+            title = format!(
+                "{} out of GPU memory with {outside} (another process on the GPU?)",
+                if ranks.is_empty() {
+                    "a rank ran".to_owned()
+                } else {
+                    format!("{} ran", who(&ranks))
+                }
+            );
+            fix = GPU_SHARED_WITH_OTHER_PROCESSES_FIX.to_owned();
+        }
         if gpu_held_by_others(&held) {
             let list = held
                 .iter()

@@ -3626,6 +3626,24 @@ fn an_out_of_memory_on_a_gpu_that_other_processes_fill_says_so() {
         "{}",
         report.render_text(100)
     );
+    // PyTorch before 2.1 lists no processes; its figures leave what the allocator did not hold.
+    let old = |allocated: &str, free: &str, reserved: &str| {
+        format!(
+            "RuntimeError: CUDA out of memory. Tried to allocate 3.50 GiB (GPU 3; 79.35 GiB total \
+             capacity; {allocated} already allocated; {free} free; {reserved} reserved in total \
+             by PyTorch)\n"
+        )
+    };
+    let (f, _) = first_of(&old("1.20 GiB", "415.19 MiB", "1.30 GiB"));
+    assert!(
+        f.title
+            .contains("~77.6 GiB of the GPU's 79.35 GiB held outside"),
+        "{}",
+        f.title
+    );
+    assert!(f.fix.contains("nvidia-smi"), "{}", f.fix);
+    let (f, _) = first_of(&old("77.08 GiB", "415.19 MiB", "77.54 GiB"));
+    assert_eq!(f.title, "a rank ran out of GPU memory");
 }
 
 #[test]

@@ -699,6 +699,13 @@ pub(crate) static RULES: &[Rule] = &[
           "insufficient shared memory", "out of shared memory", "raise your shared memory limit",
           "bus error encountered in worker"]],
         not [], ex_none),
+    // ATen's MapAllocator on a tensor's shared-memory file (`MapAllocator.cpp`: shm_open's
+    // "/torch_<pid>_<random>_<n>", which lives in /dev/shm, as the DataLoader's workers pass
+    // batches): "unable to write to file </torch_1234_567_0>: No space left on device (28)",
+    // "unable to stretch file <...> to the right size: ..." (posix_fallocate's own failure,
+    // "unable to allocate shared memory(shm) for file", is shm_segment's).
+    rule!("torch_shm_file_full", ShmTooSmall, Cause, Standalone,
+        [["file </torch_"], ["no space left on device"]], not [], ex_none),
     // The data loader's report of a worker's SIGBUS (`DataLoader.cpp`: "DataLoader worker (pid
     // N) is killed by signal: Bus error."; later versions add "It is possible that dataloader's
     // workers are out of shared memory", which shm_segment reads), where the worker's own
@@ -2967,6 +2974,23 @@ mod tests {
         assert_eq!(
             cat("h:1:2 [0] misc/socket.cc:441 NCCL WARN socketFinalizeAccept: wrong type 1 != 3"),
             Some(Category::NcclInternalOrUnsupported)
+        );
+    }
+
+    #[test]
+    fn a_full_dev_shm_under_a_tensors_shared_file_is_read() {
+        for line in [
+            "RuntimeError: unable to write to file </torch_1234_567_0>: No space left on device \
+             (28)",
+            "RuntimeError: unable to stretch file </torch_1_2_3> to the right size: No space \
+             left on device (28)",
+        ] {
+            assert_eq!(cat(line), Some(Category::ShmTooSmall), "{line}");
+        }
+        // A checkpoint's full disk is not /dev/shm's.
+        assert_ne!(
+            cat("OSError: [Errno 28] No space left on device: '/ckpt/step_100.pt'"),
+            Some(Category::ShmTooSmall)
         );
     }
 

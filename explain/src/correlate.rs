@@ -2647,7 +2647,9 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
     if !details.is_empty() {
         explanation.push_str(" Seen: ");
         explanation.push_str(&details.join("; "));
-        explanation.push('.');
+        if !explanation.ends_with('.') {
+            explanation.push('.');
+        }
     }
     Draft {
         first_order: own.iter().map(|s| s.order).min().unwrap_or(u64::MAX),

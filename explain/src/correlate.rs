@@ -36,7 +36,7 @@ use crate::report::{
 use crate::rules::{
     RULE_KUBELET_EVICTED_MEMORY, RULE_KUBELET_EVICTED_STORAGE, RULE_LIGHTNING_LAUNCHER_SIZES,
     RULE_NCCL_NO_ALGORITHM, RULE_NCCL_SHM_CUDA_FAILURE, RULE_RAY_MEMORY_MONITOR,
-    RULE_RAY_WORKER_CONNECTION_LOST,
+    RULE_RAY_WORKER_CONNECTION_LOST, RULE_STORE_CLIENT_NAME_UNRESOLVED, RULE_STORE_NAME_UNRESOLVED,
 };
 use crate::sanitize::sanitize;
 use crate::shape::{TRACEBACK_TIMEOUT, WATCHDOG_SEQUENCE};
@@ -2416,6 +2416,35 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
             fix = GPU_SHARED_WITH_OTHER_PROCESSES_FIX.to_owned();
         }
     }
+    let unresolved = |rule: &str| {
+        rule == RULE_STORE_NAME_UNRESOLVED || rule == RULE_STORE_CLIENT_NAME_UNRESOLVED
+    };
+    if role == Role::Cause && own.iter().any(|s| unresolved(s.rule)) {
+        let name = own
+            .iter()
+            .filter(|s| unresolved(s.rule))
+            .find_map(|s| s.detail.clone())
+            .unwrap_or_else(|| "MASTER_ADDR".to_owned());
+        title = format!(
+            "{} could not resolve the store's host name {name}",
+            if ranks.is_empty() {
+                "a rank".to_owned()
+            } else {
+                who(&ranks)
+            }
+        );
+        meaning = "PyTorch's store client looked up the store's host (MASTER_ADDR, or the \
+                   rendezvous endpoint) and the name did not resolve on this node, so the \
+                   store could not be reached: a wrong or misspelt name, a name only some nodes \
+                   know, or a DNS record that does not exist yet.";
+        fix = "Use a host name every node resolves (`getent hosts NAME` on each), or rank 0's \
+               IP address, for MASTER_ADDR / --master-addr / --rdzv-endpoint. On Kubernetes a \
+               pod's DNS name is POD.SERVICE(.NAMESPACE.svc) under a headless service that \
+               selects it: JobSet (v0.2 on) and the training operators name that service after \
+               the job, and the name resolves only once the pod is ready unless the service \
+               publishes not-ready addresses."
+            .to_owned();
+    }
     if role == Role::Cause && proven(RULE_RAY_MEMORY_MONITOR) {
         title = "Ray's memory monitor killed a worker: the node ran low on host memory (RAM, \
                  not GPU memory)"
@@ -2784,6 +2813,10 @@ const INDIRECT_RULES: &[&str] = &[
     "cuda_devices_unavailable",
     "sigkill_exit",
     RULE_RAY_WORKER_CONNECTION_LOST,
+    // c10d warns and retries while a name does not resolve yet (a pod whose DNS record comes
+    // with its readiness): the job failed there only if nothing later in the log says otherwise.
+    RULE_STORE_NAME_UNRESOLVED,
+    RULE_STORE_CLIENT_NAME_UNRESOLVED,
     "sigbus_exit",
     "dataloader_worker_bus_error",
     crate::rules::RULE_DESCRIPTOR_NOT_RECEIVED,

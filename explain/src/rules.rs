@@ -227,6 +227,10 @@ pub(crate) const RULE_NCCL_SHM_CUDA_FAILURE: &str = "nccl_shm_cuda_failure";
 pub(crate) const RULE_LIGHTNING_LAUNCHER_SIZES: &str = "lightning_launcher_sizes";
 /// The rule of the GPU processes listed by PyTorch's out-of-memory message, on their own line.
 pub(crate) const RULE_GPU_MEMORY_OF_PROCESSES: &str = "gpu_memory_of_processes";
+/// The rule of c10d's store client failing to resolve the store's host name.
+pub(crate) const RULE_STORE_NAME_UNRESOLVED: &str = "c10d_store_name_unresolved";
+/// The same, in TCPStore's own words after the connect failed.
+pub(crate) const RULE_STORE_CLIENT_NAME_UNRESOLVED: &str = "tcpstore_client_name_unresolved";
 /// The rule of Ray's memory monitor killing workers (title and fix name Ray's threshold).
 pub(crate) const RULE_RAY_MEMORY_MONITOR: &str = "ray_memory_monitor";
 /// The rule of a Ray worker whose connection to its raylet closed (no error of its own).
@@ -834,6 +838,21 @@ pub(crate) static RULES: &[Rule] = &[
         [["connect to "], ["failed : connection timed out", "failed : no route to host",
           "failed : network is unreachable"]],
         not [], ex_address),
+    // c10d's store client (`socket.cpp`, SocketConnectOp::tryConnect): "[c10d] The IPv6 network
+    // addresses of (pytorch-workers-0-0.pytorch-workers, 3389) cannot be retrieved (gai error:
+    // -2 - Name or service not known)." The store's host name (MASTER_ADDR, the rendezvous
+    // endpoint) does not resolve on this node: the store cannot be reached, whatever the
+    // interfaces are.
+    rule!(RULE_STORE_NAME_UNRESOLVED, ConnectionRefused, Cause, Standalone,
+        [["network addresses of ("], ["cannot be retrieved"]], not [], ex_store_name_unresolved),
+    // TCPStore's client (`TCPStore.cpp`) after a failed connect: "TCP client failed to
+    // connect/validate to host {}:{} - retrying (try={}, ...): {}" (or "- timed out ..."), the
+    // cause last; a name that does not resolve shows as getaddrinfo's words.
+    rule!(RULE_STORE_CLIENT_NAME_UNRESOLVED, ConnectionRefused, Cause, Standalone,
+        [["tcp client failed to connect/validate to host"],
+         ["name or service not known", "temporary failure in name resolution",
+          "nodename nor servname", "no address associated with hostname"]],
+        not [], ex_store_client_name_unresolved),
     rule!("network_interface", NetworkInterface, Cause, Standalone,
         [["no socket interface found", "no usable listening interface", "unable to find address for",
           // NCCL: "NET/IB : No IP interface found.", "no device found matching ib0, verify
@@ -2021,6 +2040,57 @@ fn ex_address(line: &str, lower: &str) -> Extract {
             ""
         };
         (!word.is_empty()).then(|| format!("{said} {word}{excluded}"))
+    });
+    Extract {
+        detail,
+        ..Extract::default()
+    }
+}
+
+/// The store's address that did not resolve, "HOST:PORT", from c10d's "network addresses of
+/// (HOST, PORT) cannot be retrieved", and getaddrinfo's words after "gai error: N - ".
+fn ex_store_name_unresolved(line: &str, lower: &str) -> Extract {
+    let key = "network addresses of (";
+    let address = lower.find(key).and_then(|i| {
+        let (inside, _) = line[i + key.len()..].split_once(')')?;
+        let (host, port) = inside.split_once(", ")?;
+        Some(format!("{}:{}", host.trim(), port.trim()))
+    });
+    let why = lower.find("gai error: ").and_then(|i| {
+        let rest = &line[i + "gai error: ".len()..];
+        let (_, words) = rest.split_once(" - ")?;
+        Some(words.trim_end_matches([')', '.']).trim().to_owned())
+    });
+    let detail = address.map(|a| match why {
+        Some(w) => sanitize(&format!("{a} ({w})"), 120),
+        None => sanitize(&a, 120),
+    });
+    Extract {
+        detail,
+        ..Extract::default()
+    }
+}
+
+/// "HOST:PORT (WHY)" from TCPStore's "failed to connect/validate to host HOST:PORT - ...: WHY".
+fn ex_store_client_name_unresolved(line: &str, lower: &str) -> Extract {
+    let key = "validate to host ";
+    let address = lower.find(key).and_then(|i| {
+        let rest = &line[i + key.len()..];
+        let end = rest.find(" - ").unwrap_or(rest.len());
+        let a = rest[..end].trim();
+        (!a.is_empty()).then(|| a.to_owned())
+    });
+    let why = [
+        "name or service not known",
+        "temporary failure in name resolution",
+        "nodename nor servname provided, or not known",
+        "no address associated with hostname",
+    ]
+    .iter()
+    .find_map(|w| lower.find(w).map(|i| line[i..i + w.len()].to_owned()));
+    let detail = address.map(|a| match why {
+        Some(w) => sanitize(&format!("{a} ({w})"), 120),
+        None => sanitize(&a, 120),
     });
     Extract {
         detail,

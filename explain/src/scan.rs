@@ -741,7 +741,15 @@ impl<'a> Scanner<'a> {
             // as the header's would be, so that its exception line ends it even bare
             // (`AssertionError`, which an `assert` without a message raises).
             let frame = start.starts_with("File \"") && start.contains(", in ");
-            if frame && body.starts_with([' ', '\t']) && frame_end(start).is_some() {
+            // Or its first frame cut by a hard wrap inside the path (the longest line so far,
+            // and long enough to be a wrap's first part): `File "/opt/.../optimizer_param_`.
+            let chars = body.chars().count();
+            let cut_frame = start.starts_with("File \"")
+                && !start["File \"".len()..].contains('"')
+                && chars >= WRAP_MIN_CHARS
+                && chars >= self.longest;
+            if body.starts_with([' ', '\t']) && ((frame && frame_end(start).is_some()) || cut_frame)
+            {
                 // Its header would stand left of its frames.
                 self.tracebacks
                     .insert(rank, Traceback::under(body.len() - start.len() - 1));

@@ -3662,4 +3662,58 @@ fn a_wrapped_line_is_read_whole_when_its_second_part_alone_says_less() {
         report.render_text(100)
     );
     assert!(f.fix.contains("NCCL_CUMEM_HOST_ENABLE=0"), "{}", f.fix);
+
+    // A traceback pasted from its first frame on (header cut off), that frame cut by the wrap
+    // inside its path: its bare exception line still ends it.
+    let log = "message: Job entrypoint command failed with exit code 1, last available logs:\n  \
+               File \"/opt/Megatron-Bridge/3rdparty/Megatron-LM/megatron/core/optimizer_param_\n\
+               scheduler.py\", line 157, in __init__\n    assert self.lr_warmup_steps < \
+               self.lr_decay_steps\nAssertionError\n";
+    let (f, report) = first_of(log);
+    assert_eq!(
+        f.category,
+        Category::RankCrashed,
+        "{}",
+        report.render_text(100)
+    );
+}
+
+#[test]
+fn a_store_host_name_that_does_not_resolve_is_named() {
+    // c10d's store client (`socket.cpp`, SocketConnectOp::tryConnect), warning before a retry.
+    let (f, report) = first_of(
+        "[W socket.cpp:558] [c10d] The IPv6 network addresses of \
+         (pytorch-workers-0-0.pytorch-workers, 3389) cannot be retrieved (gai error: -2 - Name or \
+         service not known).\n",
+    );
+    assert_eq!(
+        (f.category, f.confidence),
+        (Category::ConnectionRefused, Confidence::Medium),
+        "{}",
+        report.render_text(100)
+    );
+    assert!(
+        f.title
+            .contains("pytorch-workers-0-0.pytorch-workers:3389 (Name or service not known)"),
+        "{}",
+        f.title
+    );
+    assert!(f.fix.contains("getent hosts"), "{}", f.fix);
+    // TCPStore's own words after the connect failed (`TCPStore.cpp`).
+    let (f, report) = first_of(
+        "[W728 15:01:59.562622567 TCPStore.cpp:340] [c10d] TCP client failed to connect/validate          to host master-0.train:29500 - retrying (try=0, timeout=600000ms, delay=33924ms): Name          or service not known
+",
+    );
+    assert_eq!(
+        f.category,
+        Category::ConnectionRefused,
+        "{}",
+        report.render_text(100)
+    );
+    assert!(
+        f.title
+            .contains("master-0.train:29500 (Name or service not known)"),
+        "{}",
+        f.title
+    );
 }

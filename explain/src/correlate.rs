@@ -2280,11 +2280,7 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
         title = format!(
             "{} could not host PyTorch's store: a process of this job already holds the job's \
              MASTER_PORT",
-            if ranks.is_empty() {
-                "a rank".to_owned()
-            } else {
-                who(&ranks)
-            }
+            subject(&ranks)
         );
         fix = JOB_STORE_PORT_TAKEN_FIX.to_owned();
         meaning = "The rank that hosts PyTorch's store could not listen on the job's \
@@ -2293,11 +2289,7 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
     }
     let said_emfile = proven(crate::rules::RULE_OPEN_FILES_LIMIT);
     if role == Role::Cause && (said_emfile || proven(crate::rules::RULE_DESCRIPTOR_NOT_RECEIVED)) {
-        let whom = if ranks.is_empty() {
-            "a rank".to_owned()
-        } else {
-            who(&ranks)
-        };
+        let whom = subject(&ranks);
         title = if said_emfile {
             format!("{whom} reached its open-files limit (Too many open files)")
         } else {
@@ -2387,32 +2379,21 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
                     .find(|part| part.ends_with(crate::rules::HELD_OUTSIDE_THE_ALLOCATOR))
             })
             .map(str::to_owned);
-        if let (Some(outside), false) = (&outside, gpu_held_by_others(&held)) {
-            title = format!(
-                "{} out of GPU memory with {outside} (another process on the GPU?)",
-                if ranks.is_empty() {
-                    "a rank ran".to_owned()
-                } else {
-                    format!("{} ran", who(&ranks))
-                }
-            );
-            fix = GPU_SHARED_WITH_OTHER_PROCESSES_FIX.to_owned();
-        }
-        if gpu_held_by_others(&held) {
+        let shared = if gpu_held_by_others(&held) {
             let list = held
                 .iter()
                 .filter(|(id, _)| id != "this one")
                 .map(|(id, amount)| format!("process {id}: {amount}"))
                 .collect::<Vec<_>>()
                 .join(", ");
-            title = format!(
-                "{} out of GPU memory on a GPU that more than one process was using ({list})",
-                if ranks.is_empty() {
-                    "a rank ran".to_owned()
-                } else {
-                    format!("{} ran", who(&ranks))
-                }
-            );
+            Some(format!(
+                "on a GPU that more than one process was using ({list})"
+            ))
+        } else {
+            outside.map(|o| format!("with {o} (another process on the GPU?)"))
+        };
+        if let Some(how) = shared {
+            title = format!("{} ran out of GPU memory {how}", subject(&ranks));
             fix = GPU_SHARED_WITH_OTHER_PROCESSES_FIX.to_owned();
         }
     }
@@ -2427,11 +2408,7 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
             .unwrap_or_else(|| "MASTER_ADDR".to_owned());
         title = format!(
             "{} could not resolve the store's host name {name}",
-            if ranks.is_empty() {
-                "a rank".to_owned()
-            } else {
-                who(&ranks)
-            }
+            subject(&ranks)
         );
         meaning = "PyTorch's store client looked up the store's host (MASTER_ADDR, or the \
                    rendezvous endpoint) and the name did not resolve on this node, so the \
@@ -2920,6 +2897,15 @@ fn confidence_of(role: Role, own: &[Signal], ranks: &[usize], oom_proven: bool) 
         Role::Cause => Confidence::Medium,
         Role::Symptom if !ranks.is_empty() => Confidence::Medium,
         _ => Confidence::Low,
+    }
+}
+
+/// The ranks a finding is about, or "a rank" when the logs name none.
+fn subject(ranks: &[usize]) -> String {
+    if ranks.is_empty() {
+        "a rank".to_owned()
+    } else {
+        who(ranks)
     }
 }
 

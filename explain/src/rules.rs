@@ -2061,6 +2061,11 @@ fn ex_store_name_unresolved(line: &str, lower: &str) -> Extract {
         let (_, words) = rest.split_once(" - ")?;
         Some(words.trim_end_matches([')', '.']).trim().to_owned())
     });
+    unresolved_address(address, why)
+}
+
+/// The detail of a store address that did not resolve: "HOST:PORT (getaddrinfo's words)".
+fn unresolved_address(address: Option<String>, why: Option<String>) -> Extract {
     let detail = address.map(|a| match why {
         Some(w) => sanitize(&format!("{a} ({w})"), 120),
         None => sanitize(&a, 120),
@@ -2088,14 +2093,7 @@ fn ex_store_client_name_unresolved(line: &str, lower: &str) -> Extract {
     ]
     .iter()
     .find_map(|w| lower.find(w).map(|i| line[i..i + w.len()].to_owned()));
-    let detail = address.map(|a| match why {
-        Some(w) => sanitize(&format!("{a} ({w})"), 120),
-        None => sanitize(&a, 120),
-    });
-    Extract {
-        detail,
-        ..Extract::default()
-    }
+    unresolved_address(address, why)
 }
 
 fn ex_rendezvous(line: &str, lower: &str) -> Extract {

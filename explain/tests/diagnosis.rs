@@ -3701,8 +3701,9 @@ fn a_store_host_name_that_does_not_resolve_is_named() {
     assert!(f.fix.contains("getent hosts"), "{}", f.fix);
     // TCPStore's own words after the connect failed (`TCPStore.cpp`).
     let (f, report) = first_of(
-        "[W728 15:01:59.562622567 TCPStore.cpp:340] [c10d] TCP client failed to connect/validate          to host master-0.train:29500 - retrying (try=0, timeout=600000ms, delay=33924ms): Name          or service not known
-",
+        "[W728 15:01:59.562622567 TCPStore.cpp:340] [c10d] TCP client failed to connect/validate \
+         to host master-0.train:29500 - retrying (try=0, timeout=600000ms, delay=33924ms): Name \
+         or service not known\n",
     );
     assert_eq!(
         f.category,

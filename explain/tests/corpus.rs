@@ -77,7 +77,8 @@ use serde::Deserialize;
 /// threads: 4 of its 5; the miss a Slurm job whose only word of its time limit is its own
 /// script's handler), 0.854; 279 of 326 with the forty-sixth (issue threads and notes: 4 of its
 /// 5 before, 5 after c10d's words for a store host name that does not resolve were read in its
-/// source; monarch-1571 relabelled to the category the corpus gives that cause), 0.856.
+/// source; monarch-1571 relabelled to the category the corpus gives that cause), 0.856; 280 of
+/// 327 with the forty-seventh (1 of its 1), 0.856.
 const DEVELOPMENT_FLOOR: f64 = 0.85;
 /// Lowest accepted top-1 accuracy on the validation split: 71 of 93 on
 /// 2026-12-02 (the goal is 0.95), 74 of 98 with the second batch of that
@@ -122,7 +123,8 @@ const DEVELOPMENT_FLOOR: f64 = 0.85;
 /// 0.731), the forty-second's one at 0 of 1 (114 of 157, 0.726), the forty-fifth's two at 2 of
 /// 2 (116 of 159, 0.730), the forty-sixth's three at 2 of 3 (118 of 162, 0.728); 119 after
 /// c10d's unresolvable store host was read from a development case; 120 (0.741) after
-/// TCPStore's words for it were read, after the forty-sixth's validation miss had been seen.
+/// TCPStore's words for it were read, after the forty-sixth's validation miss had been seen;
+/// the forty-seventh's one at 1 of 1 (121 of 163, 0.742).
 const VALIDATION_FLOOR: f64 = 0.72;
 /// Lowest accepted share of right first findings among those said with high confidence, on the
 /// validation split: 69 of 76 (0.908) on 2026-12-03, when the test began to count it. "High"
@@ -130,7 +132,7 @@ const VALIDATION_FLOOR: f64 = 0.72;
 const VALIDATION_HIGH_CONFIDENCE_FLOOR: f64 = 0.88;
 /// Cases in the corpus: a case lost from the index fails the test (the
 /// issue asked for at least 150).
-const CASES: usize = 488;
+const CASES: usize = 490;
 
 #[derive(Deserialize)]
 struct Case {

@@ -1538,6 +1538,28 @@ fn exception_after_code(code: &str) -> Option<usize> {
             let rest = &code[i..];
             looks_like_named_exception(&rest[..rest.floor_char_boundary(128)])
         })
+        .or_else(|| bare_exception_after_code(code))
+}
+
+/// A bare exception name joined after the code line (`assert num_samples > 0
+/// AssertionError`: an `assert` without a message raises a bare `AssertionError`), when it is
+/// the line's last word and the code before it does not name it itself (`raise ValueError`,
+/// `except OSError`).
+fn bare_exception_after_code(code: &str) -> Option<usize> {
+    let trimmed = code.trim_end();
+    let at = trimmed.rfind(' ')? + 1;
+    let last = &trimmed[at..];
+    let before = trimmed[..at].trim_end();
+    let names_it = [
+        "raise", "except", "as", "import", "in", "=", "(", ",", "return",
+    ]
+    .iter()
+    .any(|w| before.ends_with(w));
+    (!before.is_empty()
+        && !names_it
+        && (last.ends_with("Error") || last.ends_with("Exception"))
+        && looks_like_exception(last))
+    .then_some(at)
 }
 
 /// `Name: message` or a bare `Name` where `Name` is a (dotted) identifier that names an
@@ -2702,6 +2724,19 @@ mod tests {
             exception_after_code("raise ValueError(f\"bad sample {i}\")"),
             None
         );
+        // A bare exception (an `assert` without a message) joined after its code line.
+        assert_eq!(
+            exception_after_code("assert num_samples > 0 AssertionError"),
+            Some("assert num_samples > 0 ".len())
+        );
+        for code in [
+            "raise AssertionError",
+            "except OSError",
+            "err = RuntimeError",
+            "return KeyError",
+        ] {
+            assert_eq!(exception_after_code(code), None, "{code}");
+        }
     }
 
     #[test]

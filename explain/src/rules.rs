@@ -1405,6 +1405,13 @@ pub(crate) static RULES: &[Rule] = &[
     rule!("deepspeed_rank_exit", RankCrashed, Cause, AnyFinding,
         [["exits with return code = "]],
         not ["return code = 0", "return code = -9", "return code = -7"], ex_none),
+    // Slurm's srun when tasks of the step exited with a non-zero code: "srun: error: host-a:
+    // task 3: Exited with exit code 1" (`tasks 0-3: ...`). Like DeepSpeed's line above, the
+    // task's own error is in its output; 137, 135 and 139 are a shell's signals (SIGKILL,
+    // SIGBUS, SIGSEGV), read by [`shell_report`].
+    rule!("srun_task_exit", RankCrashed, Cause, AnyFinding,
+        [["srun: error: "], [": exited with exit code "]],
+        not ["exit code 0", "exit code 137", "exit code 135", "exit code 139"], ex_none),
     // torchelastic's agent (`multiprocessing/api.py`) on the first worker of its node that
     // failed: "failed (exitcode: -11) local_rank: 0 (pid: 102) of binary: /usr/bin/python3",
     // often all a paste keeps of the failure table after it. A negative code is the signal
@@ -3105,6 +3112,15 @@ mod tests {
         )
         .unwrap();
         assert_eq!(ex.subjects, vec![3]);
+        // srun's non-zero exit code is the task's own failure; 137 is a shell's SIGKILL.
+        assert_eq!(
+            cat("srun: error: host-a: tasks 0-3: Exited with exit code 1"),
+            Some(Category::RankCrashed)
+        );
+        assert_eq!(
+            cat("srun: error: host-a: task 3: Exited with exit code 137"),
+            Some(Category::HostOomKilled)
+        );
         // Other signals and exit codes are not these readings.
         for line in [
             "mpirun noticed that process rank 2 with PID 4242 on node host-b exited on signal 6 \

@@ -2201,15 +2201,15 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
     }
     // A SIGKILL whose sender the launcher's evidence proves says so.
     let proven = |rule: &str| own.iter().any(|s| s.rule == rule);
-    // So does the kernel's or the batch system's own report of an OOM kill (not a bare
-    // "killed by signal: Killed", which any SIGKILL gives).
+    // So does the kernel's, the batch system's or the container runtime's own report of an OOM
+    // kill (not a bare "killed by signal: Killed", which any SIGKILL gives).
     let reported_oom = category == Category::HostOomKilled
         && own
             .iter()
             .any(|s| crate::rules::OOM_REPORT_RULES.contains(&s.rule));
     if reported_oom && ranks.is_empty() && role == Role::Cause {
-        title = "a process of the job was killed by the out-of-memory killer (the kernel's or \
-                 the batch system's own report)"
+        title = "a process of the job was killed by the out-of-memory killer (the kernel's, \
+                 the batch system's or the container runtime's own report)"
             .to_owned();
     }
     let worker_kill = role == Role::Cause && own.iter().any(|s| is_worker_kill(s.rule));

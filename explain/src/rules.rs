@@ -184,7 +184,10 @@ fn shell_report(lower: &str) -> Option<&'static Rule> {
             let mut words = part.split_whitespace();
             words.next().is_some_and(|w| w.parse::<u32>().is_ok()) && words.next() == Some("killed")
         });
-    if killed_job || t.contains("oomkilled") {
+    if t.contains("oomkilled") {
+        return Some(&CONTAINER_OOM_KILLED);
+    }
+    if killed_job {
         return Some(&SHELL_KILLED);
     }
     match exit_status(t)? {
@@ -459,10 +462,12 @@ pub(crate) const RULE_DESCRIPTOR_NOT_RECEIVED: &str = "descriptor_not_received";
 /// The name of the rule for PyTorch's "DataLoader worker (pid N) is killed by signal: Killed.".
 pub(crate) const DATALOADER_WORKER_KILLED_RULE: &str = "dataloader_worker_killed";
 
-/// The rules whose lines are the kernel's or the batch system's own report of an OOM kill
-/// (not a bare SIGKILL): a finding they make says the kill happened, not that it likely did.
+/// The rules whose lines are the kernel's, the batch system's or the container runtime's own
+/// report of an OOM kill (not a bare SIGKILL): a finding they make says the kill happened, not
+/// that it likely did.
 pub(crate) const OOM_REPORT_RULES: &[&str] = &[
     "host_oom_kernel",
+    "container_oom_killed",
     RULE_RAY_MEMORY_MONITOR,
     RULE_KUBELET_EVICTED_MEMORY,
     "slurm_oom_kill",
@@ -1501,6 +1506,11 @@ fn ex_ib_local_protection(_: &str, _: &str) -> Extract {
 /// The rules of [`shell_report`].
 static SHELL_KILLED: Rule = rule!("shell_killed", HostOomKilled, Cause, Standalone,
     [["killed"]], not [], ex_none);
+/// Kubernetes' and the container runtime's own report that the kernel's OOM killer ended the
+/// container (`Reason: OOMKilled`, `kubectl get pods`' `OOMKilled` status): the cgroup's memory
+/// limit, not a bare SIGKILL.
+static CONTAINER_OOM_KILLED: Rule = rule!("container_oom_killed", HostOomKilled, Cause,
+    Standalone, [["oomkilled"]], not [], ex_none);
 static SHELL_BUS_ERROR: Rule = rule!("shell_bus_error", ShmTooSmall, Cause, Standalone,
     [["135"]], not [], ex_none);
 static SHELL_SEGFAULT: Rule = rule!("shell_segfault", RankCrashed, Cause, AnyFinding,
@@ -2729,7 +2739,14 @@ mod tests {
         .chain(OOM_REPORT_RULES)
         .chain(PROGRAM_MISTAKES.iter().map(|m| &m.rule))
         {
-            assert!(RULES.iter().any(|r| r.name == *name), "{name}");
+            // The rules of `shell_report` stand outside the needle list.
+            let shell = [
+                &SHELL_KILLED,
+                &SHELL_BUS_ERROR,
+                &SHELL_SEGFAULT,
+                &CONTAINER_OOM_KILLED,
+            ];
+            assert!(RULES.iter().chain(shell).any(|r| r.name == *name), "{name}");
         }
     }
 
@@ -3112,6 +3129,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(ex.subjects, vec![3]);
+        // Kubernetes' own report of an OOM kill is the kill itself, not a likely one.
+        let (rule, _) =
+            classify("    Last State:  Terminated, Reason: OOMKilled, Exit Code: 137").unwrap();
+        assert!(OOM_REPORT_RULES.contains(&rule.name), "{}", rule.name);
         // srun's non-zero exit code is the task's own failure; 137 is a shell's SIGKILL.
         assert_eq!(
             cat("srun: error: host-a: tasks 0-3: Exited with exit code 1"),

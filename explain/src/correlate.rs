@@ -35,8 +35,9 @@ use crate::report::{
 };
 use crate::rules::{
     RULE_KUBELET_EVICTED_MEMORY, RULE_KUBELET_EVICTED_STORAGE, RULE_LIGHTNING_LAUNCHER_SIZES,
-    RULE_NCCL_NO_ALGORITHM, RULE_NCCL_SHM_CUDA_FAILURE, RULE_RAY_MEMORY_MONITOR,
-    RULE_RAY_WORKER_CONNECTION_LOST, RULE_STORE_CLIENT_NAME_UNRESOLVED, RULE_STORE_NAME_UNRESOLVED,
+    RULE_NCCL_NO_ALGORITHM, RULE_NCCL_SHM_CUDA_FAILURE, RULE_POD_UNSCHEDULABLE,
+    RULE_RAY_MEMORY_MONITOR, RULE_RAY_WORKER_CONNECTION_LOST, RULE_STORE_CLIENT_NAME_UNRESOLVED,
+    RULE_STORE_NAME_UNRESOLVED,
 };
 use crate::sanitize::sanitize;
 use crate::shape::{TRACEBACK_TIMEOUT, WATCHDOG_SEQUENCE};
@@ -2470,6 +2471,19 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
         fix = "Write checkpoints, caches (HF_HOME, TORCH_HOME, the compile caches) and large \
                logs to a persistent volume rather than the container's own disk, or raise the \
                pod's ephemeral-storage limit; `kubectl describe pod` shows the message."
+            .to_owned();
+    }
+    if role == Role::Cause && proven(RULE_POD_UNSCHEDULABLE) {
+        title =
+            "Kubernetes could not place a pod of the job, so its ranks never started".to_owned();
+        meaning = "The scheduler found no node for a pod of the job (not enough free GPUs, CPU \
+                   or memory, a node selector or taint that no node matches): that pod's \
+                   ranks never started, and the ranks that did wait for them in the rendezvous \
+                   until it times out.";
+        fix = "Ask for what the cluster can give at once (GPUs per pod × pods, within one \
+               node's GPUs per pod), free the GPUs other pods hold, or fix the node selector, \
+               affinity or tolerations; `kubectl describe pod` lists the scheduler's reason \
+               per node. A gang scheduler (Volcano, Kueue) starts all of a job's pods or none."
             .to_owned();
     }
     if role == Role::Cause && proven(RULE_NCCL_SHM_CUDA_FAILURE) {

@@ -240,6 +240,8 @@ pub(crate) const RULE_RAY_MEMORY_MONITOR: &str = "ray_memory_monitor";
 pub(crate) const RULE_RAY_WORKER_CONNECTION_LOST: &str = "ray_worker_connection_lost";
 /// The rule of the kubelet evicting a pod for the node's memory.
 pub(crate) const RULE_KUBELET_EVICTED_MEMORY: &str = "kubelet_evicted_memory";
+/// The rule of kube-scheduler's report that a pod of the job could not be placed.
+pub(crate) const RULE_POD_UNSCHEDULABLE: &str = "kube_pod_unschedulable";
 /// The rule of the kubelet evicting a pod for its disk (ephemeral storage, an emptyDir).
 pub(crate) const RULE_KUBELET_EVICTED_STORAGE: &str = "kubelet_evicted_storage";
 
@@ -567,6 +569,13 @@ pub(crate) static RULES: &[Rule] = &[
     ),
     rule!("kubelet_evicted_shm_volume", ShmTooSmall, Cause, Standalone,
         [["usage of emptydir volume"], ["shm"]], not [], ex_none),
+    // kube-scheduler's FailedScheduling event ("0/4 nodes are available: 4 Insufficient
+    // nvidia.com/gpu."): a pod of the job was never placed, so its ranks never started and the
+    // others wait for them in the rendezvous.
+    rule!(RULE_POD_UNSCHEDULABLE, RendezvousTimeout, Cause, Standalone,
+        [["nodes are available: "], ["insufficient", "didn't match", "untolerated taint",
+          "had taint", "didn't have free ports", "volume node affinity conflict"]],
+        not [], ex_pod_unschedulable),
     // PyTorch's data loader (`_utils/signal_handling.py`): a worker that got SIGKILL. Any
     // sender does that; the OOM killer is the usual one, but the line does not say so.
     rule!("dataloader_worker_killed", HostOomKilled, Cause, Standalone,
@@ -2113,6 +2122,17 @@ fn ex_store_client_name_unresolved(line: &str, lower: &str) -> Extract {
     unresolved_address(address, why)
 }
 
+/// The scheduler's reasons after "nodes are available: " ("4 Insufficient nvidia.com/gpu").
+fn ex_pod_unschedulable(line: &str, lower: &str) -> Extract {
+    let key = "nodes are available: ";
+    Extract {
+        detail: lower
+            .find(key)
+            .map(|i| sanitize(line[i + key.len()..].trim().trim_end_matches('.'), 120)),
+        ..Extract::default()
+    }
+}
+
 fn ex_rendezvous(line: &str, lower: &str) -> Extract {
     let mut ex = Extract::default();
     if let Some(i) = lower.find(" clients joined") {
@@ -3129,6 +3149,19 @@ mod tests {
         )
         .unwrap();
         assert_eq!(ex.subjects, vec![3]);
+        // kube-scheduler could not place a pod: its ranks never join.
+        let (rule, ex) = classify(
+            "  Warning  FailedScheduling  2m  default-scheduler  0/4 nodes are available: 4 \
+             Insufficient nvidia.com/gpu.",
+        )
+        .unwrap();
+        assert_eq!(
+            (rule.category, ex.detail.as_deref()),
+            (
+                Category::RendezvousTimeout,
+                Some("4 Insufficient nvidia.com/gpu")
+            )
+        );
         // Kubernetes' own report of an OOM kill is the kill itself, not a likely one.
         let (rule, _) =
             classify("    Last State:  Terminated, Reason: OOMKilled, Exit Code: 137").unwrap();

@@ -36,8 +36,8 @@ use crate::report::{
 use crate::rules::{
     RULE_KUBELET_EVICTED_MEMORY, RULE_KUBELET_EVICTED_STORAGE, RULE_LIGHTNING_LAUNCHER_SIZES,
     RULE_NCCL_NO_ALGORITHM, RULE_NCCL_SHM_CUDA_FAILURE, RULE_POD_UNSCHEDULABLE,
-    RULE_RAY_MEMORY_MONITOR, RULE_RAY_WORKER_CONNECTION_LOST, RULE_STORE_CLIENT_NAME_UNRESOLVED,
-    RULE_STORE_NAME_UNRESOLVED,
+    RULE_RAY_MEMORY_MONITOR, RULE_RAY_WORKER_CONNECTION_LOST, RULE_RAY_WORKER_SIGTERM,
+    RULE_STORE_CLIENT_NAME_UNRESOLVED, RULE_STORE_NAME_UNRESOLVED,
 };
 use crate::sanitize::sanitize;
 use crate::shape::{TRACEBACK_TIMEOUT, WATCHDOG_SEQUENCE};
@@ -2449,6 +2449,15 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
                    (SIGSEGV). The errors of the actors and tasks that waited on it \
                    (ActorDiedError, RayActorError) are consequences.";
     }
+    if proven(RULE_RAY_WORKER_SIGTERM) && category == Category::LauncherInterrupted {
+        title =
+            "a Ray worker was stopped by SIGTERM (Ray reports its exit code as None)".to_owned();
+        meaning = "Ray's workers turn SIGTERM into a Python SystemExit without a code, which Ray \
+                   reports as \"Worker exits with an exit code None\" (on Kubernetes adding \
+                   that the pod's memory limit may have been exceeded). The sender is not in \
+                   the log: the kubelet (memory pressure, an eviction, the pod deleted), `ray \
+                   stop`, or Ray stopping the job's other workers after one of them failed.";
+    }
     if role == Role::Cause && proven(RULE_KUBELET_EVICTED_MEMORY) {
         title = "Kubernetes evicted the pod: the node ran low on memory".to_owned();
         meaning = "The kubelet stops pods when its node's memory falls below the eviction \
@@ -2649,6 +2658,11 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
         {
             // Some ranks reached the barrier: the store answers, the address is right.
             STORE_BARRIER_CONFIRM.to_owned()
+        } else if proven(RULE_RAY_WORKER_SIGTERM) {
+            "`kubectl describe pod` of the worker's pod (`Reason: OOMKilled` or `Evicted`, the \
+             node's events) and the other workers' logs (`/tmp/ray/session_latest/logs/`) for \
+             the first failure"
+                .to_owned()
         } else if proven(RULE_RAY_WORKER_CONNECTION_LOST) {
             "`dmesg -T | grep -i -e oom -e 'killed process'` on the worker's node; the worker's \
              own log (`/tmp/ray/session_latest/logs/worker-*.err` and \

@@ -236,6 +236,8 @@ pub(crate) const RULE_STORE_NAME_UNRESOLVED: &str = "c10d_store_name_unresolved"
 pub(crate) const RULE_STORE_CLIENT_NAME_UNRESOLVED: &str = "tcpstore_client_name_unresolved";
 /// The rule of Ray's memory monitor killing workers (title and fix name Ray's threshold).
 pub(crate) const RULE_RAY_MEMORY_MONITOR: &str = "ray_memory_monitor";
+/// The rule of a Ray worker that got SIGTERM (Ray reports its exit code as None).
+pub(crate) const RULE_RAY_WORKER_SIGTERM: &str = "ray_worker_sigterm";
 /// The rule of a Ray worker whose connection to its raylet closed (no error of its own).
 pub(crate) const RULE_RAY_WORKER_CONNECTION_LOST: &str = "ray_worker_connection_lost";
 /// The rule of the kubelet evicting a pod for the node's memory.
@@ -540,6 +542,12 @@ pub(crate) static RULES: &[Rule] = &[
     // reading, like a bare SIGKILL's: indirect, and a crash the log shows ranks before it.
     rule!(RULE_RAY_WORKER_CONNECTION_LOST, HostOomKilled, Cause, Standalone,
         [["worker unexpectedly exits with a connection error code"]], not [], ex_none),
+    // Ray's workers turn SIGTERM into a Python `SystemExit` without a code (`_raylet.pyx`:
+    // "Worker exits with an exit code None.", plus " The worker may have exceeded K8s pod
+    // memory limits." on Kubernetes). Who sent it is not said: a symptom, which any cause
+    // the log names comes before.
+    rule!(RULE_RAY_WORKER_SIGTERM, LauncherInterrupted, Symptom, Standalone,
+        [["worker exits with an exit code none"]], not [], ex_none),
     // The kubelet's eviction messages (`pkg/kubelet/eviction/helpers.go`: "The node was low on
     // resource: memory. ", "The node had condition: [MemoryPressure]. "): the pod was stopped
     // because the node's RAM ran short, the job's or another pod's.

@@ -3718,3 +3718,46 @@ fn a_store_host_name_that_does_not_resolve_is_named() {
         f.title
     );
 }
+
+#[test]
+fn a_ray_worker_stopped_by_sigterm_is_a_symptom_that_names_no_sender() {
+    // `_raylet.pyx`: a worker's SystemExit without a code (Ray's SIGTERM handler).
+    let exit = "The actor is dead because its worker process has died. Worker exit type: \
+                SYSTEM_ERROR Worker exit detail: Worker exits unexpectedly. Worker exits with an \
+                exit code None. The worker may have exceeded K8s pod memory limits.\n";
+    let (f, report) = first_of(exit);
+    assert_eq!(
+        (f.category, f.role, f.confidence),
+        (
+            Category::LauncherInterrupted,
+            Role::Symptom,
+            Confidence::Low
+        ),
+        "{}",
+        report.render_text(100)
+    );
+    assert!(
+        f.title.contains("Ray worker was stopped by SIGTERM"),
+        "{}",
+        f.title
+    );
+    assert!(
+        f.to_confirm
+            .as_deref()
+            .unwrap_or_default()
+            .contains("kubectl describe pod"),
+        "{:?}",
+        f.to_confirm
+    );
+    // A cause the log names comes first.
+    let (f, report) = first_of(&format!(
+        "(WorkerDict pid=711321) RuntimeError: CUDA error: an illegal memory access was \
+         encountered\n{exit}"
+    ));
+    assert_eq!(
+        f.category,
+        Category::CudaError,
+        "{}",
+        report.render_text(100)
+    );
+}

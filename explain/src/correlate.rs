@@ -2847,21 +2847,12 @@ const INDIRECT_RULES: &[&str] = &[
 /// others'. A few hundred MiB of another rank's stray CUDA context beside a process that
 /// filled the GPU itself does not count.
 fn gpu_held_by_others(held: &[(String, String)]) -> bool {
-    let gib = |amount: &str| {
-        let mut words = amount.split_whitespace();
-        let n: f64 = words.next()?.parse().ok()?;
-        let scale = match words.next()? {
-            "GiB" => 1.0,
-            "MiB" => 1.0 / 1024.0,
-            "KiB" => 1.0 / (1024.0 * 1024.0),
-            _ => return None,
-        };
-        Some(n * scale)
-    };
     let mut own = None;
     let mut numbered = Vec::new();
     for (id, amount) in held {
-        let Some(g) = gib(amount) else { continue };
+        let Some(g) = crate::rules::gib_of(amount) else {
+            continue;
+        };
         if id == "this one" {
             own = Some(own.map_or(g, |o: f64| o.max(g)));
         } else {

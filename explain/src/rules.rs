@@ -1901,15 +1901,7 @@ fn held_outside_the_allocator(lower: &str) -> Option<String> {
         let i = lower.find(key)?;
         let mut words = lower[..i].split_whitespace().rev();
         let unit = words.next()?;
-        let n: f64 = words.next()?.parse().ok()?;
-        let gib = match unit {
-            "gib" => 1.0,
-            "mib" => 1.0 / 1024.0,
-            "kib" => 1.0 / (1024.0 * 1024.0),
-            "bytes" => 1.0 / (1024.0 * 1024.0 * 1024.0),
-            _ => return None,
-        };
-        Some(n * gib)
+        gib_of(&format!("{} {unit}", words.next()?))
     };
     let total = size_before(" total capacity;")?;
     let free = size_before(" free;")?;
@@ -1918,6 +1910,21 @@ fn held_outside_the_allocator(lower: &str) -> Option<String> {
     (outside >= 2.0 && outside >= 0.5 * total).then(|| {
         format!("~{outside:.1} GiB of the GPU's {total:.2} GiB {HELD_OUTSIDE_THE_ALLOCATOR}")
     })
+}
+
+/// A size as PyTorch's allocator formats it ("20.08 GiB", "512.00 MiB", "0 bytes"; any case),
+/// in GiB.
+pub(crate) fn gib_of(size: &str) -> Option<f64> {
+    let mut words = size.split_whitespace();
+    let n: f64 = words.next()?.parse().ok()?;
+    let scale = match words.next()?.to_ascii_lowercase().as_str() {
+        "gib" => 1.0,
+        "mib" => 1.0 / 1024.0,
+        "kib" => 1.0 / (1024.0 * 1024.0),
+        "bytes" => 1.0 / (1024.0 * 1024.0 * 1024.0),
+        _ => return None,
+    };
+    Some(n * scale)
 }
 
 /// The processes a detail made by [`describe_gpu_processes`] names: each process's id (a PID,

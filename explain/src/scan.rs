@@ -613,48 +613,45 @@ impl<'a> Scanner<'a> {
         // `shm.cc ... Cuda failure 217 'peer access is not supported ...'` cut before its last
         // words reads as the P2P transport's alone).
         let alone = matched.as_ref().map(|m| rules::position(m.0));
-        {
-            // A line that starts a record of its own (parsed as NCCL's above, or another
-            // logger's) is not the rest of the previous one.
-            if let Some(prev) = previous.filter(|_| parsed.is_none() && !starts_a_record(body)) {
-                // A hard wrap keeps every character (the space it cut before starts the next
-                // part); a word wrap drops the space it cut at.
-                let joined = format!("{}{body}", prev.body);
-                let worded = !body.starts_with(char::is_whitespace)
-                    && !prev.body.ends_with(char::is_whitespace);
-                let found = rules::classify(&joined).or_else(|| {
-                    worded
-                        .then(|| rules::classify(&format!("{} {body}", prev.body)))
-                        .flatten()
-                });
-                let says_more = |(rule, ex): &(usize, rules::Extract), m: &(&rules::Rule, _)| {
-                    let at = rules::position(m.0);
-                    at < *rule || (at == *rule && m.1 != *ex)
-                };
-                let beats_alone =
-                    |m: &(&rules::Rule, _)| alone.is_none_or(|a| rules::position(m.0) < a);
-                match found {
-                    Some(m)
-                        if prev.rule.as_ref().is_none_or(|r| says_more(r, &m))
-                            && beats_alone(&m) =>
-                    {
-                        // What the first part alone was read as (an exception line:
-                        // `RuntimeError: [enforce fail at ...] ... Unable to find`; the same
-                        // rule without the counts the second part holds): the whole line says
-                        // more.
-                        self.out.signals.truncate(prev.signals_before);
-                        matched = Some(m);
-                        joined_from = Some((prev.number, prev.raw));
-                    }
-                    _ if alone.is_none() && joined.len() <= WRAP_MAX_BYTES => {
-                        // A line wrapped into three parts or more: the parts so far go on.
-                        carried = Some(WrapCandidate {
-                            body: joined,
-                            ..prev
-                        });
-                    }
-                    _ => {}
+        // A line that starts a record of its own (parsed as NCCL's above, or another
+        // logger's) is not the rest of the previous one.
+        if let Some(prev) = previous.filter(|_| parsed.is_none() && !starts_a_record(body)) {
+            // A hard wrap keeps every character (the space it cut before starts the next
+            // part); a word wrap drops the space it cut at.
+            let joined = format!("{}{body}", prev.body);
+            let worded =
+                !body.starts_with(char::is_whitespace) && !prev.body.ends_with(char::is_whitespace);
+            let found = rules::classify(&joined).or_else(|| {
+                worded
+                    .then(|| rules::classify(&format!("{} {body}", prev.body)))
+                    .flatten()
+            });
+            let says_more = |(rule, ex): &(usize, rules::Extract), m: &(&rules::Rule, _)| {
+                let at = rules::position(m.0);
+                at < *rule || (at == *rule && m.1 != *ex)
+            };
+            let beats_alone =
+                |m: &(&rules::Rule, _)| alone.is_none_or(|a| rules::position(m.0) < a);
+            match found {
+                Some(m)
+                    if prev.rule.as_ref().is_none_or(|r| says_more(r, &m)) && beats_alone(&m) =>
+                {
+                    // What the first part alone was read as (an exception line:
+                    // `RuntimeError: [enforce fail at ...] ... Unable to find`; the same
+                    // rule without the counts the second part holds): the whole line says
+                    // more.
+                    self.out.signals.truncate(prev.signals_before);
+                    matched = Some(m);
+                    joined_from = Some((prev.number, prev.raw));
                 }
+                _ if alone.is_none() && joined.len() <= WRAP_MAX_BYTES => {
+                    // A line wrapped into three parts or more: the parts so far go on.
+                    carried = Some(WrapCandidate {
+                        body: joined,
+                        ..prev
+                    });
+                }
+                _ => {}
             }
         }
         if chars >= WRAP_MIN_CHARS && chars >= self.longest && joined_from.is_none() {

@@ -1547,11 +1547,9 @@ fn bare_exception_after_code(code: &str) -> Option<usize> {
     let at = trimmed.rfind(' ')? + 1;
     let last = &trimmed[at..];
     let before = trimmed[..at].trim_end();
-    let names_it = [
-        "raise", "except", "as", "import", "in", "=", "(", ",", "return",
-    ]
-    .iter()
-    .any(|w| before.ends_with(w));
+    let last_word = before.rsplit(' ').next().unwrap_or(before);
+    let names_it = ["raise", "except", "as", "import", "in", "return"].contains(&last_word)
+        || before.ends_with(['=', '(', ',']);
     (!before.is_empty()
         && !names_it
         && (last.ends_with("Error") || last.ends_with("Exception"))
@@ -2734,6 +2732,11 @@ mod tests {
         ] {
             assert_eq!(exception_after_code(code), None, "{code}");
         }
+        // Those are words, not endings: a name that ends in "in" is code like any other.
+        assert_eq!(
+            exception_after_code("assert loss < thresh_min AssertionError"),
+            Some("assert loss < thresh_min ".len())
+        );
     }
 
     #[test]

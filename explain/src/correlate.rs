@@ -563,7 +563,11 @@ fn work_position_signals(
                 .chain(signals.iter().filter_map(|s| s.observer))
                 .collect();
             let top = placed.iter().next_back().copied().unwrap_or(0);
-            let unseen: Vec<usize> = (0..top).filter(|r| !shown.contains(r)).collect();
+            // At most as many as it shows are kept: more are never reported.
+            let unseen: Vec<usize> = (0..top)
+                .filter(|r| !shown.contains(r))
+                .take(placed.len())
+                .collect();
             // Only where the log shows several ranks and misses fewer than it shows: one rank's
             // paste says nothing of the ranks left out.
             if unseen.is_empty() || placed.len() < 2 || unseen.len() >= placed.len() {
@@ -628,7 +632,11 @@ fn silent_ranks_signals(shape: &crate::shape::LogShape) -> Vec<Signal> {
             continue;
         };
         let size = work.group_size.unwrap_or(top + 1);
-        let silent: Vec<usize> = (0..size).filter(|r| !work.ranks.contains(r)).collect();
+        // At most as many as timed out are kept: more are never reported.
+        let silent: Vec<usize> = (0..size)
+            .filter(|r| !work.ranks.contains(r))
+            .take(work.ranks.len())
+            .collect();
         if top >= size
             || work.ranks.len() < 2
             || silent.is_empty()

@@ -629,7 +629,12 @@ fn parse_comm_line(msg: &str) -> Option<CommLine<'_>> {
         complete: msg.contains("Init COMPLETE"),
         ..CommLine::default()
     };
-    let num = |i: usize| tokens.get(i + 1).and_then(|t| t.parse::<usize>().ok());
+    let num = |i: usize| {
+        tokens
+            .get(i + 1)
+            .and_then(|t| t.parse().ok())
+            .and_then(crate::rules::rank_number)
+    };
     for (i, t) in tokens.iter().enumerate().skip(at + 2) {
         match *t {
             "rank" => c.rank = c.rank.or(num(i)),

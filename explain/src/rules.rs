@@ -147,7 +147,7 @@ fn task_signal_report(lower: &str) -> Option<(&'static Rule, Vec<usize>)> {
         let rest = &lower[i..];
         let signal = num_after(rest, "exited on signal ")?;
         let rule = by_number(u32::try_from(signal).ok()?)?;
-        let rank = num_after(rest, "process rank ").and_then(|r| usize::try_from(r).ok());
+        let rank = num_after(rest, "process rank ").and_then(rank_number);
         return Some((rule, rank.into_iter().collect()));
     }
     if let Some(i) = lower.find("] signal: ") {
@@ -1622,7 +1622,7 @@ fn ex_shm_interrupted(_: &str, _: &str) -> Extract {
 }
 
 fn ex_monitored_barrier_peer(_: &str, lower: &str) -> Extract {
-    let faulty = num_after(lower, "send/recv from rank ").and_then(|r| usize::try_from(r).ok());
+    let faulty = num_after(lower, "send/recv from rank ").and_then(rank_number);
     Extract {
         subjects: faulty.into_iter().collect(),
         detail: faulty.map(|r| {
@@ -1704,7 +1704,7 @@ fn ex_desync_lagging(_: &str, lower: &str) -> Extract {
             .map(|inside| {
                 inside
                     .split(',')
-                    .filter_map(|r| r.trim().parse::<usize>().ok())
+                    .filter_map(|r| r.trim().parse().ok().and_then(rank_number))
                     .collect()
             })
             .unwrap_or_default()
@@ -1760,7 +1760,7 @@ fn ex_fr_missing_ranks(_: &str, lower: &str) -> Extract {
             Some(
                 rest[open + 1..close]
                     .split(',')
-                    .filter_map(|r| r.trim().parse::<usize>().ok())
+                    .filter_map(|r| r.trim().parse().ok().and_then(rank_number))
                     .collect(),
             )
         })
@@ -1988,7 +1988,7 @@ fn ex_world_size(line: &str, lower: &str) -> Extract {
                 ex.detail = Some(format!(
                     "rank {r} was requested in a communicator of {n} ranks"
                 ));
-                ex.expected_world = usize::try_from(n).ok();
+                ex.expected_world = rank_number(n);
             }
         }
     } else if let Some(i) = lower.find("invalid rank") {
@@ -1996,7 +1996,7 @@ fn ex_world_size(line: &str, lower: &str) -> Extract {
     } else if let Some(i) = lower.find("world size mismatch: rank ") {
         // comm's "world size mismatch: rank R was started with world size N, rank 0 with M".
         let r = leading_number(&lower[i + "world size mismatch: rank ".len()..]);
-        if let Some(r) = r.and_then(|r| usize::try_from(r).ok()) {
+        if let Some(r) = r.and_then(rank_number) {
             ex.subjects = vec![r];
         }
         ex.detail = Some(phrase(line, i, 160));
@@ -2007,8 +2007,7 @@ fn ex_world_size(line: &str, lower: &str) -> Extract {
 }
 
 fn ex_dump_signal_rank(_: &str, lower: &str) -> Extract {
-    let rank =
-        num_after(lower, "collective timeout from rank ").and_then(|r| usize::try_from(r).ok());
+    let rank = num_after(lower, "collective timeout from rank ").and_then(rank_number);
     Extract {
         subjects: rank.into_iter().collect(),
         detail: rank.map(|r| {
@@ -2024,7 +2023,7 @@ fn ex_dump_signal_rank(_: &str, lower: &str) -> Extract {
 fn ex_remote_error_rank(_: &str, lower: &str) -> Extract {
     Extract {
         subjects: num_after(lower, "remote error detected from rank:")
-            .and_then(|r| usize::try_from(r).ok())
+            .and_then(rank_number)
             .into_iter()
             .collect(),
         ..Extract::default()
@@ -2156,7 +2155,7 @@ fn ex_rendezvous(line: &str, lower: &str) -> Extract {
         if let Some((joined, total)) = token.split_once('/') {
             if let (Some(j), Some(t)) = (leading_number(joined), leading_number(total)) {
                 ex.detail = Some(format!("only {j} of {t} ranks joined the store"));
-                ex.expected_world = usize::try_from(t).ok();
+                ex.expected_world = rank_number(t);
             }
         }
     } else if let Some(i) = lower.find(" never arrived") {
@@ -2164,7 +2163,7 @@ fn ex_rendezvous(line: &str, lower: &str) -> Extract {
         let seg = before.rsplit(": ").next().unwrap_or(before);
         if let Some((ranks, total)) = seg.rsplit_once(" of ") {
             ex.subjects = numbers(ranks);
-            ex.expected_world = leading_number(total).and_then(|t| usize::try_from(t).ok());
+            ex.expected_world = leading_number(total).and_then(rank_number);
         }
         let start = i.saturating_sub(seg.len());
         ex.detail = Some(phrase(line, start, 120));
@@ -2180,10 +2179,7 @@ fn ex_unique_id_wait(_: &str, lower: &str) -> Extract {
         .and_then(|(before, _)| before.rsplit('[').next())
         .and_then(leading_number);
     Extract {
-        subjects: waiting
-            .and_then(|r| usize::try_from(r).ok())
-            .into_iter()
-            .collect(),
+        subjects: waiting.and_then(rank_number).into_iter().collect(),
         detail: Some(format!(
             "{} waited for rank 0's NCCL unique id, which rank 0 publishes when it reaches the \
              group's first collective: rank 0 had not reached it within the timeout (still \
@@ -2198,7 +2194,7 @@ fn ex_unique_id_store_gone(_: &str, lower: &str) -> Extract {
     let from = lower
         .split_once("retrieving nccluniqueid from [")
         .and_then(|(_, rest)| leading_number(rest))
-        .and_then(|r| usize::try_from(r).ok())
+        .and_then(rank_number)
         .unwrap_or(0);
     Extract {
         subjects: vec![from],
@@ -2241,7 +2237,7 @@ fn ex_store_barrier(_: &str, lower: &str) -> Extract {
         num_after(lower, "worker_count=").or_else(|| num_after(lower, "num_workers_joined="));
     let mut ex = Extract::default();
     if let (Some(w), Some(j)) = (world, joined) {
-        ex.expected_world = usize::try_from(w).ok();
+        ex.expected_world = rank_number(w);
         if j > w {
             // More arrived than the group has: two jobs (or launches) share the store.
             ex.category = Some(Category::WorldSizeMismatch);
@@ -2342,7 +2338,7 @@ fn ex_model_differs(line: &str, lower: &str) -> Extract {
             ("sizes", false) => format!("{param} has sizes {sizes}{on}, other sizes on rank 0"),
             _ => format!("{param} (sizes {sizes}){on} has other strides than on rank 0"),
         });
-        if let Some(r) = rank.and_then(|r| usize::try_from(r).ok()) {
+        if let Some(r) = rank.and_then(rank_number) {
             if !ex.subjects.contains(&r) {
                 ex.subjects.push(r);
             }
@@ -2412,7 +2408,7 @@ fn ex_unused(line: &str, lower: &str) -> Extract {
         "did not receive a gradient for rank ",
     ] {
         if let Some(r) = num_after(lower, key) {
-            if let Ok(r) = usize::try_from(r) {
+            if let Some(r) = rank_number(r) {
                 ex.subjects.push(r);
             }
         }
@@ -2520,7 +2516,7 @@ fn ex_peer_closed(line: &str, lower: &str) -> Extract {
     let subjects = before
         .rsplit_once("rank ")
         .and_then(|(_, n)| leading_number(n))
-        .and_then(|n| usize::try_from(n).ok())
+        .and_then(rank_number)
         .into_iter()
         .collect::<Vec<_>>();
     let start = before.rfind("rank ").unwrap_or(i);
@@ -2536,7 +2532,7 @@ fn ex_peer_closed(line: &str, lower: &str) -> Extract {
 
 fn ex_peer_io(line: &str, lower: &str) -> Extract {
     let subjects = num_after(lower, "i/o error with rank ")
-        .and_then(|n| usize::try_from(n).ok())
+        .and_then(rank_number)
         .into_iter()
         .collect();
     let detail = lower
@@ -2583,8 +2579,19 @@ pub(crate) fn signed_after(lower: &str, key: &str) -> Option<i64> {
 /// Every number in `s`, in order.
 fn numbers(s: &str) -> Vec<usize> {
     s.split(|c: char| !c.is_ascii_digit())
-        .filter_map(|t| t.parse().ok())
+        .filter_map(|t| t.parse().ok().and_then(rank_number))
         .collect()
+}
+
+/// The highest number read as a rank or a count of ranks: 2^20, beyond any job run so far. A
+/// larger number where a rank belongs is paste damage (the digits of two lines run together),
+/// and the loops over a job's ranks must not run to it: a fuzzed log whose joined lines read
+/// "rank 122222222222" took 24 GB counting the ranks that did not time out.
+pub(crate) const MAX_RANK: u64 = 1 << 20;
+
+/// A number read where a rank or a count of ranks belongs, when it can be one ([`MAX_RANK`]).
+pub(crate) fn rank_number(n: u64) -> Option<usize> {
+    usize::try_from(n).ok().filter(|_| n <= MAX_RANK)
 }
 
 /// The ranks named in a line: `rank 1`, `rank1`, `Rank 1`, `ranks 2, 3`,
@@ -2610,7 +2617,7 @@ pub(crate) fn rank_mentions(lower: &str) -> Vec<usize> {
         }
         let rest = rest.trim_start_matches([' ', '[', ':', '=']);
         let mut push = |n: u64| {
-            if let Ok(n) = usize::try_from(n) {
+            if let Some(n) = rank_number(n) {
                 if !out.contains(&n) {
                     out.push(n);
                 }
@@ -2877,6 +2884,17 @@ mod tests {
         assert_eq!(
             ex.detail.as_deref(),
             Some("params[3] (sizes [8, 4, 3, 3]) has other strides than on rank 0")
+        );
+    }
+
+    #[test]
+    fn numbers_too_large_for_a_rank_are_not_ranks() {
+        assert_eq!(rank_number(MAX_RANK), Some(1 << 20));
+        assert_eq!(rank_number(MAX_RANK + 1), None);
+        // Two NCCL lines run together: the digits of one and the next are no rank.
+        assert_eq!(
+            rank_mentions("comm 0x7f00aa001000 rank 122222222222cl info comm"),
+            Vec::<usize>::new()
         );
     }
 

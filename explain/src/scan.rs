@@ -1030,8 +1030,7 @@ impl<'a> Scanner<'a> {
         self.elastic.seen_field = true;
         match key.trim() {
             "rank" => {
-                self.elastic.rank =
-                    rules::leading_number(value).and_then(|r| usize::try_from(r).ok());
+                self.elastic.rank = rules::leading_number(value).and_then(rules::rank_number);
             }
             "exitcode" => {
                 let Some(rank) = self.elastic.rank else {
@@ -1908,7 +1907,10 @@ fn strip_trial_tag(line: &str) -> (Option<usize>, &str) {
         let digits = after.bytes().take_while(u8::is_ascii_digit).count();
         if digits > 0 {
             if let Some(body) = after[digits..].strip_prefix("] ") {
-                return (after[..digits].parse().ok(), body);
+                return (
+                    after[..digits].parse().ok().and_then(rules::rank_number),
+                    body,
+                );
             }
         }
     }
@@ -2026,7 +2028,7 @@ fn strip_rank_bracket(mut line: &str) -> (Option<usize>, &str) {
             let Some(body) = rest[digits..].strip_prefix("]:") else {
                 continue;
             };
-            let rank = rest[..digits].parse().ok();
+            let rank = rest[..digits].parse().ok().and_then(rules::rank_number);
             // The bracket nearest the text is the process that printed it.
             if key == "[rank" {
                 global = rank;
@@ -2056,7 +2058,7 @@ pub(crate) fn bracket_rank(line: &str) -> Option<usize> {
             let before_ok = i == 0 || group.as_bytes()[i - 1] == b' ';
             let num = group[i + 4..].trim();
             if before_ok && !num.is_empty() && num.bytes().all(|b| b.is_ascii_digit()) {
-                return num.parse().ok();
+                return num.parse().ok().and_then(rules::rank_number);
             }
         }
         rest = &after[close + 1..];

@@ -158,9 +158,7 @@ fn group_size_from_counts(
         return None;
     };
     let size = (part > 0 && whole % part == 0).then(|| whole / part)?;
-    usize::try_from(size)
-        .ok()
-        .filter(|s| (2..=1 << 20).contains(s))
+    crate::rules::rank_number(size).filter(|s| *s >= 2)
 }
 
 /// Which collective a logged call is: the log that numbers them (`"NCCL
@@ -355,7 +353,7 @@ impl LogShape {
             // The rank the watchdog names is the rank in that group, the one that matters
             // here; a launcher's label is the fallback.
             let Some(rank) = crate::rules::num_after(&lower[..i], "rank ")
-                .and_then(|r| usize::try_from(r).ok())
+                .and_then(crate::rules::rank_number)
                 .or(rank)
             else {
                 return;
@@ -603,7 +601,7 @@ fn work_position(lower: &str) -> Option<(String, usize, Option<i64>, i64, i64)> 
     let group = inside[..r].trim().to_owned();
     Some((
         group,
-        usize::try_from(rank).ok()?,
+        crate::rules::rank_number(rank)?,
         failed_at,
         enqueued,
         completed,
@@ -640,8 +638,8 @@ fn announced_rank(lower: &str) -> Option<(usize, Option<usize>)> {
         crate::rules::leading_number(w)
     });
     Some((
-        usize::try_from(rank).ok()?,
-        world.and_then(|w| usize::try_from(w).ok()),
+        crate::rules::rank_number(rank)?,
+        world.and_then(crate::rules::rank_number),
     ))
 }
 

@@ -70,6 +70,10 @@ struct Traceback {
     /// indented further, its exception line is not (a paste indented as a Markdown code block
     /// indents them all; 5 of the corpus's answers were lost to that, 2026-12-03).
     indent: usize,
+    /// How far its last frame line (`File "...", line N, in f`) is indented: an exception
+    /// line no deeper than that after the frame's code line ends the traceback even where the
+    /// paste indented it past the header (a FAQ's `    AssertionError` under `    File ...`).
+    frame_indent: Option<usize>,
     /// Characters of its last line: a line as long as [`WRAP_MIN_CHARS`] or longer may go on
     /// in the next line, unindented, when a terminal or a paste hard-wrapped it.
     last_chars: usize,
@@ -88,6 +92,7 @@ impl Traceback {
             in_program_frame: false,
             collective: None,
             indent,
+            frame_indent: None,
             last_chars: 0,
             strays: 0,
         }
@@ -138,6 +143,9 @@ pub(crate) struct Scanner<'a> {
     unmatched_longest: Option<WrapCandidate>,
     /// The longest line so far, in characters.
     longest: usize,
+    /// The characters of the line being read, its prefixes included: a terminal wraps the
+    /// line as shown, so this, not its body's, compares with [`Self::longest`].
+    line_chars: usize,
     /// The width the whole log was hard-wrapped at ([`PasteProbe`]), if it was.
     wrap_width: Option<usize>,
     /// The indentation every line of the log shares ([`PasteProbe`]), taken off each line.
@@ -425,6 +433,7 @@ impl<'a> Scanner<'a> {
             elastic: ElasticTable::default(),
             order,
             unmatched_longest: None,
+            line_chars: 0,
             longest: 0,
             wrap_width: None,
             common_indent: String::new(),
@@ -605,6 +614,7 @@ impl<'a> Scanner<'a> {
         let mut matched = rules::classify(body);
         // A terminal wraps the line as shown, prefixes included.
         let chars = plain.chars().count();
+        self.line_chars = chars;
         let previous = self.unmatched_longest.take();
         let mut joined_from = None;
         let mut carried = None;
@@ -740,7 +750,7 @@ impl<'a> Scanner<'a> {
             let frame = start.starts_with("File \"") && start.contains(", in ");
             // Or its first frame cut by a hard wrap inside the path (the longest line so far,
             // and long enough to be a wrap's first part): `File "/opt/.../optimizer_param_`.
-            let chars = body.chars().count();
+            let chars = self.line_chars;
             let cut_frame = start.starts_with("File \"")
                 && !start["File \"".len()..].contains('"')
                 && chars >= WRAP_MIN_CHARS
@@ -778,10 +788,25 @@ impl<'a> Scanner<'a> {
                 }
                 tb.last_frame = Some(evidence);
                 tb.last_code = None;
+                tb.frame_indent = Some(body.len() - t.len());
                 return;
             }
             if t.starts_with("File") {
                 return;
+            }
+            // An exception line as far left as the frame above its code line: the traceback's
+            // end, indented with the rest of a paste.
+            if tb.last_code.is_some()
+                && tb.frame_indent.is_some_and(|f| body.len() - t.len() <= f)
+                && looks_like_exception(t)
+            {
+                let Some(tb) = self.tracebacks.remove(&rank) else {
+                    return;
+                };
+                if matched {
+                    return self.add_program_frame(number, tb);
+                }
+                return self.python_exception(number, t, rank, Some(tb));
             }
             // A code line a paste joined with the exception line after it.
             let Some(at) = exception_after_code(t) else {

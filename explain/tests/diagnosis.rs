@@ -3298,6 +3298,54 @@ fn a_traceback_pasted_as_an_indented_code_block_still_ends_in_its_exception() {
 }
 
 #[test]
+fn an_exception_line_as_far_left_as_its_frame_ends_a_headerless_traceback() {
+    // A FAQ's paste of a rank's last frames (ms-swift's FAQ, question 126), its header left out
+    // and the bare exception indented like the frame: after the frame's code line, a line as far
+    // left as the frame that reads as an exception is the exception, whatever the paste added.
+    let tail = "[rank7]:      assert not self.training\n\
+                [rank7]:\n\
+                [rank7]:    AssertionError\n";
+    let frame = "[rank7]:    File \"/root/.cache/huggingface/modules/transformers_modules/Kimi-VL-\
+                 A3B-Instruct/modeling_kimi_vl.py\", line 946, in forward";
+    // Whole, and hard-wrapped at 80 columns as a terminal wraps it: the launcher's prefix
+    // counts in the width, so the frame's body is shorter than the log's longest line.
+    let (first, rest) = frame.split_at(80);
+    for log in [
+        format!("{frame}\n{tail}"),
+        format!("{first}\n{rest}\n{tail}"),
+    ] {
+        let report =
+            probe_explain::explain_log_bytes("rank.log", log.as_bytes(), &Options::default());
+        let top = report.findings.first().expect("a finding");
+        assert_eq!(
+            top.category,
+            Category::RankCrashed,
+            "{}",
+            report.render_text(100)
+        );
+        assert_eq!(top.ranks, [7], "{}", report.render_text(100));
+        assert!(
+            top.evidence
+                .iter()
+                .any(|e| e.text.contains("AssertionError")),
+            "{}",
+            report.render_text(100)
+        );
+    }
+    // A code line indented deeper than its frame stays code, even when it reads as a name.
+    let code = "    File \"t.py\", line 3, in f\n        x = 1\n        ValueError\n";
+    let report = probe_explain::explain_log_bytes("rank.log", code.as_bytes(), &Options::default());
+    assert!(
+        report
+            .findings
+            .iter()
+            .all(|f| f.category != Category::RankCrashed),
+        "{}",
+        report.render_text(100)
+    );
+}
+
+#[test]
 fn a_message_wrapped_across_lines_is_read_whole() {
     // DDP's error for parameters without a gradient, hard-wrapped as a terminal copy leaves
     // it: no part holds the words a rule reads. Cut in three at 60 columns, its first two

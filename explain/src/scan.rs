@@ -496,7 +496,9 @@ impl<'a> Scanner<'a> {
         let plain = strip_csi(raw);
         let full = plain.chars().count() == width && !padded_to_width(&plain);
         match self.wrapped_parts.take() {
-            Some((first, joined)) if starts_a_record(&plain) => {
+            Some((first, joined))
+                if starts_a_record(&plain) || next_traceback_line(&joined, &plain) =>
+            {
                 // The last part ended where its line did, at the width by chance.
                 self.unwrapped_line(first, &joined);
                 if full {
@@ -1535,15 +1537,31 @@ fn is_program_frame(frame: &str) -> bool {
 
 /// Whether `line` starts a new record of a logger that marks its lines (NCCL's `host:pid:tid
 /// [dev]`, glog's `[E ProcessGroupNCCL.cpp:...]`, a launcher's `[rank1]:`, a traceback's
-/// header): never the rest of a line a terminal wrapped. An NCCL line as long as the longest
-/// so far read with a glog warning printed after it had made one of InfiniBand's rules match
-/// across the two.
+/// header, an indented frame line): never the rest of a line a terminal wrapped. An NCCL line
+/// as long as the longest so far read with a glog warning printed after it had made one of
+/// InfiniBand's rules match across the two; a traceback whose lines are as long as the wrap
+/// width by chance had its frames read as the rest of the lines before them.
 fn starts_a_record(line: &str) -> bool {
+    let indented = line.starts_with([' ', '\t']);
     let line = line.trim_start();
-    nccl::parse_line(line).is_some()
+    (indented && line.starts_with("File \""))
+        || nccl::parse_line(line).is_some()
         || line.strip_prefix('[').is_some_and(is_glog_prefix)
         || strip_launcher_prefix(line).0.is_some()
         || line.starts_with("Traceback (most recent call last)")
+}
+
+/// Whether `line`, after an indented traceback line as long as a log's wrap width by chance,
+/// is the traceback's next line rather than the rest of that one: after a frame line
+/// (`  File "...", line N, in f`) its code line, indented by two spaces or more, which a
+/// frame's text cut anywhere does not hold; after a frame or code line, an unindented
+/// exception line (`KeyError: 'answer_reward_type'`).
+fn next_traceback_line(previous: &str, line: &str) -> bool {
+    if !previous.starts_with([' ', '\t']) || line.trim().is_empty() {
+        return false;
+    }
+    (previous.trim_start().starts_with("File \"") && line.starts_with("  "))
+        || (!line.starts_with([' ', '\t']) && looks_like_named_exception(line))
 }
 
 /// Where an exception line starts that a paste joined after a traceback's code line
@@ -2501,6 +2519,8 @@ mod tests {
         ));
         assert!(starts_a_record("[rank1]: RuntimeError: x"));
         assert!(starts_a_record("Traceback (most recent call last):"));
+        assert!(starts_a_record("  File \"t.py\", line 3, in f"));
+        assert!(!starts_a_record("File \"t.py\", line 3, in f"));
         assert!(!starts_a_record("ng the entire process down."));
         assert!(!starts_a_record(
             "[2]mlx5_2:1/IB/SHARP [3]mlx5_3:1/IB/SHARP"
@@ -2542,6 +2562,46 @@ mod tests {
             ]
         );
         assert_eq!(out.lines, 7);
+    }
+
+    #[test]
+    fn traceback_lines_at_the_wrap_width_by_chance_stay_apart() {
+        let mut nccl = NcclCollector::default();
+        let mut shape = LogShape::default();
+        let mut order = 0;
+        let mut s = Scanner::new("f.log".into(), None, &mut nccl, &mut shape, &mut order);
+        s.wrap_width = Some(16);
+        for (n, l) in [
+            "  File \"t.py\", l",
+            "ine 3, in f",
+            // A whole frame line, then its code line, each 16 characters long by chance.
+            "  File \"u.py\", 1",
+            "    x = d[k] + 1",
+            "KeyError: 'k'",
+        ]
+        .iter()
+        .enumerate()
+        {
+            s.line(Some(n as u64 + 1), l);
+        }
+        let out = s.finish();
+        let last: Vec<_> = out.last.iter().map(|e| (e.line, e.text.as_str())).collect();
+        assert_eq!(
+            last,
+            [
+                (Some(1), "File \"t.py\", line 3, in f"),
+                (Some(3), "File \"u.py\", 1"),
+                (Some(4), "x = d[k] + 1"),
+                (Some(5), "KeyError: 'k'"),
+            ]
+        );
+        assert!(next_traceback_line(
+            "  File \"t.py\", line 3, in f",
+            "    x = 1"
+        ));
+        assert!(next_traceback_line("    x = 1", "ValueError: bad"));
+        assert!(!next_traceback_line("    x = 1", "  y = 2"));
+        assert!(!next_traceback_line("plain text", "ValueError: bad"));
     }
 
     #[test]

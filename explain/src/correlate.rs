@@ -2431,6 +2431,24 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
                publishes not-ready addresses."
             .to_owned();
     }
+    if role == Role::Cause && proven(crate::rules::RULE_VLLM_KV_CACHE_TOO_SMALL) {
+        title = format!(
+            "{} could not start vLLM: its KV cache does not fit in the GPU memory it was given",
+            subject(&ranks)
+        );
+        meaning = "vLLM's engine takes its share of each GPU (`gpu_memory_utilization`), loads \
+                   the weights, runs one profiling batch and keeps the rest for the KV cache. \
+                   At start-up it checks that the rest holds at least one sequence of \
+                   `max_model_len` tokens; here it did not, so the engine stopped before \
+                   serving or generating. Where a trainer shares the GPUs (verl, OpenRLHF, \
+                   TRL's colocated vLLM), the trainer's memory is outside that share.";
+        fix = "Give vLLM more of the GPU (raise `gpu_memory_utilization`, e.g. verl's \
+               `rollout.gpu_memory_utilization`, if the trainer's part allows), or ask for less: \
+               a lower `max_model_len` (the message estimates the longest that fits), fewer \
+               `max_num_seqs`, a larger tensor-parallel size to spread the weights, or a \
+               quantized model or KV cache (`kv_cache_dtype=fp8`)."
+            .to_owned();
+    }
     if role == Role::Cause && proven(RULE_RAY_MEMORY_MONITOR) {
         title = "Ray's memory monitor killed a worker: the node ran low on host memory (RAM, \
                  not GPU memory)"

@@ -236,6 +236,8 @@ pub(crate) const RULE_STORE_NAME_UNRESOLVED: &str = "c10d_store_name_unresolved"
 pub(crate) const RULE_STORE_CLIENT_NAME_UNRESOLVED: &str = "tcpstore_client_name_unresolved";
 /// The rule of Ray's memory monitor killing workers (title and fix name Ray's threshold).
 pub(crate) const RULE_RAY_MEMORY_MONITOR: &str = "ray_memory_monitor";
+/// The rule of vLLM's engine finding no room for its KV cache in the GPU memory it was given.
+pub(crate) const RULE_VLLM_KV_CACHE_TOO_SMALL: &str = "vllm_kv_cache_too_small";
 /// The rule of a Ray worker that got SIGTERM (Ray reports its exit code as None).
 pub(crate) const RULE_RAY_WORKER_SIGTERM: &str = "ray_worker_sigterm";
 /// The rule of a Ray worker whose connection to its raylet closed (no error of its own).
@@ -682,6 +684,20 @@ pub(crate) static RULES: &[Rule] = &[
     // paste wrapped the message ("Process 3573322 has 20.08 GiB memory in use.").
     rule!(RULE_GPU_MEMORY_OF_PROCESSES, CudaOom, Cause, Standalone,
         [["memory in use"], ["process "], [" has "]], not [], ex_gpu_processes),
+    // vLLM's start-up check of its KV cache against the GPU memory left to it (its share,
+    // `gpu_memory_utilization`, less the weights and the activations of a profiling run):
+    // `vllm/v1/core/kv_cache_utils.py` ("To serve at least one request with the model's max
+    // seq len (N), (X GiB KV cache is needed, which is larger than the available KV cache
+    // memory (Y GiB). Based on the available memory, the estimated maximum model length is
+    // M. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` ..."; some
+    // releases print "models's") and the older engine's `raise_if_cache_size_invalid` ("No
+    // available memory for the cache blocks.", "The model's max seq len (N) is larger than
+    // the maximum number of tokens that can be stored in KV cache (M)."). Raised as a
+    // ValueError, so it is no crash of the program's own: the GPU memory given is too small.
+    rule!(RULE_VLLM_KV_CACHE_TOO_SMALL, CudaOom, Cause, Standalone,
+        [["to serve at least one request with the model", "kv cache is needed, which is larger",
+          "no available memory for the cache blocks", "can be stored in kv cache"]],
+        not [], ex_vllm_kv_cache),
     // NCCL's own GPU buffers (`include/alloc.h`: "Failed to CUDA malloc %ld bytes", "Failed to
     // CUDA calloc %ld bytes", "... calloc async ..."): the communicator's memory did not fit
     // beside the model's.
@@ -1832,6 +1848,39 @@ fn ex_cuda_oom(line: &str, lower: &str) -> Extract {
     }
 }
 
+/// vLLM's KV-cache figures, as far as the line holds them: "max_model_len 1280 needs 0.18 GiB
+/// of KV cache, 0.10 GiB available".
+fn ex_vllm_kv_cache(_: &str, lower: &str) -> Extract {
+    let len = lower
+        .find("max seq len")
+        .and_then(|i| num_after(&lower[i..], "max seq len ("));
+    let needed = lower.find(" gib kv cache is needed").and_then(|end| {
+        let start = lower[..end].rfind(['(', ' ']).map_or(0, |i| i + 1);
+        lower[start..end].parse::<f64>().ok()
+    });
+    let available = lower.find("available kv cache memory (").and_then(|i| {
+        let rest = &lower[i + "available kv cache memory (".len()..];
+        gib_of(&rest[..rest.find(')')?])
+    });
+    let mut parts = Vec::new();
+    match (len, needed) {
+        (Some(l), Some(n)) => parts.push(format!("max_model_len {l} needs {n:.2} GiB of KV cache")),
+        (Some(l), None) => parts.push(format!("max_model_len {l}")),
+        (None, Some(n)) => parts.push(format!("{n:.2} GiB of KV cache needed")),
+        (None, None) => {}
+    }
+    if let Some(a) = available {
+        parts.push(format!("{a:.2} GiB available"));
+    }
+    if lower.contains("no available memory for the cache blocks") {
+        parts.push("no memory left for the KV cache at all".to_owned());
+    }
+    Extract {
+        detail: (!parts.is_empty()).then(|| parts.join(", ")),
+        ..Extract::default()
+    }
+}
+
 /// The processes that PyTorch's caching allocator lists in its out-of-memory message (NVML's
 /// compute processes on the GPU, `reportProcessMemoryInfo`: "Process 3573322 has 20.08 GiB
 /// memory in use. Including non-PyTorch memory, this process has 8.23 GiB memory in use."),
@@ -2885,6 +2934,35 @@ mod tests {
             ex.detail.as_deref(),
             Some("params[3] (sizes [8, 4, 3, 3]) has other strides than on rank 0")
         );
+    }
+
+    #[test]
+    fn vllm_kv_cache_checks_are_gpu_memory_with_their_figures() {
+        // vllm/v1/core/kv_cache_utils.py's message, whole (as one line).
+        let (rule, ex) = classify(
+            "(EngineCore_DP0 pid=140653) ValueError: To serve at least one request with the \
+             models's max seq len (262144), (24.00 GiB KV cache is needed, which is larger than \
+             the available KV cache memory (8.68 GiB). Based on the available memory, the \
+             estimated maximum model length is 94784. Try increasing `gpu_memory_utilization` \
+             or decreasing `max_model_len` when initializing the engine.",
+        )
+        .unwrap();
+        assert_eq!(rule.name, RULE_VLLM_KV_CACHE_TOO_SMALL);
+        assert_eq!(rule.category, Category::CudaOom);
+        assert_eq!(
+            ex.detail.as_deref(),
+            Some("max_model_len 262144 needs 24.00 GiB of KV cache, 8.68 GiB available")
+        );
+        // The older engine's (vllm/worker/worker.py, raise_if_cache_size_invalid).
+        for line in [
+            "ValueError: No available memory for the cache blocks. Try increasing \
+             `gpu_memory_utilization` when initializing the engine.",
+            "ValueError: The model's max seq len (32768) is larger than the maximum number of \
+             tokens that can be stored in KV cache (20480). Try increasing \
+             `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
+        ] {
+            assert_eq!(cat(line), Some(Category::CudaOom), "{line}");
+        }
     }
 
     #[test]

@@ -1922,7 +1922,8 @@ const NO_USABLE_GPU_FIX: &str = "There is no GPU this process can use (no NVIDIA
      on the CPU: backend `gloo` (init_process_group(\"gloo\")), no `torch.cuda.set_device`, the \
      model and the tensors on the CPU, DDP without device_ids. NVML's \"Driver/library version \
      mismatch\": the driver was upgraded while its old kernel module is still loaded; reboot \
-     the node (or unload and reload the nvidia modules).";
+     the node (or unload and reload the nvidia modules). \"CUDA unknown error\" also follows \
+     CUDA_VISIBLE_DEVICES changed after the program's first CUDA call: set it before.";
 
 /// The fix for a rank proven to be killed by a SIGKILL from outside.
 const KILLED_FROM_OUTSIDE_FIX: &str = "Find the sender of the SIGKILL: the batch system's \

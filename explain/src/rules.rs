@@ -951,6 +951,13 @@ pub(crate) static RULES: &[Rule] = &[
           "with status=", "vendor_err", "unable to open device", "unable to query",
           "incompatible"]],
         not [], ex_none),
+    // NCCL's choice of network (`net.cc`, `ncclNetInit`): `NCCL_NET` names a network (`IB`, a
+    // plugin's such as `AWS Libfabric`) that is not among those that loaded and found a device
+    // on this host: "Error: network IB not found.", then ncclInvalidUsage. The RDMA network
+    // the job was told to use is not there (no HCA, no driver in the container, the plugin
+    // missing), as with the IB transport's own errors.
+    rule!("nccl_net_not_found", Infiniband, Cause, Standalone,
+        [["error: network "], [" not found"]], not [], ex_nccl_net_not_found),
     rule!("ib_fatal_or_nic_counts", Infiniband, Cause, Standalone,
         [["(detected in ncclibtest)", "detected mixed local net device counts"]],
         not [], ex_none),
@@ -1281,6 +1288,11 @@ pub(crate) static RULES: &[Rule] = &[
         [["found no nvidia driver", "no cuda gpus are available",
           "cuda driver version is insufficient", "nvidia driver on your system is too old",
           "failed to find cuda library libcuda", "failed to open libnvidia-ml",
+          // PyTorch's own words for the runtime's cudaErrorInitializationError and
+          // cudaErrorUnknown at its first CUDA call (`c10/cuda/CUDAFunctions.cpp`), and the
+          // runtime's cudaErrorNoDevice.
+          "cuda driver initialization failed", "cuda unknown error - this may be due to",
+          "no cuda-capable device is detected",
           "driver/library version mismatch", "cuda driver version found is",
           "but your machine only has: []",
           // Lightning's `CUDAAccelerator.find_usable_cuda_devices`: "You requested to find 2
@@ -1685,6 +1697,28 @@ fn ex_cuda_devices_unavailable(_: &str, _: &str) -> Extract {
 
 fn ex_none(_: &str, _: &str) -> Extract {
     Extract::default()
+}
+
+/// The network `NCCL_NET` named, as NCCL printed it.
+fn ex_nccl_net_not_found(line: &str, lower: &str) -> Extract {
+    let name = lower
+        .find("error: network ")
+        .map(|i| i + "error: network ".len())
+        .and_then(|start| {
+            let end = start + lower[start..].find(" not found")?;
+            Some(line[start..end].trim())
+        });
+    Extract {
+        detail: Some(match name {
+            Some(n) if !n.is_empty() => format!(
+                "NCCL_NET={n} asks for a network NCCL could not load on this host (unset \
+                 NCCL_NET to let NCCL choose, or make that network's devices or plugin \
+                 available)"
+            ),
+            _ => "NCCL_NET asks for a network NCCL could not load on this host".to_owned(),
+        }),
+        ..Extract::default()
+    }
 }
 
 fn ex_nccl_topology_lost_net(_: &str, _: &str) -> Extract {
@@ -2934,6 +2968,25 @@ mod tests {
             ex.detail.as_deref(),
             Some("params[3] (sizes [8, 4, 3, 3]) has other strides than on rank 0")
         );
+    }
+
+    #[test]
+    fn a_network_nccl_was_told_to_use_and_could_not_load_is_the_rdma_network() {
+        let (rule, ex) =
+            classify("host-a:77:77 [0] net.cc:605 NCCL WARN Error: network IB not found.").unwrap();
+        assert_eq!(rule.name, "nccl_net_not_found");
+        assert_eq!(rule.category, Category::Infiniband);
+        assert!(ex.detail.unwrap().starts_with("NCCL_NET=IB asks for"));
+        // PyTorch's words for a CUDA runtime that found no usable GPU.
+        for line in [
+            "RuntimeError: CUDA driver initialization failed, you might not have a CUDA gpu.",
+            "RuntimeError: CUDA unknown error - this may be due to an incorrectly set up \
+             environment, e.g. changing env variable CUDA_VISIBLE_DEVICES after program start. \
+             Setting the available devices to be zero.",
+            "RuntimeError: CUDA error: no CUDA-capable device is detected",
+        ] {
+            assert_eq!(classify(line).unwrap().0.name, NO_USABLE_GPU_RULE, "{line}");
+        }
     }
 
     #[test]

@@ -2432,6 +2432,19 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
                publishes not-ready addresses."
             .to_owned();
     }
+    if role == Role::Cause && proven(crate::rules::RULE_GLOO_PEER_LOOPBACK) {
+        title = format!(
+            "{} could not connect to a peer at a loopback address: the peer's host name \
+             resolves to loopback",
+            subject(&ranks)
+        );
+        fix = "Make each node's host name resolve to the address the other nodes reach it at \
+               (`getent hosts $(hostname)` on each node; in /etc/hosts replace the \
+               `127.0.1.1 HOSTNAME` line that Ubuntu's and Debian's images write, or point it \
+               at the node's LAN address), or set GLOO_SOCKET_IFNAME to the interface between \
+               the nodes (`ip -br addr`), which gloo then binds and advertises instead."
+            .to_owned();
+    }
     if role == Role::Cause && proven(crate::rules::RULE_VLLM_KV_CACHE_TOO_SMALL) {
         title = format!(
             "{} could not start vLLM: its KV cache does not fit in the GPU memory it was given",
@@ -2849,6 +2862,8 @@ const INDIRECT_RULES: &[&str] = &[
     // with its readiness): the job failed there only if nothing later in the log says otherwise.
     RULE_STORE_NAME_UNRESOLVED,
     RULE_STORE_CLIENT_NAME_UNRESOLVED,
+    // On one node a loopback address works: a refusal there is a peer not listening.
+    crate::rules::RULE_GLOO_PEER_LOOPBACK,
     "sigbus_exit",
     "dataloader_worker_bus_error",
     crate::rules::RULE_DESCRIPTOR_NOT_RECEIVED,

@@ -238,6 +238,8 @@ pub(crate) const RULE_STORE_CLIENT_NAME_UNRESOLVED: &str = "tcpstore_client_name
 pub(crate) const RULE_RAY_MEMORY_MONITOR: &str = "ray_memory_monitor";
 /// The rule of vLLM's engine finding no room for its KV cache in the GPU memory it was given.
 pub(crate) const RULE_VLLM_KV_CACHE_TOO_SMALL: &str = "vllm_kv_cache_too_small";
+/// The rule of a gloo peer that advertised a loopback address (its host name maps to it).
+pub(crate) const RULE_GLOO_PEER_LOOPBACK: &str = "gloo_peer_loopback";
 /// The rule of a Ray worker that got SIGTERM (Ray reports its exit code as None).
 pub(crate) const RULE_RAY_WORKER_SIGTERM: &str = "ray_worker_sigterm";
 /// The rule of a Ray worker whose connection to its raylet closed (no error of its own).
@@ -855,6 +857,18 @@ pub(crate) static RULES: &[Rule] = &[
     // interface chosen (GLOO_SOCKET_IFNAME, NCCL_SOCKET_IFNAME), a firewall, a container's
     // own network. A refused NCCL connection is `connection_refused`'s (the peer's
     // listener is not up yet, or gone), and NCCL's own retries are not failures.
+    // A gloo pair that could not connect to a peer at a loopback address
+    // (`transport/tcp/pair.cc`'s "SO_ERROR: Connection refused, remote=[127.0.1.1]:20901",
+    // "connect [127.0.1.1]:PORT: ..."): the address is the one the peer advertised, the
+    // address its host name resolved to, and another process can reach it only on the
+    // peer's own host. Ubuntu's and Debian's images map the host name to 127.0.1.1 in
+    // /etc/hosts, so a multi-node gloo job advertises loopback; on one node loopback works,
+    // so a refusal there is a peer not listening (medium: the log may be one node's).
+    rule!(RULE_GLOO_PEER_LOOPBACK, NetworkInterface, Cause, Standalone,
+        [["connectfullmesh", "transport/tcp/pair.cc", "so_error", "gloo"],
+         ["remote=[127.", "remote=127.", "connect [127."],
+         ["refused", "timed out", "no route", "unreachable"]],
+        not [], ex_gloo_peer_loopback),
     rule!("gloo_peer_mesh", NetworkInterface, Cause, Standalone,
         [["connectfullmesh failed", "using the loopback address as fallback",
           "unable to resolve hostname to a (local) address"]],
@@ -2132,6 +2146,26 @@ fn ex_port(_: &str, lower: &str) -> Extract {
     }
 }
 
+/// The loopback address a gloo peer advertised, named.
+fn ex_gloo_peer_loopback(line: &str, lower: &str) -> Extract {
+    let address = ["remote=[", "remote=", "connect ["].iter().find_map(|k| {
+        let start = lower.find(&format!("{k}127."))? + k.len();
+        let len = line[start..]
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(line.len() - start);
+        Some(&line[start..start + len])
+    });
+    Extract {
+        detail: Some(format!(
+            "a peer advertised the loopback address {}: its host name resolves to loopback \
+             (/etc/hosts maps it to 127.0.1.1 on Ubuntu and Debian images), which other nodes \
+             cannot reach",
+            address.unwrap_or("127.x")
+        )),
+        ..Extract::default()
+    }
+}
+
 fn ex_address(line: &str, lower: &str) -> Extract {
     // c10d's socket.cpp: "failed to connect to any network address of (host, port)", "failed
     // to connect to host:port"; gloo's `GLOO_SOCKET_IFNAME` lookup: "Unable to find address
@@ -2987,6 +3021,31 @@ mod tests {
         ] {
             assert_eq!(classify(line).unwrap().0.name, NO_USABLE_GPU_RULE, "{line}");
         }
+    }
+
+    #[test]
+    fn a_gloo_peer_at_a_loopback_address_is_its_host_name_mapped_to_loopback() {
+        for line in [
+            "RuntimeError: Gloo connectFullMesh failed with [../third_party/gloo/gloo/transport/\
+             tcp/pair.cc:144] timed out connecting: SO_ERROR: Connection refused, \
+             remote=[127.0.1.1]:20901",
+            "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:799] connect \
+             [127.0.1.1]:48715: Connection refused",
+        ] {
+            let (rule, ex) = classify(line).unwrap();
+            assert_eq!(rule.name, RULE_GLOO_PEER_LOOPBACK, "{line}");
+            assert!(
+                ex.detail.unwrap().contains("loopback address 127.0.1.1:"),
+                "{line}"
+            );
+        }
+        // Another address stays the mesh's own rule.
+        let (rule, _) = classify(
+            "RuntimeError: Gloo connectFullMesh failed with [pair.cc:144] timed out connecting: \
+             SO_ERROR: Connection refused, remote=[10.0.0.2]:20901",
+        )
+        .unwrap();
+        assert_eq!(rule.name, "gloo_peer_mesh");
     }
 
     #[test]

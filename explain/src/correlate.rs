@@ -2432,6 +2432,24 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
                publishes not-ready addresses."
             .to_owned();
     }
+    if role == Role::Cause && proven(crate::rules::RULE_NCCL_NET_PLUGIN_FAILED) {
+        title = format!(
+            "{} failed: NCCL could not initialise the network it was told to use",
+            subject(&ranks)
+        );
+        meaning = "NCCL found no network it could initialise. Its own socket network loads \
+                   wherever a socket interface exists, so only the network that NCCL_NET or \
+                   NCCL_NET_PLUGIN forced was tried (often set by a container image's or a \
+                   module's environment: `IB`, `gIB`, `AWS Libfabric`), and it did not load \
+                   on this host. NCCL does not fall back from a forced network.";
+        fix = "Find where NCCL_NET / NCCL_NET_PLUGIN come from (`env | grep NCCL`, the image's \
+               /etc/profile.d, the module) and either make that network load (its plugin \
+               library on LD_LIBRARY_PATH and built for this NCCL, `libibverbs` and \
+               `/dev/infiniband` in the container, the HCAs present) or, where the job does \
+               not need it (one node, no RDMA NICs), unset them or set NCCL_NET=Socket. \
+               NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET shows why the plugin failed."
+            .to_owned();
+    }
     if role == Role::Cause && proven(crate::rules::RULE_GLOO_PEER_LOOPBACK) {
         title = format!(
             "{} could not connect to a peer at a loopback address: the peer's host name \

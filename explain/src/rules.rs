@@ -238,6 +238,8 @@ pub(crate) const RULE_STORE_CLIENT_NAME_UNRESOLVED: &str = "tcpstore_client_name
 pub(crate) const RULE_RAY_MEMORY_MONITOR: &str = "ray_memory_monitor";
 /// The rule of vLLM's engine finding no room for its KV cache in the GPU memory it was given.
 pub(crate) const RULE_VLLM_KV_CACHE_TOO_SMALL: &str = "vllm_kv_cache_too_small";
+/// The rule of NCCL finding no network it could initialise (a forced plugin that did not load).
+pub(crate) const RULE_NCCL_NET_PLUGIN_FAILED: &str = "nccl_net_plugin_failed";
 /// The rule of a gloo peer that advertised a loopback address (its host name maps to it).
 pub(crate) const RULE_GLOO_PEER_LOOPBACK: &str = "gloo_peer_loopback";
 /// The rule of a Ray worker that got SIGTERM (Ray reports its exit code as None).
@@ -908,11 +910,11 @@ pub(crate) static RULES: &[Rule] = &[
     rule!("network_interface", NetworkInterface, Cause, Standalone,
         [["no socket interface found", "no usable listening interface", "unable to find address for",
           // NCCL: "NET/IB : No IP interface found.", "no device found matching ib0, verify
-          // NCCL_OOB_NET_IFNAME", "Failed to initialize any NET plugin", and a bind to an
+          // NCCL_OOB_NET_IFNAME", and a bind to an
           // address this host does not have (`SYSCHECK`: "Call to bind failed: Cannot assign
           // requested address"); gloo's `device.cc` ("Unable to find interface for: eth1") and
           // `socket.cc` ("bind: Cannot assign requested address").
-          "no ip interface found", "verify nccl_oob_net_ifname", "failed to initialize any net plugin",
+          "no ip interface found", "verify nccl_oob_net_ifname",
           "call to bind failed: cannot assign requested address",
           "bind: cannot assign requested address", "unable to find interface for",
           "network is unreachable", "no route to host", "name or service not known",
@@ -972,6 +974,15 @@ pub(crate) static RULES: &[Rule] = &[
     // missing), as with the IB transport's own errors.
     rule!("nccl_net_not_found", Infiniband, Cause, Standalone,
         [["error: network "], [" not found"]], not [], ex_nccl_net_not_found),
+    // NCCL's `plugin/net.cc` when no network initialised: "Failed to initialize any NET
+    // plugin", then ncclInvalidUsage. NCCL's own socket network always loads where a socket
+    // interface exists, so the networks tried were only those NCCL_NET or NCCL_NET_PLUGIN
+    // forced (an image's or a module's environment: `IB`, `gIB`, `AWS Libfabric`), and that
+    // one did not load here: its library not on the loader's path or built for another NCCL,
+    // `libibverbs` or `/dev/infiniband` missing in the container, no HCA on this host. What
+    // users' notes record for it, each with that fix.
+    rule!(RULE_NCCL_NET_PLUGIN_FAILED, Infiniband, Cause, Standalone,
+        [["failed to initialize any net plugin"]], not [], ex_none),
     rule!("ib_fatal_or_nic_counts", Infiniband, Cause, Standalone,
         [["(detected in ncclibtest)", "detected mixed local net device counts"]],
         not [], ex_none),
@@ -3011,6 +3022,12 @@ mod tests {
         assert_eq!(rule.name, "nccl_net_not_found");
         assert_eq!(rule.category, Category::Infiniband);
         assert!(ex.detail.unwrap().starts_with("NCCL_NET=IB asks for"));
+        let (rule, _) = classify(
+            "host-a:1:1 [0] plugin/net.cc:306 NCCL WARN Failed to initialize any NET plugin",
+        )
+        .unwrap();
+        assert_eq!(rule.name, RULE_NCCL_NET_PLUGIN_FAILED);
+        assert_eq!(rule.category, Category::Infiniband);
         // PyTorch's words for a CUDA runtime that found no usable GPU.
         for line in [
             "RuntimeError: CUDA driver initialization failed, you might not have a CUDA gpu.",
@@ -3801,7 +3818,7 @@ mod tests {
             ("host-a:1234:1240 [0] NCCL WARN NET/OFI Couldn't create domain. RC: -12, ERROR: Cannot allocate memory", Infiniband),
             ("host-a:1234:1240 [0] transport/net_ib.cc:400 NCCL WARN NET/IB : No IP interface found.", NetworkInterface),
             ("host-a:1234:1240 [0] bootstrap.cc:100 NCCL WARN no device found matching ib0, verify NCCL_OOB_NET_IFNAME", NetworkInterface),
-            ("host-a:1234:1240 [0] init.cc:200 NCCL WARN Failed to initialize any NET plugin", NetworkInterface),
+            ("host-a:1234:1240 [0] init.cc:200 NCCL WARN Failed to initialize any NET plugin", Infiniband),
             ("host-a:1234:1240 [0] misc/socket.cc:450 NCCL WARN Call to bind failed: Cannot assign requested address", NetworkInterface),
             ("RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/device.cc:212] ifa != nullptr. Unable to find interface for: 10.0.0.9", NetworkInterface),
             ("RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/socket.cc:95] rv != -1. -1 vs -1. bind: Cannot assign requested address", NetworkInterface),

@@ -819,6 +819,12 @@ pub(crate) static RULES: &[Rule] = &[
           // size (3) is not valid with the current list of valid GPU counts: [2, 4, 8]".
           "is not valid with the current list of valid gpu counts"]],
         not [], ex_world_size),
+    // torch's DeviceMesh (`device_mesh.py`): "Mesh should not be bigger than default world
+    // size 8, but found 16 ranks!" (earlier releases without the size): the mesh the program
+    // builds (its parallel sizes, a config's GPU count) asks for more ranks than the job
+    // started.
+    rule!("device_mesh_larger_than_world", WorldSizeMismatch, Cause, Standalone,
+        [["should not be bigger than"], ["world size"]], not [], ex_device_mesh_size),
     // Lightning's cluster environments check the Trainer's `devices` and `num_nodes` against
     // the launcher's (`validate_settings` in lightning/fabric/plugins/environments):
     // SLURM's "You set `devices=4` in Lightning, but the number of tasks per node configured
@@ -990,6 +996,21 @@ pub(crate) static RULES: &[Rule] = &[
     // completed with an error, a libfabric call failed ("Couldn't create domain. RC: -12",
     // "Unable to retrieve completion queue entries", "Error posting rx buffer"), fewer devices
     // or rails than the peers have. The RDMA network, as with InfiniBand.
+    // aws-ofi-nccl's libfabric calls that the provider does not implement ("Couldn't
+    // register memory region with regattr. RC: -38, ERROR: Function not implemented";
+    // -FI_ENOSYS, and -FI_EOPNOTSUPP "Operation not supported"): the plugin's protocol or
+    // version asks for a feature this provider (its version, the NIC's driver) lacks. An
+    // unsupported combination, not a failing network: OFI_NCCL_PROTOCOL, or the plugin
+    // and libfabric versions matched to the provider.
+    rule!("ofi_call_not_supported", NcclInternalOrUnsupported, Cause, Standalone,
+        [["net/ofi"], ["function not implemented", "rc: -38", "operation not supported",
+                       "rc: -95"]],
+        not [], ex_ofi_call_not_supported),
+    // Its wrapper's words after any failed registration ("Unable to register memory (type =
+    // 2) for device 19"): the reason is the line before it (the libfabric call's RC), so it
+    // joins that finding when there is one.
+    rule!("ofi_register_memory", Infiniband, Cause, AnyFinding,
+        [["net/ofi"], ["unable to register memory"]], not [], ex_none),
     rule!("ofi_transport", Infiniband, Cause, Standalone,
         [["net/ofi"],
          ["completed with error", "couldn't ", "unable to ", "error posting", " failed", "fatal",
@@ -1722,6 +1743,38 @@ fn ex_cuda_devices_unavailable(_: &str, _: &str) -> Extract {
 
 fn ex_none(_: &str, _: &str) -> Extract {
     Extract::default()
+}
+
+fn ex_ofi_call_not_supported(_: &str, _: &str) -> Extract {
+    Extract {
+        detail: Some(
+            "the libfabric provider does not implement a call this aws-ofi-nccl makes: its \
+             protocol or version against the provider's (try OFI_NCCL_PROTOCOL=RDMA or the other \
+             protocol, or the plugin and libfabric versions the provider supports)"
+                .to_owned(),
+        ),
+        ..Extract::default()
+    }
+}
+
+/// A device mesh's ranks against the job's world size: "the device mesh asks for 16 ranks,
+/// the job has 8".
+fn ex_device_mesh_size(_: &str, lower: &str) -> Extract {
+    let world = num_after(lower, "world size ").and_then(rank_number);
+    let mesh = ["but found ", "but get ", "but got "]
+        .iter()
+        .find_map(|k| num_after(lower, k))
+        .and_then(rank_number);
+    let detail = match (mesh, world) {
+        (Some(m), Some(w)) => format!("the device mesh asks for {m} ranks, the job has {w}"),
+        (Some(m), None) => format!("the device mesh asks for {m} ranks, more than the job has"),
+        _ => "the device mesh asks for more ranks than the job has".to_owned(),
+    };
+    Extract {
+        detail: Some(detail),
+        expected_world: mesh,
+        ..Extract::default()
+    }
 }
 
 /// The network `NCCL_NET` named, as NCCL printed it.
@@ -3027,6 +3080,20 @@ mod tests {
         )
         .unwrap();
         assert_eq!(rule.name, RULE_NCCL_NET_PLUGIN_FAILED);
+        assert_eq!(
+            cat(
+                "host-a:1:1 [0] NCCL WARN NET/OFI Couldn't register memory region with regattr. \
+                 RC: -38, ERROR: Function not implemented"
+            ),
+            Some(Category::NcclInternalOrUnsupported)
+        );
+        assert_eq!(
+            cat(
+                "host-a:1:1 [0] NCCL WARN NET/OFI Couldn't create domain. RC: -12, ERROR: \
+                 Cannot allocate memory"
+            ),
+            Some(Category::Infiniband)
+        );
         assert_eq!(rule.category, Category::Infiniband);
         // PyTorch's words for a CUDA runtime that found no usable GPU.
         for line in [
@@ -3063,6 +3130,25 @@ mod tests {
         )
         .unwrap();
         assert_eq!(rule.name, "gloo_peer_mesh");
+    }
+
+    #[test]
+    fn a_device_mesh_larger_than_the_job_is_a_world_size_mismatch() {
+        let (rule, ex) = classify(
+            "RuntimeError: Mesh should not be bigger than default world size 8, but found 16 \
+             ranks!",
+        )
+        .unwrap();
+        assert_eq!(rule.category, Category::WorldSizeMismatch);
+        assert_eq!(
+            ex.detail.as_deref(),
+            Some("the device mesh asks for 16 ranks, the job has 8")
+        );
+        assert_eq!(ex.expected_world, Some(16));
+        assert_eq!(
+            cat("RuntimeError: Mesh should not be bigger than default world size, but found 6 ranks!"),
+            Some(Category::WorldSizeMismatch)
+        );
     }
 
     #[test]

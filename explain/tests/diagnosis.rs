@@ -3346,6 +3346,26 @@ fn an_exception_line_as_far_left_as_its_frame_ends_a_headerless_traceback() {
 }
 
 #[test]
+fn aws_ofi_nccls_registration_failure_joins_the_reason_before_it() {
+    // aws-ofi-nccl's wrapper line after a libfabric call the provider does not implement: the
+    // call's RC decides (an unsupported combination); alone, the wrapper is the RDMA network.
+    let reason = "host-a:1:1 [0] NCCL WARN NET/OFI Couldn't register memory region with \
+                  regattr. RC: -38, ERROR: Function not implemented\n";
+    let wrapper = "host-a:1:1 [0] NCCL WARN NET/OFI Unable to register memory (type = 2) for \
+                   device 19\n";
+    let first = |log: String| {
+        let report =
+            probe_explain::explain_log_bytes("rank.log", log.as_bytes(), &Options::default());
+        report.findings[0].category
+    };
+    assert_eq!(
+        first(format!("{reason}{wrapper}")),
+        Category::NcclInternalOrUnsupported
+    );
+    assert_eq!(first(wrapper.to_owned()), Category::Infiniband);
+}
+
+#[test]
 fn a_message_wrapped_across_lines_is_read_whole() {
     // DDP's error for parameters without a gradient, hard-wrapped as a terminal copy leaves
     // it: no part holds the words a rule reads. Cut in three at 60 columns, its first two

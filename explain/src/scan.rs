@@ -2527,73 +2527,75 @@ mod tests {
         ));
     }
 
-    #[test]
-    fn a_hard_wrapped_log_is_read_as_the_lines_it_was_cut_from() {
+    /// The last lines kept (line number, text) and the lines counted when `lines` are read as
+    /// a log hard-wrapped at `width`.
+    fn read_wrapped(width: usize, lines: &[&str]) -> (Vec<(Option<u64>, String)>, u64) {
         let mut nccl = NcclCollector::default();
         let mut shape = LogShape::default();
         let mut order = 0;
         let mut s = Scanner::new("f.log".into(), None, &mut nccl, &mut shape, &mut order);
-        s.wrap_width = Some(10);
-        for (n, l) in [
-            "0123456789",
-            "abcdefghij",
-            "klm",
-            "----------",
-            "short",
-            "0123456789",
-            "[rank0]: x",
-        ]
-        .iter()
-        .enumerate()
-        {
+        s.wrap_width = Some(width);
+        for (n, l) in lines.iter().enumerate() {
             s.line(Some(n as u64 + 1), l);
         }
         let out = s.finish();
-        let last: Vec<_> = out.last.iter().map(|e| (e.line, e.text.as_str())).collect();
+        let last = out.last.iter().map(|e| (e.line, e.text.clone())).collect();
+        (last, out.lines)
+    }
+
+    fn owned(lines: &[(Option<u64>, &str)]) -> Vec<(Option<u64>, String)> {
+        lines.iter().map(|(n, t)| (*n, (*t).to_owned())).collect()
+    }
+
+    #[test]
+    fn a_hard_wrapped_log_is_read_as_the_lines_it_was_cut_from() {
+        let (last, lines) = read_wrapped(
+            10,
+            &[
+                "0123456789",
+                "abcdefghij",
+                "klm",
+                "----------",
+                "short",
+                "0123456789",
+                "[rank0]: x",
+            ],
+        );
         assert_eq!(
             last,
-            [
+            owned(&[
                 (Some(1), "0123456789abcdefghijklm"),
                 (Some(4), "----------"),
                 (Some(5), "short"),
                 // At the width by chance: a new record follows.
                 (Some(6), "0123456789"),
                 (Some(7), "[rank0]: x"),
-            ]
+            ])
         );
-        assert_eq!(out.lines, 7);
+        assert_eq!(lines, 7);
     }
 
     #[test]
     fn traceback_lines_at_the_wrap_width_by_chance_stay_apart() {
-        let mut nccl = NcclCollector::default();
-        let mut shape = LogShape::default();
-        let mut order = 0;
-        let mut s = Scanner::new("f.log".into(), None, &mut nccl, &mut shape, &mut order);
-        s.wrap_width = Some(16);
-        for (n, l) in [
-            "  File \"t.py\", l",
-            "ine 3, in f",
-            // A whole frame line, then its code line, each 16 characters long by chance.
-            "  File \"u.py\", 1",
-            "    x = d[k] + 1",
-            "KeyError: 'k'",
-        ]
-        .iter()
-        .enumerate()
-        {
-            s.line(Some(n as u64 + 1), l);
-        }
-        let out = s.finish();
-        let last: Vec<_> = out.last.iter().map(|e| (e.line, e.text.as_str())).collect();
+        let (last, _) = read_wrapped(
+            16,
+            &[
+                "  File \"t.py\", l",
+                "ine 3, in f",
+                // A whole frame line, then its code line, each 16 characters long by chance.
+                "  File \"u.py\", 1",
+                "    x = d[k] + 1",
+                "KeyError: 'k'",
+            ],
+        );
         assert_eq!(
             last,
-            [
+            owned(&[
                 (Some(1), "File \"t.py\", line 3, in f"),
                 (Some(3), "File \"u.py\", 1"),
                 (Some(4), "x = d[k] + 1"),
                 (Some(5), "KeyError: 'k'"),
-            ]
+            ])
         );
         assert!(next_traceback_line(
             "  File \"t.py\", line 3, in f",

@@ -3263,6 +3263,25 @@ fn a_store_that_cannot_listen_on_the_jobs_own_port_met_a_process_of_the_job() {
     );
 }
 
+/// Explains `log` as one rank's file and checks that its first finding is a crash whose
+/// evidence quotes `quoted`; returns that finding's ranks.
+fn first_finding_is_a_crash_quoting(log: &str, quoted: &str) -> Vec<usize> {
+    let report = probe_explain::explain_log_bytes("rank.log", log.as_bytes(), &Options::default());
+    let top = report.findings.first().expect("a finding");
+    assert_eq!(
+        top.category,
+        Category::RankCrashed,
+        "{}",
+        report.render_text(100)
+    );
+    assert!(
+        top.evidence.iter().any(|e| e.text.contains(quoted)),
+        "{}",
+        report.render_text(100)
+    );
+    top.ranks.clone()
+}
+
 #[test]
 fn a_traceback_pasted_as_an_indented_code_block_still_ends_in_its_exception() {
     // A Markdown code block indents every line by four spaces: the exception line is then
@@ -3278,22 +3297,7 @@ fn a_traceback_pasted_as_an_indented_code_block_still_ends_in_its_exception() {
         log.to_owned(),
         log.lines().map(|l| format!("{}\n", &l[4..])).collect(),
     ] {
-        let report =
-            probe_explain::explain_log_bytes("rank.log", text.as_bytes(), &Options::default());
-        let top = report.findings.first().expect("a finding");
-        assert_eq!(
-            top.category,
-            Category::RankCrashed,
-            "{}",
-            report.render_text(100)
-        );
-        assert!(
-            top.evidence.iter().any(|e| e
-                .text
-                .contains("TypeError: barrier() got an unexpected keyword")),
-            "{}",
-            report.render_text(100)
-        );
+        first_finding_is_a_crash_quoting(&text, "TypeError: barrier() got an unexpected keyword");
     }
 }
 
@@ -3314,22 +3318,9 @@ fn an_exception_line_as_far_left_as_its_frame_ends_a_headerless_traceback() {
         format!("{frame}\n{tail}"),
         format!("{first}\n{rest}\n{tail}"),
     ] {
-        let report =
-            probe_explain::explain_log_bytes("rank.log", log.as_bytes(), &Options::default());
-        let top = report.findings.first().expect("a finding");
         assert_eq!(
-            top.category,
-            Category::RankCrashed,
-            "{}",
-            report.render_text(100)
-        );
-        assert_eq!(top.ranks, [7], "{}", report.render_text(100));
-        assert!(
-            top.evidence
-                .iter()
-                .any(|e| e.text.contains("AssertionError")),
-            "{}",
-            report.render_text(100)
+            first_finding_is_a_crash_quoting(&log, "AssertionError"),
+            [7]
         );
     }
     // A code line indented deeper than its frame stays code, even when it reads as a name.

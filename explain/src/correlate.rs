@@ -2438,8 +2438,9 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
             subject(&ranks)
         );
         meaning = "NCCL found no network it could initialise. Its own socket network loads \
-                   wherever a socket interface exists, so only the network that NCCL_NET or \
-                   NCCL_NET_PLUGIN forced was tried (often set by a container image's or a \
+                   wherever a socket interface exists (where none does, NCCL says so first, \
+                   and that finding comes before this one), so only the network that NCCL_NET \
+                   or NCCL_NET_PLUGIN forced was tried (often set by a container image's or a \
                    module's environment: `IB`, `gIB`, `AWS Libfabric`), and it did not load \
                    on this host. NCCL does not fall back from a forced network.";
         fix = "Find where NCCL_NET / NCCL_NET_PLUGIN come from (`env | grep NCCL`, the image's \

@@ -3357,6 +3357,27 @@ fn aws_ofi_nccls_registration_failure_joins_the_reason_before_it() {
 }
 
 #[test]
+fn no_network_nccl_could_load_is_the_forced_plugin_unless_no_interface_was_found() {
+    let plugin = "host-a:1:1 [0] plugin/net.cc:306 NCCL WARN Failed to initialize any NET plugin\n";
+    let first = |log: String| {
+        let report =
+            probe_explain::explain_log_bytes("rank.log", log.as_bytes(), &Options::default());
+        (
+            report.findings[0].category,
+            report.findings[0].title.clone(),
+        )
+    };
+    let (category, title) = first(plugin.to_owned());
+    assert_eq!(category, Category::Infiniband);
+    assert!(title.contains("the network it was told to use"), "{title}");
+    // Without a socket interface NCCL's own network fails too, and says so first.
+    let (category, _) = first(format!(
+        "host-a:1:1 [0] NCCL WARN Bootstrap : no socket interface found\n{plugin}"
+    ));
+    assert_eq!(category, Category::NetworkInterface);
+}
+
+#[test]
 fn a_message_wrapped_across_lines_is_read_whole() {
     // DDP's error for parameters without a gradient, hard-wrapped as a terminal copy leaves
     // it: no part holds the words a rule reads. Cut in three at 60 columns, its first two

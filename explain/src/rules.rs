@@ -979,7 +979,7 @@ pub(crate) static RULES: &[Rule] = &[
     // the job was told to use is not there (no HCA, no driver in the container, the plugin
     // missing), as with the IB transport's own errors.
     rule!("nccl_net_not_found", Infiniband, Cause, Standalone,
-        [["error: network "], [" not found"]], not [], ex_nccl_net_not_found),
+        [["nccl"], ["error: network "], [" not found"]], not [], ex_nccl_net_not_found),
     // NCCL's `plugin/net.cc` when no network initialised: "Failed to initialize any NET
     // plugin", then ncclInvalidUsage. NCCL's own socket network always loads where a socket
     // interface exists, so the networks tried were only those NCCL_NET or NCCL_NET_PLUGIN
@@ -3073,6 +3073,8 @@ mod tests {
         let (rule, ex) =
             classify("host-a:77:77 [0] net.cc:605 NCCL WARN Error: network IB not found.").unwrap();
         assert_eq!(rule.name, "nccl_net_not_found");
+        assert!(classify("Error: network config file not found")
+            .is_none_or(|(r, _)| r.name != "nccl_net_not_found"));
         assert_eq!(rule.category, Category::Infiniband);
         assert!(ex.detail.unwrap().starts_with("NCCL_NET=IB asks for"));
         let (rule, _) = classify(

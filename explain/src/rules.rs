@@ -1170,6 +1170,9 @@ pub(crate) static RULES: &[Rule] = &[
             "os error 111",
             "could not connect to the store",
             "the client socket has timed out",
+            // c10d's store client before the socket rewrite (PyTorch 1.x, `tcputils`):
+            // "connect() timed out. Original timeout was 60000 ms."
+            "connect() timed out",
             "failed to connect to",
             "connection to the c10d store has failed",
             "rendezvousconnectionerror",

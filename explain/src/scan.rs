@@ -224,7 +224,7 @@ impl PasteProbe {
     pub fn line(&mut self, raw: &str) {
         let raw = plain_characters(without_byte_order_mark(raw));
         let raw = raw.as_ref();
-        match structured_message(raw) {
+        match structured_message(raw).or_else(|| escaped_message(raw)) {
             Some(message) => message.lines().for_each(|part| self.pasted_line(part)),
             None => self.pasted_line(raw),
         }
@@ -473,7 +473,7 @@ impl<'a> Scanner<'a> {
         self.out.lines += 1;
         let raw = plain_characters(without_byte_order_mark(raw));
         let raw = raw.as_ref();
-        match structured_message(raw) {
+        match structured_message(raw).or_else(|| escaped_message(raw)) {
             // A collector's record: its message, line by line (a traceback can be one record).
             Some(message) => message
                 .lines()
@@ -1494,6 +1494,88 @@ fn structured_message(raw: &str) -> Option<String> {
         .map(|m| m.strip_suffix('\n').unwrap_or(m).to_owned())
 }
 
+/// A whole log written as one escaped string, its line ends as `\n`: a JSON value that no
+/// collector's record holds (`"Traceback (most recent call last):\n  File ..."`), Python's
+/// repr of captured output (`b'...\n...'`, as a subprocess error prints it). One escaped line
+/// end in quotes, or [`ESCAPED_LINE_ENDS_MIN`] without, and no Windows path written with single
+/// backslashes (`C:\new\nodes`), whose `\n` are no line ends. Every real log of
+/// `tests/corpus.rs` written so had changed 45 answers (2026-12-04).
+fn escaped_message(raw: &str) -> Option<String> {
+    if !raw.contains("\\n") || has_windows_path(raw) {
+        return None;
+    }
+    let t = raw.trim();
+    let quoted = [("b'", '\''), ("b\"", '"'), ("'", '\''), ("\"", '"')]
+        .iter()
+        .find_map(|(open, close)| t.strip_prefix(open)?.strip_suffix(*close));
+    // A quoted string holding a line end is one; bare text needs a few.
+    let needed = if quoted.is_some() {
+        1
+    } else {
+        ESCAPED_LINE_ENDS_MIN
+    };
+    let inner = quoted.unwrap_or(t);
+    (inner.matches("\\n").count() >= needed).then(|| unescape(inner))
+}
+
+/// Escaped line ends on one line, not in quotes, that make it an escaped log
+/// ([`escaped_message`]).
+const ESCAPED_LINE_ENDS_MIN: usize = 3;
+
+/// Whether `line` holds a drive letter's path written with single backslashes (`C:\Users`):
+/// a lone letter (not a word's last, as in `directory:\n`) before `:\`.
+fn has_windows_path(line: &str) -> bool {
+    let b = line.as_bytes();
+    (0..b.len().saturating_sub(3)).any(|i| {
+        b[i].is_ascii_alphabetic()
+            && (i == 0 || !b[i - 1].is_ascii_alphanumeric())
+            && b[i + 1] == b':'
+            && b[i + 2] == b'\\'
+            && b[i + 3] != b'\\'
+    })
+}
+
+/// JSON's and Python's escapes undone: `\n`, `\r`, `\t`, `\"`, `\'`, `\\`, `\uXXXX` and
+/// `\xNN` (a byte, kept as its character where it is one); any other stays as written.
+fn unescape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.peek().copied() {
+            Some('n') => out.push('\n'),
+            Some('r') => {}
+            Some('t') => out.push('\t'),
+            Some(q @ ('"' | '\'' | '\\' | '/')) => out.push(q),
+            Some(kind @ ('u' | 'x')) => {
+                let digits = if kind == 'u' { 4 } else { 2 };
+                let hex: String = chars.clone().skip(1).take(digits).collect();
+                match u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32) {
+                    Some(ch) if hex.len() == digits => {
+                        out.push(ch);
+                        for _ in 0..digits {
+                            chars.next();
+                        }
+                    }
+                    _ => {
+                        out.push('\\');
+                        continue;
+                    }
+                }
+            }
+            _ => {
+                out.push('\\');
+                continue;
+            }
+        }
+        chars.next();
+    }
+    out
+}
+
 /// Whether a traceback frame (`File "train.py", line 3, in main`) is in the program's own code,
 /// not in an installed library or the interpreter's.
 /// An exception's line, then the program's own frame and code line where the traceback had
@@ -2472,6 +2554,27 @@ mod tests {
         assert_eq!(out.lines, 1);
         // Not JSON records: a printed dict, JSON without a message.
         assert_eq!(structured_message("{'loss': 1.5, 'epoch': 0.12}"), None);
+        assert_eq!(
+            escaped_message(r#""Traceback (most recent call last):\n  File \"t.py\", line 3\n    f()\nValueError: bad \u00e9\n""#)
+                .as_deref(),
+            Some("Traceback (most recent call last):\n  File \"t.py\", line 3\n    f()\nValueError: bad \u{e9}\n")
+        );
+        assert_eq!(
+            escaped_message(r"b'a\nb\nc\r\nd\x41'").as_deref(),
+            Some("a\nb\nc\ndA")
+        );
+        // Two escaped line ends are not enough; a Windows path's are none.
+        assert_eq!(escaped_message(r"x\ny\nz"), None);
+        assert_eq!(escaped_message(r#""x\ny""#).as_deref(), Some("x\ny"));
+        assert_eq!(
+            escaped_message(r"open C:\new\nodes\nets\nfile failed"),
+            None
+        );
+        // A word ending in a colon before a line end is no drive letter.
+        assert_eq!(
+            escaped_message(r"No such file or directory:\n  x\nb\nc").as_deref(),
+            Some("No such file or directory:\n  x\nb\nc")
+        );
         assert_eq!(structured_message(r#"{"loss": 1.5}"#), None);
         assert_eq!(
             strip_collector_prefixes("2024-02-27T21:35:32.1Z stderr F boom").1,

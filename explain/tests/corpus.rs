@@ -344,7 +344,7 @@ fn each_line(f: impl Fn(&str) -> String + 'static) -> Box<dyn Fn(&str) -> String
 /// driver: 16, Cloud Logging's export: 24), the reply that quotes it (17), a Markdown code
 /// block's indentation (5) or fence (1), a byte order mark (4), Windows line ends and the page
 /// that HTML-escapes it (9), line numbers (12), moreutils' `ts` (23), a log viewer's newest-first
-/// order (11). Each damage, done to every
+/// order (11), the whole log as one escaped string (a JSON value: 45). Each damage, done to every
 /// real log, must leave the first category as it is on the log itself.
 #[test]
 fn log_collectors_prefixes_quoting_and_escaping_change_no_answer() {
@@ -514,6 +514,30 @@ fn log_collectors_prefixes_quoting_and_escaping_change_no_answer() {
                 "Cloud Logging's JSON records".to_owned(),
                 each_line(|l| {
                     serde_json::json!({"textPayload": l, "severity": "ERROR"}).to_string()
+                }),
+            ),
+            (
+                // The whole log as one JSON string value, its line ends escaped: 45 answers
+                // changed before such a line was read as the lines it holds (2026-12-04).
+                "one JSON string".to_owned(),
+                Box::new(|text: &str| serde_json::to_string(text).unwrap() + "\n"),
+            ),
+            (
+                // Python's repr of captured output, as a subprocess error prints it.
+                "Python's repr of bytes".to_owned(),
+                Box::new(|text: &str| {
+                    let escaped: String = text
+                        .chars()
+                        .map(|c| match c {
+                            '\\' => "\\\\".to_owned(),
+                            '\n' => "\\n".to_owned(),
+                            '\r' => "\\r".to_owned(),
+                            '\t' => "\\t".to_owned(),
+                            '\'' => "\\'".to_owned(),
+                            c => c.to_string(),
+                        })
+                        .collect();
+                    format!("b'{escaped}'\n")
                 }),
             ),
             (

@@ -1333,21 +1333,37 @@ pub(crate) static RULES: &[Rule] = &[
     // "Failed to initialize NVML: ..."): the driver was upgraded while its old kernel module is
     // still loaded. NCCL `misc/cudawrap.cc`: "CUDA Driver version found is %d. Minimum
     // requirement is %d".
-    rule!("no_usable_gpu", CudaError, Cause, Standalone,
-        [["found no nvidia driver", "no cuda gpus are available",
-          "cuda driver version is insufficient", "nvidia driver on your system is too old",
-          "failed to find cuda library libcuda", "failed to open libnvidia-ml",
-          // PyTorch's own words for the runtime's cudaErrorInitializationError and
-          // cudaErrorUnknown at its first CUDA call (`c10/cuda/CUDAFunctions.cpp`), and the
-          // runtime's cudaErrorNoDevice.
-          "cuda driver initialization failed", "cuda unknown error - this may be due to",
-          "no cuda-capable device is detected",
-          "driver/library version mismatch", "cuda driver version found is",
-          "but your machine only has: []",
-          // Lightning's `CUDAAccelerator.find_usable_cuda_devices`: "You requested to find 2
-          // devices but there are no visible CUDA devices on this machine."
-          "but there are no visible cuda devices"]],
-        not [], ex_none),
+    rule!(
+        "no_usable_gpu",
+        CudaError,
+        Cause,
+        Standalone,
+        [[
+            "found no nvidia driver",
+            "no cuda gpus are available",
+            "cuda driver version is insufficient",
+            "nvidia driver on your system is too old",
+            "failed to find cuda library libcuda",
+            "failed to open libnvidia-ml",
+            // PyTorch's own words for the runtime's cudaErrorInitializationError and
+            // cudaErrorUnknown at its first CUDA call (`c10/cuda/CUDAFunctions.cpp`), and the
+            // runtime's cudaErrorNoDevice.
+            "cuda driver initialization failed",
+            "cuda unknown error - this may be due to",
+            "no cuda-capable device is detected",
+            "driver/library version mismatch",
+            "cuda driver version found is",
+            "but your machine only has: []",
+            // Lightning's `CUDAAccelerator.find_usable_cuda_devices`: "You requested to find 2
+            // devices but there are no visible CUDA devices on this machine."
+            "but there are no visible cuda devices"
+        ]],
+        // torch.cuda.is_available()'s warning ("UserWarning: CUDA initialization: Found no
+        // NVIDIA driver ...", "... CUDA unknown error ..."): a probe's answer, and a job that
+        // goes on without a GPU may run (gloo); one that needs it fails later in its own words.
+        not["cuda initialization:"],
+        ex_none
+    ),
     rule!("cuda_error", CudaError, Cause, Standalone,
         [["cuda error:", "cuda failure", "device-side assert", "illegal memory access", "cudaerror",
           "invalid device ordinal", "nvrm: xid", "cublas_status_", "cudnn_status_",
@@ -3110,6 +3126,13 @@ mod tests {
         ] {
             assert_eq!(classify(line).unwrap().0.name, NO_USABLE_GPU_RULE, "{line}");
         }
+        // torch.cuda.is_available()'s warning is no failure of its own.
+        assert!(classify(
+            "torch/cuda/__init__.py:138: UserWarning: CUDA initialization: CUDA unknown error - \
+             this may be due to an incorrectly set up environment, e.g. changing env variable \
+             CUDA_VISIBLE_DEVICES after program start. Setting the available devices to be zero."
+        )
+        .is_none_or(|(r, _)| r.name != NO_USABLE_GPU_RULE));
     }
 
     #[test]

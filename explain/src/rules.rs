@@ -238,6 +238,8 @@ pub(crate) const RULE_STORE_CLIENT_NAME_UNRESOLVED: &str = "tcpstore_client_name
 pub(crate) const RULE_RAY_MEMORY_MONITOR: &str = "ray_memory_monitor";
 /// The rule of vLLM's engine finding no room for its KV cache in the GPU memory it was given.
 pub(crate) const RULE_VLLM_KV_CACHE_TOO_SMALL: &str = "vllm_kv_cache_too_small";
+/// The rule of accelerate refusing to start on GPUs without peer-to-peer support.
+pub(crate) const RULE_ACCELERATE_NO_P2P_GUARD: &str = "accelerate_no_p2p_guard";
 /// The rule of NCCL finding no network it could initialise (a forced plugin that did not load).
 pub(crate) const RULE_NCCL_NET_PLUGIN_FAILED: &str = "nccl_net_plugin_failed";
 /// The rule of a gloo peer that advertised a loopback address (its host name maps to it).
@@ -649,6 +651,16 @@ pub(crate) static RULES: &[Rule] = &[
     // NCCL_P2P_DISABLE does not reach it, turning cuMem off does.
     rule!(RULE_NCCL_SHM_CUDA_FAILURE, NcclInternalOrUnsupported, Cause, Standalone,
         [["shm.cc"], ["cuda failure", "cuda error"]], not [], ex_nccl_shm_cuda_failure),
+    // accelerate's guard (`accelerate/state.py`, PartialState's set-up, where
+    // `check_cuda_p2p_ib_support()` is false: two or more RTX 4000-series GPUs, RTX 3090s in
+    // older releases, on an NVIDIA driver before 550.40.07): "NotImplementedError: Using RTX 4000 series
+    // doesn't support faster communication broadband via P2P or IB. Please set
+    // `NCCL_P2P_DISABLE="1"` and `NCCL_IB_DISABLE="1" or use `accelerate launch` which will do
+    // this automatically." (older: "Using RTX 3090 or 4000 series ..."). It stops a job started
+    // by torchrun, deepspeed or python before NCCL's peer-to-peer transport would hang on
+    // those GPUs: the P2P case, with the fix it names.
+    rule!(RULE_ACCELERATE_NO_P2P_GUARD, P2pHang, Cause, Standalone,
+        [["support faster communication broadband via p2p or ib"]], not [], ex_none),
     rule!("p2p_access", P2pHang, Cause, Standalone,
         [["peer access is not supported", "peer mapping resources exhausted", "cudaerrorpeeraccess",
           "peer access already", "iommu=pt"]],
@@ -3177,6 +3189,23 @@ mod tests {
             cat("RuntimeError: Mesh should not be bigger than default world size, but found 6 ranks!"),
             Some(Category::WorldSizeMismatch)
         );
+    }
+
+    #[test]
+    fn accelerates_p2p_guard_is_the_p2p_case_in_both_wordings() {
+        // accelerate/state.py's NotImplementedError, the current wording and the older one,
+        // as torchrun's rank prefix carries it.
+        for line in [
+            "[rank0]: NotImplementedError: Using RTX 4000 series doesn't support faster \
+             communication broadband via P2P or IB. Please set `NCCL_P2P_DISABLE=\"1\"` and \
+             `NCCL_IB_DISABLE=\"1\" or use `accelerate launch` which will do this automatically.",
+            "NotImplementedError: Using RTX 3090 or 4000 series doesn't support faster \
+             communication broadband via P2P or IB. Please set `NCCL_P2P_DISABLE=\"1\"` and",
+        ] {
+            let (rule, _) = classify(line).unwrap();
+            assert_eq!(rule.name, RULE_ACCELERATE_NO_P2P_GUARD, "{line}");
+            assert_eq!(rule.category, Category::P2pHang);
+        }
     }
 
     #[test]

@@ -85,7 +85,9 @@ use serde::Deserialize;
 /// missed until the rules read for its misses in their sources (NCCL's forced network that did
 /// not load, gloo's loopback peer, aws-ofi-nccl's unimplemented libfabric calls, DeviceMesh's
 /// size check): 294 of 342 (9 of its 11), 0.860; 295 of 343 with the fiftieth (1 of its 1),
-/// 0.860.
+/// 0.860; 295 of 345 with the fifty-first (a project's notes and issue threads: 0 of its 2),
+/// 0.855; 296 of 345 (0.858) after accelerate's guard against the P2P hang on RTX 4000-series
+/// GPUs was read in its source.
 const DEVELOPMENT_FLOOR: f64 = 0.85;
 /// Lowest accepted top-1 accuracy on the validation split: 71 of 93 on
 /// 2026-12-02 (the goal is 0.95), 74 of 98 with the second batch of that
@@ -133,7 +135,10 @@ const DEVELOPMENT_FLOOR: f64 = 0.85;
 /// TCPStore's words for it were read, after the forty-sixth's validation miss had been seen;
 /// the forty-seventh's one at 1 of 1 (121 of 163, 0.742), the forty-eighth's three at 1 of 3
 /// (122 of 166, 0.735), the forty-ninth's four at 2 of 4 (124 of 170, 0.729), the fiftieth's
-/// one at 0 of 1 (124 of 171, 0.725); the day's rules changed no validation answer.
+/// one at 0 of 1 (124 of 171, 0.725); the day's rules changed no validation answer. The
+/// fifty-first's one at 0 of 1 (124 of 172, 0.721); 125 of 172 (0.727) after accelerate's P2P
+/// guard was read in its source, a fourth exception: the gatherer's report had quoted that
+/// case's message along with the development case's.
 const VALIDATION_FLOOR: f64 = 0.72;
 /// Lowest accepted share of right first findings among those said with high confidence, on the
 /// validation split: 69 of 76 (0.908) on 2026-12-03, when the test began to count it. "High"
@@ -141,7 +146,7 @@ const VALIDATION_FLOOR: f64 = 0.72;
 const VALIDATION_HIGH_CONFIDENCE_FLOOR: f64 = 0.88;
 /// Cases in the corpus: a case lost from the index fails the test (the
 /// issue asked for at least 150).
-const CASES: usize = 514;
+const CASES: usize = 517;
 
 #[derive(Deserialize)]
 struct Case {

@@ -2258,17 +2258,22 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
         } else {
             title = format!("{of} got SIGKILL, most likely from the host's out-of-memory killer");
         }
-    } else if !ranks.is_empty() && role == Role::Cause {
-        if category == Category::HostOomKilled && proven(manifest::RULE_OOM_CONFIRMED) {
+    } else if role == Role::Cause {
+        let named = !ranks.is_empty();
+        if named && category == Category::HostOomKilled && proven(manifest::RULE_OOM_CONFIRMED) {
             title = format!("{} was killed by the out-of-memory killer", who(&ranks));
-        } else if category == Category::RankCrashed && proven(manifest::RULE_KILLED_FROM_OUTSIDE) {
+        } else if named
+            && category == Category::RankCrashed
+            && proven(manifest::RULE_KILLED_FROM_OUTSIDE)
+        {
             title = format!(
                 "{} was killed by SIGKILL from outside the process, not by the out-of-memory killer",
                 who(&ranks)
             );
             fix = KILLED_FROM_OUTSIDE_FIX.to_owned();
         } else if category == Category::RankCrashed {
-            // The rank's own words, when it said what went wrong.
+            // The rank's own words, when it said what went wrong (also where the log does not
+            // say which rank: "a rank crashed: SizeMismatchError: ...").
             let said = own
                 .iter()
                 .find(|s| matches!(s.rule, "python_exception" | "program_refused_start"))

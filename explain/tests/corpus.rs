@@ -87,7 +87,8 @@ use serde::Deserialize;
 /// size check): 294 of 342 (9 of its 11), 0.860; 295 of 343 with the fiftieth (1 of its 1),
 /// 0.860; 295 of 345 with the fifty-first (a project's notes and issue threads: 0 of its 2),
 /// 0.855; 296 of 345 (0.858) after accelerate's guard against the P2P hang on RTX 4000-series
-/// GPUs was read in its source.
+/// GPUs was read in its source; 299 of 348 with the fifty-second (projects' notes: 3 of its 3),
+/// 0.859.
 const DEVELOPMENT_FLOOR: f64 = 0.85;
 /// Lowest accepted top-1 accuracy on the validation split: 71 of 93 on
 /// 2026-12-02 (the goal is 0.95), 74 of 98 with the second batch of that
@@ -138,7 +139,8 @@ const DEVELOPMENT_FLOOR: f64 = 0.85;
 /// one at 0 of 1 (124 of 171, 0.725); the day's rules changed no validation answer. The
 /// fifty-first's one at 0 of 1 (124 of 172, 0.721); 125 of 172 (0.727) after accelerate's P2P
 /// guard was read in its source, a fourth exception: the gatherer's report had quoted that
-/// case's message along with the development case's.
+/// case's message along with the development case's. The fifty-second's one at 1 of 1 (126
+/// of 173, 0.728).
 const VALIDATION_FLOOR: f64 = 0.72;
 /// Lowest accepted share of right first findings among those said with high confidence, on the
 /// validation split: 69 of 76 (0.908) on 2026-12-03, when the test began to count it. "High"
@@ -146,7 +148,7 @@ const VALIDATION_FLOOR: f64 = 0.72;
 const VALIDATION_HIGH_CONFIDENCE_FLOOR: f64 = 0.88;
 /// Cases in the corpus: a case lost from the index fails the test (the
 /// issue asked for at least 150).
-const CASES: usize = 517;
+const CASES: usize = 521;
 
 #[derive(Deserialize)]
 struct Case {

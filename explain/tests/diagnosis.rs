@@ -921,6 +921,28 @@ fn a_traceback_pasted_without_its_header_ends_with_its_bare_exception() {
 }
 
 #[test]
+fn a_crash_whose_rank_the_log_does_not_say_is_still_titled_with_its_exception() {
+    // A traceback with no rank prefix and no launcher table (a plain `python train.py` paste):
+    // the title says what went wrong, as it does when the rank is known.
+    let log =
+        "Traceback (most recent call last):\n  File \"/w/train.py\", line 12, in <module>\n    \
+               main()\nFileNotFoundError: [Errno 2] No such file or directory: 'data/val.json'\n";
+    let report = probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
+    let f = report.findings.first().expect("a finding");
+    assert_eq!(
+        (f.category, f.role, f.ranks.clone(), f.title.as_str()),
+        (
+            Category::RankCrashed,
+            Role::Cause,
+            vec![],
+            "a rank crashed: FileNotFoundError: [Errno 2] No such file or directory: 'data/val.json'"
+        ),
+        "{}",
+        report.render_text(100)
+    );
+}
+
+#[test]
 fn a_launcher_s_exception_alone_says_a_rank_failed_not_that_a_peer_was_lost() {
     // accelerate's and DeepSpeed's launchers end with Python's CalledProcessError, torchrun with
     // ChildFailedError: all a paste may keep. No rank in the log lost a peer.

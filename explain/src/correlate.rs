@@ -2488,6 +2488,29 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
                these cards (the driver reports their peer-to-peer support correctly)."
             .to_owned();
     }
+    if role == Role::Cause
+        && own
+            .iter()
+            .all(|s| s.rule == crate::rules::RULE_NCCL_PEER_ADDRESS_INVALID)
+    {
+        title = format!(
+            "{} failed: the address NCCL had for a peer is no address (no IPv4 or IPv6 family)",
+            subject(&ranks)
+        );
+        meaning = "NCCL connects to each peer at the address the peer published at set-up. \
+                   This one has no address family: it was never filled in, which an \
+                   NCCL_SOCKET_IFNAME naming an interface the host does not have leaves \
+                   behind, or it was read with another layout than it was written in, which \
+                   nodes running different NCCL versions do.";
+        fix = "Check NCCL_SOCKET_IFNAME on every node against `ip -br addr` (an interface \
+               each node has; a prefix such as `eth` or an exclusion such as `^docker,lo` \
+               fits nodes that differ), and check that every node loads the same NCCL \
+               (`python -c 'import torch; print(torch.cuda.nccl.version())'` on each; an \
+               `nvidia-nccl-cu11` beside `nvidia-nccl-cu12`, or LD_LIBRARY_PATH pointing at \
+               another libnccl). NCCL_DEBUG=INFO shows the interface and version each rank \
+               uses."
+            .to_owned();
+    }
     if role == Role::Cause && proven(crate::rules::RULE_VLLM_KV_CACHE_TOO_SMALL) {
         title = format!(
             "{} could not start vLLM: its KV cache does not fit in the GPU memory it was given",
@@ -2907,6 +2930,8 @@ const INDIRECT_RULES: &[&str] = &[
     RULE_STORE_CLIENT_NAME_UNRESOLVED,
     // On one node a loopback address works: a refusal there is a peer not listening.
     crate::rules::RULE_GLOO_PEER_LOOPBACK,
+    // A peer address with no family: a missing interface or another NCCL version on a node.
+    crate::rules::RULE_NCCL_PEER_ADDRESS_INVALID,
     "sigbus_exit",
     "dataloader_worker_bus_error",
     crate::rules::RULE_DESCRIPTOR_NOT_RECEIVED,

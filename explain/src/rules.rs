@@ -242,6 +242,8 @@ pub(crate) const RULE_VLLM_KV_CACHE_TOO_SMALL: &str = "vllm_kv_cache_too_small";
 pub(crate) const RULE_ACCELERATE_NO_P2P_GUARD: &str = "accelerate_no_p2p_guard";
 /// The rule of NCCL finding no network it could initialise (a forced plugin that did not load).
 pub(crate) const RULE_NCCL_NET_PLUGIN_FAILED: &str = "nccl_net_plugin_failed";
+/// The rule of NCCL connecting to a peer address that holds no address family.
+pub(crate) const RULE_NCCL_PEER_ADDRESS_INVALID: &str = "nccl_peer_address_invalid";
 /// The rule of a gloo peer that advertised a loopback address (its host name maps to it).
 pub(crate) const RULE_GLOO_PEER_LOOPBACK: &str = "gloo_peer_loopback";
 /// The rule of a Ray worker that got SIGTERM (Ray reports its exit code as None).
@@ -925,6 +927,13 @@ pub(crate) static RULES: &[Rule] = &[
          ["name or service not known", "temporary failure in name resolution",
           "nodename nor servname", "no address associated with hostname"]],
         not [], ex_store_client_name_unresolved),
+    // NCCL's `misc/socket.cc` (ncclSocketInit): "connecting to address %s with family %d is
+    // neither AF_INET(2) nor AF_INET6(10)": the address NCCL was given for a peer holds no
+    // address. Two causes are recorded: an NCCL_SOCKET_IFNAME naming an interface the host
+    // lacks (the address never filled in), and nodes running different NCCL versions (the
+    // peer's handle read with another layout). Medium: the line does not tell them apart.
+    rule!(RULE_NCCL_PEER_ADDRESS_INVALID, NetworkInterface, Cause, Standalone,
+        [["is neither af_inet"]], not [], ex_none),
     rule!("network_interface", NetworkInterface, Cause, Standalone,
         [["no socket interface found", "no usable listening interface", "unable to find address for",
           // NCCL: "NET/IB : No IP interface found.", "no device found matching ib0, verify
@@ -937,7 +946,7 @@ pub(crate) static RULES: &[Rule] = &[
           "bind: cannot assign requested address", "unable to find interface for",
           "network is unreachable", "no route to host", "name or service not known",
           "temporary failure in name resolution", "no interface found", "nodename nor servname",
-          "is neither af_inet", "address family not supported",
+          "address family not supported",
           // gloo `transport/tcp/device.cc`: "ss1.ss_family == ss2.ss_family. 2 vs 10": one
           // rank's address is IPv4 and another's IPv6 (each picked its own interface).
           "ss1.ss_family == ss2.ss_family"]],

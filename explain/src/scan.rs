@@ -1618,7 +1618,8 @@ fn is_program_frame(frame: &str) -> bool {
 }
 
 /// Whether `line` starts a new record of a logger that marks its lines (NCCL's `host:pid:tid
-/// [dev]`, glog's `[E ProcessGroupNCCL.cpp:...]`, a launcher's `[rank1]:`, a traceback's
+/// [dev]`, glog's `[E ProcessGroupNCCL.cpp:...]`, torchelastic's bracketless `E0208
+/// 21:12:26.795000 1460 .../api.py:869]` (PyTorch 2.4 on), a launcher's `[rank1]:`, a traceback's
 /// header, an indented frame line): never the rest of a line a terminal wrapped. An NCCL line
 /// as long as the longest so far read with a glog warning printed after it had made one of
 /// InfiniBand's rules match across the two; a traceback whose lines are as long as the wrap
@@ -1629,6 +1630,7 @@ fn starts_a_record(line: &str) -> bool {
     (indented && line.starts_with("File \""))
         || nccl::parse_line(line).is_some()
         || line.strip_prefix('[').is_some_and(is_glog_prefix)
+        || is_glog_prefix(line)
         || strip_launcher_prefix(line).0.is_some()
         || line.starts_with("Traceback (most recent call last)")
 }
@@ -2676,6 +2678,26 @@ mod tests {
             ])
         );
         assert_eq!(lines, 7);
+    }
+
+    #[test]
+    fn torchelastic_s_bracketless_log_line_after_a_line_at_the_wrap_width_stays_apart() {
+        // PyTorch 2.4 on: torchelastic's logger writes glog's prefix without brackets.
+        let (last, _) = read_wrapped(
+            24,
+            &[
+                "python: can't open file ",
+                "'t.py': [Errno 2] No suc",
+                "E0208 21:12:26.795000 14 api.py:869] failed",
+            ],
+        );
+        assert_eq!(
+            last,
+            owned(&[
+                (Some(1), "python: can't open file 't.py': [Errno 2] No suc"),
+                (Some(3), "E0208 21:12:26.795000 14 api.py:869] failed"),
+            ])
+        );
     }
 
     #[test]

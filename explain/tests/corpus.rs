@@ -88,7 +88,9 @@ use serde::Deserialize;
 /// 0.860; 295 of 345 with the fifty-first (a project's notes and issue threads: 0 of its 2),
 /// 0.855; 296 of 345 (0.858) after accelerate's guard against the P2P hang on RTX 4000-series
 /// GPUs was read in its source; 299 of 348 with the fifty-second (projects' notes: 3 of its 3),
-/// 0.859.
+/// 0.859; 301 of 351 with the fifty-third (blog posts: 2 of its 3; the miss, nodes with two
+/// NCCL versions, now said at medium beside an interface, which NCCL's line leaves open),
+/// 0.858.
 const DEVELOPMENT_FLOOR: f64 = 0.85;
 /// Lowest accepted top-1 accuracy on the validation split: 71 of 93 on
 /// 2026-12-02 (the goal is 0.95), 74 of 98 with the second batch of that
@@ -148,7 +150,7 @@ const VALIDATION_FLOOR: f64 = 0.72;
 const VALIDATION_HIGH_CONFIDENCE_FLOOR: f64 = 0.88;
 /// Cases in the corpus: a case lost from the index fails the test (the
 /// issue asked for at least 150).
-const CASES: usize = 521;
+const CASES: usize = 524;
 
 #[derive(Deserialize)]
 struct Case {

@@ -921,6 +921,33 @@ fn a_traceback_pasted_without_its_header_ends_with_its_bare_exception() {
 }
 
 #[test]
+fn a_peer_address_with_no_family_names_both_recorded_causes_at_medium() {
+    // NCCL's misc/socket.cc: the address has no family. A missing interface and a node with
+    // another NCCL version both leave it; the line alone does not tell which.
+    let log = "ncclSocketInit: connecting to address  with family 0 is neither AF_INET(2) nor \
+               AF_INET6(10)\ntorch.distributed.DistBackendError: NCCL error in: \
+               ProcessGroupNCCL.cpp:1275, internal error\n";
+    let report = probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
+    let f = report.findings.first().expect("a finding");
+    assert_eq!(
+        (f.category, f.role, f.confidence),
+        (Category::NetworkInterface, Role::Cause, Confidence::Medium),
+        "{}",
+        report.render_text(100)
+    );
+    assert!(
+        f.explanation.contains("NCCL_SOCKET_IFNAME"),
+        "{}",
+        f.explanation
+    );
+    assert!(
+        f.explanation.contains("different NCCL versions"),
+        "{}",
+        f.explanation
+    );
+}
+
+#[test]
 fn a_crash_whose_rank_the_log_does_not_say_is_still_titled_with_its_exception() {
     // A traceback with no rank prefix and no launcher table (a plain `python train.py` paste):
     // the title says what went wrong, as it does when the rank is known.

@@ -2476,12 +2476,11 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
             subject(&ranks)
         );
         meaning = "accelerate checks at start-up whether the GPUs can use NCCL's peer-to-peer \
-                   transport. Two or more RTX 4000-series cards (older releases: RTX 3090 too) on an \
-                   NVIDIA driver before 550.40.07 cannot, and NCCL's first collective would \
-                   hang there; unless \
-                   NCCL_P2P_DISABLE and NCCL_IB_DISABLE are both set, accelerate raises this \
-                   error instead. `accelerate launch` sets them itself; torchrun, deepspeed and \
-                   python do not.";
+                   transport. Two or more RTX 4000-series cards (older releases: RTX 3090 too) \
+                   on an NVIDIA driver before 550.40.07 cannot, and NCCL's first collective \
+                   would hang there; unless NCCL_P2P_DISABLE and NCCL_IB_DISABLE are both set, \
+                   accelerate raises this error instead. `accelerate launch` sets them itself; \
+                   torchrun, deepspeed and python do not.";
         fix = "Set NCCL_P2P_DISABLE=1 and NCCL_IB_DISABLE=1 in the job's environment (before \
                the launcher, or in the script before accelerate starts), or start the job with \
                `accelerate launch`. From driver 550.40.07 on, accelerate's check passes on \

@@ -655,8 +655,8 @@ pub(crate) static RULES: &[Rule] = &[
         [["shm.cc"], ["cuda failure", "cuda error"]], not [], ex_nccl_shm_cuda_failure),
     // accelerate's guard (`accelerate/state.py`, PartialState's set-up, where
     // `check_cuda_p2p_ib_support()` is false: two or more RTX 4000-series GPUs, RTX 3090s in
-    // older releases, on an NVIDIA driver before 550.40.07): "NotImplementedError: Using RTX 4000 series
-    // doesn't support faster communication broadband via P2P or IB. Please set
+    // older releases, on an NVIDIA driver before 550.40.07): "NotImplementedError: Using RTX
+    // 4000 series doesn't support faster communication broadband via P2P or IB. Please set
     // `NCCL_P2P_DISABLE="1"` and `NCCL_IB_DISABLE="1" or use `accelerate launch` which will do
     // this automatically." (older: "Using RTX 3090 or 4000 series ..."). It stops a job started
     // by torchrun, deepspeed or python before NCCL's peer-to-peer transport would hang on

@@ -1629,8 +1629,7 @@ fn starts_a_record(line: &str) -> bool {
     let line = line.trim_start();
     (indented && line.starts_with("File \""))
         || nccl::parse_line(line).is_some()
-        || line.strip_prefix('[').is_some_and(is_glog_prefix)
-        || is_glog_prefix(line)
+        || is_glog_prefix(line.strip_prefix('[').unwrap_or(line))
         || strip_launcher_prefix(line).0.is_some()
         || line.starts_with("Traceback (most recent call last)")
 }

@@ -201,7 +201,46 @@ fn recorded(mode: &str) -> (Job, Job) {
             "mode {mode}: recording added warnings on rank {rank}: {added:#?}"
         );
     }
+    let (ok, rows) = gpu_check_rows(mode, &on, &off);
+    assert!(
+        ok,
+        "scripts/gpu-check's checker fails this CPU job:\n{rows}"
+    );
     (on, off)
+}
+
+/// What scripts/gpu-check's checker of these jobs (`gpu_module_check.py features`, run there
+/// on CUDA jobs) says of a CPU job checked as `mode`: whether every row passed, and its rows.
+fn gpu_check_rows(mode: &str, on: &Job, off: &Job) -> (bool, String) {
+    let out = Command::new(venv_python())
+        .current_dir(repo())
+        .args([
+            "examples/python/gpu_module_check.py",
+            "features",
+            "--mode",
+            mode,
+        ])
+        .arg("--run")
+        .arg(&on.dir)
+        .arg("--off")
+        .arg(&off.dir)
+        .args(["--steps", &STEPS.to_string(), "--batch", &BATCH.to_string()])
+        .output()
+        .expect("run gpu_module_check.py");
+    let rows = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let counted = rows
+        .lines()
+        .filter(|l| l.starts_with("gpu-check: "))
+        .count();
+    let passed = rows.lines().filter(|l| l.contains(" | pass | ")).count();
+    (
+        out.status.success() && counted >= 3 && passed == counted,
+        rows,
+    )
 }
 
 fn spans<'a>(records: &'a [Value], kind: &str) -> Vec<&'a Value> {
@@ -281,8 +320,14 @@ fn check_common(job: &Job, micro_batches: u64) {
 
 #[test]
 fn tutorial_trainer_records_data_wait_buffers_and_buckets() {
-    let (job, _) = recorded("plain");
+    let (job, off) = recorded("plain");
     check_common(&job, 1);
+    // The checker can fail: float32 all-reduces are not what an fp16 hook sends.
+    let (ok, rows) = gpu_check_rows("fp16", &job, &off);
+    assert!(
+        !ok && rows.contains("bucket all-reduces | FAIL | step ") && rows.contains(": float32 "),
+        "{rows}"
+    );
     let recs = job.records(0);
     let ready = window_bytes(&recs);
     let colls = bucket_collectives(&recs);

@@ -1,4 +1,5 @@
-"""PyTorch DDP features that change what a trace must record, one per --mode (CPU, gloo).
+"""PyTorch DDP features that change what a trace must record, one per --mode (CPU and gloo, or
+CUDA and NCCL with ``--device cuda``).
 
 A small model in the style of PyTorch's examples (an embedding, a
 minGPT-like block: LayerNorm, self-attention, MLP; a BatchNorm whose buffers
@@ -20,7 +21,7 @@ Modes (each the way PyTorch's documentation writes it):
 * ``static_graph``: ``DDP(..., static_graph=True)``;
 * ``unused``: ``find_unused_parameters=True`` with a branch used only on
   even steps;
-* ``amp``: the forward under ``torch.autocast("cpu", dtype=torch.bfloat16)``;
+* ``amp``: the forward under ``torch.autocast`` (bfloat16, on the job's device);
 * ``compile``: ``torch.compile(model, backend="aot_eager")`` of the DDP model;
 * ``straggler``: rank 1 busy-waits ``--slow-ms`` inside the block's backward, between the
   MLP's gradients and the attention's (a straggler that per-phase timers cannot see: the
@@ -47,6 +48,9 @@ Modes (each the way PyTorch's documentation writes it):
 * ``slow_download``: the process group's timeout is 5 s and rank 0 spends 15 s before it wraps
   the model in DDP (a dataset download on rank 0 only, before ``instrument``); rank 1's wait in
   DDP's construction times out (the job fails).
+
+``--device cuda`` trains on ``cuda:LOCAL_RANK`` over NCCL instead (``scripts/gpu-check`` runs
+the modes that record something there, one rank per GPU).
 
 At the end rank 0 prints ``graph breaks: N`` (Dynamo's count; 0 without
 ``compile``) and ``samples: N`` (the samples it trained on), which the tests
@@ -171,15 +175,22 @@ def main():
     )
     parser.add_argument("--slow-ms", type=float, default=60.0,
                         help="how long rank 1 busy-waits in backward (straggler)")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                        help="cpu (gloo) or cuda (NCCL, cuda:LOCAL_RANK; scripts/gpu-check)")
     args = parser.parse_args()
 
+    device, group_kwargs = torch.device("cpu"), {"backend": "gloo"}
+    if args.device == "cuda":
+        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+        torch.cuda.set_device(device)
+        group_kwargs = {"backend": "nccl", "device_id": device}
     if args.mode in ("slow_save", "slow_download"):
         import datetime
         import time
 
-        dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=5))
+        dist.init_process_group(**group_kwargs, timeout=datetime.timedelta(seconds=5))
     else:
-        dist.init_process_group("gloo")
+        dist.init_process_group(**group_kwargs)
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(0)
     vocab, dim, seq, classes = 64, 96, 8, 5
@@ -187,10 +198,12 @@ def main():
         dim = 128
 
     slow = args.slow_ms if args.mode == "straggler" and rank == 1 else 0.0
-    model = Model(vocab, dim, classes, unused_branch=args.mode == "unused", slow_ms=slow)
+    model = Model(vocab, dim, classes, unused_branch=args.mode == "unused", slow_ms=slow).to(device)
     # Dynamo's DDPOptimizer refuses a cap below DDP's 1 MiB first bucket.
     cap = args.bucket_cap_mb or (1.0 if args.mode == "compile" else 0.25)
     ddp_kwargs = {"bucket_cap_mb": cap}
+    if device.type == "cuda":
+        ddp_kwargs["device_ids"] = [device.index]
     if args.mode == "static_graph":
         ddp_kwargs["static_graph"] = True
     if args.mode == "unused":
@@ -240,14 +253,14 @@ def main():
 
     def loss_of(x, y, step):
         ctx = (
-            torch.autocast("cpu", dtype=torch.bfloat16)
+            torch.autocast(device.type, dtype=torch.bfloat16)
             if args.mode == "amp"
             else contextlib.nullcontext()
         )
         with ctx:
             kwargs = {"use_extra": step % 2 == 0} if args.mode == "unused" else {}
-            out = step_model(x, **kwargs)
-        return F.cross_entropy(out.float(), y) / micro
+            out = step_model(x.to(device), **kwargs)
+        return F.cross_entropy(out.float(), y.to(device)) / micro
 
     step, samples, batches = 0, 0, iter(loader)
     steps = args.steps - 1 if args.mode == "uneven" and rank == 1 else args.steps

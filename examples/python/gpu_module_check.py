@@ -1,6 +1,6 @@
 """The PyTorch module on a GPU: NCCL spans from CUDA events against torch.profiler.
 
-Part of ``scripts/gpu-check``. Three modes:
+Part of ``scripts/gpu-check``. Four modes:
 
 ``train --profile OUT.json [--batch N]`` (under ``ddp-probe run``, one rank per GPU, NCCL):
     trains an MLP of 8 layers of 1024x1024 (32 MiB of gradients, so DDP makes
@@ -26,6 +26,16 @@ Part of ``scripts/gpu-check``. Three modes:
     max(25 us, 15%) (the span also holds NCCL's work around the kernel on its
     stream, see ABS_TOLERANCE_US). ``--label``
     prefixes the rows' names; ``--info`` reports them without a verdict.
+
+``features --mode MODE --run DIR [--off DIR] [--gpu] [--steps N] [--batch N] [--accum N]``:
+    checks a run of ``examples/python/ddp_features.py --mode MODE`` (``--device cuda`` under
+    ``ddp-probe run``; any world) and prints ``gpu-check:`` rows: every step, forward,
+    optimizer and data wait recorded; the samples counted as the script counted them; each
+    bucket's all-reduce once per step, in the dtype and bytes the hook sent (half the bucket's
+    for ``fp16``/``bf16``), with ``--gpu`` timed on the GPU (NCCL's own events); for
+    ``prehook`` a ready window in every step and no bucket collective; with ``--off`` (the same
+    job with ``DDP_PROBE_TRACE=0``), no warning that recording added, and for ``compile`` the
+    same graph breaks. tests/pytorch_features.rs runs it on CPU jobs.
 
 ``self-test``:
     the pairing and the verdict on constructed inputs; runs without a GPU
@@ -103,8 +113,12 @@ def align(spans, kernels):
     return best if best is not None else ([], float("inf"))
 
 
-def compare(spans, kernels):
-    """Rows (name, outcome, figures) comparing spans with kernels, paired by :func:`align`."""
+def compare(spans, kernels, base_us=None):
+    """Rows (name, outcome, figures) comparing spans with kernels, paired by :func:`align`.
+    ``base_us``: the profiler trace's ``baseTimeNanoseconds`` in microseconds (its kernels'
+    times are offsets from it, on the host's wall clock, as the spans' are); with it the first
+    row also says how far the paired kernels start from their spans (information only: the
+    two clocks are read by different code)."""
     rows = []
     paired, spread = align(spans, kernels) if spans else ([], float("inf"))
     # The spans' starts follow the kernels' within this much (one step is milliseconds).
@@ -115,7 +129,8 @@ def compare(spans, kernels):
             "pass" if ok else "FAIL",
             f"{len(spans)} collective spans in steps {PROFILED.start}-{PROFILED.stop - 1}, "
             f"{len(kernels)} NCCL kernels in the profiler's trace"
-            + (f"; paired with starts within {spread:.1f} us of a constant offset" if paired else ""),
+            + (f"; paired with starts within {spread:.1f} us of a constant offset" if paired else "")
+            + (same_clock(spans, paired, base_us) if paired and base_us is not None else ""),
         )
     )
     host = sum(1 for s in spans if s[2] == "host")
@@ -149,6 +164,13 @@ def compare(spans, kernels):
         )
     )
     return rows
+
+
+def same_clock(spans, paired, base_us):
+    """The paired kernels' starts less their spans' on one clock, as a row's figures."""
+    d = sorted(base_us + kern[0] - span[0] / 1e3 for span, kern in zip(spans, paired))
+    worst = max(d, key=abs)
+    return f"; on one clock, kernel start minus span start: median {d[len(d) // 2]:.0f} us, worst {worst:.0f} us"
 
 
 def print_rows(rows):
@@ -215,8 +237,10 @@ def compare_files(args):
     with open(args.trace) as f:
         spans = module_collectives(f, set(PROFILED))
     with open(args.kineto) as f:
-        kernels = kineto_nccl_kernels(json.load(f))
-    rows = compare(spans, kernels)
+        trace = json.load(f)
+    kernels = kineto_nccl_kernels(trace)
+    base = trace.get("baseTimeNanoseconds") if isinstance(trace, dict) else None
+    rows = compare(spans, kernels, base / 1e3 if isinstance(base, (int, float)) else None)
     failed = any(r[1] == "FAIL" for r in rows)
     if args.info:
         rows = [(n, "info", f) for n, _o, f in rows]
@@ -249,6 +273,9 @@ def self_test():
     assert [round(s[1], 1) for s in spans] == [105.0, 22.0], spans
     rows = compare(spans, kernels)
     assert [r[1] for r in rows] == ["pass", "pass", "pass"], rows
+    # The profiler's base time puts both on one clock: kernels 9 us after their spans' starts.
+    rows = compare(spans, kernels, base_us=0.0)
+    assert "kernel start minus span start: median 9 us, worst 9 us" in rows[0][2], rows
     # A host-timed NCCL span lasts microseconds while its kernel runs for 100.
     host = [(1000, 4.0, "host"), (491000, 22.0, "gpu")]
     rows = compare(host, kernels)
@@ -272,8 +299,8 @@ def self_test():
 def timer_self_test():
     """The module's CUDA span arithmetic (CudaCollectiveTimer.poll) on stand-in events whose
     times are known, for the cases the check on an H200 showed: an idle GPU (events complete
-    when the host records them, so only the process group's duration is exact), a busy one,
-    back-to-back collectives, and no duration known."""
+    when the host records them, so only the process group's duration is exact), the host held
+    after the issue, a busy GPU, back-to-back collectives, and no duration known."""
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
     from ddp_probe_torch import CudaCollectiveTimer
 
@@ -307,25 +334,197 @@ def timer_self_test():
     import threading
     import time
 
+    import collections
+
     timer = object.__new__(CudaCollectiveTimer)
     timer.writer, timer.lock, timer.pending, timer.last_end_ns = Writer(), threading.Lock(), [], 0
+    timer.windows = collections.deque(maxlen=CudaCollectiveTimer.WINDOWS_KEPT)
     timer.said_no_duration = False
     timer.anchor = (Event(0.0), 1_000_000, time.monotonic())  # event time 0 = host 1 ms
     us = lambda x: 1_000_000 + int(x * 1000)  # noqa: E731 - microseconds after the anchor
     # Idle GPU: the hook's Python between the events (300 us), a 4 us kernel; the end event
-    # completed when recorded (310 us). The span lasts the kernel's 4 us, within the bounds.
+    # completed when recorded (310 us). The span starts in the middle of the 300 us window
+    # and lasts the kernel's 4 us.
     timer.add({}, Event(0.0), Event(0.310), Event(0.300), [Work(0.004)])
-    # Busy GPU: both start events complete when the stream reaches them (1 ms), the end one
+    # Idle GPU, the host held 2.6 ms after the issue (the GIL): the window is capped at twice
+    # the median of the earlier ones (300 us), so the span starts 300 us after the first event.
+    timer.add({}, Event(1.0), Event(3.660), Event(3.600), [Work(0.004)])
+    # Busy GPU: both start events complete when the stream reaches them (5 ms), the end one
     # when the 500 us all-reduce ends.
-    timer.add({}, Event(1.0), Event(1.5), Event(1.0), [Work(0.5)])
-    # Issued at 1.2 ms while the previous one runs: starts at its end, 1.5 ms.
-    timer.add({}, Event(1.2), Event(2.0), Event(1.2), [Work(0.5)])
-    # No duration (timing off): from the event after the issue to the end event.
-    timer.add({}, Event(3.0), Event(3.5), Event(3.2), [NoTiming()])
+    timer.add({}, Event(5.0), Event(5.5), Event(5.0), [Work(0.5)])
+    # Issued at 5.2 ms while the previous one runs: starts at its end, 5.5 ms.
+    timer.add({}, Event(5.2), Event(6.0), Event(5.2), [Work(0.5)])
+    # No duration (timing off): the middle of its 200 us window (capped at twice the median
+    # of 300, 2600, 0, 0 us) to the end event.
+    timer.add({}, Event(7.0), Event(7.5), Event(7.2), [NoTiming()])
     timer.poll()
-    want = [(us(300), us(304)), (us(1000), us(1500)), (us(1500), us(2000)), (us(3200), us(3500))]
+    want = [
+        (us(150), us(154)),
+        (us(1300), us(1304)),
+        (us(5000), us(5500)),
+        (us(5500), us(6000)),
+        (us(7100), us(7500)),
+    ]
     assert [r[:2] for r in recorded] == want, (recorded, want)
-    assert [r[2] for r in recorded] == ["nccl", "nccl", "nccl", None], recorded
+    assert [r[2] for r in recorded] == ["nccl", "nccl", "nccl", "nccl", None], recorded
+
+
+def read_run(run):
+    """(records by rank, rank 0's stdout, stderr by rank) of a run directory."""
+    import glob
+    import re
+
+    records, stderr = {}, {}
+    for path in sorted(glob.glob(os.path.join(run, "traces", "rank-*.jsonl"))):
+        rank = int(re.search(r"rank-(\d+)\.jsonl$", path).group(1))
+        with open(path) as f:
+            records[rank] = [json.loads(line) for line in f if line.strip()]
+    for path in glob.glob(os.path.join(run, "logs", "rank-*.stderr")):
+        rank = int(re.search(r"rank-(\d+)\.stderr$", path).group(1))
+        with open(path, errors="replace") as f:
+            stderr[rank] = f.read()
+    try:
+        with open(os.path.join(run, "logs", "rank-0.stdout"), errors="replace") as f:
+            stdout = f.read()
+    except OSError:
+        stdout = ""
+    return records, stdout, stderr
+
+
+def printed(stdout, label):
+    """The number after ``label`` in a rank's stdout (``samples: 128``), or None."""
+    for line in stdout.splitlines():
+        if line.startswith(label):
+            try:
+                return int(line[len(label):].strip())
+            except ValueError:
+                return None
+    return None
+
+
+def warning_lines(stderr):
+    """A rank's warning lines without digits (time stamps, process ids), so two runs compare;
+    the rule of tests/pytorch_features.rs."""
+    out = set()
+    for line in stderr.splitlines():
+        low = line.lower()
+        if "warn" in low or "deprecat" in low:
+            out.add("".join(c for c in low if not c.isdigit()))
+    return out
+
+
+def check_features(mode, records, stdout, stderr, steps, batch, accum, off=None, gpu=False):
+    """Rows (name, outcome, figures) for a ddp_features.py run in ``mode``; see the module's
+    docstring. ``off``: (records, stdout, stderr) of the same job unrecorded, or None; ``gpu``:
+    the job ran on CUDA, so every span must be timed by NCCL's events (a CPU job's are
+    host-timed)."""
+    rows = []
+    label = f"module, {mode} job"
+    if not records:
+        return [(f"{label}: trace", "FAIL", "no traces/rank-*.jsonl in the run")]
+    micro = accum if mode == "no_sync" else 1
+
+    def spans(recs, kind):
+        return [r for r in recs if r.get("type") == "span" and r.get("kind") == kind]
+
+    # Steps, phases and samples.
+    bad = []
+    for rank, recs in sorted(records.items()):
+        counts = {k: len(spans(recs, k)) for k in ("step", "optimizer", "forward", "data_wait")}
+        want = {"step": steps, "optimizer": steps, "forward": steps * micro, "data_wait": steps * micro}
+        for k in want:
+            if counts[k] != want[k]:
+                bad.append(f"rank {rank}: {counts[k]} {k} spans, not {want[k]}")
+        samples = [r.get("value") for r in recs if r.get("type") == "counter" and r.get("name") == "samples"]
+        if samples != [batch * micro] * steps:
+            bad.append(f"rank {rank}: samples counted {samples[:4]}..., not {batch * micro} per step")
+        elif rank == 0 and printed(stdout, "samples:") not in (None, sum(samples)):
+            bad.append(f"rank 0 counted {sum(samples)} samples, the script {printed(stdout, 'samples:')}")
+    rows.append(
+        (
+            f"{label}: steps, phases, samples",
+            "FAIL" if bad else "pass",
+            "; ".join(bad[:3]) if bad else f"{len(records)} rank(s) x {steps} steps of {micro} x {batch} samples",
+        )
+    )
+
+    # The buckets' all-reduces against their ready windows.
+    bad, figures = [], ""
+    recs = records[min(records)]
+    windows = {(w["step"], w["bucket"]): w.get("bytes") for w in spans(recs, "bucket_ready")}
+    colls = [c for c in spans(recs, "collective") if c.get("bucket") is not None]
+    if mode == "prehook":
+        grad_ready = sum(1 for r in recs if r.get("type") == "grad_ready")
+        window_steps = {k[0] for k in windows}
+        if colls:
+            bad.append(f"{len(colls)} bucket collectives from a hook registered before instrument()")
+        if grad_ready != steps or len(window_steps) != steps:
+            bad.append(f"{grad_ready} grad_ready records and windows in {len(window_steps)} steps, not {steps}")
+        figures = f"ready windows in {len(window_steps)} of {steps} steps, no bucket collective"
+    else:
+        dtype = {"fp16": "float16", "bf16": "bfloat16"}.get(mode, "float32")
+        shrink = 2 if mode in ("fp16", "bf16") else 1
+        keys = [(c["step"], c["bucket"]) for c in colls]
+        if not colls:
+            bad.append("no bucket collective recorded")
+        if len(set(keys)) != len(keys):
+            bad.append("a bucket all-reduced twice in a step")
+        if set(keys) != set(windows):
+            bad.append(f"{len(set(keys))} bucket collectives for {len(windows)} ready windows")
+        for c in colls:
+            ready = windows.get((c["step"], c["bucket"]))
+            if c.get("dtype") != dtype or ready is None or c.get("bytes", 0) * shrink != ready:
+                bad.append(f"step {c['step']} bucket {c['bucket']}: {c.get('dtype')} {c.get('bytes')} B, bucket {ready} B")
+                break
+        timing = sorted({(c.get("args") or {}).get("timing", "host") for c in colls})
+        n_gpu = sum(1 for c in colls if (c.get("args") or {}).get("timing") == "nccl")
+        if gpu and n_gpu != len(colls):
+            bad.append(f"{len(colls) - n_gpu} of {len(colls)} spans not timed by NCCL's events")
+        durations = sorted((c["end"] - c["start"]) / 1e3 for c in colls)
+        med = durations[len(durations) // 2] if durations else 0.0
+        figures = (
+            f"{len(colls)} bucket all-reduces in {dtype}, bytes {'half ' if shrink == 2 else ''}the bucket's; "
+            f"timing {'/'.join(timing)}; median {med:.1f} us"
+        )
+    rows.append((f"{label}: bucket all-reduces", "FAIL" if bad else "pass", "; ".join(bad[:2]) if bad else figures))
+
+    # What recording added, against the same job unrecorded.
+    if off is not None:
+        _off_records, off_stdout, off_stderr = off
+        added = []
+        for rank, text in sorted(stderr.items()):
+            added += sorted(warning_lines(text) - warning_lines(off_stderr.get(rank, "")))
+        rows.append(
+            (
+                f"{label}: warnings added by recording",
+                "FAIL" if added else "pass",
+                ("; ".join(w.strip()[:90] for w in added[:2])) if added else "none",
+            )
+        )
+        if mode == "compile":
+            on_b, off_b = printed(stdout, "graph breaks:"), printed(off_stdout, "graph breaks:")
+            rows.append(
+                (
+                    f"{label}: Dynamo's graph breaks",
+                    "pass" if on_b is not None and on_b == off_b else "FAIL",
+                    f"{on_b} recorded, {off_b} unrecorded",
+                )
+            )
+    return rows
+
+
+def features(args):
+    rows = check_features(
+        args.job_mode,
+        *read_run(args.run),
+        steps=args.steps,
+        batch=args.batch,
+        accum=args.accum,
+        off=read_run(args.off) if args.off else None,
+        gpu=args.gpu,
+    )
+    print_rows(rows)
+    return 1 if any(r[1] == "FAIL" for r in rows) else 0
 
 
 def main():
@@ -340,6 +539,14 @@ def main():
     c.add_argument("--kineto", required=True, help="the profiler's trace written by train")
     c.add_argument("--label", default="", help="a prefix for the rows' names")
     c.add_argument("--info", action="store_true", help="report without a pass/FAIL verdict")
+    f = sub.add_parser("features")
+    f.add_argument("--mode", dest="job_mode", required=True, help="ddp_features.py's --mode of the run")
+    f.add_argument("--run", required=True, help="the recorded run's directory")
+    f.add_argument("--off", help="the same job's run with DDP_PROBE_TRACE=0")
+    f.add_argument("--steps", type=int, default=8)
+    f.add_argument("--batch", type=int, default=16)
+    f.add_argument("--accum", type=int, default=2)
+    f.add_argument("--gpu", action="store_true", help="a CUDA job: spans must be GPU-timed")
     sub.add_parser("self-test")
     args = p.parse_args()
     if args.mode == "train":
@@ -347,6 +554,8 @@ def main():
         return 0
     if args.mode == "compare":
         return compare_files(args)
+    if args.mode == "features":
+        return features(args)
     return self_test()
 
 

@@ -53,7 +53,9 @@ that ends with the synchronised backward and the optimizer step; the
 ``bucket_ready`` windows and ``grad_ready`` offsets are the synchronised
 micro-batch's. With ``static_graph=True`` DDP rebuilds its buckets before the
 third iteration; the ``buckets`` record at step 2 tells the analysis that
-steps 0-1 ran on the initial layout (both are warm-up).
+steps 0-1 ran on the initial layout (both are warm-up). DDP delays the first
+iteration's all-reduces to a callback after the backward; that step's
+``bucket_ready`` windows and ``grad_ready`` offsets are written after it.
 
 ``torch.compile``: the hooks never enter Dynamo's graph, so they add no graph
 break and no warning. For ``torch.compile(ddp_model)`` (before or after
@@ -113,11 +115,13 @@ Only the standard library and torch are needed.
 """
 
 import atexit
+import collections
 import functools
 import json
 import logging
 import os
 import socket
+import statistics
 import sys
 import threading
 import time
@@ -434,8 +438,18 @@ class CudaCollectiveTimer:
       runs one process group's collectives one after another on its stream)
       before the previous collective's end.
 
-    The span ends at ``start + duration`` with ``start`` the latest bound the
-    events allow, or at the end event where no duration is known.
+    The collective started between the *lower bound* (the first start event, or
+    the previous collective's end) and the *upper bound* (the event after the
+    issue, or the end event less the duration: a busy GPU's exact start). The
+    span starts in the middle of that window, the window capped at twice the
+    median of the last 16 windows, and ends at ``start + duration`` (at the end
+    event where no duration is known). With a busy GPU the window is a few
+    microseconds. With a GPU that waits for the host both bounds are host
+    times, about 100 us on either side of the kernel's start, and the host can
+    be held after the issue (the GIL): on an H200 (3 host-bound runs, 30
+    collectives against ``torch.profiler``'s kernels on the same clock) the
+    upper bound alone started spans a median 138 us after their kernels, once
+    2.5 ms after; the capped middle a median 4 us, at most 74 us away.
 
     Events are turned into host-clock times later, without synchronising the
     training thread: the trace writer's daemon thread polls them (``query``)
@@ -451,6 +465,8 @@ class CudaCollectiveTimer:
     ANCHOR_EVERY_S = 5.0
     #: Events recorded for one anchor (the narrowest bracket is kept).
     ANCHOR_TRIES = 5
+    #: Start windows whose median caps a new one.
+    WINDOWS_KEPT = 16
 
     def __init__(self, device, writer):
         self.device = device
@@ -458,6 +474,8 @@ class CudaCollectiveTimer:
         self.lock = threading.Lock()
         self.pending = []
         self.last_end_ns = 0
+        # The last start windows (ns), whose median caps the next one.
+        self.windows = collections.deque(maxlen=self.WINDOWS_KEPT)
         self.said_no_duration = False
         self.side = torch.cuda.Stream(device=device)
         self.anchor = None
@@ -544,10 +562,13 @@ class CudaCollectiveTimer:
                 earliest = max(self._to_ns(anchor, start_ev), self.last_end_ns, 0)
                 end = self._to_ns(anchor, end_ev)
                 after = self._to_ns(anchor, post_ev) if post_ev is not None else earliest
-                start = max(min(after, end), earliest)
                 duration = self._duration_ns(works)
+                latest = min(after, end if duration is None else end - duration)
+                window = max(latest - earliest, 0)
+                typical = statistics.median(self.windows) if self.windows else window
+                self.windows.append(window)
+                start = earliest + int(min(window, 2 * typical)) // 2
                 if duration is not None:
-                    start = max(min(start, end - duration), earliest)
                     end = start + duration
                     span.setdefault("args", {})["timing"] = "nccl"
                 end = max(end, start)
@@ -582,6 +603,8 @@ class _StepState:
         self.sampled = True
         # bucket index -> (hook call time, parameter indices, bytes, dtype)
         self.buckets = {}
+        # Whether the backward-end callback waited once for DDP's delayed all-reduce.
+        self.waited_for_hooks = False
         # Whether the step runs inside ``optimizer.step(closure)``.
         self.closure = False
 
@@ -1094,8 +1117,19 @@ class _Instrumentation:
         st = self.state
         if st is None or st.backward_start is None:
             return
-        t = now_ns()
-        st.backward_end = t
+        if st.waited_for_hooks:
+            t = st.backward_end
+        else:
+            t = now_ns()
+            st.backward_end = t
+            if not st.synced and self.can_wrap and st.will_sync:
+                # No bucket was all-reduced during this synchronised backward: DDP delays
+                # the all-reduces of a static graph's first iteration to its own callback,
+                # queued after this one (``_DDPSink.backward``). Wait for it once, so that
+                # the step keeps its ready windows and ``grad_ready`` offsets.
+                st.waited_for_hooks = True
+                torch.autograd.Variable._execution_engine.queue_callback(self.on_backward_end)
+                return
         ready = dict(self.ready) if self.ready else {}
         last = max(ready.values(), default=t)
         self.writer.span("backward", st.step, st.backward_start, max(st.backward_start, min(t, last)))

@@ -463,9 +463,28 @@ fn decode_hex_id(hex: &str) -> Result<[u8; UNIQUE_ID_BYTES], String> {
     Ok(id)
 }
 
+/// The first NCCL release that builds a communicator with several ranks on one GPU, when
+/// `NCCL_MULTI_RANK_GPU_ENABLE=1` (`init.cc`: "Multiple Ranks are using the same
+/// GPU/Partition. Set NCCL_MULTI_RANK_GPU_ENABLE=1 to enable this configuration"); earlier
+/// ones answer "Duplicate GPU detected" and `ncclInvalidUsage`.
+const SHARED_GPU_SINCE: i32 = 23000;
+
+/// Whether NCCL `version` builds a communicator whose ranks share a GPU, given the value of
+/// `NCCL_MULTI_RANK_GPU_ENABLE` (NCCL reads it as an integer; unset is 0).
+pub(crate) fn nccl_shares_gpus(version: i32, multi_rank_gpu_enable: Option<&str>) -> bool {
+    version >= SHARED_GPU_SINCE
+        && multi_rank_gpu_enable
+            .and_then(|v| v.trim().parse::<i64>().ok())
+            .is_some_and(|v| v != 0)
+}
+
 /// Checks that the ranks' hellos fit together: one NCCL version, one GPU
-/// per rank, rank 0's unique id. Returns the id.
-pub(crate) fn check_hellos(hellos: &[Hello]) -> Result<[u8; UNIQUE_ID_BYTES], String> {
+/// per rank (unless `NCCL_MULTI_RANK_GPU_ENABLE` lets that NCCL share one),
+/// rank 0's unique id. Returns the id.
+pub(crate) fn check_hellos(
+    hellos: &[Hello],
+    multi_rank_gpu_enable: Option<&str>,
+) -> Result<[u8; UNIQUE_ID_BYTES], String> {
     let first = hellos.first().ok_or("no rank published anything")?;
     let mut versions: Vec<(i32, Vec<usize>)> = Vec::new();
     for (r, h) in hellos.iter().enumerate() {
@@ -485,13 +504,24 @@ pub(crate) fn check_hellos(hellos: &[Hello]) -> Result<[u8; UNIQUE_ID_BYTES], St
             parts.join(", ")
         ));
     }
+    let version = first.nccl_version;
     for (a, ha) in hellos.iter().enumerate() {
         for (b, hb) in hellos.iter().enumerate().skip(a + 1) {
-            if ha.host == hb.host && ha.device == hb.device {
+            if ha.host == hb.host
+                && ha.device == hb.device
+                && !nccl_shares_gpus(version, multi_rank_gpu_enable)
+            {
+                let sharing = if version >= SHARED_GPU_SINCE {
+                    "or set NCCL_MULTI_RANK_GPU_ENABLE=1 to let NCCL share it"
+                } else {
+                    "NCCL shares one only from 2.30 on, with NCCL_MULTI_RANK_GPU_ENABLE=1"
+                };
                 return Err(format!(
                     "ranks {a} and {b} both use GPU {} on host {:?}; give each rank of a host its \
-                     own GPU (LOCAL_RANK, or NcclOptions::device)",
-                    ha.device, ha.host
+                     own GPU (LOCAL_RANK, or NcclOptions::device); {sharing} (NCCL {})",
+                    ha.device,
+                    ha.host,
+                    version_string(version)
                 ));
             }
         }
@@ -905,9 +935,12 @@ impl NcclGroup {
                 message: format!("rank {r} published an invalid hello: {why}"),
             })?);
         }
-        let id_bytes = check_hellos(&hellos).map_err(|message| CudaError::Mismatch {
-            group: name.clone(),
-            message,
+        let multi_rank = std::env::var("NCCL_MULTI_RANK_GPU_ENABLE").ok();
+        let id_bytes = check_hellos(&hellos, multi_rank.as_deref()).map_err(|message| {
+            CudaError::Mismatch {
+                group: name.clone(),
+                message,
+            }
         })?;
         let id = ncclUniqueId {
             internal: id_bytes.map(|b| b as c_char),
@@ -1769,19 +1802,45 @@ mod tests {
             hello(22907, 1, "a", None),
             hello(22907, 0, "b", None),
         ];
-        assert_eq!(check_hellos(&ok).unwrap(), [9; UNIQUE_ID_BYTES]);
+        assert_eq!(check_hellos(&ok, None).unwrap(), [9; UNIQUE_ID_BYTES]);
         let versions = [
             hello(22907, 0, "a", Some(9)),
             hello(22803, 1, "a", None),
             hello(22803, 2, "a", None),
         ];
-        let e = check_hellos(&versions).unwrap_err();
+        let e = check_hellos(&versions, None).unwrap_err();
         assert!(e.contains("rank 0 2.29.7, ranks 1, 2 2.28.3"), "{e}");
         let shared = [hello(22907, 0, "a", Some(9)), hello(22907, 0, "a", None)];
-        let e = check_hellos(&shared).unwrap_err();
+        let e = check_hellos(&shared, None).unwrap_err();
         assert!(e.contains("ranks 0 and 1 both use GPU 0"), "{e}");
+        // NCCL 2.29 refuses a shared GPU whatever the variable says.
+        let e = check_hellos(&shared, Some("1")).unwrap_err();
+        assert!(
+            e.contains("only from 2.30 on") && e.contains("(NCCL 2.29.7)"),
+            "{e}"
+        );
+        // 2.30 shares it when told to, and the message says how.
+        let shared_230 = [hello(23000, 0, "a", Some(9)), hello(23000, 0, "a", None)];
+        assert_eq!(
+            check_hellos(&shared_230, Some("1")).unwrap(),
+            [9; UNIQUE_ID_BYTES]
+        );
+        let e = check_hellos(&shared_230, Some("0")).unwrap_err();
+        assert!(e.contains("or set NCCL_MULTI_RANK_GPU_ENABLE=1"), "{e}");
         let no_id = [hello(22907, 0, "a", None)];
-        assert!(check_hellos(&no_id).unwrap_err().contains("unique id"));
+        assert!(check_hellos(&no_id, None)
+            .unwrap_err()
+            .contains("unique id"));
+    }
+
+    #[test]
+    fn nccl_shares_a_gpu_from_2_30_when_told_to() {
+        assert!(nccl_shares_gpus(23000, Some("1")));
+        assert!(nccl_shares_gpus(23104, Some(" 2 ")));
+        assert!(!nccl_shares_gpus(23000, Some("0")));
+        assert!(!nccl_shares_gpus(23000, Some("yes")));
+        assert!(!nccl_shares_gpus(23000, None));
+        assert!(!nccl_shares_gpus(22809, Some("1")));
     }
 
     #[test]

@@ -784,10 +784,12 @@ pub(crate) static RULES: &[Rule] = &[
         [["because /dev/shm has only 67108864 bytes"]], not [], ex_shm_default_size),
     // NCCL `init.cc`: "Duplicate GPU detected : rank %d and rank %d both on CUDA device %lx";
     // later releases: "Multiple Ranks are using the same GPU/Partition. Set
-    // NCCL_MULTI_RANK_GPU_ENABLE=1 to enable this configuration".
+    // NCCL_MULTI_RANK_GPU_ENABLE=1 to enable this configuration". The reference DDP's own
+    // check before NCCL (`cuda/src/nccl.rs`, `check_hellos`): "ranks %d and %d both use GPU %d
+    // on host ...".
     rule!("duplicate_gpu", DuplicateGpu, Cause, Standalone,
-        [["duplicate gpu detected", "multiple ranks are using the same gpu"]], not [],
-        ex_duplicate_gpu),
+        [["duplicate gpu detected", "multiple ranks are using the same gpu", "both use gpu"]],
+        not [], ex_duplicate_gpu),
     rule!(
         "nccl_version_mismatch",
         NcclVersionMismatch,
@@ -3215,6 +3217,21 @@ mod tests {
             assert_eq!(rule.name, RULE_ACCELERATE_NO_P2P_GUARD, "{line}");
             assert_eq!(rule.category, Category::P2pHang);
         }
+    }
+
+    #[test]
+    fn the_reference_ddps_own_shared_gpu_check_is_a_duplicate_gpu() {
+        // What `ddp-cuda` says before NCCL is called (cuda/src/nccl.rs, check_hellos), as the
+        // gpu-check binary printed it on an H200 with two ranks given one GPU.
+        let (rule, ex) = classify(
+            "gpu-check: gpu-check ran to the end | FAIL | NCCL communicator: NCCL group \
+             \"default\": ranks 0 and 1 both use GPU 0 on host \"node-a\"; give each rank of a \
+             host its own GPU (LOCAL_RANK, or NcclOptions::device); NCCL shares one only from \
+             2.30 on, with NCCL_MULTI_RANK_GPU_ENABLE=1 (NCCL 2.28.9)",
+        )
+        .unwrap();
+        assert_eq!(rule.category, Category::DuplicateGpu);
+        assert_eq!(ex.subjects, vec![0, 1]);
     }
 
     #[test]

@@ -2892,6 +2892,9 @@ fn tool_output_signals(
 /// exit code, a generic error code or crash marker), not from a message that
 /// names it.
 const INDIRECT_RULES: &[&str] = &[
+    // EINVAL from libfabric for a GPU buffer: one recorded cause (NCCL against an older
+    // libfabric), but a generic answer.
+    crate::rules::RULE_OFI_GPU_BUFFER_REFUSED,
     // fairseq's message names two ways its workers fall out of sync: the one it files under
     // (a worker's epoch ended early) and a worker out of memory.
     "workers_out_of_sync",

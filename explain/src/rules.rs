@@ -240,6 +240,8 @@ pub(crate) const RULE_RAY_MEMORY_MONITOR: &str = "ray_memory_monitor";
 pub(crate) const RULE_VLLM_KV_CACHE_TOO_SMALL: &str = "vllm_kv_cache_too_small";
 /// The rule of accelerate refusing to start on GPUs without peer-to-peer support.
 pub(crate) const RULE_ACCELERATE_NO_P2P_GUARD: &str = "accelerate_no_p2p_guard";
+/// aws-ofi-nccl's registration of a GPU buffer refused with EINVAL.
+pub(crate) const RULE_OFI_GPU_BUFFER_REFUSED: &str = "ofi_gpu_buffer_refused";
 /// The rule of NCCL finding no network it could initialise (a forced plugin that did not load).
 pub(crate) const RULE_NCCL_NET_PLUGIN_FAILED: &str = "nccl_net_plugin_failed";
 /// The rule of NCCL connecting to a peer address that holds no address family.
@@ -1029,6 +1031,15 @@ pub(crate) static RULES: &[Rule] = &[
         [["net/ofi"], ["function not implemented", "rc: -38", "operation not supported",
                        "rc: -95"]],
         not [], ex_ofi_call_not_supported),
+    // Its `fi_mr_regattr` failing for a GPU buffer (`register_mr_buffers`: "Unable to
+    // register memory (type = %d) for device %d. RC: %d, Error: %s"; type 2 is NCCL_PTR_CUDA)
+    // with -FI_EINVAL: the provider does not accept the GPU memory NCCL hands it, a version
+    // combination, not a failing network. AWS's maintainers name NCCL 2.19 and later (its
+    // buffers from cuMem) against the libfabric of EFA installers before 1.29 (aws-ofi-nccl
+    // #584). Medium (INDIRECT_RULES in correlate.rs): EINVAL is a generic answer.
+    rule!(RULE_OFI_GPU_BUFFER_REFUSED, NcclInternalOrUnsupported, Cause, Standalone,
+        [["net/ofi"], ["unable to register memory (type = 2)"], ["rc: -22"]],
+        not [], ex_ofi_gpu_buffer_refused),
     // Its wrapper's words after any failed registration ("Unable to register memory (type =
     // 2) for device 19"): the reason is the line before it (the libfabric call's RC), so it
     // joins that finding when there is one.
@@ -1785,6 +1796,19 @@ fn ex_cuda_devices_unavailable(_: &str, _: &str) -> Extract {
 
 fn ex_none(_: &str, _: &str) -> Extract {
     Extract::default()
+}
+
+fn ex_ofi_gpu_buffer_refused(_: &str, _: &str) -> Extract {
+    Extract {
+        detail: Some(
+            "the libfabric provider refused to register a GPU buffer (invalid argument): this \
+             NCCL against this libfabric; NCCL 2.19 and later with the libfabric of EFA \
+             installers before 1.29 do this (update the EFA installer, or use NCCL 2.18, or set \
+             FI_EFA_SET_CUDA_SYNC_MEMOPS=0)"
+                .to_owned(),
+        ),
+        ..Extract::default()
+    }
 }
 
 fn ex_ofi_call_not_supported(_: &str, _: &str) -> Extract {
@@ -3135,6 +3159,23 @@ mod tests {
             cat(
                 "host-a:1:1 [0] NCCL WARN NET/OFI Couldn't create domain. RC: -12, ERROR: \
                  Cannot allocate memory"
+            ),
+            Some(Category::Infiniband)
+        );
+        // A GPU buffer's registration refused with EINVAL: a version combination. The same
+        // call out of memory (pinned-memory limits) stays the network's.
+        let (refused, ex) = classify(
+            "register_mr_buffers:544 NCCL WARN NET/OFI Unable to register memory (type = 2) for \
+             device 0. RC: -22, Error: Invalid argument",
+        )
+        .unwrap();
+        assert_eq!(refused.name, RULE_OFI_GPU_BUFFER_REFUSED);
+        assert_eq!(refused.category, Category::NcclInternalOrUnsupported);
+        assert!(ex.detail.unwrap().contains("EFA installers before 1.29"));
+        assert_eq!(
+            cat(
+                "host-a:1:1 [0] NCCL WARN NET/OFI Unable to register memory (type = 2) for \
+                 device 0. RC: -12, Error: Cannot allocate memory"
             ),
             Some(Category::Infiniband)
         );

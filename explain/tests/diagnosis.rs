@@ -948,6 +948,32 @@ fn a_peer_address_with_no_family_names_both_recorded_causes_at_medium() {
 }
 
 #[test]
+fn aws_ofi_nccls_refused_gpu_buffer_names_the_version_pair_at_medium() {
+    // aws-ofi-nccl's fi_mr_regattr for a GPU buffer (type 2) answered EINVAL; the recorded
+    // cause is NCCL 2.19+ against an older EFA installer's libfabric (aws-ofi-nccl#584).
+    let log = "register_mr_buffers:544 NCCL WARN NET/OFI Unable to register memory (type = 2) \
+               for device 0. RC: -22, Error: Invalid argument\n";
+    let report = probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
+    let f = report.findings.first().expect("a finding");
+    assert_eq!(
+        (f.category, f.role, f.confidence),
+        (
+            Category::NcclInternalOrUnsupported,
+            Role::Cause,
+            Confidence::Medium
+        ),
+        "{}",
+        report.render_text(100)
+    );
+    assert!(
+        f.title.contains("refused to register GPU memory"),
+        "{}",
+        f.title
+    );
+    assert!(f.fix.contains("EFA installer (1.29 or later)"), "{}", f.fix);
+}
+
+#[test]
 fn a_crash_whose_rank_the_log_does_not_say_is_still_titled_with_its_exception() {
     // A traceback with no rank prefix and no launcher table (a plain `python train.py` paste):
     // the title says what went wrong, as it does when the rank is known.

@@ -2474,8 +2474,16 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
             "{} failed: the aws-ofi-nccl plugin's libfabric refused to register GPU memory",
             subject(&ranks)
         );
-        meaning = "NCCL's network plugin for AWS EFA (aws-ofi-nccl) registers the GPU buffers                    NCCL gives it with libfabric (`fi_mr_regattr`, type 2 = GPU memory), and the                    provider answered `invalid argument`: it does not accept that memory. The                    case on record (aws-ofi-nccl#584, AWS's maintainers) is NCCL 2.19 or later,                    whose buffers come from cuMem, against the libfabric of EFA installers                    before 1.29; an older NCCL on the same nodes works.";
-        fix = "Match NCCL and libfabric: update the EFA installer (1.29 or later) on every node,                or run an NCCL 2.18 (a torch build that brings it), or set                FI_EFA_SET_CUDA_SYNC_MEMOPS=0. `fi_info --version` and the NCCL version in                NCCL_DEBUG=INFO's first lines show which pair a node has."
+        meaning = "NCCL's network plugin for AWS EFA (aws-ofi-nccl) registers the GPU buffers \
+                   NCCL gives it with libfabric (`fi_mr_regattr`, type 2 = GPU memory), and the \
+                   provider answered `invalid argument`: it does not accept that memory. The \
+                   case on record (aws-ofi-nccl#584, AWS's maintainers) is NCCL 2.19 or later, \
+                   whose buffers come from cuMem, against the libfabric of EFA installers \
+                   before 1.29; an older NCCL on the same nodes works.";
+        fix = "Match NCCL and libfabric: update the EFA installer (1.29 or later) on every node, \
+               or run an NCCL 2.18 (a torch build that brings it), or set \
+               FI_EFA_SET_CUDA_SYNC_MEMOPS=0. `fi_info --version` and the NCCL version in \
+               NCCL_DEBUG=INFO's first lines show which pair a node has."
             .to_owned();
     }
     if role == Role::Cause && proven(crate::rules::RULE_ACCELERATE_NO_P2P_GUARD) {
@@ -2782,6 +2790,11 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
              own log (`/tmp/ray/session_latest/logs/worker-*.err` and \
              `python-core-worker-*.log`) shows a segmentation fault or a CUDA error if it \
              crashed instead"
+                .to_owned()
+        } else if proven(crate::rules::RULE_OFI_GPU_BUFFER_REFUSED) {
+            "the libfabric version (`fi_info --version`, the EFA installer's) and NCCL's (the \
+             first lines of NCCL_DEBUG=INFO) on each node; the same job with an NCCL 2.18 or \
+             FI_EFA_SET_CUDA_SYNC_MEMOPS=0"
                 .to_owned()
         } else if proven(RULE_HUNG_AT_EXIT_WITHOUT_DESTROY) {
             "`py-spy dump --native --pid PID` of a hung rank (the call its exit waits in), and \

@@ -1801,10 +1801,8 @@ fn ex_none(_: &str, _: &str) -> Extract {
 fn ex_ofi_gpu_buffer_refused(_: &str, _: &str) -> Extract {
     Extract {
         detail: Some(
-            "the libfabric provider refused to register a GPU buffer (invalid argument): this \
-             NCCL against this libfabric; NCCL 2.19 and later with the libfabric of EFA \
-             installers before 1.29 do this (update the EFA installer, or use NCCL 2.18, or set \
-             FI_EFA_SET_CUDA_SYNC_MEMOPS=0)"
+            "aws-ofi-nccl's registration of a GPU buffer with libfabric answered invalid \
+             argument (RC -22)"
                 .to_owned(),
         ),
         ..Extract::default()
@@ -3171,7 +3169,7 @@ mod tests {
         .unwrap();
         assert_eq!(refused.name, RULE_OFI_GPU_BUFFER_REFUSED);
         assert_eq!(refused.category, Category::NcclInternalOrUnsupported);
-        assert!(ex.detail.unwrap().contains("EFA installers before 1.29"));
+        assert!(ex.detail.unwrap().contains("invalid argument (RC -22)"));
         assert_eq!(
             cat(
                 "host-a:1:1 [0] NCCL WARN NET/OFI Unable to register memory (type = 2) for \

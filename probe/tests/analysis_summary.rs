@@ -243,6 +243,50 @@ fn summary_statistics_exclude_warmup() {
 }
 
 #[test]
+fn all_reduces_timed_after_their_steps_say_the_clocks_differ() {
+    // Host-timed spans: every all-reduce ends inside its step, no note.
+    let run = load(&hand_run());
+    let sum = analysis::summarize(&run, &SummaryOptions::default());
+    assert!(
+        !sum.notes.iter().any(|n| n.contains("two clocks")),
+        "{:?}",
+        sum.notes
+    );
+    // The same run with every bucket all-reduce moved 30 ms later, as GPU-timed spans land
+    // when the GPU runs behind the host.
+    let shifted: Vec<Vec<Record>> = hand_run()
+        .into_iter()
+        .map(|rank| {
+            rank.into_iter()
+                .map(|r| match r {
+                    Record::Span(mut s) if s.kind == SpanKind::Collective && s.bucket.is_some() => {
+                        s.start += ns(30.0) as u64;
+                        s.end += ns(30.0) as u64;
+                        Record::Span(s)
+                    }
+                    r => r,
+                })
+                .collect()
+        })
+        .collect();
+    let sum = analysis::summarize(&load(&shifted), &SummaryOptions::default());
+    let note = sum
+        .notes
+        .iter()
+        .find(|n| n.contains("two clocks"))
+        .unwrap_or_else(|| panic!("no note: {:?}", sum.notes));
+    // Per rank, 7 bucket all-reduces: step 0's ends at 240 (its step at 220: 20 after); step
+    // 1's at 350 and 390 (step 370: the second 20 after); steps 2 and 3 end at 100 past their
+    // offsets and their all-reduces at 100 (not after) and 125 (25 after). 4 of 7 per rank;
+    // the median of 20, 20, 25, 25 twice over is the fifth of eight, 25 ms.
+    assert!(
+        note.starts_with("8 of 14 bucket all-reduces ended after their step did"),
+        "{note}"
+    );
+    assert!(note.contains("(a median 25.0 ms after)"), "{note}");
+}
+
+#[test]
 fn per_bucket_statistics() {
     let run = load(&hand_run());
     let sum = analysis::summarize(&run, &SummaryOptions::default());

@@ -529,6 +529,7 @@ pub fn summarize(run: &Run, opts: &SummaryOptions) -> Summary {
         notes.push("no collective spans inside the steady steps".to_owned());
     }
     notes.extend(unused_search_for_nothing(run));
+    notes.extend(collectives_after_their_steps(run));
     Summary {
         run_id: run.run_id.clone(),
         world_size: run.world_size,
@@ -583,6 +584,53 @@ fn unused_search_for_nothing(run: &Run) -> Option<String> {
             records.len()
         )
     })
+}
+
+/// The fewest bucket all-reduces ending after their step that make the note below.
+const AFTER_STEP_MIN_CALLS: usize = 3;
+
+/// Bucket all-reduces that ended after their own step's span ended: with host-timed spans
+/// that cannot happen (DDP waits for its all-reduces before the optimizer runs). The PyTorch
+/// module times NCCL's all-reduces with CUDA events (GPU times) and the phases with hooks
+/// (host times, when the work was queued); a GPU running behind the host puts the all-reduces
+/// after the step that queued them. Seen on an H200 (2026-12-04, scripts/gpu-check's busy
+/// job, one rank): 32 of 39, a median 5.2 ms after their step's end. Overlap and exposed
+/// communication then compare the two clocks, so the note says so (more than half of them, at
+/// least AFTER_STEP_MIN_CALLS).
+fn collectives_after_their_steps(run: &Run) -> Option<String> {
+    let (mut after, mut all) = (0usize, 0usize);
+    let mut by = Vec::new();
+    for rank in &run.ranks {
+        let ends: BTreeMap<u64, i64> = rank
+            .spans()
+            .filter(|s| s.kind() == SpanKind::Step)
+            .filter_map(|s| Some((s.step()?, s.end())))
+            .collect();
+        for s in rank.spans() {
+            if s.kind() != SpanKind::Collective || s.bucket().is_none() {
+                continue;
+            }
+            let Some(end) = s.step().and_then(|st| ends.get(&st)) else {
+                continue;
+            };
+            all += 1;
+            if s.end() > *end {
+                after += 1;
+                by.push(s.end() - end);
+            }
+        }
+    }
+    if after < AFTER_STEP_MIN_CALLS || 2 * after <= all {
+        return None;
+    }
+    by.sort_unstable();
+    Some(format!(
+        "{after} of {all} bucket all-reduces ended after their step did (a median {} after): \
+         their times are the GPU's (CUDA events) and the phases' the host's, which queued the \
+         work ahead of the GPU, so the overlap, exposed communication and comm tail below compare \
+         two clocks and are not what the GPU did",
+        render::ns(by[by.len() / 2] as f64)
+    ))
 }
 
 fn plural(n: usize, one: &str, many: &str) -> String {

@@ -287,6 +287,30 @@ fn all_reduces_timed_after_their_steps_say_the_clocks_differ() {
 }
 
 #[test]
+fn one_rank_has_no_bus_bandwidth() {
+    // nccl-tests' factor for an all-reduce of one rank is 2(1-1)/1 = 0: nothing crosses a bus,
+    // so no busbw is given, while algbw (bytes over time) still is.
+    let mut r = vec![header(0, 1, Some(ddp()))];
+    r.extend(steady_step(0, 2, 400.0));
+    r.extend(steady_step(0, 3, 500.0));
+    let sum = analysis::summarize(&load(&[r]), &SummaryOptions::default());
+    let op = sum.ops.first().expect("the all-reduces");
+    assert!(
+        op.algbw_bytes_per_s.is_some() && op.busbw_bytes_per_s.is_none(),
+        "{op:?}"
+    );
+    assert!(!sum.buckets.is_empty());
+    for b in &sum.buckets {
+        assert!(b.algbw_bytes_per_s.is_some(), "{b:?}");
+        assert_eq!(
+            (b.busbw_bytes_per_s, b.busbw_transfer_bytes_per_s),
+            (None, None),
+            "{b:?}"
+        );
+    }
+}
+
+#[test]
 fn per_bucket_statistics() {
     let run = load(&hand_run());
     let sum = analysis::summarize(&run, &SummaryOptions::default());

@@ -201,14 +201,15 @@ impl BucketTable {
                     launch_delay: delay,
                     duration,
                     algbw_bytes_per_s: algbw,
-                    busbw_bytes_per_s: algbw.map(|v| v * factor),
+                    // One rank moves nothing over a bus (nccl-tests' factor is 0 there).
+                    busbw_bytes_per_s: algbw.filter(|_| run.world_size > 1).map(|v| v * factor),
                     exposed,
                     exposed_total_ns: a.exposed_total,
                     skew: Dist::of_i64(&mut a.skew),
                     waiting_share: (a.seq_total > 0)
                         .then(|| a.seq_waiting as f64 / a.seq_total as f64),
                     busbw_transfer_bytes_per_s: bytes
-                        .filter(|_| transfer.median > 0.0)
+                        .filter(|_| transfer.median > 0.0 && run.world_size > 1)
                         .map(|b| b as f64 * factor / (transfer.median / 1e9)),
                     transfer,
                     waiting: Dist::of_i64(&mut a.waiting),

@@ -135,7 +135,8 @@ impl OpTable {
                     latency_total_ns: a.dur_total,
                     latency: a.latencies.dist(),
                     algbw_bytes_per_s: algbw,
-                    busbw_bytes_per_s: algbw.map(|v| v * factor),
+                    // One rank moves nothing over a bus (nccl-tests' factor is 0 there).
+                    busbw_bytes_per_s: algbw.filter(|_| run.world_size > 1).map(|v| v * factor),
                     bus_factor: factor,
                     op: name,
                 }

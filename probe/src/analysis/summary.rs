@@ -13,7 +13,7 @@ use super::scan::{scan_run, StepBreakdown, WarmupReason};
 use super::slowdown::{slowdowns, Slowdowns};
 use super::stats::Dist;
 use super::stragglers::{stragglers, Stragglers};
-use crate::model::Run;
+use crate::model::{LaneKind, Run};
 use crate::trace::SpanKind;
 
 /// What [`summarize`] leaves out and assumes.
@@ -602,11 +602,15 @@ fn collectives_after_their_steps(run: &Run) -> Option<String> {
     let mut by = Vec::new();
     for rank in &run.ranks {
         let ends: BTreeMap<u64, i64> = rank
-            .spans()
-            .filter(|s| s.kind() == SpanKind::Step)
+            .steps()
             .filter_map(|s| Some((s.step()?, s.end())))
             .collect();
-        for s in rank.spans() {
+        // The comm lane alone: a GPU trace's kernel lanes can hold most of its spans.
+        let comm = rank
+            .lane_id(LaneKind::Comm)
+            .and_then(|id| rank.lane(id))
+            .map_or(&[][..], |l| l.spans());
+        for s in comm {
             if s.kind() != SpanKind::Collective || s.bucket().is_none() {
                 continue;
             }

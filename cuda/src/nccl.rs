@@ -505,12 +505,10 @@ pub(crate) fn check_hellos(
         ));
     }
     let version = first.nccl_version;
+    let shared_gpus_allowed = nccl_shares_gpus(version, multi_rank_gpu_enable);
     for (a, ha) in hellos.iter().enumerate() {
         for (b, hb) in hellos.iter().enumerate().skip(a + 1) {
-            if ha.host == hb.host
-                && ha.device == hb.device
-                && !nccl_shares_gpus(version, multi_rank_gpu_enable)
-            {
+            if ha.host == hb.host && ha.device == hb.device && !shared_gpus_allowed {
                 let sharing = if version >= SHARED_GPU_SINCE {
                     "or set NCCL_MULTI_RANK_GPU_ENABLE=1 to let NCCL share it"
                 } else {

@@ -331,10 +331,9 @@ def timer_self_test():
         def record(self, span):
             recorded.append((span["start"], span["end"], span.get("args", {}).get("timing")))
 
+    import collections
     import threading
     import time
-
-    import collections
 
     timer = object.__new__(CudaCollectiveTimer)
     timer.writer, timer.lock, timer.pending, timer.last_end_ns = Writer(), threading.Lock(), [], 0

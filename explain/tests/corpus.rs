@@ -91,7 +91,8 @@ use serde::Deserialize;
 /// 0.859; 301 of 351 with the fifty-third (blog posts: 2 of its 3; the miss, nodes with two
 /// NCCL versions, now said at medium beside an interface, which NCCL's line leaves open),
 /// 0.858; 302 of 353 with the fifty-fourth (issue threads: 1 of its 2), 0.856; 303 of 353
-/// (0.858) after aws-ofi-nccl's GPU buffer refused with EINVAL was read in its source.
+/// (0.858) after aws-ofi-nccl's GPU buffer refused with EINVAL was read in its source; 304
+/// of 354 with the fifty-fifth (issue threads and a blog post: 1 of its 1), 0.859.
 const DEVELOPMENT_FLOOR: f64 = 0.85;
 /// Lowest accepted top-1 accuracy on the validation split: 71 of 93 on
 /// 2026-12-02 (the goal is 0.95), 74 of 98 with the second batch of that
@@ -143,7 +144,8 @@ const DEVELOPMENT_FLOOR: f64 = 0.85;
 /// fifty-first's one at 0 of 1 (124 of 172, 0.721); 125 of 172 (0.727) after accelerate's P2P
 /// guard was read in its source, a fourth exception: the gatherer's report had quoted that
 /// case's message along with the development case's. The fifty-second's one at 1 of 1 (126
-/// of 173, 0.728), the fifty-fourth's one at 0 of 1 (126 of 174, 0.724).
+/// of 173, 0.728), the fifty-fourth's one at 0 of 1 (126 of 174, 0.724), the fifty-fifth's
+/// two at 1 of 2 (127 of 176, 0.722).
 const VALIDATION_FLOOR: f64 = 0.72;
 /// Lowest accepted share of right first findings among those said with high confidence, on the
 /// validation split: 69 of 76 (0.908) on 2026-12-03, when the test began to count it. "High"
@@ -151,7 +153,7 @@ const VALIDATION_FLOOR: f64 = 0.72;
 const VALIDATION_HIGH_CONFIDENCE_FLOOR: f64 = 0.88;
 /// Cases in the corpus: a case lost from the index fails the test (the
 /// issue asked for at least 150).
-const CASES: usize = 527;
+const CASES: usize = 530;
 
 #[derive(Deserialize)]
 struct Case {

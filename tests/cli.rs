@@ -205,6 +205,44 @@ fn run_reports_the_failing_rank_and_propagates_its_exit_code() {
     );
 }
 
+#[test]
+fn a_recorded_run_that_ended_well_names_the_commands_that_read_it() {
+    let dir = tempfile::tempdir().unwrap();
+    // Each rank leaves a trace file where the launcher asks for it; a job that records
+    // nothing, and one that fails, get no such pointer (the failure gets its explanation).
+    let records = "mkdir -p \"$DDP_PROBE_TRACE_DIR\" && \
+                   echo '{\"type\":\"header\"}' > \"$DDP_PROBE_TRACE_DIR/rank-$RANK.jsonl\"";
+    for (script, pointer) in [(records, true), ("true", false), ("exit 3", false)] {
+        let out = ddp_probe(
+            &[
+                "run",
+                "--nproc-per-node",
+                "2",
+                "--out",
+                "my run",
+                "--",
+                "sh",
+                "-c",
+                script,
+            ],
+            dir.path(),
+        );
+        let err = text(&out.stderr);
+        assert_eq!(
+            err.contains("next:\n  ddp-probe summary"),
+            pointer,
+            "{script}: {err}"
+        );
+        if pointer {
+            assert!(out.status.success(), "{err}");
+            assert!(
+                err.contains("ddp-probe tui '") && err.contains("my run/report.html'"),
+                "{err}"
+            );
+        }
+    }
+}
+
 /// Runs a 2-rank job of `script` (sh) through `ddp-probe run`, then `ddp-probe explain --json`
 /// on it; returns the exit code of the run and the first finding's (category, ranks).
 fn run_then_explain(dir: &Path, script: &str, extra: &[&str]) -> (Option<i32>, String, Vec<u64>) {

@@ -151,7 +151,7 @@ impl Outcome {
                 Some(end) => {
                     let _ = write!(out, "{}", end.termination);
                     if end.stopped_by_launcher {
-                        out.push_str(" (stopped by ddp-probe)");
+                        out.push_str(stopped_note(&end.termination));
                     }
                 }
                 None if r.pid.is_none() => out.push_str("never started"),
@@ -160,6 +160,17 @@ impl Outcome {
         }
         let _ = write!(out, "\nrun directory: {}", self.run_dir.display());
         out
+    }
+}
+
+/// What the summary adds to a rank that ended after ddp-probe began to stop the ranks: killed
+/// by a signal, it was ddp-probe's; exited with a status, the rank ended on its own (its own
+/// error, often the same one as the first failure, or its SIGTERM handler's exit), so the note
+/// says only when.
+fn stopped_note(termination: &Termination) -> &'static str {
+    match termination {
+        Termination::Signaled { .. } => " (stopped by ddp-probe)",
+        _ => " (after ddp-probe's SIGTERM)",
     }
 }
 

@@ -330,9 +330,37 @@ fn failing_rank_is_named_and_the_others_are_stopped() {
         summary.contains("first failure: rank 1 exited with code 3"),
         "{summary}"
     );
+    assert!(
+        summary.contains("rank 0: killed by SIGTERM (stopped by ddp-probe)"),
+        "{summary}"
+    );
     let m = RunDir::open(Some(&outcome.run_dir)).unwrap().manifest;
     assert_eq!(m.status, RunStatus::Failed);
     assert_eq!(m.first_failure.unwrap().rank, 1);
+}
+
+#[test]
+fn rank_exiting_with_its_own_status_after_the_sigterm_is_not_called_stopped() {
+    // Rank 0 ends with a status of its own after ddp-probe's SIGTERM (a handler's exit, or
+    // the same error as the first failure a moment later): the summary says when it ended,
+    // not that ddp-probe stopped it, which only a signal shows.
+    let tmp = tempfile::tempdir().unwrap();
+    let prog = script(
+        tmp.path(),
+        "trapexit",
+        "#!/bin/sh\nif [ \"$RANK\" = 1 ]; then sleep 0.3; exit 3; fi\ntrap 'exit 1' TERM\nsleep 30 &\nwait\n",
+    );
+    let (result, _, took) = run(&config(tmp.path(), &prog, 2));
+    let outcome = result.unwrap();
+    assert!(took < QUICK, "{took:?}");
+    let end = outcome.manifest.rank(0).unwrap().end.clone().unwrap();
+    assert_eq!(end.termination, Termination::Exited { code: 1 });
+    assert!(end.stopped_by_launcher);
+    let summary = outcome.render_summary();
+    assert!(
+        summary.contains("rank 0: exited with code 1 (after ddp-probe's SIGTERM)"),
+        "{summary}"
+    );
 }
 
 #[test]

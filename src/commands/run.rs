@@ -85,6 +85,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     warm_trace_cache(&outcome.run_dir);
     if outcome.exit_code != 0 {
         explain_briefly(&outcome.run_dir);
+    } else if has_traces(&outcome.run_dir) {
+        eprintln!("{}", what_next(&outcome.run_dir));
     }
     Ok(exit_code(outcome.exit_code))
 }
@@ -96,6 +98,32 @@ fn has_traces(run_dir: &Path) -> bool {
             .flatten()
             .any(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
     })
+}
+
+/// After a recorded run that ended well: the commands that read it, so that a torchrun user
+/// who swapped the launcher learns where the answers are (ready to paste: the run directory
+/// quoted for a POSIX shell when it needs it).
+fn what_next(run_dir: &Path) -> String {
+    let dir = shell_word(&run_dir.to_string_lossy());
+    let html = shell_word(&run_dir.join("report.html").to_string_lossy());
+    format!(
+        "next:\n  ddp-probe summary {dir}    where the step time went, bucket_cap_mb advice\n  \
+         ddp-probe report {dir} -o {html}\n  ddp-probe tui {dir}"
+    )
+}
+
+/// `word` as one word of a POSIX shell command: as it is when every character is plain, else
+/// in single quotes (a quote inside written `'\''`).
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+:@%,=".contains(c));
+    if plain {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
 }
 
 /// Loads the run's traces once, now that every rank has ended, so that the reader writes its
@@ -436,5 +464,24 @@ mod tests {
                 "{refused}: {e}"
             );
         }
+    }
+
+    #[test]
+    fn the_next_commands_quote_a_run_directory_only_when_a_shell_needs_it() {
+        assert_eq!(
+            shell_word("runs/20261204-191449-33c407a4"),
+            "runs/20261204-191449-33c407a4"
+        );
+        assert_eq!(shell_word("/tmp/my runs/x"), "'/tmp/my runs/x'");
+        assert_eq!(shell_word("it's"), r"'it'\''s'");
+        assert_eq!(shell_word(""), "''");
+        let next = what_next(Path::new("/tmp/my runs/x"));
+        assert!(
+            next.contains("ddp-probe summary '/tmp/my runs/x'")
+                && next
+                    .contains("ddp-probe report '/tmp/my runs/x' -o '/tmp/my runs/x/report.html'")
+                && next.contains("ddp-probe tui '/tmp/my runs/x'"),
+            "{next}"
+        );
     }
 }

@@ -12,7 +12,11 @@ that cap and the first bucket the measured run used). It prints, per shape and o
 - replay error: the trace's simulation of its own layout against its own measured step;
 - mean and max |error| of predicted against measured median step over every (trace, cap);
 - regret: the measured step of each trace's pick against the best measured step;
-- the noise floor: the spread (max − min over median) of a cap's repeats.
+- the noise floor: the spread (max − min over median) of a cap's repeats;
+- compute drift: each run's median forward against its shape's median (no collective overlaps
+  DDP's forward, so it says how fast the machine computed during the run), with the traces of
+  the largest errors: a trace predicts from its own run, so one recorded while the machine ran
+  slow predicts every cap slow by about as much.
 Results go to bench/results/whatif.json. Without root, `ip` or `tc` it says so and stops."""
 import argparse
 import datetime
@@ -42,6 +46,13 @@ def probe_json(cmd, dirs, extra=()):
 def measured_step(dirs):
     s = probe_json("summary", dirs)["summary"]
     return s["overall"]["step"]["median"] / 1e6
+
+
+def forward_ms(dirs):
+    """The run's median forward: DDP's forward overlaps no collective, so against the other
+    runs of its shape it says how fast the machine computed during this run."""
+    s = probe_json("summary", dirs)["summary"]
+    return s["overall"]["forward"]["median"] / 1e6
 
 
 def predictions(dirs, caps):
@@ -135,8 +146,10 @@ def main():
             spread = {c: (max(r[3] for r in runs if r[0] == c) - min(r[3] for r in runs if r[0] == c))
                       / measured[c] for c in caps}
             best = min(measured.values())
+            forwards = [forward_ms(r[2]) for r in runs]
+            typical_forward = statistics.median(forwards)
             traces = []
-            for cap, rep, dirs, ms in runs:
+            for (cap, rep, dirs, ms), fwd in zip(runs, forwards):
                 p = predictions(dirs, caps)
                 # Its own cap is the replay (reported apart), not a prediction.
                 errs = {c: (p["pred"][c] - measured[c]) / measured[c] for c in caps
@@ -150,7 +163,8 @@ def main():
                 traces.append({"cap": cap, "repeat": rep, "measured_ms": ms, "missing": p["missing"],
                                "predicted_ms": p["pred"], "errors": errs, "pick": pick,
                                "list_pick": p["list_pick"],
-                               "regret": regret, "replay_error": replay})
+                               "regret": regret, "replay_error": replay,
+                               "forward_ms": fwd, "compute_drift": fwd / typical_forward - 1})
                 all_err += [abs(e) for e in errs.values()]
                 if regret is not None:
                     all_regret.append(regret)
@@ -178,6 +192,18 @@ def main():
                       f" (best measured: {row['best_cap']:g} MiB)")
             if no_pick:
                 print(f"  {no_pick} traces gave no advice")
+            # A trace predicts from its own run's compute: one recorded while the machine ran
+            # slow predicts every cap slow by as much. Its forward says so (no collective
+            # overlaps it), so the worst predictions are shown with it.
+            drifts = [abs(t["compute_drift"]) for t in traces]
+            row["max_compute_drift"] = max(drifts)
+            print(f"  compute drift (a run's median forward against the shape's median): "
+                  f"max {row['max_compute_drift']:.1%}")
+            for t in sorted(traces, key=lambda t: -max(map(abs, t["errors"].values()), default=0))[:2]:
+                if t["errors"]:
+                    worst = max(t["errors"].values(), key=abs)
+                    print(f"    the {t['cap']:g} MiB trace of repeat {t['repeat']}: largest error "
+                          f"{worst:+.1%}, forward {t['compute_drift']:+.1%}")
             pathlib.Path(args.out).write_text(json.dumps(results, indent=1))
     if all_err:
         print(f"\nall shapes: mean |error| {statistics.mean(all_err):.1%}, max {max(all_err):.1%};"

@@ -2486,6 +2486,24 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
                NCCL_DEBUG=INFO's first lines show which pair a node has."
             .to_owned();
     }
+    if role == Role::Cause && proven(crate::rules::RULE_NCCL_NVLINK_P2P_DISABLED) {
+        title = format!(
+            "{} failed: NCCL found peer-to-peer off between GPUs that NVLink connects",
+            subject(&ranks)
+        );
+        meaning = "At set-up NCCL reads from NVML whether each pair of the node's GPUs can \
+                   read and write each other's memory. For a pair that NVLink connects, NVML \
+                   said no, which NCCL takes for a hardware fault: it stops with an unhandled \
+                   CUDA error rather than send NVLink traffic through host memory. Usual \
+                   reasons: an NVLink that is down (`dmesg` shows Xid errors for it), or a \
+                   virtual machine whose GPUs were passed through without peer-to-peer.";
+        fix = "Look at the links and the pairs: `nvidia-smi nvlink --status` (every link up), \
+               `nvidia-smi topo -p2p r` and `-p2p w` (OK for every pair), `dmesg | grep -i \
+               xid`; in a VM, ask for peer-to-peer between its GPUs. To run meanwhile: \
+               NCCL_IGNORE_DISABLED_P2P=1, as NCCL's message says, or NCCL_P2P_DISABLE=1; \
+               traffic between those GPUs then goes through host memory, slower."
+            .to_owned();
+    }
     if role == Role::Cause && proven(crate::rules::RULE_ACCELERATE_NO_P2P_GUARD) {
         title = format!(
             "{} stopped at accelerate's check: these GPUs have no peer-to-peer support and \

@@ -242,6 +242,8 @@ pub(crate) const RULE_VLLM_KV_CACHE_TOO_SMALL: &str = "vllm_kv_cache_too_small";
 pub(crate) const RULE_ACCELERATE_NO_P2P_GUARD: &str = "accelerate_no_p2p_guard";
 /// aws-ofi-nccl's registration of a GPU buffer refused with EINVAL.
 pub(crate) const RULE_OFI_GPU_BUFFER_REFUSED: &str = "ofi_gpu_buffer_refused";
+/// NCCL's set-up refusing GPUs that NVLink connects while NVML reports their peer-to-peer off.
+pub(crate) const RULE_NCCL_NVLINK_P2P_DISABLED: &str = "nccl_nvlink_p2p_disabled";
 /// The rule of NCCL finding no network it could initialise (a forced plugin that did not load).
 pub(crate) const RULE_NCCL_NET_PLUGIN_FAILED: &str = "nccl_net_plugin_failed";
 /// The rule of NCCL connecting to a peer address that holds no address family.
@@ -665,6 +667,15 @@ pub(crate) static RULES: &[Rule] = &[
     // those GPUs: the P2P case, with the fix it names.
     rule!(RULE_ACCELERATE_NO_P2P_GUARD, P2pHang, Cause, Standalone,
         [["support faster communication broadband via p2p or ib"]], not [], ex_none),
+    // NCCL `graph/paths.cc` (2.12 on), at set-up, for each pair of GPUs of a node: where NVLink
+    // connects them but NVML's P2P status for reads or writes is not OK, "P2P is disabled
+    // between NVLINK connected GPUs 1 and 0. This should not be the case given their
+    // connectivity, and is probably due to a hardware issue. If you still want to proceed, you
+    // can set NCCL_IGNORE_DISABLED_P2P=1." and ncclUnhandledCudaError. (Over PCIe the same
+    // finding is an INFO line, "P2P is disabled between connected GPUs", and NCCL goes on
+    // through host memory: no rule.)
+    rule!(RULE_NCCL_NVLINK_P2P_DISABLED, P2pHang, Cause, Standalone,
+        [["p2p is disabled between nvlink connected gpus"]], not [], ex_none),
     rule!("p2p_access", P2pHang, Cause, Standalone,
         [["peer access is not supported", "peer mapping resources exhausted", "cudaerrorpeeraccess",
           "peer access already", "iommu=pt"]],
@@ -754,9 +765,13 @@ pub(crate) static RULES: &[Rule] = &[
         [["error while attaching to shared memory segment"]], not [], ex_nccl_shm_attach),
     // NCCL 2.4-2.11 (`include/shm.h`, its SYSCHECK macro): "Call to posix_fallocate failed :
     // No space left on device" before "Error while creating shared memory segment"; 2.12-2.17
-    // (`misc/shmutils.cc`): "Could not map /dev/shm/nccl-XXXX" when the mapping fails.
+    // (`misc/shmutils.cc`): "Could not map /dev/shm/nccl-XXXX" when the mapping fails; 2.22 on
+    // (`shmutils.cc`, then `os/linux.cc`): mkstemp's failure in /dev/shm, "Error: failed to
+    // create shared memory file /dev/shm/nccl-XXXXXX, error No space left on device (28)"
+    // (before 2.30 the path printed as a pointer).
     rule!("shm_segment", ShmTooSmall, Cause, Standalone,
         [["error while creating shared memory segment", "unable to allocate shared memory", "failed to extend /dev/shm",
+          "failed to create shared memory file",
           "call to posix_fallocate failed", "could not map /dev/shm",
           "insufficient shared memory", "out of shared memory", "raise your shared memory limit",
           "bus error encountered in worker"]],
@@ -3159,6 +3174,32 @@ mod tests {
                  Cannot allocate memory"
             ),
             Some(Category::Infiniband)
+        );
+        // NCCL's mkstemp in /dev/shm failing (2.22 on) is /dev/shm's, like its other calls there.
+        assert_eq!(
+            cat(
+                "host-a:1:2 [0] os/linux.cc:780 NCCL WARN Error: failed to create shared memory \
+                 file /dev/shm/nccl-XXXXXX, error No space left on device (28)"
+            ),
+            Some(Category::ShmTooSmall)
+        );
+        // NCCL's NVLink pair whose peer-to-peer NVML reports off stops NCCL's set-up; the PCIe
+        // pair's INFO line only says NCCL goes through host memory.
+        let (nvlink, _) = classify(
+            "host-a:3052669:3052713 [1] graph/paths.cc:396 NCCL WARN P2P is disabled between \
+             NVLINK connected GPUs 1 and 0. This should not be the case given their \
+             connectivity, and is probably due to a hardware issue. If you still want to \
+             proceed, you can set NCCL_IGNORE_DISABLED_P2P=1.",
+        )
+        .unwrap();
+        assert_eq!(nvlink.name, RULE_NCCL_NVLINK_P2P_DISABLED);
+        assert_eq!(nvlink.category, Category::P2pHang);
+        assert_eq!(
+            cat(
+                "host-a:1:2 [0] NCCL INFO P2P is disabled between connected GPUs 2 and 1. You can \
+                 repress this message with NCCL_IGNORE_DISABLED_P2P=1."
+            ),
+            None
         );
         // A GPU buffer's registration refused with EINVAL: a version combination. The same
         // call out of memory (pinned-memory limits) stays the network's.

@@ -974,6 +974,41 @@ fn aws_ofi_nccls_refused_gpu_buffer_names_the_version_pair_at_medium() {
 }
 
 #[test]
+fn nccls_nvlink_pair_without_peer_to_peer_is_named_before_the_cuda_error_it_returns() {
+    // NCCL's set-up (graph/paths.cc) stops on an NVLink pair whose peer-to-peer NVML reports
+    // off and returns ncclUnhandledCudaError: the cause is the pair, not a kernel's CUDA error
+    // (whose fix would be CUDA_LAUNCH_BLOCKING).
+    let log = "host-a:3052669:3052713 [1] graph/paths.cc:396 NCCL WARN P2P is disabled between \
+               NVLINK connected GPUs 1 and 0. This should not be the case given their \
+               connectivity, and is probably due to a hardware issue. If you still want to \
+               proceed, you can set NCCL_IGNORE_DISABLED_P2P=1.\n\
+               torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/\
+               ProcessGroupNCCL.cpp:1970, unhandled cuda error (run with NCCL_DEBUG=INFO for \
+               details), NCCL version 2.20.5\n\
+               ncclUnhandledCudaError: Call to CUDA function failed.\n";
+    let report = probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
+    let f = report.findings.first().expect("a finding");
+    assert_eq!(
+        (f.category, f.role, f.confidence),
+        (Category::P2pHang, Role::Cause, Confidence::High),
+        "{}",
+        report.render_text(100)
+    );
+    assert!(
+        f.title
+            .contains("peer-to-peer off between GPUs that NVLink connects"),
+        "{}",
+        f.title
+    );
+    assert!(
+        f.fix.contains("nvidia-smi nvlink --status")
+            && f.fix.contains("NCCL_IGNORE_DISABLED_P2P=1"),
+        "{}",
+        f.fix
+    );
+}
+
+#[test]
 fn a_crash_whose_rank_the_log_does_not_say_is_still_titled_with_its_exception() {
     // A traceback with no rank prefix and no launcher table (a plain `python train.py` paste):
     // the title says what went wrong, as it does when the rank is known.

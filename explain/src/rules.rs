@@ -711,6 +711,13 @@ pub(crate) static RULES: &[Rule] = &[
         not["killed process"],
         ex_cuda_oom
     ),
+    // cuBLAS's own status for memory it could not get (`CUBLAS_STATUS_ALLOC_FAILED`, which
+    // NVIDIA's cuBLAS documentation explains as "usually caused by a cudaMalloc() failure",
+    // to be corrected by freeing memory before the call), as PyTorch raises it: "RuntimeError:
+    // CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`". The GPU's
+    // memory was full when cuBLAS set up its handle or workspace.
+    rule!("cublas_alloc_failed", CudaOom, Cause, Standalone,
+        [["cublas_status_alloc_failed"]], not [], ex_none),
     // The processes PyTorch's out-of-memory message lists, on a line of their own when a
     // paste wrapped the message ("Process 3573322 has 20.08 GiB memory in use.").
     rule!(RULE_GPU_MEMORY_OF_PROCESSES, CudaOom, Cause, Standalone,
@@ -3174,6 +3181,16 @@ mod tests {
                  Cannot allocate memory"
             ),
             Some(Category::Infiniband)
+        );
+        // cuBLAS's allocation failure is the GPU's memory (NVIDIA's documentation of the status);
+        // its NOT_INITIALIZED, which the documentation gives other causes, stays a CUDA error.
+        assert_eq!(
+            cat("RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`"),
+            Some(Category::CudaOom)
+        );
+        assert_eq!(
+            cat("RuntimeError: CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`"),
+            Some(Category::CudaError)
         );
         // NCCL's mkstemp in /dev/shm failing (2.22 on) is /dev/shm's, like its other calls there.
         assert_eq!(

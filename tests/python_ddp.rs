@@ -912,6 +912,62 @@ fn a_master_address_not_of_this_machine_is_said_at_the_start_and_explained_after
 }
 
 #[test]
+fn a_store_port_held_by_another_program_is_named_from_pytorch_s_own_ping() {
+    // Something that is not a TCPStore answers on the master port (here a listener that
+    // replies to anything with an HTTP error). PyTorch's store client pings it at connect
+    // and gets another value back; `explain` reads PyTorch's words as the port taken by
+    // another program, not as a crash of the rank.
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut conn in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                while matches!(conn.read(&mut buf), Ok(n) if n > 0) {
+                    let _ = conn.write_all(b"HTTP/1.1 400 Bad Request\r\n\r\n");
+                }
+            });
+        }
+    });
+    let tmp = tempfile::tempdir().unwrap();
+    let script = tmp.path().join("join.py");
+    std::fs::write(
+        &script,
+        "import datetime, torch.distributed as dist\n\
+         dist.init_process_group('gloo', timeout=datetime.timedelta(seconds=4))\n",
+    )
+    .unwrap();
+    let out = Command::new(venv_python())
+        .arg(&script)
+        .env("MASTER_ADDR", "127.0.0.1")
+        .env("MASTER_PORT", port.to_string())
+        .env("RANK", "1")
+        .env("WORLD_SIZE", "2")
+        .env_remove("PYTHONPATH")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let log = tmp.path().join("rank-1.log");
+    std::fs::write(&log, &out.stderr).unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("Ping failed, invalid value returned from server"),
+        "{stderr}"
+    );
+    let report = explain_json(&log);
+    let first = &report["findings"][0];
+    assert_eq!(first["category"], "port_in_use", "{report:#}");
+    assert!(
+        first["title"]
+            .as_str()
+            .unwrap()
+            .contains("not this job's store"),
+        "{report:#}"
+    );
+}
+
+#[test]
 fn a_hung_script_without_traces_is_explained_from_its_stacks() {
     // No traces: the watchdog's progress is the ranks' output, the module answers the dump
     // request from its import on, and `explain` names rank 1 from the stacks alone (rank 0's

@@ -2486,6 +2486,22 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
                NCCL_DEBUG=INFO's first lines show which pair a node has."
             .to_owned();
     }
+    if role == Role::Cause && proven(crate::rules::RULE_STORE_PING_MISMATCH) {
+        title = format!(
+            "{} reached something on the master port that is not this job's store",
+            subject(&ranks)
+        );
+        meaning = "When a rank connects to the rendezvous store (MASTER_ADDR:MASTER_PORT), \
+                   PyTorch's TCPStore client sends a number and expects the store to send it \
+                   back, as every PyTorch store does. Another value came back: what listens \
+                   at that address and port is another program (a service that uses the \
+                   port), or MASTER_ADDR names another host than the one running rank 0.";
+        fix = "On the host MASTER_ADDR names, see what holds the port (`ss -ltnp | grep \
+               :PORT`), then give the job a port nothing else uses (`--master_port`, \
+               MASTER_PORT; `ddp-probe run` picks a free one on one machine) and check that \
+               MASTER_ADDR is the host of rank 0."
+            .to_owned();
+    }
     if role == Role::Cause && proven(crate::rules::RULE_NCCL_NVLINK_P2P_DISABLED) {
         title = format!(
             "{} failed: NCCL found peer-to-peer off between GPUs that NVLink connects",
@@ -2932,6 +2948,9 @@ fn tool_output_signals(
 /// exit code, a generic error code or crash marker), not from a message that
 /// names it.
 const INDIRECT_RULES: &[&str] = &[
+    // A store ping answered with another value: another program on the port, or MASTER_ADDR
+    // naming another host; the line does not say which.
+    crate::rules::RULE_STORE_PING_MISMATCH,
     // EINVAL from libfabric for a GPU buffer: one recorded cause (NCCL against an older
     // libfabric), but a generic answer.
     crate::rules::RULE_OFI_GPU_BUFFER_REFUSED,

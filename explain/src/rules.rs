@@ -244,6 +244,8 @@ pub(crate) const RULE_ACCELERATE_NO_P2P_GUARD: &str = "accelerate_no_p2p_guard";
 pub(crate) const RULE_OFI_GPU_BUFFER_REFUSED: &str = "ofi_gpu_buffer_refused";
 /// NCCL's set-up refusing GPUs that NVLink connects while NVML reports their peer-to-peer off.
 pub(crate) const RULE_NCCL_NVLINK_P2P_DISABLED: &str = "nccl_nvlink_p2p_disabled";
+/// The rule of a store client whose ping came back with another value: not this job's store.
+pub(crate) const RULE_STORE_PING_MISMATCH: &str = "store_ping_mismatch";
 /// The rule of NCCL finding no network it could initialise (a forced plugin that did not load).
 pub(crate) const RULE_NCCL_NET_PLUGIN_FAILED: &str = "nccl_net_plugin_failed";
 /// The rule of NCCL connecting to a peer address that holds no address family.
@@ -747,14 +749,18 @@ pub(crate) static RULES: &[Rule] = &[
     rule!("sigkill_exit", HostOomKilled, Cause, Standalone,
         [["terminated with signal sigkill", "exitcode: -9)", "exitcode: -9 ", "exit code -9",
           "exit code: -9", "return code = -9", "returncode=-9", "signal 9 (sigkill) received",
-          "<signals.sigkill: 9>", "exitcode : -9"]],
+          "<signals.sigkill: 9>", "exitcode : -9",
+          // torchelastic's failure table (`errors/__init__.py`'s template: "  exitcode  :
+          // ${exitcode} (pid: ${pid})"), its line kept without the traceback line below it.
+          "exitcode  : -9 "]],
         not [], ex_none),
     // SIGBUS: touching shared memory that /dev/shm cannot back ("Signal 7 (SIGBUS)",
     // UCX's "Caught signal 7 (Bus error", a shell's "Bus error (core dumped)").
     rule!("sigbus_exit", ShmTooSmall, Cause, Standalone,
         [["terminated with signal sigbus", "exitcode: -7)", "exitcode: -7 ", "exit code -7",
           "return code = -7", "signal 7 (sigbus)", "caught signal 7 (bus error", "<signals.sigbus: 7>",
-          "exitcode : -7", "bus error (core dumped)", "received signal sigbus", "ncclshmopen"]],
+          "exitcode : -7", "exitcode  : -7 ", "bus error (core dumped)", "received signal sigbus",
+          "ncclshmopen"]],
         not [], ex_none),
     // NCCL `include/shm.h`: "Unable to allocate shared memory (%d bytes) : %s" with
     // posix_fallocate's error. EINTR ("Interrupted system call") is not a full /dev/shm:
@@ -865,6 +871,20 @@ pub(crate) static RULES: &[Rule] = &[
     // started.
     rule!("device_mesh_larger_than_world", WorldSizeMismatch, Cause, Standalone,
         [["should not be bigger than"], ["world size"]], not [], ex_device_mesh_size),
+    // The same check elsewhere in torch.distributed: `distributed_c10d.py`'s subgroups ("The
+    // arg 'group_size' (16) must not exceed the world size (8)", "The world size must be
+    // divisible by 'group_size'"), `new_group` and `split_group` ("the new group's world size
+    // should be less or equal to the world size set by init_process_group", "The new group's
+    // rank should be within the world_size set by init_process_group", "the split group's
+    // size should be less or equal to the world_size set by init_process_group"), and
+    // DeviceMesh's "DeviceMesh only support homogeneous hardware, but found 12 ranks and 8
+    // cuda devices!" (a world size that is no multiple of the GPUs per host): the layout the
+    // program asks for does not fit the ranks the job started.
+    rule!("parallel_layout_vs_world", WorldSizeMismatch, Cause, Standalone,
+        [["must not exceed the world size", "world size must be divisible by 'group_size'",
+          "set by init_process_group",
+          "only support homogeneous hardware, but found"]],
+        not [], ex_none),
     // Lightning's cluster environments check the Trainer's `devices` and `num_nodes` against
     // the launcher's (`validate_settings` in lightning/fabric/plugins/environments):
     // SLURM's "You set `devices=4` in Lightning, but the number of tasks per node configured
@@ -880,6 +900,14 @@ pub(crate) static RULES: &[Rule] = &[
           // `tensor_parallel_size=2` multiplied should equal the world size (8)."
           "multiplied should equal the world size"]],
         not [], ex_lightning_launcher_sizes),
+    // c10d's TCPStore client (`TCPStore.cpp`'s ping, run when it connects): it sends its pid
+    // and expects the server to send it back, else "Ping failed, invalid value returned from
+    // server. Expected: 3058192, Got: 759714643" (logged as "TCP client failed to
+    // connect/validate to host host-a:29500 - retrying ...", then raised as DistNetworkError).
+    // What answered on MASTER_ADDR:MASTER_PORT is not a TCPStore: another program holds the
+    // port there.
+    rule!(RULE_STORE_PING_MISMATCH, PortInUse, Cause, Standalone,
+        [["ping failed, invalid value returned from server"]], not [], ex_none),
     rule!("port_in_use", PortInUse, Cause, Standalone,
         [["address already in use", "eaddrinuse", "errno: 98", "os error 98",
           "failed to listen on any local network address"]],
@@ -1207,8 +1235,11 @@ pub(crate) static RULES: &[Rule] = &[
         RendezvousTimeout,
         Symptom,
         Standalone,
-        [["runtimeerror: socket timeout", "waitforinput: socket"]],
-        not["returned operation_in_progress"],
+        [["runtimeerror: socket timeout", "waitforinput: socket",
+          // Later releases: "[c10d] waitForInput: poll for socket SocketImpl(...) returned 0,
+          // likely a timeout" (a poll that failed otherwise says "failed with res=").
+          "waitforinput: poll for socket"]],
+        not["returned operation_in_progress", "failed with res="],
         ex_none
     ),
     rule!("store_timeout", RendezvousTimeout, Symptom, Standalone,
@@ -3192,6 +3223,53 @@ mod tests {
             cat("RuntimeError: CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`"),
             Some(Category::CudaError)
         );
+        // A store client whose ping came back wrong reached another program on the port; a
+        // later release's wording of the store's wait timing out.
+        let (ping, _) = classify(
+            "[W TCPStore.cpp:384] [c10d] TCP client failed to connect/validate to host \
+             host-a:29500 - retrying (try=1, timeout=1800000ms, delay=2874ms): Ping failed, \
+             invalid value returned from server. Expected: 3058192, Got: 759714643",
+        )
+        .unwrap();
+        assert_eq!(ping.name, RULE_STORE_PING_MISMATCH);
+        assert_eq!(ping.category, Category::PortInUse);
+        assert_eq!(
+            cat(
+                "[c10d] waitForInput: poll for socket SocketImpl(fd=5, addr=[host-b]:41234, \
+                 remote=[host-a]:29500) returned 0, likely a timeout"
+            ),
+            Some(Category::RendezvousTimeout)
+        );
+        assert_eq!(
+            cat(
+                "[c10d] waitForInput: poll for socket SocketImpl(fd=5, addr=[host-b]:41234, \
+                 remote=[host-a]:29500) failed with res=-1, err=(errno: 9 - Bad file descriptor)"
+            ),
+            None
+        );
+        // torch.distributed's own checks of a layout against the world size.
+        for line in [
+            "ValueError: The arg 'group_size' (16) must not exceed the world size (8)",
+            "ValueError: The world size must be divisible by 'group_size'",
+            "ValueError: the new group's world size should be less or equal to the world size \
+             set by init_process_group",
+            "ValueError: the split group's size should be less or equal to the world_size set by \
+             init_process_group",
+            "RuntimeError: DeviceMesh only support homogeneous hardware, but found 12 ranks and 8 \
+             cuda devices!",
+        ] {
+            assert_eq!(cat(line), Some(Category::WorldSizeMismatch), "{line}");
+        }
+        // torchelastic's failure table spaces its `exitcode` label as its template does.
+        assert_eq!(
+            cat("  exitcode  : -9 (pid: 12348)"),
+            Some(Category::HostOomKilled)
+        );
+        assert_eq!(
+            cat("  exitcode  : -7 (pid: 12348)"),
+            Some(Category::ShmTooSmall)
+        );
+        assert_eq!(cat("  exitcode  : -97 (pid: 12348)"), None);
         // NCCL's mkstemp in /dev/shm failing (2.22 on) is /dev/shm's, like its other calls there.
         assert_eq!(
             cat(

@@ -302,6 +302,34 @@ pub(crate) fn build(mut g: Gathered, opts: &Options) -> Report {
             ));
         }
     }
+    // Lightning's launcher, once a rank it started has ended badly ("Child process with PID N
+    // terminated with code C. Forcefully terminating all other processes to avoid zombies"),
+    // sends SIGKILL to the other ranks and to its own main process
+    // (`subprocess_script.py`'s _ChildProcessObserver): a shell's "Killed" after that line is
+    // the launcher's doing, not the out-of-memory killer's.
+    let lightning_stop = signals
+        .iter()
+        .filter(|s| {
+            s.evidence.iter().any(|e| {
+                let t = e.text.to_ascii_lowercase();
+                t.contains("child process with pid") && t.contains("forcefully terminating")
+            })
+        })
+        .map(|s| s.order)
+        .min();
+    if let Some(after) = lightning_stop {
+        for s in &mut signals {
+            if s.rule == "shell_killed" && s.order > after {
+                s.category = Category::RankCrashed;
+                s.role = Role::Consequence;
+                s.detail = Some(
+                    "killed by Lightning's launcher, which ends every process of the job once \
+                     one of its ranks failed"
+                        .to_owned(),
+                );
+            }
+        }
+    }
     if let Some(w) = ctx.world_size {
         for s in &mut signals {
             if s.category == Category::RendezvousTimeout {

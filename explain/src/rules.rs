@@ -752,7 +752,11 @@ pub(crate) static RULES: &[Rule] = &[
           "<signals.sigkill: 9>", "exitcode : -9",
           // torchelastic's failure table (`errors/__init__.py`'s template: "  exitcode  :
           // ${exitcode} (pid: ${pid})"), its line kept without the traceback line below it.
-          "exitcode  : -9 "]],
+          "exitcode  : -9 ",
+          // Lightning's launcher (`subprocess_script.py`'s _ChildProcessObserver): "[rank: 2]
+          // Child process with PID 13117 terminated with code -9. Forcefully terminating all
+          // other processes to avoid zombies".
+          "terminated with code -9."]],
         not [], ex_none),
     // SIGBUS: touching shared memory that /dev/shm cannot back ("Signal 7 (SIGBUS)",
     // UCX's "Caught signal 7 (Bus error", a shell's "Bus error (core dumped)").
@@ -760,7 +764,7 @@ pub(crate) static RULES: &[Rule] = &[
         [["terminated with signal sigbus", "exitcode: -7)", "exitcode: -7 ", "exit code -7",
           "return code = -7", "signal 7 (sigbus)", "caught signal 7 (bus error", "<signals.sigbus: 7>",
           "exitcode : -7", "exitcode  : -7 ", "bus error (core dumped)", "received signal sigbus",
-          "ncclshmopen"]],
+          "ncclshmopen", "terminated with code -7."]],
         not [], ex_none),
     // NCCL `include/shm.h`: "Unable to allocate shared memory (%d bytes) : %s" with
     // posix_fallocate's error. EINTR ("Interrupted system call") is not a full /dev/shm:
@@ -880,10 +884,14 @@ pub(crate) static RULES: &[Rule] = &[
     // DeviceMesh's "DeviceMesh only support homogeneous hardware, but found 12 ranks and 8
     // cuda devices!" (a world size that is no multiple of the GPUs per host): the layout the
     // program asks for does not fit the ranks the job started.
+    // DeepSpeed's MPI discovery (`comm/comm.py`, `mpi_discovery`): "MPI world size 8 does not
+    // match torch world size 1" (and the rank's "MPI rank 3 does not match torch rank 0"):
+    // torch.distributed was set up for another world than the MPI launcher started.
     rule!("parallel_layout_vs_world", WorldSizeMismatch, Cause, Standalone,
         [["must not exceed the world size", "world size must be divisible by 'group_size'",
           "set by init_process_group",
-          "only support homogeneous hardware, but found"]],
+          "only support homogeneous hardware, but found",
+          "does not match torch world size", "does not match torch rank"]],
         not [], ex_none),
     // Lightning's cluster environments check the Trainer's `devices` and `num_nodes` against
     // the launcher's (`validate_settings` in lightning/fabric/plugins/environments):
@@ -908,9 +916,13 @@ pub(crate) static RULES: &[Rule] = &[
     // port there.
     rule!(RULE_STORE_PING_MISMATCH, PortInUse, Cause, Standalone,
         [["ping failed, invalid value returned from server"]], not [], ex_none),
+    // accelerate's launcher checks the main process port before it starts anything
+    // (`utils/launch.py`): "ConnectionError: Tried to launch distributed communication on port
+    // `29500`, but another process is utilizing it. Please specify a different port ...".
     rule!("port_in_use", PortInUse, Cause, Standalone,
         [["address already in use", "eaddrinuse", "errno: 98", "os error 98",
-          "failed to listen on any local network address"]],
+          "failed to listen on any local network address",
+          "but another process is utilizing it"]],
         not [], ex_port),
     // c10d's `socket.cpp` names each address it failed to bind ("The server socket has failed
     // to bind to [::]:29500 (errno: 98 - Address already in use)."); on the wildcard
@@ -1166,9 +1178,22 @@ pub(crate) static RULES: &[Rule] = &[
     // the others' collectives after its own inputs ran out (`torch/distributed/algorithms/
     // join.py`: "Detected uneven input skew of greater than 1000. This means that rank 1 has
     // at least 1000 fewer inputs than other currently-active ranks.").
-    rule!("uneven_inputs", UnevenInputs, Cause, Standalone,
-        [["exhausted inputs", "exhausted all inputs", "uneven inputs", "uneven input skew"]],
-        not [], ex_ranks),
+    // (accelerate's warning that `join_uneven_inputs` has no effect off multi-GPU training,
+    // "Joining uneven inputs is only supported for multi-GPU training", names no failure.)
+    rule!(
+        "uneven_inputs",
+        UnevenInputs,
+        Cause,
+        Standalone,
+        [[
+            "exhausted inputs",
+            "exhausted all inputs",
+            "uneven inputs",
+            "uneven input skew"
+        ]],
+        not["joining uneven inputs is only supported"],
+        ex_ranks
+    ),
     // fairseq's `all_gather_list` (also copied into DPR and other projects): "Unable to
     // unpickle data from other workers. all_gather_list requires all workers to enter the
     // function together, so this error usually indicates that the workers have fallen out of
@@ -1382,8 +1407,11 @@ pub(crate) static RULES: &[Rule] = &[
         not [], ex_none),
     // `distributed_c10d.py`: "Distributed package doesn't have NCCL built in" (Windows and
     // macOS builds, CPU-only wheels): the backend asked for is not there.
+    // accelerate's `state.py` says the same in its own words (its spelling): "Your assigned
+    // backend nccl is not avaliable, please use gloo".
     rule!("nccl_not_built", NcclInternalOrUnsupported, Cause, Standalone,
-        [["distributed package doesn't have nccl built in", "nccl is not available"]],
+        [["distributed package doesn't have nccl built in", "nccl is not available",
+          "backend nccl is not avaliable", "backend nccl is not available"]],
         not [], ex_none),
     // `ProcessGroupNCCL`'s constructor: "ProcessGroupNCCL is only supported with GPUs, no GPUs
     // found!": the build has NCCL, this process sees no GPU.
@@ -1623,6 +1651,16 @@ pub(crate) static RULES: &[Rule] = &[
         [["failed (exitcode: "], ["local_rank: "]],
         not ["exitcode: 0)", "exitcode: -15)", "exitcode: -2)", "exitcode: -1)"],
         ex_elastic_worker_failed),
+    // Lightning's launcher watching the ranks it started (`subprocess_script.py`,
+    // _ChildProcessObserver, the rank in the prefix is the child's): "[rank: 1] Child process
+    // with PID 2053468 terminated with code 1. Forcefully terminating all other processes to
+    // avoid zombies". As for torchelastic's line: a negative code is the signal (-9 and -7 are
+    // read above; -15, -2 and -1 come from outside), a positive one the rank's own exit.
+    rule!("lightning_child_exit", RankCrashed, Cause, AnyFinding,
+        [["child process with pid"], ["terminated with code"]],
+        not ["terminated with code 0.", "terminated with code -15.", "terminated with code -2.",
+             "terminated with code -1."],
+        ex_none),
     // (A rank's `KeyboardInterrupt` is read with its traceback: `scan.rs`, python_exception.)
     rule!("launcher_consequence", RankCrashed, Consequence, AnyFinding,
         [["childfailederror", "calledprocesserror", "signalexception"]],
@@ -3260,6 +3298,43 @@ mod tests {
         ] {
             assert_eq!(cat(line), Some(Category::WorldSizeMismatch), "{line}");
         }
+        // accelerate's and DeepSpeed's words for the same causes.
+        for (line, want) in [
+            (
+                "ConnectionError: Tried to launch distributed communication on port `29500`, but \
+                 another process is utilizing it. Please specify a different port (such as using \
+                 the `--main_process_port` flag or specifying a different `main_process_port` in \
+                 your config file) and rerun your script.",
+                Some(Category::PortInUse),
+            ),
+            (
+                "ValueError: Your assigned backend nccl is not avaliable, please use gloo",
+                Some(Category::NcclInternalOrUnsupported),
+            ),
+            (
+                "AssertionError: MPI world size 8 does not match torch world size 1",
+                Some(Category::WorldSizeMismatch),
+            ),
+            (
+                "UserWarning: Joining uneven inputs is only supported for multi-GPU training, as \
+                 a result `join_uneven_inputs` will have no effect.",
+                None,
+            ),
+        ] {
+            assert_eq!(cat(line), want, "{line}");
+        }
+        // Lightning's launcher on a rank it started that ended: its code read as torchelastic's.
+        let child = |code: &str| {
+            cat(&format!(
+                "[rank: 2] Child process with PID 13117 terminated with code {code}. Forcefully \
+                 terminating all other processes to avoid zombies 🧟"
+            ))
+        };
+        assert_eq!(child("-9"), Some(Category::HostOomKilled));
+        assert_eq!(child("-7"), Some(Category::ShmTooSmall));
+        assert_eq!(child("-6"), Some(Category::RankCrashed));
+        assert_eq!(child("1"), Some(Category::RankCrashed));
+        assert_eq!(child("-15"), None);
         // torchelastic's failure table spaces its `exitcode` label as its template does.
         assert_eq!(
             cat("  exitcode  : -9 (pid: 12348)"),

@@ -1009,6 +1009,38 @@ fn nccls_nvlink_pair_without_peer_to_peer_is_named_before_the_cuda_error_it_retu
 }
 
 #[test]
+fn lightnings_own_kill_after_a_failed_rank_is_not_the_oom_killer() {
+    // Lightning's launcher ends the whole job once a rank it started has failed, SIGKILL to its
+    // main process included, and the shell prints "Killed": the cause is the rank's error.
+    let log = "[rank1]: ValueError: expected 3 channels, got 4\n\
+               [rank: 1] Child process with PID 4242 terminated with code 1. Forcefully \
+               terminating all other processes to avoid zombies 🧟\n\
+               Killed\n";
+    let report = probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
+    let f = report.findings.first().expect("a finding");
+    assert_eq!(
+        (f.category, f.role),
+        (Category::RankCrashed, Role::Cause),
+        "{}",
+        report.render_text(100)
+    );
+    assert!(f.title.contains("ValueError"), "{}", f.title);
+    assert!(
+        report
+            .findings
+            .iter()
+            .all(|f| f.category != Category::HostOomKilled),
+        "{}",
+        report.render_text(100)
+    );
+    // A rank the kernel killed stays the out-of-memory killer's: Lightning reports its -9.
+    let log = "[rank: 2] Child process with PID 4243 terminated with code -9. Forcefully \
+               terminating all other processes to avoid zombies 🧟\nKilled\n";
+    let report = probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
+    assert_eq!(report.findings[0].category, Category::HostOomKilled);
+}
+
+#[test]
 fn a_crash_whose_rank_the_log_does_not_say_is_still_titled_with_its_exception() {
     // A traceback with no rank prefix and no launcher table (a plain `python train.py` paste):
     // the title says what went wrong, as it does when the rank is known.

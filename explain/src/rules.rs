@@ -889,7 +889,7 @@ pub(crate) static RULES: &[Rule] = &[
     // torch.distributed was set up for another world than the MPI launcher started.
     rule!("parallel_layout_vs_world", WorldSizeMismatch, Cause, Standalone,
         [["must not exceed the world size", "world size must be divisible by 'group_size'",
-          "set by init_process_group",
+          "world size set by init_process_group", "world_size set by init_process_group",
           "only support homogeneous hardware, but found",
           "does not match torch world size", "does not match torch rank"]],
         not [], ex_none),

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::comm::{bus_factor, SeqView};
+use super::comm::{busbw_factor, SeqView};
 use super::group::IdMap;
 use super::scan::{CollObs, WindowCalls};
 use super::stats::{Dist, Samples};
@@ -179,7 +179,7 @@ impl BucketTable {
                 let exposed = a.exposed.dist();
                 let algbw = (a.sum_bytes > 0 && a.sum_dur > 0)
                     .then(|| a.sum_bytes as f64 / (a.sum_dur as f64 / 1e9));
-                let factor = bus_factor(&op, run.world_size);
+                let busbw = busbw_factor(&op, run.world_size);
                 let transfer = Dist::of_i64(&mut a.transfer);
                 let params = a.at.and_then(|(rank, step)| {
                     let rank = run.rank(rank)?;
@@ -201,16 +201,16 @@ impl BucketTable {
                     launch_delay: delay,
                     duration,
                     algbw_bytes_per_s: algbw,
-                    // One rank moves nothing over a bus (nccl-tests' factor is 0 there).
-                    busbw_bytes_per_s: algbw.filter(|_| run.world_size > 1).map(|v| v * factor),
+                    busbw_bytes_per_s: busbw.and_then(|f| algbw.map(|v| v * f)),
                     exposed,
                     exposed_total_ns: a.exposed_total,
                     skew: Dist::of_i64(&mut a.skew),
                     waiting_share: (a.seq_total > 0)
                         .then(|| a.seq_waiting as f64 / a.seq_total as f64),
-                    busbw_transfer_bytes_per_s: bytes
-                        .filter(|_| transfer.median > 0.0 && run.world_size > 1)
-                        .map(|b| b as f64 * factor / (transfer.median / 1e9)),
+                    busbw_transfer_bytes_per_s: busbw
+                        .zip(bytes)
+                        .filter(|_| transfer.median > 0.0)
+                        .map(|(f, b)| b as f64 * f / (transfer.median / 1e9)),
                     transfer,
                     waiting: Dist::of_i64(&mut a.waiting),
                 }

@@ -35,6 +35,13 @@ pub fn bus_factor(op_name: &str, n: u32) -> f64 {
     }
 }
 
+/// What busbw is algbw times for operation `op_name` among `n` ranks: [`bus_factor`], or `None`
+/// for one rank, where nothing crosses a bus (nccl-tests' factor is 0) and no busbw is given.
+/// ([`bus_factor`] itself stays 1 there, as the cost model divides by it.)
+pub fn busbw_factor(op_name: &str, n: u32) -> Option<f64> {
+    (n > 1).then(|| bus_factor(op_name, n))
+}
+
 /// Statistics of one collective operation (`op`) over the steady steps,
 /// every call of every rank counted once.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -135,8 +142,8 @@ impl OpTable {
                     latency_total_ns: a.dur_total,
                     latency: a.latencies.dist(),
                     algbw_bytes_per_s: algbw,
-                    // One rank moves nothing over a bus (nccl-tests' factor is 0 there).
-                    busbw_bytes_per_s: algbw.filter(|_| run.world_size > 1).map(|v| v * factor),
+                    busbw_bytes_per_s: busbw_factor(&name, run.world_size)
+                        .and_then(|f| algbw.map(|v| v * f)),
                     bus_factor: factor,
                     op: name,
                 }

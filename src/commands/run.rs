@@ -74,7 +74,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         }
     };
     eprintln!("{}", outcome.render_summary());
-    if python && !args.auto_instrument && outcome.exit_code == 0 && !has_traces(&outcome.run_dir) {
+    let traced = has_traces(&outcome.run_dir);
+    if python && !args.auto_instrument && outcome.exit_code == 0 && !traced {
         eprintln!(
             "no rank recorded a trace: the program never called \
              `ddp_probe_torch.instrument(model)`. `ddp-probe run --auto-instrument ...` records \
@@ -85,7 +86,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     warm_trace_cache(&outcome.run_dir);
     if outcome.exit_code != 0 {
         explain_briefly(&outcome.run_dir);
-    } else if has_traces(&outcome.run_dir) {
+    } else if traced {
         eprintln!("{}", what_next(&outcome.run_dir));
     }
     Ok(exit_code(outcome.exit_code))

@@ -43,16 +43,12 @@ def probe_json(cmd, dirs, extra=()):
     return json.loads(r.stdout)
 
 
-def measured_step(dirs):
-    s = probe_json("summary", dirs)["summary"]
-    return s["overall"]["step"]["median"] / 1e6
-
-
-def forward_ms(dirs):
-    """The run's median forward: DDP's forward overlaps no collective, so against the other
-    runs of its shape it says how fast the machine computed during this run."""
-    s = probe_json("summary", dirs)["summary"]
-    return s["overall"]["forward"]["median"] / 1e6
+def run_medians(dirs):
+    """The run's median step and median forward (ms). DDP's forward overlaps no collective, so
+    against the other runs of its shape it says how fast the machine computed during this
+    run."""
+    s = probe_json("summary", dirs)["summary"]["overall"]
+    return s["step"]["median"] / 1e6, s["forward"]["median"] / 1e6
 
 
 def predictions(dirs, caps):
@@ -119,14 +115,14 @@ def main():
         for rate in args.rates.split(","):
             shape = f"{nodes} nodes × 1 rank, {rate}"
             caps = caps_all
-            runs = []  # (cap, repeat, dirs, measured ms)
+            runs = []  # (cap, repeat, dirs, measured step ms, forward ms)
             if args.reuse:
                 for rep in range(args.repeats):
                     for cap in caps:
                         out = work / f"n{nodes}-{rate}" / f"cap{cap}-r{rep}"
                         dirs = [out / f"node{k}" for k in range(nodes)]
                         if all((d / "traces").is_dir() for d in dirs):
-                            runs.append((cap, rep, dirs, measured_step(dirs)))
+                            runs.append((cap, rep, dirs, *run_medians(dirs)))
                 if not runs:
                     print(f"{shape}: no kept runs under {work}; skipped")
                     continue
@@ -138,18 +134,17 @@ def main():
                             dirs = cluster.run([LM, *args.model.split(), "--steps",
                                                 str(args.steps), "--bucket-cap-mb", str(cap),
                                                 "--log-every", "1000"], out)
-                            ms = measured_step(dirs)
-                            runs.append((cap, rep, dirs, ms))
+                            ms, fwd = run_medians(dirs)
+                            runs.append((cap, rep, dirs, ms, fwd))
                             print(f"{shape}: cap {cap} MiB repeat {rep}: {ms:.1f} ms", flush=True)
             caps = sorted({r[0] for r in runs})
             measured = {c: statistics.median(r[3] for r in runs if r[0] == c) for c in caps}
             spread = {c: (max(r[3] for r in runs if r[0] == c) - min(r[3] for r in runs if r[0] == c))
                       / measured[c] for c in caps}
             best = min(measured.values())
-            forwards = [forward_ms(r[2]) for r in runs]
-            typical_forward = statistics.median(forwards)
+            typical_forward = statistics.median(r[4] for r in runs)
             traces = []
-            for (cap, rep, dirs, ms), fwd in zip(runs, forwards):
+            for cap, rep, dirs, ms, fwd in runs:
                 p = predictions(dirs, caps)
                 # Its own cap is the replay (reported apart), not a prediction.
                 errs = {c: (p["pred"][c] - measured[c]) / measured[c] for c in caps

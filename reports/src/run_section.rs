@@ -5,7 +5,7 @@
 
 use std::collections::BTreeSet;
 
-use probe::analysis::{Advice, Breakdown, Confidence, Summary};
+use probe::analysis::{Advice, Breakdown, Confidence, Summary, WhatIf};
 use probe::model::Run;
 use probe::trace::LogLevel;
 use probe_explain::{Report as Diagnosis, Role};
@@ -1005,35 +1005,23 @@ fn heatmaps(h: &mut Html, run: &Run, a: &RunAnalysis, id: &str) {
 fn stragglers(h: &mut Html, s: &Summary, id: &str) {
     section(h, id, "stragglers", "Stragglers");
     let st = &s.stragglers;
-    if st.collectives == 0 {
+    let verdict = s.straggler_verdict();
+    if verdict.is_empty() {
         h.note(
             "No collective was recorded by two or more ranks, so arrival order cannot be compared.",
         );
         h.close("section");
         return;
     }
-    let line = format!(
-        "{}{}",
-        if st.straggler.is_some() {
-            "Straggler: "
-        } else {
-            "No straggler: "
-        },
-        st.verdict()
-    );
-    h.open(
-        "p",
-        &[(
-            "class",
-            if st.straggler.is_some() {
-                "headline warn"
-            } else {
-                "headline"
-            },
-        )],
-    )
-    .text(&line)
-    .close("p");
+    // The same sentences as the text summary's, the first one as the headline.
+    for (k, line) in verdict.iter().enumerate() {
+        let class: &[(&str, &str)] = match (k, line.names_straggler) {
+            (0, true) => &[("class", "headline warn")],
+            (0, false) => &[("class", "headline")],
+            _ => &[],
+        };
+        h.open("p", class).text(&capitalized(&line.text)).close("p");
+    }
     if !st.ranks.is_empty() {
         let mut t = Table::new(&[
             "#rank",
@@ -1060,6 +1048,18 @@ fn stragglers(h: &mut Html, s: &Summary, id: &str) {
                 st.ranks.len() - 16
             ));
         }
+    }
+    if let Some(v) = &s.slowdowns.straggler {
+        schedule_chart(
+            h,
+            &v.timelines,
+            &format!(
+                "Rank {}'s median held-back step: the bucket all-reduces (blue) as recorded, and \
+                 re-simulated with its gradients ready when the other ranks' were; backward \
+                 (grey) of rank {} and of the latest other rank, from backward start.",
+                v.rank, v.rank
+            ),
+        );
     }
     h.close("section");
 }
@@ -1161,7 +1161,11 @@ fn advice_section(h: &mut Html, advice: &Advice, id: &str) {
         h.table(&t);
         h.note("Predicted from this one trace: PyTorch's bucket assignment is replayed on the recorded gradient-ready times and the overlapped all-reduces are simulated with the cost model (the start-up calibration's per-size times when the trace has them, else a latency + size/bandwidth line fitted to the recorded collectives), compute and communication slowing each other where they overlap. Times of the schedule are after backward start. `ddp-probe tune` measures instead of predicting.");
     }
-    what_if_chart(h, advice);
+    schedule_chart(
+        h,
+        &advice.schedules,
+        "One median backward, simulated: compute (grey) and the bucket all-reduces (blue), from backward start.",
+    );
     if !advice.fits.is_empty() {
         let mut t = Table::new(&[
             "transport",
@@ -1205,31 +1209,27 @@ fn advice_section(h: &mut Html, advice: &Advice, id: &str) {
     h.close("section");
 }
 
-/// The advice's simulated schedules, one row each: backward as a grey bar and the bucket
-/// all-reduces under it, on one time axis (labels in HTML, so they stay readable on a phone).
-fn what_if_chart(h: &mut Html, advice: &Advice) {
-    if advice.schedules.is_empty() {
+/// Schedules (the advice's simulated ones, a straggler's step as recorded and without its
+/// lateness), one row each: backward as a grey bar and the bucket all-reduces under it, on one
+/// time axis (labels in HTML, so they stay readable on a phone).
+fn schedule_chart(h: &mut Html, schedules: &[WhatIf], caption: &str) {
+    if schedules.is_empty() {
         return;
     }
-    let end = advice
-        .schedules
+    let end = schedules
         .iter()
         .flat_map(|w| {
             std::iter::once(w.backward_end_ns).chain(w.collectives.iter().map(|c| c.end_ns))
         })
         .fold(1.0f64, f64::max);
     h.open("figure", &[("class", "what-if")]);
-    h.elem(
-        "figcaption",
-        &[],
-        "One median backward, simulated: compute (grey) and the bucket all-reduces (blue), from backward start.",
-    );
-    for w in &advice.schedules {
+    h.elem("figcaption", &[], caption);
+    for w in schedules {
         h.elem("p", &[("class", "what-if-label")], &w.label);
         let x = |t: f64| (t / end * 1000.0).clamp(0.0, 1000.0);
         let mut svg = format!(
             "<svg viewBox=\"0 0 1000 36\" width=\"100%\" role=\"img\" aria-label=\"{}\">",
-            crate::html::escape(&format!("simulated schedule: {}", w.label))
+            crate::html::escape(&format!("schedule: {}", w.label))
         );
         svg.push_str(&format!(
             "<rect x=\"0\" y=\"2\" width=\"{:.1}\" height=\"14\" fill=\"#9aa0a6\"><title>backward {}</title></rect>",
@@ -1238,11 +1238,15 @@ fn what_if_chart(h: &mut Html, advice: &Advice) {
         ));
         for c in &w.collectives {
             svg.push_str(&format!(
-                "<rect x=\"{:.1}\" y=\"20\" width=\"{:.1}\" height=\"14\" fill=\"#1a73e8\" stroke=\"#fff\" stroke-width=\"0.5\"><title>bucket {} ({}): {} to {}</title></rect>",
+                "<rect x=\"{:.1}\" y=\"20\" width=\"{:.1}\" height=\"14\" fill=\"#1a73e8\" stroke=\"#fff\" stroke-width=\"0.5\"><title>bucket {}{}: {} to {}</title></rect>",
                 x(c.start_ns),
                 (x(c.end_ns) - x(c.start_ns)).max(0.5),
                 c.bucket,
-                bytes(c.bytes as f64),
+                if c.bytes > 0 {
+                    format!(" ({})", bytes(c.bytes as f64))
+                } else {
+                    String::new()
+                },
                 ns(c.start_ns),
                 ns(c.end_ns)
             ));
@@ -1371,4 +1375,13 @@ fn notes(h: &mut Html, input: &RunInput, a: &RunAnalysis, id: &str) {
         h.elem("li", &[], n);
     }
     h.close("ul").close("section");
+}
+
+/// The sentence with its first letter in upper case (the summary's lead-ins are lower case).
+fn capitalized(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
 }

@@ -119,22 +119,40 @@ fn a_run_report_has_every_section_and_labelled_charts() {
         .filter(|n| n.has_tag_name("svg"))
         .filter_map(|n| n.attribute("aria-label"))
         .collect();
-    let what_if = svgs
+    let schedules: Vec<&str> = svgs
         .iter()
-        .filter(|l| l.starts_with("simulated schedule: "))
-        .count();
+        .filter_map(|l| l.strip_prefix("schedule: "))
+        .collect();
     // The breakdown and the representative step, each drawn for wide screens and for
-    // phones, and the advice's simulated schedules: the recorded layout replayed, and the
-    // recommended setting when it is another.
+    // phones; the advice's simulated schedules (the recorded layout replayed, and the
+    // recommended setting when it is another); the straggler's median held-back step as
+    // recorded and without its lateness.
     assert_eq!(
-        svgs.len() - what_if,
+        svgs.len() - schedules.len(),
         4,
         "breakdown and representative step, wide and narrow: {svgs:?}"
     );
-    assert!((1..=2).contains(&what_if), "{svgs:?}");
+    let advice = schedules
+        .iter()
+        .filter(|l| l.ends_with("(replayed)") || l.ends_with("(predicted)"))
+        .count();
+    assert!((1..=2).contains(&advice), "{svgs:?}");
     assert!(
-        svgs.contains(&"simulated schedule: recorded layout (replayed)"),
+        schedules.contains(&"recorded layout (replayed)"),
         "{svgs:?}"
+    );
+    let straggler: Vec<&&str> = schedules
+        .iter()
+        .filter(|l| l.starts_with("step "))
+        .collect();
+    assert_eq!(straggler.len(), 2, "{svgs:?}");
+    assert!(
+        straggler[0].ends_with("as recorded (rank 1 latest)"),
+        "{straggler:?}"
+    );
+    assert!(
+        straggler[1].ends_with("without rank 1's lateness"),
+        "{straggler:?}"
     );
     let texts = chart_texts(&doc);
     for label in [
@@ -153,7 +171,10 @@ fn a_run_report_has_every_section_and_labelled_charts() {
     }
     let text = all_text(&doc);
     // The straggler, the advice and the communication statistics.
-    assert!(text.contains("Straggler: rank 1 arrived last"), "{text}");
+    // The rank that held the steps back is the headline, with the arrival count under it:
+    // the summary's own sentences.
+    assert!(text.contains("Straggler: rank 1 held back"), "{text}");
+    assert!(text.contains("Arrivals: rank 1 arrived last"), "{text}");
     assert!(text.contains("all_reduce"));
     assert!(text.contains("busbw"));
     assert!(text.contains("bucket_cap_mb"));
@@ -398,4 +419,43 @@ fn two_runs_get_a_section_on_what_changed_between_them() {
     generate_run(&SynthConfig::new(2, 20, 2), &c).unwrap();
     let html = report_of(&[a, b, c]);
     assert!(!html.contains("id=\"comparison\""));
+}
+
+#[test]
+fn the_report_gives_the_text_summarys_straggler_verdict_word_for_word() {
+    // A run whose straggler the per-step slowdown names: the report must not say less (it
+    // once said "No straggler" from the arrival count alone while the summary named the rank).
+    let dir = tempfile::tempdir().unwrap();
+    let run = hostile_run(dir.path());
+    let (loaded, _) = probe::load_run(std::slice::from_ref(&run)).unwrap();
+    let summary = probe::analysis::summarize(&loaded, &probe::analysis::SummaryOptions::default());
+    let verdict = summary.straggler_verdict();
+    assert!(
+        verdict[0].names_straggler && verdict[0].text.starts_with("straggler: rank 1 held back"),
+        "{verdict:?}"
+    );
+    let html = report_of(&[run]);
+    let doc = check_report(&html);
+    let section = doc
+        .descendants()
+        .find(|n| n.attribute("id") == Some("run-1-stragglers"))
+        .expect("a stragglers section");
+    let paragraphs: Vec<String> = section
+        .children()
+        .filter(|n| n.has_tag_name("p"))
+        .map(|p| {
+            p.descendants()
+                .filter(|t| t.is_text())
+                .filter_map(|t| t.text())
+                .collect()
+        })
+        .collect();
+    assert_eq!(paragraphs.len(), verdict.len(), "{paragraphs:?}");
+    for (shown, line) in paragraphs.iter().zip(&verdict) {
+        // The same sentence, its first letter capitalised.
+        assert_eq!(shown[1..], line.text[1..], "{paragraphs:?}");
+        assert_eq!(shown[..1], line.text[..1].to_uppercase(), "{paragraphs:?}");
+    }
+    let headline = section.children().find(|n| n.has_tag_name("p")).unwrap();
+    assert_eq!(headline.attribute("class"), Some("headline warn"));
 }

@@ -61,8 +61,8 @@ pub use slowdown::{RankSlowdown, Slowdowns, StepSlowdown};
 pub use stats::Dist;
 pub use stragglers::{RankLateness, Straggler, StragglerCandidate, Stragglers, P_VALUE_THRESHOLD};
 pub use summary::{
-    summarize, Breakdown, CommSplit, RankSummary, SamplesSource, Summary, SummaryOptions,
-    Throughput, Totals, WarmupStep,
+    summarize, Breakdown, CommSplit, RankSummary, SamplesSource, StragglerLine, Summary,
+    SummaryOptions, Throughput, Totals, WarmupStep,
 };
 
 /// The counter of samples per step (declared with the trace format).

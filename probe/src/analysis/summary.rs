@@ -277,6 +277,69 @@ pub struct Summary {
     pub not_recorded: Vec<String>,
 }
 
+/// One line of the straggler verdict, as the text summary and the HTML report print it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StragglerLine {
+    /// The sentence, with its lead-in (`straggler: `, `arrivals: `, `no straggler: `).
+    pub text: String,
+    /// Whether it names a straggler (a warning, not a reassurance).
+    pub names_straggler: bool,
+    /// Whether it details the line above it (the arrival count under the rank that held the
+    /// steps back).
+    pub detail: bool,
+}
+
+impl Summary {
+    /// The straggler verdict in words: the rank that held the steps back (what its lateness
+    /// cost and where it sat) first, then the arrival count at the collectives. Empty when
+    /// neither was measured. One text for the summary and the report, so they cannot disagree.
+    pub fn straggler_verdict(&self) -> Vec<StragglerLine> {
+        let mut lines = Vec::new();
+        let st = &self.stragglers;
+        let held_back = self.slowdowns.straggler.as_ref();
+        if let Some(v) = held_back {
+            lines.push(StragglerLine {
+                text: format!("straggler: {}", v.sentence(render::ns)),
+                names_straggler: true,
+                detail: false,
+            });
+        }
+        if st.collectives > 0 {
+            let prefix = match (held_back.is_some(), st.straggler.is_some()) {
+                (true, _) => "arrivals: ",
+                (false, true) => "straggler: ",
+                (false, false) => "no straggler: ",
+            };
+            let mut text = format!("{prefix}{}", st.verdict());
+            if st.straggler.is_none() {
+                match held_back {
+                    Some(v) if v.phase == "backward" && v.buckets.is_some() => {
+                        text.push_str(" The straggler's lateness sits in some buckets only.");
+                    }
+                    Some(_) => text.push_str(
+                        " The arrival count weighs every collective alike; the straggler above \
+                         is named for what its lateness cost the steps.",
+                    ),
+                    None => {}
+                }
+                if let Some(t) = st.ranks.first() {
+                    text.push_str(&format!(
+                        " Most waited for: rank {} ({} in total).",
+                        t.rank,
+                        render::ns(t.wait_caused_ns as f64)
+                    ));
+                }
+            }
+            lines.push(StragglerLine {
+                text,
+                names_straggler: held_back.is_none() && st.straggler.is_some(),
+                detail: held_back.is_some(),
+            });
+        }
+        lines
+    }
+}
+
 impl CommSplit {
     /// One sentence: the split of the collectives' time and of its exposed
     /// part; `None` when they took no time.
@@ -818,51 +881,16 @@ impl Summary {
             }
         }
 
-        let st = &self.stragglers;
-        let held_back = self.slowdowns.straggler.as_ref();
-        if st.collectives > 0 || held_back.is_some() {
+        let verdict = self.straggler_verdict();
+        if !verdict.is_empty() {
             out.push('\n');
         }
-        // The rank that held the steps back comes first: it says where and what it costs.
-        if let Some(v) = held_back {
+        for line in &verdict {
             render::wrap(
                 &mut out,
-                &format!("straggler: {}", v.sentence(render::ns)),
+                &line.text,
                 width,
-                "",
-            );
-        }
-        if st.collectives > 0 {
-            let prefix = match (held_back.is_some(), st.straggler.is_some()) {
-                (true, _) => "arrivals: ",
-                (false, true) => "straggler: ",
-                (false, false) => "no straggler: ",
-            };
-            let mut line = format!("{prefix}{}", st.verdict());
-            if st.straggler.is_none() {
-                match held_back {
-                    Some(v) if v.phase == "backward" && v.buckets.is_some() => {
-                        line.push_str(" The straggler's lateness sits in some buckets only.");
-                    }
-                    Some(_) => line.push_str(
-                        " The arrival count weighs every collective alike; the straggler above \
-                         is named for what its lateness cost the steps.",
-                    ),
-                    None => {}
-                }
-                if let Some(t) = st.ranks.first() {
-                    line.push_str(&format!(
-                        " Most waited for: rank {} ({} in total).",
-                        t.rank,
-                        render::ns(t.wait_caused_ns as f64)
-                    ));
-                }
-            }
-            render::wrap(
-                &mut out,
-                &line,
-                width,
-                if held_back.is_some() { "  " } else { "" },
+                if line.detail { "  " } else { "" },
             );
         }
 

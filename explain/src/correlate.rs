@@ -2389,6 +2389,24 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
                results written before the hang are complete."
             .to_owned();
     }
+    if role == Role::Cause
+        && category == Category::WorldSizeMismatch
+        && PARALLEL_LAYOUT_RULES.iter().any(|r| proven(r))
+    {
+        title = "the program's parallel layout does not fit the number of ranks the job started"
+            .to_owned();
+        meaning = "The program checked the sizes it was configured with (tensor, pipeline, \
+                   context, expert or data parallel sizes, a device mesh, a process group's \
+                   size) against the world size the launcher gave it, and they do not fit: \
+                   their product is larger than the world, or the world is no multiple of it. \
+                   Every rank computes the same check, so all of them stop at start-up.";
+        fix = "Start as many ranks as the layout needs (--nnodes × --nproc-per-node a multiple \
+               of the model-parallel sizes' product, or equal to the mesh's), or change the \
+               parallel sizes to fit the ranks there are. Check that every node joined: a node \
+               count the launcher did not get (an empty PET_NNODES, a missing host in the \
+               hostfile) gives a smaller world than the configuration assumes."
+            .to_owned();
+    }
     if role == Role::Cause && proven(RULE_LIGHTNING_LAUNCHER_SIZES) {
         title =
             "Lightning's Trainer and the launcher disagree on the number of processes".to_owned();
@@ -2834,6 +2852,40 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
         meaning = READY_TWICE_MEANING;
         fix = READY_TWICE_FIX.to_owned();
     }
+    if category == Category::UnusedParameters
+        && proven(crate::rules::RULE_MEGATRON_BUCKET_NOT_ISSUED)
+        && !proven("unused_parameters")
+    {
+        let what = own
+            .iter()
+            .filter(|s| s.rule == crate::rules::RULE_MEGATRON_BUCKET_NOT_ISSUED)
+            .find_map(|s| s.detail.as_deref());
+        let base = format!(
+            "{}: Megatron's gradient reduction of a bucket never started",
+            if ranks.is_empty() {
+                "a rank".to_owned()
+            } else {
+                who(&ranks)
+            }
+        );
+        title = match what {
+            Some(w) => format!("{base} ({w})"),
+            None => base,
+        };
+        meaning = "Megatron-LM's DDP with overlap_grad_reduce starts a bucket's all-reduce \
+                   (or reduce-scatter) from its gradient hooks, once every parameter of the \
+                   bucket has had as many gradients as in the first batch. Some parameters \
+                   that require gradients got none this iteration (used in the first batch \
+                   only, or defined and never used in forward), or one got a different number, \
+                   so the bucket's communication was never issued and the end of backward \
+                   found no handle to wait for.";
+        fix = "Make every parameter that requires a gradient take part in each forward pass, or \
+               set requires_grad=False on those that do not (new modules that the forward does \
+               not call, a frozen part of the model). Running without --overlap-grad-reduce \
+               reduces every bucket at the end of backward and gives the unused parameters \
+               zero gradients instead of failing."
+            .to_owned();
+    }
     let oom_proven = proven(manifest::RULE_OOM_CONFIRMED) || proven(RULE_WORKER_OOM_CONFIRMED);
     let confidence = confidence_of(role, &own, &ranks, oom_proven);
     let to_confirm = (confidence != Confidence::High).then(|| {
@@ -2971,6 +3023,15 @@ fn tool_output_signals(
     }
     out
 }
+
+/// Rules of a program's own check of its parallel layout against the world size (torch's
+/// DeviceMesh and subgroups, Megatron-LM, transformers), whose finding says so instead of
+/// "the ranks disagreed".
+const PARALLEL_LAYOUT_RULES: &[&str] = &[
+    "device_mesh_larger_than_world",
+    "parallel_layout_vs_world",
+    "world_not_divisible_by_model_parallel",
+];
 
 /// Rules that read a problem from what usually goes with it (a signal, an
 /// exit code, a generic error code or crash marker), not from a message that

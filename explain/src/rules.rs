@@ -283,6 +283,9 @@ pub(crate) const NO_USABLE_GPU_RULE: &str = "no_usable_gpu";
 /// The rule of a rank's word that another rank's collective timed out (ProcessGroupNCCL's
 /// dump signal).
 pub(crate) const DUMP_SIGNAL_RULE: &str = "dump_signal_from_rank";
+/// The rule of Megatron-LM's bucket whose reduction never started (a parameter without its
+/// gradient under overlap_grad_reduce).
+pub(crate) const RULE_MEGATRON_BUCKET_NOT_ISSUED: &str = "megatron_bucket_not_issued";
 /// The rule of a parameter whose gradient DDP was told of twice in one backward.
 pub(crate) const PARAMETER_READY_TWICE_RULE: &str = "parameter_ready_twice";
 /// The rule of DDP's own check that every rank built the same model.
@@ -741,6 +744,13 @@ pub(crate) static RULES: &[Rule] = &[
     // NCCL's own GPU buffers (`include/alloc.h`: "Failed to CUDA malloc %ld bytes", "Failed to
     // CUDA calloc %ld bytes", "... calloc async ..."): the communicator's memory did not fit
     // beside the model's.
+    // transformers' Trainer with `auto_find_batch_size` (`trainer.py`): "Evaluation hit an
+    // out-of-memory error. `auto_find_batch_size` only adjusts the training batch size,
+    // reduce `per_device_eval_batch_size` instead." It replaces accelerate's
+    // `should_reduce_batch_size` match, which is the allocator's "out of memory" (CUDA's in
+    // a GPU job).
+    rule!("trainer_eval_oom", CudaOom, Cause, Standalone,
+        [["evaluation hit an out-of-memory error"]], not [], ex_none),
     rule!("nccl_buffer_alloc", CudaOom, Cause, Standalone,
         [["failed to cuda malloc", "failed to cuda calloc"]], not [], ex_none),
     // SIGKILL without a word of the rank's own: `torch.multiprocessing.spawn` ("process N
@@ -891,8 +901,22 @@ pub(crate) static RULES: &[Rule] = &[
         [["must not exceed the world size", "world size must be divisible by 'group_size'",
           "world size set by init_process_group", "world_size set by init_process_group",
           "only support homogeneous hardware, but found",
-          "does not match torch world size", "does not match torch rank"]],
+          "does not match torch world size", "does not match torch rank",
+          // transformers' `distributed/utils.py`: "The parallel mesh requires 8 processes, but
+          // world_size is 4." (the product of its DistributedConfig's pp, dp, fsdp and tp).
+          "processes, but world_size is",
+          // transformers' `distributed/configuration_utils.py`: "WORLD_SIZE (6) must be
+          // divisible by dp_replicate_size * fsdp_size * pp_size (4) to derive tp_size."
+          "must be divisible by dp_replicate_size"]],
         not [], ex_none),
+    // Megatron-LM's checks of the world size against the model-parallel sizes it was given
+    // (`parallel_state.py`: "world_size (6) is not divisible by 4" (tensor × pipeline ×
+    // context parallel), "world_size (24) is not divisible by
+    // expert_tensor_model_pipeline_parallel size (16)"; `arguments.py`: "world size (6) is not
+    // divisible by total_model_size (total_model_size=4)"): the ranks started do not fill
+    // whole model replicas.
+    rule!("world_not_divisible_by_model_parallel", WorldSizeMismatch, Cause, Standalone,
+        [["world_size (", "world size ("], [") is not divisible by"]], not [], ex_none),
     // Lightning's cluster environments check the Trainer's `devices` and `num_nodes` against
     // the launcher's (`validate_settings` in lightning/fabric/plugins/environments):
     // SLURM's "You set `devices=4` in Lightning, but the number of tasks per node configured
@@ -1171,6 +1195,15 @@ pub(crate) static RULES: &[Rule] = &[
     // reasons: 1) Use of a module parameter outside the `forward` function. ... 2) Reused
     // parameters in multiple reentrant backward passes. ...", with TORCH_DISTRIBUTED_DEBUG or
     // PyTorch 2.x "Parameter at index 1 with name l.bias has been marked as ready twice."
+    // Megatron-LM's DDP with overlap_grad_reduce (`param_and_grad_buffer.py`,
+    // `finish_grad_sync`): "Communication call has not been issued for this bucket (37/40 params
+    // have grad available)". After the first batch a bucket's reduction starts only when each
+    // of its parameters has had as many gradients as in the first batch; fewer than all (37 of
+    // 40) means some parameters got no gradient this iteration (Megatron-LM#1150: parameters
+    // that require gradients but were not used in the forward pass).
+    rule!(RULE_MEGATRON_BUCKET_NOT_ISSUED, UnusedParameters, Cause, Standalone,
+        [["communication call has not been issued for this bucket"]], not [],
+        ex_megatron_bucket_not_issued),
     rule!(PARAMETER_READY_TWICE_RULE, UnusedParameters, Cause, Standalone,
         [["mark a variable ready only once", "has been marked as ready twice"]],
         not [], ex_ready_twice),
@@ -1471,7 +1504,10 @@ pub(crate) static RULES: &[Rule] = &[
             "but your machine only has: []",
             // Lightning's `CUDAAccelerator.find_usable_cuda_devices`: "You requested to find 2
             // devices but there are no visible CUDA devices on this machine."
-            "but there are no visible cuda devices"
+            "but there are no visible cuda devices",
+            // Megatron-LM's `initialize.py` (`assert torch.cuda.is_available(), "Megatron
+            // requires CUDA."`): the process sees no GPU.
+            "megatron requires cuda."
         ]],
         // torch.cuda.is_available()'s warning ("UserWarning: CUDA initialization: Found no
         // NVIDIA driver ...", "... CUDA unknown error ..."): a probe's answer, and a job that
@@ -2737,6 +2773,34 @@ fn ex_nccl_algo_setting(line: &str, lower: &str) -> Extract {
     }
 }
 
+/// Megatron's count of a bucket's parameters that have their gradient ("(37/40 params have
+/// grad available)").
+fn ex_megatron_bucket_not_issued(_: &str, lower: &str) -> Extract {
+    let mut ex = Extract::default();
+    let count = lower.find(" params have grad available").and_then(|end| {
+        let open = lower[..end].rfind('(')?;
+        let (have, of) = lower[open + 1..end].split_once('/')?;
+        Some((
+            have.trim().parse::<u64>().ok()?,
+            of.trim().parse::<u64>().ok()?,
+        ))
+    });
+    if let Some((have, of)) = count {
+        ex.detail = Some(if have < of {
+            format!(
+                "{} of the bucket's {of} parameters had no gradient",
+                of - have
+            )
+        } else {
+            format!(
+                "all {of} of the bucket's parameters had a gradient, but not as many as in the \
+                 first batch (a parameter used a different number of times)"
+            )
+        });
+    }
+    ex
+}
+
 fn ex_unused(line: &str, lower: &str) -> Extract {
     let mut ex = Extract::default();
     for key in [
@@ -3431,6 +3495,67 @@ mod tests {
         )
         .unwrap();
         assert_eq!(rule.name, "gloo_peer_mesh");
+    }
+
+    #[test]
+    fn megatrons_and_transformers_layout_checks_are_world_size_mismatches() {
+        // Megatron-LM (parallel_state.py, arguments.py) and transformers (distributed/utils.py,
+        // distributed/configuration_utils.py), as they raise them.
+        for line in [
+            "[rank0]: RuntimeError: world_size (6) is not divisible by 4",
+            "RuntimeError: world_size (24) is not divisible by \
+             expert_tensor_model_pipeline_parallel size (16)",
+            "AssertionError: world size (6) is not divisible by total_model_size \
+             (total_model_size=4)",
+            "RuntimeError: The parallel mesh requires 8 processes, but world_size is 4.",
+            "ValueError: WORLD_SIZE (6) must be divisible by dp_replicate_size * fsdp_size * \
+             pp_size (4) to derive tp_size.",
+        ] {
+            assert_eq!(cat(line), Some(Category::WorldSizeMismatch), "{line}");
+        }
+        // Divisibility checks of other sizes than the world's stay the program's own error.
+        for line in [
+            "AssertionError: eval_global_batch_size (100) must be divisible by \
+             eval_micro_batch_size (4) * data_parallel_size (8)",
+            "AssertionError: Number of layers should be divisible by the pipeline-model-parallel \
+             size",
+        ] {
+            assert_ne!(cat(line), Some(Category::WorldSizeMismatch), "{line}");
+        }
+    }
+
+    #[test]
+    fn megatrons_bucket_without_its_communication_is_a_parameter_without_gradient() {
+        let (rule, ex) = classify(
+            "[rank1]: AssertionError: Communication call has not been issued for this bucket \
+             (37/40 params have grad available)",
+        )
+        .unwrap();
+        assert_eq!(rule.name, RULE_MEGATRON_BUCKET_NOT_ISSUED);
+        assert_eq!(rule.category, Category::UnusedParameters);
+        assert_eq!(
+            ex.detail.as_deref(),
+            Some("3 of the bucket's 40 parameters had no gradient")
+        );
+        let (_, ex) = classify(
+            "AssertionError: Communication call has not been issued for this bucket (40/40 \
+             params have grad available)",
+        )
+        .unwrap();
+        assert!(ex.detail.unwrap().contains("different number of times"));
+        // No GPU for Megatron; the Trainer's evaluation out of memory.
+        assert_eq!(
+            cat("[rank0]: AssertionError: Megatron requires CUDA."),
+            Some(Category::CudaError)
+        );
+        assert_eq!(
+            cat(
+                "[rank1]: RuntimeError: Evaluation hit an out-of-memory error. \
+                 `auto_find_batch_size` only adjusts the training batch size, reduce \
+                 `per_device_eval_batch_size` instead."
+            ),
+            Some(Category::CudaOom)
+        );
     }
 
     #[test]

@@ -3983,3 +3983,65 @@ fn a_ray_worker_stopped_by_sigterm_is_a_symptom_that_names_no_sender() {
         report.render_text(100)
     );
 }
+
+#[test]
+fn a_parallel_layout_that_does_not_fit_the_world_says_so_not_that_ranks_disagreed() {
+    // Megatron-LM's check (parallel_state.py) in a torchrun traceback, and transformers' and
+    // DeviceMesh's: every rank agrees on the world size; the configured layout does not fit it.
+    for line in [
+        "[rank0]: RuntimeError: world_size (6) is not divisible by 4",
+        "RuntimeError: The parallel mesh requires 8 processes, but world_size is 4.",
+        "RuntimeError: Mesh should not be bigger than default world size 8, but found 16 ranks!",
+    ] {
+        let log = format!("Traceback (most recent call last):\n{line}\n");
+        let report =
+            probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
+        let f = report.findings.first().expect("a finding");
+        assert_eq!(f.category, Category::WorldSizeMismatch, "{line}");
+        assert!(
+            f.title.contains("parallel layout does not fit"),
+            "{line}: {}",
+            f.title
+        );
+        assert!(f.fix.contains("parallel sizes"), "{}", f.fix);
+    }
+    // Ranks started with different world sizes keep their own words.
+    let report = probe_explain::explain_log_bytes(
+        "job.log",
+        b"NCCL WARN Bootstrap Root : mismatch in rank count from procs 8 : 16\n",
+        &Options::default(),
+    );
+    let f = report.findings.first().expect("a finding");
+    assert_eq!(f.category, Category::WorldSizeMismatch);
+    assert!(!f.title.contains("parallel layout"), "{}", f.title);
+}
+
+#[test]
+fn megatrons_bucket_never_reduced_is_explained_with_megatrons_fix() {
+    // Megatron-LM's DDP with overlap_grad_reduce (param_and_grad_buffer.py): its fix is not
+    // find_unused_parameters, which Megatron's DDP does not have.
+    let log = "[rank1]: Traceback (most recent call last):\n\
+               [rank1]:   File \"megatron/core/distributed/param_and_grad_buffer.py\", line 824, \
+               in finish_grad_sync\n\
+               [rank1]: AssertionError: Communication call has not been issued for this bucket \
+               (37/40 params have grad available)\n";
+    let report = probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
+    let f = report.findings.first().expect("a finding");
+    assert_eq!(
+        (f.category, f.role),
+        (Category::UnusedParameters, Role::Cause),
+        "{}",
+        report.render_text(100)
+    );
+    assert!(
+        f.title
+            .contains("3 of the bucket's 40 parameters had no gradient"),
+        "{}",
+        f.title
+    );
+    assert!(
+        f.fix.contains("requires_grad=False") && !f.fix.contains("find_unused_parameters"),
+        "{}",
+        f.fix
+    );
+}

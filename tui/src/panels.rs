@@ -2,7 +2,7 @@
 //! built from the [`App`]'s state as styled lines. Every string taken from
 //! the run goes through [`clean`].
 
-use probe::analysis::bus_factor;
+use probe::analysis::busbw_factor;
 use probe::model::{LaneKind, SpanRef};
 use probe::trace::SpanKind;
 use probe::wrap::{wrap_lines, Layout};
@@ -175,16 +175,19 @@ impl App {
                     _ => (d, ""),
                 };
                 let alg = bytes as f64 / (t as f64 / 1e9);
-                let n = run.world_size.max(1);
-                let bus = alg * bus_factor(sr.op().unwrap_or(""), n);
-                f.push((
-                    format!(
+                // One rank moves nothing across a bus: algbw only, as the summary does.
+                let line = match busbw_factor(sr.op().unwrap_or(""), run.world_size) {
+                    Some(factor) => format!(
                         "algbw {}  busbw {}{over}",
                         probe::units::rate(alg),
-                        probe::units::rate(bus)
+                        probe::units::rate(alg * factor)
                     ),
-                    text,
-                ));
+                    None => format!(
+                        "algbw {}{over} (one rank: no busbw)",
+                        probe::units::rate(alg)
+                    ),
+                };
+                f.push((line, text));
             }
         }
         let rank_index = self.tl.rows()[row].rank;

@@ -296,3 +296,34 @@ fn a_hung_rank_s_open_phase_and_collective_are_drawn_to_the_end_of_the_recording
         "the legend names it"
     );
 }
+
+#[test]
+fn a_one_rank_collective_shows_algbw_and_no_busbw() {
+    // One rank moves nothing across a bus (nccl-tests' factor 2(n-1)/n is 0): the details
+    // give algbw only, as the summary and the report do.
+    let mut records = rank_records(0);
+    match records.first_mut() {
+        Some(probe::trace::Record::Header(h)) => h.world_size = 1,
+        other => panic!("the fixture starts with its header: {other:?}"),
+    }
+    let (run, _warnings) = probe::reader::load_records(&[records]).expect("one rank loads");
+    let mut a = App::new(probe_tui::Timeline::new(run), &Options::default());
+    a.resize(160, 48);
+    keys(&mut a, "ejj");
+    for _ in 0..10 {
+        if a.selected_span()
+            .is_some_and(|s| s.kind() == probe::trace::SpanKind::Collective)
+        {
+            break;
+        }
+        key(&mut a, KeyCode::Tab);
+    }
+    let text = joined(&screen(&a, 160, 48));
+    assert!(
+        text.contains("all_reduce"),
+        "no collective selected:\n{text}"
+    );
+    assert!(text.contains("algbw"), "{text}");
+    assert!(text.contains("(one rank: no busbw)"), "{text}");
+    assert!(!text.contains("busbw 0"), "{text}");
+}

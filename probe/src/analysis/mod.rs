@@ -53,7 +53,7 @@ pub use advice::{
 };
 pub use assign::{assign_buckets, ParamSpec};
 pub use bucket_stats::BucketStats;
-pub use comm::{bus_factor, OpStats};
+pub use comm::{bus_factor, busbw_factor, OpStats};
 pub use compare::{compare, Comparison};
 pub use costmodel::CostFit;
 pub use scan::{step_breakdowns, StepBreakdown, WarmupReason};

@@ -3073,6 +3073,8 @@ const INDIRECT_RULES: &[&str] = &[
     // CUDA says another process holds the GPU, not which: a second rank, the parent, another job.
     "cuda_devices_unavailable",
     "sigkill_exit",
+    // vLLM's engine core exit codes: -9 is a SIGKILL, as above.
+    "vllm_engine_core_sigkill",
     RULE_RAY_WORKER_CONNECTION_LOST,
     // c10d warns and retries while a name does not resolve yet (a pod whose DNS record comes
     // with its readiness): the job failed there only if nothing later in the log says otherwise.

@@ -615,8 +615,18 @@ pub(crate) static RULES: &[Rule] = &[
     // failed: Too many open files", "Accept failed: Too many open files"; gloo's "socket: Too
     // many open files"; the DataLoader's "Too many open files. Communication with the workers is
     // no longer possible."): the process reached its open-files limit.
-    rule!(RULE_OPEN_FILES_LIMIT, RankCrashed, Cause, Standalone,
-        [["too many open files"]], not [], ex_none),
+    // (vLLM's start-up warning quotes the error it would cause: "Found ulimit of 1024 and
+    // failed to automatically increase ... like `OSError: [Errno 24] Too many open files`.
+    // Consider increasing with ulimit -n".)
+    rule!(
+        RULE_OPEN_FILES_LIMIT,
+        RankCrashed,
+        Cause,
+        Standalone,
+        [["too many open files"]],
+        not["consider increasing with ulimit"],
+        ex_none
+    ),
     // Python's `multiprocessing.reduction.recvfds` when a tensor's descriptor did not arrive:
     // "RuntimeError: received 0 items of ancdata", most often the receiver at its open-files
     // limit (the line does not say so: medium confidence).
@@ -650,7 +660,13 @@ pub(crate) static RULES: &[Rule] = &[
         [["no algorithm/protocol"]], not [], ex_nccl_algo_setting),
     rule!("nvls_failure", NvlsFabricManager, Cause, Standalone,
         [["nvls", "cumulticast", "mnnvl", "imex"], ["nccl warn", "fail", "error"]],
-        not ["support is not available", "support is available", "no algorithm/protocol"],
+        // vLLM's check of its FlashInfer all-reduce configuration ("... is not supported for
+        // multi-node allreduce with 'trtllm' backend. Please use 'mnnvl' backend instead.")
+        // names the backend, no failure of it.
+        // vLLM's fallback warning ("MNNVL multimem reduce-scatter symmetric-memory allocation
+        // failed on at least one rank; falling back to NCCL.") is no failure of the job.
+        not ["support is not available", "support is available", "no algorithm/protocol",
+             "is not supported for multi-node allreduce", "falling back to nccl"],
         ex_none),
     // NCCL's shared-memory transport (`transport/shm.cc`) failing a CUDA call. Since NCCL
     // 2.23 (with cuMem on, NCCL_CUMEM_HOST_ENABLE) it allocates the host buffers it shares
@@ -681,10 +697,24 @@ pub(crate) static RULES: &[Rule] = &[
     // through host memory: no rule.)
     rule!(RULE_NCCL_NVLINK_P2P_DISABLED, P2pHang, Cause, Standalone,
         [["p2p is disabled between nvlink connected gpus"]], not [], ex_none),
-    rule!("p2p_access", P2pHang, Cause, Standalone,
-        [["peer access is not supported", "peer mapping resources exhausted", "cudaerrorpeeraccess",
-          "peer access already", "iommu=pt"]],
-        not [], ex_none),
+    rule!(
+        "p2p_access",
+        P2pHang,
+        Cause,
+        Standalone,
+        [[
+            "peer access is not supported",
+            "peer mapping resources exhausted",
+            "cudaerrorpeeraccess",
+            "peer access already",
+            "iommu=pt"
+        ]],
+        // sglang's warning when its custom all-reduce cannot start ("Setup Custom allreduce
+        // failed with CUDART error: peer access is not supported ... To silence this warning,
+        // specify --disable-custom-all-reduce explicitly."): it goes on with NCCL.
+        not["to silence this warning"],
+        ex_none
+    ),
     // A GPU that is failing: CUDA's cudaErrorECCUncorrectable ("uncorrectable ECC error
     // encountered"), the driver's Xid 79 ("GPU has fallen off the bus"), Xid 48 ("double
     // bit ECC error"), Xid 94/95 ("contained/uncontained ECC error"), a row-remapping
@@ -751,6 +781,14 @@ pub(crate) static RULES: &[Rule] = &[
     // a GPU job).
     rule!("trainer_eval_oom", CudaOom, Cause, Standalone,
         [["evaluation hit an out-of-memory error"]], not [], ex_none),
+    // vLLM's start-up check (`v1/worker/utils.py`): "Free memory on device cuda:0 (30.12/79.19
+    // GiB) on startup is less than desired GPU memory utilization (0.9, 71.27 GiB). Decrease
+    // GPU memory utilization or reduce GPU memory used by other processes."; sglang's
+    // (`model_runner_kv_cache_mixin.py`): "Not enough memory. Please try to increase
+    // --mem-fraction-static." (no room left for its KV cache).
+    rule!("serving_engine_gpu_memory", CudaOom, Cause, Standalone,
+        [["on startup is less than desired gpu memory utilization",
+          "please try to increase --mem-fraction-static"]], not [], ex_none),
     rule!("nccl_buffer_alloc", CudaOom, Cause, Standalone,
         [["failed to cuda malloc", "failed to cuda calloc"]], not [], ex_none),
     // SIGKILL without a word of the rank's own: `torch.multiprocessing.spawn` ("process N
@@ -768,13 +806,21 @@ pub(crate) static RULES: &[Rule] = &[
           // other processes to avoid zombies".
           "terminated with code -9."]],
         not [], ex_none),
+    // vLLM's engine start-up (`v1/engine/utils.py`): "Engine core initialization failed. See
+    // root cause above. Failed core proc(s): {'EngineCore_DP0': -9}": the exit codes of its
+    // engine processes, -9 a SIGKILL, as above.
+    rule!("vllm_engine_core_sigkill", HostOomKilled, Cause, Standalone,
+        [["failed core proc(s)"], ["': -9}", "': -9,"]], not [], ex_none),
     // SIGBUS: touching shared memory that /dev/shm cannot back ("Signal 7 (SIGBUS)",
     // UCX's "Caught signal 7 (Bus error", a shell's "Bus error (core dumped)").
     rule!("sigbus_exit", ShmTooSmall, Cause, Standalone,
         [["terminated with signal sigbus", "exitcode: -7)", "exitcode: -7 ", "exit code -7",
           "return code = -7", "signal 7 (sigbus)", "caught signal 7 (bus error", "<signals.sigbus: 7>",
           "exitcode : -7", "exitcode  : -7 ", "bus error (core dumped)", "received signal sigbus",
-          "ncclshmopen", "terminated with code -7."]],
+          "ncclshmopen", "terminated with code -7.",
+          // vLLM's executor (`v1/executor/multiproc_executor.py`): "Worker proc VllmWorker-1
+          // died unexpectedly (exit code: -7), shutting down executor."
+          "exit code: -7)"]],
         not [], ex_none),
     // NCCL `include/shm.h`: "Unable to allocate shared memory (%d bytes) : %s" with
     // posix_fallocate's error. EINTR ("Interrupted system call") is not a full /dev/shm:
@@ -801,7 +847,10 @@ pub(crate) static RULES: &[Rule] = &[
           "failed to create shared memory file",
           "call to posix_fallocate failed", "could not map /dev/shm",
           "insufficient shared memory", "out of shared memory", "raise your shared memory limit",
-          "bus error encountered in worker"]],
+          "bus error encountered in worker",
+          // vLLM's `shm_broadcast.py` (check_shm_free_space): "Insufficient space in /dev/shm
+          // for shared-memory allocation: 384 MiB required, 60 MiB free."
+          "insufficient space in /dev/shm"]],
         not [], ex_none),
     // ATen's MapAllocator on a tensor's shared-memory file (`MapAllocator.cpp`: shm_open's
     // "/torch_<pid>_<random>_<n>", which lives in /dev/shm, as the DataLoader's workers pass
@@ -875,6 +924,8 @@ pub(crate) static RULES: &[Rule] = &[
           "invalid rank requested", "rank should be in the interval", "world size mismatch",
           "world_size mismatch", "world size does not match", "world_size does not match",
           "mismatched world size",
+          // vLLM's `pynccl.py`: "rank 2 out of range for world_size 2".
+          "out of range for world_size",
           // DeepSpeed's elasticity (`elasticity.py`): "ElasticityIncompatibleWorldSize: World
           // size (3) is not valid with the current list of valid GPU counts: [2, 4, 8]".
           "is not valid with the current list of valid gpu counts"]],
@@ -943,11 +994,33 @@ pub(crate) static RULES: &[Rule] = &[
     // accelerate's launcher checks the main process port before it starts anything
     // (`utils/launch.py`): "ConnectionError: Tried to launch distributed communication on port
     // `29500`, but another process is utilizing it. Please specify a different port ...".
-    rule!("port_in_use", PortInUse, Cause, Standalone,
-        [["address already in use", "eaddrinuse", "errno: 98", "os error 98",
-          "failed to listen on any local network address",
-          "but another process is utilizing it"]],
-        not [], ex_port),
+    rule!(
+        "port_in_use",
+        PortInUse,
+        Cause,
+        Standalone,
+        [[
+            "address already in use",
+            "eaddrinuse",
+            "errno: 98",
+            "os error 98",
+            "failed to listen on any local network address",
+            "but another process is utilizing it",
+            // vLLM's `utils/network_utils.py`: "Could not find open port after 1000 attempts
+            // starting from port 29500" (every bind failed); sglang's `wait_port_available`:
+            // "nccl_port at 30000 is not available in 30 seconds. nccl_port is used by a process
+            // already." and `server_args.py`'s "Port is already in use. dist_init_port=...".
+            "could not find open port after",
+            "is used by a process already",
+            "port is already in use. dist_init_port"
+        ]],
+        // vLLM's retry (`config/parallel.py`): "Address already in use. Retrying with a new
+        // port." The error comes only when every try failed. sglang's wait ("port 30000 is in
+        // use. Waiting for 15 seconds for nccl_port to be available. nccl_port is used by a
+        // process already.") ends in the error above when the port stays taken.
+        not["retrying with a new port", "to be available. nccl_port is used"],
+        ex_port
+    ),
     // c10d's `socket.cpp` names each address it failed to bind ("The server socket has failed
     // to bind to [::]:29500 (errno: 98 - Address already in use)."); on the wildcard
     // addresses (`[::]`, `0.0.0.0`) a bind fails for a port that is taken, unless the error
@@ -1039,7 +1112,10 @@ pub(crate) static RULES: &[Rule] = &[
           "address family not supported",
           // gloo `transport/tcp/device.cc`: "ss1.ss_family == ss2.ss_family. 2 vs 10": one
           // rank's address is IPv4 and another's IPv6 (each picked its own interface).
-          "ss1.ss_family == ss2.ss_family"]],
+          "ss1.ss_family == ss2.ss_family",
+          // vLLM's `utils/network_utils.py`: "Neither 127.0.0.1 nor ::1 are bound to a local
+          // interface. Set the VLLM_LOOPBACK_IP environment variable explicitly."
+          "are bound to a local interface"]],
         // Reaching the store (MASTER_ADDR) is connection_refused's; this rule is about the
         // interface NCCL/gloo pick for their own connections. c10d's `socket.cpp` alone writes
         // an errno as "(errno: 113 - No route to host)" (NCCL: "failed : No route to host",
@@ -1442,10 +1518,22 @@ pub(crate) static RULES: &[Rule] = &[
     // macOS builds, CPU-only wheels): the backend asked for is not there.
     // accelerate's `state.py` says the same in its own words (its spelling): "Your assigned
     // backend nccl is not avaliable, please use gloo".
-    rule!("nccl_not_built", NcclInternalOrUnsupported, Cause, Standalone,
-        [["distributed package doesn't have nccl built in", "nccl is not available",
-          "backend nccl is not avaliable", "backend nccl is not available"]],
-        not [], ex_none),
+    rule!(
+        "nccl_not_built",
+        NcclInternalOrUnsupported,
+        Cause,
+        Standalone,
+        [[
+            "distributed package doesn't have nccl built in",
+            "nccl is not available",
+            "backend nccl is not avaliable",
+            "backend nccl is not available"
+        ]],
+        // vLLM's warning (`parallel_state.py`): "Distributed backend nccl is not available;
+        // falling back to gloo." The job goes on.
+        not["falling back to gloo"],
+        ex_none
+    ),
     // `ProcessGroupNCCL`'s constructor: "ProcessGroupNCCL is only supported with GPUs, no GPUs
     // found!": the build has NCCL, this process sees no GPU.
     rule!("nccl_without_gpu", NcclInternalOrUnsupported, Cause, Standalone,
@@ -1515,31 +1603,57 @@ pub(crate) static RULES: &[Rule] = &[
         not["cuda initialization:"],
         ex_none
     ),
-    rule!("cuda_error", CudaError, Cause, Standalone,
-        [["cuda error:", "cuda failure", "device-side assert", "illegal memory access", "cudaerror",
-          "invalid device ordinal", "nvrm: xid", "cublas_status_", "cudnn_status_",
-          // CUDA runtime and driver texts that come without "CUDA error:" in front.
-          "no kernel image is available for execution",
-          "deferredcudacallerror",
-          // PyTorch on ROCm: the same checks say "HIP error: ..." (c10/hip's C10_HIP_CHECK),
-          // and HIP's runtime "hipErrorNoBinaryForGpu: Unable to find code object for all
-          // current devices!" where CUDA says no kernel image is available.
-          "hip error:", "hiperrornobinaryforgpu",
-          // PyTorch's own checks of a GPU index against the GPUs there are, as "invalid device
-          // ordinal" (`distributed_c10d.py`: "device_id cuda:8 is out of range. Please use a
-          // device index less than the number of accelerators available"; torchrun's agent:
-          // "local_rank 8 exceeds available GPUs in CUDA_VISIBLE_DEVICES=...").
-          "please use a device index less than the number of accelerators",
-          "exceeds available gpus in cuda_visible_devices",
-          // Lightning's `device_parser._sanitize_gpu_ids`: "You requested gpu: [0, 1, 2, 3]\n
-          // But your machine only has: [0, 1]" (none at all, `[]`, is no_usable_gpu's);
-          // `find_usable_cuda_devices`: "You requested to find 8 devices but this machine only
-          // has 4 GPUs.", and "... but only 2 are currently available. The devices [2, 3] are
-          // occupied by other processes and can't be used at the moment." (CUDA's "busy or
-          // unavailable": GPUs in exclusive-process mode held by other processes).
-          "but your machine only has:", "devices but this machine only has",
-          "are occupied by other processes and can't be used"]],
-        not [], ex_none),
+    rule!(
+        "cuda_error",
+        CudaError,
+        Cause,
+        Standalone,
+        [[
+            "cuda error:",
+            "cuda failure",
+            "device-side assert",
+            "illegal memory access",
+            "cudaerror",
+            "invalid device ordinal",
+            "nvrm: xid",
+            "cublas_status_",
+            "cudnn_status_",
+            // CUDA runtime and driver texts that come without "CUDA error:" in front.
+            "no kernel image is available for execution",
+            "deferredcudacallerror",
+            // PyTorch on ROCm: the same checks say "HIP error: ..." (c10/hip's C10_HIP_CHECK),
+            // and HIP's runtime "hipErrorNoBinaryForGpu: Unable to find code object for all
+            // current devices!" where CUDA says no kernel image is available.
+            "hip error:",
+            "hiperrornobinaryforgpu",
+            // PyTorch's own checks of a GPU index against the GPUs there are, as "invalid device
+            // ordinal" (`distributed_c10d.py`: "device_id cuda:8 is out of range. Please use a
+            // device index less than the number of accelerators available"; torchrun's agent:
+            // "local_rank 8 exceeds available GPUs in CUDA_VISIBLE_DEVICES=...").
+            "please use a device index less than the number of accelerators",
+            // vLLM's `config/parallel.py`: "World size (8) is larger than the number of
+            // available GPUs (4) in this node."; its CUDA runtime wrapper (`cuda_wrapper.py`):
+            // "CUDART error: invalid argument".
+            "is larger than the number of available gpus",
+            "cudart error:",
+            "exceeds available gpus in cuda_visible_devices",
+            // Lightning's `device_parser._sanitize_gpu_ids`: "You requested gpu: [0, 1, 2, 3]\n
+            // But your machine only has: [0, 1]" (none at all, `[]`, is no_usable_gpu's);
+            // `find_usable_cuda_devices`: "You requested to find 8 devices but this machine only
+            // has 4 GPUs.", and "... but only 2 are currently available. The devices [2, 3] are
+            // occupied by other processes and can't be used at the moment." (CUDA's "busy or
+            // unavailable": GPUs in exclusive-process mode held by other processes).
+            "but your machine only has:",
+            "devices but this machine only has",
+            "are occupied by other processes and can't be used"
+        ]],
+        // vLLM's FlashInfer all-reduce warning quotes CUDA's error and says it is expected:
+        // "Failed to initialize FlashInfer All Reduce workspace: CUDA error: operation not
+        // supported ... This is expected on GPUs without NVSwitch"; it goes on without it.
+        // sglang's custom all-reduce warning (see p2p_access) quotes a CUDART error too.
+        not["this is expected on gpus without", "to silence this warning"],
+        ex_none
+    ),
     // NCCL `graph/search.cc` (ncclTopoGetChannelFromXml): "XML Import Channel : dev %d not
     // found." and ncclSystemError, when the graph file it was given (NCCL_GRAPH_FILE, with
     // NCCL_TOPO_FILE; cloud images set both in /etc/nccl.conf) names a GPU this machine lacks.
@@ -1697,6 +1811,14 @@ pub(crate) static RULES: &[Rule] = &[
         not ["terminated with code 0.", "terminated with code -15.", "terminated with code -2.",
              "terminated with code -1."],
         ex_none),
+    // vLLM's executors on a worker process that ended (`v1/executor/multiproc_executor.py`:
+    // "Worker proc VllmWorker-1 died unexpectedly (exit code: -11), shutting down executor.";
+    // `ray_executor_v2.py`: "RayWorkerProc rank=[1] died unexpectedly, shutting down
+    // executor."). As for torchelastic's line: -9 and -7 are read above, a positive code is
+    // the worker's own exit, its error earlier in its output.
+    rule!("vllm_worker_died", RankCrashed, Cause, AnyFinding,
+        [["died unexpectedly"], ["worker proc ", "workerproc "]],
+        not ["(exit code: 0)", "(exit code: -15)", "(exit code: -2)"], ex_worker_died),
     // (A rank's `KeyboardInterrupt` is read with its traceback: `scan.rs`, python_exception.)
     rule!("launcher_consequence", RankCrashed, Consequence, AnyFinding,
         [["childfailederror", "calledprocesserror", "signalexception"]],
@@ -1707,26 +1829,53 @@ fn ex_elastic_worker_failed(_: &str, lower: &str) -> Extract {
     let code = signed_after(lower, "failed (exitcode: ");
     let local = num_after(lower, "local_rank: ");
     let who = local.map_or("a rank".to_owned(), |l| format!("local rank {l}"));
-    let detail = code.map(|code| match code {
+    Extract {
+        detail: code.map(|code| exit_code_detail("torchelastic", &who, code)),
+        ..Extract::default()
+    }
+}
+
+/// What a launcher's exit code of a rank or worker says: a negative code is the signal that
+/// killed it (multiprocessing's convention), a positive one its own exit.
+fn exit_code_detail(reporter: &str, who: &str, code: i64) -> String {
+    match code {
         -11 => format!(
-            "torchelastic reports {who} killed by signal 11 (SIGSEGV): a native crash in the \
+            "{reporter} reports {who} killed by signal 11 (SIGSEGV): a native crash in the \
              rank's own process (an extension, a library, a driver), not a timeout; its core \
              dump or `faulthandler` output says where"
         ),
         -6 => format!(
-            "torchelastic reports {who} killed by signal 6 (SIGABRT): an abort, whose reason is \
+            "{reporter} reports {who} killed by signal 6 (SIGABRT): an abort, whose reason is \
              the `what():` line or the failed check printed just before it in the rank's output"
         ),
-        c if c < 0 => format!("torchelastic reports {who} killed by signal {}", -c),
+        c if c < 0 => format!("{reporter} reports {who} killed by signal {}", -c),
         c => format!(
-            "torchelastic reports {who} exited with code {c}: its own error (a traceback) is \
+            "{reporter} reports {who} exited with code {c}: its own error (a traceback) is \
              earlier in its output"
         ),
-    });
-    Extract {
-        detail,
-        ..Extract::default()
     }
+}
+
+/// vLLM's executor on a worker that died: "Worker proc VllmWorker-1 died unexpectedly (exit
+/// code: -11)", "RayWorkerProc rank=[1] died unexpectedly".
+fn ex_worker_died(line: &str, lower: &str) -> Extract {
+    let who = lower
+        .find("worker proc ")
+        .map(|i| phrase(line, i + "worker proc ".len(), 40))
+        .filter(|w| !w.is_empty())
+        .map(|w| w.split_whitespace().next().unwrap_or_default().to_owned());
+    let mut ex = Extract::default();
+    if let Some(r) = lower
+        .find("rank=[")
+        .and_then(|i| num_after(&lower[i..], "rank=["))
+        .and_then(rank_number)
+    {
+        ex.subjects.push(r);
+    }
+    let who = who.unwrap_or_else(|| "a worker".to_owned());
+    ex.detail =
+        signed_after(lower, "(exit code: ").map(|code| exit_code_detail("vLLM", &who, code));
+    ex
 }
 
 fn ex_gpu_fault(_: &str, _: &str) -> Extract {
@@ -3495,6 +3644,150 @@ mod tests {
         )
         .unwrap();
         assert_eq!(rule.name, "gloo_peer_mesh");
+    }
+
+    #[test]
+    fn vllms_and_sglangs_own_messages_read_from_their_sources() {
+        use Category::*;
+        // vLLM 0.34 and sglang 0.5.9, as their loggers and exceptions print them.
+        for (line, want) in [
+            (
+                "(EngineCore_DP0 pid=311) ERROR 11-28 10:00:00 [multiproc_executor.py:404] \
+                 Worker proc VllmWorker-1 died unexpectedly (exit code: -7), shutting down \
+                 executor.",
+                Some(ShmTooSmall),
+            ),
+            (
+                "(EngineCore_DP0 pid=311) ERROR 11-28 10:00:00 [multiproc_executor.py:404] \
+                 Worker proc VllmWorker-1 died unexpectedly (exit code: -11), shutting down \
+                 executor.",
+                Some(RankCrashed),
+            ),
+            (
+                "ERROR 11-28 10:00:00 [ray_executor_v2.py:522] RayWorkerProc rank=[1] died \
+                 unexpectedly, shutting down executor.",
+                Some(RankCrashed),
+            ),
+            (
+                "RuntimeError: Engine core initialization failed. See root cause above. Failed \
+                 core proc(s): {'EngineCore_DP0': -9}",
+                Some(HostOomKilled),
+            ),
+            (
+                "RuntimeError: Insufficient space in /dev/shm for shared-memory allocation: 384 \
+                 MiB required, 60 MiB free. Increase /dev/shm (e.g. --shm-size or --ipc=host).",
+                Some(ShmTooSmall),
+            ),
+            (
+                "ValueError: Free memory on device cuda:0 (30.12/79.19 GiB) on startup is less \
+                 than desired GPU memory utilization (0.9, 71.27 GiB). Decrease GPU memory \
+                 utilization or reduce GPU memory used by other processes.",
+                Some(CudaOom),
+            ),
+            (
+                "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. \
+                 Current value: mem_fraction_static=0.88",
+                Some(CudaOom),
+            ),
+            (
+                "ValueError: World size (8) is larger than the number of available GPUs (4) in \
+                 this node. If this is intentional and you are using:",
+                Some(CudaError),
+            ),
+            (
+                "RuntimeError: CUDART error: invalid argument",
+                Some(CudaError),
+            ),
+            (
+                "RuntimeError: Could not find open port after 1000 attempts starting from port \
+                 29500",
+                Some(PortInUse),
+            ),
+            (
+                "ValueError: nccl_port at 30000 is not available in 30 seconds. nccl_port is \
+                 used by a process already. Please try to increase --nccl-port.",
+                Some(PortInUse),
+            ),
+            (
+                "[2026-11-28 10:00:00] port 30000 is in use. Waiting for 15 seconds for \
+                 nccl_port to be available. nccl_port is used by a process already.",
+                None,
+            ),
+            (
+                "ERROR 11-28 10:00:00 [server_args.py:5690] Port is already in use. \
+                 dist_init_port=29500 nccl_port=29501",
+                Some(PortInUse),
+            ),
+            (
+                "RuntimeError: Neither 127.0.0.1 nor ::1 are bound to a local interface. Set \
+                 the VLLM_LOOPBACK_IP environment variable explicitly.",
+                Some(NetworkInterface),
+            ),
+            (
+                "ValueError: rank 2 out of range for world_size 2",
+                Some(WorldSizeMismatch),
+            ),
+            // Configuration checks that name a backend, no failure of it.
+            (
+                "ValueError: Flashinfer allreduce is not supported for multi-node allreduce \
+                 with 'trtllm' backend. Please use 'mnnvl' backend instead.",
+                None,
+            ),
+            // Warnings of a program that goes on without what failed.
+            (
+                "WARNING 11-28 10:00:00 [parallel_state.py:1948] Distributed backend nccl is \
+                 not available; falling back to gloo.",
+                None,
+            ),
+            (
+                "(Worker_TP0 pid=4512) WARNING 11-28 10:00:00 [custom_all_reduce.py:430] MNNVL \
+                 multimem reduce-scatter symmetric-memory allocation failed on at least one \
+                 rank; falling back to NCCL.",
+                None,
+            ),
+            (
+                "WARNING 11-28 10:00:00 [flashinfer_all_reduce.py:108] Failed to initialize \
+                 FlashInfer All Reduce workspace: CUDA error: operation not supported when \
+                 creating multicast object. This is expected on GPUs without NVSwitch (e.g., \
+                 NVLink bridge-only or PCIe topologies).",
+                None,
+            ),
+            (
+                "WARNING 11-28 10:00:00 [parallel.py:841] Address already in use. Retrying \
+                 with a new port.",
+                None,
+            ),
+            (
+                "WARNING 11-28 10:00:00 [system_utils.py:281] Found ulimit of 1024 and failed \
+                 to automatically increase with error current limit exceeds maximum limit. \
+                 This can cause fd limit errors like `OSError: [Errno 24] Too many open \
+                 files`. Consider increasing with ulimit -n",
+                None,
+            ),
+            (
+                "[2026-11-28 10:00:00 TP1] Setup Custom allreduce failed with CUDART error: \
+                 peer access is not supported between these two devices. To silence this \
+                 warning, specify --disable-custom-all-reduce explicitly.",
+                None,
+            ),
+        ] {
+            assert_eq!(cat(line), want, "{line}");
+        }
+        let (_, ex) = classify(
+            "Worker proc VllmWorker-1 died unexpectedly (exit code: -11), shutting down \
+             executor.",
+        )
+        .unwrap();
+        assert!(
+            ex.detail
+                .as_deref()
+                .is_some_and(|d| d.starts_with("vLLM reports VllmWorker-1 killed by signal 11")),
+            "{:?}",
+            ex.detail
+        );
+        let (_, ex) =
+            classify("RayWorkerProc rank=[1] died unexpectedly, shutting down executor.").unwrap();
+        assert_eq!(ex.subjects, vec![1]);
     }
 
     #[test]

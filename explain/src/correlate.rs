@@ -279,6 +279,17 @@ pub(crate) fn build(mut g: Gathered, opts: &Options) -> Report {
                 .map(|p| p.rank),
         )
         .collect();
+    // PyTorch's desync report names ranks that finished the collective and never joined the
+    // next: they are the ones waited for, and the ranks its other line shows inside the
+    // collective are the waiting ones.
+    if signals.iter().any(|s| s.rule == "desync_report_lagging") {
+        for s in &mut signals {
+            if s.rule == crate::rules::RULE_DESYNC_ALL_JOINED {
+                s.role = Role::Symptom;
+                s.subjects.clear();
+            }
+        }
+    }
     signals.retain(|s| {
         if ctx.ok && s.role != Role::Cause {
             return false;
@@ -2407,6 +2418,38 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
                hostfile) gives a smaller world than the configuration assumes."
             .to_owned();
     }
+    if role == Role::Cause
+        && category == Category::CollectiveTimeout
+        && proven(crate::rules::RULE_DESYNC_ALL_JOINED)
+        && !proven("desync_report_lagging")
+    {
+        let seq = own
+            .iter()
+            .filter(|s| s.rule == crate::rules::RULE_DESYNC_ALL_JOINED)
+            .find_map(|s| s.detail.as_deref())
+            .and_then(|d| d.split("collective #").nth(1))
+            .and_then(|rest| rest.split_whitespace().next())
+            .map(str::to_owned);
+        title = format!(
+            "every rank joined collective #{} and it did not finish: nobody is behind, the \
+             collective itself hangs",
+            seq.as_deref().unwrap_or("?")
+        );
+        meaning = "PyTorch's desync report (TORCH_NCCL_DESYNC_DEBUG=1) lists the ranks at the \
+                   lowest collective number any rank is at, and names a rank that finished \
+                   the one before and never joined it. Here no rank is named so: every rank \
+                   issued this collective, so no code path, data or slow step held one back. \
+                   What did not finish is the collective itself: the network between the \
+                   nodes (InfiniBand, RoCE, EFA retries or a plugin), NCCL, or a GPU that \
+                   stopped (an Xid); or a rank died inside it, which its own log says.";
+        fix = "Look below the program: the ranks' NCCL_DEBUG=INFO output (the transport and the \
+               network plugin each rank chose, and any NCCL WARN), `dmesg` on each node for \
+               GPU Xid errors and NIC link flaps, and nccl-tests (all_reduce_perf) between \
+               the same nodes. A run that completes with NCCL_NET=Socket (or \
+               NCCL_IB_DISABLE=1), or with NCCL_P2P_DISABLE=1 on one node, locates the hang \
+               in that transport. Raising the timeout does not help."
+            .to_owned();
+    }
     if role == Role::Cause && proven(RULE_LIGHTNING_LAUNCHER_SIZES) {
         title =
             "Lightning's Trainer and the launcher disagree on the number of processes".to_owned();
@@ -2894,6 +2937,14 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
         {
             // Some ranks reached the barrier: the store answers, the address is right.
             STORE_BARRIER_CONFIRM.to_owned()
+        } else if category == Category::CollectiveTimeout
+            && proven(crate::rules::RULE_DESYNC_ALL_JOINED)
+            && !proven("desync_report_lagging")
+        {
+            "every rank's NCCL_DEBUG=INFO output (the transport and network plugin chosen, any \
+             NCCL WARN) and `dmesg` on each node (GPU Xid errors, NIC link flaps); a rank's own \
+             log for an error inside the collective"
+                .to_owned()
         } else if proven(RULE_RAY_WORKER_SIGTERM) {
             "`kubectl describe pod` of the worker's pod (`Reason: OOMKilled` or `Evicted`, the \
              node's events) and the other workers' logs (`/tmp/ray/session_latest/logs/`) for \
@@ -3062,6 +3113,9 @@ const INDIRECT_RULES: &[&str] = &[
     // the collective, not why: its own words are "the lagging/dead/mismatched ranks" (behind,
     // dead, or on another path with a different collective).
     "desync_report_lagging",
+    // Every rank inside one collective: the transport, NCCL or a GPU, which the line does not
+    // tell apart.
+    crate::rules::RULE_DESYNC_ALL_JOINED,
     "fr_trace_missing_ranks",
     "nccl_system_error_one_node",
     "nccl_system_error_unshown_nodes",

@@ -286,6 +286,8 @@ pub(crate) const DUMP_SIGNAL_RULE: &str = "dump_signal_from_rank";
 /// The rule of Megatron-LM's bucket whose reduction never started (a parameter without its
 /// gradient under overlap_grad_reduce).
 pub(crate) const RULE_MEGATRON_BUCKET_NOT_ISSUED: &str = "megatron_bucket_not_issued";
+/// The rule of PyTorch's desync report line of ranks inside a collective that did not finish.
+pub(crate) const RULE_DESYNC_ALL_JOINED: &str = "desync_report_all_joined";
 /// The rule of a parameter whose gradient DDP was told of twice in one backward.
 pub(crate) const PARAMETER_READY_TWICE_RULE: &str = "parameter_ready_twice";
 /// The rule of DDP's own check that every rank built the same model.
@@ -1415,6 +1417,13 @@ pub(crate) static RULES: &[Rule] = &[
     rule!("desync_report_lagging", CollectiveTimeout, Cause, Standalone,
         [["but didn't join collective #", "are the lagging ranks that caused this timeout"]],
         not [], ex_desync_lagging),
+    // The same report's other line: "[0, 1, 2, 3] joined but didn't finish collective #39
+    // (count from 1)". The report lists the ranks at the lowest collective number it found;
+    // a rank further on has joined that collective too. Without a "finished ..., but didn't
+    // join" line beside it (the correlation checks), every rank entered the collective and it
+    // did not finish: nobody is behind, the collective itself hangs.
+    rule!(RULE_DESYNC_ALL_JOINED, CollectiveTimeout, Cause, Standalone,
+        [["] joined but didn't finish collective #"]], not [], ex_desync_joined),
     rule!("fr_trace_missing_ranks", CollectiveTimeout, Cause, Standalone,
         [["missing ranks: {", "missing ranks are {"]], not [], ex_fr_missing_ranks),
     // `ProcessGroupNCCL.cpp`'s WorkNCCL::checkTimeout: "Watchdog caught collective operation
@@ -2165,6 +2174,46 @@ fn ex_nccl_graph_file(_: &str, _: &str) -> Extract {
 
 /// The ranks in the braces after "missing ranks" (a Python set: `{1, 3}`).
 /// The ranks of the desync report's lagging line, and what it says of them.
+/// "rank 3" or "ranks 0, 1, 2".
+fn rank_list(ranks: &[usize]) -> String {
+    let list = ranks
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if ranks.len() == 1 {
+        format!("rank {list}")
+    } else {
+        format!("ranks {list}")
+    }
+}
+
+/// The ranks of the desync report's "joined but didn't finish" line and the collective.
+fn ex_desync_joined(_: &str, lower: &str) -> Extract {
+    let key = "] joined but didn't finish collective #";
+    let Some(end) = lower.find(key) else {
+        return Extract::default();
+    };
+    let open = lower[..end].rfind('[').map_or(end, |o| o + 1);
+    let subjects: Vec<usize> = lower[open..end]
+        .split(',')
+        .filter_map(|r| r.trim().parse().ok().and_then(rank_number))
+        .collect();
+    let seq = num_after(&lower[end..], key);
+    let detail = (!subjects.is_empty()).then(|| {
+        format!(
+            "PyTorch's desync report: {} joined collective #{} and did not finish it",
+            rank_list(&subjects),
+            seq.map_or("?".to_owned(), |n| n.to_string())
+        )
+    });
+    Extract {
+        subjects,
+        detail,
+        ..Extract::default()
+    }
+}
+
 fn ex_desync_lagging(_: &str, lower: &str) -> Extract {
     let bracket = |from: usize, to: usize| -> Vec<usize> {
         lower
@@ -2200,17 +2249,8 @@ fn ex_desync_lagging(_: &str, lower: &str) -> Extract {
     } else {
         (Vec::new(), String::new())
     };
-    let detail = (!subjects.is_empty()).then(|| {
-        format!(
-            "PyTorch's desync report: {} {} {what}",
-            if subjects.len() == 1 { "rank" } else { "ranks" },
-            subjects
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        )
-    });
+    let detail = (!subjects.is_empty())
+        .then(|| format!("PyTorch's desync report: {} {what}", rank_list(&subjects)));
     Extract {
         subjects,
         detail,

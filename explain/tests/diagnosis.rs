@@ -4045,3 +4045,68 @@ fn megatrons_bucket_never_reduced_is_explained_with_megatrons_fix() {
         f.fix
     );
 }
+
+/// PyTorch's desync report (TraceUtils.h's analyzeLaggingRanks) after rank 0's watchdog line.
+fn desync_report(lines: &[&str]) -> String {
+    let mut log = String::from(
+        "[rank0]:[E1128 10:00:00.000000 1 ProcessGroupNCCL.cpp:632] [Rank 0] Watchdog caught \
+         collective operation timeout: WorkNCCL(SeqNum=39, OpType=_ALLGATHER_BASE, \
+         NumelIn=52480, NumelOut=419840, Timeout(ms)=300000) ran for 300012 milliseconds \
+         before timing out.\n\
+         [rank0]:[E1128 10:00:00.000000 1 ProcessGroupNCCL.cpp:1234] [Rank 0] \n\
+         \t - [0] Timeout at collective: _ALLGATHER_BASE, #39\n\
+         \t - To our best knowledge, the lagging/dead/mismatched ranks that caused the desync \
+         are:\n",
+    );
+    for l in lines {
+        log.push_str(l);
+        log.push('\n');
+    }
+    log
+}
+
+#[test]
+fn a_desync_report_with_every_rank_inside_the_collective_blames_no_rank() {
+    let log = desync_report(&[
+        "\t   - [0, 1, 2, 3, 4, 5, 6, 7] joined but didn't finish collective #39 (count from 1)",
+    ]);
+    let report = probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
+    let f = report.findings.first().expect("a finding");
+    assert_eq!(
+        (f.category, f.role),
+        (Category::CollectiveTimeout, Role::Cause),
+        "{}",
+        report.render_text(100)
+    );
+    assert!(
+        f.title
+            .contains("every rank joined collective #39 and it did not finish"),
+        "{}",
+        f.title
+    );
+    assert!(
+        f.fix.contains("NCCL_DEBUG=INFO") && f.fix.contains("dmesg"),
+        "{}",
+        f.fix
+    );
+    assert!(
+        !f.fix.contains("same number of batches"),
+        "no rank is behind: {}",
+        f.fix
+    );
+}
+
+#[test]
+fn a_desync_report_naming_a_rank_that_never_joined_blames_that_rank() {
+    // The mixed form: ranks 0 and 2 wait inside #3; ranks 1 and 3 finished #2 and never
+    // joined it.
+    let log = desync_report(&[
+        "\t   - [0, 2] joined but didn't finish collective #3 (count from 1)",
+        "\t     [1, 3] finished collective #3, but didn't join collective #4 (count from 1)",
+    ]);
+    let report = probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
+    let f = report.findings.first().expect("a finding");
+    assert_eq!(f.category, Category::CollectiveTimeout);
+    assert_eq!(f.ranks, vec![1, 3], "{}", report.render_text(100));
+    assert!(!f.title.contains("nobody is behind"), "{}", f.title);
+}

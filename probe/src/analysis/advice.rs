@@ -1106,12 +1106,15 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
             (t / c).clamp(1.0, interference::MAX_FACTOR)
         });
         match (probe, from_run) {
-            (Some(p), Some(comm)) => Some(Interference {
-                comm,
-                comm_calls: overlapped_calls.len(),
+            (Some(p), from_run) => Some(Interference {
+                comm: interference::comm_factor(from_run),
+                comm_calls: if from_run.is_some() {
+                    overlapped_calls.len()
+                } else {
+                    0
+                },
                 ..p
             }),
-            (Some(p), None) => Some(p),
             (None, Some(comm)) => Some(Interference {
                 comm,
                 comm_calls: overlapped_calls.len(),
@@ -1549,8 +1552,13 @@ fn explain(
                 "measured on {} of this run's bucket all-reduces that ran entirely during compute: their total time against the model's",
                 i.comm_calls
             )
+        } else if i.comm_probe > 0.0 {
+            format!(
+                "none of this run's bucket all-reduces ran entirely during compute, so none is taken; the start-up probe read {:.2}×, beside a loop that keeps every core busy, which runs' own calls have not borne out",
+                i.comm_probe
+            )
         } else {
-            "measured by the start-up probe".to_owned()
+            "not measured, taken as none".to_owned()
         };
         let compute = if i.compute_measured {
             let bounded = if i.compute_probe > i.compute + 0.005 {

@@ -48,6 +48,10 @@ pub struct Interference {
     /// not measured).
     #[serde(default)]
     pub compute_probe: f64,
+    /// The probe's reading of `comm` (0 when not measured). The schedule does not use it: see
+    /// [`comm_factor`].
+    #[serde(default)]
+    pub comm_probe: f64,
 }
 
 impl Interference {
@@ -59,7 +63,22 @@ impl Interference {
         per_call_ns: 0.0,
         compute_measured: false,
         compute_probe: 0.0,
+        comm_probe: 0.0,
     };
+}
+
+/// The collectives' slowdown while their rank computes, as the schedule takes it: what the
+/// run's own bucket calls that ran entirely during compute show (`from_run`, see
+/// `advice::advise`), and without enough of them none (1×), not the start-up probe's reading.
+/// The probe's collective runs beside a compute loop written to keep every core busy, which
+/// a training step's backward is not. Measured with `bench/whatif` (the 2026-12-04 sweep: 2
+/// and 4 nodes at 1 Gbit/s and 400 Mbit/s, 40 traces): where a run had its own overlapped
+/// calls they read 1.00× in 24 of 28 traces and at most 1.30×, while the probe read up to
+/// 1.64× on the same shapes; taking the probe's reading for the one-bucket traces (which
+/// have no such calls) predicted the smaller caps up to 19.3% slow (4 nodes, 1 Gbit/s),
+/// taking 1× gave at most 9.1% there, and the mean over every trace went from 3.5% to 3.2%.
+pub fn comm_factor(from_run: Option<f64>) -> f64 {
+    from_run.unwrap_or(1.0)
 }
 
 /// The factors are clamped to this range (a probe disturbed by something else must not make
@@ -216,7 +235,8 @@ pub(crate) fn calibration_factors(
     Some(Interference {
         compute: compute_probe.min(MAX_COMPUTE_FACTOR),
         compute_probe,
-        comm: median(&mut fm),
+        comm_probe: median(&mut fm),
+        comm: comm_factor(None),
         comm_calls: 0,
         compute_measured: true,
         per_call_ns: if per_call.is_empty() {
@@ -449,6 +469,7 @@ mod tests {
             per_call_ns: 0.0,
             compute_measured: true,
             compute_probe: 0.0,
+            comm_probe: 0.0,
         };
         let s = simulate_interfered(&[(1, 2e6)], 10e6, |_| 4e6, f);
         assert!((s.comm_end_ns - 10e6).abs() < 1.0, "{s:?}");
@@ -472,6 +493,7 @@ mod tests {
             per_call_ns: 0.0,
             compute_measured: true,
             compute_probe: 0.0,
+            comm_probe: 0.0,
         };
         // The second case above as recorded: ready at 8 ms of pure time is recorded at 8 ms
         // (nothing ran before), backward recorded to end at 12 ms.

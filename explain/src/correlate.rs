@@ -3116,6 +3116,8 @@ const INDIRECT_RULES: &[&str] = &[
     // Every rank inside one collective: the transport, NCCL or a GPU, which the line does not
     // tell apart.
     crate::rules::RULE_DESYNC_ALL_JOINED,
+    // Ray Train names the workers that never joined, not why.
+    crate::rules::RULE_RAY_TRAIN_COLLECTIVE_TIMEOUT,
     "fr_trace_missing_ranks",
     "nccl_system_error_one_node",
     "nccl_system_error_unshown_nodes",

@@ -286,6 +286,8 @@ pub(crate) const DUMP_SIGNAL_RULE: &str = "dump_signal_from_rank";
 /// The rule of Megatron-LM's bucket whose reduction never started (a parameter without its
 /// gradient under overlap_grad_reduce).
 pub(crate) const RULE_MEGATRON_BUCKET_NOT_ISSUED: &str = "megatron_bucket_not_issued";
+/// The rule of Ray Train's collective timeout and NCCL hang detector.
+pub(crate) const RULE_RAY_TRAIN_COLLECTIVE_TIMEOUT: &str = "ray_train_collective_timeout";
 /// The rule of PyTorch's desync report line of ranks inside a collective that did not finish.
 pub(crate) const RULE_DESYNC_ALL_JOINED: &str = "desync_report_all_joined";
 /// The rule of a parameter whose gradient DDP was told of twice in one backward.
@@ -509,11 +511,38 @@ pub(crate) static RULES: &[Rule] = &[
     // (`launcher/launch.py`'s sigkill_handler) logs "Main process received SIGINT|SIGTERM,
     // exiting" only when the signal came from outside (a failed rank takes it with the rank's
     // return code instead).
-    rule!("launcher_signal", LauncherInterrupted, Cause, Standalone,
-        [["death signal, shutting down workers", "got termination signal:", "got signal: 1",
-          "got signal: 2", "due to time limit", "due to preemption", "due to node failure",
-          "bypassing sigterm", "main process received sigint", "main process received sigterm"]],
-        not [], ex_none),
+    rule!(
+        "launcher_signal",
+        LauncherInterrupted,
+        Cause,
+        Standalone,
+        [[
+            "death signal, shutting down workers",
+            "got termination signal:",
+            "got signal: 1",
+            "got signal: 2",
+            "due to time limit",
+            "due to preemption",
+            "due to node failure",
+            "bypassing sigterm",
+            "main process received sigint",
+            "main process received sigterm",
+            // Ray Train's `PreemptionError` ("Training was interrupted by node preemption
+            // (preempted_ranks=[2, 3], ...)") and its watcher's warning ("PreemptionWatcher:
+            // preemption detected"); TorchX's `status` of a Slurm job, sacct's state ("Msg:
+            // TIMEOUT", "PREEMPTED", "DEADLINE", "CANCELLED by 1000").
+            "interrupted by node preemption",
+            "preemptionwatcher: preemption detected",
+            "msg: timeout",
+            "msg: preempted",
+            "msg: deadline",
+            "msg: cancelled"
+        ]],
+        // Ray's `ObjectLostError` ("All copies of ... have been lost due to node failure."):
+        // a node of the cluster died, not the launcher's stop.
+        not["have been lost due to node failure"],
+        ex_none
+    ),
     // DeepSpeed's runner (`launcher/runner.py`) installs its `sigkill_handler` for SIGINT
     // only: a traceback through it means the `deepspeed` command got Ctrl-C (its own crash in
     // the handler, a NameError on `kill_cmd` in some versions, is a consequence).
@@ -535,7 +564,9 @@ pub(crate) static RULES: &[Rule] = &[
     // killer inside the job's allocation.
     rule!("slurm_oom_kill", HostOomKilled, Cause, Standalone,
         [["oom_kill event", "oom-kill event", "have been oom killed",
-          "cgroup out-of-memory handler"]],
+          "cgroup out-of-memory handler",
+          // TorchX's `status` of a Slurm job: sacct's state ("Msg: OUT_OF_MEMORY").
+          "msg: out_of_memory"]],
         not [], ex_none),
     rule!("slurm_memory_limit", HostOomKilled, Cause, Standalone,
         [["exceeded memory limit"], ["being killed"]], not [], ex_none),
@@ -553,8 +584,26 @@ pub(crate) static RULES: &[Rule] = &[
     // usage threshold of 0.950000", raised to the caller as `ray.exceptions.OutOfMemoryError`
     // (Ray 2.2's wording: "Task was killed due to the node running low on memory."). Host
     // memory, not the GPU's, whatever the exception's name says.
-    rule!(RULE_RAY_MEMORY_MONITOR, HostOomKilled, Cause, Standalone,
-        [["node running low on memory", "ray.exceptions.outofmemoryerror"]], not [], ex_none),
+    // Older Ray (`_private/memory_monitor.py`'s `raise_if_low_memory`, psutil's or the
+    // cgroup's figures): "RayOutOfMemoryError: More than 95% of the memory on node host-a is
+    // used (60.51 / 63.69 GB)."; the raylet's summary of its kills (`node_manager.cc`): "2
+    // Workers (tasks / actors) killed due to memory pressure (OOM), 0 Workers crashed due to
+    // other reasons at node ...". Host memory too.
+    rule!(
+        RULE_RAY_MEMORY_MONITOR,
+        HostOomKilled,
+        Cause,
+        Standalone,
+        [[
+            "node running low on memory",
+            "ray.exceptions.outofmemoryerror",
+            "rayoutofmemoryerror",
+            "of the memory on node",
+            "killed due to memory pressure (oom)"
+        ]],
+        not[": 0 workers (tasks / actors) killed"],
+        ex_none
+    ),
     // The raylet's `HandleClientConnectionError` when a worker's socket closes without the
     // worker saying why: "Worker unexpectedly exits with a connection error code 2. End of
     // file. There are some potential root causes. (1) The process is killed by SIGKILL by OOM
@@ -668,7 +717,8 @@ pub(crate) static RULES: &[Rule] = &[
         // vLLM's fallback warning ("MNNVL multimem reduce-scatter symmetric-memory allocation
         // failed on at least one rank; falling back to NCCL.") is no failure of the job.
         not ["support is not available", "support is available", "no algorithm/protocol",
-             "is not supported for multi-node allreduce", "falling back to nccl"],
+             "is not supported for multi-node allreduce", "falling back to nccl",
+             "unable to configure nvls option"],
         ex_none),
     // NCCL's shared-memory transport (`transport/shm.cc`) failing a CUDA call. Since NCCL
     // 2.23 (with cuMem on, NCCL_CUMEM_HOST_ENABLE) it allocates the host buffers it shares
@@ -960,7 +1010,16 @@ pub(crate) static RULES: &[Rule] = &[
           "processes, but world_size is",
           // transformers' `distributed/configuration_utils.py`: "WORLD_SIZE (6) must be
           // divisible by dp_replicate_size * fsdp_size * pp_size (4) to derive tp_size."
-          "must be divisible by dp_replicate_size"]],
+          "must be divisible by dp_replicate_size",
+          // torchtitan's and torchtune's ParallelDims: "Invalid parallel dims: dp_replicate(1)
+          // * dp_shard(1) * cp(1) * tp(4) * pp(1) != WORLD_SIZE(6)"; NeMo's
+          // (`megatron_init.py`): "world_size: 6 must be divisible by total world_size:
+          // (decoder_)tensor_model_parallel_size 4 * ...", (`_strategy_lib.py`) "Expected
+          // world_size (2) to be greater than/equal to pipeline size (4)", (`llm/api.py`)
+          // "Number of GPUs must be divisible by the product of all parallelism sizes".
+          "!= world_size(", "must be divisible by total world_size",
+          "to be greater than/equal to pipeline size",
+          "must be divisible by the product of all parallelism sizes"]],
         not [], ex_none),
     // Megatron-LM's checks of the world size against the model-parallel sizes it was given
     // (`parallel_state.py`: "world_size (6) is not divisible by 4" (tensor × pipeline ×
@@ -1145,8 +1204,19 @@ pub(crate) static RULES: &[Rule] = &[
     // NCCL `misc/socket.cc`: "socketFinalizeAccept: wrong type %d != %d": a connection of
     // another kind than expected arrived (`ncclSocketType`: 3 NetSocket, 4 NetIb): one
     // node's ranks use InfiniBand and the other's plain sockets.
-    rule!("socket_type_mismatch", Infiniband, Cause, Standalone,
-        [["socketfinalizeaccept: wrong type"]], not [], ex_socket_type),
+    // NCCL 2.27 to 2.30.4 name the peer before the colon ("socketFinalizeAccept from
+    // 10.0.0.7<43122>: wrong type 3 != 4"); 2.30.7 prints it as INFO and goes on ("wrong
+    // socket type (peer 2 != expected 4 -- peer connected to wrong NCCL socket), discarding
+    // peer connection").
+    rule!(
+        "socket_type_mismatch",
+        Infiniband,
+        Cause,
+        Standalone,
+        [["socketfinalizeaccept"], [": wrong type"]],
+        not["discarding peer connection"],
+        ex_socket_type
+    ),
     // NCCL's IB transport (`transport/net_ib*.cc`, `net_ib/*.cc`): a completion with an error
     // status (2.19 on: "with status=IBV_WC_RETRY_EXC_ERR(12) opcode=... vendor_err=129"), a
     // device it cannot open or query ("NET/IB : Unable to open device mlx5_0", "Unable to
@@ -1160,8 +1230,13 @@ pub(crate) static RULES: &[Rule] = &[
          ["with error", "vendor err", "async event", "async fatal event", "gid table changed",
           "catastrophic", "failed", "error",
           "with status=", "vendor_err", "unable to open device", "unable to query",
-          "incompatible"]],
-        not [], ex_none),
+          "incompatible", "unsupported completion status"]],
+        // Lines of NCCL's IB transport that report carrying on (`net_ib/common.cc`'s non-fatal
+        // async events, "Got non-fatal async event: port active(9)"; `p2p_resiliency.cc`'s
+        // "The error is not fatal. Trying to continue..."; `init.cc`'s "Failed to open mlx5dv
+        // symbols. Advance features like CX-8 Direct-NIC will be disabled.").
+        not ["got non-fatal async event: port active", "the error is not fatal",
+             "failed to open mlx5dv symbols"], ex_none),
     // NCCL's choice of network (`net.cc`, `ncclNetInit`): `NCCL_NET` names a network (`IB`, a
     // plugin's such as `AWS Libfabric`) that is not among those that loaded and found a device
     // on this host: "Error: network IB not found.", then ncclInvalidUsage. The RDMA network
@@ -1209,12 +1284,35 @@ pub(crate) static RULES: &[Rule] = &[
     // joins that finding when there is one.
     rule!("ofi_register_memory", Infiniband, Cause, AnyFinding,
         [["net/ofi"], ["unable to register memory"]], not [], ex_none),
+    // aws-ofi-nccl's own settings rejected (`nccl_ofi_param_impl.h`: "WARNING: OFI_NCCL_PROTOCOL
+    // set to invalid value RMDA"; `nccl_ofi_rdma.cpp`: "Conflicted configuration of
+    // EARLY_COMPLETION and EAGER_MAX_SIZE", "Failed configuration of EARLY_COMPLETION due to
+    // provider data progress model ...", both -ENOTSUP; `platform-aws.cpp`'s "Unable to
+    // configure NVLS option", when it cannot read NCCL's version); NCCL's IB settings
+    // (`net_ib/connect.cc`: "OOO RQ is force enabled but ...", ncclInternalError;
+    // "NCCL_IB_SUBNET_PREFIX_LEN=40 is out of range [1,32]", ncclInvalidArgument).
+    rule!("net_plugin_setting_rejected", NcclInternalOrUnsupported, Cause, Standalone,
+        [["net/ofi", "ofi_nccl_", "net/ib", "nccl_ib_"],
+         ["set to invalid value", "conflicted configuration of", "failed configuration of",
+          "unable to configure nvls option", "ooo rq is force enabled but", "is out of range ["]],
+        not [], ex_none),
+    // aws-ofi-nccl with GPUDirect RDMA required on the instance type but unavailable
+    // (`platform-aws.cpp`: "GDR disabled on GDR-supported instance type p4d.24xlarge", then
+    // -EINVAL): the EFA path cannot start.
     rule!("ofi_transport", Infiniband, Cause, Standalone,
         [["net/ofi"],
          ["completed with error", "couldn't ", "unable to ", "error posting", " failed", "fatal",
           "insufficient libfabric devices", "unexpected number of remote rails",
-          "requires at least libfabric"]],
-        not [], ex_none),
+          "requires at least libfabric", "gdr disabled on gdr-supported instance"]],
+        // The CUDA driver's errors the plugin passes on ("cuMemcpyHtoDAsync failed: an illegal
+        // memory access was encountered", `nccl_ofi_cuda.cpp`) are CUDA's, read as such by the
+        // rules below; an INFO retry ("cuMemGetHandleForAddressRange failed with flags: 1,
+        // retrying with no flags") and GDRCopy's optional handle ("Failed to open gdr handle",
+        // used by GIN only) are no failure.
+        not ["net/ofi cumem", "net/ofi cuctx", "net/ofi custream", "net/ofi cudevice",
+             "net/ofi cuinit", "net/ofi cupointer", "retrying with no flags",
+             "failed to open gdr handle"],
+        ex_none),
     // DDP's check of the model when it wraps it (`reducer.cpp`'s
     // `verify_params_across_processes`): "DDP expects same model across all ranks, but Rank 0
     // has 150 params, while rank 1 has inconsistent 149 params."; "[1]: params[0] in this
@@ -1417,6 +1515,16 @@ pub(crate) static RULES: &[Rule] = &[
     rule!("desync_report_lagging", CollectiveTimeout, Cause, Standalone,
         [["but didn't join collective #", "are the lagging ranks that caused this timeout"]],
         not [], ex_desync_lagging),
+    // Ray Train's `BroadcastCollectiveTimeoutError` (`train/v2/_internal/exceptions.py`): "The
+    // collective operation timed out after 1800.00 seconds. The following ranks have not
+    // joined the collective operation: [3]" (a worker that never called `ray.train.report`,
+    // or is slow in its loop); its NCCL hang detector (`callbacks/nccl_ras.py`, every rank
+    // RUNNING): "2 of 8 communicators have a collective mismatch and made no progress for 600
+    // seconds". Medium (INDIRECT_RULES): behind, on another path or stuck, not said.
+    rule!(RULE_RAY_TRAIN_COLLECTIVE_TIMEOUT, CollectiveTimeout, Cause, Standalone,
+        [["have not joined the collective operation",
+          "have a collective mismatch and made no progress"]],
+        not [], ex_ray_train_collective),
     // The same report's other line: "[0, 1, 2, 3] joined but didn't finish collective #39
     // (count from 1)". The report lists the ranks at the lowest collective number it found;
     // a rank further on has joined that collective too. Without a "finished ..., but didn't
@@ -1645,6 +1753,9 @@ pub(crate) static RULES: &[Rule] = &[
             // "CUDART error: invalid argument".
             "is larger than the number of available gpus",
             "cudart error:",
+            // torchtitan's `get_local_device`: "LOCAL_RANK=4 is outside the visible cuda
+            // device count (4)."
+            "is outside the visible cuda device count",
             "exceeds available gpus in cuda_visible_devices",
             // Lightning's `device_parser._sanitize_gpu_ids`: "You requested gpu: [0, 1, 2, 3]\n
             // But your machine only has: [0, 1]" (none at all, `[]`, is no_usable_gpu's);
@@ -1684,8 +1795,20 @@ pub(crate) static RULES: &[Rule] = &[
     // from every rank's graph search do not close, so the ranks searched differently.
     rule!("nccl_rings_inconsistent", NcclInternalOrUnsupported, Cause, Standalone,
         [["does not loop back to start", "error : ring"]], not [], ex_nccl_rings),
-    rule!("nccl_unsupported", NcclInternalOrUnsupported, Cause, Standalone,
-        [["nccl warn"], ["not supported", "unsupported", "invalid value for"]], not [], ex_none),
+    // (NCCL's IB resiliency code's "NET/IB: Unsupported completion status IBV_WC_REM_ACCESS_ERR
+    // (10)" is a failed work completion, the IB rules' case, not a setting.)
+    rule!(
+        "nccl_unsupported",
+        NcclInternalOrUnsupported,
+        Cause,
+        Standalone,
+        [
+            ["nccl warn"],
+            ["not supported", "unsupported", "invalid value for"]
+        ],
+        not["unsupported completion status"],
+        ex_none
+    ),
     // A communicator that NCCL refused to create (c10d creates communicators in
     // `NCCLUtils`, through `ncclCommInitRank*`): `init.cc` answers ncclInvalidArgument
     // for "Invalid rank requested : %d/%d" (a rank outside the group's size) and
@@ -2185,6 +2308,34 @@ fn rank_list(ranks: &[usize]) -> String {
         format!("rank {list}")
     } else {
         format!("ranks {list}")
+    }
+}
+
+/// The ranks Ray Train's collective timeout names ("... have not joined the collective
+/// operation: [3]").
+fn ex_ray_train_collective(_: &str, lower: &str) -> Extract {
+    let key = "have not joined the collective operation: [";
+    let subjects: Vec<usize> = lower
+        .find(key)
+        .map(|i| {
+            let rest = &lower[i + key.len()..];
+            let end = rest.find(']').unwrap_or(rest.len());
+            rest[..end]
+                .split(',')
+                .filter_map(|r| r.trim().parse().ok().and_then(rank_number))
+                .collect()
+        })
+        .unwrap_or_default();
+    let detail = (!subjects.is_empty()).then(|| {
+        format!(
+            "Ray Train: {} never joined the collective the others waited in",
+            rank_list(&subjects)
+        )
+    });
+    Extract {
+        subjects,
+        detail,
+        ..Extract::default()
     }
 }
 
@@ -3828,6 +3979,137 @@ mod tests {
         let (_, ex) =
             classify("RayWorkerProc rank=[1] died unexpectedly, shutting down executor.").unwrap();
         assert_eq!(ex.subjects, vec![1]);
+    }
+
+    #[test]
+    fn ray_torchx_and_network_plugin_messages_read_from_their_sources() {
+        use Category::*;
+        for (line, want) in [
+            // Ray (2.60 and older) and Ray Train v2.
+            (
+                "ray._private.memory_monitor.RayOutOfMemoryError: More than 95% of the memory on \
+                 node host-a is used (60.51 / 63.69 GB).",
+                Some(HostOomKilled),
+            ),
+            (
+                "(raylet) [2026-11-28 10:00:00,000 E 123 123] node_manager.cc:3049: 2 Workers \
+                 (tasks / actors) killed due to memory pressure (OOM), 0 Workers crashed due to \
+                 other reasons at node (ID: 1f2e, IP: 10.0.0.1)",
+                Some(HostOomKilled),
+            ),
+            (
+                "(raylet) node_manager.cc:3049: 0 Workers (tasks / actors) killed due to memory \
+                 pressure (OOM), 3 Workers crashed due to other reasons at node (ID: 1f2e)",
+                None,
+            ),
+            (
+                "ray.train.v2.api.exceptions.BroadcastCollectiveTimeoutError: The collective \
+                 operation timed out after 1800.00 seconds. The following ranks have not joined \
+                 the collective operation: [3]",
+                Some(CollectiveTimeout),
+            ),
+            (
+                "NCCLHangError: 2 of 8 communicators have a collective mismatch and made no \
+                 progress for 600 seconds",
+                Some(CollectiveTimeout),
+            ),
+            (
+                "ray.train.PreemptionError: Training was interrupted by node preemption \
+                 (preempted_ranks=[2, 3], preempted_nodes=['10.0.0.3'])",
+                Some(LauncherInterrupted),
+            ),
+            (
+                "ray.exceptions.ObjectLostError: Failed to retrieve object 00ff. All copies of \
+                 00ff have been lost due to node failure. Check cluster logs for more \
+                 information about the failure.",
+                None,
+            ),
+            // TorchX's status of a Slurm job: sacct's states.
+            ("  Msg: OUT_OF_MEMORY", Some(HostOomKilled)),
+            ("  Msg: TIMEOUT", Some(LauncherInterrupted)),
+            ("  Msg: PREEMPTED", Some(LauncherInterrupted)),
+            // aws-ofi-nccl and NCCL's IB transport.
+            (
+                "host-a:4321:4380 [0] NCCL WARN NET/OFI cuMemcpyHtoDAsync failed: an illegal \
+                 memory access was encountered",
+                Some(CudaError),
+            ),
+            (
+                "host-a:4321:4380 [0] NCCL INFO NET/OFI cuMemGetHandleForAddressRange failed \
+                 with flags: 1, retrying with no flags",
+                None,
+            ),
+            (
+                "host-a:4321:4380 [0] NCCL INFO NET/OFI Failed to open gdr handle",
+                None,
+            ),
+            (
+                "host-a:4321:4380 [0] NCCL WARN NET/OFI WARNING: OFI_NCCL_PROTOCOL set to \
+                 invalid value RMDA",
+                Some(NcclInternalOrUnsupported),
+            ),
+            (
+                "host-a:4321:4380 [0] NCCL WARN NET/OFI Unable to configure NVLS option",
+                Some(NcclInternalOrUnsupported),
+            ),
+            (
+                "host-a:4321:4380 [0] NCCL WARN NET/OFI GDR disabled on GDR-supported instance \
+                 type p4d.24xlarge",
+                Some(Infiniband),
+            ),
+            (
+                "host-a:1:2 [0] NCCL WARN NET/IB: Unsupported completion status \
+                 IBV_WC_REM_ACCESS_ERR (10)",
+                Some(Infiniband),
+            ),
+            (
+                "host-a:1:2 [0] NCCL INFO NET/IB : mlx5_3:1 Got non-fatal async event: port \
+                 active(9)",
+                None,
+            ),
+            (
+                "host-a:1:2 [0] NCCL INFO NET/IB : Failed to open mlx5dv symbols. Advance \
+                 features like CX-8 Direct-NIC will be disabled.",
+                None,
+            ),
+            (
+                "host-a:1:2 [0] NCCL WARN NCCL_IB_SUBNET_PREFIX_LEN=40 is out of range [1,32]",
+                Some(NcclInternalOrUnsupported),
+            ),
+            (
+                "host-a:1:2 [0] misc/socket.cc:752 NCCL WARN socketFinalizeAccept from \
+                 10.0.0.7<43122>: wrong type 3 != 4",
+                Some(Infiniband),
+            ),
+            // torchtitan, torchtune and NeMo.
+            (
+                "AssertionError: Invalid parallel dims: dp_replicate(1) * dp_shard(1) * cp(1) * \
+                 tp(4) * pp(1) != WORLD_SIZE(6)",
+                Some(WorldSizeMismatch),
+            ),
+            (
+                "AssertionError: world_size: 6 must be divisible by total world_size: \
+                 (decoder_)tensor_model_parallel_size 4 * (decoder_)pipeline_model_parallel_size \
+                 1 * context_parallel_size 1",
+                Some(WorldSizeMismatch),
+            ),
+            (
+                "ValueError: Expected world_size (2) to be greater than/equal to pipeline size (4)",
+                Some(WorldSizeMismatch),
+            ),
+            (
+                "ValueError: LOCAL_RANK=4 is outside the visible cuda device count (4).",
+                Some(CudaError),
+            ),
+        ] {
+            assert_eq!(cat(line), want, "{line}");
+        }
+        let (_, ex) = classify(
+            "The collective operation timed out after 1800.00 seconds. The following ranks have \
+             not joined the collective operation: [3]",
+        )
+        .unwrap();
+        assert_eq!(ex.subjects, vec![3]);
     }
 
     #[test]

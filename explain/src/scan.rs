@@ -935,9 +935,15 @@ impl<'a> Scanner<'a> {
             "SystemExit" => (Category::RankCrashed, Role::Consequence, Attach::AnyFinding),
             // Ray's report to the caller that an actor's or task's worker process died
             // (`ray.exceptions`): the death's own words are the worker's, or the raylet's.
-            "ActorDiedError" | "RayActorError" | "WorkerCrashedError" => {
-                (Category::RankCrashed, Role::Consequence, Attach::AnyFinding)
-            }
+            // Ray Train's controller says the same of its worker group
+            // (`train/v2/_internal/execution/worker_group`): `WorkerHealthCheckFailedError` ("A
+            // worker health check failed.", built from the ActorDiedError its poll raised) and
+            // `WorkerGroupError`, which carry the workers' own errors below them.
+            "ActorDiedError"
+            | "RayActorError"
+            | "WorkerCrashedError"
+            | "WorkerHealthCheckFailedError"
+            | "WorkerGroupError" => (Category::RankCrashed, Role::Consequence, Attach::AnyFinding),
             _ => (Category::RankCrashed, Role::Cause, Attach::Standalone),
         };
         if let (true, Some(r), Some(c)) = (interrupted, rank, collective.as_deref()) {

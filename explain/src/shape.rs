@@ -233,9 +233,19 @@ impl LogShape {
             self.rendezvous_waiting = None;
             self.started.get_or_insert_with(evidence);
         }
+        // Lightning's and NeMo's announcement ("Initializing distributed: GLOBAL_RANK: 3,
+        // MEMBER: 4/8") comes just before `init_process_group`, whose end they report as "All
+        // distributed processes registered. Starting with 8 processes": a log that ends between
+        // the two waits for ranks that have not joined.
         if let Some(rank) = announced_rank(lower) {
             self.announced.entry(rank.0).or_default().push(evidence());
             self.announced_world = self.announced_world.or(rank.1);
+            if self.started.is_none() {
+                self.rendezvous_waiting.get_or_insert_with(evidence);
+            }
+        }
+        if lower.contains("all distributed processes registered") {
+            self.rendezvous_waiting = None;
             self.started.get_or_insert_with(evidence);
         }
         for total in bar_totals(lower) {

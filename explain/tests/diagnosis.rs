@@ -4110,3 +4110,34 @@ fn a_desync_report_naming_a_rank_that_never_joined_blames_that_rank() {
     assert_eq!(f.ranks, vec![1, 3], "{}", report.render_text(100));
     assert!(!f.title.contains("nobody is behind"), "{}", f.title);
 }
+
+#[test]
+fn a_log_that_ends_after_lightnings_announcement_waits_for_ranks_not_in_a_collective() {
+    // Lightning and NeMo announce each rank just before init_process_group and report its end
+    // ("All distributed processes registered"): a log cut between the two waits in the
+    // rendezvous.
+    let before = "Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/2\n";
+    let report =
+        probe_explain::explain_log_bytes("job.log", before.as_bytes(), &Options::default());
+    let f = report.findings.first().expect("a finding");
+    assert_eq!(
+        f.category,
+        Category::RendezvousTimeout,
+        "{}",
+        report.render_text(100)
+    );
+    let after = format!(
+        "{before}----------------------------------------------------------------------------\n\
+         distributed_backend=nccl\n\
+         All distributed processes registered. Starting with 2 processes\n\
+         ----------------------------------------------------------------------------\n"
+    );
+    let report = probe_explain::explain_log_bytes("job.log", after.as_bytes(), &Options::default());
+    let f = report.findings.first().expect("a finding");
+    assert_eq!(
+        f.category,
+        Category::CollectiveTimeout,
+        "{}",
+        report.render_text(100)
+    );
+}

@@ -369,7 +369,7 @@ impl Report {
 }
 
 /// "rank 1" or "ranks 0, 1".
-fn ranks_phrase(ranks: &[usize]) -> String {
+pub(crate) fn ranks_phrase(ranks: &[usize]) -> String {
     let list = ranks
         .iter()
         .map(usize::to_string)

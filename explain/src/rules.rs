@@ -2295,22 +2295,6 @@ fn ex_nccl_graph_file(_: &str, _: &str) -> Extract {
     }
 }
 
-/// The ranks in the braces after "missing ranks" (a Python set: `{1, 3}`).
-/// The ranks of the desync report's lagging line, and what it says of them.
-/// "rank 3" or "ranks 0, 1, 2".
-fn rank_list(ranks: &[usize]) -> String {
-    let list = ranks
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join(", ");
-    if ranks.len() == 1 {
-        format!("rank {list}")
-    } else {
-        format!("ranks {list}")
-    }
-}
-
 /// The ranks Ray Train's collective timeout names ("... have not joined the collective
 /// operation: [3]").
 fn ex_ray_train_collective(_: &str, lower: &str) -> Extract {
@@ -2329,7 +2313,7 @@ fn ex_ray_train_collective(_: &str, lower: &str) -> Extract {
     let detail = (!subjects.is_empty()).then(|| {
         format!(
             "Ray Train: {} never joined the collective the others waited in",
-            rank_list(&subjects)
+            crate::report::ranks_phrase(&subjects)
         )
     });
     Extract {
@@ -2354,7 +2338,7 @@ fn ex_desync_joined(_: &str, lower: &str) -> Extract {
     let detail = (!subjects.is_empty()).then(|| {
         format!(
             "PyTorch's desync report: {} joined collective #{} and did not finish it",
-            rank_list(&subjects),
+            crate::report::ranks_phrase(&subjects),
             seq.map_or("?".to_owned(), |n| n.to_string())
         )
     });
@@ -2365,6 +2349,7 @@ fn ex_desync_joined(_: &str, lower: &str) -> Extract {
     }
 }
 
+/// The ranks of the desync report's lagging line, and what it says of them.
 fn ex_desync_lagging(_: &str, lower: &str) -> Extract {
     let bracket = |from: usize, to: usize| -> Vec<usize> {
         lower
@@ -2400,8 +2385,12 @@ fn ex_desync_lagging(_: &str, lower: &str) -> Extract {
     } else {
         (Vec::new(), String::new())
     };
-    let detail = (!subjects.is_empty())
-        .then(|| format!("PyTorch's desync report: {} {what}", rank_list(&subjects)));
+    let detail = (!subjects.is_empty()).then(|| {
+        format!(
+            "PyTorch's desync report: {} {what}",
+            crate::report::ranks_phrase(&subjects)
+        )
+    });
     Extract {
         subjects,
         detail,

@@ -2979,7 +2979,9 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
     }
     Draft {
         first_order: own.iter().map(|s| s.order).min().unwrap_or(u64::MAX),
-        hardware_fault: own.iter().any(|s| s.rule == "gpu_hardware_fault"),
+        hardware_fault: own
+            .iter()
+            .any(|s| s.rule == crate::rules::RULE_GPU_HARDWARE_FAULT),
         worker_lost_silently: !own.is_empty()
             && own
                 .iter()

@@ -116,6 +116,15 @@ pub(crate) fn classify(line: &str) -> Option<(&'static Rule, Extract)> {
             return Some(found);
         }
     }
+    if let Some(class) = xid_number(&lower).map(xid_class) {
+        let rule = match class {
+            XidClass::Informational => return None,
+            XidClass::Teardown => &XID_TEARDOWN,
+            XidClass::Hardware => RULES.iter().find(|r| r.name == RULE_GPU_HARDWARE_FAULT)?,
+            XidClass::Program => RULES.iter().find(|r| r.name == "cuda_error")?,
+        };
+        return Some((rule, (rule.extract)(line, &lower)));
+    }
     if let Some((rule, subjects)) = task_signal_report(&lower) {
         let mut ex = (rule.extract)(line, &lower);
         ex.subjects = subjects;
@@ -126,6 +135,66 @@ pub(crate) fn classify(line: &str) -> Option<(&'static Rule, Extract)> {
         .find(|r| r.matches(&lower))
         .or_else(|| shell_report(&lower))
         .map(|r| (r, (r.extract)(line, &lower)))
+}
+
+/// What an NVIDIA Xid says, by its number (NVIDIA's Xid catalog, docs.nvidia.com/deploy/
+/// xid-errors: each Xid's description and resolution).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum XidClass {
+    /// The GPU or its memory failed, or the GPU needs a reset: ECC double-bit and
+    /// uncorrectable errors (48, 94, 95, 140), row remapping failures (64), NVLink errors (74,
+    /// 144-150), the GPU off the bus (79), GSP and micro-controller halts and timeouts (61, 62,
+    /// 119, 120), a recovery action asking for a reset (154).
+    Hardware,
+    /// The driver tearing down a process that ended (45, ROBUST_CHANNEL_PREEMPTIVE_REMOVAL:
+    /// "logged when the user application aborts", Ctrl-C, a kill, a reset; the catalog's
+    /// resolution: "follow other Xid"): a consequence.
+    Teardown,
+    /// Reports the catalog says to ignore or that have no operational impact: a row marked for
+    /// remapping at the next reset (63), a high single-bit ECC rate (92), InfoROM wear (93),
+    /// corrected C2C errors (121), an intentional link down (155), power smoothing (162).
+    Informational,
+    /// Any other, most often the program's own kernel fault (13 graphics engine exception,
+    /// 31 MMU fault, 43 a channel stopped): a CUDA error.
+    Program,
+}
+
+fn xid_class(n: u32) -> XidClass {
+    match n {
+        48 | 61 | 62 | 64 | 74 | 79 | 94 | 95 | 119 | 120 | 140 | 144..=150 | 154 => {
+            XidClass::Hardware
+        }
+        45 => XidClass::Teardown,
+        63 | 92 | 93 | 121 | 155 | 162 => XidClass::Informational,
+        _ => XidClass::Program,
+    }
+}
+
+/// The Xid number of the kernel's line ("NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, ..."), of
+/// the Kubernetes device plugin's ("XidCriticalError: Xid=79 on Device=GPU-...") or of DCGM's
+/// ("Detected XID 79 for GPU 2", "GPU had an uncontained error (XID 95)").
+fn xid_number(lower: &str) -> Option<u32> {
+    let after = if let Some(i) = lower.find("nvrm: xid") {
+        let rest = &lower[i + "nvrm: xid".len()..];
+        let colon = rest
+            .find("): ")
+            .map(|c| c + 3)
+            .or_else(|| rest.find(": ").map(|c| c + 2))?;
+        &rest[colon..]
+    } else if let Some(i) = lower
+        .match_indices("xid=")
+        .map(|(i, _)| i)
+        .find(|&i| i == 0 || !lower.as_bytes()[i - 1].is_ascii_alphanumeric())
+    {
+        &lower[i + "xid=".len()..]
+    } else if let Some(i) = lower.find("detected xid ") {
+        &lower[i + "detected xid ".len()..]
+    } else if let Some(i) = lower.find("(xid ") {
+        &lower[i + "(xid ".len()..]
+    } else {
+        return None;
+    };
+    u32::try_from(leading_number(after)?).ok()
 }
 
 /// A launcher's report that one of its tasks ended by a signal, read like a shell's
@@ -290,6 +359,8 @@ pub(crate) const RULE_MEGATRON_BUCKET_NOT_ISSUED: &str = "megatron_bucket_not_is
 pub(crate) const RULE_RAY_TRAIN_COLLECTIVE_TIMEOUT: &str = "ray_train_collective_timeout";
 /// The rule of PyTorch's desync report line of ranks inside a collective that did not finish.
 pub(crate) const RULE_DESYNC_ALL_JOINED: &str = "desync_report_all_joined";
+/// The rule of a GPU's hardware fault (ECC, off the bus, a reset needed).
+pub(crate) const RULE_GPU_HARDWARE_FAULT: &str = "gpu_hardware_fault";
 /// The rule of a parameter whose gradient DDP was told of twice in one backward.
 pub(crate) const PARAMETER_READY_TWICE_RULE: &str = "parameter_ready_twice";
 /// The rule of DDP's own check that every rank built the same model.
@@ -699,9 +770,14 @@ pub(crate) static RULES: &[Rule] = &[
     // signal) may be above it, and then that finding takes this line.
     rule!("dataloader_worker_died", RankCrashed, Cause, AnyFinding,
         [["dataloader worker (pid(s)"], ["exited unexpectedly"]], not [], ex_none),
+    // (The fabric manager's service starting or stopping, "Started nvidia-fabricmanager.service",
+    // `Started "Nvidia Fabric Manager"`, "Successfully configured all the available
+    // NVSwitches", names no failure.)
     rule!("fabric_manager", NvlsFabricManager, Cause, Standalone,
         [["system not yet initialized", "fabric manager", "fabricmanager", "cudaerrorsystemnotready"]],
-        not [], ex_none),
+        not ["started nvidia-fabricmanager", "started \"nvidia fabric manager\"",
+             "stopped \"nvidia fabric manager\"", "successfully configured all the available"],
+        ex_none),
     // NCCL's `enqueue.cc` when no algorithm and protocol it may use fits a call: "no
     // algorithm/protocol available for function Broadcast with datatype ncclInt8. NCCL_PROTO
     // was set to %s. NCCL_ALGO was set to %s." (2.23 and later: "No algorithm/protocol nor
@@ -772,10 +848,30 @@ pub(crate) static RULES: &[Rule] = &[
     // bit ECC error"), Xid 94/95 ("contained/uncontained ECC error"), a row-remapping
     // failure (Xid 64). What fails after it on that node (out of memory at the restart,
     // NCCL errors) is its consequence, so it ranks before them.
-    rule!("gpu_hardware_fault", CudaError, Cause, Standalone,
+    // NVIDIA's own words for the same faults outside the Xid line (whose number says it, see
+    // `xid_class`): the driver's text of Xid 48 ("An uncorrectable double bit error (DBE) has
+    // been detected"), 64 ("Row Remapper Error"), NVML's lost GPU ("GPU is lost. Reboot the
+    // system to recover this GPU", pynvml's `NVMLError_GpuIsLost`; "The GPU requires a reset
+    // before it can be used again", "GPU requires reset"), DCGM's health checks ("Detected 2
+    // volatile double-bit ECC error(s)", "row remapping failed", "row remappings are pending",
+    // "Pending page retirements together with a DBE") and the driver failing to bring the GPU
+    // up ("RmInitAdapter failed!").
+    rule!(RULE_GPU_HARDWARE_FAULT, CudaError, Cause, Standalone,
         [["uncorrectable ecc", "eccuncorrectable", "fallen off the bus", "double bit ecc",
-          "uncontained ecc", "row remapping failure"]],
+          "uncontained ecc", "row remapping failure", "double bit error (dbe)",
+          "row remapper error", "double-bit ecc", "row remapping failed",
+          "row remappings are pending", "pending page retirements together with a dbe",
+          "gpu is lost", "requires a reset before it can be used", "gpu requires reset",
+          "rminitadapter failed", "rm_init_adapter failed"]],
         not [], ex_gpu_fault),
+    // NVSwitch fatal errors (the kernel's `nvidia-nvswitch0: SXid (PCI:...): 20034, Fatal,
+    // Link 30 LTSSM Fault Up`; the fabric manager's "detected NVSwitch fatal error 20034 on fid
+    // 0"; DCGM's "Detected fatal errors on NvSwitch 2 link 33", "NvSwitch physical ID 3's
+    // NvLink port 33 is currently down", "Only 60 NvLinks are up"): the fabric between the
+    // GPUs failed.
+    rule!("nvswitch_fatal", NvlsFabricManager, Cause, Standalone,
+        [["sxid", "nvswitch"], ["fatal", "is currently down", "nvlinks are up"]],
+        not ["non-fatal", "nonfatal"], ex_none),
     rule!(
         "cuda_oom",
         CudaOom,
@@ -1712,7 +1808,17 @@ pub(crate) static RULES: &[Rule] = &[
             "but there are no visible cuda devices",
             // Megatron-LM's `initialize.py` (`assert torch.cuda.is_available(), "Megatron
             // requires CUDA."`): the process sees no GPU.
-            "megatron requires cuda."
+            "megatron requires cuda.",
+            // nvidia-smi and NVML without a driver to talk to ("NVIDIA-SMI has failed because
+            // it couldn't communicate with the NVIDIA driver", pynvml's "Driver Not Loaded",
+            // "NVML Shared Library Not Found", nvidia-smi's "No devices were found") and the
+            // kernel module older or newer than the user-space driver ("NVRM: API mismatch:
+            // the client has the version ...").
+            "couldn't communicate with the nvidia driver",
+            "nvmlerror_drivernotloaded",
+            "nvml shared library not found",
+            "no devices were found",
+            "nvrm: api mismatch"
         ]],
         // torch.cuda.is_available()'s warning ("UserWarning: CUDA initialization: Found no
         // NVIDIA driver ...", "... CUDA unknown error ..."): a probe's answer, and a job that
@@ -2065,6 +2171,10 @@ static CONTAINER_OOM_KILLED: Rule = rule!("container_oom_killed", HostOomKilled,
     Standalone, [["oomkilled"]], not [], ex_none);
 static SHELL_BUS_ERROR: Rule = rule!("shell_bus_error", ShmTooSmall, Cause, Standalone,
     [["135"]], not [], ex_none);
+/// An Xid the driver logs when it tears down a process that ended (45).
+static XID_TEARDOWN: Rule = rule!("xid_teardown", RankCrashed, Consequence, AnyFinding,
+    [["xid"]], not [], ex_none);
+
 static SHELL_SEGFAULT: Rule = rule!("shell_segfault", RankCrashed, Cause, AnyFinding,
     [["139"]], not [], ex_none);
 
@@ -4099,6 +4209,79 @@ mod tests {
         )
         .unwrap();
         assert_eq!(ex.subjects, vec![3]);
+    }
+
+    #[test]
+    fn an_xid_is_read_by_its_number() {
+        use Category::*;
+        let name = |line: &str| classify(line).map(|(r, _)| (r.name, r.role));
+        // A hardware fault, by its number alone (the driver's words differ by release).
+        for n in [48, 64, 74, 79, 94, 95, 119, 140] {
+            let line = format!("NVRM: Xid (PCI:0000:3b:00): {n}, pid=4242, name=python, x");
+            assert_eq!(
+                name(&line),
+                Some((RULE_GPU_HARDWARE_FAULT, Role::Cause)),
+                "{line}"
+            );
+        }
+        // The program's own kernel fault: a CUDA error.
+        assert_eq!(
+            cat("NVRM: Xid (PCI:0000:3b:00): 13, pid=4242, name=python, Graphics Exception"),
+            Some(CudaError)
+        );
+        // The driver's teardown of a process that ended: a consequence.
+        assert_eq!(
+            name("NVRM: Xid (PCI:0000:3b:00): 45, pid=4242, name=python, Ch 00000010"),
+            Some(("xid_teardown", Role::Consequence))
+        );
+        // What the catalog says to ignore.
+        for n in [63, 92, 93] {
+            let line = format!("NVRM: Xid (PCI:0000:3b:00): {n}, pid=4242, name=python, x");
+            assert_eq!(cat(&line), None, "{line}");
+        }
+        // The Kubernetes device plugin's and DCGM's forms.
+        assert_eq!(
+            name("XidCriticalError: Xid=79 on Device=GPU-0a1b; marking device as unhealthy."),
+            Some((RULE_GPU_HARDWARE_FAULT, Role::Cause))
+        );
+        assert_eq!(
+            name("Detected XID 48 for GPU 5"),
+            Some((RULE_GPU_HARDWARE_FAULT, Role::Cause))
+        );
+        assert_eq!(xid_number("bitcoin txid=79 confirmed"), None);
+        // NVML, nvidia-smi, DCGM and the NVSwitch fabric.
+        for (line, want) in [
+            (
+                "Unable to determine the device handle for GPU 0000:3B:00.0: GPU is lost.  \
+                 Reboot the system to recover this GPU",
+                Some(CudaError),
+            ),
+            (
+                "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. \
+                 Make sure that the latest NVIDIA driver is installed and running.",
+                Some(CudaError),
+            ),
+            (
+                "Detected 2 volatile double-bit ECC error(s) in GPU 0.",
+                Some(CudaError),
+            ),
+            (
+                "nvidia-nvswitch0: SXid (PCI:0000:07:00.0): 20034, Fatal, Link 30 LTSSM Fault Up",
+                Some(NvlsFabricManager),
+            ),
+            (
+                "nvidia-nvswitch0: SXid (PCI:0000:07:00.0): 12028, Non-fatal, Link 30 egress \
+                 non-posted PRIV error",
+                None,
+            ),
+            (
+                "systemd[1]: Started nvidia-fabricmanager.service - NVIDIA fabric manager \
+                 service.",
+                None,
+            ),
+        ] {
+            assert_eq!(cat(line), want, "{line}");
+        }
     }
 
     #[test]

@@ -1931,6 +1931,15 @@ fn group(signals: Vec<Signal>, opts: &Options) -> Vec<Draft> {
         let best = groups
             .iter()
             .filter(|(_, g)| s.attach != Attach::CauseOnly || g.role() == Role::Cause)
+            // A task's own failure in generic words (an exit code, a crash marker) is not folded
+            // into a cancellation the launcher reports as a symptom: srun's "task 9: Exited
+            // with exit code 1" before Slurm's "*** STEP ... CANCELLED AT ... ***" is the
+            // failure, the cancellation what followed it.
+            .filter(|(c, g)| {
+                s.role != Role::Cause
+                    || g.role() == Role::Cause
+                    || **c != Category::LauncherInterrupted
+            })
             .filter(|(_, g)| {
                 let gr = g.ranks();
                 ranks.is_empty() || gr.is_empty() || ranks.iter().any(|r| gr.contains(r))
@@ -3120,6 +3129,11 @@ const INDIRECT_RULES: &[&str] = &[
     crate::rules::RULE_DESYNC_ALL_JOINED,
     // Ray Train names the workers that never joined, not why.
     crate::rules::RULE_RAY_TRAIN_COLLECTIVE_TIMEOUT,
+    // Horovod's stall inspector names the missing ranks, not why.
+    crate::rules::RULE_HOROVOD_STALL,
+    // Open MPI's word that a process failed, without the process's own error: which it was
+    // is in that rank's output.
+    "mpi_rank_failed",
     "fr_trace_missing_ranks",
     "nccl_system_error_one_node",
     "nccl_system_error_unshown_nodes",

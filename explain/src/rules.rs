@@ -203,13 +203,14 @@ fn xid_number(lower: &str) -> Option<u32> {
 /// `help-prun.txt`, the rank read from it) and Slurm's `srun` ("srun: error: host-a: task 1:
 /// Killed", "tasks 0-3: Bus error", `strsignal`'s words, " (core dumped)" after them; its task
 /// is a rank only when srun started the ranks itself, so no rank is read), and Open MPI's own
-/// signal handler in the process ("[host:4242] Signal: Bus error (7)"). SIGKILL, SIGBUS and
-/// SIGSEGV; an abort's `what():` line says more than its signal.
+/// signal handler in the process ("[host:4242] Signal: Bus error (7)"). SIGKILL, SIGBUS,
+/// SIGSEGV and SIGABRT (whose finding an abort's `what():` line, when the log has it, joins).
 fn task_signal_report(lower: &str) -> Option<(&'static Rule, Vec<usize>)> {
     let by_number = |n: u32| match n {
         9 => Some(&SHELL_KILLED),
         7 => Some(&SHELL_BUS_ERROR),
         11 => Some(&SHELL_SEGFAULT),
+        6 => Some(&SHELL_ABORTED),
         _ => None,
     };
     if let Some(i) = lower.find("noticed that process rank ") {
@@ -253,11 +254,17 @@ fn shell_report(lower: &str) -> Option<&'static Rule> {
             let mut words = part.split_whitespace();
             words.next().is_some_and(|w| w.parse::<u32>().is_ok()) && words.next() == Some("killed")
         });
-    if t.contains("oomkilled") {
+    // (`docker inspect`'s `"OOMKilled": false` says the opposite.)
+    if t.contains("oomkilled") && !t.contains("\"oomkilled\": false") {
         return Some(&CONTAINER_OOM_KILLED);
     }
     if killed_job {
         return Some(&SHELL_KILLED);
+    }
+    // The kubelet writes 137 itself when the runtime lost the container ("The container could
+    // not be located when the pod was terminated", `kubelet_pods.go`): no signal was seen.
+    if t.contains("could not be located when the pod was") {
+        return None;
     }
     match exit_status(t)? {
         137 => Some(&SHELL_KILLED),
@@ -355,6 +362,8 @@ pub(crate) const DUMP_SIGNAL_RULE: &str = "dump_signal_from_rank";
 /// The rule of Megatron-LM's bucket whose reduction never started (a parameter without its
 /// gradient under overlap_grad_reduce).
 pub(crate) const RULE_MEGATRON_BUCKET_NOT_ISSUED: &str = "megatron_bucket_not_issued";
+/// The rule of Horovod's stall inspector.
+pub(crate) const RULE_HOROVOD_STALL: &str = "horovod_stall";
 /// The rule of Ray Train's collective timeout and NCCL hang detector.
 pub(crate) const RULE_RAY_TRAIN_COLLECTIVE_TIMEOUT: &str = "ray_train_collective_timeout";
 /// The rule of PyTorch's desync report line of ranks inside a collective that did not finish.
@@ -595,6 +604,7 @@ pub(crate) static RULES: &[Rule] = &[
             "due to time limit",
             "due to preemption",
             "due to node failure",
+            "due to job requeue",
             "bypassing sigterm",
             "main process received sigint",
             "main process received sigterm",
@@ -604,6 +614,28 @@ pub(crate) static RULES: &[Rule] = &[
             // TIMEOUT", "PREEMPTED", "DEADLINE", "CANCELLED by 1000").
             "interrupted by node preemption",
             "preemptionwatcher: preemption detected",
+            // Kubernetes stopping the pod from outside (the scheduler's and kubelet's words):
+            // preemption ("Preempted by pod ... on node ...", "preempting to accommodate a
+            // higher priority pod", "Preempted in order to admit critical pod"), the node
+            // shutting down ("Pod was terminated in response to imminent node shutdown.",
+            // "Node is shutting, evicting pods"), a deadline ("Pod was active on the node
+            // longer than the specified deadline", the Job's and PyTorchJob's "active longer
+            // than specified deadline"), a failed liveness probe ("failed liveness probe, will
+            // be restarted"); srun passing on Ctrl-C ("sending Ctrl-C to StepId=...",
+            // "interrupt (one more within 1 sec to abort)").
+            "preempted by pod",
+            "preempting to accommodate a higher priority pod",
+            "preempted in order to admit critical pod",
+            "terminated in response to imminent node shutdown",
+            "node is shutting, evicting pods",
+            "longer than the specified deadline",
+            "active longer than specified deadline",
+            "failed liveness probe, will be restarted",
+            "sending ctrl-c to stepid",
+            "interrupt (one more within 1 sec to abort)",
+            // Open MPI's `--timeout` (`orted_submit.c`): "The user-provided time limit for job
+            // execution has been reached".
+            "user-provided time limit for job execution has been reached",
             "msg: timeout",
             "msg: preempted",
             "msg: deadline",
@@ -624,8 +656,20 @@ pub(crate) static RULES: &[Rule] = &[
     // `--kill-on-bad-exit`, and its "task N: Out Of Memory"). A symptom, so a task's own
     // failure in the same log ranks before it; alone, it is still the finding. (The reasons
     // Slurm names, time limit, preemption, node failure, are causes: `launcher_signal`.)
-    rule!("slurm_cancelled", LauncherInterrupted, Symptom, Standalone,
-        [["slurmstepd"], ["cancelled at"]], not [], ex_none),
+    // Slurm 25.05 names the reason when srun's kill-on-bad-exit (or a PMI abort) ended the step:
+    // "*** STEP N ON host CANCELLED AT t DUE TO TASK FAILURE ***" (`slurmstepd/req.c`,
+    // SIG_TERM_KILL): a task failed first, its own error in its output.
+    rule!("slurm_cancelled_task_failure", RankCrashed, Symptom, Standalone,
+        [["slurmstepd"], ["due to task failure"]], not [], ex_none),
+    rule!(
+        "slurm_cancelled",
+        LauncherInterrupted,
+        Symptom,
+        Standalone,
+        [["slurmstepd"], ["cancelled at"]],
+        not["due to task failure"],
+        ex_none
+    ),
     // Slurm's step daemon reads the step cgroup's memory.events after the step
     // (`task/cgroup`): "Detected %lu oom_kill event%s in %ps. Some of the step tasks have
     // been OOM Killed." (23.02 on; before, "... oom-kill event(s) in StepId=... Some of your
@@ -636,11 +680,18 @@ pub(crate) static RULES: &[Rule] = &[
     rule!("slurm_oom_kill", HostOomKilled, Cause, Standalone,
         [["oom_kill event", "oom-kill event", "have been oom killed",
           "cgroup out-of-memory handler",
-          // TorchX's `status` of a Slurm job: sacct's state ("Msg: OUT_OF_MEMORY").
-          "msg: out_of_memory"]],
+          // TorchX's `status` of a Slurm job: sacct's state ("Msg: OUT_OF_MEMORY"); scontrol's
+          // "JobState=OUT_OF_MEMORY"; the kubelet's OOM watcher ("System OOM encountered,
+          // victim process: python, pid: 4242").
+          "msg: out_of_memory", "jobstate=out_of_memory", "system oom encountered, victim process"]],
         not [], ex_none),
+    // (Also "StepId=... exceeded virtual memory limit (...), being killed", CUDA's large
+    // address space; srun's notice "Exceeded job memory limit"; slurmd's "Job 48213 exceeded
+    // memory limit (...), cancelling it".)
     rule!("slurm_memory_limit", HostOomKilled, Cause, Standalone,
-        [["exceeded memory limit"], ["being killed"]], not [], ex_none),
+        [["exceeded memory limit", "exceeded virtual memory limit", "exceeded job memory limit"],
+         ["being killed", "cancelling it", "srun: "]],
+        not [], ex_none),
     rule!("slurm_task_out_of_memory", HostOomKilled, Cause, Standalone,
         [["srun: error:"], [": out of memory"]], not [], ex_none),
     rule!("host_oom_kernel", HostOomKilled, Cause, Standalone,
@@ -692,9 +743,17 @@ pub(crate) static RULES: &[Rule] = &[
     // The kubelet's eviction messages (`pkg/kubelet/eviction/helpers.go`: "The node was low on
     // resource: memory. ", "The node had condition: [MemoryPressure]. "): the pod was stopped
     // because the node's RAM ran short, the job's or another pod's.
+    // ("The node had condition: [MemoryPressure]. " is the kubelet refusing to admit a pod,
+    // `eviction_manager.go`'s Admit with nodeConditionMessageFmt: it never ran. See
+    // kubelet_admission_refused.)
     rule!(RULE_KUBELET_EVICTED_MEMORY, HostOomKilled, Cause, Standalone,
-        [["the node was low on resource: memory", "the node had condition: [memorypressure]"]],
+        [["the node was low on resource: memory"]],
         not [], ex_none),
+    // The kubelet refusing a pod at admission because the node is under pressure
+    // (`eviction_manager.go`: Reason "Evicted", "The node had condition: [DiskPressure]. "):
+    // the pod never ran, so its ranks never started, as with an unschedulable pod.
+    rule!("kubelet_admission_refused", RendezvousTimeout, Cause, Standalone,
+        [["the node had condition: ["]], not [], ex_none),
     // The same for disk: the node's ephemeral storage, a container's or pod's ephemeral-storage
     // limit, an emptyDir over its sizeLimit ("Usage of EmptyDir volume %q exceeds the limit
     // %q. "; a memory-backed /dev/shm volume is one, and reads as `/dev/shm` below). The
@@ -708,7 +767,6 @@ pub(crate) static RULES: &[Rule] = &[
             "the node was low on resource: ephemeral-storage",
             "the node was low on resource: nodefs",
             "the node was low on resource: imagefs",
-            "the node had condition: [diskpressure]",
             "exceeded its local ephemeral storage limit",
             "pod ephemeral local storage usage exceeds",
             "usage of emptydir volume"
@@ -745,7 +803,12 @@ pub(crate) static RULES: &[Rule] = &[
         RankCrashed,
         Cause,
         Standalone,
-        [["too many open files"]],
+        [[
+            "too many open files",
+            // UCX's `sock.c`: "the maximal number of files that could be opened
+            // simultaneously was reached".
+            "number of files that could be opened simultaneously was reached"
+        ]],
         not["consider increasing with ulimit"],
         ex_none
     ),
@@ -998,7 +1061,12 @@ pub(crate) static RULES: &[Rule] = &[
           "bus error encountered in worker",
           // vLLM's `shm_broadcast.py` (check_shm_free_space): "Insufficient space in /dev/shm
           // for shared-memory allocation: 384 MiB required, 60 MiB free."
-          "insufficient space in /dev/shm"]],
+          "insufficient space in /dev/shm",
+          // UCX's `mm_posix.c`: "Not enough memory to write total of 4294967296 bytes. Please
+          // check that /dev/shm or the directory you specified has more available memory.";
+          // Open MPI's `help-opal-shmem-mmap.txt`: "there is not enough space for
+          // /dev/shm/... (the shared-memory backing file)".
+          "not enough memory to write total of", "(the shared-memory backing file)"]],
         not [], ex_none),
     // ATen's MapAllocator on a tensor's shared-memory file (`MapAllocator.cpp`: shm_open's
     // "/torch_<pid>_<random>_<n>", which lives in /dev/shm, as the DataLoader's workers pass
@@ -1013,9 +1081,20 @@ pub(crate) static RULES: &[Rule] = &[
     // "bus error encountered in worker ... insufficient shared memory" was not kept.
     rule!("dataloader_worker_bus_error", ShmTooSmall, Cause, Standalone,
         [["is killed by signal: bus error"]], not [], ex_none),
-    rule!("shm_space", ShmTooSmall, Cause, Standalone,
-        [["/dev/shm"], ["no space left", "bus error", "cannot allocate", "failed"]],
-        not [], ex_none),
+    // (runc's "OCI runtime create failed: ... error mounting \"/dev/shm\" to rootfs at ..." is
+    // the container never created, not a /dev/shm that filled up.)
+    rule!(
+        "shm_space",
+        ShmTooSmall,
+        Cause,
+        Standalone,
+        [
+            ["/dev/shm"],
+            ["no space left", "bus error", "cannot allocate", "failed"]
+        ],
+        not["error mounting"],
+        ex_none
+    ),
     // Ray's start-up check (`services.py`, which vLLM's multi-GPU runs start): "The object
     // store is using /tmp instead of /dev/shm because /dev/shm has only %d bytes available";
     // 67108864 bytes is the 64 MiB a Docker container or a Kubernetes pod gets unless told
@@ -1272,7 +1351,12 @@ pub(crate) static RULES: &[Rule] = &[
           "ss1.ss_family == ss2.ss_family",
           // vLLM's `utils/network_utils.py`: "Neither 127.0.0.1 nor ::1 are bound to a local
           // interface. Set the VLLM_LOOPBACK_IP environment variable explicitly."
-          "are bound to a local interface"]],
+          "are bound to a local interface",
+          // Horovod's runner (`driver_service.py`, `network.py`): "Unable to find a set of
+          // common task-to-task communication interfaces", "Cannot find an IPv4 address of
+          // the common interface".
+          "common task-to-task communication interfaces",
+          "cannot find an ipv4 address of the common interface"]],
         // Reaching the store (MASTER_ADDR) is connection_refused's; this rule is about the
         // interface NCCL/gloo pick for their own connections. c10d's `socket.cpp` alone writes
         // an errno as "(errno: 113 - No route to host)" (NCCL: "failed : No route to host",
@@ -1349,6 +1433,27 @@ pub(crate) static RULES: &[Rule] = &[
     // users' notes record for it, each with that fix.
     rule!(RULE_NCCL_NET_PLUGIN_FAILED, Infiniband, Cause, Standalone,
         [["failed to initialize any net plugin"]], not [], ex_none),
+    // UCX's and Open MPI's words for the RDMA network failing (`uct/ib/mlx5/ib_mlx5_log.c`:
+    // "Transport retry count exceeded on mlx5_0:1/IB", "Receive-no-ready retry count exceeded",
+    // "Remote access error", "Local QP operation error"; `ib_device.c`: "IB Async event on
+    // mlx5_0: local catastrophic error"; `ib_iface.c`: "failed to create RC QP ... Please set
+    // max locked memory (ulimit -l)"; verbs calls `ibv_alloc_pd`, `ibv_query_gid`,
+    // `ibv_reg_dmabuf_mr` failing; "Couldn't enable GPUDirect RDMA"; Open MPI's openib BTL:
+    // "A process failed to create a queue pair", "The InfiniBand retry count between two MPI
+    // processes has been exceeded", "The OpenFabrics stack has reported a network error
+    // event", "failed to initialize while trying to allocate some locked memory").
+    rule!("ucx_openib_rdma", Infiniband, Cause, Standalone,
+        [["transport retry count exceeded", "transport retry counter exceeded",
+          "receive-no-ready retry count exceeded", "ib async event", "failed to create rc qp",
+          "ibv_alloc_pd", "ibv_query_gid", "ibv_reg_dmabuf_mr", "couldn't enable gpudirect rdma",
+          "failed to create a queue pair", "retry count between two mpi processes",
+          "openfabrics stack has reported a network error event",
+          "while trying to allocate some locked memory"]],
+        not [], ex_none),
+    rule!("ucx_rdma_completion", Infiniband, Cause, Standalone,
+        [["ucx "], ["remote access error", "local qp operation error", "local protection error",
+                    "unhandled timeout error", "failed to register address"]],
+        not [], ex_none),
     rule!("ib_fatal_or_nic_counts", Infiniband, Cause, Standalone,
         [["(detected in ncclibtest)", "detected mixed local net device counts"]],
         not [], ex_none),
@@ -1421,6 +1526,18 @@ pub(crate) static RULES: &[Rule] = &[
           "appears not to match sizes of the same param",
           "appears not to match strides of the same param"]],
         not [], ex_model_differs),
+    // Horovod's coordinator comparing the ranks' requests (`common/controller.cc`):
+    // "Mismatched data types: One rank had type float32, but another rank had type float16.",
+    // "Mismatched ALLREDUCE tensor shapes: One rank sent a tensor of shape [4], but another
+    // rank sent a tensor of shape [5].", roots, reduction operations, devices.
+    rule!("horovod_mismatch", CollectiveMismatch, Cause, Standalone,
+        [["mismatched "], ["but another rank"]], not [], ex_none),
+    // Horovod's stall inspector (`common/stall_inspector.cc`): "One or more tensors were
+    // submitted to be reduced, gathered or broadcasted by subset of ranks and are waiting for
+    // remainder of ranks for more than 60 seconds. ... Missing ranks: ...". Medium
+    // (INDIRECT_RULES): behind, on another path or dead, not said.
+    rule!(RULE_HOROVOD_STALL, CollectiveTimeout, Cause, Standalone,
+        [["by subset of ranks and are waiting for remainder of ranks"]], not [], ex_none),
     rule!("collective_mismatch", CollectiveMismatch, Cause, Standalone,
         [[// NCCL `enqueue.cc`/`init.cc` (a device-side check, 2.4 and later): "Mismatched
           // collective detected, please check your collective calls at and around rank %d."
@@ -1528,7 +1645,11 @@ pub(crate) static RULES: &[Rule] = &[
     // joined."): its second sentence alone too, where a paste cut the line before it.
     rule!("rendezvous", RendezvousTimeout, Symptom, Standalone,
         [["waiting for clients", "rendezvoustimeouterror", "rendezvous timed out", "never arrived at",
-          " clients joined."]],
+          " clients joined.",
+          // Horovod's runner waiting for its tasks or elastic slots (`runner/launch.py`,
+          // `elastic/driver.py`): "Timed out waiting for tasks to start.", "Timed out waiting
+          // for minimum number of slots to become available".
+          "timed out waiting for tasks to", "timed out waiting for minimum number of slots"]],
         not [], ex_rendezvous),
     // `ProcessGroupNCCL.cpp`'s broadcastUniqueNCCLID: "[%d] is setting up NCCL communicator and
     // retrieving ncclUniqueId from [0] via c10d key-value store by key '%s', but store->get('%s')
@@ -1716,7 +1837,10 @@ pub(crate) static RULES: &[Rule] = &[
           // 0's, or the agent's) went away: "Failed to send, sent 0 bytes. Connection was
           // likely closed. Did the remote server shutdown or crash?", "Socket unexpectedly
           // closed".
-          "connection was likely closed", "socket unexpectedly closed"]],
+          "connection was likely closed", "socket unexpectedly closed",
+          // Open MPI's btl/tcp: "An MPI communication peer process has unexpectedly
+          // disconnected."
+          "communication peer process has unexpectedly disconnected"]],
         not [], ex_none),
     // NCCL on a platform or topology it does not handle: a CUDA call NCCL makes that the
     // platform does not offer (`Cuda failure 'operation not supported'`), a topology file
@@ -1818,6 +1942,17 @@ pub(crate) static RULES: &[Rule] = &[
             "nvmlerror_drivernotloaded",
             "nvml shared library not found",
             "no devices were found",
+            // The NVIDIA container runtime (`nvidia-container-cli`, libnvidia-container) and
+            // Docker without it: "nvidia-container-cli: initialization error: nvml error:
+            // driver not loaded", "load library failed: libnvidia-ml.so.1: cannot open shared
+            // object file", "requirement error: unsatisfied condition: cuda>=12.4, please update
+            // your driver", "could not select device driver \"\" with capabilities:
+            // [[gpu]]", "unknown or invalid runtime name: nvidia".
+            "nvidia-container-cli: initialization error",
+            "libnvidia-ml.so.1: cannot open shared object file",
+            "requirement error: unsatisfied condition: cuda",
+            "with capabilities: [[gpu]]",
+            "unknown or invalid runtime name: nvidia",
             "nvrm: api mismatch"
         ]],
         // torch.cuda.is_available()'s warning ("UserWarning: CUDA initialization: Found no
@@ -2012,9 +2147,36 @@ pub(crate) static RULES: &[Rule] = &[
     // rank that left the training with collectives pending does.
     rule!("terminate_with_threads_running", RankCrashed, Cause, AnyFinding,
         [["terminate called without an active exception"]], not [], ex_none),
-    rule!("crash_marker", RankCrashed, Cause, AnyFinding,
-        [["segmentation fault", "sigsegv", "fatal python error", "core dumped",
-          "terminate called after throwing", "illegal instruction", "sigabrt", "bus error"]],
+    // (UCX's handler: "Caught signal 6 (Aborted: ...)". Horovod's warning that MPI without
+    // MPI_THREAD_MULTIPLE "will likely cause a segmentation fault" names none that happened.)
+    rule!(
+        "crash_marker",
+        RankCrashed,
+        Cause,
+        AnyFinding,
+        [[
+            "segmentation fault",
+            "sigsegv",
+            "fatal python error",
+            "core dumped",
+            "terminate called after throwing",
+            "illegal instruction",
+            "sigabrt",
+            "bus error",
+            "caught signal 6 (aborted"
+        ]],
+        not["will likely cause a segmentation fault"],
+        ex_none
+    ),
+    // Open MPI's and PRRTE's reports of a rank's own failure (`help-orterun.txt`,
+    // `help-prun.txt`, `help-errmgr-base.txt`): "... exited with non-zero status ... Exit
+    // code: 1", "Primary job  terminated normally, but 1 process returned a non-zero exit
+    // code", "... process rank 2 ... calling \"abort\"", "... exiting improperly", and MPI's
+    // own "MPI_ABORT was invoked on rank 0 in communicator MPI_COMM_WORLD". The rank's own
+    // error is in its output; this line joins that finding.
+    rule!("mpi_rank_failed", RankCrashed, Cause, AnyFinding,
+        [["exited with non-zero status", "terminated normally, but", "calling \"abort\"",
+          "exiting improperly", "mpi_abort was invoked on rank"]],
         not [], ex_none),
     // DeepSpeed's node launcher (`launcher/launch.py`) when one of its ranks exited with a
     // non-zero code: "{cmd} exits with return code = {code}" (a signal's negative code is
@@ -2029,7 +2191,10 @@ pub(crate) static RULES: &[Rule] = &[
     // SIGBUS, SIGSEGV), read by [`shell_report`].
     rule!("srun_task_exit", RankCrashed, Cause, AnyFinding,
         [["srun: error: "], [": exited with exit code "]],
-        not ["exit code 0", "exit code 137", "exit code 135", "exit code 139"], ex_none),
+        // 143 and 130 are a shell's SIGTERM and SIGINT: a stop, sent from outside or by the
+        // launcher after another task's failure, as torchelastic's -15 and -2 are.
+        not ["exit code 0", "exit code 137", "exit code 135", "exit code 139", "exit code 143",
+             "exit code 130"], ex_none),
     // torchelastic's agent (`multiprocessing/api.py`) on the first worker of its node that
     // failed: "failed (exitcode: -11) local_rank: 0 (pid: 102) of binary: /usr/bin/python3",
     // often all a paste keeps of the failure table after it. A negative code is the signal
@@ -2171,6 +2336,10 @@ static CONTAINER_OOM_KILLED: Rule = rule!("container_oom_killed", HostOomKilled,
     Standalone, [["oomkilled"]], not [], ex_none);
 static SHELL_BUS_ERROR: Rule = rule!("shell_bus_error", ShmTooSmall, Cause, Standalone,
     [["135"]], not [], ex_none);
+/// SIGABRT as a launcher reports it (Open MPI's "exited on signal 6 (Aborted)"): a native
+/// abort, whose reason is the `what():` line or failed check above it.
+static SHELL_ABORTED: Rule = rule!("shell_aborted", RankCrashed, Cause, AnyFinding,
+    [["134"]], not [], ex_none);
 /// An Xid the driver logs when it tears down a process that ended (45).
 static XID_TEARDOWN: Rule = rule!("xid_teardown", RankCrashed, Consequence, AnyFinding,
     [["xid"]], not [], ex_none);
@@ -4285,6 +4454,130 @@ mod tests {
     }
 
     #[test]
+    fn mpi_ucx_horovod_slurm_and_kubernetes_messages_read_from_their_sources() {
+        use Category::*;
+        for (line, want) in [
+            // Horovod.
+            (
+                "horovod.common.exceptions.HorovodInternalError: Mismatched ALLREDUCE tensor \
+                 shapes: One rank sent a tensor of shape [4], but another rank sent a tensor of \
+                 shape [5].",
+                Some(CollectiveMismatch),
+            ),
+            (
+                "[2026-11-28 10:00:00.000000: W /tmp/horovod/common/stall_inspector.cc:107] One \
+                 or more tensors were submitted to be reduced, gathered or broadcasted by subset \
+                 of ranks and are waiting for remainder of ranks for more than 60 seconds.",
+                Some(CollectiveTimeout),
+            ),
+            (
+                "RuntimeError: Unable to find a set of common task-to-task communication \
+                 interfaces: [('eth0', ...), ('ens5', ...)]",
+                Some(NetworkInterface),
+            ),
+            (
+                "[1,3]<stderr>:MPI has already been initialized without multi-threading support \
+                 (MPI_THREAD_MULTIPLE). This will likely cause a segmentation fault.",
+                None,
+            ),
+            // UCX and Open MPI.
+            (
+                "[host-a:4242:0:4242] ib_mlx5_log.c:177 UCX ERROR Transport retry count exceeded \
+                 on mlx5_0:1/IB (synd 0x15 vend 0x81 hw_synd 0/0)",
+                Some(Infiniband),
+            ),
+            (
+                "[host-a:4242:0:4242] ib_device.c:530 UCX ERROR IB Async event on mlx5_0: local \
+                 catastrophic error",
+                Some(Infiniband),
+            ),
+            (
+                "[host-a:4242:0:4242] mm_posix.c:206 UCX ERROR Not enough memory to write total \
+                 of 4294967296 bytes. Please check that /dev/shm or the directory you specified \
+                 has more available memory.",
+                Some(ShmTooSmall),
+            ),
+            (
+                "mpirun noticed that process rank 2 with PID 4242 on node host-b exited on \
+                 signal 6 (Aborted).",
+                Some(RankCrashed),
+            ),
+            (
+                "Primary job  terminated normally, but 1 process returned",
+                Some(RankCrashed),
+            ),
+            (
+                "An MPI communication peer process has unexpectedly disconnected.  This usually \
+                 indicates a failure in the peer process",
+                Some(RankCrashed),
+            ),
+            // Slurm.
+            ("srun: Exceeded job memory limit", Some(HostOomKilled)),
+            (
+                "slurmstepd: error: StepId=48213.0 exceeded virtual memory limit (151 > 120), \
+                 being killed",
+                Some(HostOomKilled),
+            ),
+            (
+                "slurmstepd: error: *** STEP 48213.0 ON host-a CANCELLED AT 2026-11-28T10:00:00 \
+                 DUE TO TASK FAILURE ***",
+                Some(RankCrashed),
+            ),
+            (
+                "srun: error: host-a: task 1: Exited with exit code 143",
+                None,
+            ),
+            (
+                "srun: sending Ctrl-C to StepId=48213.0",
+                Some(LauncherInterrupted),
+            ),
+            // Kubernetes and the NVIDIA container runtime.
+            (
+                "  Message:  The node had condition: [DiskPressure]. ",
+                Some(RendezvousTimeout),
+            ),
+            (
+                "  Normal  Preempted  10s  default-scheduler  Preempted by pod 9f1c on node \
+                 host-b",
+                Some(LauncherInterrupted),
+            ),
+            (
+                "  Message:  Pod was terminated in response to imminent node shutdown.",
+                Some(LauncherInterrupted),
+            ),
+            (
+                "Warning  SystemOOM  kubelet  System OOM encountered, victim process: python, \
+                 pid: 4242",
+                Some(HostOomKilled),
+            ),
+            (
+                "Error: failed to create containerd task: OCI runtime create failed: \
+                 nvidia-container-cli: initialization error: nvml error: driver not loaded: \
+                 unknown",
+                Some(CudaError),
+            ),
+            (
+                "docker: Error response from daemon: could not select device driver \"\" with \
+                 capabilities: [[gpu]].",
+                Some(CudaError),
+            ),
+            (
+                "Error: OCI runtime create failed: runc create failed: error mounting \
+                 \"/dev/shm\" to rootfs at \"/dev/shm\": operation not permitted: unknown",
+                None,
+            ),
+            (
+                "      Reason:    ContainerStatusUnknown\n      Message:   The container could \
+                 not be located when the pod was terminated\n      Exit Code: 137",
+                None,
+            ),
+            ("            \"OOMKilled\": false,", None),
+        ] {
+            assert_eq!(cat(line), want, "{line}");
+        }
+    }
+
+    #[test]
     fn megatrons_and_transformers_layout_checks_are_world_size_mismatches() {
         // Megatron-LM (parallel_state.py, arguments.py) and transformers (distributed/utils.py,
         // distributed/configuration_utils.py), as they raise them.
@@ -4746,12 +5039,19 @@ mod tests {
             cat("srun: error: host-a: task 3: Exited with exit code 137"),
             Some(Category::HostOomKilled)
         );
-        // Other signals and exit codes are not these readings.
-        for line in [
+        // SIGABRT is a crash whose `what():` line, when the log has it, says more (the rule
+        // joins that finding).
+        let (rule, _) = classify(
             "mpirun noticed that process rank 2 with PID 4242 on node host-b exited on signal 6 \
              (Aborted).",
-            "srun: error: host-a: task 3: Exited with exit code 1",
-        ] {
+        )
+        .unwrap();
+        assert_eq!(
+            (rule.name, rule.category, rule.attach),
+            ("shell_aborted", Category::RankCrashed, Attach::AnyFinding)
+        );
+        // Other exit codes are not these readings.
+        for line in ["srun: error: host-a: task 3: Exited with exit code 1"] {
             assert!(
                 classify(line).is_none_or(|(r, _)| !r.name.starts_with("shell_")),
                 "{line}"

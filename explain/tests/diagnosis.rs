@@ -4141,3 +4141,28 @@ fn a_log_that_ends_after_lightnings_announcement_waits_for_ranks_not_in_a_collec
         report.render_text(100)
     );
 }
+
+#[test]
+fn a_tasks_failure_before_slurms_cancellation_is_the_finding() {
+    // The most common Slurm failure log: srun reports a task's exit, then the step daemon the
+    // cancellation that followed it (kill-on-bad-exit). The task's failure comes first.
+    let log = "srun: error: gpu-node-02: task 9: Exited with exit code 1\n\
+               slurmstepd: error: *** STEP 48213.0 ON gpu-node-01 CANCELLED AT \
+               2026-11-28T10:00:00 ***\n";
+    let report = probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
+    let f = report.findings.first().expect("a finding");
+    assert_eq!(
+        (f.category, f.role),
+        (Category::RankCrashed, Role::Cause),
+        "{}",
+        report.render_text(100)
+    );
+    assert!(
+        report
+            .findings
+            .iter()
+            .any(|f| f.category == Category::LauncherInterrupted && f.role == Role::Symptom),
+        "{}",
+        report.render_text(100)
+    );
+}

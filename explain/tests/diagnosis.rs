@@ -4025,8 +4025,7 @@ fn megatrons_bucket_never_reduced_is_explained_with_megatrons_fix() {
                in finish_grad_sync\n\
                [rank1]: AssertionError: Communication call has not been issued for this bucket \
                (37/40 params have grad available)\n";
-    let report = probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
-    let f = report.findings.first().expect("a finding");
+    let (report, f) = explained(log);
     assert_eq!(
         (f.category, f.role),
         (Category::UnusedParameters, Role::Cause),
@@ -4070,8 +4069,7 @@ fn a_desync_report_with_every_rank_inside_the_collective_blames_no_rank() {
     let log = desync_report(&[
         "\t   - [0, 1, 2, 3, 4, 5, 6, 7] joined but didn't finish collective #39 (count from 1)",
     ]);
-    let report = probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
-    let f = report.findings.first().expect("a finding");
+    let (report, f) = explained(&log);
     assert_eq!(
         (f.category, f.role),
         (Category::CollectiveTimeout, Role::Cause),
@@ -4104,8 +4102,7 @@ fn a_desync_report_naming_a_rank_that_never_joined_blames_that_rank() {
         "\t   - [0, 2] joined but didn't finish collective #3 (count from 1)",
         "\t     [1, 3] finished collective #3, but didn't join collective #4 (count from 1)",
     ]);
-    let report = probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
-    let f = report.findings.first().expect("a finding");
+    let (report, f) = explained(&log);
     assert_eq!(f.category, Category::CollectiveTimeout);
     assert_eq!(f.ranks, vec![1, 3], "{}", report.render_text(100));
     assert!(!f.title.contains("nobody is behind"), "{}", f.title);
@@ -4132,8 +4129,7 @@ fn a_log_that_ends_after_lightnings_announcement_waits_for_ranks_not_in_a_collec
          All distributed processes registered. Starting with 2 processes\n\
          ----------------------------------------------------------------------------\n"
     );
-    let report = probe_explain::explain_log_bytes("job.log", after.as_bytes(), &Options::default());
-    let f = report.findings.first().expect("a finding");
+    let (report, f) = explained(&after);
     assert_eq!(
         f.category,
         Category::CollectiveTimeout,
@@ -4149,8 +4145,7 @@ fn a_tasks_failure_before_slurms_cancellation_is_the_finding() {
     let log = "srun: error: gpu-node-02: task 9: Exited with exit code 1\n\
                slurmstepd: error: *** STEP 48213.0 ON gpu-node-01 CANCELLED AT \
                2026-11-28T10:00:00 ***\n";
-    let report = probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
-    let f = report.findings.first().expect("a finding");
+    let (report, f) = explained(log);
     assert_eq!(
         (f.category, f.role),
         (Category::RankCrashed, Role::Cause),
@@ -4165,4 +4160,11 @@ fn a_tasks_failure_before_slurms_cancellation_is_the_finding() {
         "{}",
         report.render_text(100)
     );
+}
+
+/// A log explained as one file, and its first finding.
+fn explained(log: &str) -> (Report, probe_explain::Finding) {
+    let report = probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
+    let first = report.findings.first().cloned().expect("a finding");
+    (report, first)
 }

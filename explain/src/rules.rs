@@ -603,7 +603,6 @@ pub(crate) static RULES: &[Rule] = &[
             "got signal: 2",
             "due to time limit",
             "due to preemption",
-            "due to node failure",
             "due to job requeue",
             "bypassing sigterm",
             "main process received sigint",
@@ -641,9 +640,7 @@ pub(crate) static RULES: &[Rule] = &[
             "msg: deadline",
             "msg: cancelled"
         ]],
-        // Ray's `ObjectLostError` ("All copies of ... have been lost due to node failure."):
-        // a node of the cluster died, not the launcher's stop.
-        not["have been lost due to node failure"],
+        not[],
         ex_none
     ),
     // DeepSpeed's runner (`launcher/runner.py`) installs its `sigkill_handler` for SIGINT
@@ -661,6 +658,24 @@ pub(crate) static RULES: &[Rule] = &[
     // SIG_TERM_KILL): a task failed first, its own error in its output.
     rule!("slurm_cancelled_task_failure", RankCrashed, Symptom, Standalone,
         [["slurmstepd"], ["due to task failure"]], not [], ex_none),
+    // A node of the job died: Slurm's "*** JOB N ON host CANCELLED AT t DUE TO NODE FAILURE,
+    // SEE SLURMCTLD LOG FOR DETAILS ***" and srun's "srun: error: Node failure on host-b"; Ray's
+    // `ObjectLostError` ("All copies of ... have been lost due to node failure."). Not a stop
+    // sent from outside: the ranks on that node are gone, and the others fail after them.
+    rule!("node_failure", RankCrashed, Cause, Standalone,
+        [["due to node failure", "srun: error: node failure on"]], not [], ex_node_failure),
+    // A rank's own word that it got SIGTERM (PyTorch Lightning's signal connector: "[rank: 0]
+    // Received SIGTERM: 15"): a stop sent to it, by the batch system or by a launcher tearing
+    // the job down after another rank failed. A symptom: a cause the log names comes first.
+    rule!(
+        "rank_received_sigterm",
+        LauncherInterrupted,
+        Symptom,
+        Standalone,
+        [["received sigterm"]],
+        not["main process received sigterm"],
+        ex_none
+    ),
     rule!(
         "slurm_cancelled",
         LauncherInterrupted,
@@ -1832,7 +1847,6 @@ pub(crate) static RULES: &[Rule] = &[
           // NCCL `misc/socket.cc`: "socketProgress: Connection closed by remote peer %s".
           "connection closed by remote peer",
           "communicator was aborted", "unusable after an earlier error", "closing signal sigterm",
-          "received sigterm",
           // c10d's store client (`TCPStore.cpp`, `socket.cpp`) when the store's process (rank
           // 0's, or the agent's) went away: "Failed to send, sent 0 bytes. Connection was
           // likely closed. Did the remote server shutdown or crash?", "Socket unexpectedly
@@ -2234,6 +2248,18 @@ fn ex_elastic_worker_failed(_: &str, lower: &str) -> Extract {
     let who = local.map_or("a rank".to_owned(), |l| format!("local rank {l}"));
     Extract {
         detail: code.map(|code| exit_code_detail("torchelastic", &who, code)),
+        ..Extract::default()
+    }
+}
+
+fn ex_node_failure(_: &str, _: &str) -> Extract {
+    Extract {
+        detail: Some(
+            "a node of the job failed (the batch system's or the cluster's word): its ranks died \
+             with it; the node's own logs (`journalctl -k`, the scheduler's log for the node) \
+             say why"
+                .to_owned(),
+        ),
         ..Extract::default()
     }
 }
@@ -4290,7 +4316,7 @@ mod tests {
                 "ray.exceptions.ObjectLostError: Failed to retrieve object 00ff. All copies of \
                  00ff have been lost due to node failure. Check cluster logs for more \
                  information about the failure.",
-                None,
+                Some(RankCrashed),
             ),
             // TorchX's status of a Slurm job: sacct's states.
             ("  Msg: OUT_OF_MEMORY", Some(HostOomKilled)),
@@ -4527,6 +4553,13 @@ mod tests {
                 "srun: error: host-a: task 1: Exited with exit code 143",
                 None,
             ),
+            (
+                "slurmstepd: error: *** JOB 48213 ON host-a CANCELLED AT 2026-11-28T10:00:00 DUE \
+                 TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***",
+                Some(RankCrashed),
+            ),
+            ("srun: error: Node failure on host-b", Some(RankCrashed)),
+            ("[rank: 0] Received SIGTERM: 15", Some(LauncherInterrupted)),
             (
                 "srun: sending Ctrl-C to StepId=48213.0",
                 Some(LauncherInterrupted),

@@ -2259,6 +2259,16 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
     }
     // A SIGKILL whose sender the launcher's evidence proves says so.
     let proven = |rule: &str| own.iter().any(|s| s.rule == rule);
+    // The specifics the first signal of a rule gave.
+    let detail_of = |rule: &str| {
+        own.iter()
+            .filter(|s| s.rule == rule)
+            .find_map(|s| s.detail.as_deref())
+    };
+    // PyTorch's desync report with every rank inside one collective and none behind.
+    let all_joined_hang = category == Category::CollectiveTimeout
+        && proven(crate::rules::RULE_DESYNC_ALL_JOINED)
+        && !proven("desync_report_lagging");
     // So does the kernel's, the batch system's or the container runtime's own report of an OOM
     // kill (not a bare "killed by signal: Killed", which any SIGKILL gives).
     let reported_oom = category == Category::HostOomKilled
@@ -2427,15 +2437,8 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
                hostfile) gives a smaller world than the configuration assumes."
             .to_owned();
     }
-    if role == Role::Cause
-        && category == Category::CollectiveTimeout
-        && proven(crate::rules::RULE_DESYNC_ALL_JOINED)
-        && !proven("desync_report_lagging")
-    {
-        let seq = own
-            .iter()
-            .filter(|s| s.rule == crate::rules::RULE_DESYNC_ALL_JOINED)
-            .find_map(|s| s.detail.as_deref())
+    if role == Role::Cause && all_joined_hang {
+        let seq = detail_of(crate::rules::RULE_DESYNC_ALL_JOINED)
             .and_then(|d| d.split("collective #").nth(1))
             .and_then(|rest| rest.split_whitespace().next())
             .map(str::to_owned);
@@ -2869,10 +2872,7 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
         && role == Role::Cause
         && proven(crate::rules::DDP_MODEL_DIFFERS_RULE)
     {
-        let what = own
-            .iter()
-            .filter(|s| s.rule == crate::rules::DDP_MODEL_DIFFERS_RULE)
-            .find_map(|s| s.detail.as_deref());
+        let what = detail_of(crate::rules::DDP_MODEL_DIFFERS_RULE);
         // DDP compares every rank's model with rank 0's: one other rank named built its own.
         let built = match ranks.as_slice() {
             [] => "the ranks built different models".to_owned(),
@@ -2890,10 +2890,7 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
         && proven(crate::rules::PARAMETER_READY_TWICE_RULE)
         && !proven("unused_parameters")
     {
-        let what = own
-            .iter()
-            .filter(|s| s.rule == crate::rules::PARAMETER_READY_TWICE_RULE)
-            .find_map(|s| s.detail.as_deref());
+        let what = detail_of(crate::rules::PARAMETER_READY_TWICE_RULE);
         let done = "marked a parameter's gradient ready twice in one backward";
         title = match (ranks.as_slice(), what) {
             ([], Some(w)) => format!("DDP {done}: {w}"),
@@ -2908,10 +2905,7 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
         && proven(crate::rules::RULE_MEGATRON_BUCKET_NOT_ISSUED)
         && !proven("unused_parameters")
     {
-        let what = own
-            .iter()
-            .filter(|s| s.rule == crate::rules::RULE_MEGATRON_BUCKET_NOT_ISSUED)
-            .find_map(|s| s.detail.as_deref());
+        let what = detail_of(crate::rules::RULE_MEGATRON_BUCKET_NOT_ISSUED);
         let base = format!(
             "{}: Megatron's gradient reduction of a bucket never started",
             if ranks.is_empty() {
@@ -2946,10 +2940,7 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
         {
             // Some ranks reached the barrier: the store answers, the address is right.
             STORE_BARRIER_CONFIRM.to_owned()
-        } else if category == Category::CollectiveTimeout
-            && proven(crate::rules::RULE_DESYNC_ALL_JOINED)
-            && !proven("desync_report_lagging")
-        {
+        } else if all_joined_hang {
             "every rank's NCCL_DEBUG=INFO output (the transport and network plugin chosen, any \
              NCCL WARN) and `dmesg` on each node (GPU Xid errors, NIC link flaps); a rank's own \
              log for an error inside the collective"

@@ -2600,6 +2600,13 @@ fn ex_nccl_graph_file(_: &str, _: &str) -> Extract {
     }
 }
 
+/// The ranks of a comma-separated list ("0, 1, 2" inside a report's brackets or braces).
+fn ranks_in(list: &str) -> Vec<usize> {
+    list.split(',')
+        .filter_map(|r| r.trim().parse().ok().and_then(rank_number))
+        .collect()
+}
+
 /// The ranks Ray Train's collective timeout names ("... have not joined the collective
 /// operation: [3]").
 fn ex_ray_train_collective(_: &str, lower: &str) -> Extract {
@@ -2608,11 +2615,7 @@ fn ex_ray_train_collective(_: &str, lower: &str) -> Extract {
         .find(key)
         .map(|i| {
             let rest = &lower[i + key.len()..];
-            let end = rest.find(']').unwrap_or(rest.len());
-            rest[..end]
-                .split(',')
-                .filter_map(|r| r.trim().parse().ok().and_then(rank_number))
-                .collect()
+            ranks_in(&rest[..rest.find(']').unwrap_or(rest.len())])
         })
         .unwrap_or_default();
     let detail = (!subjects.is_empty()).then(|| {
@@ -2635,10 +2638,7 @@ fn ex_desync_joined(_: &str, lower: &str) -> Extract {
         return Extract::default();
     };
     let open = lower[..end].rfind('[').map_or(end, |o| o + 1);
-    let subjects: Vec<usize> = lower[open..end]
-        .split(',')
-        .filter_map(|r| r.trim().parse().ok().and_then(rank_number))
-        .collect();
+    let subjects = ranks_in(&lower[open..end]);
     let seq = num_after(&lower[end..], key);
     let detail = (!subjects.is_empty()).then(|| {
         format!(
@@ -2656,17 +2656,7 @@ fn ex_desync_joined(_: &str, lower: &str) -> Extract {
 
 /// The ranks of the desync report's lagging line, and what it says of them.
 fn ex_desync_lagging(_: &str, lower: &str) -> Extract {
-    let bracket = |from: usize, to: usize| -> Vec<usize> {
-        lower
-            .get(from..to)
-            .map(|inside| {
-                inside
-                    .split(',')
-                    .filter_map(|r| r.trim().parse().ok().and_then(rank_number))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
+    let bracket = |from: usize, to: usize| lower.get(from..to).map(ranks_in).unwrap_or_default();
     let (subjects, what) = if let Some(end) = lower.find("] finished collective #") {
         let open = lower[..end].rfind('[').map_or(end, |o| o + 1);
         let done = num_after(&lower[end..], "] finished collective #");
@@ -2710,20 +2700,14 @@ fn ex_fr_missing_ranks(_: &str, lower: &str) -> Extract {
             let rest = &lower[i..];
             let open = rest.find('{')?;
             let close = rest[open..].find('}')? + open;
-            Some(
-                rest[open + 1..close]
-                    .split(',')
-                    .filter_map(|r| r.trim().parse().ok().and_then(rank_number))
-                    .collect(),
-            )
+            Some(ranks_in(&rest[open + 1..close]))
         })
         .unwrap_or_default();
     let detail = (!subjects.is_empty()).then(|| {
         format!(
-            "the flight recorder's analyzer found {} {} never joining a collective the other ranks \
+            "the flight recorder's analyzer found {} never joining a collective the other ranks \
              entered: stuck before it, or on another path (a different collective, an early exit)",
-            if subjects.len() == 1 { "rank" } else { "ranks" },
-            subjects.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+            crate::report::ranks_phrase(&subjects)
         )
     });
     Extract {

@@ -1106,21 +1106,12 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
             (t / c).clamp(1.0, interference::MAX_FACTOR)
         });
         match (probe, from_run) {
-            (Some(p), from_run) => Some(Interference {
-                comm: interference::comm_factor(from_run),
-                comm_calls: if from_run.is_some() {
-                    overlapped_calls.len()
-                } else {
-                    0
-                },
-                ..p
-            }),
-            (None, Some(comm)) => Some(Interference {
-                comm,
-                comm_calls: overlapped_calls.len(),
-                ..Interference::NONE
-            }),
             (None, None) => None,
+            (probe, from_run) => Some(Interference {
+                comm: interference::comm_factor(from_run),
+                comm_calls: from_run.map_or(0, |_| overlapped_calls.len()),
+                ..probe.unwrap_or(Interference::NONE)
+            }),
         }
     } else {
         None

@@ -839,8 +839,7 @@ fn a_watchdog_stuck_after_the_program_ended_without_destroy_is_a_hang_at_exit() 
         )
     };
     let log = format!("{}{}{}{}", exit(0), exit(1), stuck(0), stuck(1));
-    let report = probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
-    let f = report.findings.first().expect("a finding");
+    let (f, report) = first_of(&log);
     assert_eq!(
         (f.category, f.role, f.confidence),
         (Category::Unknown, Role::Cause, Confidence::Medium),
@@ -870,8 +869,7 @@ fn a_watchdog_stuck_after_the_program_ended_without_destroy_is_a_hang_at_exit() 
 
     // The heartbeat monitor alone says the watchdog hung, not that a collective timed out.
     let alone = stuck(1);
-    let report = probe_explain::explain_log_bytes("job.log", alone.as_bytes(), &Options::default());
-    let f = report.findings.first().expect("a finding");
+    let (f, report) = first_of(&alone);
     assert_eq!(
         f.title,
         "the watchdog of rank 1 got stuck: an NCCL or CUDA call it made hung",
@@ -885,8 +883,7 @@ fn a_watchdog_stuck_after_the_program_ended_without_destroy_is_a_hang_at_exit() 
                    NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600031 milliseconds before \
                    timing out.\n";
     let log = format!("{}{}{timeout}{}", exit(0), exit(1), stuck(0));
-    let report = probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
-    let f = report.findings.first().expect("a finding");
+    let (f, report) = first_of(&log);
     assert_eq!(
         f.category,
         Category::CollectiveTimeout,
@@ -901,8 +898,7 @@ fn a_traceback_pasted_without_its_header_ends_with_its_bare_exception() {
     let log = "[rank7]:   File \"/w/modeling.py\", line 946, in forward\n\
                [rank7]:     assert not self.training\n\
                [rank7]: AssertionError\n";
-    let report = probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
-    let f = report.findings.first().expect("a finding");
+    let (f, report) = first_of(log);
     assert_eq!(
         (f.category, f.role, f.ranks.clone()),
         (Category::RankCrashed, Role::Cause, vec![7]),
@@ -927,8 +923,7 @@ fn a_peer_address_with_no_family_names_both_recorded_causes_at_medium() {
     let log = "ncclSocketInit: connecting to address  with family 0 is neither AF_INET(2) nor \
                AF_INET6(10)\ntorch.distributed.DistBackendError: NCCL error in: \
                ProcessGroupNCCL.cpp:1275, internal error\n";
-    let report = probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
-    let f = report.findings.first().expect("a finding");
+    let (f, report) = first_of(log);
     assert_eq!(
         (f.category, f.role, f.confidence),
         (Category::NetworkInterface, Role::Cause, Confidence::Medium),
@@ -953,8 +948,7 @@ fn aws_ofi_nccls_refused_gpu_buffer_names_the_version_pair_at_medium() {
     // cause is NCCL 2.19+ against an older EFA installer's libfabric (aws-ofi-nccl#584).
     let log = "register_mr_buffers:544 NCCL WARN NET/OFI Unable to register memory (type = 2) \
                for device 0. RC: -22, Error: Invalid argument\n";
-    let report = probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
-    let f = report.findings.first().expect("a finding");
+    let (f, report) = first_of(log);
     assert_eq!(
         (f.category, f.role, f.confidence),
         (
@@ -986,8 +980,7 @@ fn nccls_nvlink_pair_without_peer_to_peer_is_named_before_the_cuda_error_it_retu
                ProcessGroupNCCL.cpp:1970, unhandled cuda error (run with NCCL_DEBUG=INFO for \
                details), NCCL version 2.20.5\n\
                ncclUnhandledCudaError: Call to CUDA function failed.\n";
-    let report = probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
-    let f = report.findings.first().expect("a finding");
+    let (f, report) = first_of(log);
     assert_eq!(
         (f.category, f.role, f.confidence),
         (Category::P2pHang, Role::Cause, Confidence::High),
@@ -1016,8 +1009,7 @@ fn lightnings_own_kill_after_a_failed_rank_is_not_the_oom_killer() {
                [rank: 1] Child process with PID 4242 terminated with code 1. Forcefully \
                terminating all other processes to avoid zombies 🧟\n\
                Killed\n";
-    let report = probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
-    let f = report.findings.first().expect("a finding");
+    let (f, report) = first_of(log);
     assert_eq!(
         (f.category, f.role),
         (Category::RankCrashed, Role::Cause),
@@ -1047,8 +1039,7 @@ fn a_crash_whose_rank_the_log_does_not_say_is_still_titled_with_its_exception() 
     let log =
         "Traceback (most recent call last):\n  File \"/w/train.py\", line 12, in <module>\n    \
                main()\nFileNotFoundError: [Errno 2] No such file or directory: 'data/val.json'\n";
-    let report = probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
-    let f = report.findings.first().expect("a finding");
+    let (f, report) = first_of(log);
     assert_eq!(
         (f.category, f.role, f.ranks.clone(), f.title.as_str()),
         (
@@ -1093,8 +1084,7 @@ fn a_dump_signal_names_the_rank_whose_collective_timed_out() {
                0(default_pg) Rank 1] Received a dump signal due to a collective timeout from \
                rank 3 and we will try our best to dump the debug info. Last enqueued NCCL work: \
                42, last completed NCCL work: 41.\n";
-    let report = probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
-    let f = report.findings.first().expect("a finding");
+    let (f, _) = first_of(log);
     assert_eq!(
         (f.category, f.ranks.clone()),
         (Category::CollectiveTimeout, vec![3])
@@ -4025,7 +4015,7 @@ fn megatrons_bucket_never_reduced_is_explained_with_megatrons_fix() {
                in finish_grad_sync\n\
                [rank1]: AssertionError: Communication call has not been issued for this bucket \
                (37/40 params have grad available)\n";
-    let (report, f) = explained(log);
+    let (f, report) = first_of(log);
     assert_eq!(
         (f.category, f.role),
         (Category::UnusedParameters, Role::Cause),
@@ -4069,7 +4059,7 @@ fn a_desync_report_with_every_rank_inside_the_collective_blames_no_rank() {
     let log = desync_report(&[
         "\t   - [0, 1, 2, 3, 4, 5, 6, 7] joined but didn't finish collective #39 (count from 1)",
     ]);
-    let (report, f) = explained(&log);
+    let (f, report) = first_of(&log);
     assert_eq!(
         (f.category, f.role),
         (Category::CollectiveTimeout, Role::Cause),
@@ -4102,7 +4092,7 @@ fn a_desync_report_naming_a_rank_that_never_joined_blames_that_rank() {
         "\t   - [0, 2] joined but didn't finish collective #3 (count from 1)",
         "\t     [1, 3] finished collective #3, but didn't join collective #4 (count from 1)",
     ]);
-    let (report, f) = explained(&log);
+    let (f, report) = first_of(&log);
     assert_eq!(f.category, Category::CollectiveTimeout);
     assert_eq!(f.ranks, vec![1, 3], "{}", report.render_text(100));
     assert!(!f.title.contains("nobody is behind"), "{}", f.title);
@@ -4114,9 +4104,7 @@ fn a_log_that_ends_after_lightnings_announcement_waits_for_ranks_not_in_a_collec
     // ("All distributed processes registered"): a log cut between the two waits in the
     // rendezvous.
     let before = "Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/2\n";
-    let report =
-        probe_explain::explain_log_bytes("job.log", before.as_bytes(), &Options::default());
-    let f = report.findings.first().expect("a finding");
+    let (f, report) = first_of(before);
     assert_eq!(
         f.category,
         Category::RendezvousTimeout,
@@ -4129,7 +4117,7 @@ fn a_log_that_ends_after_lightnings_announcement_waits_for_ranks_not_in_a_collec
          All distributed processes registered. Starting with 2 processes\n\
          ----------------------------------------------------------------------------\n"
     );
-    let (report, f) = explained(&after);
+    let (f, report) = first_of(&after);
     assert_eq!(
         f.category,
         Category::CollectiveTimeout,
@@ -4145,7 +4133,7 @@ fn a_tasks_failure_before_slurms_cancellation_is_the_finding() {
     let log = "srun: error: gpu-node-02: task 9: Exited with exit code 1\n\
                slurmstepd: error: *** STEP 48213.0 ON gpu-node-01 CANCELLED AT \
                2026-11-28T10:00:00 ***\n";
-    let (report, f) = explained(log);
+    let (f, report) = first_of(log);
     assert_eq!(
         (f.category, f.role),
         (Category::RankCrashed, Role::Cause),
@@ -4160,11 +4148,4 @@ fn a_tasks_failure_before_slurms_cancellation_is_the_finding() {
         "{}",
         report.render_text(100)
     );
-}
-
-/// A log explained as one file, and its first finding.
-fn explained(log: &str) -> (Report, probe_explain::Finding) {
-    let report = probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
-    let first = report.findings.first().cloned().expect("a finding");
-    (report, first)
 }

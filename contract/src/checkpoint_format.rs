@@ -498,7 +498,8 @@ pub fn is_complete(file: &mut impl Read, len: u64) -> bool {
     if !header.starts_with('{') || !header.contains(&format!("\"{}\"", entry::VERSION)) {
         return false;
     }
-    data_end(header).is_some_and(|data| 8 + n + data == len)
+    // An offset near u64::MAX is a damaged header, not an overflow (found by the fuzzer).
+    data_end(header).is_some_and(|data| (8 + n).checked_add(data) == Some(len))
 }
 
 /// The largest end offset of the `"data_offsets":[begin,end]` fields of a safetensors header.

@@ -120,6 +120,21 @@ fn dimensions_libtorch_cannot_hold_are_refused() {
 }
 
 #[test]
+fn an_end_offset_near_u64_max_is_incomplete_not_an_overflow() {
+    // What the fuzzer found: a header whose end offset plus the header's own size passes
+    // u64::MAX. Such a file is damaged (it cannot be that long), so it is not complete.
+    let header = format!(
+        r#"{{"meta/format_version":{{"dtype":"I64","shape":[],"data_offsets":[0,{}]}}}}"#,
+        u64::MAX - 4
+    );
+    let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+    bytes.extend_from_slice(header.as_bytes());
+    bytes.extend_from_slice(&1i64.to_le_bytes());
+    assert!(!is_complete(&mut &bytes[..], bytes.len() as u64));
+    assert!(decode(&bytes).is_err());
+}
+
+#[test]
 fn the_fuzz_corpus_replays_without_a_panic() {
     replay_corpus("checkpoint_file", fuzz_one);
 }

@@ -33,8 +33,9 @@ struct Spec {
     /// How many times longer a collective takes when it starts before
     /// backward ends (compute slowing it down), 1 for none.
     contention: f64,
-    /// The same for the first bucket's all-reduce alone, when set.
-    first_contention: Option<f64>,
+    /// When set, `(extra, floor)` in ms instead: a collective that starts before backward ends
+    /// takes `max(cost + extra, floor)`.
+    during_compute: Option<(f64, f64)>,
 }
 
 fn ready_ms(p: u32) -> f64 {
@@ -101,14 +102,12 @@ fn make_run(s: &Spec) -> Vec<Vec<Record>> {
                 for (id, b) in layout.iter().enumerate() {
                     let ready = b.iter().map(|&p| ready_ms(p)).fold(0.0, f64::max);
                     let start = (bwd + ready).max(end);
-                    let slowed = if start < bwd + 10.0 {
-                        s.first_contention
-                            .filter(|_| id == 0)
-                            .unwrap_or(s.contention)
-                    } else {
-                        1.0
+                    let alone = s.latency_ms + s.ms_per_mib * b.len() as f64;
+                    let cost = match s.during_compute {
+                        _ if start >= bwd + 10.0 => alone,
+                        Some((extra, floor)) => (alone + extra).max(floor),
+                        None => alone * s.contention,
                     };
-                    let cost = (s.latency_ms + s.ms_per_mib * b.len() as f64) * slowed;
                     end = start + cost;
                     seq += 1;
                     r.push(Record::Span(
@@ -165,7 +164,7 @@ fn bandwidth_bound() -> Spec {
         steps: 6,
         odd_step_extra_ms: 0.0,
         contention: 1.0,
-        first_contention: None,
+        during_compute: None,
     }
 }
 
@@ -523,8 +522,8 @@ fn a_probe_reading_beyond_what_one_thread_can_take_is_bounded_at_two() {
     let a = analysis::advise(&load(&run), &single_caps());
     let i = a.interference.expect("the probe's factors");
     assert_eq!(
-        (i.comm, i.comm_probe, i.comm_calls),
-        (1.0, 10.0, 0),
+        (i.comm_extra_ns, i.comm_floor_ns, i.comm_probe, i.comm_calls),
+        (0.0, 0.0, 10.0, 0),
         "{i:?}"
     );
     let flat = a
@@ -533,8 +532,8 @@ fn a_probe_reading_beyond_what_one_thread_can_take_is_bounded_at_two() {
         .collect::<Vec<_>>()
         .join(" ");
     assert!(
-        flat.contains("a collective takes 1.00× as long")
-            && flat.contains("the start-up probe read 10.00×"),
+        flat.contains("a collective is taken to run as fast as alone while its rank computes")
+            && flat.contains("the start-up probe's call read 10.00×"),
         "{flat}"
     );
     // A reading within the bound is used as read: 15 ms for 10 ms of work, 1.5×.
@@ -543,28 +542,48 @@ fn a_probe_reading_beyond_what_one_thread_can_take_is_bounded_at_two() {
 }
 
 #[test]
-fn the_collectives_slowdown_during_compute_is_what_their_times_add_up_to() {
-    // Ten 1 MiB buckets (1.1 ms each alone, on the sweep's line), ready 1, 2, ..., 10 ms
-    // after backward start. The first bucket's all-reduce takes 4× as long during compute
-    // (4.4 ms: 1 → 5.4), the others their time alone; the calls that run entirely during
-    // compute are the first five (ending 5.4, 6.5, 7.6, 8.7, 9.8; the sixth ends at 10.9,
-    // after backward). A chain of calls costs the sum of their times: the slowdown is
-    // (4.4 + 4 · 1.1) / (5 · 1.1) = 1.6, where the median of each call's ratio would say
-    // 1.0 (four of the five ran at their speed alone) and under-rate many small buckets.
+fn the_collectives_extra_time_and_floor_during_compute_come_from_the_runs_calls() {
+    // Buckets of 1, 2, 1, 3, 1 and 2 MiB (1.1, 2.1, 1.1, 3.1, 1.1 and 2.1 ms alone, on the
+    // sweep's line), ready at 1, 3, 4, 7, 8 and 10 ms after backward start. During compute a
+    // call takes 0.5 ms more than alone and at least 2 ms: [9] 1 → 3, [8, 7] 3 → 5.6, [6]
+    // 5.6 → 7.6 run entirely during backward (10 ms); [5, 4, 3] from 7.6 outlives it. So each
+    // steady step has two 1 MiB calls of 2.0 ms (the floor) and one 2 MiB call of 2.6 ms (the
+    // extra time) during compute: one factor on the time alone could not give both (1.8× and
+    // 1.2×).
     let spec = Spec {
-        cap_mb: 1.0,
-        layout: singles(),
-        first_contention: Some(4.0),
+        cap_mb: 3.0,
+        layout: vec![
+            vec![9],
+            vec![8, 7],
+            vec![6],
+            vec![5, 4, 3],
+            vec![2],
+            vec![1, 0],
+        ],
+        during_compute: Some((0.5, 2.0)),
         ..bandwidth_bound()
     };
-    let sweep = sweep_on_bandwidth_bound_line(&[4096, MIB, 4 * MIB, 10 * MIB]);
+    let sweep = sweep_on_bandwidth_bound_line(&[4096, MIB, 2 * MIB, 4 * MIB, 10 * MIB]);
     let run = with_sweep(make_run(&spec), spec.steps, &sweep);
     let a = analysis::advise(&load(&run), &single_caps());
     let i = a.interference.expect("the run's own overlapped calls");
-    assert!((i.comm - 1.6).abs() < 1e-6, "{i:?}");
-    // Five calls per step, in the six steps (the first, with one bucket, has none).
-    assert_eq!(i.comm_calls, 25, "{i:?}");
+    assert!((i.comm_extra_ns - 0.5e6).abs() < 1e3, "{i:?}");
+    assert!((i.comm_floor_ns - 2.0e6).abs() < 1e3, "{i:?}");
+    // Three calls per step, in the five steady steps (the first, with one bucket, has none).
+    assert_eq!((i.comm_calls, i.comm_probe_calls), (15, 0), "{i:?}");
     assert!(!i.compute_measured);
+    let flat = a
+        .render_text(100)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        flat.contains("a collective takes 500 µs longer than alone and at least 2.0 ms")
+            && flat.contains(
+                "(fitted on 15 of this run's bucket all-reduces that ran entirely during compute)"
+            ),
+        "{flat}"
+    );
 }
 
 #[test]

@@ -506,11 +506,19 @@ fn fit_points(
             }
         }
     }
-    out.extend(seqs.finish().with_last().map(|(_, last)| FitPoint {
+    out.extend(seqs.finish().with_last().map(|(_, last, whole)| FitPoint {
         bytes: last.bytes,
         op: last.op,
         transport: last.transport,
-        time_ns: last.duration as f64,
+        // A call during compute is timed as a whole, from its last rank's start to its last
+        // rank's end: the run's calls chain, and the next starts when this one has ended on
+        // every rank (see `interference::fit_comm_overlap`). A call alone is timed on the rank
+        // that started it last, as the sweep's calls are.
+        time_ns: if last.overlapped {
+            whole
+        } else {
+            last.duration
+        } as f64,
         alone: last.alone,
         calibration: names.is_sweep_name(last.name),
         overlapped: last.overlapped,
@@ -523,7 +531,8 @@ fn fit_points(
 const MIN_CALLS_PER_SIZE: usize = 3;
 
 /// How many bucket calls that ran entirely during compute make the run's own measure of the
-/// collectives' slowdown (else the calibration probe's).
+/// collectives' extra time during compute (with fewer: none, and only the floor is fitted, on
+/// them and the probe's small calls).
 const MIN_OVERLAPPED_CALLS: usize = 5;
 
 /// How many sizes (`x` of `obs`) have at least `min` observations.
@@ -1081,15 +1090,10 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
     // line fitted to all calls already holds the overlapped calls' slowdown).
     let interference = if fit.calibrated {
         let probe = calibration_factors(run, &names, cost);
-        // The collectives' slowdown as this run's own bucket calls show it, when enough of them
-        // ran entirely during compute: their times (each on the rank that started it last)
-        // added up against the table's times alone. A step's buckets run one after another,
-        // so what the schedule needs is the sum: a median of per-call ratios ignores the few
-        // slow calls that make the chain late (on a 0.25 MiB run of bench/whatif's 4-node
-        // 1 Gbit/s shape, 2026-12-02, the median read 1.13× where the sums say 1.23×; the
-        // replay of that shape's 0.25 MiB runs was 9–10% short with the median, 6–7% with
-        // the sums). A call counts at most `MAX_FACTOR` times its time alone, so that one
-        // call of a step disturbed by something else cannot carry the sum.
+        // The collectives' slowdown as this run's own bucket calls that ran entirely during
+        // compute show it (each timed as a whole, against the table's time alone), with the
+        // probe's small calls for the floor. A call counts at most `MAX_FACTOR` times its time
+        // alone, so that one call of a step disturbed by something else cannot carry the fit.
         let overlapped_calls: Vec<(f64, f64)> = points
             .iter()
             .filter(|p| p.overlapped && !p.calibration && p.op == bucket_op)
@@ -1099,18 +1103,31 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
                 (p.time_ns.min(alone * interference::MAX_FACTOR), alone)
             })
             .collect();
-        let from_run = (overlapped_calls.len() >= MIN_OVERLAPPED_CALLS).then(|| {
-            let (t, c) = overlapped_calls
-                .iter()
-                .fold((0.0, 0.0), |(t, c), &(ti, ci)| (t + ti, c + ci));
-            (t / c).clamp(1.0, interference::MAX_FACTOR)
-        });
-        match (probe, from_run) {
-            (None, None) => None,
-            (probe, from_run) => Some(Interference {
-                comm: interference::comm_factor(from_run),
-                comm_calls: from_run.map_or(0, |_| overlapped_calls.len()),
-                ..probe.unwrap_or(Interference::NONE)
+        let probe_small = probe
+            .as_ref()
+            .map_or(&[][..], |p| &p.small_calls_inside[..]);
+        let o =
+            interference::fit_comm_overlap(&overlapped_calls, probe_small, MIN_OVERLAPPED_CALLS);
+        // Measured: the run's calls were enough to fit on (even if they show no slowdown),
+        // or the probe's calls show a floor.
+        let measured = overlapped_calls.len() >= MIN_OVERLAPPED_CALLS || o.floor_ns > 0.0;
+        let probe_calls = if o.floor_ns > 0.0 {
+            probe_small.len()
+        } else {
+            0
+        };
+        match probe {
+            None if !measured => None,
+            probe => Some(Interference {
+                comm_extra_ns: o.extra_ns,
+                comm_floor_ns: o.floor_ns,
+                comm_calls: if overlapped_calls.len() >= MIN_OVERLAPPED_CALLS {
+                    overlapped_calls.len()
+                } else {
+                    0
+                },
+                comm_probe_calls: probe_calls,
+                ..probe.map_or(Interference::NONE, |p| p.factors)
             }),
         }
     } else {
@@ -1538,18 +1555,45 @@ fn explain(
     ));
     }
     if let Some(i) = advice.interference {
-        let comm_source = if i.comm_calls > 0 {
+        let comm = if i.comm_calls > 0 || i.comm_probe_calls > 0 {
+            let mut from = Vec::new();
+            if i.comm_calls > 0 {
+                from.push(format!(
+                    "{} of this run's bucket all-reduces that ran entirely during compute",
+                    i.comm_calls
+                ));
+            }
+            if i.comm_probe_calls > 0 {
+                from.push(format!(
+                    "{} small calls of the start-up probe that ran inside its compute",
+                    i.comm_probe_calls
+                ));
+            }
+            let extra = if i.comm_extra_ns > 0.0 {
+                format!("{} longer than alone", render::ns(i.comm_extra_ns))
+            } else {
+                "as long as alone".to_owned()
+            };
+            let floor = if i.comm_floor_ns > 0.0 {
+                format!(
+                    " and at least {} (each of its steps waits to be scheduled beside the compute)",
+                    render::ns(i.comm_floor_ns)
+                )
+            } else {
+                String::new()
+            };
             format!(
-                "measured on {} of this run's bucket all-reduces that ran entirely during compute: their total time against the model's",
-                i.comm_calls
+                "a collective takes {extra}{floor} while its rank computes (fitted on {})",
+                from.join(" and ")
             )
         } else if i.comm_probe > 0.0 {
             format!(
-                "none of this run's bucket all-reduces ran entirely during compute, so none is taken; the start-up probe read {:.2}×, beside a loop that keeps every core busy, which runs' own calls have not borne out",
+                "a collective is taken to run as fast as alone while its rank computes: none of this run's bucket all-reduces ran entirely during compute, and the start-up probe's call read {:.2}× beside a loop that keeps every core busy, which runs' own calls have not borne out",
                 i.comm_probe
             )
         } else {
-            "not measured, taken as none".to_owned()
+            "a collective's slowdown while its rank computes is not measured and taken as none"
+                .to_owned()
         };
         let compute = if i.compute_measured {
             let bounded = if i.compute_probe > i.compute + 0.005 {
@@ -1568,18 +1612,8 @@ fn explain(
         } else {
             "compute's slowdown while a collective runs is not measured (the trace has no start-up interference probe) and taken as none".to_owned()
         };
-        // A factor at the bound is a reading of at least that much, not a measurement.
-        let comm_bound = if i.comm >= interference::MAX_FACTOR - 1e-9 {
-            format!(
-                "; {}× is the most the model takes, the reading was at least that",
-                interference::MAX_FACTOR
-            )
-        } else {
-            String::new()
-        };
         out.push(format!(
-            "Interference: {compute}, and a collective takes {:.2}× as long while its rank computes ({comm_source}{comm_bound}); the simulation slows both wherever they overlap.",
-            i.comm
+            "Interference: {compute}; {comm}. The simulation slows both wherever they overlap."
         ));
     }
     if let Some(r) = &advice.replay {

@@ -284,6 +284,8 @@ struct SeqAcc<L> {
     sum_dur: i64,
     /// Σ exposed.
     sum_exposed: i64,
+    /// The latest end.
+    last_end: i64,
 }
 
 impl<L: KeepLast> SeqAcc<L> {
@@ -342,6 +344,7 @@ impl<L: KeepLast> SeqTable<L> {
                 min_dur: i64::MAX,
                 sum_dur: 0,
                 sum_exposed: 0,
+                last_end: i64::MIN,
             });
         }
         let a = &mut self.accs[i];
@@ -350,6 +353,7 @@ impl<L: KeepLast> SeqTable<L> {
         a.sum_dur = a.sum_dur.saturating_add(c.duration);
         a.sum_exposed = a.sum_exposed.saturating_add(c.exposed);
         a.lo = a.lo.min(start);
+        a.last_end = a.last_end.max(start.saturating_add(c.duration));
         a.sum = a.sum.saturating_add(start.saturating_sub(a.first));
         if start > a.hi {
             a.hi = start;
@@ -409,10 +413,13 @@ impl<L: KeepLast> Seqs<L> {
         by_rank
     }
 
-    /// The views with what was kept of each one's last call, in sequence
-    /// order.
-    pub fn with_last(&self) -> impl Iterator<Item = (SeqView, L)> + '_ {
-        self.accs.iter().map(|a| (a.view(), a.last))
+    /// The views with what was kept of each one's last call and the time from its last
+    /// start to its last end (the call as a whole: a chain of calls advances by it), in
+    /// sequence order.
+    pub fn with_last(&self) -> impl Iterator<Item = (SeqView, L, i64)> + '_ {
+        self.accs
+            .iter()
+            .map(|a| (a.view(), a.last, a.last_end.saturating_sub(a.hi).max(0)))
     }
 }
 

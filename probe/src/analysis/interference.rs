@@ -3,21 +3,24 @@
 //! When a bucket's all-reduce runs during backward, both compete for the same cores (or the
 //! GPU): backward takes longer and so does the collective. A schedule that assumes neither is
 //! affected (dPRO's mistake, measured at 14 % average error by the Lumos authors) over-rates
-//! small buckets, which overlap more. Here each is slowed by a constant factor while the other
-//! runs, as Echo does:
+//! small buckets, which overlap more. Here compute is slowed by a constant factor while a
+//! collective runs, as Echo does, and a collective takes a constant time more than alone while
+//! its rank computes, and at least a floor (each of its steps waits to be scheduled):
 //!
 //! * **Measured** by the start-up calibration ([`crate::trace::calibration`]): a compute loop
-//!   alone, while one swept-size all-reduce runs, and while a chain of small ones runs; that
-//!   all-reduce's time against the cost model. [`calibration_factors`] reads them, the median
-//!   over rounds and ranks.
+//!   alone, while one swept-size all-reduce runs, and while a chain of small ones runs.
+//!   [`calibration_factors`] reads compute's factor from them, the median over rounds and
+//!   ranks; [`fit_comm_overlap`] the collectives' extra time and floor from the run's own calls
+//!   that ran during backward and the probe's small calls.
 //! * **Replayed** by [`simulate_interfered`]: gradients become ready in *pure* compute time
 //!   (backward as it would run with no collective); while a collective is in flight, backward
-//!   progresses at `1 / compute` of its speed and the collective at `1 / comm` of its own.
+//!   progresses at `1 / compute` of its speed and the collective at `1 /`
+//!   [`Interference::comm_slowdown`] of its own.
 //! * **Recorded ready times** already contain the recorded layout's slowdown:
 //!   [`replay_recorded`] replays the recorded layout in recorded time and [`pure_time`] removes
 //!   it, so a candidate layout is simulated from the backward as it would run alone.
 //!
-//! With both factors 1 the schedule is the plain one: each side at full speed.
+//! With no interference the schedule is the plain one: each side at full speed.
 
 use serde::{Deserialize, Serialize};
 
@@ -25,16 +28,26 @@ use super::stats::median;
 use crate::model::{Run, Span, Sym};
 use crate::trace::{calibration, SpanKind};
 
-/// Slowdown factors (≥ 1) while compute and communication overlap.
+/// Compute and communication slowing each other down while they overlap.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Interference {
     /// How much longer compute takes while a collective runs.
     pub compute: f64,
-    /// How much longer a collective takes while its rank computes.
-    pub comm: f64,
-    /// The run's bucket calls `comm` was measured on (0: the calibration probe's call).
+    /// Time (ns) a collective takes beyond its time alone while its rank computes.
+    #[serde(default)]
+    pub comm_extra_ns: f64,
+    /// The least time (ns) a collective takes while its rank computes, whatever its size.
+    /// Together with `comm_extra_ns`: a call of `c` ns alone takes `max(c + extra, floor)`
+    /// (see [`fit_comm_overlap`], [`Interference::comm_slowdown`]).
+    #[serde(default)]
+    pub comm_floor_ns: f64,
+    /// The run's bucket calls that ran entirely during compute, which the two were fitted on.
     #[serde(default)]
     pub comm_calls: usize,
+    /// The start-up probe's small calls that ran inside its compute, which the floor was
+    /// fitted on besides.
+    #[serde(default)]
+    pub comm_probe_calls: usize,
     /// Compute time each collective costs the rank when it starts during compute, beyond the
     /// `compute` factor (ns): thread wake-ups and system calls, which many small buckets pay
     /// many times. From the probe's chain of small calls.
@@ -48,8 +61,8 @@ pub struct Interference {
     /// not measured).
     #[serde(default)]
     pub compute_probe: f64,
-    /// The probe's reading of `comm` (0 when not measured). The schedule does not use it: see
-    /// [`comm_factor`].
+    /// The probe's big call's slowdown beside its compute loop (0 when not measured). Only
+    /// reported: see [`fit_comm_overlap`].
     #[serde(default)]
     pub comm_probe: f64,
 }
@@ -58,27 +71,129 @@ impl Interference {
     /// No interference.
     pub const NONE: Interference = Interference {
         compute: 1.0,
-        comm: 1.0,
+        comm_extra_ns: 0.0,
+        comm_floor_ns: 0.0,
         comm_calls: 0,
+        comm_probe_calls: 0,
         per_call_ns: 0.0,
         compute_measured: false,
         compute_probe: 0.0,
         comm_probe: 0.0,
     };
+
+    /// How much longer than alone a collective that takes `alone_ns` alone takes while its
+    /// rank computes: `max(alone + extra, floor) / alone`, within `1..=MAX_FACTOR`.
+    pub fn comm_slowdown(&self, alone_ns: f64) -> f64 {
+        if alone_ns <= 0.0 {
+            return 1.0;
+        }
+        let with = (alone_ns + self.comm_extra_ns.max(0.0)).max(self.comm_floor_ns);
+        (with / alone_ns).clamp(1.0, MAX_FACTOR)
+    }
 }
 
-/// The collectives' slowdown while their rank computes, as the schedule takes it: what the
-/// run's own bucket calls that ran entirely during compute show (`from_run`, see
-/// `advice::advise`), and without enough of them none (1×), not the start-up probe's reading.
-/// The probe's collective runs beside a compute loop written to keep every core busy, which
-/// a training step's backward is not. Measured with `bench/whatif` (the 2026-12-04 sweep: 2
-/// and 4 nodes at 1 Gbit/s and 400 Mbit/s, 40 traces): where a run had its own overlapped
-/// calls they read 1.00× in 24 of 28 traces and at most 1.30×, while the probe read up to
-/// 1.64× on the same shapes; taking the probe's reading for the one-bucket traces (which
-/// have no such calls) predicted the smaller caps up to 19.3% slow (4 nodes, 1 Gbit/s),
-/// taking 1× gave at most 9.1% there, and the mean over every trace went from 3.5% to 3.2%.
-pub fn comm_factor(from_run: Option<f64>) -> f64 {
-    from_run.unwrap_or(1.0)
+/// What the collectives' calls that ran entirely during compute say of their slowdown:
+/// `extra_ns` more than alone, and at least `floor_ns` (see [`fit_comm_overlap`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct CommOverlap {
+    /// Time a call takes beyond its time alone (ns).
+    pub extra_ns: f64,
+    /// The least time a call takes (ns).
+    pub floor_ns: f64,
+}
+
+/// Fits [`CommOverlap`] to calls that ran entirely during compute, each `(time, alone)` in
+/// ns: a call takes `max(alone + extra, floor)`. `run_calls` are the run's own bucket calls
+/// (each timed from its last rank's start to its last rank's end: a chain of calls advances by
+/// that), `probe_calls` the start-up probe's small calls that ran inside its compute loop. The
+/// floor comes from both, the extra from the run's calls only, and only when there are
+/// `min_run_calls` of them. The fit minimises the summed |log| error (the calls of a step
+/// disturbed by something else do not carry it); each is a calls' time or a quantile of them
+/// (the optimum of such a fit lies at one); none is kept where none fits better than 0.
+///
+/// Why this shape, measured with `bench/whatif` (two kept sweeps of 2026-12-04, 80 traces of
+/// 2 and 4 nodes at 1 Gbit/s and 400 Mbit/s, each predicting the others' steps):
+/// * On the 4-node 1 Gbit/s shape (two nodes to a core), a 0.25 MiB run's 265 KB all-reduces
+///   took 12 ms (median) during backward against 3.3 ms after it, its 789 KB ones 12.9 against
+///   9.9, its 1 MB ones 15.8 against 13.1, and the 2 MiB run's 2 MB ones 27 against 26: a
+///   floor of about 12 ms (six ring steps, each waiting ~2 ms to be scheduled beside a
+///   computing rank, whatever it carries) and ~2.7 ms more per call, where one factor cannot
+///   hold 3.6× and 1.04× at once. The 4-node 400 Mbit/s shape shows the same floor, the
+///   2-node shapes (a core per node) none.
+/// * A factor on the time alone (as before, from the same calls' summed times) instead of
+///   the extra time: the largest regret of a trace's pick 7.8% against 4.3%; both with the
+///   floor, and the mean error 2.1% either way. Without the floor (the factor alone, each
+///   call timed on its last rank only, as before): mean 2.4%, largest 10.6%, and the 0.25 MiB
+///   runs' replay of their own step 7–9% short, against 0.7–2.2% now.
+/// * A squared error instead of the |log| one: mean 2.2% and 3.4% (the two sweeps) against
+///   2.1% and 3.3%.
+/// * The probe's big call read 1.1–1.6× beside a loop that keeps every core busy, which runs'
+///   own calls have not borne out (taking it for one-bucket runs, which have no calls during
+///   compute, predicted the small caps up to 19.3% slow); it is not used. Its small calls
+///   show the floor lower than backward does (4–8 ms on the 4-node 1 Gbit/s shape), so a
+///   run without small calls of its own during compute is still predicted up to ~10% fast
+///   for small caps there.
+pub fn fit_comm_overlap(
+    run_calls: &[(f64, f64)],
+    probe_calls: &[(f64, f64)],
+    min_run_calls: usize,
+) -> CommOverlap {
+    let usable = |&&(t, c): &&(f64, f64)| t > 0.0 && c > 0.0 && t.is_finite() && c.is_finite();
+    let points: Vec<(f64, f64)> = run_calls
+        .iter()
+        .chain(probe_calls)
+        .filter(usable)
+        .copied()
+        .collect();
+    let loss = |o: CommOverlap| -> f64 {
+        points
+            .iter()
+            .map(|&(t, c)| (t.ln() - (c + o.extra_ns).max(o.floor_ns).ln()).abs())
+            .sum()
+    };
+    let floors = with_zero(quantiles(points.iter().map(|p| p.0).collect(), 40));
+    let extras = if run_calls.iter().filter(usable).count() >= min_run_calls {
+        with_zero(quantiles(
+            run_calls
+                .iter()
+                .filter(usable)
+                .map(|&(t, c)| (t - c).max(0.0))
+                .collect(),
+            20,
+        ))
+    } else {
+        vec![0.0]
+    };
+    let mut best = (CommOverlap::default(), loss(CommOverlap::default()));
+    for &floor_ns in &floors {
+        for &extra_ns in &extras {
+            let o = CommOverlap { extra_ns, floor_ns };
+            let l = loss(o);
+            if l < best.1 * (1.0 - 1e-9) {
+                best = (o, l);
+            }
+        }
+    }
+    best.0
+}
+
+/// `n` evenly spaced order statistics of `v` (all of it when shorter), ascending, distinct.
+fn quantiles(mut v: Vec<f64>, n: usize) -> Vec<f64> {
+    v.sort_by(f64::total_cmp);
+    let mut q: Vec<f64> = if v.len() <= n {
+        v
+    } else {
+        (0..n).map(|k| v[k * (v.len() - 1) / (n - 1)]).collect()
+    };
+    q.dedup();
+    q
+}
+
+/// 0 first, then `v` without any 0 it holds.
+fn with_zero(v: Vec<f64>) -> Vec<f64> {
+    std::iter::once(0.0)
+        .chain(v.into_iter().filter(|&x| x > 0.0))
+        .collect()
 }
 
 /// The factors are clamped to this range (a probe disturbed by something else must not make
@@ -104,8 +219,8 @@ struct Probe {
     compute_overlapped: Vec<(i64, i64)>,
     comm_overlapped: Vec<(i64, i64, u64)>,
     compute_small: Vec<(i64, i64)>,
-    /// Every small call, `(start, end)`.
-    small_calls: Vec<(i64, i64)>,
+    /// Every small call, `(start, end, bytes, seq)`.
+    small_calls: Vec<(i64, i64, u64, Option<u64>)>,
 }
 
 /// The span names of the calibration, looked up once.
@@ -149,17 +264,29 @@ impl CalibrationNames {
     }
 }
 
-/// The interference factors the calibration measured, the median over the rounds of the ranks
-/// that ran the probe; `isolated_ns(bytes)` is the cost model's time of an all-reduce that runs
-/// alone.
-/// `None` without a probe in the trace.
+/// What the start-up probe measured: the interference factors, the median over the rounds of
+/// the ranks that ran it, and its small calls that ran entirely during its compute,
+/// `(time, alone)` in ns (for [`fit_comm_floor`]).
+pub(crate) struct ProbeReading {
+    pub factors: Interference,
+    pub small_calls_inside: Vec<(f64, f64)>,
+}
+
+/// The start-up probe's reading; `isolated_ns(bytes)` is the cost model's time of an
+/// all-reduce that runs alone. `None` without a probe in the trace.
 pub(crate) fn calibration_factors(
     run: &Run,
     names: &CalibrationNames,
     isolated_ns: impl Fn(u64) -> f64,
-) -> Option<Interference> {
+) -> Option<ProbeReading> {
     names.compute_overlapped?;
     let (mut fc, mut fm, mut per_call) = (Vec::new(), Vec::new(), Vec::new());
+    // The probe's small calls by sequence number: (last start, last end, bytes, whether the
+    // rank that started it last ran it entirely inside its compute, as for the run's calls). A chain of calls advances by each one's
+    // last start to last end (see `comm::Seqs::with_last`), not by one rank's duration.
+    let mut small_by_seq: std::collections::BTreeMap<u64, (i64, i64, u64, bool)> =
+        std::collections::BTreeMap::new();
+    let mut small_calls_inside = Vec::new();
     for r in &run.ranks {
         let mut p = Probe::default();
         for lane in &r.lanes {
@@ -174,7 +301,9 @@ pub(crate) fn calibration_factors(
                         p.comm_overlapped.push((s, e, b));
                     }
                 } else if sp.kind() == SpanKind::Collective && n == names.overlapped_small {
-                    p.small_calls.push((s, e));
+                    if let Some(b) = sp.bytes() {
+                        p.small_calls.push((s, e, b, sp.seq()));
+                    }
                 } else if n == names.compute_overlapped_small {
                     p.compute_small.push((s, e));
                 } else if n == names.compute {
@@ -188,11 +317,26 @@ pub(crate) fn calibration_factors(
             &mut p.compute,
             &mut p.compute_overlapped,
             &mut p.compute_small,
-            &mut p.small_calls,
         ] {
             v.sort_unstable();
         }
         p.comm_overlapped.sort_unstable();
+        p.small_calls.sort_unstable();
+        for &(a, b, bytes, seq) in &p.small_calls {
+            let inside = p
+                .compute_small
+                .iter()
+                .any(|&(s0, s1)| a >= s0 && b <= s1 && b > a);
+            match seq {
+                Some(seq) => {
+                    let e = small_by_seq.entry(seq).or_insert((a, b, bytes, inside));
+                    let inside = if a >= e.0 { inside } else { e.3 };
+                    *e = (e.0.max(a), e.1.max(b), bytes, inside);
+                }
+                None if inside => small_calls_inside.push(((b - a) as f64, isolated_ns(bytes))),
+                None => {}
+            }
+        }
         let rounds = p
             .compute
             .iter()
@@ -216,8 +360,8 @@ pub(crate) fn calibration_factors(
                 let during: Vec<(i64, i64)> = p
                     .small_calls
                     .iter()
-                    .filter(|&&(a, b)| a < s1 && b > s0)
-                    .map(|&(a, b)| (a.max(s0), b.min(s1)))
+                    .filter(|&&(a, b, _, _)| a < s1 && b > s0)
+                    .map(|&(a, b, _, _)| (a.max(s0), b.min(s1)))
                     .collect();
                 if !during.is_empty() {
                     let covered: f64 = during.iter().map(|&(a, b)| (b - a).max(0) as f64).sum();
@@ -231,19 +375,28 @@ pub(crate) fn calibration_factors(
     if fc.is_empty() {
         return None;
     }
+    small_calls_inside.extend(
+        small_by_seq
+            .values()
+            .filter(|c| c.3 && c.1 > c.0)
+            .map(|&(a, b, bytes, _)| ((b - a) as f64, isolated_ns(bytes))),
+    );
     let compute_probe = median(&mut fc);
-    Some(Interference {
+    let factors = Interference {
         compute: compute_probe.min(MAX_COMPUTE_FACTOR),
         compute_probe,
         comm_probe: median(&mut fm),
-        comm: comm_factor(None),
-        comm_calls: 0,
         compute_measured: true,
         per_call_ns: if per_call.is_empty() {
             0.0
         } else {
             median(&mut per_call)
         },
+        ..Interference::NONE
+    };
+    Some(ProbeReading {
+        factors,
+        small_calls_inside,
     })
 }
 
@@ -284,12 +437,13 @@ pub fn simulate_interfered(
     cost: impl Fn(u64) -> f64,
     f: Interference,
 ) -> Interfered {
-    let (fc, fm) = (f.compute.max(1.0), f.comm.max(1.0));
+    let fc = f.compute.max(1.0);
     let backward = backward_ns.max(0.0);
     let (mut t, mut p) = (0.0f64, 0.0f64); // time, pure compute progress
     let mut backward_end = if backward == 0.0 { Some(0.0) } else { None };
     let mut next = 0usize; // the next bucket to start
-    let mut running: Option<f64> = None; // alone-work left of the running collective
+                           // The running collective: its alone-work left and its slowdown while compute runs.
+    let mut running: Option<(f64, f64)> = None;
     let mut comm_end = 0.0f64;
     let mut exposed = 0.0f64;
     let mut collectives = Vec::with_capacity(buckets.len());
@@ -299,7 +453,8 @@ pub fn simulate_interfered(
         if running.is_none() && next < buckets.len() {
             let (bytes, ready) = buckets[next];
             if !computing || p >= ready {
-                running = Some(cost(bytes).max(0.0));
+                let work = cost(bytes).max(0.0);
+                running = Some((work, f.comm_slowdown(work)));
                 collectives.push((t, t));
                 next += 1;
                 if computing {
@@ -308,7 +463,7 @@ pub fn simulate_interfered(
                 }
             }
         }
-        let Some(work) = running else {
+        let Some((work, fm)) = running else {
             if !computing {
                 break; // nothing runs and nothing will
             }
@@ -353,7 +508,7 @@ pub fn simulate_interfered(
                 c.1 = t;
             }
         } else {
-            running = Some(left.max(0.0));
+            running = Some((left.max(0.0), fm));
         }
     }
     let backward_end = backward_end.unwrap_or(t);
@@ -381,7 +536,6 @@ pub fn replay_recorded(
     cost: impl Fn(u64) -> f64,
     f: Interference,
 ) -> (Interfered, Vec<(f64, f64)>) {
-    let fm = f.comm.max(1.0);
     let mut end = f64::NEG_INFINITY;
     let mut exposed = 0.0;
     let mut overlapped = Vec::new();
@@ -389,6 +543,7 @@ pub fn replay_recorded(
     for &(bytes, ready) in buckets {
         let start = end.max(ready);
         let work = cost(bytes).max(0.0);
+        let fm = f.comm_slowdown(work);
         // Slowed while backward runs, at full speed after it.
         let slowed_span = (backward_ns - start).max(0.0);
         end = if work * fm <= slowed_span {
@@ -464,12 +619,10 @@ mod tests {
         // cost compute 4 ms of progress: backward ends at 10 + 4 = 14 ms.
         let f = Interference {
             compute: 2.0,
-            comm: 2.0,
-            comm_calls: 0,
-            per_call_ns: 0.0,
+            // Every call here takes 4 ms alone: 4 ms more is twice as long.
+            comm_extra_ns: 4e6,
             compute_measured: true,
-            compute_probe: 0.0,
-            comm_probe: 0.0,
+            ..Interference::NONE
         };
         let s = simulate_interfered(&[(1, 2e6)], 10e6, |_| 4e6, f);
         assert!((s.comm_end_ns - 10e6).abs() < 1.0, "{s:?}");
@@ -488,12 +641,10 @@ mod tests {
     fn recorded_times_map_back_to_pure_compute() {
         let f = Interference {
             compute: 2.0,
-            comm: 2.0,
-            comm_calls: 0,
-            per_call_ns: 0.0,
+            // Every call here takes 4 ms alone: 4 ms more is twice as long.
+            comm_extra_ns: 4e6,
             compute_measured: true,
-            compute_probe: 0.0,
-            comm_probe: 0.0,
+            ..Interference::NONE
         };
         // The second case above as recorded: ready at 8 ms of pure time is recorded at 8 ms
         // (nothing ran before), backward recorded to end at 12 ms.
@@ -505,6 +656,43 @@ mod tests {
         // Replayed in pure time, the same layout gives the recorded backward end back.
         let s = simulate_interfered(&[(1, 8e6)], pure_time(12e6, &intervals, f), |_| 4e6, f);
         assert!((s.backward_end_ns - 12e6).abs() < 1.0, "{s:?}");
+    }
+
+    #[test]
+    fn a_collective_during_compute_takes_its_extra_time_and_at_least_the_floor() {
+        let f = Interference {
+            comm_extra_ns: 2.7e6,
+            comm_floor_ns: 12e6,
+            ..Interference::NONE
+        };
+        // 3.3 ms alone: the floor, 12 ms; 13.1 ms alone: 15.8 ms.
+        assert!((f.comm_slowdown(3.3e6) - 12.0 / 3.3).abs() < 1e-9);
+        assert!((f.comm_slowdown(13.1e6) - 15.8 / 13.1).abs() < 1e-9);
+        // Past the bound: at most MAX_FACTOR.
+        assert_eq!(f.comm_slowdown(0.1e6), MAX_FACTOR);
+        assert_eq!(Interference::NONE.comm_slowdown(5e6), 1.0);
+    }
+
+    #[test]
+    fn the_fit_finds_the_extra_time_and_the_floor_the_calls_show() {
+        // Calls of 3.3, 9.9, 13.1 and 26 ms alone (bench/whatif's 4-node 1 Gbit/s sizes) that
+        // took max(alone + 2.7, 12) ms during compute: 12, 12.6, 15.8, 28.7.
+        let calls: Vec<(f64, f64)> = [3.3, 9.9, 13.1, 26.0]
+            .iter()
+            .flat_map(|&c: &f64| std::iter::repeat_n((((c + 2.7f64).max(12.0)) * 1e6, c * 1e6), 5))
+            .collect();
+        let o = fit_comm_overlap(&calls, &[], 5);
+        assert!((o.extra_ns - 2.7e6).abs() < 1.0, "{o:?}");
+        assert!((o.floor_ns - 12e6).abs() < 1.0, "{o:?}");
+        // Calls that took their time alone: neither.
+        let alone: Vec<(f64, f64)> = calls.iter().map(|&(_, c)| (c, c)).collect();
+        assert_eq!(fit_comm_overlap(&alone, &[], 5), CommOverlap::default());
+        // Too few run calls for an extra time; the probe's small calls (2.5 ms alone, 8 ms
+        // inside its compute) still give the floor.
+        let probe = [(8e6, 2.5e6); 7];
+        let o = fit_comm_overlap(&calls[..3], &probe, 5);
+        assert_eq!(o.extra_ns, 0.0, "{o:?}");
+        assert!((o.floor_ns - 8e6).abs() < 1.0, "{o:?}");
     }
 
     #[test]

@@ -35,9 +35,10 @@ use crate::report::{
 };
 use crate::rules::{
     RULE_KUBELET_EVICTED_MEMORY, RULE_KUBELET_EVICTED_STORAGE, RULE_LIGHTNING_LAUNCHER_SIZES,
-    RULE_NCCL_NO_ALGORITHM, RULE_NCCL_SHM_CUDA_FAILURE, RULE_POD_UNSCHEDULABLE,
-    RULE_RAY_MEMORY_MONITOR, RULE_RAY_WORKER_CONNECTION_LOST, RULE_RAY_WORKER_SIGTERM,
-    RULE_STORE_CLIENT_NAME_UNRESOLVED, RULE_STORE_NAME_UNRESOLVED,
+    RULE_MPI_LOST_DAEMON, RULE_NCCL_NO_ALGORITHM, RULE_NCCL_SHM_CUDA_FAILURE,
+    RULE_POD_UNSCHEDULABLE, RULE_RAY_MEMORY_MONITOR, RULE_RAY_WORKERS_UNSCHEDULED,
+    RULE_RAY_WORKER_CONNECTION_LOST, RULE_RAY_WORKER_SIGTERM, RULE_STORE_CLIENT_NAME_UNRESOLVED,
+    RULE_STORE_NAME_UNRESOLVED,
 };
 use crate::sanitize::sanitize;
 use crate::shape::{TRACEBACK_TIMEOUT, WATCHDOG_SEQUENCE};
@@ -2752,6 +2753,32 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
                per node. A gang scheduler (Volcano, Kueue) starts all of a job's pods or none."
             .to_owned();
     }
+    if proven(RULE_MPI_LOST_DAEMON) {
+        title = "mpirun lost contact with the daemon of a node of the job".to_owned();
+        meaning = "Open MPI's launcher (mpirun, prterun) runs one daemon per node, started over \
+                   ssh or the batch system, and ends the whole job when it loses one: the node \
+                   went down, the network to it broke, the daemon died, or it never started \
+                   (ssh refused or failed). The ranks on that node had no error of their own.";
+        fix = "Look at what happened to that node (the HNP report names it: `Remote daemon: ... \
+               on node X`): is it up, does `ssh X` work without a password from the launching \
+               node, and do its kernel and batch-system logs show a failure at that time? \
+               Ranks' own errors, if any, come first."
+            .to_owned();
+    }
+    if role == Role::Cause && proven(RULE_RAY_WORKERS_UNSCHEDULED) {
+        title = "Ray could not place the training workers, so they never started".to_owned();
+        meaning = "Ray Train reserves the resources of every worker at once (a placement \
+                   group) before it starts them; the cluster did not have them free within the \
+                   timeout (not enough GPUs or CPUs free, a ScalingConfig no node can satisfy, \
+                   or an autoscaler still adding nodes), so no worker started and nothing of \
+                   the training ran.";
+        fix = "Ask for what the cluster can give at once (num_workers × resources_per_worker, \
+               each worker's share within one node), free what other jobs hold, or wait for the \
+               autoscaler with a longer timeout (TRAIN_PLACEMENT_GROUP_TIMEOUT_S, or \
+               RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S on Ray Train v2); `ray status` shows \
+               what is free and what is pending."
+            .to_owned();
+    }
     if role == Role::Cause && proven(RULE_NCCL_SHM_CUDA_FAILURE) {
         title = "NCCL's shared-memory transport failed a CUDA call".to_owned();
         meaning = "NCCL passes data between the ranks of one node through shared buffers. \
@@ -3125,6 +3152,9 @@ const INDIRECT_RULES: &[&str] = &[
     // Open MPI's word that a process failed, without the process's own error: which it was
     // is in that rank's output.
     "mpi_rank_failed",
+    // A truncated message: ranks disagreeing on what they exchange, or a program's own
+    // mismatched point-to-point calls.
+    crate::rules::RULE_MPI_TRUNCATE,
     "fr_trace_missing_ranks",
     "nccl_system_error_one_node",
     "nccl_system_error_unshown_nodes",

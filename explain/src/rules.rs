@@ -134,7 +134,44 @@ pub(crate) fn classify(line: &str) -> Option<(&'static Rule, Extract)> {
         .iter()
         .find(|r| r.matches(&lower))
         .or_else(|| shell_report(&lower))
+        .or_else(|| sacct_row(&lower))
         .map(|r| (r, (r.extract)(line, &lower)))
+}
+
+/// A row of Slurm's `sacct` table (default columns `JobID JobName Partition Account AllocCPUS
+/// State ExitCode`, as people paste it): a job or step state among its columns and the
+/// `ExitCode` (`N:M`, exit status and signal) last. `sacct` cuts a state longer than the
+/// column to 9 characters and a `+` (`OUT_OF_ME+`, `CANCELLED+`). The states that say why
+/// the job ended (Slurm's `job_state_string`): OUT_OF_MEMORY, the job's cgroup memory limit
+/// (the kernel's OOM killer within its allocation); TIMEOUT, PREEMPTED and DEADLINE, Slurm
+/// stopping it from outside; NODE_FAIL, a node of the job lost. FAILED, CANCELLED and
+/// COMPLETED say nothing of the cause.
+fn sacct_row(lower: &str) -> Option<&'static Rule> {
+    let cols: Vec<&str> = lower.split_whitespace().collect();
+    // The job id first (`4242`, `4242.batch`, `4242_7`), the state and the exit code last.
+    let [first, .., state, exit_code] = cols[..] else {
+        return None;
+    };
+    let numbers = |a: &str, b: &str| {
+        !a.is_empty()
+            && !b.is_empty()
+            && a.bytes().all(|c| c.is_ascii_digit())
+            && b.bytes().all(|c| c.is_ascii_digit())
+    };
+    if cols.len() < 4
+        || !first.starts_with(|c: char| c.is_ascii_digit())
+        || !exit_code
+            .split_once(':')
+            .is_some_and(|(a, b)| numbers(a, b))
+    {
+        return None;
+    }
+    match state {
+        "out_of_memory" | "out_of_me+" => Some(&SACCT_OUT_OF_MEMORY),
+        "timeout" | "preempted" | "deadline" => Some(&SACCT_STOPPED),
+        "node_fail" => Some(&SACCT_NODE_FAIL),
+        _ => None,
+    }
 }
 
 /// What an NVIDIA Xid says, by its number (NVIDIA's Xid catalog, docs.nvidia.com/deploy/
@@ -274,13 +311,16 @@ fn shell_report(lower: &str) -> Option<&'static Rule> {
     }
 }
 
-/// The status after `exit code`, `exit status`, `exitcode`, `return code`,
-/// `returncode` (spaces, `:`, `=` between), when it is a whole number.
+/// The status after `exit code`, `exit status`, `exitcode`, `exit_code`, `exited with code`
+/// (Kubeflow's training operator, Docker Compose), `return code`, `returncode` (spaces, `:`,
+/// `=` between), when it is a whole number.
 fn exit_status(lower: &str) -> Option<u32> {
     [
         "exit code",
         "exit status",
         "exitcode",
+        "exit_code",
+        "exited with code",
         "return code",
         "returncode",
     ]
@@ -336,6 +376,8 @@ pub(crate) const RULE_RAY_WORKER_CONNECTION_LOST: &str = "ray_worker_connection_
 pub(crate) const RULE_KUBELET_EVICTED_MEMORY: &str = "kubelet_evicted_memory";
 /// The rule of kube-scheduler's report that a pod of the job could not be placed.
 pub(crate) const RULE_POD_UNSCHEDULABLE: &str = "kube_pod_unschedulable";
+/// Ray could not schedule the training workers (placement group or worker group timeout).
+pub(crate) const RULE_RAY_WORKERS_UNSCHEDULED: &str = "ray_workers_unscheduled";
 /// The rule of the kubelet evicting a pod for its disk (ephemeral storage, an emptyDir).
 pub(crate) const RULE_KUBELET_EVICTED_STORAGE: &str = "kubelet_evicted_storage";
 
@@ -362,6 +404,10 @@ pub(crate) const DUMP_SIGNAL_RULE: &str = "dump_signal_from_rank";
 /// The rule of Megatron-LM's bucket whose reduction never started (a parameter without its
 /// gradient under overlap_grad_reduce).
 pub(crate) const RULE_MEGATRON_BUCKET_NOT_ISSUED: &str = "megatron_bucket_not_issued";
+/// MPI's MPI_ERR_TRUNCATE.
+pub(crate) const RULE_MPI_TRUNCATE: &str = "mpi_err_truncate";
+/// Open MPI's lost remote daemon.
+pub(crate) const RULE_MPI_LOST_DAEMON: &str = "mpi_lost_daemon";
 /// The rule of Horovod's stall inspector.
 pub(crate) const RULE_HOROVOD_STALL: &str = "horovod_stall";
 /// The rule of Ray Train's collective timeout and NCCL hang detector.
@@ -798,6 +844,16 @@ pub(crate) static RULES: &[Rule] = &[
         [["nodes are available: "], ["insufficient", "didn't match", "untolerated taint",
           "had taint", "didn't have free ports", "volume node affinity conflict"]],
         not [], ex_pod_unschedulable),
+    // Ray Train could not place its workers: v1's `backend_executor.py` ("TimeoutError:
+    // Placement group creation timed out. Make sure your cluster either has enough resources or
+    // use an autoscaling cluster. ..."; Ray Serve's and Alpa's copies too, and the "SPMD
+    // Placement group" variant), v2's `WorkerGroupStartupTimeoutError` ("The worker group
+    // startup timed out after 30.0 seconds waiting for 2 workers. Potential causes include:
+    // (1) temporary insufficient cluster resources ..."). The workers never started: nothing of
+    // the job ran, like an unschedulable pod, not a crash.
+    rule!(RULE_RAY_WORKERS_UNSCHEDULED, RendezvousTimeout, Cause, Standalone,
+        [["placement group creation timed out", "worker group startup timed out"]],
+        not [], ex_none),
     // PyTorch's data loader (`_utils/signal_handling.py`): a worker that got SIGKILL. Any
     // sender does that; the OOM killer is the usual one, but the line does not say so.
     rule!("dataloader_worker_killed", HostOomKilled, Cause, Standalone,
@@ -2188,6 +2244,24 @@ pub(crate) static RULES: &[Rule] = &[
     // code", "... process rank 2 ... calling \"abort\"", "... exiting improperly", and MPI's
     // own "MPI_ABORT was invoked on rank 0 in communicator MPI_COMM_WORLD". The rank's own
     // error is in its output; this line joins that finding.
+    // MPI's error class MPI_ERR_TRUNCATE ("MPI_ERR_TRUNCATE: message truncated", Open MPI's
+    // `errhandler` report "*** MPI_ERR_TRUNCATE: message truncated"; MPICH's "Message
+    // truncated; 400 bytes received but buffer size is 200"): a rank received more than it
+    // posted for. Between the ranks of one collective, or a matched send and receive, that is
+    // ranks disagreeing on the size or order of what they exchange. Medium (INDIRECT_RULES):
+    // a program's own mismatched point-to-point calls give it too.
+    rule!(RULE_MPI_TRUNCATE, CollectiveMismatch, Cause, Standalone,
+        [["mpi_err_truncate", "message truncated;"]], not [], ex_none),
+    // Open MPI's and PRRTE's `help-errmgr-base.txt`: "ORTE has lost communication with a
+    // remote daemon. ... This is usually due to either a failure of the TCP network connection
+    // to the node, or possibly an internal failure of the daemon itself." (PRRTE: "PRTE has
+    // lost communication with a remote daemon", prterun's "prterun has lost ..."): a node of
+    // the job, or the link to it, was lost, or its daemon never started: the launcher's
+    // reaction, so what took the node out (an ssh refusal, a node failure) ranks before it
+    // when the log has it; alone it is the finding.
+    rule!(RULE_MPI_LOST_DAEMON, RankCrashed, Consequence, Standalone,
+        [["has lost communication with a remote daemon", "has lost communication with its daemon"]],
+        not [], ex_none),
     rule!("mpi_rank_failed", RankCrashed, Cause, AnyFinding,
         [["exited with non-zero status", "terminated normally, but", "calling \"abort\"",
           "exiting improperly", "mpi_abort was invoked on rank"]],
@@ -2369,6 +2443,14 @@ static SHELL_ABORTED: Rule = rule!("shell_aborted", RankCrashed, Cause, AnyFindi
 /// An Xid the driver logs when it tears down a process that ended (45).
 static XID_TEARDOWN: Rule = rule!("xid_teardown", RankCrashed, Consequence, AnyFinding,
     [["xid"]], not [], ex_none);
+
+/// `sacct`'s states (see [`sacct_row`]).
+static SACCT_OUT_OF_MEMORY: Rule = rule!("sacct_out_of_memory", HostOomKilled, Cause,
+    Standalone, [["out_of_me"]], not [], ex_none);
+static SACCT_STOPPED: Rule = rule!("sacct_stopped", LauncherInterrupted, Cause, Standalone,
+    [["timeout", "preempted", "deadline"]], not [], ex_none);
+static SACCT_NODE_FAIL: Rule = rule!("sacct_node_fail", RankCrashed, Cause, Standalone,
+    [["node_fail"]], not [], ex_none);
 
 static SHELL_SEGFAULT: Rule = rule!("shell_segfault", RankCrashed, Cause, AnyFinding,
     [["139"]], not [], ex_none);
@@ -5076,6 +5158,98 @@ mod tests {
     }
 
     #[test]
+    fn ray_workers_that_could_not_be_placed_never_joined() {
+        for line in [
+            "TimeoutError: Placement group creation timed out. Make sure your cluster either has \
+             enough resources or use an autoscaling cluster. If you are running on a cluster, \
+             make sure you specify an address in `ray.init()`, for example, `ray.init(\"auto\")`.",
+            "ray.train.v2._internal.exceptions.WorkerGroupStartupTimeoutError: The worker group \
+             startup timed out after 30.0 seconds waiting for 2 workers. Potential causes \
+             include: (1) temporary insufficient cluster resources while waiting for autoscaling",
+        ] {
+            let (rule, _) = classify(line).unwrap();
+            assert_eq!(
+                (rule.name, rule.category),
+                (RULE_RAY_WORKERS_UNSCHEDULED, Category::RendezvousTimeout),
+                "{line}"
+            );
+        }
+    }
+
+    #[test]
+    fn mpi_truncation_and_a_lost_daemon_are_read() {
+        for (line, rule, category) in [
+            (
+                "[host-a:01234] *** MPI_ERR_TRUNCATE: message truncated",
+                RULE_MPI_TRUNCATE,
+                Category::CollectiveMismatch,
+            ),
+            (
+                "Fatal error in MPI_Allreduce: Message truncated, error stack: Message truncated; \
+                 400 bytes received but buffer size is 200",
+                RULE_MPI_TRUNCATE,
+                Category::CollectiveMismatch,
+            ),
+            (
+                "ORTE has lost communication with a remote daemon.",
+                RULE_MPI_LOST_DAEMON,
+                Category::RankCrashed,
+            ),
+            (
+                "PRTE has lost communication with a remote daemon.",
+                RULE_MPI_LOST_DAEMON,
+                Category::RankCrashed,
+            ),
+        ] {
+            let (r, _) = classify(line).unwrap();
+            assert_eq!((r.name, r.category), (rule, category), "{line}");
+        }
+    }
+
+    #[test]
+    fn sacct_rows_are_read_by_their_state() {
+        // `sacct`'s default table as pasted: the job, its batch step, a step that completed.
+        for (line, want) in [
+            (
+                "4242           train.sh        gpu    project         16 OUT_OF_ME+    0:125 ",
+                Some(Category::HostOomKilled),
+            ),
+            (
+                "4242.batch        batch               project         16 OUT_OF_MEMORY 0:125",
+                Some(Category::HostOomKilled),
+            ),
+            (
+                "4243           train.sh        gpu    project         16    TIMEOUT      0:0 ",
+                Some(Category::LauncherInterrupted),
+            ),
+            (
+                "4244_3         train.sh        gpu    project         16  PREEMPTED      0:0",
+                Some(Category::LauncherInterrupted),
+            ),
+            (
+                "4245           train.sh        gpu    project         16  NODE_FAIL      0:0",
+                Some(Category::RankCrashed),
+            ),
+            // States that do not say why, the header, and prose are not read.
+            (
+                "4242.0          python               project         16  COMPLETED      0:0",
+                None,
+            ),
+            (
+                "4246           train.sh        gpu    project         16     FAILED      1:0",
+                None,
+            ),
+            (
+                "       JobID    JobName  Partition    Account  AllocCPUS      State ExitCode",
+                None,
+            ),
+            ("the watchdog timeout 12:30", None),
+        ] {
+            assert_eq!(cat(line), want, "{line}");
+        }
+    }
+
+    #[test]
     fn shell_reports_of_signals_are_read() {
         for line in [
             "Killed",
@@ -5083,6 +5257,10 @@ mod tests {
             "./run.sh: line 12: 48213 Killed                  torchrun --nproc_per_node 8 train.py",
             "Last State: Terminated, Reason: OOMKilled, Exit Code: 137",
             "ERROR: process exited with exit code 137",
+            // Kubeflow's training operator ("pytorchjob-worker-1 exited with code 137"),
+            // Docker Compose ("trainer-1 exited with code 137").
+            "pytorchjob-worker-1 exited with code 137",
+            "trainer-1 exited with code 137",
         ] {
             assert_eq!(cat(line), Some(Category::HostOomKilled), "{line}");
         }
@@ -5094,6 +5272,7 @@ mod tests {
             cat("container exit status 139"),
             Some(Category::RankCrashed)
         );
+        assert_eq!(cat("exit_code: 139"), Some(Category::RankCrashed));
         // Words and other numbers are not reports.
         for line in [
             "the process was killed by the user",

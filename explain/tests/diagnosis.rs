@@ -4149,3 +4149,31 @@ fn a_tasks_failure_before_slurms_cancellation_is_the_finding() {
         report.render_text(100)
     );
 }
+
+#[test]
+fn ray_workers_that_could_not_be_placed_are_a_scheduling_problem_not_a_crash() {
+    // Ray Train v1's TimeoutError (`backend_executor.py`) in the driver's traceback, and v2's
+    // controller retrying after its WorkerGroupStartupTimeoutError.
+    for log in [
+        "Traceback (most recent call last):\n  File \"train.py\", line 40, in <module>\n    \
+         result = trainer.fit()\nTimeoutError: Placement group creation timed out. Make sure \
+         your cluster either has enough resources or use an autoscaling cluster. If you are \
+         running on a cluster, make sure you specify an address in `ray.init()`, for example, \
+         `ray.init(\"auto\")`. You can also increase the timeout by setting the \
+         TRAIN_PLACEMENT_GROUP_TIMEOUT_S environment variable.\n",
+        "(TrainController pid=5760) ray.train.v2._internal.exceptions.\
+         WorkerGroupStartupTimeoutError: The worker group startup timed out after 30.0 seconds \
+         waiting for 2 workers. Potential causes include: (1) temporary insufficient cluster \
+         resources while waiting for autoscaling (ignore this warning in this case)\n",
+    ] {
+        let (f, report) = first_of(log);
+        assert_eq!(
+            (f.category, f.confidence),
+            (Category::RendezvousTimeout, Confidence::High),
+            "{}",
+            report.render_text(100)
+        );
+        assert!(f.title.contains("Ray could not place"), "{}", f.title);
+        assert!(f.fix.contains("ray status"), "{}", f.fix);
+    }
+}

@@ -3155,6 +3155,8 @@ const INDIRECT_RULES: &[&str] = &[
     // A truncated message: ranks disagreeing on what they exchange, or a program's own
     // mismatched point-to-point calls.
     crate::rules::RULE_MPI_TRUNCATE,
+    // fairseq's heartbeat saw no progress, not where.
+    crate::rules::RULE_FAIRSEQ_HEARTBEAT,
     "fr_trace_missing_ranks",
     "nccl_system_error_one_node",
     "nccl_system_error_unshown_nodes",

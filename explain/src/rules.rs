@@ -404,6 +404,8 @@ pub(crate) const DUMP_SIGNAL_RULE: &str = "dump_signal_from_rank";
 /// The rule of Megatron-LM's bucket whose reduction never started (a parameter without its
 /// gradient under overlap_grad_reduce).
 pub(crate) const RULE_MEGATRON_BUCKET_NOT_ISSUED: &str = "megatron_bucket_not_issued";
+/// fairseq's heartbeat: no progress for its timeout.
+pub(crate) const RULE_FAIRSEQ_HEARTBEAT: &str = "fairseq_heartbeat_timeout";
 /// MPI's MPI_ERR_TRUNCATE.
 pub(crate) const RULE_MPI_TRUNCATE: &str = "mpi_err_truncate";
 /// Open MPI's lost remote daemon.
@@ -713,12 +715,19 @@ pub(crate) static RULES: &[Rule] = &[
     // A rank's own word that it got SIGTERM (PyTorch Lightning's signal connector: "[rank: 0]
     // Received SIGTERM: 15"): a stop sent to it, by the batch system or by a launcher tearing
     // the job down after another rank failed. A symptom: a cause the log names comes first.
+    // `torch.multiprocessing.spawn` reports the first process that ended ("process 1
+    // terminated with signal SIGTERM"); it sends SIGTERM to the others only after that one, so
+    // a first one ended by SIGTERM or SIGINT was stopped from outside.
     rule!(
         "rank_received_sigterm",
         LauncherInterrupted,
         Symptom,
         Standalone,
-        [["received sigterm"]],
+        [[
+            "received sigterm",
+            "terminated with signal sigterm",
+            "terminated with signal sigint"
+        ]],
         not["main process received sigterm"],
         ex_none
     ),
@@ -1006,6 +1015,17 @@ pub(crate) static RULES: &[Rule] = &[
     rule!("nvswitch_fatal", NvlsFabricManager, Cause, Standalone,
         [["sxid", "nvswitch"], ["fatal", "is currently down", "nvlinks are up"]],
         not ["non-fatal", "nonfatal"], ex_none),
+    // fairseq's single-node set-up (`distributed/utils.py`: `assert
+    // cfg.distributed_world_size <= torch.cuda.device_count(), f"world size is
+    // {cfg.distributed_world_size} but have {torch.cuda.device_count()} available devices"`):
+    // more ranks than the node has GPUs, as vLLM's "is larger than the number of available
+    // GPUs" below.
+    rule!("more_ranks_than_gpus", CudaError, Cause, Standalone,
+        [["world size is "], [" but have "], [" available devices"]], not [], ex_none),
+    // fairseq's trainer (`trainer.py`): "OOM during optimization, irrecoverable", logged only
+    // for an out-of-memory error it cannot skip.
+    rule!("fairseq_oom_irrecoverable", CudaOom, Cause, Standalone,
+        [["oom during optimization, irrecoverable"]], not [], ex_none),
     rule!(
         "cuda_oom",
         CudaOom,
@@ -1265,7 +1285,10 @@ pub(crate) static RULES: &[Rule] = &[
           // "Number of GPUs must be divisible by the product of all parallelism sizes".
           "!= world_size(", "must be divisible by total world_size",
           "to be greater than/equal to pipeline size",
-          "must be divisible by the product of all parallelism sizes"]],
+          "must be divisible by the product of all parallelism sizes",
+          // fairseq's Slurm set-up with pipeline parallelism (`distributed/utils.py`):
+          // "SLURM --ntasks-per-node must match number of pipelines per node (=2)".
+          "--ntasks-per-node must match number of pipelines per node"]],
         not [], ex_none),
     // Megatron-LM's checks of the world size against the model-parallel sizes it was given
     // (`parallel_state.py`: "world_size (6) is not divisible by 4" (tensor × pipeline ×
@@ -2003,6 +2026,9 @@ pub(crate) static RULES: &[Rule] = &[
             // Megatron-LM's `initialize.py` (`assert torch.cuda.is_available(), "Megatron
             // requires CUDA."`): the process sees no GPU.
             "megatron requires cuda.",
+            // detectron2's AMP trainer (`engine/train_loop.py`: `assert
+            // torch.cuda.is_available(), "[AMPTrainer] CUDA is required for AMP training!"`).
+            "cuda is required for amp training",
             // nvidia-smi and NVML without a driver to talk to ("NVIDIA-SMI has failed because
             // it couldn't communicate with the NVIDIA driver", pynvml's "Driver Not Loaded",
             // "NVML Shared Library Not Found", nvidia-smi's "No devices were found") and the
@@ -2311,9 +2337,19 @@ pub(crate) static RULES: &[Rule] = &[
         [["died unexpectedly"], ["worker proc ", "workerproc "]],
         not ["(exit code: 0)", "(exit code: -15)", "(exit code: -2)"], ex_worker_died),
     // (A rank's `KeyboardInterrupt` is read with its traceback: `scan.rs`, python_exception.)
+    // (A CalledProcessError of a helper command a rank runs itself, e.g. fairseq's `scontrol
+    // show hostnames`, is not a launcher's report: that rank's own failure, read by its
+    // traceback.)
     rule!("launcher_consequence", RankCrashed, Consequence, AnyFinding,
         [["childfailederror", "calledprocesserror", "signalexception"]],
-        not [], ex_none),
+        not ["'scontrol'", "'nvidia-smi'", "'git'", "'hostname'"], ex_none),
+    // fairseq's heartbeat (`distributed/distributed_timeout_wrapper.py`): "Killing job for not
+    // making progress in 1800 seconds. Set --heartbeat-timeout=-1 to disable this timeout.",
+    // after which it sends its own process SIGINT (its KeyboardInterrupt traceback is a
+    // consequence): the program's own watchdog saw a hang, most often in a collective. Medium
+    // (INDIRECT_RULES): where it hung the line does not say.
+    rule!(RULE_FAIRSEQ_HEARTBEAT, CollectiveTimeout, Cause, Standalone,
+        [["killing job for not making progress in"]], not [], ex_none),
 ];
 
 fn ex_elastic_worker_failed(_: &str, lower: &str) -> Extract {
@@ -5203,6 +5239,62 @@ mod tests {
         ] {
             let (r, _) = classify(line).unwrap();
             assert_eq!((r.name, r.category), (rule, category), "{line}");
+        }
+    }
+
+    #[test]
+    fn fairseq_and_detectron2_set_up_checks_are_read() {
+        for (line, want) in [
+            (
+                "AssertionError: world size is 8 but have 4 available devices",
+                Category::CudaError,
+            ),
+            (
+                "AssertionError: [AMPTrainer] CUDA is required for AMP training!",
+                Category::CudaError,
+            ),
+            (
+                "AssertionError: SLURM --ntasks-per-node must match number of pipelines per node \
+                 (=2)",
+                Category::WorldSizeMismatch,
+            ),
+            (
+                "2024-01-01 10:00:00 | WARNING | fairseq.trainer | OOM during optimization, \
+                 irrecoverable",
+                Category::CudaOom,
+            ),
+            (
+                "2024-01-01 10:30:00 | ERROR | fairseq.distributed.distributed_timeout_wrapper | \
+                 Killing job for not making progress in 1800 seconds. Set --heartbeat-timeout=-1 \
+                 to disable this timeout.",
+                Category::CollectiveTimeout,
+            ),
+        ] {
+            assert_eq!(cat(line), Some(want), "{line}");
+        }
+        // A rank's own helper command failing is its own error, not a launcher's report.
+        let line = "subprocess.CalledProcessError: Command '['scontrol', 'show', 'hostnames', \
+                    'node[01-02]']' returned non-zero exit status 1.";
+        assert!(
+            classify(line).is_none_or(|(r, _)| r.name != "launcher_consequence"),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn spawn_reporting_a_first_process_stopped_by_sigterm_is_a_stop() {
+        for line in [
+            "torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with \
+             signal SIGTERM",
+            "torch.multiprocessing.spawn.ProcessExitedException: process 0 terminated with \
+             signal SIGINT",
+        ] {
+            let (r, _) = classify(line).unwrap();
+            assert_eq!(
+                (r.category, r.role),
+                (Category::LauncherInterrupted, Role::Symptom),
+                "{line}"
+            );
         }
     }
 

@@ -38,6 +38,11 @@ struct Spec {
     during_compute: Option<(f64, f64)>,
 }
 
+/// The advice's text on one line, its words single-spaced (its wrapping is not tested).
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 fn ready_ms(p: u32) -> f64 {
     10.0 - f64::from(p)
 }
@@ -421,7 +426,7 @@ fn a_calibration_sweep_that_does_not_grow_with_size_is_a_latency_bound_cost_mode
     let r = a.recommendation.as_ref().expect("advice");
     assert!(r.cap_mb >= 5.0 && r.worth_changing, "{r:?}");
     let text = a.render_text(100);
-    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let flat = one_line(&text);
     for needle in [
         "does not grow with the size over these sizes (about 5.0 ms per call",
         "compute's slowdown while a collective runs is not measured",
@@ -499,7 +504,7 @@ fn a_probe_reading_beyond_what_one_thread_can_take_is_bounded_at_two() {
     assert!((i.compute_probe - 4.0).abs() < 1e-6, "{i:?}");
     assert_eq!(i.compute, 2.0, "{i:?}");
     let text = four.render_text(100);
-    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let flat = one_line(&text);
     assert!(
         flat.contains("compute takes 2.00× as long")
             && flat.contains("the probe read 4.00×, more than a collective's one thread"),
@@ -526,11 +531,7 @@ fn a_probe_reading_beyond_what_one_thread_can_take_is_bounded_at_two() {
         (0.0, 0.0, 10.0, 0),
         "{i:?}"
     );
-    let flat = a
-        .render_text(100)
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ");
+    let flat = one_line(&a.render_text(100));
     assert!(
         flat.contains("a collective is taken to run as fast as alone while its rank computes")
             && flat.contains("the start-up probe's call read 10.00×"),
@@ -572,11 +573,7 @@ fn the_collectives_extra_time_and_floor_during_compute_come_from_the_runs_calls(
     // Three calls per step, in the five steady steps (the first, with one bucket, has none).
     assert_eq!((i.comm_calls, i.comm_probe_calls), (15, 0), "{i:?}");
     assert!(!i.compute_measured);
-    let flat = a
-        .render_text(100)
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ");
+    let flat = one_line(&a.render_text(100));
     assert!(
         flat.contains("a collective takes 500 µs longer than alone and at least 2.0 ms")
             && flat.contains(

@@ -2753,6 +2753,28 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
                per node. A gang scheduler (Volcano, Kueue) starts all of a job's pods or none."
             .to_owned();
     }
+    if role == Role::Cause && proven("shared_tensor_sender_gone") {
+        title = "a DataLoader worker that sent this rank a tensor had already ended".to_owned();
+        meaning = "DataLoader workers hand batches to the main process through shared memory: \
+                   the receiver connects to the sender (the worker, or torch_shm_manager) to \
+                   get the memory's handle. That connection was refused because the sender had \
+                   ended. The store and the other ranks have nothing to do with it.";
+        fix = "Find why the worker ended: its own exception earlier in the log, `dmesg` for the \
+               OOM killer (workers multiply host memory), or too many open files (`ulimit -n`; \
+               torch.multiprocessing.set_sharing_strategy('file_system') uses fewer \
+               descriptors). Fewer workers (num_workers) make both less likely."
+            .to_owned();
+    }
+    if role == Role::Cause && proven("pin_memory_host_alloc_failed") {
+        title = "pinning a batch in page-locked host memory failed (pin_memory=True)".to_owned();
+        meaning = "With pin_memory=True the DataLoader copies each batch into page-locked host \
+                   memory, which CUDA allocates (cudaHostAlloc): its \"out of memory\" there is \
+                   the host's memory running short, not the GPU's.";
+        fix = "Set pin_memory=False, or lower num_workers or prefetch_factor (fewer batches in \
+               flight); check the host's free memory and what else holds it (`free -g`, other \
+               ranks on the node). Lowering the batch size for the GPU does not address it."
+            .to_owned();
+    }
     if proven(RULE_MPI_LOST_DAEMON) {
         title = "mpirun lost contact with the daemon of a node of the job".to_owned();
         meaning = "Open MPI's launcher (mpirun, prterun) runs one daemon per node, started over \

@@ -80,6 +80,58 @@ struct Traceback {
     /// Unindented lines in a row that are no exception line: another rank's or thread's
     /// output printed into the traceback, up to [`STRAY_LINES_MAX`].
     strays: usize,
+    /// Where its frames say the exception came from, when that changes what it means
+    /// ([`TracebackPlace`]).
+    place: Option<TracebackPlace>,
+}
+
+/// Places in a traceback that change what its exception line means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TracebackPlace {
+    /// Receiving a tensor another process shared (`torch/multiprocessing/reductions.py`'s
+    /// `rebuild_storage_fd`, which connects to the sender through CPython's
+    /// `multiprocessing/resource_sharer.py`, or `rebuild_storage_filename`, through libshm's
+    /// torch_shm_manager socket): a refused connection there means the DataLoader worker (or
+    /// the manager) that sent it had ended, not that the store or a peer rank was missing.
+    SharedTensor,
+    /// Pinning a batch (`torch/utils/data/_utils/pin_memory.py`): `pin_memory()` allocates
+    /// page-locked *host* memory through CUDA (`cudaHostAlloc` in `CachingHostAllocator.cpp`),
+    /// so "CUDA error: out of memory" there is host memory, not the GPU's.
+    PinMemory,
+}
+
+impl TracebackPlace {
+    /// The place a frame line (`File ".../x.py", line N, in f`) is in, if it is one.
+    fn of_frame(frame: &str) -> Option<TracebackPlace> {
+        if frame.contains("multiprocessing/resource_sharer.py")
+            || frame.contains(", in rebuild_storage_")
+        {
+            Some(TracebackPlace::SharedTensor)
+        } else if frame.contains("data/_utils/pin_memory.py") {
+            Some(TracebackPlace::PinMemory)
+        } else {
+            None
+        }
+    }
+
+    /// What a rule's reading of the exception line becomes in this place, with the finding's
+    /// detail; `None` where the place does not change it.
+    fn reading(self, category: Category) -> Option<(&'static str, Category, &'static str)> {
+        match (self, category) {
+            (TracebackPlace::SharedTensor, Category::ConnectionRefused) => Some((
+                "shared_tensor_sender_gone",
+                Category::RankCrashed,
+                "the connection to the process that shared a tensor with this one was \
+                 refused (torch.multiprocessing's reductions.py)",
+            )),
+            (TracebackPlace::PinMemory, Category::CudaOom) => Some((
+                "pin_memory_host_alloc_failed",
+                Category::RankCrashed,
+                "out of memory while pinning a batch (the DataLoader's pin_memory.py)",
+            )),
+            _ => None,
+        }
+    }
 }
 
 impl Traceback {
@@ -95,6 +147,7 @@ impl Traceback {
             frame_indent: None,
             last_chars: 0,
             strays: 0,
+            place: None,
         }
     }
 }
@@ -698,12 +751,26 @@ impl<'a> Scanner<'a> {
             } else {
                 Role::Cause
             };
-            let mut s = Signal::new(rule.name, category, role, rule.attach);
+            // The exception line of an open traceback whose frames change what it means.
+            let in_place = self
+                .tracebacks
+                .get(&observer)
+                .and_then(|tb| tb.place)
+                .and_then(|p| p.reading(category));
+            let mut s = match in_place {
+                Some((name, category, _)) => {
+                    Signal::new(name, category, Role::Cause, Attach::Standalone)
+                }
+                None => Signal::new(rule.name, category, role, rule.attach),
+            };
             s.subjects = ex.subjects.clone();
             s.observer = observer;
             s.observer_explicit = explicit.is_some();
             s.process = process.clone();
-            s.detail = ex.detail.clone();
+            s.detail = match in_place {
+                Some((_, _, detail)) => Some(detail.to_owned()),
+                None => ex.detail.clone(),
+            };
             s.expected_world = ex.expected_world;
             s.port = ex.port;
             if let Some((n, prev_raw)) = &joined_from {
@@ -783,6 +850,9 @@ impl<'a> Scanner<'a> {
             if t.starts_with("File \"") {
                 if let Some(function) = c10d_function(t) {
                     tb.collective = Some(function.to_owned());
+                }
+                if let Some(place) = TracebackPlace::of_frame(t) {
+                    tb.place = Some(place);
                 }
                 tb.in_program_frame = is_program_frame(t);
                 if tb.in_program_frame {

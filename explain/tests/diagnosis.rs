@@ -4177,3 +4177,79 @@ fn ray_workers_that_could_not_be_placed_are_a_scheduling_problem_not_a_crash() {
         assert!(f.fix.contains("ray status"), "{}", f.fix);
     }
 }
+
+#[test]
+fn a_refused_connection_while_receiving_a_shared_tensor_is_a_data_loader_worker_gone() {
+    // torch/multiprocessing/reductions.py receiving a tensor through CPython's resource_sharer
+    // (file_descriptor strategy) and through libshm's manager (file_system strategy): the
+    // sender had ended; no store, no peer rank.
+    for log in [
+        "Traceback (most recent call last):\n  File \"/usr/lib/python3.10/multiprocessing/queues.py\", \
+         line 122, in get\n    return _ForkingPickler.loads(res)\n  File \"/usr/local/lib/python3.10/\
+         dist-packages/torch/multiprocessing/reductions.py\", line 538, in rebuild_storage_fd\n    \
+         fd = df.detach()\n  File \"/usr/lib/python3.10/multiprocessing/resource_sharer.py\", line \
+         57, in detach\n    with _resource_sharer.get_connection(self._id) as conn:\n  File \
+         \"/usr/lib/python3.10/multiprocessing/resource_sharer.py\", line 86, in get_connection\n    \
+         c = Client(address, authkey=process.current_process().authkey)\n  File \
+         \"/usr/lib/python3.10/multiprocessing/connection.py\", line 630, in SocketClient\n    \
+         s.connect(address)\nConnectionRefusedError: [Errno 111] Connection refused\n",
+        "Traceback (most recent call last):\n  File \"/usr/lib/python3.10/multiprocessing/queues.py\", \
+         line 122, in get\n    return _ForkingPickler.loads(res)\n  File \"/usr/local/lib/python3.10/\
+         dist-packages/torch/multiprocessing/reductions.py\", line 576, in \
+         rebuild_storage_filename\n    storage = torch.UntypedStorage._new_shared_filename_cpu(\
+         manager, handle, size)\nRuntimeError: Connection refused\n",
+    ] {
+        let (f, report) = first_of(log);
+        assert_eq!(
+            (f.category, f.role),
+            (Category::RankCrashed, Role::Cause),
+            "{}",
+            report.render_text(100)
+        );
+        assert!(f.title.contains("DataLoader worker"), "{}", f.title);
+        assert!(
+            report
+                .findings
+                .iter()
+                .all(|f| f.category != Category::ConnectionRefused),
+            "{}",
+            report.render_text(100)
+        );
+    }
+    // The same exception outside that place is still a refused connection.
+    let (f, _) = first_of(
+        "Traceback (most recent call last):\n  File \"train.py\", line 8, in <module>\n    \
+         dist.init_process_group(\"nccl\")\nConnectionRefusedError: [Errno 111] Connection \
+         refused\n",
+    );
+    assert_eq!(f.category, Category::ConnectionRefused);
+}
+
+#[test]
+fn out_of_memory_while_pinning_a_batch_is_host_memory_not_the_gpus() {
+    let log = "Traceback (most recent call last):\n  File \"/workspace/train.py\", line 161, in \
+               train\n    for step, batch in enumerate(train_loader):\n  File \"/usr/local/lib/\
+               python3.10/dist-packages/torch/_utils.py\", line 769, in reraise\n    raise \
+               exception\nRuntimeError: Caught RuntimeError in pin memory thread for device 0.\n\
+               Original Traceback (most recent call last):\n  File \"/usr/local/lib/python3.10/\
+               dist-packages/torch/utils/data/_utils/pin_memory.py\", line 34, in do_one_step\n    \
+               data = pin_memory(data, device)\n  File \"/usr/local/lib/python3.10/dist-packages/\
+               torch/utils/data/_utils/pin_memory.py\", line 58, in pin_memory\n    return \
+               data.pin_memory()\nRuntimeError: CUDA error: out of memory\n";
+    let (f, report) = first_of(log);
+    assert_eq!(
+        (f.category, f.role),
+        (Category::RankCrashed, Role::Cause),
+        "{}",
+        report.render_text(100)
+    );
+    assert!(f.title.contains("page-locked host memory"), "{}", f.title);
+    assert!(
+        report
+            .findings
+            .iter()
+            .all(|f| f.category != Category::CudaOom),
+        "{}",
+        report.render_text(100)
+    );
+}

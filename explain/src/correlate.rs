@@ -3179,6 +3179,8 @@ const INDIRECT_RULES: &[&str] = &[
     crate::rules::RULE_MPI_TRUNCATE,
     // fairseq's heartbeat saw no progress, not where.
     crate::rules::RULE_FAIRSEQ_HEARTBEAT,
+    // Composer recovers from an OOM it observes when its microbatch size is 'auto'.
+    crate::rules::RULE_COMPOSER_OOM_OBSERVED,
     "fr_trace_missing_ranks",
     "nccl_system_error_one_node",
     "nccl_system_error_unshown_nodes",

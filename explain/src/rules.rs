@@ -404,6 +404,8 @@ pub(crate) const DUMP_SIGNAL_RULE: &str = "dump_signal_from_rank";
 /// The rule of Megatron-LM's bucket whose reduction never started (a parameter without its
 /// gradient under overlap_grad_reduce).
 pub(crate) const RULE_MEGATRON_BUCKET_NOT_ISSUED: &str = "megatron_bucket_not_issued";
+/// Composer's OOMObserver.
+pub(crate) const RULE_COMPOSER_OOM_OBSERVED: &str = "composer_oom_observed";
 /// fairseq's heartbeat: no progress for its timeout.
 pub(crate) const RULE_FAIRSEQ_HEARTBEAT: &str = "fairseq_heartbeat_timeout";
 /// MPI's MPI_ERR_TRUNCATE.
@@ -937,7 +939,14 @@ pub(crate) static RULES: &[Rule] = &[
         // failed on at least one rank; falling back to NCCL.") is no failure of the job.
         not ["support is not available", "support is available", "no algorithm/protocol",
              "is not supported for multi-node allreduce", "falling back to nccl",
-             "unable to configure nvls option"],
+             "unable to configure nvls option",
+             // NCCL 2.30 (`transport/nvls.cc`): "rank 3 failed to NVLS register sendbuff ..."
+             // at INFO, then it copies instead; a forced NCCL_NVLS_ENABLE=1 with ranks sharing
+             // a GPU (ncclInvalidUsage) and LSA's refusal of CPU-backed buffers across nodes
+             // (`dev_runtime_segments.cc`) are settings NCCL does not support, not the fabric
+             // failing.
+             "failed to nvls register", "multiple ranks using the same nvml device",
+             "does not support multi-node ipc on cpu-backed buffers"],
         ex_none),
     // NCCL's shared-memory transport (`transport/shm.cc`) failing a CUDA call. Since NCCL
     // 2.23 (with cuMem on, NCCL_CUMEM_HOST_ENABLE) it allocates the host buffers it shares
@@ -1026,6 +1035,30 @@ pub(crate) static RULES: &[Rule] = &[
     // for an out-of-memory error it cannot skip.
     rule!("fairseq_oom_irrecoverable", CudaOom, Cause, Standalone,
         [["oom during optimization, irrecoverable"]], not [], ex_none),
+    // Composer's OOMObserver callback (`callbacks/oom_observer.py`, hooked on PyTorch's
+    // out-of-memory observer): "Out Of Memory (OOM) observed" on the rank that ran out.
+    // Medium (INDIRECT_RULES): with device_train_microbatch_size='auto' Composer recovers.
+    rule!(RULE_COMPOSER_OOM_OBSERVED, CudaOom, Cause, Standalone,
+        [["out of memory (oom) observed"]], not [], ex_none),
+    // NCCL's argument check (`misc/argcheck.cc`): "AllReduce : sendbuff allocated on device 1
+    // mismatchs with NCCL device 0": the buffer is on another GPU than the rank's
+    // communicator, the current device not set to the rank's own (set_device missing).
+    rule!("nccl_buffer_on_other_device", DuplicateGpu, Cause, Standalone,
+        [["mismatchs with nccl device", "mismatches with nccl device"]], not [], ex_none),
+    // NCCL's proxy and service threads (`proxy.cc`): "Call to pthread_create failed: Resource
+    // temporarily unavailable": the process hit its thread limit (`ulimit -u`, a container's
+    // pids limit), the rank's own failure.
+    rule!("thread_limit", RankCrashed, Cause, Standalone,
+        [["pthread_create failed"], ["resource temporarily unavailable"]], not [], ex_none),
+    // NCCL's UNIX-socket exchange with a rank on the same node (`os/linux_ipcsocket.cc`, used
+    // to pass cuMem handles): "UDS: Sending data over socket /tmp/nccl-socket-... failed :
+    // Connection refused (111)"; its proxy's "[Service thread] Could not receive type from
+    // localRank 2, res=6, closed=1". The local peer (or its proxy) is gone: no store, TCP or
+    // interface involved.
+    rule!("nccl_local_peer_gone", RankCrashed, Consequence, Standalone,
+        [["uds: sending data over socket", "uds: receiving data over socket",
+          "could not receive type from localrank"]],
+        not [], ex_none),
     rule!(
         "cuda_oom",
         CudaOom,
@@ -1045,7 +1078,13 @@ pub(crate) static RULES: &[Rule] = &[
                 "hip out of memory"
             ]
         ],
-        not["killed process"],
+        // Composer's auto microbatching (`trainer.py`): its start-up warning
+        // "`device_train_microbatch_size='auto'` may potentially fail with unexpected CUDA
+        // errors ..." and "CUDA out of memory or excessive memory allocation retries detected.
+        // Train microbatch size will be decreased from 8 -> 4.": an OOM it caught and recovers
+        // from by halving the microbatch.
+        not["killed process", "train microbatch size will be decreased",
+            "may potentially fail with unexpected cuda errors"],
         ex_cuda_oom
     ),
     // cuBLAS's own status for memory it could not get (`CUBLAS_STATUS_ALLOC_FAILED`, which
@@ -1144,21 +1183,37 @@ pub(crate) static RULES: &[Rule] = &[
     // (`shmutils.cc`, then `os/linux.cc`): mkstemp's failure in /dev/shm, "Error: failed to
     // create shared memory file /dev/shm/nccl-XXXXXX, error No space left on device (28)"
     // (before 2.30 the path printed as a pointer).
-    rule!("shm_segment", ShmTooSmall, Cause, Standalone,
-        [["error while creating shared memory segment", "unable to allocate shared memory", "failed to extend /dev/shm",
-          "failed to create shared memory file",
-          "call to posix_fallocate failed", "could not map /dev/shm",
-          "insufficient shared memory", "out of shared memory", "raise your shared memory limit",
-          "bus error encountered in worker",
-          // vLLM's `shm_broadcast.py` (check_shm_free_space): "Insufficient space in /dev/shm
-          // for shared-memory allocation: 384 MiB required, 60 MiB free."
-          "insufficient space in /dev/shm",
-          // UCX's `mm_posix.c`: "Not enough memory to write total of 4294967296 bytes. Please
-          // check that /dev/shm or the directory you specified has more available memory.";
-          // Open MPI's `help-opal-shmem-mmap.txt`: "there is not enough space for
-          // /dev/shm/... (the shared-memory backing file)".
-          "not enough memory to write total of", "(the shared-memory backing file)"]],
-        not [], ex_none),
+    rule!(
+        "shm_segment",
+        ShmTooSmall,
+        Cause,
+        Standalone,
+        [[
+            "error while creating shared memory segment",
+            "unable to allocate shared memory",
+            "failed to extend /dev/shm",
+            "failed to create shared memory file",
+            "call to posix_fallocate failed",
+            "could not map /dev/shm",
+            "insufficient shared memory",
+            "out of shared memory",
+            "raise your shared memory limit",
+            "bus error encountered in worker",
+            // vLLM's `shm_broadcast.py` (check_shm_free_space): "Insufficient space in /dev/shm
+            // for shared-memory allocation: 384 MiB required, 60 MiB free."
+            "insufficient space in /dev/shm",
+            // UCX's `mm_posix.c`: "Not enough memory to write total of 4294967296 bytes. Please
+            // check that /dev/shm or the directory you specified has more available memory.";
+            // Open MPI's `help-opal-shmem-mmap.txt`: "there is not enough space for
+            // /dev/shm/... (the shared-memory backing file)".
+            "not enough memory to write total of",
+            "(the shared-memory backing file)"
+        ]],
+        // NCCL's `os/linux.cc` on EINTR: "fallocate: Failed to extend /dev/shm/nccl-... to N
+        // bytes, error: Interrupted system call (4) - retrying" (at INFO; it retries).
+        not["interrupted system call"],
+        ex_none
+    ),
     // ATen's MapAllocator on a tensor's shared-memory file (`MapAllocator.cpp`: shm_open's
     // "/torch_<pid>_<random>_<n>", which lives in /dev/shm, as the DataLoader's workers pass
     // batches): "unable to write to file </torch_1234_567_0>: No space left on device (28)",
@@ -1183,7 +1238,8 @@ pub(crate) static RULES: &[Rule] = &[
             ["/dev/shm"],
             ["no space left", "bus error", "cannot allocate", "failed"]
         ],
-        not["error mounting"],
+        // (and NCCL's retried EINTR, as for shm_segment)
+        not["error mounting", "interrupted system call"],
         ex_none
     ),
     // Ray's start-up check (`services.py`, which vLLM's multi-GPU runs start): "The object
@@ -1306,6 +1362,14 @@ pub(crate) static RULES: &[Rule] = &[
     // not match."; torchelastic's "You set `devices=4` and `num_nodes=1` in Lightning, but
     // the product (4 * 1) does not match the world size (8)."; srun's "You set `--ntasks=8`
     // in your SLURM bash script, but this variable is not supported."
+    // Composer's `utils/dist.py` (`_get_distributed_config_var`): "Torch distributed has been
+    // initialized with a value of 8 for world size, but environment variable WORLD_SIZE has
+    // value 16." (and the same for RANK): the process group was set up for another world than
+    // the launcher started.
+    rule!("composer_dist_config_differs", WorldSizeMismatch, Cause, Standalone,
+        [["torch distributed has been initialized with a value of"],
+         ["but environment variable"]],
+        not [], ex_none),
     rule!(RULE_LIGHTNING_LAUNCHER_SIZES, WorldSizeMismatch, Cause, Standalone,
         [["in lightning, but the number of", "in lightning, but the product",
           "in your slurm bash script, but this variable is not supported",
@@ -5295,6 +5359,56 @@ mod tests {
                 (Category::LauncherInterrupted, Role::Symptom),
                 "{line}"
             );
+        }
+    }
+
+    #[test]
+    fn nccl_2_30_and_composer_lines_are_read_from_their_sources() {
+        let p = "node-a:48213:48390 [3] ";
+        for (line, want) in [
+            // Retries, fallbacks and unsupported settings: no fabric or /dev/shm failure.
+            (
+                format!("{p}NCCL INFO fallocate: Failed to extend /dev/shm/nccl-a1B2c3 to 9637892 bytes, error: Interrupted system call (4) - retrying"),
+                None,
+            ),
+            (
+                format!("{p}NCCL INFO rank 3 failed to NVLS register sendbuff 0x7f1a00000000 sendbuffSize 268435456"),
+                None,
+            ),
+            (
+                format!("{p}transport/nvls.cc:254 NCCL WARN NCCL_NVLS_ENABLE has been set to \"1\" and communicator has multiple ranks using the same NVML device. This is not compatible with NCCL_NVLS_ENABLE=1."),
+                None,
+            ),
+            (
+                format!("{p}misc/argcheck.cc:24 NCCL WARN AllReduce : sendbuff allocated on device 1 mismatchs with NCCL device 0"),
+                Some(Category::DuplicateGpu),
+            ),
+            (
+                format!("{p}proxy.cc:2079 NCCL WARN Call to pthread_create failed: Resource temporarily unavailable"),
+                Some(Category::RankCrashed),
+            ),
+            (
+                format!("{p}os/linux_ipcsocket.cc:233 NCCL WARN UDS: Sending data over socket /tmp/nccl-socket-1-8a3f21c0d9e4b7a2 failed : Connection refused (111)"),
+                Some(Category::RankCrashed),
+            ),
+            (
+                format!("{p}proxy.cc:1874 NCCL WARN [Service thread] Could not receive type from localRank 2, res=6, closed=1"),
+                Some(Category::RankCrashed),
+            ),
+            (
+                "ValueError: Torch distributed has been initialized with a value of 8 for world size, but environment variable WORLD_SIZE has value 16.".to_owned(),
+                Some(Category::WorldSizeMismatch),
+            ),
+            (
+                "[rank3]: Out Of Memory (OOM) observed".to_owned(),
+                Some(Category::CudaOom),
+            ),
+            (
+                "UserWarning: CUDA out of memory or excessive memory allocation retries detected. Train microbatch size will be decreased from 8 -> 4.".to_owned(),
+                None,
+            ),
+        ] {
+            assert_eq!(cat(&line), want, "{line}");
         }
     }
 

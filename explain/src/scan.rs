@@ -1350,9 +1350,14 @@ fn joined_line_starts(line: &str) -> Vec<usize> {
         for i in markers(line, key) {
             // NCCL prints its version as an INFO line too: one line.
             let version = line[i + key.len()..].starts_with(|c: char| c.is_ascii_digit());
+            // Not inside NCCL's own sentence about versions ("This application was compiled
+            // with NCCL version 2.30.7, but is running with NCCL version 2.28.3"): a split
+            // there cut the sentence its rule reads.
+            let in_sentence = line[..i].trim_end().ends_with(" with");
             if after_text(i)
                 && !line[..i].ends_with("NCCL INFO ")
                 && (version || key != "NCCL version ")
+                && !in_sentence
             {
                 starts.push(i);
             }

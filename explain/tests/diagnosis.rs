@@ -4253,3 +4253,25 @@ fn out_of_memory_while_pinning_a_batch_is_host_memory_not_the_gpus() {
         report.render_text(100)
     );
 }
+
+#[test]
+fn nccls_sentence_about_its_versions_is_read_whole() {
+    // NCCL 2.30's wording (`dev_runtime.cc`): "NCCL library version" after "running with". The
+    // line had been cut at "NCCL version 2.30.7" (where NCCL's own version line would start a
+    // record), leaving neither part the sentence the rule reads, and no finding at all.
+    for log in [
+        "node-a:48213:48390 [3] dev_runtime.cc:1428 NCCL WARN NCCL library is too old. This \
+         application was compiled with NCCL version 2.30.7, but is running with NCCL library \
+         version 2.28.3.\n",
+        "NCCL library is not backwards compatible. This application was compiled with NCCL \
+         version 2.28.3, but is running with NCCL library version 3.0.0.\n",
+    ] {
+        let (f, report) = first_of(log);
+        assert_eq!(
+            f.category,
+            Category::NcclVersionMismatch,
+            "{}",
+            report.render_text(100)
+        );
+    }
+}

@@ -2775,6 +2775,23 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
                ranks on the node). Lowering the batch size for the GPU does not address it."
             .to_owned();
     }
+    if role == Role::Cause && proven(crate::rules::RULE_NCCL_RAS_BEHIND) {
+        title =
+            "NCCL's RAS found a rank behind the others in a communicator's collectives".to_owned();
+        meaning = "NCCL's reliability service (RAS) compared the ranks of a communicator: the \
+                   rank named launched fewer collectives than the others, which wait for it \
+                   inside the next one. It is stuck or busy elsewhere (its own hang, a long \
+                   step, a branch the others did not take), or it died.";
+    }
+    if role == Role::Cause && proven(crate::rules::RULE_NCCL_RAS_DEAD) {
+        title = "NCCL's RAS found a process of the job dead (unreachable)".to_owned();
+        meaning = "NCCL's reliability service (RAS) lost contact with a process of the job: it \
+                   died, or its node or the network to it did. The report names its host, PID \
+                   and GPUs; the other ranks fail or hang after it.";
+        fix = "Look at that process's own output and its node (`dmesg`, the scheduler's log) \
+               for why it ended: an OOM kill, a GPU fault (Xid), a node failure."
+            .to_owned();
+    }
     if proven(RULE_MPI_LOST_DAEMON) {
         title = "mpirun lost contact with the daemon of a node of the job".to_owned();
         meaning = "Open MPI's launcher (mpirun, prterun) runs one daemon per node, started over \
@@ -3181,6 +3198,9 @@ const INDIRECT_RULES: &[&str] = &[
     crate::rules::RULE_FAIRSEQ_HEARTBEAT,
     // Composer recovers from an OOM it observes when its microbatch size is 'auto'.
     crate::rules::RULE_COMPOSER_OOM_OBSERVED,
+    // NCCL's RAS: unreachable is dead, or its node or network; behind, not why.
+    crate::rules::RULE_NCCL_RAS_DEAD,
+    crate::rules::RULE_NCCL_RAS_BEHIND,
     "fr_trace_missing_ranks",
     "nccl_system_error_one_node",
     "nccl_system_error_unshown_nodes",

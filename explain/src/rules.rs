@@ -404,6 +404,10 @@ pub(crate) const DUMP_SIGNAL_RULE: &str = "dump_signal_from_rank";
 /// The rule of Megatron-LM's bucket whose reduction never started (a parameter without its
 /// gradient under overlap_grad_reduce).
 pub(crate) const RULE_MEGATRON_BUCKET_NOT_ISSUED: &str = "megatron_bucket_not_issued";
+/// NCCL RAS: a process of the job considered dead.
+pub(crate) const RULE_NCCL_RAS_DEAD: &str = "nccl_ras_dead";
+/// NCCL RAS: a rank behind the others in a communicator's operations.
+pub(crate) const RULE_NCCL_RAS_BEHIND: &str = "nccl_ras_rank_behind";
 /// Composer's OOMObserver.
 pub(crate) const RULE_COMPOSER_OOM_OBSERVED: &str = "composer_oom_observed";
 /// fairseq's heartbeat: no progress for its timeout.
@@ -1059,6 +1063,34 @@ pub(crate) static RULES: &[Rule] = &[
         [["uds: sending data over socket", "uds: receiving data over socket",
           "could not receive type from localrank"]],
         not [], ex_none),
+    // NCCL's RAS (2.24 on; `ras/client_support.cc`, the `ncclras` client's report and the
+    // service's event log): "DEAD\n  1 job process is considered dead (unreachable via the RAS
+    // network)\n  Process 48213 on node 10.1.2.4 managing GPU 3", "PEER_DEAD: Process 48213 on
+    // node ... managing GPU 3". A process of the job stopped answering: it died, or its node
+    // or the network to it did. Medium (INDIRECT_RULES).
+    rule!(RULE_NCCL_RAS_DEAD, RankCrashed, Cause, Standalone,
+        [["considered dead (unreachable via the ras network)", "peer_dead: process"]],
+        not [], ex_none),
+    // RAS's MISMATCH report of a communicator ("Communicator ranks have different AllReduce
+    // operation counts\n  15 ranks have launched up to operation 5632\n  Rank 11 has launched
+    // up to operation 5631 -- GPU 3 managed by process ..."; "Rank 0 has not launched any
+    // operations"): the rank named is behind the others, which wait for it in a collective.
+    // Medium (INDIRECT_RULES): why it is behind the report does not say.
+    rule!(
+        RULE_NCCL_RAS_BEHIND,
+        CollectiveTimeout,
+        Cause,
+        Standalone,
+        [
+            [
+                "has launched up to operation",
+                "has not launched any operations"
+            ],
+            ["rank "]
+        ],
+        not["ranks have launched"],
+        ex_ras_rank_behind
+    ),
     rule!(
         "cuda_oom",
         CudaOom,
@@ -3730,6 +3762,20 @@ fn ex_peer_closed(line: &str, lower: &str) -> Extract {
     }
 }
 
+/// The rank a RAS MISMATCH line names ("Rank 11 has launched up to operation 5631 -- ...").
+fn ex_ras_rank_behind(line: &str, lower: &str) -> Extract {
+    let subjects = num_after(lower, "rank ")
+        .and_then(rank_number)
+        .into_iter()
+        .collect();
+    let detail = lower.find("rank ").map(|i| phrase(line, i, 120));
+    Extract {
+        subjects,
+        detail,
+        ..Extract::default()
+    }
+}
+
 fn ex_peer_io(line: &str, lower: &str) -> Extract {
     let subjects = num_after(lower, "i/o error with rank ")
         .and_then(rank_number)
@@ -5410,6 +5456,36 @@ mod tests {
         ] {
             assert_eq!(cat(&line), want, "{line}");
         }
+    }
+
+    #[test]
+    fn nccl_ras_reports_name_the_dead_and_the_lagging() {
+        let (r, _) =
+            classify("  1 job process is considered dead (unreachable via the RAS network)")
+                .unwrap();
+        assert_eq!(
+            (r.name, r.category),
+            (RULE_NCCL_RAS_DEAD, Category::RankCrashed)
+        );
+        let (r, _) = classify(
+            "[2026-06-12 10:41:07] PEER_DEAD: Process 48213 on node 10.1.2.4 managing GPU 3",
+        )
+        .unwrap();
+        assert_eq!(r.name, RULE_NCCL_RAS_DEAD);
+        let (r, ex) = classify(
+            "  Rank 11 has launched up to operation 5631 -- GPU 3 managed by process 48213 on \
+             node 10.1.2.4",
+        )
+        .unwrap();
+        assert_eq!(
+            (r.name, r.category, ex.subjects),
+            (RULE_NCCL_RAS_BEHIND, Category::CollectiveTimeout, vec![11])
+        );
+        let (_, ex) = classify("  Rank 0 has not launched any operations -- GPU 0").unwrap();
+        assert_eq!(ex.subjects, vec![0]);
+        // The count of the ranks ahead is no rank of its own.
+        assert!(classify("  15 ranks have launched up to operation 5632")
+            .is_none_or(|(r, _)| r.name != RULE_NCCL_RAS_BEHIND));
     }
 
     #[test]

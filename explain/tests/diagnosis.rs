@@ -4275,3 +4275,35 @@ fn nccls_sentence_about_its_versions_is_read_whole() {
         );
     }
 }
+
+#[test]
+fn nccl_ras_reports_name_the_rank_behind_and_the_dead_process() {
+    // The `ncclras` client's report (NCCL 2.24 on, `ras/client_support.cc`).
+    let (f, report) = first_of(
+        "#0-0 (9ae5f3c1e2d4b7a0) MISMATCH\n  Communicator ranks have different AllReduce \
+         operation counts\n  15 ranks have launched up to operation 5632\n  Rank 11 has \
+         launched up to operation 5631 -- GPU 3 managed by process 48213 on node 10.1.2.4\n",
+    );
+    assert_eq!(
+        (f.category, f.ranks.clone(), f.confidence),
+        (Category::CollectiveTimeout, vec![11], Confidence::Medium),
+        "{}",
+        report.render_text(100)
+    );
+    assert!(f.title.contains("RAS found a rank behind"), "{}", f.title);
+    let (f, report) = first_of(
+        "Errors\n======\n\nDEAD\n  1 job process is considered dead (unreachable via the RAS \
+         network)\n  Process 48213 on node 10.1.2.4 managing GPUs 0,1,2,3,4,5,6,7\n",
+    );
+    assert_eq!(
+        (f.category, f.confidence),
+        (Category::RankCrashed, Confidence::Medium),
+        "{}",
+        report.render_text(100)
+    );
+    assert!(
+        f.title.contains("RAS found a process of the job dead"),
+        "{}",
+        f.title
+    );
+}

@@ -2161,7 +2161,11 @@ pub(crate) static RULES: &[Rule] = &[
         [[
             "cuda error:",
             "cuda failure",
-            "device-side assert",
+            // ("device-side assert triggered": PyTorch's hint after every CUDA error it raises,
+            // "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.", is no
+            // assert that fired; the error above it is what failed, an out-of-memory one
+            // included.)
+            "device-side assert triggered",
             "illegal memory access",
             "cudaerror",
             "invalid device ordinal",

@@ -4227,6 +4227,21 @@ fn a_refused_connection_while_receiving_a_shared_tensor_is_a_data_loader_worker_
 
 #[test]
 fn out_of_memory_while_pinning_a_batch_is_host_memory_not_the_gpus() {
+    // PyTorch 2.8 on raises it as `torch.AcceleratorError`, with its hints after it; the
+    // hint about device-side assertions is no assert that fired.
+    let accelerator = "Original Traceback (most recent call last):\n  File \"/usr/local/lib/\
+                       python3.10/dist-packages/torch/utils/data/_utils/pin_memory.py\", line \
+                       58, in pin_memory\n    return data.pin_memory()\ntorch.AcceleratorError: \
+                       CUDA error: out of memory\nCUDA kernel errors might be asynchronously \
+                       reported at some other API call, so the stacktrace below might be \
+                       incorrect.\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1\n\
+                       Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n";
+    let (f, report) = first_of(accelerator);
+    assert!(
+        f.title.contains("page-locked host memory"),
+        "{}",
+        report.render_text(100)
+    );
     let log = "Traceback (most recent call last):\n  File \"/workspace/train.py\", line 161, in \
                train\n    for step, batch in enumerate(train_loader):\n  File \"/usr/local/lib/\
                python3.10/dist-packages/torch/_utils.py\", line 769, in reraise\n    raise \

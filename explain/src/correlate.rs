@@ -2335,8 +2335,8 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
             // say which rank: "a rank crashed: SizeMismatchError: ...").
             let said = own
                 .iter()
-                .find(|s| matches!(s.rule, "python_exception" | "program_refused_start"))
-                .and_then(|s| s.detail.as_deref());
+                .filter(|s| matches!(s.rule, "python_exception" | "program_refused_start"))
+                .find_map(|s| s.detail.as_deref());
             if let Some(said) = said {
                 title = format!("{title}: {}", sanitize(said, 100));
                 if let Some(module) = missing_module(said) {

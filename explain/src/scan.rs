@@ -1023,7 +1023,15 @@ impl<'a> Scanner<'a> {
         }
         let mut s = Signal::new("python_exception", category, role, attach);
         s.observer = rank;
-        s.detail = Some(match (&wrapped, interrupted, collective) {
+        // `torch.multiprocessing.spawn`'s report in the parent that a child raised (`spawn.py`:
+        // "ProcessRaisedException: \n\n-- Process 1 terminated with the following error:" and
+        // the child's own traceback) says nothing itself: the child's exception below it, when
+        // the log has it, names the finding.
+        let says_nothing = class == "ProcessRaisedException"
+            && body
+                .split_once(':')
+                .is_none_or(|(_, rest)| rest.trim().is_empty());
+        s.detail = (!says_nothing).then(|| match (&wrapped, interrupted, collective) {
             (_, true, Some(c)) => format!(
                 "KeyboardInterrupt while the rank waited in {c}: the job was stopped by hand \
                  (Ctrl-C, SIGINT) while that collective did not complete, a hang"

@@ -4322,3 +4322,35 @@ fn nccl_ras_reports_name_the_rank_behind_and_the_dead_process() {
         f.title
     );
 }
+
+#[test]
+fn a_spawned_processs_own_exception_names_the_crash_not_spawns_wrapper() {
+    // `torch.multiprocessing.spawn` re-raises a child's error in the parent as an empty
+    // `ProcessRaisedException:` followed by the child's traceback.
+    let log = "Traceback (most recent call last):\n  File \"train.py\", line 40, in <module>\n    \
+               mp.spawn(main, nprocs=4)\n  File \"/usr/lib/python3/dist-packages/torch/\
+               multiprocessing/spawn.py\", line 215, in join\n    raise \
+               ProcessRaisedException(msg, error_index, failed_process.pid)\n\
+               torch.multiprocessing.spawn.ProcessRaisedException: \n\n-- Process 1 terminated \
+               with the following error:\nTraceback (most recent call last):\n  File \
+               \"/usr/lib/python3/dist-packages/torch/multiprocessing/spawn.py\", line 90, in \
+               _wrap\n    fn(i, *args)\n  File \"/workspace/train.py\", line 22, in main\n    \
+               ckpt = state[\"model\"]\nKeyError: 'model'\n";
+    let (f, report) = first_of(log);
+    assert_eq!(
+        f.category,
+        Category::RankCrashed,
+        "{}",
+        report.render_text(100)
+    );
+    assert!(f.title.ends_with("KeyError: 'model'"), "{}", f.title);
+    // Cut before the child's traceback: still a crash, with nothing to quote.
+    let (f, _) = first_of(
+        "torch.multiprocessing.spawn.ProcessRaisedException: \n\n-- Process 1 terminated with \
+         the following error:\n",
+    );
+    assert_eq!(
+        (f.category, f.title.as_str()),
+        (Category::RankCrashed, "a rank crashed")
+    );
+}

@@ -1017,14 +1017,7 @@ fn lightnings_own_kill_after_a_failed_rank_is_not_the_oom_killer() {
         report.render_text(100)
     );
     assert!(f.title.contains("ValueError"), "{}", f.title);
-    assert!(
-        report
-            .findings
-            .iter()
-            .all(|f| f.category != Category::HostOomKilled),
-        "{}",
-        report.render_text(100)
-    );
+    assert_no_finding_of(&report, Category::HostOomKilled);
     // A rank the kernel killed stays the out-of-memory killer's: Lightning reports its -9.
     let log = "[rank: 2] Child process with PID 4243 terminated with code -9. Forcefully \
                terminating all other processes to avoid zombies 🧟\nKilled\n";
@@ -1680,26 +1673,14 @@ fn a_rank_that_exited_normally_before_its_peer_lost_it_is_the_cause() {
         "terminate called after throwing an instance of 'c10::Error'\n  what():  CUDA error: an illegal memory access was encountered\nterminate called without an active exception\n",
     );
     let r = explain(&[root.to_path_buf()]).unwrap();
-    assert!(
-        r.findings
-            .iter()
-            .all(|f| f.category != Category::UnevenInputs),
-        "{}",
-        r.render_text(100)
-    );
+    assert_no_finding_of(&r, Category::UnevenInputs);
 
     // Rank 1 exited after rank 0 failed: rank 1 had finished its work, and rank 0's failure is
     // its own.
     put(root, "logs/rank-1.stderr", epoch);
     put(root, "manifest.json", &rank0_failed_at_4_9(exited, 5.3));
     let r = explain(&[root.to_path_buf()]).unwrap();
-    assert!(
-        r.findings
-            .iter()
-            .all(|f| f.category != Category::UnevenInputs),
-        "{}",
-        r.render_text(100)
-    );
+    assert_no_finding_of(&r, Category::UnevenInputs);
 }
 
 #[test]
@@ -1921,13 +1902,7 @@ fn a_killed_dataloader_worker_is_judged_by_the_evidence_read_at_its_ranks_exit()
         .contains("DataLoader worker (pid 4242) is killed by signal")));
     // Rank 1's trace ended "ok" only because the interpreter exited; the manifest says it
     // failed: it did not run out of batches.
-    assert!(
-        r.findings
-            .iter()
-            .all(|f| f.category != Category::UnevenInputs),
-        "{}",
-        r.render_text(100)
-    );
+    assert_no_finding_of(&r, Category::UnevenInputs);
 
     // The counter of the rank's cgroup rose: the OOM killer, certain.
     let dir = tempfile::tempdir().unwrap();
@@ -1994,13 +1969,7 @@ fn sigkill_with_unchanged_oom_counters_is_a_kill_from_outside() {
         "{}",
         r.render_text(100)
     );
-    assert!(
-        r.findings
-            .iter()
-            .all(|f| f.category != Category::HostOomKilled),
-        "{}",
-        r.render_text(100)
-    );
+    assert_no_finding_of(&r, Category::HostOomKilled);
     assert!(
         top.title.contains("from outside the process"),
         "{}",
@@ -2217,7 +2186,7 @@ fn hung_run_names_the_rank_that_never_joined_the_collective() {
         .evidence
         .iter()
         .any(|e| e.file.ends_with("manifest.json")));
-    assert!(r.findings.iter().all(|f| f.category != Category::P2pHang));
+    assert_no_finding_of(&r, Category::P2pHang);
 
     // The Python stack the module wrote for rank 1 at the watchdog's request says where it
     // was: the program's innermost frame, and the library call it was in.
@@ -2258,10 +2227,7 @@ fn hung_run_names_the_rank_that_never_joined_the_collective() {
         top.fix
     );
     // The stack file is not read as a log.
-    assert!(r
-        .findings
-        .iter()
-        .all(|f| f.category != Category::RankCrashed));
+    assert_no_finding_of(&r, Category::RankCrashed);
 }
 
 #[test]
@@ -2397,13 +2363,7 @@ fn a_failed_collective_is_a_wait_and_the_rank_that_never_came_is_said_to_be_outs
         "{}",
         r.render_text(100)
     );
-    assert!(
-        r.findings
-            .iter()
-            .all(|f| f.category != Category::RankCrashed),
-        "{}",
-        r.render_text(100)
-    );
+    assert_no_finding_of(&r, Category::RankCrashed);
 }
 
 #[test]
@@ -2467,10 +2427,7 @@ fn rendezvous_expecting_another_world_size_is_a_world_size_mismatch() {
     assert!(r.findings[0]
         .explanation
         .contains("the store expected 4 ranks but the run has 2"));
-    assert!(r
-        .findings
-        .iter()
-        .all(|f| f.category != Category::RendezvousTimeout));
+    assert_no_finding_of(&r, Category::RendezvousTimeout);
 }
 
 #[test]
@@ -2556,13 +2513,7 @@ fn a_log_that_ends_with_an_error_or_before_start_up_is_no_possible_hang() {
     // An error line nobody explains is shown as such, not called a hang.
     fs::write(&log, format!("{HEALTHY}RuntimeError: something odd\n")).unwrap();
     let r = explain(&[log]).unwrap();
-    assert!(
-        r.findings
-            .iter()
-            .all(|f| f.category != Category::CollectiveTimeout),
-        "{:?}",
-        r.findings
-    );
+    assert_no_finding_of(&r, Category::CollectiveTimeout);
 }
 
 #[test]
@@ -2574,13 +2525,7 @@ fn start_up_connection_retries_of_ranks_that_connected_are_ignored() {
     );
     fs::write(&log, text).unwrap();
     let r = explain(&[log]).unwrap();
-    assert!(
-        r.findings
-            .iter()
-            .all(|f| f.category != Category::ConnectionRefused),
-        "{:?}",
-        r.findings
-    );
+    assert_no_finding_of(&r, Category::ConnectionRefused);
     only_a_possible_hang(&r);
 }
 
@@ -2739,10 +2684,7 @@ Root Cause (first observed failure):
     assert_eq!(cats[..2], [Category::UnusedParameters, Category::CudaError]);
     // The torchelastic entry supports rank 1's finding instead of standing alone.
     assert!(r.findings[0].evidence.iter().any(|e| e.line == Some(7)));
-    assert!(r
-        .findings
-        .iter()
-        .all(|f| f.category != Category::RankCrashed));
+    assert_no_finding_of(&r, Category::RankCrashed);
 }
 
 #[test]
@@ -2885,11 +2827,7 @@ fn nccl_system_error_and_a_stalled_nccl_tests_run_are_read_by_the_node_count() {
     );
     fs::write(&log, off).unwrap();
     let r = explain(std::slice::from_ref(&log)).unwrap();
-    assert!(
-        r.findings.iter().all(|f| f.category != Category::P2pHang),
-        "{:?}",
-        r.findings
-    );
+    assert_no_finding_of(&r, Category::P2pHang);
 }
 
 #[test]
@@ -3458,14 +3396,7 @@ fn an_exception_line_as_far_left_as_its_frame_ends_a_headerless_traceback() {
     // A code line indented deeper than its frame stays code, even when it reads as a name.
     let code = "    File \"t.py\", line 3, in f\n        x = 1\n        ValueError\n";
     let report = probe_explain::explain_log_bytes("rank.log", code.as_bytes(), &Options::default());
-    assert!(
-        report
-            .findings
-            .iter()
-            .all(|f| f.category != Category::RankCrashed),
-        "{}",
-        report.render_text(100)
-    );
+    assert_no_finding_of(&report, Category::RankCrashed);
 }
 
 #[test]
@@ -3680,6 +3611,15 @@ fn a_slurm_step_cancelled_without_a_reason_says_how_to_tell_why_and_yields_to_a_
 }
 
 /// The first finding of a log given as text.
+/// That no finding of the report is of `category` (the report shown when one is).
+fn assert_no_finding_of(report: &Report, category: Category) {
+    assert!(
+        report.findings.iter().all(|f| f.category != category),
+        "a {category:?} finding in\n{}",
+        report.render_text(100)
+    );
+}
+
 fn first_of(log: &str) -> (probe_explain::Finding, Report) {
     let report = probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
     let f = report.findings.first().expect("a finding").clone();
@@ -3709,14 +3649,7 @@ fn rays_memory_monitor_is_host_memory_not_the_gpus() {
         );
         assert!(f.title.contains("Ray's memory monitor"), "{}", f.title);
         assert!(f.fix.contains("RAY_memory_usage_threshold"), "{}", f.fix);
-        assert!(
-            report
-                .findings
-                .iter()
-                .all(|f| f.category != Category::CudaOom),
-            "{}",
-            report.render_text(100)
-        );
+        assert_no_finding_of(&report, Category::CudaOom);
     }
 }
 
@@ -4207,14 +4140,7 @@ fn a_refused_connection_while_receiving_a_shared_tensor_is_a_data_loader_worker_
             report.render_text(100)
         );
         assert!(f.title.contains("DataLoader worker"), "{}", f.title);
-        assert!(
-            report
-                .findings
-                .iter()
-                .all(|f| f.category != Category::ConnectionRefused),
-            "{}",
-            report.render_text(100)
-        );
+        assert_no_finding_of(&report, Category::ConnectionRefused);
     }
     // The same exception outside that place is still a refused connection.
     let (f, _) = first_of(
@@ -4259,14 +4185,7 @@ fn out_of_memory_while_pinning_a_batch_is_host_memory_not_the_gpus() {
         report.render_text(100)
     );
     assert!(f.title.contains("page-locked host memory"), "{}", f.title);
-    assert!(
-        report
-            .findings
-            .iter()
-            .all(|f| f.category != Category::CudaOom),
-        "{}",
-        report.render_text(100)
-    );
+    assert_no_finding_of(&report, Category::CudaOom);
 }
 
 #[test]

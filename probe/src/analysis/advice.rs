@@ -1110,7 +1110,8 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
             interference::fit_comm_overlap(&overlapped_calls, probe_small, MIN_OVERLAPPED_CALLS);
         // Measured: the run's calls were enough to fit on (even if they show no slowdown),
         // or the probe's calls show a floor.
-        let measured = overlapped_calls.len() >= MIN_OVERLAPPED_CALLS || o.floor_ns > 0.0;
+        let enough_run_calls = overlapped_calls.len() >= MIN_OVERLAPPED_CALLS;
+        let measured = enough_run_calls || o.floor_ns > 0.0;
         let probe_calls = if o.floor_ns > 0.0 {
             probe_small.len()
         } else {
@@ -1121,7 +1122,7 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
             probe => Some(Interference {
                 comm_extra_ns: o.extra_ns,
                 comm_floor_ns: o.floor_ns,
-                comm_calls: if overlapped_calls.len() >= MIN_OVERLAPPED_CALLS {
+                comm_calls: if enough_run_calls {
                     overlapped_calls.len()
                 } else {
                     0

@@ -3768,29 +3768,22 @@ fn ex_peer_closed(line: &str, lower: &str) -> Extract {
 
 /// The rank a RAS MISMATCH line names ("Rank 11 has launched up to operation 5631 -- ...").
 fn ex_ras_rank_behind(line: &str, lower: &str) -> Extract {
-    let subjects = num_after(lower, "rank ")
-        .and_then(rank_number)
-        .into_iter()
-        .collect();
-    let detail = lower.find("rank ").map(|i| phrase(line, i, 120));
-    Extract {
-        subjects,
-        detail,
-        ..Extract::default()
-    }
+    rank_and_phrase_after(line, lower, "rank ")
 }
 
 fn ex_peer_io(line: &str, lower: &str) -> Extract {
-    let subjects = num_after(lower, "i/o error with rank ")
-        .and_then(rank_number)
-        .into_iter()
-        .collect();
-    let detail = lower
-        .find("i/o error with rank")
-        .map(|i| phrase(line, i, 120));
+    rank_and_phrase_after(line, lower, "i/o error with rank ")
+}
+
+/// The rank number after `key` as the subject, and the phrase from `key` on as the detail.
+fn rank_and_phrase_after(line: &str, lower: &str, key: &str) -> Extract {
+    let at = lower.find(key);
     Extract {
-        subjects,
-        detail,
+        subjects: num_after(lower, key)
+            .and_then(rank_number)
+            .into_iter()
+            .collect(),
+        detail: at.map(|i| phrase(line, i, 120)),
         ..Extract::default()
     }
 }

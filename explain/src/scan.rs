@@ -83,6 +83,10 @@ struct Traceback {
     /// Where its frames say the exception came from, when that changes what it means
     /// ([`TracebackPlace`]).
     place: Option<TracebackPlace>,
+    /// The rank its header names: `torch.distributed.checkpoint`'s `CheckpointException`
+    /// prints each failed rank's traceback on every rank, under "Traceback (most recent call
+    /// last): (RANK 3)" (`checkpoint/api.py`).
+    raised_on: Option<usize>,
 }
 
 /// Places in a traceback that change what its exception line means.
@@ -98,7 +102,33 @@ enum TracebackPlace {
     /// page-locked *host* memory through CUDA (`cudaHostAlloc` in `CachingHostAllocator.cpp`),
     /// so "CUDA error: out of memory" there is host memory, not the GPU's.
     PinMemory,
+    /// Printed by a library's `logger.warning(..., exc_info=True)` right after the warning
+    /// ([`LOGS_ITS_TRACEBACK`]): the exception was caught, and the program went on.
+    LoggedByWarning,
 }
+
+/// Whether a line is one of the warnings [`LOGS_ITS_TRACEBACK`] lists.
+fn logs_its_traceback(body: &str) -> bool {
+    let lower = body.to_ascii_lowercase();
+    LOGS_ITS_TRACEBACK.iter().any(|w| lower.contains(w))
+}
+
+/// Warnings that PyTorch logs with the traceback of the exception it caught
+/// (`logger.warning(..., exc_info=True)`) before it goes on: the traceback on the next line
+/// ends in an exception nobody raised further. torch 2.13's `checkpoint/state_dict_loader.py`
+/// (`local_step`: a checkpoint saved with `use_collectives=False` has no global `.metadata`, so
+/// every load of it prints a `FileNotFoundError` traceback under the first, and loads the
+/// rank's own file; only the `AssertionError: metadata is None` that follows when that fails
+/// too is a failure), `elastic/multiprocessing/api.py`, `elastic/rendezvous/registry.py`,
+/// `launcher/api.py` and `distributed_c10d.py`'s group teardown.
+const LOGS_ITS_TRACEBACK: &[&str] = &[
+    "global metadata is not found. falling back to rank local metadata",
+    "rank local metadata is not found.",
+    "failed to register signal handler for ",
+    "exception while registering out of tree plugin ",
+    "failed to start early health check server",
+    "failed to fully clean up global state for process group",
+];
 
 impl TracebackPlace {
     /// The place a frame line (`File ".../x.py", line N, in f`) is in, if it is one.
@@ -148,6 +178,7 @@ impl Traceback {
             last_chars: 0,
             strays: 0,
             place: None,
+            raised_on: None,
         }
     }
 }
@@ -187,6 +218,9 @@ pub(crate) struct Scanner<'a> {
     shape: &'a mut LogShape,
     out: FileScan,
     tracebacks: HashMap<Option<usize>, Traceback>,
+    /// The rank whose last line was a warning that logs its traceback next
+    /// ([`LOGS_ITS_TRACEBACK`]).
+    warned_with_traceback: Option<Option<usize>>,
     wrapped: HashMap<Option<usize>, Wrapped>,
     last: VecDeque<(Option<u64>, String)>,
     elastic: ElasticTable,
@@ -481,6 +515,7 @@ impl<'a> Scanner<'a> {
             shape,
             out: FileScan::default(),
             tracebacks: HashMap::new(),
+            warned_with_traceback: None,
             wrapped: HashMap::new(),
             last: VecDeque::new(),
             elastic: ElasticTable::default(),
@@ -752,11 +787,11 @@ impl<'a> Scanner<'a> {
                 Role::Cause
             };
             // The exception line of an open traceback whose frames change what it means.
-            let in_place = self
-                .tracebacks
-                .get(&observer)
-                .and_then(|tb| tb.place)
-                .and_then(|p| p.reading(category));
+            let open = self.tracebacks.get(&observer);
+            let place = open.and_then(|tb| tb.place);
+            // Another rank's exception that this one reports (`Traceback ...: (RANK 3)`).
+            let raised_on = open.and_then(|tb| tb.raised_on);
+            let in_place = place.and_then(|p| p.reading(category));
             let mut s = match in_place {
                 Some((name, category, _)) => {
                     Signal::new(name, category, Role::Cause, Attach::Standalone)
@@ -764,8 +799,8 @@ impl<'a> Scanner<'a> {
                 None => Signal::new(rule.name, category, role, rule.attach),
             };
             s.subjects = ex.subjects.clone();
-            s.observer = observer;
-            s.observer_explicit = explicit.is_some();
+            s.observer = raised_on.or(observer);
+            s.observer_explicit = explicit.is_some() || raised_on.is_some();
             s.process = process.clone();
             s.detail = match in_place {
                 Some((_, _, detail)) => Some(detail.to_owned()),
@@ -778,7 +813,10 @@ impl<'a> Scanner<'a> {
             }
             s.evidence.push(self.evidence(number, raw));
             s.order = self.next_order();
-            self.out.signals.push(s);
+            // An exception a library caught and logged with its warning is no failure.
+            if place != Some(TracebackPlace::LoggedByWarning) {
+                self.out.signals.push(s);
+            }
         }
         self.elastic_line(number, body, &lower);
         match rich_traceback_line(body, &mut self.in_rich_traceback) {
@@ -803,14 +841,29 @@ impl<'a> Scanner<'a> {
         matched: bool,
     ) {
         let start = body.trim_start();
+        // The warning's own record goes on unprefixed where a collector prefixed its first line.
+        let after_warning = self
+            .warned_with_traceback
+            .take()
+            .is_some_and(|r| r == rank || rank.is_none());
         // The original traceback of an exception another process raised (a DataLoader
         // worker's), under the rank's own: its frames say where it was raised.
         if start.starts_with("Traceback (most recent call last)")
             || start.starts_with("Original Traceback (most recent call last)")
         {
-            self.tracebacks
-                .insert(rank, Traceback::under(body.len() - start.len()));
+            let mut tb = Traceback::under(body.len() - start.len());
+            tb.raised_on = start
+                .split_once("(RANK ")
+                .and_then(|(_, r)| r.strip_suffix(')'))
+                .and_then(|r| r.trim().parse().ok());
+            if after_warning {
+                tb.place = Some(TracebackPlace::LoggedByWarning);
+            }
+            self.tracebacks.insert(rank, tb);
             return;
+        }
+        if logs_its_traceback(body) {
+            self.warned_with_traceback = Some(rank);
         }
         let Some(tb) = self.tracebacks.get_mut(&rank) else {
             // A paste that starts inside a traceback (its header cut off): its frames are read
@@ -969,9 +1022,11 @@ impl<'a> Scanner<'a> {
         rank: Option<usize>,
         tb: Option<Traceback>,
     ) {
-        let (last_frame, program_frame, collective) = match tb {
-            Some(tb) => (tb.last_frame, tb.program_frame, tb.collective),
-            None => (None, None, None),
+        let (last_frame, program_frame, collective, raised_on) = match tb {
+            // Caught and logged, and the program went on.
+            Some(tb) if tb.place == Some(TracebackPlace::LoggedByWarning) => return,
+            Some(tb) => (tb.last_frame, tb.program_frame, tb.collective, tb.raised_on),
+            None => (None, None, None, None),
         };
         let name = body.split(':').next().unwrap_or(body).trim();
         let rank = rank.or(self.file_rank);
@@ -988,6 +1043,8 @@ impl<'a> Scanner<'a> {
             return;
         }
         let wrapped = self.wrapped.remove(&rank);
+        // Another rank's exception that this one reports: it is that rank's failure.
+        let rank = raised_on.or(rank);
         let class = name.rsplit('.').next().unwrap_or(name);
         let interrupted = class == "KeyboardInterrupt";
         let (category, role, attach) = match class {
@@ -1023,6 +1080,7 @@ impl<'a> Scanner<'a> {
         }
         let mut s = Signal::new("python_exception", category, role, attach);
         s.observer = rank;
+        s.observer_explicit = raised_on.is_some();
         // `torch.multiprocessing.spawn`'s report in the parent that a child raised (`spawn.py`:
         // "ProcessRaisedException: \n\n-- Process 1 terminated with the following error:" and
         // the child's own traceback) says nothing itself: the child's exception below it, when
@@ -1804,6 +1862,19 @@ fn looks_like_exception(line: &str) -> bool {
 /// "replica 0 on device 0", "pin memory thread for device 0").
 fn wrapper_place(line: &str) -> Option<String> {
     let (_, message) = line.split_once(": ")?;
+    // `torch.distributed.checkpoint`'s gathered failures (`checkpoint/api.py`):
+    // "CheckpointException ranks:dict_keys([3, 5])", then each rank's traceback and exception.
+    if let Some(ranks) = message
+        .trim_start()
+        .strip_prefix("CheckpointException ranks:")
+    {
+        let ranks = ranks.trim();
+        let ranks = ranks
+            .strip_prefix("dict_keys(")
+            .and_then(|r| r.strip_suffix(')'))
+            .unwrap_or(ranks);
+        return Some(format!("torch.distributed.checkpoint on ranks {ranks}"));
+    }
     let rest = message.trim_start().strip_prefix("Caught ")?;
     let (_, place) = rest.split_once(" in ")?;
     let place = place.trim_end().trim_end_matches('.');

@@ -4273,3 +4273,87 @@ fn a_spawned_processs_own_exception_names_the_crash_not_spawns_wrapper() {
         (Category::RankCrashed, "a rank crashed")
     );
 }
+
+#[test]
+fn a_traceback_a_warning_logs_is_no_failure() {
+    // torch 2.13's `checkpoint/state_dict_loader.py` logs this warning with the traceback of
+    // the missing global `.metadata` (`exc_info=True`) whenever it loads a checkpoint saved
+    // without collectives, and then loads the rank's own metadata: training goes on.
+    let fallback = "[rank1]:[W1128 10:00:00.123000 4242 torch/distributed/checkpoint/\
+                    state_dict_loader.py:237] Global metadata is not found. Falling back to rank \
+                    local metadata.\nTraceback (most recent call last):\n  File \"/usr/lib/\
+                    python3.11/site-packages/torch/distributed/checkpoint/state_dict_loader.py\", \
+                    line 234, in local_step\n    metadata = storage_reader.read_metadata()\n  \
+                    File \"/usr/lib/python3.11/site-packages/torch/distributed/checkpoint/\
+                    filesystem.py\", line 929, in read_metadata\n    with self.fs.create_stream(\
+                    path, \"rb\") as metadata_file:\nFileNotFoundError: [Errno 2] No such file or \
+                    directory: '/ckpt/step_4000/.metadata'\n";
+    let log = format!("{fallback}[rank1]: step 4001 loss 2.113\n");
+    let report = probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
+    assert_no_finding_of(&report, Category::RankCrashed);
+    // When the rank's own metadata is missing too, the load fails: that is a crash, and what
+    // failed is the assertion, not the logged FileNotFoundError.
+    let log = format!(
+        "{fallback}[rank1]:[W1128 10:00:00.124000 4242 torch/distributed/checkpoint/\
+         state_dict_loader.py:251] Rank local metadata is not found.\nTraceback (most recent \
+         call last):\n  File \"/usr/lib/python3.11/site-packages/torch/distributed/checkpoint/\
+         filesystem.py\", line 929, in read_metadata\n    with self.fs.create_stream(path, \"rb\") \
+         as metadata_file:\nFileNotFoundError: [Errno 2] No such file or directory: \
+         '/ckpt/step_4000/__1.metadata'\nTraceback (most recent call last):\n  File \"train.py\", \
+         line 40, in <module>\n    dcp.load(state, checkpoint_id=path)\n  File \"/usr/lib/\
+         python3.11/site-packages/torch/distributed/checkpoint/state_dict_loader.py\", line 262, \
+         in local_step\n    raise AssertionError(\"; \".join(error_parts))\nAssertionError: \
+         metadata is None; global metadata read failed: [Errno 2] No such file or directory\n"
+    );
+    let (f, report) = first_of(&log);
+    assert_eq!(
+        f.category,
+        Category::RankCrashed,
+        "{}",
+        report.render_text(100)
+    );
+    assert!(f.title.contains("AssertionError"), "{}", f.title);
+    // The same exception raised, not logged, is still a crash.
+    let (f, _) = first_of(
+        "Traceback (most recent call last):\n  File \"train.py\", line 40, in <module>\n    \
+         open(path)\nFileNotFoundError: [Errno 2] No such file or directory: '/ckpt/.metadata'\n",
+    );
+    assert_eq!(f.category, Category::RankCrashed);
+}
+
+#[test]
+fn a_checkpoint_exception_is_the_failure_of_the_rank_it_names() {
+    // torch.distributed.checkpoint gathers every rank's exception and raises them on all ranks
+    // (`checkpoint/api.py`'s CheckpointException: each under "Traceback ...: (RANK n)"), so
+    // rank 0's log carries rank 3's failure.
+    let head = "[rank0]: Traceback (most recent call last):\n[rank0]:   File \"/workspace/train.py\", \
+                line 142, in train\n[rank0]:     dcp.save(state_dict, checkpoint_id=path)\n\
+                [rank0]:   File \"/usr/lib/python3.11/site-packages/torch/distributed/checkpoint/\
+                utils.py\", line 262, in all_reduce\n[rank0]:     raise final_result\n[rank0]: \
+                torch.distributed.checkpoint.api.CheckpointException: CheckpointException \
+                ranks:dict_keys([3])\n[rank0]: Traceback (most recent call last): (RANK 3)\n\
+                [rank0]:   File \"/usr/lib/python3.11/site-packages/torch/distributed/checkpoint/\
+                filesystem.py\", line 346, in _write_item\n[rank0]:     torch.save(data, \
+                transform_to)\n";
+    let (f, report) = first_of(&format!(
+        "{head}[rank0]: OSError: [Errno 28] No space left on device\n"
+    ));
+    assert_eq!(
+        (f.category, f.ranks.clone()),
+        (Category::RankCrashed, vec![3]),
+        "{}",
+        report.render_text(100)
+    );
+    assert!(f.title.contains("No space left on device"), "{}", f.title);
+    // An exception a rule reads names the same rank.
+    let (f, report) = first_of(&format!(
+        "{head}[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.91 GiB. \
+         GPU 5 has a total capacity of 79.10 GiB of which 1.22 GiB is free.\n"
+    ));
+    assert_eq!(
+        (f.category, f.ranks.clone()),
+        (Category::CudaOom, vec![3]),
+        "{}",
+        report.render_text(100)
+    );
+}

@@ -3165,6 +3165,9 @@ const INDIRECT_RULES: &[&str] = &[
     // fairseq's message names two ways its workers fall out of sync: the one it files under
     // (a worker's epoch ended early) and a worker out of memory.
     "workers_out_of_sync",
+    // Composer's warning names the rank that trained no batch; whether the others then waited
+    // for it, the warning cannot say (it is printed before the job goes on or ends).
+    crate::rules::RULE_NO_BATCHES_ON_RANK,
     "ranks_announced_twice",
     "progress_totals_differ",
     "nccl_tests_stalled_on_one_node",

@@ -339,6 +339,8 @@ fn exit_status(lower: &str) -> Option<u32> {
 }
 
 /// The rule of NCCL's "no algorithm/protocol available" (the fix names NCCL_ALGO and NCCL_PROTO).
+/// Composer's warning that a rank trained no batch.
+pub(crate) const RULE_NO_BATCHES_ON_RANK: &str = "no_batches_on_rank";
 pub(crate) const RULE_NCCL_NO_ALGORITHM: &str = "nccl_no_algorithm";
 /// The rule of a CUDA failure in NCCL's shared-memory transport (the fix turns cuMem off).
 pub(crate) const RULE_NCCL_SHM_CUDA_FAILURE: &str = "nccl_shm_cuda_failure";
@@ -1815,6 +1817,25 @@ pub(crate) static RULES: &[Rule] = &[
     rule!("workers_out_of_sync", UnevenInputs, Cause, Standalone,
         [["workers have fallen out of sync", "requires all workers to enter the function together"]],
         not [], ex_workers_out_of_sync),
+    // Composer's trainer at the end of `fit` on a rank whose dataloader gave it nothing
+    // (`composer/trainer/trainer.py`: "No batches were trained for global rank 7. This may be
+    // due to an issue with the train dataset, dataloader, or sampler. This may cause other
+    // issues or crashes down the line."): that rank left the loop while the others may still
+    // be in theirs, waiting for its collectives.
+    rule!(RULE_NO_BATCHES_ON_RANK, UnevenInputs, Cause, Standalone,
+        [["no batches were trained for global rank"]], not [], ex_ranks),
+    // Composer's checkpoint loading (`composer/utils/checkpoint.py`): each rank logs its own
+    // download's failure ("Exception <class 'OSError'> raised during downloading: [Errno 28] No
+    // space left on device"), then every rank raises the gathered verdict, "RuntimeError:
+    // ('Ranks [5, 12] failed to download.', 'To see the full error please look at the logs for
+    // that rank, which are logged via log.error.')": the ranks named failed, not the rank whose
+    // log says so.
+    // (The verdict first: read before the rank's own line, the two joined as one hard-wrapped
+    // line would read as that line's rule with a longer detail.)
+    rule!("composer_ranks_failed_to_download", RankCrashed, Cause, Standalone,
+        [["failed to download."], ["ranks ["]], not [], ex_composer_ranks_failed),
+    rule!("composer_download_failed", RankCrashed, Cause, Standalone,
+        [["raised during downloading: "], ["exception <class '"]], not [], ex_composer_download),
     // `distributed_c10d.py`'s `_store_based_barrier`: "Timed out initializing process group
     // in store based barrier on rank: 0, for key: store_based_barrier_key:1 (world_size=8,
     // worker_count=1, timeout=0:30:00)" (later `num_workers_joined=`).
@@ -2942,6 +2963,37 @@ fn ex_workers_out_of_sync(_: &str, _: &str) -> Extract {
              (ran out of batches) or ran out of memory while the others went on"
                 .to_owned(),
         ),
+        ..Extract::default()
+    }
+}
+
+fn ex_composer_download(line: &str, lower: &str) -> Extract {
+    let class = lower
+        .find("<class '")
+        .map(|i| i + "<class '".len())
+        .and_then(|i| Some((i, line.get(i..)?.find('\'')?)))
+        .map(|(i, n)| sanitize(&line[i..i + n], 60));
+    let said = lower
+        .find("raised during downloading: ")
+        .map(|i| phrase(line, i + "raised during downloading: ".len(), 120));
+    Extract {
+        detail: Some(match (class, said) {
+            (Some(c), Some(s)) => format!("downloading the checkpoint failed: {c}: {s}"),
+            (_, Some(s)) => format!("downloading the checkpoint failed: {s}"),
+            _ => "downloading the checkpoint failed".to_owned(),
+        }),
+        ..Extract::default()
+    }
+}
+
+fn ex_composer_ranks_failed(_: &str, lower: &str) -> Extract {
+    let subjects = rank_mentions(lower);
+    Extract {
+        detail: Some(format!(
+            "downloading the checkpoint failed on {}; that rank's own log has the error",
+            if subjects.len() == 1 { "it" } else { "them" }
+        )),
+        subjects,
         ..Extract::default()
     }
 }
@@ -5801,6 +5853,29 @@ mod tests {
         assert_eq!(
             (r.name, r.category),
             ("workers_out_of_sync", Category::UnevenInputs)
+        );
+        let (r, ex) = classify("ERROR: composer.utils.checkpoint: Exception <class 'OSError'> raised during downloading: [Errno 28] No space left on device").unwrap();
+        assert_eq!(
+            (r.name, r.category),
+            ("composer_download_failed", Category::RankCrashed)
+        );
+        assert_eq!(
+            ex.detail.as_deref(),
+            Some("downloading the checkpoint failed: OSError: [Errno 28] No space left on device")
+        );
+        let (r, ex) = classify("RuntimeError: ('Ranks [5, 12] failed to download.', 'To see the full error please look at the logs for that rank, which are logged via log.error.')").unwrap();
+        assert_eq!(
+            (r.name, r.category, ex.subjects),
+            (
+                "composer_ranks_failed_to_download",
+                Category::RankCrashed,
+                vec![5, 12]
+            )
+        );
+        let (r, ex) = classify("/usr/lib/python3.11/site-packages/composer/trainer/trainer.py:2539: UserWarning: No batches were trained for global rank 7. This may be due to an issue with the train dataset, dataloader, or sampler. This may cause other issues or crashes down the line.").unwrap();
+        assert_eq!(
+            (r.name, r.category, ex.subjects),
+            (RULE_NO_BATCHES_ON_RANK, Category::UnevenInputs, vec![7])
         );
     }
 

@@ -2001,7 +2001,8 @@ fn strip_collector_prefixes(mut line: &str) -> (Option<usize>, &str) {
         line = strip_syslog_prefix(strip_kubectl_prefix(line));
         line = strip_process_tag(line);
         let (r, rest) = strip_trial_tag(line);
-        rank = rank.or(r);
+        let (c, rest) = strip_composer_label(rest);
+        rank = rank.or(r).or(c);
         line = strip_host_label(rest);
         if line.len() == before {
             break;
@@ -2201,6 +2202,44 @@ fn strip_trial_tag(line: &str) -> (Option<usize>, &str) {
         }
     }
     (None, rest)
+}
+
+/// The MosaicML stack's logger label after its time stamp (llm-foundry's `train.py`:
+/// `%(asctime)s: rank{rank}[%(process)d][%(threadName)s]: `): `rank5[4242][MainThread]: `.
+fn strip_composer_label(line: &str) -> (Option<usize>, &str) {
+    // Its time stamp, `2022-06-29 11:22:26,152: `, which ends in a colon.
+    let label = match line.split_once(": rank") {
+        Some((stamp, _))
+            if stamp.len() >= 19
+                && stamp.starts_with(|c: char| c.is_ascii_digit())
+                && stamp
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || b" -:,.T".contains(&b)) =>
+        {
+            &line[stamp.len() + 2..]
+        }
+        _ => line,
+    };
+    let Some(after) = label.strip_prefix("rank") else {
+        return (None, line);
+    };
+    let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+    let Some(rest) = after[digits..].strip_prefix('[') else {
+        return (None, line);
+    };
+    let Some((pid, rest)) = rest.split_once("][") else {
+        return (None, line);
+    };
+    let Some((_thread, body)) = rest.split_once("]: ") else {
+        return (None, line);
+    };
+    if digits == 0 || pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) {
+        return (None, line);
+    }
+    (
+        after[..digits].parse().ok().and_then(rules::rank_number),
+        body,
+    )
 }
 
 /// pdsh's host label, `host: `: an IPv4 address, or a lower-case host name with a digit or a
@@ -3007,6 +3046,21 @@ mod tests {
             (Some(3), "[E ProcessGroupNCCL.cpp:1] x")
         );
         assert_eq!(strip_launcher_prefix("[rank0]:[rank2]: y"), (Some(2), "y"));
+        // The MosaicML stack's logger label, with or without its time stamp.
+        assert_eq!(
+            strip_launcher_prefix(
+                "2025-11-28 10:00:00,152: rank5[4242][MainThread]: ERROR: composer: x"
+            ),
+            (Some(5), "ERROR: composer: x")
+        );
+        assert_eq!(
+            strip_launcher_prefix("rank12[77][Thread-3 (run)]: INFO: y"),
+            (Some(12), "INFO: y")
+        );
+        assert_eq!(
+            strip_launcher_prefix("rank5[x][MainThread]: z"),
+            (None, "rank5[x][MainThread]: z")
+        );
         assert_eq!(
             bracket_rank("[E ProcessGroupNCCL.cpp:1] [Rank 2] Watchdog"),
             Some(2)

@@ -4326,7 +4326,8 @@ fn a_checkpoint_exception_is_the_failure_of_the_rank_it_names() {
     // torch.distributed.checkpoint gathers every rank's exception and raises them on all ranks
     // (`checkpoint/api.py`'s CheckpointException: each under "Traceback ...: (RANK n)"), so
     // rank 0's log carries rank 3's failure.
-    let head = "[rank0]: Traceback (most recent call last):\n[rank0]:   File \"/workspace/train.py\", \
+    let head =
+        "[rank0]: Traceback (most recent call last):\n[rank0]:   File \"/workspace/train.py\", \
                 line 142, in train\n[rank0]:     dcp.save(state_dict, checkpoint_id=path)\n\
                 [rank0]:   File \"/usr/lib/python3.11/site-packages/torch/distributed/checkpoint/\
                 utils.py\", line 262, in all_reduce\n[rank0]:     raise final_result\n[rank0]: \
@@ -4353,6 +4354,30 @@ fn a_checkpoint_exception_is_the_failure_of_the_rank_it_names() {
     assert_eq!(
         (f.category, f.ranks.clone()),
         (Category::CudaOom, vec![3]),
+        "{}",
+        report.render_text(100)
+    );
+}
+
+#[test]
+fn composer_s_failed_download_is_the_failure_of_the_ranks_it_names() {
+    // Composer logs each rank's own download error under its logger's `rank5[pid][thread]`
+    // label, then raises the gathered verdict on every rank (`composer/utils/checkpoint.py`).
+    let log = "2025-11-28 09:59:59,000: rank0[4240][MainThread]: INFO: composer.trainer.trainer: \
+               Loading checkpoint from s3://bucket/path/to/checkpoints/ep1-ba1000-rank0.pt\n\
+               2025-11-28 10:00:00,152: rank5[4242][MainThread]: ERROR: composer.utils.checkpoint: \
+               Exception <class 'OSError'> raised during downloading: [Errno 28] No space left on \
+               device\n[rank0]: RuntimeError: ('Ranks [5] failed to download.', 'To see the full \
+               error please look at the logs for that rank, which are logged via log.error.')\n";
+    let (f, report) = first_of(log);
+    assert_eq!(
+        (f.category, f.ranks.clone()),
+        (Category::RankCrashed, vec![5]),
+        "{}",
+        report.render_text(100)
+    );
+    assert!(
+        f.explanation.contains("No space left on device"),
         "{}",
         report.render_text(100)
     );

@@ -369,10 +369,19 @@ pub(crate) fn build(mut g: Gathered, opts: &Options) -> Report {
                 && s.observer.is_some_and(|o| s.subjects != [o]))
     });
     if (stuck_same || (timed_out && !explained)) && !ctx.p2p_disabled && !g.shape.p2p_disabled {
-        let p2p = g.nccl.p2p_evidence(opts.max_evidence);
+        let mut p2p = g.nccl.p2p_evidence(opts.max_evidence);
+        let iommu = g.shape.iommu_not_passthrough.clone();
+        let only_iommu = p2p.is_empty() && iommu.is_some();
+        if p2p.is_empty() {
+            p2p.extend(iommu.map(|e| (None, e)));
+        }
         if !p2p.is_empty() {
             let mut s = Signal::new(
-                "p2p_in_use_during_hang",
+                if only_iommu {
+                    IOMMU_WARNED_DURING_HANG
+                } else {
+                    "p2p_in_use_during_hang"
+                },
                 Category::P2pHang,
                 Role::Cause,
                 Attach::Standalone,
@@ -384,7 +393,12 @@ pub(crate) fn build(mut g: Gathered, opts: &Options) -> Report {
                 .collect::<BTreeSet<_>>()
                 .into_iter()
                 .collect();
-            s.detail = Some(if stuck_same {
+            s.detail = Some(if only_iommu {
+                "the ranks timed out with nothing else explaining it, on a host where RCCL \
+                 warned that the IOMMU is not in passthrough mode (iommu=pt), which AMD names as \
+                 a cause of hangs between GPUs"
+                    .to_owned()
+            } else if stuck_same {
                 "every rank waits in the same collective, nobody is behind, and NCCL moves data between these GPUs with its P2P transport".to_owned()
             } else {
                 "the ranks timed out with nothing else explaining it, and NCCL moves data between these GPUs with its P2P transport".to_owned()
@@ -3155,7 +3169,14 @@ const PARALLEL_LAYOUT_RULES: &[&str] = &[
 /// Rules that read a problem from what usually goes with it (a signal, an
 /// exit code, a generic error code or crash marker), not from a message that
 /// names it.
+/// A hang nothing else explains on a host where RCCL warned that the IOMMU is not in
+/// passthrough mode.
+const IOMMU_WARNED_DURING_HANG: &str = "iommu_warned_during_hang";
+
 const INDIRECT_RULES: &[&str] = &[
+    // RCCL's advice names the IOMMU as a cause of hangs; that it caused this one, the line
+    // cannot say.
+    IOMMU_WARNED_DURING_HANG,
     // A store ping answered with another value: another program on the port, or MASTER_ADDR
     // naming another host; the line does not say which.
     crate::rules::RULE_STORE_PING_MISMATCH,

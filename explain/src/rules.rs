@@ -341,6 +341,8 @@ fn exit_status(lower: &str) -> Option<u32> {
 /// The rule of NCCL's "no algorithm/protocol available" (the fix names NCCL_ALGO and NCCL_PROTO).
 /// Composer's warning that a rank trained no batch.
 pub(crate) const RULE_NO_BATCHES_ON_RANK: &str = "no_batches_on_rank";
+/// The amdgpu kernel driver's log of a GPU fault, hang or reset.
+pub(crate) const RULE_AMDGPU_FAULT: &str = "amdgpu_fault";
 pub(crate) const RULE_NCCL_NO_ALGORITHM: &str = "nccl_no_algorithm";
 /// The rule of a CUDA failure in NCCL's shared-memory transport (the fix turns cuMem off).
 pub(crate) const RULE_NCCL_SHM_CUDA_FAILURE: &str = "nccl_shm_cuda_failure";
@@ -992,8 +994,7 @@ pub(crate) static RULES: &[Rule] = &[
             "peer access is not supported",
             "peer mapping resources exhausted",
             "cudaerrorpeeraccess",
-            "peer access already",
-            "iommu=pt"
+            "peer access already"
         ]],
         // sglang's warning when its custom all-reduce cannot start ("Setup Custom allreduce
         // failed with CUDART error: peer access is not supported ... To silence this warning,
@@ -1001,6 +1002,182 @@ pub(crate) static RULES: &[Rule] = &[
         not["to silence this warning"],
         ex_none
     ),
+    // AMD GPUs: ROCm's runtime, RCCL (ROCm/rccl 0cbce2a, 2.21.5) and the amdgpu kernel driver.
+    // A GPU fault as the ROCm runtime reports it before it aborts the process (ROCr's "Memory
+    // access fault by GPU node-2 (Agent handle: ...) on address 0x7fc133800000. Reason: Page
+    // not present or supervisor privilege.", an illegal address as CUDA's; "HW Exception by
+    // GPU node-4 (...) reason :GPU Hang"; ROCclr's `rocdevice.cpp` "Callback: Queue 0x...
+    // aborting with error : HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION: ..." and "... aborting
+    // with status: 0x100f"; a code object for another GPU, "HSA_STATUS_ERROR_INVALID_ISA"), and
+    // RCCL's own checks of the runtime ("ROCr failure '...'", "hipIpcGetMemHandle failed :
+    // invalid argument", RCCL 2.27's "[FATAL ERROR]: HIP failure: 'invalid device pointer'").
+    rule!(
+        "rocm_runtime_fault",
+        CudaError,
+        Cause,
+        Standalone,
+        [[
+            "memory access fault by gpu node",
+            "hw exception by gpu node",
+            "aborting with error : hsa_status_error",
+            "hsa_status_error_invalid_isa",
+            "rocr failure '",
+            "hipipcgetmemhandle failed",
+            "hip failure: '"
+        ]],
+        // (RCCL's probes of the runtime at set-up log a failure as INFO and go on without the
+        // feature: DMA-BUF, `net_ib.cc`'s "ROCr failure '...'".)
+        not["nccl info"],
+        ex_rocm_fault
+    ),
+    rule!("rocm_queue_aborted", CudaError, Cause, Standalone,
+        [["rocdevice.cpp"], ["aborting with"]], not [], ex_rocm_fault),
+    // The amdgpu kernel driver's log of a GPU fault, hang or reset (dmesg, the journal): "amdgpu
+    // 0000:0b:00.0: amdgpu: [gfxhub] page fault (src_id:0 ring:24 vmid:8 pasid:32792)",
+    // "GCVM_L2_PROTECTION_FAULT_STATUS:0x00401031", "[drm:amdgpu_job_timedout [amdgpu]] *ERROR*
+    // ring gfx_0.0.0 timeout, signaled seq=5000163, emitted seq=5000165", "amdgpu: GPU reset
+    // begin!", "[drm] VRAM is lost due to GPU reset!", RAS's "uncorrectable hardware
+    // error(ERREVENT_ATHUB_INTERRUPT) detected!" and "{1}[Hardware Error]: Accelerator Check
+    // Architecture events logged", the scheduler's "Failed to evict queue 3", "MES failed to
+    // respond to msg=REMOVE_QUEUE", "The cp might be in an unrecoverable state", "Illegal opcode
+    // in command stream": the AMD counterparts of NVIDIA's Xid lines, a GPU the job lost.
+    rule!(RULE_AMDGPU_FAULT, CudaError, Cause, Standalone,
+        [["amdgpu", "[drm]"],
+         ["page fault", "protection_fault_status", "timeout, signaled seq", "gpu reset",
+          "vram is lost", "uncorrectable hardware error", "[hardware error]",
+          "failed to evict queue", "mes failed to respond", "unrecoverable state",
+          "illegal opcode in command stream"]],
+        not [], ex_rocm_fault),
+    // RCCL's checks that fail its set-up or a call with an internal or invalid-usage error and
+    // are not NCCL's: MSCCL's algorithm files, parser and limits (`misc/msccl/*.cc`, `msccl.cc`:
+    // "MSCCL Internal Scheduler: Unable to find algorithm files in ...", "Could not open MSCCL
+    // XML algorithm file ...: Permission denied", "MSCCL: number of channels available (16)
+    // less than required (32)"), NPKit ("NPKit currently does not support more than 1 device
+    // per process"), the XGMI topology ("Add XGMI error : could not find GPU 9c000"), the GPU
+    // management library (`rocm_smi_wrap.cc`, `alt_rsmi.cc`: "ROCm SMI init failure
+    // RSMI_STATUS_PERMISSION", "ARSMI failure 1", "ARSMI_lib: 0000:9c:00.0 device index not
+    // found", "Failed to open topo/nodes directory") and "NET: GDR Flush only supported on
+    // x86_64".
+    rule!(
+        "rccl_setup_check",
+        NcclInternalOrUnsupported,
+        Cause,
+        Standalone,
+        // (The message's words, not its source file's path: `msccl_lifecycle.cc` also warns
+        // that it disables MSCCL for a size when fewer channels are allowed, and goes on; an
+        // MSCCL++ that cannot be enabled falls back too.)
+        // PyTorch quotes the message on the line after its "Last error:", without NCCL's prefix.
+        [[
+            "msccl internal scheduler",
+            "could not open msccl xml",
+            "invalid msccl function type",
+            "xml parser is limited to",
+            "incorrect offset set for input buffer",
+            "npkit currently does not support",
+            "add xgmi error",
+            "rocm smi init failure",
+            "arsmi failure",
+            "arsmi_lib:",
+            "rocm_smi_lib:",
+            "failed to open topo/nodes directory",
+            "failed to close topology",
+            "error reading link properties files",
+            "could not read node #",
+            "could not determine gpu id of node",
+            "gdr flush only supported",
+            // `enqueue.cc`: a collective left out of this RCCL build.
+            "please ensure the collective has been enabled in build"
+        ]],
+        not["nccl info"],
+        ex_none
+    ),
+    // MSCCL's other checks ("MSCCL: number of channels available (16) less than required (32)"),
+    // as warnings: its INFO lines say "MSCCL: ..." too.
+    rule!("rccl_msccl_check", NcclInternalOrUnsupported, Cause, Standalone,
+        [["msccl: "], ["nccl warn", "less than required"]],
+        not ["so disabling msccl", "msccl++"], ex_none),
+    // Intel GPUs (oneCCL, PyTorch's XCCL backend, Level Zero) and Habana Gaudi (HCCL, HCL,
+    // Synapse), read in their sources: uxlfoundation/oneCCL b382bf7, intel/torch-xpu-ops
+    // ab84f92 (`src/xccl/ProcessGroupXCCL.cpp`), HabanaAI/gaudi-pytorch-bridge 5a56187 and
+    // HabanaAI/HCL 54fed3a. Without these the lines read as a crash quoting them, or as nothing.
+    //
+    // Out of device memory: Level Zero's allocation (`ze_call.cpp`'s do_call: "ze error at
+    // zeMemAllocDevice, code: ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY"); the Gaudi bridge's device
+    // memory (`device_memory.cpp`: "FATAL ERROR :: MODULE:PT_DEVMEM Allocation failed for
+    // size::939524096 (896)MB", raised when even a defragmentation found no room;
+    // `CoalescedStringentPoolAllocator.cpp`: "CS_POOL:: out of memory").
+    rule!("xpu_hpu_device_out_of_memory", CudaOom, Cause, Standalone,
+        [["ze_result_error_out_of_device_memory", "module:pt_devmem allocation failed",
+          "cs_pool:: out of memory"]],
+        not [], ex_none),
+    // The device lost (Level Zero: a driver or hardware fault, as CUDA's Xid 79), at a queue
+    // synchronisation or an event query, also inside XCCL's "raised the following async
+    // exception" line.
+    rule!("level_zero_device_lost", CudaError, Cause, Standalone,
+        [["ze_result_error_device_lost"]], not [], ex_none),
+    // Synapse's device acquisition (`device.cpp`): "synStatus=20 [Device already acquired]
+    // Device acquire failed." and hccl_demo's "synDeviceAcquire(...) failed with synapse error:
+    // 20": another process holds the Gaudi, one process per device (the bridge's
+    // `hccl/__init__.py` maps the local rank to HLS_MODULE_ID to avoid it).
+    rule!(
+        "gaudi_device_already_acquired",
+        DuplicateGpu,
+        Cause,
+        Standalone,
+        // (The bridge's own warning when a module id it asked for is taken goes on with
+        // another: "... synStatus 20 [Device already acquired]. . Proceeding without moduleid".)
+        [["device already acquired", "failed with synapse error: 20"]],
+        not["proceeding without"],
+        ex_none
+    ),
+    // No Gaudi to use at all ("synStatus=8 [Device not found] Device acquire failed. No devices
+    // found."), or more ranks than visible modules (`hccl/__init__.py`: "There is not enough
+    // devices available for training. Please verify if HABANA_VISIBLE_MODULES is set
+    // correctly.").
+    rule!("gaudi_device_missing", CudaError, Cause, Standalone,
+        // (The assertion's message spans lines in the bridge's source: its first line alone.)
+        [["[device not found] device acquire failed", "there is not enough devices"]],
+        not [], ex_none),
+    // A collective that did not finish in time, in XCCL's words (`WorkXCCL::wait`: "Work timed
+    // out after 600012 milliseconds.", logged and raised as a DistBackendError).
+    rule!("xccl_work_timeout", CollectiveTimeout, Symptom, Standalone,
+        [["work timed out after "], [" milliseconds"]], not [], ex_none),
+    // oneCCL's key-value store, its rendezvous: a rank that could not reach the main server
+    // before CCL_KVS_CONNECTION_TIMEOUT (`internal_kvs.cpp` kvs_init: "connection time (120) >=
+    // limit (120)"), and one whose peers never published their keys (`pmi_resizable_simple
+    // [_internal].cpp` kvs_get_value: "KVS get error: timeout limit: 60 > 60, prefix: CCL_POS,
+    // key: 5").
+    rule!("oneccl_kvs_connect_timeout", ConnectionRefused, Symptom, Standalone,
+        [["kvs_init: connection time"]], not [], ex_none),
+    rule!("oneccl_kvs_get_timeout", RendezvousTimeout, Symptom, Standalone,
+        [["kvs get error: timeout limit"]], not [], ex_none),
+    // An interface the job was told to use that the host lacks: oneCCL's CCL_KVS_IFACE
+    // (`internal_kvs.cpp` fill_local_host_ip: "can't find interface ib0 to get host IP") and
+    // HCL's HCCL_SOCKET_IFNAME (`network_utils.cpp`: "No network interfaces found in
+    // HCCL_SOCKET_IFNAME(eth5)").
+    rule!("ccl_interface_missing", NetworkInterface, Cause, Standalone,
+        [["to get host ip", "no network interfaces found in hccl_socket_ifname"],
+         ["can't find interface", "no network interfaces found"]],
+        not [], ex_none),
+    // HCL's coordinator given a rank past the communicator's size (`hlcp_server.cpp`: "The
+    // condition [ remote_rank < comm_size_ ] failed. rank_id(9) is out of range(8)"): the ranks
+    // disagree on the world size, as NCCL's "Invalid rank requested".
+    rule!("hcl_rank_out_of_range", WorldSizeMismatch, Cause, Standalone,
+        [["remote_rank < comm_size_"]], not [], ex_none),
+    // HCL's socket to a peer that went away ("socket recv: Remote peer unexpectedly closed
+    // connection while I was waiting for a blocking message.").
+    rule!("hcl_peer_closed", RankCrashed, Consequence, Standalone,
+        [["remote peer unexpectedly closed connection"]], not [], ex_none),
+    // oneCCL's exchange of device handles binds a UNIX socket file (`ze_fd_manager.cpp`
+    // exchange_device_fds, `/tmp/ccl-ipc-fd-sock-<pid>:...`): "Address already in use" there is
+    // a leftover socket file, not a TCP port, so it is not a port in use.
+    rule!("oneccl_ipc_socket_in_use", RankCrashed, Cause, Standalone,
+        [["exchange_device_fds", "ccl-ipc-fd-sock"], ["address already in use"]], not [], ex_none),
+    // HCL's other fatal checks (`VERIFY`, which throws `hcl::VerifyException`): "The condition
+    // [ false ] failed. Creating coordinator server (10.0.0.1:29511) failed", "... cannot start
+    // hlcp client", "... provided ip(10.0.0.7) is not on local host".
+    rule!("hcl_verify_failed", RankCrashed, Cause, Standalone,
+        [["the condition ["], ["] failed."]], not [], ex_hcl_verify),
     // A GPU that is failing: CUDA's cudaErrorECCUncorrectable ("uncorrectable ECC error
     // encountered"), the driver's Xid 79 ("GPU has fallen off the bus"), Xid 48 ("double
     // bit ECC error"), Xid 94/95 ("contained/uncontained ECC error"), a row-remapping
@@ -1109,7 +1286,10 @@ pub(crate) static RULES: &[Rule] = &[
                 "gpu",
                 "outofmemoryerror",
                 "nccl",
-                "hip out of memory"
+                "hip out of memory",
+                // HIP's hipErrorOutOfMemory as PyTorch's ROCm build raises it ("HIP error: out
+                // of memory"), as CUDA's "CUDA error: out of memory".
+                "hip error"
             ]
         ],
         // Composer's auto microbatching (`trainer.py`): its start-up warning
@@ -2031,7 +2211,9 @@ pub(crate) static RULES: &[Rule] = &[
         [["deepep error: timeout", "deepep timeout for"]], not [], ex_none),
     rule!("watchdog_context", CollectiveTimeout, Symptom, AnyFinding,
         [["watchdog got stuck", "heartbeat monitor", "last enqueued nccl work", "last enqueued work",
-          "some nccl operations have failed or timed out", "taking the entire process down"]],
+          "some nccl operations have failed or timed out", "taking the entire process down",
+          // XCCL's copy of the watchdog (torch-xpu-ops).
+          "some xccl operations have failed or timed out"]],
         not [], ex_none),
     rule!("peer_closed", RankCrashed, Consequence, Standalone,
         [["closed its connection"]], not [], ex_peer_closed),
@@ -2124,6 +2306,9 @@ pub(crate) static RULES: &[Rule] = &[
         [[
             "found no nvidia driver",
             "no cuda gpus are available",
+            // PyTorch's ROCm build says HIP for CUDA, and HIP's hipErrorNoDevice.
+            "no hip gpus are available",
+            "no rocm-capable device is detected",
             "cuda driver version is insufficient",
             "nvidia driver on your system is too old",
             "failed to find cuda library libcuda",
@@ -2287,7 +2472,10 @@ pub(crate) static RULES: &[Rule] = &[
     rule!("nccl_error_code", NcclInternalOrUnsupported, Cause, AnyFinding,
         [["ncclinternalerror", "internal check failed", "nccl internal error", "ncclinvalidusage",
           "invalid usage", "ncclinvalidargument", "ncclsystemerror", "unhandled system error",
-          "system call (e.g. socket, malloc)", "nccl error"]],
+          "system call (e.g. socket, malloc)", "nccl error",
+          // ncclInternalError's own text, as nccl-tests quotes it ("Test NCCL failure
+          // common.cu:1285 'internal error - please report this issue to the NCCL developers'").
+          "please report this issue to the nccl developers"]],
         not [], ex_nccl_error_code),
     // Mistakes in the program's use of DDP that PyTorch's own exception names
     // ([`PROGRAM_MISTAKES`] says what each means and how to fix it).
@@ -2365,7 +2553,9 @@ pub(crate) static RULES: &[Rule] = &[
     rule!("terminate_with_threads_running", RankCrashed, Cause, AnyFinding,
         [["terminate called without an active exception"]], not [], ex_none),
     // (UCX's handler: "Caught signal 6 (Aborted: ...)". Horovod's warning that MPI without
-    // MPI_THREAD_MULTIPLE "will likely cause a segmentation fault" names none that happened.)
+    // MPI_THREAD_MULTIPLE "will likely cause a segmentation fault" names none that happened, nor
+    // RCCL's INFO at set-up when it could not install its handler, `signals.cc`: "Unable to
+    // register signal handler for Segmentation fault".)
     rule!(
         "crash_marker",
         RankCrashed,
@@ -2382,7 +2572,7 @@ pub(crate) static RULES: &[Rule] = &[
             "bus error",
             "caught signal 6 (aborted"
         ]],
-        not["will likely cause a segmentation fault"],
+        not["will likely cause a segmentation fault", "unable to register signal handler for"],
         ex_none
     ),
     // Open MPI's and PRRTE's reports of a rank's own failure (`help-orterun.txt`,
@@ -2963,6 +3153,42 @@ fn ex_workers_out_of_sync(_: &str, _: &str) -> Extract {
              (ran out of batches) or ran out of memory while the others went on"
                 .to_owned(),
         ),
+        ..Extract::default()
+    }
+}
+
+fn ex_rocm_fault(line: &str, lower: &str) -> Extract {
+    const AT: &[&str] = &[
+        "memory access fault by gpu",
+        "hw exception by gpu",
+        "aborting with",
+        "hsa_status_error",
+        "rocr failure",
+        "hipipcgetmemhandle",
+        "hip failure",
+        "amdgpu:",
+        "[drm]",
+    ];
+    let start = AT.iter().filter_map(|n| lower.find(n)).min().unwrap_or(0);
+    Extract {
+        detail: Some(format!(
+            "the ROCm runtime or the amdgpu driver reported a GPU fault: {}",
+            phrase(line, start, 120).trim()
+        )),
+        ..Extract::default()
+    }
+}
+
+fn ex_hcl_verify(line: &str, lower: &str) -> Extract {
+    let said = lower
+        .find("] failed.")
+        .map(|i| phrase(line, i + "] failed.".len(), 120))
+        .filter(|p| !p.trim().is_empty());
+    Extract {
+        detail: Some(match said {
+            Some(p) => format!("HCL's check failed: {}", p.trim()),
+            None => "HCL's check failed".to_owned(),
+        }),
         ..Extract::default()
     }
 }
@@ -5502,6 +5728,135 @@ mod tests {
                 "UserWarning: CUDA out of memory or excessive memory allocation retries detected. Train microbatch size will be decreased from 8 -> 4.".to_owned(),
                 None,
             ),
+        ] {
+            assert_eq!(cat(&line), want, "{line}");
+        }
+    }
+
+    #[test]
+    fn intel_and_habana_lines_are_read_from_their_sources() {
+        let ccl = "2025:03:21-10:12:33:(48213) |CCL_ERROR| ";
+        for (line, want) in [
+            (
+                "RuntimeError: oneCCL: ze_call.cpp:43 do_call: EXCEPTION: ze error at zeMemAllocDevice, code: ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY".to_owned(),
+                Some(Category::CudaOom),
+            ),
+            (
+                "RuntimeError: [Rank:0] FATAL ERROR :: MODULE:PT_DEVMEM Allocation failed for size::939524096 (896)MB".to_owned(),
+                Some(Category::CudaOom),
+            ),
+            (
+                "RuntimeError: oneCCL: ze_base_entry.cpp:171 is_event_completed: EXCEPTION: unexpected result from zeEventQueryStatus: ZE_RESULT_ERROR_DEVICE_LOST".to_owned(),
+                Some(Category::CudaError),
+            ),
+            (
+                "RuntimeError: synStatus=20 [Device already acquired] Device acquire failed.".to_owned(),
+                Some(Category::DuplicateGpu),
+            ),
+            // The bridge's own warning goes on with another module id.
+            (
+                "[W 10:00:00.123] PT_SYNHELPER Device acquire failed for hls_mod_id: 3 with status synStatus 20 [Device already acquired]. . Proceeding without moduleid".to_owned(),
+                None,
+            ),
+            (
+                "RuntimeError: synStatus=8 [Device not found] Device acquire failed. No devices found.".to_owned(),
+                Some(Category::CudaError),
+            ),
+            (
+                "[rank1]:[E1128 10:00:00.123456789 ProcessGroupXCCL.cpp:323] Work timed out after 600012 milliseconds.".to_owned(),
+                Some(Category::CollectiveTimeout),
+            ),
+            (
+                format!("{ccl}internal_kvs.cpp:606 kvs_init: connection time (120) >= limit (120)"),
+                Some(Category::ConnectionRefused),
+            ),
+            (
+                format!("{ccl}pmi_resizable_simple.cpp:279 kvs_get_value: KVS get error: timeout limit: 60 > 60, prefix: CCL_POS, key: 5"),
+                Some(Category::RendezvousTimeout),
+            ),
+            (
+                format!("{ccl}internal_kvs.cpp:325 fill_local_host_ip: can't find interface ib0 to get host IP"),
+                Some(Category::NetworkInterface),
+            ),
+            (
+                "/path/to/hcl/src/hccl/network_utils.cpp:197(get_desired_tcp_if): The condition [ false ] failed. No network interfaces found in HCCL_SOCKET_IFNAME(eth5)".to_owned(),
+                Some(Category::NetworkInterface),
+            ),
+            (
+                "/path/to/hcl/src/coordinator/hlcp_server.cpp:302(on_hlcp_qps_conf): The condition [ remote_rank < comm_size_ ] failed. rank_id(9) is out of range(8)".to_owned(),
+                Some(Category::WorldSizeMismatch),
+            ),
+            (
+                "/path/to/hcl/src/coordinator/hlcp_client.cpp:42(hlcp_client_t): The condition [ false ] failed. cannot start hlcp client".to_owned(),
+                Some(Category::RankCrashed),
+            ),
+            // A UNIX socket file of oneCCL's, not a TCP port.
+            (
+                "RuntimeError: oneCCL: ze_fd_manager.cpp:521 exchange_device_fds: EXCEPTION: bind failed: sock_err: -1, errno: Address already in use".to_owned(),
+                Some(Category::RankCrashed),
+            ),
+            // oneCCL's other ranks on the master node connect as clients: the normal path.
+            (format!("{ccl}port [29600] is busy, connecting as client").replace("CCL_ERROR", "CCL_WARN"), None),
+        ] {
+            assert_eq!(cat(&line), want, "{line}");
+        }
+    }
+
+    #[test]
+    fn amd_lines_are_read_from_their_sources() {
+        let rccl = "mi300-node07:48213:48390 [3] /src/rccl/build/release/hipify/src/";
+        for (line, want) in [
+            (
+                "Memory access fault by GPU node-2 (Agent handle: 0x55fea5592860) on address 0x7fc133800000. Reason: Page not present or supervisor privilege.".to_owned(),
+                Some(Category::CudaError),
+            ),
+            ("HW Exception by GPU node-1 (Agent handle: 0x5ab48bbcc960) reason :GPU Hang".to_owned(), Some(Category::CudaError)),
+            (
+                ":0:rocdevice.cpp            :2303: 768423197593 us: Device::callbackQueue aborting with status: 0x100f".to_owned(),
+                Some(Category::CudaError),
+            ),
+            (
+                "Jan 09 18:55:45 node07 kernel: amdgpu 0000:0b:00.0: amdgpu: [gfxhub] page fault (src_id:0 ring:24 vmid:8 pasid:32792)".to_owned(),
+                Some(Category::CudaError),
+            ),
+            (
+                "Jul 24 12:26:16 node07 kernel: [drm:amdgpu_job_timedout [amdgpu]] *ERROR* ring gfx_0.0.0 timeout, signaled seq=5000163, emitted seq=5000165".to_owned(),
+                Some(Category::CudaError),
+            ),
+            ("Jul 24 12:26:19 node07 kernel: [drm] VRAM is lost due to GPU reset!".to_owned(), Some(Category::CudaError)),
+            ("RuntimeError: HIP error: out of memory".to_owned(), Some(Category::CudaOom)),
+            ("RuntimeError: No HIP GPUs are available".to_owned(), Some(Category::CudaError)),
+            (
+                format!("{rccl}misc/msccl/msccl_lifecycle.cc:169 NCCL WARN MSCCL Internal Scheduler:  Unable to find algorithm files in /opt/rocm/lib/../share/rccl/msccl-algorithms. Please ensure that RCCL has been installed properly"),
+                Some(Category::NcclInternalOrUnsupported),
+            ),
+            (
+                format!("{rccl}misc/msccl/msccl_setup.cc:92 NCCL WARN MSCCL: number of channels available (16) less than required (32)"),
+                Some(Category::NcclInternalOrUnsupported),
+            ),
+            (
+                format!("{rccl}misc/rocm_smi_wrap.cc:34 NCCL WARN ROCm SMI init failure RSMI_STATUS_PERMISSION: The necessary permissions to perform this function are not available"),
+                Some(Category::NcclInternalOrUnsupported),
+            ),
+            (
+                "mi210-box: Test NCCL failure common.cu:1285 'internal error - please report this issue to the NCCL developers'".to_owned(),
+                Some(Category::NcclInternalOrUnsupported),
+            ),
+            // Advice, fallbacks and probes: no failure.
+            (
+                format!("{rccl}init.cc:163 NCCL WARN Missing \"iommu=pt\" from kernel command line which can lead to system instablity or hang!"),
+                None,
+            ),
+            (
+                format!("{rccl}misc/msccl/msccl_lifecycle.cc:132 NCCL WARN NCCL_MAX_NCHANNELS:16 is lesser than number of channels required by MSCCL:32, so disabling MSCCL for allReduce between minBytes:0 and maxBytes:1048576"),
+                None,
+            ),
+            ("mi300-node07:48213:48390 [3] NCCL INFO MSCCL: Initialization finished, localSize 8".to_owned(), None),
+            (
+                "mi300-node07:48213:48390 [3] NCCL INFO /src/rccl/build/release/hipify/src/transport/net_ib.cc:1460 ROCr failure 'HSA_STATUS_ERROR_INVALID_ARGUMENT: One of the actual arguments does not meet a precondition stated in the documentation of the corresponding formal argument.'".to_owned(),
+                None,
+            ),
+            ("mi300-node07:48213:48390 [3] NCCL INFO Unable to register signal handler for Segmentation fault".to_owned(), None),
         ] {
             assert_eq!(cat(&line), want, "{line}");
         }

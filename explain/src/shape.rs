@@ -101,6 +101,11 @@ pub(crate) struct LogShape {
     pub nccl_init_complete: bool,
     /// Whether NCCL's P2P transport was switched off by the environment.
     pub p2p_disabled: bool,
+    /// RCCL's warning at every initialisation on a host whose IOMMU is not in passthrough mode
+    /// (`init.cc`: `Missing "iommu=pt" from kernel command line which can lead to system
+    /// instablity or hang!`): advice on its own, the likely reason for a hang nothing else
+    /// explains.
+    pub iommu_not_passthrough: Option<Evidence>,
     /// The first of ProcessGroupNCCL's warnings that a rank reached the end of the program
     /// with its process groups alive ("WARNING: destroy_process_group() was not called before
     /// program exit, which can leak resources.", PyTorch 2.4 and later): the program ended.
@@ -268,6 +273,9 @@ impl LogShape {
             || lower.contains("watchdog thread started")
         {
             self.started.get_or_insert_with(evidence);
+        }
+        if lower.contains("missing \"iommu=pt\" from kernel command line") {
+            self.iommu_not_passthrough.get_or_insert_with(evidence);
         }
         if lower.contains("nccl_p2p_disable set by environment to 1")
             || lower.contains("nccl_p2p_level set by environment to loc")

@@ -4382,3 +4382,50 @@ fn composer_s_failed_download_is_the_failure_of_the_ranks_it_names() {
         report.render_text(100)
     );
 }
+
+#[test]
+fn rccls_iommu_advice_explains_a_hang_and_nothing_else() {
+    // RCCL warns at every initialisation on a host without `iommu=pt` (`init.cc`); a clean run
+    // with it has no problem, a hang that nothing else explains has its likely cause.
+    let warn = "node-a:48213:48390 [3] /src/rccl/build/release/hipify/src/init.cc:163 NCCL WARN \
+                Missing \"iommu=pt\" from kernel command line which can lead to system \
+                instablity or hang!\n";
+    let report = probe_explain::explain_log_bytes(
+        "job.log",
+        format!("{warn}step 100 loss 2.31\n").as_bytes(),
+        &Options::default(),
+    );
+    assert_no_finding_of(&report, Category::P2pHang);
+    let timeout = "[rank3]:[E1128 10:30:00.123000 4242 ProcessGroupNCCL.cpp:632] [Rank 3] \
+                   Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, \
+                   OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, Timeout(ms)=600000) ran \
+                   for 600083 milliseconds before timing out.\n";
+    let (f, report) = first_of(&format!("{warn}{timeout}"));
+    assert_eq!(
+        (f.category, f.role),
+        (Category::P2pHang, Role::Cause),
+        "{}",
+        report.render_text(100)
+    );
+    assert!(f.explanation.contains("iommu=pt"), "{}", f.explanation);
+    assert_eq!(f.confidence, Confidence::Medium);
+}
+
+#[test]
+fn an_amd_gpu_fault_comes_before_the_timeouts_it_caused() {
+    // The amdgpu driver's page fault (dmesg) is the AMD counterpart of an Xid: the ranks that
+    // then time out waiting for the faulted GPU's rank are its consequence.
+    let log = "[ 4512.331020] amdgpu 0000:9c:00.0: amdgpu: [gfxhub] page fault (src_id:0 ring:24 \
+               vmid:4 pasid:32781)\n[rank0]:[E1128 10:30:00.123000 4242 ProcessGroupNCCL.cpp:632] \
+               [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=20471, \
+               OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600083 \
+               milliseconds before timing out.\n";
+    let (f, report) = first_of(log);
+    assert_eq!(
+        (f.category, f.role),
+        (Category::CudaError, Role::Cause),
+        "{}",
+        report.render_text(100)
+    );
+    assert!(f.explanation.contains("page fault"), "{}", f.explanation);
+}

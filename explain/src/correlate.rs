@@ -2806,6 +2806,27 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
                for why it ended: an OOM kill, a GPU fault (Xid), a node failure."
             .to_owned();
     }
+    if role == Role::Cause
+        && proven(crate::rules::RULE_NCCL_RAS_MISSING)
+        && !proven(crate::rules::RULE_NCCL_RAS_DEAD)
+    {
+        title = format!(
+            "NCCL's RAS got no data from {}: stopped, dead or unreachable",
+            if ranks.is_empty() {
+                "a process of the job".to_owned()
+            } else {
+                subject(&ranks)
+            }
+        );
+        meaning = "NCCL's reliability service (RAS) could not collect a process's communicator \
+                   data (INCOMPLETE). RAS answers from a thread of its own, so a rank that is \
+                   only busy or blocked still answers: this one was stopped, died, or its node \
+                   or the network to it went. After 60 s RAS declares it DEAD.";
+        fix = "Rerun the RAS query (`ncclras`): DEAD confirms the process is gone. Then look at \
+               that process's own output and its node (`dmesg`, the scheduler's log) for why: \
+               an OOM kill, a GPU fault (Xid), a node failure."
+            .to_owned();
+    }
     if proven(RULE_MPI_LOST_DAEMON) {
         title = "mpirun lost contact with the daemon of a node of the job".to_owned();
         meaning = "Open MPI's launcher (mpirun, prterun) runs one daemon per node, started over \
@@ -3225,6 +3246,7 @@ const INDIRECT_RULES: &[&str] = &[
     // NCCL's RAS: unreachable is dead, or its node or network; behind, not why.
     crate::rules::RULE_NCCL_RAS_DEAD,
     crate::rules::RULE_NCCL_RAS_BEHIND,
+    crate::rules::RULE_NCCL_RAS_MISSING,
     "fr_trace_missing_ranks",
     "nccl_system_error_one_node",
     "nccl_system_error_unshown_nodes",

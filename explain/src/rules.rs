@@ -410,6 +410,8 @@ pub(crate) const DUMP_SIGNAL_RULE: &str = "dump_signal_from_rank";
 pub(crate) const RULE_MEGATRON_BUCKET_NOT_ISSUED: &str = "megatron_bucket_not_issued";
 /// NCCL RAS: a process of the job considered dead.
 pub(crate) const RULE_NCCL_RAS_DEAD: &str = "nccl_ras_dead";
+/// NCCL RAS's INCOMPLETE report: a process it gets no data from.
+pub(crate) const RULE_NCCL_RAS_MISSING: &str = "nccl_ras_missing";
 /// NCCL RAS: a rank behind the others in a communicator's operations.
 pub(crate) const RULE_NCCL_RAS_BEHIND: &str = "nccl_ras_rank_behind";
 /// Composer's OOMObserver.
@@ -1250,6 +1252,14 @@ pub(crate) static RULES: &[Rule] = &[
     rule!(RULE_NCCL_RAS_DEAD, RankCrashed, Cause, Standalone,
         [["considered dead (unreachable via the ras network)", "peer_dead: process"]],
         not [], ex_none),
+    // RAS's INCOMPLETE report, before its 60 s verdict of DEAD: "INCOMPLETE\n  Missing
+    // communicator data from 1 job process\n  Process 3487984 on node ... managing GPU 5", and
+    // per communicator "Missing communicator data from 1 rank\n  The missing rank: 21" (NCCL's
+    // RAS documentation). RAS answers from a thread of its own, so a rank busy or blocked in
+    // Python still answers: a missing one was stopped, died, or its node or network went.
+    // Medium (INDIRECT_RULES).
+    rule!(RULE_NCCL_RAS_MISSING, RankCrashed, Cause, Standalone,
+        [["missing communicator data from", "the missing rank"]], not [], ex_ras_missing),
     // RAS's MISMATCH report of a communicator ("Communicator ranks have different AllReduce
     // operation counts\n  15 ranks have launched up to operation 5632\n  Rank 11 has launched
     // up to operation 5631 -- GPU 3 managed by process ..."; "Rank 0 has not launched any
@@ -3175,6 +3185,19 @@ fn ex_rocm_fault(line: &str, lower: &str) -> Extract {
             "the ROCm runtime or the amdgpu driver reported a GPU fault: {}",
             phrase(line, start, 120).trim()
         )),
+        ..Extract::default()
+    }
+}
+
+fn ex_ras_missing(_: &str, lower: &str) -> Extract {
+    let subjects = if lower.contains("the missing rank") {
+        rank_mentions(lower)
+    } else {
+        Vec::new()
+    };
+    // (The finding's title and meaning say what it is: `correlate::draft`.)
+    Extract {
+        subjects,
         ..Extract::default()
     }
 }
@@ -5860,6 +5883,22 @@ mod tests {
         ] {
             assert_eq!(cat(&line), want, "{line}");
         }
+    }
+
+    #[test]
+    fn nccl_ras_incomplete_names_the_missing_rank() {
+        let (r, ex) = classify("  The missing rank: 21").unwrap();
+        assert_eq!(
+            (r.name, r.category, ex.subjects),
+            (RULE_NCCL_RAS_MISSING, Category::RankCrashed, vec![21])
+        );
+        let (r, ex) = classify("  Missing communicator data from 1 job process").unwrap();
+        assert_eq!((r.name, ex.subjects), (RULE_NCCL_RAS_MISSING, vec![]));
+        // Its warning that gathering took timeouts names nobody.
+        assert!(classify(
+            "  Encountered 2 communication timeouts while gathering communicator data"
+        )
+        .is_none_or(|(r, _)| r.name != RULE_NCCL_RAS_MISSING));
     }
 
     #[test]

@@ -4429,3 +4429,22 @@ fn an_amd_gpu_fault_comes_before_the_timeouts_it_caused() {
     );
     assert!(f.explanation.contains("page fault"), "{}", f.explanation);
 }
+
+#[test]
+fn nccl_ras_incomplete_names_the_rank_it_got_no_data_from() {
+    // The RAS client's report (NCCL's RAS documentation) of a process stopped before RAS
+    // declares it dead.
+    let log = "Errors\n======\n\nINCOMPLETE\n  Missing communicator data from 1 job process\n  \
+               Process 3487984 on node 10.0.0.3 managing GPU 5\n\n#0-0 (cf264af53edbe986) \
+               INCOMPLETE\n  Missing communicator data from 1 rank\n  The missing rank: 21\n\n\
+               Warnings\n========\n\nTIMEOUT\n  Encountered 2 communication timeouts while \
+               gathering communicator data\n";
+    let (f, report) = first_of(log);
+    assert_eq!(
+        (f.category, f.ranks.clone(), f.confidence),
+        (Category::RankCrashed, vec![21], Confidence::Medium),
+        "{}",
+        report.render_text(100)
+    );
+    assert!(f.title.contains("got no data from rank 21"), "{}", f.title);
+}

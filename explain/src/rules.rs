@@ -956,7 +956,10 @@ pub(crate) static RULES: &[Rule] = &[
              // (`dev_runtime_segments.cc`) are settings NCCL does not support, not the fabric
              // failing.
              "failed to nvls register", "multiple ranks using the same nvml device",
-             "does not support multi-node ipc on cpu-backed buffers"],
+             "does not support multi-node ipc on cpu-backed buffers",
+             // NVSHMEM (`mem_transport.cpp`): a failed query of the fabric at set-up, after
+             // which it only skips MNNVL detection.
+             "detection of mnnvl environment will not be attempted"],
         ex_none),
     // NCCL's shared-memory transport (`transport/shm.cc`) failing a CUDA call. Since NCCL
     // 2.23 (with cuMem on, NCCL_CUMEM_HOST_ENABLE) it allocates the host buffers it shares
@@ -2118,7 +2121,11 @@ pub(crate) static RULES: &[Rule] = &[
             // c10d's store client resolving MASTER_ADDR: "host not found: <gai_strerror>".
             "host not found:"
         ]],
-        not["retrying"],
+        // An HTTP(S) client's refusal (urllib3's "HTTPSConnectionPool(host='huggingface.co',
+        // port=443): Max retries exceeded ... [Errno 111] Connection refused", botocore's
+        // "AWSHTTPConnection ... Failed to establish a new connection"): a data or model host
+        // refused, not the store or a peer rank; the exception is the rank's own failure.
+        not["retrying", "httpsconnectionpool(", "httpconnectionpool(", "awshttpconnection"],
         ex_address
     ),
     // PyTorch's flight-recorder analyzer (`torchfrtrace`): "Not all ranks joining collective,
@@ -2217,8 +2224,55 @@ pub(crate) static RULES: &[Rule] = &[
     // %d, responsible_channel = %d", also receivers, combine, barrier; the trap then surfaces
     // as CUDA's "unspecified launch failure"). The other ranks did not send in time: late (a
     // first-run JIT compile, a load) or their transport (NVSHMEM over RDMA) failing.
-    rule!("deepep_timeout", CollectiveTimeout, Symptom, Standalone,
-        [["deepep error: timeout", "deepep timeout for"]], not [], ex_none),
+    // Later DeepEP names each wait ("DeepEP error: CPU recv timeout", "DeepEP timeout check
+    // failed: rank = 2, ...", "DeepEP NVLink barrier timeout", "DeepEP notify timeout",
+    // "DeepEP combine (scale-up wait) timeout", "DeepEP PP recv timeout"; its elastic buffer's
+    // "Dispatch CPU wait exception (...buffer.hpp:1063): num_recv_tokens=-1, ...").
+    rule!(
+        "deepep_timeout",
+        CollectiveTimeout,
+        Symptom,
+        Standalone,
+        [
+            ["deepep", "cpu wait exception"],
+            ["timeout", "cpu wait exception"]
+        ],
+        not["initialized"],
+        ex_none
+    ),
+    // DeepEP's check of the NCCL it loaded against the one it was built with
+    // (`csrc/kernels/backend/nccl.cu`): "Prior to NCCL 2.31, NCCL compile-time and runtime
+    // versions must be the same. Please re-compile DeepEP."
+    rule!("deepep_nccl_build_differs", NcclVersionMismatch, Cause, Standalone,
+        [["nccl compile-time and runtime versions must be the same"]], not [], ex_none),
+    // DeepEP's check of CUDA driver calls (`exception.cuh`: "CUDA driver exception
+    // (.../symmetric.hpp:240): 801 (CUDA_ERROR_NOT_SUPPORTED, operation not supported)"), as
+    // its runtime calls' "CUDA runtime exception".
+    rule!(
+        "cuda_driver_exception",
+        CudaError,
+        Cause,
+        Standalone,
+        [["cuda driver exception ("]],
+        not["out of memory"],
+        ex_none
+    ),
+    // NVSHMEM's symmetric heap, GPU memory it reserves at start-up (`mem_heap.cpp`: "nvshmem
+    // malloc failed (hint: check if total allocation has exceeded NVSHMEM symmetric size =
+    // 1073741824, NVSHMEM symmetric size can be increased using NVSHMEM_SYMMETRIC_SIZE
+    // environment variable)"): it exits the process.
+    rule!("nvshmem_heap_full", CudaOom, Cause, Standalone,
+        [["nvshmem malloc failed", "nvshmem symmetric size can be increased"]], not [],
+        ex_nvshmem_heap),
+    // NVSHMEM's RDMA transports failing: an error completion ("got completion with err:
+    // syndrome=0x15, ...", "Got ibdevx completion with error"), a completion that never came
+    // ("ibgda_poll_cq timeout"), memory the HCA would not register ("mem registration failed.
+    // Reason: Bad address"). (Its "neither nv_peer_mem, or nvidia_peermem detected. Skipping
+    // transport." only skips one transport; the failure, if any, comes after.)
+    rule!("nvshmem_rdma_failure", Infiniband, Cause, Standalone,
+        [["got completion with err", "completion with error. hws", "ibgda_poll_cq timeout",
+          "mem registration failed. reason"]],
+        not [], ex_none),
     rule!("watchdog_context", CollectiveTimeout, Symptom, AnyFinding,
         [["watchdog got stuck", "heartbeat monitor", "last enqueued nccl work", "last enqueued work",
           "some nccl operations have failed or timed out", "taking the entire process down",
@@ -2318,6 +2372,9 @@ pub(crate) static RULES: &[Rule] = &[
             "no cuda gpus are available",
             // PyTorch's ROCm build says HIP for CUDA, and HIP's hipErrorNoDevice.
             "no hip gpus are available",
+            // The driver API's word (Google's TCPX plugin: "CU failure cuInit:
+            // CUDA_ERROR_NO_DEVICE").
+            "cuda_error_no_device",
             "no rocm-capable device is detected",
             "cuda driver version is insufficient",
             "nvidia driver on your system is too old",
@@ -3198,6 +3255,20 @@ fn ex_ras_missing(_: &str, lower: &str) -> Extract {
     // (The finding's title and meaning say what it is: `correlate::draft`.)
     Extract {
         subjects,
+        ..Extract::default()
+    }
+}
+
+fn ex_nvshmem_heap(_: &str, lower: &str) -> Extract {
+    let size = num_after(lower, "nvshmem symmetric size = ");
+    Extract {
+        detail: Some(match size {
+            Some(n) => format!(
+                "NVSHMEM's symmetric heap ({n} bytes of GPU memory) is full: raise \
+                 NVSHMEM_SYMMETRIC_SIZE"
+            ),
+            None => "NVSHMEM's symmetric heap is full: raise NVSHMEM_SYMMETRIC_SIZE".to_owned(),
+        }),
         ..Extract::default()
     }
 }
@@ -5823,6 +5894,30 @@ mod tests {
         ] {
             assert_eq!(cat(&line), want, "{line}");
         }
+    }
+
+    #[test]
+    fn deepep_nvshmem_and_tcpx_lines_are_read_from_their_sources() {
+        for (line, want) in [
+            ("RuntimeError: DeepEP error: CPU recv timeout", Some(Category::CollectiveTimeout)),
+            ("DeepEP timeout check failed: rank = 2, thread = 5, value = 1)", Some(Category::CollectiveTimeout)),
+            ("DeepEP NVLink barrier timeout, tag: 0, nvl: 3, thread: 5, status: 0, signal: 7, phase: 1, target: 0, counter: 4", Some(Category::CollectiveTimeout)),
+            ("RuntimeError: Dispatch CPU wait exception (/workspace/DeepEP/csrc/elastic/buffer.hpp:1063): num_recv_tokens=-1, num_scaleout_ranks=2", Some(Category::CollectiveTimeout)),
+            ("RuntimeError: Assertion exception (/workspace/DeepEP/csrc/kernels/backend/nccl.cu:104): NCCL_VERSION_CODE == nccl_runtime_version and \"Prior to NCCL 2.31, NCCL compile-time and runtime versions must be the same. Please re-compile DeepEP.\"", Some(Category::NcclVersionMismatch)),
+            ("RuntimeError: CUDA driver exception (/workspace/DeepEP/csrc/kernels/backend/symmetric.hpp:240): 801 (CUDA_ERROR_NOT_SUPPORTED, operation not supported)", Some(Category::CudaError)),
+            ("/workspace/nvshmem_src/src/host/mem/mem_heap.cpp:malloc:2266: nvshmem malloc failed (hint: check if total allocation has exceeded NVSHMEM symmetric size = 1073741824, NVSHMEM symmetric size can be increased using NVSHMEM_SYMMETRIC_SIZE environment variable)", Some(Category::CudaOom)),
+            ("[3] got completion with err:", Some(Category::Infiniband)),
+            ("/workspace/nvshmem_src/src/modules/transport/common/transport_ib_common.cpp:128: NULL value mem registration failed. Reason: Bad address", Some(Category::Infiniband)),
+            ("a3-gpu-vm-1:41872:42105 [3] tcpxResult_t gpu_init():33 NCCL WARN CU failure cuInit: CUDA_ERROR_NO_DEVICE", Some(Category::CudaError)),
+            // Set-up steps that go on: no failure.
+            ("DeepEP initialized with NCCL version 2.27.3", None),
+            ("/workspace/nvshmem_src/src/host/mem/mem_transport.cpp:182: non-zero status: 999 nvmlDeviceGetGpuFabricInfoV() failed... Detection of MNNVL environment will not be attempted", None),
+        ] {
+            assert_eq!(cat(line), want, "{line}");
+        }
+        let (r, ex) = classify("nvshmem malloc failed (hint: check if total allocation has exceeded NVSHMEM symmetric size = 1073741824, NVSHMEM symmetric size can be increased using NVSHMEM_SYMMETRIC_SIZE environment variable)").unwrap();
+        assert_eq!(r.name, "nvshmem_heap_full");
+        assert!(ex.detail.unwrap().contains("1073741824 bytes"));
     }
 
     #[test]

@@ -102,6 +102,10 @@ enum TracebackPlace {
     /// page-locked *host* memory through CUDA (`cudaHostAlloc` in `CachingHostAllocator.cpp`),
     /// so "CUDA error: out of memory" there is host memory, not the GPU's.
     PinMemory,
+    /// An HTTP client's connection (urllib3, requests, botocore, http.client, aiohttp, httpx,
+    /// huggingface_hub): a refused connection there is a data, model or object-storage host
+    /// (S3, MinIO, the Hugging Face Hub), not the store or a peer rank.
+    HttpClient,
     /// Printed by a library's `logger.warning(..., exc_info=True)` right after the warning
     /// ([`LOGS_ITS_TRACEBACK`]): the exception was caught, and the program went on.
     LoggedByWarning,
@@ -139,6 +143,19 @@ impl TracebackPlace {
             Some(TracebackPlace::SharedTensor)
         } else if frame.contains("data/_utils/pin_memory.py") {
             Some(TracebackPlace::PinMemory)
+        } else if [
+            "/urllib3/",
+            "/requests/",
+            "/botocore/",
+            "/http/client.py",
+            "/aiohttp/",
+            "/httpx/",
+            "/huggingface_hub/",
+        ]
+        .iter()
+        .any(|p| frame.contains(p))
+        {
+            Some(TracebackPlace::HttpClient)
         } else {
             None
         }
@@ -153,6 +170,12 @@ impl TracebackPlace {
                 Category::RankCrashed,
                 "the connection to the process that shared a tensor with this one was \
                  refused (torch.multiprocessing's reductions.py)",
+            )),
+            (TracebackPlace::HttpClient, Category::ConnectionRefused) => Some((
+                "http_connection_refused",
+                Category::RankCrashed,
+                "a web or object-storage host refused the connection (an HTTP client's call: a \
+                 dataset, checkpoint or model download), not the store or a peer rank",
             )),
             (TracebackPlace::PinMemory, Category::CudaOom) => Some((
                 "pin_memory_host_alloc_failed",

@@ -4448,3 +4448,58 @@ fn nccl_ras_incomplete_names_the_rank_it_got_no_data_from() {
     );
     assert!(f.title.contains("got no data from rank 21"), "{}", f.title);
 }
+
+#[test]
+fn a_refused_download_is_the_ranks_failure_not_the_store() {
+    // urllib3 under botocore (an S3 or MinIO endpoint) and requests (the Hugging Face Hub): the
+    // host that refused serves data, not the job's store.
+    let log =
+        "Traceback (most recent call last):\n  File \"/opt/conda/lib/python3.11/site-packages/\
+               urllib3/connection.py\", line 198, in _new_conn\n    sock = \
+               connection.create_connection(\n  File \"/opt/conda/lib/python3.11/site-packages/\
+               urllib3/util/connection.py\", line 73, in create_connection\n    sock.connect(sa)\n\
+               ConnectionRefusedError: [Errno 111] Connection refused\n";
+    let (f, report) = first_of(log);
+    assert_eq!(
+        f.category,
+        Category::RankCrashed,
+        "{}",
+        report.render_text(100)
+    );
+    assert_no_finding_of(&report, Category::ConnectionRefused);
+    let (f, report) = first_of(
+        "requests.exceptions.ConnectionError: HTTPSConnectionPool(host='huggingface.co', \
+         port=443): Max retries exceeded with url: /api/datasets/allenai/c4 (Caused by \
+         NewConnectionError('<urllib3.connection.HTTPSConnection object at 0x7f>: Failed to \
+         establish a new connection: [Errno 111] Connection refused'))\n",
+    );
+    assert_eq!(
+        f.category,
+        Category::RankCrashed,
+        "{}",
+        report.render_text(100)
+    );
+    // The store's own refusal is still the store's.
+    let (f, _) = first_of(
+        "Traceback (most recent call last):\n  File \"train.py\", line 8, in <module>\n    \
+         dist.init_process_group(\"nccl\")\nConnectionRefusedError: [Errno 111] Connection \
+         refused\n",
+    );
+    assert_eq!(f.category, Category::ConnectionRefused);
+}
+
+#[test]
+fn deepeps_trap_after_its_named_timeouts_is_the_timeouts_consequence() {
+    // DeepEP's kernels print their timeout, then trap: CUDA's "unspecified launch failure".
+    let log = "DeepEP timeout check failed: rank = 2, thread = 5, value = 1)\nterminate called \
+               after throwing an instance of 'EPException'\n  what():  CUDA runtime exception \
+               (/workspace/DeepEP/csrc/legacy/buffer.hpp:293): 719 (cudaErrorLaunchFailure, \
+               unspecified launch failure)\n";
+    let (f, report) = first_of(log);
+    assert_eq!(
+        f.category,
+        Category::CollectiveTimeout,
+        "{}",
+        report.render_text(100)
+    );
+}

@@ -105,6 +105,14 @@ const MIB: f64 = 1024.0 * 1024.0;
 /// setting among them is kept); the model's error widens it.
 pub const TIE_FRACTION: f64 = 0.001;
 
+/// A setting's buckets are predicted beyond what the run measured when its cap is below this
+/// fraction of the smallest all-reduce the run sent while it computed. On the kept sweeps any
+/// fraction from 0.25 to 0.4 gave the same picks; 0.5 put 1 MiB against the 2 MiB runs' 2.1 MB
+/// calls on the boundary, and made it an extrapolation (picks then 0.2 points worse on average).
+/// A run with no call during compute (one bucket) keeps to nothing: every setting's calls
+/// during backward come from the probe there.
+pub const EXTRAPOLATED_BELOW: f64 = 0.3;
+
 pub use bucket_assignment::{DEFAULT_BUCKET_CAP_MB, DEFAULT_FIRST_BUCKET_BYTES};
 
 /// What [`advise`] tries.
@@ -1298,6 +1306,45 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
     let Some(best) = best else {
         return advice;
     };
+    // A setting whose buckets are much smaller than any all-reduce this run sent while it
+    // computed is predicted from the start-up probe's small calls alone (the floor of
+    // `interference::fit_comm_overlap`), which read low where ranks share cores: on
+    // bench/whatif's 4-node 1 Gbit/s cluster 4-8 ms against the 12 ms backward showed, so 2 and
+    // 25 MiB traces predicted 0.25 MiB 10-16 % fast and one picked it (13.7 % slower than the
+    // best measured). Such a setting wins only by more than twice the noise threshold over the
+    // best setting the run measured sizes for. On the three kept sweeps of 2026-12-04/05 (120
+    // traces, `accuracy.py --reuse`) the largest regret of a pick went from 4.1/4.3/13.7 % to
+    // 4.1/4.3/5.7 %, the mean from 0.64/1.49/1.84 % to 0.70/1.42/1.71 %; the errors of the
+    // predictions are unchanged ([`EXTRAPOLATED_BELOW`] says which sizes count).
+    let smallest_seen = points
+        .iter()
+        .filter(|p| p.overlapped && !p.calibration && p.op == bucket_op)
+        .filter(|p| Some(p.transport) == bucket_transport)
+        .map(|p| p.bytes as f64)
+        .reduce(f64::min);
+    let best = match measured_instead(
+        &advice.candidates,
+        &best,
+        smallest_seen,
+        2.0 * threshold_for(best.tail_ns),
+    ) {
+        Some(m) => {
+            advice.notes.push(format!(
+                "{} is predicted {} faster than {}, but its buckets are smaller than any \
+                 all-reduce this run sent while it computed (the smallest: {}): their time \
+                 during backward rests on the start-up probe's small calls alone, which read \
+                 low where ranks share cores. It would have to win by more than twice the noise \
+                 threshold ({}).",
+                setting_words(&best),
+                render::ns(m.predicted_step_ns - best.predicted_step_ns),
+                setting_words(&m),
+                render::bytes(smallest_seen.unwrap_or_default()),
+                render::ns(2.0 * threshold_for(best.tail_ns)),
+            ));
+            m
+        }
+        None => best,
+    };
     let gain = (obs.step_ns - best.predicted_step_ns).max(0.0);
     let threshold = threshold_for(best.tail_ns);
     let worth = !best.is_current && gain > threshold;
@@ -1370,6 +1417,40 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
 /// bucket's `_DEFAULT_FIRST_BUCKET_BYTES` (1 MiB); an explicit `bucket_cap_mb` makes the first
 /// bucket as large as the others; `bucket_cap_mb_list` gives each bucket its cap. So a first
 /// bucket other than the cap, except PyTorch's default pair, takes a list: `[first, cap]`.
+/// The best of the `candidates` whose buckets the run measured sizes for, when `best`'s are
+/// beyond them (a cap below [`EXTRAPOLATED_BELOW`] of `smallest_seen`, the smallest all-reduce
+/// the run sent while it computed) and `best` is predicted faster by `margin` or less. `None`
+/// keeps `best`: it is within what the run measured, it wins by more, or the run sent no call
+/// during compute (then every setting's calls there are the probe's).
+pub(crate) fn measured_instead(
+    candidates: &[Candidate],
+    best: &Candidate,
+    smallest_seen: Option<f64>,
+    margin: f64,
+) -> Option<Candidate> {
+    let smallest_cap = |c: &Candidate| {
+        c.cap_list_mb.as_deref().map_or(c.cap_mb, |l| {
+            l.iter().copied().fold(f64::INFINITY, f64::min)
+        })
+    };
+    let beyond = |c: &Candidate| {
+        smallest_seen.is_some_and(|seen| smallest_cap(c) * MIB < EXTRAPOLATED_BELOW * seen)
+    };
+    if !beyond(best) {
+        return None;
+    }
+    candidates
+        .iter()
+        .filter(|c| !beyond(c))
+        .min_by(|a, b| {
+            a.predicted_step_ns
+                .total_cmp(&b.predicted_step_ns)
+                .then(b.is_current.cmp(&a.is_current))
+        })
+        .filter(|m| m.predicted_step_ns - best.predicted_step_ns <= margin)
+        .cloned()
+}
+
 fn how_to_set(best: &Candidate) -> String {
     let list = |caps: &[f64]| {
         format!(
@@ -1891,6 +1972,53 @@ mod tests {
         assert!(
             list.contains("bucket_cap_mb_list=[2, 8]") && list.contains("--bucket-cap-mb-list 2,8"),
             "{list}"
+        );
+    }
+
+    #[test]
+    fn a_setting_beyond_the_sizes_the_run_measured_must_win_by_the_margin() {
+        let candidate = |cap_mb: f64, step_ms: f64| Candidate {
+            cap_mb,
+            first_bucket_bytes: (cap_mb * MIB) as u64,
+            cap_list_mb: None,
+            recorded_layout: false,
+            is_current: cap_mb == 2.0,
+            buckets: 1,
+            largest_bucket_bytes: 0,
+            backward_ns: 0.0,
+            comm_end_ns: 0.0,
+            tail_ns: 0.0,
+            exposed_ns: 0.0,
+            predicted_step_ns: step_ms * 1e6,
+            delta_ns: 0.0,
+        };
+        // A 2 MiB run whose smallest call during compute was 2.1 MB: 0.25 MiB (below 0.3 of
+        // it) is beyond, 1 MiB is not.
+        let all = [
+            candidate(0.25, 440.0),
+            candidate(1.0, 442.0),
+            candidate(2.0, 455.0),
+        ];
+        let seen = Some(2.1e6);
+        let pick = |best: usize, margin_ms: f64| {
+            measured_instead(&all, &all[best], seen, margin_ms * 1e6).map(|c| c.cap_mb)
+        };
+        // 0.25 MiB wins by 2 ms, inside a 20 ms margin: the best measured size instead.
+        assert_eq!(pick(0, 20.0), Some(1.0));
+        // By more than the margin it stays.
+        assert_eq!(pick(0, 1.0), None);
+        // A best within the measured sizes is kept.
+        assert_eq!(pick(1, 20.0), None);
+        // A run with no call during compute keeps to nothing.
+        assert_eq!(measured_instead(&all, &all[0], None, 20e6), None);
+        // A cap list counts by its smallest cap.
+        let list = Candidate {
+            cap_list_mb: Some(vec![0.1, 2.0]),
+            ..candidate(2.0, 430.0)
+        };
+        assert_eq!(
+            measured_instead(&all, &list, seen, 30e6).map(|c| c.cap_mb),
+            Some(1.0)
         );
     }
 

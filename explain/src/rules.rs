@@ -959,7 +959,10 @@ pub(crate) static RULES: &[Rule] = &[
              "does not support multi-node ipc on cpu-backed buffers",
              // NVSHMEM (`mem_transport.cpp`): a failed query of the fabric at set-up, after
              // which it only skips MNNVL detection.
-             "detection of mnnvl environment will not be attempted"],
+             "detection of mnnvl environment will not be attempted",
+             // The container toolkit's check for the IMEX channel's device node: the
+             // container's GPU set-up, read as no usable GPU.
+             "not found at /dev/nvidia-caps-imex-channels"],
         ex_none),
     // NCCL's shared-memory transport (`transport/shm.cc`) failing a CUDA call. Since NCCL
     // 2.23 (with cuMem on, NCCL_CUMEM_HOST_ENABLE) it allocates the host buffers it shares
@@ -1007,6 +1010,11 @@ pub(crate) static RULES: &[Rule] = &[
         not["to silence this warning"],
         ex_none
     ),
+    // libnvidia-container's device selection (`cli/common.c` select_devices: "device error:
+    // GPU-8a3f2c1d-...: unknown device", "device error: 3: unknown device"):
+    // NVIDIA_VISIBLE_DEVICES (or the pod's allocation) names a GPU the host does not have.
+    rule!("container_unknown_gpu", CudaError, Cause, Standalone,
+        [["device error: "], [": unknown device"]], not [], ex_none),
     // AMD GPUs: ROCm's runtime, RCCL (ROCm/rccl 0cbce2a, 2.21.5) and the amdgpu kernel driver.
     // A GPU fault as the ROCm runtime reports it before it aborts the process (ROCr's "Memory
     // access fault by GPU node-2 (Agent handle: ...) on address 0x7fc133800000. Reason: Page
@@ -1465,8 +1473,9 @@ pub(crate) static RULES: &[Rule] = &[
             ["/dev/shm"],
             ["no space left", "bus error", "cannot allocate", "failed"]
         ],
-        // (and NCCL's retried EINTR, as for shm_segment)
-        not["error mounting", "interrupted system call"],
+        // (and NCCL's retried EINTR, as for shm_segment; enroot's "enroot-mount: failed to
+        // mount: /dev/shm at ...": a container that never started, nothing ran out)
+        not["error mounting", "interrupted system call", "failed to mount:"],
         ex_none
     ),
     // Ray's start-up check (`services.py`, which vLLM's multi-GPU runs start): "The object
@@ -2413,17 +2422,34 @@ pub(crate) static RULES: &[Rule] = &[
             // object file", "requirement error: unsatisfied condition: cuda>=12.4, please update
             // your driver", "could not select device driver \"\" with capabilities:
             // [[gpu]]", "unknown or invalid runtime name: nvidia".
+            // (libnvidia-container's `dsl.c` checks every requirement the same way: the driver,
+            // the architecture, CUDA; the toolkit's CSV mode says "requirements not met:
+            // unsatisfied condition: cuda>=12.6 (cuda=12.2)". Docker's driver selection for any
+            // capabilities. The CDI set-up of Podman and the toolkit: "unresolvable CDI devices
+            // nvidia.com/gpu=all", an IMEX channel not on the host. NVML as Slurm, nvidia-ctk
+            // and the device plugin say it: "Failed to initialize NVML: Driver Not Loaded",
+            // go-nvml's "ERROR_LIBRARY_NOT_FOUND", and "Failed to initialize NVML: Unknown
+            // Error", a container that lost its GPUs' device nodes after the host's systemd
+            // reloaded its cgroups.)
             "nvidia-container-cli: initialization error",
             "libnvidia-ml.so.1: cannot open shared object file",
-            "requirement error: unsatisfied condition: cuda",
-            "with capabilities: [[gpu]]",
+            "unsatisfied condition: ",
+            "could not select device driver",
             "unknown or invalid runtime name: nvidia",
+            "unresolvable cdi devices",
+            "not found at /dev/nvidia-caps-imex-channels",
+            "failed to initialize nvml: driver not loaded",
+            "error_driver_not_loaded",
+            "error_library_not_found",
+            "failed to initialize nvml: unknown error",
             "nvrm: api mismatch"
         ]],
         // torch.cuda.is_available()'s warning ("UserWarning: CUDA initialization: Found no
         // NVIDIA driver ...", "... CUDA unknown error ..."): a probe's answer, and a job that
         // goes on without a GPU may run (gloo); one that needs it fails later in its own words.
-        not["cuda initialization:"],
+        // (The device plugin's health check without NVML goes on: "Failed to start health check:
+        // failed to initialize NVML: Unknown Error; continuing with health checks disabled".)
+        not["cuda initialization:", "continuing with health checks disabled"],
         ex_none
     ),
     rule!(
@@ -5918,6 +5944,29 @@ mod tests {
         let (r, ex) = classify("nvshmem malloc failed (hint: check if total allocation has exceeded NVSHMEM symmetric size = 1073741824, NVSHMEM symmetric size can be increased using NVSHMEM_SYMMETRIC_SIZE environment variable)").unwrap();
         assert_eq!(r.name, "nvshmem_heap_full");
         assert!(ex.detail.unwrap().contains("1073741824 bytes"));
+    }
+
+    #[test]
+    fn the_container_stack_without_a_gpu_is_no_usable_gpu() {
+        for (line, want) in [
+            ("nvidia-container-cli: initialization error: nvml error: driver not loaded", Some(Category::CudaError)),
+            ("nvidia-container-cli: device error: 4: unknown device", Some(Category::CudaError)),
+            ("nvidia-container-cli: requirement error: unsatisfied condition: driver>=535", Some(Category::CudaError)),
+            ("Error: setting up CDI devices: unresolvable CDI devices nvidia.com/gpu=all", Some(Category::CudaError)),
+            ("Error response from daemon: could not select device driver \"nvidia\" with capabilities: [[gpu compute utility]]", Some(Category::CudaError)),
+            ("[2025-11-28T10:00:00.123] error: Failed to initialize NVML: Driver Not Loaded", Some(Category::CudaError)),
+            ("Failed to initialize NVML: Unknown Error", Some(Category::CudaError)),
+            (
+                "time=\"2025-11-28T10:00:00Z\" level=error msg=\"failed to inject CDI devices: failed to create IMEX channel spec: IMEX channel 0 not found at /dev/nvidia-caps-imex-channels/channel0\"",
+                Some(Category::CudaError),
+            ),
+            // The device plugin goes on without its health check.
+            ("E1128 10:00:00.123456       1 server.go:155] Failed to start health check: failed to initialize NVML: Unknown Error; continuing with health checks disabled", None),
+            // enroot could not mount /dev/shm: the container never started, nothing ran out.
+            ("enroot-mount: failed to mount: /dev/shm at /run/enroot/pyxis_train/dev/shm: No such file or directory", None),
+        ] {
+            assert_eq!(cat(line), want, "{line}");
+        }
     }
 
     #[test]

@@ -2280,8 +2280,18 @@ fn strip_host_label(line: &str) -> &str {
     }
     let host = &line[..len];
     // Slurm's step daemon names itself and its host the same way (`slurmstepd-host-a: error:
-    // ...`): a program, not a host label, and the rules read its name.
-    if host.starts_with("slurmstepd") {
+    // ...`), and NVIDIA's container tools and enroot name themselves (`nvidia-container-cli:
+    // initialization error: ...`, `enroot-mount: failed to mount: ...`): programs, not host
+    // labels, and the rules read their names.
+    const PROGRAMS: &[&str] = &[
+        "slurmstepd",
+        "nvidia-container-",
+        "nvidia-ctk",
+        "nvidia-smi",
+        "nvidia-persistenced",
+        "enroot",
+    ];
+    if PROGRAMS.iter().any(|p| host.starts_with(p)) {
         return line;
     }
     let ipv4 = host.split('.').count() == 4
@@ -3053,6 +3063,10 @@ mod tests {
             "(most recent call last) boom",
             "2024-02-27 boom",
             "deadbee || x",
+            // Programs that name themselves like a host label: the rules read their names.
+            "nvidia-container-cli: initialization error: nvml error: driver not loaded",
+            "enroot-mount: failed to mount: /dev/shm at /run/enroot/job/dev/shm: x",
+            "slurmstepd-host-a: error: x",
         ] {
             assert_eq!(strip_launcher_prefix(line), (None, line), "{line}");
         }

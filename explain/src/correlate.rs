@@ -3187,13 +3187,13 @@ const PARALLEL_LAYOUT_RULES: &[&str] = &[
     "world_not_divisible_by_model_parallel",
 ];
 
-/// Rules that read a problem from what usually goes with it (a signal, an
-/// exit code, a generic error code or crash marker), not from a message that
-/// names it.
 /// A hang nothing else explains on a host where RCCL warned that the IOMMU is not in
 /// passthrough mode.
 const IOMMU_WARNED_DURING_HANG: &str = "iommu_warned_during_hang";
 
+/// Rules that read a problem from what usually goes with it (a signal, an
+/// exit code, a generic error code or crash marker), not from a message that
+/// names it.
 const INDIRECT_RULES: &[&str] = &[
     // RCCL's advice names the IOMMU as a cause of hangs; that it caused this one, the line
     // cannot say.
@@ -3210,6 +3210,9 @@ const INDIRECT_RULES: &[&str] = &[
     // Composer's warning names the rank that trained no batch; whether the others then waited
     // for it, the warning cannot say (it is printed before the job goes on or ends).
     crate::rules::RULE_NO_BATCHES_ON_RANK,
+    // Symmetric memory's refusal and the intra-node all-reduce's warning say two ranks share a
+    // GPU, not which: the warning alone does not stop the job.
+    crate::rules::RULE_OVERLAPPING_DEVICES,
     "ranks_announced_twice",
     "progress_totals_differ",
     "nccl_tests_stalled_on_one_node",

@@ -341,6 +341,8 @@ fn exit_status(lower: &str) -> Option<u32> {
 /// The rule of NCCL's "no algorithm/protocol available" (the fix names NCCL_ALGO and NCCL_PROTO).
 /// Composer's warning that a rank trained no batch.
 pub(crate) const RULE_NO_BATCHES_ON_RANK: &str = "no_batches_on_rank";
+/// PyTorch's symmetric memory or intra-node all-reduce finding two ranks on one GPU.
+pub(crate) const RULE_OVERLAPPING_DEVICES: &str = "overlapping_devices";
 /// The amdgpu kernel driver's log of a GPU fault, hang or reset.
 pub(crate) const RULE_AMDGPU_FAULT: &str = "amdgpu_fault";
 pub(crate) const RULE_NCCL_NO_ALGORITHM: &str = "nccl_no_algorithm";
@@ -1015,6 +1017,15 @@ pub(crate) static RULES: &[Rule] = &[
     // NVIDIA_VISIBLE_DEVICES (or the pod's allocation) names a GPU the host does not have.
     rule!("container_unknown_gpu", CudaError, Cause, Standalone,
         [["device error: "], [": unknown device"]], not [], ex_none),
+    // PyTorch's symmetric memory (`CUDASymmetricMemory.cu`'s rendezvous: "detected allocations
+    // from overlapping devices from different ranks.", unless
+    // TORCH_SYMM_MEM_ALLOW_OVERLAPPING_DEVICES) and its intra-node all-reduce's warning
+    // (`intra_node_comm.cpp`: "Skipping IntraNodeComm::rendezvous() because participants have
+    // overlapping devices. To resolve this, call torch.cuda.set_device() before
+    // init_process_group()"): two ranks of one host on one GPU.
+    rule!(RULE_OVERLAPPING_DEVICES, DuplicateGpu, Cause, Standalone,
+        [["allocations from overlapping devices", "participants have overlapping devices"]],
+        not [], ex_none),
     // AMD GPUs: ROCm's runtime, RCCL (ROCm/rccl 0cbce2a, 2.21.5) and the amdgpu kernel driver.
     // A GPU fault as the ROCm runtime reports it before it aborts the process (ROCr's "Memory
     // access fault by GPU node-2 (Agent handle: ...) on address 0x7fc133800000. Reason: Page
@@ -1039,8 +1050,9 @@ pub(crate) static RULES: &[Rule] = &[
             "hip failure: '"
         ]],
         // (RCCL's probes of the runtime at set-up log a failure as INFO and go on without the
-        // feature: DMA-BUF, `net_ib.cc`'s "ROCr failure '...'".)
-        not["nccl info"],
+        // feature: DMA-BUF, `net_ib.cc`'s "ROCr failure '...'". "HIP failure: 'out of memory'"
+        // is the GPU's memory, read by the rule for it.)
+        not["nccl info", "out of memory"],
         ex_rocm_fault
     ),
     rule!("rocm_queue_aborted", CudaError, Cause, Standalone,
@@ -1227,6 +1239,10 @@ pub(crate) static RULES: &[Rule] = &[
     // GPUs" below.
     rule!("more_ranks_than_gpus", CudaError, Cause, Standalone,
         [["world size is "], [" but have "], [" available devices"]], not [], ex_none),
+    // verl's resource pools against the Ray cluster (`single_controller/ray/base.py`: "Total
+    // available GPUs 8 is less than total desired GPUs 16").
+    rule!("ray_cluster_fewer_gpus", CudaError, Cause, Standalone,
+        [["is less than total desired gpus"]], not [], ex_none),
     // fairseq's trainer (`trainer.py`): "OOM during optimization, irrecoverable", logged only
     // for an out-of-memory error it cannot skip.
     rule!("fairseq_oom_irrecoverable", CudaOom, Cause, Standalone,
@@ -1309,8 +1325,10 @@ pub(crate) static RULES: &[Rule] = &[
                 "nccl",
                 "hip out of memory",
                 // HIP's hipErrorOutOfMemory as PyTorch's ROCm build raises it ("HIP error: out
-                // of memory"), as CUDA's "CUDA error: out of memory".
-                "hip error"
+                // of memory"), as CUDA's "CUDA error: out of memory", and RCCL's "[FATAL ERROR]:
+                // HIP failure: 'out of memory'".
+                "hip error",
+                "hip failure"
             ]
         ],
         // Composer's auto microbatching (`trainer.py`): its start-up warning
@@ -1490,8 +1508,12 @@ pub(crate) static RULES: &[Rule] = &[
     // NCCL_MULTI_RANK_GPU_ENABLE=1 to enable this configuration". The reference DDP's own
     // check before NCCL (`cuda/src/nccl.rs`, `check_hellos`): "ranks %d and %d both use GPU %d
     // on host ...".
+    // trl's `vllm_serve.py` before it builds the weight-sync communicator with the trainer:
+    // "Attempting to use the same CUDA device (UUID: GPU-...) for multiple distinct roles/ranks
+    // within the same communicator."
     rule!("duplicate_gpu", DuplicateGpu, Cause, Standalone,
-        [["duplicate gpu detected", "multiple ranks are using the same gpu", "both use gpu"]],
+        [["duplicate gpu detected", "multiple ranks are using the same gpu", "both use gpu",
+          "attempting to use the same cuda device"]],
         not [], ex_duplicate_gpu),
     rule!(
         "nccl_version_mismatch",
@@ -1580,7 +1602,24 @@ pub(crate) static RULES: &[Rule] = &[
           "must be divisible by the product of all parallelism sizes",
           // fairseq's Slurm set-up with pipeline parallelism (`distributed/utils.py`):
           // "SLURM --ntasks-per-node must match number of pipelines per node (=2)".
-          "--ntasks-per-node must match number of pipelines per node"]],
+          "--ntasks-per-node must match number of pipelines per node",
+          // torch.distributed.pipelining (`stage.py`: "Pipeline group size 8 cannot be larger
+          // than number of stages 4"; `_utils.py`'s stage-to-rank mapping: "num_stages 6 must
+          // be evenly divisible by pp_size 4 for V schedules", pp_size being the pipeline
+          // group's ranks).
+          "cannot be larger than number of stages", "must be evenly divisible by pp_size",
+          // The RL frameworks' checks of their layouts against the GPUs they were given: verl
+          // (`utils/config.py`: "n_gpus (12) must be divisible by model_parallel_size (8) times
+          // context_parallel_size (1)"; its workers: "rollout world_size: 8 is not divisible
+          // by infer_world_size: 3"; `replica.py`: "world_size 12 must be divisible by
+          // gpus_per_node 8"; "gpus_per_node should be divisible by
+          // tensor_model_parallel_size"), trl's colocated vLLM ("tensor_parallel_size (4) must
+          // divide world size (6) evenly."), OpenRLHF's colocate_all ("actor_num_nodes *
+          // actor_num_gpus_per_node must be equal to vllm_num_engines *
+          // vllm_tensor_parallel_size, got 8 and 4").
+          "must be divisible by model_parallel_size", "is not divisible by infer_world_size",
+          "must be divisible by gpus_per_node", "should be divisible by tensor_model_parallel_size",
+          "must divide world size", "must be equal to vllm_num_engines"]],
         not [], ex_none),
     // Megatron-LM's checks of the world size against the model-parallel sizes it was given
     // (`parallel_state.py`: "world_size (6) is not divisible by 4" (tensor × pipeline ×
@@ -1648,7 +1687,10 @@ pub(crate) static RULES: &[Rule] = &[
         // port." The error comes only when every try failed. sglang's wait ("port 30000 is in
         // use. Waiting for 15 seconds for nccl_port to be available. nccl_port is used by a
         // process already.") ends in the error above when the port stays taken.
-        not["retrying with a new port", "to be available. nccl_port is used"],
+        // verl's rollout server (`workers/rollout/utils.py`: "Failed to start HTTP server on
+        // port 41235 at try 0, error: ... address already in use") binds a fresh free port at
+        // each try; only "after 5 retries, exiting" is its failure.
+        not["retrying with a new port", "to be available. nccl_port is used", " at try "],
         ex_port
     ),
     // c10d's `socket.cpp` names each address it failed to bind ("The server socket has failed
@@ -2109,6 +2151,12 @@ pub(crate) static RULES: &[Rule] = &[
     rule!("store_timeout", RendezvousTimeout, Symptom, Standalone,
         [["store"], ["timed out", "timeout"], ["never set", "diststoreerror", "socket timeout", "wait timeout"]],
         not [], ex_none),
+    // trl's client of its vLLM server (`generation/vllm_client.py` check_server: "The vLLM
+    // server can't be reached at http://0.0.0.0:8000 after 240.0 seconds. Make sure the server
+    // is running by running `trl vllm-serve`."): the trainer's connection to the generation
+    // server, refused until the timeout.
+    rule!("trl_vllm_server_unreachable", ConnectionRefused, Symptom, Standalone,
+        [["vllm server can't be reached at"]], not [], ex_trl_vllm_server),
     rule!(
         "connection_refused",
         ConnectionRefused,
@@ -3294,6 +3342,24 @@ fn ex_nvshmem_heap(_: &str, lower: &str) -> Extract {
                  NVSHMEM_SYMMETRIC_SIZE"
             ),
             None => "NVSHMEM's symmetric heap is full: raise NVSHMEM_SYMMETRIC_SIZE".to_owned(),
+        }),
+        ..Extract::default()
+    }
+}
+
+fn ex_trl_vllm_server(line: &str, lower: &str) -> Extract {
+    let at = lower
+        .find("can't be reached at ")
+        .map(|i| i + "can't be reached at ".len());
+    let url = at.and_then(|i| line.get(i..)?.split_whitespace().next());
+    Extract {
+        detail: Some(match url {
+            Some(u) => format!(
+                "the trainer could not reach trl's vLLM server at {}: start it (`trl \
+                 vllm-serve`) before the trainer, on the host and port the trainer is given",
+                sanitize(u, 80)
+            ),
+            None => "the trainer could not reach trl's vLLM server".to_owned(),
         }),
         ..Extract::default()
     }
@@ -5970,6 +6036,35 @@ mod tests {
     }
 
     #[test]
+    fn pipelining_and_symmetric_memory_lines_are_read_from_their_sources() {
+        for (line, want) in [
+            ("ValueError: Pipeline group size 8 cannot be larger than number of stages 4", Some(Category::WorldSizeMismatch)),
+            ("ValueError: num_stages 6 must be evenly divisible by pp_size 4 for V schedules", Some(Category::WorldSizeMismatch)),
+            ("RuntimeError: CUDASymmetricMemoryAllocator::rendezvous: detected allocations from overlapping devices from different ranks.", Some(Category::DuplicateGpu)),
+            ("[W intra_node_comm.cpp:133] Skipping IntraNodeComm::rendezvous() because participants have overlapping devices. To resolve this, call torch.cuda.set_device() before init_process_group().", Some(Category::DuplicateGpu)),
+        ] {
+            assert_eq!(cat(line), want, "{line}");
+        }
+    }
+
+    #[test]
+    fn rl_frameworks_lines_are_read_from_their_sources() {
+        for (line, want) in [
+            ("AssertionError: n_gpus (12) must be divisible by model_parallel_size (8) times context_parallel_size (1)", Some(Category::WorldSizeMismatch)),
+            ("AssertionError: rollout world_size: 8 is not divisible by infer_world_size: 3", Some(Category::WorldSizeMismatch)),
+            ("ValueError: tensor_parallel_size (4) must divide world size (6) evenly.", Some(Category::WorldSizeMismatch)),
+            ("AssertionError: actor_num_nodes * actor_num_gpus_per_node must be equal to vllm_num_engines * vllm_tensor_parallel_size, got 8 and 4", Some(Category::WorldSizeMismatch)),
+            ("RuntimeError: Attempting to use the same CUDA device (UUID: GPU-3f2a1b4c) for multiple distinct roles/ranks within the same communicator.", Some(Category::DuplicateGpu)),
+            ("ValueError: Total available GPUs 8 is less than total desired GPUs 16", Some(Category::CudaError)),
+            ("ConnectionError: The vLLM server can't be reached at http://0.0.0.0:8000 after 240.0 seconds. Make sure the server is running by running `trl vllm-serve`.", Some(Category::ConnectionRefused)),
+            // A try of a fresh port that failed is no failure yet.
+            ("(vLLMHttpServer pid=61234) Failed to start HTTP server on port 41235 at try 0, error: [Errno 98] error while attempting to bind on address ('10.0.0.11', 41235): address already in use", None),
+        ] {
+            assert_eq!(cat(line), want, "{line}");
+        }
+    }
+
+    #[test]
     fn amd_lines_are_read_from_their_sources() {
         let rccl = "mi300-node07:48213:48390 [3] /src/rccl/build/release/hipify/src/";
         for (line, want) in [
@@ -5992,6 +6087,7 @@ mod tests {
             ),
             ("Jul 24 12:26:19 node07 kernel: [drm] VRAM is lost due to GPU reset!".to_owned(), Some(Category::CudaError)),
             ("RuntimeError: HIP error: out of memory".to_owned(), Some(Category::CudaOom)),
+            ("[FATAL ERROR]: HIP failure: 'out of memory'".to_owned(), Some(Category::CudaOom)),
             ("RuntimeError: No HIP GPUs are available".to_owned(), Some(Category::CudaError)),
             (
                 format!("{rccl}misc/msccl/msccl_lifecycle.cc:169 NCCL WARN MSCCL Internal Scheduler:  Unable to find algorithm files in /opt/rocm/lib/../share/rccl/msccl-algorithms. Please ensure that RCCL has been installed properly"),

@@ -174,8 +174,9 @@ impl TracebackPlace {
             (TracebackPlace::HttpClient, Category::ConnectionRefused) => Some((
                 "http_connection_refused",
                 Category::RankCrashed,
-                "a web or object-storage host refused the connection (an HTTP client's call: a \
-                 dataset, checkpoint or model download), not the store or a peer rank",
+                "a web, object-storage or serving host refused the connection (an HTTP client's \
+                 call: a dataset, checkpoint or model download, or a server such as vLLM's), not \
+                 the store or a peer rank",
             )),
             (TracebackPlace::PinMemory, Category::CudaOom) => Some((
                 "pin_memory_host_alloc_failed",
@@ -877,7 +878,7 @@ impl<'a> Scanner<'a> {
             let mut tb = Traceback::under(body.len() - start.len());
             tb.raised_on = start
                 .split_once("(RANK ")
-                .and_then(|(_, r)| r.strip_suffix(')'))
+                .and_then(|(_, r)| r.trim_end().strip_suffix(')'))
                 .and_then(|r| r.trim().parse().ok());
             if after_warning {
                 tb.place = Some(TracebackPlace::LoggedByWarning);

@@ -3620,6 +3620,17 @@ fn assert_no_finding_of(report: &Report, category: Category) {
     );
 }
 
+/// That a `ConnectionRefusedError` under `init_process_group` reads as the store refusing: the
+/// check beside each place whose frames read the same exception otherwise.
+fn assert_the_stores_refusal_is_the_stores() {
+    let (f, _) = first_of(
+        "Traceback (most recent call last):\n  File \"train.py\", line 8, in <module>\n    \
+         dist.init_process_group(\"nccl\")\nConnectionRefusedError: [Errno 111] Connection \
+         refused\n",
+    );
+    assert_eq!(f.category, Category::ConnectionRefused);
+}
+
 fn first_of(log: &str) -> (probe_explain::Finding, Report) {
     let report = probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
     let f = report.findings.first().expect("a finding").clone();
@@ -4143,12 +4154,7 @@ fn a_refused_connection_while_receiving_a_shared_tensor_is_a_data_loader_worker_
         assert_no_finding_of(&report, Category::ConnectionRefused);
     }
     // The same exception outside that place is still a refused connection.
-    let (f, _) = first_of(
-        "Traceback (most recent call last):\n  File \"train.py\", line 8, in <module>\n    \
-         dist.init_process_group(\"nccl\")\nConnectionRefusedError: [Errno 111] Connection \
-         refused\n",
-    );
-    assert_eq!(f.category, Category::ConnectionRefused);
+    assert_the_stores_refusal_is_the_stores();
 }
 
 #[test]
@@ -4480,12 +4486,7 @@ fn a_refused_download_is_the_ranks_failure_not_the_store() {
         report.render_text(100)
     );
     // The store's own refusal is still the store's.
-    let (f, _) = first_of(
-        "Traceback (most recent call last):\n  File \"train.py\", line 8, in <module>\n    \
-         dist.init_process_group(\"nccl\")\nConnectionRefusedError: [Errno 111] Connection \
-         refused\n",
-    );
-    assert_eq!(f.category, Category::ConnectionRefused);
+    assert_the_stores_refusal_is_the_stores();
 }
 
 #[test]

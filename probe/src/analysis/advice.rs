@@ -1928,14 +1928,9 @@ impl Advice {
 mod tests {
     use super::*;
 
-    /// The arguments said give the candidate's buckets in PyTorch 2.13
-    /// (`_BucketCapacityConfig.create`): a first bucket other than the cap takes a list, and
-    /// PyTorch's default pair takes no argument at all. Before, a 0.1 MiB cap with a 1 MiB first
-    /// bucket was to be tried as `bucket_cap_mb=0.1`, which gives a 0.1 MiB first bucket: the
-    /// recorded run itself (seen on `tune` of PyTorch's DDP example, 2026-12-03).
-    #[test]
-    fn the_setting_to_try_gives_the_candidates_buckets() {
-        let candidate = |cap_mb: f64, first: u64, list: Option<Vec<f64>>| Candidate {
+    /// A candidate with these buckets and nothing simulated.
+    fn bare_candidate(cap_mb: f64, first: u64, list: Option<Vec<f64>>) -> Candidate {
+        Candidate {
             cap_mb,
             first_bucket_bytes: first,
             cap_list_mb: list,
@@ -1949,7 +1944,17 @@ mod tests {
             exposed_ns: 0.0,
             predicted_step_ns: 0.0,
             delta_ns: 0.0,
-        };
+        }
+    }
+
+    /// The arguments said give the candidate's buckets in PyTorch 2.13
+    /// (`_BucketCapacityConfig.create`): a first bucket other than the cap takes a list, and
+    /// PyTorch's default pair takes no argument at all. Before, a 0.1 MiB cap with a 1 MiB first
+    /// bucket was to be tried as `bucket_cap_mb=0.1`, which gives a 0.1 MiB first bucket: the
+    /// recorded run itself (seen on `tune` of PyTorch's DDP example, 2026-12-03).
+    #[test]
+    fn the_setting_to_try_gives_the_candidates_buckets() {
+        let candidate = bare_candidate;
         let mib_bytes = |mb: f64| (mb * MIB) as u64;
         let same = how_to_set(&candidate(4.0, mib_bytes(4.0), None));
         assert!(
@@ -1978,19 +1983,9 @@ mod tests {
     #[test]
     fn a_setting_beyond_the_sizes_the_run_measured_must_win_by_the_margin() {
         let candidate = |cap_mb: f64, step_ms: f64| Candidate {
-            cap_mb,
-            first_bucket_bytes: (cap_mb * MIB) as u64,
-            cap_list_mb: None,
-            recorded_layout: false,
             is_current: cap_mb == 2.0,
-            buckets: 1,
-            largest_bucket_bytes: 0,
-            backward_ns: 0.0,
-            comm_end_ns: 0.0,
-            tail_ns: 0.0,
-            exposed_ns: 0.0,
             predicted_step_ns: step_ms * 1e6,
-            delta_ns: 0.0,
+            ..bare_candidate(cap_mb, (cap_mb * MIB) as u64, None)
         };
         // A 2 MiB run whose smallest call during compute was 2.1 MB: 0.25 MiB (below 0.3 of
         // it) is beyond, 1 MiB is not.

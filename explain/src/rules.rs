@@ -1017,6 +1017,16 @@ pub(crate) static RULES: &[Rule] = &[
     // NVIDIA_VISIBLE_DEVICES (or the pod's allocation) names a GPU the host does not have.
     rule!("container_unknown_gpu", CudaError, Cause, Standalone,
         [["device error: "], [": unknown device"]], not [], ex_none),
+    // libnvidia-container's other stages (`nvc_container.c`, `nvc_mount.c`, `nvc_ldcache.c`,
+    // `nvc_info.c`: "nvidia-container-cli: mount error: stat failed: /dev/nvidia-uvm: no such
+    // file or directory", "ldcache error: ...", "detection error: nvml error: unknown error",
+    // "container error: cgroup subsystem devices not found", "permission error: capability
+    // change failed"): the container was never given its GPUs, so it never started.
+    rule!("container_gpu_setup_failed", CudaError, Cause, Standalone,
+        [["nvidia-container-cli: "],
+         ["mount error:", "ldcache error:", "detection error:", "container error:",
+          "permission error:"]],
+        not [], ex_container_gpu_setup),
     // PyTorch's symmetric memory (`CUDASymmetricMemory.cu`'s rendezvous: "detected allocations
     // from overlapping devices from different ranks.", unless
     // TORCH_SYMM_MEM_ALLOW_OVERLAPPING_DEVICES) and its intra-node all-reduce's warning
@@ -3360,6 +3370,22 @@ fn ex_trl_vllm_server(line: &str, lower: &str) -> Extract {
                 sanitize(u, 80)
             ),
             None => "the trainer could not reach trl's vLLM server".to_owned(),
+        }),
+        ..Extract::default()
+    }
+}
+
+fn ex_container_gpu_setup(line: &str, lower: &str) -> Extract {
+    let said = lower
+        .find("nvidia-container-cli: ")
+        .map(|i| phrase(line, i + "nvidia-container-cli: ".len(), 120));
+    Extract {
+        detail: Some(match said {
+            Some(p) => format!(
+                "the container runtime could not give the job its GPUs (nvidia-container-cli: {})",
+                p.trim()
+            ),
+            None => "the container runtime could not give the job its GPUs".to_owned(),
         }),
         ..Extract::default()
     }
@@ -6017,6 +6043,8 @@ mod tests {
         for (line, want) in [
             ("nvidia-container-cli: initialization error: nvml error: driver not loaded", Some(Category::CudaError)),
             ("nvidia-container-cli: device error: 4: unknown device", Some(Category::CudaError)),
+            ("nvidia-container-cli: mount error: stat failed: /dev/nvidia-uvm: no such file or directory", Some(Category::CudaError)),
+            ("nvidia-container-cli: ldcache error: open failed: /sbin/ldconfig.real: no such file or directory", Some(Category::CudaError)),
             ("nvidia-container-cli: requirement error: unsatisfied condition: driver>=535", Some(Category::CudaError)),
             ("Error: setting up CDI devices: unresolvable CDI devices nvidia.com/gpu=all", Some(Category::CudaError)),
             ("Error response from daemon: could not select device driver \"nvidia\" with capabilities: [[gpu compute utility]]", Some(Category::CudaError)),

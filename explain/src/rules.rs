@@ -3376,29 +3376,23 @@ fn ex_trl_vllm_server(line: &str, lower: &str) -> Extract {
 }
 
 fn ex_container_gpu_setup(line: &str, lower: &str) -> Extract {
-    let said = lower
-        .find("nvidia-container-cli: ")
-        .map(|i| phrase(line, i + "nvidia-container-cli: ".len(), 120));
     Extract {
-        detail: Some(match said {
-            Some(p) => format!(
-                "the container runtime could not give the job its GPUs (nvidia-container-cli: {})",
-                p.trim()
+        detail: Some(
+            match phrase_after(line, lower, "nvidia-container-cli: ", 120) {
+                Some(p) => format!(
+                "the container runtime could not give the job its GPUs (nvidia-container-cli: {p})"
             ),
-            None => "the container runtime could not give the job its GPUs".to_owned(),
-        }),
+                None => "the container runtime could not give the job its GPUs".to_owned(),
+            },
+        ),
         ..Extract::default()
     }
 }
 
 fn ex_hcl_verify(line: &str, lower: &str) -> Extract {
-    let said = lower
-        .find("] failed.")
-        .map(|i| phrase(line, i + "] failed.".len(), 120))
-        .filter(|p| !p.trim().is_empty());
     Extract {
-        detail: Some(match said {
-            Some(p) => format!("HCL's check failed: {}", p.trim()),
+        detail: Some(match phrase_after(line, lower, "] failed.", 120) {
+            Some(p) => format!("HCL's check failed: {p}"),
             None => "HCL's check failed".to_owned(),
         }),
         ..Extract::default()
@@ -3411,9 +3405,7 @@ fn ex_composer_download(line: &str, lower: &str) -> Extract {
         .map(|i| i + "<class '".len())
         .and_then(|i| Some((i, line.get(i..)?.find('\'')?)))
         .map(|(i, n)| sanitize(&line[i..i + n], 60));
-    let said = lower
-        .find("raised during downloading: ")
-        .map(|i| phrase(line, i + "raised during downloading: ".len(), 120));
+    let said = phrase_after(line, lower, "raised during downloading: ", 120);
     Extract {
         detail: Some(match (class, said) {
             (Some(c), Some(s)) => format!("downloading the checkpoint failed: {c}: {s}"),
@@ -3446,6 +3438,14 @@ fn ex_ranks(_: &str, lower: &str) -> Extract {
 /// The phrase of `line` from byte `start`, sanitised and cut.
 fn phrase(line: &str, start: usize, max: usize) -> String {
     clip(&sanitize(line.get(start..).unwrap_or(""), max * 2), max)
+}
+
+/// The phrase of `line` after `key` (found in `lower`), trimmed; `None` without the key or
+/// without anything after it.
+fn phrase_after(line: &str, lower: &str, key: &str, max: usize) -> Option<String> {
+    let p = phrase(line, lower.find(key)? + key.len(), max);
+    let p = p.trim();
+    (!p.is_empty()).then(|| p.to_owned())
 }
 
 fn ex_cuda_oom(line: &str, lower: &str) -> Extract {

@@ -111,9 +111,8 @@ enum TracebackPlace {
     LoggedByWarning,
 }
 
-/// Whether a line is one of the warnings [`LOGS_ITS_TRACEBACK`] lists.
-fn logs_its_traceback(body: &str) -> bool {
-    let lower = body.to_ascii_lowercase();
+/// Whether a line (lowercased) is one of the warnings [`LOGS_ITS_TRACEBACK`] lists.
+fn logs_its_traceback(lower: &str) -> bool {
     LOGS_ITS_TRACEBACK.iter().any(|w| lower.contains(w))
 }
 
@@ -852,6 +851,11 @@ impl<'a> Scanner<'a> {
             }
             RichLine::Drawing => {}
         }
+        // After `traceback_line` took the previous line's mark: the next line's header, if it
+        // comes, is this warning's.
+        if logs_its_traceback(&lower) {
+            self.warned_with_traceback = Some(observer);
+        }
     }
 
     /// Tracks `Traceback (most recent call last):` blocks; an exception line
@@ -885,9 +889,6 @@ impl<'a> Scanner<'a> {
             }
             self.tracebacks.insert(rank, tb);
             return;
-        }
-        if logs_its_traceback(body) {
-            self.warned_with_traceback = Some(rank);
         }
         let Some(tb) = self.tracebacks.get_mut(&rank) else {
             // A paste that starts inside a traceback (its header cut off): its frames are read
@@ -2231,8 +2232,10 @@ fn strip_trial_tag(line: &str) -> (Option<usize>, &str) {
 /// The MosaicML stack's logger label after its time stamp (llm-foundry's `train.py`:
 /// `%(asctime)s: rank{rank}[%(process)d][%(threadName)s]: `): `rank5[4242][MainThread]: `.
 fn strip_composer_label(line: &str) -> (Option<usize>, &str) {
-    // Its time stamp, `2022-06-29 11:22:26,152: `, which ends in a colon.
-    let label = match line.split_once(": rank") {
+    // Its time stamp, `2022-06-29 11:22:26,152: `, which ends in a colon (looked for only on
+    // a line that starts with a digit: this runs on every line).
+    let stamped = line.starts_with(|c: char| c.is_ascii_digit());
+    let label = match line.split_once(": rank").filter(|_| stamped) {
         Some((stamp, _))
             if stamp.len() >= 19
                 && stamp.starts_with(|c: char| c.is_ascii_digit())

@@ -1322,12 +1322,8 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
         .filter(|p| Some(p.transport) == bucket_transport)
         .map(|p| p.bytes as f64)
         .reduce(f64::min);
-    let best = match measured_instead(
-        &advice.candidates,
-        &best,
-        smallest_seen,
-        2.0 * threshold_for(best.tail_ns),
-    ) {
+    let margin = 2.0 * threshold_for(best.tail_ns);
+    let best = match measured_instead(&advice.candidates, &best, smallest_seen, margin) {
         Some(m) => {
             advice.notes.push(format!(
                 "{} is predicted {} faster than {}, but its buckets are smaller than any \
@@ -1339,7 +1335,7 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
                 render::ns(m.predicted_step_ns - best.predicted_step_ns),
                 setting_words(&m),
                 render::bytes(smallest_seen.unwrap_or_default()),
-                render::ns(2.0 * threshold_for(best.tail_ns)),
+                render::ns(margin),
             ));
             m
         }

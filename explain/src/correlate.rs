@@ -2452,6 +2452,24 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
                hostfile) gives a smaller world than the configuration assumes."
             .to_owned();
     }
+    if role == Role::Cause && proven(crate::rules::RULE_SETTINGS_FOR_ANOTHER_WORLD) {
+        title = "the batch sizes or the checkpoint were made for another number of ranks than \
+                 the job started"
+            .to_owned();
+        meaning = "DeepSpeed checks what it was given against the world size: its config's \
+                   train_batch_size must equal micro-batch per GPU × gradient accumulation \
+                   steps × the number of ranks, and a ZeRO checkpoint holds optimizer state \
+                   partitioned over the ranks that saved it. One of them was set up for \
+                   another number of ranks, so every rank stops at start-up or at the load.";
+        fix = "Start the number of ranks the config and checkpoint were made for (check that \
+               every node joined), or fit them to this one: give only two of \
+               train_batch_size, train_micro_batch_size_per_gpu and \
+               gradient_accumulation_steps (DeepSpeed derives the third from the world size), \
+               and load a ZeRO checkpoint on another world through DeepSpeed's universal \
+               checkpoint (`ds_to_universal.py`, then `\"checkpoint\": {\"load_universal\": \
+               true}`)."
+            .to_owned();
+    }
     if role == Role::Cause && all_joined_hang {
         let seq = detail_of(crate::rules::RULE_DESYNC_ALL_JOINED)
             .and_then(|d| d.split("collective #").nth(1))
@@ -3210,6 +3228,9 @@ const INDIRECT_RULES: &[&str] = &[
     // Composer's warning names the rank that trained no batch; whether the others then waited
     // for it, the warning cannot say (it is printed before the job goes on or ends).
     crate::rules::RULE_NO_BATCHES_ON_RANK,
+    // accelerate's batch-size finder swallowed the out-of-memory errors it retried after; which
+    // memory (the GPU's, the CPU allocator's, cuDNN's workspace) its line does not say.
+    crate::rules::RULE_BATCH_SIZE_FINDER_EXHAUSTED,
     // Symmetric memory's refusal and the intra-node all-reduce's warning say two ranks share a
     // GPU, not which: the warning alone does not stop the job.
     crate::rules::RULE_OVERLAPPING_DEVICES,

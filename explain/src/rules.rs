@@ -340,6 +340,10 @@ fn exit_status(lower: &str) -> Option<u32> {
 
 /// The rule of NCCL's "no algorithm/protocol available" (the fix names NCCL_ALGO and NCCL_PROTO).
 /// Composer's warning that a rank trained no batch.
+/// accelerate's batch-size finder that ran out of sizes (out of memory at every one).
+pub(crate) const RULE_BATCH_SIZE_FINDER_EXHAUSTED: &str = "batch_size_finder_exhausted";
+/// DeepSpeed's batch sizes or ZeRO checkpoint made for another number of ranks.
+pub(crate) const RULE_SETTINGS_FOR_ANOTHER_WORLD: &str = "settings_for_another_world";
 pub(crate) const RULE_NO_BATCHES_ON_RANK: &str = "no_batches_on_rank";
 /// PyTorch's symmetric memory or intra-node all-reduce finding two ranks on one GPU.
 pub(crate) const RULE_OVERLAPPING_DEVICES: &str = "overlapping_devices";
@@ -739,6 +743,10 @@ pub(crate) static RULES: &[Rule] = &[
         Standalone,
         [[
             "received sigterm",
+            // Lightning catches Ctrl-C itself (`pytorch/trainer/call.py`: "Detected
+            // KeyboardInterrupt, attempting graceful shutdown ...", then it kills its child
+            // processes and exits 1): no KeyboardInterrupt traceback follows.
+            "detected keyboardinterrupt, attempting graceful shutdown",
             "terminated with signal sigterm",
             "terminated with signal sigint"
         ]],
@@ -1255,6 +1263,12 @@ pub(crate) static RULES: &[Rule] = &[
         [["is less than total desired gpus"]], not [], ex_none),
     // fairseq's trainer (`trainer.py`): "OOM during optimization, irrecoverable", logged only
     // for an out-of-memory error it cannot skip.
+    // accelerate's `find_executable_batch_size` (`utils/memory.py`) retries a smaller batch
+    // after each out-of-memory error (CUDA, XPU, the CPU allocator, cuDNN's NOT_SUPPORTED) and
+    // swallows it, then raises "No executable batch size found, reached zero.": not even a
+    // batch of one fitted. Medium (INDIRECT_RULES): the memory is most likely the GPU's.
+    rule!(RULE_BATCH_SIZE_FINDER_EXHAUSTED, CudaOom, Cause, Standalone,
+        [["no executable batch size found, reached zero"]], not [], ex_none),
     rule!("fairseq_oom_irrecoverable", CudaOom, Cause, Standalone,
         [["oom during optimization, irrecoverable"]], not [], ex_none),
     // Composer's OOMObserver callback (`callbacks/oom_observer.py`, hooked on PyTorch's
@@ -1629,8 +1643,29 @@ pub(crate) static RULES: &[Rule] = &[
           // vllm_tensor_parallel_size, got 8 and 4").
           "must be divisible by model_parallel_size", "is not divisible by infer_world_size",
           "must be divisible by gpus_per_node", "should be divisible by tensor_model_parallel_size",
-          "must divide world size", "must be equal to vllm_num_engines"]],
+          "must divide world size", "must be equal to vllm_num_engines",
+          // DeepSpeed: pipeline stages (`runtime/pipe/module.py`: "num_stages (4) must divide
+          // distributed world size (6)"), its model-parallel groups (`utils/groups.py`:
+          // "data_parallel_size (2) * tensor_model_parallel_size (2) must equal world_size
+          // (8)").
+          "must divide distributed world size", "must equal world_size (",
+          // accelerate's `parallelism_config.py` (`_validate_accelerator`): "ParallelismConfig
+          // total_size (8) does not match num_processes (4). ...".
+          "does not match num_processes",
+          // Fabric's CLI (`fabric run` starts torchrun with its --devices and --num-nodes;
+          // `fabric/connector.py`): "Your code has `Fabric(devices=2, ...)` but it conflicts
+          // with the value `--devices=4` set through the CLI." (also for num_nodes).
+          "conflicts with the value `--devices=", "conflicts with the value `--num_nodes="]],
         not [], ex_none),
+    // DeepSpeed's settings that were made for another number of ranks: the batch arithmetic
+    // of its config (`runtime/config.py`: "Check batch related parameters. train_batch_size
+    // is not equal to micro_batch_per_gpu * gradient_acc_step * world_size 256 != 4 * 8 *
+    // 4") and a ZeRO checkpoint resumed on another world (`runtime/engine.py`: "The
+    // checkpoint being loaded used a DP world size of 16 but the current world size is 8.
+    // Automatic adjustment of ZeRO's optimizer state partitioning with a new world size is
+    // not currently supported.").
+    rule!(RULE_SETTINGS_FOR_ANOTHER_WORLD, WorldSizeMismatch, Cause, Standalone,
+        [["gradient_acc_step * world_size", "used a dp world size of"]], not [], ex_none),
     // Megatron-LM's checks of the world size against the model-parallel sizes it was given
     // (`parallel_state.py`: "world_size (6) is not divisible by 4" (tensor × pipeline ×
     // context parallel), "world_size (24) is not divisible by
@@ -2023,7 +2058,15 @@ pub(crate) static RULES: &[Rule] = &[
     rule!("unused_parameters", UnusedParameters, Cause, Standalone,
         [["expected to have finished reduction in the prior iteration", "did not receive grad",
           "did not receive a gradient", "your training graph has changed in this iteration",
-          "has parameters that were not used in producing the loss"]],
+          "has parameters that were not used in producing the loss",
+          // DeepSpeed ZeRO with CPU offload (`zero/stage_1_and_2.py`,
+          // `complete_grad_norm_calculation_for_cpu_offload`: `assert
+          // self.ignore_unused_parameters, """This assert indicates that your module has
+          // parameters that were not used in producing loss. You can avoid this assert by (1)
+          // enable ignore_unused_parameters option in zero_optimization config; ..."""`): a
+          // parameter whose gradient hook never ran. The assert's text is wrapped over lines;
+          // its remedy's line is DeepSpeed's alone.
+          "enable ignore_unused_parameters option"]],
         not [], ex_unused),
     // The reducer's bookkeeping the other way (`reducer.cpp`, `mark_variable_ready`): "Expected
     // to mark a variable ready only once. This error is caused by one of the following
@@ -2039,8 +2082,12 @@ pub(crate) static RULES: &[Rule] = &[
     rule!(RULE_MEGATRON_BUCKET_NOT_ISSUED, UnusedParameters, Cause, Standalone,
         [["communication call has not been issued for this bucket"]], not [],
         ex_megatron_bucket_not_issued),
+    // DeepSpeed ZeRO's version (`zero/stage_1_and_2.py`, `reduce_independent_p_g_buckets_and_
+    // remove_grads`): "The parameter 17 has already been reduced. Gradient computed twice for
+    // this partition. Multiple gradient reductions are currently not supported".
     rule!(PARAMETER_READY_TWICE_RULE, UnusedParameters, Cause, Standalone,
-        [["mark a variable ready only once", "has been marked as ready twice"]],
+        [["mark a variable ready only once", "has been marked as ready twice",
+          "gradient computed twice for this partition"]],
         not [], ex_ready_twice),
     // The `Join` context manager also warns, once, when a rank has shadowed more than 1000 of
     // the others' collectives after its own inputs ran out (`torch/distributed/algorithms/
@@ -2059,7 +2106,12 @@ pub(crate) static RULES: &[Rule] = &[
             "uneven inputs",
             "uneven input skew"
         ]],
-        not["joining uneven inputs is only supported"],
+        // Lightning warns on every multi-device validation or test with a DistributedSampler
+        // (`trainer/connectors/data_connector.py`: "... it is recommended to use
+        // `Trainer(devices=1, num_nodes=1)` to ensure each sample/batch gets evaluated exactly
+        // once. Otherwise, multi-device settings use `DistributedSampler` that replicates some
+        // samples to make sure all devices have same batch size in case of uneven inputs.").
+        not["joining uneven inputs is only supported", "in case of uneven inputs"],
         ex_ranks
     ),
     // fairseq's `all_gather_list` (also copied into DPR and other projects): "Unable to
@@ -2076,8 +2128,13 @@ pub(crate) static RULES: &[Rule] = &[
     // due to an issue with the train dataset, dataloader, or sampler. This may cause other
     // issues or crashes down the line."): that rank left the loop while the others may still
     // be in theirs, waiting for its collectives.
+    // Lightning's check of each rank's dataloader (`pytorch/utilities/data.py`,
+    // `has_len_all_ranks`: "`DataLoader` within local rank has zero length. Please make sure
+    // that it returns at least 1 batch.", an error or a warning), raised only when the other
+    // ranks' loaders are not empty: this rank has no batches while the others do.
     rule!(RULE_NO_BATCHES_ON_RANK, UnevenInputs, Cause, Standalone,
-        [["no batches were trained for global rank"]], not [], ex_ranks),
+        [["no batches were trained for global rank", "within local rank has zero length"]],
+        not [], ex_ranks),
     // Composer's checkpoint loading (`composer/utils/checkpoint.py`): each rank logs its own
     // download's failure ("Exception <class 'OSError'> raised during downloading: [Errno 28] No
     // space left on device"), then every rank raises the gathered verdict, "RuntimeError:
@@ -2376,8 +2433,6 @@ pub(crate) static RULES: &[Rule] = &[
         not [], ex_none),
     // `distributed_c10d.py`: "Distributed package doesn't have NCCL built in" (Windows and
     // macOS builds, CPU-only wheels): the backend asked for is not there.
-    // accelerate's `state.py` says the same in its own words (its spelling): "Your assigned
-    // backend nccl is not avaliable, please use gloo".
     rule!(
         "nccl_not_built",
         NcclInternalOrUnsupported,
@@ -2385,19 +2440,24 @@ pub(crate) static RULES: &[Rule] = &[
         Standalone,
         [[
             "distributed package doesn't have nccl built in",
-            "nccl is not available",
-            "backend nccl is not avaliable",
-            "backend nccl is not available"
+            "nccl is not available"
         ]],
         // vLLM's warning (`parallel_state.py`): "Distributed backend nccl is not available;
-        // falling back to gloo." The job goes on.
-        not["falling back to gloo"],
+        // falling back to gloo." The job goes on. accelerate's "Your assigned backend nccl is
+        // not available, please use gloo" is its choice for the device: `nccl_without_gpu`.
+        not["falling back to gloo", "please use"],
         ex_none
     ),
     // `ProcessGroupNCCL`'s constructor: "ProcessGroupNCCL is only supported with GPUs, no GPUs
     // found!": the build has NCCL, this process sees no GPU.
+    // accelerate's `state.py` (since its #2670; "avaliable" in its first releases): "Your
+    // assigned backend nccl is not available, please use gloo", when the backend passed
+    // (`InitProcessGroupKwargs(backend="nccl")`) is not the one it picks for the device, gloo
+    // on a process without CUDA (or run with `--cpu`). Its other devices' answers ("please use
+    // hccl", "xla") are the program's choice, a crash of its own.
     rule!("nccl_without_gpu", NcclInternalOrUnsupported, Cause, Standalone,
-        [["processgroupnccl is only supported with gpus"]], not [], ex_none),
+        [["processgroupnccl is only supported with gpus", "backend nccl is not avaliable, please use gloo",
+          "backend nccl is not available, please use gloo"]], not [], ex_none),
     // NCCL's `CUDACHECK` ("Cuda failure '%s'", then ncclUnhandledCudaError) with the CUDA
     // runtime's words for a call made wrongly: cudaErrorInvalidValue ("invalid argument": a
     // parameter out of range) and cudaErrorInvalidResourceHandle ("invalid resource handle": a
@@ -2459,9 +2519,33 @@ pub(crate) static RULES: &[Rule] = &[
             // Lightning's `CUDAAccelerator.find_usable_cuda_devices`: "You requested to find 2
             // devices but there are no visible CUDA devices on this machine."
             "but there are no visible cuda devices",
+            // Lightning's and Fabric's accelerator checks (`fabric/utilities/device_parser.py`:
+            // "GPUs requested but none are available."; the accelerator connectors:
+            // "`CUDAAccelerator` can not run on your system since the accelerator is not
+            // available. ...", "No supported gpu backend found!").
+            "gpus requested but none are available",
+            "cudaaccelerator` can not run on your system",
+            "no supported gpu backend found",
+            // accelerate's (`utils/dataclasses.py`, the FSDP plugin: "There are currently no
+            // available devices found, must be one of 'XPU', 'CUDA', ..."; `utils/bnb.py`: "No
+            // GPU found. A GPU is needed for quantization.", "No GPU or Intel XPU found. ...").
+            "there are currently no available devices found",
+            "no gpu found. a gpu is needed",
+            "no gpu or intel xpu found",
             // Megatron-LM's `initialize.py` (`assert torch.cuda.is_available(), "Megatron
             // requires CUDA."`): the process sees no GPU.
             "megatron requires cuda.",
+            // DeepSpeed's: its launcher with no hostfile (`launcher/runner.py`: "Unable to
+            // proceed, no GPU resources available"), ZeRO and the fp16 optimizers when the
+            // accelerator has no device (`zero/stage_1_and_2.py`: "Accelerator is not
+            // detected, cannot perform low precision training (e.g., fp16, bf16).",
+            // `zero/stage3.py`: "Cannot use fp16 without accelerator."), and its JIT op
+            // builder (`op_builder/builder.py`: "DeepSpeed JIT builder for 'fused_adam' found
+            // no CUDA devices. Set TORCH_CUDA_ARCH_LIST or make GPUs visible.").
+            "unable to proceed, no gpu resources available",
+            "accelerator is not detected, cannot perform",
+            "without accelerator.",
+            "found no cuda devices. set torch_cuda_arch_list",
             // detectron2's AMP trainer (`engine/train_loop.py`: `assert
             // torch.cuda.is_available(), "[AMPTrainer] CUDA is required for AMP training!"`).
             "cuda is required for amp training",
@@ -4708,6 +4792,11 @@ mod tests {
                 "ValueError: Your assigned backend nccl is not avaliable, please use gloo",
                 Some(Category::NcclInternalOrUnsupported),
             ),
+            // Its answer for another device's backend is the program's own choice.
+            (
+                "ValueError: Your assigned backend nccl is not available, please use hccl",
+                None,
+            ),
             (
                 "AssertionError: MPI world size 8 does not match torch world size 1",
                 Some(Category::WorldSizeMismatch),
@@ -6757,5 +6846,157 @@ mod tests {
             classify("RuntimeError: DataLoader worker (pid 3527) is killed by signal: Bus error.")
                 .unwrap();
         assert_eq!(rule.category, Category::ShmTooSmall);
+    }
+
+    /// accelerate's, DeepSpeed's and Lightning's own messages, as their sources word them
+    /// (accelerate 16cb6eb, DeepSpeed edaa722, Lightning 7f0c343): the category and the rule
+    /// that reads each.
+    #[test]
+    fn accelerate_deepspeed_and_lightning_messages_read_from_their_sources() {
+        let rule = |line: &str| classify(line).map(|(r, _)| r.name);
+        for (line, want, by) in [
+            // accelerate: the backend it picks for a process without CUDA.
+            (
+                "ValueError: Your assigned backend nccl is not available, please use gloo",
+                Category::NcclInternalOrUnsupported,
+                "nccl_without_gpu",
+            ),
+            (
+                "RuntimeError: No executable batch size found, reached zero.",
+                Category::CudaOom,
+                RULE_BATCH_SIZE_FINDER_EXHAUSTED,
+            ),
+            (
+                "ValueError: ParallelismConfig total_size (8) does not match num_processes (4). \
+                 Please adjust dp_replicate_size/ dp_shard_size/tp_size/cp_size.",
+                Category::WorldSizeMismatch,
+                "parallel_layout_vs_world",
+            ),
+            (
+                "RuntimeError: There are currently no available devices found, must be one of \
+                 'XPU', 'CUDA', 'MLU', 'NPU', 'MUSA', 'HPU', or 'NEURON'.",
+                Category::CudaError,
+                "no_usable_gpu",
+            ),
+            (
+                "RuntimeError: No GPU found. A GPU is needed for quantization.",
+                Category::CudaError,
+                "no_usable_gpu",
+            ),
+            // DeepSpeed.
+            (
+                "RuntimeError: Unable to proceed, no GPU resources available",
+                Category::CudaError,
+                "no_usable_gpu",
+            ),
+            (
+                "SystemError: Accelerator is not detected, cannot perform low precision \
+                 training (e.g., fp16, bf16).",
+                Category::CudaError,
+                "no_usable_gpu",
+            ),
+            (
+                "SystemError: Cannot use fp16 without accelerator.",
+                Category::CudaError,
+                "no_usable_gpu",
+            ),
+            (
+                "RuntimeError: DeepSpeed JIT builder for 'fused_adam' found no CUDA devices. Set \
+                 TORCH_CUDA_ARCH_LIST or make GPUs visible.",
+                Category::CudaError,
+                "no_usable_gpu",
+            ),
+            (
+                "                        (1) enable ignore_unused_parameters option in \
+                 zero_optimization config;",
+                Category::UnusedParameters,
+                "unused_parameters",
+            ),
+            (
+                "AssertionError: The parameter 17 has already been reduced.             \
+                 Gradient computed twice for this partition.             Multiple gradient \
+                 reductions are currently not supported",
+                Category::UnusedParameters,
+                PARAMETER_READY_TWICE_RULE,
+            ),
+            (
+                "RuntimeError: num_stages (4) must divide distributed world size (6)",
+                Category::WorldSizeMismatch,
+                "parallel_layout_vs_world",
+            ),
+            (
+                "AssertionError: data_parallel_size (2) * tensor_model_parallel_size (2) must \
+                 equal world_size (8)",
+                Category::WorldSizeMismatch,
+                "parallel_layout_vs_world",
+            ),
+            (
+                "AssertionError: Check batch related parameters. train_batch_size is not equal \
+                 to micro_batch_per_gpu * gradient_acc_step * world_size 256 != 4 * 8 * 4",
+                Category::WorldSizeMismatch,
+                RULE_SETTINGS_FOR_ANOTHER_WORLD,
+            ),
+            (
+                "ValueError: The checkpoint being loaded used a DP world size of 16 but the \
+                 current world size is 8. Automatic adjustment of ZeRO's optimizer state \
+                 partitioning with a new world size is not currently supported.",
+                Category::WorldSizeMismatch,
+                RULE_SETTINGS_FOR_ANOTHER_WORLD,
+            ),
+            // Lightning and Fabric.
+            (
+                "lightning.fabric.utilities.exceptions.MisconfigurationException: GPUs \
+                 requested but none are available.",
+                Category::CudaError,
+                "no_usable_gpu",
+            ),
+            (
+                "lightning.fabric.utilities.exceptions.MisconfigurationException: \
+                 `CUDAAccelerator` can not run on your system since the accelerator is not \
+                 available. The following accelerator(s) is available and can be passed into \
+                 `accelerator` argument of `Trainer`: ['cpu'].",
+                Category::CudaError,
+                "no_usable_gpu",
+            ),
+            (
+                "lightning.fabric.utilities.exceptions.MisconfigurationException: No supported \
+                 gpu backend found!",
+                Category::CudaError,
+                "no_usable_gpu",
+            ),
+            (
+                "ValueError: Your code has `Fabric(devices=2, ...)` but it conflicts with the \
+                 value `--devices=4` set through the CLI. Remove it either from the CLI or from \
+                 the Lightning Fabric object.",
+                Category::WorldSizeMismatch,
+                "parallel_layout_vs_world",
+            ),
+            (
+                "Detected KeyboardInterrupt, attempting graceful shutdown ...",
+                Category::LauncherInterrupted,
+                "rank_received_sigterm",
+            ),
+            (
+                "RuntimeError: `DataLoader` within local rank has zero length. Please make sure \
+                 that it returns at least 1 batch.",
+                Category::UnevenInputs,
+                RULE_NO_BATCHES_ON_RANK,
+            ),
+        ] {
+            assert_eq!(cat(line), Some(want), "{line}");
+            assert_eq!(rule(line), Some(by), "{line}");
+        }
+        // Lightning's advice for evaluation with a DistributedSampler names no failure.
+        assert_eq!(
+            cat(
+                "PossibleUserWarning: Using `DistributedSampler` with the dataloaders. During \
+                 `trainer.validate()`, it is recommended to use `Trainer(devices=1, \
+                 num_nodes=1)` to ensure each sample/batch gets evaluated exactly once. \
+                 Otherwise, multi-device settings use `DistributedSampler` that replicates some \
+                 samples to make sure all devices have same batch size in case of uneven \
+                 inputs."
+            ),
+            None
+        );
     }
 }

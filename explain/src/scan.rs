@@ -1085,6 +1085,15 @@ impl<'a> Scanner<'a> {
                 Attach::Standalone,
             ),
             "SystemExit" => (Category::RankCrashed, Role::Consequence, Attach::AnyFinding),
+            // Lightning's loops raise `SIGTERMException` (a `SystemExit`) after its signal
+            // handler saw SIGTERM (`loops/fit_loop.py`: `if trainer.received_sigterm: raise
+            // SIGTERMException`): the rank was stopped, by the batch system or a launcher
+            // tearing the job down.
+            "SIGTERMException" => (
+                Category::LauncherInterrupted,
+                Role::Symptom,
+                Attach::Standalone,
+            ),
             // Ray's report to the caller that an actor's or task's worker process died
             // (`ray.exceptions`): the death's own words are the worker's, or the raylet's.
             // Ray Train's controller says the same of its worker group
@@ -1123,6 +1132,11 @@ impl<'a> Scanner<'a> {
                 "KeyboardInterrupt: the job was stopped by hand (Ctrl-C, SIGINT)".to_owned()
             }
             (Some(w), ..) => format!("{} (raised in {})", sanitize(body, 140), w.place),
+            (None, ..) if class == "SIGTERMException" => {
+                "SIGTERMException: the rank got SIGTERM and Lightning stopped it (sent by the \
+                 batch system, or by a launcher stopping the job after another rank failed)"
+                    .to_owned()
+            }
             (None, ..) => sanitize(body, 160),
         });
         s.evidence.push(self.evidence(number, body));

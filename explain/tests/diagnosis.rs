@@ -4504,3 +4504,25 @@ fn deepeps_trap_after_its_named_timeouts_is_the_timeouts_consequence() {
         report.render_text(100)
     );
 }
+
+#[test]
+fn lightning_s_sigterm_exception_is_a_stop_from_outside_not_a_crash() {
+    // Lightning's fit loop raises `SIGTERMException` (a SystemExit) once its signal handler
+    // saw SIGTERM (`loops/fit_loop.py`).
+    let tb = "Traceback (most recent call last):\n  File \"train.py\", line 40, in <module>\n    \
+              trainer.fit(model, datamodule=dm)\n  File \"/env/lib/python3.11/site-packages/\
+              lightning/pytorch/loops/fit_loop.py\", line 502, in on_advance_end\n    raise \
+              SIGTERMException\nlightning.pytorch.utilities.exceptions.SIGTERMException\n";
+    let (finding, _) = first_of(tb);
+    assert_eq!(finding.category, Category::LauncherInterrupted);
+    assert!(
+        finding.explanation.contains("the rank got SIGTERM and Lightning stopped it"),
+        "{}",
+        finding.explanation
+    );
+    // The rank's own error before the signal is the finding.
+    let (finding, _) = first_of(&format!(
+        "RuntimeError: CUDA error: an illegal memory access was encountered\n{tb}"
+    ));
+    assert_eq!(finding.category, Category::CudaError);
+}

@@ -1756,7 +1756,11 @@ fn shape_signals(
 
     out.extend(tool_output_signals(shape, explained, p2p_off, opts));
 
-    if !explained {
+    // NCCL's system error with a peer's closed connection as its last error (`socket.cc`'s
+    // "socketProgress: Connection closed by remote peer", a store's or gloo's closed or reset
+    // connection) is no bare system error: the peer exited, and its own log says why.
+    let peer_gone = signals.iter().any(|s| s.rule == "peer_gone");
+    if !explained && !peer_gone {
         let system_error = signals.iter().find(|s| {
             s.rule == "nccl_error_code"
                 && s.evidence.iter().any(|e| {
@@ -2620,6 +2624,25 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
                NCCL_DEBUG=INFO's first lines show which pair a node has."
             .to_owned();
     }
+    if proven(crate::rules::RULE_STORE_ADDRESS_UNREACHABLE) {
+        title = format!(
+            "{} could not reach the store's address: no route to it",
+            subject(&ranks)
+        );
+        meaning = "The rank connected to the rendezvous store (MASTER_ADDR:MASTER_PORT) and \
+                   the connection failed with No route to host or Network is unreachable: \
+                   nothing refused it, the address is not reachable from this node. \
+                   MASTER_ADDR resolves here to an address on a network this node is not on \
+                   (a short host name that resolves to an admin or management network, a \
+                   Kubernetes service that does not route the port, a launcher that passed \
+                   another interface's address), or a firewall rejects the port (iptables' \
+                   REJECT answers No route to host).";
+        fix = "Set MASTER_ADDR to rank 0's address on the network the nodes share (its IP, or \
+               the fully qualified name on that network), and check from the failing node \
+               with `getent hosts MASTER_ADDR` and `nc -zv MASTER_ADDR MASTER_PORT`; open the \
+               port in the firewall if the address is right."
+            .to_owned();
+    }
     if role == Role::Cause && proven(crate::rules::RULE_STORE_PING_MISMATCH) {
         title = format!(
             "{} reached something on the master port that is not this job's store",
@@ -3231,6 +3254,9 @@ const INDIRECT_RULES: &[&str] = &[
     // accelerate's batch-size finder swallowed the out-of-memory errors it retried after; which
     // memory (the GPU's, the CPU allocator's, cuDNN's workspace) its line does not say.
     crate::rules::RULE_BATCH_SIZE_FINDER_EXHAUSTED,
+    // cuBLAS's handle and cuDNN's algorithms fail so for lack of GPU memory most often, and
+    // after an earlier kernel's fault too.
+    crate::rules::RULE_GPU_LIBRARY_SETUP_FAILED,
     // Symmetric memory's refusal and the intra-node all-reduce's warning say two ranks share a
     // GPU, not which: the warning alone does not stop the job.
     crate::rules::RULE_OVERLAPPING_DEVICES,

@@ -340,6 +340,11 @@ fn exit_status(lower: &str) -> Option<u32> {
 
 /// The rule of NCCL's "no algorithm/protocol available" (the fix names NCCL_ALGO and NCCL_PROTO).
 /// Composer's warning that a rank trained no batch.
+/// The store's address that this node has no route to.
+pub(crate) const RULE_STORE_ADDRESS_UNREACHABLE: &str = "store_address_unreachable";
+/// cuBLAS's handle or cuDNN's convolution algorithm that could not be set up (memory, most
+/// often).
+pub(crate) const RULE_GPU_LIBRARY_SETUP_FAILED: &str = "gpu_library_setup_failed";
 /// accelerate's batch-size finder that ran out of sizes (out of memory at every one).
 pub(crate) const RULE_BATCH_SIZE_FINDER_EXHAUSTED: &str = "batch_size_finder_exhausted";
 /// DeepSpeed's batch sizes or ZeRO checkpoint made for another number of ranks.
@@ -1369,8 +1374,23 @@ pub(crate) static RULES: &[Rule] = &[
     // to be corrected by freeing memory before the call), as PyTorch raises it: "RuntimeError:
     // CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`". The GPU's
     // memory was full when cuBLAS set up its handle or workspace.
+    // cuDNN's words for a GPU allocation of its own that failed (cuDNN 9's
+    // CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED; cuDNN 8's CUDNN_STATUS_ALLOC_FAILED,
+    // its "internal cudaMalloc failure").
     rule!("cublas_alloc_failed", CudaOom, Cause, Standalone,
-        [["cublas_status_alloc_failed"]], not [], ex_none),
+        [["cublas_status_alloc_failed", "cudnn_status_alloc_failed",
+          "cudnn_status_internal_error_device_allocation_failed"]], not [], ex_none),
+    // cuBLAS could not create its handle (`CublasHandlePool.cpp`, TORCH_CUDABLAS_CHECK:
+    // "CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`", also cublasLtCreate):
+    // its workspace did not fit on a full GPU, as maintainers answer it (QwenLM/Qwen#120); and
+    // cuDNN's convolution found no algorithm (`Conv_v7.cpp`'s try_all skips each one whose
+    // attempt ran out of memory or failed: "Unable to find a valid cuDNN algorithm to run
+    // convolution"). Medium (INDIRECT_RULES): an earlier kernel's fault can leave the same words.
+    rule!(RULE_GPU_LIBRARY_SETUP_FAILED, CudaOom, Cause, Standalone,
+        [["cublas_status_not_initialized when calling `cublascreate",
+          "cublas_status_not_initialized when calling `cublasltcreate",
+          "unable to find a valid cudnn algorithm to run convolution"]], not [],
+        ex_gpu_library_setup),
     // The processes PyTorch's out-of-memory message lists, on a line of their own when a
     // paste wrapped the message ("Process 3573322 has 20.08 GiB memory in use.").
     rule!(RULE_GPU_MEMORY_OF_PROCESSES, CudaOom, Cause, Standalone,
@@ -1609,6 +1629,10 @@ pub(crate) static RULES: &[Rule] = &[
           "world size set by init_process_group", "world_size set by init_process_group",
           "only support homogeneous hardware, but found",
           "does not match torch world size", "does not match torch rank",
+          // torch 2.13's wording of the subgroups' check ("The world size (8) must be divisible
+          // by 'group_size=3'") and `new_group`'s ranks ("Rank 9 is out of range. Valid ranks
+          // are 0 to 7").
+          "must be divisible by 'group_size=", "is out of range. valid ranks are 0 to",
           // transformers' `distributed/utils.py`: "The parallel mesh requires 8 processes, but
           // world_size is 4." (the product of its DistributedConfig's pp, dp, fsdp and tp).
           "processes, but world_size is",
@@ -1735,7 +1759,11 @@ pub(crate) static RULES: &[Rule] = &[
         // verl's rollout server (`workers/rollout/utils.py`: "Failed to start HTTP server on
         // port 41235 at try 0, error: ... address already in use") binds a fresh free port at
         // each try; only "after 5 retries, exiting" is its failure.
-        not["retrying with a new port", "to be available. nccl_port is used", " at try "],
+        // A port below 1024 (EACCES, "errno: 13 - Permission denied") is not in use: it is not
+        // permitted. libuv's store falls back from IPv6 by itself ("Failed to bind to ipv6
+        // address, trying ipv4."), an INFO line.
+        not["retrying with a new port", "to be available. nccl_port is used", " at try ",
+            "errno: 13", "permission denied", "eacces", "trying ipv4"],
         ex_port
     ),
     // c10d's `socket.cpp` names each address it failed to bind ("The server socket has failed
@@ -2171,7 +2199,14 @@ pub(crate) static RULES: &[Rule] = &[
           // Horovod's runner waiting for its tasks or elastic slots (`runner/launch.py`,
           // `elastic/driver.py`): "Timed out waiting for tasks to start.", "Timed out waiting
           // for minimum number of slots to become available".
-          "timed out waiting for tasks to", "timed out waiting for minimum number of slots"]],
+          "timed out waiting for tasks to", "timed out waiting for minimum number of slots",
+          // torchelastic: `_check_full_rank`'s barrier on the agents' store
+          // (`elastic/utils/distributed.py`: "timed out waiting for all 8 members to join"),
+          // the etcd rendezvous' store and handler (`etcd_store.py`: "Timeout while waiting for
+          // keys in EtcdStore"; `etcd_rendezvous.py`: "Rendezvous timeout occurred in
+          // EtcdRendezvousHandler").
+          "members to join", "timeout while waiting for keys in etcdstore",
+          "rendezvous timeout occurred in"]],
         not [], ex_rendezvous),
     // `ProcessGroupNCCL.cpp`'s broadcastUniqueNCCLID: "[%d] is setting up NCCL communicator and
     // retrieving ncclUniqueId from [0] via c10d key-value store by key '%s', but store->get('%s')
@@ -2184,7 +2219,10 @@ pub(crate) static RULES: &[Rule] = &[
     // rank 0's process (torchrun's agent's, under torchrun), so rank 0 or its node is gone.
     rule!("nccl_unique_id_store_gone", RankCrashed, Consequence, Standalone,
         [["retrieving nccluniqueid"],
-         ["connection reset by peer", "broken pipe", "connection refused", "connection closed"]],
+         ["connection reset by peer", "broken pipe", "connection refused", "connection closed",
+          // TCPStore's words for the same (`TCPStore.cpp`): "Failed to recv, got 0 bytes.
+          // Connection was likely closed. Did the remote server shutdown or crash?"
+          "failed to recv, got 0 bytes", "connection was likely closed"]],
         not [], ex_unique_id_store_gone),
     rule!("nccl_unique_id_wait", CollectiveTimeout, Symptom, Standalone,
         [["retrieving nccluniqueid"]], not [], ex_unique_id_wait),
@@ -2224,6 +2262,18 @@ pub(crate) static RULES: &[Rule] = &[
     // server, refused until the timeout.
     rule!("trl_vllm_server_unreachable", ConnectionRefused, Symptom, Standalone,
         [["vllm server can't be reached at"]], not [], ex_trl_vllm_server),
+    // The store's client (c10d `socket.cpp`) whose connect failed for want of a route ("The
+    // client socket has failed to connect to [node-0]:29500 (errno: 113 - No route to host)",
+    // errno 101 "Network is unreachable"): nothing refused it; MASTER_ADDR resolves to an
+    // address this node does not reach (in the corpus: an admin network's name, a Kubernetes
+    // service that does not route the port, a launcher's pick of the wrong interface), or a
+    // firewall rejects the port (iptables' REJECT answers "No route to host"). Still the store
+    // that could not be reached (its own title and fix), and a symptom like a refused
+    // connect: the client retries, and a later line may say more.
+    rule!(RULE_STORE_ADDRESS_UNREACHABLE, ConnectionRefused, Symptom, Standalone,
+        [["failed to connect to", "could not connect to the store", "connect() timed out"],
+         ["errno: 113", "errno: 101", "no route to host", "network is unreachable"]],
+        not [], ex_store_unreachable),
     rule!(
         "connection_refused",
         ConnectionRefused,
@@ -2249,7 +2299,12 @@ pub(crate) static RULES: &[Rule] = &[
         // port=443): Max retries exceeded ... [Errno 111] Connection refused", botocore's
         // "AWSHTTPConnection ... Failed to establish a new connection"): a data or model host
         // refused, not the store or a peer rank; the exception is the rank's own failure.
-        not["retrying", "httpsconnectionpool(", "httpconnectionpool(", "awshttpconnection"],
+        // CUDA's cudaErrorMpsConnectionFailed ("MPS client failed to connect to the MPS control
+        // daemon or the MPS server"): the GPU's local MPS daemon, no network (`no_usable_gpu`).
+        // A connect that failed for want of a route ("errno: 101 - Network is unreachable",
+        // "errno: 113 - No route to host") found no listener to refuse it: `network_interface`.
+        not["retrying", "httpsconnectionpool(", "httpconnectionpool(", "awshttpconnection",
+            "mps client failed to connect", "network is unreachable", "no route to host"],
         ex_address
     ),
     // PyTorch's flight-recorder analyzer (`torchfrtrace`): "Not all ranks joining collective,
@@ -2397,12 +2452,47 @@ pub(crate) static RULES: &[Rule] = &[
         [["got completion with err", "completion with error. hws", "ibgda_poll_cq timeout",
           "mem registration failed. reason"]],
         not [], ex_none),
-    rule!("watchdog_context", CollectiveTimeout, Symptom, AnyFinding,
-        [["watchdog got stuck", "heartbeat monitor", "last enqueued nccl work", "last enqueued work",
-          "some nccl operations have failed or timed out", "taking the entire process down",
-          // XCCL's copy of the watchdog (torch-xpu-ops).
-          "some xccl operations have failed or timed out"]],
-        not [], ex_none),
+    // ProcessGroupNCCL's hook loop (`runHookLoop`): a completion hook the program registered
+    // raised, and PyTorch aborts every communicator with that as the reason ("Caught exception
+    // on rank 3 while running onCompletion hook for ProcessGroupNCCL: TypeError: ...
+    // Aborting all communicators."), which the collectives' errors and the watchdog's lines
+    // then carry ("NCCL communicator was aborted on rank 3. Original reason for failure was:
+    // ...", an "unhandled system error"): the rank's own program failed, no peer, no timeout.
+    // torchelastic's expiration timers (`elastic/timer`: "Reaping worker_pid=[4243]. Expired
+    // timers: [...]", then "Successfully reaped worker=[4243] with signal=9"): a timer the
+    // program armed (`expires(after=...)`) ran out and the timer server killed the worker with
+    // SIGKILL: the rank's own block overran, no memory killer.
+    rule!("elastic_timer_reaped", RankCrashed, Cause, Standalone,
+        [["reaping worker_pid="]], not [], ex_none),
+    rule!("completion_hook_raised", RankCrashed, Cause, Standalone,
+        [["while running oncompletion hook for processgroupnccl"]], not [], ex_completion_hook),
+    // A wait that gave up: `C10D_CHECK_TIMEOUT` (`NCCLUtils.hpp`) when a non-blocking NCCL
+    // call (an eager communicator's creation, a collective's launch) stays in progress past
+    // TORCH_NCCL_NONBLOCKING_TIMEOUT ("NCCL timeout in: .../NCCLUtils.cpp:280"), and
+    // `Work::wait(timeout)` (`Work.cpp`: "Operation timed out!").
+    rule!("nccl_nonblocking_timeout", CollectiveTimeout, Symptom, Standalone,
+        [["nccl timeout in:", "runtimeerror: operation timed out!"]], not [], ex_none),
+    rule!(
+        "watchdog_context",
+        CollectiveTimeout,
+        Symptom,
+        AnyFinding,
+        [[
+            "watchdog got stuck",
+            "heartbeat monitor",
+            "last enqueued nccl work",
+            "last enqueued work",
+            "some nccl operations have failed or timed out",
+            "taking the entire process down",
+            // XCCL's copy of the watchdog (torch-xpu-ops).
+            "some xccl operations have failed or timed out"
+        ]],
+        // The watchdog's periodic INFO line (`Watchdog::runLoop`: "NCCL Work update
+        // periodically: last enqueued NCCL work: 2000, last completed NCCL work: 2000.") says
+        // only that it runs.
+        not["work update periodically"],
+        ex_none
+    ),
     rule!("peer_closed", RankCrashed, Consequence, Standalone,
         [["closed its connection"]], not [], ex_peer_closed),
     rule!("peer_io", RankCrashed, Consequence, Standalone,
@@ -2465,7 +2555,9 @@ pub(crate) static RULES: &[Rule] = &[
     // bug of that NCCL release on this platform or CUDA context (a collective issued before the
     // rank's device was set, which old releases did not handle), not a fault of the GPU.
     rule!("nccl_cuda_call_refused", NcclInternalOrUnsupported, Cause, Standalone,
-        [["cuda failure 'invalid argument'", "cuda failure 'invalid resource handle'"]],
+        [["cuda failure 'invalid argument'", "cuda failure 'invalid resource handle'",
+          // NCCL 2.19 on prints the code too ("Cuda failure 1 'invalid argument'").
+          "cuda failure 1 'invalid argument'", "cuda failure 400 'invalid resource handle'"]],
         not [], ex_nccl_cuda_call_refused),
     rule!("nccl_unhandled_cuda", CudaError, Cause, AnyFinding,
         [["unhandled cuda error", "ncclunhandledcudaerror"]], not [], ex_none),
@@ -2524,12 +2616,27 @@ pub(crate) static RULES: &[Rule] = &[
             // "`CUDAAccelerator` can not run on your system since the accelerator is not
             // available. ...", "No supported gpu backend found!").
             "gpus requested but none are available",
+            // The CUDA runtime's words for a driver it cannot use, also inside PyTorch's
+            // `cudaGetDeviceCount()` check (`c10/cuda/CUDAFunctions.cpp`: "Unexpected error from
+            // cudaGetDeviceCount(). ... Error 803: system has unsupported display driver / cuda
+            // driver combination"; 804 "forward compatibility was attempted on non supported
+            // HW"); PyTorch's NVML handle without a driver (`torch/cuda/__init__.py`: "cuda
+            // driver can't be loaded, is cuda enabled?"); cudaErrorMpsConnectionFailed ("MPS
+            // client failed to connect to the MPS control daemon or the MPS server": MPS is
+            // configured for the process and its daemon is not there).
+            "unsupported display driver / cuda driver combination",
+            "forward compatibility was attempted on non supported hw",
+            "cuda driver can't be loaded",
+            "mps client failed to connect to the mps control daemon",
             "cudaaccelerator` can not run on your system",
             "no supported gpu backend found",
             // accelerate's (`utils/dataclasses.py`, the FSDP plugin: "There are currently no
             // available devices found, must be one of 'XPU', 'CUDA', ..."; `utils/bnb.py`: "No
             // GPU found. A GPU is needed for quantization.", "No GPU or Intel XPU found. ...").
             "there are currently no available devices found",
+            // torchrun's `--nproc-per-node gpu` (`run.py`, `determine_local_world_size`):
+            // "ValueError: Cuda is not available.".
+            "valueerror: cuda is not available.",
             "no gpu found. a gpu is needed",
             "no gpu or intel xpu found",
             // Megatron-LM's `initialize.py` (`assert torch.cuda.is_available(), "Megatron
@@ -2634,6 +2741,14 @@ pub(crate) static RULES: &[Rule] = &[
             // torchtitan's `get_local_device`: "LOCAL_RANK=4 is outside the visible cuda
             // device count (4)."
             "is outside the visible cuda device count",
+            // torch.cuda's own index checks (`torch/cuda/__init__.py`: `get_device_properties`'s
+            // "Invalid device id", `can_device_access_peer`'s "Invalid peer device id", and
+            // "device 3 is not visible (CUDA_VISIBLE_DEVICES=[0, 1])"); PyTorch's driver-call
+            // check (`ATen/cuda/Exceptions.h`, AT_CUDA_DRIVER_CHECK: "CUDA driver error: ...").
+            "assertionerror: invalid device id",
+            "assertionerror: invalid peer device id",
+            "is not visible (cuda_visible_devices=",
+            "cuda driver error: unknown error",
             "exceeds available gpus in cuda_visible_devices",
             // Lightning's `device_parser._sanitize_gpu_ids`: "You requested gpu: [0, 1, 2, 3]\n
             // But your machine only has: [0, 1]" (none at all, `[]`, is no_usable_gpu's);
@@ -2699,11 +2814,16 @@ pub(crate) static RULES: &[Rule] = &[
     // collective's invalid usage, which rules above read).
     rule!("nccl_init_invalid_argument", WorldSizeMismatch, Cause, AnyFinding,
         [["invalid argument", "ncclinvalidargument"], ["ncclutils", "ncclcomminitrank", "getncclcomm"]],
-        not ["cuda error", "cuda failure", "cudaerror"], ex_none),
+        // NCCLUtils' memory registration (`NCCLComm::registerSegment`: "Failed to register
+        // segment with ptr ..."), not a communicator's creation.
+        not ["cuda error", "cuda failure", "cudaerror", "failed to register segment"], ex_none),
     rule!("nccl_init_invalid_usage", DuplicateGpu, Cause, AnyFinding,
         [["invalid usage", "ncclinvalidusage"],
          ["ncclutils", "ncclcomminitrank", "getncclcomm", "processgroupnccl.cpp"]],
-        not ["cuda error", "cuda failure", "cudaerror"], ex_none),
+        // `NCCLComm::shrink`'s query of a communicator just shrunk from an existing one ("Failed
+        // to query NCCL-assigned rank"): no second process on a GPU there.
+        not ["cuda error", "cuda failure", "cudaerror", "failed to query nccl-assigned rank"],
+        ex_none),
     rule!("nccl_error_code", NcclInternalOrUnsupported, Cause, AnyFinding,
         [["ncclinternalerror", "internal check failed", "nccl internal error", "ncclinvalidusage",
           "invalid usage", "ncclinvalidargument", "ncclsystemerror", "unhandled system error",
@@ -4318,6 +4438,60 @@ fn ex_collective_timeout(line: &str, lower: &str) -> Extract {
     ex
 }
 
+fn ex_gpu_library_setup(_: &str, lower: &str) -> Extract {
+    let what = if lower.contains("cudnn") {
+        "cuDNN found no convolution algorithm it could run: each one it tried failed, most often \
+         for lack of GPU memory for its workspace"
+    } else {
+        "cuBLAS could not create its handle: most often the GPU's memory was full (its \
+         workspace did not fit)"
+    };
+    Extract {
+        detail: Some(format!(
+            "{what}; an earlier kernel's fault (an index out of range in an embedding) leaves \
+             the same words, which CUDA_LAUNCH_BLOCKING=1 tells apart"
+        )),
+        ..Extract::default()
+    }
+}
+
+fn ex_store_unreachable(line: &str, lower: &str) -> Extract {
+    // The last address named: c10d's summary ("failed to connect to any network address of
+    // (host-a, 9901).") comes before the address it tried.
+    let key = "failed to connect to ";
+    let address = lower.rfind(key).and_then(|i| {
+        line[i + key.len()..]
+            .split_whitespace()
+            .next()
+            .map(|a| a.trim_end_matches(['.', ',']).to_owned())
+    });
+    Extract {
+        detail: address
+            .filter(|a| !a.is_empty() && a != "any")
+            .map(|a| format!("no route from this node to the store at {a}")),
+        ..Extract::default()
+    }
+}
+
+/// The rank and the exception of a completion hook that raised ("Caught exception on rank 3
+/// while running onCompletion hook for ProcessGroupNCCL: TypeError: ...").
+fn ex_completion_hook(line: &str, lower: &str) -> Extract {
+    let subjects = num_after(lower, "caught exception on rank ")
+        .and_then(rank_number)
+        .into_iter()
+        .collect();
+    let raised =
+        phrase_after(line, lower, "oncompletion hook for processgroupnccl: ", 120).map(|e| {
+            e.trim_end_matches(". aborting all communicators.")
+                .to_owned()
+        });
+    Extract {
+        subjects,
+        detail: raised.map(|e| format!("the program's completion hook raised {e}")),
+        ..Extract::default()
+    }
+}
+
 fn ex_peer_closed(line: &str, lower: &str) -> Extract {
     let Some(i) = lower.find(" closed its connection") else {
         return Extract::default();
@@ -4733,13 +4907,19 @@ mod tests {
             Some(Category::Infiniband)
         );
         // cuBLAS's allocation failure is the GPU's memory (NVIDIA's documentation of the status);
-        // its NOT_INITIALIZED, which the documentation gives other causes, stays a CUDA error.
+        // its NOT_INITIALIZED at the handle's creation, which the documentation gives other
+        // causes too, is the GPU's memory at medium confidence (`RULE_GPU_LIBRARY_SETUP_FAILED`:
+        // the maintainers' usual answer); elsewhere it stays a CUDA error.
         assert_eq!(
             cat("RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`"),
             Some(Category::CudaOom)
         );
         assert_eq!(
             cat("RuntimeError: CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`"),
+            Some(Category::CudaOom)
+        );
+        assert_eq!(
+            cat("RuntimeError: CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasSgemm( handle, opa, opb, m, n, k, &alpha, a, lda, b, ldb, &beta, c, ldc)`"),
             Some(Category::CudaError)
         );
         // A store client whose ping came back wrong reached another program on the port; a
@@ -6997,6 +7177,163 @@ mod tests {
                  inputs."
             ),
             None
+        );
+    }
+
+    /// PyTorch 2.13's process groups, stores, torchelastic and torch.cuda, and the CUDA
+    /// runtime's words, as their sources and libraries word them: the category and the rule.
+    #[test]
+    fn torch_process_group_store_elastic_and_cuda_messages_read_from_their_sources() {
+        let rule = |line: &str| classify(line).map(|(r, _)| r.name);
+        for (line, want, by) in [
+            (
+                "RuntimeError: CUDA error: MPS client failed to connect to the MPS control \
+                 daemon or the MPS server",
+                Category::CudaError,
+                "no_usable_gpu",
+            ),
+            (
+                "RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda \
+                 functions before calling NumCudaDevices() that might have already set an \
+                 error? Error 803: system has unsupported display driver / cuda driver \
+                 combination",
+                Category::CudaError,
+                "no_usable_gpu",
+            ),
+            (
+                "RuntimeError: cuda driver can't be loaded, is cuda enabled?",
+                Category::CudaError,
+                "no_usable_gpu",
+            ),
+            (
+                "ValueError: Cuda is not available.",
+                Category::CudaError,
+                "no_usable_gpu",
+            ),
+            (
+                "AssertionError: Invalid device id",
+                Category::CudaError,
+                "cuda_error",
+            ),
+            (
+                "RuntimeError: device 3 is not visible (CUDA_VISIBLE_DEVICES=[0, 1])",
+                Category::CudaError,
+                "cuda_error",
+            ),
+            (
+                "RuntimeError: cuDNN error: CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED",
+                Category::CudaOom,
+                "cublas_alloc_failed",
+            ),
+            (
+                "RuntimeError: CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling \
+                 `cublasCreate(handle)`",
+                Category::CudaOom,
+                RULE_GPU_LIBRARY_SETUP_FAILED,
+            ),
+            (
+                "RuntimeError: Unable to find a valid cuDNN algorithm to run convolution",
+                Category::CudaOom,
+                RULE_GPU_LIBRARY_SETUP_FAILED,
+            ),
+            (
+                "[rank1]: Cuda failure 1 'invalid argument'",
+                Category::NcclInternalOrUnsupported,
+                "nccl_cuda_call_refused",
+            ),
+            (
+                "torch.distributed.DistBackendError: NCCL timeout in: \
+                 /pytorch/torch/csrc/distributed/c10d/NCCLUtils.cpp:280",
+                Category::CollectiveTimeout,
+                "nccl_nonblocking_timeout",
+            ),
+            (
+                "RuntimeError: Operation timed out!",
+                Category::CollectiveTimeout,
+                "nccl_nonblocking_timeout",
+            ),
+            (
+                "torch.distributed.DistBackendError: NCCL communicator was aborted on rank 1.  \
+                 Original reason for failure was: Caught exception on rank 1 while running \
+                 onCompletion hook for ProcessGroupNCCL: RuntimeError: boom. Aborting all \
+                 communicators.",
+                Category::RankCrashed,
+                "completion_hook_raised",
+            ),
+            (
+                "torch.distributed.DistBackendError: [3] is setting up NCCL communicator and \
+                 retrieving ncclUniqueId from [0] via c10d key-value store by key '0', but \
+                 store->get('0') got error: Failed to recv, got 0 bytes. Connection was likely \
+                 closed. Did the remote server shutdown or crash?",
+                Category::RankCrashed,
+                "nccl_unique_id_store_gone",
+            ),
+            (
+                "[W1128 10:00:00.111107 4242 socket.cpp:811] [c10d] The client socket has \
+                 failed to connect to [node-0]:29500 (errno: 113 - No route to host).",
+                Category::ConnectionRefused,
+                RULE_STORE_ADDRESS_UNREACHABLE,
+            ),
+            (
+                "TimeoutError: timed out waiting for all 8 members to join",
+                Category::RendezvousTimeout,
+                "rendezvous",
+            ),
+            (
+                "LookupError: Timeout while waiting for keys in EtcdStore",
+                Category::RendezvousTimeout,
+                "rendezvous",
+            ),
+            (
+                "Reaping worker_pid=[4243]. Expired timers: ['train_step']",
+                Category::RankCrashed,
+                "elastic_timer_reaped",
+            ),
+            (
+                "ValueError: The world size (8) must be divisible by 'group_size=3'",
+                Category::WorldSizeMismatch,
+                "parallel_layout_vs_world",
+            ),
+            (
+                "ValueError: Rank 9 is out of range. Valid ranks are 0 to 7",
+                Category::WorldSizeMismatch,
+                "parallel_layout_vs_world",
+            ),
+        ] {
+            assert_eq!(cat(line), Some(want), "{line}");
+            assert_eq!(rule(line), Some(by), "{line}");
+        }
+        // Lines that name no failure, or another one than they seem to.
+        for line in [
+            // The watchdog's periodic progress line.
+            "[I1128 ProcessGroupNCCL.cpp:1830] [PG ID 0 PG GUID 0(default_pg) Rank 1] NCCL Work \
+             update periodically: last enqueued NCCL work: 2000, last completed NCCL work: 2000.",
+            // libuv's store falls back to IPv4 by itself.
+            "[I1128 TCPStoreLibUvBackend.cpp:1266] [c10d] Failed to bind to ipv6 address, trying \
+             ipv4. Error: The server socket has failed to bind to [::]:29500 (errno: 97 - \
+             Address family not supported by protocol).",
+            // vLLM goes on without symmetric memory.
+            "WARNING 11-28 10:00:00 [symm_mem.py:99] SymmMemCommunicator: symmetric memory \
+             initialization failed: CUDA driver error: operation not supported",
+        ] {
+            assert_eq!(cat(line), None, "{line}");
+        }
+        // A port below 1024 is not permitted, not in use.
+        assert_ne!(
+            cat(
+                "RuntimeError: The server socket has failed to listen on any local network \
+                 address. The server socket has failed to bind to [::]:443 (errno: 13 - \
+                 Permission denied)."
+            ),
+            Some(Category::PortInUse)
+        );
+        // A memory registration's invalid argument is no communicator's world size.
+        assert_ne!(
+            cat("torch.distributed.DistBackendError: NCCL error in: \
+                 /pytorch/torch/csrc/distributed/c10d/NCCLUtils.cpp:560, invalid argument (run \
+                 with NCCL_DEBUG=WARN for details), NCCL version 2.27.5 Failed to register \
+                 segment with ptr 0x7f3a40000000, size 2097152"),
+            Some(Category::WorldSizeMismatch)
         );
     }
 }

@@ -4516,7 +4516,9 @@ fn lightning_s_sigterm_exception_is_a_stop_from_outside_not_a_crash() {
     let (finding, _) = first_of(tb);
     assert_eq!(finding.category, Category::LauncherInterrupted);
     assert!(
-        finding.explanation.contains("the rank got SIGTERM and Lightning stopped it"),
+        finding
+            .explanation
+            .contains("the rank got SIGTERM and Lightning stopped it"),
         "{}",
         finding.explanation
     );
@@ -4525,4 +4527,50 @@ fn lightning_s_sigterm_exception_is_a_stop_from_outside_not_a_crash() {
         "RuntimeError: CUDA error: an illegal memory access was encountered\n{tb}"
     ));
     assert_eq!(finding.category, Category::CudaError);
+}
+
+#[test]
+fn an_nccl_system_error_whose_last_error_is_a_closed_peer_is_that_peer_gone() {
+    // PyTorch appends NCCL's last error to its message (`getNcclErrorDetailStr`); NCCL's
+    // `socket.cc` says the peer closed the connection: the peer exited, no interface is wrong.
+    let log = "[rank1]: torch.distributed.DistBackendError: NCCL error in: \
+               /pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:3356, unhandled system \
+               error (run with NCCL_DEBUG=INFO for details), NCCL version 2.27.5\n\
+               [rank1]: ncclSystemError: System call (e.g. socket, malloc) or external library \
+               call failed or device error.\n\
+               [rank1]: Last error:\n\
+               [rank1]: socketProgress: Connection closed by remote peer node-2<56312>\n";
+    let (finding, _) = first_of(log);
+    assert_eq!(finding.category, Category::RankCrashed);
+    // Without the last error it is still the bare system error NCCL's guide reads.
+    let bare: String = log.lines().take(2).map(|l| format!("{l}\n")).collect();
+    let (finding, _) = first_of(&bare);
+    assert_eq!(finding.category, Category::NetworkInterface);
+}
+
+#[test]
+fn a_completion_hook_that_raised_is_the_rank_s_own_failure_not_a_timeout() {
+    // `runHookLoop` aborts every communicator with the hook's exception as the reason; the
+    // watchdog then reports the failed work in its usual words.
+    let log = "[rank3]:[E1128 10:00:00.142 ProcessGroupNCCL.cpp:591] [Rank 3] Collective \
+               WorkNCCL(SeqNum=2, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, \
+               Timeout(ms)=600000) raised the following async exception: NCCL communicator \
+               encountered error set by ProcessGroupNCCL: Caught exception on rank 3 while \
+               running onCompletion hook for ProcessGroupNCCL: TypeError: log_hook() missing 1 \
+               required positional argument: 'info'. Aborting all communicators.\n\
+               [rank3]:[E1128 10:00:00.143 ProcessGroupNCCL.cpp:632] [Rank 3] Some NCCL \
+               operations have failed or timed out. Due to the asynchronous nature of CUDA \
+               kernels, subsequent GPU operations might run on corrupted/incomplete data.\n\
+               [rank3]:[E1128 10:00:00.144 ProcessGroupNCCL.cpp:638] [Rank 3] To avoid data \
+               inconsistency, we are taking the entire process down.\n";
+    let (finding, _) = first_of(log);
+    assert_eq!(finding.category, Category::RankCrashed);
+    assert_eq!(finding.ranks, vec![3]);
+    assert!(
+        finding
+            .explanation
+            .contains("completion hook raised TypeError"),
+        "{}",
+        finding.explanation
+    );
 }

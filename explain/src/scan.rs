@@ -1105,6 +1105,13 @@ impl<'a> Scanner<'a> {
             | "WorkerCrashedError"
             | "WorkerHealthCheckFailedError"
             | "WorkerGroupError" => (Category::RankCrashed, Role::Consequence, Attach::AnyFinding),
+            // ProcessGroupWrapper (TORCH_DISTRIBUTED_DEBUG=DETAIL) runs a gloo monitored barrier
+            // before each collective; its error names the collective, and the barrier's own
+            // words on the next lines ("Rank 3 failed to pass monitoredBarrier in 1800000 ms",
+            // gloo's timeout or closed connection) say what failed.
+            _ if body.contains("ProcessGroupWrapper: Monitored Barrier encountered error") => {
+                (Category::RankCrashed, Role::Consequence, Attach::AnyFinding)
+            }
             _ => (Category::RankCrashed, Role::Cause, Attach::Standalone),
         };
         if let (true, Some(r), Some(c)) = (interrupted, rank, collective.as_deref()) {

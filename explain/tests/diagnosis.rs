@@ -4574,3 +4574,19 @@ fn a_completion_hook_that_raised_is_the_rank_s_own_failure_not_a_timeout() {
         finding.explanation
     );
 }
+
+#[test]
+fn process_group_wrapper_s_barrier_error_is_read_by_what_the_barrier_says() {
+    // TORCH_DISTRIBUTED_DEBUG=DETAIL: the wrapper's exception names the collective; the
+    // monitored barrier's words below it say rank 3 never arrived.
+    let log = "[rank0]: RuntimeError: ProcessGroupWrapper: Monitored Barrier encountered error \
+               running collective: CollectiveFingerPrint(SequenceNumber=7, OpType=ALLREDUCE, \
+               TensorShape=[1], TensorDtypes=Float). Error: \n\
+               [rank0]: [Rank 0]: Rank 3 failed to pass monitoredBarrier in 1800000 ms\n\
+               [rank0]:  Original exception: \n\
+               [rank0]: [/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] \
+               Timed out waiting 1800000ms for recv operation to complete\n";
+    let (finding, _) = first_of(log);
+    assert_eq!(finding.category, Category::CollectiveTimeout);
+    assert!(finding.ranks.contains(&3), "{:?}", finding.ranks);
+}

@@ -1757,9 +1757,17 @@ fn shape_signals(
     out.extend(tool_output_signals(shape, explained, p2p_off, opts));
 
     // NCCL's system error with a peer's closed connection as its last error (`socket.cc`'s
-    // "socketProgress: Connection closed by remote peer", a store's or gloo's closed or reset
-    // connection) is no bare system error: the peer exited, and its own log says why.
-    let peer_gone = signals.iter().any(|s| s.rule == "peer_gone");
+    // "socketProgress: Connection closed by remote peer") is no bare system error: the peer
+    // exited, and its own log says why. (Only NCCL's own words: a launcher's "closing signal
+    // SIGTERM" to the other ranks follows a system error of any cause.)
+    let peer_gone = signals.iter().any(|s| {
+        s.rule == "peer_gone"
+            && s.evidence.iter().any(|e| {
+                e.text
+                    .to_ascii_lowercase()
+                    .contains("connection closed by remote peer")
+            })
+    });
     if !explained && !peer_gone {
         let system_error = signals.iter().find(|s| {
             s.rule == "nccl_error_code"

@@ -4546,6 +4546,12 @@ fn an_nccl_system_error_whose_last_error_is_a_closed_peer_is_that_peer_gone() {
     let bare: String = log.lines().take(2).map(|l| format!("{l}\n")).collect();
     let (finding, _) = first_of(&bare);
     assert_eq!(finding.category, Category::NetworkInterface);
+    // And so with the launcher's teardown of the other ranks after it.
+    let (finding, _) = first_of(&format!(
+        "{bare}WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 4321 \
+         closing signal SIGTERM\n"
+    ));
+    assert_eq!(finding.category, Category::NetworkInterface);
 }
 
 #[test]

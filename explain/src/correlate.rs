@@ -298,6 +298,25 @@ pub(crate) fn build(mut g: Gathered, opts: &Options) -> Report {
         !(s.category == Category::ConnectionRefused
             && s.observer.is_some_and(|r| connected.contains(&r)))
     });
+    // The kernel's word that the memory hardware failed under a process ("Memory failure:
+    // ... Sending SIGBUS to python:48213 due to hardware memory corruption") says where the
+    // SIGBUS came from: the SIGBUS lines (a shell's "Bus error", an exit code -7) are not
+    // /dev/shm's then.
+    let hardware_sigbus = signals.iter().any(|s| {
+        s.evidence.iter().any(|e| {
+            e.text
+                .to_ascii_lowercase()
+                .contains("due to hardware memory corruption")
+        })
+    });
+    if hardware_sigbus {
+        signals.retain(|s| {
+            !matches!(
+                s.rule,
+                "sigbus_exit" | "shell_bus_error" | "dataloader_worker_bus_error"
+            )
+        });
+    }
     // Under `ddp-probe run` rank 0's own process hosts PyTorch's store on the job's
     // MASTER_PORT (torchrun's agent hosts it there instead), a port the launcher checked free
     // at the start: a rank that finds that port taken met a process of its own job.
@@ -1760,13 +1779,14 @@ fn shape_signals(
     // "socketProgress: Connection closed by remote peer") is no bare system error: the peer
     // exited, and its own log says why. (Only NCCL's own words: a launcher's "closing signal
     // SIGTERM" to the other ranks follows a system error of any cause.)
+    // The same for a refused connect as its last error ("Net : Connect to 10.1.2.3<45123>
+    // failed : Connection refused", NCCL 2.13 to 2.18): nothing listened there.
     let peer_gone = signals.iter().any(|s| {
-        s.rule == "peer_gone"
-            && s.evidence.iter().any(|e| {
-                e.text
-                    .to_ascii_lowercase()
-                    .contains("connection closed by remote peer")
-            })
+        s.evidence.iter().any(|e| {
+            let text = e.text.to_ascii_lowercase();
+            (s.rule == "peer_gone" && text.contains("connection closed by remote peer"))
+                || text.contains("failed : connection refused")
+        })
     });
     if !explained && !peer_gone {
         let system_error = signals.iter().find(|s| {

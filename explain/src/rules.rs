@@ -794,8 +794,35 @@ pub(crate) static RULES: &[Rule] = &[
     rule!("host_oom_kernel", HostOomKilled, Cause, Standalone,
         [["out of memory: killed process", "out of memory: kill process", "or sacrifice child",
           "oom-kill:", "oom_kill_process", "invoked oom-killer",
-          "memory cgroup out of memory"]],
+          "memory cgroup out of memory",
+          // Other words of the kernel's (`mm/oom_kill.c`, `memcontrol.c`): "Out of memory
+          // (oom_kill_allocating_task): Killed process ...", the reaper that frees a victim's
+          // memory ("oom_reaper: reaped process 48213 (python), now anon-rss:0kB"), kernels up
+          // to 4.18's "Task in /slurm/... killed as a result of limit of /slurm/..."; systemd's
+          // ("A process of this unit has been killed by the OOM killer.") and systemd-oomd's
+          // ("Killed /user.slice/... due to memory pressure for ... being 78.21% > 50.00%").
+          "out of memory (oom_kill_allocating_task)", "oom_reaper: reaped process",
+          "oom_reaper: unable to reap", "killed as a result of limit of",
+          "has been killed by the oom killer", "due to memory pressure for"]],
         not [], ex_none),
+    // Kernels 4.9 to 4.19 print the kill on its own line, "Killed process 48213 (python)
+    // total-vm:...kB, anon-rss:...kB".
+    rule!("host_oom_kernel_kill_line", HostOomKilled, Cause, Standalone,
+        [["killed process "], ["total-vm:"]], not [], ex_none),
+    // The kernel's record of a process a native crash killed (`arch/x86/mm/fault.c`
+    // show_signal_msg: "python[48213]: segfault at 0 ip ... sp ... error 4 in
+    // libtorch_cuda.so[...]"; `traps.c` show_signal: "traps: python[48213] general protection
+    // fault ip:...", "trap invalid opcode", "trap divide error"; both printed only when the
+    // signal kills the process), the audit's "ANOM_ABEND ... sig=11", systemd-coredump's
+    // "Process 48213 (python) of user 1000 dumped core.". The hardware's own memory error
+    // (`mm/memory-failure.c`: "Memory failure: 0x2b4f1c0: Sending SIGBUS to python:48213 due
+    // to hardware memory corruption") is a crash too, before the SIGBUS's /dev/shm reading.
+    rule!("kernel_native_crash", RankCrashed, Cause, Standalone,
+        [["segfault at ", "general protection fault ip:", "] trap invalid opcode",
+          "] trap divide error", "] trap int3", "anom_abend", ") of user ",
+          "due to hardware memory corruption"],
+         [" ip ", "ip:", " sig=", "dumped core", "sending sigbus"]],
+        not [], ex_kernel_crash),
     // Ray's memory monitor (`raylet/node_manager.cc`, `worker_killing_policy`; Ray 2.2 on)
     // kills workers before the kernel's OOM killer would, above RAY_memory_usage_threshold of
     // the node's RAM: "N worker(s) were killed due to the node running low on memory. Memory on
@@ -962,7 +989,10 @@ pub(crate) static RULES: &[Rule] = &[
         // names the backend, no failure of it.
         // vLLM's fallback warning ("MNNVL multimem reduce-scatter symmetric-memory allocation
         // failed on at least one rank; falling back to NCCL.") is no failure of the job.
+        // (NCCL 2.18's topology search, `graph/search.cc`: "Could not find NIC for rank 3 in
+        // NVLS graph", an internal error of the search, no fabric manager.)
         not ["support is not available", "support is available", "no algorithm/protocol",
+             "could not find nic for rank",
              "is not supported for multi-node allreduce", "falling back to nccl",
              "unable to configure nvls option",
              // NCCL 2.30 (`transport/nvls.cc`): "rank 3 failed to NVLS register sendbuff ..."
@@ -1537,7 +1567,10 @@ pub(crate) static RULES: &[Rule] = &[
         ],
         // (and NCCL's retried EINTR, as for shm_segment; enroot's "enroot-mount: failed to
         // mount: /dev/shm at ...": a container that never started, nothing ran out)
-        not["error mounting", "interrupted system call", "failed to mount:"],
+        // (NCCL 2.16 to 2.18's clean-up, `shmutils.cc`: "unlink shared memory /dev/shm/nccl-X
+        // failed, error: No such file or directory": the file was already gone.)
+        not["error mounting", "interrupted system call", "failed to mount:",
+            "unlink shared memory"],
         ex_none
     ),
     // Ray's start-up check (`services.py`, which vLLM's multi-GPU runs start): "The object
@@ -1604,7 +1637,10 @@ pub(crate) static RULES: &[Rule] = &[
           "out of range for world_size",
           // DeepSpeed's elasticity (`elasticity.py`): "ElasticityIncompatibleWorldSize: World
           // size (3) is not valid with the current list of valid GPU counts: [2, 4, 8]".
-          "is not valid with the current list of valid gpu counts"]],
+          "is not valid with the current list of valid gpu counts",
+          // gloo's `Context(rank, size)` (`context.cc`): "[enforce fail at .../context.cc:23]
+          // rank < size. 4 vs 4".
+          "] rank < size. "]],
         not [], ex_world_size),
     // torch's DeviceMesh (`device_mesh.py`): "Mesh should not be bigger than default world
     // size 8, but found 16 ranks!" (earlier releases without the size): the mesh the program
@@ -1762,8 +1798,12 @@ pub(crate) static RULES: &[Rule] = &[
         // A port below 1024 (EACCES, "errno: 13 - Permission denied") is not in use: it is not
         // permitted. libuv's store falls back from IPv6 by itself ("Failed to bind to ipv6
         // address, trying ipv4."), an INFO line.
+        // gloo's listener binds port 0 (`tcp/socket.cc`: "rv != -1. -1 vs -1. bind: Address
+        // already in use"; libuv's "uv_listen: address already in use"): the host had no free
+        // port left to hand out, no master port held by another program.
         not["retrying with a new port", "to be available. nccl_port is used", " at try ",
-            "errno: 13", "permission denied", "eacces", "trying ipv4"],
+            "errno: 13", "permission denied", "eacces", "trying ipv4", "-1 vs -1. bind:",
+            "-1 vs -1. listen:", "uv_listen: address already in use"],
         ex_port
     ),
     // c10d's `socket.cpp` names each address it failed to bind ("The server socket has failed
@@ -1812,10 +1852,16 @@ pub(crate) static RULES: &[Rule] = &[
     rule!("nccl_peer_connect", NetworkInterface, Cause, Standalone,
         [["socketstartconnect", "socketpollconnect", "socketfinalizeconnect", "net : connect to",
           "net/socket : connect to"]],
-        not ["retrying", "connection refused"], ex_address),
+        // NCCL 2.16 to 2.18 (`misc/socket.cc`): "socketStartConnect: exceeded retries (20000)"
+        // is RETRY_REFUSED_TIMES, 20 s of refused connects (its ETIMEDOUT twin, "exceeded
+        // timeouts", stays here): a refusal.
+        not ["retrying", "connection refused", "exceeded retries"], ex_address),
     // NCCL before 2.12 (`include/socket.h`): "Connect to %s failed : %s"; a connect that
     // times out never reached a listener: the address is unreachable from here (a tunnel or
     // link-local interface picked first, a container's own address).
+    rule!("nccl_connect_refused_retries", ConnectionRefused, Symptom, Standalone,
+        [["socketstartconnect", "socketpollconnect"], ["exceeded retries"]], not [],
+        ex_address),
     rule!("nccl_connect_unreachable", NetworkInterface, Cause, Standalone,
         [["connect to "], ["failed : connection timed out", "failed : no route to host",
           "failed : network is unreachable"]],
@@ -1865,13 +1911,46 @@ pub(crate) static RULES: &[Rule] = &[
           // common task-to-task communication interfaces", "Cannot find an IPv4 address of
           // the common interface".
           "common task-to-task communication interfaces",
-          "cannot find an ipv4 address of the common interface"]],
+          "cannot find an ipv4 address of the common interface",
+          // gloo's pair connecting to the address a peer advertised (`tcp/pair.cc`, after three
+          // tries: "timed out connecting: SO_ERROR: Connection timed out, remote=[...]"; its
+          // debug logger's last try: "ERROR failed to connect, willRetry=0, ..."); libuv's
+          // bind to an address this host does not have ("uv_bind: address not available").
+          "timed out connecting: so_error", "failed to connect, willretry=0",
+          "uv_bind: address not available"]],
         // Reaching the store (MASTER_ADDR) is connection_refused's; this rule is about the
         // interface NCCL/gloo pick for their own connections. c10d's `socket.cpp` alone writes
         // an errno as "(errno: 113 - No route to host)" (NCCL: "failed : No route to host",
         // gloo: "connect [...]: No route to host"): the rest of its store client's line, where
         // a paste wrapped it before the errno.
-        not ["client socket", "c10d store", "tcpstore", "host not found:", "(errno: "], ex_address),
+        // (An HTTP client's own failure to resolve or route, "HTTPSConnectionPool(host=
+        // 'huggingface.co', port=443): ... Temporary failure in name resolution", urllib's
+        // "<urlopen error [Errno -2] Name or service not known>": a data or model host, the
+        // rank's own failure, as for refusals.)
+        not ["client socket", "c10d store", "tcpstore", "host not found:", "(errno: ",
+             "httpsconnectionpool(", "httpconnectionpool(", "urlopen error",
+             "newconnectionerror", "awshttpconnection"], ex_address),
+    // gloo's libuv transport (`uv/pair.cc`): "Error connecting to [10.0.0.1]:50123: connection
+    // timed out" (or "host is unreachable"): the peer's advertised address was not reached.
+    rule!("gloo_uv_connect_failed", NetworkInterface, Cause, Standalone,
+        [["error connecting to"], ["connection timed out", "host is unreachable"]], not [],
+        ex_none),
+    // gloo's ibverbs transport (`transport/ibverbs/`): no RDMA device for the process ("No
+    // ibverbs devices present", "Unable to find device named: mlx5_3", "ibv_query_port: No
+    // such device"), and transfers that completed with an error status (`pair.cc`'s
+    // handleCompletion: "Recv for slot 3: Work Request Flushed Error", "Memory region recv
+    // for slot 2: remote access error", "... RNR retry counter exceeded").
+    rule!("gloo_ibverbs_failure", Infiniband, Cause, Standalone,
+        [["ibverbs"],
+         ["no ibverbs devices present", "unable to find device named", "ibv_query_port",
+          " for slot "]],
+        not [], ex_none),
+    // Its waits that gave up (`buffer.cc`: "Send timeout [peer]", like TCP's "Write timeout";
+    // `pair.cc`: "Timeout waiting for memory region from [peer]": the peer had not reached the
+    // matching receive).
+    rule!("gloo_ibverbs_timeout", CollectiveTimeout, Symptom, Standalone,
+        [["ibverbs"], ["send timeout", "timeout waiting for memory region from"]], not [],
+        ex_none),
     // NCCL's verbs wrapper (`misc/ibvwrap.cc`): "Call to ibv_poll_cq() returned -1", "Call to
     // ibv_reg_mr failed with error Cannot allocate memory".
     rule!("ib_verbs", Infiniband, Cause, Standalone,
@@ -1924,8 +2003,16 @@ pub(crate) static RULES: &[Rule] = &[
         // async events, "Got non-fatal async event: port active(9)"; `p2p_resiliency.cc`'s
         // "The error is not fatal. Trying to continue..."; `init.cc`'s "Failed to open mlx5dv
         // symbols. Advance features like CX-8 Direct-NIC will be disabled.").
+        // NCCL 2.7 to 2.18 (`net_ib.cc`) logged every async event but COMM_EST at WARN and
+        // went on ("NET/IB : Got async event : port active", "GID table change", "client
+        // reregistration", "SM change"); fatal ones ("local catastrophic error", "port error")
+        // stay. Its collective mismatch ("NET/IB : collective mismatch error, local size N
+        // remote size M") is the ranks' disagreement, read by `collective_mismatch`.
         not ["got non-fatal async event: port active", "the error is not fatal",
-             "failed to open mlx5dv symbols"], ex_none),
+             "failed to open mlx5dv symbols", "got async event : port active",
+             "got async event : gid table change", "got async event : client reregistration",
+             "got async event : sm change", "got async event : lid change",
+             "got async event : pkey change", "collective mismatch error"], ex_none),
     // NCCL's choice of network (`net.cc`, `ncclNetInit`): `NCCL_NET` names a network (`IB`, a
     // plugin's such as `AWS Libfabric`) that is not among those that loaded and found a device
     // on this host: "Error: network IB not found.", then ncclInvalidUsage. The RDMA network
@@ -2060,6 +2147,9 @@ pub(crate) static RULES: &[Rule] = &[
           // peer sent more than this rank expects); `ProcessGroupWrapper`'s detail:
           // "Collectives differ in the following aspects".
           "op.preamble.length <= op.nbytes", "collectives differ in the following",
+          // Its registered-buffer twin (`pair.cc`, "Bytes read must be in bounds for target
+          // buffer"): "op.preamble.roffset + op.preamble.length <= op.buf->size_. 8192 vs 4096".
+          "op.preamble.roffset + op.preamble.length <= op.buf->size_",
           // NCCL's network transports receiving another size than posted: `net_socket.cc`
           // "NET/Socket : peer %s message truncated : receiving %d bytes instead of %d. If you
           // believe your socket network is in healthy state, there may be a mismatch in
@@ -2799,7 +2889,9 @@ pub(crate) static RULES: &[Rule] = &[
             ["nccl warn"],
             ["not supported", "unsupported", "invalid value for"]
         ],
-        not["unsupported completion status"],
+        // (NCCL's fallback when CollNet cannot be used, "CollNet is not supported or fails to
+        // initialize, ignoring NCCL_ALGO=COLLNET": rings and trees go on.)
+        not["unsupported completion status", "ignoring nccl_algo"],
         ex_none
     ),
     // A communicator that NCCL refused to create (c10d creates communicators in
@@ -4451,6 +4543,33 @@ fn ex_gpu_library_setup(_: &str, lower: &str) -> Extract {
             "{what}; an earlier kernel's fault (an index out of range in an embedding) leaves \
              the same words, which CUDA_LAUNCH_BLOCKING=1 tells apart"
         )),
+        ..Extract::default()
+    }
+}
+
+fn ex_kernel_crash(line: &str, lower: &str) -> Extract {
+    let detail = if lower.contains("hardware memory corruption") {
+        "the kernel sent SIGBUS for a hardware memory error under the process (a failing \
+         memory module): the node's hardware, not /dev/shm; take the node out of service"
+            .to_owned()
+    } else if let Some(i) = lower.find("segfault at ") {
+        // "... error 4 in libtorch_cuda.so[7f3a+1000]": the library the fault was in.
+        let library = lower[i..]
+            .find(" in ")
+            .map(|j| i + j + 4)
+            .and_then(|j| line[j..].split(['[', ' ']).next())
+            .filter(|l| !l.is_empty());
+        match library {
+            Some(l) => format!("the kernel's record of a segmentation fault (SIGSEGV) in {l}"),
+            None => "the kernel's record of a segmentation fault (SIGSEGV)".to_owned(),
+        }
+    } else {
+        "the kernel's record of a process killed by a native crash (a trap, an abnormal end, a \
+         core dump)"
+            .to_owned()
+    };
+    Extract {
+        detail: Some(detail),
         ..Extract::default()
     }
 }
@@ -7334,6 +7453,158 @@ mod tests {
                  with NCCL_DEBUG=WARN for details), NCCL version 2.27.5 Failed to register \
                  segment with ptr 0x7f3a40000000, size 2097152"),
             Some(Category::WorldSizeMismatch)
+        );
+    }
+
+    /// gloo's own messages (commit cc44198, as PyTorch vendors it): the category and the rule.
+    #[test]
+    fn gloo_messages_read_from_its_source() {
+        let rule = |line: &str| classify(line).map(|(r, _)| r.name);
+        for (line, want, by) in [
+            (
+                "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:152] timed out \
+                 connecting: SO_ERROR: Connection timed out, remote=[10.0.0.1]:46213",
+                Category::NetworkInterface,
+                "network_interface",
+            ),
+            (
+                "RuntimeError: [../third_party/gloo/gloo/transport/uv/pair.cc:102] Error \
+                 connecting to [10.0.0.1]:50123: connection timed out",
+                Category::NetworkInterface,
+                "gloo_uv_connect_failed",
+            ),
+            (
+                "RuntimeError: [../third_party/gloo/gloo/transport/ibverbs/device.cc:83] No \
+                 ibverbs devices present",
+                Category::Infiniband,
+                "gloo_ibverbs_failure",
+            ),
+            (
+                "RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/ibverbs/\
+                 pair.cc:470] wc->status == IBV_WC_SUCCESS. 13 vs 0. Memory region send for \
+                 slot 2: RNR retry counter exceeded",
+                Category::Infiniband,
+                "gloo_ibverbs_failure",
+            ),
+            (
+                "RuntimeError: [../third_party/gloo/gloo/transport/ibverbs/pair.cc:268] Timeout \
+                 waiting for memory region from [fe80::1]",
+                Category::CollectiveTimeout,
+                "gloo_ibverbs_timeout",
+            ),
+            (
+                "  what():  [enforce fail at ../third_party/gloo/gloo/transport/tcp/pair.cc:426] \
+                 op.preamble.roffset + op.preamble.length <= op.buf->size_. 8192 vs 4096",
+                Category::CollectiveMismatch,
+                "collective_mismatch",
+            ),
+            (
+                "RuntimeError: [enforce fail at ../third_party/gloo/gloo/context.cc:23] rank < \
+                 size. 4 vs 4",
+                Category::WorldSizeMismatch,
+                "world_size_mismatch",
+            ),
+        ] {
+            assert_eq!(cat(line), Some(want), "{line}");
+            assert_eq!(rule(line), Some(by), "{line}");
+        }
+        // gloo's listener binds port 0: no free port on the host, not a master port in use.
+        assert_ne!(
+            cat(
+                "RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/\
+                 socket.cc:95] rv != -1. -1 vs -1. bind: Address already in use"
+            ),
+            Some(Category::PortInUse)
+        );
+    }
+
+    /// The kernel's and systemd's words around a killed or crashed process, and NCCL 2.7 to
+    /// 2.18's wordings that later releases changed: the category and the rule.
+    #[test]
+    fn kernel_systemd_and_older_nccl_messages_read_from_their_sources() {
+        let rule = |line: &str| classify(line).map(|(r, _)| r.name);
+        for (line, want, by) in [
+            (
+                "[52117.123] Killed process 48213 (python) total-vm:123456kB, anon-rss:98765kB, \
+                 file-rss:0kB, shmem-rss:0kB",
+                Category::HostOomKilled,
+                "host_oom_kernel_kill_line",
+            ),
+            (
+                "[52117.200] oom_reaper: reaped process 48213 (python), now anon-rss:0kB, \
+                 file-rss:0kB, shmem-rss:0kB",
+                Category::HostOomKilled,
+                "host_oom_kernel",
+            ),
+            (
+                "systemd[1]: session-4.scope: A process of this unit has been killed by the OOM \
+                 killer.",
+                Category::HostOomKilled,
+                "host_oom_kernel",
+            ),
+            (
+                "[12345.678] python[48213]: segfault at 0 ip 00007f3a12345678 sp 00007ffd12345678 \
+                 error 4 in libtorch_cuda.so[7f3a00000000+1000]",
+                Category::RankCrashed,
+                "kernel_native_crash",
+            ),
+            (
+                "[12345.678] traps: pt_main_thread[48213] general protection fault \
+                 ip:7f3a12345678 sp:7ffd12345678 error:0 in libnccl.so.2[7f3a00000000+1000]",
+                Category::RankCrashed,
+                "kernel_native_crash",
+            ),
+            (
+                "[12345.678] Memory failure: 0x2b4f1c0: Sending SIGBUS to python:48213 due to \
+                 hardware memory corruption",
+                Category::RankCrashed,
+                "kernel_native_crash",
+            ),
+            (
+                "host-a:1:2 [0] misc/socket.cc:466 NCCL WARN socketStartConnect: exceeded \
+                 retries (20000)",
+                Category::ConnectionRefused,
+                "nccl_connect_refused_retries",
+            ),
+            (
+                "host-a:1:2 [0] transport/net_ib.cc:1020 NCCL WARN NET/IB : req 0/1 tag 7 peer \
+                 10.0.0.2<1234> collective mismatch error, local size 1024 remote size 2048",
+                Category::CollectiveMismatch,
+                "collective_mismatch",
+            ),
+        ] {
+            assert_eq!(cat(line), Some(want), "{line}");
+            assert_eq!(rule(line), Some(by), "{line}");
+        }
+        for line in [
+            // NCCL 2.7 to 2.18 logged every IB async event at WARN and went on.
+            "host-a:1:2 [0] NCCL WARN NET/IB : Got async event : port active",
+            "host-a:1:2 [0] NCCL WARN NET/IB : Got async event : GID table change",
+            // Its clean-up of a segment already gone, its CollNet fallback.
+            "host-a:1:2 [0] NCCL WARN unlink shared memory /dev/shm/nccl-Ab12Cd failed, error: \
+             No such file or directory",
+            "host-a:1:2 [0] NCCL WARN CollNet is not supported or fails to initialize, ignoring \
+             NCCL_ALGO=COLLNET",
+        ] {
+            assert_eq!(cat(line), None, "{line}");
+        }
+        // An HTTP client's name resolution is a data or model host's, not an NCCL interface.
+        assert_ne!(
+            cat(
+                "requests.exceptions.ConnectionError: HTTPSConnectionPool(host='huggingface.co', \
+                 port=443): Max retries exceeded with url: /api/models (Caused by \
+                 NewConnectionError('Failed to establish a new connection: [Errno -3] \
+                 Temporary failure in name resolution'))"
+            ),
+            Some(Category::NetworkInterface)
+        );
+        // Its NVLS graph search's NIC is no fabric manager's.
+        assert_ne!(
+            cat(
+                "host-a:1:2 [0] graph/search.cc:1048 NCCL WARN Could not find NIC for rank 3 in \
+                 NVLS graph"
+            ),
+            Some(Category::NvlsFabricManager)
         );
     }
 }

@@ -106,6 +106,13 @@ enum TracebackPlace {
     /// huggingface_hub): a refused connection there is a data, model or object-storage host
     /// (S3, MinIO, the Hugging Face Hub), not the store or a peer rank.
     HttpClient,
+    /// Creating a multiprocessing lock, semaphore or queue (CPython's
+    /// `multiprocessing/synchronize.py`: `_multiprocessing.SemLock(...)`, a POSIX `sem_open`
+    /// whose file lives in /dev/shm; `mp.Queue()`, `SimpleQueue()`, so also
+    /// `torch.multiprocessing.spawn`'s error queue and the DataLoader's index queues): "[Errno
+    /// 28] No space left on device" there is /dev/shm full (cpython#93253 reproduces it with
+    /// `docker run --shm-size=1m`; Megatron-LM#878 in the DataLoader's queue).
+    SemLock,
     /// Printed by a library's `logger.warning(..., exc_info=True)` right after the warning
     /// ([`LOGS_ITS_TRACEBACK`]): the exception was caught, and the program went on.
     LoggedByWarning,
@@ -142,6 +149,8 @@ impl TracebackPlace {
             Some(TracebackPlace::SharedTensor)
         } else if frame.contains("data/_utils/pin_memory.py") {
             Some(TracebackPlace::PinMemory)
+        } else if frame.contains("multiprocessing/synchronize.py") {
+            Some(TracebackPlace::SemLock)
         } else if [
             "/urllib3/",
             "/requests/",
@@ -1047,12 +1056,22 @@ impl<'a> Scanner<'a> {
         rank: Option<usize>,
         tb: Option<Traceback>,
     ) {
-        let (last_frame, program_frame, collective, raised_on) = match tb {
+        let (last_frame, program_frame, collective, raised_on, place) = match tb {
             // Caught and logged, and the program went on.
             Some(tb) if tb.place == Some(TracebackPlace::LoggedByWarning) => return,
-            Some(tb) => (tb.last_frame, tb.program_frame, tb.collective, tb.raised_on),
-            None => (None, None, None, None),
+            Some(tb) => (
+                tb.last_frame,
+                tb.program_frame,
+                tb.collective,
+                tb.raised_on,
+                tb.place,
+            ),
+            None => (None, None, None, None, None),
         };
+        let semaphore_in_full_shm = place == Some(TracebackPlace::SemLock)
+            && body
+                .to_ascii_lowercase()
+                .contains("no space left on device");
         let name = body.split(':').next().unwrap_or(body).trim();
         let rank = rank.or(self.file_rank);
         if let Some(place) = wrapper_place(body) {
@@ -1109,6 +1128,7 @@ impl<'a> Scanner<'a> {
             // before each collective; its error names the collective, and the barrier's own
             // words on the next lines ("Rank 3 failed to pass monitoredBarrier in 1800000 ms",
             // gloo's timeout or closed connection) say what failed.
+            _ if semaphore_in_full_shm => (Category::ShmTooSmall, Role::Cause, Attach::Standalone),
             _ if body.contains("ProcessGroupWrapper: Monitored Barrier encountered error") => {
                 (Category::RankCrashed, Role::Consequence, Attach::AnyFinding)
             }
@@ -1139,6 +1159,11 @@ impl<'a> Scanner<'a> {
                 "KeyboardInterrupt: the job was stopped by hand (Ctrl-C, SIGINT)".to_owned()
             }
             (Some(w), ..) => format!("{} (raised in {})", sanitize(body, 140), w.place),
+            (None, ..) if semaphore_in_full_shm => {
+                "a multiprocessing lock or queue could not create its semaphore (sem_open, a \
+                 file in /dev/shm): no space left on /dev/shm"
+                    .to_owned()
+            }
             (None, ..) if class == "SIGTERMException" => {
                 "SIGTERMException: the rank got SIGTERM and Lightning stopped it (sent by the \
                  batch system, or by a launcher stopping the job after another rank failed)"

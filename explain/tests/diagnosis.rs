@@ -4596,3 +4596,41 @@ fn process_group_wrapper_s_barrier_error_is_read_by_what_the_barrier_says() {
     assert_eq!(finding.category, Category::CollectiveTimeout);
     assert!(finding.ranks.contains(&3), "{:?}", finding.ranks);
 }
+
+#[test]
+fn a_semaphore_that_did_not_fit_in_dev_shm_is_dev_shm_full() {
+    // CPython's SemLock is a POSIX sem_open, a file in /dev/shm (cpython#93253 reproduces this
+    // traceback with `docker run --shm-size=1m`).
+    let tb = |frames: &str| {
+        format!(
+            "Traceback (most recent call last):\n  File \"train.py\", line 40, in <module>\n    \
+             mp.spawn(main, nprocs=2)\n{frames}OSError: [Errno 28] No space left on device\n"
+        )
+    };
+    let semlock = "  File \"/usr/lib/python3.10/multiprocessing/synchronize.py\", line 57, in \
+                   __init__\n    sl = self._semlock = _multiprocessing.SemLock(\n";
+    let (finding, _) = first_of(&tb(semlock));
+    assert_eq!(finding.category, Category::ShmTooSmall);
+    // The same error writing a checkpoint is the disk's.
+    let save = "  File \"/usr/lib/python3.10/site-packages/torch/serialization.py\", line 652, in \
+                save\n    _save(obj, opened_zipfile)\n";
+    let (finding, _) = first_of(&tb(save));
+    assert_eq!(finding.category, Category::RankCrashed);
+}
+
+#[test]
+fn a_sigbus_the_kernel_sent_for_a_memory_error_is_no_full_dev_shm() {
+    let bus = "Bus error (core dumped)\n";
+    let (finding, _) = first_of(bus);
+    assert_eq!(finding.category, Category::ShmTooSmall);
+    let (finding, _) = first_of(&format!(
+        "[12345.678] Memory failure: 0x2b4f1c0: Sending SIGBUS to python:48213 due to hardware \
+         memory corruption\n{bus}"
+    ));
+    assert_eq!(finding.category, Category::RankCrashed);
+    assert!(
+        finding.explanation.contains("hardware memory error"),
+        "{}",
+        finding.explanation
+    );
+}

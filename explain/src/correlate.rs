@@ -2236,6 +2236,19 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
             elsewhere,
         )
     };
+    // A store's wait that timed out, said only by the ranks that waited (TCPStore's "Timed
+    // out after 901 seconds waiting for clients. 1/2 clients joined." on rank 0, the
+    // store-based barrier's on rank 3): they joined; the ranks they waited for are not named.
+    let rendezvous_waiters = category == Category::RendezvousTimeout
+        && role == Role::Symptom
+        && !ranks.is_empty()
+        && ranks.iter().all(|r| observed_by.contains(r));
+    if rendezvous_waiters {
+        title = format!(
+            "{} waited for ranks that did not join the rendezvous in time",
+            who(&ranks)
+        );
+    }
     // Only ProcessGroupNCCL's heartbeat monitor ("ProcessGroupNCCL's watchdog got stuck for
     // 480 seconds without making progress in monitoring enqueued collectives"): no collective
     // is said to have timed out; the watchdog thread itself hung in an NCCL or CUDA call.

@@ -4634,3 +4634,17 @@ fn a_sigbus_the_kernel_sent_for_a_memory_error_is_no_full_dev_shm() {
         finding.explanation
     );
 }
+
+#[test]
+fn a_store_wait_said_by_the_rank_that_waited_does_not_name_it_as_missing() {
+    // TCPStore's wait on rank 0, which hosts the store: rank 0 joined, another did not.
+    let (finding, _) = first_of(
+        "[rank0]: torch.distributed.DistStoreError: Timed out after 901 seconds waiting for \
+         clients. 1/2 clients joined.\n",
+    );
+    assert_eq!(finding.category, Category::RendezvousTimeout);
+    assert_eq!(
+        finding.title,
+        "rank 0 waited for ranks that did not join the rendezvous in time"
+    );
+}

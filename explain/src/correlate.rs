@@ -1508,7 +1508,11 @@ fn hung_at_exit_without_destroy(
 /// Whether a line is ProcessGroupNCCL's heartbeat monitor finding its watchdog stuck
 /// ("ProcessGroupNCCL's watchdog got stuck for 480 seconds without making progress ...").
 fn says_watchdog_stuck(e: &Evidence) -> bool {
-    e.text.to_ascii_lowercase().contains("watchdog got stuck")
+    let text = e.text.to_ascii_lowercase();
+    // The heartbeat monitor's report, and its exit reason when it ends the process
+    // ("Terminating the process after attempting to dump debug info, due to ProcessGroupNCCL
+    // watchdog hang.").
+    text.contains("watchdog got stuck") || text.contains("due to processgroupnccl watchdog hang")
 }
 
 /// Whether `b` comes after `a` in the same log file (or on its line: a log pasted as one line

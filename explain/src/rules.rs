@@ -2438,11 +2438,20 @@ pub(crate) static RULES: &[Rule] = &[
     // `work.wait(timeout)`): "[Rank 3] Work WorkNCCL(SeqNum=1842, OpType=ALLREDUCE, ...) timed
     // out in blocking wait", and the heartbeat monitor ending a rank after a timeout:
     // "Terminating the process after attempting to dump debug info, due to collective timeout
-    // or exception." (also "due to ProcessGroupNCCL watchdog hang": the watchdog itself stuck
-    // in a CUDA or NCCL call).
-    rule!("blocking_wait_timeout", CollectiveTimeout, Symptom, Standalone,
-        [["timed out in blocking wait", "after attempting to dump debug info, due to"]],
-        not [], ex_watchdog),
+    // or exception." ("due to ProcessGroupNCCL watchdog hang" is the watchdog itself stuck in
+    // a CUDA or NCCL call: `watchdog_context`, with the heartbeat monitor's other words).
+    rule!(
+        "blocking_wait_timeout",
+        CollectiveTimeout,
+        Symptom,
+        Standalone,
+        [[
+            "timed out in blocking wait",
+            "after attempting to dump debug info, due to"
+        ]],
+        not["due to processgroupnccl watchdog hang"],
+        ex_watchdog
+    ),
     rule!("collective_timeout", CollectiveTimeout, Symptom, Standalone,
         [["timed out after"], [" seq "], ["still waiting for", "waiting for rank"]],
         not [], ex_collective_timeout),
@@ -2569,6 +2578,7 @@ pub(crate) static RULES: &[Rule] = &[
         AnyFinding,
         [[
             "watchdog got stuck",
+            "due to processgroupnccl watchdog hang",
             "heartbeat monitor",
             "last enqueued nccl work",
             "last enqueued work",

@@ -4648,3 +4648,19 @@ fn a_store_wait_said_by_the_rank_that_waited_does_not_name_it_as_missing() {
         "rank 0 waited for ranks that did not join the rendezvous in time"
     );
 }
+
+#[test]
+fn the_heartbeat_monitor_s_exit_for_a_stuck_watchdog_is_no_collective_timeout() {
+    // ProcessGroupNCCL's heartbeat monitor reports the stuck watchdog, then ends the process
+    // with that as its reason; no collective is said to have timed out.
+    let stuck = "[rank1]:[E1128 10:00:00.146 ProcessGroupNCCL.cpp:1609] [PG ID 0 PG GUID \
+                 0(default_pg) Rank 1] ProcessGroupNCCL's watchdog got stuck for 480 seconds \
+                 without making progress in monitoring enqueued collectives.\n";
+    let exit = "[rank1]:[F1128 10:00:00.147 ProcessGroupNCCL.cpp:1306] [PG ID 0 PG GUID \
+                0(default_pg) Rank 1] Terminating the process after attempting to dump debug \
+                info, due to ProcessGroupNCCL watchdog hang.\n";
+    for log in [format!("{stuck}{exit}"), exit.to_owned()] {
+        let (finding, _) = first_of(&log);
+        assert!(finding.title.contains("got stuck"), "{}", finding.title);
+    }
+}

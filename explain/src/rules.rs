@@ -2279,8 +2279,10 @@ pub(crate) static RULES: &[Rule] = &[
     // torchelastic's `RendezvousClosedError`: an agent found the job's rendezvous closed, which
     // an agent does when it stops (`dynamic_rendezvous.py`'s shutdown: its workers failed past
     // the restarts, or it was interrupted) or when the job finished: another node's doing.
+    // (etcd's rendezvous logs the same before it raises: "Rendezvous for run_id=job-4711 was
+    // observed to be closed".)
     rule!("rendezvous_closed", RankCrashed, Consequence, Standalone,
-        [["rendezvousclosederror"]], not [], ex_rendezvous_closed),
+        [["rendezvousclosederror", "was observed to be closed"]], not [], ex_rendezvous_closed),
     // TCPStore's `waitForWorkers` ("Timed out after N seconds waiting for clients. X/Y clients
     // joined."): its second sentence alone too, where a paste cut the line before it.
     rule!("rendezvous", RendezvousTimeout, Symptom, Standalone,
@@ -3086,6 +3088,11 @@ pub(crate) static RULES: &[Rule] = &[
         [["failed (exitcode: "], ["local_rank: "]],
         not ["exitcode: 0)", "exitcode: -15)", "exitcode: -2)", "exitcode: -1)"],
         ex_elastic_worker_failed),
+    // The agent's word that a worker of its node failed and it restarts the group
+    // (`agent/server/api.py`, `_invoke_run`: "[default] Worker group FAILED. 3/3 attempts
+    // left; will restart worker group"): the worker's own error is earlier in the log.
+    rule!("elastic_worker_group_failed", RankCrashed, Symptom, AnyFinding,
+        [["worker group failed."]], not [], ex_none),
     // Lightning's launcher watching the ranks it started (`subprocess_script.py`,
     // _ChildProcessObserver, the rank in the prefix is the child's): "[rank: 1] Child process
     // with PID 2053468 terminated with code 1. Forcefully terminating all other processes to
@@ -7616,5 +7623,26 @@ mod tests {
             ),
             Some(Category::NvlsFabricManager)
         );
+    }
+
+    /// torchelastic's agent restarting its workers, and etcd's closed rendezvous: crashes said
+    /// by the agent, not the workers' own errors.
+    #[test]
+    fn torchelastic_s_restart_and_closed_rendezvous_are_read() {
+        for (line, by) in [
+            (
+                "I1128 10:00:00.123000 4242 torch/distributed/elastic/agent/server/api.py:942] \
+                 [default] Worker group FAILED. 3/3 attempts left; will restart worker group",
+                "elastic_worker_group_failed",
+            ),
+            (
+                "I1128 10:00:00.123000 4242 torch/distributed/elastic/rendezvous/\
+                 etcd_rendezvous.py:322] Rendezvous for run_id=job-4711 was observed to be closed",
+                "rendezvous_closed",
+            ),
+        ] {
+            assert_eq!(cat(line), Some(Category::RankCrashed), "{line}");
+            assert_eq!(classify(line).map(|(r, _)| r.name), Some(by), "{line}");
+        }
     }
 }

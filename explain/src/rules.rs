@@ -4782,6 +4782,12 @@ mod tests {
         classify(line).map(|(r, ex)| ex.category.unwrap_or(r.category))
     }
 
+    /// Asserts that `line` reads as `category`, by the rule named `rule`.
+    fn assert_read_as(line: &str, category: Category, rule: &str) {
+        assert_eq!(cat(line), Some(category), "{line}");
+        assert_eq!(classify(line).map(|(r, _)| r.name), Some(rule), "{line}");
+    }
+
     /// A wait for rank 0's NCCL unique id that ends because the store went away names rank 0;
     /// one that times out names the waiting rank; a closed rendezvous is another node's doing.
     #[test]
@@ -7169,7 +7175,6 @@ mod tests {
     /// that reads each.
     #[test]
     fn accelerate_deepspeed_and_lightning_messages_read_from_their_sources() {
-        let rule = |line: &str| classify(line).map(|(r, _)| r.name);
         for (line, want, by) in [
             // accelerate: the backend it picks for a process without CUDA.
             (
@@ -7299,8 +7304,7 @@ mod tests {
                 RULE_NO_BATCHES_ON_RANK,
             ),
         ] {
-            assert_eq!(cat(line), Some(want), "{line}");
-            assert_eq!(rule(line), Some(by), "{line}");
+            assert_read_as(line, want, by);
         }
         // Lightning's advice for evaluation with a DistributedSampler names no failure.
         assert_eq!(
@@ -7320,7 +7324,6 @@ mod tests {
     /// runtime's words, as their sources and libraries word them: the category and the rule.
     #[test]
     fn torch_process_group_store_elastic_and_cuda_messages_read_from_their_sources() {
-        let rule = |line: &str| classify(line).map(|(r, _)| r.name);
         for (line, want, by) in [
             (
                 "RuntimeError: CUDA error: MPS client failed to connect to the MPS control \
@@ -7436,8 +7439,7 @@ mod tests {
                 "parallel_layout_vs_world",
             ),
         ] {
-            assert_eq!(cat(line), Some(want), "{line}");
-            assert_eq!(rule(line), Some(by), "{line}");
+            assert_read_as(line, want, by);
         }
         // Lines that name no failure, or another one than they seem to.
         for line in [
@@ -7476,7 +7478,6 @@ mod tests {
     /// gloo's own messages (commit cc44198, as PyTorch vendors it): the category and the rule.
     #[test]
     fn gloo_messages_read_from_its_source() {
-        let rule = |line: &str| classify(line).map(|(r, _)| r.name);
         for (line, want, by) in [
             (
                 "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:152] timed out \
@@ -7522,8 +7523,7 @@ mod tests {
                 "world_size_mismatch",
             ),
         ] {
-            assert_eq!(cat(line), Some(want), "{line}");
-            assert_eq!(rule(line), Some(by), "{line}");
+            assert_read_as(line, want, by);
         }
         // gloo's listener binds port 0: no free port on the host, not a master port in use.
         assert_ne!(
@@ -7539,7 +7539,6 @@ mod tests {
     /// 2.18's wordings that later releases changed: the category and the rule.
     #[test]
     fn kernel_systemd_and_older_nccl_messages_read_from_their_sources() {
-        let rule = |line: &str| classify(line).map(|(r, _)| r.name);
         for (line, want, by) in [
             (
                 "[52117.123] Killed process 48213 (python) total-vm:123456kB, anon-rss:98765kB, \
@@ -7590,8 +7589,7 @@ mod tests {
                 "collective_mismatch",
             ),
         ] {
-            assert_eq!(cat(line), Some(want), "{line}");
-            assert_eq!(rule(line), Some(by), "{line}");
+            assert_read_as(line, want, by);
         }
         for line in [
             // NCCL 2.7 to 2.18 logged every IB async event at WARN and went on.
@@ -7641,8 +7639,7 @@ mod tests {
                 "rendezvous_closed",
             ),
         ] {
-            assert_eq!(cat(line), Some(Category::RankCrashed), "{line}");
-            assert_eq!(classify(line).map(|(r, _)| r.name), Some(by), "{line}");
+            assert_read_as(line, Category::RankCrashed, by);
         }
     }
 }

@@ -1785,11 +1785,20 @@ fn shape_signals(
     // SIGTERM" to the other ranks follows a system error of any cause.)
     // The same for a refused connect as its last error ("Net : Connect to 10.1.2.3<45123>
     // failed : Connection refused", NCCL 2.13 to 2.18): nothing listened there.
+    // NCCL 2.7 to 2.11 name the socket call ("include/socket.h:416 NCCL WARN Call to recv
+    // failed : Connection reset by peer", "... : Broken pipe"), later ones as "socketProgress
+    // ...: Call to recv from ... failed : Connection reset by peer".
     let peer_gone = signals.iter().any(|s| {
         s.evidence.iter().any(|e| {
             let text = e.text.to_ascii_lowercase();
             (s.rule == "peer_gone" && text.contains("connection closed by remote peer"))
-                || text.contains("failed : connection refused")
+                || [
+                    "failed : connection refused",
+                    "failed : connection reset by peer",
+                    "failed : broken pipe",
+                ]
+                .iter()
+                .any(|w| text.contains(w))
         })
     });
     if !explained && !peer_gone {

@@ -1877,7 +1877,9 @@ pub(crate) static RULES: &[Rule] = &[
     // connect/validate to host {}:{} - retrying (try={}, ...): {}" (or "- timed out ..."), the
     // cause last; a name that does not resolve shows as getaddrinfo's words.
     rule!(RULE_STORE_CLIENT_NAME_UNRESOLVED, ConnectionRefused, Cause, Standalone,
-        [["tcp client failed to connect/validate to host"],
+        // (PyTorch 1.x's store client, `Utils.cpp` connect(): "host not found: Name or service
+        // not known", getaddrinfo's words after it.)
+        [["tcp client failed to connect/validate to host", "host not found:"],
          ["name or service not known", "temporary failure in name resolution",
           "nodename nor servname", "no address associated with hostname"]],
         not [], ex_store_client_name_unresolved),
@@ -2298,6 +2300,9 @@ pub(crate) static RULES: &[Rule] = &[
           // keys in EtcdStore"; `etcd_rendezvous.py`: "Rendezvous timeout occurred in
           // EtcdRendezvousHandler").
           "members to join", "timeout while waiting for keys in etcdstore",
+          // FileStore's (`FileStore.cpp`): "Timeout waiting for key: 0" from get, "Wait
+          // timeout" from wait: the key the other ranks should have written never came.
+          "timeout waiting for key: ", "runtimeerror: wait timeout",
           "rendezvous timeout occurred in"]],
         not [], ex_rendezvous),
     // `ProcessGroupNCCL.cpp`'s broadcastUniqueNCCLID: "[%d] is setting up NCCL communicator and
@@ -2310,14 +2315,15 @@ pub(crate) static RULES: &[Rule] = &[
     // error: Connection reset by peer", "Broken pipe", "Connection refused"): the store lives in
     // rank 0's process (torchrun's agent's, under torchrun), so rank 0 or its node is gone.
     rule!("nccl_unique_id_store_gone", RankCrashed, Consequence, Standalone,
-        [["retrieving nccluniqueid"],
+        // (PyTorch 1.10 to 1.13 spell it "retreiving".)
+        [["retrieving nccluniqueid", "retreiving nccluniqueid"],
          ["connection reset by peer", "broken pipe", "connection refused", "connection closed",
           // TCPStore's words for the same (`TCPStore.cpp`): "Failed to recv, got 0 bytes.
           // Connection was likely closed. Did the remote server shutdown or crash?"
           "failed to recv, got 0 bytes", "connection was likely closed"]],
         not [], ex_unique_id_store_gone),
     rule!("nccl_unique_id_wait", CollectiveTimeout, Symptom, Standalone,
-        [["retrieving nccluniqueid"]], not [], ex_unique_id_wait),
+        [["retrieving nccluniqueid", "retreiving nccluniqueid"]], not [], ex_unique_id_wait),
     // transformers' `TrainingArguments.main_process_first` and accelerate's
     // `Accelerator.main_process_first`: the other ranks wait in a barrier on entry while the main
     // process runs the block (dataset map/tokenization), then it joins on exit. A traceback of
@@ -2395,8 +2401,11 @@ pub(crate) static RULES: &[Rule] = &[
         // daemon or the MPS server"): the GPU's local MPS daemon, no network (`no_usable_gpu`).
         // A connect that failed for want of a route ("errno: 101 - Network is unreachable",
         // "errno: 113 - No route to host") found no listener to refuse it: `network_interface`.
+        // c10d's client tries each address of the name in turn: "(errno: 99 - Cannot assign
+        // requested address)" on one of them (::1 where IPv6 is off) is followed by the next.
         not["retrying", "httpsconnectionpool(", "httpconnectionpool(", "awshttpconnection",
-            "mps client failed to connect", "network is unreachable", "no route to host"],
+            "mps client failed to connect", "network is unreachable", "no route to host",
+            "errno: 99 - cannot assign requested address"],
         ex_address
     ),
     // PyTorch's flight-recorder analyzer (`torchfrtrace`): "Not all ranks joining collective,
@@ -2447,9 +2456,16 @@ pub(crate) static RULES: &[Rule] = &[
         CollectiveTimeout,
         Symptom,
         Standalone,
+        // PyTorch 1.x's blocking wait (`WorkNCCL::synchronizeInternal`): "Work WorkNCCL(...)
+        // timed out in call to wait()", also as the reason the communicator was aborted.
+        // PyTorch 1.10+'s health check of a new communicator (`runHealthCheck`: "ProcessGroupNCCL:
+        // Health check failure: Failed to initialize NCCL communicator on rank 3"), raised when
+        // the check timed out with no error: its creation hung.
         [[
             "timed out in blocking wait",
-            "after attempting to dump debug info, due to"
+            "after attempting to dump debug info, due to",
+            "timed out in call to wait()",
+            "health check failure: failed to initialize nccl"
         ]],
         not["due to processgroupnccl watchdog hang"],
         ex_watchdog
@@ -4203,6 +4219,7 @@ fn ex_unique_id_wait(_: &str, lower: &str) -> Extract {
 
 fn ex_unique_id_store_gone(_: &str, lower: &str) -> Extract {
     let from = lower
+        .replace("retreiving", "retrieving")
         .split_once("retrieving nccluniqueid from [")
         .and_then(|(_, rest)| leading_number(rest))
         .and_then(rank_number)
@@ -7641,5 +7658,53 @@ mod tests {
         ] {
             assert_read_as(line, Category::RankCrashed, by);
         }
+    }
+
+    /// PyTorch 1.x's wordings that 2.x changed (its stored sources: `ProcessGroupNCCL.cpp`,
+    /// `FileStore.cpp`, `Utils.cpp`, `socket.cpp`): the category and the rule.
+    #[test]
+    fn pytorch_1x_wordings_read_from_its_sources() {
+        for (line, want, by) in [
+            (
+                "RuntimeError: NCCL communicator was aborted on rank 1.  Original reason for \
+                 failure was: Work WorkNCCL(SeqNum=5, OpType=ALLREDUCE, TensorShape=[1], \
+                 Timeout(ms)=60000) timed out in call to wait().",
+                Category::CollectiveTimeout,
+                "blocking_wait_timeout",
+            ),
+            (
+                "RuntimeError: ProcessGroupNCCL: Health check failure: Failed to initialize NCCL \
+                 communicator on rank 3",
+                Category::CollectiveTimeout,
+                "blocking_wait_timeout",
+            ),
+            (
+                "RuntimeError: Timeout waiting for key: 0",
+                Category::RendezvousTimeout,
+                "rendezvous",
+            ),
+            (
+                "ValueError: host not found: Name or service not known",
+                Category::ConnectionRefused,
+                RULE_STORE_CLIENT_NAME_UNRESOLVED,
+            ),
+            (
+                "RuntimeError: [3] is setting up NCCL communicator and retreiving ncclUniqueId \
+                 from [0] via c10d key-value store by key '0', but store->get('0') got error: \
+                 Connection reset by peer",
+                Category::RankCrashed,
+                "nccl_unique_id_store_gone",
+            ),
+        ] {
+            assert_read_as(line, want, by);
+        }
+        // c10d's client goes on to the name's next address after errno 99 on one of them.
+        assert_eq!(
+            cat(
+                "[W socket.cpp:558] [c10d] The client socket has failed to connect to \
+                 [localhost]:29500 (errno: 99 - Cannot assign requested address)."
+            ),
+            None
+        );
     }
 }

@@ -4664,3 +4664,15 @@ fn the_heartbeat_monitor_s_exit_for_a_stuck_watchdog_is_no_collective_timeout() 
         assert!(finding.title.contains("got stuck"), "{}", finding.title);
     }
 }
+
+#[test]
+fn nccl_2_7_s_named_socket_call_makes_its_system_error_a_peer_gone() {
+    // NCCL 2.7 to 2.11 (`include/socket.h`) name the socket call that failed before
+    // ncclSystemError: a peer that reset the connection exited; no bare system error.
+    let log = "host-a:48213:48390 [0] include/socket.h:416 NCCL WARN Call to recv failed : \
+               Connection reset by peer\n\
+               RuntimeError: NCCL error in: /pytorch/torch/lib/c10d/ProcessGroupNCCL.cpp:825, \
+               unhandled system error, NCCL version 2.7.8\n";
+    let (finding, _) = first_of(log);
+    assert_eq!(finding.category, Category::RankCrashed);
+}

@@ -1907,7 +1907,13 @@ fn bare_exception_after_code(code: &str) -> Option<usize> {
 /// rank or thread may print between a traceback's frames and its exception line.
 fn looks_like_exception(line: &str) -> bool {
     let name = line.split(':').next().unwrap_or("").trim();
-    let class = name.rsplit('.').next().unwrap_or(name);
+    // A private class keeps its capital after the underscore (numpy's
+    // `numpy.core._exceptions._ArrayMemoryError`).
+    let class = name
+        .rsplit('.')
+        .next()
+        .unwrap_or(name)
+        .trim_start_matches('_');
     !name.is_empty()
         && name.len() <= 120
         && name
@@ -3271,6 +3277,9 @@ mod tests {
             "socket.gaierror: [Errno -2] Name or service not known"
         ));
         assert!(looks_like_exception("socket.timeout: timed out"));
+        assert!(looks_like_exception(
+            "numpy.core._exceptions._ArrayMemoryError: Unable to allocate 47.7 GiB"
+        ));
         assert!(!looks_like_exception("some words: here"));
         assert!(!looks_like_exception(""));
         assert!(!looks_like_exception("INFO:root:Saving checkpoint"));

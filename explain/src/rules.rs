@@ -1931,7 +1931,8 @@ pub(crate) static RULES: &[Rule] = &[
         // rank's own failure, as for refusals.)
         not ["client socket", "c10d store", "tcpstore", "host not found:", "(errno: ",
              "httpsconnectionpool(", "httpconnectionpool(", "urlopen error",
-             "newconnectionerror", "awshttpconnection"], ex_address),
+             "newconnectionerror", "awshttpconnection", "httpx.", "got: connecterror",
+             "thrown while requesting"], ex_address),
     // gloo's libuv transport (`uv/pair.cc`): "Error connecting to [10.0.0.1]:50123: connection
     // timed out" (or "host is unreachable"): the peer's advertised address was not reached.
     rule!("gloo_uv_connect_failed", NetworkInterface, Cause, Standalone,
@@ -2403,9 +2404,14 @@ pub(crate) static RULES: &[Rule] = &[
         // "errno: 113 - No route to host") found no listener to refuse it: `network_interface`.
         // c10d's client tries each address of the name in turn: "(errno: 99 - Cannot assign
         // requested address)" on one of them (::1 where IPv6 is off) is followed by the next.
+        // huggingface_hub 1.0 on uses httpx, whose errors are bare errno strings
+        // ("httpx.ConnectError: [Errno 111] Connection refused"; its retry warning "'[Errno
+        // 111] Connection refused' thrown while requesting HEAD https://huggingface.co/...";
+        // `snapshot_download`'s "LocalEntryNotFoundError: Got: ConnectError: ...").
         not["retrying", "httpsconnectionpool(", "httpconnectionpool(", "awshttpconnection",
             "mps client failed to connect", "network is unreachable", "no route to host",
-            "errno: 99 - cannot assign requested address"],
+            "errno: 99 - cannot assign requested address", "httpx.", "got: connecterror",
+            "thrown while requesting"],
         ex_address
     ),
     // PyTorch's flight-recorder analyzer (`torchfrtrace`): "Not all ranks joining collective,
@@ -7706,5 +7712,22 @@ mod tests {
             ),
             None
         );
+    }
+
+    /// huggingface_hub 1.0's httpx errors: a model or dataset host, not the store or an NCCL
+    /// interface; its retry warning no failure.
+    #[test]
+    fn httpx_errors_of_a_hub_download_are_no_store_or_interface() {
+        for line in [
+            "httpx.ConnectError: [Errno -3] Temporary failure in name resolution",
+            "[rank0]: httpx.ConnectError: [Errno 111] Connection refused",
+            "huggingface_hub.errors.LocalEntryNotFoundError: Got: ConnectError: [Errno 101] \
+             Network is unreachable",
+            "'[Errno 111] Connection refused' thrown while requesting HEAD \
+             https://huggingface.co/gpt2/resolve/main/config.json",
+        ] {
+            assert_ne!(cat(line), Some(Category::ConnectionRefused), "{line}");
+            assert_ne!(cat(line), Some(Category::NetworkInterface), "{line}");
+        }
     }
 }

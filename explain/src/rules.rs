@@ -2232,7 +2232,10 @@ pub(crate) static RULES: &[Rule] = &[
         // `Trainer(devices=1, num_nodes=1)` to ensure each sample/batch gets evaluated exactly
         // once. Otherwise, multi-device settings use `DistributedSampler` that replicates some
         // samples to make sure all devices have same batch size in case of uneven inputs.").
-        not["joining uneven inputs is only supported", "in case of uneven inputs"],
+        // (accelerate 0.15's version check in `join_uneven_inputs`: "Joining uneven inputs
+        // requires PyTorch >= 1.10.0, You have 1.9.1", before any batch.)
+        not["joining uneven inputs is only supported", "in case of uneven inputs",
+            "joining uneven inputs requires pytorch"],
         ex_ranks
     ),
     // fairseq's `all_gather_list` (also copied into DPR and other projects): "Unable to
@@ -7329,6 +7332,11 @@ mod tests {
         ] {
             assert_read_as(line, want, by);
         }
+        // accelerate 0.15's PyTorch version check names no rank out of batches.
+        assert_ne!(
+            cat("ValueError: Joining uneven inputs requires PyTorch >= 1.10.0, You have 1.9.1+cu111."),
+            Some(Category::UnevenInputs)
+        );
         // Lightning's advice for evaluation with a DistributedSampler names no failure.
         assert_eq!(
             cat(

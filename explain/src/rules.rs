@@ -752,6 +752,15 @@ pub(crate) static RULES: &[Rule] = &[
             // KeyboardInterrupt, attempting graceful shutdown ...", then it kills its child
             // processes and exits 1): no KeyboardInterrupt traceback follows.
             "detected keyboardinterrupt, attempting graceful shutdown",
+            // Lightning 1.6 to 1.9's SIGTERM handler ("Received signal 15. Saving a
+            // fault-tolerant checkpoint and terminating.") and its Slurm auto-requeue on the
+            // wall time (`#SBATCH --signal=SIGUSR1@90`: "handling SIGUSR1" / "handling
+            // auto-requeue signal", then "requeing job 52117..."): the batch system is ending
+            // the job.
+            "saving a fault-tolerant checkpoint and terminating",
+            "handling auto-requeue signal",
+            "handling sigusr1",
+            "requeing job ",
             "terminated with signal sigterm",
             "terminated with signal sigint"
         ]],
@@ -2743,6 +2752,18 @@ pub(crate) static RULES: &[Rule] = &[
             // "`CUDAAccelerator` can not run on your system since the accelerator is not
             // available. ...", "No supported gpu backend found!").
             "gpus requested but none are available",
+            "cudaaccelerator` can not run on your system",
+            "no supported gpu backend found",
+            // Lightning 1.5 to 1.8's wordings of the same checks (`accelerator_connector.py`:
+            // "You passed `accelerator='gpu'`, but GPUs are not available.", "GPUAccelerator can
+            // not run on your system since the accelerator is not available.", with or without
+            // backticks) and `auto_select_gpus`' (`auto_gpu_select.py`: "No GPUs available.",
+            // after it failed to allocate on every GPU it sees).
+            "but gpus are not available",
+            "gpuaccelerator` can not run on your system",
+            "gpuaccelerator can not run on your system",
+            "cudaaccelerator can not run on your system",
+            "exception: no gpus available.",
             // The CUDA runtime's words for a driver it cannot use, also inside PyTorch's
             // `cudaGetDeviceCount()` check (`c10/cuda/CUDAFunctions.cpp`: "Unexpected error from
             // cudaGetDeviceCount(). ... Error 803: system has unsupported display driver / cuda
@@ -2755,17 +2776,15 @@ pub(crate) static RULES: &[Rule] = &[
             "forward compatibility was attempted on non supported hw",
             "cuda driver can't be loaded",
             "mps client failed to connect to the mps control daemon",
-            "cudaaccelerator` can not run on your system",
-            "no supported gpu backend found",
             // accelerate's (`utils/dataclasses.py`, the FSDP plugin: "There are currently no
             // available devices found, must be one of 'XPU', 'CUDA', ..."; `utils/bnb.py`: "No
             // GPU found. A GPU is needed for quantization.", "No GPU or Intel XPU found. ...").
             "there are currently no available devices found",
+            "no gpu found. a gpu is needed",
+            "no gpu or intel xpu found",
             // torchrun's `--nproc-per-node gpu` (`run.py`, `determine_local_world_size`):
             // "ValueError: Cuda is not available.".
             "valueerror: cuda is not available.",
-            "no gpu found. a gpu is needed",
-            "no gpu or intel xpu found",
             // Megatron-LM's `initialize.py` (`assert torch.cuda.is_available(), "Megatron
             // requires CUDA."`): the process sees no GPU.
             "megatron requires cuda.",
@@ -2884,6 +2903,9 @@ pub(crate) static RULES: &[Rule] = &[
             // occupied by other processes and can't be used at the moment." (CUDA's "busy or
             // unavailable": GPUs in exclusive-process mode held by other processes).
             "but your machine only has:",
+            // Lightning 1.7's `auto_select_gpus`: "You requested 4 GPUs but your machine only has
+            // 2 GPUs."
+            "gpus but your machine only has",
             "devices but this machine only has",
             "are occupied by other processes and can't be used"
         ]],
@@ -7736,6 +7758,50 @@ mod tests {
         ] {
             assert_ne!(cat(line), Some(Category::ConnectionRefused), "{line}");
             assert_ne!(cat(line), Some(Category::NetworkInterface), "{line}");
+        }
+    }
+
+    /// PyTorch Lightning 1.x's wordings (`pytorch_lightning`, tags 1.5.10 to 1.9.5).
+    #[test]
+    fn lightning_1x_wordings_read_from_its_sources() {
+        for (line, want, by) in [
+            (
+                "pytorch_lightning.utilities.exceptions.MisconfigurationException: You passed \
+                 `accelerator='gpu'`, but GPUs are not available.",
+                Category::CudaError,
+                "no_usable_gpu",
+            ),
+            (
+                "pytorch_lightning.utilities.exceptions.MisconfigurationException: \
+                 GPUAccelerator can not run on your system since the accelerator is not \
+                 available.",
+                Category::CudaError,
+                "no_usable_gpu",
+            ),
+            (
+                "pytorch_lightning.utilities.exceptions.MisconfigurationException: No GPUs \
+                 available.",
+                Category::CudaError,
+                "no_usable_gpu",
+            ),
+            (
+                "pytorch_lightning.utilities.exceptions.MisconfigurationException: You requested \
+                 4 GPUs but your machine only has 2 GPUs.",
+                Category::CudaError,
+                "cuda_error",
+            ),
+            (
+                "Received signal 15. Saving a fault-tolerant checkpoint and terminating.",
+                Category::LauncherInterrupted,
+                "rank_received_sigterm",
+            ),
+            (
+                "handling auto-requeue signal: 10",
+                Category::LauncherInterrupted,
+                "rank_received_sigterm",
+            ),
+        ] {
+            assert_read_as(line, want, by);
         }
     }
 }

@@ -1108,7 +1108,9 @@ impl<'a> Scanner<'a> {
             // handler saw SIGTERM (`loops/fit_loop.py`: `if trainer.received_sigterm: raise
             // SIGTERMException`): the rank was stopped, by the batch system or a launcher
             // tearing the job down.
-            "SIGTERMException" => (
+            // Lightning 1.5's `ExitGracefullyException`, raised after its SIGUSR1 handler ran
+            // (`fault_tolerant_sigusr1_handler_fn`): the same stop by the batch system.
+            "SIGTERMException" | "ExitGracefullyException" => (
                 Category::LauncherInterrupted,
                 Role::Symptom,
                 Attach::Standalone,

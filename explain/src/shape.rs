@@ -249,7 +249,11 @@ impl LogShape {
                 self.rendezvous_waiting.get_or_insert_with(evidence);
             }
         }
-        if lower.contains("all distributed processes registered") {
+        // (Lightning 1.3's wording: "All DDP processes registered. Starting ddp with 8
+        // processes".)
+        if lower.contains("all distributed processes registered")
+            || lower.contains("all ddp processes registered")
+        {
             self.rendezvous_waiting = None;
             self.started.get_or_insert_with(evidence);
         }
@@ -646,7 +650,12 @@ fn hex_after(lower: &str, key: &str) -> Option<u64> {
 /// `(global rank, group size)` of a framework's rank announcement.
 fn announced_rank(lower: &str) -> Option<(usize, Option<usize>)> {
     let i = lower.find("global_rank: ")?;
-    if !(lower.contains("initializing ddp") || lower.contains("initializing distributed")) {
+    // Lightning 1.4 to 1.8's DeepSpeed strategy: "initializing deepspeed distributed:
+    // GLOBAL_RANK: 1, MEMBER: 2/8".
+    if !(lower.contains("initializing ddp")
+        || lower.contains("initializing distributed")
+        || lower.contains("initializing deepspeed distributed"))
+    {
         return None;
     }
     let rank = crate::rules::leading_number(&lower[i + "global_rank: ".len()..])?;

@@ -4676,3 +4676,25 @@ fn nccl_2_7_s_named_socket_call_makes_its_system_error_a_peer_gone() {
     let (finding, _) = first_of(log);
     assert_eq!(finding.category, Category::RankCrashed);
 }
+
+#[test]
+fn lightning_1x_s_stops_and_announcements_are_read() {
+    // 1.5's ExitGracefullyException follows its SIGUSR1 handler: a stop, not a crash.
+    let (finding, _) = first_of(
+        "Traceback (most recent call last):\n  File \"train.py\", line 5, in <module>\n    \
+         trainer.fit(model)\npytorch_lightning.utilities.exceptions.ExitGracefullyException\n",
+    );
+    assert_eq!(finding.category, Category::LauncherInterrupted);
+    // 1.3's "All DDP processes registered": every rank joined, the log is past the rendezvous.
+    let (finding, _) = first_of(
+        "initializing ddp: GLOBAL_RANK: 0, MEMBER: 1/2\ninitializing ddp: GLOBAL_RANK: 1, \
+         MEMBER: 2/2\nAll DDP processes registered. Starting ddp with 2 processes\n",
+    );
+    assert_ne!(finding.category, Category::RendezvousTimeout);
+    // Its DeepSpeed strategy's announcement, twice for one rank: ranks given out twice.
+    let (finding, _) = first_of(
+        "initializing deepspeed distributed: GLOBAL_RANK: 1, MEMBER: 2/4\n\
+         initializing deepspeed distributed: GLOBAL_RANK: 1, MEMBER: 2/4\n",
+    );
+    assert_eq!(finding.category, Category::WorldSizeMismatch);
+}

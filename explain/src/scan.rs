@@ -1152,6 +1152,14 @@ impl<'a> Scanner<'a> {
             && body
                 .split_once(':')
                 .is_none_or(|(_, rest)| rest.trim().is_empty());
+        // Lightning 1.3 to 1.9's DDP re-raises a rank's error with its traceback inside
+        // (`reconciliate_processes`: "DeadlockDetectedException: DeadLock detected from rank:
+        // 1 \n <traceback>"): the same wrapper around the rank's own words.
+        if says_nothing || class == "DeadlockDetectedException" {
+            // It joins the child's own finding (a timeout, an NCCL or CUDA error read by its
+            // rule); alone, it is still a crash.
+            s.attach = Attach::AnyFinding;
+        }
         s.detail = (!says_nothing).then(|| match (&wrapped, interrupted, collective) {
             (_, true, Some(c)) => format!(
                 "KeyboardInterrupt while the rank waited in {c}: the job was stopped by hand \

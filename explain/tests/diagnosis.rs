@@ -4698,3 +4698,28 @@ fn lightning_1x_s_stops_and_announcements_are_read() {
     );
     assert_eq!(finding.category, Category::WorldSizeMismatch);
 }
+
+#[test]
+fn a_spawned_child_s_timeout_or_nccl_error_leads_over_spawn_s_wrapper() {
+    // Lightning 1.x's default ddp_spawn and `mp.spawn` re-raise a child's error in the parent as
+    // an empty `ProcessRaisedException:`; the child's own error is read by its rule.
+    let wrapped = |error: &str| {
+        format!(
+            "torch.multiprocessing.spawn.ProcessRaisedException: \n\n-- Process 0 terminated \
+             with the following error:\nTraceback (most recent call last):\n  File \"/opt/conda/\
+             lib/python3.8/site-packages/torch/multiprocessing/spawn.py\", line 69, in _wrap\n    \
+             fn(i, *args)\n{error}\n"
+        )
+    };
+    let (f, _) = first_of(&wrapped(
+        "RuntimeError: [Rank 0] Watchdog caught collective operation timeout: \
+         WorkNCCL(SeqNum=1234, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1800327 \
+         milliseconds before timing out.",
+    ));
+    assert_eq!(f.category, Category::CollectiveTimeout);
+    let (f, _) = first_of(&wrapped(
+        "RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1191, \
+         unhandled cuda error, NCCL version 2.10.3",
+    ));
+    assert_eq!(f.category, Category::CudaError);
+}

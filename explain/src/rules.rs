@@ -1945,8 +1945,9 @@ pub(crate) static RULES: &[Rule] = &[
     // gloo's libuv transport (`uv/pair.cc`): "Error connecting to [10.0.0.1]:50123: connection
     // timed out" (or "host is unreachable"): the peer's advertised address was not reached.
     rule!("gloo_uv_connect_failed", NetworkInterface, Cause, Standalone,
-        [["error connecting to"], ["connection timed out", "host is unreachable"]], not [],
-        ex_none),
+        [["error connecting to"], ["connection timed out", "host is unreachable"],
+         ["gloo", "uv/pair"]],
+        not [], ex_none),
     // gloo's ibverbs transport (`transport/ibverbs/`): no RDMA device for the process ("No
     // ibverbs devices present", "Unable to find device named: mlx5_3", "ibv_query_port: No
     // such device"), and transfers that completed with an error status (`pair.cc`'s
@@ -2759,7 +2760,7 @@ pub(crate) static RULES: &[Rule] = &[
             // not run on your system since the accelerator is not available.", with or without
             // backticks) and `auto_select_gpus`' (`auto_gpu_select.py`: "No GPUs available.",
             // after it failed to allocate on every GPU it sees).
-            "but gpus are not available",
+            "accelerator='gpu'`, but gpus are not available",
             "gpuaccelerator` can not run on your system",
             "gpuaccelerator can not run on your system",
             "cudaaccelerator can not run on your system",
@@ -2797,7 +2798,9 @@ pub(crate) static RULES: &[Rule] = &[
             // no CUDA devices. Set TORCH_CUDA_ARCH_LIST or make GPUs visible.").
             "unable to proceed, no gpu resources available",
             "accelerator is not detected, cannot perform",
-            "without accelerator.",
+            "use fp16 without accelerator.",
+            "use bf16 without accelerator.",
+            "use {low_precision_dtype} without accelerator.",
             "found no cuda devices. set torch_cuda_arch_list",
             // detectron2's AMP trainer (`engine/train_loop.py`: `assert
             // torch.cuda.is_available(), "[AMPTrainer] CUDA is required for AMP training!"`).

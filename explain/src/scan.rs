@@ -1126,11 +1126,12 @@ impl<'a> Scanner<'a> {
             | "WorkerCrashedError"
             | "WorkerHealthCheckFailedError"
             | "WorkerGroupError" => (Category::RankCrashed, Role::Consequence, Attach::AnyFinding),
+            // A semaphore that did not fit in /dev/shm (`TracebackPlace::SemLock`).
+            _ if semaphore_in_full_shm => (Category::ShmTooSmall, Role::Cause, Attach::Standalone),
             // ProcessGroupWrapper (TORCH_DISTRIBUTED_DEBUG=DETAIL) runs a gloo monitored barrier
             // before each collective; its error names the collective, and the barrier's own
             // words on the next lines ("Rank 3 failed to pass monitoredBarrier in 1800000 ms",
             // gloo's timeout or closed connection) say what failed.
-            _ if semaphore_in_full_shm => (Category::ShmTooSmall, Role::Cause, Attach::Standalone),
             _ if body.contains("ProcessGroupWrapper: Monitored Barrier encountered error") => {
                 (Category::RankCrashed, Role::Consequence, Attach::AnyFinding)
             }

@@ -2765,6 +2765,7 @@ pub(crate) static RULES: &[Rule] = &[
             "gpuaccelerator can not run on your system",
             "cudaaccelerator can not run on your system",
             "exception: no gpus available.",
+            "runtimeerror: no gpus available.",
             // The CUDA runtime's words for a driver it cannot use, also inside PyTorch's
             // `cudaGetDeviceCount()` check (`c10/cuda/CUDAFunctions.cpp`: "Unexpected error from
             // cudaGetDeviceCount(). ... Error 803: system has unsupported display driver / cuda
@@ -7784,6 +7785,11 @@ mod tests {
             (
                 "pytorch_lightning.utilities.exceptions.MisconfigurationException: No GPUs \
                  available.",
+                Category::CudaError,
+                "no_usable_gpu",
+            ),
+            (
+                "RuntimeError: No GPUs available.",
                 Category::CudaError,
                 "no_usable_gpu",
             ),

@@ -1149,7 +1149,8 @@ impl<'a> Scanner<'a> {
         // "ProcessRaisedException: \n\n-- Process 1 terminated with the following error:" and
         // the child's own traceback) says nothing itself: the child's exception below it, when
         // the log has it, names the finding.
-        let says_nothing = class == "ProcessRaisedException"
+        // (torch before 1.8 raised a plain `Exception:` with the same message.)
+        let says_nothing = (class == "ProcessRaisedException" || class == "Exception")
             && body
                 .split_once(':')
                 .is_none_or(|(_, rest)| rest.trim().is_empty());

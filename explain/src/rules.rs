@@ -2588,18 +2588,18 @@ pub(crate) static RULES: &[Rule] = &[
         [["got completion with err", "completion with error. hws", "ibgda_poll_cq timeout",
           "mem registration failed. reason"]],
         not [], ex_none),
-    // ProcessGroupNCCL's hook loop (`runHookLoop`): a completion hook the program registered
-    // raised, and PyTorch aborts every communicator with that as the reason ("Caught exception
-    // on rank 3 while running onCompletion hook for ProcessGroupNCCL: TypeError: ...
-    // Aborting all communicators."), which the collectives' errors and the watchdog's lines
-    // then carry ("NCCL communicator was aborted on rank 3. Original reason for failure was:
-    // ...", an "unhandled system error"): the rank's own program failed, no peer, no timeout.
     // torchelastic's expiration timers (`elastic/timer`: "Reaping worker_pid=[4243]. Expired
     // timers: [...]", then "Successfully reaped worker=[4243] with signal=9"): a timer the
     // program armed (`expires(after=...)`) ran out and the timer server killed the worker with
     // SIGKILL: the rank's own block overran, no memory killer.
     rule!("elastic_timer_reaped", RankCrashed, Cause, Standalone,
         [["reaping worker_pid="]], not [], ex_none),
+    // ProcessGroupNCCL's hook loop (`runHookLoop`): a completion hook the program registered
+    // raised, and PyTorch aborts every communicator with that as the reason ("Caught exception
+    // on rank 3 while running onCompletion hook for ProcessGroupNCCL: TypeError: ...
+    // Aborting all communicators."), which the collectives' errors and the watchdog's lines
+    // then carry ("NCCL communicator was aborted on rank 3. Original reason for failure was:
+    // ...", an "unhandled system error"): the rank's own program failed, no peer, no timeout.
     rule!("completion_hook_raised", RankCrashed, Cause, Standalone,
         [["while running oncompletion hook for processgroupnccl"]], not [], ex_completion_hook),
     // A wait that gave up: `C10D_CHECK_TIMEOUT` (`NCCLUtils.hpp`) when a non-blocking NCCL

@@ -11,7 +11,11 @@ Each trace's `ddp-probe advise --json` predicts the step of every measured cap (
 that cap and the first bucket the measured run used). It prints, per shape and overall:
 - replay error: the trace's simulation of its own layout against its own measured step;
 - mean and max |error| of predicted against measured median step over every (trace, cap);
-- regret: the measured step of each trace's pick against the best measured step;
+- regret: the measured step of each trace's pick against the best measured step. A pick the
+  sweep did not run (a first bucket other than the cap, or a per-bucket `bucket_cap_mb_list`) is
+  run too, with as many repeats, after the sweep (kept as `pick-<caps>-r<N>`); with --reuse the
+  kept ones are read and missing ones run when the cluster can be built, else such a pick's
+  regret is left out and counted;
 - the noise floor: the spread (max − min over median) of a cap's repeats;
 - compute drift: each run's median forward against its shape's median (no collective overlaps
   DDP's forward, so it says how fast the machine computed during the run), with the traces of
@@ -19,7 +23,9 @@ that cap and the first bucket the measured run used). It prints, per shape and o
   slow predicts every cap slow by about as much.
 Results go to bench/results/whatif.json. Without root, `ip` or `tc` it says so and stops."""
 import argparse
+import contextlib
 import datetime
+import hashlib
 import json
 import pathlib
 import statistics
@@ -51,13 +57,46 @@ def run_medians(dirs):
     return s["step"]["median"] / 1e6, s["forward"]["median"] / 1e6
 
 
+def setting_of(cap_mb, first_bucket_bytes, cap_list_mb):
+    """A bucket setting as the runs name it: ("cap", c) for an explicit bucket_cap_mb=c (its
+    first bucket as large as the others), ("list", (c1, c2, ...)) for a per-bucket list; a first
+    bucket other than the cap is the list (first, cap), as `ddp-probe advise` says to set it."""
+    if cap_list_mb:
+        return ("list", tuple(round(c, 6) for c in cap_list_mb))
+    if first_bucket_bytes == int(cap_mb * MIB):
+        return ("cap", cap_mb)
+    return ("list", (round(first_bucket_bytes / MIB, 6), cap_mb))
+
+
+def setting_name(setting):
+    kind, value = setting
+    return f"{value:g} MiB" if kind == "cap" else "list " + ",".join(f"{c:g}" for c in value)
+
+
+def setting_short(setting):
+    """The name, with a long list shortened to its length and ends (for the console)."""
+    kind, value = setting
+    if kind == "list" and len(value) > 4:
+        return f"list of {len(value)} caps ({value[0]:g}, {value[1]:g}, … {value[-1]:g})"
+    return setting_name(setting)
+
+
+def setting_dir(setting):
+    caps = setting[1]
+    if len(caps) > 4:
+        digest = hashlib.sha1(setting_name(setting).encode()).hexdigest()[:10]
+        return f"pick-list{len(caps)}-{digest}"
+    return "pick-" + "_".join(f"{c:g}" for c in caps)
+
+
 def predictions(dirs, caps):
     """cap (MiB) -> predicted step (ms) for the candidate with first bucket = cap (what an
-    explicit bucket_cap_mb gives), plus the replay error and the pick."""
+    explicit bucket_cap_mb gives), plus the replay error and the pick (its setting and
+    predicted step)."""
     a = probe_json("advise", dirs, ["--candidates", ",".join(map(str, caps))])
     a = a.get("advice", a)
     out = {"missing": a.get("missing", []), "pred": {}, "pick": None, "replay_ms": None,
-           "step_ms": None}
+           "step_ms": None, "setting": None, "setting_pred_ms": None}
     for c in a.get("candidates", []):
         if c["first_bucket_bytes"] == int(c["cap_mb"] * MIB) or (
                 c["cap_mb"] * MIB < 1 and c["first_bucket_bytes"] == int(c["cap_mb"] * MIB)):
@@ -65,6 +104,16 @@ def predictions(dirs, caps):
     rec = a.get("recommendation")
     out["list_pick"] = None
     if rec:
+        cur = a["current"]
+        if rec["worth_changing"]:
+            out["setting"] = setting_of(rec["cap_mb"], rec["first_bucket_bytes"],
+                                        rec.get("cap_list_mb"))
+        else:
+            out["setting"] = ("cap", cur["bucket_cap_mb"])
+        for c in a.get("candidates", []):
+            if setting_of(c["cap_mb"], c["first_bucket_bytes"], c.get("cap_list_mb")) == \
+                    out["setting"]:
+                out["setting_pred_ms"] = c["predicted_step_ns"] / 1e6
         if not rec["worth_changing"]:
             out["pick"] = a["current"]["bucket_cap_mb"]
         elif rec.get("cap_list_mb"):
@@ -98,8 +147,8 @@ def main():
                     help="with --keep: analyse the runs already there instead of running them "
                          "again (to compare versions of the model on the same measurements)")
     args = ap.parse_args()
-    why = None if args.reuse else Cluster.check()
-    if why:
+    why = Cluster.check()
+    if why and not args.reuse:
         sys.exit(f"bench/whatif/accuracy.py: the shaped cluster {why}; nothing was measured")
     caps_all = [float(c) for c in args.caps.split(",")]
     work = pathlib.Path(args.keep or tempfile.mkdtemp(prefix="ddp-probe-whatif-"))
@@ -116,6 +165,11 @@ def main():
             shape = f"{nodes} nodes × 1 rank, {rate}"
             caps = caps_all
             runs = []  # (cap, repeat, dirs, measured step ms, forward ms)
+            # The cluster stays up for the picks the sweep did not run (measured after it).
+            cluster_cm = contextlib.nullcontext() if args.reuse else Cluster(nodes, rate,
+                                                                             cores=args.cores)
+            stack = contextlib.ExitStack()
+            cluster = stack.enter_context(cluster_cm)
             if args.reuse:
                 for rep in range(args.repeats):
                     for cap in caps:
@@ -127,37 +181,74 @@ def main():
                     print(f"{shape}: no kept runs under {work}; skipped")
                     continue
             else:
-                with Cluster(nodes, rate, cores=args.cores) as cluster:
-                    for rep in range(args.repeats):
-                        for cap in caps:
-                            out = work / f"n{nodes}-{rate}" / f"cap{cap}-r{rep}"
-                            dirs = cluster.run([LM, *args.model.split(), "--steps",
-                                                str(args.steps), "--bucket-cap-mb", str(cap),
-                                                "--log-every", "1000"], out)
-                            ms, fwd = run_medians(dirs)
-                            runs.append((cap, rep, dirs, ms, fwd))
-                            print(f"{shape}: cap {cap} MiB repeat {rep}: {ms:.1f} ms", flush=True)
+                for rep in range(args.repeats):
+                    for cap in caps:
+                        out = work / f"n{nodes}-{rate}" / f"cap{cap}-r{rep}"
+                        dirs = cluster.run([LM, *args.model.split(), "--steps",
+                                            str(args.steps), "--bucket-cap-mb", str(cap),
+                                            "--log-every", "1000"], out)
+                        ms, fwd = run_medians(dirs)
+                        runs.append((cap, rep, dirs, ms, fwd))
+                        print(f"{shape}: cap {cap} MiB repeat {rep}: {ms:.1f} ms", flush=True)
             caps = sorted({r[0] for r in runs})
             measured = {c: statistics.median(r[3] for r in runs if r[0] == c) for c in caps}
             spread = {c: (max(r[3] for r in runs if r[0] == c) - min(r[3] for r in runs if r[0] == c))
                       / measured[c] for c in caps}
-            best = min(measured.values())
             typical_forward = statistics.median(r[4] for r in runs)
+            preds = [predictions(dirs, caps) for _, _, dirs, _, _ in runs]
+            # Every setting measured, by its name: the swept caps, then the picks they lack.
+            measured_setting = {("cap", c): m for c, m in measured.items()}
+            extra = sorted({p["setting"] for p in preds
+                            if p["setting"] and p["setting"] not in measured_setting})
+            extra_runs = {}
+            for setting in extra:
+                for rep in range(args.repeats):
+                    out = work / f"n{nodes}-{rate}" / f"{setting_dir(setting)}-r{rep}"
+                    dirs = [out / f"node{k}" for k in range(nodes)]
+                    if not all((d / "traces").is_dir() for d in dirs):
+                        if cluster is None and not why:
+                            cluster = stack.enter_context(Cluster(nodes, rate, cores=args.cores))
+                        if cluster is None:
+                            continue
+                        caps_arg = ",".join(f"{c:g}" for c in setting[1])
+                        dirs = cluster.run([LM, *args.model.split(), "--steps", str(args.steps),
+                                            "--bucket-cap-mb-list", caps_arg,
+                                            "--log-every", "1000"], out)
+                    ms, fwd = run_medians(dirs)
+                    extra_runs.setdefault(setting, []).append((ms, fwd))
+                    print(f"{shape}: pick {setting_short(setting)} repeat {rep}: {ms:.1f} ms, "
+                          f"forward {fwd / typical_forward - 1:+.1%} against the sweep's",
+                          flush=True)
+            stack.close()
+            # A pick runs after the sweep: its forward against the sweep's says whether the
+            # machine computed as fast then.
+            pick_drift = {}
+            for setting, got in extra_runs.items():
+                measured_setting[setting] = statistics.median(ms for ms, _ in got)
+                pick_drift[setting] = statistics.median(f for _, f in got) / typical_forward - 1
+            best = min(measured_setting.values())
+            unmeasured_picks = 0
             traces = []
-            for cap, rep, dirs, ms, fwd in runs:
-                p = predictions(dirs, caps)
+            for (cap, rep, dirs, ms, fwd), p in zip(runs, preds):
                 # Its own cap is the replay (reported apart), not a prediction.
                 errs = {c: (p["pred"][c] - measured[c]) / measured[c] for c in caps
                         if c in p["pred"] and c != cap}
                 pick = p["pick"]
-                regret = None
-                if pick is not None:
-                    near = min(caps, key=lambda c: abs(c - pick))
-                    regret = measured[near] / best - 1 if abs(near - pick) < 1e-9 else None
+                regret = pick_error = None
+                setting = p["setting"]
+                if setting in measured_setting:
+                    regret = measured_setting[setting] / best - 1
+                    if p["setting_pred_ms"] is not None and setting != ("cap", cap):
+                        pick_error = (p["setting_pred_ms"] - measured_setting[setting]) \
+                            / measured_setting[setting]
+                elif setting is not None:
+                    unmeasured_picks += 1
                 replay = None if p["replay_ms"] is None else (p["replay_ms"] - ms) / ms
                 traces.append({"cap": cap, "repeat": rep, "measured_ms": ms, "missing": p["missing"],
                                "predicted_ms": p["pred"], "errors": errs, "pick": pick,
                                "list_pick": p["list_pick"],
+                               "pick_setting": None if setting is None else setting_name(setting),
+                               "pick_error": pick_error,
                                "regret": regret, "replay_error": replay,
                                "forward_ms": fwd, "compute_drift": fwd / typical_forward - 1})
                 all_err += [abs(e) for e in errs.values()]
@@ -168,9 +259,16 @@ def main():
             errs = [abs(e) for t in traces for e in t["errors"].values()]
             regrets = [t["regret"] for t in traces if t["regret"] is not None]
             no_pick = sum(1 for t in traces if t["pick"] is None)
+            pick_errs = [abs(t["pick_error"]) for t in traces if t["pick_error"] is not None]
             row = {"shape": shape, "nodes": nodes, "rate": rate, "measured_ms": measured,
+                   "measured_picks_ms": {setting_name(k): v for k, v in measured_setting.items()
+                                         if k[0] == "list"},
+                   "picks_compute_drift": {setting_name(k): v for k, v in pick_drift.items()},
+                   "unmeasured_picks": unmeasured_picks,
+                   "max_pick_error": max(pick_errs) if pick_errs else None,
                    "noise_floor": statistics.mean(spread.values()), "spread": spread,
                    "best_cap": min(measured, key=measured.get),
+                   "best_setting": setting_name(min(measured_setting, key=measured_setting.get)),
                    "mean_abs_error": statistics.mean(errs) if errs else None,
                    "max_abs_error": max(errs) if errs else None,
                    "max_regret": max(regrets) if regrets else None,
@@ -182,9 +280,19 @@ def main():
             if errs:
                 print(f"  |predicted − measured| over {len(errs)} predictions from {len(traces)} traces:"
                       f" mean {row['mean_abs_error']:.1%}, max {row['max_abs_error']:.1%}")
+            for k, drift in pick_drift.items():
+                print(f"  a pick the sweep did not run, measured after it: {setting_short(k)}: "
+                      f"{measured_setting[k]:.0f} ms (forward {drift:+.1%} against the sweep's)")
             if regrets:
                 print(f"  regret of the traces' picks: max {row['max_regret']:.1%}"
-                      f" (best measured: {row['best_cap']:g} MiB)")
+                      f" (best measured: "
+                      f"{setting_short(min(measured_setting, key=measured_setting.get))})")
+            if pick_errs:
+                print(f"  |predicted − measured| of the picks that were not the trace's own "
+                      f"setting: max {row['max_pick_error']:.1%} over {len(pick_errs)}")
+            if unmeasured_picks:
+                print(f"  {unmeasured_picks} picks were not measured (kept runs only and no "
+                      f"cluster: {why}); their regret is left out")
             if no_pick:
                 print(f"  {no_pick} traces gave no advice")
             # A trace predicts from its own run's compute: one recorded while the machine ran

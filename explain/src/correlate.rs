@@ -1507,6 +1507,83 @@ fn hung_at_exit_without_destroy(
 
 /// Whether a line is ProcessGroupNCCL's heartbeat monitor finding its watchdog stuck
 /// ("ProcessGroupNCCL's watchdog got stuck for 480 seconds without making progress ...").
+/// Who stopped the job and why, when the line that says so names it (the batch system's,
+/// Kubernetes's or the launcher's own words, as `launcher_signal` reads them): the title then
+/// says it instead of "a signal from outside".
+fn interruption_reason(line: &str) -> Option<&'static str> {
+    let text = line.to_ascii_lowercase();
+    let has = |words: &[&str]| words.iter().any(|w| text.contains(w));
+    // torchelastic's "Received Signals.SIGTERM death signal" (or "Received 15 death signal")
+    // and "Process 4242 got signal: 15".
+    let digits = |after: &str| {
+        after
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect::<String>()
+    };
+    let number = text
+        .split_once("got signal: ")
+        .map(|(_, after)| digits(after))
+        .or_else(|| {
+            text.split_once("received ")
+                .map(|(_, after)| after)
+                .filter(|after| after.contains(" death signal"))
+                .map(digits)
+        });
+    let signal = |name: &str, num: &str| {
+        (text.contains("death signal") && text.contains(name))
+            || text.contains(&format!("received {name}"))
+            || number.as_deref() == Some(num)
+    };
+    Some(if has(&["due to time limit", "msg: timeout"]) {
+        "Slurm cancelled the job at its time limit"
+    } else if has(&["due to preemption", "msg: preempted"]) {
+        "Slurm preempted the job"
+    } else if has(&["due to job requeue"]) {
+        "Slurm cancelled the job to requeue it"
+    } else if has(&["msg: deadline"]) {
+        "Slurm cancelled the job at its deadline"
+    } else if has(&["user-provided time limit for job execution"]) {
+        "mpirun stopped the job at its --timeout"
+    } else if has(&[
+        "preempted by pod",
+        "preempting to accommodate a higher priority pod",
+        "preempted in order to admit critical pod",
+    ]) {
+        "Kubernetes preempted the pod for a higher-priority one"
+    } else if has(&[
+        "interrupted by node preemption",
+        "preemptionwatcher: preemption",
+    ]) {
+        "the node was preempted"
+    } else if has(&[
+        "terminated in response to imminent node shutdown",
+        "node is shutting, evicting pods",
+    ]) {
+        "the node shut down, and its pods were stopped"
+    } else if has(&[
+        "longer than the specified deadline",
+        "longer than specified deadline",
+    ]) {
+        "Kubernetes stopped the pod at its deadline (activeDeadlineSeconds)"
+    } else if has(&["failed liveness probe"]) {
+        "Kubernetes restarted the container: it failed its liveness probe"
+    } else if has(&[
+        "sending ctrl-c to stepid",
+        "interrupt (one more within 1 sec",
+    ]) {
+        "srun passed on a Ctrl-C"
+    } else if signal("sigint", "2") {
+        "the launcher got SIGINT (Ctrl-C)"
+    } else if signal("sighup", "1") {
+        "the launcher got SIGHUP (its terminal or SSH session closed)"
+    } else if signal("sigterm", "15") {
+        "the launcher got SIGTERM from outside"
+    } else {
+        return None;
+    })
+}
+
 fn says_watchdog_stuck(e: &Evidence) -> bool {
     let text = e.text.to_ascii_lowercase();
     // The heartbeat monitor's report, and its exit reason when it ends the process
@@ -2313,6 +2390,13 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
                 (s.rule == "manifest_interrupted")
                     .then(|| s.detail.clone())
                     .flatten()
+            })
+            .or_else(|| {
+                own.iter()
+                    .filter(|s| s.rule == "launcher_signal")
+                    .flat_map(|s| &s.evidence)
+                    .find_map(|e| interruption_reason(&e.text))
+                    .map(str::to_owned)
             })
             .unwrap_or_else(|| "the launcher was stopped by a signal from outside".to_owned());
     }

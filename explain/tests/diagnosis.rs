@@ -4723,3 +4723,63 @@ fn a_spawned_child_s_timeout_or_nccl_error_leads_over_spawn_s_wrapper() {
     ));
     assert_eq!(f.category, Category::CudaError);
 }
+
+#[test]
+fn an_interrupted_launcher_is_titled_by_who_stopped_it_when_the_log_says() {
+    // Slurm's step daemon (`slurmstepd/req.c`), Kubernetes's scheduler and kubelet, and
+    // torchelastic's agent (`agent/server/api.py`, `multiprocessing/api.py`) name the reason;
+    // the title says it instead of "a signal from outside".
+    for (log, title) in [
+        (
+            "slurmstepd: error: *** JOB 48213 ON node-a CANCELLED AT 2025-06-01T10:42:17 DUE TO \
+             TIME LIMIT ***",
+            "Slurm cancelled the job at its time limit",
+        ),
+        (
+            "slurmstepd: error: *** STEP 48213.0 ON node-a CANCELLED AT 2025-06-01T10:42:17 DUE \
+             TO PREEMPTION ***",
+            "Slurm preempted the job",
+        ),
+        (
+            "slurmstepd: error: *** JOB 48213 ON node-a CANCELLED AT 2025-06-01T10:42:17 DUE TO \
+             JOB REQUEUE ***",
+            "Slurm cancelled the job to requeue it",
+        ),
+        (
+            "  Warning  Preempting  12s  default-scheduler  Preempted by pod \
+             4f1c2d3e-aaaa-bbbb-cccc-0123456789ab on node node-a",
+            "Kubernetes preempted the pod for a higher-priority one",
+        ),
+        (
+            "[WARNING] Received Signals.SIGTERM death signal, shutting down workers",
+            "the launcher got SIGTERM from outside",
+        ),
+        (
+            "torch.distributed.elastic.multiprocessing.api.SignalException: Process 4242 got \
+             signal: 15",
+            "the launcher got SIGTERM from outside",
+        ),
+        (
+            "WARNING:torch.distributed.elastic.agent.server.api:Received 2 death signal, \
+             shutting down workers",
+            "the launcher got SIGINT (Ctrl-C)",
+        ),
+        (
+            "torch.distributed.elastic.multiprocessing.api.SignalException: Process 4242 got \
+             signal: 1",
+            "the launcher got SIGHUP (its terminal or SSH session closed)",
+        ),
+        (
+            "[INFO] [launch.py:315:sigkill_handler] Main process received SIGINT, exiting",
+            "the launcher got SIGINT (Ctrl-C)",
+        ),
+    ] {
+        let (f, _) = first_of(log);
+        assert_eq!(f.category, Category::LauncherInterrupted, "{log}");
+        assert_eq!(f.title, title, "{log}");
+    }
+    // No reason in the line: the general title.
+    let (f, _) = first_of("srun: got SIGCONT\nMsg: CANCELLED by 1000");
+    assert_eq!(f.category, Category::LauncherInterrupted);
+    assert_eq!(f.title, "the launcher was stopped by a signal from outside");
+}

@@ -1107,7 +1107,6 @@ fn advice_section(h: &mut Html, advice: &Advice, id: &str) {
             h.para(p);
         }
     }
-    let rec = advice.recommendation.as_ref();
     if !advice.candidates.is_empty() {
         let mut t = Table::new(&[
             "cap",
@@ -1119,13 +1118,10 @@ fn advice_section(h: &mut Html, advice: &Advice, id: &str) {
             "#predicted step",
             "#change",
         ]);
-        for c in advice.recorded.iter().chain(advice.candidates.iter()) {
-            let best = rec.is_some_and(|r| {
-                !c.recorded_layout
-                    && r.cap_mb == c.cap_mb
-                    && r.first_bucket_bytes == c.first_bucket_bytes
-                    && r.cap_list_mb == c.cap_list_mb
-            });
+        let mut long_lists = Vec::new();
+        let (rows, left_out) = advice.candidates_to_show();
+        for c in rows {
+            let best = advice.is_recommended(c);
             let mark = if c.recorded_layout {
                 " (recorded layout)"
             } else if c.is_current {
@@ -1135,11 +1131,15 @@ fn advice_section(h: &mut Html, advice: &Advice, id: &str) {
             } else {
                 ""
             };
+            // A long list would make the first column as wide as the list and push the
+            // figures out of sight (seen at 1280 px with a 30-cap list): it is named by its
+            // length here and written out under the table.
             let label = match &c.cap_list_mb {
-                Some(caps) => format!(
-                    "list [{}] MiB",
-                    caps.iter().map(|&c| mib(c)).collect::<Vec<_>>().join(", ")
-                ),
+                Some(caps) if caps.len() > LIST_IN_TABLE => {
+                    long_lists.push(caps_words(caps));
+                    format!("list of {} caps ({})", caps.len(), long_lists.len())
+                }
+                Some(caps) => format!("list [{}] MiB", caps_words(caps)),
                 None => format!("{} MiB", mib(c.cap_mb)),
             };
             let cells = vec![
@@ -1159,7 +1159,18 @@ fn advice_section(h: &mut Html, advice: &Advice, id: &str) {
             }
         }
         h.table(&t);
-        h.note("Predicted from this one trace: PyTorch's bucket assignment is replayed on the recorded gradient-ready times and the overlapped all-reduces are simulated with the cost model (the start-up calibration's per-size times when the trace has them, else a latency + size/bandwidth line fitted to the recorded collectives), compute and communication slowing each other where they overlap. Times of the schedule are after backward start. `ddp-probe tune` measures instead of predicting.");
+        if left_out > 0 {
+            h.note(&format!(
+                "{left_out} candidates with the same buckets as one above are not shown."
+            ));
+        }
+        for (i, caps) in long_lists.iter().enumerate() {
+            h.note(&format!(
+                "List ({}), per-bucket caps in bucket order (bucket_cap_mb_list, MiB): [{caps}]",
+                i + 1
+            ));
+        }
+        h.note("Predicted from this one trace: PyTorch's bucket assignment is replayed on the recorded gradient-ready times and the overlapped all-reduces are simulated with the cost model (the start-up calibration's per-size times when the trace has them, else a latency + size/bandwidth line fitted to the recorded collectives), compute and communication slowing each other where they overlap. Times of the schedule are after backward start. ddp-probe tune measures instead of predicting.");
     }
     schedule_chart(
         h,
@@ -1212,6 +1223,14 @@ fn advice_section(h: &mut Html, advice: &Advice, id: &str) {
 /// Schedules (the advice's simulated ones, a straggler's step as recorded and without its
 /// lateness), one row each: backward as a grey bar and the bucket all-reduces under it, on one
 /// time axis (labels in HTML, so they stay readable on a phone).
+/// Cap lists longer than this are named by their length in the candidates' table.
+const LIST_IN_TABLE: usize = 4;
+
+/// `1, 0.25, 4`: a cap list's caps in MiB.
+fn caps_words(caps: &[f64]) -> String {
+    caps.iter().map(|&c| mib(c)).collect::<Vec<_>>().join(", ")
+}
+
 fn schedule_chart(h: &mut Html, schedules: &[WhatIf], caption: &str) {
     if schedules.is_empty() {
         return;

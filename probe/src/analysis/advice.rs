@@ -1782,6 +1782,50 @@ fn explain(
 }
 
 impl Advice {
+    /// Whether `c` is the recommended candidate (not the recorded layout's replay).
+    pub fn is_recommended(&self, c: &Candidate) -> bool {
+        self.recommendation.as_ref().is_some_and(|r| {
+            !c.recorded_layout
+                && r.cap_mb == c.cap_mb
+                && r.first_bucket_bytes == c.first_bucket_bytes
+                && r.cap_list_mb == c.cap_list_mb
+        })
+    }
+
+    /// The recorded layout's replay and the candidates, as a table shows them, and how many
+    /// were left out: a candidate whose buckets are those of one above (a first-bucket cap
+    /// that changes nothing, caps past the gradients' size) is, and of the recommended
+    /// candidate's group the recommended one is the row shown (the advice names it).
+    pub fn candidates_to_show(&self) -> (Vec<&Candidate>, usize) {
+        let key_of = |c: &Candidate| {
+            (
+                c.buckets,
+                c.largest_bucket_bytes,
+                c.predicted_step_ns.to_bits(),
+            )
+        };
+        let recommended_key = self
+            .candidates
+            .iter()
+            .find(|c| self.is_recommended(c))
+            .map(key_of);
+        let mut keys: Vec<(usize, u64, u64)> = Vec::new();
+        let mut shown = Vec::new();
+        let mut left_out = 0;
+        for c in self.recorded.iter().chain(self.candidates.iter()) {
+            let key = key_of(c);
+            let stands_in_for_the_recommended =
+                !self.is_recommended(c) && !c.recorded_layout && Some(key) == recommended_key;
+            if keys.contains(&key) || stands_in_for_the_recommended {
+                left_out += 1;
+                continue;
+            }
+            keys.push(key);
+            shown.push(c);
+        }
+        (shown, left_out)
+    }
+
     /// A compact report for a terminal `width` columns wide.
     pub fn render_text(&self, width: usize) -> String {
         let width = width.max(40);
@@ -1817,43 +1861,10 @@ impl Advice {
                 num("step", 0),
                 num("Δ", 0),
             ]);
-            let rec = self.recorded.iter();
-            // Candidates whose buckets are those of one above (a first-bucket cap that changes
-            // nothing, caps past the gradients' size) are left out; of the recommended
-            // candidate's group, the recommended one is the row shown (the advice names it).
-            let key_of = |c: &Candidate| {
-                (
-                    c.buckets,
-                    c.largest_bucket_bytes,
-                    c.predicted_step_ns.to_bits(),
-                )
-            };
-            let is_recommended = |c: &Candidate| {
-                self.recommendation.as_ref().is_some_and(|r| {
-                    !c.recorded_layout
-                        && r.cap_mb == c.cap_mb
-                        && r.first_bucket_bytes == c.first_bucket_bytes
-                        && r.cap_list_mb == c.cap_list_mb
-                })
-            };
-            let recommended_key = self
-                .candidates
-                .iter()
-                .find(|c| is_recommended(c))
-                .map(key_of);
-            let mut shown: Vec<(usize, u64, u64)> = Vec::new();
-            let mut left_out = 0;
+            let (rows, left_out) = self.candidates_to_show();
             let mut shown_list = false;
-            for c in rec.chain(self.candidates.iter()) {
-                let key = key_of(c);
-                let best = is_recommended(c);
-                let stands_in_for_the_recommended =
-                    !best && !c.recorded_layout && Some(key) == recommended_key;
-                if shown.contains(&key) || stands_in_for_the_recommended {
-                    left_out += 1;
-                    continue;
-                }
-                shown.push(key);
+            for c in rows {
+                let best = self.is_recommended(c);
                 shown_list |= c.cap_list_mb.is_some();
                 let mark = if c.recorded_layout {
                     " (recorded)"

@@ -1404,3 +1404,45 @@ fn capitalized(text: &str) -> String {
         None => String::new(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The advice of a 2-rank `lm` run (`scripts/demo`, 2026-12-05), whose candidates include a
+    /// 30-cap list cut from its ready times and 11 candidates with the same buckets as others.
+    fn demo_advice() -> Advice {
+        let text = include_str!("../tests/data/advice_with_cap_list.json");
+        serde_json::from_str(text).expect("the advice parses")
+    }
+
+    #[test]
+    fn the_candidates_table_names_a_long_list_by_its_length_and_leaves_out_repeats() {
+        let advice = demo_advice();
+        let mut h = Html::new();
+        advice_section(&mut h, &advice, "advice");
+        let html = h.finish();
+        // Each row's first cell is short: the 30 caps are under the table, not in the cell.
+        assert!(html.contains("<td>list of 30 caps (1)</td>"), "{html}");
+        let caps = advice
+            .candidates
+            .iter()
+            .find_map(|c| c.cap_list_mb.as_ref())
+            .expect("a list candidate");
+        assert_eq!(caps.len(), 30);
+        assert!(html.contains(&format!(
+            "List (1), per-bucket caps in bucket order (bucket_cap_mb_list, MiB): [{}]",
+            caps_words(caps)
+        )));
+        // The recorded layout and 9 candidates are rows, as on the console; 11 are left out.
+        let (rows, left_out) = advice.candidates_to_show();
+        assert_eq!((rows.len(), left_out), (10, 11));
+        let table = html
+            .split("<th>cap</th>")
+            .nth(1)
+            .and_then(|rest| rest.split("</table>").next())
+            .expect("the candidates' table");
+        assert_eq!(table.matches("<tr").count(), 10, "{table}");
+        assert!(html.contains("11 candidates with the same buckets as one above are not shown."));
+    }
+}

@@ -34,11 +34,11 @@ use crate::report::{
     Confidence, Evidence, Finding, RankStack, Report, Role, RunFacts, SCHEMA_VERSION,
 };
 use crate::rules::{
-    RULE_KUBELET_EVICTED_MEMORY, RULE_KUBELET_EVICTED_STORAGE, RULE_LIGHTNING_LAUNCHER_SIZES,
-    RULE_MPI_LOST_DAEMON, RULE_NCCL_NO_ALGORITHM, RULE_NCCL_SHM_CUDA_FAILURE,
-    RULE_POD_UNSCHEDULABLE, RULE_RAY_MEMORY_MONITOR, RULE_RAY_WORKERS_UNSCHEDULED,
-    RULE_RAY_WORKER_CONNECTION_LOST, RULE_RAY_WORKER_SIGTERM, RULE_STORE_CLIENT_NAME_UNRESOLVED,
-    RULE_STORE_NAME_UNRESOLVED,
+    MONITORED_BARRIER_RULE, RULE_KUBELET_EVICTED_MEMORY, RULE_KUBELET_EVICTED_STORAGE,
+    RULE_LIGHTNING_LAUNCHER_SIZES, RULE_MPI_LOST_DAEMON, RULE_NCCL_NO_ALGORITHM,
+    RULE_NCCL_SHM_CUDA_FAILURE, RULE_POD_UNSCHEDULABLE, RULE_RAY_MEMORY_MONITOR,
+    RULE_RAY_WORKERS_UNSCHEDULED, RULE_RAY_WORKER_CONNECTION_LOST, RULE_RAY_WORKER_SIGTERM,
+    RULE_STORE_CLIENT_NAME_UNRESOLVED, RULE_STORE_NAME_UNRESOLVED,
 };
 use crate::sanitize::sanitize;
 use crate::shape::{TRACEBACK_TIMEOUT, WATCHDOG_SEQUENCE};
@@ -199,6 +199,7 @@ pub(crate) fn build(mut g: Gathered, opts: &Options) -> Report {
     judge_killed_workers(&mut signals, &g);
     store_waits_after_the_training_ran(&mut signals, &g);
     kernels_trapped_after_a_timeout(&mut signals);
+    monitored_barrier_peer_gone(&mut signals);
     hung_at_exit_without_destroy(&mut signals, &g.shape, &mut order);
 
     // 2. Cross-checks.
@@ -1454,6 +1455,63 @@ fn kernels_trapped_after_a_timeout(signals: &mut [Signal]) {
     }
 }
 
+/// gloo's monitored barrier puts the error that ended rank 0's wait on the lines after its
+/// own ("[Rank 0]: Rank 1 failed to pass monitoredBarrier in 2000 ms", " Original exception:",
+/// "[.../pair.cc:534] Connection closed by peer [10.0.0.2]:8594"). A closed or reset connection
+/// there means the rank that did not arrive had exited or crashed, not that it was late. (It
+/// does not say why it left: an error of its own, or a path that skipped the barrier.)
+fn monitored_barrier_peer_gone(signals: &mut [Signal]) {
+    /// Lines from the barrier's own to its original exception's.
+    const WITHIN_LINES: u64 = 4;
+    let gone: Vec<Evidence> = signals
+        .iter()
+        .filter(|s| s.rule == "peer_gone")
+        .filter_map(|s| s.evidence.first().cloned())
+        .collect();
+    let mut lost_lines = Vec::new();
+    for s in signals.iter_mut() {
+        if s.rule != MONITORED_BARRIER_RULE || s.subjects.is_empty() {
+            continue;
+        }
+        let Some(barrier) = s.evidence.first() else {
+            continue;
+        };
+        // Near it in either order (a collector that prints the newest line first), or on its
+        // own line when a paste joined them.
+        let closed = gone.iter().find(|e| {
+            e.file == barrier.file
+                && barrier
+                    .line
+                    .zip(e.line)
+                    .is_some_and(|(b, l)| b.abs_diff(l) <= WITHIN_LINES)
+        });
+        let text = barrier.text.to_ascii_lowercase();
+        let on_its_line = ["connection closed by peer", "connection reset by peer"]
+            .iter()
+            .any(|w| text.contains(w));
+        if closed.is_some() || on_its_line {
+            if let Some(closed) = closed {
+                lost_lines.push((closed.file.clone(), closed.line));
+            }
+            s.category = Category::RankCrashed;
+            s.detail = Some(format!(
+                "{}'s connection closed while rank 0 waited for it at the monitored barrier: \
+                 it had exited or crashed, and its own log says why",
+                who(&s.subjects)
+            ));
+        }
+    }
+    // The closed connection is the barrier's original exception: it joins that finding.
+    for s in signals.iter_mut().filter(|s| s.rule == "peer_gone") {
+        if s.evidence
+            .first()
+            .is_some_and(|e| lost_lines.contains(&(e.file.clone(), e.line)))
+        {
+            s.attach = Attach::AnyFinding;
+        }
+    }
+}
+
 /// The ranks reached the end of the program (PyTorch's warning that `destroy_process_group()`
 /// was not called before exit) and then ProcessGroupNCCL's heartbeat monitor found its
 /// watchdog stuck ("ProcessGroupNCCL's watchdog got stuck for 480 seconds without making
@@ -2346,6 +2404,17 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
         && own
             .iter()
             .all(|s| s.rule == "watchdog_context" && s.evidence.iter().any(says_watchdog_stuck));
+    if category == Category::CollectiveTimeout
+        && !ranks.is_empty()
+        && own
+            .iter()
+            .all(|s| s.rule == MONITORED_BARRIER_RULE && s.detail.is_some())
+    {
+        title = format!(
+            "{} did not reach the monitored barrier in time",
+            who(&ranks)
+        );
+    }
     if heartbeat_only {
         let whose = if ranks.is_empty() {
             "ProcessGroupNCCL's watchdog".to_owned()

@@ -338,6 +338,8 @@ fn exit_status(lower: &str) -> Option<u32> {
     })
 }
 
+/// gloo's monitored barrier that a rank did not pass.
+pub(crate) const MONITORED_BARRIER_RULE: &str = "monitored_barrier";
 /// The rule of NCCL's "no algorithm/protocol available" (the fix names NCCL_ALGO and NCCL_PROTO).
 /// Composer's warning that a rank trained no batch.
 /// The store's address that this node has no route to.
@@ -2492,10 +2494,13 @@ pub(crate) static RULES: &[Rule] = &[
     rule!("collective_timeout", CollectiveTimeout, Symptom, Standalone,
         [["timed out after"], [" seq "], ["still waiting for", "waiting for rank"]],
         not [], ex_collective_timeout),
-    // `ProcessGroupGloo.cpp`'s monitoredBarrier: "Rank 1 failed to pass monitoredBarrier in
-    // 2000 ms", and rank 0's own "Rank 0 timed out in monitoredBarrier after 1800000 ms."
-    rule!("monitored_barrier", CollectiveTimeout, Symptom, Standalone,
-        [["failed to pass monitoredbarrier", "timed out in monitoredbarrier"]], not [], ex_ranks),
+    // `ProcessGroupGloo.cpp`'s monitoredBarrier, on rank 0, which waits for every other rank:
+    // "[Rank 0]: Rank 1 failed to pass monitoredBarrier in 2000 ms" (or "Ranks 1, 3 ...", with
+    // `wait_all_ranks`), and "Rank 0 timed out in monitoredBarrier after 1800000 ms.". The
+    // ranks named before "failed" are the ones that did not arrive; rank 0 only waited.
+    rule!(MONITORED_BARRIER_RULE, CollectiveTimeout, Symptom, Standalone,
+        [["failed to pass monitoredbarrier", "timed out in monitoredbarrier"]], not [],
+        ex_monitored_barrier),
     // `TORCH_NCCL_PROPAGATE_ERROR`: "[PG ID 0 PG GUID 0(default_pg) Rank 3] remote error
     // detected from rank: 5": another rank of the group failed first and said so in the store.
     // ProcessGroupNCCL (2.3 on), on every rank when one rank's watchdog timed out and
@@ -2967,6 +2972,13 @@ pub(crate) static RULES: &[Rule] = &[
     // `ncclGroupEnd`'s check, in ProcessGroupNCCL.cpp: invalid usage named there, with no line
     // saying more, is the same refusal (a newer PyTorch adds NCCL's "Last error" to a
     // collective's invalid usage, which rules above read).
+    // `NCCLComm::registerSegment` (NCCLUtils.cpp), behind `ProcessGroupNCCL::registerMemPool`
+    // and the allocator's registration hooks: C10D_NCCL_CHECK puts its reason on the line
+    // after the NCCL error ("NCCL error in: ...NCCLUtils.cpp:560, invalid argument ...", then
+    // "Failed to register segment with ptr 0x..., size 2097152 on ncclComm_ 0x..."): NCCL's
+    // ncclCommRegister refused the memory, not a communicator's creation (the rule below).
+    rule!("nccl_register_segment", NcclInternalOrUnsupported, Cause, Standalone,
+        [["failed to register segment with ptr"]], not [], ex_register_segment),
     rule!("nccl_init_invalid_argument", WorldSizeMismatch, Cause, AnyFinding,
         [["invalid argument", "ncclinvalidargument"], ["ncclutils", "ncclcomminitrank", "getncclcomm"]],
         // NCCLUtils' memory registration (`NCCLComm::registerSegment`: "Failed to register
@@ -3451,6 +3463,19 @@ fn ex_cuda_devices_unavailable(_: &str, _: &str) -> Extract {
     }
 }
 
+fn ex_register_segment(_: &str, _: &str) -> Extract {
+    Extract {
+        detail: Some(
+            "NCCL refused to register a block of GPU memory with the communicator \
+             (ncclCommRegister, from `register_mem_pool` or the allocator's registration \
+             hooks); NCCL_DEBUG=WARN prints its reason: memory not allocated in a way NCCL can \
+             register, or a registration this NCCL or GPU does not support"
+                .to_owned(),
+        ),
+        ..Extract::default()
+    }
+}
+
 fn ex_none(_: &str, _: &str) -> Extract {
     Extract::default()
 }
@@ -3788,6 +3813,46 @@ fn ex_composer_ranks_failed(_: &str, lower: &str) -> Extract {
             if subjects.len() == 1 { "it" } else { "them" }
         )),
         subjects,
+        ..Extract::default()
+    }
+}
+
+fn ex_monitored_barrier(_: &str, lower: &str) -> Extract {
+    let Some(before) = lower
+        .find("failed to pass monitoredbarrier")
+        .map(|i| &lower[..i])
+    else {
+        return ex_ranks("", lower);
+    };
+    // Past the "[Rank 0]: " that says who reports it.
+    let named = before.rsplit("]:").next().unwrap_or(before);
+    let late = rank_mentions(named);
+    let within = num_after(lower, "monitoredbarrier in ");
+    Extract {
+        detail: (!late.is_empty()).then(|| {
+            let who = late
+                .iter()
+                .map(usize::to_string)
+                .collect::<Vec<_>>()
+                .join(", ");
+            let (plural, them) = if late.len() > 1 {
+                ("s", "them")
+            } else {
+                ("", "it")
+            };
+            match within {
+                Some(ms) => format!(
+                    "rank{plural} {who} did not reach the monitored barrier within {ms} ms \
+                     (rank 0 waited for {them})"
+                ),
+                None => format!("rank{plural} {who} did not reach the monitored barrier"),
+            }
+        }),
+        subjects: if late.is_empty() {
+            rank_mentions(lower)
+        } else {
+            late
+        },
         ..Extract::default()
     }
 }
@@ -5770,6 +5835,17 @@ mod tests {
         ] {
             assert_eq!(cat(line), want, "{line}");
         }
+    }
+
+    #[test]
+    fn a_segment_ncclcommregister_refused_is_not_a_world_size_mismatch() {
+        // `NCCLComm::registerSegment`'s reason, on its own line after the NCCL error.
+        assert_read_as(
+            "[rank0]: Failed to register segment with ptr 0x7f3a40000000, size 2097152 on \
+             ncclComm_ 0x55d1c2a3b4e0",
+            Category::NcclInternalOrUnsupported,
+            "nccl_register_segment",
+        );
     }
 
     #[test]

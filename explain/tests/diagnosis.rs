@@ -4783,3 +4783,74 @@ fn an_interrupted_launcher_is_titled_by_who_stopped_it_when_the_log_says() {
     assert_eq!(f.category, Category::LauncherInterrupted);
     assert_eq!(f.title, "the launcher was stopped by a signal from outside");
 }
+
+#[test]
+fn a_refused_segment_registration_is_ncclcommregisters_not_the_world_size() {
+    // PyTorch 2.13's `NCCLComm::registerSegment`: C10D_NCCL_CHECK's message, then its reason
+    // on the next line. "invalid argument" from NCCLUtils alone reads as a communicator's
+    // creation refused (a rank outside the world); the reason says it was the registration.
+    let log = "[rank0]: Traceback (most recent call last):\n\
+               [rank0]:   File \"/workspace/train.py\", line 70, in main\n\
+               [rank0]:     backend.register_mem_pool(pool)\n\
+               [rank0]: torch.distributed.DistBackendError: NCCL error in: \
+               /pytorch/torch/csrc/distributed/c10d/NCCLUtils.cpp:560, invalid argument (run \
+               with NCCL_DEBUG=WARN for details), NCCL version 2.27.5\n\
+               [rank0]: Failed to register segment with ptr 0x7f3a40000000, size 2097152 on \
+               ncclComm_ 0x55d1c2a3b4e0\n";
+    let (f, report) = first_of(log);
+    assert_eq!(
+        f.category,
+        Category::NcclInternalOrUnsupported,
+        "{report:?}"
+    );
+    assert!(
+        f.explanation.contains("ncclCommRegister"),
+        "{}",
+        f.explanation
+    );
+    assert!(report
+        .findings
+        .iter()
+        .all(|f| f.category != Category::WorldSizeMismatch));
+}
+
+#[test]
+fn a_monitored_barrier_names_the_rank_that_did_not_arrive_and_a_closed_connection_as_its_exit() {
+    // `ProcessGroupGloo.cpp`'s monitoredBarrier on rank 0: the ranks named before "failed" did
+    // not arrive; rank 0 only waited.
+    let (f, _) = first_of(
+        "RuntimeError: [Rank 0]: Ranks 1, 3 failed to pass monitoredBarrier in 1800000 ms",
+    );
+    assert_eq!(f.category, Category::CollectiveTimeout);
+    assert_eq!(f.ranks, vec![1, 3]);
+    assert_eq!(
+        f.title,
+        "ranks 1, 3 did not reach the monitored barrier in time"
+    );
+    // Its original exception, on the lines after it, a connection closed by the peer: rank 1
+    // had exited or crashed.
+    let log =
+        "[rank0]: RuntimeError: [Rank 0]: Rank 1 failed to pass monitoredBarrier in 2000 ms\n\
+               [rank0]:  Original exception: \n\
+               [rank0]: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed \
+               by peer [10.0.0.2]:8594\n";
+    let (f, report) = first_of(log);
+    assert_eq!(f.category, Category::RankCrashed, "{report:?}");
+    assert_eq!(f.ranks, vec![1]);
+    assert!(
+        f.explanation
+            .contains("connection closed while rank 0 waited"),
+        "{}",
+        f.explanation
+    );
+    assert_eq!(report.findings.len(), 1, "{report:?}");
+    // A timeout as the original exception leaves it a late rank.
+    let log =
+        "[rank0]: RuntimeError: [Rank 0]: Rank 1 failed to pass monitoredBarrier in 2000 ms\n\
+               [rank0]:  Original exception: \n\
+               [rank0]: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out \
+               waiting 2000ms for recv operation to complete\n";
+    let (f, _) = first_of(log);
+    assert_eq!(f.category, Category::CollectiveTimeout);
+    assert_eq!(f.ranks, vec![1]);
+}

@@ -1565,6 +1565,71 @@ fn hung_at_exit_without_destroy(
 
 /// Whether a line is ProcessGroupNCCL's heartbeat monitor finding its watchdog stuck
 /// ("ProcessGroupNCCL's watchdog got stuck for 480 seconds without making progress ...").
+/// The words of a batch system, Kubernetes or a launcher that name why the job was stopped,
+/// and the title that says it (first match wins).
+const STOPPED_BECAUSE: &[(&[&str], &str)] = &[
+    (
+        &["due to time limit", "msg: timeout"],
+        "Slurm cancelled the job at its time limit",
+    ),
+    (
+        &["due to preemption", "msg: preempted"],
+        "Slurm preempted the job",
+    ),
+    (
+        &["due to job requeue"],
+        "Slurm cancelled the job to requeue it",
+    ),
+    (
+        &["msg: deadline"],
+        "Slurm cancelled the job at its deadline",
+    ),
+    (
+        &["user-provided time limit for job execution"],
+        "mpirun stopped the job at its --timeout",
+    ),
+    (
+        &[
+            "preempted by pod",
+            "preempting to accommodate a higher priority pod",
+            "preempted in order to admit critical pod",
+        ],
+        "Kubernetes preempted the pod for a higher-priority one",
+    ),
+    (
+        &[
+            "interrupted by node preemption",
+            "preemptionwatcher: preemption",
+        ],
+        "the node was preempted",
+    ),
+    (
+        &[
+            "terminated in response to imminent node shutdown",
+            "node is shutting, evicting pods",
+        ],
+        "the node shut down, and its pods were stopped",
+    ),
+    (
+        &[
+            "longer than the specified deadline",
+            "longer than specified deadline",
+        ],
+        "Kubernetes stopped the pod at its deadline (activeDeadlineSeconds)",
+    ),
+    (
+        &["failed liveness probe"],
+        "Kubernetes restarted the container: it failed its liveness probe",
+    ),
+    (
+        &[
+            "sending ctrl-c to stepid",
+            "interrupt (one more within 1 sec",
+        ],
+        "srun passed on a Ctrl-C",
+    ),
+];
+
 /// Who stopped the job and why, when the line that says so names it (the batch system's,
 /// Kubernetes's or the launcher's own words, as `launcher_signal` reads them): the title then
 /// says it instead of "a signal from outside".
@@ -1593,45 +1658,10 @@ fn interruption_reason(line: &str) -> Option<&'static str> {
             || text.contains(&format!("received {name}"))
             || number.as_deref() == Some(num)
     };
-    Some(if has(&["due to time limit", "msg: timeout"]) {
-        "Slurm cancelled the job at its time limit"
-    } else if has(&["due to preemption", "msg: preempted"]) {
-        "Slurm preempted the job"
-    } else if has(&["due to job requeue"]) {
-        "Slurm cancelled the job to requeue it"
-    } else if has(&["msg: deadline"]) {
-        "Slurm cancelled the job at its deadline"
-    } else if has(&["user-provided time limit for job execution"]) {
-        "mpirun stopped the job at its --timeout"
-    } else if has(&[
-        "preempted by pod",
-        "preempting to accommodate a higher priority pod",
-        "preempted in order to admit critical pod",
-    ]) {
-        "Kubernetes preempted the pod for a higher-priority one"
-    } else if has(&[
-        "interrupted by node preemption",
-        "preemptionwatcher: preemption",
-    ]) {
-        "the node was preempted"
-    } else if has(&[
-        "terminated in response to imminent node shutdown",
-        "node is shutting, evicting pods",
-    ]) {
-        "the node shut down, and its pods were stopped"
-    } else if has(&[
-        "longer than the specified deadline",
-        "longer than specified deadline",
-    ]) {
-        "Kubernetes stopped the pod at its deadline (activeDeadlineSeconds)"
-    } else if has(&["failed liveness probe"]) {
-        "Kubernetes restarted the container: it failed its liveness probe"
-    } else if has(&[
-        "sending ctrl-c to stepid",
-        "interrupt (one more within 1 sec",
-    ]) {
-        "srun passed on a Ctrl-C"
-    } else if signal("sigint", "2") {
+    if let Some((_, reason)) = STOPPED_BECAUSE.iter().find(|(words, _)| has(words)) {
+        return Some(reason);
+    }
+    Some(if signal("sigint", "2") {
         "the launcher got SIGINT (Ctrl-C)"
     } else if signal("sighup", "1") {
         "the launcher got SIGHUP (its terminal or SSH session closed)"

@@ -4854,3 +4854,22 @@ fn a_monitored_barrier_names_the_rank_that_did_not_arrive_and_a_closed_connectio
     assert_eq!(f.category, Category::CollectiveTimeout);
     assert_eq!(f.ranks, vec![1]);
 }
+
+#[test]
+fn the_kubelets_exit_code_for_a_container_it_lost_is_no_sigkill() {
+    // `kubectl describe pod` of a container the runtime lost: the kubelet writes exit code 137
+    // itself (`kubelet_pods.go`), with its message on the line above. No signal was seen.
+    let lost = "    Last State:     Terminated\n\
+                \x20     Reason:       ContainerStatusUnknown\n\
+                \x20     Message:      The container could not be located when the pod was \
+                deleted.  The container used to be Running\n\
+                \x20     Exit Code:    137\n";
+    let (f, report) = first_of(lost);
+    assert_ne!(f.category, Category::HostOomKilled, "{report:?}");
+    // Without that message, 137 is 128 + SIGKILL.
+    let killed = "    Last State:     Terminated\n\
+                  \x20     Reason:       Error\n\
+                  \x20     Exit Code:    137\n";
+    let (f, _) = first_of(killed);
+    assert_eq!(f.category, Category::HostOomKilled);
+}

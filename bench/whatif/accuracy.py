@@ -166,10 +166,14 @@ def main():
             caps = caps_all
             runs = []  # (cap, repeat, dirs, measured step ms, forward ms)
             # The cluster stays up for the picks the sweep did not run (measured after it).
-            cluster_cm = contextlib.nullcontext() if args.reuse else Cluster(nodes, rate,
-                                                                             cores=args.cores)
             stack = contextlib.ExitStack()
-            cluster = stack.enter_context(cluster_cm)
+            cluster = None if args.reuse else stack.enter_context(
+                Cluster(nodes, rate, cores=args.cores))
+
+            def run_lm(out, buckets):
+                return cluster.run([LM, *args.model.split(), "--steps", str(args.steps),
+                                    *buckets, "--log-every", "1000"], out)
+
             if args.reuse:
                 for rep in range(args.repeats):
                     for cap in caps:
@@ -184,9 +188,7 @@ def main():
                 for rep in range(args.repeats):
                     for cap in caps:
                         out = work / f"n{nodes}-{rate}" / f"cap{cap}-r{rep}"
-                        dirs = cluster.run([LM, *args.model.split(), "--steps",
-                                            str(args.steps), "--bucket-cap-mb", str(cap),
-                                            "--log-every", "1000"], out)
+                        dirs = run_lm(out, ["--bucket-cap-mb", str(cap)])
                         ms, fwd = run_medians(dirs)
                         runs.append((cap, rep, dirs, ms, fwd))
                         print(f"{shape}: cap {cap} MiB repeat {rep}: {ms:.1f} ms", flush=True)
@@ -211,9 +213,7 @@ def main():
                         if cluster is None:
                             continue
                         caps_arg = ",".join(f"{c:g}" for c in setting[1])
-                        dirs = cluster.run([LM, *args.model.split(), "--steps", str(args.steps),
-                                            "--bucket-cap-mb-list", caps_arg,
-                                            "--log-every", "1000"], out)
+                        dirs = run_lm(out, ["--bucket-cap-mb-list", caps_arg])
                     ms, fwd = run_medians(dirs)
                     extra_runs.setdefault(setting, []).append((ms, fwd))
                     print(f"{shape}: pick {setting_short(setting)} repeat {rep}: {ms:.1f} ms, "
@@ -226,7 +226,8 @@ def main():
             for setting, got in extra_runs.items():
                 measured_setting[setting] = statistics.median(ms for ms, _ in got)
                 pick_drift[setting] = statistics.median(f for _, f in got) / typical_forward - 1
-            best = min(measured_setting.values())
+            best_setting = min(measured_setting, key=measured_setting.get)
+            best = measured_setting[best_setting]
             unmeasured_picks = 0
             traces = []
             for (cap, rep, dirs, ms, fwd), p in zip(runs, preds):
@@ -268,7 +269,7 @@ def main():
                    "max_pick_error": max(pick_errs) if pick_errs else None,
                    "noise_floor": statistics.mean(spread.values()), "spread": spread,
                    "best_cap": min(measured, key=measured.get),
-                   "best_setting": setting_name(min(measured_setting, key=measured_setting.get)),
+                   "best_setting": setting_name(best_setting),
                    "mean_abs_error": statistics.mean(errs) if errs else None,
                    "max_abs_error": max(errs) if errs else None,
                    "max_regret": max(regrets) if regrets else None,
@@ -285,8 +286,7 @@ def main():
                       f"{measured_setting[k]:.0f} ms (forward {drift:+.1%} against the sweep's)")
             if regrets:
                 print(f"  regret of the traces' picks: max {row['max_regret']:.1%}"
-                      f" (best measured: "
-                      f"{setting_short(min(measured_setting, key=measured_setting.get))})")
+                      f" (best measured: {setting_short(best_setting)})")
             if pick_errs:
                 print(f"  |predicted − measured| of the picks that were not the trace's own "
                       f"setting: max {row['max_pick_error']:.1%} over {len(pick_errs)}")

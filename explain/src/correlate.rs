@@ -1563,8 +1563,6 @@ fn hung_at_exit_without_destroy(
     signals.push(s);
 }
 
-/// Whether a line is ProcessGroupNCCL's heartbeat monitor finding its watchdog stuck
-/// ("ProcessGroupNCCL's watchdog got stuck for 480 seconds without making progress ...").
 /// The words of a batch system, Kubernetes or a launcher that name why the job was stopped,
 /// and the title that says it (first match wins).
 const STOPPED_BECAUSE: &[(&[&str], &str)] = &[
@@ -1672,6 +1670,8 @@ fn interruption_reason(line: &str) -> Option<&'static str> {
     })
 }
 
+/// Whether a line is ProcessGroupNCCL's heartbeat monitor finding its watchdog stuck
+/// ("ProcessGroupNCCL's watchdog got stuck for 480 seconds without making progress ...").
 fn says_watchdog_stuck(e: &Evidence) -> bool {
     let text = e.text.to_ascii_lowercase();
     // The heartbeat monitor's report, and its exit reason when it ends the process

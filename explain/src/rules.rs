@@ -298,9 +298,7 @@ fn shell_report(lower: &str) -> Option<&'static Rule> {
     if killed_job {
         return Some(&SHELL_KILLED);
     }
-    // The kubelet writes 137 itself when the runtime lost the container ("The container could
-    // not be located when the pod was terminated", `kubelet_pods.go`): no signal was seen.
-    if t.contains("could not be located when the pod was") {
+    if kubelet_lost_the_container(t) {
         return None;
     }
     match exit_status(t)? {
@@ -309,6 +307,13 @@ fn shell_report(lower: &str) -> Option<&'static Rule> {
         139 => Some(&SHELL_SEGFAULT),
         _ => None,
     }
+}
+
+/// Whether a (lower-case) line is the kubelet's message for a container the runtime lost ("The
+/// container could not be located when the pod was terminated", `kubelet_pods.go`), for which
+/// it writes exit code 137 itself: no signal was seen.
+pub(crate) fn kubelet_lost_the_container(lower: &str) -> bool {
+    lower.contains("could not be located when the pod was")
 }
 
 /// The status after `exit code`, `exit status`, `exitcode`, `exit_code`, `exited with code`
@@ -3830,22 +3835,14 @@ fn ex_monitored_barrier(_: &str, lower: &str) -> Extract {
     let within = num_after(lower, "monitoredbarrier in ");
     Extract {
         detail: (!late.is_empty()).then(|| {
-            let who = late
-                .iter()
-                .map(usize::to_string)
-                .collect::<Vec<_>>()
-                .join(", ");
-            let (plural, them) = if late.len() > 1 {
-                ("s", "them")
-            } else {
-                ("", "it")
-            };
+            let who = crate::report::ranks_phrase(&late);
+            let them = if late.len() > 1 { "them" } else { "it" };
             match within {
                 Some(ms) => format!(
-                    "rank{plural} {who} did not reach the monitored barrier within {ms} ms \
-                     (rank 0 waited for {them})"
+                    "{who} did not reach the monitored barrier within {ms} ms (rank 0 waited \
+                     for {them})"
                 ),
-                None => format!("rank{plural} {who} did not reach the monitored barrier"),
+                None => format!("{who} did not reach the monitored barrier"),
             }
         }),
         subjects: if late.is_empty() {

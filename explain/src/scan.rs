@@ -242,11 +242,11 @@ struct ElasticTable {
     seen_field: bool,
 }
 
-/// Scans the lines of one file.
 /// Lines from the kubelet's "could not be located" message to the exit code under it
 /// (`kubectl describe`'s Message, then Exit Code; a Reason or Started line between).
 const CONTAINER_LOST_LINES: u64 = 3;
 
+/// Scans the lines of one file.
 pub(crate) struct Scanner<'a> {
     file: String,
     file_rank: Option<usize>,
@@ -266,10 +266,6 @@ pub(crate) struct Scanner<'a> {
     unmatched_longest: Option<WrapCandidate>,
     /// The longest line so far, in characters.
     longest: usize,
-    /// The line where the kubelet said it lost a container ("The container could not be
-    /// located when the pod was terminated"): the exit code 137 it reports on the lines after
-    /// it is its own, no signal's.
-    container_lost_at: Option<u64>,
     /// The characters of the line being read, its prefixes included: a terminal wraps the
     /// line as shown, so this, not its body's, compares with [`Self::longest`].
     line_chars: usize,
@@ -561,7 +557,6 @@ impl<'a> Scanner<'a> {
             elastic: ElasticTable::default(),
             order,
             unmatched_longest: None,
-            container_lost_at: None,
             line_chars: 0,
             longest: 0,
             wrap_width: None,
@@ -744,18 +739,17 @@ impl<'a> Scanner<'a> {
             .observe(body, &lower, parsed.is_some(), observer, &evidence);
         let mut matched = rules::classify(body);
         // `kubectl describe pod` puts the kubelet's message and the exit code it wrote for a
-        // container it lost (`kubelet_pods.go`: "The container could not be located when the
-        // pod was terminated", exit code 137) on separate lines; `rules::shell_report` reads the
-        // two joined.
-        if lower.contains("could not be located when the pod was") {
-            self.container_lost_at = number;
-        }
-        let lost_just_above = self
-            .container_lost_at
-            .zip(number)
-            .is_some_and(|(at, n)| n > at && n - at <= CONTAINER_LOST_LINES);
-        if lost_just_above && matched.as_ref().is_some_and(|m| m.0.name == "shell_killed") {
-            matched = None;
+        // container it lost on separate lines; `rules::shell_report` reads the two joined. The
+        // message is among the last lines kept (this one is the newest).
+        if matched.as_ref().is_some_and(|m| m.0.name == "shell_killed") {
+            let lost_just_above = self.last.iter().rev().skip(1).any(|(at, text)| {
+                at.zip(number)
+                    .is_some_and(|(at, n)| n > at && n - at <= CONTAINER_LOST_LINES)
+                    && rules::kubelet_lost_the_container(&text.to_ascii_lowercase())
+            });
+            if lost_just_above {
+                matched = None;
+            }
         }
         // A terminal wraps the line as shown, prefixes included.
         let chars = plain.chars().count();

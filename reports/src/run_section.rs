@@ -5,7 +5,7 @@
 
 use std::collections::BTreeSet;
 
-use probe::analysis::{Advice, Breakdown, Confidence, Summary, WhatIf};
+use probe::analysis::{list_words, Advice, Breakdown, Confidence, Summary, WhatIf};
 use probe::model::Run;
 use probe::trace::LogLevel;
 use probe_explain::{Report as Diagnosis, Role};
@@ -1136,10 +1136,10 @@ fn advice_section(h: &mut Html, advice: &Advice, id: &str) {
             // length here and written out under the table.
             let label = match &c.cap_list_mb {
                 Some(caps) if caps.len() > LIST_IN_TABLE => {
-                    long_lists.push(caps_words(caps));
+                    long_lists.push(list_words(caps));
                     format!("list of {} caps ({})", caps.len(), long_lists.len())
                 }
-                Some(caps) => format!("list [{}] MiB", caps_words(caps)),
+                Some(caps) => format!("list {} MiB", list_words(caps)),
                 None => format!("{} MiB", mib(c.cap_mb)),
             };
             let cells = vec![
@@ -1166,7 +1166,7 @@ fn advice_section(h: &mut Html, advice: &Advice, id: &str) {
         }
         for (i, caps) in long_lists.iter().enumerate() {
             h.note(&format!(
-                "List ({}), per-bucket caps in bucket order (bucket_cap_mb_list, MiB): [{caps}]",
+                "List ({}), per-bucket caps in bucket order (bucket_cap_mb_list, MiB): {caps}",
                 i + 1
             ));
         }
@@ -1220,17 +1220,12 @@ fn advice_section(h: &mut Html, advice: &Advice, id: &str) {
     h.close("section");
 }
 
-/// Schedules (the advice's simulated ones, a straggler's step as recorded and without its
-/// lateness), one row each: backward as a grey bar and the bucket all-reduces under it, on one
-/// time axis (labels in HTML, so they stay readable on a phone).
 /// Cap lists longer than this are named by their length in the candidates' table.
 const LIST_IN_TABLE: usize = 4;
 
-/// `1, 0.25, 4`: a cap list's caps in MiB.
-fn caps_words(caps: &[f64]) -> String {
-    caps.iter().map(|&c| mib(c)).collect::<Vec<_>>().join(", ")
-}
-
+/// Schedules (the advice's simulated ones, a straggler's step as recorded and without its
+/// lateness), one row each: backward as a grey bar and the bucket all-reduces under it, on one
+/// time axis (labels in HTML, so they stay readable on a phone).
 fn schedule_chart(h: &mut Html, schedules: &[WhatIf], caption: &str) {
     if schedules.is_empty() {
         return;
@@ -1431,8 +1426,8 @@ mod tests {
             .expect("a list candidate");
         assert_eq!(caps.len(), 30);
         assert!(html.contains(&format!(
-            "List (1), per-bucket caps in bucket order (bucket_cap_mb_list, MiB): [{}]",
-            caps_words(caps)
+            "List (1), per-bucket caps in bucket order (bucket_cap_mb_list, MiB): {}",
+            list_words(caps)
         )));
         // The recorded layout and 9 candidates are rows, as on the console; 11 are left out.
         let (rows, left_out) = advice.candidates_to_show();

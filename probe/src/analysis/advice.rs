@@ -1427,12 +1427,6 @@ pub(crate) fn list_beats_every_cap(candidates: &[Candidate], margin: f64) -> boo
     lowest(true) < lowest(false) - margin
 }
 
-/// `[0.31, 1.2, 4]`: a cap list as Python writes it.
-/// "To try it: ...": the DDP arguments that give `best`'s buckets. PyTorch 2.13's
-/// `_BucketCapacityConfig.create`: without `bucket_cap_mb` the cap is 25 MiB and the first
-/// bucket's `_DEFAULT_FIRST_BUCKET_BYTES` (1 MiB); an explicit `bucket_cap_mb` makes the first
-/// bucket as large as the others; `bucket_cap_mb_list` gives each bucket its cap. So a first
-/// bucket other than the cap, except PyTorch's default pair, takes a list: `[first, cap]`.
 /// The best of the `candidates` whose buckets the run measured sizes for, when `best`'s are
 /// beyond them (a cap below [`EXTRAPOLATED_BELOW`] of `smallest_seen`, the smallest all-reduce
 /// the run sent while it computed) and `best` is predicted faster by `margin` or less. `None`
@@ -1467,6 +1461,11 @@ pub(crate) fn measured_instead(
         .cloned()
 }
 
+/// "To try it: ...": the DDP arguments that give `best`'s buckets. PyTorch 2.13's
+/// `_BucketCapacityConfig.create`: without `bucket_cap_mb` the cap is 25 MiB and the first
+/// bucket's `_DEFAULT_FIRST_BUCKET_BYTES` (1 MiB); an explicit `bucket_cap_mb` makes the first
+/// bucket as large as the others; `bucket_cap_mb_list` gives each bucket its cap. So a first
+/// bucket other than the cap, except PyTorch's default pair, takes a list: `[first, cap]`.
 fn how_to_set(best: &Candidate) -> String {
     let list = |caps: &[f64]| {
         format!(
@@ -1516,7 +1515,8 @@ fn how_to_set(best: &Candidate) -> String {
     how
 }
 
-fn list_words(caps: &[f64]) -> String {
+/// `[0.31, 1.2, 4]`: a cap list as Python writes it.
+pub fn list_words(caps: &[f64]) -> String {
     let items: Vec<String> = caps.iter().map(|&c| mib(c)).collect();
     format!("[{}]", items.join(", "))
 }

@@ -48,7 +48,7 @@ mod summary;
 pub mod tuning;
 
 pub use advice::{
-    advise, Advice, AdviceOptions, AssumedCost, Candidate, Confidence, Recommendation,
+    advise, list_words, Advice, AdviceOptions, AssumedCost, Candidate, Confidence, Recommendation,
     SimCollective, WhatIf,
 };
 pub use assign::{assign_buckets, ParamSpec};

@@ -798,6 +798,37 @@ fn first_collective_stuck_everywhere(
         })
 }
 
+/// A watchdog timed out in its group's first collective, and nothing else explains it: no
+/// rank had completed any collective of the group, so none was behind in an earlier one, and
+/// none is seen to have died. The ranks had all reached the collective or were still
+/// starting; NCCL's troubleshooting guide names the first collective's hang between GPUs of one
+/// node as GPU peer-to-peer traffic that PCIe ACS or the IOMMU blocks. A barrier is left out:
+/// ranks wait in one while one of them prepares data alone, and the fix is then the timeout.
+/// (Two or more ranks' positions that all say so are [`first_collective_stuck_everywhere`].)
+fn first_collective_timed_out(shape: &crate::shape::LogShape, opts: &Options) -> Option<Signal> {
+    let timeouts = &shape.first_collective_timeouts;
+    if timeouts.is_empty() || timeouts.iter().any(|t| t.may_be_barrier()) {
+        return None;
+    }
+    if shape.work_positions.values().any(|p| p.completed >= 0) {
+        return None;
+    }
+    let mut s = Signal::standalone("first_collective_timed_out", Category::P2pHang, Role::Cause);
+    s.subjects = timeouts.iter().filter_map(|t| t.rank).collect();
+    s.subjects.sort_unstable();
+    s.subjects.dedup();
+    let op = timeouts[0].op.to_ascii_uppercase();
+    s.detail = Some(format!(
+        "{} timed out in its group's first collective ({op}): no collective of the group had \
+         completed, so no rank was behind in an earlier one, and the log shows no rank dying",
+        subject(&s.subjects)
+    ));
+    let mut lines: Vec<&Evidence> = timeouts.iter().map(|t| &t.evidence).collect();
+    lines.dedup_by(|a, b| a.line == b.line && a.file == b.file);
+    s.evidence = lines.into_iter().take(opts.max_evidence).cloned().collect();
+    Some(s)
+}
+
 /// The detail of a timeout every rank of the log had issued, naming the ranks it never shows.
 fn unseen_ranks_detail(work: &str, unseen: &[usize]) -> String {
     let (verb, pronoun, logs) = if unseen.len() == 1 {
@@ -1940,6 +1971,12 @@ fn shape_signals(
             s.evidence.extend(tests.header.clone());
             out.push(s);
         }
+    }
+
+    // Any cause (a dead rank's signal attaches to the timeouts it caused) or a peer seen gone.
+    let anything_else = signals.iter().any(|s| s.role != Role::Symptom);
+    if !anything_else && single_host != Some(false) && !p2p_off {
+        out.extend(first_collective_timed_out(shape, opts));
     }
 
     out.extend(tool_output_signals(shape, explained, p2p_off, opts));
@@ -3473,6 +3510,9 @@ const IOMMU_WARNED_DURING_HANG: &str = "iommu_warned_during_hang";
 /// exit code, a generic error code or crash marker), not from a message that
 /// names it.
 const INDIRECT_RULES: &[&str] = &[
+    // A first collective's timeout on one node is mostly GPU peer-to-peer traffic, but a rank
+    // still starting past the timeout, or a transport's other failure, reads the same.
+    "first_collective_timed_out",
     // RCCL's advice names the IOMMU as a cause of hangs; that it caused this one, the line
     // cannot say.
     IOMMU_WARNED_DURING_HANG,

@@ -132,6 +132,31 @@ pub(crate) struct LogShape {
     /// (process group id, SeqNum) → the collective ProcessGroupNCCL's watchdogs timed out in
     /// and the ranks whose watchdog said so.
     pub watchdog_timeouts: BTreeMap<(Option<u64>, u64), TimedOutWork>,
+    /// Watchdog timeouts in a group's first collective (SeqNum 0 or 1), whatever the group.
+    pub first_collective_timeouts: Vec<FirstCollectiveTimeout>,
+}
+
+/// A watchdog's timeout in its group's first collective: nothing had completed on that
+/// group, so no rank can be behind in an earlier one.
+#[derive(Debug, Clone)]
+pub(crate) struct FirstCollectiveTimeout {
+    /// The rank the line names (in its group), or the launcher's label.
+    pub rank: Option<usize>,
+    /// The operation, as the watchdog names it (lower case: `allgather`, `broadcast`).
+    pub op: String,
+    /// Its input's elements, when the line gives them.
+    pub numel_in: Option<u64>,
+    /// The line.
+    pub evidence: Evidence,
+}
+
+impl FirstCollectiveTimeout {
+    /// Whether it may be a barrier: c10d's `barrier()` is an all-reduce of one element, what
+    /// ranks wait in while one of them prepares data or a checkpoint alone (an all-reduce
+    /// whose line gives no sizes may be one too).
+    pub fn may_be_barrier(&self) -> bool {
+        self.op == "allreduce" && self.numel_in.is_none_or(|n| n <= 1)
+    }
 }
 
 /// One collective that watchdogs timed out in (`WorkNCCL(SeqNum=N, OpType=..., NumelIn=...,
@@ -367,6 +392,16 @@ impl LogShape {
                 return;
             };
             let group = process_group_id(lower);
+            if number <= 1 {
+                self.first_collective_timeouts.push(FirstCollectiveTimeout {
+                    rank: crate::rules::num_after(&lower[..i], "rank ")
+                        .and_then(crate::rules::rank_number)
+                        .or(rank),
+                    op: op.to_owned(),
+                    numel_in: crate::rules::num_after(inside, "numelin="),
+                    evidence: evidence(),
+                });
+            }
             // Without the group's id (PyTorch before 2.2 does not print it) two groups' first
             // collectives share their number by construction; later numbers rarely do.
             if group.is_none() && number <= 1 {

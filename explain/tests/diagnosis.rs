@@ -4418,6 +4418,52 @@ fn rccls_iommu_advice_explains_a_hang_and_nothing_else() {
 }
 
 #[test]
+fn a_first_collective_timing_out_alone_is_gpu_peer_traffic_unless_a_barrier() {
+    // ProcessGroupNCCL's watchdog line (`ProcessGroupNCCL.cpp`) at a group's first collective:
+    // nothing of the group completed, so no rank was behind in an earlier one.
+    let timeout = |seq: u64, op: &str| {
+        format!(
+            "[rank1]:[E1128 10:30:00.123000 4242 ProcessGroupNCCL.cpp:632] [Rank 1] Watchdog \
+             caught collective operation timeout: WorkNCCL(SeqNum={seq}, {op}, \
+             Timeout(ms)=1800000) ran for 1800083 milliseconds before timing out.\n"
+        )
+    };
+    let broadcast = "OpType=BROADCAST, NumelIn=131072000, NumelOut=131072000";
+    for log in [
+        timeout(1, broadcast),
+        // PyTorch 1.x's line gives no sizes; an all-gather is no barrier.
+        timeout(1, "OpType=ALLGATHER"),
+    ] {
+        let (f, report) = first_of(&log);
+        let text = report.render_text(100);
+        assert_eq!(
+            (f.category, f.role),
+            (Category::P2pHang, Role::Cause),
+            "{text}"
+        );
+        assert_eq!(f.ranks, vec![1], "{text}");
+        assert_eq!(f.confidence, Confidence::Medium, "{text}");
+        assert!(f.explanation.contains("first collective"), "{text}");
+    }
+    // A barrier (an all-reduce of one element, or of sizes the line does not give) is what
+    // ranks wait in while one prepares data alone; a later collective has a rank behind; a
+    // rank that died, or another node, explains it otherwise.
+    let died = "[2024-03-01 10:00:00,000] torch.distributed.elastic.multiprocessing.api: \
+                [ERROR] failed (exitcode: -11) local_rank: 0 (pid: 4242) of binary: \
+                /usr/bin/python3\n";
+    for log in [
+        timeout(1, "OpType=ALLREDUCE, NumelIn=1, NumelOut=1"),
+        timeout(1, "OpType=ALLREDUCE"),
+        timeout(57, broadcast),
+        format!("{died}{}", timeout(1, broadcast)),
+    ] {
+        let report =
+            probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
+        assert_no_finding_of(&report, Category::P2pHang);
+    }
+}
+
+#[test]
 fn an_amd_gpu_fault_comes_before_the_timeouts_it_caused() {
     // The amdgpu driver's page fault (dmesg) is the AMD counterpart of an Xid: the ranks that
     // then time out waiting for the faulted GPU's rank are its consequence.

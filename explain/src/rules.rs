@@ -3079,6 +3079,10 @@ pub(crate) static RULES: &[Rule] = &[
     // rank that left the training with collectives pending does.
     rule!("terminate_with_threads_running", RankCrashed, Cause, AnyFinding,
         [["terminate called without an active exception"]], not [], ex_none),
+    // Open MPI's signal handler (`opal/util/stacktrace.c`) opens its report with "[host:pid] ***
+    // Process received signal ***", glog's and its copies' (`failure_signal_handler`) with "***
+    // Aborted at 1628840833 (unix time) try "date -d @1628840833" if you are using GNU date
+    // ***": a paste cut after that first line still shows a native crash.
     // (UCX's handler: "Caught signal 6 (Aborted: ...)". Horovod's warning that MPI without
     // MPI_THREAD_MULTIPLE "will likely cause a segmentation fault" names none that happened, nor
     // RCCL's INFO at set-up when it could not install its handler, `signals.cc`: "Unable to
@@ -3097,7 +3101,9 @@ pub(crate) static RULES: &[Rule] = &[
             "illegal instruction",
             "sigabrt",
             "bus error",
-            "caught signal 6 (aborted"
+            "caught signal 6 (aborted",
+            "*** process received signal ***",
+            "(unix time) try \"date -d @"
         ]],
         not["will likely cause a segmentation fault", "unable to register signal handler for"],
         ex_none
@@ -7222,6 +7228,9 @@ mod tests {
             // shm.cc:590 is `cuMemImportFromShareableHandle`).
             ("transport/shm.cc:590 NCCL WARN Cuda failure 217 'peer access is not supported between these two devices'", NcclInternalOrUnsupported),
             ("host-a:1:2 [0] transport/p2p.cc:275 NCCL WARN Cuda failure 'peer access is not supported between these two devices'", P2pHang),
+            // Open MPI's and glog's signal handlers, cut after their first line.
+            ("[host-b:405884] *** Process received signal ***", RankCrashed),
+            ("*** Aborted at 1628840833 (unix time) try \"date -d @1628840833\" if you are using GNU date ***", RankCrashed),
             ("ValueError: You set `devices=4` and `num_nodes=1` in Lightning, but the product (4 * 1) does not match the world size (8).", WorldSizeMismatch),
             ("ValueError: You set `num_nodes=2` in Lightning, but the number of nodes configured in SLURM `--nodes=1` does not match. HINT: Set `num_nodes=1`.", WorldSizeMismatch),
             ("host-a:1:2 [0] NCCL WARN NET/IB : mlx5_0:1 GID table changed", Infiniband),

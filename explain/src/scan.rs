@@ -1559,6 +1559,22 @@ fn joined_line_starts(line: &str) -> Vec<usize> {
     }
     // Its failure line: "NCCL failure all_reduce.cu:95 'unhandled cuda error'" (1.x), "host-a:
     // Test NCCL failure common.cu:1279 'unhandled cuda error'".
+    // Python 3.11's marker line under a code line (`           ^^^^^^^^^`, `~~~~^^^`) joined
+    // with the exception line after it.
+    let is_mark = |b: u8| matches!(b, b'^' | b'~');
+    for (i, _) in line.match_indices(['^', '~']).take(MAX_CUTS_PER_MARKER * 8) {
+        let run_starts = i == 0 || bytes[i - 1].is_ascii_whitespace();
+        if !run_starts {
+            continue;
+        }
+        let run = bytes[i..].iter().take_while(|&&b| is_mark(b)).count();
+        let rest = line[i + run..].trim_start();
+        if rest.len() < line.len() - i - run
+            && looks_like_named_exception(&rest[..rest.floor_char_boundary(128)])
+        {
+            starts.push(line.len() - rest.len());
+        }
+    }
     for i in markers(line, "NCCL failure ") {
         let start = line[..i].strip_suffix("Test ").map_or(i, str::len);
         if after_text(start) {
@@ -1672,8 +1688,25 @@ fn frame_end(s: &str) -> Option<usize> {
 }
 
 /// Where the `host:pid:tid [dev]` prefix of an NCCL line starts, given the text before its
-/// ` NCCL INFO`.
+/// ` NCCL INFO` (or ` NCCL WARN` and the source location before it).
 fn nccl_prefix_start(before: &str) -> Option<usize> {
+    // A WARN line has its source location between the prefix and the level (`host-b:2918:4483
+    // [4] init.cc:263 NCCL WARN Cuda failure ...`).
+    let trimmed = before.trim_end();
+    let last = trimmed.rsplit(' ').next().unwrap_or(trimmed);
+    let located = last.rsplit_once(':').is_some_and(|(file, line)| {
+        file.contains('.')
+            && !line.is_empty()
+            && line.bytes().all(|b| b.is_ascii_digit())
+            && file
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"._/-".contains(&b))
+    });
+    let before = if located {
+        trimmed[..trimmed.len() - last.len()].trim_end()
+    } else {
+        before
+    };
     let dev = before.strip_suffix(']')?;
     let open = dev.rfind('[')?;
     if !dev[open + 1..].bytes().all(|b| b.is_ascii_digit()) {
@@ -2901,6 +2934,23 @@ mod tests {
     }
 
     #[test]
+    fn an_exception_joined_after_pythons_marker_line_is_cut_apart() {
+        let cut = |line: &str| -> Vec<usize> { joined_line_starts(line) };
+        let joined = "           ^^^^^^^^^ RuntimeError: use_libuv was requested";
+        assert_eq!(cut(joined), [0, joined.find("RuntimeError").unwrap()]);
+        let joined = "    ~~~~^^^^^^ ZeroDivisionError: division by zero";
+        assert_eq!(cut(joined), [0, joined.find("ZeroDivisionError").unwrap()]);
+        // A marker line alone, and markers before words that name no exception, stay whole.
+        assert_eq!(cut("           ^^^^^^^^^"), [0]);
+        assert_eq!(cut("  ^^^ see above"), [0]);
+        // Also after the code line it marks (a whole traceback joined into one line).
+        let joined = "    return TCPStore(            ^^^^^^^^^ RuntimeError: use_libuv";
+        assert_eq!(cut(joined), [0, joined.find("RuntimeError").unwrap()]);
+        // Not an exponent's caret or a bitwise operator inside code.
+        assert_eq!(cut("    x = a ^ b"), [0]);
+    }
+
+    #[test]
     fn nccl_tests_header_lines_joined_into_one_are_cut_apart() {
         let joined = "# nThread 1 nGpus 2 minBytes 8 # Using devices #   Rank  0 Pid 7 on host-a \
                       device  0 [0x01] GPU #   Rank  1 Pid 7 on host-a device  1 [0x24] GPU \
@@ -3238,6 +3288,16 @@ mod tests {
             [
                 "h:1:2 [0] NCCL INFO Bootstrap : Using eth0 ",
                 "h:1:2 [0] NCCL WARN Call to connect"
+            ]
+        );
+        // A WARN line's source location stays with it.
+        assert_eq!(
+            cut(
+                "h:1:2 [0] NCCL INFO Using network IB h:1:3 [4] init.cc:263 NCCL WARN Cuda failure"
+            ),
+            [
+                "h:1:2 [0] NCCL INFO Using network IB ",
+                "h:1:3 [4] init.cc:263 NCCL WARN Cuda failure"
             ]
         );
         assert_eq!(

@@ -581,7 +581,8 @@ pub struct RunArgs {
     )]
     pub master_port: Option<u16>,
 
-    /// HOST:PORT of the rendezvous (sets --master-addr and --master-port), as in torchrun.
+    /// HOST:PORT of the rendezvous, as in torchrun: it takes the place of --master-addr and
+    /// --master-port (and their PET_ variables), which are then ignored.
     #[arg(
         long,
         alias = "rdzv_endpoint",

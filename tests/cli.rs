@@ -147,6 +147,29 @@ fn run_reads_flags_from_their_variables_as_torchrun_writes_them() {
         &["--nnodes", "2", "--node-rank", "5", "train.py"],
     );
     assert!(err.contains("invalid --node-rank"), "{err}");
+    // torchrun takes the rendezvous from --rdzv-endpoint and ignores the master's address and
+    // port (`get_rdzv_endpoint`), which an operator may set from its own variables.
+    let err = with(
+        &[
+            ("PET_MASTER_PORT", "29611"),
+            ("PET_MASTER_ADDR", "10.0.0.1"),
+        ],
+        &[
+            "--rdzv_endpoint=10.0.0.1:29612",
+            "--nnodes",
+            "2",
+            "--node-rank",
+            "5",
+            "train.py",
+        ],
+    );
+    assert!(
+        err.contains("--master-port 29611 ignored")
+            && !err.contains("--master-addr 10.0.0.1")
+            && !err.contains("disagrees"),
+        "{err}"
+    );
+    assert!(err.contains("invalid --node-rank"), "{err}");
     assert!(!dir.path().join("runs").exists(), "nothing was launched");
 }
 

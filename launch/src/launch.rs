@@ -607,7 +607,9 @@ fn ranks_python(program: &Path, user_env: &BTreeMap<OsString, OsString>) -> OsSt
         .unwrap_or_else(|| "python3".into())
 }
 
-fn parse_endpoint(ep: &str) -> Result<(String, u16), LaunchError> {
+/// The host and port of a `--rdzv-endpoint` (`HOST`, `HOST:PORT`, `[IPv6]:PORT`; without a port,
+/// torchrun's default for its c10d rendezvous).
+pub fn parse_endpoint(ep: &str) -> Result<(String, u16), LaunchError> {
     let bad = |why: &str| LaunchError::InvalidOption {
         option: "--rdzv-endpoint",
         message: format!("'{ep}' {why}; give HOST:PORT, e.g. 10.0.0.1:29500 (or [IPv6]:PORT)"),

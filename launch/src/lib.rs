@@ -45,7 +45,9 @@ pub use config::{ConsoleMode, LaunchConfig};
 pub use console::Stream;
 pub use error::{LaunchError, RunDirError};
 pub use hang::{CollectiveRef, HangReport, RankHangState, TraceTail};
-pub use launch::{exit_code_for_signal, launch, Outcome, EXIT_HANG, EXIT_INTERRUPTED};
+pub use launch::{
+    exit_code_for_signal, launch, parse_endpoint, Outcome, EXIT_HANG, EXIT_INTERRUPTED,
+};
 pub use manifest::{
     Attempt, CounterScope, Failure, KillEvidence, Manifest, MemorySample, OomKillCounter, RankEnd,
     RankRecord, RunStatus, Termination,

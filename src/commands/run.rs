@@ -23,9 +23,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     config.nproc_per_node = ranks_per_node(args.nproc_per_node)?;
     config.nnodes = args.nnodes;
     config.node_rank = args.node_rank;
-    config.master_addr = args.master_addr;
-    config.master_port = args.master_port;
-    config.rdzv_endpoint = args.rdzv_endpoint;
+    (config.master_addr, config.master_port) = master_unless_endpoint(&args);
+    config.rdzv_endpoint = args.rdzv_endpoint.clone();
     config.rdzv_id = args.rdzv_id;
     config.store_token_file = args.rdzv_token_file;
     config.out_dir = args.out.or(args.log_dir);
@@ -197,6 +196,35 @@ fn launch_with_viewer(
     job.join().map_err(|_| {
         anyhow::anyhow!("the launcher thread panicked; the run directory keeps what it recorded")
     })
+}
+
+/// The master address and port, unless `--rdzv-endpoint` names the rendezvous: torchrun then
+/// ignores `--master-addr`/`--master-port` (`get_rdzv_endpoint` in `torch/distributed/run.py`),
+/// which a Kubernetes operator may set from its own variables (`PET_MASTER_PORT`). Said once
+/// when they name another place than the endpoint.
+fn master_unless_endpoint(args: &RunArgs) -> (Option<String>, Option<u16>) {
+    let Some(endpoint) = &args.rdzv_endpoint else {
+        return (args.master_addr.clone(), args.master_port);
+    };
+    // A malformed endpoint is the launcher's to refuse, with its own message.
+    let Ok((host, port)) = probe_launch::parse_endpoint(endpoint) else {
+        return (None, None);
+    };
+    let mut ignored = Vec::new();
+    if let Some(addr) = args.master_addr.as_deref().filter(|a| *a != host) {
+        ignored.push(format!("--master-addr {addr}"));
+    }
+    if let Some(p) = args.master_port.filter(|p| *p != port) {
+        ignored.push(format!("--master-port {p}"));
+    }
+    if !ignored.is_empty() {
+        eprintln!(
+            "ddp-probe: {} ignored (or its PET_ variable): --rdzv-endpoint {endpoint} names the \
+             rendezvous, as in torchrun",
+            ignored.join(" and ")
+        );
+    }
+    (None, None)
 }
 
 /// torchrun's options that ddp-probe accepts but does not act on, or supports

@@ -1596,7 +1596,8 @@ pub(crate) static RULES: &[Rule] = &[
     // What failed is not said: a symptom, behind any cause the log names.
     rule!("shm_default_size_reported", ShmTooSmall, Symptom, Standalone,
         [["because /dev/shm has only 67108864 bytes"]], not [], ex_shm_default_size),
-    // NCCL `init.cc`: "Duplicate GPU detected : rank %d and rank %d both on CUDA device %lx";
+    // NCCL `init.cc`: "Duplicate GPU detected : rank %d and rank %d both on CUDA device %lx"
+    // (the sentence's second half is read alone too: a wrapper or a paste may reword the first);
     // later releases: "Multiple Ranks are using the same GPU/Partition. Set
     // NCCL_MULTI_RANK_GPU_ENABLE=1 to enable this configuration". The reference DDP's own
     // check before NCCL (`cuda/src/nccl.rs`, `check_hellos`): "ranks %d and %d both use GPU %d
@@ -1606,7 +1607,7 @@ pub(crate) static RULES: &[Rule] = &[
     // within the same communicator."
     rule!("duplicate_gpu", DuplicateGpu, Cause, Standalone,
         [["duplicate gpu detected", "multiple ranks are using the same gpu", "both use gpu",
-          "attempting to use the same cuda device"]],
+          "attempting to use the same cuda device", "both on cuda device"]],
         not [], ex_duplicate_gpu),
     rule!(
         "nccl_version_mismatch",
@@ -7228,6 +7229,8 @@ mod tests {
             // shm.cc:590 is `cuMemImportFromShareableHandle`).
             ("transport/shm.cc:590 NCCL WARN Cuda failure 217 'peer access is not supported between these two devices'", NcclInternalOrUnsupported),
             ("host-a:1:2 [0] transport/p2p.cc:275 NCCL WARN Cuda failure 'peer access is not supported between these two devices'", P2pHang),
+            // NCCL's duplicate-GPU sentence without its first words.
+            ("Error: rank 27 and rank 19 both on CUDA device 53000 (PCI 53:00.0)", DuplicateGpu),
             // Open MPI's and glog's signal handlers, cut after their first line.
             ("[host-b:405884] *** Process received signal ***", RankCrashed),
             ("*** Aborted at 1628840833 (unix time) try \"date -d @1628840833\" if you are using GNU date ***", RankCrashed),

@@ -133,6 +133,16 @@ pub struct CommOverlap {
 ///   show the floor lower than backward does (4–8 ms on the 4-node 1 Gbit/s shape), so a
 ///   run without small calls of its own during compute is still predicted up to ~10% fast
 ///   for small caps there.
+/// * Why the probe reads low, measured on that shape (2026-12-05, single runs): its small
+///   calls are 153 KB, which the reference DDP reduces by recursive doubling (two steps at
+///   4 ranks) while buckets of 256 KiB and more take the ring (six steps), and only the first
+///   call or two of each round's chain runs beside its compute, the rest alone after it. With
+///   the compute going on until the chain ended, 153 KB calls took 8 ms (alone 2.4; the waits
+///   come in steps of 4 ms, the kernel's tick), and 511 KB ring calls 14–16 ms (alone 6.4),
+///   against 11 ms for a backward's 265 KB buckets, 13.5 for its 789 KB and 15 for its 1 MB
+///   ones. The second probe made the fit take a 20 ms floor, and a 2 MiB trace then predicted
+///   0.25 MiB 14% slow instead of 3–11% fast: a matrix-product loop is not a backward, and
+///   neither probe was kept.
 pub fn fit_comm_overlap(
     run_calls: &[(f64, f64)],
     probe_calls: &[(f64, f64)],

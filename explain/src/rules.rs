@@ -388,6 +388,8 @@ pub(crate) const RULE_STORE_PING_MISMATCH: &str = "store_ping_mismatch";
 pub(crate) const RULE_NCCL_NET_PLUGIN_FAILED: &str = "nccl_net_plugin_failed";
 /// The rule of NCCL connecting to a peer address that holds no address family.
 pub(crate) const RULE_NCCL_PEER_ADDRESS_INVALID: &str = "nccl_peer_address_invalid";
+/// The rule of NCCL's bootstrap receiving a longer message than it expects (another release).
+pub(crate) const RULE_NCCL_BOOTSTRAP_TRUNCATED: &str = "nccl_bootstrap_truncated";
 /// The rule of a gloo peer that advertised a loopback address (its host name maps to it).
 pub(crate) const RULE_GLOO_PEER_LOOPBACK: &str = "gloo_peer_loopback";
 /// The rule of a Ray worker that got SIGTERM (Ray reports its exit code as None).
@@ -1626,6 +1628,15 @@ pub(crate) static RULES: &[Rule] = &[
         not["driver/library version mismatch"],
         ex_ranks
     ),
+    // NCCL's bootstrap receiving a message longer than the structure it expects (`bootstrap.cc`,
+    // `bootstrapNetRecv`/`socketRecv`: "Message truncated : received %d bytes instead of %d",
+    // then ncclInternalError): the ranks exchange their set-up structures, whose sizes change
+    // between NCCL releases, so the peer runs another NCCL. Google's GPU networking guide
+    // gives this warning as the one of "mixed NCCL versions across ranks". Medium
+    // (INDIRECT_RULES in correlate.rs): a stray connection to the bootstrap port reads the same.
+    // (NVSHMEM's bootstrap prints the same words about its own messages.)
+    rule!(RULE_NCCL_BOOTSTRAP_TRUNCATED, NcclVersionMismatch, Cause, Standalone,
+        [["message truncated : received"], ["bytes instead of"]], not ["nvshmem"], ex_none),
     // NCCL `init.cc`'s check of the library against the headers the program was built with:
     // "NCCL library is not backwards compatible. This application was compiled with NCCL
     // version %s, but is running with NCCL version %s", "NCCL library is too old. ...", "The
@@ -7229,6 +7240,7 @@ mod tests {
             // shm.cc:590 is `cuMemImportFromShareableHandle`).
             ("transport/shm.cc:590 NCCL WARN Cuda failure 217 'peer access is not supported between these two devices'", NcclInternalOrUnsupported),
             ("host-a:1:2 [0] transport/p2p.cc:275 NCCL WARN Cuda failure 'peer access is not supported between these two devices'", P2pHang),
+            ("host-a:1234:1300 [0] bootstrap.cc:120 NCCL WARN Message truncated : received 2048 bytes instead of 1024", NcclVersionMismatch),
             // NCCL's duplicate-GPU sentence without its first words.
             ("Error: rank 27 and rank 19 both on CUDA device 53000 (PCI 53:00.0)", DuplicateGpu),
             // Open MPI's and glog's signal handlers, cut after their first line.

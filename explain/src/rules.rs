@@ -556,6 +556,20 @@ pub(crate) static PROGRAM_MISTAKES: &[ProgramMistake] = &[
               init_process_group when WORLD_SIZE is not set.",
     },
     ProgramMistake {
+        rule: "shared_library_not_loaded",
+        title: "the dynamic linker could not load {}",
+        unnamed: "a shared library",
+        meaning: "The process could not start: a shared library it needs (`libnccl.so.2`, \
+                  `libcudart.so.12`, a plugin) is not in the linker's search paths, cannot be \
+                  mapped (its directory is mounted `noexec`), or needs a newer C or C++ library \
+                  (`GLIBC_2.34' not found`) than the image has. None of the rank's own code ran.",
+        fix: "Install the library in the job's environment or put its directory on \
+              LD_LIBRARY_PATH in every rank's environment (`ldd` on the program or on the \
+              library lists what is not found); for `failed to map segment`, mount that directory \
+              with exec; for a `GLIBC_x.y' not found`, use an image whose distribution is new \
+              enough for the binaries, or binaries built for the older one.",
+    },
+    ProgramMistake {
         rule: "torch_without_cuda",
         title: "this PyTorch build has no CUDA",
         unnamed: "",
@@ -1635,8 +1649,15 @@ pub(crate) static RULES: &[Rule] = &[
     // gives this warning as the one of "mixed NCCL versions across ranks". Medium
     // (INDIRECT_RULES in correlate.rs): a stray connection to the bootstrap port reads the same.
     // (NVSHMEM's bootstrap prints the same words about its own messages.)
-    rule!(RULE_NCCL_BOOTSTRAP_TRUNCATED, NcclVersionMismatch, Cause, Standalone,
-        [["message truncated : received"], ["bytes instead of"]], not ["nvshmem"], ex_none),
+    rule!(
+        RULE_NCCL_BOOTSTRAP_TRUNCATED,
+        NcclVersionMismatch,
+        Cause,
+        Standalone,
+        [["message truncated : received"], ["bytes instead of"]],
+        not["nvshmem"],
+        ex_none
+    ),
     // NCCL `init.cc`'s check of the library against the headers the program was built with:
     // "NCCL library is not backwards compatible. This application was compiled with NCCL
     // version %s, but is running with NCCL version %s", "NCCL library is too old. ...", "The
@@ -2125,6 +2146,11 @@ pub(crate) static RULES: &[Rule] = &[
          ["set to invalid value", "conflicted configuration of", "failed configuration of",
           "unable to configure nvls option", "ooo rq is force enabled but", "is out of range ["]],
         not [], ex_none),
+    // Google's gIB network plugin's guest config checker (its "shim" layer) ending the workload
+    // over a setting ("NCCL WARN NCCL/NET (shim) mismatch enforced: NCCL_P2P_NVL_CHUNKSIZE =
+    // 524288 (expected 262144)"); its "mismatch recommended" lets the job go on.
+    rule!("gib_setting_enforced", NcclInternalOrUnsupported, Cause, Standalone,
+        [["(shim) mismatch enforced"]], not [], ex_none),
     // aws-ofi-nccl with GPUDirect RDMA required on the instance type but unavailable
     // (`platform-aws.cpp`: "GDR disabled on GDR-supported instance type p4d.24xlarge", then
     // -EINVAL): the EFA path cannot start.
@@ -3057,6 +3083,14 @@ pub(crate) static RULES: &[Rule] = &[
     rule!("nccl_cpu_tensor", RankCrashed, Cause, Standalone,
         [["no backend type associated with device type cpu", "tensors must be cuda and dense"]],
         not [], ex_none),
+    // The dynamic linker's own words when a process cannot start (glibc's `dl-load.c` and
+    // `dl-version.c`): "error while loading shared libraries: libnccl.so.2: cannot open shared
+    // object file: No such file or directory" (or "failed to map segment from shared object"),
+    // "version `GLIBC_2.34' not found (required by /usr/local/gib/lib64/libnccl.so.2)". A
+    // version of NCCL's own that is not found is `nccl_symbol_missing`, earlier.
+    rule!("shared_library_not_loaded", RankCrashed, Cause, Standalone,
+        [["error while loading shared libraries:", "' not found (required by "]],
+        not [], ex_shared_library),
     // A script started without a launcher: `rendezvous.py`'s env:// handler, "environment
     // variable MASTER_ADDR expected, but not set", raised by `_env_error(...)`.
     rule!("env_rendezvous_unset", RankCrashed, Cause, Standalone,
@@ -3376,6 +3410,37 @@ fn ex_env_rendezvous_unset(line: &str, lower: &str) -> Extract {
         .filter(|n| n.bytes().all(|b| b.is_ascii_uppercase() || b == b'_') && n.len() <= 40);
     Extract {
         detail: name.map(str::to_owned),
+        ..Extract::default()
+    }
+}
+
+fn ex_shared_library(line: &str, lower: &str) -> Extract {
+    // "... error while loading shared libraries: libnccl.so.2: cannot open ..." names the
+    // library; "version `GLIBC_2.34' not found (required by /x/libnccl.so.2)" names the
+    // version it needs and the library that needs it.
+    let key = "error while loading shared libraries: ";
+    let detail = if let Some(i) = lower.find(key) {
+        line.get(i + key.len()..)
+            .and_then(|rest| rest.split(':').next())
+            .map(|name| name.trim().to_owned())
+    } else {
+        let needed = lower
+            .find("version `")
+            .and_then(|i| line.get(i + "version `".len()..))
+            .and_then(|rest| rest.split('\'').next());
+        let by = lower
+            .find("(required by ")
+            .and_then(|i| line.get(i + "(required by ".len()..))
+            .and_then(|rest| rest.split(')').next())
+            .map(|path| path.rsplit('/').next().unwrap_or(path).trim());
+        match (by, needed) {
+            (Some(by), Some(needed)) => Some(format!("{by} (it needs {needed})")),
+            (Some(by), None) => Some(by.to_owned()),
+            _ => None,
+        }
+    };
+    Extract {
+        detail: detail.filter(|d| !d.is_empty()).map(|d| clip(&d, 120)),
         ..Extract::default()
     }
 }
@@ -7241,6 +7306,10 @@ mod tests {
             ("transport/shm.cc:590 NCCL WARN Cuda failure 217 'peer access is not supported between these two devices'", NcclInternalOrUnsupported),
             ("host-a:1:2 [0] transport/p2p.cc:275 NCCL WARN Cuda failure 'peer access is not supported between these two devices'", P2pHang),
             ("host-a:1234:1300 [0] bootstrap.cc:120 NCCL WARN Message truncated : received 2048 bytes instead of 1024", NcclVersionMismatch),
+            ("vm-0:606:642 [6] NCCL WARN NCCL/NET (shim) mismatch enforced: NCCL_P2P_NVL_CHUNKSIZE = 524288 (expected 262144)", NcclInternalOrUnsupported),
+            // The dynamic linker's words for a process that cannot start.
+            ("python: error while loading shared libraries: libnccl.so.2: cannot open shared object file: No such file or directory", RankCrashed),
+            ("/usr/lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.34' not found (required by /usr/local/gib/lib64/libnccl.so.2)", RankCrashed),
             // NCCL's duplicate-GPU sentence without its first words.
             ("Error: rank 27 and rank 19 both on CUDA device 53000 (PCI 53:00.0)", DuplicateGpu),
             // Open MPI's and glog's signal handlers, cut after their first line.

@@ -3596,6 +3596,8 @@ const INDIRECT_RULES: &[&str] = &[
     crate::rules::RULE_GLOO_PEER_LOOPBACK,
     // A peer address with no family: a missing interface or another NCCL version on a node.
     crate::rules::RULE_NCCL_PEER_ADDRESS_INVALID,
+    // UCX says no transport reached the peer, not why (devices, UCX_TLS, the network).
+    crate::rules::RULE_UCX_NO_TRANSPORT,
     // A bootstrap message of another size: another NCCL release on a peer, or a stray connection.
     crate::rules::RULE_NCCL_BOOTSTRAP_TRUNCATED,
     "sigbus_exit",

@@ -388,6 +388,8 @@ pub(crate) const RULE_STORE_PING_MISMATCH: &str = "store_ping_mismatch";
 pub(crate) const RULE_NCCL_NET_PLUGIN_FAILED: &str = "nccl_net_plugin_failed";
 /// The rule of NCCL connecting to a peer address that holds no address family.
 pub(crate) const RULE_NCCL_PEER_ADDRESS_INVALID: &str = "nccl_peer_address_invalid";
+/// The rule of UCX finding no transport of its selection that reaches a peer.
+pub(crate) const RULE_UCX_NO_TRANSPORT: &str = "ucx_no_transport";
 /// The rule of NCCL's bootstrap receiving a longer message than it expects (another release).
 pub(crate) const RULE_NCCL_BOOTSTRAP_TRUNCATED: &str = "nccl_bootstrap_truncated";
 /// The rule of a gloo peer that advertised a loopback address (its host name maps to it).
@@ -1932,6 +1934,19 @@ pub(crate) static RULES: &[Rule] = &[
          ["name or service not known", "temporary failure in name resolution",
           "nodename nor servname", "no address associated with hostname"]],
         not [], ex_store_client_name_unresolved),
+    // UCX (under Open MPI's or HPC-X's `pml ucx`, UCC): "UCX WARN network device 'mlx5_0:1' is
+    // not available, please use one or more of: 'eth0'(tcp), ..." (`ucp_context.c`: a device
+    // UCX_NET_DEVICES names is not on this host; a symptom, since UCX goes on with the others
+    // and a job that works can print it), and "UCX ERROR no active messages transport to
+    // <no debug data>: Unsupported operation" / "Error: Failed to resolve UCX endpoint" (no
+    // transport of UCX_TLS reaches the peer). NCCL's troubleshooting guide gives both, with
+    // UCX_NET_DEVICES and UCX_TLS=self,sm,tcp as the fixes. Medium (INDIRECT_RULES).
+    rule!("ucx_net_device_unavailable", NetworkInterface, Symptom, Standalone,
+        [["ucx"], ["network device '"], ["is not available, please use one or more of"]],
+        not [], ex_none),
+    rule!(RULE_UCX_NO_TRANSPORT, NetworkInterface, Cause, Standalone,
+        [["no active messages transport to", "failed to resolve ucx endpoint"]],
+        not [], ex_none),
     // NCCL's `misc/socket.cc` (ncclSocketInit): "connecting to address %s with family %d is
     // neither AF_INET(2) nor AF_INET6(10)": the address NCCL was given for a peer holds no
     // address. Two causes are recorded: an NCCL_SOCKET_IFNAME naming an interface the host
@@ -7310,6 +7325,8 @@ mod tests {
             // The dynamic linker's words for a process that cannot start.
             ("python: error while loading shared libraries: libnccl.so.2: cannot open shared object file: No such file or directory", RankCrashed),
             ("/usr/lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.34' not found (required by /usr/local/gib/lib64/libnccl.so.2)", RankCrashed),
+            ("[1669031880.738755] [host-a:588291:0]     ucp_context.c:969  UCX  WARN  network device 'fake_device' is not available, please use one or more of: 'bond0'(tcp), 'lo'(tcp), 'mlx5_0:1'(ib)", NetworkInterface),
+            ("UCX  ERROR   no active messages transport to <no debug data>: Unsupported operation", NetworkInterface),
             // NCCL's duplicate-GPU sentence without its first words.
             ("Error: rank 27 and rank 19 both on CUDA device 53000 (PCI 53:00.0)", DuplicateGpu),
             // Open MPI's and glog's signal handlers, cut after their first line.

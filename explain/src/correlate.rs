@@ -3606,6 +3606,7 @@ const INDIRECT_RULES: &[&str] = &[
     "shell_killed",
     "shell_bus_error",
     "shell_segfault",
+    "shell_aborted",
     "manifest_rank_end",
     "elastic_failure",
     "elastic_worker_failed",

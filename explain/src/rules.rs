@@ -270,6 +270,7 @@ fn task_signal_report(lower: &str) -> Option<(&'static Rule, Vec<usize>)> {
         "killed" => &SHELL_KILLED,
         "bus error" => &SHELL_BUS_ERROR,
         "segmentation fault" => &SHELL_SEGFAULT,
+        "aborted" => &SHELL_ABORTED,
         _ => return None,
     };
     Some((rule, Vec::new()))
@@ -879,7 +880,11 @@ pub(crate) static RULES: &[Rule] = &[
             "ray.exceptions.outofmemoryerror",
             "rayoutofmemoryerror",
             "of the memory on node",
-            "killed due to memory pressure (oom)"
+            "killed due to memory pressure (oom)",
+            // Ray 2.x's message body: "Memory on the node (IP: ..., ID: ...) where the task
+            // (task ID: ...) was running was 32.53GB / 33.28GB (0.977), which exceeds the
+            // memory usage threshold of 0.95. Ray killed this worker ...".
+            "which exceeds the memory usage threshold of"
         ]],
         not[": 0 workers (tasks / actors) killed"],
         ex_none
@@ -2233,6 +2238,10 @@ pub(crate) static RULES: &[Rule] = &[
           // desired operation due to shape mismatches. All shapes across devices must be valid."
           // followed by each process's input shape.
           "due to shape mismatches. all shapes across devices",
+          // (Not its exception's class alone, DistributedOperationException: accelerate raises
+          // it too for tensors on another device, and to rewrap any error of an operation,
+          // "Error found while calling `accelerate.utils.operations.reduce`. Please see the
+          // earlier error for more details.")
           // PyTorch's flight-recorder analyzer (`torchfrtrace`, `flight_recorder/components/
           // utils.py`'s error_analysis): "Input/output mismatch in the collective sequence
           // number: N", and the MatchState names it prints for "Collective sequence number: N
@@ -2929,6 +2938,9 @@ pub(crate) static RULES: &[Rule] = &[
             "device-side assert triggered",
             "illegal memory access",
             "cudaerror",
+            // vLLM's custom all-reduce (`custom_all_reduce.cuh`'s CUDACHECK): "Failed: Cuda
+            // error /workspace/csrc/custom_all_reduce.cuh:368 'invalid argument'".
+            "failed: cuda error ",
             "invalid device ordinal",
             "nvrm: xid",
             "cublas_status_",
@@ -3103,9 +3115,15 @@ pub(crate) static RULES: &[Rule] = &[
     // object file: No such file or directory" (or "failed to map segment from shared object"),
     // "version `GLIBC_2.34' not found (required by /usr/local/gib/lib64/libnccl.so.2)". A
     // version of NCCL's own that is not found is `nccl_symbol_missing`, earlier.
+    // Also the loader's bare "libcudart.so.12: cannot open shared object file: No such file or
+    // directory", as a wrapper reports it; not where a program only warns that it goes on
+    // without the library (vLLM's "WARNING ... Failed to import from vllm._C_stable_libtorch:
+    // ImportError('libcudart.so.13: cannot open ...", oneCCL's "|CCL_WARN| dlopen
+    // (libfabric.so)", NCCL's INFO line about a network or tuner plugin it looked for).
     rule!("shared_library_not_loaded", RankCrashed, Cause, Standalone,
-        [["error while loading shared libraries:", "' not found (required by "]],
-        not [], ex_shared_library),
+        [["error while loading shared libraries:", "' not found (required by ",
+          ": cannot open shared object file"]],
+        not ["nccl info", "plugin", "warn", "dlopen"], ex_shared_library),
     // A script started without a launcher: `rendezvous.py`'s env:// handler, "environment
     // variable MASTER_ADDR expected, but not set", raised by `_env_error(...)`.
     rule!("env_rendezvous_unset", RankCrashed, Cause, Standalone,
@@ -3434,10 +3452,16 @@ fn ex_shared_library(line: &str, lower: &str) -> Extract {
     // library; "version `GLIBC_2.34' not found (required by /x/libnccl.so.2)" names the
     // version it needs and the library that needs it.
     let key = "error while loading shared libraries: ";
+    let bare = ": cannot open shared object file";
     let detail = if let Some(i) = lower.find(key) {
         line.get(i + key.len()..)
             .and_then(|rest| rest.split(':').next())
             .map(|name| name.trim().to_owned())
+    } else if let Some(i) = lower.find(bare) {
+        // The library's path or name just before: the last word of what comes first.
+        line.get(..i)
+            .and_then(|before| before.rsplit([' ', ':']).next())
+            .map(|name| name.rsplit('/').next().unwrap_or(name).to_owned())
     } else {
         let needed = lower
             .find("version `")
@@ -6367,6 +6391,10 @@ mod tests {
                 Category::RankCrashed,
             ),
             (
+                "srun: error: host-a: task 0: Aborted (core dumped)",
+                Category::RankCrashed,
+            ),
+            (
                 "[host-a:12345] Signal: Bus error (7)",
                 Category::ShmTooSmall,
             ),
@@ -7327,6 +7355,9 @@ mod tests {
             ("/usr/lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.34' not found (required by /usr/local/gib/lib64/libnccl.so.2)", RankCrashed),
             ("[1669031880.738755] [host-a:588291:0]     ucp_context.c:969  UCX  WARN  network device 'fake_device' is not available, please use one or more of: 'bond0'(tcp), 'lo'(tcp), 'mlx5_0:1'(ib)", NetworkInterface),
             ("UCX  ERROR   no active messages transport to <no debug data>: Unsupported operation", NetworkInterface),
+            ("libcudart.so.11.0: cannot open shared object file: No such file or directory", RankCrashed),
+            ("Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:368 'invalid argument'", CudaError),
+            ("Memory on the node (IP: 10.0.0.2, ID: 3a4b6075) where the task (task ID: ffff) was running was 32.53GB / 33.28GB (0.977449), which exceeds the memory usage threshold of 0.95. Ray killed this worker (ID: 8d6e) because it was the most recently scheduled task", HostOomKilled),
             // NCCL's duplicate-GPU sentence without its first words.
             ("Error: rank 27 and rank 19 both on CUDA device 53000 (PCI 53:00.0)", DuplicateGpu),
             // Open MPI's and glog's signal handlers, cut after their first line.

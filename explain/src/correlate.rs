@@ -3596,6 +3596,10 @@ const INDIRECT_RULES: &[&str] = &[
     crate::rules::RULE_GLOO_PEER_LOOPBACK,
     // A peer address with no family: a missing interface or another NCCL version on a node.
     crate::rules::RULE_NCCL_PEER_ADDRESS_INVALID,
+    // A tensor's shared-memory file not written, the reason cut off.
+    crate::rules::RULE_TORCH_SHM_WRITE_FAILED,
+    // A peer's CUDA IPC handle not mapped: hosts sharing a name, or peer-to-peer not allowed.
+    crate::rules::RULE_CUDA_IPC_OPEN_FAILED,
     // UCX says no transport reached the peer, not why (devices, UCX_TLS, the network).
     crate::rules::RULE_UCX_NO_TRANSPORT,
     // A bootstrap message of another size: another NCCL release on a peer, or a stray connection.

@@ -389,6 +389,10 @@ pub(crate) const RULE_STORE_PING_MISMATCH: &str = "store_ping_mismatch";
 pub(crate) const RULE_NCCL_NET_PLUGIN_FAILED: &str = "nccl_net_plugin_failed";
 /// The rule of NCCL connecting to a peer address that holds no address family.
 pub(crate) const RULE_NCCL_PEER_ADDRESS_INVALID: &str = "nccl_peer_address_invalid";
+/// The rule of ATen failing to write a tensor's shared-memory file, its reason not shown.
+pub(crate) const RULE_TORCH_SHM_WRITE_FAILED: &str = "torch_shm_write_failed";
+/// The rule of NCCL's P2P transport failing to map a peer's CUDA IPC handle.
+pub(crate) const RULE_CUDA_IPC_OPEN_FAILED: &str = "cuda_ipc_open_failed";
 /// The rule of UCX finding no transport of its selection that reaches a peer.
 pub(crate) const RULE_UCX_NO_TRANSPORT: &str = "ucx_no_transport";
 /// The rule of NCCL's bootstrap receiving a longer message than it expects (another release).
@@ -1066,6 +1070,13 @@ pub(crate) static RULES: &[Rule] = &[
     // this automatically." (older: "Using RTX 3090 or 4000 series ..."). It stops a job started
     // by torchrun, deepspeed or python before NCCL's peer-to-peer transport would hang on
     // those GPUs: the P2P case, with the fix it names.
+    // NCCL's P2P transport before 2.x's cuMem (`transport/p2p.cc`): "failed to open CUDA IPC
+    // handle : 30 unknown error": a peer's buffer it took for one on the same machine could
+    // not be mapped. Horovod's troubleshooting names servers that share a host name (NCCL then
+    // takes them for one node and tries CUDA IPC between them); within one node, peer-to-peer
+    // that the platform does not allow. Medium (INDIRECT_RULES in correlate.rs).
+    rule!(RULE_CUDA_IPC_OPEN_FAILED, P2pHang, Cause, Standalone,
+        [["failed to open cuda ipc handle"]], not ["peer access is not supported"], ex_none),
     rule!(RULE_ACCELERATE_NO_P2P_GUARD, P2pHang, Cause, Standalone,
         [["support faster communication broadband via p2p or ib"]], not [], ex_none),
     // NCCL `graph/paths.cc` (2.12 on), at set-up, for each pair of GPUs of a node: where NVLink
@@ -1587,6 +1598,11 @@ pub(crate) static RULES: &[Rule] = &[
     // "unable to allocate shared memory(shm) for file", is shm_segment's).
     rule!("torch_shm_file_full", ShmTooSmall, Cause, Standalone,
         [["file </torch_"], ["no space left on device"]], not [], ex_none),
+    // The same write refused where the paste cut its errno (YOLOv5's multi-GPU guide quotes
+    // "RuntimeError: unable to write to file </torch_31_1030151126>" for a container's small
+    // /dev/shm). Medium (INDIRECT_RULES in correlate.rs): the reason is not on the line.
+    rule!(RULE_TORCH_SHM_WRITE_FAILED, ShmTooSmall, Cause, Standalone,
+        [["unable to write to file </torch_"]], not [], ex_none),
     // The data loader's report of a worker's SIGBUS (`DataLoader.cpp`: "DataLoader worker (pid
     // N) is killed by signal: Bus error."; later versions add "It is possible that dataloader's
     // workers are out of shared memory", which shm_segment reads), where the worker's own
@@ -1952,6 +1968,12 @@ pub(crate) static RULES: &[Rule] = &[
     rule!(RULE_UCX_NO_TRANSPORT, NetworkInterface, Cause, Standalone,
         [["no active messages transport to", "failed to resolve ucx endpoint"]],
         not [], ex_none),
+    // Open MPI's launch on a node whose PATH lacks its daemon ("bash: orted: command not found",
+    // PRRTE's "prted"): no rank started there. Open MPI's FAQ and Horovod's troubleshooting
+    // page give it, with the fix of its prefix (`mpirun --prefix`, or PATH in the remote
+    // shell's start-up file).
+    rule!("mpi_daemon_not_found", RankCrashed, Cause, Standalone,
+        [["orted: command not found", "prted: command not found"]], not [], ex_none),
     // NCCL's `misc/socket.cc` (ncclSocketInit): "connecting to address %s with family %d is
     // neither AF_INET(2) nor AF_INET6(10)": the address NCCL was given for a peer holds no
     // address. Two causes are recorded: an NCCL_SOCKET_IFNAME naming an interface the host
@@ -2154,6 +2176,12 @@ pub(crate) static RULES: &[Rule] = &[
     // joins that finding when there is one.
     rule!("ofi_register_memory", Infiniband, Cause, AnyFinding,
         [["net/ofi"], ["unable to register memory"]], not [], ex_none),
+    // libfabric's CXI provider (HPE Slingshot, under aws-ofi-nccl): "cxip_cq_eq_progress():531
+    // <warn> host-a: Cassini Event Queue overflow detected." The NIC's event queue filled
+    // faster than it was drained; ALCF's Polaris guide gives it with a larger
+    // FI_CXI_DEFAULT_CQ_SIZE as the fix.
+    rule!("cxi_event_queue_overflow", Infiniband, Cause, Standalone,
+        [["cassini event queue overflow"]], not [], ex_none),
     // aws-ofi-nccl's own settings rejected (`nccl_ofi_param_impl.h`: "WARNING: OFI_NCCL_PROTOCOL
     // set to invalid value RMDA"; `nccl_ofi_rdma.cpp`: "Conflicted configuration of
     // EARLY_COMPLETION and EAGER_MAX_SIZE", "Failed configuration of EARLY_COMPLETION due to
@@ -7358,6 +7386,10 @@ mod tests {
             ("libcudart.so.11.0: cannot open shared object file: No such file or directory", RankCrashed),
             ("Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:368 'invalid argument'", CudaError),
             ("Memory on the node (IP: 10.0.0.2, ID: 3a4b6075) where the task (task ID: ffff) was running was 32.53GB / 33.28GB (0.977449), which exceeds the memory usage threshold of 0.95. Ray killed this worker (ID: 8d6e) because it was the most recently scheduled task", HostOomKilled),
+            ("RuntimeError: unable to write to file </torch_31_1030151126>", ShmTooSmall),
+            ("bash: orted: command not found", RankCrashed),
+            ("libfabric:16642:1701636928::cxi:core:cxip_cq_eq_progress():531<warn> host-a: Cassini Event Queue overflow detected.", Infiniband),
+            ("host-a:22671:22795 [1] transport/p2p.cu:431 WARN failed to open CUDA IPC handle : 30 unknown error", P2pHang),
             // NCCL's duplicate-GPU sentence without its first words.
             ("Error: rank 27 and rank 19 both on CUDA device 53000 (PCI 53:00.0)", DuplicateGpu),
             // Open MPI's and glog's signal handlers, cut after their first line.

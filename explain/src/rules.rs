@@ -1075,8 +1075,15 @@ pub(crate) static RULES: &[Rule] = &[
     // not be mapped. Horovod's troubleshooting names servers that share a host name (NCCL then
     // takes them for one node and tries CUDA IPC between them); within one node, peer-to-peer
     // that the platform does not allow. Medium (INDIRECT_RULES in correlate.rs).
-    rule!(RULE_CUDA_IPC_OPEN_FAILED, P2pHang, Cause, Standalone,
-        [["failed to open cuda ipc handle"]], not ["peer access is not supported"], ex_none),
+    rule!(
+        RULE_CUDA_IPC_OPEN_FAILED,
+        P2pHang,
+        Cause,
+        Standalone,
+        [["failed to open cuda ipc handle"]],
+        not["peer access is not supported"],
+        ex_none
+    ),
     rule!(RULE_ACCELERATE_NO_P2P_GUARD, P2pHang, Cause, Standalone,
         [["support faster communication broadband via p2p or ib"]], not [], ex_none),
     // NCCL `graph/paths.cc` (2.12 on), at set-up, for each pair of GPUs of a node: where NVLink

@@ -684,6 +684,112 @@ pub struct RunArgs {
     #[arg(long, short = 't', env = "PET_TEE", value_name = "STD")]
     pub tee: Option<String>,
 
+    /// torchrun's role of the workers, handed to every rank as ROLE_NAME.
+    #[arg(long, env = "PET_ROLE", value_name = "ROLE", default_value = "default")]
+    pub role: String,
+
+    /// torchrun's console filter of local ranks (accepted: the console shows rank 0's output
+    /// and every rank's errors, `--console all` every rank's output, and every rank's output is
+    /// kept in the run directory).
+    #[arg(
+        long,
+        alias = "local_ranks_filter",
+        env = "PET_LOCAL_RANKS_FILTER",
+        value_name = "RANKS"
+    )]
+    pub local_ranks_filter: Option<String>,
+
+    /// torchrun's time to wait for the workers to stop before SIGKILL: the same as --grace.
+    #[arg(
+        long,
+        alias = "shutdown_timeout",
+        env = "PET_SHUTDOWN_TIMEOUT",
+        value_name = "SECONDS"
+    )]
+    pub shutdown_timeout: Option<f64>,
+
+    /// torchrun's options of how it starts, binds and logs its workers (--start-method,
+    /// --run-path, --numa-binding, --signals-to-handle, --event-log-handler, --logs-specs,
+    /// --duplicate-stdout-filters, --duplicate-stderr-filters): accepted and ignored. ddp-probe
+    /// starts every rank as its own process, binds none to CPUs, forwards Ctrl-C, SIGTERM and
+    /// SIGHUP, and keeps every rank's output in the run directory.
+    #[arg(
+        long,
+        alias = "start_method",
+        env = "PET_START_METHOD",
+        value_name = "METHOD"
+    )]
+    pub start_method: Option<String>,
+
+    /// See --start-method.
+    #[arg(long, alias = "run_path", env = "PET_RUN_PATH", value_parser = BoolishValueParser::new(), hide = true)]
+    pub run_path: bool,
+
+    /// See --start-method.
+    #[arg(
+        long,
+        alias = "numa_binding",
+        env = "PET_NUMA_BINDING",
+        value_name = "MODE",
+        hide = true
+    )]
+    pub numa_binding: Option<String>,
+
+    /// See --start-method.
+    #[arg(
+        long,
+        alias = "signals_to_handle",
+        env = "PET_SIGNALS_TO_HANDLE",
+        value_name = "SIGNALS",
+        hide = true
+    )]
+    pub signals_to_handle: Option<String>,
+
+    /// See --start-method.
+    #[arg(
+        long,
+        alias = "event_log_handler",
+        env = "PET_EVENT_LOG_HANDLER",
+        value_name = "NAME",
+        hide = true
+    )]
+    pub event_log_handler: Option<String>,
+
+    /// See --start-method.
+    #[arg(
+        long,
+        alias = "logs_specs",
+        env = "PET_LOGS_SPECS",
+        value_name = "NAME",
+        hide = true
+    )]
+    pub logs_specs: Option<String>,
+
+    /// See --start-method.
+    #[arg(
+        long,
+        alias = "duplicate_stdout_filters",
+        env = "PET_DUPLICATE_STDOUT_FILTERS",
+        value_name = "RANKS",
+        hide = true
+    )]
+    pub duplicate_stdout_filters: Option<String>,
+
+    /// See --start-method.
+    #[arg(
+        long,
+        alias = "duplicate_stderr_filters",
+        env = "PET_DUPLICATE_STDERR_FILTERS",
+        value_name = "RANKS",
+        hide = true
+    )]
+    pub duplicate_stderr_filters: Option<String>,
+
+    /// torchrun's virtual local rank (every rank sees LOCAL_RANK=0 and only its own GPU): not
+    /// supported, refused with what to do.
+    #[arg(long, alias = "virtual_local_rank", env = "PET_VIRTUAL_LOCAL_RANK", value_parser = BoolishValueParser::new(), hide = true)]
+    pub virtual_local_rank: bool,
+
     /// torchrun's address of this machine for the rendezvous (accepted and ignored: ranks
     /// connect to --master-addr).
     #[arg(
@@ -718,9 +824,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "SECONDS")]
     pub hang_timeout: Option<f64>,
 
-    /// Seconds between TERM and KILL when stopping ranks.
-    #[arg(long, value_name = "SECONDS", default_value_t = 5.0)]
-    pub grace: f64,
+    /// Seconds between TERM and KILL when stopping ranks [default: 5].
+    #[arg(long, value_name = "SECONDS")]
+    pub grace: Option<f64>,
 
     /// Which ranks' output reaches the console (errors from any rank are always shown,
     /// except with `quiet`; every rank's full output is in the run directory).

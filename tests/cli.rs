@@ -170,6 +170,37 @@ fn run_reads_flags_from_their_variables_as_torchrun_writes_them() {
         "{err}"
     );
     assert!(err.contains("invalid --node-rank"), "{err}");
+    // torchtitan's launch line (`run_train.sh`): a free port on one machine, its console
+    // filter, its role and tee; port 0 cannot serve several nodes.
+    let err = with(
+        &[],
+        &[
+            "--rdzv_backend",
+            "c10d",
+            "--rdzv_endpoint=localhost:0",
+            "--local-ranks-filter",
+            "0",
+            "--role",
+            "rank",
+            "--tee",
+            "3",
+            "--nnodes",
+            "2",
+            "--node-rank",
+            "1",
+            "train.py",
+        ],
+    );
+    assert!(
+        err.contains("--tee, --local-ranks-filter accepted for torchrun compatibility")
+            && err.contains("port 0 (any free port) works on one machine only"),
+        "{err}"
+    );
+    let err = with(&[("PET_VIRTUAL_LOCAL_RANK", "1")], &["train.py"]);
+    assert!(
+        err.contains("--virtual-local-rank is not supported"),
+        "{err}"
+    );
     assert!(!dir.path().join("runs").exists(), "nothing was launched");
 }
 

@@ -133,6 +133,9 @@ pub struct LaunchConfig {
     /// attempt's ranks get `TORCHELASTIC_RESTART_COUNT` (0, 1, ...) and
     /// `TORCHELASTIC_MAX_RESTARTS`; a hang or a stop signal is not restarted.
     pub max_restarts: u32,
+    /// torchrun's `--role`: the workers' role, handed to every rank as `ROLE_NAME`
+    /// (default `default`).
+    pub role: String,
 }
 
 impl LaunchConfig {
@@ -164,6 +167,7 @@ impl LaunchConfig {
             store_token_file: None,
             handle_signals: true,
             max_restarts: 0,
+            role: "default".to_owned(),
         }
     }
 

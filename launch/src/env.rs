@@ -144,6 +144,8 @@ pub(crate) struct RankEnvSpec<'a> {
     pub(crate) python_dir: Option<&'a Path>,
     /// Which names of the flight-recorder variables the installed torch reads.
     pub(crate) flight_recorder_names: FlightRecorderNames,
+    /// torchrun's `--role` (`ROLE_NAME`).
+    pub(crate) role: &'a str,
 }
 
 /// The path of rank `rank`'s NCCL log in `run_dir`.
@@ -179,7 +181,7 @@ pub(crate) fn rank_env(
     set("GROUP_WORLD_SIZE", spec.nnodes.to_string());
     set("ROLE_RANK", spec.rank.to_string());
     set("ROLE_WORLD_SIZE", spec.world_size.to_string());
-    set("ROLE_NAME", "default".to_owned());
+    set("ROLE_NAME", spec.role.to_owned());
     set("MASTER_ADDR", spec.master_addr.to_owned());
     set("MASTER_PORT", spec.master_port.to_string());
     set("TORCHELASTIC_RUN_ID", spec.run_id.to_owned());
@@ -380,6 +382,7 @@ mod tests {
             max_restarts: 3,
             python_dir: Some(Path::new("/repo/python")),
             flight_recorder_names: FlightRecorderNames::Current,
+            role: "default",
         }
     }
 
@@ -387,6 +390,14 @@ mod tests {
         env.get(OsStr::new(k))
             .and_then(|v| v.to_str())
             .unwrap_or_else(|| panic!("{k} not set"))
+    }
+
+    #[test]
+    fn torchruns_role_is_the_ranks_role_name() {
+        let dir = Path::new("/runs/x");
+        let mut s = spec(dir);
+        s.role = "rank";
+        assert_eq!(get(&rank_env(&BTreeMap::new(), &s), "ROLE_NAME"), "rank");
     }
 
     #[test]

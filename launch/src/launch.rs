@@ -463,7 +463,18 @@ impl Plan {
         let (ep_addr, ep_port) = match &config.rdzv_endpoint {
             Some(ep) => {
                 let (a, p) = parse_endpoint(ep)?;
-                (Some(a), Some(p))
+                // Port 0: a free port, as torchrun's c10d rendezvous binds it; the other nodes
+                // could not know it.
+                if p == 0 && multi_node {
+                    return Err(invalid(
+                        "--rdzv-endpoint",
+                        format!(
+                            "'{ep}': port 0 (any free port) works on one machine only; give \
+                             every node the same port, e.g. {a}:29500"
+                        ),
+                    ));
+                }
+                (Some(a), (p != 0).then_some(p))
             }
             None => (None, None),
         };
@@ -608,7 +619,7 @@ fn ranks_python(program: &Path, user_env: &BTreeMap<OsString, OsString>) -> OsSt
 }
 
 /// The host and port of a `--rdzv-endpoint` (`HOST`, `HOST:PORT`, `[IPv6]:PORT`; without a port,
-/// torchrun's default for its c10d rendezvous).
+/// torchrun's default for its c10d rendezvous; port 0, any free one, is the caller's to allow).
 pub fn parse_endpoint(ep: &str) -> Result<(String, u16), LaunchError> {
     let bad = |why: &str| LaunchError::InvalidOption {
         option: "--rdzv-endpoint",
@@ -638,9 +649,11 @@ pub fn parse_endpoint(ep: &str) -> Result<(String, u16), LaunchError> {
     }
     let port = match port {
         None => DEFAULT_RDZV_PORT,
+        // Port 0 is torchrun's "any free port" (torchtitan's `--rdzv_endpoint=localhost:0`),
+        // which only one machine can use: see `plan`.
         Some(p) => match p.parse::<u16>() {
-            Ok(p) if p > 0 => p,
-            _ => return Err(bad("has no valid port (1-65535)")),
+            Ok(p) => p,
+            _ => return Err(bad("has no valid port (0-65535)")),
         },
     };
     Ok((host.to_owned(), port))
@@ -859,6 +872,7 @@ impl Run {
                 max_restarts: config.max_restarts,
                 python_dir: python_dir.as_deref(),
                 flight_recorder_names: plan.flight_recorder_names,
+                role: &config.role,
             };
             let rank_env = env::rank_env(&plan.user_env, &spec);
             records.push(RankRecord {
@@ -1788,15 +1802,12 @@ mod tests {
             parse_endpoint("[fe80::1]").unwrap(),
             ("fe80::1".to_owned(), 29400)
         );
-        for bad in [
-            "::1",
-            "host:",
-            "host:0",
-            "host:70000",
-            ":29500",
-            "[::1",
-            "[::1]x",
-        ] {
+        // Port 0 is a free port, which the plan allows on one machine only.
+        assert_eq!(
+            parse_endpoint("localhost:0").unwrap(),
+            ("localhost".to_owned(), 0)
+        );
+        for bad in ["::1", "host:", "host:70000", ":29500", "[::1", "[::1]x"] {
             let e = parse_endpoint(bad).unwrap_err();
             assert!(e.to_string().contains("--rdzv-endpoint"), "{bad}: {e}");
         }

@@ -52,7 +52,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             .push((probe_contract::env::CALIBRATE.into(), "0".into()));
     }
     config.hang_timeout = args.hang_timeout.map(seconds).transpose()?;
-    config.grace_period = seconds(args.grace)?;
+    config.grace_period = seconds(args.grace.or(args.shutdown_timeout).unwrap_or(5.0))?;
+    config.role = args.role.clone();
     config.max_restarts = args.max_restarts;
     config.console = match args.console {
         ConsoleArg::Rank0 => ConsoleMode::Rank0,
@@ -244,6 +245,16 @@ fn check_torchrun_options(args: &RunArgs) -> Result<()> {
             args.nnodes
         );
     }
+    if args.virtual_local_rank {
+        bail!(
+            "--virtual-local-rank is not supported: ddp-probe gives every rank its own LOCAL_RANK \
+             (0 to nproc-per-node - 1); leave the flag out and pick the GPU from LOCAL_RANK \
+             (`torch.cuda.set_device(int(os.environ[\"LOCAL_RANK\"]))`)"
+        );
+    }
+    if args.shutdown_timeout.is_some() && args.grace.is_some() {
+        bail!("--shutdown-timeout and --grace are the same setting: give one of them");
+    }
     if args.module && args.no_python {
         bail!(
             "-m runs a Python module and --no-python runs the command as it is: give one of them"
@@ -255,14 +266,31 @@ fn check_torchrun_options(args: &RunArgs) -> Result<()> {
         ("--redirects", args.redirects.is_some()),
         ("--tee", args.tee.is_some()),
         ("--local-addr", args.local_addr.is_some()),
+        ("--local-ranks-filter", args.local_ranks_filter.is_some()),
+        ("--start-method", args.start_method.is_some()),
+        ("--run-path", args.run_path),
+        ("--numa-binding", args.numa_binding.is_some()),
+        ("--signals-to-handle", args.signals_to_handle.is_some()),
+        ("--event-log-handler", args.event_log_handler.is_some()),
+        ("--logs-specs", args.logs_specs.is_some()),
+        (
+            "--duplicate-stdout-filters",
+            args.duplicate_stdout_filters.is_some(),
+        ),
+        (
+            "--duplicate-stderr-filters",
+            args.duplicate_stderr_filters.is_some(),
+        ),
     ]
     .into_iter()
     .filter_map(|(name, given)| given.then_some(name))
     .collect();
     if !ignored.is_empty() {
         eprintln!(
-            "ddp-probe: {} accepted for torchrun compatibility and ignored: every rank's output is \
-             kept in the run directory",
+            "ddp-probe: {} accepted for torchrun compatibility and ignored: ddp-probe starts \
+             every rank as its own process, binds none to CPUs, forwards Ctrl-C, SIGTERM and \
+             SIGHUP to them, and keeps every rank's output in the run directory (the console \
+             shows rank 0's output and every rank's errors; --console all, every rank's output)",
             ignored.join(", ")
         );
     }

@@ -2462,7 +2462,9 @@ pub(crate) static RULES: &[Rule] = &[
         RendezvousTimeout,
         Symptom,
         Standalone,
-        [["runtimeerror: socket timeout", "waitforinput: socket",
+        // (torch_npu, PyTorch on Ascend, wraps it: "RuntimeError: The inner error: Socket
+        // Timeout".)
+        [["runtimeerror: socket timeout", "inner error: socket timeout", "waitforinput: socket",
           // Later releases: "[c10d] waitForInput: poll for socket SocketImpl(...) returned 0,
           // likely a timeout" (a poll that failed otherwise says "failed with res=").
           "waitforinput: poll for socket"]],
@@ -7397,6 +7399,7 @@ mod tests {
             ("bash: orted: command not found", RankCrashed),
             ("libfabric:16642:1701636928::cxi:core:cxip_cq_eq_progress():531<warn> host-a: Cassini Event Queue overflow detected.", Infiniband),
             ("host-a:22671:22795 [1] transport/p2p.cu:431 WARN failed to open CUDA IPC handle : 30 unknown error", P2pHang),
+            ("RuntimeError: The inner error: Socket Timeout", RendezvousTimeout),
             // NCCL's duplicate-GPU sentence without its first words.
             ("Error: rank 27 and rank 19 both on CUDA device 53000 (PCI 53:00.0)", DuplicateGpu),
             // Open MPI's and glog's signal handlers, cut after their first line.

@@ -392,13 +392,17 @@ impl LogShape {
                 return;
             };
             let group = process_group_id(lower);
+            // The rank the watchdog names is the rank in that group, the one that matters
+            // here; a launcher's label is the fallback.
+            let rank = crate::rules::num_after(&lower[..i], "rank ")
+                .and_then(crate::rules::rank_number)
+                .or(rank);
+            let numel_in = crate::rules::num_after(inside, "numelin=");
             if number <= 1 {
                 self.first_collective_timeouts.push(FirstCollectiveTimeout {
-                    rank: crate::rules::num_after(&lower[..i], "rank ")
-                        .and_then(crate::rules::rank_number)
-                        .or(rank),
+                    rank,
                     op: op.to_owned(),
-                    numel_in: crate::rules::num_after(inside, "numelin="),
+                    numel_in,
                     evidence: evidence(),
                 });
             }
@@ -407,12 +411,7 @@ impl LogShape {
             if group.is_none() && number <= 1 {
                 return;
             }
-            // The rank the watchdog names is the rank in that group, the one that matters
-            // here; a launcher's label is the fallback.
-            let Some(rank) = crate::rules::num_after(&lower[..i], "rank ")
-                .and_then(crate::rules::rank_number)
-                .or(rank)
-            else {
+            let Some(rank) = rank else {
                 return;
             };
             // Sizes too, where every rank passes the same: not an all-to-all's or a gather's.
@@ -425,7 +424,6 @@ impl LogShape {
                 "reduce_scatter",
             ]
             .contains(&op);
-            let numel_in = crate::rules::num_after(inside, "numelin=");
             let timed_out = self
                 .watchdog_timeouts
                 .entry((group, number))

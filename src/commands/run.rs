@@ -52,7 +52,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             .push((probe_contract::env::CALIBRATE.into(), "0".into()));
     }
     config.hang_timeout = args.hang_timeout.map(seconds).transpose()?;
-    config.grace_period = seconds(args.grace.or(args.shutdown_timeout).unwrap_or(5.0))?;
+    if let Some(grace) = args.grace.or(args.shutdown_timeout) {
+        config.grace_period = seconds(grace)?;
+    }
     config.role = args.role.clone();
     config.max_restarts = args.max_restarts;
     config.console = match args.console {

@@ -3615,6 +3615,7 @@ const INDIRECT_RULES: &[&str] = &[
     "elastic_failure",
     "elastic_worker_failed",
     "nccl_error_code",
+    crate::rules::RULE_NCCL_RETURN_CHAIN,
     // NCCL's `unhandled cuda error` without its `Cuda failure '...'` line: which CUDA call
     // failed, NCCL's own or a kernel's error caught at NCCL's, is not said.
     "nccl_unhandled_cuda",

@@ -135,6 +135,7 @@ pub(crate) fn classify(line: &str) -> Option<(&'static Rule, Extract)> {
         .find(|r| r.matches(&lower))
         .or_else(|| shell_report(&lower))
         .or_else(|| sacct_row(&lower))
+        .or_else(|| nccl_return_code(&lower).map(|_| &NCCL_RETURN_CHAIN))
         .map(|r| (r, (r.extract)(line, &lower)))
 }
 
@@ -888,7 +889,12 @@ pub(crate) static RULES: &[Rule] = &[
             // Ray 2.x's message body: "Memory on the node (IP: ..., ID: ...) where the task
             // (task ID: ...) was running was 32.53GB / 33.28GB (0.977), which exceeds the
             // memory usage threshold of 0.95. Ray killed this worker ...".
-            "which exceeds the memory usage threshold of"
+            "which exceeds the memory usage threshold of",
+            // The table of the processes it weighed before the kill (`memory_monitor.cc`,
+            // `TopNMemoryDebugString`: "Top 10 memory users:" then "PID\tMEM(GB)\tCOMMAND"),
+            // printed only in that report; a paste can keep the table without the sentence.
+            "top 10 memory users",
+            "mem(gb)"
         ]],
         not[": 0 workers (tasks / actors) killed"],
         ex_none
@@ -3043,6 +3049,13 @@ pub(crate) static RULES: &[Rule] = &[
         [["could not find net with id"]], not [], ex_nccl_topology_lost_net),
     rule!("nccl_graph_file", NcclInternalOrUnsupported, Cause, Standalone,
         [["xml import channel"], ["not found"]], not [], ex_nccl_graph_file),
+    // NCCL `graph/xml.cc` (getPciPath): "Could not find real path of
+    // /sys/class/pci_bus/0000:01/../../0000:01:00.0" and ncclSystemError: the GPU's PCI device
+    // is not in this system's /sys, so NCCL cannot build its topology (WSL 2 with NCCL 2.7,
+    // virtual machines and containers that hide the PCI tree). The same words for an RDMA
+    // device (`/sys/class/infiniband/...`) are only a warning in later releases.
+    rule!("nccl_gpu_not_in_sysfs", NcclInternalOrUnsupported, Cause, Standalone,
+        [["could not find real path of /sys/class/pci_bus"]], not [], ex_nccl_gpu_not_in_sysfs),
     // NCCL `transport.cc`: "No transport found for rank 0[1b000] -> rank 1[1c000]": none of
     // P2P, SHM and NET can join the two GPUs (all three switched off by NCCL_*_DISABLE, or
     // each refused by the topology).
@@ -3609,6 +3622,76 @@ fn ex_nccl_error_code(_: &str, lower: &str) -> Extract {
              (NCCL_SOCKET_IFNAME)"
                 .to_owned()
         }),
+        ..Extract::default()
+    }
+}
+
+fn ex_nccl_gpu_not_in_sysfs(_: &str, _: &str) -> Extract {
+    Extract {
+        detail: Some(
+            "NCCL could not resolve the GPU's PCI device under /sys/class/pci_bus, so it cannot \
+             detect the machine's topology: this platform does not show the GPU's PCI tree in \
+             /sys (WSL 2 with an old NCCL, some virtual machines and containers). Run where \
+             /sys shows the GPU, a newer NCCL, or describe the topology with NCCL_TOPO_FILE"
+                .to_owned(),
+        ),
+        ..Extract::default()
+    }
+}
+
+/// NCCL's error propagation (`include/checks.h`, `NCCLCHECK`: `INFO(NCCL_ALL, "%s:%d -> %d",
+/// __FILE__, __LINE__, res)`; the group's `"%s:%d -> %d [Async thread]"`, the proxy's
+/// `[Proxy Thread]`): each function an error passed through prints its file, line and the
+/// `ncclResult_t`. With NCCL_DEBUG=INFO these lines outlive the messages a log was cut to, so
+/// the code alone says that this rank's NCCL call failed and how: 1 ncclUnhandledCudaError, 2
+/// ncclSystemError, 3 ncclInternalError, 4 ncclInvalidArgument, 5 ncclInvalidUsage (6, a
+/// peer's ncclRemoteError, and 7, in progress, are not this rank's own failure). The WARN line
+/// before them, when a rule reads it, says why; this attaches to that finding.
+static NCCL_RETURN_CHAIN: Rule = rule!(RULE_NCCL_RETURN_CHAIN, NcclInternalOrUnsupported, Cause,
+    AnyFinding, [["nccl info"]], not [], ex_nccl_return_chain);
+/// The rule of NCCL's error-propagation lines (`init.cc:840 -> 2`).
+pub(crate) const RULE_NCCL_RETURN_CHAIN: &str = "nccl_return_chain";
+
+/// The `ncclResult_t` of an NCCL INFO line of its error propagation (`init.cc:840 -> 2`,
+/// `group.cc:73 -> 2 [Async thread]`), for the codes that are this rank's own failure.
+fn nccl_return_code(lower: &str) -> Option<u8> {
+    if !lower.contains("nccl info") {
+        return None;
+    }
+    let (before, after) = lower.rsplit_once(" -> ")?;
+    // `file.cc:LINE` right before the arrow.
+    let (file, line) = before.rsplit(' ').next()?.rsplit_once(':')?;
+    let source = [".cc", ".cu", ".h", ".cpp"]
+        .iter()
+        .any(|x| file.ends_with(x));
+    if !source || line.is_empty() || !line.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let after = after.trim_end();
+    let (code, rest) = after.split_at(
+        after
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(after.len()),
+    );
+    let rest = rest.trim();
+    if !(rest.is_empty() || (rest.starts_with('[') && rest.ends_with(" thread]"))) {
+        return None;
+    }
+    code.parse::<u8>().ok().filter(|c| (1..=5).contains(c))
+}
+
+fn ex_nccl_return_chain(_: &str, lower: &str) -> Extract {
+    let code = nccl_return_code(lower);
+    let name = match code {
+        Some(1) => "ncclUnhandledCudaError: a CUDA call NCCL made failed",
+        Some(2) => "ncclSystemError: a system call of NCCL's failed (a socket, shared memory, /sys)",
+        Some(3) => "ncclInternalError",
+        Some(4) => "ncclInvalidArgument: the program passed NCCL an invalid argument",
+        _ => "ncclInvalidUsage: the program used NCCL wrongly (two ranks on one GPU, ranks out of range)",
+    };
+    Extract {
+        detail: Some(format!("NCCL's calls returned {name}")),
+        category: (code == Some(1)).then_some(Category::CudaError),
         ..Extract::default()
     }
 }
@@ -7346,11 +7429,43 @@ mod tests {
     /// those sources on 2026-12-03: NCCL 2.18 to 2.30, gloo of 2023 and 2025, PyTorch 2.13),
     /// each alone on a line, and the category each names.
     #[test]
+    fn ncclcheck_lines_are_read_by_their_result_code() {
+        for (line, code) in [
+            ("host-a:1:2 [0] NCCL INFO init.cc:840 -> 2", Some(2)),
+            ("host-a:1:2 [0] NCCL INFO graph/xml.cc:469 -> 2", Some(2)),
+            (
+                "host-a:1:2 [0] NCCL INFO group.cc:73 -> 5 [Async thread]",
+                Some(5),
+            ),
+            (
+                "host-a:1:2 [0] NCCL INFO proxy.cc:900 -> 3 [Proxy Thread]",
+                Some(3),
+            ),
+            // A peer's ncclRemoteError and "in progress" are not this rank's failure.
+            ("host-a:1:2 [0] NCCL INFO transport/net.cc:1100 -> 6", None),
+            ("host-a:1:2 [0] NCCL INFO init.cc:1500 -> 7", None),
+            // Transports and rings use the same arrow between ranks.
+            (
+                "host-a:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC",
+                None,
+            ),
+            ("host-a:1:2 [0] NCCL INFO Ring 00 : 0 -> 1 -> 2", None),
+            // Not NCCL's INFO.
+            ("train.py:12 -> 2", None),
+        ] {
+            assert_eq!(nccl_return_code(&line.to_ascii_lowercase()), code, "{line}");
+        }
+    }
+
+    #[test]
     fn messages_read_in_the_sources_name_their_causes() {
         use Category::*;
         let cases = [
             ("host-a:1234:1240 [0] transport/net_ib/p2p.cc:290 NCCL WARN NET/IB: Got completion from peer 10.0.0.2<51234> with status=IBV_WC_RETRY_EXC_ERR(12) opcode=IBV_WC_RDMA_WRITE(1) vendor_err=129", Infiniband),
             ("host-a:1234:1240 [0] misc/ibvwrap.cc:190 NCCL WARN Call to ibv_poll_cq() returned -1", Infiniband),
+            ("host-a:1234:1240 [0] graph/xml.cc:332 NCCL WARN Could not find real path of /sys/class/pci_bus/0000:01/../../0000:01:00.0", NcclInternalOrUnsupported),
+            ("host-a:1234:1240 [0] NCCL INFO init.cc:840 -> 2", NcclInternalOrUnsupported),
+            ("host-a:1234:1240 [0] NCCL INFO group.cc:73 -> 1 [Async thread]", CudaError),
             ("host-a:1234:1240 [0] transport/net_ib.cc:520 NCCL WARN NET/IB : Unable to open device mlx5_0", Infiniband),
             ("host-a:1234:1240 [0] transport/net_ib.cc:880 NCCL WARN NET/IB : Attempted to connect incompatible devices: [0]mlx5_0:1/IB and [2]mlx5_2:1/RoCE.", Infiniband),
             ("host-a:1234:1240 [0] transport/net_ib.cc:1800 NCCL WARN communicator encountered a fatal error (detected in ncclIbTest)", Infiniband),
@@ -7395,6 +7510,8 @@ mod tests {
             ("libcudart.so.11.0: cannot open shared object file: No such file or directory", RankCrashed),
             ("Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:368 'invalid argument'", CudaError),
             ("Memory on the node (IP: 10.0.0.2, ID: 3a4b6075) where the task (task ID: ffff) was running was 32.53GB / 33.28GB (0.977449), which exceeds the memory usage threshold of 0.95. Ray killed this worker (ID: 8d6e) because it was the most recently scheduled task", HostOomKilled),
+            ("PID\tMEM(GB)\tCOMMAND", HostOomKilled),
+            ("PID     MEM(GB) COMMAND", HostOomKilled),
             ("RuntimeError: unable to write to file </torch_31_1030151126>", ShmTooSmall),
             ("bash: orted: command not found", RankCrashed),
             ("libfabric:16642:1701636928::cxi:core:cxip_cq_eq_progress():531<warn> host-a: Cassini Event Queue overflow detected.", Infiniband),

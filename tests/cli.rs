@@ -840,3 +840,49 @@ fn compare_names_where_a_slower_run_lost_its_time_and_what_differs() {
         text(&out.stderr)
     );
 }
+
+/// Every shell script of the project answers `--help` (and `-h`) with its usage and exit status
+/// 0, at once: none starts a build, a download or a run when asked for help (before
+/// `scripts/usage.sh`, `scripts/demo --help` compiled libtorch's bindings and `bench/hta/run
+/// --help` made a virtual environment).
+#[test]
+fn project_scripts_answer_help_without_running_anything() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for script in [
+        "scripts/demo",
+        "scripts/test",
+        "scripts/setup",
+        "scripts/wheel",
+        "scripts/fuzz-ci",
+        "scripts/gpu-check",
+        "bench/run",
+        "bench/overhead",
+        "bench/hta/run",
+    ] {
+        for flag in ["--help", "-h"] {
+            let out = Command::new(root.join(script))
+                .arg(flag)
+                .current_dir(root)
+                .output()
+                .unwrap_or_else(|e| panic!("{script} runs: {e}"));
+            let usage = text(&out.stdout);
+            assert!(
+                out.status.success(),
+                "{script} {flag}: {}\n{usage}{}",
+                out.status,
+                text(&out.stderr)
+            );
+            // The header comment, without its `#`s: its first line says what the script does.
+            let first = usage.lines().next().unwrap_or_default();
+            assert!(
+                !first.is_empty() && !first.starts_with('#') && !first.starts_with("!/"),
+                "{script} {flag} printed no usage:\n{usage}"
+            );
+            assert!(
+                out.stderr.is_empty(),
+                "{script} {flag} did more than print its usage:\n{}",
+                text(&out.stderr)
+            );
+        }
+    }
+}

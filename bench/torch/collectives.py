@@ -15,11 +15,15 @@ import time
 import torch
 import torch.distributed as dist
 
-p = argparse.ArgumentParser()
-p.add_argument("--sizes", default="4096,1048576")
-p.add_argument("--ops", default="all_reduce,broadcast,all_gather")
-p.add_argument("--min-time-ms", type=float, default=300)
-p.add_argument("--repeats", type=int, default=3)
+p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
+p.add_argument("--sizes", default="4096,1048576",
+               help="buffer sizes in bytes, comma-separated (default: 4096,1048576)")
+p.add_argument("--ops", default="all_reduce,broadcast,all_gather",
+               help="operations, comma-separated (default: all_reduce,broadcast,all_gather)")
+p.add_argument("--min-time-ms", type=float, default=300,
+               help="time each timed loop runs for, which sets its call count (default: 300)")
+p.add_argument("--repeats", type=int, default=3,
+               help="timed loops per operation and size; the fastest is reported (default: 3)")
 args = p.parse_args()
 torch.set_num_threads(1)
 warnings.filterwarnings("ignore", category=FutureWarning)  # all_gather_into_tensor

@@ -197,7 +197,7 @@ def plain_cpu_per_step(steps, port):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
     p.add_argument("--steps", default="100,600", help="the two step counts (default 100,600)")
     p.add_argument("--jobs", type=int, default=2, help="valgrind jobs at once (default 2)")
     p.add_argument("--rank", nargs=4, metavar=("VARIANT", "STEPS", "PORT", "TRACE_DIR"),

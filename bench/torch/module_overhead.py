@@ -109,11 +109,14 @@ def one_job(probe, steps, record, out):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--steps", type=int, default=3000)
-    p.add_argument("--warmup", type=int, default=200)
-    p.add_argument("--probe", default=str(ROOT / "target/release/ddp-probe"))
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
+    p.add_argument("--rounds", type=int, default=5,
+                   help="pairs of jobs, recording on and off, alternating (default: 5)")
+    p.add_argument("--steps", type=int, default=3000, help="timed steps per job (default: 3000)")
+    p.add_argument("--warmup", type=int, default=200,
+                   help="steps before the timed ones (default: 200)")
+    p.add_argument("--probe", default=str(ROOT / "target/release/ddp-probe"),
+                   help="the ddp-probe binary to launch with (default: target/release/ddp-probe)")
     args = p.parse_args()
     if "RANK" in os.environ:
         return rank_main(args.steps, args.warmup)

@@ -10,13 +10,15 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 import common
 
-p = argparse.ArgumentParser()
-p.add_argument("--steps", type=int, default=80)
-p.add_argument("--batch-size", type=int, default=8)
-p.add_argument("--lr", type=float, default=1e-3)
-p.add_argument("--seed", type=int, default=42)
-p.add_argument("--bucket-cap-mb", type=float, default=25)
-p.add_argument("--threads", type=int, default=1)
+p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
+p.add_argument("--steps", type=int, default=80, help="training steps (default: 80)")
+p.add_argument("--batch-size", type=int, default=8, help="batch per rank (default: 8)")
+p.add_argument("--lr", type=float, default=1e-3, help="Adam's learning rate (default: 1e-3)")
+p.add_argument("--seed", type=int, default=42, help="random seed (default: 42)")
+p.add_argument("--bucket-cap-mb", type=float, default=25,
+               help="DDP's bucket_cap_mb (default: 25)")
+p.add_argument("--threads", type=int, default=1,
+               help="torch intra-op threads per rank (default: 1)")
 args = p.parse_args()
 rank, world = common.init(args.threads)
 

@@ -131,14 +131,21 @@ def predictions(dirs, caps):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--nodes", default="2,4")
-    ap.add_argument("--rates", default="1gbit,400mbit")
-    ap.add_argument("--caps", default="0.25,1,2,8,25")
-    ap.add_argument("--repeats", type=int, default=2)
-    ap.add_argument("--steps", type=int, default=25)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
+    ap.add_argument("--nodes", default="2,4",
+                    help="cluster sizes to build, comma-separated (one rank per node; default: 2,4)")
+    ap.add_argument("--rates", default="1gbit,400mbit",
+                    help="link rates, as tc tbf takes them, comma-separated (default: 1gbit,400mbit)")
+    ap.add_argument("--caps", default="0.25,1,2,8,25",
+                    help="bucket_cap_mb values the sweep runs, comma-separated (default: "
+                         "0.25,1,2,8,25)")
+    ap.add_argument("--repeats", type=int, default=2,
+                    help="runs per cap and shape; a cap's measured step is their median (default: 2)")
+    ap.add_argument("--steps", type=int, default=25,
+                    help="training steps per run (default: 25)")
     ap.add_argument("--model", default="--dim 256 --layers 6", help="lm's model arguments")
-    ap.add_argument("--out", default=str(ROOT / "bench/results/whatif.json"))
+    ap.add_argument("--out", default=str(ROOT / "bench/results/whatif.json"),
+                    help="where the results go as JSON (default: bench/results/whatif.json)")
     ap.add_argument("--keep", help="keep the run directories here")
     ap.add_argument("--cores", type=int,
                     help="pin the nodes round robin onto this many cores (default: all), to see "

@@ -21,7 +21,7 @@ use crate::tool_output::thread_header;
 const TRACEBACK_START: &str = "Traceback (most recent call last)";
 
 /// The longest text before a block's first line that is taken for a prefix, in bytes.
-const PREFIX_MAX_BYTES: usize = 160;
+pub(crate) const PREFIX_MAX_BYTES: usize = 160;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Piece {

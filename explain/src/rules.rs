@@ -3256,6 +3256,15 @@ pub(crate) static RULES: &[Rule] = &[
     // a program's own mismatched point-to-point calls give it too.
     rule!(RULE_MPI_TRUNCATE, CollectiveMismatch, Cause, Standalone,
         [["mpi_err_truncate", "message truncated;"]], not [], ex_none),
+    // MPICH's fatal error handler (`MPIR_Handle_fatal_error`, then `MPID_Abort`): "Abort(N)
+    // (rank R in comm C): Fatal error in PMPI_Init_thread: Other MPI error, error stack:"
+    // (Cray MPICH prefixes "MPICH ERROR [Rank R] ..."; without a rank, "Abort(16): Fatal
+    // error in internal_Init_thread: Internal MPI error!"): the rank's MPI call failed and MPI
+    // ended the process. The error stack's lines below it name the failing layer (a NIC
+    // policy, the fabric); a specific rule reading one of them comes first.
+    rule!("mpich_fatal_error", RankCrashed, Cause, Standalone,
+        [["fatal error in pmpi_", "fatal error in mpi_", "fatal error in internal_"]],
+        not [], ex_mpich_fatal_error),
     // Open MPI's and PRRTE's `help-errmgr-base.txt`: "ORTE has lost communication with a
     // remote daemon. ... This is usually due to either a failure of the TCP network connection
     // to the node, or possibly an internal failure of the daemon itself." (PRRTE: "PRTE has
@@ -3627,6 +3636,24 @@ fn ex_nccl_error_code(_: &str, lower: &str) -> Extract {
              (NCCL_SOCKET_IFNAME)"
                 .to_owned()
         }),
+        ..Extract::default()
+    }
+}
+
+fn ex_mpich_fatal_error(line: &str, lower: &str) -> Extract {
+    let rank = num_after(lower, "(rank ").and_then(rank_number);
+    let at = lower.find("fatal error in ").unwrap_or(0);
+    let call = line[at + "fatal error in ".len()..]
+        .split([':', ','])
+        .next()
+        .unwrap_or("")
+        .trim();
+    Extract {
+        subjects: rank.into_iter().collect(),
+        detail: Some(format!(
+            "MPI ended the rank: its call {call} failed (MPICH's fatal error handler); the \
+             error stack under this line names the layer that failed"
+        )),
         ..Extract::default()
     }
 }
@@ -7519,6 +7546,8 @@ mod tests {
             ("libcudart.so.11.0: cannot open shared object file: No such file or directory", RankCrashed),
             ("Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:368 'invalid argument'", CudaError),
             ("Memory on the node (IP: 10.0.0.2, ID: 3a4b6075) where the task (task ID: ffff) was running was 32.53GB / 33.28GB (0.977449), which exceeds the memory usage threshold of 0.95. Ray killed this worker (ID: 8d6e) because it was the most recently scheduled task", HostOomKilled),
+            ("MPICH ERROR [Rank 0] [job id 2853270.0] [Fri Dec 13 13:41:36 2024] [host-a] - Abort(2665871) (rank 0 in comm 0): Fatal error in PMPI_Init_thread: Other MPI error, error stack:", RankCrashed),
+            ("Abort(16): Fatal error in internal_Init_thread: Internal MPI error!", RankCrashed),
             ("PID\tMEM(GB)\tCOMMAND", HostOomKilled),
             ("PID     MEM(GB) COMMAND", HostOomKilled),
             ("RuntimeError: unable to write to file </torch_31_1030151126>", ShmTooSmall),

@@ -921,6 +921,12 @@ impl<'a> Scanner<'a> {
             // as the header's would be, so that its exception line ends it even bare
             // (`AssertionError`, which an `assert` without a message raises).
             let frame = start.starts_with("File \"") && start.contains(", in ");
+            // Or a code line a paste joined with the next frame (`    return f(x)   File
+            // "/path/enum.py", line 663, in __new__`).
+            let frame_after_code = start.find(" File \"").is_some_and(|i| {
+                let rest = &start[i..];
+                rest.contains("\", line ") && rest.contains(", in ")
+            });
             // Or its first frame cut by a hard wrap inside the path (the longest line so far,
             // and long enough to be a wrap's first part): `File "/opt/.../optimizer_param_`.
             let chars = self.line_chars;
@@ -928,16 +934,35 @@ impl<'a> Scanner<'a> {
                 && !start["File \"".len()..].contains('"')
                 && chars >= WRAP_MIN_CHARS
                 && chars >= self.longest;
-            if body.starts_with([' ', '\t']) && ((frame && frame_end(start).is_some()) || cut_frame)
+            if body.starts_with([' ', '\t'])
+                && ((frame && frame_end(start).is_some()) || cut_frame || frame_after_code)
             {
                 // Its header would stand left of its frames.
                 self.tracebacks
                     .insert(rank, Traceback::under(body.len() - start.len() - 1));
                 return self.traceback_line(number, body, quote, rank, matched);
             }
-            // A paste that starts inside a traceback still ends with the exception.
-            if !matched && !body.starts_with([' ', '\t']) && looks_like_named_exception(body) {
+            // A paste that starts inside a traceback still ends with the exception. A bare
+            // `Error: ...` with no traceback is a command-line tool's own failure, not Python's
+            // (Python has no builtin `Error`; Rust's `main` returning an error prints it so, as
+            // py-spy does when it cannot attach: "Error: Failed to suspend process").
+            if !matched
+                && !body.starts_with([' ', '\t'])
+                && looks_like_named_exception(body)
+                && !body.starts_with("Error:")
+            {
                 self.python_exception(number, body, rank, None);
+            } else if !matched && (start.starts_with("raise ") || start.starts_with("assert ")) {
+                // The raising code line a paste joined with the exception after it, the
+                // traceback's frames cut off above (and the shared indentation taken off):
+                // `raise ve_exc ValueError: 'jsonl' is not a valid LoggingTypes`.
+                if let Some(at) = exception_after_code(start) {
+                    self.python_exception(number, &start[at..], rank, None);
+                }
+            } else if let Some(exception) =
+                (!matched).then(|| exception_after_level(body)).flatten()
+            {
+                self.python_exception(number, exception, rank, None);
             }
             return;
         };
@@ -1004,6 +1029,17 @@ impl<'a> Scanner<'a> {
                 self.add_program_frame(number, tb);
             }
             return;
+        }
+        // The raising code line joined with the exception after it, both as far left as the
+        // header (a paste's shared indentation taken off).
+        let raised = (!matched && (start.starts_with("raise ") || start.starts_with("assert ")))
+            .then(|| exception_after_code(start))
+            .flatten();
+        if let Some(at) = raised {
+            let Some(tb) = self.tracebacks.remove(&rank) else {
+                return;
+            };
+            return self.python_exception(number, &start[at..], rank, Some(tb));
         }
         if last_chars >= WRAP_MIN_CHARS && !matched && !looks_like_exception(start) {
             // The rest of a hard-wrapped frame or code line: the traceback goes on. Wrapping
@@ -1941,6 +1977,27 @@ fn exception_after_code(code: &str) -> Option<usize> {
             looks_like_named_exception(&rest[..rest.floor_char_boundary(128)])
         })
         .or_else(|| bare_exception_after_code(code))
+}
+
+/// An exception line a logger wrote as an error record, after its prefix (`2023-10-13
+/// 17:40:02,544 - root - ERROR - AssertionError: ...`, `ERROR AssertionError: ...`, vLLM's
+/// `ERROR 10-13 09:06:25 [core.py:597] ValueError: ...`): the exception after the level word
+/// `ERROR`, `CRITICAL` or `FATAL` within a prefix's length. A log of many such lines has its
+/// prefix learnt and taken off (`record_prefix::LinePrefixProbe`); one line cannot show it.
+/// Not after `INFO` or `WARNING`: a program that logs an exception so goes on.
+fn exception_after_level(line: &str) -> Option<&str> {
+    let head = &line[..line.floor_char_boundary(crate::record_prefix::PREFIX_MAX_BYTES)];
+    let level_end = ["ERROR", "CRITICAL", "FATAL"].iter().find_map(|level| {
+        head.match_indices(level).find_map(|(i, _)| {
+            let before = head[..i].chars().next_back();
+            let after = head[i + level.len()..].chars().next();
+            let bounded = before.is_none_or(|c| matches!(c, ' ' | '[' | '|' | '-' | ':'))
+                && after.is_some_and(|c| matches!(c, ' ' | ']' | '|' | ':' | '-'));
+            bounded.then_some(i + level.len())
+        })
+    })?;
+    let rest = &line[level_end..];
+    exception_after_code(rest).map(|at| &rest[at..])
 }
 
 /// A bare exception name joined after the code line (`assert num_samples > 0
@@ -3353,6 +3410,64 @@ mod tests {
         assert_eq!(head("héllo", 2), "h");
         assert_eq!(head("héllo", 3), "hé");
         assert_eq!(head("abc", 10), "abc");
+    }
+
+    #[test]
+    fn a_tools_bare_error_line_is_no_crash_of_the_job() {
+        // py-spy denied ptrace on a hung job's process: the tool failed, not the rank.
+        let (out, _) = scan(
+            &[
+                "Error: Failed to suspend process",
+                "Reason: EPERM: Operation not permitted",
+            ],
+            None,
+        );
+        assert!(crash(&out).is_none(), "{:?}", out.signals);
+        // In a traceback, `Error` is the program's own class (one defined in `__main__`).
+        let (out, _) = scan(
+            &[
+                "Traceback (most recent call last):",
+                "  File \"train.py\", line 3, in <module>",
+                "    raise Error(\"bad config\")",
+                "Error: bad config",
+            ],
+            None,
+        );
+        assert!(crash(&out).is_some(), "{:?}", out.signals);
+    }
+
+    #[test]
+    fn a_raise_joined_with_its_exception_is_read_without_the_frames_above() {
+        let out = scan_as_pasted(&[
+            "    return cls.__new__(cls, value)   File \"/a/enum.py\", line 663, in __new__",
+            "    raise ve_exc ValueError: 'jsonl' is not a valid LoggingTypes",
+        ]);
+        assert!(crash(&out).is_some(), "{:?}", out.signals);
+        // Not any line with an exception's name in it.
+        let out = scan_as_pasted(&["    retry after ValueError: bad thing"]);
+        assert!(crash(&out).is_none(), "{:?}", out.signals);
+    }
+
+    #[test]
+    fn an_exception_logged_as_an_error_record_is_read_after_the_prefix() {
+        for line in [
+            "2023-10-13 17:40:02,544 - root - ERROR - AssertionError: lr values do not match",
+            "ERROR AssertionError: lr values do not match",
+            "ERROR 10-13 09:06:25 [core.py:597] ValueError: bad config",
+        ] {
+            let (out, _) = scan(&[line], None);
+            assert!(crash(&out).is_some(), "{line}: {:?}", out.signals);
+        }
+        for line in [
+            // Logged as a warning: the program went on.
+            "WARNING - root - ValueError: bad config, using the default",
+            // A level inside another word, and an error with no exception's name after it.
+            "timed out connecting: SO_ERROR: Connection refused",
+            "NET/OFI Couldn't register memory region. RC: -38, ERROR: Function not implemented",
+        ] {
+            let (out, _) = scan(&[line], None);
+            assert!(crash(&out).is_none(), "{line}: {:?}", out.signals);
+        }
     }
 
     #[test]

@@ -952,13 +952,9 @@ impl<'a> Scanner<'a> {
                 && !body.starts_with("Error:")
             {
                 self.python_exception(number, body, rank, None);
-            } else if !matched && (start.starts_with("raise ") || start.starts_with("assert ")) {
-                // The raising code line a paste joined with the exception after it, the
-                // traceback's frames cut off above (and the shared indentation taken off):
-                // `raise ve_exc ValueError: 'jsonl' is not a valid LoggingTypes`.
-                if let Some(at) = exception_after_code(start) {
-                    self.python_exception(number, &start[at..], rank, None);
-                }
+            } else if let Some(at) = (!matched).then(|| exception_after_raise(start)).flatten() {
+                // The traceback's frames cut off above it (and the shared indentation taken off).
+                self.python_exception(number, &start[at..], rank, None);
             } else if let Some(exception) =
                 (!matched).then(|| exception_after_level(body)).flatten()
             {
@@ -1030,12 +1026,8 @@ impl<'a> Scanner<'a> {
             }
             return;
         }
-        // The raising code line joined with the exception after it, both as far left as the
-        // header (a paste's shared indentation taken off).
-        let raised = (!matched && (start.starts_with("raise ") || start.starts_with("assert ")))
-            .then(|| exception_after_code(start))
-            .flatten();
-        if let Some(at) = raised {
+        // Both as far left as the header (a paste's shared indentation taken off).
+        if let Some(at) = (!matched).then(|| exception_after_raise(start)).flatten() {
             let Some(tb) = self.tracebacks.remove(&rank) else {
                 return;
             };
@@ -1977,6 +1969,14 @@ fn exception_after_code(code: &str) -> Option<usize> {
             looks_like_named_exception(&rest[..rest.floor_char_boundary(128)])
         })
         .or_else(|| bare_exception_after_code(code))
+}
+
+/// Where the exception starts in the raising code line a paste joined with it (`raise ve_exc
+/// ValueError: 'jsonl' is not a valid LoggingTypes`, `assert x > 0 AssertionError`).
+fn exception_after_raise(code: &str) -> Option<usize> {
+    (code.starts_with("raise ") || code.starts_with("assert "))
+        .then(|| exception_after_code(code))
+        .flatten()
 }
 
 /// An exception line a logger wrote as an error record, after its prefix (`2023-10-13

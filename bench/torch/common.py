@@ -2,6 +2,7 @@
 over a DistributedSampler as the Rust examples do, and the step-time line that bench/run reads.
 
 Run under `ddp-probe run --nproc-per-node N` (torchrun's variables) or alone (one rank)."""
+import argparse
 import json
 import os
 import statistics
@@ -13,6 +14,20 @@ from torch.utils.data import DistributedSampler
 
 # Steps left out of the statistics, as in the Rust examples (ddp_examples::WARMUP_STEPS).
 WARMUP_STEPS = 3
+
+
+def arguments(doc, lr):
+    """The options both twins take, as the Rust examples name them; each adds its model's."""
+    p = argparse.ArgumentParser(description=doc.split("\n\n")[0].replace("\n", " "))
+    p.add_argument("--steps", type=int, default=80, help="training steps (default: 80)")
+    p.add_argument("--batch-size", type=int, default=8, help="batch per rank (default: 8)")
+    p.add_argument("--lr", type=float, default=lr, help=f"Adam's learning rate (default: {lr})")
+    p.add_argument("--seed", type=int, default=42, help="random seed (default: 42)")
+    p.add_argument("--bucket-cap-mb", type=float, default=25,
+                   help="DDP's bucket_cap_mb (default: 25)")
+    p.add_argument("--threads", type=int, default=1,
+                   help="torch intra-op threads per rank (default: 1)")
+    return p
 
 
 def init(threads):

@@ -2,7 +2,6 @@
 and position embeddings, pre-norm blocks of causal self-attention written out with matmul,
 masked_fill and softmax, then an MLP with GELU; a final LayerNorm and an output head), the same
 corpus, windows and batch, Adam, PyTorch's DistributedDataParallel on gloo."""
-import argparse
 import math
 import pathlib
 
@@ -13,19 +12,11 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 import common
 
-p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
-p.add_argument("--steps", type=int, default=80, help="training steps (default: 80)")
-p.add_argument("--batch-size", type=int, default=8, help="batch per rank (default: 8)")
+p = common.arguments(__doc__, lr=3e-3)
 p.add_argument("--context", type=int, default=64, help="characters per window (default: 64)")
 p.add_argument("--dim", type=int, default=128, help="model width (default: 128)")
 p.add_argument("--layers", type=int, default=4, help="transformer blocks (default: 4)")
 p.add_argument("--heads", type=int, default=4, help="attention heads (default: 4)")
-p.add_argument("--lr", type=float, default=3e-3, help="Adam's learning rate (default: 3e-3)")
-p.add_argument("--seed", type=int, default=42, help="random seed (default: 42)")
-p.add_argument("--bucket-cap-mb", type=float, default=25,
-               help="DDP's bucket_cap_mb (default: 25)")
-p.add_argument("--threads", type=int, default=1,
-               help="torch intra-op threads per rank (default: 1)")
 args = p.parse_args()
 rank, world = common.init(args.threads)
 

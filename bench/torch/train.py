@@ -1,7 +1,6 @@
 """PyTorch twin of the `train` example for bench/run: the same MLP 30→64→32→1 with ReLU, the
 same data (examples/data/breast_cancer.csv, 80/20 split, standardized), batch 8 per rank,
 DistributedSampler, Adam, PyTorch's DistributedDataParallel on gloo. Prints the step-time line."""
-import argparse
 import pathlib
 
 import torch
@@ -10,15 +9,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 import common
 
-p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
-p.add_argument("--steps", type=int, default=80, help="training steps (default: 80)")
-p.add_argument("--batch-size", type=int, default=8, help="batch per rank (default: 8)")
-p.add_argument("--lr", type=float, default=1e-3, help="Adam's learning rate (default: 1e-3)")
-p.add_argument("--seed", type=int, default=42, help="random seed (default: 42)")
-p.add_argument("--bucket-cap-mb", type=float, default=25,
-               help="DDP's bucket_cap_mb (default: 25)")
-p.add_argument("--threads", type=int, default=1,
-               help="torch intra-op threads per rank (default: 1)")
+p = common.arguments(__doc__, lr=1e-3)
 args = p.parse_args()
 rank, world = common.init(args.threads)
 

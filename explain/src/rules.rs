@@ -135,12 +135,7 @@ pub(crate) fn classify(line: &str) -> Option<(&'static Rule, Extract)> {
         .find(|r| r.matches(&lower))
         .or_else(|| shell_report(&lower))
         .or_else(|| sacct_row(&lower))
-        .or_else(|| match nccl_return_code(&lower)? {
-            // ncclRemoteError: "A call failed possibly due to a network error or a remote
-            // process exiting prematurely" (nccl.h): a peer gone, as NCCL's own words for it.
-            6 => RULES.iter().find(|r| r.name == "peer_gone"),
-            _ => Some(&NCCL_RETURN_CHAIN),
-        })
+        .or_else(|| nccl_return_code(&lower).map(|_| &NCCL_RETURN_CHAIN))
         .map(|r| (r, (r.extract)(line, &lower)))
 }
 
@@ -3676,16 +3671,18 @@ fn ex_nccl_gpu_not_in_sysfs(_: &str, _: &str) -> Extract {
 /// `[Proxy Thread]`): each function an error passed through prints its file, line and the
 /// `ncclResult_t`. With NCCL_DEBUG=INFO these lines outlive the messages a log was cut to, so
 /// the code alone says that this rank's NCCL call failed and how: 1 ncclUnhandledCudaError, 2
-/// ncclSystemError, 3 ncclInternalError, 4 ncclInvalidArgument, 5 ncclInvalidUsage; 6,
-/// ncclRemoteError, is a peer gone (read as `peer_gone`), and 7, in progress, no failure. The
-/// WARN line before them, when a rule reads it, says why; this attaches to that finding.
+/// ncclSystemError, 3 ncclInternalError, 4 ncclInvalidArgument, 5 ncclInvalidUsage. Not 6,
+/// ncclRemoteError ("a network error or a remote process exiting prematurely", nccl.h): NCCL's
+/// sockets return it for a refused connect too, so it says neither which nor whose; nor 7, in
+/// progress, no failure. The WARN line before them, when a rule reads it, says why; this
+/// attaches to that finding.
 static NCCL_RETURN_CHAIN: Rule = rule!(RULE_NCCL_RETURN_CHAIN, NcclInternalOrUnsupported, Cause,
     AnyFinding, [["nccl info"]], not [], ex_nccl_return_chain);
 /// The rule of NCCL's error-propagation lines (`init.cc:840 -> 2`).
 pub(crate) const RULE_NCCL_RETURN_CHAIN: &str = "nccl_return_chain";
 
 /// The `ncclResult_t` of an NCCL INFO line of its error propagation (`init.cc:840 -> 2`,
-/// `group.cc:73 -> 2 [Async thread]`), for the codes that are a failure (1 to 6).
+/// `group.cc:73 -> 2 [Async thread]`), for the codes that are this rank's own failure (1 to 5).
 fn nccl_return_code(lower: &str) -> Option<u8> {
     if !lower.contains("nccl info") {
         return None;
@@ -3709,7 +3706,7 @@ fn nccl_return_code(lower: &str) -> Option<u8> {
     if !(rest.is_empty() || (rest.starts_with('[') && rest.ends_with(" thread]"))) {
         return None;
     }
-    code.parse::<u8>().ok().filter(|c| (1..=6).contains(c))
+    code.parse::<u8>().ok().filter(|c| (1..=5).contains(c))
 }
 
 fn ex_nccl_return_chain(_: &str, lower: &str) -> Extract {
@@ -7473,11 +7470,9 @@ mod tests {
                 "host-a:1:2 [0] NCCL INFO proxy.cc:900 -> 3 [Proxy Thread]",
                 Some(3),
             ),
-            // A peer's ncclRemoteError (read as the peer gone); "in progress" is no failure.
-            (
-                "host-a:1:2 [0] NCCL INFO transport/net.cc:1100 -> 6",
-                Some(6),
-            ),
+            // ncclRemoteError: a refused connect or a peer gone, not said which; "in progress"
+            // is no failure.
+            ("host-a:1:2 [0] NCCL INFO misc/socket.cc:565 -> 6", None),
             ("host-a:1:2 [0] NCCL INFO init.cc:1500 -> 7", None),
             // Transports and rings use the same arrow between ranks.
             (
@@ -7501,7 +7496,6 @@ mod tests {
             ("host-a:1234:1240 [0] graph/xml.cc:332 NCCL WARN Could not find real path of /sys/class/pci_bus/0000:01/../../0000:01:00.0", NcclInternalOrUnsupported),
             ("host-a:1234:1240 [0] NCCL INFO init.cc:840 -> 2", NcclInternalOrUnsupported),
             ("host-a:1234:1240 [0] NCCL INFO group.cc:73 -> 1 [Async thread]", CudaError),
-            ("host-a:1234:1240 [0] NCCL INFO transport/net.cc:1100 -> 6", RankCrashed),
             ("host-a:1234:1240 [0] transport/net_ib.cc:520 NCCL WARN NET/IB : Unable to open device mlx5_0", Infiniband),
             ("host-a:1234:1240 [0] transport/net_ib.cc:880 NCCL WARN NET/IB : Attempted to connect incompatible devices: [0]mlx5_0:1/IB and [2]mlx5_2:1/RoCE.", Infiniband),
             ("host-a:1234:1240 [0] transport/net_ib.cc:1800 NCCL WARN communicator encountered a fatal error (detected in ncclIbTest)", Infiniband),

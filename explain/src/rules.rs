@@ -1429,6 +1429,14 @@ pub(crate) static RULES: &[Rule] = &[
         not["ranks have launched"],
         ex_ras_rank_behind
     ),
+    // The CUDA driver API's own result codes, as torch_memory_saver (SGLang's and verl's
+    // colocated training) reports them: "CUresult error result=2 file=csrc/torch_memory_saver.cpp
+    // func=cu_mem_create line=103". CUresult 2 is CUDA_ERROR_OUT_OF_MEMORY (`cuda.h`): the GPU
+    // had too little free memory for the allocation; any other code is another driver error.
+    rule!("curesult_out_of_memory", CudaOom, Cause, Standalone,
+        [["curesult error result=2 "]], not [], ex_none),
+    rule!("curesult_error", CudaError, Cause, Standalone,
+        [["curesult error result="]], not [], ex_none),
     rule!(
         "cuda_oom",
         CudaOom,
@@ -7542,6 +7550,8 @@ mod tests {
             ("Memory on the node (IP: 10.0.0.2, ID: 3a4b6075) where the task (task ID: ffff) was running was 32.53GB / 33.28GB (0.977449), which exceeds the memory usage threshold of 0.95. Ray killed this worker (ID: 8d6e) because it was the most recently scheduled task", HostOomKilled),
             ("MPICH ERROR [Rank 0] [job id 2853270.0] [Fri Dec 13 13:41:36 2024] [host-a] - Abort(2665871) (rank 0 in comm 0): Fatal error in PMPI_Init_thread: Other MPI error, error stack:", RankCrashed),
             ("Abort(16): Fatal error in internal_Init_thread: Internal MPI error!", RankCrashed),
+            ("CUresult error result=2 file=csrc/torch_memory_saver.cpp func=cu_mem_create line=103", CudaOom),
+            ("CUresult error result=1 file=csrc/torch_memory_saver.cpp func=cu_mem_map line=120", CudaError),
             ("PID\tMEM(GB)\tCOMMAND", HostOomKilled),
             ("PID     MEM(GB) COMMAND", HostOomKilled),
             ("RuntimeError: unable to write to file </torch_31_1030151126>", ShmTooSmall),

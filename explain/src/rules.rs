@@ -3645,10 +3645,11 @@ fn ex_nccl_error_code(_: &str, lower: &str) -> Extract {
 
 fn ex_mpich_fatal_error(line: &str, lower: &str) -> Extract {
     let rank = num_after(lower, "(rank ").and_then(rank_number);
-    let at = lower.find("fatal error in ").unwrap_or(0);
-    let call = line[at + "fatal error in ".len()..]
-        .split([':', ','])
-        .next()
+    // The lowercased line has the same byte offsets (ASCII lowering).
+    let call = lower
+        .find("fatal error in ")
+        .and_then(|at| line.get(at + "fatal error in ".len()..))
+        .and_then(|rest| rest.split([':', ',']).next())
         .unwrap_or("")
         .trim();
     Extract {
@@ -7462,9 +7463,6 @@ mod tests {
         assert_eq!(ex.detail.as_deref(), Some("port 29500"));
     }
 
-    /// Messages as NCCL's, aws-ofi-nccl's, gloo's and PyTorch's sources print them (read in
-    /// those sources on 2026-12-03: NCCL 2.18 to 2.30, gloo of 2023 and 2025, PyTorch 2.13),
-    /// each alone on a line, and the category each names.
     #[test]
     fn ncclcheck_lines_are_read_by_their_result_code() {
         for (line, code) in [
@@ -7495,6 +7493,9 @@ mod tests {
         }
     }
 
+    /// Messages as NCCL's, aws-ofi-nccl's, gloo's and PyTorch's sources print them (read in
+    /// those sources on 2026-12-03: NCCL 2.18 to 2.30, gloo of 2023 and 2025, PyTorch 2.13),
+    /// each alone on a line, and the category each names.
     #[test]
     fn messages_read_in_the_sources_name_their_causes() {
         use Category::*;

@@ -602,6 +602,15 @@ impl<'a> Scanner<'a> {
             Some(message) => message
                 .lines()
                 .for_each(|part| self.pasted_line(number, part)),
+            // Carriage returns inside a line: a progress bar redrawn in place (tqdm's `\r 38%|`)
+            // and whatever was printed after its last redraw, as a terminal shows them, one
+            // line each. Read as one line, a saved log's progress bars hid what came after
+            // them past the bytes a line is analysed for (`srun: Job step aborted` 10 KB into
+            // a tqdm line of a real log, 2026-12-06).
+            None if raw.contains('\r') => raw
+                .split('\r')
+                .filter(|part| !part.trim().is_empty())
+                .for_each(|part| self.pasted_line(number, part)),
             None => self.pasted_line(number, raw),
         }
     }
@@ -1655,6 +1664,59 @@ fn joined_line_starts(line: &str) -> Vec<usize> {
             starts.push(i);
         }
     }
+    // PyTorch's Python logging writes the glog prefix without brackets (`W0128 15:04:48.217000
+    // 121673 site-packages/torch/distributed/elastic/agent/server/api.py:704] Received 15 death
+    // signal, shutting down workers`): only its dated form, a level letter right after a space.
+    let dated_glog = line
+        .match_indices(['I', 'W', 'E', 'F'])
+        .map(|(i, _)| i)
+        .filter(|&i| after_text(i) && bytes.get(i + 1).is_some_and(u8::is_ascii_digit))
+        .take(MAX_CUTS_PER_MARKER);
+    for i in dated_glog {
+        if is_glog_prefix(&line[i..]) {
+            starts.push(i);
+        }
+    }
+    // Python logging's default format, `LEVEL:logger:message` (torchrun before PyTorch 2.2:
+    // `WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 518 closing signal
+    // SIGTERM`), and Slurm's step daemon and launcher (`slurmstepd: error: *** STEP 9304949.0
+    // ON host-a CANCELLED AT ... ***`, `srun: error: host-a: task 0: Killed`).
+    for key in ["DEBUG:", "INFO:", "WARNING:", "ERROR:", "CRITICAL:"] {
+        for i in markers(line, key) {
+            let rest = &line[i + key.len()..];
+            let name = rest
+                .bytes()
+                .take_while(|b| b.is_ascii_alphanumeric() || b"._".contains(b))
+                .count();
+            if after_text(i) && name > 0 && rest[name..].starts_with(':') {
+                starts.push(i);
+            }
+        }
+    }
+    // A named exception after other text on a line that holds a frame's code or the end
+    // of another message (`  at vllm/v1/serial_utils.py enc_hook DistBackendError: Watchdog
+    // caught collective operation timeout: ...`): only a name with an upper-case letter inside
+    // it (`DistBackendError`, `torch.OutOfMemoryError`), which prose does not write.
+    for (i, _) in line.match_indices("Error: ").take(MAX_CUTS_PER_MARKER) {
+        let name_start = line[..i]
+            .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.'))
+            .map_or(0, |w| w + 1);
+        let name = &line[name_start..i + "Error".len()];
+        let class = name.rsplit('.').next().unwrap_or(name);
+        let camel = class.len() > "Error".len()
+            && class.starts_with(|c: char| c.is_ascii_uppercase())
+            && class[1..class.len() - "Error".len()].contains(|c: char| c.is_ascii_uppercase());
+        if camel && after_text(name_start) && looks_like_named_exception(&line[name_start..]) {
+            starts.push(name_start);
+        }
+    }
+    for key in ["slurmstepd: error: ", "srun: error: "] {
+        for i in markers(line, key) {
+            if after_word(i) {
+                starts.push(i);
+            }
+        }
+    }
     starts.sort_unstable();
     starts.dedup();
     // A launcher's label stays with the line it labels.
@@ -1997,7 +2059,12 @@ fn exception_after_level(line: &str) -> Option<&str> {
         })
     })?;
     let rest = &line[level_end..];
-    exception_after_code(rest).map(|at| &rest[at..])
+    // Not a bare `Error: ...` (as alone, see `Scanner::logical_line`): a library's own message
+    // after its name (`MIOpen Error: .../sqlite_db.cpp:220: Internal error while accessing
+    // SQLite database: locking protocol`).
+    exception_after_code(rest)
+        .map(|at| &rest[at..])
+        .filter(|exception| !exception.starts_with("Error:"))
 }
 
 /// A bare exception name joined after the code line (`assert num_samples > 0
@@ -3373,6 +3440,48 @@ mod tests {
             ]
         );
         assert_eq!(cut("x [W72 15:01:59 y"), ["x [W72 15:01:59 y"]);
+        // PyTorch's Python logging: the dated glog prefix without brackets; Python logging's
+        // default `LEVEL:logger:`; Slurm's step daemon, also right after a progress bar's `]`.
+        assert_eq!(
+            cut("***  W0128 15:04:48.217000 121673 torch/api.py:704] Received 15 death signal"),
+            [
+                "***  ",
+                "W0128 15:04:48.217000 121673 torch/api.py:704] Received 15 death signal"
+            ]
+        );
+        assert_eq!(
+            cut("version 2.10.3 WARNING:torch.distributed.elastic.api:Sending process 518"),
+            [
+                "version 2.10.3 ",
+                "WARNING:torch.distributed.elastic.api:Sending process 518"
+            ]
+        );
+        assert_eq!(
+            cut(" 39%|███▉      | 394/1000 [04:45<04:33]slurmstepd: error: *** STEP 9.0 CANCELLED"),
+            [
+                " 39%|███▉      | 394/1000 [04:45<04:33]",
+                "slurmstepd: error: *** STEP 9.0 CANCELLED"
+            ]
+        );
+        // An exception whose name has a capital inside it, after a frame's code.
+        assert_eq!(
+            cut("  at vllm/v1/serial_utils.py enc_hook DistBackendError: Watchdog caught"),
+            [
+                "  at vllm/v1/serial_utils.py enc_hook ",
+                "DistBackendError: Watchdog caught"
+            ]
+        );
+        // Words, not prefixes: a level word without a logger name, a letter and digits that
+        // are no date and time, an exception name a message quotes in its own words.
+        for whole in [
+            "the run ended with ERROR: see above",
+            "layer W0128 weights loaded",
+            "srun: error: host-a: task 0: Killed",
+            "RuntimeError: NCCL error in: x.cpp:1269, unhandled system error, ncclSystemError: y",
+            "ValueError: expected a tensor, got TypeError: none",
+        ] {
+            assert_eq!(cut(whole), vec![whole.to_owned()], "{whole}");
+        }
         assert_eq!(
             cut("Thread 7 (active): \"MainThread\"     broadcast (torch/c10d.py:1191)     main (t.py:9)"),
             ["Thread 7 (active): \"MainThread\"", "     broadcast (torch/c10d.py:1191)", "     main (t.py:9)"]
@@ -3434,6 +3543,31 @@ mod tests {
             None,
         );
         assert!(crash(&out).is_some(), "{:?}", out.signals);
+        // Nor after a logger's error level: a library's message after its name.
+        let (out, _) = scan(
+            &["ERROR:root:MIOpen Error: sqlite_db.cpp:220: Internal error while accessing SQLite database: locking protocol"],
+            None,
+        );
+        assert!(crash(&out).is_none(), "{:?}", out.signals);
+    }
+
+    #[test]
+    fn a_progress_bar_redrawn_in_place_does_not_hide_what_follows_it() {
+        // A saved log's tqdm line: redraws joined by carriage returns, then Slurm's line; past
+        // the bytes a line is analysed for, read as one line.
+        let bar: String = (0..400)
+            .map(|i| format!("\r 20%|██        | {i}/1000 [02:50<2:21:36, 10.63s/it]"))
+            .collect();
+        let line = format!("{bar}\rslurmstepd: error: *** JOB 9304949 ON host-a CANCELLED AT 2025-01-28T15:04:48 ***");
+        assert!(line.len() > ANALYSED_BYTES);
+        let (out, _) = scan(&[line.as_str()], None);
+        assert!(
+            out.signals
+                .iter()
+                .any(|s| s.category == Category::LauncherInterrupted),
+            "{:?}",
+            out.signals
+        );
     }
 
     #[test]

@@ -153,7 +153,7 @@ const VALIDATION_FLOOR: f64 = 0.72;
 const VALIDATION_HIGH_CONFIDENCE_FLOOR: f64 = 0.88;
 /// Cases in the corpus: a case lost from the index fails the test (the
 /// issue asked for at least 150).
-const CASES: usize = 612;
+const CASES: usize = 636;
 
 #[derive(Deserialize)]
 struct Case {
@@ -640,7 +640,13 @@ fn hard_wrapped_logs_change_few_answers() {
 /// 2026-12-05 (batch `o`) answer differently with the whole log on one line: a validation case,
 /// not read to change that, and a development one (beatgems-...-allreduce-timeout) whose
 /// `Executor: Worker 0 died` line, joined into the watchdog's, no longer keeps the
-/// first-collective reading (a peer-to-peer hang) away: the limit went from 5 to 7.
+/// first-collective reading (a peer-to-peer hang) away: the limit went from 5 to 7. Three
+/// development cases added on 2026-12-06 changed joined too, and their joins are cut apart now:
+/// PyTorch's Python logging's glog prefix without brackets and Python logging's default
+/// `WARNING:torch...:` prefix (pictorestore-...), Slurm's `slurmstepd: error:` lines after a
+/// progress bar, whose redraws in place (carriage returns) are read as lines of their own
+/// (lumi-workshop-...), and an exception with a CamelCase name after a frame's code (rlix-...).
+/// With them 5 changed (two of them validation cases), and the limit is 5 again.
 #[test]
 fn joined_lines_change_few_answers() {
     type Join = fn(&[&str]) -> String;
@@ -656,7 +662,7 @@ fn joined_lines_change_few_answers() {
             },
             1,
         ),
-        ("the whole log on one line", |lines| lines.join(" "), 7),
+        ("the whole log on one line", |lines| lines.join(" "), 5),
     ];
     for (what, join, at_most) in joins {
         let mut changed = Vec::new();

@@ -3594,6 +3594,7 @@ const INDIRECT_RULES: &[&str] = &[
     RULE_STORE_CLIENT_NAME_UNRESOLVED,
     // On one node a loopback address works: a refusal there is a peer not listening.
     crate::rules::RULE_GLOO_PEER_LOOPBACK,
+    crate::rules::RULE_NCCL_PEER_LOOPBACK,
     // A peer address with no family: a missing interface or another NCCL version on a node.
     crate::rules::RULE_NCCL_PEER_ADDRESS_INVALID,
     // A tensor's shared-memory file not written, the reason cut off.

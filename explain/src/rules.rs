@@ -400,6 +400,8 @@ pub(crate) const RULE_UCX_NO_TRANSPORT: &str = "ucx_no_transport";
 pub(crate) const RULE_NCCL_BOOTSTRAP_TRUNCATED: &str = "nccl_bootstrap_truncated";
 /// The rule of a gloo peer that advertised a loopback address (its host name maps to it).
 pub(crate) const RULE_GLOO_PEER_LOOPBACK: &str = "gloo_peer_loopback";
+/// The rule of NCCL's socket connect to a loopback address refused (a peer bootstrapped on lo).
+pub(crate) const RULE_NCCL_PEER_LOOPBACK: &str = "nccl_peer_loopback";
 /// The rule of a Ray worker that got SIGTERM (Ray reports its exit code as None).
 pub(crate) const RULE_RAY_WORKER_SIGTERM: &str = "ray_worker_sigterm";
 /// The rule of a Ray worker whose connection to its raylet closed (no error of its own).
@@ -1932,6 +1934,17 @@ pub(crate) static RULES: &[Rule] = &[
          ["remote=[127.", "remote=127.", "connect [127."],
          ["refused", "timed out", "no route", "unreachable"]],
         not [], ex_gloo_peer_loopback),
+    // NCCL's connect retries (`misc/socket.cc`, NCCL 2.19 and later: INFO "%s: connect to %s
+    // returned %s, retrying (%d/%d) after sleep for %d msec", `ncclOsSocketStartConnect` and
+    // `ncclOsSocketPollConnect` in 2.29) refused at a loopback address: the address a peer
+    // advertised, so that peer bootstrapped on `lo` (`Bootstrap: Using lo:127.0.0.1<0>`:
+    // NCCL_SOCKET_IFNAME=lo, or no other interface NCCL accepted; NCCL commit a93ef9a fixed an
+    // inverted subnet check that chose it), which another host cannot reach. Medium, as gloo's:
+    // on one node a refusal there is a peer not listening. Other refused retries are not
+    // failures of their own (the listener may come up later).
+    rule!(RULE_NCCL_PEER_LOOPBACK, NetworkInterface, Cause, Standalone,
+        [["nccl info"], ["connect to 127."], ["returned connection refused"]],
+        not [], ex_nccl_peer_loopback),
     rule!("gloo_peer_mesh", NetworkInterface, Cause, Standalone,
         [["connectfullmesh failed", "using the loopback address as fallback",
           "unable to resolve hostname to a (local) address"]],
@@ -3705,6 +3718,13 @@ fn nccl_return_code(lower: &str) -> Option<u8> {
     if !source || line.is_empty() || !line.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
+    // The InfiniBand plugin's initialisation (`transport/net_ib/init.cc`, NCCL 2.23 and later)
+    // failing where there is no InfiniBand (`Failed to open libibverbs.so[.1]`): NCCL prints
+    // "Failed to initialize NET plugin IB", disables the plugin and goes on with sockets
+    // (`plugin/net.cc`); that is no failure of the job.
+    if file.ends_with("net_ib/init.cc") {
+        return None;
+    }
     let after = after.trim_end();
     let (code, rest) = after.split_at(
         after
@@ -4447,6 +4467,26 @@ fn ex_gloo_peer_loopback(line: &str, lower: &str) -> Extract {
             "a peer advertised the loopback address {}: its host name resolves to loopback \
              (/etc/hosts maps it to 127.0.1.1 on Ubuntu and Debian images), which other nodes \
              cannot reach",
+            address.unwrap_or("127.x")
+        )),
+        ..Extract::default()
+    }
+}
+
+/// The loopback address an NCCL peer advertised, named.
+fn ex_nccl_peer_loopback(line: &str, lower: &str) -> Extract {
+    let address = lower.find("connect to 127.").map(|at| {
+        let start = at + "connect to ".len();
+        let len = line[start..]
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(line.len() - start);
+        &line[start..start + len]
+    });
+    Extract {
+        detail: Some(format!(
+            "NCCL's connection to a peer at the loopback address {} was refused: that peer \
+             bootstrapped on `lo` (NCCL_SOCKET_IFNAME=lo, or no other interface it accepted), \
+             an address no other host can reach",
             address.unwrap_or("127.x")
         )),
         ..Extract::default()
@@ -7480,6 +7520,11 @@ mod tests {
             // is no failure.
             ("host-a:1:2 [0] NCCL INFO misc/socket.cc:565 -> 6", None),
             ("host-a:1:2 [0] NCCL INFO init.cc:1500 -> 7", None),
+            // The InfiniBand plugin's start on a host without it: NCCL goes on with sockets.
+            (
+                "host-a:1:2 [0] NCCL INFO transport/net_ib/init.cc:370 -> 3",
+                None,
+            ),
             // Transports and rings use the same arrow between ranks.
             (
                 "host-a:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC",
@@ -7505,6 +7550,7 @@ mod tests {
             ("host-a:1234:1240 [0] graph/xml.cc:332 NCCL WARN Could not find real path of /sys/class/pci_bus/0000:01/../../0000:01:00.0", NcclInternalOrUnsupported),
             ("host-a:1234:1240 [0] NCCL INFO init.cc:840 -> 2", NcclInternalOrUnsupported),
             ("host-a:1234:1240 [0] NCCL INFO group.cc:73 -> 1 [Async thread]", CudaError),
+            ("host-a:1234:1240 [0] NCCL INFO ncclOsSocketStartConnect: connect to 127.0.0.1<52243> returned Connection refused, retrying (1/34) after sleep for 100 msec", NetworkInterface),
             ("host-a:1234:1240 [0] transport/net_ib.cc:520 NCCL WARN NET/IB : Unable to open device mlx5_0", Infiniband),
             ("host-a:1234:1240 [0] transport/net_ib.cc:880 NCCL WARN NET/IB : Attempted to connect incompatible devices: [0]mlx5_0:1/IB and [2]mlx5_2:1/RoCE.", Infiniband),
             ("host-a:1234:1240 [0] transport/net_ib.cc:1800 NCCL WARN communicator encountered a fatal error (detected in ncclIbTest)", Infiniband),
@@ -7600,6 +7646,7 @@ mod tests {
         for line in [
             "[c10d] waitForInput: poll for socket SocketImpl(fd=12, addr=[host-b]:51234, remote=[host-a]:29500) returned operation_in_progress",
             "host-a:1234:1240 [0] NCCL INFO Call to connect returned Connection refused, retrying",
+            "host-a:1234:1240 [0] NCCL INFO ncclOsSocketStartConnect: connect to 10.0.0.2<52243> returned Connection refused, retrying (1/34) after sleep for 100 msec",
         ] {
             assert_eq!(classify(line).map(|(r, _)| r.name), None, "{line}");
         }

@@ -1710,6 +1710,23 @@ fn joined_line_starts(line: &str) -> Vec<usize> {
             starts.push(name_start);
         }
     }
+    // A progress bar that another process's line followed on the same line (tqdm redraws
+    // its bar after a carriage return and ends no line: `\r 38%|███▊      | 377/1000
+    // [04:38<04:39,  2.22it/s]Traceback (most recent call last):`): after the bar's `[...]`.
+    for i in markers(line, "%|") {
+        let rest = &line[i..];
+        let Some(open) = rest.find('[') else {
+            continue;
+        };
+        let Some(close) = rest[open..].find(']') else {
+            continue;
+        };
+        let end = i + open + close + 1;
+        let bar = &line[i..end];
+        if bar[2..].contains('|') && !line[end..].trim().is_empty() {
+            starts.push(end);
+        }
+    }
     for key in ["slurmstepd: error: ", "srun: error: "] {
         for i in markers(line, key) {
             if after_word(i) {
@@ -3455,6 +3472,25 @@ mod tests {
                 "version 2.10.3 ",
                 "WARNING:torch.distributed.elastic.api:Sending process 518"
             ]
+        );
+        // After a progress bar's `[...]`: whatever another process printed on its line.
+        assert_eq!(
+            cut(" 38%|███▊      | 377/1000 [04:38<04:39,  2.22it/s]Traceback (most recent call last):"),
+            [
+                " 38%|███▊      | 377/1000 [04:38<04:39,  2.22it/s]",
+                "Traceback (most recent call last):"
+            ]
+        );
+        assert_eq!(
+            cut("  0%|          | 0/1000 [00:00<?, ?it/s]RuntimeError: CUDA error: out of memory"),
+            [
+                "  0%|          | 0/1000 [00:00<?, ?it/s]",
+                "RuntimeError: CUDA error: out of memory"
+            ]
+        );
+        assert_eq!(
+            cut(" 38%|███▊      | 377/1000 [04:38<04:39]"),
+            [" 38%|███▊      | 377/1000 [04:38<04:39]"]
         );
         assert_eq!(
             cut(" 39%|███▉      | 394/1000 [04:45<04:33]slurmstepd: error: *** STEP 9.0 CANCELLED"),

@@ -754,3 +754,46 @@ fn other_output_printed_into_a_log_changes_few_answers() {
         );
     }
 }
+
+/// A progress bar that a process redraws in place (tqdm: `\r` and the bar again, no line end)
+/// while another prints a line: the line starts right after the bar, on the bar's line. Every
+/// third line of every real log so, against the same bar on a line of its own before it (a bar
+/// says that the job's loop started, which the answers may rightly take into account: what is
+/// measured here is only the line that follows a bar on its line). Before a bar's end was a
+/// place where a joined line is cut (2026-12-06), 6 answers changed, four of them a crashed
+/// rank's traceback read as no crash.
+#[test]
+fn a_progress_bar_before_lines_changes_no_answer() {
+    const BAR: &str = "\r 38%|███▊      | 377/1000 [04:38<04:39,  2.22it/s]";
+    let mut changed = Vec::new();
+    for case in cases() {
+        let bytes = std::fs::read(corpus().join(&case.file)).unwrap();
+        let name = Path::new(&case.file).file_name().unwrap().to_string_lossy();
+        let text = String::from_utf8_lossy(&bytes);
+        let (mut apart, mut glued) = (String::new(), String::new());
+        for (i, line) in text.split('\n').enumerate() {
+            if i % 3 == 2 {
+                apart.push_str(BAR);
+                apart.push('\n');
+                glued.push_str(BAR);
+            }
+            for out in [&mut apart, &mut glued] {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+        let (plain, got) = (
+            first_category(&name, apart.as_bytes()),
+            first_category(&name, glued.as_bytes()),
+        );
+        if plain != got {
+            changed.push(format!("{}: {plain} → {got}", case.id));
+        }
+    }
+    assert!(
+        changed.is_empty(),
+        "a progress bar before every third line, on its line: {} answers changed:\n{}",
+        changed.len(),
+        changed.join("\n")
+    );
+}

@@ -2086,6 +2086,14 @@ pub(crate) static RULES: &[Rule] = &[
         [["call to ibv_", "ibv_reg_mr", "ibv_create_", "ibv_modify_qp", "ibv_poll_cq", "ibv_post_",
           "ibv_open_device", "ibv_get_device"], ["fail", "error", ") returned -"]],
         not [], ex_none),
+    // NCCLX's CTRAN transport over InfiniBand (torchcomms' `comms/ctran/backends/ib/CtranIb.cc`:
+    // "CTRAN ERROR CTRAN-IB: buffer registration failed: buf = ..., dmaBufSupport = true, ...",
+    // its error propagation "CTRAN ERROR .../CtranIb.cc:796 -> 524"): the IB backend refused a
+    // buffer or a connection (a GPU and NIC in different NUMA domains for DMA-BUF, the NIC's
+    // memory registration limits).
+    rule!("ctran_ib_failure", Infiniband, Cause, Standalone,
+        [["ctran-ib:", "ctranib.cc"], ["fail", "error"]],
+        not [], ex_none),
     // `net_ib.cc`: "NET/IB : Got completion from peer %s with error %d, opcode %d, len
     // %d, vendor err %d" (later "with status=%d opcode=%d", and since `net_ib/p2p.cc`
     // "with status=%s(%d) opcode=%s(%d)", the status's verbs name first): the verbs
@@ -7550,6 +7558,7 @@ mod tests {
             ("host-a:1234:1240 [0] graph/xml.cc:332 NCCL WARN Could not find real path of /sys/class/pci_bus/0000:01/../../0000:01:00.0", NcclInternalOrUnsupported),
             ("host-a:1234:1240 [0] NCCL INFO init.cc:840 -> 2", NcclInternalOrUnsupported),
             ("host-a:1234:1240 [0] NCCL INFO group.cc:73 -> 1 [Async thread]", CudaError),
+            ("E0108 10:38:38.120491 1479096 CtranIb.cc:831] CTRAN ERROR CTRAN-IB: buffer registration failed: buf = 0x640000000, len = 4294967296, dmaBufSupport = true, NCCL_CTRAN_IB_DMABUF_ENABLE = true, useDmaBuf = true", Infiniband),
             ("host-a:1234:1240 [0] NCCL INFO ncclOsSocketStartConnect: connect to 127.0.0.1<52243> returned Connection refused, retrying (1/34) after sleep for 100 msec", NetworkInterface),
             ("host-a:1234:1240 [0] transport/net_ib.cc:520 NCCL WARN NET/IB : Unable to open device mlx5_0", Infiniband),
             ("host-a:1234:1240 [0] transport/net_ib.cc:880 NCCL WARN NET/IB : Attempted to connect incompatible devices: [0]mlx5_0:1/IB and [2]mlx5_2:1/RoCE.", Infiniband),

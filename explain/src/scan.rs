@@ -602,12 +602,14 @@ impl<'a> Scanner<'a> {
             Some(message) => message
                 .lines()
                 .for_each(|part| self.pasted_line(number, part)),
-            // Carriage returns inside a line: a progress bar redrawn in place (tqdm's `\r 38%|`)
-            // and whatever was printed after its last redraw, as a terminal shows them, one
-            // line each. Read as one line, a saved log's progress bars hid what came after
-            // them past the bytes a line is analysed for (`srun: Job step aborted` 10 KB into
-            // a tqdm line of a real log, 2026-12-06).
-            None if raw.contains('\r') => raw
+            // Carriage returns inside a line longer than the bytes a line is analysed for: a
+            // progress bar redrawn in place (tqdm's `\r 38%|`) and whatever was printed after
+            // its last redraw, read as the terminal's lines, one each. Read as one line, a
+            // saved log's progress bars hid what came after them (`srun: Job step aborted` 10
+            // KB into a tqdm line of a real log, 2026-12-06). A shorter line is read whole,
+            // its carriage returns shown in the evidence as they are (escaped), and what
+            // follows one is cut apart like a joined line's parts.
+            None if raw.len() > ANALYSED_BYTES && raw.contains('\r') => raw
                 .split('\r')
                 .filter(|part| !part.trim().is_empty())
                 .for_each(|part| self.pasted_line(number, part)),

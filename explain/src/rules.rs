@@ -3044,6 +3044,10 @@ pub(crate) static RULES: &[Rule] = &[
             // check (`ATen/cuda/Exceptions.h`, AT_CUDA_DRIVER_CHECK: "CUDA driver error: ...").
             "assertionerror: invalid device id",
             "assertionerror: invalid peer device id",
+            // Intel GPUs' (and out-of-tree backends') index check, `c10/xpu/XPUFunctions.h`'s
+            // `check_device_index`: "The device index is out of range. It must be in [0, 6),
+            // but got 11." (a local rank computed from more ranks per node than GPUs).
+            "the device index is out of range. it must be in [0,",
             "is not visible (cuda_visible_devices=",
             "cuda driver error: unknown error",
             "exceeds available gpus in cuda_visible_devices",
@@ -7558,6 +7562,7 @@ mod tests {
             ("host-a:1234:1240 [0] graph/xml.cc:332 NCCL WARN Could not find real path of /sys/class/pci_bus/0000:01/../../0000:01:00.0", NcclInternalOrUnsupported),
             ("host-a:1234:1240 [0] NCCL INFO init.cc:840 -> 2", NcclInternalOrUnsupported),
             ("host-a:1234:1240 [0] NCCL INFO group.cc:73 -> 1 [Async thread]", CudaError),
+            ("RuntimeError: The device index is out of range. It must be in [0, 6), but got 11.", CudaError),
             ("E0108 10:38:38.120491 1479096 CtranIb.cc:831] CTRAN ERROR CTRAN-IB: buffer registration failed: buf = 0x640000000, len = 4294967296, dmaBufSupport = true, NCCL_CTRAN_IB_DMABUF_ENABLE = true, useDmaBuf = true", Infiniband),
             ("host-a:1234:1240 [0] NCCL INFO ncclOsSocketStartConnect: connect to 127.0.0.1<52243> returned Connection refused, retrying (1/34) after sleep for 100 msec", NetworkInterface),
             ("host-a:1234:1240 [0] transport/net_ib.cc:520 NCCL WARN NET/IB : Unable to open device mlx5_0", Infiniband),

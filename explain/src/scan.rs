@@ -1543,6 +1543,15 @@ fn joined_line_starts(line: &str) -> Vec<usize> {
         let code = i + end;
         if !line[code..].trim().is_empty() {
             starts.push(code);
+            // The exception after the code line (a paste that starts at a frame, without the
+            // traceback's header, and lost its line ends: `File "x.py", line 277 port =
+            // int(...) ValueError: invalid literal ...`), up to the next frame.
+            let next = line[code..]
+                .find("File \"")
+                .map_or(line.len(), |n| code + n);
+            if let Some(at) = exception_after_code(&line[code..next]) {
+                starts.push(code + at);
+            }
         }
     }
     // Lines read one record at a time: NCCL's version line, a framework's rank announcement,
@@ -1701,8 +1710,9 @@ fn joined_line_starts(line: &str) -> Vec<usize> {
     // it (`DistBackendError`, `torch.OutOfMemoryError`), which prose does not write.
     for (i, _) in line.match_indices("Error: ").take(MAX_CUTS_PER_MARKER) {
         let name_start = line[..i]
-            .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.'))
-            .map_or(0, |w| w + 1);
+            .char_indices()
+            .rfind(|&(_, c)| !(c.is_ascii_alphanumeric() || c == '_' || c == '.'))
+            .map_or(0, |(w, c)| w + c.len_utf8());
         let name = &line[name_start..i + "Error".len()];
         let class = name.rsplit('.').next().unwrap_or(name);
         let camel = class.len() > "Error".len()
@@ -3499,6 +3509,25 @@ mod tests {
             [
                 " 39%|███▉      | 394/1000 [04:45<04:33]",
                 "slurmstepd: error: *** STEP 9.0 CANCELLED"
+            ]
+        );
+        // After a character of more than one byte (the fuzzer's: an invalid byte read as
+        // U+FFFD right before the name).
+        assert_eq!(
+            cut("error: rendezvous tim\u{fffd}eKeyError: 'label'"),
+            ["error: rendezvous tim\u{fffd}eKeyError: 'label'"]
+        );
+        assert_eq!(
+            cut("at enc_hook \u{fffd}DistBackendError: Watchdog caught"),
+            ["at enc_hook \u{fffd}DistBackendError: Watchdog caught"]
+        );
+        // The exception after a frame's code, in a paste that starts at the frame.
+        assert_eq!(
+            cut("File \".../rendezvous.py\", line 277 port = int(x) ValueError: invalid literal"),
+            [
+                "File \".../rendezvous.py\", line 277",
+                " port = int(x) ",
+                "ValueError: invalid literal"
             ]
         );
         // An exception whose name has a capital inside it, after a frame's code.

@@ -153,7 +153,7 @@ const VALIDATION_FLOOR: f64 = 0.72;
 const VALIDATION_HIGH_CONFIDENCE_FLOOR: f64 = 0.88;
 /// Cases in the corpus: a case lost from the index fails the test (the
 /// issue asked for at least 150).
-const CASES: usize = 655;
+const CASES: usize = 660;
 
 #[derive(Deserialize)]
 struct Case {
@@ -646,7 +646,10 @@ fn hard_wrapped_logs_change_few_answers() {
 /// `WARNING:torch...:` prefix (pictorestore-...), Slurm's `slurmstepd: error:` lines after a
 /// progress bar, whose redraws in place (carriage returns) are read as lines of their own
 /// (lumi-workshop-...), and an exception with a CamelCase name after a frame's code (rlix-...).
-/// With them 5 changed (two of them validation cases), and the limit is 5 again.
+/// With them 5 changed (two of them validation cases), and the limit is 5 again. A case added
+/// later that day starts at a frame, without the traceback's header (pl-ezpz-...): its code
+/// line joined with its exception is cut apart too, which one of those validation cases also
+/// answers alike since: 4 changed, the limit is 4.
 #[test]
 fn joined_lines_change_few_answers() {
     type Join = fn(&[&str]) -> String;
@@ -662,7 +665,7 @@ fn joined_lines_change_few_answers() {
             },
             1,
         ),
-        ("the whole log on one line", |lines| lines.join(" "), 5),
+        ("the whole log on one line", |lines| lines.join(" "), 4),
     ];
     for (what, join, at_most) in joins {
         let mut changed = Vec::new();

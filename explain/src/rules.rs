@@ -4467,13 +4467,9 @@ fn ex_port(_: &str, lower: &str) -> Extract {
 
 /// The loopback address a gloo peer advertised, named.
 fn ex_gloo_peer_loopback(line: &str, lower: &str) -> Extract {
-    let address = ["remote=[", "remote=", "connect ["].iter().find_map(|k| {
-        let start = lower.find(&format!("{k}127."))? + k.len();
-        let len = line[start..]
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(line.len() - start);
-        Some(&line[start..start + len])
-    });
+    let address = ["remote=[", "remote=", "connect ["]
+        .iter()
+        .find_map(|k| loopback_address_after(line, lower, k));
     Extract {
         detail: Some(format!(
             "a peer advertised the loopback address {}: its host name resolves to loopback \
@@ -4485,15 +4481,19 @@ fn ex_gloo_peer_loopback(line: &str, lower: &str) -> Extract {
     }
 }
 
+/// The loopback address (`127.` and the digits and dots after it) right after `key` in
+/// `line` (`lower` is `line` lowercased, ASCII only: the same byte offsets).
+fn loopback_address_after<'l>(line: &'l str, lower: &str, key: &str) -> Option<&'l str> {
+    let start = lower.find(&format!("{key}127."))? + key.len();
+    let len = line[start..]
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(line.len() - start);
+    Some(&line[start..start + len])
+}
+
 /// The loopback address an NCCL peer advertised, named.
 fn ex_nccl_peer_loopback(line: &str, lower: &str) -> Extract {
-    let address = lower.find("connect to 127.").map(|at| {
-        let start = at + "connect to ".len();
-        let len = line[start..]
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(line.len() - start);
-        &line[start..start + len]
-    });
+    let address = loopback_address_after(line, lower, "connect to ");
     Extract {
         detail: Some(format!(
             "NCCL's connection to a peer at the loopback address {} was refused: that peer \

@@ -2044,7 +2044,13 @@ pub(crate) static RULES: &[Rule] = &[
           // debug logger's last try: "ERROR failed to connect, willRetry=0, ..."); libuv's
           // bind to an address this host does not have ("uv_bind: address not available").
           "timed out connecting: so_error", "failed to connect, willretry=0",
-          "uv_bind: address not available"]],
+          "uv_bind: address not available",
+          // The same errno (EADDRNOTAVAIL) raised through Python's socket module or pyzmq, a
+          // bind to an address this host does not have (an engine, a store or a message queue
+          // told another node's address): "OSError: [Errno 99] Cannot assign requested
+          // address", "zmq.error.ZMQError: Cannot assign requested address (addr='tcp://...')".
+          "[errno 99] cannot assign requested address",
+          "zmqerror: cannot assign requested address"]],
         // Reaching the store (MASTER_ADDR) is connection_refused's; this rule is about the
         // interface NCCL/gloo pick for their own connections. c10d's `socket.cpp` alone writes
         // an errno as "(errno: 113 - No route to host)" (NCCL: "failed : No route to host",
@@ -7575,6 +7581,8 @@ mod tests {
             ("host-a:1234:1240 [0] bootstrap.cc:100 NCCL WARN no device found matching ib0, verify NCCL_OOB_NET_IFNAME", NetworkInterface),
             ("host-a:1234:1240 [0] init.cc:200 NCCL WARN Failed to initialize any NET plugin", Infiniband),
             ("host-a:1234:1240 [0] misc/socket.cc:450 NCCL WARN Call to bind failed: Cannot assign requested address", NetworkInterface),
+            ("OSError: [Errno 99] Cannot assign requested address", NetworkInterface),
+            ("zmq.error.ZMQError: Cannot assign requested address (addr='tcp://10.0.0.2:5555')", NetworkInterface),
             ("RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/device.cc:212] ifa != nullptr. Unable to find interface for: 10.0.0.9", NetworkInterface),
             ("RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/socket.cc:95] rv != -1. -1 vs -1. bind: Cannot assign requested address", NetworkInterface),
             ("RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.h:311] Connect timeout [10.0.0.2]:61497", NetworkInterface),
@@ -8215,6 +8223,15 @@ mod tests {
         ] {
             assert_read_as(line, want, by);
         }
+        // An HTTP client's errno 99 is its own connection's, not an interface of the job's.
+        assert_eq!(
+            cat(
+                "urllib3.exceptions.NewConnectionError: <urllib3.connection.HTTPSConnection \
+                 object at 0x7f00>: Failed to establish a new connection: [Errno 99] Cannot \
+                 assign requested address"
+            ),
+            None
+        );
         // c10d's client goes on to the name's next address after errno 99 on one of them.
         assert_eq!(
             cat(

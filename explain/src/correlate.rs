@@ -3522,6 +3522,10 @@ const INDIRECT_RULES: &[&str] = &[
     // EINVAL from libfabric for a GPU buffer: one recorded cause (NCCL against an older
     // libfabric), but a generic answer.
     crate::rules::RULE_OFI_GPU_BUFFER_REFUSED,
+    // Neuron's question whether EFA is enabled: a single-instance run that never uses EFA
+    // prints it too; the job failing over it is the next line's ("Unable to run
+    // multi-instance workload").
+    crate::rules::RULE_NEURON_OFI_INIT_FAILED,
     // fairseq's message names two ways its workers fall out of sync: the one it files under
     // (a worker's epoch ended early) and a worker out of memory.
     "workers_out_of_sync",

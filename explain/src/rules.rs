@@ -382,6 +382,8 @@ pub(crate) const RULE_VLLM_KV_CACHE_TOO_SMALL: &str = "vllm_kv_cache_too_small";
 pub(crate) const RULE_ACCELERATE_NO_P2P_GUARD: &str = "accelerate_no_p2p_guard";
 /// aws-ofi-nccl's registration of a GPU buffer refused with EINVAL.
 pub(crate) const RULE_OFI_GPU_BUFFER_REFUSED: &str = "ofi_gpu_buffer_refused";
+/// AWS Neuron's collectives asking whether EFA is enabled after their OFI plugin failed.
+pub(crate) const RULE_NEURON_OFI_INIT_FAILED: &str = "neuron_ofi_init_failed";
 /// NCCL's set-up refusing GPUs that NVLink connects while NVML reports their peer-to-peer off.
 pub(crate) const RULE_NCCL_NVLINK_P2P_DISABLED: &str = "nccl_nvlink_p2p_disabled";
 /// The rule of a store client whose ping came back with another value: not this job's store.
@@ -2247,6 +2249,16 @@ pub(crate) static RULES: &[Rule] = &[
     // 524288 (expected 262144)"); its "mismatch recommended" lets the job go on.
     rule!("gib_setting_enforced", NcclInternalOrUnsupported, Cause, Standalone,
         [["(shim) mismatch enforced"]], not [], ex_none),
+    // AWS Neuron's collectives library (CCOM, on Trainium/Inferentia) over the same plugin:
+    // "CCOM WARN Unable to run multi-instance workload.  Ofi plugin is not installed or EFA is
+    // not enabled" ends a multi-node job; "OFI plugin initNet() failed is EFA enabled?" comes
+    // before it, and in single-instance runs that never use EFA too (the Neuron SDK's
+    // troubleshooting guide, "EFA is not enabled in trn1.32xlarge": the instances launched
+    // without EFA; lspci shows the EFA devices). Medium alone (INDIRECT_RULES in correlate.rs).
+    rule!("neuron_multi_instance_without_efa", Infiniband, Cause, Standalone,
+        [["unable to run multi-instance workload"]], not [], ex_none),
+    rule!(RULE_NEURON_OFI_INIT_FAILED, Infiniband, Cause, Standalone,
+        [["ofi plugin initnet() failed is efa enabled"]], not [], ex_none),
     // aws-ofi-nccl with GPUDirect RDMA required on the instance type but unavailable
     // (`platform-aws.cpp`: "GDR disabled on GDR-supported instance type p4d.24xlarge", then
     // -EINVAL): the EFA path cannot start.
@@ -7582,6 +7594,8 @@ mod tests {
             ("host-a:1234:1240 [0] init.cc:200 NCCL WARN Failed to initialize any NET plugin", Infiniband),
             ("host-a:1234:1240 [0] misc/socket.cc:450 NCCL WARN Call to bind failed: Cannot assign requested address", NetworkInterface),
             ("OSError: [Errno 99] Cannot assign requested address", NetworkInterface),
+            ("2023-May-21 01:40:15.0924 93703:93705 [0] init.cc:655 CCOM WARN Unable to run multi-instance workload.  Ofi plugin is not installed or EFA is not enabled", Infiniband),
+            ("2023-May-21 01:40:03.0080 93703:93705 [0] init.cc:99 CCOM WARN OFI plugin initNet() failed is EFA enabled?", Infiniband),
             ("zmq.error.ZMQError: Cannot assign requested address (addr='tcp://10.0.0.2:5555')", NetworkInterface),
             ("RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/device.cc:212] ifa != nullptr. Unable to find interface for: 10.0.0.9", NetworkInterface),
             ("RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/socket.cc:95] rv != -1. -1 vs -1. bind: Cannot assign requested address", NetworkInterface),

@@ -2801,6 +2801,11 @@ pub(crate) static RULES: &[Rule] = &[
           "failed to recv, got 0 bytes", "remote process exited", "ncclremoteerror",
           // NCCL `misc/socket.cc`: "socketProgress: Connection closed by remote peer %s".
           "connection closed by remote peer",
+          // NCCL's socket transport (`transport/net_socket.cc`) when a transfer to or from a
+          // peer fails ("NET/Socket : socket progress error"): the peer went away or the link
+          // broke under it; and its proxy refusing work on a communicator already aborted
+          // (`proxy.cc`: "Comm 0x55d1c0 is in abort state"), after an earlier error.
+          "net/socket : socket progress error", "is in abort state",
           "communicator was aborted", "unusable after an earlier error", "closing signal sigterm",
           // c10d's store client (`TCPStore.cpp`, `socket.cpp`) when the store's process (rank
           // 0's, or the agent's) went away: "Failed to send, sent 0 bytes. Connection was
@@ -7594,6 +7599,8 @@ mod tests {
             ("host-a:1234:1240 [0] init.cc:200 NCCL WARN Failed to initialize any NET plugin", Infiniband),
             ("host-a:1234:1240 [0] misc/socket.cc:450 NCCL WARN Call to bind failed: Cannot assign requested address", NetworkInterface),
             ("OSError: [Errno 99] Cannot assign requested address", NetworkInterface),
+            ("host-a:1234:1240 [0] transport/net_socket.cc:325 NCCL WARN NET/Socket : socket progress error", RankCrashed),
+            ("host-a:1234:1240 [0] proxy.cc:1371 NCCL WARN Comm 0x55d1c0 is in abort state", RankCrashed),
             ("2023-May-21 01:40:15.0924 93703:93705 [0] init.cc:655 CCOM WARN Unable to run multi-instance workload.  Ofi plugin is not installed or EFA is not enabled", Infiniband),
             ("2023-May-21 01:40:03.0080 93703:93705 [0] init.cc:99 CCOM WARN OFI plugin initNet() failed is EFA enabled?", Infiniband),
             ("zmq.error.ZMQError: Cannot assign requested address (addr='tcp://10.0.0.2:5555')", NetworkInterface),

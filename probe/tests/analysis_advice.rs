@@ -483,6 +483,57 @@ fn a_size_the_run_saw_alone_only_once_or_twice_does_not_override_the_sweep() {
 }
 
 #[test]
+fn a_call_alone_only_on_the_rank_that_started_it_last_is_no_size_of_the_table() {
+    // As above, three 3 MiB all-reduces of 12 ms after the sweep, alone on rank 0, which starts
+    // each last; rank 1 started each 1 ms earlier, still in a backward that ran until 6 ms into
+    // the call: it reduced its part beside its compute (on the shaped cluster of bench/whatif,
+    // a 2 MiB run's bucket calls after rank 0's backward took 26-35 ms against the sweep's
+    // 21 ms for 1.7 MB, and the table's 2 MiB at 43 ms put the trace's predictions 12-16%
+    // fast). Not a time alone: the sweep's line holds at 3 MiB.
+    let spec = bandwidth_bound();
+    let sweep = sweep_on_bandwidth_bound_line(&[4096, MIB, 2 * MIB, 4 * MIB, 10 * MIB]);
+    let advise_with = |peer_computes: bool| {
+        let mut run = with_sweep(make_run(&spec), spec.steps, &sweep);
+        for (rank, r) in run.iter_mut().enumerate() {
+            let mut t = 100.0 * spec.steps as f64 + 200.0;
+            r.push(Record::Span(span(
+                SpanKind::Step,
+                spec.steps,
+                t - 8.0,
+                t + 39.0,
+            )));
+            for k in 0..3u64 {
+                let start = if rank == 1 { t - 1.0 } else { t };
+                if rank == 1 && peer_computes {
+                    r.push(Record::Span(span(
+                        SpanKind::Backward,
+                        spec.steps,
+                        t - 6.0,
+                        t + 6.0,
+                    )));
+                }
+                r.push(all_reduce_outside_steps(
+                    None,
+                    (start, t + 12.0),
+                    3 * MIB,
+                    2_000_000 + k,
+                ));
+                t += 13.0;
+            }
+        }
+        let a = analysis::advise(&load(&run), &single_caps());
+        let fit = &a.fits[a.fit_used.expect("a cost model")];
+        assert!(fit.calibrated, "{fit:?}");
+        fit.predict_ns(3 * MIB)
+    };
+    // Alone on both ranks: measured, 12 ms.
+    let both = advise_with(false);
+    assert!(close(both, 12.0), "{both}");
+    let one = advise_with(true);
+    assert!(close(one, 3.1), "{one}");
+}
+
+#[test]
 fn a_probe_reading_beyond_what_one_thread_can_take_is_bounded_at_two() {
     // The bandwidth-bound run with a sweep on its line, and a start-up probe whose compute
     // took 40 ms while a 1 MiB all-reduce ran for those 40 ms, and the same work 10 ms alone:

@@ -514,20 +514,22 @@ fn fit_points(
             }
         }
     }
-    out.extend(seqs.finish().with_last().map(|(_, last, whole)| FitPoint {
+    out.extend(seqs.finish().with_last().map(|(v, last, whole)| FitPoint {
         bytes: last.bytes,
         op: last.op,
         transport: last.transport,
         // A call during compute is timed as a whole, from its last rank's start to its last
         // rank's end: the run's calls chain, and the next starts when this one has ended on
         // every rank (see `interference::fit_comm_overlap`). A call alone is timed on the rank
-        // that started it last, as the sweep's calls are.
+        // that started it last, as the sweep's calls are, and counts as alone only where it was
+        // on every rank (each one's call exposed whole): a peer still in backward when it joined
+        // reduced its part beside its compute.
         time_ns: if last.overlapped {
             whole
         } else {
             last.duration
         } as f64,
-        alone: last.alone,
+        alone: last.alone && v.exposed >= v.total,
         calibration: names.is_sweep_name(last.name),
         overlapped: last.overlapped,
     }));

@@ -435,101 +435,67 @@ fn a_calibration_sweep_that_does_not_grow_with_size_is_a_latency_bound_cost_mode
     }
 }
 
-#[test]
-fn a_size_the_run_saw_alone_only_once_or_twice_does_not_override_the_sweep() {
-    // The bandwidth-bound run (0.1 ms + 1 ms per MiB) with a sweep on the same line from
-    // 4 KiB to 10 MiB; 3 MiB lies between the sweep's 2 and 4 MiB: 3.1 ms interpolated.
+/// The cost model's time for 3 MiB (ms) of the bandwidth-bound run (0.1 ms + 1 ms per MiB)
+/// with a sweep on the same line from 4 KiB to 10 MiB (3 MiB lies between the sweep's 2 and 4
+/// MiB: 3.1 ms interpolated), after which one more step held `n` all-reduces of 3 MiB taking
+/// 12 ms each, 13 ms apart. Rank 1 starts each 1 ms before rank 0 does, and with
+/// `peer_computes` is still in a backward until 6 ms into each.
+fn model_at_3_mib_after_calls(n: u64, peer_computes: bool) -> f64 {
     let spec = bandwidth_bound();
     let sweep = sweep_on_bandwidth_bound_line(&[4096, MIB, 2 * MIB, 4 * MIB, 10 * MIB]);
-    // After the sweep, one more step in which `n` all-reduces of 3 MiB ran alone (no compute)
-    // but took 12 ms each (a step disturbed by something else on the machine).
-    let with_slow_calls = |n: u64| {
-        let mut run = with_sweep(make_run(&spec), spec.steps, &sweep);
-        for r in &mut run {
-            let mut t = 100.0 * spec.steps as f64 + 200.0;
-            r.push(Record::Span(span(
-                SpanKind::Step,
-                spec.steps,
-                t - 1.0,
-                t + 13.0 * n as f64,
-            )));
-            for k in 0..n {
-                r.push(all_reduce_outside_steps(
-                    None,
-                    (t, t + 12.0),
-                    3 * MIB,
-                    2_000_000 + k,
-                ));
-                t += 13.0;
+    let mut run = with_sweep(make_run(&spec), spec.steps, &sweep);
+    for (rank, r) in run.iter_mut().enumerate() {
+        let mut t = 100.0 * spec.steps as f64 + 200.0;
+        r.push(Record::Span(span(
+            SpanKind::Step,
+            spec.steps,
+            t - 8.0,
+            t + 13.0 * n as f64,
+        )));
+        for k in 0..n {
+            let start = if rank == 1 { t - 1.0 } else { t };
+            if rank == 1 && peer_computes {
+                r.push(Record::Span(span(
+                    SpanKind::Backward,
+                    spec.steps,
+                    t - 6.0,
+                    t + 6.0,
+                )));
             }
+            r.push(all_reduce_outside_steps(
+                None,
+                (start, t + 12.0),
+                3 * MIB,
+                2_000_000 + k,
+            ));
+            t += 13.0;
         }
-        analysis::advise(&load(&run), &single_caps())
-    };
-    let model_at_3_mib = |a: &analysis::Advice| {
-        let fit = &a.fits[a.fit_used.expect("a cost model")];
-        assert!(fit.calibrated, "{fit:?}");
-        fit.predict_ns(3 * MIB)
-    };
-    // Two such calls are not a size of the table: the sweep's line holds.
-    let two = with_slow_calls(2);
-    assert!(close(model_at_3_mib(&two), 3.1), "{}", model_at_3_mib(&two));
+    }
+    let a = analysis::advise(&load(&run), &single_caps());
+    let fit = &a.fits[a.fit_used.expect("a cost model")];
+    assert!(fit.calibrated, "{fit:?}");
+    fit.predict_ns(3 * MIB)
+}
+
+#[test]
+fn a_size_the_run_saw_alone_only_once_or_twice_does_not_override_the_sweep() {
+    // The calls ran alone on both ranks but took 12 ms each (a step disturbed by something
+    // else on the machine). Two such calls are not a size of the table: the sweep's line holds.
+    let two = model_at_3_mib_after_calls(2, false);
+    assert!(close(two, 3.1), "{two}");
     // Three are (MIN_CALLS_PER_SIZE): the run's own size is measured there, 12 ms.
-    let three = with_slow_calls(3);
-    assert!(
-        close(model_at_3_mib(&three), 12.0),
-        "{}",
-        model_at_3_mib(&three)
-    );
+    let three = model_at_3_mib_after_calls(3, false);
+    assert!(close(three, 12.0), "{three}");
 }
 
 #[test]
 fn a_call_alone_only_on_the_rank_that_started_it_last_is_no_size_of_the_table() {
-    // As above, three 3 MiB all-reduces of 12 ms after the sweep, alone on rank 0, which starts
-    // each last; rank 1 started each 1 ms earlier, still in a backward that ran until 6 ms into
-    // the call: it reduced its part beside its compute (on the shaped cluster of bench/whatif,
-    // a 2 MiB run's bucket calls after rank 0's backward took 26-35 ms against the sweep's
-    // 21 ms for 1.7 MB, and the table's 2 MiB at 43 ms put the trace's predictions 12-16%
-    // fast). Not a time alone: the sweep's line holds at 3 MiB.
-    let spec = bandwidth_bound();
-    let sweep = sweep_on_bandwidth_bound_line(&[4096, MIB, 2 * MIB, 4 * MIB, 10 * MIB]);
-    let advise_with = |peer_computes: bool| {
-        let mut run = with_sweep(make_run(&spec), spec.steps, &sweep);
-        for (rank, r) in run.iter_mut().enumerate() {
-            let mut t = 100.0 * spec.steps as f64 + 200.0;
-            r.push(Record::Span(span(
-                SpanKind::Step,
-                spec.steps,
-                t - 8.0,
-                t + 39.0,
-            )));
-            for k in 0..3u64 {
-                let start = if rank == 1 { t - 1.0 } else { t };
-                if rank == 1 && peer_computes {
-                    r.push(Record::Span(span(
-                        SpanKind::Backward,
-                        spec.steps,
-                        t - 6.0,
-                        t + 6.0,
-                    )));
-                }
-                r.push(all_reduce_outside_steps(
-                    None,
-                    (start, t + 12.0),
-                    3 * MIB,
-                    2_000_000 + k,
-                ));
-                t += 13.0;
-            }
-        }
-        let a = analysis::advise(&load(&run), &single_caps());
-        let fit = &a.fits[a.fit_used.expect("a cost model")];
-        assert!(fit.calibrated, "{fit:?}");
-        fit.predict_ns(3 * MIB)
-    };
-    // Alone on both ranks: measured, 12 ms.
-    let both = advise_with(false);
-    assert!(close(both, 12.0), "{both}");
-    let one = advise_with(true);
+    // Three such calls, alone on rank 0, which starts each last, while rank 1 is still in a
+    // backward when it joins: it reduces its part beside its compute (on the shaped cluster of
+    // bench/whatif, a 2 MiB run's bucket calls after rank 0's backward took 26-35 ms against
+    // the sweep's 21 ms for 1.7 MB, and the table's 2 MiB at 43 ms put the trace's predictions
+    // 12-16% fast). Not a time alone: the sweep's line holds at 3 MiB.
+    let one = model_at_3_mib_after_calls(3, true);
     assert!(close(one, 3.1), "{one}");
 }
 

@@ -1708,7 +1708,20 @@ fn says_watchdog_stuck(e: &Evidence) -> bool {
     // The heartbeat monitor's report, and its exit reason when it ends the process
     // ("Terminating the process after attempting to dump debug info, due to ProcessGroupNCCL
     // watchdog hang.").
-    text.contains("watchdog got stuck") || text.contains("due to processgroupnccl watchdog hang")
+    // PyTorch 2.2 and 2.3 logged "Heartbeat monitor timed out! Process will be terminated after
+    // dumping debug info." before that exit message (`heartbeatMonitor`, when the watchdog's
+    // heartbeat did not move for TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC); the first wordings of late
+    // 2023 are in `watchdog_context`'s needles.
+    [
+        "watchdog got stuck",
+        "due to processgroupnccl watchdog hang",
+        "heartbeat monitor timed out",
+        "watchdog heartbeat detected",
+        "detects no heartbeat",
+        "nccl monitor thread timeout",
+    ]
+    .iter()
+    .any(|needle| text.contains(needle))
 }
 
 /// Whether `b` comes after `a` in the same log file (or on its line: a log pasted as one line
@@ -3510,6 +3523,10 @@ const IOMMU_WARNED_DURING_HANG: &str = "iommu_warned_during_hang";
 /// exit code, a generic error code or crash marker), not from a message that
 /// names it.
 const INDIRECT_RULES: &[&str] = &[
+    // PyTorch's hint that follows a CUDA error, without the error.
+    crate::rules::RULE_CUDA_ERROR_HINT,
+    // Another rank's watchdog found the failure; this rank only heard of it.
+    crate::rules::RULE_TIMEOUT_SIGNAL_FROM_ANOTHER_RANK,
     // A first collective's timeout on one node is mostly GPU peer-to-peer traffic, but a rank
     // still starting past the timeout, or a transport's other failure, reads the same.
     "first_collective_timed_out",

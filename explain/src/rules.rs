@@ -437,6 +437,10 @@ pub(crate) const NO_USABLE_GPU_RULE: &str = "no_usable_gpu";
 /// The rule of a rank's word that another rank's collective timed out (ProcessGroupNCCL's
 /// dump signal).
 pub(crate) const DUMP_SIGNAL_RULE: &str = "dump_signal_from_rank";
+/// PyTorch's hint after a CUDA error, without the error's own line.
+pub(crate) const RULE_CUDA_ERROR_HINT: &str = "cuda_error_hint";
+/// Another rank's watchdog signalled a timeout (or error) without naming the rank.
+pub(crate) const RULE_TIMEOUT_SIGNAL_FROM_ANOTHER_RANK: &str = "timeout_signal_from_another_rank";
 /// The rule of Megatron-LM's bucket whose reduction never started (a parameter without its
 /// gradient under overlap_grad_reduce).
 pub(crate) const RULE_MEGATRON_BUCKET_NOT_ISSUED: &str = "megatron_bucket_not_issued";
@@ -1951,6 +1955,20 @@ pub(crate) static RULES: &[Rule] = &[
         [["connectfullmesh failed", "using the loopback address as fallback",
           "unable to resolve hostname to a (local) address"]],
         not [], ex_address),
+    // PyTorch's gloo devices, before any connection: `ProcessGroupGloo.cpp`'s
+    // createDeviceForHostname ("Cannot resolve node-17 to a (local) address": the host name
+    // gloo binds to, this host's own unless GLOO_SOCKET_IFNAME names an interface, has no
+    // address of this host) and `GlooDeviceFactory.cpp`'s makeTCPDevice ("interface or
+    // hostname can't be empty": a device asked for with neither).
+    rule!("gloo_device_address", NetworkInterface, Cause, Standalone,
+        [["cannot resolve ", "maketcpdevice(): interface or hostname can't be empty"],
+         ["to a (local) address", "interface or hostname can't be empty"]],
+        not [], ex_gloo_device_address),
+    // gloo's `transport/tcp/device.cc` (lookupAddrForHostname), when getaddrinfo() fails for
+    // the host name gloo binds to: "[enforce fail at .../gloo/transport/tcp/device.cc:99] rv ==
+    // 0. -2 vs 0" (EAI_NONAME: the name does not resolve on this host).
+    rule!("gloo_hostname_unresolved", NetworkInterface, Cause, Standalone,
+        [["transport/tcp/device.cc"], ["rv == 0. "]], not [], ex_gloo_hostname_unresolved),
     // gloo's `transport/tcp/pair.cc`: "connect [ADDR]:PORT: Connection refused" (a pair
     // connects to a peer rank, never to the store).
     rule!("gloo_peer_connect", NetworkInterface, Cause, Standalone,
@@ -2655,6 +2673,12 @@ pub(crate) static RULES: &[Rule] = &[
     // "[Rank 0]: Rank 1 failed to pass monitoredBarrier in 2000 ms" (or "Ranks 1, 3 ...", with
     // `wait_all_ranks`), and "Rank 0 timed out in monitoredBarrier after 1800000 ms.". The
     // ranks named before "failed" are the ones that did not arrive; rank 0 only waited.
+    // The desync report's first line (`TraceUtils.h`'s retrieveDesyncReport, printed by a rank
+    // whose watchdog timed out with TORCH_NCCL_DESYNC_DEBUG or TORCH_DISTRIBUTED_DEBUG=DETAIL):
+    // " - [3] Timeout at collective: ALLREDUCE, #1234". The rank in brackets, the one that
+    // printed it, timed out; the report's other lines name the ranks behind (the rules above).
+    rule!("desync_report_timeout", CollectiveTimeout, Symptom, Standalone,
+        [["] timeout at collective: "]], not [], ex_desync_report_timeout),
     rule!(MONITORED_BARRIER_RULE, CollectiveTimeout, Symptom, Standalone,
         [["failed to pass monitoredbarrier", "timed out in monitoredbarrier"]], not [],
         ex_monitored_barrier),
@@ -2668,6 +2692,17 @@ pub(crate) static RULES: &[Rule] = &[
     rule!(DUMP_SIGNAL_RULE, CollectiveTimeout, Symptom, Standalone,
         [["received a dump signal due to a collective timeout from"]], not [],
         ex_dump_signal_rank),
+    // The same signal where the rank is not named: PyTorch 2.2 and 2.3's heartbeat monitor
+    // ("Received a global timeout from another rank and will start to dump the debug info.",
+    // then its exit, "ProcessGroupNCCL's watchdog detected a collective timeout and notified
+    // current rank. ..."), and 2.4 on ("Observed flight recorder dump signal from another rank
+    // via TCPStore.", before the line above; 2.5 on also signals a collective's error). Another
+    // rank's watchdog found it; this rank only heard of it (a consequence: no rank to name).
+    rule!(RULE_TIMEOUT_SIGNAL_FROM_ANOTHER_RANK, CollectiveTimeout, Consequence, Standalone,
+        [["received a global timeout from another rank",
+          "watchdog detected a collective timeout and notified current rank",
+          "observed flight recorder dump signal from another rank"]],
+        not [], ex_timeout_signal_from_another_rank),
     rule!("remote_error_from_rank", RankCrashed, Symptom, Standalone,
         [["remote error detected from rank:"]], not [], ex_remote_error_rank),
     // `ProcessGroupGloo.cpp`'s monitoredBarrier: "Rank 1 successfully reached
@@ -2753,9 +2788,13 @@ pub(crate) static RULES: &[Rule] = &[
     // torchelastic's expiration timers (`elastic/timer`: "Reaping worker_pid=[4243]. Expired
     // timers: [...]", then "Successfully reaped worker=[4243] with signal=9"): a timer the
     // program armed (`expires(after=...)`) ran out and the timer server killed the worker with
-    // SIGKILL: the rank's own block overran, no memory killer.
+    // SIGKILL: the rank's own block overran, no memory killer. The local timer server
+    // (`timer/local_timer.py`, `api.py`'s TimerServer) says "Reaping worker_id=[4022]. Expired
+    // timers: ['train_step']"; the file-based one, when asked to, ends the agent too
+    // ("Terminating the server process=[4012] because of expired timers").
     rule!("elastic_timer_reaped", RankCrashed, Cause, Standalone,
-        [["reaping worker_pid="]], not [], ex_none),
+        [["reaping worker_pid=", "reaping worker_id=", "because of expired timers"]],
+        not [], ex_none),
     // ProcessGroupNCCL's hook loop (`runHookLoop`): a completion hook the program registered
     // raised, and PyTorch aborts every communicator with that as the reason ("Caught exception
     // on rank 3 while running onCompletion hook for ProcessGroupNCCL: TypeError: ...
@@ -2769,7 +2808,11 @@ pub(crate) static RULES: &[Rule] = &[
     // TORCH_NCCL_NONBLOCKING_TIMEOUT ("NCCL timeout in: .../NCCLUtils.cpp:280"), and
     // `Work::wait(timeout)` (`Work.cpp`: "Operation timed out!").
     rule!("nccl_nonblocking_timeout", CollectiveTimeout, Symptom, Standalone,
-        [["nccl timeout in:", "runtimeerror: operation timed out!"]], not [], ex_none),
+        // PyTorch 2.3 to 2.5's NCCLComm::waitUntilInitialized (`NCCLUtils.cpp`, a non-blocking
+        // communicator, TORCH_NCCL_USE_COMM_NONBLOCKING=1): "NCCL timeout in communicator
+        // initialization.", its creation hung as the health check's above.
+        [["nccl timeout in:", "runtimeerror: operation timed out!",
+          "nccl timeout in communicator initialization"]], not [], ex_none),
     rule!(
         "watchdog_context",
         CollectiveTimeout,
@@ -2779,6 +2822,14 @@ pub(crate) static RULES: &[Rule] = &[
             "watchdog got stuck",
             "due to processgroupnccl watchdog hang",
             "heartbeat monitor",
+            // The heartbeat monitor's first wordings (PyTorch 2.2's development, late 2023):
+            // "No PGNCCL's watchdog heartbeat detected, so we are dumping debug info.", "[Rank 1]
+            // monitoring thread detects no heartbeat and will finally kill the process!" and its
+            // exit, "[Rank 1] NCCL monitor thread timeout. Basically, this could be due to CUDA
+            // or NCCL calls being unexpectedly blocking ...": the watchdog stuck, as later.
+            "watchdog heartbeat detected",
+            "detects no heartbeat",
+            "nccl monitor thread timeout",
             "last enqueued nccl work",
             "last enqueued work",
             "some nccl operations have failed or timed out",
@@ -2812,6 +2863,10 @@ pub(crate) static RULES: &[Rule] = &[
           // likely closed. Did the remote server shutdown or crash?", "Socket unexpectedly
           // closed".
           "connection was likely closed", "socket unexpectedly closed",
+          // The desync debugger's per-collective store updates (`TraceUtils.h`, with
+          // TORCH_NCCL_DESYNC_DEBUG or TORCH_DISTRIBUTED_DEBUG=DETAIL): "Store is down while
+          // updating #1234 with key NCCL_1_trace_start", "... while getting key ...".
+          "store is down while",
           // Open MPI's btl/tcp: "An MPI communication peer process has unexpectedly
           // disconnected."
           "communication peer process has unexpectedly disconnected"]],
@@ -3018,6 +3073,15 @@ pub(crate) static RULES: &[Rule] = &[
         not["cuda initialization:", "continuing with health checks disabled"],
         ex_none
     ),
+    // PyTorch's hint after a CUDA error it raises (`c10/cuda/CUDAException.cpp`, PyTorch 1.x
+    // to 2.13: "CUDA kernel errors might be asynchronously reported at some other API call, so
+    // the stacktrace below might be incorrect."): a paste that starts there lost the error's
+    // own line; with it, the hint joins that line's finding (an out-of-memory one included).
+    // Medium (INDIRECT_RULES): which CUDA error it was, the line does not say.
+    rule!(RULE_CUDA_ERROR_HINT, CudaError, Cause, AnyFinding,
+        [["cuda kernel errors might be asynchronously reported at some other api call"]],
+        // (A paste that joined the hint to the error's line: the error is read by its rule.)
+        not ["cuda error:", "cuda failure", "cudaerror"], ex_none),
     rule!(
         "cuda_error",
         CudaError,
@@ -3383,8 +3447,14 @@ pub(crate) static RULES: &[Rule] = &[
     // (A CalledProcessError of a helper command a rank runs itself, e.g. fairseq's `scontrol
     // show hostnames`, is not a launcher's report: that rank's own failure, read by its
     // traceback.)
+    // Also the launchers' teardown of the workers still running after one failed (or after
+    // the launcher was told to stop): torchelastic's (`multiprocessing/api.py`: "Closing
+    // process 4021 via signal SIGTERM", "Unable to shutdown process 4021 via 15, forcefully
+    // exiting via 9") and `torch.multiprocessing.spawn`'s ("Terminating process 4021 via signal
+    // SIGTERM", "Unable to shutdown process 4021 via SIGTERM , forcefully exiting via SIGKILL").
     rule!("launcher_consequence", RankCrashed, Consequence, AnyFinding,
-        [["childfailederror", "calledprocesserror", "signalexception"]],
+        [["childfailederror", "calledprocesserror", "signalexception",
+          "via signal sigterm", ", forcefully exiting via"]],
         not ["'scontrol'", "'nvidia-smi'", "'git'", "'hostname'"], ex_none),
     // fairseq's heartbeat (`distributed/distributed_timeout_wrapper.py`): "Killing job for not
     // making progress in 1800 seconds. Set --heartbeat-timeout=-1 to disable this timeout.",
@@ -4455,6 +4525,70 @@ fn ex_dump_signal_rank(_: &str, lower: &str) -> Extract {
                  (flight recorder)"
             )
         }),
+        ..Extract::default()
+    }
+}
+
+fn ex_desync_report_timeout(line: &str, lower: &str) -> Extract {
+    // The rank in brackets is the one that printed the report: it stays the observer (the
+    // ranks the report blames are the lagging ones, read by the rules above).
+    const SAID: &str = "] timeout at collective: ";
+    let at = lower.find(SAID).map_or(line.len(), |i| i + SAID.len());
+    // (Lowercasing keeps ASCII offsets: the same place in the line.)
+    let what = line.get(at..).map(|w| sanitize(w.trim(), 60));
+    Extract {
+        detail: what
+            .filter(|w| !w.is_empty())
+            .map(|w| format!("timed out at collective {w}")),
+        ..Extract::default()
+    }
+}
+
+fn ex_gloo_hostname_unresolved(_: &str, _: &str) -> Extract {
+    Extract {
+        detail: Some(
+            "gloo could not resolve this host's name to an address (getaddrinfo failed): set \
+             GLOO_SOCKET_IFNAME to the interface the nodes reach each other on, or make the \
+             host name resolve (/etc/hosts, DNS)"
+                .to_owned(),
+        ),
+        ..Extract::default()
+    }
+}
+
+fn ex_gloo_device_address(line: &str, lower: &str) -> Extract {
+    let detail = match lower.find("cannot resolve ") {
+        Some(at) => {
+            let rest = &line[at + "cannot resolve ".len()..];
+            let host = rest.split(" to a (local) address").next().unwrap_or("");
+            format!(
+                "gloo found no address of this host for the name {} (set GLOO_SOCKET_IFNAME to \
+                 the interface the nodes reach each other on, or map the host name to that \
+                 interface's address)",
+                sanitize(host.trim(), 80)
+            )
+        }
+        None => "gloo was asked for a device with neither an interface nor a host name (look \
+                 for an empty entry in GLOO_SOCKET_IFNAME)"
+            .to_owned(),
+    };
+    Extract {
+        detail: Some(detail),
+        ..Extract::default()
+    }
+}
+
+fn ex_timeout_signal_from_another_rank(_: &str, lower: &str) -> Extract {
+    let what = if lower.contains("observed flight recorder dump signal") {
+        "failed or timed out in a collective"
+    } else {
+        "timed out in a collective"
+    };
+    Extract {
+        detail: Some(format!(
+            "another rank {what} and told every rank through the store to dump its debug \
+             info (flight recorder); that rank's log names it"
+        )),
         ..Extract::default()
     }
 }
@@ -8036,6 +8170,140 @@ mod tests {
                  segment with ptr 0x7f3a40000000, size 2097152"),
             Some(Category::WorldSizeMismatch)
         );
+    }
+
+    /// A scan of c10d's message strings (`ProcessGroupNCCL.cpp`'s heartbeat monitor from late
+    /// 2023 to 2.5, `ProcessGroupGloo.cpp`, `GlooDeviceFactory.cpp`, `NCCLUtils.cpp` of 2.3 to
+    /// 2.5), each with its arguments filled in: the category and the rule.
+    #[test]
+    fn c10d_heartbeat_signal_gloo_device_and_nonblocking_lines_read_from_their_sources() {
+        for (line, want, by) in [
+            (
+                "[E ProcessGroupNCCL.cpp:1089] No PGNCCL's watchdog heartbeat detected, so we \
+                 are dumping debug info.",
+                Category::CollectiveTimeout,
+                "watchdog_context",
+            ),
+            (
+                "[E ProcessGroupNCCL.cpp:1118] [Rank 1] monitoring thread detects no heartbeat \
+                 and will finally kill the process! terminateProcessGroup_0 \
+                 collectiveDebugInfoMode_0",
+                Category::CollectiveTimeout,
+                "watchdog_context",
+            ),
+            (
+                "[F ProcessGroupNCCL.cpp:1124] [Rank 1] NCCL monitor thread timeout. Basically, \
+                 this could be due to CUDA or NCCL calls being unexpectedly blocking",
+                Category::CollectiveTimeout,
+                "watchdog_context",
+            ),
+            (
+                "[rank3]:[E ProcessGroupNCCL.cpp:1266] [PG 0 Rank 3] Received a global timeout \
+                 from another rank and will start to dump the debug info.",
+                Category::CollectiveTimeout,
+                RULE_TIMEOUT_SIGNAL_FROM_ANOTHER_RANK,
+            ),
+            (
+                "[rank3]:[F ProcessGroupNCCL.cpp:1185] [PG 0 Rank 3] [PG 0 Rank 3] \
+                 ProcessGroupNCCL's watchdog detected a collective timeout and notified current \
+                 rank. This is most likely caused by incorrect usages of collectives",
+                Category::CollectiveTimeout,
+                RULE_TIMEOUT_SIGNAL_FROM_ANOTHER_RANK,
+            ),
+            (
+                "[rank1]:[E1206 06:44:45.123456789 ProcessGroupNCCL.cpp:1716] [PG ID 0 PG GUID \
+                 0(default_pg) Rank 1] Observed flight recorder dump signal from another rank \
+                 via TCPStore.",
+                Category::CollectiveTimeout,
+                RULE_TIMEOUT_SIGNAL_FROM_ANOTHER_RANK,
+            ),
+            (
+                "[rank1]:[E1206 06:44:45.123456789 ProcessGroupNCCL.cpp:2455] Rank 1 \t - [1] \
+                 Timeout at collective: ALLREDUCE, #1234",
+                Category::CollectiveTimeout,
+                "desync_report_timeout",
+            ),
+            (
+                "[rank1]:[E1206 06:44:45.123456789 TraceUtils.h:45] Store is down while updating \
+                 #1234 with key NCCL_1_trace_start",
+                Category::RankCrashed,
+                "peer_gone",
+            ),
+            (
+                "I1206 06:44:45.123000 4012 torch/distributed/elastic/timer/api.py:196] Reaping \
+                 worker_id=[4022]. Expired timers: ['train_step']",
+                Category::RankCrashed,
+                "elastic_timer_reaped",
+            ),
+            (
+                "RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/\
+                 device.cc:99] rv == 0. -2 vs 0",
+                Category::NetworkInterface,
+                "gloo_hostname_unresolved",
+            ),
+            (
+                "W1206 06:44:45.123000 4012 torch/distributed/elastic/multiprocessing/api.py:871] \
+                 Closing process 4021 via signal SIGTERM",
+                Category::RankCrashed,
+                "launcher_consequence",
+            ),
+            (
+                "W1206 06:44:45.123000 4012 torch/multiprocessing/spawn.py:176] Unable to \
+                 shutdown process 4021 via SIGTERM , forcefully exiting via SIGKILL",
+                Category::RankCrashed,
+                "launcher_consequence",
+            ),
+            (
+                "CUDA kernel errors might be asynchronously reported at some other API call, so \
+                 the stacktrace below might be incorrect.",
+                Category::CudaError,
+                RULE_CUDA_ERROR_HINT,
+            ),
+            (
+                "RuntimeError: Cannot resolve node-17 to a (local) address",
+                Category::NetworkInterface,
+                "gloo_device_address",
+            ),
+            (
+                "RuntimeError: GlooDeviceFactory::makeTCPDevice(): interface or hostname can't \
+                 be empty",
+                Category::NetworkInterface,
+                "gloo_device_address",
+            ),
+            (
+                "torch.distributed.DistBackendError: NCCL timeout in communicator \
+                 initialization.",
+                Category::CollectiveTimeout,
+                "nccl_nonblocking_timeout",
+            ),
+        ] {
+            assert_read_as(line, want, by);
+        }
+        // The unnamed rank is not the one that printed the line.
+        let (rule, ex) = classify(
+            "[PG 0 Rank 3] Received a global timeout from another rank and will start to dump \
+             the debug info.",
+        )
+        .unwrap();
+        assert_eq!(rule.role, Role::Consequence);
+        assert!(ex.subjects.is_empty());
+        assert!(ex.detail.unwrap().starts_with("another rank timed out"));
+        let (_, ex) = classify(" - [3] Timeout at collective: ALLREDUCE, #1234").unwrap();
+        assert!(
+            ex.subjects.is_empty(),
+            "the rank that printed it: {:?}",
+            ex.subjects
+        );
+        assert_eq!(
+            ex.detail.as_deref(),
+            Some("timed out at collective ALLREDUCE, #1234")
+        );
+        let (_, ex) =
+            classify("RuntimeError: Cannot resolve node-17 to a (local) address").unwrap();
+        assert!(ex
+            .detail
+            .unwrap()
+            .contains("for the name node-17 (set GLOO_SOCKET_IFNAME"));
     }
 
     /// gloo's own messages (commit cc44198, as PyTorch vendors it): the category and the rule.

@@ -284,7 +284,12 @@ pub(crate) fn build(mut g: Gathered, opts: &Options) -> Report {
     // PyTorch's desync report names ranks that finished the collective and never joined the
     // next: they are the ones waited for, and the ranks its other line shows inside the
     // collective are the waiting ones.
-    if signals.iter().any(|s| s.rule == "desync_report_lagging") {
+    // Its snapshot's ranks in different collectives at one number are the same: the ranks
+    // inside the collective wait for ranks that went elsewhere.
+    if signals.iter().any(|s| {
+        s.rule == "desync_report_lagging"
+            || s.rule == crate::desync_snapshot::RULE_DESYNC_SNAPSHOT_MISMATCH
+    }) {
         for s in &mut signals {
             if s.rule == crate::rules::RULE_DESYNC_ALL_JOINED {
                 s.role = Role::Symptom;

@@ -42,6 +42,7 @@
 
 mod category;
 mod correlate;
+mod desync_snapshot;
 mod error;
 mod flight_recorder;
 #[doc(hidden)]

@@ -15,6 +15,7 @@ use std::collections::{HashMap, VecDeque};
 use probe::text::strip_csi;
 
 use crate::category::Category;
+use crate::desync_snapshot::{Mismatch, SnapshotReader, RULE_DESYNC_SNAPSHOT_MISMATCH};
 use crate::nccl::{self, Level, NcclCollector};
 use crate::record_prefix::{self, Lesson, LinePrefixProbe, RecordPrefix};
 use crate::report::{Evidence, Role};
@@ -260,6 +261,8 @@ pub(crate) struct Scanner<'a> {
     wrapped: HashMap<Option<usize>, Wrapped>,
     last: VecDeque<(Option<u64>, String)>,
     elastic: ElasticTable,
+    /// PyTorch's desync report's snapshot, group by group.
+    desync_snapshot: SnapshotReader,
     order: &'a mut u64,
     /// The previous line, when it was as long as the longest line so far: the first part of
     /// a line a terminal or a paste wrapped ([`WRAP_MIN_CHARS`]), with the rule it matched.
@@ -555,6 +558,7 @@ impl<'a> Scanner<'a> {
             wrapped: HashMap::new(),
             last: VecDeque::new(),
             elastic: ElasticTable::default(),
+            desync_snapshot: SnapshotReader::default(),
             order,
             unmatched_longest: None,
             line_chars: 0,
@@ -879,6 +883,9 @@ impl<'a> Scanner<'a> {
             }
         }
         self.elastic_line(number, body, &lower);
+        if let Some(found) = self.desync_snapshot.line(number, body) {
+            self.desync_mismatch(found);
+        }
         match rich_traceback_line(body, &mut self.in_rich_traceback) {
             RichLine::Not => self.traceback_line(number, body, body, observer, matched.is_some()),
             RichLine::As(plain) => {
@@ -1401,8 +1408,31 @@ impl<'a> Scanner<'a> {
         }
     }
 
+    /// Ranks that the desync report's snapshot shows in different collectives at one number.
+    fn desync_mismatch(&mut self, found: Mismatch) {
+        let mut s = Signal::new(
+            RULE_DESYNC_SNAPSHOT_MISMATCH,
+            Category::CollectiveMismatch,
+            Role::Cause,
+            Attach::Standalone,
+        );
+        s.subjects = found.ranks();
+        s.detail = Some(found.detail());
+        s.evidence = found
+            .lines
+            .iter()
+            .map(|(n, text)| self.evidence(*n, text))
+            .collect();
+        s.order = self.next_order();
+        self.out.recognised = true;
+        self.out.signals.push(s);
+    }
+
     /// The scan result.
     pub fn finish(mut self) -> FileScan {
+        if let Some(found) = self.desync_snapshot.end() {
+            self.desync_mismatch(found);
+        }
         if let Some((number, joined)) = self.wrapped_parts.take() {
             self.unwrapped_line(number, &joined);
         }

@@ -4043,6 +4043,46 @@ fn a_desync_report_naming_a_rank_that_never_joined_blames_that_rank() {
 }
 
 #[test]
+fn a_desync_report_whose_snapshot_shows_two_collectives_at_one_number_is_a_mismatch() {
+    // `TraceUtils.h`'s dumpSnapshot: every rank is inside #39, but two of them started another
+    // collective under that number than the others.
+    let log = desync_report(&[
+        "\t   - [0, 1, 2, 3] joined but didn't finish collective #39 (count from 1)",
+        "\t - Snapshot of ranks' latest states:",
+        "\t   #39 started ranks:",
+        "\t     [0, 1] started _ALLGATHER_BASE",
+        "\t     [2, 3] started ALLREDUCE",
+    ]);
+    let (f, report) = first_of(&log);
+    assert_eq!(
+        (f.category, f.role),
+        (Category::CollectiveMismatch, Role::Cause),
+        "{}",
+        report.render_text(100)
+    );
+    assert_eq!(f.ranks, vec![0, 1, 2, 3]);
+    assert!(
+        f.explanation.contains("ranks 2, 3 started ALLREDUCE"),
+        "{}",
+        f.explanation
+    );
+    // One collective per number: the snapshot says nothing more than the line above it.
+    let same = desync_report(&[
+        "\t   - [0, 1, 2, 3] joined but didn't finish collective #39 (count from 1)",
+        "\t - Snapshot of ranks' latest states:",
+        "\t   #39 started ranks:",
+        "\t     [0, 1, 2, 3] started _ALLGATHER_BASE",
+    ]);
+    let (f, report) = first_of(&same);
+    assert_eq!(
+        f.category,
+        Category::CollectiveTimeout,
+        "{}",
+        report.render_text(100)
+    );
+}
+
+#[test]
 fn a_log_that_ends_after_lightnings_announcement_waits_for_ranks_not_in_a_collective() {
     // Lightning and NeMo announce each rank just before init_process_group and report its end
     // ("All distributed processes registered"): a log cut between the two waits in the

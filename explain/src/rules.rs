@@ -437,6 +437,8 @@ pub(crate) const NO_USABLE_GPU_RULE: &str = "no_usable_gpu";
 /// The rule of a rank's word that another rank's collective timed out (ProcessGroupNCCL's
 /// dump signal).
 pub(crate) const DUMP_SIGNAL_RULE: &str = "dump_signal_from_rank";
+/// DeepSpeed ZeRO-1/2's reduction of a parameter without a gradient.
+pub(crate) const RULE_ZERO_NONE_GRADIENT: &str = "zero_none_gradient";
 /// PyTorch's hint after a CUDA error, without the error's own line.
 pub(crate) const RULE_CUDA_ERROR_HINT: &str = "cuda_error_hint";
 /// Another rank's watchdog signalled a timeout (or error) without naming the rank.
@@ -736,6 +738,14 @@ pub(crate) static RULES: &[Rule] = &[
             "preempting to accommodate a higher priority pod",
             "preempted in order to admit critical pod",
             "terminated in response to imminent node shutdown",
+            // (The kubelet's admission while its node shuts down, `nodeshutdown_manager.go`:
+            // "Pod was rejected as the node is shutting down."; Kubeflow Trainer's TrainJob:
+            // "TrainJob exceeded its active deadline"; Open MPI's mpirun, `help-orterun.txt`:
+            // "WARNING: mpirun is in the process of killing a job, but has detected an
+            // interruption (probably control-C).")
+            "rejected as the node is shutting down",
+            "exceeded its active deadline",
+            "has detected an interruption (probably control-c)",
             "node is shutting, evicting pods",
             "longer than the specified deadline",
             "active longer than specified deadline",
@@ -772,8 +782,31 @@ pub(crate) static RULES: &[Rule] = &[
     // SEE SLURMCTLD LOG FOR DETAILS ***" and srun's "srun: error: Node failure on host-b"; Ray's
     // `ObjectLostError` ("All copies of ... have been lost due to node failure."). Not a stop
     // sent from outside: the ranks on that node are gone, and the others fail after them.
+    // srun losing a node's slurmstepd during the step (`src/api/step_launch.c`: "Cannot
+    // communicate with node 3.  Aborting job.", "step_launch_notify_io_failure: aborting, io
+    // error with slurmstepd on node 3", "Aborting, io error and missing step on node 3",
+    // "Aborting, step missing and io error on node 3") and Open MPI's mpirun losing a node's
+    // daemon (`help-orterun.txt`: "mpirun has detected that a required daemon terminated during
+    // execution of the application with a non-zero status."): the node, or the launcher's
+    // daemon on it, went away with its ranks.
     rule!("node_failure", RankCrashed, Cause, Standalone,
-        [["due to node failure", "srun: error: node failure on"]], not [], ex_node_failure),
+        [["due to node failure", "srun: error: node failure on", "cannot communicate with node",
+          "io error with slurmstepd on node", "io error and missing step on node",
+          "step missing and io error on node",
+          "required daemon terminated during execution"]],
+        not [], ex_node_failure),
+    // slurmstepd could not start a task's program (`slurmstepd/task.c`: "execve(): python: No
+    // such file or directory", "execve(): bad interpreter(/opt/conda/bin/python): No such file
+    // or directory", "... Permission denied"), and Open MPI's mpirun the same
+    // (`help-orterun.txt`: "mpirun was unable to launch the specified application as it could
+    // not access / or execute an executable", "mpirun was unable to find the specified
+    // executable file"; PRRTE's "prterun was unable to launch the specified application as it
+    // lacked / permissions to execute an executable", each box's first line): the program or
+    // its interpreter is not there (or not executable) on that node.
+    rule!("launch_program_missing", RankCrashed, Cause, Standalone,
+        [["slurmstepd: error: execve(): ", "unable to launch the specified application as it",
+          "unable to find the specified executable file"]],
+        not [], ex_launch_program_missing),
     // A rank's own word that it got SIGTERM (PyTorch Lightning's signal connector: "[rank: 0]
     // Received SIGTERM: 15"): a stop sent to it, by the batch system or by a launcher tearing
     // the job down after another rank failed. A symptom: a cause the log names comes first.
@@ -2904,6 +2937,21 @@ pub(crate) static RULES: &[Rule] = &[
     // (`InitProcessGroupKwargs(backend="nccl")`) is not the one it picks for the device, gloo
     // on a process without CUDA (or run with `--cpu`). Its other devices' answers ("please use
     // hccl", "xla") are the program's choice, a crash of its own.
+    // DeepSpeed ZeRO-3's check at the end of its first step that every rank fetched the same
+    // parameters in the same order (`runtime/zero/utils.py`, assert_ints_same_as_other_ranks:
+    // "Detected a disagreement on list length between rank0 and rank1:", "Detected a
+    // disagreement on list contents between rank0 and rank1:"; before 0.17.6 "disagreement
+    // between rank0 and rank1: rank0: [...], rank1: [...]"): the ranks ran different modules,
+    // so their parameter all-gathers differ.
+    rule!("zero3_trace_disagreement", CollectiveMismatch, Cause, Standalone,
+        [["detected a disagreement on list", "disagreement between rank0 and rank"]],
+        not [], ex_none),
+    // DeepSpeed ZeRO-1 and 2 reducing a parameter whose gradient is None
+    // (`runtime/zero/stage_1_and_2.py`: "rank 2 - Invalid to reduce Param 41 with None
+    // gradient"): a parameter the step did not use, as DDP's unused parameters. Medium
+    // (INDIRECT_RULES): a parameter frozen after the optimizer was built reads the same.
+    rule!(RULE_ZERO_NONE_GRADIENT, UnusedParameters, Cause, Standalone,
+        [["invalid to reduce param"], ["with none gradient"]], not [], ex_none),
     rule!("nccl_without_gpu", NcclInternalOrUnsupported, Cause, Standalone,
         [["processgroupnccl is only supported with gpus", "backend nccl is not avaliable, please use gloo",
           "backend nccl is not available, please use gloo"]], not [], ex_none),
@@ -3452,9 +3500,23 @@ pub(crate) static RULES: &[Rule] = &[
     // process 4021 via signal SIGTERM", "Unable to shutdown process 4021 via 15, forcefully
     // exiting via 9") and `torch.multiprocessing.spawn`'s ("Terminating process 4021 via signal
     // SIGTERM", "Unable to shutdown process 4021 via SIGTERM , forcefully exiting via SIGKILL").
+    // Kubernetes restarting a container that keeps failing (the kubelet's
+    // `kuberuntime_manager.go`: the event "Back-off restarting failed container pytorch in pod
+    // ...", the state "Reason: CrashLoopBackOff"): the rank's program failed, in its previous
+    // run's own output (`kubectl logs --previous`).
+    rule!("container_restarting", RankCrashed, Symptom, AnyFinding,
+        [["back-off restarting failed container", "crashloopbackoff"]], not [], ex_none),
     rule!("launcher_consequence", RankCrashed, Consequence, AnyFinding,
         [["childfailederror", "calledprocesserror", "signalexception",
-          "via signal sigterm", ", forcefully exiting via"]],
+          "via signal sigterm", ", forcefully exiting via",
+          // Kubeflow's PyTorchJob controller (`pytorchjob_controller.go`: "PyTorchJob NAME is
+          // failed because 1 Worker replica(s) failed.", "... is restarting because ..."), and
+          // Open MPI's mpirun (`help-state-base.txt`: "While the primary job  terminated
+          // normally, 1 process returned / a non-zero exit code.. Further examination may be
+          // required.", over two lines; `help-orterun.txt`: "A critical communication path was
+          // lost to:").
+          "replica(s) failed", "further examination may be required",
+          "a critical communication path was lost to"]],
         not ["'scontrol'", "'nvidia-smi'", "'git'", "'hostname'"], ex_none),
     // fairseq's heartbeat (`distributed/distributed_timeout_wrapper.py`): "Killing job for not
     // making progress in 1800 seconds. Set --heartbeat-timeout=-1 to disable this timeout.",
@@ -3471,6 +3533,25 @@ fn ex_elastic_worker_failed(_: &str, lower: &str) -> Extract {
     let who = local.map_or("a rank".to_owned(), |l| format!("local rank {l}"));
     Extract {
         detail: code.map(|code| exit_code_detail("torchelastic", &who, code)),
+        ..Extract::default()
+    }
+}
+
+fn ex_launch_program_missing(line: &str, lower: &str) -> Extract {
+    // slurmstepd names the program and the reason; mpirun's box names it on a later line.
+    let detail = lower.find("execve(): ").map(|at| {
+        format!(
+            "the batch system could not start the task's program: {} (is the path, or the \
+             script's interpreter, there on every node?)",
+            sanitize(line[at + "execve(): ".len()..].trim(), 120)
+        )
+    });
+    Extract {
+        detail: Some(detail.unwrap_or_else(|| {
+            "the launcher could not start the program on a node: it is not there, or not \
+             executable (is the path the same on every node?)"
+                .to_owned()
+        })),
         ..Extract::default()
     }
 }
@@ -8258,6 +8339,66 @@ mod tests {
                  the stacktrace below might be incorrect.",
                 Category::CudaError,
                 RULE_CUDA_ERROR_HINT,
+            ),
+            (
+                "srun: error: Cannot communicate with node 3.  Aborting job.",
+                Category::RankCrashed,
+                "node_failure",
+            ),
+            (
+                "srun: error: step_launch_notify_io_failure: aborting, io error with slurmstepd \
+                 on node 3",
+                Category::RankCrashed,
+                "node_failure",
+            ),
+            (
+                "slurmstepd: error: execve(): python: No such file or directory",
+                Category::RankCrashed,
+                "launch_program_missing",
+            ),
+            (
+                "mpirun was unable to launch the specified application as it could not access",
+                Category::RankCrashed,
+                "launch_program_missing",
+            ),
+            (
+                "Status:           Failed  Reason:           NodeShutdown  Message:          Pod \
+                 was rejected as the node is shutting down.",
+                Category::LauncherInterrupted,
+                "launcher_signal",
+            ),
+            (
+                "    Message:               TrainJob exceeded its active deadline",
+                Category::LauncherInterrupted,
+                "launcher_signal",
+            ),
+            (
+                "  Warning  BackOff  12s (x5 over 2m)  kubelet  Back-off restarting failed \
+                 container pytorch in pod trainer-worker-1_default(0b1c)",
+                Category::RankCrashed,
+                "container_restarting",
+            ),
+            (
+                "    Message:               PyTorchJob pytorch-dist is failed because 1 Worker \
+                 replica(s) failed.",
+                Category::RankCrashed,
+                "launcher_consequence",
+            ),
+            (
+                "a non-zero exit code.. Further examination may be required.",
+                Category::RankCrashed,
+                "launcher_consequence",
+            ),
+            (
+                "[rank1]: RuntimeError: Detected a disagreement on list length between rank0 and \
+                 rank1: ",
+                Category::CollectiveMismatch,
+                "zero3_trace_disagreement",
+            ),
+            (
+                "[rank2]: AssertionError: rank 2 - Invalid to reduce Param 41 with None gradient",
+                Category::UnusedParameters,
+                RULE_ZERO_NONE_GRADIENT,
             ),
             (
                 "RuntimeError: Cannot resolve node-17 to a (local) address",

@@ -437,6 +437,8 @@ pub(crate) const NO_USABLE_GPU_RULE: &str = "no_usable_gpu";
 /// The rule of a rank's word that another rank's collective timed out (ProcessGroupNCCL's
 /// dump signal).
 pub(crate) const DUMP_SIGNAL_RULE: &str = "dump_signal_from_rank";
+/// A NIC's hardware fault in the kernel's log (mlx5, EFA).
+pub(crate) const RULE_NIC_KERNEL_FAULT: &str = "nic_kernel_fault";
 /// DeepSpeed ZeRO-1/2's reduction of a parameter without a gradient.
 pub(crate) const RULE_ZERO_NONE_GRADIENT: &str = "zero_none_gradient";
 /// PyTorch's hint after a CUDA error, without the error's own line.
@@ -820,6 +822,9 @@ pub(crate) static RULES: &[Rule] = &[
         Standalone,
         [[
             "received sigterm",
+            // Megatron-LM's exit signal handler (`training/training.py`: "[exiting program
+            // after receiving SIGTERM.] datetime: ...").
+            "after receiving sigterm",
             // Lightning catches Ctrl-C itself (`pytorch/trainer/call.py`: "Detected
             // KeyboardInterrupt, attempting graceful shutdown ...", then it kills its child
             // processes and exits 1): no KeyboardInterrupt traceback follows.
@@ -2189,6 +2194,19 @@ pub(crate) static RULES: &[Rule] = &[
     // ("communicator encountered a fatal error (detected in ncclIbTest)"), and nodes that see
     // different numbers of NICs (`transport/net.cc`: "Detected mixed local Net device counts
     // across ranks").
+    // The kernel's word that a NIC failed under the job (dmesg, `journalctl -k`): NVIDIA
+    // (Mellanox) ConnectX's mlx5 driver (`mlx5/core/events.c`: "Port module event[error]:
+    // module 0, Cable error, High Temperature", "Port module event: module 0, Cable
+    // unplugged"; `health.c`'s poll_health: "device's health compromised - reached miss count",
+    // "Fatal error 1 detected") and AWS EFA's driver (`efa_com.c`: "The device didn't send any
+    // completion for admin cmd REG_MR(7) ...", "Wait for completion (polling) timeout", "Admin
+    // queue is closed"). Medium (INDIRECT_RULES): a kernel log's line may predate the job.
+    rule!(RULE_NIC_KERNEL_FAULT, Infiniband, Cause, Standalone,
+        [["mlx5_core", "mlx5_port_module_event", "infiniband efa_"],
+         ["port module event[error]", "cable unplugged", "device's health compromised",
+          "fatal error", "didn't send any completion for admin cmd",
+          "wait for completion (polling) timeout", "admin queue is closed"]],
+        not [], ex_nic_kernel_fault),
     rule!("ib_transport", Infiniband, Cause, Standalone,
         [["net/ib", "vendor err", "ibext", "/roce"],
          ["with error", "vendor err", "async event", "async fatal event", "gid table changed",
@@ -2475,7 +2493,11 @@ pub(crate) static RULES: &[Rule] = &[
     // that it returns at least 1 batch.", an error or a warning), raised only when the other
     // ranks' loaders are not empty: this rank has no batches while the others do.
     rule!(RULE_NO_BATCHES_ON_RANK, UnevenInputs, Cause, Standalone,
-        [["no batches were trained for global rank", "within local rank has zero length"]],
+        // (The warning where zero-length loaders are allowed: "Total length of `DataLoader`
+        // across ranks is zero, but local rank has zero length. Please be cautious of uneven
+        // batch length.")
+        [["no batches were trained for global rank", "within local rank has zero length",
+          "but local rank has zero length"]],
         not [], ex_ranks),
     // Composer's checkpoint loading (`composer/utils/checkpoint.py`): each rank logs its own
     // download's failure ("Exception <class 'OSError'> raised during downloading: [Errno 28] No
@@ -3533,6 +3555,22 @@ fn ex_elastic_worker_failed(_: &str, lower: &str) -> Extract {
     let who = local.map_or("a rank".to_owned(), |l| format!("local rank {l}"));
     Extract {
         detail: code.map(|code| exit_code_detail("torchelastic", &who, code)),
+        ..Extract::default()
+    }
+}
+
+fn ex_nic_kernel_fault(_: &str, lower: &str) -> Extract {
+    let nic = if lower.contains("efa") {
+        "an AWS EFA adapter"
+    } else {
+        "an NVIDIA (Mellanox) ConnectX NIC"
+    };
+    Extract {
+        detail: Some(format!(
+            "the kernel reported a fault of {nic} (its cable, module or firmware): the ranks' \
+             network through it failed; check the link (`ibstat`, `ip link`) and the NIC's \
+             health on that node"
+        )),
         ..Extract::default()
     }
 }
@@ -8401,6 +8439,36 @@ mod tests {
                 RULE_ZERO_NONE_GRADIENT,
             ),
             (
+                "Dec 06 06:44:45 node-3 kernel: mlx5_core 0000:5c:00.0: Port module \
+                 event[error]: module 0, Cable error, High Temperature",
+                Category::Infiniband,
+                RULE_NIC_KERNEL_FAULT,
+            ),
+            (
+                "[52117.123] mlx5_core 0000:d2:00.0: poll_health:825:(pid 0): device's health \
+                 compromised - reached miss count",
+                Category::Infiniband,
+                RULE_NIC_KERNEL_FAULT,
+            ),
+            (
+                "kernel: infiniband efa_0: The device didn't send any completion for admin cmd \
+                 REG_MR(7) status 2",
+                Category::Infiniband,
+                RULE_NIC_KERNEL_FAULT,
+            ),
+            (
+                "[exiting program after receiving SIGTERM.] datetime: 2024-12-06 06:44:45",
+                Category::LauncherInterrupted,
+                "rank_received_sigterm",
+            ),
+            (
+                "lightning/pytorch/utilities/data.py:117: Total length of `DataLoader` across \
+                 ranks is zero, but local rank has zero length. Please be cautious of uneven \
+                 batch length.",
+                Category::UnevenInputs,
+                RULE_NO_BATCHES_ON_RANK,
+            ),
+            (
                 "RuntimeError: Cannot resolve node-17 to a (local) address",
                 Category::NetworkInterface,
                 "gloo_device_address",
@@ -8429,6 +8497,12 @@ mod tests {
         assert_eq!(rule.role, Role::Consequence);
         assert!(ex.subjects.is_empty());
         assert!(ex.detail.unwrap().starts_with("another rank timed out"));
+        for healthy in [
+            "mlx5_core 0000:63:00.1: Port module event: module 1, Cable plugged",
+            "mlx5_core 0000:3b:00.0 enp59s0f0np0: Link down",
+        ] {
+            assert_eq!(cat(healthy), None, "{healthy}");
+        }
         let (_, ex) = classify(" - [3] Timeout at collective: ALLREDUCE, #1234").unwrap();
         assert!(
             ex.subjects.is_empty(),

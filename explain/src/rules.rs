@@ -437,6 +437,8 @@ pub(crate) const NO_USABLE_GPU_RULE: &str = "no_usable_gpu";
 /// The rule of a rank's word that another rank's collective timed out (ProcessGroupNCCL's
 /// dump signal).
 pub(crate) const DUMP_SIGNAL_RULE: &str = "dump_signal_from_rank";
+/// FSDP's warning that a rank's forward order changed after the first iteration.
+pub(crate) const RULE_FSDP_ORDER_CHANGED: &str = "fsdp_order_changed";
 /// A NIC's hardware fault in the kernel's log (mlx5, EFA).
 pub(crate) const RULE_NIC_KERNEL_FAULT: &str = "nic_kernel_fault";
 /// DeepSpeed ZeRO-1/2's reduction of a parameter without a gradient.
@@ -2959,6 +2961,33 @@ pub(crate) static RULES: &[Rule] = &[
     // (`InitProcessGroupKwargs(backend="nccl")`) is not the one it picks for the device, gloo
     // on a process without CUDA (or run with `--cpu`). Its other devices' answers ("please use
     // hccl", "xla") are the program's choice, a crash of its own.
+    // torch.distributed's own checks that ranks agree, read in their sources (torch 2.13):
+    // FSDP's execution-order check under TORCH_DISTRIBUTED_DEBUG=DETAIL (`fsdp/
+    // _exec_order_utils.py`: "Forward order differs across ranks: rank 0 is all-gathering
+    // parameters for [...] while rank 1 is all-gathering parameters for [...]"), DTensor's
+    // (`tensor/_collective_utils.py`: "Inconsistent tensor metadata (including shape and
+    // stride) across ranks."; `tensor/_utils.py`: "Non-sharded dimensions should have identical
+    // size across ranks."), DeviceMesh's of 2.1 to 2.3 ("DeviceMesh initialization does not
+    // allow different mesh argument:rank 1 has mesh ... while rank 0has mesh ..."), DCP's
+    // (`checkpoint/utils.py`: "Key(s) present in other ranks but not this one, difference:
+    // {...}"), and pipelining's check of what a stage receives against what it was set up for
+    // (`pipelining/_utils.py`: PipeliningMetadataError, "Stage 1 forward inputs[0]: shape
+    // mismatch: ..."; before 2.10 PipeliningShapeError): the ranks run different code or hold
+    // different state, so what they exchange differs.
+    rule!("torch_distributed_ranks_disagree", CollectiveMismatch, Cause, Standalone,
+        [["forward order differs across ranks",
+          "inconsistent tensor metadata (including shape and stride) across ranks",
+          "non-sharded dimensions should have identical size across ranks",
+          "does not allow different mesh argument",
+          "key(s) present in other ranks but not this one",
+          "pipeliningmetadataerror", "pipeliningshapeerror"]],
+        not [], ex_none),
+    // FSDP's check on later iterations (`fsdp/_exec_order_utils.py`: "Forward order differs
+    // from that of the first iteration on rank 1. Collectives are unchecked and may give
+    // incorrect results or hang."): a warning; whether the ranks then diverge, it cannot say.
+    // Medium (INDIRECT_RULES).
+    rule!(RULE_FSDP_ORDER_CHANGED, CollectiveMismatch, Cause, Standalone,
+        [["forward order differs from that of the first iteration"]], not [], ex_none),
     // DeepSpeed ZeRO-3's check at the end of its first step that every rank fetched the same
     // parameters in the same order (`runtime/zero/utils.py`, assert_ints_same_as_other_ranks:
     // "Detected a disagreement on list length between rank0 and rank1:", "Detected a
@@ -8467,6 +8496,33 @@ mod tests {
                  batch length.",
                 Category::UnevenInputs,
                 RULE_NO_BATCHES_ON_RANK,
+            ),
+            (
+                "[rank0]: RuntimeError: Forward order differs across ranks: rank 0 is \
+                 all-gathering parameters for [['layers.2.attn.q_proj.weight']] while rank 1 is \
+                 all-gathering parameters for [['layers.3.attn.q_proj.weight']]",
+                Category::CollectiveMismatch,
+                "torch_distributed_ranks_disagree",
+            ),
+            (
+                "[rank1]: torch.distributed.pipelining._utils.PipeliningMetadataError: Stage 1 \
+                 forward inputs[0]: shape mismatch: torch.Size([2, 1024, 4096]) vs \
+                 torch.Size([2, 512, 4096])",
+                Category::CollectiveMismatch,
+                "torch_distributed_ranks_disagree",
+            ),
+            (
+                "[rank2]: ValueError: Inconsistent tensor metadata (including shape and stride) \
+                 across ranks.",
+                Category::CollectiveMismatch,
+                "torch_distributed_ranks_disagree",
+            ),
+            (
+                "torch/distributed/fsdp/_runtime_utils.py:1386: UserWarning: Forward order \
+                 differs from that of the first iteration on rank 1. Collectives are unchecked \
+                 and may give incorrect results or hang.",
+                Category::CollectiveMismatch,
+                RULE_FSDP_ORDER_CHANGED,
             ),
             (
                 "RuntimeError: Cannot resolve node-17 to a (local) address",

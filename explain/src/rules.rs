@@ -328,6 +328,8 @@ fn exit_status(lower: &str) -> Option<u32> {
         "exitcode",
         "exit_code",
         "exited with code",
+        // Horovod's gloo launcher (`runner/gloo_run.py`): "Process 3 exit with status code 137."
+        "exit with status code",
         "return code",
         "returncode",
     ]
@@ -808,8 +810,9 @@ pub(crate) static RULES: &[Rule] = &[
     // lacked / permissions to execute an executable", each box's first line): the program or
     // its interpreter is not there (or not executable) on that node.
     rule!("launch_program_missing", RankCrashed, Cause, Standalone,
+        // (srun itself, `srun/opt.c`: "srun: fatal: Can not execute train.sh".)
         [["slurmstepd: error: execve(): ", "unable to launch the specified application as it",
-          "unable to find the specified executable file"]],
+          "unable to find the specified executable file", "srun: fatal: can not execute"]],
         not [], ex_launch_program_missing),
     // A rank's own word that it got SIGTERM (PyTorch Lightning's signal connector: "[rank: 0]
     // Received SIGTERM: 15"): a stop sent to it, by the batch system or by a launcher tearing
@@ -3567,6 +3570,15 @@ pub(crate) static RULES: &[Rule] = &[
           // required.", over two lines; `help-orterun.txt`: "A critical communication path was
           // lost to:").
           "replica(s) failed", "further examination may be required",
+          // Kubeflow's backoff limit (`common/job.go`: "Job NAME has failed because it has
+          // reached the specified backoff limit"), JobSet's ("jobset failed due to one or more
+          // job failures (first failed job: ...)"), Slurm's step ending after a task failed
+          // (`slurmstepd/req.c`: "*** STEP 1234.0 ON node-3 FAILED (non-zero exit code or other
+          // failure mode) ***") and Horovod's gloo launcher (`runner/gloo_run.py`: "Terminating
+          // remaining workers after failure of Process 3.").
+          "has reached the specified backoff limit", "jobset failed due to",
+          "failed (non-zero exit code or other failure mode)",
+          "terminating remaining workers after failure of process",
           "a critical communication path was lost to"]],
         not ["'scontrol'", "'nvidia-smi'", "'git'", "'hostname'"], ex_none),
     // fairseq's heartbeat (`distributed/distributed_timeout_wrapper.py`): "Killing job for not
@@ -7431,6 +7443,8 @@ mod tests {
             // Docker Compose ("trainer-1 exited with code 137").
             "pytorchjob-worker-1 exited with code 137",
             "trainer-1 exited with code 137",
+            // Horovod's gloo launcher (`runner/gloo_run.py`).
+            "Process 3 exit with status code 137.",
         ] {
             assert_eq!(cat(line), Some(Category::HostOomKilled), "{line}");
         }
@@ -8523,6 +8537,22 @@ mod tests {
                  and may give incorrect results or hang.",
                 Category::CollectiveMismatch,
                 RULE_FSDP_ORDER_CHANGED,
+            ),
+            (
+                "slurmstepd: error: *** STEP 1234.0 ON node-3 FAILED (non-zero exit code or \
+                 other failure mode) ***",
+                Category::RankCrashed,
+                "launcher_consequence",
+            ),
+            (
+                "Terminating remaining workers after failure of Process 3.",
+                Category::RankCrashed,
+                "launcher_consequence",
+            ),
+            (
+                "srun: fatal: Can not execute train.sh",
+                Category::RankCrashed,
+                "launch_program_missing",
             ),
             (
                 "RuntimeError: Cannot resolve node-17 to a (local) address",

@@ -2853,7 +2853,8 @@ pub(crate) static RULES: &[Rule] = &[
     // timers: ['train_step']"; the file-based one, when asked to, ends the agent too
     // ("Terminating the server process=[4012] because of expired timers").
     rule!("elastic_timer_reaped", RankCrashed, Cause, Standalone,
-        [["reaping worker_pid=", "reaping worker_id=", "because of expired timers"]],
+        [["reaping worker_pid=", "reaping worker_id=", "because of expired timers",
+          "successfully reaped worker="]],
         not [], ex_none),
     // ProcessGroupNCCL's hook loop (`runHookLoop`): a completion hook the program registered
     // raised, and PyTorch aborts every communicator with that as the reason ("Caught exception
@@ -3192,6 +3193,9 @@ pub(crate) static RULES: &[Rule] = &[
         [[
             "cuda error:",
             "cuda failure",
+            // PyTorch's help after cudaErrorInvalidDevice (`c10/cuda/CUDAMiscFunctions.cpp`):
+            // "GPU device may be out of range, do you have enough GPUs?"
+            "gpu device may be out of range, do you have enough gpus",
             // ("device-side assert triggered": PyTorch's hint after every CUDA error it raises,
             // "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.", is no
             // assert that fired; the error above it is what failed, an out-of-memory one
@@ -3577,6 +3581,11 @@ pub(crate) static RULES: &[Rule] = &[
           // failure mode) ***") and Horovod's gloo launcher (`runner/gloo_run.py`: "Terminating
           // remaining workers after failure of Process 3.").
           "has reached the specified backoff limit", "jobset failed due to",
+          // torchelastic's `@record` wrapper around its own launcher on the first failure
+          // without an error file (`multiprocessing/errors/__init__.py`, logged as a tuple:
+          // "('local_rank %s FAILED with no error file. Decorate your entrypoint fn with
+          // @record ...', 0)").
+          "failed with no error file",
           "failed (non-zero exit code or other failure mode)",
           "terminating remaining workers after failure of process",
           "a critical communication path was lost to"]],
@@ -8548,6 +8557,25 @@ mod tests {
                 "Terminating remaining workers after failure of Process 3.",
                 Category::RankCrashed,
                 "launcher_consequence",
+            ),
+            (
+                "I0612 01:14:57.385000 3908386 torch/distributed/elastic/multiprocessing/errors/\
+                 __init__.py:371] ('local_rank %s FAILED with no error file. Decorate your \
+                 entrypoint fn with @record for traceback info. See: \
+                 https://pytorch.org/docs/stable/elastic/errors.html', 0)",
+                Category::RankCrashed,
+                "launcher_consequence",
+            ),
+            (
+                "I1206 06:44:45.123000 4012 torch/distributed/elastic/timer/\
+                 file_based_local_timer.py:343] Successfully reaped worker=[4022] with signal=9",
+                Category::RankCrashed,
+                "elastic_timer_reaped",
+            ),
+            (
+                "GPU device may be out of range, do you have enough GPUs?",
+                Category::CudaError,
+                "cuda_error",
             ),
             (
                 "srun: fatal: Can not execute train.sh",

@@ -70,8 +70,31 @@ pub(crate) struct SnapshotReader {
 
 impl SnapshotReader {
     /// Takes one line (without its log prefixes); returns a group that has just ended with
-    /// more than one collective in it.
+    /// more than one collective in it. A report pasted as one line (its lines joined) is read
+    /// piece by piece, cut before each `#N` and `[ranks]`.
     pub fn line(&mut self, number: Option<u64>, body: &str) -> Option<Mismatch> {
+        if !(body.contains(" started ranks:") || body.contains(" finished ranks:")) {
+            return self.piece(number, body);
+        }
+        let cuts: Vec<usize> = body
+            .char_indices()
+            .filter(|&(i, c)| (c == '#' || c == '[') && (i == 0 || body[..i].ends_with(' ')))
+            .map(|(i, _)| i)
+            .chain(std::iter::once(body.len()))
+            .collect();
+        let mut found = None;
+        let mut start = 0;
+        for &end in &cuts {
+            if end > start {
+                found = found.or(self.piece(number, &body[start..end]));
+            }
+            start = end;
+        }
+        found
+    }
+
+    /// Takes one line of the report, or one piece of a joined one.
+    fn piece(&mut self, number: Option<u64>, body: &str) -> Option<Mismatch> {
         let text = body.trim();
         if let Some((seq, state)) = header(text) {
             let ended = self.end();
@@ -118,13 +141,16 @@ fn header(text: &str) -> Option<(u64, &'static str)> {
 /// "[0, 1] started ALLREDUCE" → ([0, 1], "ALLREDUCE"), for the group's state.
 fn entry(text: &str, state: &str) -> Option<(Vec<usize>, String)> {
     let (inside, rest) = text.strip_prefix('[')?.split_once(']')?;
-    let op = rest.trim_start().strip_prefix(state)?.trim();
+    let op = rest
+        .trim_start()
+        .strip_prefix(state)?
+        .split_whitespace()
+        .next()?;
     let ranks: Option<Vec<usize>> = inside
         .split(',')
         .map(|r| r.trim().parse::<u64>().ok().and_then(rank_number))
         .collect();
-    let ranks = ranks.filter(|r| !r.is_empty())?;
-    (!op.is_empty() && !op.contains(' ')).then(|| (ranks, op.to_owned()))
+    Some((ranks.filter(|r| !r.is_empty())?, op.to_owned()))
 }
 
 #[cfg(test)]
@@ -183,6 +209,14 @@ mod tests {
             "     [1] started BROADCAST",
         ])
         .is_empty());
+        // The report pasted as one line.
+        let joined = read(&[
+            "[Rank 0] - Snapshot of ranks' latest states: #57 started ranks: [0, 1] started \
+             ALLREDUCE [2, 3] started BROADCAST #56 finished ranks: [0, 1, 2, 3] finished \
+             ALLREDUCE",
+        ]);
+        assert_eq!(joined.len(), 1, "{joined:?}");
+        assert_eq!(joined[0].ranks(), [0, 1, 2, 3]);
         let cut = read(&[
             "#9 finished ranks:",
             "[0] finished ALLREDUCE",

@@ -3528,6 +3528,8 @@ const IOMMU_WARNED_DURING_HANG: &str = "iommu_warned_during_hang";
 /// exit code, a generic error code or crash marker), not from a message that
 /// names it.
 const INDIRECT_RULES: &[&str] = &[
+    // An inference engine's own hang detector: where it hangs, it does not say.
+    crate::rules::RULE_ENGINE_HANG_DETECTED,
     // FSDP's warning that a rank's order changed: a hang or wrong result may follow, or not.
     crate::rules::RULE_FSDP_ORDER_CHANGED,
     // A NIC's fault in a kernel log that may predate the job.

@@ -439,6 +439,8 @@ pub(crate) const NO_USABLE_GPU_RULE: &str = "no_usable_gpu";
 /// The rule of a rank's word that another rank's collective timed out (ProcessGroupNCCL's
 /// dump signal).
 pub(crate) const DUMP_SIGNAL_RULE: &str = "dump_signal_from_rank";
+/// SGLang's scheduler watchdog or vLLM's shared-memory queue waiting: an engine hangs.
+pub(crate) const RULE_ENGINE_HANG_DETECTED: &str = "engine_hang_detected";
 /// FSDP's warning that a rank's forward order changed after the first iteration.
 pub(crate) const RULE_FSDP_ORDER_CHANGED: &str = "fsdp_order_changed";
 /// A NIC's hardware fault in the kernel's log (mlx5, EFA).
@@ -795,8 +797,11 @@ pub(crate) static RULES: &[Rule] = &[
     // daemon (`help-orterun.txt`: "mpirun has detected that a required daemon terminated during
     // execution of the application with a non-zero status."): the node, or the launcher's
     // daemon on it, went away with its ranks.
+    // (Ray's GCS on a node whose raylet stopped answering: "Node is dead because the health
+    // check failed.")
     rule!("node_failure", RankCrashed, Cause, Standalone,
         [["due to node failure", "srun: error: node failure on", "cannot communicate with node",
+          "node is dead because the health check failed",
           "io error with slurmstepd on node", "io error and missing step on node",
           "step missing and io error on node",
           "required daemon terminated during execution"]],
@@ -2904,6 +2909,16 @@ pub(crate) static RULES: &[Rule] = &[
         not["work update periodically"],
         ex_none
     ),
+    // Inference engines' own hang detectors: SGLang's scheduler watchdog (`srt/managers/
+    // scheduler.py`: "Watchdog timeout (self.watchdog_timeout=300)", no forward step finished
+    // in that time, then it dumps the batch and kills the process) and vLLM's shared-memory
+    // broadcast queue (`distributed/device_communicators/shm_broadcast.py`: "No available
+    // shared memory broadcast block found in 60 second(s)", a reader waited that long: a
+    // worker hangs, or compiles). Medium (INDIRECT_RULES): where it hangs, they do not say.
+    rule!(RULE_ENGINE_HANG_DETECTED, CollectiveTimeout, Symptom, Standalone,
+        [["watchdog timeout (self.watchdog_timeout=",
+          "no available shared memory broadcast block found in"]],
+        not [], ex_none),
     rule!("peer_closed", RankCrashed, Consequence, Standalone,
         [["closed its connection"]], not [], ex_peer_closed),
     rule!("peer_io", RankCrashed, Consequence, Standalone,
@@ -3547,7 +3562,9 @@ pub(crate) static RULES: &[Rule] = &[
     // executor."). As for torchelastic's line: -9 and -7 are read above, a positive code is
     // the worker's own exit, its error earlier in its output.
     rule!("vllm_worker_died", RankCrashed, Cause, AnyFinding,
-        [["died unexpectedly"], ["worker proc ", "workerproc "]],
+        // (And the front end on its engine core process, `v1/engine/core_client.py`: "Engine
+        // core proc EngineCore_0 died unexpectedly, shutting down client.")
+        [["died unexpectedly"], ["worker proc ", "workerproc ", "engine core proc "]],
         not ["(exit code: 0)", "(exit code: -15)", "(exit code: -2)"], ex_worker_died),
     // (A rank's `KeyboardInterrupt` is read with its traceback: `scan.rs`, python_exception.)
     // (A CalledProcessError of a helper command a rank runs itself, e.g. fairseq's `scontrol
@@ -3581,6 +3598,10 @@ pub(crate) static RULES: &[Rule] = &[
           // failure mode) ***") and Horovod's gloo launcher (`runner/gloo_run.py`: "Terminating
           // remaining workers after failure of Process 3.").
           "has reached the specified backoff limit", "jobset failed due to",
+          // SGLang's launcher when a child process (a scheduler, the detokenizer) failed and
+          // signalled it (`srt/entrypoints/engine.py`: "Received sigquit from a child process.
+          // It usually means the child failed.").
+          "received sigquit from a child process",
           // torchelastic's `@record` wrapper around its own launcher on the first failure
           // without an error file (`multiprocessing/errors/__init__.py`, logged as a tuple:
           // "('local_rank %s FAILED with no error file. Decorate your entrypoint fn with
@@ -8576,6 +8597,29 @@ mod tests {
                 "GPU device may be out of range, do you have enough GPUs?",
                 Category::CudaError,
                 "cuda_error",
+            ),
+            (
+                "[2024-12-06 06:44:45 TP1] Watchdog timeout (self.watchdog_timeout=300)",
+                Category::CollectiveTimeout,
+                RULE_ENGINE_HANG_DETECTED,
+            ),
+            (
+                "(VllmWorker TP1 pid=4021) INFO 12-06 06:45:45 [shm_broadcast.py:456] No \
+                 available shared memory broadcast block found in 60 second.",
+                Category::CollectiveTimeout,
+                RULE_ENGINE_HANG_DETECTED,
+            ),
+            (
+                "ERROR 12-06 06:44:46 [core_client.py:562] Engine core proc EngineCore_0 died \
+                 unexpectedly, shutting down client.",
+                Category::RankCrashed,
+                "vllm_worker_died",
+            ),
+            (
+                "[2024-12-06 06:44:45] Received sigquit from a child process. It usually means \
+                 the child failed.",
+                Category::RankCrashed,
+                "launcher_consequence",
             ),
             (
                 "srun: fatal: Can not execute train.sh",

@@ -3528,8 +3528,6 @@ const IOMMU_WARNED_DURING_HANG: &str = "iommu_warned_during_hang";
 /// exit code, a generic error code or crash marker), not from a message that
 /// names it.
 const INDIRECT_RULES: &[&str] = &[
-    // An inference engine's own hang detector: where it hangs, it does not say.
-    crate::rules::RULE_ENGINE_HANG_DETECTED,
     // FSDP's warning that a rank's order changed: a hang or wrong result may follow, or not.
     crate::rules::RULE_FSDP_ORDER_CHANGED,
     // A NIC's fault in a kernel log that may predate the job.
@@ -3538,8 +3536,6 @@ const INDIRECT_RULES: &[&str] = &[
     crate::rules::RULE_ZERO_NONE_GRADIENT,
     // PyTorch's hint that follows a CUDA error, without the error.
     crate::rules::RULE_CUDA_ERROR_HINT,
-    // Another rank's watchdog found the failure; this rank only heard of it.
-    crate::rules::RULE_TIMEOUT_SIGNAL_FROM_ANOTHER_RANK,
     // A first collective's timeout on one node is mostly GPU peer-to-peer traffic, but a rank
     // still starting past the timeout, or a transport's other failure, reads the same.
     "first_collective_timed_out",

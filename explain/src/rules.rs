@@ -2914,7 +2914,8 @@ pub(crate) static RULES: &[Rule] = &[
     // in that time, then it dumps the batch and kills the process) and vLLM's shared-memory
     // broadcast queue (`distributed/device_communicators/shm_broadcast.py`: "No available
     // shared memory broadcast block found in 60 second(s)", a reader waited that long: a
-    // worker hangs, or compiles). Medium (INDIRECT_RULES): where it hangs, they do not say.
+    // worker hangs, or compiles). A symptom, as a watchdog's timeout: where it hangs, they do
+    // not say.
     rule!(RULE_ENGINE_HANG_DETECTED, CollectiveTimeout, Symptom, Standalone,
         [["watchdog timeout (self.watchdog_timeout=",
           "no available shared memory broadcast block found in"]],

@@ -246,8 +246,12 @@ def main():
         workers = 1
         if rank == 1:
             data = RaisesInItsWorker(data, at=list(sampler)[2 * args.batch_size])
+    # The workers start by spawn, not fork: once in CI, rank 1 waited for its forked worker's
+    # first batch until the process group's 30 minutes ran out (forking a process that runs
+    # threads, gloo's here, can leave the child stuck on a lock one of them held; Python 3.14
+    # no longer forks by default on Linux for this reason).
     loader = DataLoader(data, batch_size=args.batch_size, sampler=sampler, drop_last=True,
-                        num_workers=workers)
+                        num_workers=workers, multiprocessing_context="spawn" if workers else None)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     micro = args.accum if args.mode == "no_sync" else 1
 

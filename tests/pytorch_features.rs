@@ -132,8 +132,13 @@ fn features_job(dir: &Path, mode: &str, steps: u64, run_args: &[&str]) -> Comman
     let mut c = Command::new(env!("CARGO_BIN_EXE_ddp-probe"));
     c.current_dir(repo())
         .args(["run", "--nproc-per-node", "2"])
-        .args(run_args)
-        .arg("--out")
+        .args(run_args);
+    if !run_args.contains(&"--hang-timeout") {
+        // A job that hangs fails its test in five minutes, not in gloo's thirty (a stuck
+        // DataLoader worker once took CI past its hour).
+        c.args(["--hang-timeout", "300"]);
+    }
+    c.arg("--out")
         .arg(dir)
         .arg("--")
         .arg(venv_python())
@@ -787,13 +792,7 @@ fn a_killed_dataloader_worker_is_named_with_the_launchers_evidence() {
     // sender from the OOM-kill counters the launcher read at rank 1's exit, and does not take
     // rank 1 for a rank that ran out of batches.
     let (_tmp, dir) = run_dir();
-    // Bounded: a stuck DataLoader worker fails the test in two minutes, not gloo's thirty.
-    let (out, console) = output_of(&mut features_job(
-        &dir,
-        "worker_killed",
-        6,
-        &["--hang-timeout", "120"],
-    ));
+    let (out, console) = output_of(&mut features_job(&dir, "worker_killed", 6, &[]));
     assert!(!out.status.success(), "the job should fail:\n{console}");
     assert!(
         console.contains("is killed by signal: Killed"),
@@ -956,13 +955,7 @@ fn an_exception_in_a_dataloader_worker_is_named_with_its_own_words_and_frame() {
     // "Caught ValueError in DataLoader worker process 0." with the original traceback. The
     // finding quotes the original exception and cites the dataset's frame.
     let (_tmp, dir) = run_dir();
-    // Bounded: a stuck DataLoader worker fails the test in two minutes, not gloo's thirty.
-    let (out, console) = output_of(&mut features_job(
-        &dir,
-        "bad_sample",
-        6,
-        &["--hang-timeout", "120"],
-    ));
+    let (out, console) = output_of(&mut features_job(&dir, "bad_sample", 6, &[]));
     assert!(!out.status.success(), "the job should fail:\n{console}");
     let report = explain_json(&dir);
     let first = &report["findings"][0];

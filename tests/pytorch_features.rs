@@ -977,3 +977,73 @@ fn an_exception_in_a_dataloader_worker_is_named_with_its_own_words_and_frame() {
         "the dataset's frame ({frame}) is evidence:\n{report:#}"
     );
 }
+
+#[test]
+fn a_dataloader_worker_stuck_on_a_lock_inherited_at_fork_is_named_with_its_state() {
+    // Rank 1's worker is forked while the rank holds a lock its dataset takes for the third
+    // batch: the worker sleeps on it for good, rank 1 waits for the batch, rank 0 for rank 1.
+    // The hang watchdog stops the job; the launcher's list of rank 1's processes shows the
+    // worker asleep on a futex, and `explain` names it and the fix (start workers by spawn).
+    let (_tmp, dir) = run_dir();
+    let (out, console) = output_of(&mut features_job(
+        &dir,
+        "worker_stuck",
+        6,
+        &["--hang-timeout", "15"],
+    ));
+    assert_eq!(out.status.code(), Some(124), "a hang:\n{console}");
+    let procs = std::fs::read_to_string(dir.join("logs/processes-rank-1.txt")).unwrap();
+    let worker = procs
+        .lines()
+        .find(|l| l.split('\t').nth(5) == Some("pt_data_worker"))
+        .unwrap_or_else(|| panic!("rank 1's worker is listed:\n{procs}"));
+    let fields: Vec<&str> = worker.split('\t').collect();
+    assert!(
+        fields[2] == "S" && fields[3].contains("futex"),
+        "asleep on a futex: {worker}"
+    );
+    let report = explain_json(&dir);
+    let first = &report["findings"][0];
+    // The training loop's `next` (in its `try`, the line before `except StopIteration:`).
+    let line = features_line("except StopIteration:") - 1;
+    let pid = fields[0];
+    assert_eq!(
+        (
+            first["category"].as_str(),
+            first["ranks"].clone(),
+            first["title"].as_str()
+        ),
+        (
+            Some("collective_timeout"),
+            serde_json::json!([1]),
+            Some(
+                format!(
+                    "rank 0 waited in a collective for rank 1, which never joined it: it was \
+                     in main at ddp_features.py:{line} (`x, y = next(batches)`), inside \
+                     torch/utils/data/dataloader.py:1291 in _try_get_data, waiting for a batch \
+                     from its DataLoader worker (pid {pid}), which was asleep on a lock"
+                )
+                .as_str()
+            )
+        ),
+        "{report:#}\n{console}"
+    );
+    let fix = first["fix"].as_str().unwrap_or_default();
+    assert!(
+        fix.contains("multiprocessing_context=\"spawn\"")
+            && fix.contains(&format!("py-spy dump --pid {pid}")),
+        "{fix}"
+    );
+    assert!(
+        first["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(
+                |e| e["text"].as_str().unwrap_or_default().starts_with(&format!(
+                    "rank 1's DataLoader worker, pid {pid}, was asleep on a lock"
+                ))
+            ),
+        "{report:#}"
+    );
+}

@@ -17,6 +17,7 @@
 //! * [`secret`]: the store token's rule and the OS randomness it is drawn from;
 //! * [`checkpoint_format`]: the reference DDP's checkpoint file, read and checked without libtorch;
 //! * [`shm_names`]: the names of the ranks' shared-memory files, for the launcher's clean-up;
+//! * [`processes`]: a rank's processes when the launcher stopped the run, and their file;
 //! * [`manifest`]: `manifest.json`, the launcher's record of a run, with
 //!   [`termination`] (how a rank ended) and the [`hang`] report, whose
 //!   [`hang::TraceTail`] holds the one rule for which collective a rank
@@ -28,6 +29,7 @@ pub mod clock;
 pub mod env;
 pub mod hang;
 pub mod manifest;
+pub mod processes;
 pub mod recorder;
 pub mod rlimit;
 pub mod run_dir;

@@ -42,6 +42,11 @@ Modes (each the way PyTorch's documentation writes it):
 * ``bad_sample``: rank 1 loads through one DataLoader worker, and its dataset raises a
   ValueError for the first sample of its third batch; PyTorch re-raises it in rank 1 ("Caught
   ValueError in DataLoader worker process 0." with the original traceback; the job fails).
+* ``worker_stuck``: rank 1 loads through one DataLoader worker, forked (``fork``, Linux's
+  default before Python 3.14) while the rank held a lock that its dataset takes for the first
+  sample of the third batch: in the worker the lock stays held, as a lock that another thread
+  of a rank (gloo's, a logger's) held at the fork does, and rank 1 waits for that batch for good
+  while rank 0 waits for rank 1 in the next all-reduce (a hang: run it with ``--hang-timeout``).
 * ``model_differs``: rank 1 builds its model wider (``dim`` 128 against 96), as a size read
   per rank from a node-local configuration would; DDP's check when it wraps the model (against
   rank 0's parameters) fails on rank 1 (the job fails).
@@ -63,6 +68,7 @@ import gc
 import os
 import signal
 import sys
+import threading
 import traceback
 
 import torch
@@ -76,7 +82,7 @@ import ddp_probe_torch
 
 MODES = ("plain", "prehook", "fp16", "bf16", "no_sync", "static_graph", "unused", "amp", "compile",
          "straggler", "uneven", "closure", "slow_save", "worker_killed",
-         "model_differs", "slow_download", "bad_sample", "fsdp")
+         "model_differs", "slow_download", "bad_sample", "fsdp", "worker_stuck")
 
 
 class BusyBackward(torch.autograd.Function):
@@ -164,6 +170,24 @@ class RaisesInItsWorker(torch.utils.data.Dataset):
         return self.data[i]
 
 
+class WaitsOnAForkedLock(torch.utils.data.Dataset):
+    """``data`` whose item ``at`` takes ``lock`` in the DataLoader worker that loads it: a lock
+    the rank held when the worker was forked stays held there for good."""
+
+    def __init__(self, data, at):
+        self.data, self.at = data, at
+        self.lock = threading.Lock()
+
+    def __len__(self):
+        return len(self.data)
+
+    def __getitem__(self, i):
+        if i == self.at and torch.utils.data.get_worker_info() is not None:
+            with self.lock:
+                pass
+        return self.data[i]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mode", choices=MODES, default="plain")
@@ -246,12 +270,18 @@ def main():
         workers = 1
         if rank == 1:
             data = RaisesInItsWorker(data, at=list(sampler)[2 * args.batch_size])
-    # The workers start by spawn, not fork: once in CI, rank 1 waited for its forked worker's
-    # first batch until the process group's 30 minutes ran out (forking a process that runs
-    # threads, gloo's here, can leave the child stuck on a lock one of them held; Python 3.14
-    # no longer forks by default on Linux for this reason).
+    # The workers start by spawn, not fork (but in worker_stuck): once in CI, rank 1 waited for
+    # its forked worker's first batch until the process group's 30 minutes ran out (forking a
+    # process that runs threads, gloo's here, can leave the child stuck on a lock one of them
+    # held; Python 3.14 no longer forks by default on Linux for this reason).
+    context = "spawn" if workers else None
+    if args.mode == "worker_stuck":
+        workers, context = 1, "fork"
+        if rank == 1:
+            data = WaitsOnAForkedLock(data, at=list(sampler)[2 * args.batch_size])
+            data.lock.acquire()  # released once the worker is forked, below
     loader = DataLoader(data, batch_size=args.batch_size, sampler=sampler, drop_last=True,
-                        num_workers=workers, multiprocessing_context="spawn" if workers else None)
+                        num_workers=workers, multiprocessing_context=context)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     micro = args.accum if args.mode == "no_sync" else 1
 
@@ -267,6 +297,8 @@ def main():
         return F.cross_entropy(out.float(), y.to(device)) / micro
 
     step, samples, batches = 0, 0, iter(loader)
+    if isinstance(data, WaitsOnAForkedLock):
+        data.lock.release()  # in this process; the worker's copy stays held
     steps = args.steps - 1 if args.mode == "uneven" and rank == 1 else args.steps
     while step < steps:
         if args.mode == "closure":

@@ -998,6 +998,7 @@ fn progress_signals(
             let (where_, evidence) = st.place();
             s.elsewhere = Some(where_);
             s.evidence.push(evidence);
+            add_worker_wait(st, &mut s);
         }
         *order += 1;
         s.order = *order;
@@ -1070,9 +1071,18 @@ fn stack_signals(
         ));
         s.elsewhere = Some(where_);
         s.evidence.push(evidence);
+        add_worker_wait(st, &mut s);
         *order += 1;
         s.order = *order;
         out.push(s);
+    }
+}
+
+/// A rank behind that waited for its DataLoader workers: their state's evidence and fix.
+fn add_worker_wait(st: &PyStack, s: &mut Signal) {
+    if let Some(w) = &st.worker_wait {
+        s.evidence.extend(w.evidence.clone());
+        s.fix_hint = Some(w.fix.clone());
     }
 }
 
@@ -2527,6 +2537,9 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
              read, a lock, a loop that does not end), fix it there.",
             who(&ranks)
         );
+    }
+    if let Some(hint) = own.iter().find_map(|s| s.fix_hint.as_deref()) {
+        fix = hint.to_owned();
     }
     if category == Category::CudaError
         && own

@@ -42,6 +42,7 @@
 
 mod category;
 mod correlate;
+mod data_loader_wait;
 mod desync_snapshot;
 mod error;
 mod flight_recorder;
@@ -166,6 +167,8 @@ pub(crate) struct Gathered {
     pub flight_recorder: Vec<(PathBuf, usize)>,
     /// The Python stacks the PyTorch module wrote when the hang watchdog asked.
     pub python_stacks: Vec<python_stack::PyStack>,
+    /// The ranks' process trees the launcher wrote when it stopped the run.
+    pub rank_processes: Vec<data_loader_wait::RankProcesses>,
     /// Things worked around.
     pub notes: Vec<String>,
     /// Observation counter.
@@ -216,6 +219,8 @@ pub fn explain_with(inputs: &[PathBuf], opts: &Options) -> Result<Report, Error>
             python_stack::rank_of(input).and_then(|_| python_stack::read(input))
         {
             g.python_stacks.push(stack);
+        } else if data_loader_wait::is_processes_file(input) {
+            g.rank_processes.extend(data_loader_wait::read(input));
         } else if let Some(rank) = flight_recorder::is_dump_name(input)
             .then(|| flight_recorder::rank_of(input))
             .flatten()
@@ -265,6 +270,11 @@ pub fn explain_with(inputs: &[PathBuf], opts: &Options) -> Result<Report, Error>
         return Err(Error::NothingToRead {
             paths: inputs.to_vec(),
         });
+    }
+    // A rank that waited for its DataLoader workers: what they were doing.
+    for st in &mut g.python_stacks {
+        let procs = g.rank_processes.iter().find(|p| p.rank == st.rank);
+        st.worker_wait = data_loader_wait::worker_wait(st, procs);
     }
     let mut report = correlate::build(g, opts);
     add_earlier_attempts(&mut report, &run_dirs, opts);
@@ -398,6 +408,11 @@ fn gather_dir(
                 g.python_stacks.extend(python_stack::read(&path));
             }
         }
+        for path in files_in(&folder, data_loader_wait::is_processes_file) {
+            if !g.rank_processes.iter().any(|p| p.path == path) {
+                g.rank_processes.extend(data_loader_wait::read(&path));
+            }
+        }
         for path in log_files_in(&folder) {
             if listed.insert(path.clone()) {
                 let rank = rank_from_name(&path);
@@ -426,7 +441,7 @@ fn files_in(dir: &Path, keep: impl Fn(&Path) -> bool) -> Vec<PathBuf> {
 }
 
 /// The regular files of `dir` that can be logs, by name: not traces,
-/// manifests, flight-recorder dumps, Python stacks or archives.
+/// manifests, flight-recorder dumps, Python stacks, process lists or archives.
 fn log_files_in(dir: &Path) -> Vec<PathBuf> {
     files_in(dir, |p| {
         let name = p
@@ -437,6 +452,7 @@ fn log_files_in(dir: &Path) -> Vec<PathBuf> {
             || name.starts_with('.')
             || name.starts_with("nccl_trace_rank_")
             || name.starts_with(python_stack::FILE_PREFIX)
+            || name.starts_with(probe_contract::processes::FILE_PREFIX)
             || [
                 ".jsonl", ".pkl", ".pickle", ".gz", ".zip", ".tar", ".pt", ".bin",
             ]

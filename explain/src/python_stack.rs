@@ -34,6 +34,11 @@ pub(crate) struct PyStack {
     pub path: PathBuf,
     /// Outermost first, as Python prints them.
     pub frames: Vec<Frame>,
+    /// The rank's process id, when the file's first line names it (`(pid 4321)`).
+    pub pid: Option<u32>,
+    /// What its DataLoader workers were doing, when it waited for them (set once the run's
+    /// processes files are read: [`crate::data_loader_wait`]).
+    pub worker_wait: Option<crate::data_loader_wait::WorkerWait>,
 }
 
 /// The rank of a stack file's name (`python-stack-rank-3.txt` → 3).
@@ -57,7 +62,16 @@ pub(crate) fn read(path: &Path) -> Option<PyStack> {
         rank,
         path: path.to_path_buf(),
         frames,
+        pid: header_pid(&text),
+        worker_wait: None,
     })
+}
+
+/// The pid the first line names: `# rank 1's training thread (pid 4321) when ...`.
+fn header_pid(text: &str) -> Option<u32> {
+    let first = text.lines().next()?.strip_prefix('#')?;
+    let (_, rest) = first.split_once("(pid ")?;
+    rest.split_once(')')?.0.trim().parse().ok()
 }
 
 /// The frames of Python's traceback text (`  File "f.py", line 3, in g` then the code line).
@@ -164,6 +178,9 @@ impl PyStack {
                 sanitize(&inside.function, 80)
             ));
         }
+        if let Some(w) = &self.worker_wait {
+            text.push_str(&w.phrase);
+        }
         (text, frame.at)
     }
 
@@ -243,6 +260,8 @@ mod tests {
             rank: 0,
             path: PathBuf::from("logs/python-stack-rank-0.txt"),
             frames,
+            pid: None,
+            worker_wait: None,
         };
         assert_eq!(
             s.whereabouts(),
@@ -260,6 +279,8 @@ mod tests {
             rank: 0,
             path: PathBuf::from("python-stack-rank-0.txt"),
             frames: parse(text),
+            pid: None,
+            worker_wait: None,
         };
         // DDP's check of the model (the first collective a DDP script makes) and a plain
         // all-reduce, as PyTorch 2.13's frames read.
@@ -286,6 +307,8 @@ mod tests {
             rank: 1,
             path: PathBuf::from("python-stack-rank-1.txt"),
             frames: parse(text),
+            pid: None,
+            worker_wait: None,
         };
         assert_eq!(
             s.whereabouts().0,
@@ -302,6 +325,8 @@ mod tests {
             rank: 2,
             path: PathBuf::from("python-stack-rank-2.txt"),
             frames: parse(&text),
+            pid: None,
+            worker_wait: None,
         };
         let (words, at) = s.whereabouts();
         assert_eq!(

@@ -49,6 +49,9 @@ pub(crate) struct Signal {
     /// Where the rank it is about was instead of the collective the others wait in, from that
     /// rank's Python stack ("in save at train.py:64 (`time.sleep(600)`)").
     pub elsewhere: Option<String>,
+    /// A fix more specific than the category's, when the signal knows one (a rank stuck on
+    /// its DataLoader workers: what their state calls for).
+    pub fix_hint: Option<String>,
     /// Supporting lines.
     pub evidence: Vec<Evidence>,
     /// Global order of observation (input order, then line order).
@@ -78,6 +81,7 @@ impl Signal {
             port: None,
             address: None,
             elsewhere: None,
+            fix_hint: None,
             evidence: Vec::new(),
             order: 0,
         }

@@ -31,10 +31,12 @@ use crate::manifest::{
 };
 use crate::observer::{Event, Observer};
 use crate::process;
+use crate::process_tree;
 use crate::reaper::Reaper;
 use crate::rundir::{self, LOGS_DIR, MANIFEST_FILE, TRACES_DIR};
 use crate::signals::SignalGuard;
 use crate::token;
+use probe_contract::processes;
 
 /// Exit status of a run stopped by the hang watchdog (as `timeout(1)`).
 pub const EXIT_HANG: i32 = 124;
@@ -1526,6 +1528,10 @@ impl Run {
     /// somewhere its stack tells. Returns whether a request was made (the ranks are then
     /// stopped by [`Run::check_dump_wait`]).
     fn request_dumps(&mut self, reason: DumpReason, observer: &mut dyn Observer) -> bool {
+        // What each live rank's processes were doing, read before any is asked or stopped: a
+        // rank that waits for a batch waits for its DataLoader workers, and their state says
+        // why (explain reads it beside the rank's Python stack).
+        self.write_process_trees(reason);
         let slots: Vec<usize> = self
             .slots
             .iter()
@@ -1582,6 +1588,28 @@ impl Run {
             announced,
         });
         true
+    }
+
+    /// Writes `logs/processes-rank-<R>.txt` for each rank still running: its process tree
+    /// (best effort: a file that cannot be written is left out).
+    fn write_process_trees(&self, reason: DumpReason) {
+        let when = match reason {
+            DumpReason::Hang => "stopped the job (no rank made progress)",
+            DumpReason::Failure => "stopped the job (another rank failed)",
+            DumpReason::Interrupt => "stopped the job (it was interrupted)",
+        };
+        for s in self.slots.iter().filter(|s| !s.exited) {
+            let Some(pid) = s.pid else { continue };
+            let tree = process_tree::process_tree(Path::new("/proc"), pid);
+            if tree.is_empty() {
+                continue;
+            }
+            let path = self
+                .run_dir
+                .join(LOGS_DIR)
+                .join(processes::file_name(s.rank));
+            let _ = std::fs::write(path, processes::render(s.rank, when, &tree));
+        }
     }
 
     /// The ranks with a `control/rank-<R>.listening` file that no slot of this node started

@@ -33,6 +33,7 @@ mod evidence;
 mod launch;
 pub mod observer;
 mod process;
+mod process_tree;
 mod reaper;
 pub mod rundir;
 mod signals;

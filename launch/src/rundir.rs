@@ -10,6 +10,7 @@
 //!     logs/nccl-rank<R>.log                (NCCL_DEBUG_FILE, written by NCCL)
 //!     logs/nccl_trace_rank_<R>             (PyTorch flight recorder dumps)
 //!     logs/python-stack-rank-<R>.txt       (the training thread's Python stack, on a dump request)
+//!     logs/processes-rank-<R>.txt          (the rank's process tree when the launcher stopped the run)
 //!     logs/error-rank<R>.json              (torchelastic error file)
 //!     traces/rank-<R>.jsonl                (written by the ranks' recorder)
 //!     control/rank-<R>.listening           (a rank answers dump requests: python/ddp_probe_torch/__init__.py)

@@ -357,8 +357,8 @@ class DumpWatcher:
         os.makedirs(self.logs_dir, exist_ok=True)
         _write_file(
             path,
-            f"# rank {self.rank}'s training thread when ddp-probe run asked (most recent call "
-            "last):\n" + "".join(traceback.format_stack(frame)),
+            f"# rank {self.rank}'s training thread (pid {os.getpid()}) when ddp-probe run asked "
+            "(most recent call last):\n" + "".join(traceback.format_stack(frame)),
         )
         return path
 

@@ -1,0 +1,336 @@
+//! A rank that the others waited for while it waited for a batch from its DataLoader's worker
+//! processes (its Python stack in the multiprocess iterator's `_try_get_data`): what those
+//! workers were doing, from the launcher's `logs/processes-rank-<R>.txt`
+//! ([`probe_contract::processes`]), and what to do about it. A worker asleep on a lock is the
+//! classic deadlock of a process forked while another thread of the rank held a lock; one in
+//! uninterruptible sleep waits for storage; one running is slow.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use probe_contract::processes::{self, ProcessState};
+
+use crate::python_stack::PyStack;
+use crate::report::Evidence;
+use crate::sanitize::{display_path, sanitize};
+
+/// Largest processes file read (a rank with many workers writes a few kB).
+const MAX_BYTES: u64 = 1024 * 1024;
+
+/// One rank's processes file, read back.
+#[derive(Debug, Clone)]
+pub(crate) struct RankProcesses {
+    pub rank: usize,
+    pub path: PathBuf,
+    pub processes: Vec<ProcessState>,
+}
+
+/// Whether `path` is named as a processes file (`processes-rank-<R>.txt`).
+pub(crate) fn is_processes_file(path: &Path) -> bool {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .and_then(processes::rank_of)
+        .is_some()
+}
+
+/// Reads a processes file; None when it is not one or holds no process.
+pub(crate) fn read(path: &Path) -> Option<RankProcesses> {
+    let rank = processes::rank_of(path.file_name()?.to_str()?)?;
+    if fs::metadata(path).ok()?.len() > MAX_BYTES {
+        return None;
+    }
+    let text = fs::read_to_string(path).ok()?;
+    let list = processes::parse(&text);
+    (!list.is_empty()).then(|| RankProcesses {
+        rank,
+        path: path.to_path_buf(),
+        processes: list,
+    })
+}
+
+/// What a rank waiting for its DataLoader workers shows: the phrase that ends where it was,
+/// the fix, and the processes file's line of the worker it names.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct WorkerWait {
+    /// ", waiting for a batch from its DataLoader worker (pid 4388), which was asleep on a lock".
+    pub phrase: String,
+    pub fix: String,
+    pub evidence: Option<Evidence>,
+}
+
+/// The multiprocess DataLoader iterator's wait for a worker's result (PyTorch 1.x to 2.13:
+/// `_MultiProcessingDataLoaderIter._try_get_data`, called by `_get_data`).
+fn waits_for_workers(stack: &PyStack) -> bool {
+    stack.frames.iter().any(|f| {
+        f.file.ends_with("torch/utils/data/dataloader.py")
+            && matches!(f.function.as_str(), "_try_get_data" | "_get_data")
+    })
+}
+
+/// How a look at the worker (`pid`, when known) and a DataLoader `timeout=` help whatever it
+/// waited for.
+fn see_and_bound(pid: Option<u32>) -> String {
+    let pid = pid.map_or("PID".to_owned(), |p| p.to_string());
+    format!(
+        "`py-spy dump --pid {pid}` shows where the worker waits, and a DataLoader `timeout=` \
+         (seconds) makes a stuck worker raise in its rank instead of hanging the job"
+    )
+}
+
+/// The wait of `stack`'s rank for its DataLoader workers, told by their states in `procs` when
+/// the launcher listed them; None when the stack is not in that wait.
+pub(crate) fn worker_wait(stack: &PyStack, procs: Option<&RankProcesses>) -> Option<WorkerWait> {
+    if !waits_for_workers(stack) {
+        return None;
+    }
+    let rank = stack.rank;
+    let Some(procs) = procs else {
+        return Some(WorkerWait {
+            phrase: ", waiting for a batch from its DataLoader workers".to_owned(),
+            fix: format!(
+                "Rank {rank} was waiting for a batch from its DataLoader's worker processes \
+                 (`pt_data_worker`): one of them is stuck or slow (a lock it inherited when it \
+                 was forked from a rank running threads, a read from stalled storage, slow \
+                 decoding). {}; `DataLoader(..., \
+                 multiprocessing_context=\"spawn\")` (or \"forkserver\") starts workers that \
+                 inherit no lock. Under `ddp-probe run` the launcher also lists each worker's \
+                 state when it stops a job (`logs/processes-rank-<R>.txt`).",
+                see_and_bound(None)
+            ),
+            evidence: None,
+        });
+    };
+    // The rank's own workers: the children of its process (the stack file names its pid),
+    // else every worker of the tree.
+    let workers: Vec<(usize, &ProcessState)> = procs
+        .processes
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.is_data_loader_worker() && p.state != 'Z' && p.state != 'X')
+        .filter(|(_, p)| stack.pid.is_none_or(|pid| p.ppid == pid))
+        .collect();
+    let file = display_path(&procs.path);
+    // The line of the file that lists process `i` (a comment line comes first).
+    let line_of = |i: usize| {
+        fs::read_to_string(&procs.path).ok().and_then(|text| {
+            let pid = procs.processes[i].pid.to_string();
+            text.lines()
+                .position(|l| l.split('\t').next() == Some(pid.as_str()))
+                .map(|n| n as u64 + 1)
+        })
+    };
+    let evidence = |i: usize, said: &str| {
+        Some(Evidence {
+            file: file.clone(),
+            line: line_of(i),
+            text: format!(
+                "rank {rank}'s DataLoader worker, pid {}, {said}",
+                procs.processes[i].pid
+            ),
+        })
+    };
+    let wchan = |p: &ProcessState| sanitize(&p.wchan, 60);
+    if let Some(&(i, p)) = workers.iter().find(|(_, p)| p.waits_on_lock()) {
+        let said = format!(
+            "was asleep on a lock ({}) with {:.2} s of CPU used",
+            wchan(p),
+            p.cpu_s
+        );
+        return Some(WorkerWait {
+            phrase: format!(
+                ", waiting for a batch from its DataLoader worker (pid {}), which was asleep on \
+                 a lock",
+                p.pid
+            ),
+            fix: format!(
+                "Rank {rank}'s DataLoader worker (pid {}) was asleep on a lock while the rank \
+                 waited for its batch: a worker forked from a rank that runs threads (gloo's or \
+                 NCCL's, a logger's, the program's own) can inherit a lock that one of them held \
+                 at the fork, and nobody is left to release it. Start the workers without fork: \
+                 `DataLoader(..., multiprocessing_context=\"spawn\")` or \"forkserver\" (Linux's \
+                 default from Python 3.14 for this reason). {}.",
+                p.pid,
+                see_and_bound(Some(p.pid))
+            ),
+            evidence: evidence(i, &said),
+        });
+    }
+    if let Some(&(i, p)) = workers.iter().find(|(_, p)| p.in_uninterruptible_io()) {
+        let said = format!("was in uninterruptible I/O ({})", wchan(p));
+        return Some(WorkerWait {
+            phrase: format!(
+                ", waiting for a batch from its DataLoader worker (pid {}), which was waiting \
+                 for storage",
+                p.pid
+            ),
+            fix: format!(
+                "Rank {rank}'s DataLoader worker (pid {}) was in uninterruptible I/O while the \
+                 rank waited for its batch: its read from storage stalled (a network file \
+                 system, an overloaded or failing disk). Check that storage (`dmesg`, the \
+                 mount's health) or stage the data on local disk; {}.",
+                p.pid,
+                see_and_bound(Some(p.pid))
+            ),
+            evidence: evidence(i, &said),
+        });
+    }
+    if let Some(&(i, p)) = workers.iter().find(|(_, p)| p.state == 'R') {
+        let said = format!("was running, with {:.2} s of CPU used", p.cpu_s);
+        return Some(WorkerWait {
+            phrase: format!(
+                ", waiting for a batch from its DataLoader worker (pid {}), which was busy",
+                p.pid
+            ),
+            fix: format!(
+                "Rank {rank}'s DataLoader worker (pid {}) was busy computing while the rank \
+                 waited for its batch: loading is slower than the step (heavy decoding or \
+                 augmentation, a sample far larger than the others) or the worker loops. More \
+                 workers (`num_workers`), lighter transforms or preprocessed data help a slow \
+                 loader; {}.",
+                p.pid,
+                see_and_bound(Some(p.pid))
+            ),
+            evidence: evidence(i, &said),
+        });
+    }
+    if workers.is_empty() {
+        return Some(WorkerWait {
+            phrase: ", waiting for a batch from DataLoader workers that were gone".to_owned(),
+            fix: format!(
+                "Rank {rank} was waiting for a batch from its DataLoader, and the launcher found \
+                 no DataLoader worker process below it: its workers had ended without the \
+                 rank noticing. Read the rank's log for a worker's error or a kill (the \
+                 out-of-memory killer: `dmesg`), and give the DataLoader a `timeout=` (seconds) \
+                 so that a lost worker raises in its rank instead of hanging the job."
+            ),
+            evidence: None,
+        });
+    }
+    let (i, p) = workers[0];
+    let said = format!("was asleep in {}", wchan(p));
+    Some(WorkerWait {
+        phrase: format!(
+            ", waiting for a batch from its DataLoader worker (pid {}), which was asleep",
+            p.pid
+        ),
+        fix: format!(
+            "Rank {rank}'s DataLoader worker (pid {}) was asleep ({}) while the rank waited for \
+             its batch: it waits for something outside it (a pipe, a socket, a remote read). \
+             {}.",
+            p.pid,
+            wchan(p),
+            see_and_bound(Some(p.pid))
+        ),
+        evidence: evidence(i, &said),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::python_stack;
+
+    /// A rank's stack in the multiprocess iterator's wait, as the PyTorch module writes it.
+    const WAITING: &str = "# rank 1's training thread (pid 4321) when ddp-probe run asked (most recent call last):
+  File \"/work/train.py\", line 284, in main
+    x, y = next(batches)
+  File \"/v/lib/python3.11/site-packages/torch/utils/data/dataloader.py\", line 741, in __next__
+    data = self._next_data()
+  File \"/v/lib/python3.11/site-packages/torch/utils/data/dataloader.py\", line 1448, in _next_data
+    idx, data = self._get_data()
+  File \"/v/lib/python3.11/site-packages/torch/utils/data/dataloader.py\", line 1412, in _get_data
+    success, data = self._try_get_data()
+  File \"/v/lib/python3.11/site-packages/torch/utils/data/dataloader.py\", line 1291, in _try_get_data
+    data = self._data_queue.get(timeout=timeout)
+";
+
+    fn files(procs: &str) -> (tempfile::TempDir, PyStack, Option<RankProcesses>) {
+        let dir = tempfile::tempdir().unwrap();
+        let stack_path = dir.path().join("python-stack-rank-1.txt");
+        fs::write(&stack_path, WAITING).unwrap();
+        let procs_path = dir.path().join(processes::file_name(1));
+        fs::write(&procs_path, procs).unwrap();
+        let stack = python_stack::read(&stack_path).unwrap();
+        let procs = read(&procs_path);
+        (dir, stack, procs)
+    }
+
+    const HEADER: &str = "# rank 1's processes when ddp-probe run stopped the job (hang): ...\n";
+
+    #[test]
+    fn a_worker_asleep_on_a_lock_is_named_with_its_line_and_the_fork_fix() {
+        let (_d, stack, procs) = files(&format!(
+            "{HEADER}4321\t4300\tS\tdo_select\t12.40\tpython\tpython train.py\n\
+             4388\t4321\tS\tfutex_do_wait\t0.35\tpt_data_worker\tpython train.py\n\
+             4390\t9999\tR\t\t5.00\tpt_data_worker\tanother rank's worker\n"
+        ));
+        assert_eq!(stack.pid, Some(4321));
+        let w = worker_wait(&stack, procs.as_ref()).unwrap();
+        assert_eq!(
+            w.phrase,
+            ", waiting for a batch from its DataLoader worker (pid 4388), which was asleep on a lock"
+        );
+        assert!(
+            w.fix.contains("multiprocessing_context=\"spawn\"")
+                && w.fix.contains("`py-spy dump --pid 4388`"),
+            "{}",
+            w.fix
+        );
+        let e = w.evidence.unwrap();
+        assert_eq!(e.line, Some(3));
+        assert_eq!(
+            e.text,
+            "rank 1's DataLoader worker, pid 4388, was asleep on a lock (futex_do_wait) with \
+             0.35 s of CPU used"
+        );
+    }
+
+    #[test]
+    fn storage_a_busy_worker_and_no_worker_each_get_their_own_words() {
+        let (_d, stack, procs) = files(&format!(
+            "{HEADER}4321\t4300\tS\tdo_select\t12.40\tpython\t\n\
+             4388\t4321\tD\tnfs_wait_bit_killable\t0.35\tpt_data_worker\t\n"
+        ));
+        let w = worker_wait(&stack, procs.as_ref()).unwrap();
+        assert!(
+            w.phrase.ends_with("which was waiting for storage"),
+            "{}",
+            w.phrase
+        );
+        let (_d, stack, procs) = files(&format!(
+            "{HEADER}4321\t4300\tS\tdo_select\t12.40\tpython\t\n\
+             4388\t4321\tR\t\t95.10\tpt_data_worker\t\n"
+        ));
+        let w = worker_wait(&stack, procs.as_ref()).unwrap();
+        assert!(w.phrase.ends_with("which was busy"), "{}", w.phrase);
+        let (_d, stack, procs) = files(&format!(
+            "{HEADER}4321\t4300\tS\tdo_select\t12.40\tpython\t\n"
+        ));
+        let w = worker_wait(&stack, procs.as_ref()).unwrap();
+        assert!(w.phrase.ends_with("that were gone"), "{}", w.phrase);
+        // No list (plain torchrun, or an older run): the wait itself, and how to look.
+        let w = worker_wait(&stack, None).unwrap();
+        assert_eq!(
+            w.phrase,
+            ", waiting for a batch from its DataLoader workers"
+        );
+        assert!(w.fix.contains("py-spy dump"), "{}", w.fix);
+    }
+
+    #[test]
+    fn a_stack_outside_the_data_loaders_wait_is_not_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("python-stack-rank-0.txt");
+        fs::write(
+            &path,
+            "# rank 0's training thread when ddp-probe run asked (most recent call last):
+  File \"/work/train.py\", line 64, in _save_snapshot
+    __import__(\"time\").sleep(600)
+",
+        )
+        .unwrap();
+        let stack = python_stack::read(&path).unwrap();
+        assert_eq!(stack.pid, None);
+        assert_eq!(worker_wait(&stack, None), None);
+    }
+}

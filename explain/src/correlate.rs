@@ -3505,6 +3505,11 @@ fn tool_output_signals(
                 .flat_map(|p| p.evidence.iter().cloned())
                 .take(opts.max_evidence)
                 .collect();
+            if first.data_loader {
+                s.fix_hint = Some(crate::data_loader_wait::fix_unlisted(
+                    "The process whose main thread waits in the DataLoader",
+                ));
+            }
             out.push(s);
         }
     }

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use probe_contract::processes::{self, ProcessState};
 
-use crate::python_stack::PyStack;
+use crate::python_stack::{PyStack, WorkerWait};
 use crate::report::Evidence;
 use crate::sanitize::{display_path, sanitize};
 
@@ -48,16 +48,6 @@ pub(crate) fn read(path: &Path) -> Option<RankProcesses> {
     })
 }
 
-/// What a rank waiting for its DataLoader workers shows: the phrase that ends where it was,
-/// the fix, and the processes file's line of the worker it names.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct WorkerWait {
-    /// ", waiting for a batch from its DataLoader worker (pid 4388), which was asleep on a lock".
-    pub phrase: String,
-    pub fix: String,
-    pub evidence: Option<Evidence>,
-}
-
 /// The multiprocess DataLoader iterator's wait for a worker's result (PyTorch 1.x to 2.13:
 /// `_MultiProcessingDataLoaderIter._try_get_data`, called by `_get_data`).
 fn waits_for_workers(stack: &PyStack) -> bool {
@@ -77,6 +67,20 @@ fn see_and_bound(pid: Option<u32>) -> String {
     )
 }
 
+/// The fix for `who` (a rank, a process of a py-spy dump) waiting for a batch from its
+/// DataLoader's workers when their states are not known.
+pub(crate) fn fix_unlisted(who: &str) -> String {
+    format!(
+        "{who} was waiting for a batch from its DataLoader's worker processes \
+         (`pt_data_worker`): one of them is stuck or slow (a lock it inherited when it was \
+         forked from a process running threads, a read from stalled storage, slow decoding). \
+         {}; `DataLoader(..., multiprocessing_context=\"spawn\")` (or \"forkserver\") starts \
+         workers that inherit no lock. Under `ddp-probe run` the launcher also lists each \
+         worker's state when it stops a job (`logs/processes-rank-<R>.txt`).",
+        see_and_bound(None)
+    )
+}
+
 /// The wait of `stack`'s rank for its DataLoader workers, told by their states in `procs` when
 /// the launcher listed them; None when the stack is not in that wait.
 pub(crate) fn worker_wait(stack: &PyStack, procs: Option<&RankProcesses>) -> Option<WorkerWait> {
@@ -87,16 +91,7 @@ pub(crate) fn worker_wait(stack: &PyStack, procs: Option<&RankProcesses>) -> Opt
     let Some(procs) = procs else {
         return Some(WorkerWait {
             phrase: ", waiting for a batch from its DataLoader workers".to_owned(),
-            fix: format!(
-                "Rank {rank} was waiting for a batch from its DataLoader's worker processes \
-                 (`pt_data_worker`): one of them is stuck or slow (a lock it inherited when it \
-                 was forked from a rank running threads, a read from stalled storage, slow \
-                 decoding). {}; `DataLoader(..., \
-                 multiprocessing_context=\"spawn\")` (or \"forkserver\") starts workers that \
-                 inherit no lock. Under `ddp-probe run` the launcher also lists each worker's \
-                 state when it stops a job (`logs/processes-rank-<R>.txt`).",
-                see_and_bound(None)
-            ),
+            fix: fix_unlisted(&format!("Rank {rank}")),
             evidence: None,
         });
     };

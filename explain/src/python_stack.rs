@@ -37,8 +37,18 @@ pub(crate) struct PyStack {
     /// The rank's process id, when the file's first line names it (`(pid 4321)`).
     pub pid: Option<u32>,
     /// What its DataLoader workers were doing, when it waited for them (set once the run's
-    /// processes files are read: [`crate::data_loader_wait`]).
-    pub worker_wait: Option<crate::data_loader_wait::WorkerWait>,
+    /// processes files are read, by the module that reads them).
+    pub worker_wait: Option<WorkerWait>,
+}
+
+/// What a rank waiting for its DataLoader workers shows: the phrase that ends where it was,
+/// the fix, and the processes file's line of the worker it names.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct WorkerWait {
+    /// ", waiting for a batch from its DataLoader worker (pid 4388), which was asleep on a lock".
+    pub phrase: String,
+    pub fix: String,
+    pub evidence: Option<Evidence>,
 }
 
 /// The rank of a stack file's name (`python-stack-rank-3.txt` → 3).

@@ -4959,3 +4959,36 @@ fn the_kubelets_exit_code_for_a_container_it_lost_is_no_sigkill() {
     let (f, _) = first_of(killed);
     assert_eq!(f.category, Category::HostOomKilled);
 }
+
+#[test]
+fn a_py_spy_dump_of_a_process_waiting_for_its_data_loader_gets_the_workers_fix() {
+    // A hung job's only pasted evidence: py-spy's dump of a main thread in the multiprocess
+    // DataLoader iterator's wait (PyTorch 2.x frames). The fix is the DataLoader's: its workers
+    // are stuck or slow, how to see one, and the start method that inherits no lock.
+    let log = "Process 2841: python train.py\n\
+               Python v3.10.12 (/usr/bin/python3.10)\n\
+               \n\
+               Thread 2841 (idle): \"MainThread\"\n\
+               \x20   wait (threading.py:324)\n\
+               \x20   get (multiprocessing/queues.py:113)\n\
+               \x20   _try_get_data (torch/utils/data/dataloader.py:1133)\n\
+               \x20   _get_data (torch/utils/data/dataloader.py:1294)\n\
+               \x20   _next_data (torch/utils/data/dataloader.py:1332)\n\
+               \x20   __next__ (torch/utils/data/dataloader.py:631)\n\
+               \x20   train_epoch (train.py:88)\n";
+    let report = probe_explain::explain_log_bytes(
+        "py-spy.txt",
+        log.as_bytes(),
+        &probe_explain::Options::default(),
+    );
+    let top = report.findings.first().expect("a finding");
+    assert_eq!(top.category, Category::CollectiveTimeout, "{report:#?}");
+    assert!(
+        top.fix.starts_with(
+            "The process whose main thread waits in the DataLoader was waiting for a batch from \
+             its DataLoader's worker processes"
+        ) && top.fix.contains("multiprocessing_context=\"spawn\""),
+        "{}",
+        top.fix
+    );
+}

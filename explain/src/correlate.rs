@@ -29,6 +29,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::category::Category;
 use crate::manifest::{self, KillVerdict};
+use crate::process_waits::RankProcesses;
 use crate::python_stack::PyStack;
 use crate::report::{
     Confidence, Evidence, Finding, RankStack, Report, Role, RunFacts, SCHEMA_VERSION,
@@ -213,6 +214,7 @@ pub(crate) fn build(mut g: Gathered, opts: &Options) -> Report {
         stuck_same = progress_signals(
             &g.progress,
             &g.python_stacks,
+            &g.rank_processes,
             &ctx,
             &mut signals,
             &mut order,
@@ -852,6 +854,7 @@ fn unseen_ranks_detail(work: &str, unseen: &[usize]) -> String {
 fn progress_signals(
     progress: &[RankProgress],
     stacks: &[PyStack],
+    processes: &[RankProcesses],
     ctx: &RunContext,
     out: &mut Vec<Signal>,
     order: &mut u64,
@@ -998,7 +1001,17 @@ fn progress_signals(
             let (where_, evidence) = st.place();
             s.elsewhere = Some(where_);
             s.evidence.push(evidence);
-            add_worker_wait(st, &mut s);
+            add_process_wait(st, &mut s);
+        } else if let Some(w) = (!finished)
+            .then(|| processes.iter().find(|p| p.rank == b.rank))
+            .flatten()
+            .and_then(|p| crate::process_waits::without_stack(b.rank, p))
+        {
+            // No stack (the reference DDP, a rank that could not answer): its process's state
+            // alone, when that says more than "never joined".
+            s.elsewhere = w.place.clone();
+            s.evidence.extend(w.evidence.clone());
+            s.fix_hint = Some(w.fix);
         }
         *order += 1;
         s.order = *order;
@@ -1071,7 +1084,7 @@ fn stack_signals(
         ));
         s.elsewhere = Some(where_);
         s.evidence.push(evidence);
-        add_worker_wait(st, &mut s);
+        add_process_wait(st, &mut s);
         *order += 1;
         s.order = *order;
         out.push(s);
@@ -1079,8 +1092,8 @@ fn stack_signals(
 }
 
 /// A rank behind that waited for its DataLoader workers: their state's evidence and fix.
-fn add_worker_wait(st: &PyStack, s: &mut Signal) {
-    if let Some(w) = &st.worker_wait {
+fn add_process_wait(st: &PyStack, s: &mut Signal) {
+    if let Some(w) = &st.process_wait {
         s.evidence.extend(w.evidence.clone());
         s.fix_hint = Some(w.fix.clone());
     }
@@ -3506,7 +3519,7 @@ fn tool_output_signals(
                 .take(opts.max_evidence)
                 .collect();
             if first.data_loader {
-                s.fix_hint = Some(crate::data_loader_wait::fix_unlisted(
+                s.fix_hint = Some(crate::process_waits::fix_unlisted(
                     "The process whose main thread waits in the DataLoader",
                 ));
             }

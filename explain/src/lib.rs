@@ -42,7 +42,6 @@
 
 mod category;
 mod correlate;
-mod data_loader_wait;
 mod desync_snapshot;
 mod error;
 mod flight_recorder;
@@ -52,6 +51,7 @@ mod lines;
 mod manifest;
 mod nccl;
 mod pickle;
+mod process_waits;
 mod python_stack;
 mod record_prefix;
 mod report;
@@ -168,7 +168,7 @@ pub(crate) struct Gathered {
     /// The Python stacks the PyTorch module wrote when the hang watchdog asked.
     pub python_stacks: Vec<python_stack::PyStack>,
     /// The ranks' process trees the launcher wrote when it stopped the run.
-    pub rank_processes: Vec<data_loader_wait::RankProcesses>,
+    pub rank_processes: Vec<process_waits::RankProcesses>,
     /// Things worked around.
     pub notes: Vec<String>,
     /// Observation counter.
@@ -219,8 +219,8 @@ pub fn explain_with(inputs: &[PathBuf], opts: &Options) -> Result<Report, Error>
             python_stack::rank_of(input).and_then(|_| python_stack::read(input))
         {
             g.python_stacks.push(stack);
-        } else if data_loader_wait::is_processes_file(input) {
-            g.rank_processes.extend(data_loader_wait::read(input));
+        } else if process_waits::is_processes_file(input) {
+            g.rank_processes.extend(process_waits::read(input));
         } else if let Some(rank) = flight_recorder::is_dump_name(input)
             .then(|| flight_recorder::rank_of(input))
             .flatten()
@@ -274,7 +274,7 @@ pub fn explain_with(inputs: &[PathBuf], opts: &Options) -> Result<Report, Error>
     // A rank that waited for its DataLoader workers: what they were doing.
     for st in &mut g.python_stacks {
         let procs = g.rank_processes.iter().find(|p| p.rank == st.rank);
-        st.worker_wait = data_loader_wait::worker_wait(st, procs);
+        st.process_wait = process_waits::process_wait(st, procs);
     }
     let mut report = correlate::build(g, opts);
     add_earlier_attempts(&mut report, &run_dirs, opts);
@@ -408,9 +408,9 @@ fn gather_dir(
                 g.python_stacks.extend(python_stack::read(&path));
             }
         }
-        for path in files_in(&folder, data_loader_wait::is_processes_file) {
+        for path in files_in(&folder, process_waits::is_processes_file) {
             if !g.rank_processes.iter().any(|p| p.path == path) {
-                g.rank_processes.extend(data_loader_wait::read(&path));
+                g.rank_processes.extend(process_waits::read(&path));
             }
         }
         for path in log_files_in(&folder) {

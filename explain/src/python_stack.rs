@@ -38,15 +38,18 @@ pub(crate) struct PyStack {
     pub pid: Option<u32>,
     /// What its DataLoader workers were doing, when it waited for them (set once the run's
     /// processes files are read, by the module that reads them).
-    pub worker_wait: Option<WorkerWait>,
+    pub process_wait: Option<ProcessWait>,
 }
 
 /// What a rank waiting for its DataLoader workers shows: the phrase that ends where it was,
 /// the fix, and the processes file's line of the worker it names.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct WorkerWait {
+pub(crate) struct ProcessWait {
     /// ", waiting for a batch from its DataLoader worker (pid 4388), which was asleep on a lock".
     pub phrase: String,
+    /// Where the rank was said without a stack ("in uninterruptible I/O (nfs_wait_on_request)"),
+    /// when its process's state says it alone.
+    pub place: Option<String>,
     pub fix: String,
     pub evidence: Option<Evidence>,
 }
@@ -73,7 +76,7 @@ pub(crate) fn read(path: &Path) -> Option<PyStack> {
         path: path.to_path_buf(),
         frames,
         pid: header_pid(&text),
-        worker_wait: None,
+        process_wait: None,
     })
 }
 
@@ -188,7 +191,7 @@ impl PyStack {
                 sanitize(&inside.function, 80)
             ));
         }
-        if let Some(w) = &self.worker_wait {
+        if let Some(w) = &self.process_wait {
             text.push_str(&w.phrase);
         }
         (text, frame.at)
@@ -271,7 +274,7 @@ mod tests {
             path: PathBuf::from("logs/python-stack-rank-0.txt"),
             frames,
             pid: None,
-            worker_wait: None,
+            process_wait: None,
         };
         assert_eq!(
             s.whereabouts(),
@@ -290,7 +293,7 @@ mod tests {
             path: PathBuf::from("python-stack-rank-0.txt"),
             frames: parse(text),
             pid: None,
-            worker_wait: None,
+            process_wait: None,
         };
         // DDP's check of the model (the first collective a DDP script makes) and a plain
         // all-reduce, as PyTorch 2.13's frames read.
@@ -318,7 +321,7 @@ mod tests {
             path: PathBuf::from("python-stack-rank-1.txt"),
             frames: parse(text),
             pid: None,
-            worker_wait: None,
+            process_wait: None,
         };
         assert_eq!(
             s.whereabouts().0,
@@ -336,7 +339,7 @@ mod tests {
             path: PathBuf::from("python-stack-rank-2.txt"),
             frames: parse(&text),
             pid: None,
-            worker_wait: None,
+            process_wait: None,
         };
         let (words, at) = s.whereabouts();
         assert_eq!(

@@ -4992,3 +4992,65 @@ fn a_py_spy_dump_of_a_process_waiting_for_its_data_loader_gets_the_workers_fix()
         top.fix
     );
 }
+
+#[test]
+fn a_rank_behind_without_a_stack_in_uninterruptible_io_is_said_to_wait_for_storage() {
+    // A hang stopped by the watchdog; rank 1 (no Python stack: the reference DDP) never queued
+    // the collective rank 0 waits in, and the launcher's list of its processes shows it in
+    // uninterruptible sleep on an NFS request (a checkpoint written to stalled storage).
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    put(
+        root,
+        "manifest.json",
+        &manifest(
+            "hang",
+            2,
+            vec![rank_record(0, 2, stopped()), rank_record(1, 2, stopped())],
+            json!({"hang": {"timeout_s": 30.0, "detected_at": "t", "behind": [1], "ranks": []}}),
+        ),
+    );
+    put(root, "traces/rank-0.jsonl", &trace(0, 16, Some(17), false));
+    put(root, "traces/rank-1.jsonl", &trace(1, 16, None, false));
+    let procs = "# rank 1's processes when ddp-probe run stopped the job (no rank made progress): \
+                 pid, parent pid, state, kernel wait channel, CPU seconds, name, command line\n\
+                 5120\t5100\tD\tnfs_wait_on_request\t41.20\tlm\t./lm --ckpt /mnt/nfs/ckpt\n";
+    let job = |state_line: &str| {
+        put(root, "logs/processes-rank-1.txt", state_line);
+        explain(&[root.to_path_buf()]).unwrap()
+    };
+    let r = job(procs);
+    let top = &r.findings[0];
+    assert_eq!(
+        (top.category, top.ranks.clone(), top.title.as_str()),
+        (
+            Category::CollectiveTimeout,
+            vec![1],
+            "rank 0 waited in a collective for rank 1, which never joined it: it was in \
+             uninterruptible I/O (nfs_wait_on_request)"
+        ),
+        "{}",
+        r.render_text(100)
+    );
+    assert!(
+        top.fix
+            .starts_with("Rank 1's process (pid 5120) was in uninterruptible I/O"),
+        "{}",
+        top.fix
+    );
+    assert!(
+        top.evidence.iter().any(|e| e.file.ends_with("logs/processes-rank-1.txt")
+            && e.line == Some(2)
+            && e.text == "rank 1's process, pid 5120, was in uninterruptible I/O (nfs_wait_on_request)"),
+        "{}",
+        r.render_text(100)
+    );
+    // Asleep as any waiting process is: nothing more than "never joined".
+    let r = job(&procs.replace("\tD\tnfs_wait_on_request\t", "\tS\tdo_select\t"));
+    assert_eq!(
+        r.findings[0].title,
+        "rank 0 waited in a collective for rank 1, which never joined it",
+        "{}",
+        r.render_text(100)
+    );
+}

@@ -1,16 +1,21 @@
-//! A rank that the others waited for while it waited for a batch from its DataLoader's worker
-//! processes (its Python stack in the multiprocess iterator's `_try_get_data`): what those
-//! workers were doing, from the launcher's `logs/processes-rank-<R>.txt`
-//! ([`probe_contract::processes`]), and what to do about it. A worker asleep on a lock is the
-//! classic deadlock of a process forked while another thread of the rank held a lock; one in
-//! uninterruptible sleep waits for storage; one running is slow.
+//! What a rank's processes were doing while the others waited for it, from the launcher's
+//! `logs/processes-rank-<R>.txt` ([`probe_contract::processes`]) beside the rank's Python stack,
+//! and what to do about it:
+//!
+//! * a rank waiting for a batch from its DataLoader's worker processes (its stack in the
+//!   multiprocess iterator's `_try_get_data`) waited for them: a worker asleep on a lock is the
+//!   classic deadlock of a process forked while another thread of the rank held a lock; one in
+//!   uninterruptible sleep waits for storage; one running is slow; none left is a lost worker;
+//! * elsewhere, the rank's own process in uninterruptible sleep waited for storage (a
+//!   checkpoint or a log written to a file system that stalled), and one stopped (`T`) was held
+//!   by a signal or a debugger.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use probe_contract::processes::{self, ProcessState};
 
-use crate::python_stack::{PyStack, WorkerWait};
+use crate::python_stack::{ProcessWait, PyStack};
 use crate::report::Evidence;
 use crate::sanitize::{display_path, sanitize};
 
@@ -81,19 +86,106 @@ pub(crate) fn fix_unlisted(who: &str) -> String {
     )
 }
 
-/// The wait of `stack`'s rank for its DataLoader workers, told by their states in `procs` when
-/// the launcher listed them; None when the stack is not in that wait.
-pub(crate) fn worker_wait(stack: &PyStack, procs: Option<&RankProcesses>) -> Option<WorkerWait> {
-    if !waits_for_workers(stack) {
-        return None;
+/// What `stack`'s rank waited for, told by its processes' states in `procs` when the launcher
+/// listed them: its DataLoader workers when its stack waits for them, else its own process when
+/// that was in uninterruptible I/O or stopped; None when neither says more than the stack.
+pub(crate) fn process_wait(stack: &PyStack, procs: Option<&RankProcesses>) -> Option<ProcessWait> {
+    if waits_for_workers(stack) {
+        return Some(workers_wait(stack, procs));
     }
+    own_process_wait(stack, procs?)
+}
+
+/// The line of `procs`'s file that lists process `pid` (a comment line comes first), and the
+/// evidence that quotes it as `who, pid N, said`.
+fn process_evidence(procs: &RankProcesses, pid: u32, who: &str, said: &str) -> Evidence {
+    let line = fs::read_to_string(&procs.path).ok().and_then(|text| {
+        let pid = pid.to_string();
+        text.lines()
+            .position(|l| l.split('\t').next() == Some(pid.as_str()))
+            .map(|n| n as u64 + 1)
+    });
+    Evidence {
+        file: display_path(&procs.path),
+        line,
+        text: format!("{who}, pid {pid}, {said}"),
+    }
+}
+
+/// What rank `rank`'s process state says when there is no stack of it (the reference DDP, a
+/// rank stopped or stuck too hard to answer): uninterruptible I/O or stopped, else None.
+pub(crate) fn without_stack(rank: usize, procs: &RankProcesses) -> Option<ProcessWait> {
+    own_state(rank, procs.processes.first()?, procs)
+}
+
+/// The rank's own process (the stack file names its pid; else the tree's first, the process
+/// the launcher started) in uninterruptible I/O or stopped.
+fn own_process_wait(stack: &PyStack, procs: &RankProcesses) -> Option<ProcessWait> {
+    let p = match stack.pid {
+        Some(pid) => procs.processes.iter().find(|p| p.pid == pid)?,
+        None => procs.processes.first()?,
+    };
+    own_state(stack.rank, p, procs)
+}
+
+/// Process `p` of rank `rank` in uninterruptible I/O or stopped.
+fn own_state(rank: usize, p: &ProcessState, procs: &RankProcesses) -> Option<ProcessWait> {
+    let who = format!("rank {rank}'s process");
+    let wchan = sanitize(&p.wchan, 60);
+    if p.in_uninterruptible_io() {
+        return Some(ProcessWait {
+            phrase: format!(", its process in uninterruptible I/O ({wchan})"),
+            place: Some(format!("in uninterruptible I/O ({wchan})")),
+            fix: format!(
+                "Rank {rank}'s process (pid {}) was in uninterruptible I/O ({wchan}) while the \
+                 others waited for it: a read or write of its storage stalled (a checkpoint or \
+                 a log on a network file system, an overloaded or failing disk). Check that \
+                 storage (`dmesg`, the mount's health) and write checkpoints to local disk \
+                 first; give the process group a timeout longer than a slow save \
+                 (`init_process_group(timeout=...)`).",
+                p.pid
+            ),
+            evidence: Some(process_evidence(
+                procs,
+                p.pid,
+                &who,
+                &format!("was in uninterruptible I/O ({wchan})"),
+            )),
+        });
+    }
+    if matches!(p.state, 'T' | 't') {
+        return Some(ProcessWait {
+            phrase: ", its process stopped".to_owned(),
+            place: Some(format!("stopped (state {})", p.state)),
+            fix: format!(
+                "Rank {rank}'s process (pid {}) was stopped (state {}) while the others waited \
+                 for it: a stop signal (Ctrl-Z in its terminal, SIGSTOP from a scheduler's \
+                 suspend) or a debugger attached to it held it. Resume it (`kill -CONT {}`) or \
+                 detach the debugger.",
+                p.pid, p.state, p.pid
+            ),
+            evidence: Some(process_evidence(
+                procs,
+                p.pid,
+                &who,
+                &format!("was stopped (state {})", p.state),
+            )),
+        });
+    }
+    None
+}
+
+/// The wait of `stack`'s rank for its DataLoader workers, told by their states in `procs` when
+/// the launcher listed them.
+fn workers_wait(stack: &PyStack, procs: Option<&RankProcesses>) -> ProcessWait {
     let rank = stack.rank;
     let Some(procs) = procs else {
-        return Some(WorkerWait {
+        return ProcessWait {
+            place: None,
             phrase: ", waiting for a batch from its DataLoader workers".to_owned(),
             fix: fix_unlisted(&format!("Rank {rank}")),
             evidence: None,
-        });
+        };
     };
     // The rank's own workers: the children of its process (the stack file names its pid),
     // else every worker of the tree.
@@ -104,26 +196,9 @@ pub(crate) fn worker_wait(stack: &PyStack, procs: Option<&RankProcesses>) -> Opt
         .filter(|(_, p)| p.is_data_loader_worker() && p.state != 'Z' && p.state != 'X')
         .filter(|(_, p)| stack.pid.is_none_or(|pid| p.ppid == pid))
         .collect();
-    let file = display_path(&procs.path);
-    // The line of the file that lists process `i` (a comment line comes first).
-    let line_of = |i: usize| {
-        fs::read_to_string(&procs.path).ok().and_then(|text| {
-            let pid = procs.processes[i].pid.to_string();
-            text.lines()
-                .position(|l| l.split('\t').next() == Some(pid.as_str()))
-                .map(|n| n as u64 + 1)
-        })
-    };
-    let evidence = |i: usize, said: &str| {
-        Some(Evidence {
-            file: file.clone(),
-            line: line_of(i),
-            text: format!(
-                "rank {rank}'s DataLoader worker, pid {}, {said}",
-                procs.processes[i].pid
-            ),
-        })
-    };
+    let who = format!("rank {rank}'s DataLoader worker");
+    let evidence =
+        |i: usize, said: &str| Some(process_evidence(procs, procs.processes[i].pid, &who, said));
     let wchan = |p: &ProcessState| sanitize(&p.wchan, 60);
     if let Some(&(i, p)) = workers.iter().find(|(_, p)| p.waits_on_lock()) {
         let said = format!(
@@ -131,7 +206,8 @@ pub(crate) fn worker_wait(stack: &PyStack, procs: Option<&RankProcesses>) -> Opt
             wchan(p),
             p.cpu_s
         );
-        return Some(WorkerWait {
+        return ProcessWait {
+            place: None,
             phrase: format!(
                 ", waiting for a batch from its DataLoader worker (pid {}), which was asleep on \
                  a lock",
@@ -148,11 +224,12 @@ pub(crate) fn worker_wait(stack: &PyStack, procs: Option<&RankProcesses>) -> Opt
                 see_and_bound(Some(p.pid))
             ),
             evidence: evidence(i, &said),
-        });
+        };
     }
     if let Some(&(i, p)) = workers.iter().find(|(_, p)| p.in_uninterruptible_io()) {
         let said = format!("was in uninterruptible I/O ({})", wchan(p));
-        return Some(WorkerWait {
+        return ProcessWait {
+            place: None,
             phrase: format!(
                 ", waiting for a batch from its DataLoader worker (pid {}), which was waiting \
                  for storage",
@@ -167,11 +244,12 @@ pub(crate) fn worker_wait(stack: &PyStack, procs: Option<&RankProcesses>) -> Opt
                 see_and_bound(Some(p.pid))
             ),
             evidence: evidence(i, &said),
-        });
+        };
     }
     if let Some(&(i, p)) = workers.iter().find(|(_, p)| p.state == 'R') {
         let said = format!("was running, with {:.2} s of CPU used", p.cpu_s);
-        return Some(WorkerWait {
+        return ProcessWait {
+            place: None,
             phrase: format!(
                 ", waiting for a batch from its DataLoader worker (pid {}), which was busy",
                 p.pid
@@ -186,10 +264,11 @@ pub(crate) fn worker_wait(stack: &PyStack, procs: Option<&RankProcesses>) -> Opt
                 see_and_bound(Some(p.pid))
             ),
             evidence: evidence(i, &said),
-        });
+        };
     }
     if workers.is_empty() {
-        return Some(WorkerWait {
+        return ProcessWait {
+            place: None,
             phrase: ", waiting for a batch from DataLoader workers that were gone".to_owned(),
             fix: format!(
                 "Rank {rank} was waiting for a batch from its DataLoader, and the launcher found \
@@ -199,11 +278,12 @@ pub(crate) fn worker_wait(stack: &PyStack, procs: Option<&RankProcesses>) -> Opt
                  so that a lost worker raises in its rank instead of hanging the job."
             ),
             evidence: None,
-        });
+        };
     }
     let (i, p) = workers[0];
     let said = format!("was asleep in {}", wchan(p));
-    Some(WorkerWait {
+    ProcessWait {
+        place: None,
         phrase: format!(
             ", waiting for a batch from its DataLoader worker (pid {}), which was asleep",
             p.pid
@@ -217,7 +297,7 @@ pub(crate) fn worker_wait(stack: &PyStack, procs: Option<&RankProcesses>) -> Opt
             see_and_bound(Some(p.pid))
         ),
         evidence: evidence(i, &said),
-    })
+    }
 }
 
 #[cfg(test)]
@@ -260,7 +340,7 @@ mod tests {
              4390\t9999\tR\t\t5.00\tpt_data_worker\tanother rank's worker\n"
         ));
         assert_eq!(stack.pid, Some(4321));
-        let w = worker_wait(&stack, procs.as_ref()).unwrap();
+        let w = process_wait(&stack, procs.as_ref()).unwrap();
         assert_eq!(
             w.phrase,
             ", waiting for a batch from its DataLoader worker (pid 4388), which was asleep on a lock"
@@ -286,7 +366,7 @@ mod tests {
             "{HEADER}4321\t4300\tS\tdo_select\t12.40\tpython\t\n\
              4388\t4321\tD\tnfs_wait_bit_killable\t0.35\tpt_data_worker\t\n"
         ));
-        let w = worker_wait(&stack, procs.as_ref()).unwrap();
+        let w = process_wait(&stack, procs.as_ref()).unwrap();
         assert!(
             w.phrase.ends_with("which was waiting for storage"),
             "{}",
@@ -296,20 +376,66 @@ mod tests {
             "{HEADER}4321\t4300\tS\tdo_select\t12.40\tpython\t\n\
              4388\t4321\tR\t\t95.10\tpt_data_worker\t\n"
         ));
-        let w = worker_wait(&stack, procs.as_ref()).unwrap();
+        let w = process_wait(&stack, procs.as_ref()).unwrap();
         assert!(w.phrase.ends_with("which was busy"), "{}", w.phrase);
         let (_d, stack, procs) = files(&format!(
             "{HEADER}4321\t4300\tS\tdo_select\t12.40\tpython\t\n"
         ));
-        let w = worker_wait(&stack, procs.as_ref()).unwrap();
+        let w = process_wait(&stack, procs.as_ref()).unwrap();
         assert!(w.phrase.ends_with("that were gone"), "{}", w.phrase);
         // No list (plain torchrun, or an older run): the wait itself, and how to look.
-        let w = worker_wait(&stack, None).unwrap();
+        let w = process_wait(&stack, None).unwrap();
         assert_eq!(
             w.phrase,
             ", waiting for a batch from its DataLoader workers"
         );
         assert!(w.fix.contains("py-spy dump"), "{}", w.fix);
+    }
+
+    #[test]
+    fn a_rank_in_uninterruptible_io_or_stopped_is_told_so_and_asleep_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let stack_path = dir.path().join("python-stack-rank-0.txt");
+        fs::write(
+            &stack_path,
+            "# rank 0's training thread (pid 700) when ddp-probe run asked (most recent call last):
+  File \"/work/train.py\", line 64, in _save_snapshot
+    torch.save(state, path)
+",
+        )
+        .unwrap();
+        let stack = python_stack::read(&stack_path).unwrap();
+        let with = |state: &str, wchan: &str| {
+            let path = dir.path().join(processes::file_name(0));
+            fs::write(
+                &path,
+                format!("{HEADER}700\t650\t{state}\t{wchan}\t3.00\tpython\tpython train.py\n"),
+            )
+            .unwrap();
+            process_wait(&stack, read(&path).as_ref())
+        };
+        let w = with("D", "nfs_wait_on_request").unwrap();
+        assert_eq!(
+            w.phrase,
+            ", its process in uninterruptible I/O (nfs_wait_on_request)"
+        );
+        assert!(w
+            .fix
+            .starts_with("Rank 0's process (pid 700) was in uninterruptible I/O"));
+        let e = w.evidence.unwrap();
+        assert_eq!(
+            (e.line, e.text.as_str()),
+            (
+                Some(2),
+                "rank 0's process, pid 700, was in uninterruptible I/O (nfs_wait_on_request)"
+            )
+        );
+        let w = with("T", "do_signal_stop").unwrap();
+        assert_eq!(w.phrase, ", its process stopped");
+        assert!(w.fix.contains("kill -CONT 700"), "{}", w.fix);
+        assert_eq!(with("S", "futex_do_wait"), None);
+        assert_eq!(with("R", ""), None);
+        assert_eq!(process_wait(&stack, None), None);
     }
 
     #[test]
@@ -326,6 +452,6 @@ mod tests {
         .unwrap();
         let stack = python_stack::read(&path).unwrap();
         assert_eq!(stack.pid, None);
-        assert_eq!(worker_wait(&stack, None), None);
+        assert_eq!(process_wait(&stack, None), None);
     }
 }

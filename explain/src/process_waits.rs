@@ -72,6 +72,16 @@ fn see_and_bound(pid: Option<u32>) -> String {
     )
 }
 
+/// ` (futex_do_wait)`: a kernel wait channel in parentheses after a space, or nothing when the
+/// kernel did not say (it hides them where `kptr_restrict` asks).
+fn in_parens(wchan: &str) -> String {
+    if wchan.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", sanitize(wchan, 60))
+    }
+}
+
 /// The fix for `who` (a rank, a process of a py-spy dump) waiting for a batch from its
 /// DataLoader's workers when their states are not known.
 pub(crate) fn fix_unlisted(who: &str) -> String {
@@ -131,13 +141,13 @@ fn own_process_wait(stack: &PyStack, procs: &RankProcesses) -> Option<ProcessWai
 /// Process `p` of rank `rank` in uninterruptible I/O or stopped.
 fn own_state(rank: usize, p: &ProcessState, procs: &RankProcesses) -> Option<ProcessWait> {
     let who = format!("rank {rank}'s process");
-    let wchan = sanitize(&p.wchan, 60);
+    let wchan = in_parens(&p.wchan);
     if p.in_uninterruptible_io() {
         return Some(ProcessWait {
-            phrase: format!(", its process in uninterruptible I/O ({wchan})"),
-            place: Some(format!("in uninterruptible I/O ({wchan})")),
+            phrase: format!(", its process in uninterruptible I/O{wchan}"),
+            place: Some(format!("in uninterruptible I/O{wchan}")),
             fix: format!(
-                "Rank {rank}'s process (pid {}) was in uninterruptible I/O ({wchan}) while the \
+                "Rank {rank}'s process (pid {}) was in uninterruptible I/O{wchan} while the \
                  others waited for it: a read or write of its storage stalled (a checkpoint or \
                  a log on a network file system, an overloaded or failing disk). Check that \
                  storage (`dmesg`, the mount's health) and write checkpoints to local disk \
@@ -149,7 +159,7 @@ fn own_state(rank: usize, p: &ProcessState, procs: &RankProcesses) -> Option<Pro
                 procs,
                 p.pid,
                 &who,
-                &format!("was in uninterruptible I/O ({wchan})"),
+                &format!("was in uninterruptible I/O{wchan}"),
             )),
         });
     }
@@ -199,11 +209,10 @@ fn workers_wait(stack: &PyStack, procs: Option<&RankProcesses>) -> ProcessWait {
     let who = format!("rank {rank}'s DataLoader worker");
     let evidence =
         |i: usize, said: &str| Some(process_evidence(procs, procs.processes[i].pid, &who, said));
-    let wchan = |p: &ProcessState| sanitize(&p.wchan, 60);
     if let Some(&(i, p)) = workers.iter().find(|(_, p)| p.waits_on_lock()) {
         let said = format!(
-            "was asleep on a lock ({}) with {:.2} s of CPU used",
-            wchan(p),
+            "was asleep on a lock{} with {:.2} s of CPU used",
+            in_parens(&p.wchan),
             p.cpu_s
         );
         return ProcessWait {
@@ -227,7 +236,7 @@ fn workers_wait(stack: &PyStack, procs: Option<&RankProcesses>) -> ProcessWait {
         };
     }
     if let Some(&(i, p)) = workers.iter().find(|(_, p)| p.in_uninterruptible_io()) {
-        let said = format!("was in uninterruptible I/O ({})", wchan(p));
+        let said = format!("was in uninterruptible I/O{}", in_parens(&p.wchan));
         return ProcessWait {
             place: None,
             phrase: format!(
@@ -281,7 +290,7 @@ fn workers_wait(stack: &PyStack, procs: Option<&RankProcesses>) -> ProcessWait {
         };
     }
     let (i, p) = workers[0];
-    let said = format!("was asleep in {}", wchan(p));
+    let said = format!("was asleep{}", in_parens(&p.wchan));
     ProcessWait {
         place: None,
         phrase: format!(
@@ -289,11 +298,11 @@ fn workers_wait(stack: &PyStack, procs: Option<&RankProcesses>) -> ProcessWait {
             p.pid
         ),
         fix: format!(
-            "Rank {rank}'s DataLoader worker (pid {}) was asleep ({}) while the rank waited for \
+            "Rank {rank}'s DataLoader worker (pid {}) was asleep{} while the rank waited for \
              its batch: it waits for something outside it (a pipe, a socket, a remote read). \
              {}.",
             p.pid,
-            wchan(p),
+            in_parens(&p.wchan),
             see_and_bound(Some(p.pid))
         ),
         evidence: evidence(i, &said),
@@ -430,6 +439,9 @@ mod tests {
                 "rank 0's process, pid 700, was in uninterruptible I/O (nfs_wait_on_request)"
             )
         );
+        // A kernel that hides wait channels: the state alone.
+        let w = with("D", "").unwrap();
+        assert_eq!(w.phrase, ", its process in uninterruptible I/O");
         let w = with("T", "do_signal_stop").unwrap();
         assert_eq!(w.phrase, ", its process stopped");
         assert!(w.fix.contains("kill -CONT 700"), "{}", w.fix);

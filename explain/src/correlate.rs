@@ -1091,7 +1091,8 @@ fn stack_signals(
     }
 }
 
-/// A rank behind that waited for its DataLoader workers: their state's evidence and fix.
+/// A rank behind whose processes say more than its stack (its DataLoader workers' state, its
+/// own process in uninterruptible I/O or stopped): their evidence and that state's fix.
 fn add_process_wait(st: &PyStack, s: &mut Signal) {
     if let Some(w) = &st.process_wait {
         s.evidence.extend(w.evidence.clone());

@@ -271,9 +271,20 @@ pub fn explain_with(inputs: &[PathBuf], opts: &Options) -> Result<Report, Error>
             paths: inputs.to_vec(),
         });
     }
-    // A rank that waited for its DataLoader workers: what they were doing.
+    // What each rank's processes were doing where its stack alone does not say (its DataLoader
+    // workers, its own process in uninterruptible I/O).
+    // The rank's own list, unless another holds the stack's process and it does not (a rank
+    // `torch.multiprocessing.spawn` started is in its launched process's list).
     for st in &mut g.python_stacks {
-        let procs = g.rank_processes.iter().find(|p| p.rank == st.rank);
+        let holds = |p: &&process_waits::RankProcesses| {
+            st.pid
+                .is_some_and(|pid| p.processes.iter().any(|q| q.pid == pid))
+        };
+        let own = g.rank_processes.iter().find(|p| p.rank == st.rank);
+        let procs = own
+            .filter(|p| st.pid.is_none() || holds(p))
+            .or_else(|| g.rank_processes.iter().find(holds))
+            .or(own);
         st.process_wait = process_waits::process_wait(st, procs);
     }
     let mut report = correlate::build(g, opts);

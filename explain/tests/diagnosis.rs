@@ -5054,3 +5054,72 @@ fn a_rank_behind_without_a_stack_in_uninterruptible_io_is_said_to_wait_for_stora
         r.render_text(100)
     );
 }
+
+#[test]
+fn a_spawned_ranks_workers_are_found_in_its_launched_process_list() {
+    // One launched process started both ranks with `torch.multiprocessing.spawn`: the launcher
+    // listed the whole tree as rank 0's. Rank 1 (pid 102, its stack says) waited for a batch;
+    // its worker (pid 103) slept on a lock, while rank 0's worker (pid 104) was busy.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    put(
+        root,
+        "manifest.json",
+        &two_stopped_ranks_hung(30.0, &[], json!({})),
+    );
+    let site = "/v/lib/python3.11/site-packages/torch";
+    put(
+        root,
+        "logs/python-stack-rank-0.txt",
+        &stack_file(
+            0,
+            &[
+                ("/w/train.py", 40, "train", "loss.backward()"),
+                (
+                    &format!("{site}/distributed/distributed_c10d.py"),
+                    3252,
+                    "all_reduce",
+                    "work.wait()",
+                ),
+            ],
+        ),
+    );
+    put(
+        root,
+        "logs/python-stack-rank-1.txt",
+        &stack_file(
+            1,
+            &[
+                ("/w/train.py", 37, "train", "x, y = next(it)"),
+                (
+                    &format!("{site}/utils/data/dataloader.py"),
+                    1291,
+                    "_try_get_data",
+                    "data = self._data_queue.get(timeout=timeout)",
+                ),
+            ],
+        )
+        .replace("training thread when", "training thread (pid 102) when"),
+    );
+    put(
+        root,
+        "logs/processes-rank-0.txt",
+        "# rank 0's processes when ddp-probe run stopped the job (no rank made progress): ...\n\
+         100\t90\tS\tdo_wait\t1.00\tpython\tpython train.py\n\
+         101\t100\tS\tdo_select\t9.00\tpython\tpython train.py\n\
+         102\t100\tS\tdo_select\t9.00\tpython\tpython train.py\n\
+         104\t101\tR\t\t30.00\tpt_data_worker\tpython train.py\n\
+         103\t102\tS\tfutex_wait_queue\t0.10\tpt_data_worker\tpython train.py\n",
+    );
+    let r = explain(&[root.to_path_buf()]).unwrap();
+    let top = &r.findings[0];
+    assert_eq!(top.ranks, vec![1], "{}", r.render_text(100));
+    assert!(
+        top.title.ends_with(
+            "in _try_get_data, waiting for a batch from its DataLoader worker (pid 103), which \
+             was asleep on a lock"
+        ),
+        "{}",
+        r.render_text(100)
+    );
+}

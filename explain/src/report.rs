@@ -257,7 +257,11 @@ impl Report {
                 facts.push(format!("status {s}"));
             }
             if let Some(w) = run.world_size {
-                facts.push(format!("{w} ranks"));
+                facts.push(if w == 1 {
+                    "1 rank".to_owned()
+                } else {
+                    format!("{w} ranks")
+                });
             }
             if let Some(f) = &run.first_failure {
                 facts.push(format!("first failure: {f}"));

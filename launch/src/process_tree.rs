@@ -17,42 +17,19 @@ pub(crate) fn process_tree(proc_dir: &Path, root: u32) -> Vec<ProcessState> {
     let Ok(entries) = fs::read_dir(proc_dir) else {
         return Vec::new();
     };
+    // Every process's stat line (for its parent), then the wait channel and command line of
+    // the tree's members only.
     let mut all: BTreeMap<u32, ProcessState> = BTreeMap::new();
     for e in entries.flatten() {
         let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
             continue;
         };
-        let dir = e.path();
-        let Some(p) = fs::read_to_string(dir.join("stat"))
+        if let Some(p) = fs::read_to_string(e.path().join("stat"))
             .ok()
             .and_then(|stat| parse_stat(&stat, ticks))
-        else {
-            continue;
-        };
-        let wchan = fs::read_to_string(dir.join("wchan")).unwrap_or_default();
-        let command = fs::read(dir.join("cmdline"))
-            .map(|b| {
-                String::from_utf8_lossy(&b)
-                    .split('\0')
-                    .filter(|a| !a.is_empty())
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            })
-            .unwrap_or_default();
-        all.insert(
-            pid,
-            ProcessState {
-                pid,
-                // "0": running, or the kernel hides it.
-                wchan: if wchan.trim() == "0" {
-                    String::new()
-                } else {
-                    wchan.trim().to_owned()
-                },
-                command,
-                ..p
-            },
-        );
+        {
+            all.insert(pid, p);
+        }
     }
     let mut out = Vec::new();
     let Some(first) = all.remove(&root) else {
@@ -70,6 +47,25 @@ pub(crate) fn process_tree(proc_dir: &Path, root: u32) -> Vec<ProcessState> {
             .collect();
         out.extend(children.into_iter().filter_map(|c| all.remove(&c)));
         k += 1;
+    }
+    for p in &mut out {
+        let dir = proc_dir.join(p.pid.to_string());
+        let wchan = fs::read_to_string(dir.join("wchan")).unwrap_or_default();
+        // "0": running, or the kernel hides it.
+        p.wchan = if wchan.trim() == "0" {
+            String::new()
+        } else {
+            wchan.trim().to_owned()
+        };
+        p.command = fs::read(dir.join("cmdline"))
+            .map(|b| {
+                String::from_utf8_lossy(&b)
+                    .split('\0')
+                    .filter(|a| !a.is_empty())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .unwrap_or_default();
     }
     out
 }

@@ -821,6 +821,11 @@ pub struct RunArgs {
     pub no_calibrate: bool,
 
     /// Stop the job when no rank makes progress for this many seconds, naming who is stuck where.
+    ///
+    /// Before the ranks are stopped (here, after another rank's failure, or on Ctrl-C), each
+    /// rank that imported ddp_probe_torch writes a flight-recorder dump and its Python stack,
+    /// and the launcher lists each running rank's processes with their state (its DataLoader
+    /// workers' too) into logs/; `ddp-probe explain` reads them.
     #[arg(long, value_name = "SECONDS")]
     pub hang_timeout: Option<f64>,
 

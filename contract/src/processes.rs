@@ -144,7 +144,15 @@ pub fn render(rank: usize, when: &str, processes: &[ProcessState]) -> String {
 
 /// The processes of a file's text (comments and lines that are not one skipped).
 pub fn parse(text: &str) -> Vec<ProcessState> {
-    text.lines().filter_map(ProcessState::parse_line).collect()
+    parse_with_lines(text).into_iter().map(|(_, p)| p).collect()
+}
+
+/// [`parse`], each process with the 1-based line of the text that lists it.
+pub fn parse_with_lines(text: &str) -> Vec<(u64, ProcessState)> {
+    text.lines()
+        .enumerate()
+        .filter_map(|(n, l)| Some((n as u64 + 1, ProcessState::parse_line(l)?)))
+        .collect()
 }
 
 #[cfg(test)]

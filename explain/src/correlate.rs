@@ -30,7 +30,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use crate::category::Category;
 use crate::manifest::{self, KillVerdict};
 use crate::process_waits::RankProcesses;
-use crate::python_stack::PyStack;
+use crate::python_stack::{ProcessWait, PyStack};
 use crate::report::{
     Confidence, Evidence, Finding, RankStack, Report, Role, RunFacts, SCHEMA_VERSION,
 };
@@ -1010,8 +1010,7 @@ fn progress_signals(
             // No stack (the reference DDP, a rank that could not answer): its process's state
             // alone, when that says more than "never joined".
             s.elsewhere = w.place.clone();
-            s.evidence.extend(w.evidence.clone());
-            s.fix_hint = Some(w.fix);
+            apply_process_wait(&w, &mut s);
         }
         *order += 1;
         s.order = *order;
@@ -1095,9 +1094,14 @@ fn stack_signals(
 /// own process in uninterruptible I/O or stopped): their evidence and that state's fix.
 fn add_process_wait(st: &PyStack, s: &mut Signal) {
     if let Some(w) = &st.process_wait {
-        s.evidence.extend(w.evidence.clone());
-        s.fix_hint = Some(w.fix.clone());
+        apply_process_wait(w, s);
     }
+}
+
+/// A process state's evidence and fix, on the signal of the rank it is about.
+fn apply_process_wait(w: &ProcessWait, s: &mut Signal) {
+    s.evidence.extend(w.evidence.clone());
+    s.fix_hint = Some(w.fix.clone());
 }
 
 /// The rule of a store that could not listen on the job's own MASTER_PORT.

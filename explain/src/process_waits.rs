@@ -28,6 +28,8 @@ pub(crate) struct RankProcesses {
     pub rank: usize,
     pub path: PathBuf,
     pub processes: Vec<ProcessState>,
+    /// The 1-based line of the file that lists each of `processes`.
+    pub lines: Vec<u64>,
 }
 
 /// Whether `path` is named as a processes file (`processes-rank-<R>.txt`).
@@ -45,11 +47,13 @@ pub(crate) fn read(path: &Path) -> Option<RankProcesses> {
         return None;
     }
     let text = fs::read_to_string(path).ok()?;
-    let list = processes::parse(&text);
+    let (lines, list): (Vec<u64>, Vec<ProcessState>) =
+        processes::parse_with_lines(&text).into_iter().unzip();
     (!list.is_empty()).then(|| RankProcesses {
         rank,
         path: path.to_path_buf(),
         processes: list,
+        lines,
     })
 }
 
@@ -106,15 +110,14 @@ pub(crate) fn process_wait(stack: &PyStack, procs: Option<&RankProcesses>) -> Op
     own_process_wait(stack, procs?)
 }
 
-/// The line of `procs`'s file that lists process `pid` (a comment line comes first), and the
-/// evidence that quotes it as `who, pid N, said`.
+/// The evidence that quotes the line of `procs`'s file listing process `pid` as `who, pid N,
+/// said`.
 fn process_evidence(procs: &RankProcesses, pid: u32, who: &str, said: &str) -> Evidence {
-    let line = fs::read_to_string(&procs.path).ok().and_then(|text| {
-        let pid = pid.to_string();
-        text.lines()
-            .position(|l| l.split('\t').next() == Some(pid.as_str()))
-            .map(|n| n as u64 + 1)
-    });
+    let line = procs
+        .processes
+        .iter()
+        .position(|p| p.pid == pid)
+        .map(|i| procs.lines[i]);
     Evidence {
         file: display_path(&procs.path),
         line,

@@ -172,10 +172,9 @@ fn counter_files(cgroup_text: &str, mounts: &[CgroupMount]) -> Vec<(PathBuf, boo
 /// parentheses, may hold spaces).
 fn stat_says_exiting(stat: &str) -> bool {
     const PF_EXITING: u64 = 0x4;
-    let Some((_, rest)) = stat.rsplit_once(')') else {
+    let Some((_, fields)) = crate::process_tree::stat_fields(stat) else {
         return true;
     };
-    let fields: Vec<&str> = rest.split_whitespace().collect();
     let state = fields.first().copied().unwrap_or("X");
     let flags = fields.get(6).and_then(|f| f.parse::<u64>().ok());
     matches!(state, "Z" | "X" | "x") || flags.is_none_or(|f| f & PF_EXITING != 0)

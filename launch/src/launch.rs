@@ -1598,17 +1598,23 @@ impl Run {
             DumpReason::Failure => "stopped the job (another rank failed)",
             DumpReason::Interrupt => "stopped the job (it was interrupted)",
         };
-        for s in self.slots.iter().filter(|s| !s.exited) {
-            let Some(pid) = s.pid else { continue };
-            let tree = process_tree::process_tree(Path::new("/proc"), pid);
+        let running: Vec<(usize, u32)> = self
+            .slots
+            .iter()
+            .filter(|s| !s.exited)
+            .filter_map(|s| Some((s.rank, s.pid?)))
+            .collect();
+        let pids: Vec<u32> = running.iter().map(|&(_, pid)| pid).collect();
+        let trees = process_tree::process_trees(Path::new("/proc"), &pids);
+        for ((rank, _), tree) in running.iter().zip(trees) {
             if tree.is_empty() {
                 continue;
             }
             let path = self
                 .run_dir
                 .join(LOGS_DIR)
-                .join(processes::file_name(s.rank));
-            let _ = std::fs::write(path, processes::render(s.rank, when, &tree));
+                .join(processes::file_name(*rank));
+            let _ = std::fs::write(path, processes::render(*rank, when, &tree));
         }
     }
 

@@ -10,33 +10,43 @@ use std::path::Path;
 
 use probe_contract::processes::ProcessState;
 
-/// The processes of `root` and all its descendants under `proc_dir` (normally `/proc`), the
-/// root first, then by parent and pid. Empty when `root` is not there.
-pub(crate) fn process_tree(proc_dir: &Path, root: u32) -> Vec<ProcessState> {
+/// For each of `roots`, its process and all its descendants under `proc_dir` (normally
+/// `/proc`), the root first, then by parent and pid; empty for a root that is not there.
+/// `/proc` is read once for all of them (the ranks of a node are siblings).
+pub(crate) fn process_trees(proc_dir: &Path, roots: &[u32]) -> Vec<Vec<ProcessState>> {
     let ticks = clock_ticks_per_second();
-    let Ok(entries) = fs::read_dir(proc_dir) else {
-        return Vec::new();
-    };
     // Every process's stat line (for its parent), then the wait channel and command line of
-    // the tree's members only.
+    // the trees' members only.
     let mut all: BTreeMap<u32, ProcessState> = BTreeMap::new();
-    for e in entries.flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
-            continue;
-        };
-        if let Some(p) = fs::read_to_string(e.path().join("stat"))
-            .ok()
-            .and_then(|stat| parse_stat(&stat, ticks))
-        {
-            all.insert(pid, p);
+    if let Ok(entries) = fs::read_dir(proc_dir) {
+        for e in entries.flatten() {
+            let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+                continue;
+            };
+            if let Some(p) = fs::read_to_string(e.path().join("stat"))
+                .ok()
+                .and_then(|stat| parse_stat(&stat, ticks))
+            {
+                all.insert(pid, p);
+            }
         }
     }
-    let mut out = Vec::new();
-    let Some(first) = all.remove(&root) else {
-        return out;
-    };
-    out.push(first);
-    // Breadth first: each generation's children, by pid.
+    roots
+        .iter()
+        .map(|&root| {
+            let mut tree = descendants(&mut all, root);
+            for p in &mut tree {
+                fill_wait_and_command(proc_dir, p);
+            }
+            tree
+        })
+        .collect()
+}
+
+/// `root` and its descendants taken out of `all`, breadth first: each generation's children
+/// by pid.
+fn descendants(all: &mut BTreeMap<u32, ProcessState>, root: u32) -> Vec<ProcessState> {
+    let mut out: Vec<ProcessState> = all.remove(&root).into_iter().collect();
     let mut k = 0;
     while k < out.len() {
         let parent = out[k].pid;
@@ -48,35 +58,44 @@ pub(crate) fn process_tree(proc_dir: &Path, root: u32) -> Vec<ProcessState> {
         out.extend(children.into_iter().filter_map(|c| all.remove(&c)));
         k += 1;
     }
-    for p in &mut out {
-        let dir = proc_dir.join(p.pid.to_string());
-        let wchan = fs::read_to_string(dir.join("wchan")).unwrap_or_default();
-        // "0": running, or the kernel hides it.
-        p.wchan = if wchan.trim() == "0" {
-            String::new()
-        } else {
-            wchan.trim().to_owned()
-        };
-        p.command = fs::read(dir.join("cmdline"))
-            .map(|b| {
-                String::from_utf8_lossy(&b)
-                    .split('\0')
-                    .filter(|a| !a.is_empty())
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            })
-            .unwrap_or_default();
-    }
     out
+}
+
+/// Reads `p`'s kernel wait channel and command line.
+fn fill_wait_and_command(proc_dir: &Path, p: &mut ProcessState) {
+    let dir = proc_dir.join(p.pid.to_string());
+    let wchan = fs::read_to_string(dir.join("wchan")).unwrap_or_default();
+    // "0": running, or the kernel hides it.
+    p.wchan = if wchan.trim() == "0" {
+        String::new()
+    } else {
+        wchan.trim().to_owned()
+    };
+    p.command = fs::read(dir.join("cmdline"))
+        .map(|b| {
+            String::from_utf8_lossy(&b)
+                .split('\0')
+                .filter(|a| !a.is_empty())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_default();
+}
+
+/// The fields of a `/proc/<pid>/stat` line after the name, and the part before the name's
+/// `(`: the name, in parentheses, may hold spaces and parentheses, so it ends at the last `)`.
+/// `fields[0]` is the state (field 3), `fields[1]` the parent (4), and so on.
+pub(crate) fn stat_fields(stat: &str) -> Option<(&str, Vec<&str>)> {
+    let (head, rest) = stat.rsplit_once(')')?;
+    Some((head, rest.split_whitespace().collect()))
 }
 
 /// The fields of a `/proc/<pid>/stat` line that [`ProcessState`] keeps (its `wchan` and
 /// `command` left empty): pid, `(comm)`, state, ppid, and utime + stime (fields 14 and 15) in
 /// seconds. The name, in parentheses, may hold spaces and parentheses: it ends at the last `)`.
 fn parse_stat(stat: &str, ticks_per_s: f64) -> Option<ProcessState> {
-    let (head, rest) = stat.rsplit_once(')')?;
+    let (head, f) = stat_fields(stat)?;
     let (pid, name) = head.split_once(" (")?;
-    let f: Vec<&str> = rest.split_whitespace().collect();
     let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok());
     // After the name: state (3), ppid (4), ..., utime (14), stime (15): indices 0, 1, 11, 12.
     let cpu = ticks(11)? + ticks(12)?;
@@ -135,7 +154,7 @@ mod tests {
         let me = std::process::id();
         let mut seen = None;
         for _ in 0..100 {
-            let tree = process_tree(Path::new("/proc"), me);
+            let tree = process_trees(Path::new("/proc"), &[me]).remove(0);
             assert_eq!(tree.first().map(|p| p.pid), Some(me));
             seen = tree.into_iter().find(|p| p.pid == child.id());
             if seen.as_ref().is_some_and(|p| p.state == 'S') {
@@ -147,6 +166,9 @@ mod tests {
         let _ = child.wait();
         let p = seen.expect("the child is in the tree");
         assert_eq!((p.ppid, p.state, p.command.as_str()), (me, 'S', "sleep 30"));
-        assert!(process_tree(Path::new("/proc"), u32::MAX).is_empty());
+        assert_eq!(
+            process_trees(Path::new("/proc"), &[u32::MAX]),
+            vec![Vec::new()]
+        );
     }
 }

@@ -1087,8 +1087,12 @@ pub(crate) static RULES: &[Rule] = &[
     // (an algorithm named in it, NVLS, is not the failure).
     rule!(RULE_NCCL_NO_ALGORITHM, NcclInternalOrUnsupported, Cause, Standalone,
         [["no algorithm/protocol"]], not [], ex_nccl_algo_setting),
+    // The fabric manager's own log names an NVLS multicast object a "multicast team" (the
+    // team set-up and release requests NCCL's `cuMulticastCreate` sends it in-band: "failed to
+    // release multicast team with handle N, cannot find the team", "failed to find the GPU
+    // handle N in the multicast team"): its state of the node's NVLS groups went wrong.
     rule!("nvls_failure", NvlsFabricManager, Cause, Standalone,
-        [["nvls", "cumulticast", "mnnvl", "imex"], ["nccl warn", "fail", "error"]],
+        [["nvls", "cumulticast", "mnnvl", "imex", "multicast team"], ["nccl warn", "fail", "error"]],
         // vLLM's check of its FlashInfer all-reduce configuration ("... is not supported for
         // multi-node allreduce with 'trtllm' backend. Please use 'mnnvl' backend instead.")
         // names the backend, no failure of it.

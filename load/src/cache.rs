@@ -53,8 +53,8 @@ use crate::trace::{
 const MAGIC: [u8; 8] = *b"DDPCACHE";
 /// Version of the cache layout. Bump it whenever the layout, or the model
 /// the reader builds from a trace, changes.
-/// 4: names are kept escaped (`Strings::intern`).
-const FORMAT_VERSION: u32 = 5;
+/// 4: names are kept escaped (`Strings::intern`). 6: `DdpConfig::static_graph`.
+const FORMAT_VERSION: u32 = 6;
 /// Size of the fixed header.
 const HEADER_BYTES: usize = 72;
 /// The payload is read, written and checksummed in blocks of this size.
@@ -1011,6 +1011,7 @@ fn encode_header<W: Write>(e: &mut Enc<W>, h: &Header) -> io::Result<()> {
         bucket_cap_mb_list,
         first_bucket_bytes,
         find_unused_parameters,
+        static_graph,
         gradient_as_bucket_view,
         params,
         buckets,
@@ -1035,6 +1036,7 @@ fn encode_header<W: Write>(e: &mut Enc<W>, h: &Header) -> io::Result<()> {
     }
     e.opt_uv(*first_bucket_bytes);
     e.bool(*find_unused_parameters);
+    e.bool(*static_graph);
     e.bool(*gradient_as_bucket_view);
     e.uv(params.len() as u64);
     for p in params {
@@ -1754,6 +1756,7 @@ fn decode_header<R: Read>(d: &mut Dec<R>) -> Result<Header, Bad> {
         })?;
         let first_bucket_bytes = d.opt(Dec::uv)?;
         let find_unused_parameters = d.bool()?;
+        let static_graph = d.bool()?;
         let gradient_as_bucket_view = d.bool()?;
         let (n, mut params) = d.vec::<ParamInfo>()?;
         for _ in 0..n {
@@ -1778,6 +1781,7 @@ fn decode_header<R: Read>(d: &mut Dec<R>) -> Result<Header, Bad> {
             bucket_cap_mb_list,
             first_bucket_bytes,
             find_unused_parameters,
+            static_graph,
             gradient_as_bucket_view,
             params,
             buckets: decode_buckets(d)?,

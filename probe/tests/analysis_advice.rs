@@ -36,6 +36,9 @@ struct Spec {
     /// When set, `(extra, floor)` in ms instead: a collective that starts before backward ends
     /// takes `max(cost + extra, floor)`.
     during_compute: Option<(f64, f64)>,
+    /// DDP's `find_unused_parameters` and `static_graph` in the header.
+    find_unused: bool,
+    static_graph: bool,
 }
 
 /// The advice's text on one line, its words single-spaced (its wrapping is not tested).
@@ -78,7 +81,8 @@ fn make_run(s: &Spec) -> Vec<Vec<Record>> {
         backend: "gloo".to_owned(),
         bucket_cap_mb: Some(s.cap_mb),
         first_bucket_bytes: Some(s.first_bytes),
-        find_unused_parameters: false,
+        find_unused_parameters: s.find_unused,
+        static_graph: s.static_graph,
         gradient_as_bucket_view: false,
         params: if s.params_table { params } else { Vec::new() },
         buckets: infos(&s.warm_layout),
@@ -170,6 +174,8 @@ fn bandwidth_bound() -> Spec {
         odd_step_extra_ms: 0.0,
         contention: 1.0,
         during_compute: None,
+        find_unused: false,
+        static_graph: false,
     }
 }
 
@@ -871,4 +877,56 @@ fn a_run_of_one_rank_gets_no_advice_and_is_told_why() {
     assert!(a.candidates.is_empty());
     assert_eq!(a.missing.len(), 1, "{:?}", a.missing);
     assert!(a.missing[0].contains("one rank"), "{:?}", a.missing);
+}
+
+/// `find_unused_parameters=True` without `static_graph`: PyTorch never rebuilds the buckets
+/// (`should_rebuild_buckets`), so the steady layout is the one DDP built, in registration order
+/// with the limits `[first, cap]`, reversed: for 25 MiB with a 1 MiB first bucket, [1..9] then
+/// [0], where a rebuild would give [9] then [8..0].
+#[test]
+fn buckets_kept_as_built_are_replayed_in_registration_order() {
+    let as_built = vec![(1..10u32).collect::<Vec<_>>(), vec![0]];
+    let spec = Spec {
+        layout: as_built.clone(),
+        warm_layout: as_built,
+        find_unused: true,
+        ..bandwidth_bound()
+    };
+    let a = analysis::advise(&load(&make_run(&spec)), &single_caps());
+    assert!(a.missing.is_empty(), "{:?}", a.missing);
+    let cur = a.current.as_ref().unwrap();
+    assert!(cur.kept_as_built);
+    assert_eq!(cur.layout_matches_replay, Some(true));
+    // [1..9] ready at 9 ms (parameter 1's), 9.1 ms long: 18.1; [0] ready at 10: 18.1 + 1.1.
+    let obs = a.observed.as_ref().unwrap();
+    assert!(close(obs.comm_tail_ns, 9.2), "{obs:?}");
+    let c25 = candidate(&a, 25.0, MIB);
+    assert!(c25.is_current);
+    assert_eq!(c25.buckets, 2);
+    assert!(close(c25.tail_ns, 9.2), "{c25:?}");
+    // 5 MiB with a 1 MiB first bucket: [0], [1..5], [6..9] built, launched [6..9] (ready 4 ms,
+    // 4.1 long: 8.1), [1..5] (ready 9: 14.1), [0] (15.2): tail 5.2.
+    let c5 = candidate(&a, 5.0, MIB);
+    assert_eq!(c5.buckets, 3);
+    assert!(close(c5.tail_ns, 5.2), "{c5:?}");
+    let text = one_line(&a.render_text(100));
+    assert!(text.contains("never rebuilds its buckets"), "{text}");
+    assert!(text.contains("first-registered parameters"), "{text}");
+    assert!(
+        !text.contains("does not give the recorded layout"),
+        "{text}"
+    );
+
+    // With static_graph DDP rebuilds even with find_unused_parameters: the rebuilt layout
+    // ([9], [8..0]) is what the current setting replays to.
+    let rebuilt = Spec {
+        static_graph: true,
+        find_unused: true,
+        ..bandwidth_bound()
+    };
+    let a = analysis::advise(&load(&make_run(&rebuilt)), &single_caps());
+    let cur = a.current.as_ref().unwrap();
+    assert!(!cur.kept_as_built);
+    assert_eq!(cur.layout_matches_replay, Some(true));
+    assert!(close(candidate(&a, 25.0, MIB).tail_ns, 9.1));
 }

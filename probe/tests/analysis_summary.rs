@@ -24,6 +24,7 @@ fn ddp() -> DdpConfig {
         bucket_cap_mb: Some(25.0),
         first_bucket_bytes: Some(1 << 20),
         find_unused_parameters: false,
+        static_graph: false,
         gradient_as_bucket_view: false,
         params: vec![
             p(0, 20_000_000),

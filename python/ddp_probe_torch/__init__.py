@@ -1656,6 +1656,8 @@ def instrument(ddp_model, *, trace_dir=None):
     ddp_cfg = {
         "backend": inst.backend,
         "find_unused_parameters": bool(getattr(ddp_model, "find_unused_parameters", False)),
+        # With find_unused_parameters but not static_graph, DDP never rebuilds its buckets.
+        "static_graph": bool(getattr(ddp_model, "static_graph", False)),
         "gradient_as_bucket_view": bool(getattr(ddp_model, "gradient_as_bucket_view", False)),
         "params": inst.param_table(),
     }

@@ -300,6 +300,11 @@ pub struct DdpConfig {
     /// Whether DDP searches the graph for parameters without gradient.
     #[serde(default)]
     pub find_unused_parameters: bool,
+    /// `static_graph=True`. A DDP with `find_unused_parameters` but not `static_graph` never
+    /// rebuilds its buckets from the gradients' ready order: it keeps the buckets it was built
+    /// with. Written only when true.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub static_graph: bool,
     /// Whether `.grad` tensors are views into the buckets (no writeback copy).
     #[serde(default)]
     pub gradient_as_bucket_view: bool,

@@ -77,7 +77,7 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
-use super::assign::{assign_buckets, rebuild_limits, ParamSpec};
+use super::assign::{BucketReplay, ParamSpec, SteadyBuckets};
 use super::cap_list;
 use super::comm::{bus_factor, LastCall, SeqTable};
 use super::costmodel::{
@@ -180,6 +180,11 @@ pub struct CurrentSetting {
     /// Whether replaying the assignment with the current setting gives the
     /// recorded layout (`None` without a recorded layout).
     pub layout_matches_replay: Option<bool>,
+    /// Whether DDP keeps the buckets it built, in registration order, instead of rebuilding
+    /// them from the gradients' ready order (`find_unused_parameters=True` without
+    /// `static_graph`); the candidates are assigned the same way.
+    #[serde(default)]
+    pub kept_as_built: bool,
 }
 
 /// What the steady steps measured.
@@ -1053,12 +1058,31 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
         ra.total_cmp(&rb).then(b.cmp(&a))
     });
     let cap_bytes = |mb: f64| (mb * MIB) as u64;
-    let replay_current = assign_buckets(
-        &specs,
-        &order,
-        &rebuild_limits(cap_bytes(cur_cap_mb), cur_first),
-        device,
+    // Every parameter of the table in registration order: the walk of a layout kept as built.
+    let mut registration: Vec<u32> = table.iter().map(|p| p.index).collect();
+    registration.sort_unstable();
+    registration.dedup();
+    let steady_buckets = SteadyBuckets::of(
+        ddp.is_some_and(|d| d.static_graph),
+        ddp.is_some_and(|d| d.find_unused_parameters),
     );
+    if steady_buckets == SteadyBuckets::AsBuilt {
+        advice.notes.push(
+            "find_unused_parameters=True without static_graph: DDP never rebuilds its buckets \
+             from the gradients' ready order, it keeps those it built in registration order (the \
+             first-registered parameters in the bucket reduced last); every setting is replayed \
+             so"
+            .to_owned(),
+        );
+    }
+    let replay = BucketReplay {
+        params: &specs,
+        ready_order: &order,
+        registration: &registration,
+        device,
+        steady: steady_buckets,
+    };
+    let replay_current = replay.layout(&replay.cap_limits(cap_bytes(cur_cap_mb), cur_first));
     advice.current = Some(CurrentSetting {
         bucket_cap_mb: cur_cap_mb,
         cap_from_trace: cap_mb.is_some(),
@@ -1069,6 +1093,7 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
             .as_ref()
             .filter(|_| !order.is_empty())
             .map(|l| *l == replay_current),
+        kept_as_built: steady_buckets == SteadyBuckets::AsBuilt,
     });
 
     let mut vals: Vec<f64> = steady.iter().map(|s| s.step_ns as f64).collect();
@@ -1225,7 +1250,7 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
         firsts.sort_unstable();
         firsts.dedup();
         for f in firsts {
-            let layout = assign_buckets(&specs, &order, &rebuild_limits(cb, f), device);
+            let layout = replay.layout(&replay.cap_limits(cb, f));
             let (s, n, largest) = simulate(&layout);
             advice.candidates.push(make(cap, f, false, s, n, largest));
         }
@@ -1233,17 +1258,25 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
 
     // Per-bucket caps chosen from the ready times (one dtype only: PyTorch keeps one list
     // position per dtype, which the cut search does not model).
-    let one_dtype = order
+    let walk = replay.launch_walk();
+    let one_dtype = walk
         .windows(2)
         .all(|w| specs[w[0] as usize].dtype == specs[w[1] as usize].dtype);
-    if opts.cap_lists && one_dtype && order.len() >= 2 {
-        let bytes: Vec<u64> = order.iter().map(|&i| specs[i as usize].bytes).collect();
-        let ready_sorted: Vec<f64> = order
+    if opts.cap_lists && one_dtype && walk.len() >= 2 && !order.is_empty() {
+        let bytes: Vec<u64> = walk.iter().map(|&i| specs[i as usize].bytes).collect();
+        // A bucket can start no earlier than its last gradient and the bucket before it, so
+        // the running maximum of the ready times along the walk is each bucket's start (the
+        // walk of a layout kept as built is not in ready order).
+        let ready_along: Vec<f64> = walk
             .iter()
-            .map(|&i| ready_pure[i as usize].unwrap_or(backward_pure))
+            .scan(f64::NEG_INFINITY, |latest, &i| {
+                *latest = latest.max(ready_pure[i as usize].unwrap_or(backward_pure));
+                Some(*latest)
+            })
             .collect();
-        let cuts = cap_list::best_cuts(&bytes, &ready_sorted, cost);
-        if let Some((caps, layout)) = cap_list::caps_for(&specs, &order, &cuts, device) {
+        let cuts = cap_list::best_cuts(&bytes, &ready_along, cost);
+        let (sizes, want) = replay.list_target(&cap_list::segments(&walk, &cuts));
+        if let Some((caps, layout)) = cap_list::caps_for(&sizes, &want, |l| replay.layout(l)) {
             let (s, n, largest) = simulate(&layout);
             let top = caps.iter().copied().fold(0.0, f64::max);
             let mut c = make(top, cap_bytes(caps[0]), false, s, n, largest);
@@ -1390,14 +1423,11 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
         let layout = match &best.cap_list_mb {
             Some(caps) => {
                 let limits: Vec<u64> = caps.iter().map(|&c| cap_bytes(c)).collect();
-                assign_buckets(&specs, &order, &limits, device)
+                replay.layout(&limits)
             }
-            None => assign_buckets(
-                &specs,
-                &order,
-                &rebuild_limits(cap_bytes(best.cap_mb), best.first_bucket_bytes),
-                device,
-            ),
+            None => {
+                replay.layout(&replay.cap_limits(cap_bytes(best.cap_mb), best.first_bucket_bytes))
+            }
         };
         let inputs = bucket_inputs(&layout, &specs, &ready_pure, backward_pure);
         let sim = simulate_interfered(&inputs, backward_pure, cost, f);
@@ -1891,12 +1921,21 @@ impl Advice {
                 ]);
             }
             tb.render(&mut out, width, "  ");
-            let mut legend =
-                "first: the first bucket's cap (its gradients are ready first)".to_owned();
+            let kept = self.current.as_ref().is_some_and(|c| c.kept_as_built);
+            let mut legend = if kept {
+                "first: the cap of the bucket of the first-registered parameters (DDP keeps the \
+                 buckets it built: that one is reduced last)"
+            } else {
+                "first: the first bucket's cap (its gradients are ready first)"
+            }
+            .to_owned();
             if shown_list {
-                legend.push_str(
-                    "; list: per-bucket caps (bucket_cap_mb_list) cut from the gradient-ready times",
-                );
+                legend.push_str(if kept {
+                    "; list: per-bucket caps (bucket_cap_mb_list, in registration order) cut from \
+                     the gradient-ready times"
+                } else {
+                    "; list: per-bucket caps (bucket_cap_mb_list) cut from the gradient-ready times"
+                });
             }
             if left_out > 0 {
                 legend.push_str(&format!(

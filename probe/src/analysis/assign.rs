@@ -35,6 +35,156 @@
 
 use bucket_assignment::{compute_bucket_assignment_by_size, BucketCapConfig, DeviceKey, DtypeKey};
 
+/// How DDP's buckets are laid out in the steady steps (`should_rebuild_buckets` of
+/// `reducer.cpp`: `static_graph || !find_unused_parameters`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SteadyBuckets {
+    /// Rebuilt once after the first iteration, in gradient-ready order ([`assign_buckets`]).
+    Rebuilt,
+    /// Kept as DDP built them (`find_unused_parameters=True` without `static_graph`): the
+    /// parameters walked in registration order with the construction's limits, the buckets
+    /// sorted by their first parameter and reversed, so the last-registered parameters'
+    /// bucket is reduced first ([`assign_as_built`]).
+    AsBuilt,
+}
+
+impl SteadyBuckets {
+    /// The layout a DDP built with these settings runs its steady steps on.
+    pub fn of(static_graph: bool, find_unused_parameters: bool) -> Self {
+        if bucket_assignment::should_rebuild_buckets(static_graph, find_unused_parameters) {
+            Self::Rebuilt
+        } else {
+            Self::AsBuilt
+        }
+    }
+}
+
+/// PyTorch's bucket assignment of one run's parameters, as its DDP lays out the steady steps:
+/// what `advise` replays the current setting and each candidate with.
+pub struct BucketReplay<'p, 'a> {
+    /// The parameters by index.
+    pub params: &'p [ParamSpec<'a>],
+    /// The parameters that got a gradient, in gradient-ready order.
+    pub ready_order: &'p [u32],
+    /// Every parameter of the table, in registration (index) order.
+    pub registration: &'p [u32],
+    /// The parameters' device.
+    pub device: DeviceKey,
+    /// Rebuilt from the ready order, or kept as built.
+    pub steady: SteadyBuckets,
+}
+
+impl BucketReplay<'_, '_> {
+    /// The limits that `bucket_cap_mb` (as `cap_bytes`) and a first bucket of `first_bytes`
+    /// give the steady layout: `[first, cap]` at the rebuild; at construction with
+    /// `find_unused_parameters`, the same when the first is smaller, else `[cap]`.
+    pub fn cap_limits(&self, cap_bytes: u64, first_bytes: u64) -> Vec<u64> {
+        match self.steady {
+            SteadyBuckets::Rebuilt => rebuild_limits(cap_bytes, first_bytes),
+            SteadyBuckets::AsBuilt => BucketCapConfig {
+                bucket_bytes_cap: cap_bytes,
+                per_bucket_bytes_caps: Vec::new(),
+                first_bucket_bytes_cap: first_bytes,
+            }
+            .initial_limits(false, true),
+        }
+    }
+
+    /// The buckets, in launch order, for `limits` in PyTorch's order (a cap list as
+    /// `bucket_cap_mb_list` gives it; [`BucketReplay::cap_limits`] for one cap).
+    pub fn layout(&self, limits: &[u64]) -> Vec<Vec<u32>> {
+        match self.steady {
+            SteadyBuckets::Rebuilt => {
+                assign_buckets(self.params, self.ready_order, limits, self.device)
+            }
+            SteadyBuckets::AsBuilt => {
+                assign_as_built(self.params, self.registration, limits, self.device)
+            }
+        }
+    }
+
+    /// The parameters in the order the buckets take them in launch order: the ready order
+    /// when rebuilt, the registration order reversed when kept as built.
+    pub fn launch_walk(&self) -> Vec<u32> {
+        match self.steady {
+            SteadyBuckets::Rebuilt => self.ready_order.to_vec(),
+            SteadyBuckets::AsBuilt => self.registration.iter().rev().copied().collect(),
+        }
+    }
+
+    /// For buckets cut from [`BucketReplay::launch_walk`] (`segments`, in launch order): the
+    /// segments' bytes in the order PyTorch reads a cap list (the launch order when rebuilt;
+    /// registration order, the reverse, when kept as built), and the layout
+    /// [`BucketReplay::layout`] returns when the caps cut there.
+    pub fn list_target(&self, segments: &[Vec<u32>]) -> (Vec<u64>, Vec<Vec<u32>>) {
+        let bytes = |b: &Vec<u32>| {
+            b.iter()
+                .filter_map(|&i| self.params.get(i as usize))
+                .map(|p| p.bytes)
+                .fold(0u64, u64::saturating_add)
+        };
+        match self.steady {
+            SteadyBuckets::Rebuilt => (segments.iter().map(bytes).collect(), segments.to_vec()),
+            SteadyBuckets::AsBuilt => {
+                let want = segments
+                    .iter()
+                    .map(|b| b.iter().rev().copied().collect())
+                    .collect();
+                (segments.iter().rev().map(bytes).collect(), want)
+            }
+        }
+    }
+}
+
+/// The buckets DDP builds at construction and keeps when it never rebuilds them
+/// (`find_unused_parameters=True` without `static_graph`): `compute_bucket_assignment_by_size`
+/// over `registration` (parameter indices in registration order) without tensor indices, so
+/// the buckets come sorted by their first parameter, each in registration order; DDP then hands
+/// them to the reducer reversed (`_ddp_init_helper`), which is the launch order returned here.
+/// `limits` as in [`assign_buckets`].
+pub fn assign_as_built(
+    params: &[ParamSpec<'_>],
+    registration: &[u32],
+    limits: &[u64],
+    device: DeviceKey,
+) -> Vec<Vec<u32>> {
+    let mut seen = vec![false; params.len()];
+    let walk: Vec<u32> = registration
+        .iter()
+        .copied()
+        .filter(|&i| (i as usize) < params.len() && !std::mem::replace(&mut seen[i as usize], true))
+        .collect();
+    if walk.is_empty() {
+        return Vec::new();
+    }
+    let mut unknown: Vec<&str> = Vec::new();
+    let walked: Vec<bucket_assignment::ParamSpec> = walk
+        .iter()
+        .map(|&i| {
+            let p = &params[i as usize];
+            let bytes = p.bytes.min(bucket_assignment::UNLIMITED_BUCKET_BYTES);
+            bucket_assignment::ParamSpec::dense(bytes, 1, dtype_key(p.dtype, &mut unknown), device)
+        })
+        .collect();
+    let limits: Vec<u64> = if limits.is_empty() {
+        vec![bucket_assignment::UNLIMITED_BUCKET_BYTES]
+    } else {
+        limits
+            .iter()
+            .map(|&l| l.min(bucket_assignment::UNLIMITED_BUCKET_BYTES))
+            .collect()
+    };
+    // As in assign_buckets, nothing here can make the assignment refuse.
+    let mut layout = compute_bucket_assignment_by_size(&walked, &limits, None)
+        .expect("the assignment of a non-empty, clamped parameter list cannot fail");
+    layout.reverse();
+    // Without tensor indices a bucket's indices are positions in the walk.
+    layout
+        .into_iter()
+        .map(|b| b.indices.into_iter().map(|pos| walk[pos]).collect())
+        .collect()
+}
+
 /// One parameter as the assignment sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ParamSpec<'a> {

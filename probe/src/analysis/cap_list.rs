@@ -17,9 +17,6 @@
 //! [`MAX_ATOMS`] runs of consecutive ones first (0.1 s at 1024 on this project's 2-core
 //! machine would be the bound; lm's 78 parameters take microseconds).
 
-use super::assign::{assign_buckets, ParamSpec};
-use bucket_assignment::DeviceKey;
-
 /// At most this many units (runs of consecutive parameters in ready order) are cut between.
 pub const MAX_ATOMS: usize = 1024;
 
@@ -72,26 +69,16 @@ pub fn best_cuts(bytes: &[u64], ready: &[f64], cost: impl Fn(u64) -> f64) -> Vec
     cuts
 }
 
-/// The caps (MiB) that make PyTorch's assignment of `order` (parameter indices in ready order,
-/// `specs` by index, one dtype) cut at `cuts`, and the layout they give; `None` when no
-/// rounding reproduces the cuts (mixed dtypes).
+/// The caps (MiB) that make PyTorch's assignment give the layout `want`, and that layout;
+/// `None` when no rounding reproduces it (mixed dtypes). `sizes` are the wanted buckets' bytes
+/// in the order PyTorch reads a cap list, `layout_of` is the assignment for a list of limits
+/// (bytes) in that order ([`super::assign::BucketReplay`] gives both).
 pub fn caps_for(
-    specs: &[ParamSpec<'_>],
-    order: &[u32],
-    cuts: &[usize],
-    device: DeviceKey,
+    sizes: &[u64],
+    want: &[Vec<u32>],
+    layout_of: impl Fn(&[u64]) -> Vec<Vec<u32>>,
 ) -> Option<(Vec<f64>, Vec<Vec<u32>>)> {
     let mib = 1024.0 * 1024.0;
-    let mut want: Vec<Vec<u32>> = Vec::new();
-    let mut start = 0;
-    for &c in cuts {
-        want.push(order[start..c].to_vec());
-        start = c;
-    }
-    let sizes: Vec<u64> = want
-        .iter()
-        .map(|b| b.iter().map(|&i| specs[i as usize].bytes).sum())
-        .collect();
     for digits in 1..=9 {
         let scale = 10f64.powi(digits);
         let caps: Vec<f64> = sizes
@@ -100,7 +87,7 @@ pub fn caps_for(
             .map(|c| c.max(1.0 / scale))
             .collect();
         let limits: Vec<u64> = caps.iter().map(|&c| (c * mib) as u64).collect();
-        let layout = assign_buckets(specs, order, &limits, device);
+        let layout = layout_of(&limits);
         if layout == want {
             return Some((caps, layout));
         }
@@ -108,9 +95,23 @@ pub fn caps_for(
     None
 }
 
+/// The buckets that `cuts` (from [`best_cuts`]) make of `walk`.
+pub fn segments(walk: &[u32], cuts: &[usize]) -> Vec<Vec<u32>> {
+    let mut out = Vec::with_capacity(cuts.len());
+    let mut start = 0;
+    for &c in cuts {
+        let c = c.min(walk.len());
+        out.push(walk[start..c].to_vec());
+        start = c;
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
+    use super::super::assign::{BucketReplay, ParamSpec, SteadyBuckets};
     use super::*;
+    use bucket_assignment::DeviceKey;
 
     #[test]
     fn one_bucket_when_latency_dominates_and_many_when_bandwidth_does() {
@@ -143,13 +144,53 @@ mod tests {
         };
         let specs = [f(300_000), f(700_000), f(2_000_000), f(10_000)];
         let order = [3u32, 2, 1, 0];
-        let (caps, layout) = caps_for(&specs, &order, &[1, 3, 4], DeviceKey::CPU).unwrap();
+        let replay = BucketReplay {
+            params: &specs,
+            ready_order: &order,
+            registration: &[0, 1, 2, 3],
+            device: DeviceKey::CPU,
+            steady: SteadyBuckets::Rebuilt,
+        };
+        let (sizes, want) = replay.list_target(&segments(&order, &[1, 3, 4]));
+        let (caps, layout) = caps_for(&sizes, &want, |l| replay.layout(l)).unwrap();
         assert_eq!(layout, vec![vec![3], vec![2, 1], vec![0]]);
         assert_eq!(caps.len(), 3);
         // Each cap at most its bucket's size, and more than the bucket less its last parameter.
         let mib = 1024.0 * 1024.0;
         assert!(
             caps[1] * mib <= 2_700_000.0 && caps[1] * mib > 2_000_000.0,
+            "{caps:?}"
+        );
+    }
+
+    #[test]
+    fn caps_for_buckets_kept_as_built_read_in_registration_order() {
+        // find_unused_parameters=True: DDP walks the parameters in registration order and
+        // reduces the last bucket first. Cutting the launch walk (3, 2, 1, 0) into [3], [2, 1],
+        // [0] needs the list [0's bucket, 1-2's bucket, 3's bucket], registration order.
+        let f = |bytes| ParamSpec {
+            bytes,
+            dtype: "float32",
+        };
+        let specs = [f(300_000), f(700_000), f(2_000_000), f(10_000)];
+        let replay = BucketReplay {
+            params: &specs,
+            ready_order: &[3, 2, 1, 0],
+            registration: &[0, 1, 2, 3],
+            device: DeviceKey::CPU,
+            steady: SteadyBuckets::AsBuilt,
+        };
+        let walk = replay.launch_walk();
+        assert_eq!(walk, vec![3, 2, 1, 0]);
+        let (sizes, want) = replay.list_target(&segments(&walk, &[1, 3, 4]));
+        assert_eq!(sizes, vec![300_000, 2_700_000, 10_000]);
+        let (caps, layout) = caps_for(&sizes, &want, |l| replay.layout(l)).unwrap();
+        assert_eq!(layout, vec![vec![3], vec![1, 2], vec![0]]);
+        let mib = 1024.0 * 1024.0;
+        // The first cap closes parameter 0's bucket, the second takes 1 and 2 together.
+        assert!(caps[0] * mib <= 300_000.0, "{caps:?}");
+        assert!(
+            caps[1] * mib <= 2_700_000.0 && caps[1] * mib > 700_000.0,
             "{caps:?}"
         );
     }

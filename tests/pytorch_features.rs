@@ -320,6 +320,16 @@ fn check_common(job: &Job, micro_batches: u64) {
         // under no_sync): once per step.
         assert_eq!(broadcasts.len() as u64, STEPS, "rank {rank}");
         assert!(broadcasts.iter().all(|b| u(&b["bytes"]) == BUFFER_BYTES));
+        // The header names the buffers DDP broadcasts: the BatchNorm's statistics.
+        let header = recs.iter().find(|r| r["type"] == "header").expect("header");
+        let buffers = header["ddp"]["buffers"].as_array().expect("ddp.buffers");
+        let names: Vec<&str> = buffers.iter().filter_map(|b| b["name"].as_str()).collect();
+        assert_eq!(names.len(), 3, "{names:?}");
+        for stat in ["running_mean", "running_var", "num_batches_tracked"] {
+            assert!(names.iter().any(|n| n.ends_with(stat)), "{names:?}");
+        }
+        let bytes: u64 = buffers.iter().map(|b| u(&b["bytes"])).sum();
+        assert_eq!(bytes, BUFFER_BYTES, "{buffers:?}");
     }
 }
 

@@ -285,6 +285,7 @@ impl Ddp {
                     first_bucket_bytes: Some(caps.first_bucket_bytes_cap),
                     bucket_cap_mb_list: options.bucket_cap_mb_list.clone(),
                     find_unused_parameters: options.find_unused_parameters,
+                    buffers: Vec::new(),
                     static_graph: false,
                     gradient_as_bucket_view: false,
                     params: param_infos,

@@ -412,6 +412,7 @@ pub(crate) fn convert<W: Write>(
             bucket_cap_mb: None,
             first_bucket_bytes: None,
             find_unused_parameters: false,
+            buffers: Vec::new(),
             static_graph: false,
             gradient_as_bucket_view: false,
             params: Vec::new(),

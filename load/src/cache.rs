@@ -46,14 +46,16 @@ use crate::model::{
     LogEntry, RankTrace, Span, SpanExtra, SpanParts, Strings, Sym,
 };
 use crate::trace::{
-    BucketInfo, DdpConfig, Header, KernelCategory, LogLevel, ParamInfo, SpanKind, Version,
+    BucketInfo, BufferInfo, DdpConfig, Header, KernelCategory, LogLevel, ParamInfo, SpanKind,
+    Version,
 };
 
 /// First bytes of every cache file.
 const MAGIC: [u8; 8] = *b"DDPCACHE";
 /// Version of the cache layout. Bump it whenever the layout, or the model
 /// the reader builds from a trace, changes.
-/// 4: names are kept escaped (`Strings::intern`). 6: `DdpConfig::static_graph`.
+/// 4: names are kept escaped (`Strings::intern`). 6: `DdpConfig::static_graph` and
+/// `DdpConfig::buffers`.
 const FORMAT_VERSION: u32 = 6;
 /// Size of the fixed header.
 const HEADER_BYTES: usize = 72;
@@ -1014,6 +1016,7 @@ fn encode_header<W: Write>(e: &mut Enc<W>, h: &Header) -> io::Result<()> {
         static_graph,
         gradient_as_bucket_view,
         params,
+        buffers,
         buckets,
     } = d;
     e.str(backend)?;
@@ -1058,6 +1061,13 @@ fn encode_header<W: Write>(e: &mut Enc<W>, h: &Header) -> io::Result<()> {
         e.uv(*numel);
         e.uv(*bytes);
         e.spill()?;
+    }
+    e.uv(buffers.len() as u64);
+    for b in buffers {
+        let BufferInfo { name, dtype, bytes } = b;
+        e.str(name)?;
+        e.str(dtype)?;
+        e.uv(*bytes);
     }
     encode_buckets(e, buckets)
 }
@@ -1775,6 +1785,14 @@ fn decode_header<R: Read>(d: &mut Dec<R>) -> Result<Header, Bad> {
                 bytes: d.uv()?,
             });
         }
+        let (n, mut buffers) = d.vec::<BufferInfo>()?;
+        for _ in 0..n {
+            buffers.push(BufferInfo {
+                name: d.string()?,
+                dtype: d.string()?,
+                bytes: d.uv()?,
+            });
+        }
         Ok(DdpConfig {
             backend,
             bucket_cap_mb,
@@ -1784,6 +1802,7 @@ fn decode_header<R: Read>(d: &mut Dec<R>) -> Result<Header, Bad> {
             static_graph,
             gradient_as_bucket_view,
             params,
+            buffers,
             buckets: decode_buckets(d)?,
         })
     })?;

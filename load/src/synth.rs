@@ -305,6 +305,7 @@ impl<'c> Sim<'c> {
                 bucket_cap_mb: Some(25.0),
                 first_bucket_bytes: Some(1 << 20),
                 find_unused_parameters: false,
+                buffers: Vec::new(),
                 static_graph: false,
                 gradient_as_bucket_view: false,
                 params: self.params.clone(),

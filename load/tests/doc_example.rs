@@ -194,6 +194,7 @@ fn every_span_kind_and_field_is_documented() {
             bucket_cap_mb: Some(1.0),
             first_bucket_bytes: Some(1),
             find_unused_parameters: false,
+            buffers: Vec::new(),
             static_graph: false,
             gradient_as_bucket_view: false,
             params: vec![],

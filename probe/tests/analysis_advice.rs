@@ -82,6 +82,7 @@ fn make_run(s: &Spec) -> Vec<Vec<Record>> {
         bucket_cap_mb: Some(s.cap_mb),
         first_bucket_bytes: Some(s.first_bytes),
         find_unused_parameters: s.find_unused,
+        buffers: Vec::new(),
         static_graph: s.static_graph,
         gradient_as_bucket_view: false,
         params: if s.params_table { params } else { Vec::new() },

@@ -24,6 +24,7 @@ fn ddp() -> DdpConfig {
         bucket_cap_mb: Some(25.0),
         first_bucket_bytes: Some(1 << 20),
         find_unused_parameters: false,
+        buffers: Vec::new(),
         static_graph: false,
         gradient_as_bucket_view: false,
         params: vec![
@@ -626,4 +627,95 @@ fn a_search_for_unused_parameters_that_never_finds_one_is_said() {
     );
     assert_eq!(said(true, true), None);
     assert_eq!(said(false, false), None);
+}
+
+/// `hand_run` with DDP's broadcast of module buffers in steady steps 2 and 3 (rank 0 `r0` ms,
+/// rank 1 `r1` ms, from the forward's start) and `buffers` in the header.
+fn with_buffer_broadcasts(r0: f64, r1: f64, buffers: &[(&str, &str, u64)]) -> probe::model::Run {
+    let mut ranks = hand_run();
+    for (rank, records) in ranks.iter_mut().enumerate() {
+        if let Some(Record::Header(h)) = records.first_mut() {
+            if let Some(d) = h.ddp.as_mut() {
+                d.buffers = buffers
+                    .iter()
+                    .map(|&(name, dtype, bytes)| probe::trace::BufferInfo {
+                        name: name.to_owned(),
+                        dtype: dtype.to_owned(),
+                        bytes,
+                    })
+                    .collect();
+            }
+        }
+        let took = if rank == 0 { r0 } else { r1 };
+        for (step, o) in [(2u64, 400.0), (3, 500.0)] {
+            let mut args = probe::trace::Args::new();
+            args.insert("what".to_owned(), "module buffers".into());
+            records.push(Record::Span(
+                span(SpanKind::Collective, step, o + 10.0, o + 10.0 + took)
+                    .op(op::BROADCAST)
+                    .transport("tcp")
+                    .bytes(5120)
+                    .seq(10 * step + 5)
+                    .args(args),
+            ));
+        }
+    }
+    load(&ranks)
+}
+
+/// DDP's buffer broadcast: a note when it takes 2% of the median step or more, with its time
+/// (the mean over steady rank-steps), the fastest rank's time each step, the buffers and the fix
+/// that fits them.
+#[test]
+fn a_costly_buffer_broadcast_is_named_with_the_buffers_and_what_to_do() {
+    let constant = [("enc.mask", "bool", 1024), ("enc.pos", "float32", 4096)];
+    // 2 and 5 ms of a 100 ms median step: 3.5 ms a rank-step (3.5%), 2 ms the broadcast itself.
+    let sum = analysis::summarize(
+        &with_buffer_broadcasts(2.0, 5.0, &constant),
+        &SummaryOptions::default(),
+    );
+    let note = sum
+        .notes
+        .iter()
+        .find(|n| n.contains("module buffers"))
+        .unwrap_or_else(|| panic!("no note in {:?}", sum.notes));
+    for needle in [
+        "(2 buffers: enc.mask, enc.pos; 5.0 KiB)",
+        "3.5 ms per rank-step",
+        "3.5% of the median step",
+        "2.0 ms of it was the broadcast itself",
+        "broadcast_buffers=False",
+        "ddp_broadcast_buffers=False",
+    ] {
+        assert!(note.contains(needle), "{needle:?} missing in {note}");
+    }
+    // BatchNorm's running statistics change: the note says what turning it off costs.
+    let bn = [
+        ("bn.running_mean", "float32", 256),
+        ("bn.running_var", "float32", 256),
+        ("bn.num_batches_tracked", "int64", 8),
+        ("head.mask", "bool", 64),
+    ];
+    let sum = analysis::summarize(
+        &with_buffer_broadcasts(2.0, 5.0, &bn),
+        &SummaryOptions::default(),
+    );
+    let note = sum
+        .notes
+        .iter()
+        .find(|n| n.contains("module buffers"))
+        .unwrap();
+    assert!(note.contains("and 1 more"), "{note}");
+    assert!(note.contains("each rank keeps its own"), "{note}");
+    assert!(!note.contains("ddp_broadcast_buffers=False"), "{note}");
+    // 0.5 and 1 ms: 0.75% of the step, no note.
+    let sum = analysis::summarize(
+        &with_buffer_broadcasts(0.5, 1.0, &constant),
+        &SummaryOptions::default(),
+    );
+    assert!(
+        !sum.notes.iter().any(|n| n.contains("module buffers")),
+        "{:?}",
+        sum.notes
+    );
 }

@@ -1661,6 +1661,15 @@ def instrument(ddp_model, *, trace_dir=None):
         "gradient_as_bucket_view": bool(getattr(ddp_model, "gradient_as_bucket_view", False)),
         "params": inst.param_table(),
     }
+    # The buffers DDP broadcasts from rank 0 before each forward (`broadcast_buffers`).
+    buffers = getattr(ddp_model, "named_module_buffers", None)
+    if buffers is None:
+        buffers = dict(ddp_model.module.named_buffers())
+    if getattr(ddp_model, "broadcast_buffers", False) and buffers:
+        ddp_cfg["buffers"] = [
+            {"name": name, "dtype": _dtype_name(b.dtype), "bytes": b.numel() * b.element_size()}
+            for name, b in buffers.items()
+        ]
     if cap_bytes:
         ddp_cfg["bucket_cap_mb"] = _cap_mb(cap_bytes)
         first = getattr(getattr(ddp_model, "_bucket_config", None), "first_bucket_bytes_cap", None)

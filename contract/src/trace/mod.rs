@@ -20,8 +20,8 @@ pub use crate::span_optional_fields;
 pub use kinds::{KernelCategory, LogLevel, SpanKind};
 pub use records::{hostname, span_field_names, Args};
 pub use records::{
-    BucketInfo, BucketsRecord, CounterRecord, DdpConfig, EndRecord, GradReadyRecord, Header,
-    InstantRecord, LogRecord, ParamInfo, Record, SpanRecord, MAX_STEP,
+    BucketInfo, BucketsRecord, BufferInfo, CounterRecord, DdpConfig, EndRecord, GradReadyRecord,
+    Header, InstantRecord, LogRecord, ParamInfo, Record, SpanRecord, MAX_STEP,
 };
 pub use writer::{TraceWriter, DEFAULT_BUFFER_BYTES};
 

@@ -311,6 +311,10 @@ pub struct DdpConfig {
     /// The parameters, by index.
     #[serde(default)]
     pub params: Vec<ParamInfo>,
+    /// The module buffers DDP broadcasts from rank 0 before each forward
+    /// (`broadcast_buffers=True`, the default); written when there are any.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub buffers: Vec<BufferInfo>,
     /// The bucket layout at step 0.
     #[serde(default)]
     pub buckets: Vec<BucketInfo>,
@@ -330,6 +334,18 @@ pub struct ParamInfo {
     /// Number of elements.
     pub numel: u64,
     /// Size of the gradient in bytes.
+    pub bytes: u64,
+}
+
+/// One module buffer (`named_buffers()`: BatchNorm's running statistics, masks, position
+/// tables).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BufferInfo {
+    /// Qualified name, e.g. `"bn1.running_mean"`.
+    pub name: String,
+    /// Element type, PyTorch's name (`"float32"`, `"bool"`).
+    pub dtype: String,
+    /// Size in bytes.
     pub bytes: u64,
 }
 

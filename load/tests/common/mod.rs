@@ -37,6 +37,7 @@ pub fn header(run_id: &str, rank: u32, world_size: u32, offset: i64) -> Header {
             bucket_cap_mb: Some(25.0),
             first_bucket_bytes: Some(1024),
             find_unused_parameters: false,
+            buffers: Vec::new(),
             static_graph: false,
             gradient_as_bucket_view: true,
             params: (0..4)

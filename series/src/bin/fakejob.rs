@@ -131,6 +131,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         bucket_cap_mb: Some(cap_mb.unwrap_or(25.0)),
         first_bucket_bytes: Some(first_limit),
         find_unused_parameters: false,
+        buffers: Vec::new(),
         static_graph: false,
         gradient_as_bucket_view: false,
         params,

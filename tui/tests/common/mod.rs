@@ -52,6 +52,7 @@ fn header(rank: u32) -> Header {
         bucket_cap_mb: Some(25.0),
         first_bucket_bytes: Some(1 << 20),
         find_unused_parameters: false,
+        buffers: Vec::new(),
         static_graph: false,
         gradient_as_bucket_view: false,
         params: vec![

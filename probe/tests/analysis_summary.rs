@@ -719,3 +719,62 @@ fn a_costly_buffer_broadcast_is_named_with_the_buffers_and_what_to_do() {
         sum.notes
     );
 }
+
+/// "Other / idle" placed by the phases around each gap: before the forward, between forward and
+/// backward, after backward and the last collective (before the optimizer), after the optimizer,
+/// elsewhere (here between two forwards of one step).
+#[test]
+fn other_time_is_placed_by_the_phases_around_it() {
+    let runs: Vec<Vec<Record>> = (0..2u32)
+        .map(|rank| {
+            let mut r = vec![header(rank, 2, Some(ddp()))];
+            for step in 0..3u64 {
+                let o = 100.0 * step as f64;
+                let s = |k, a: f64, b: f64| Record::Span(span(k, step, o + a, o + b));
+                r.extend([
+                    s(SpanKind::DataWait, 0.0, 10.0),
+                    // Before the forward: 10..12.
+                    s(SpanKind::Forward, 12.0, 15.0),
+                    // Elsewhere (between two forwards): 15..16.
+                    s(SpanKind::Forward, 16.0, 20.0),
+                    // Between forward and backward: 20..23.
+                    s(SpanKind::Backward, 23.0, 80.0),
+                    coll(step, o + 75.0, o + 90.0, Some(0), 20_000_000, step),
+                    // After backward and its all-reduce: 90..94.
+                    s(SpanKind::Optimizer, 94.0, 97.0),
+                    // After the optimizer: 97..100.
+                    s(SpanKind::Step, 0.0, 100.0),
+                ]);
+            }
+            r
+        })
+        .collect();
+    let steps = analysis::step_breakdowns(&load(&runs), &SummaryOptions::default());
+    assert_eq!(steps.len(), 6);
+    for s in &steps {
+        assert_eq!(s.other_ns, ns(13.0), "{s:?}");
+        let at = &s.other_at;
+        assert_eq!(at.before_forward_ns, ns(2.0), "{s:?}");
+        assert_eq!(at.elsewhere_ns, ns(1.0), "{s:?}");
+        assert_eq!(at.forward_to_backward_ns, ns(3.0), "{s:?}");
+        assert_eq!(at.backward_to_optimizer_ns, ns(4.0), "{s:?}");
+        assert_eq!(at.after_optimizer_ns, ns(3.0), "{s:?}");
+    }
+    // 13% of the step: the summary places it, naming the parts of 10% of it or more (all but
+    // the 1 ms elsewhere).
+    let text = analysis::summarize(&load(&runs), &SummaryOptions::default()).render_text(200);
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let from = flat
+        .find("by where it falls")
+        .unwrap_or_else(|| panic!("{text}"));
+    let line = &flat[from..from + flat[from..].find("overlaps compute").unwrap_or(0)];
+    for needle in [
+        "before the forward 2.0 ms",
+        "between forward and backward 3.0 ms",
+        "after backward and its all-reduces, before the optimizer 4.0 ms",
+        "after the optimizer 3.0 ms",
+    ] {
+        assert!(line.contains(needle), "{needle:?} missing in {line}");
+    }
+    assert!(!line.contains("elsewhere"), "{line}");
+}

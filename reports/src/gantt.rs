@@ -316,6 +316,7 @@ mod tests {
             optimizer_ns: 0,
             writeback_ns: 0,
             other_ns: 0,
+            other_at: Default::default(),
             backward_end_ns: None,
             comm_tail_ns: 0,
             samples: None,

@@ -505,6 +505,9 @@ fn breakdown(h: &mut Html, s: &Summary, id: &str, opts: &ReportOptions) {
         pct(overall.totals.comm_overlapped_ns as f64 / comm),
         pct(overall.totals.comm_exposed_ns as f64 / overall.totals.step_ns.max(1) as f64),
     ));
+    if let Some(placed) = probe::analysis::other_placement(overall) {
+        h.para(&placed);
+    }
     let mut t = Table::new(&[
         "rank",
         "#steps",

@@ -131,7 +131,7 @@ impl IntervalList {
 /// Visits the union of normalized lists as maximal disjoint intervals in
 /// order, merging the lists like a k-way merge (no sorting; no allocation
 /// for up to 8 lists, which all the callers pass).
-fn for_each_union(lists: &[&[Interval]], mut f: impl FnMut(Interval)) {
+pub(crate) fn for_each_union(lists: &[&[Interval]], mut f: impl FnMut(Interval)) {
     match *lists {
         [] => {}
         // A normalized list is its own union.

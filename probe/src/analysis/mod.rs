@@ -56,13 +56,13 @@ pub use bucket_stats::BucketStats;
 pub use comm::{bus_factor, busbw_factor, OpStats};
 pub use compare::{compare, Comparison};
 pub use costmodel::CostFit;
-pub use scan::{step_breakdowns, StepBreakdown, WarmupReason};
+pub use scan::{step_breakdowns, OtherSplit, StepBreakdown, WarmupReason};
 pub use slowdown::{RankSlowdown, Slowdowns, StepSlowdown};
 pub use stats::Dist;
 pub use stragglers::{RankLateness, Straggler, StragglerCandidate, Stragglers, P_VALUE_THRESHOLD};
 pub use summary::{
-    summarize, Breakdown, CommSplit, RankSummary, SamplesSource, StragglerLine, Summary,
-    SummaryOptions, Throughput, Totals, WarmupStep,
+    other_placement, summarize, Breakdown, CommSplit, RankSummary, SamplesSource, StragglerLine,
+    Summary, SummaryOptions, Throughput, Totals, WarmupStep,
 };
 
 /// The counter of samples per step (declared with the trace format).

@@ -81,12 +81,102 @@ impl WarmupReason {
     }
 }
 
+/// Where a step's uncovered time ("other / idle") falls, by the phases around it (ns). A gap
+/// before the first forward is the framework preparing the batch (moving it to the device, an
+/// autocast context); between the forward and the backward, the loss; after backward and its
+/// all-reduces but before the optimizer, code there (gradient clipping, a GradScaler's
+/// unscale, a logging `.item()`); after the optimizer, the scheduler, `zero_grad` and the rest
+/// of the loop; anything else (between micro-batches, a step without some phase) is elsewhere.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OtherSplit {
+    /// Before the step's first forward.
+    pub before_forward_ns: i64,
+    /// Between the last forward and the first backward.
+    pub forward_to_backward_ns: i64,
+    /// After the last backward and the last collective, before the optimizer (or the step's
+    /// end without one).
+    pub backward_to_optimizer_ns: i64,
+    /// After the optimizer.
+    pub after_optimizer_ns: i64,
+    /// Anywhere else.
+    pub elsewhere_ns: i64,
+}
+
+/// The phase boundaries a gap is placed by ([`OtherSplit::add_gap`]).
+struct PhaseMarks {
+    forward: Option<Interval>,
+    backward_start: Option<i64>,
+    /// The later of the last backward's end and the last collective's.
+    backward_done: Option<i64>,
+    optimizer: Option<Interval>,
+}
+
+impl OtherSplit {
+    /// Adds the gap `[a, b)`.
+    fn add_gap(&mut self, a: i64, b: i64, m: &PhaseMarks) {
+        let len = (b - a).max(0);
+        let slot = match (m.forward, m.backward_start, m.backward_done, m.optimizer) {
+            (Some((f0, _)), ..) if b <= f0 => &mut self.before_forward_ns,
+            (Some((_, f1)), Some(b0), ..) if a >= f1 && b <= b0 => &mut self.forward_to_backward_ns,
+            (_, _, Some(done), opt) if a >= done && opt.is_none_or(|(o0, _)| b <= o0) => {
+                &mut self.backward_to_optimizer_ns
+            }
+            (.., Some((_, o1))) if a >= o1 => &mut self.after_optimizer_ns,
+            _ => &mut self.elsewhere_ns,
+        };
+        *slot += len;
+    }
+
+    /// Adds `other`'s parts.
+    pub fn add(&mut self, other: &OtherSplit) {
+        self.before_forward_ns += other.before_forward_ns;
+        self.forward_to_backward_ns += other.forward_to_backward_ns;
+        self.backward_to_optimizer_ns += other.backward_to_optimizer_ns;
+        self.after_optimizer_ns += other.after_optimizer_ns;
+        self.elsewhere_ns += other.elsewhere_ns;
+    }
+
+    /// The parts in step order: name, what usually runs there, time.
+    pub fn parts(&self) -> [(&'static str, &'static str, i64); 5] {
+        [
+            (
+                "before the forward",
+                "the batch's preparation: moving it to the device, an autocast context",
+                self.before_forward_ns,
+            ),
+            (
+                "between forward and backward",
+                "the loss",
+                self.forward_to_backward_ns,
+            ),
+            (
+                "after backward and its all-reduces, before the optimizer",
+                "DDP's copy of the reduced buckets into .grad unless gradient_as_bucket_view, \
+                 then the loop's code before the optimizer: gradient clipping, unscaling, a \
+                 logging .item()",
+                self.backward_to_optimizer_ns,
+            ),
+            (
+                "after the optimizer",
+                "the scheduler, zero_grad, the rest of the loop",
+                self.after_optimizer_ns,
+            ),
+            (
+                "elsewhere",
+                "between micro-batches, or in a step without some phase",
+                self.elsewhere_ns,
+            ),
+        ]
+    }
+}
+
 /// What one step of one rank spent its time on. All durations are integer
 /// nanoseconds of the step's window `[start, start + step_ns)`; every span is
 /// clipped to that window first, and each value is the length of the
 /// **union** of the spans named (so nested or overlapping spans count once).
 ///
-/// Exact identities: `comm_overlapped_ns + comm_exposed_ns == comm_ns`, and
+/// Exact identities: `comm_overlapped_ns + comm_exposed_ns == comm_ns`, the parts of
+/// `other_at` add up to `other_ns`, and
 /// `other_ns == step_ns −` length of the union of data wait, forward,
 /// backward, optimizer, writeback and collective spans.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -123,6 +213,9 @@ pub struct StepBreakdown {
     /// Step time not covered by any of the above (framework overhead, host
     /// gaps, unrecorded work, idling).
     pub other_ns: i64,
+    /// Where in the step `other_ns` falls; its parts add up to it.
+    #[serde(default)]
+    pub other_at: OtherSplit,
     /// End of the step's last backward span (ns, rank 0's timeline), `None`
     /// when the step has no backward.
     pub backward_end_ns: Option<i64>,
@@ -585,7 +678,7 @@ fn measure<'a>(
     sink: &mut impl FnMut(&WindowCalls<'a, '_>),
 ) -> StepBreakdown {
     let rank = trace.rank();
-    use intervals::{split_len, total, union_into, union_len};
+    use intervals::{split_len, total, union_into};
     let data = s.data.normalized();
     let fwd = s.fwd.normalized();
     let bwd = s.bwd.normalized();
@@ -600,16 +693,34 @@ fn measure<'a>(
     for (slot, list) in lanes.iter_mut().zip(s.busy.iter_mut()) {
         *slot = list.normalized();
     }
-    let busy = union_len(&lanes[..n_busy]);
+    let bwd_start = bwd.first().map_or(i64::MIN, |iv| iv.0);
+    let bwd_end = bwd.last().map(|iv| iv.1);
+    let coll_end = coll.last().map(|iv| iv.1);
+    let marks = PhaseMarks {
+        forward: fwd.first().zip(fwd.last()).map(|(a, b)| (a.0, b.1)),
+        backward_start: bwd.first().map(|iv| iv.0),
+        backward_done: bwd_end.map(|b| coll_end.map_or(b, |c| c.max(b))),
+        optimizer: opt.first().zip(opt.last()).map(|(a, b)| (a.0, b.1)),
+    };
+    // The busy time, and the gaps between it placed by phase.
+    let (mut busy, mut cursor) = (0i64, w.start);
+    let mut other_at = OtherSplit::default();
+    intervals::for_each_union(&lanes[..n_busy], |(a, b)| {
+        busy += b - a;
+        if a > cursor {
+            other_at.add_gap(cursor, a, &marks);
+        }
+        cursor = cursor.max(b);
+    });
+    if w.end > cursor {
+        other_at.add_gap(cursor, w.end, &marks);
+    }
     // What communication overlaps: GPU compute kernels on GPU-collective
     // ranks, else the CPU-side compute spans.
     let reference: &[Interval] = if gpu { &s.gpu_compute } else { &s.compute };
 
     let step_ns = w.end.saturating_sub(w.start).max(0);
     let (comm_ns, comm_overlapped_ns, comm_exposed_ns) = split_len(coll, reference);
-    let bwd_start = bwd.first().map_or(i64::MIN, |iv| iv.0);
-    let bwd_end = bwd.last().map(|iv| iv.1);
-    let coll_end = coll.last().map(|iv| iv.1);
     let comm_tail_ns = match (bwd_end, coll_end) {
         (Some(b), Some(c)) => (c - b).max(0),
         _ => 0,
@@ -657,6 +768,7 @@ fn measure<'a>(
         optimizer_ns: total(opt),
         writeback_ns: total(wb),
         other_ns: step_ns - busy,
+        other_at,
         backward_end_ns: bwd_end,
         comm_tail_ns,
         samples: None,

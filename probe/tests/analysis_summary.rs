@@ -68,6 +68,20 @@ fn coll(step: u64, a: f64, b: f64, bucket: Option<u32>, bytes: u64, seq: u64) ->
     Record::Span(s)
 }
 
+/// Two ranks with the header of [`ddp`] and `steps` steps 100 ms apart, each step's records
+/// made by `step_records(step, its offset in ms)`.
+fn two_ranks(steps: u64, step_records: impl Fn(u64, f64) -> Vec<Record>) -> Vec<Vec<Record>> {
+    (0..2u32)
+        .map(|rank| {
+            let mut r = vec![header(rank, 2, Some(ddp()))];
+            for step in 0..steps {
+                r.extend(step_records(step, 100.0 * step as f64));
+            }
+            r
+        })
+        .collect()
+}
+
 fn samples(t: f64) -> Record {
     Record::Counter(CounterRecord {
         name: "samples".into(),
@@ -519,21 +533,15 @@ fn text_report_names_the_parts() {
 /// instead of 0 ns of communication.
 #[test]
 fn parts_without_any_span_are_not_recorded_rather_than_zero() {
-    let steps = |rank: u32| {
-        let mut v = vec![header(rank, 2, Some(ddp()))];
-        for step in 0..4u64 {
-            let o = 100.0 * step as f64;
-            let s = |k, a: f64, b: f64| Record::Span(span(k, step, o + a, o + b));
-            v.extend([
-                s(SpanKind::Forward, 0.0, 20.0),
-                s(SpanKind::Backward, 20.0, 80.0),
-                s(SpanKind::Optimizer, 80.0, 90.0),
-                s(SpanKind::Step, 0.0, 100.0),
-            ]);
-        }
-        v
-    };
-    let run = load(&[steps(0), steps(1)]);
+    let run = load(&two_ranks(4, |step, o| {
+        let s = |k, a: f64, b: f64| Record::Span(span(k, step, o + a, o + b));
+        vec![
+            s(SpanKind::Forward, 0.0, 20.0),
+            s(SpanKind::Backward, 20.0, 80.0),
+            s(SpanKind::Optimizer, 80.0, 90.0),
+            s(SpanKind::Step, 0.0, 100.0),
+        ]
+    }));
     let summary = analysis::summarize(&run, &SummaryOptions::default());
     // No writeback spans either: PyTorch's reducer copies the buckets back
     // unseen (the reference DDP records it).
@@ -668,17 +676,19 @@ fn with_buffer_broadcasts(r0: f64, r1: f64, buffers: &[(&str, &str, u64)]) -> pr
 /// that fits them.
 #[test]
 fn a_costly_buffer_broadcast_is_named_with_the_buffers_and_what_to_do() {
+    // The summary's note on the buffer broadcast of `with_buffer_broadcasts(r0, r1, buffers)`.
+    let note = |r0: f64, r1: f64, buffers: &[(&str, &str, u64)]| {
+        analysis::summarize(
+            &with_buffer_broadcasts(r0, r1, buffers),
+            &SummaryOptions::default(),
+        )
+        .notes
+        .into_iter()
+        .find(|n| n.contains("module buffers"))
+    };
     let constant = [("enc.mask", "bool", 1024), ("enc.pos", "float32", 4096)];
     // 2 and 5 ms of a 100 ms median step: 3.5 ms a rank-step (3.5%), 2 ms the broadcast itself.
-    let sum = analysis::summarize(
-        &with_buffer_broadcasts(2.0, 5.0, &constant),
-        &SummaryOptions::default(),
-    );
-    let note = sum
-        .notes
-        .iter()
-        .find(|n| n.contains("module buffers"))
-        .unwrap_or_else(|| panic!("no note in {:?}", sum.notes));
+    let text = note(2.0, 5.0, &constant).expect("a note");
     for needle in [
         "(2 buffers: enc.mask, enc.pos; 5.0 KiB)",
         "3.5 ms per rank-step",
@@ -687,7 +697,7 @@ fn a_costly_buffer_broadcast_is_named_with_the_buffers_and_what_to_do() {
         "broadcast_buffers=False",
         "ddp_broadcast_buffers=False",
     ] {
-        assert!(note.contains(needle), "{needle:?} missing in {note}");
+        assert!(text.contains(needle), "{needle:?} missing in {text}");
     }
     // BatchNorm's running statistics change: the note says what turning it off costs.
     let bn = [
@@ -696,28 +706,12 @@ fn a_costly_buffer_broadcast_is_named_with_the_buffers_and_what_to_do() {
         ("bn.num_batches_tracked", "int64", 8),
         ("head.mask", "bool", 64),
     ];
-    let sum = analysis::summarize(
-        &with_buffer_broadcasts(2.0, 5.0, &bn),
-        &SummaryOptions::default(),
-    );
-    let note = sum
-        .notes
-        .iter()
-        .find(|n| n.contains("module buffers"))
-        .unwrap();
-    assert!(note.contains("and 1 more"), "{note}");
-    assert!(note.contains("each rank keeps its own"), "{note}");
-    assert!(!note.contains("ddp_broadcast_buffers=False"), "{note}");
+    let text = note(2.0, 5.0, &bn).expect("a note");
+    assert!(text.contains("and 1 more"), "{text}");
+    assert!(text.contains("each rank keeps its own"), "{text}");
+    assert!(!text.contains("ddp_broadcast_buffers=False"), "{text}");
     // 0.5 and 1 ms: 0.75% of the step, no note.
-    let sum = analysis::summarize(
-        &with_buffer_broadcasts(0.5, 1.0, &constant),
-        &SummaryOptions::default(),
-    );
-    assert!(
-        !sum.notes.iter().any(|n| n.contains("module buffers")),
-        "{:?}",
-        sum.notes
-    );
+    assert_eq!(note(0.5, 1.0, &constant), None);
 }
 
 /// "Other / idle" placed by the phases around each gap: before the forward, between forward and
@@ -725,30 +719,23 @@ fn a_costly_buffer_broadcast_is_named_with_the_buffers_and_what_to_do() {
 /// elsewhere (here between two forwards of one step).
 #[test]
 fn other_time_is_placed_by_the_phases_around_it() {
-    let runs: Vec<Vec<Record>> = (0..2u32)
-        .map(|rank| {
-            let mut r = vec![header(rank, 2, Some(ddp()))];
-            for step in 0..3u64 {
-                let o = 100.0 * step as f64;
-                let s = |k, a: f64, b: f64| Record::Span(span(k, step, o + a, o + b));
-                r.extend([
-                    s(SpanKind::DataWait, 0.0, 10.0),
-                    // Before the forward: 10..12.
-                    s(SpanKind::Forward, 12.0, 15.0),
-                    // Elsewhere (between two forwards): 15..16.
-                    s(SpanKind::Forward, 16.0, 20.0),
-                    // Between forward and backward: 20..23.
-                    s(SpanKind::Backward, 23.0, 80.0),
-                    coll(step, o + 75.0, o + 90.0, Some(0), 20_000_000, step),
-                    // After backward and its all-reduce: 90..94.
-                    s(SpanKind::Optimizer, 94.0, 97.0),
-                    // After the optimizer: 97..100.
-                    s(SpanKind::Step, 0.0, 100.0),
-                ]);
-            }
-            r
-        })
-        .collect();
+    let runs = two_ranks(3, |step, o| {
+        let s = |k, a: f64, b: f64| Record::Span(span(k, step, o + a, o + b));
+        vec![
+            s(SpanKind::DataWait, 0.0, 10.0),
+            // Before the forward: 10..12.
+            s(SpanKind::Forward, 12.0, 15.0),
+            // Elsewhere (between two forwards): 15..16.
+            s(SpanKind::Forward, 16.0, 20.0),
+            // Between forward and backward: 20..23.
+            s(SpanKind::Backward, 23.0, 80.0),
+            coll(step, o + 75.0, o + 90.0, Some(0), 20_000_000, step),
+            // After backward and its all-reduce: 90..94.
+            s(SpanKind::Optimizer, 94.0, 97.0),
+            // After the optimizer: 97..100.
+            s(SpanKind::Step, 0.0, 100.0),
+        ]
+    });
     let steps = analysis::step_breakdowns(&load(&runs), &SummaryOptions::default());
     assert_eq!(steps.len(), 6);
     for s in &steps {

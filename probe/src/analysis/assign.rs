@@ -148,41 +148,7 @@ pub fn assign_as_built(
     limits: &[u64],
     device: DeviceKey,
 ) -> Vec<Vec<u32>> {
-    let mut seen = vec![false; params.len()];
-    let walk: Vec<u32> = registration
-        .iter()
-        .copied()
-        .filter(|&i| (i as usize) < params.len() && !std::mem::replace(&mut seen[i as usize], true))
-        .collect();
-    if walk.is_empty() {
-        return Vec::new();
-    }
-    let mut unknown: Vec<&str> = Vec::new();
-    let walked: Vec<bucket_assignment::ParamSpec> = walk
-        .iter()
-        .map(|&i| {
-            let p = &params[i as usize];
-            let bytes = p.bytes.min(bucket_assignment::UNLIMITED_BUCKET_BYTES);
-            bucket_assignment::ParamSpec::dense(bytes, 1, dtype_key(p.dtype, &mut unknown), device)
-        })
-        .collect();
-    let limits: Vec<u64> = if limits.is_empty() {
-        vec![bucket_assignment::UNLIMITED_BUCKET_BYTES]
-    } else {
-        limits
-            .iter()
-            .map(|&l| l.min(bucket_assignment::UNLIMITED_BUCKET_BYTES))
-            .collect()
-    };
-    // As in assign_buckets, nothing here can make the assignment refuse.
-    let mut layout = compute_bucket_assignment_by_size(&walked, &limits, None)
-        .expect("the assignment of a non-empty, clamped parameter list cannot fail");
-    layout.reverse();
-    // Without tensor indices a bucket's indices are positions in the walk.
-    layout
-        .into_iter()
-        .map(|b| b.indices.into_iter().map(|pos| walk[pos]).collect())
-        .collect()
+    assign_walk(params, registration, limits, device, Walk::Construction)
 }
 
 /// One parameter as the assignment sees it.
@@ -221,17 +187,39 @@ pub fn assign_buckets(
     limits: &[u64],
     device: DeviceKey,
 ) -> Vec<Vec<u32>> {
+    assign_walk(params, order, limits, device, Walk::Rebuild)
+}
+
+/// How [`assign_walk`] hands the walk to the assignment.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Walk {
+    /// As the rebuild does, with tensor indices: the buckets in the order they close.
+    Rebuild,
+    /// As construction does, without: the buckets sorted by their first parameter, then
+    /// reversed as DDP hands them to its reducer.
+    Construction,
+}
+
+/// `compute_bucket_assignment_by_size` over the parameters of `walk` (indices into `params`;
+/// out-of-range and repeated ones skipped), returning parameter indices per bucket.
+fn assign_walk(
+    params: &[ParamSpec<'_>],
+    walk: &[u32],
+    limits: &[u64],
+    device: DeviceKey,
+    how: Walk,
+) -> Vec<Vec<u32>> {
     let mut seen = vec![false; params.len()];
-    let order: Vec<usize> = order
+    let walk: Vec<usize> = walk
         .iter()
         .map(|&i| i as usize)
         .filter(|&i| i < params.len() && !std::mem::replace(&mut seen[i], true))
         .collect();
-    if order.is_empty() {
+    if walk.is_empty() {
         return Vec::new();
     }
     let mut unknown: Vec<&str> = Vec::new();
-    let walked: Vec<bucket_assignment::ParamSpec> = order
+    let walked: Vec<bucket_assignment::ParamSpec> = walk
         .iter()
         .map(|&i| {
             let p = &params[i];
@@ -251,11 +239,24 @@ pub fn assign_buckets(
     // and limits, one index per parameter, at most 46 + 128 keys (one
     // device), and with sizes and limits at most `i64::MAX` a bucket closes
     // before its size could pass `u64::MAX`.
-    let layout = compute_bucket_assignment_by_size(&walked, &limits, Some(&order))
+    let indices = (how == Walk::Rebuild).then_some(&walk[..]);
+    let mut layout = compute_bucket_assignment_by_size(&walked, &limits, indices)
         .expect("the assignment of a non-empty, clamped parameter list cannot fail");
+    if how == Walk::Construction {
+        layout.reverse();
+    }
+    // Without tensor indices a bucket's indices are positions in the walk.
     layout
         .into_iter()
-        .map(|b| b.indices.into_iter().map(|i| i as u32).collect())
+        .map(|b| {
+            b.indices
+                .into_iter()
+                .map(|i| match how {
+                    Walk::Rebuild => i as u32,
+                    Walk::Construction => walk[i] as u32,
+                })
+                .collect()
+        })
         .collect()
 }
 
@@ -309,6 +310,23 @@ mod tests {
         let p = f32s(&[MIB / 2, 10 * MIB, MIB / 2]);
         let b = assign(&p, &[0, 1, 2], &[4 * MIB]);
         assert_eq!(b, vec![vec![0, 1], vec![2]]);
+    }
+
+    #[test]
+    fn buckets_as_built_walk_registration_order_and_launch_reversed() {
+        // find_unused_parameters=True: limits [1 MiB, 2 MiB] over parameters 0..3 build [0],
+        // [1, 2], [3]; DDP launches them reversed, each bucket in registration order.
+        let p = f32s(&[MIB, MIB, MIB, MIB]);
+        let b = assign_as_built(
+            &p,
+            &[0, 1, 2, 3],
+            &rebuild_limits(2 * MIB, MIB),
+            DeviceKey::CPU,
+        );
+        assert_eq!(b, vec![vec![3], vec![1, 2], vec![0]]);
+        // A registration walk with a hole (a parameter the table lacks) keeps the indices.
+        let b = assign_as_built(&p, &[0, 2, 3], &[2 * MIB], DeviceKey::CPU);
+        assert_eq!(b, vec![vec![3], vec![0, 2]]);
     }
 
     #[test]

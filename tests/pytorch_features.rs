@@ -19,7 +19,7 @@ mod common;
 use common::{
     explain_json, line_of, repo, run_again_after_teardown_abort, venv_python, GLOO_TEARDOWN_ABORT,
 };
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
@@ -657,6 +657,56 @@ fn find_unused_parameters_and_amp_record_every_step() {
             assert_eq!(current["layout_matches_replay"], true, "{current}");
         }
     }
+}
+
+/// A program's own collectives (a loss all-reduced for logging before the optimizer, a barrier
+/// after it) are recorded with `"what": "program"`, where the script called them, and the step
+/// they belong to, in DDP's sequence with the buckets; the summary names them.
+#[test]
+fn the_programs_own_collectives_are_recorded_with_their_caller() {
+    let (job, _) = recorded("log_loss");
+    check_common(&job, 1);
+    for rank in 0..2 {
+        let recs = job.records(rank);
+        let program: Vec<&Value> = spans(&recs, "collective")
+            .into_iter()
+            .filter(|s| s["args"]["what"] == "program")
+            .collect();
+        // The script's last barrier, before destroy_process_group, counts with the last step.
+        for (op, bytes, calls) in [("all_reduce", 4, STEPS), ("barrier", 0, STEPS + 1)] {
+            let expected = calls;
+            let calls: Vec<&&Value> = program.iter().filter(|s| s["op"] == op).collect();
+            assert_eq!(
+                calls.len() as u64,
+                expected,
+                "rank {rank} {op}: {program:#?}"
+            );
+            let steps: BTreeSet<u64> = calls.iter().map(|s| u(&s["step"])).collect();
+            assert_eq!(steps, (0..STEPS).collect(), "rank {rank} {op}");
+            for c in &calls {
+                assert_eq!(u(&c["bytes"]), bytes, "{c}");
+                let caller = c["args"]["caller"].as_str().unwrap_or_default();
+                assert!(
+                    caller.starts_with("ddp_features.py:") && caller.ends_with(" in main"),
+                    "{c}"
+                );
+            }
+        }
+        // In the group's sequence with DDP's own: every collective its own number.
+        let seqs: Vec<u64> = spans(&recs, "collective")
+            .iter()
+            .filter_map(|s| s["seq"].as_u64())
+            .collect();
+        let distinct: BTreeSet<u64> = seqs.iter().copied().collect();
+        assert_eq!(distinct.len(), seqs.len(), "rank {rank}: {seqs:?}");
+    }
+    let (text, _) = job.summary();
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains("Besides DDP's, the program called collectives of its own")
+            && flat.contains("all_reduce ×1.0 a rank-step (4 B) from ddp_features.py:"),
+        "{text}"
+    );
 }
 
 #[test]

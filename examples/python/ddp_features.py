@@ -53,6 +53,8 @@ Modes (each the way PyTorch's documentation writes it):
 * ``slow_download``: the process group's timeout is 5 s and rank 0 spends 15 s before it wraps
   the model in DDP (a dataset download on rank 0 only, before ``instrument``); rank 1's wait in
   DDP's construction times out (the job fails).
+* ``log_loss``: every step all-reduces the loss for logging between backward and the optimizer
+  (``dist.all_reduce``) and ends with a ``dist.barrier()``: collectives of the program's own.
 
 ``--device cuda`` trains on ``cuda:LOCAL_RANK`` over NCCL instead (``scripts/gpu-check`` runs
 the modes that record something there, one rank per GPU).
@@ -82,7 +84,7 @@ import ddp_probe_torch
 
 MODES = ("plain", "prehook", "fp16", "bf16", "no_sync", "static_graph", "unused", "amp", "compile",
          "straggler", "uneven", "closure", "slow_save", "worker_killed",
-         "model_differs", "slow_download", "bad_sample", "fsdp", "worker_stuck")
+         "model_differs", "slow_download", "bad_sample", "fsdp", "worker_stuck", "log_loss")
 
 
 class BusyBackward(torch.autograd.Function):
@@ -324,8 +326,14 @@ def main():
             samples += x.shape[0]
             ctx = model.no_sync() if m < micro - 1 else contextlib.nullcontext()
             with ctx:
-                loss_of(x, y, step).backward()
+                loss = loss_of(x, y, step)
+                loss.backward()
+        if args.mode == "log_loss":
+            logged = loss.detach().clone()
+            dist.all_reduce(logged)
         opt.step()
+        if args.mode == "log_loss":
+            dist.barrier()
         step += 1
         if args.mode == "slow_save" and rank == 0 and step == 3:
             time.sleep(15)  # the checkpoint that only rank 0 writes

@@ -637,6 +637,70 @@ fn a_search_for_unused_parameters_that_never_finds_one_is_said() {
     assert_eq!(said(false, false), None);
 }
 
+/// `hand_run` with collectives of the program's own in steady steps 2 and 3: per step and rank,
+/// `(op, bytes, ms, caller)` each, from the step's 90 ms on.
+fn with_program_collectives(calls: &[(&'static str, u64, f64, &str)]) -> probe::model::Run {
+    let mut ranks = hand_run();
+    for records in ranks.iter_mut() {
+        for (step, o) in [(2u64, 400.0), (3, 500.0)] {
+            let mut at = o + 90.0;
+            for (k, &(op_name, bytes, ms, caller)) in calls.iter().enumerate() {
+                let mut args = probe::trace::Args::new();
+                args.insert("what".to_owned(), "program".into());
+                args.insert("caller".to_owned(), caller.into());
+                records.push(Record::Span(
+                    span(SpanKind::Collective, step, at, at + ms)
+                        .op(op_name)
+                        .transport("tcp")
+                        .bytes(bytes)
+                        .seq(10 * step + 5 + k as u64)
+                        .args(args),
+                ));
+                at += ms;
+            }
+        }
+    }
+    load(&ranks)
+}
+
+/// The program's own collectives: a note when they take 2% of the median step or more, each
+/// kind (operation and caller) with its calls and time per rank-step, the costliest first.
+#[test]
+fn the_programs_own_collectives_are_named_with_their_callers() {
+    let note = |calls: &[(&'static str, u64, f64, &str)]| {
+        analysis::summarize(&with_program_collectives(calls), &SummaryOptions::default())
+            .notes
+            .into_iter()
+            .find(|n| n.contains("collectives of its own"))
+    };
+    // 3 ms of a 100 ms median step.
+    let hf = "accelerate/accelerator.py:3012 in gather <- transformers/trainer.py:5626 in \
+              _get_num_items_in_batch";
+    let text = note(&[
+        ("all_reduce", 4, 1.0, "train.py:42 in main"),
+        ("all_gather", 8, 2.0, hf),
+    ])
+    .expect("a note");
+    for needle in [
+        "3.0 ms per rank-step on average, 3.0% of the median step",
+        "all_gather ×1.0 a rank-step (8 B) from accelerate/accelerator.py:3012",
+        "all_reduce ×1.0 a rank-step (4 B) from train.py:42 in main: 1.0 ms",
+        "average_tokens_across_devices=False",
+    ] {
+        assert!(text.contains(needle), "{needle:?} missing in {text}");
+    }
+    // The costlier kind first.
+    assert!(
+        text.find("all_gather") < text.find("all_reduce ×"),
+        "{text}"
+    );
+    // A script's own logging all-reduce alone: no Hugging Face hint.
+    let text = note(&[("all_reduce", 4, 3.0, "train.py:42 in main")]).expect("a note");
+    assert!(!text.contains("average_tokens"), "{text}");
+    // 1 ms a step, 1%: no note.
+    assert_eq!(note(&[("barrier", 0, 1.0, "train.py:50 in main")]), None);
+}
+
 /// `hand_run` with DDP's broadcast of module buffers in steady steps 2 and 3 (rank 0 `r0` ms,
 /// rank 1 `r1` ms, from the forward's start) and `buffers` in the header.
 fn with_buffer_broadcasts(r0: f64, r1: f64, buffers: &[(&str, &str, u64)]) -> probe::model::Run {

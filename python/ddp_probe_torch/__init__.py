@@ -764,63 +764,85 @@ class _Instrumentation:
             return
 
         def sync_buffers():
-            st = self.state
-            step = st.step if st is not None else None
             buffers = getattr(ddp, "modules_buffers", None) or []
             nbytes = sum(b.numel() * b.element_size() for b in buffers)
-            # Queued first, as the buckets' all-reduces are: a rank that hangs or times out
-            # in the broadcast is seen waiting in it.
-            upcoming = self.next_seq()
-            t = now_ns()
-            if upcoming is not None:
-                at_step = "" if step is None else f',"step":{step}'
-                self.writer.record_line(
-                    f'{{"type":"instant","name":"collective_queued","t":{t}{at_step},'
-                    f'"args":{{"seq":{upcoming},"op":"broadcast","bytes":{nbytes}}}}}\n'
-                )
-            timer = self.cuda_timer
-            start_ev = timer.record_event() if timer is not None else None
-            failed = True
-            try:
-                result = original()
-                failed = False
-            finally:
-                end = now_ns()
-                span = {
-                    "type": "span",
-                    "kind": "collective",
-                    "start": t,
-                    "end": max(end, t),
-                    "queued": t,
-                    "op": "broadcast",
-                    "bytes": nbytes,
-                    "transport": self.backend,
-                    "args": {"what": "module buffers"},
-                }
-                if buffers:
-                    span["dtype"] = _dtype_name(buffers[0].dtype)
-                if step is not None:
-                    span["step"] = step
-                seq = self.seq_after_issue()
-                if seq is not None and upcoming is not None and seq > upcoming:
-                    # One broadcast per dtype (BatchNorm's float statistics and its int64
-                    # count): the span stands for them all under the first one's seq, the
-                    # one it was queued as.
-                    span["args"]["collectives"] = seq - upcoming + 1
-                    seq = upcoming
-                if seq is not None:
-                    span["seq"] = seq
-                if failed:
-                    # Waited in until it raised, not completed (see the all-reduce's span).
-                    span["args"]["error"] = True
-                    self.writer.record(span)
-                elif start_ev is not None:
-                    timer.add(span, start_ev, timer.record_event())
-                else:
-                    self.writer.record(span)
-            return result
+            dtype = _dtype_name(buffers[0].dtype) if buffers else None
+            return self.timed_collective("broadcast", nbytes, dtype, "module buffers", original)
 
         ddp._sync_buffers = sync_buffers
+
+    def timed_collective(self, op, nbytes, dtype, what, call, on_gpu=True, counted=True,
+                         caller=None):
+        """Runs ``call`` (a collective the hooks do not see: DDP's buffer broadcast, the
+        program's own ``torch.distributed`` calls) and records it as a ``collective`` span with
+        ``"what"``: queued first (a rank that hangs or times out in it is seen waiting in it),
+        timed by CUDA events when the group runs NCCL and ``on_gpu``, else on the host. Not
+        ``counted``: it runs on another group than DDP's, whose sequence numbers the span's
+        ``seq`` would not be. ``caller``: where the program called it (see
+        :func:`_caller_chain`)."""
+        st = self.state
+        if st is not None:
+            step = st.step
+        elif self.data_wait is not None and threading.get_ident() == self.train_thread:
+            # After the batch was loaded and before its forward (Hugging Face's Trainer gathers
+            # the batch's token count there): the step that batch starts.
+            step = self.next_step
+        elif self.next_step > 0:
+            # After a step's optimizer (a loss all-reduced for logging): the step just ended.
+            step = self.next_step - 1
+        else:
+            step = None
+        upcoming = self.next_seq() if counted else None
+        t = now_ns()
+        if upcoming is not None:
+            at_step = "" if step is None else f',"step":{step}'
+            self.writer.record_line(
+                f'{{"type":"instant","name":"collective_queued","t":{t}{at_step},'
+                f'"args":{{"seq":{upcoming},"op":"{op}","bytes":{nbytes}}}}}\n'
+            )
+        timer = self.cuda_timer if on_gpu else None
+        start_ev = timer.record_event() if timer is not None else None
+        failed = True
+        try:
+            result = call()
+            failed = False
+        finally:
+            end = now_ns()
+            span = {
+                "type": "span",
+                "kind": "collective",
+                "start": t,
+                "end": max(end, t),
+                "queued": t,
+                "op": op,
+                "bytes": nbytes,
+                "transport": self.backend,
+                "args": {"what": what},
+            }
+            if caller:
+                span["args"]["caller"] = caller
+            if dtype:
+                span["dtype"] = dtype
+            if step is not None:
+                span["step"] = step
+            seq = self.seq_after_issue() if counted else None
+            if seq is not None and upcoming is not None and seq > upcoming:
+                # Several collectives in one call (DDP's broadcast per dtype of BatchNorm's
+                # float statistics and int64 count; an object collective's size exchange): the
+                # span stands for them all under the first one's seq, the one it was queued as.
+                span["args"]["collectives"] = seq - upcoming + 1
+                seq = upcoming
+            if seq is not None:
+                span["seq"] = seq
+            if failed:
+                # Waited in until it raised, not completed (see the all-reduce's span).
+                span["args"]["error"] = True
+                self.writer.record(span)
+            elif start_ev is not None:
+                timer.add(span, start_ev, timer.record_event())
+            else:
+                self.writer.record(span)
+        return result
 
     def note_data_wait(self, start, end):
         """A DataLoader ``next`` on the training thread: given to the step it feeds."""
@@ -1271,6 +1293,8 @@ class _SentByHook(threading.local):
 
     calls = None
     works = None
+    #: Inside a recorded program collective (an object collective's own calls are its part).
+    inside = False
 
 
 _SENT = _SentByHook()
@@ -1289,24 +1313,143 @@ _LAYOUT_STEPS = 4
 def _patch_all_reduce():
     """Lets wrapped hooks see what they send: ``torch.distributed.all_reduce``
     notes the tensor's dtype and size while a hook runs (one thread-local
-    check otherwise). PyTorch's hooks call it through the module attribute."""
-    original = dist.all_reduce
-    if getattr(original, "_ddp_probe", False):
+    check otherwise). PyTorch's hooks call it through the module attribute. The same
+    wrapper records the program's own calls (:func:`_record_program_collectives`)."""
+    _patch_collective("all_reduce")
+
+
+#: The ``torch.distributed`` collectives recorded when a program calls them on the training
+#: thread, each with the argument that holds what it sends (None: nothing measured).
+_PROGRAM_COLLECTIVES = {
+    "all_reduce": "tensor",
+    "broadcast": "tensor",
+    "reduce": "tensor",
+    "all_gather": "tensor",
+    "all_gather_into_tensor": "input_tensor",
+    "reduce_scatter": "input_list",
+    "reduce_scatter_tensor": "input",
+    "all_to_all_single": "input",
+    "barrier": None,
+    "all_gather_object": None,
+    "broadcast_object_list": None,
+    "gather_object": None,
+}
+
+#: The instrumentation that records the program's own collectives (the last one built).
+_PROGRAM = {"inst": None}
+
+
+def _record_program_collectives(inst):
+    """Records every synchronous ``torch.distributed`` collective of :data:`_PROGRAM_COLLECTIVES`
+    that the training thread calls outside DDP's hooks (the program's own: a loss averaged for
+    logging, a metric, Hugging Face's Trainer's per-step count of tokens; a library's) as a
+    ``collective`` span with ``"what": "program"``: its time counts as communication, and a rank
+    that hangs in one is seen waiting in it. Calls with ``async_op=True`` go unrecorded (their
+    work completes later)."""
+    _PROGRAM["inst"] = inst
+    for name in _PROGRAM_COLLECTIVES:
+        _patch_collective(name)
+
+
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+_THIS_FILE = os.path.abspath(__file__)
+#: Source files named in a caller chain at most.
+_CALLER_FILES = 3
+
+
+def _short_path(path):
+    """A source file as a reader knows it: the part after ``site-packages/`` for an installed
+    package (``transformers/trainer.py``), else the file's name."""
+    marker = "site-packages" + os.sep
+    i = path.rfind(marker)
+    return path[i + len(marker):] if i >= 0 else os.path.basename(path)
+
+
+def _caller_chain():
+    """Where the program called a collective: the first :data:`_CALLER_FILES` source files
+    outside torch and this module on the stack, innermost first, each with its innermost frame
+    (``accelerate/utils/operations.py:345 in _gpu_gather_one <- accelerate/accelerator.py:3012
+    in gather <- transformers/trainer.py:5626 in _get_num_items_in_batch``; a script's own loop
+    is one file: ``train.py:42 in main``). About 10 us; only the program's own collectives pay
+    it."""
+    files = []
+    f = sys._getframe(2)
+    walked = 0
+    while f is not None and walked < 64:
+        walked += 1
+        path = f.f_code.co_filename
+        if not path.startswith(_TORCH_DIR) and os.path.abspath(path) != _THIS_FILE:
+            if files and files[-1][0] == path:
+                pass  # the file's innermost frame stands for it
+            elif len(files) == _CALLER_FILES:
+                break
+            else:
+                files.append((path, f.f_lineno, f.f_code.co_name))
+        f = f.f_back
+    return " <- ".join(f"{_short_path(p)}:{line} in {name}" for p, line, name in files)
+
+
+def _patch_collective(name):
+    original = getattr(dist, name, None)
+    if original is None or getattr(original, "_ddp_probe", False):
         return
+    import inspect
+
+    try:
+        names = list(inspect.signature(original).parameters)
+    except (TypeError, ValueError):
+        names = []
+    sent_name = _PROGRAM_COLLECTIVES.get(name)
+    sent_pos = names.index(sent_name) if sent_name in names else None
+    async_pos = names.index("async_op") if "async_op" in names else None
+    group_pos = names.index("group") if "group" in names else None
+    hook_sees = name == "all_reduce"
+
+    def argument(args, kwargs, key, pos):
+        if key in kwargs:
+            return kwargs[key]
+        return args[pos] if pos is not None and pos < len(args) else None
 
     @functools.wraps(original)
-    def all_reduce(tensor, *args, **kwargs):
-        calls = _SENT.calls
-        if calls is not None and isinstance(tensor, torch.Tensor):
-            calls.append((_dtype_name(tensor.dtype), tensor.numel() * tensor.element_size()))
-        work = original(tensor, *args, **kwargs)
-        works = _SENT.works
-        if works is not None and work is not None:
-            works.append(work)
-        return work
+    def collective(*args, **kwargs):
+        if _SENT.calls is not None or _SENT.works is not None:
+            # Inside a wrapped communication hook: what it sends belongs to the bucket's span.
+            sent = argument(args, kwargs, sent_name, sent_pos)
+            if hook_sees and _SENT.calls is not None and isinstance(sent, torch.Tensor):
+                _SENT.calls.append((_dtype_name(sent.dtype), sent.numel() * sent.element_size()))
+            work = original(*args, **kwargs)
+            if hook_sees and _SENT.works is not None and work is not None:
+                _SENT.works.append(work)
+            return work
+        inst = _PROGRAM["inst"]
+        if (
+            inst is None
+            or _SENT.inside
+            or threading.get_ident() != inst.train_thread
+            or argument(args, kwargs, "async_op", async_pos)
+            or _compiling()
+        ):
+            return original(*args, **kwargs)
+        sent = argument(args, kwargs, sent_name, sent_pos) if sent_name else None
+        tensors = [sent] if isinstance(sent, torch.Tensor) else [
+            x for x in (sent if isinstance(sent, (list, tuple)) else ()) if isinstance(x, torch.Tensor)
+        ]
+        nbytes = sum(x.numel() * x.element_size() for x in tensors)
+        dtype = _dtype_name(tensors[0].dtype) if tensors else None
+        on_gpu = bool(tensors) and tensors[0].is_cuda
+        group = argument(args, kwargs, "group", group_pos)
+        counted = group is None or group is inst.pg or group is dist.group.WORLD
+        _SENT.inside = True
+        try:
+            return inst.timed_collective(
+                name, nbytes, dtype, "program", lambda: original(*args, **kwargs), on_gpu, counted,
+                _caller_chain(),
+            )
+        finally:
+            _SENT.inside = False
 
-    all_reduce._ddp_probe = True
-    dist.all_reduce = all_reduce
+    collective._ddp_probe = True
+    setattr(dist, name, collective)
 
 
 def _patch_data_loader(inst):
@@ -1717,6 +1860,7 @@ def instrument(ddp_model, *, trace_dir=None):
         except Exception as e:  # noqa: BLE001 - the advice goes without; training must not
             _say(f"the start-up calibration failed ({type(e).__name__}: {e}); advise will fit "
                  "its cost model to the run's own collectives")
+    _record_program_collectives(inst)
     _say(f"recording rank {rank} to {path}")
     return ddp_model if compiled is None else compiled
 

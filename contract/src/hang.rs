@@ -42,6 +42,10 @@ pub struct CollectiveRef {
     pub bucket: Option<u64>,
     /// Its payload in bytes.
     pub bytes: Option<u64>,
+    /// Where the program called it (a collective of the program's own, recorded by the
+    /// PyTorch module: `train.py:42 in main`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caller: Option<String>,
 }
 
 impl fmt::Display for CollectiveRef {
@@ -64,6 +68,9 @@ impl fmt::Display for CollectiveRef {
         }
         if !details.is_empty() {
             write!(f, " ({})", details.join(", "))?;
+        }
+        if let Some(caller) = &self.caller {
+            write!(f, " from {}", clip(caller, 240))?;
         }
         Ok(())
     }
@@ -212,6 +219,10 @@ fn collective(
         step: fields.get("step").and_then(Value::as_u64).or(step),
         bucket: fields.get("bucket").and_then(Value::as_u64),
         bytes: fields.get("bytes").and_then(Value::as_u64),
+        caller: fields
+            .get("caller")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
     }
 }
 
@@ -401,6 +412,21 @@ mod tests {
         format!(
             r#"{{"type":"instant","name":"collective_queued","t":5,"step":{step},"args":{{"seq":{seq},"op":"all_reduce","bucket":2,"bytes":4096}}}}"#
         )
+    }
+
+    #[test]
+    fn a_program_collective_is_named_with_where_it_was_called() {
+        let program = r#"{"type":"instant","name":"collective_queued","t":5,"step":4,"args":{"seq":17,"op":"barrier","bytes":0,"caller":"train.py:42 in main"}}"#;
+        let tail = TraceTail::from_lines(&[coll(16, 3), program.to_owned()].join("\n"));
+        let waiting = tail.waiting_in.expect("waits in the barrier");
+        assert_eq!(waiting.caller.as_deref(), Some("train.py:42 in main"));
+        assert_eq!(
+            waiting.to_string(),
+            "barrier seq 17 (step 4, 0 bytes) from train.py:42 in main"
+        );
+        // DDP's own collectives have no caller.
+        let tail = TraceTail::from_lines(&queued(17, 4));
+        assert_eq!(tail.waiting_in.and_then(|c| c.caller), None);
     }
 
     #[test]

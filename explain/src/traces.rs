@@ -37,10 +37,12 @@ pub(crate) struct Coll {
     pub op: Option<String>,
     /// The training step.
     pub step: Option<u64>,
+    /// Where the program called it (a collective of the program's own).
+    pub caller: Option<String>,
 }
 
 impl Coll {
-    /// "all_reduce seq 17 (step 4)".
+    /// "all_reduce seq 17 (step 4)", "barrier seq 9 (step 2) from train.py:42 in main".
     pub fn describe(&self) -> String {
         let mut s = format!(
             "{} seq {}",
@@ -49,6 +51,9 @@ impl Coll {
         );
         if let Some(step) = self.step {
             s.push_str(&format!(" (step {step})"));
+        }
+        if let Some(caller) = &self.caller {
+            s.push_str(&format!(" from {}", sanitize(caller, 240)));
         }
         s
     }
@@ -139,6 +144,7 @@ fn from_run(run: &Run) -> Vec<RankProgress> {
         seq: c.seq,
         op: c.op,
         step: c.step,
+        caller: c.caller,
     };
     let mut out = Vec::new();
     for rank in &run.ranks {
@@ -178,6 +184,7 @@ fn from_run(run: &Run) -> Vec<RankProgress> {
                     seq,
                     op: span.op().map(|s| run.str(s).to_owned()),
                     step: span.step(),
+                    caller: None,
                 });
             }
         }
@@ -295,6 +302,7 @@ fn from_tail(path: &Path) -> Option<RankProgress> {
         seq: c.seq,
         op: c.op,
         step: c.step,
+        caller: c.caller,
     };
     Some(RankProgress {
         rank,
@@ -380,5 +388,26 @@ mod tests {
         let (small, notes) = read(dir.path(), 10);
         assert_eq!(notes.len(), 1);
         assert_eq!(small[0].waiting_in.as_ref().unwrap().seq, 2);
+    }
+
+    #[test]
+    fn a_program_collective_waited_in_is_described_with_its_caller() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(
+            dir.path(),
+            &[
+                HEADER,
+                r#"{"type":"instant","name":"collective_queued","t":2000,"step":3,"args":{"seq":9,"op":"all_gather","bytes":8,"caller":"accelerate/accelerator.py:3012 in gather <- transformers/trainer.py:5626 in _get_num_items_in_batch"}}"#,
+            ],
+        );
+        let (via_reader, _) = read(dir.path(), u64::MAX);
+        let tail = from_tail(&p).unwrap();
+        for prog in [&via_reader[0], &tail] {
+            assert_eq!(
+                prog.waiting_in.as_ref().unwrap().describe(),
+                "all_gather seq 9 (step 3) from accelerate/accelerator.py:3012 in gather <- \
+                 transformers/trainer.py:5626 in _get_num_items_in_batch"
+            );
+        }
     }
 }

@@ -109,6 +109,10 @@ impl Run {
                 step: args.get("step").and_then(Value::as_u64).or(i.step),
                 bucket: args.get("bucket").and_then(Value::as_u64),
                 bytes: args.get("bytes").and_then(Value::as_u64),
+                caller: args
+                    .get("caller")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
             };
             queued.insert(seq, (i.t, c));
         }

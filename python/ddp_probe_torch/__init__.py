@@ -796,9 +796,10 @@ class _Instrumentation:
         t = now_ns()
         if upcoming is not None:
             at_step = "" if step is None else f',"step":{step}'
+            at_caller = "" if not caller else f',"caller":{_ENCODE(caller)}'
             self.writer.record_line(
                 f'{{"type":"instant","name":"collective_queued","t":{t}{at_step},'
-                f'"args":{{"seq":{upcoming},"op":"{op}","bytes":{nbytes}}}}}\n'
+                f'"args":{{"seq":{upcoming},"op":"{op}","bytes":{nbytes}{at_caller}}}}}\n'
             )
         timer = self.cuda_timer if on_gpu else None
         start_ev = timer.record_event() if timer is not None else None

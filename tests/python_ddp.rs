@@ -127,7 +127,8 @@ fn pytorch_layout(out: &Path) -> Vec<u64> {
         .collect()
 }
 
-/// Spans of one kind and step of a rank, by bucket.
+/// Spans of one kind and step of a rank, by bucket. Only a collective may have none: the
+/// program's own (the script's loss all-reduced for printing) and DDP's buffer broadcast.
 fn by_bucket(
     rank: &RankTrace,
     kind: SpanKind,
@@ -135,9 +136,15 @@ fn by_bucket(
 ) -> BTreeMap<u32, Vec<&probe::model::Span>> {
     let mut out: BTreeMap<u32, Vec<_>> = BTreeMap::new();
     for s in rank.spans_of_kind(kind).filter(|s| s.step() == Some(step)) {
-        out.entry(s.bucket().expect("bucket field"))
-            .or_default()
-            .push(s);
+        let Some(bucket) = s.bucket() else {
+            assert_eq!(
+                kind,
+                SpanKind::Collective,
+                "a {kind:?} span without a bucket"
+            );
+            continue;
+        };
+        out.entry(bucket).or_default().push(s);
     }
     out
 }

@@ -1856,11 +1856,16 @@ def instrument(ddp_model, *, trace_dir=None):
     _install_exit(inst.writer)
     budget = _calibration_budget_ns()
     if budget is not None and world_size > 1 and dist.is_initialized():
+        # Its all-reduces are the calibration's, not the program's (a second DDP model's
+        # instrument runs after the first one's collectives are recorded).
+        _SENT.inside = True
         try:
             _calibrate(inst, budget)
         except Exception as e:  # noqa: BLE001 - the advice goes without; training must not
             _say(f"the start-up calibration failed ({type(e).__name__}: {e}); advise will fit "
                  "its cost model to the run's own collectives")
+        finally:
+            _SENT.inside = False
     _record_program_collectives(inst)
     _say(f"recording rank {rank} to {path}")
     return ddp_model if compiled is None else compiled

@@ -767,7 +767,12 @@ class _Instrumentation:
             buffers = getattr(ddp, "modules_buffers", None) or []
             nbytes = sum(b.numel() * b.element_size() for b in buffers)
             dtype = _dtype_name(buffers[0].dtype) if buffers else None
-            return self.timed_collective("broadcast", nbytes, dtype, "module buffers", original)
+            result = self.timed_collective("broadcast", nbytes, dtype, "module buffers", original)
+            if self.forward_start is not None:
+                # DDP broadcasts inside its forward, before the module's: the forward span
+                # starts after it, so the wait is exposed communication, not overlapped compute.
+                self.forward_start = max(self.forward_start, now_ns())
+            return result
 
         ddp._sync_buffers = sync_buffers
 

@@ -364,9 +364,21 @@ fn settings(a: &Run, sa: &Summary, b: &Run, sb: &Summary) -> Vec<SettingChange> 
                 "find_unused_parameters",
                 opt(ddp.map(|d| d.find_unused_parameters.to_string())),
             ),
+            ("static_graph", opt(ddp.map(|d| d.static_graph.to_string()))),
             (
                 "gradient_as_bucket_view",
                 opt(ddp.map(|d| d.gradient_as_bucket_view.to_string())),
+            ),
+            (
+                "buffers broadcast",
+                opt(ddp.map(|d| {
+                    let bytes: u64 = d.buffers.iter().map(|b| b.bytes).sum();
+                    format!(
+                        "{} buffers, {}",
+                        d.buffers.len(),
+                        units::bytes(bytes as f64)
+                    )
+                })),
             ),
         ]
     };

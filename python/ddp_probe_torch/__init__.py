@@ -1444,7 +1444,8 @@ def _patch_collective(name):
         dtype = _dtype_name(tensors[0].dtype) if tensors else None
         on_gpu = bool(tensors) and tensors[0].is_cuda
         group = argument(args, kwargs, "group", group_pos)
-        counted = group is None or group is inst.pg or group is dist.group.WORLD
+        # DDP's group numbers its collectives; a call on another group has other numbers.
+        counted = (group if group is not None else dist.group.WORLD) is inst.pg
         _SENT.inside = True
         try:
             return inst.timed_collective(

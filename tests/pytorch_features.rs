@@ -664,8 +664,14 @@ fn find_unused_parameters_and_amp_record_every_step() {
 /// they belong to, in DDP's sequence with the buckets; the summary names them.
 #[test]
 fn the_programs_own_collectives_are_recorded_with_their_caller() {
-    let (job, _) = recorded("log_loss");
+    let (job, off) = recorded("log_loss");
     check_common(&job, 1);
+    // scripts/gpu-check's checker reads the same job the same way.
+    let (ok, rows) = gpu_check_rows("log_loss", &job, &off);
+    assert!(
+        ok && rows.contains("the program's own collectives | pass |"),
+        "{rows}"
+    );
     for rank in 0..2 {
         let recs = job.records(rank);
         let program: Vec<&Value> = spans(&recs, "collective")

@@ -487,6 +487,30 @@ def check_features(mode, records, stdout, stderr, steps, batch, accum, off=None,
         )
     rows.append((f"{label}: bucket all-reduces", "FAIL" if bad else "pass", "; ".join(bad[:2]) if bad else figures))
 
+    if mode == "log_loss":
+        # The program's own collectives: the loss all-reduced before the optimizer (on the
+        # job's device: NCCL's events on a GPU) and a barrier after it, plus the script's
+        # closing barrier, each with where the script called it.
+        bad = []
+        for rank, rrecs in sorted(records.items()):
+            program = [c for c in spans(rrecs, "collective") if (c.get("args") or {}).get("what") == "program"]
+            for op, want in (("all_reduce", steps), ("barrier", steps + 1)):
+                calls = [c for c in program if c.get("op") == op]
+                if len(calls) != want:
+                    bad.append(f"rank {rank}: {len(calls)} program {op} spans, not {want}")
+                elif not all(c["args"].get("caller", "").startswith("ddp_features.py:") for c in calls):
+                    bad.append(f"rank {rank}: a program {op} without the script as its caller")
+            reduces = [c for c in program if c.get("op") == "all_reduce"]
+            if gpu and any((c.get("args") or {}).get("timing") != "nccl" for c in reduces):
+                bad.append(f"rank {rank}: a program all_reduce not timed by NCCL's events")
+        rows.append(
+            (
+                f"{label}: the program's own collectives",
+                "FAIL" if bad else "pass",
+                "; ".join(bad[:2]) if bad else f"{steps} all_reduce + {steps + 1} barrier per rank, callers in the script",
+            )
+        )
+
     # What recording added, against the same job unrecorded.
     if off is not None:
         _off_records, off_stdout, off_stderr = off

@@ -706,6 +706,23 @@ fn marked_calls(run: &Run, steady_pairs: &[(u32, u64)], what: &str) -> Vec<Marke
     out
 }
 
+/// The steady steps' collectives whose `args.what` is `what` and their mean time per steady
+/// rank-step, when that is `share` of the median step or more (else `None`).
+fn costly_marked_calls(
+    run: &Run,
+    steady_pairs: &[(u32, u64)],
+    median_step_ns: f64,
+    what: &str,
+    share: f64,
+) -> Option<(Vec<MarkedCall>, f64)> {
+    if median_step_ns <= 0.0 || steady_pairs.is_empty() {
+        return None;
+    }
+    let calls = marked_calls(run, steady_pairs, what);
+    let mean = calls.iter().map(|c| c.ns).sum::<i64>() as f64 / steady_pairs.len() as f64;
+    (!calls.is_empty() && mean >= share * median_step_ns).then_some((calls, mean))
+}
+
 /// The mean share of the median step from which the program's own collectives get a note.
 const PROGRAM_COLLECTIVES_SHARE: f64 = 0.02;
 /// Kinds of program collectives (operation and caller) named in the note at most.
@@ -723,15 +740,13 @@ fn program_collectives(
     steady_pairs: &[(u32, u64)],
     median_step_ns: f64,
 ) -> Option<String> {
-    if median_step_ns <= 0.0 || steady_pairs.is_empty() {
-        return None;
-    }
-    let calls = marked_calls(run, steady_pairs, "program");
-    let total: i64 = calls.iter().map(|c| c.ns).sum();
-    let mean = total as f64 / steady_pairs.len() as f64;
-    if calls.is_empty() || mean < PROGRAM_COLLECTIVES_SHARE * median_step_ns {
-        return None;
-    }
+    let (calls, mean) = costly_marked_calls(
+        run,
+        steady_pairs,
+        median_step_ns,
+        "program",
+        PROGRAM_COLLECTIVES_SHARE,
+    )?;
     // By (operation, caller): calls, time, bytes.
     let mut kinds: BTreeMap<(&str, &str), (usize, i64, Vec<u64>)> = BTreeMap::new();
     for c in &calls {
@@ -818,23 +833,17 @@ fn buffer_broadcast_cost(
     steady_pairs: &[(u32, u64)],
     median_step_ns: f64,
 ) -> Option<String> {
-    if median_step_ns <= 0.0 || steady_pairs.is_empty() {
-        return None;
-    }
+    let (calls, mean) = costly_marked_calls(
+        run,
+        steady_pairs,
+        median_step_ns,
+        "module buffers",
+        BUFFER_BROADCAST_SHARE,
+    )?;
     // Per steady (rank, step): the broadcasts' time; per step: the fastest rank's.
     let mut per_rank_step: BTreeMap<(u32, u64), i64> = BTreeMap::new();
-    for c in marked_calls(run, steady_pairs, "module buffers") {
-        if c.op == crate::trace::op::BROADCAST {
-            *per_rank_step.entry((c.rank, c.step)).or_default() += c.ns;
-        }
-    }
-    if per_rank_step.is_empty() {
-        return None;
-    }
-    let total: i64 = per_rank_step.values().sum();
-    let mean = total as f64 / steady_pairs.len() as f64;
-    if mean < BUFFER_BROADCAST_SHARE * median_step_ns {
-        return None;
+    for c in calls {
+        *per_rank_step.entry((c.rank, c.step)).or_default() += c.ns;
     }
     let mut fastest: BTreeMap<u64, i64> = BTreeMap::new();
     for (&(_, step), &t) in &per_rank_step {

@@ -638,13 +638,17 @@ fn a_search_for_unused_parameters_that_never_finds_one_is_said() {
 }
 
 /// `hand_run` with collectives of the program's own in steady steps 2 and 3: per step and rank,
-/// `(op, bytes, ms, caller)` each, from the step's 90 ms on.
-fn with_program_collectives(calls: &[(&'static str, u64, f64, &str)]) -> probe::model::Run {
+/// `(op, bytes, ms, caller)` each, from the step's 90 ms on; `at_end` in step 3 only (the last).
+fn with_program_collectives(
+    calls: &[(&'static str, u64, f64, &str)],
+    at_end: &[(&'static str, u64, f64, &str)],
+) -> probe::model::Run {
     let mut ranks = hand_run();
     for records in ranks.iter_mut() {
         for (step, o) in [(2u64, 400.0), (3, 500.0)] {
             let mut at = o + 90.0;
-            for (k, &(op_name, bytes, ms, caller)) in calls.iter().enumerate() {
+            let last = if step == 3 { at_end } else { &[] };
+            for (k, &(op_name, bytes, ms, caller)) in calls.iter().chain(last).enumerate() {
                 let mut args = probe::trace::Args::new();
                 args.insert("what".to_owned(), "program".into());
                 args.insert("caller".to_owned(), caller.into());
@@ -668,10 +672,13 @@ fn with_program_collectives(calls: &[(&'static str, u64, f64, &str)]) -> probe::
 #[test]
 fn the_programs_own_collectives_are_named_with_their_callers() {
     let note = |calls: &[(&'static str, u64, f64, &str)]| {
-        analysis::summarize(&with_program_collectives(calls), &SummaryOptions::default())
-            .notes
-            .into_iter()
-            .find(|n| n.contains("collectives of its own"))
+        analysis::summarize(
+            &with_program_collectives(calls, &[]),
+            &SummaryOptions::default(),
+        )
+        .notes
+        .into_iter()
+        .find(|n| n.contains("collectives of its own"))
     };
     // 3 ms of a 100 ms median step.
     let hf = "accelerate/accelerator.py:3012 in gather <- transformers/trainer.py:5626 in \
@@ -699,6 +706,19 @@ fn the_programs_own_collectives_are_named_with_their_callers() {
     assert!(!text.contains("average_tokens"), "{text}");
     // 1 ms a step, 1%: no note.
     assert_eq!(note(&[("barrier", 0, 1.0, "train.py:50 in main")]), None);
+    // A gather once after the training loop counts with the last step, which the note leaves
+    // out: no note for 9 ms of it.
+    let end = analysis::summarize(
+        &with_program_collectives(&[], &[("all_gather", 8, 9.0, "train.py:90 in main")]),
+        &SummaryOptions::default(),
+    );
+    assert!(
+        !end.notes
+            .iter()
+            .any(|n| n.contains("collectives of its own")),
+        "{:?}",
+        end.notes
+    );
 }
 
 /// `hand_run` with DDP's broadcast of module buffers in steady steps 2 and 3 (rank 0 `r0` ms,

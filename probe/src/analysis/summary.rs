@@ -740,6 +740,16 @@ fn program_collectives(
     steady_pairs: &[(u32, u64)],
     median_step_ns: f64,
 ) -> Option<String> {
+    // Each rank's last step left out: a collective after the last optimizer step counts with
+    // it, and after the training loop the program gathers its results (Hugging Face's Trainer:
+    // its FLOPs and metrics), once, not every step.
+    let steady_pairs: Vec<(u32, u64)> = steady_pairs
+        .iter()
+        .enumerate()
+        .filter(|&(i, &(rank, _))| steady_pairs.get(i + 1).is_some_and(|n| n.0 == rank))
+        .map(|(_, &p)| p)
+        .collect();
+    let steady_pairs = &steady_pairs[..];
     let (calls, mean) = costly_marked_calls(
         run,
         steady_pairs,

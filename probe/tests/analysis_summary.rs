@@ -849,3 +849,40 @@ fn other_time_is_placed_by_the_phases_around_it() {
     }
     assert!(!line.contains("elsewhere"), "{line}");
 }
+
+/// A collective of the program's own inside a compute span blocks it (Lightning's
+/// `self.log(sync_dist=True)` inside the forward): the forward did not compute meanwhile, and the
+/// collective is exposed, not overlapped.
+#[test]
+fn a_blocking_collective_inside_the_forward_is_exposed_not_overlapped() {
+    let runs = two_ranks(3, |step, o| {
+        let s = |k, a: f64, b: f64| Record::Span(span(k, step, o + a, o + b));
+        let mut args = probe::trace::Args::new();
+        args.insert("what".to_owned(), "program".into());
+        vec![
+            s(SpanKind::DataWait, 0.0, 10.0),
+            s(SpanKind::Forward, 10.0, 30.0),
+            Record::Span(
+                span(SpanKind::Collective, step, o + 15.0, o + 20.0)
+                    .op(op::ALL_REDUCE)
+                    .transport("tcp")
+                    .bytes(4)
+                    .seq(10 * step)
+                    .args(args),
+            ),
+            s(SpanKind::Backward, 30.0, 80.0),
+            coll(step, o + 75.0, o + 90.0, Some(0), 20_000_000, 10 * step + 1),
+            s(SpanKind::Optimizer, 90.0, 95.0),
+            s(SpanKind::Step, 0.0, 100.0),
+        ]
+    });
+    for s in analysis::step_breakdowns(&load(&runs), &SummaryOptions::default()) {
+        // 10..30 less 15..20.
+        assert_eq!(s.forward_ns, ns(15.0), "{s:?}");
+        assert_eq!(s.comm_ns, ns(20.0), "{s:?}");
+        // Only the bucket's 75..80, beside the backward.
+        assert_eq!(s.comm_overlapped_ns, ns(5.0), "{s:?}");
+        assert_eq!(s.comm_exposed_ns, ns(15.0), "{s:?}");
+        assert_eq!(s.backward_ns, ns(50.0), "{s:?}");
+    }
+}

@@ -328,7 +328,10 @@ pub(crate) fn scan_run(
     let ranks = run
         .ranks
         .iter()
-        .map(|r| scan_rank(r, opts, &rebuilds, samples, &mut scratch, sink))
+        .map(|r| {
+            let blocking = blocking_collectives_of(run, r);
+            scan_rank(r, opts, &rebuilds, samples, &blocking, &mut scratch, sink)
+        })
         .collect();
     RunScan { ranks }
 }
@@ -364,6 +367,8 @@ struct Scratch<'a> {
     /// The GPU compute kernels inside the current window, on ranks whose
     /// collectives are GPU kernels.
     gpu_compute: Vec<Interval>,
+    /// The blocking collectives inside the current window ([`blocking_collectives_of`]).
+    blocking: Vec<Interval>,
     /// Collectives that start in the current window (measured once every
     /// lane is read).
     calls: Vec<CollObs<'a>>,
@@ -443,6 +448,7 @@ impl Scratch<'_> {
         }
         self.compute.clear();
         self.gpu_compute.clear();
+        self.blocking.clear();
         self.calls.clear();
         self.ready.clear();
     }
@@ -460,6 +466,7 @@ fn scan_rank<'a>(
     opts: &SummaryOptions,
     rebuilds: &[u64],
     samples_sym: Option<Sym>,
+    blocking: &[Interval],
     s: &mut Scratch<'a>,
     sink: &mut impl FnMut(&WindowCalls<'a, '_>),
 ) -> RankScan {
@@ -534,6 +541,9 @@ fn scan_rank<'a>(
         if let Some(g) = &gpu_compute {
             clip_into(&mut s.gpu_compute, g, w.start, w.end);
         }
+        if !blocking.is_empty() {
+            clip_into(&mut s.blocking, blocking, w.start, w.end);
+        }
         steps.push(measure(rank, w, warmup, gpu_compute.is_some(), s, sink));
     }
 
@@ -557,6 +567,34 @@ fn scan_rank<'a>(
         rank: rank.rank(),
         steps,
     }
+}
+
+/// The collectives that block the training thread while they run, merged: those the PyTorch
+/// module records outside DDP's buckets with `"what"` in their args (a `torch.distributed` call
+/// of the program's own, DDP's buffer broadcast). A compute span around one did not compute
+/// meanwhile: PyTorch Lightning runs `training_step` inside DDP's forward, so the barrier and
+/// all-reduce of its `self.log(sync_dist=True)` fall inside the forward span (2026-12-06:
+/// Lightning 2.6, 2 CPU ranks; they had counted as communication overlapped with compute). Only
+/// collectives without a bucket whose args name one of the two are read as JSON.
+fn blocking_collectives_of(run: &Run, rank: &RankTrace) -> Vec<Interval> {
+    let mut v: Vec<Interval> = rank
+        .lanes
+        .iter()
+        .filter(|l| !matches!(l.kind, LaneKind::Gpu { .. }))
+        .flat_map(|l| l.spans().iter())
+        .filter(|sp| sp.kind() == SpanKind::Collective && sp.bucket().is_none())
+        .filter(|sp| {
+            let Some(args) = rank.extra(sp).and_then(|x| x.args).map(|a| run.str(a)) else {
+                return false;
+            };
+            (args.contains("program") || args.contains("module buffers"))
+                && serde_json::from_str::<serde_json::Value>(args)
+                    .is_ok_and(|a| a["what"] == "program" || a["what"] == "module buffers")
+        })
+        .map(|sp| (sp.start(), sp.end()))
+        .collect();
+    intervals::normalize(&mut v);
+    v
 }
 
 /// The merged GPU compute kernels of a rank whose collectives are GPU kernels:
@@ -686,6 +724,20 @@ fn measure<'a>(
     let wb = s.wb.normalized();
     let coll = s.coll.normalized();
     union_into(&mut s.compute, &[fwd, bwd, opt]);
+    // A blocking collective inside a compute span: that span did not compute meanwhile.
+    let blocking = &s.blocking[..];
+    let compute_len = |v: &[Interval]| {
+        if blocking.is_empty() {
+            total(v)
+        } else {
+            intervals::difference_len(v, blocking)
+        }
+    };
+    let (forward_ns, backward_ns, optimizer_ns) =
+        (compute_len(fwd), compute_len(bwd), compute_len(opt));
+    if !blocking.is_empty() {
+        s.compute = intervals::difference(&s.compute, blocking);
+    }
     // The union of data wait, forward, backward, optimizer, writeback and
     // collectives, lane by lane.
     let n_busy = s.busy.len();
@@ -760,12 +812,12 @@ fn measure<'a>(
         start_ns: w.start,
         step_ns,
         data_wait_ns: total(data),
-        forward_ns: total(fwd),
-        backward_ns: total(bwd),
+        forward_ns,
+        backward_ns,
         comm_ns,
         comm_overlapped_ns,
         comm_exposed_ns,
-        optimizer_ns: total(opt),
+        optimizer_ns,
         writeback_ns: total(wb),
         other_ns: step_ns - busy,
         other_at,

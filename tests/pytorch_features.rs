@@ -715,6 +715,38 @@ fn the_programs_own_collectives_are_recorded_with_their_caller() {
     );
 }
 
+/// The loop's tail (an LR scheduler each step, a 40 ms checkpoint every third step) runs after
+/// the optimizer and before the next step's data wait, in no step: the summary's throughput
+/// follows the program's own clock, and the summary names the time between steps.
+#[test]
+fn time_between_steps_counts_in_the_throughput_by_the_programs_own_clock() {
+    let job = run_mode_steps("loop_tail", true, 12);
+    let wall_ns = job.printed("wall per step:") as f64;
+    let (text, json) = job.summary();
+    let s = &json["summary"];
+    let steps_per_s = s["throughput"]["steps_per_s"].as_f64().expect("steps/s");
+    // The steps alone run at over twice the rate; by the wall clock the two agree within 10%.
+    let by_summary = 1e9 / steps_per_s;
+    assert!(
+        (by_summary / wall_ns - 1.0).abs() < 0.10,
+        "summary {by_summary:.0} ns a step, the program's clock {wall_ns:.0} ns\n{text}"
+    );
+    let median_step = s["overall"]["step"]["median"].as_f64().unwrap();
+    assert!(median_step < 40e6, "{text}");
+    let longest = &s["longest_between"];
+    assert!(longest["ns"].as_f64().unwrap() >= 40e6, "{longest}");
+    assert_eq!(
+        u(&longest["step"]) % 3,
+        2,
+        "after step 2, 5 or 8 (loop step 3, 6, 9): {longest}"
+    );
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains("Between steps (after a step's optimizer") && flat.contains(", longest "),
+        "{text}"
+    );
+}
+
 #[test]
 fn a_model_sharded_by_fsdp_trains_on_and_each_rank_says_why_nothing_is_recorded() {
     // `instrument` given a model that is not DDP (here FSDP2's `fully_shard`) must not break

@@ -55,6 +55,10 @@ Modes (each the way PyTorch's documentation writes it):
   DDP's construction times out (the job fails).
 * ``log_loss``: every step all-reduces the loss for logging between backward and the optimizer
   (``dist.all_reduce``) and ends with a ``dist.barrier()``: collectives of the program's own.
+* ``loop_tail``: after each optimizer step the loop steps an LR scheduler, and every third step
+  writes a checkpoint to a slow disk (40 ms; both ranks): time between steps, in no step. Rank 0
+  prints ``wall per step: N`` (ns, by its own clock, from the top of step 2's iteration to the
+  top of the last one's).
 
 ``--device cuda`` trains on ``cuda:LOCAL_RANK`` over NCCL instead (``scripts/gpu-check`` runs
 the modes that record something there, one rank per GPU).
@@ -71,6 +75,7 @@ import os
 import signal
 import sys
 import threading
+import time
 import traceback
 
 import torch
@@ -84,7 +89,8 @@ import ddp_probe_torch
 
 MODES = ("plain", "prehook", "fp16", "bf16", "no_sync", "static_graph", "unused", "amp", "compile",
          "straggler", "uneven", "closure", "slow_save", "worker_killed",
-         "model_differs", "slow_download", "bad_sample", "fsdp", "worker_stuck", "log_loss")
+         "model_differs", "slow_download", "bad_sample", "fsdp", "worker_stuck", "log_loss",
+         "loop_tail")
 
 
 class BusyBackward(torch.autograd.Function):
@@ -97,7 +103,6 @@ class BusyBackward(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
-        import time
 
         end = time.perf_counter() + ctx.ms / 1000
         while time.perf_counter() < end:
@@ -212,7 +217,6 @@ def main():
         group_kwargs = {"backend": "nccl", "device_id": device}
     if args.mode in ("slow_save", "slow_download"):
         import datetime
-        import time
 
         dist.init_process_group(**group_kwargs, timeout=datetime.timedelta(seconds=5))
     else:
@@ -298,6 +302,8 @@ def main():
             out = step_model(x.to(device), **kwargs)
         return F.cross_entropy(out.float(), y.to(device)) / micro
 
+    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=10) if args.mode == "loop_tail" else None
+    tops = []  # the clock at the top of each iteration (loop_tail)
     step, samples, batches = 0, 0, iter(loader)
     if isinstance(data, WaitsOnAForkedLock):
         data.lock.release()  # in this process; the worker's copy stays held
@@ -316,6 +322,7 @@ def main():
             opt.step(closure)
             step += 1
             continue
+        tops.append(time.perf_counter_ns())
         opt.zero_grad(set_to_none=True)
         for m in range(micro):
             try:
@@ -337,6 +344,10 @@ def main():
         step += 1
         if args.mode == "slow_save" and rank == 0 and step == 3:
             time.sleep(15)  # the checkpoint that only rank 0 writes
+        if sched is not None:
+            sched.step()
+            if step % 3 == 0:
+                time.sleep(0.04)  # a checkpoint written to a slow disk
 
     if args.mode == "uneven" and rank == 1:
         # Out of data: gone, without a barrier or Join. The process then exits with code 0, or
@@ -353,6 +364,8 @@ def main():
         for reason, n in sorted(breaks.items()):
             print(f"graph break x{n}: {reason.splitlines()[0][:160]}", flush=True)
         print(f"samples: {samples}", flush=True)
+        if args.mode == "loop_tail" and len(tops) > 3:
+            print(f"wall per step: {(tops[-1] - tops[2]) // (len(tops) - 3)}", flush=True)
     # The model goes before the process group, as in train_ddp.py (gloo's teardown during
     # the interpreter's finalization aborts a rank now and then).
     loss_of = step_model = model = opt = closure = None  # noqa: F841

@@ -886,3 +886,64 @@ fn a_blocking_collective_inside_the_forward_is_exposed_not_overlapped() {
         assert_eq!(s.backward_ns, ns(50.0), "{s:?}");
     }
 }
+
+/// The time between steps (after the optimizer, before the next step's data wait: an LR
+/// scheduler, a checkpoint every N steps) is in no step, but the wall clock runs through it:
+/// throughput counts it, and the summary names it with the longest gap.
+#[test]
+fn time_between_steps_counts_in_the_throughput_and_is_named() {
+    // Steps of 60 ms every 100 ms; after step 4 a 30 ms longer gap (a checkpoint).
+    let runs: Vec<Vec<Record>> = (0..2u32)
+        .map(|rank| {
+            let mut r = vec![header(rank, 2, Some(ddp()))];
+            for step in 0..8u64 {
+                let o = 100.0 * step as f64 + if step > 4 { 30.0 } else { 0.0 };
+                let s = |k, a: f64, b: f64| Record::Span(span(k, step, o + a, o + b));
+                r.extend([
+                    s(SpanKind::DataWait, 0.0, 5.0),
+                    s(SpanKind::Forward, 5.0, 20.0),
+                    s(SpanKind::Backward, 20.0, 50.0),
+                    s(SpanKind::Optimizer, 50.0, 60.0),
+                    s(SpanKind::Step, 0.0, 60.0),
+                ]);
+            }
+            r
+        })
+        .collect();
+    let run = load(&runs);
+    let steps = analysis::step_breakdowns(&run, &SummaryOptions::default());
+    for s in &steps {
+        let want = match s.step {
+            Some(7) => None,
+            Some(4) => Some(ns(70.0)),
+            _ => Some(ns(40.0)),
+        };
+        assert_eq!(s.between_ns, want, "{s:?}");
+    }
+    let sum = analysis::summarize(&run, &SummaryOptions::default());
+    // Steady steps 1..=7 (step 0 is the first iteration; no rebuild is recorded): seven 60 ms
+    // steps, and the six gaps after steps 1..=6 take 40 + 40 + 40 + 70 + 40 + 40 = 270 ms:
+    // 60 + 45 = 105 ms a step by the wall clock, 45 / 105 = 43% of it between steps.
+    assert_eq!(sum.steady_steps, 7);
+    let sps = sum.throughput.steps_per_s.expect("steps/s");
+    assert!((sps - 1e3 / 105.0).abs() < 1e-9, "{sps}");
+    assert_eq!(
+        sum.ranks[0].steps_per_s.map(|v| (v * 1e6).round()),
+        Some((1e9 / 105.0_f64).round())
+    );
+    let gap = sum.longest_between.expect("the longest gap");
+    assert_eq!((gap.rank, gap.step, gap.ns), (0, Some(4), ns(70.0)));
+    let text = sum.render_text(200);
+    let line = text
+        .lines()
+        .find(|l| l.contains("Between steps"))
+        .unwrap_or_else(|| panic!("no between-steps line:\n{text}"));
+    for want in [
+        "median 40.0 ms",
+        "mean 45.0 ms",
+        "longest 70.0 ms (rank 0 after step 4)",
+        "43%",
+    ] {
+        assert!(line.contains(want), "{want}: {line}");
+    }
+}

@@ -321,6 +321,7 @@ mod tests {
             comm_tail_ns: 0,
             samples: None,
             warmup: warm.then_some(probe::analysis::WarmupReason::FirstSteps),
+            between_ns: None,
         }
     }
 

@@ -508,6 +508,10 @@ fn breakdown(h: &mut Html, s: &Summary, id: &str, opts: &ReportOptions) {
     if let Some(placed) = probe::analysis::other_placement(overall) {
         h.para(&placed);
     }
+    if let Some(between) = probe::analysis::between_steps_line(overall, s.longest_between.as_ref())
+    {
+        h.para(&between);
+    }
     let mut t = Table::new(&[
         "rank",
         "#steps",

@@ -229,6 +229,12 @@ pub struct StepBreakdown {
     pub samples: Option<f64>,
     /// Set when the step is a warm-up step, left out of the statistics.
     pub warmup: Option<WarmupReason>,
+    /// From the step's end to the start of the rank's next step, when the next window is the
+    /// next step: the loop's tail that no step window holds (a PyTorch program's step ends at
+    /// its optimizer's and the next begins at the DataLoader's `next`; between them run an LR
+    /// scheduler, logging, a progress bar, a checkpoint or an evaluation). `None` for a rank's
+    /// last step.
+    pub between_ns: Option<i64>,
 }
 
 /// One collective call that starts in a step window: the span and what the
@@ -563,6 +569,20 @@ fn scan_rank<'a>(
         }
     }
 
+    // The time between a step and the next, on this rank.
+    for k in 1..steps.len() {
+        let (prev, next) = (&steps[k - 1], &steps[k]);
+        let consecutive = match (prev.step, next.step) {
+            (Some(a), Some(b)) => b == a + 1,
+            (None, None) => true,
+            _ => false,
+        };
+        let end = prev.start_ns + prev.step_ns;
+        if consecutive && next.start_ns >= end {
+            steps[k - 1].between_ns = Some(next.start_ns - end);
+        }
+    }
+
     RankScan {
         rank: rank.rank(),
         steps,
@@ -825,5 +845,6 @@ fn measure<'a>(
         comm_tail_ns,
         samples: None,
         warmup,
+        between_ns: None,
     }
 }

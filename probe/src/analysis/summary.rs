@@ -69,6 +69,10 @@ pub struct Totals {
     /// Σ other / idle by where it falls in the step.
     #[serde(default)]
     pub other_at: OtherSplit,
+    /// Σ time between a step and the next ([`StepBreakdown::between_ns`]), over the steps that
+    /// have one.
+    #[serde(default)]
+    pub between_ns: i64,
 }
 
 /// Distributions of the [`StepBreakdown`] fields over a set of steps (ns).
@@ -98,6 +102,9 @@ pub struct Breakdown {
     pub other: Dist,
     /// Last collective end after backward end.
     pub comm_tail: Dist,
+    /// Time between a step and the next, over the steps followed by one (not part of the step).
+    #[serde(default)]
+    pub between: Option<Dist>,
     /// Exact sums.
     pub totals: Totals,
 }
@@ -124,6 +131,16 @@ impl Breakdown {
         let writeback = d(|s| s.writeback_ns);
         let other = d(|s| s.other_ns);
         let comm_tail = d(|s| s.comm_tail_ns);
+        let between = steps
+            .clone()
+            .into_iter()
+            .any(|s| s.between_ns.is_some())
+            .then(|| {
+                Dist::of_ints(
+                    steps.clone().into_iter().filter_map(|s| s.between_ns),
+                    &mut scratch,
+                )
+            });
         let mut t = Totals::default();
         for s in steps {
             t.step_ns += s.step_ns;
@@ -137,6 +154,7 @@ impl Breakdown {
             t.writeback_ns += s.writeback_ns;
             t.other_ns += s.other_ns;
             t.other_at.add(&s.other_at);
+            t.between_ns += s.between_ns.unwrap_or(0);
         }
         Some(Breakdown {
             steps: n as u64,
@@ -151,6 +169,7 @@ impl Breakdown {
             writeback,
             other,
             comm_tail,
+            between,
             totals: t,
         })
     }
@@ -224,10 +243,22 @@ pub enum SamplesSource {
     BatchSize,
 }
 
-/// Training speed over the steady steps.
+/// A time between two steps of one rank: after `step`, before the next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepGap {
+    /// The rank.
+    pub rank: u32,
+    /// The step it follows (`None` for unnumbered windows).
+    pub step: Option<u64>,
+    /// Its length.
+    pub ns: i64,
+}
+
+/// Training speed over the steady steps, by the wall clock: each step with the time from its end
+/// to the next step's start ([`StepBreakdown::between_ns`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Throughput {
-    /// `1e9 /` mean step time over all ranks' steady steps.
+    /// `1e9 /` (mean step time + mean time between steps) over all ranks' steady steps.
     pub steps_per_s: Option<f64>,
     /// Σ over ranks of each rank's samples per second (ranks train
     /// concurrently, each on its own samples).
@@ -279,6 +310,9 @@ pub struct Summary {
     /// module cannot see).
     #[serde(default)]
     pub not_recorded: Vec<String>,
+    /// The longest time between a steady step and the next ([`StepBreakdown::between_ns`]).
+    #[serde(default)]
+    pub longest_between: Option<StepGap>,
 }
 
 /// One line of the straggler verdict, as the text summary and the HTML report print it.
@@ -455,7 +489,9 @@ pub fn summarize(run: &Run, opts: &SummaryOptions) -> Summary {
         let st: Vec<&StepBreakdown> = r.steps.iter().filter(steady).collect();
         let breakdown = Breakdown::of(st.iter().copied());
         let time: i64 = st.iter().map(|s| s.step_ns).sum();
-        let steps_per_s = (time > 0).then(|| st.len() as f64 / (time as f64 / 1e9));
+        // Steps take `time`; with the time between them, the wall clock runs longer by `wall`.
+        let wall = breakdown.as_ref().map_or(1.0, wall_clock_factor);
+        let steps_per_s = (time > 0).then(|| st.len() as f64 / (time as f64 * wall / 1e9));
         let (mut samples, mut samples_time) = (0.0, 0i64);
         let mut counted = false;
         for s in &st {
@@ -467,7 +503,7 @@ pub fn summarize(run: &Run, opts: &SummaryOptions) -> Summary {
         }
         let samples_per_s = if counted && samples_time > 0 {
             any_counter = true;
-            Some(samples / (samples_time as f64 / 1e9))
+            Some(samples / (samples_time as f64 * wall / 1e9))
         } else {
             opts.batch_size
                 .and_then(|b| steps_per_s.map(|sps| b as f64 * sps))
@@ -546,11 +582,24 @@ pub fn summarize(run: &Run, opts: &SummaryOptions) -> Summary {
     steady_pairs.sort_unstable();
     let slowdowns = slowdowns(run, &steady_pairs);
 
+    let longest_between = scans
+        .ranks
+        .iter()
+        .flat_map(|r| r.steps.iter())
+        .filter(steady)
+        .filter_map(|s| {
+            Some(StepGap {
+                rank: s.rank,
+                step: s.step,
+                ns: s.between_ns?,
+            })
+        })
+        .max_by_key(|g| (g.ns, std::cmp::Reverse((g.rank, g.step))));
     let throughput = Throughput {
         steps_per_s: overall
             .as_ref()
             .filter(|b| b.step.mean > 0.0)
-            .map(|b| 1e9 / b.step.mean),
+            .map(|b| 1e9 / (b.step.mean * wall_clock_factor(b))),
         samples_per_s: any_rate.then_some(samples_total_rate),
         samples_source: any_rate.then_some(if any_counter {
             SamplesSource::Counter
@@ -619,7 +668,52 @@ pub fn summarize(run: &Run, opts: &SummaryOptions) -> Summary {
         slowdowns,
         notes,
         not_recorded: parts_not_recorded(run),
+        longest_between,
     }
+}
+
+/// How much longer the wall clock runs than the steps: 1 + the mean time between steps over the
+/// mean step (the mean over the steps followed by one; 1 without any).
+fn wall_clock_factor(b: &Breakdown) -> f64 {
+    match &b.between {
+        Some(g) if b.step.mean > 0.0 && g.n > 0 => 1.0 + g.mean / b.step.mean,
+        _ => 1.0,
+    }
+}
+
+/// The share of the wall clock between steps above which the summary names it.
+const BETWEEN_NAMED_SHARE: f64 = 0.02;
+
+/// The time between steps, when it is [`BETWEEN_NAMED_SHARE`] of the wall clock or more, or one
+/// gap is longer than the median step (a checkpoint or an evaluation every N steps). It is in no
+/// step window, so the breakdown cannot show it, and a loop's tail can be slow.
+pub fn between_steps_line(b: &Breakdown, longest: Option<&StepGap>) -> Option<String> {
+    let g = b.between.as_ref()?;
+    let wall = b.step.mean + g.mean;
+    let share = if wall > 0.0 { g.mean / wall } else { 0.0 };
+    let long_gap = longest.is_some_and(|l| l.ns as f64 > b.step.median && b.step.median > 0.0);
+    if share < BETWEEN_NAMED_SHARE && !long_gap {
+        return None;
+    }
+    let longest = longest
+        .map(|l| {
+            let after = l.step.map_or(String::new(), |n| format!(" after step {n}"));
+            format!(
+                ", longest {} (rank {}{after})",
+                render::ns(l.ns as f64),
+                l.rank
+            )
+        })
+        .unwrap_or_default();
+    Some(format!(
+        "Between steps (after a step's optimizer, before the next step's data wait; in no step, \
+         so not in the table): median {}, mean {}{longest}; {} of the wall-clock time, which the \
+         throughput counts. The loop's tail runs there: an LR scheduler, zero_grad at the loop's \
+         end, logging and progress bars, and every N steps a checkpoint or an evaluation.",
+        render::ns(g.median),
+        render::ns(g.mean),
+        render::pct(share),
+    ))
 }
 
 /// The fewest `grad_ready` records (over all ranks) that can say no parameter goes unused.
@@ -1049,6 +1143,9 @@ impl Summary {
             render::wrap(&mut out, &title, width, "");
             breakdown_table(b, &self.not_recorded).render(&mut out, width, "  ");
             if let Some(line) = other_placement(b) {
+                render::wrap(&mut out, &line, width, "  ");
+            }
+            if let Some(line) = between_steps_line(b, self.longest_between.as_ref()) {
                 render::wrap(&mut out, &line, width, "  ");
             }
             if self.not_recorded.iter().any(|p| p == "communication") {

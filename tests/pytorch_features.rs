@@ -742,9 +742,28 @@ fn time_between_steps_counts_in_the_throughput_by_the_programs_own_clock() {
     );
     let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(
-        flat.contains("Between steps (after a step's optimizer") && flat.contains(", longest "),
+        flat.contains("Between steps (after a step's optimizer")
+            && flat.contains(", longest ")
+            && flat.contains("Longer than the median step every 3 steps (after steps 2, 5, 8")
+            && flat.contains("the program's collectives there were called from ddp_features.py:")
+            && flat.contains(" in evaluate."),
         "{text}"
     );
+    // The evaluation's all-reduce, after a step's optimizer (the last one's too), belongs to
+    // that step, though the evaluation's DataLoader was asked for batches (the model runs
+    // unwrapped: no forward hook sees them).
+    for rank in 0..2 {
+        let evals: Vec<u64> = spans(&job.records(rank), "collective")
+            .into_iter()
+            .filter(|c| {
+                c["args"]["caller"]
+                    .as_str()
+                    .is_some_and(|f| f.ends_with(" in evaluate"))
+            })
+            .map(|c| u(&c["step"]))
+            .collect();
+        assert_eq!(evals, vec![2, 5, 8, 11], "rank {rank}");
+    }
 }
 
 #[test]

@@ -56,9 +56,10 @@ Modes (each the way PyTorch's documentation writes it):
 * ``log_loss``: every step all-reduces the loss for logging between backward and the optimizer
   (``dist.all_reduce``) and ends with a ``dist.barrier()``: collectives of the program's own.
 * ``loop_tail``: after each optimizer step the loop steps an LR scheduler, and every third step
-  writes a checkpoint to a slow disk (40 ms; both ranks): time between steps, in no step. Rank 0
-  prints ``wall per step: N`` (ns, by its own clock, from the top of step 2's iteration to the
-  top of the last one's).
+  evaluates (two batches of a DataLoader of its own through the model unwrapped, as Hugging
+  Face's Trainer does, the loss all-reduced in ``evaluate``) and writes a checkpoint to a slow
+  disk (40 ms; both ranks): time between steps, in no step. Rank 0 prints ``wall per step: N``
+  (ns, by its own clock, from the top of step 2's iteration to the top of the last one's).
 
 ``--device cuda`` trains on ``cuda:LOCAL_RANK`` over NCCL instead (``scripts/gpu-check`` runs
 the modes that record something there, one rank per GPU).
@@ -289,6 +290,19 @@ def main():
     loader = DataLoader(data, batch_size=args.batch_size, sampler=sampler, drop_last=True,
                         num_workers=workers, multiprocessing_context=context)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    eval_loader = DataLoader(TensorDataset(tokens[:32], labels[:32]), batch_size=args.batch_size)
+
+    def evaluate():
+        model.module.eval()
+        with torch.no_grad():
+            total = torch.zeros(())
+            for x, y in eval_loader:
+                total += F.cross_entropy(model.module(x.to(device)).float(), y.to(device)).cpu()
+            total = total.to(device)
+            dist.all_reduce(total)
+        model.module.train()
+        return total.item()
+
     micro = args.accum if args.mode == "no_sync" else 1
 
     def loss_of(x, y, step):
@@ -347,6 +361,7 @@ def main():
         if sched is not None:
             sched.step()
             if step % 3 == 0:
+                evaluate()
                 time.sleep(0.04)  # a checkpoint written to a slow disk
 
     if args.mode == "uneven" and rank == 1:

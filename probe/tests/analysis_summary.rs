@@ -888,16 +888,21 @@ fn a_blocking_collective_inside_the_forward_is_exposed_not_overlapped() {
 }
 
 /// The time between steps (after the optimizer, before the next step's data wait: an LR
-/// scheduler, a checkpoint every N steps) is in no step, but the wall clock runs through it:
-/// throughput counts it, and the summary names it with the longest gap.
+/// scheduler, a checkpoint or an evaluation every N steps) is in no step, but the wall clock runs
+/// through it: throughput counts it, and the summary names it, with the long gaps' period and
+/// where the program's collectives in them were called. Those collectives are not the step's.
 #[test]
 fn time_between_steps_counts_in_the_throughput_and_is_named() {
-    // Steps of 60 ms every 100 ms; after step 4 a 30 ms longer gap (a checkpoint).
+    // Steps of 60 ms every 100 ms; after steps 2 and 5 a 30 ms longer gap (an evaluation, which
+    // all-gathers 10 ms, and once an all-reduce inside the step, 55..57 ms).
+    let eval =
+        "metrics.py:7 in gather <- trainer.py:96 in evaluation_loop <- train.py:3 in <module>";
     let runs: Vec<Vec<Record>> = (0..2u32)
         .map(|rank| {
             let mut r = vec![header(rank, 2, Some(ddp()))];
             for step in 0..8u64 {
-                let o = 100.0 * step as f64 + if step > 4 { 30.0 } else { 0.0 };
+                let o = 100.0 * step as f64
+                    + 30.0 * [2, 5].iter().filter(|&&l| step > l).count() as f64;
                 let s = |k, a: f64, b: f64| Record::Span(span(k, step, o + a, o + b));
                 r.extend([
                     s(SpanKind::DataWait, 0.0, 5.0),
@@ -906,6 +911,29 @@ fn time_between_steps_counts_in_the_throughput_and_is_named() {
                     s(SpanKind::Optimizer, 50.0, 60.0),
                     s(SpanKind::Step, 0.0, 60.0),
                 ]);
+                let program = |a: f64, b: f64, op_name, caller: &str, seq| {
+                    let mut args = probe::trace::Args::new();
+                    args.insert("what".to_owned(), "program".into());
+                    args.insert("caller".to_owned(), caller.into());
+                    Record::Span(
+                        span(SpanKind::Collective, step, o + a, o + b)
+                            .op(op_name)
+                            .transport("tcp")
+                            .bytes(8)
+                            .seq(seq)
+                            .args(args),
+                    )
+                };
+                if step == 2 || step == 5 {
+                    r.push(program(75.0, 85.0, op::ALL_GATHER, eval, 10 * step));
+                }
+                r.push(program(
+                    55.0,
+                    57.0,
+                    op::ALL_REDUCE,
+                    "train.py:9 in main",
+                    10 * step + 1,
+                ));
             }
             r
         })
@@ -915,35 +943,53 @@ fn time_between_steps_counts_in_the_throughput_and_is_named() {
     for s in &steps {
         let want = match s.step {
             Some(7) => None,
-            Some(4) => Some(ns(70.0)),
+            Some(2 | 5) => Some(ns(70.0)),
             _ => Some(ns(40.0)),
         };
         assert_eq!(s.between_ns, want, "{s:?}");
     }
     let sum = analysis::summarize(&run, &SummaryOptions::default());
     // Steady steps 1..=7 (step 0 is the first iteration; no rebuild is recorded): seven 60 ms
-    // steps, and the six gaps after steps 1..=6 take 40 + 40 + 40 + 70 + 40 + 40 = 270 ms:
-    // 60 + 45 = 105 ms a step by the wall clock, 45 / 105 = 43% of it between steps.
+    // steps, and the six gaps after steps 1..=6 take 40 + 70 + 40 + 40 + 70 + 40 = 300 ms:
+    // 60 + 50 = 110 ms a step by the wall clock, 50 / 110 = 45% of it between steps.
     assert_eq!(sum.steady_steps, 7);
     let sps = sum.throughput.steps_per_s.expect("steps/s");
-    assert!((sps - 1e3 / 105.0).abs() < 1e-9, "{sps}");
+    assert!((sps - 1e3 / 110.0).abs() < 1e-9, "{sps}");
     assert_eq!(
         sum.ranks[0].steps_per_s.map(|v| (v * 1e6).round()),
-        Some((1e9 / 105.0_f64).round())
+        Some((1e9 / 110.0_f64).round())
     );
     let gap = sum.longest_between.expect("the longest gap");
-    assert_eq!((gap.rank, gap.step, gap.ns), (0, Some(4), ns(70.0)));
+    assert_eq!((gap.rank, gap.step, gap.ns), (0, Some(2), ns(70.0)));
+    let long = sum
+        .long_gaps
+        .clone()
+        .expect("gaps longer than the median step");
+    assert_eq!(long.after_steps, vec![2, 5]);
+    assert_eq!(long.rank_gaps, 4);
+    assert_eq!(
+        long.callers,
+        vec!["trainer.py:96 in evaluation_loop".to_owned()]
+    );
     let text = sum.render_text(200);
-    let line = text
-        .lines()
-        .find(|l| l.contains("Between steps"))
-        .unwrap_or_else(|| panic!("no between-steps line:\n{text}"));
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
     for want in [
-        "median 40.0 ms",
-        "mean 45.0 ms",
-        "longest 70.0 ms (rank 0 after step 4)",
-        "43%",
+        "Between steps (after a step's optimizer",
+        "median 40.0 ms, mean 50.0 ms, longest 70.0 ms (rank 0 after step 2); 45% of the \
+         wall-clock time",
+        "Longer than the median step every 3 steps (after steps 2, 5): 70.0 ms; the program's \
+         collectives there were called from trainer.py:96 in evaluation_loop.",
     ] {
-        assert!(line.contains(want), "{want}: {line}");
+        let want = want.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(flat.contains(&want), "{want}\n{text}");
     }
+    // The note on the program's collectives counts the step's all-reduce (2 ms, 3.3% of the
+    // 60 ms median step), not the evaluation's all-gather between steps.
+    let note = sum
+        .notes
+        .iter()
+        .find(|n| n.contains("Besides DDP's"))
+        .unwrap_or_else(|| panic!("{:?}", sum.notes));
+    assert!(note.contains("all_reduce ×1.0 a rank-step"), "{note}");
+    assert!(!note.contains("evaluation_loop"), "{note}");
 }

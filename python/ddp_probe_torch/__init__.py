@@ -642,6 +642,11 @@ class _Instrumentation:
         #: The last DataLoader ``next`` of the training thread not yet given
         #: to a step: (start, end).
         self.data_wait = None
+        #: The dataset of that ``next`` (its ``id``), and the dataset of the last one a training
+        #: forward took: a batch of another (an evaluation every N steps, through a model that is
+        #: not the DDP one) starts no step.
+        self.data_source = None
+        self.train_source = None
         self.train_thread = threading.get_ident()
         self.pg = getattr(ddp, "process_group", None) or dist.distributed_c10d._get_default_group()
         #: The group's count of collectives issued (not every backend has one).
@@ -788,9 +793,15 @@ class _Instrumentation:
         st = self.state
         if st is not None:
             step = st.step
-        elif self.data_wait is not None and threading.get_ident() == self.train_thread:
+        elif (
+            self.data_wait is not None
+            and threading.get_ident() == self.train_thread
+            and (self.train_source is None or self.data_source == self.train_source)
+        ):
             # After the batch was loaded and before its forward (Hugging Face's Trainer gathers
-            # the batch's token count there): the step that batch starts.
+            # the batch's token count there): the step that batch starts. (Hugging Face's
+            # evaluation loop runs the model unwrapped, so no forward hook sees its batches:
+            # their dataset is not the training one.)
             step = self.next_step
         elif self.next_step > 0:
             # After a step's optimizer (a loss all-reduced for logging): the step just ended.
@@ -850,8 +861,9 @@ class _Instrumentation:
                 self.writer.record(span)
         return result
 
-    def note_data_wait(self, start, end):
-        """A DataLoader ``next`` on the training thread: given to the step it feeds."""
+    def note_data_wait(self, start, end, source=None):
+        """A DataLoader ``next`` on the training thread: given to the step it feeds.
+        ``source``: the ``id`` of the loader's dataset."""
         if threading.get_ident() != self.train_thread:
             return
         st = self.state
@@ -860,6 +872,7 @@ class _Instrumentation:
             self.writer.span("data_wait", st.step, start, end)
             return
         self.data_wait = (start, end)
+        self.data_source = source
 
     def wrap_hook(self, hook, own=False):
         """A communication hook that records the bucket and times ``hook``.
@@ -1080,6 +1093,8 @@ class _Instrumentation:
             self.end_step(t)
             st = None
         data_wait, self.data_wait = self.data_wait, None
+        if data_wait is not None:
+            self.train_source = self.data_source
         with self.lock:
             if st is None:
                 # The step starts where its batch was asked for.
@@ -1475,7 +1490,7 @@ def _patch_data_loader(inst):
             return original(it)
         finally:
             try:
-                inst.note_data_wait(t, _ANCHOR_NS + _PERF_NS())
+                inst.note_data_wait(t, _ANCHOR_NS + _PERF_NS(), id(getattr(it, "_dataset", None)))
             except Exception as e:  # noqa: BLE001 - recording must not break training
                 _LOG.debug("ddp_probe_torch: recording failed: %s", e)
 

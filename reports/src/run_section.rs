@@ -508,8 +508,11 @@ fn breakdown(h: &mut Html, s: &Summary, id: &str, opts: &ReportOptions) {
     if let Some(placed) = probe::analysis::other_placement(overall) {
         h.para(&placed);
     }
-    if let Some(between) = probe::analysis::between_steps_line(overall, s.longest_between.as_ref())
-    {
+    if let Some(between) = probe::analysis::between_steps_line(
+        overall,
+        s.longest_between.as_ref(),
+        s.long_gaps.as_ref(),
+    ) {
         h.para(&between);
     }
     let mut t = Table::new(&[

@@ -61,7 +61,7 @@ pub use slowdown::{RankSlowdown, Slowdowns, StepSlowdown};
 pub use stats::Dist;
 pub use stragglers::{RankLateness, Straggler, StragglerCandidate, Stragglers, P_VALUE_THRESHOLD};
 pub use summary::{
-    between_steps_line, other_placement, summarize, Breakdown, CommSplit, RankSummary,
+    between_steps_line, other_placement, summarize, Breakdown, CommSplit, LongGaps, RankSummary,
     SamplesSource, StepGap, StragglerLine, Summary, SummaryOptions, Throughput, Totals, WarmupStep,
 };
 

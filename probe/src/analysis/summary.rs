@@ -254,6 +254,22 @@ pub struct StepGap {
     pub ns: i64,
 }
 
+/// The times between steady steps longer than the median step (a checkpoint, an evaluation).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LongGaps {
+    /// The steps they follow, on any rank.
+    pub after_steps: Vec<u64>,
+    /// How many (rank, step) gaps.
+    pub rank_gaps: u64,
+    /// The shortest of them.
+    pub min_ns: i64,
+    /// The longest of them.
+    pub max_ns: i64,
+    /// The outermost recorded frames of the program's collectives called in them, most calls
+    /// first (at most [`GAP_CALLERS_NAMED`]).
+    pub callers: Vec<String>,
+}
+
 /// Training speed over the steady steps, by the wall clock: each step with the time from its end
 /// to the next step's start ([`StepBreakdown::between_ns`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -313,6 +329,9 @@ pub struct Summary {
     /// The longest time between a steady step and the next ([`StepBreakdown::between_ns`]).
     #[serde(default)]
     pub longest_between: Option<StepGap>,
+    /// The times between steady steps longer than the median step.
+    #[serde(default)]
+    pub long_gaps: Option<LongGaps>,
 }
 
 /// One line of the straggler verdict, as the text summary and the HTML report print it.
@@ -582,6 +601,16 @@ pub fn summarize(run: &Run, opts: &SummaryOptions) -> Summary {
     steady_pairs.sort_unstable();
     let slowdowns = slowdowns(run, &steady_pairs);
 
+    let step_ends: BTreeMap<(u32, u64), i64> = scans
+        .ranks
+        .iter()
+        .flat_map(|r| r.steps.iter())
+        .filter(steady)
+        .filter_map(|s| Some(((s.rank, s.step?), s.start_ns + s.step_ns)))
+        .collect();
+    let long_gaps = overall
+        .as_ref()
+        .and_then(|b| long_gaps(run, &scans, b.step.median, &step_ends));
     let longest_between = scans
         .ranks
         .iter()
@@ -648,7 +677,12 @@ pub fn summarize(run: &Run, opts: &SummaryOptions) -> Summary {
     notes.extend(collectives_after_their_steps(run));
     if let Some(b) = &overall {
         notes.extend(buffer_broadcast_cost(run, &steady_pairs, b.step.median));
-        notes.extend(program_collectives(run, &steady_pairs, b.step.median));
+        notes.extend(program_collectives(
+            run,
+            &steady_pairs,
+            b.step.median,
+            &step_ends,
+        ));
     }
     Summary {
         run_id: run.run_id.clone(),
@@ -669,7 +703,81 @@ pub fn summarize(run: &Run, opts: &SummaryOptions) -> Summary {
         notes,
         not_recorded: parts_not_recorded(run),
         longest_between,
+        long_gaps,
     }
+}
+
+/// Whether a collective of a step started after the step's end (between it and the next).
+fn called_after_its_step(c: &MarkedCall, step_ends: &BTreeMap<(u32, u64), i64>) -> bool {
+    step_ends
+        .get(&(c.rank, c.step))
+        .is_some_and(|&end| c.start >= end)
+}
+
+/// Kinds of callers named for the long gaps between steps at most.
+const GAP_CALLERS_NAMED: usize = 2;
+
+/// The times between steady steps longer than the median step (a checkpoint, an evaluation
+/// every N steps), with the outermost recorded frames of the program's collectives called in
+/// them (Hugging Face's Trainer: `transformers/trainer.py:4696 in evaluation_loop`; a script's
+/// top level passed over for the frame it called).
+fn long_gaps(
+    run: &Run,
+    scans: &super::scan::RunScan,
+    median_step_ns: f64,
+    step_ends: &BTreeMap<(u32, u64), i64>,
+) -> Option<LongGaps> {
+    if median_step_ns <= 0.0 {
+        return None;
+    }
+    let gaps: Vec<(u32, u64, i64)> = scans
+        .ranks
+        .iter()
+        .flat_map(|r| r.steps.iter())
+        .filter(|s| s.warmup.is_none())
+        .filter_map(|s| Some((s.rank, s.step?, s.between_ns?)))
+        .filter(|&(_, _, ns)| ns as f64 > median_step_ns)
+        .collect();
+    if gaps.is_empty() {
+        return None;
+    }
+    let mut after_steps: Vec<u64> = gaps.iter().map(|g| g.1).collect();
+    after_steps.sort_unstable();
+    after_steps.dedup();
+    let mut pairs: Vec<(u32, u64)> = gaps.iter().map(|g| (g.0, g.1)).collect();
+    pairs.sort_unstable();
+    let mut frames: BTreeMap<String, usize> = BTreeMap::new();
+    for c in marked_calls(run, &pairs, "program") {
+        if !called_after_its_step(&c, step_ends) {
+            continue;
+        }
+        // The outermost frame that is not a script's top level (`train.py:34 in <module>`,
+        // where `trainer.train()` is called).
+        let outer = c.caller.as_deref().and_then(|f| {
+            let mut frames = f.rsplit(" <- ");
+            let last = frames.next()?;
+            Some(match frames.next() {
+                Some(inner) if last.ends_with(" in <module>") => inner,
+                _ => last,
+            })
+        });
+        if let Some(outer) = outer {
+            *frames.entry(outer.to_owned()).or_default() += 1;
+        }
+    }
+    let mut frames: Vec<(String, usize)> = frames.into_iter().collect();
+    frames.sort_by_key(|f| std::cmp::Reverse(f.1));
+    Some(LongGaps {
+        after_steps,
+        rank_gaps: gaps.len() as u64,
+        min_ns: gaps.iter().map(|g| g.2).min().unwrap_or(0),
+        max_ns: gaps.iter().map(|g| g.2).max().unwrap_or(0),
+        callers: frames
+            .into_iter()
+            .take(GAP_CALLERS_NAMED)
+            .map(|f| f.0)
+            .collect(),
+    })
 }
 
 /// How much longer the wall clock runs than the steps: 1 + the mean time between steps over the
@@ -687,14 +795,56 @@ const BETWEEN_NAMED_SHARE: f64 = 0.02;
 /// The time between steps, when it is [`BETWEEN_NAMED_SHARE`] of the wall clock or more, or one
 /// gap is longer than the median step (a checkpoint or an evaluation every N steps). It is in no
 /// step window, so the breakdown cannot show it, and a loop's tail can be slow.
-pub fn between_steps_line(b: &Breakdown, longest: Option<&StepGap>) -> Option<String> {
+pub fn between_steps_line(
+    b: &Breakdown,
+    longest: Option<&StepGap>,
+    long: Option<&LongGaps>,
+) -> Option<String> {
     let g = b.between.as_ref()?;
     let wall = b.step.mean + g.mean;
     let share = if wall > 0.0 { g.mean / wall } else { 0.0 };
-    let long_gap = longest.is_some_and(|l| l.ns as f64 > b.step.median && b.step.median > 0.0);
-    if share < BETWEEN_NAMED_SHARE && !long_gap {
+    if share < BETWEEN_NAMED_SHARE && long.is_none() {
         return None;
     }
+    let long = long.map_or(String::new(), |l| {
+        let steps = &l.after_steps;
+        let list = |v: &[u64]| {
+            let shown: Vec<String> = v.iter().take(6).map(u64::to_string).collect();
+            let more = v.len().saturating_sub(6);
+            let more = if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            };
+            format!("{}{more}", shown.join(", "))
+        };
+        let period = steps.windows(2).map(|w| w[1] - w[0]).collect::<Vec<_>>();
+        let when = match period.first() {
+            Some(&d) if period.iter().all(|&p| p == d) => {
+                format!("every {d} steps (after steps {})", list(steps))
+            }
+            _ if steps.len() == 1 => format!("after step {}", steps[0]),
+            _ => format!("after steps {}", list(steps)),
+        };
+        let range = if l.min_ns == l.max_ns {
+            render::ns(l.max_ns as f64)
+        } else {
+            format!(
+                "{}–{}",
+                render::ns(l.min_ns as f64),
+                render::ns(l.max_ns as f64)
+            )
+        };
+        let callers = if l.callers.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; the program's collectives there were called from {}",
+                l.callers.join(" and from ")
+            )
+        };
+        format!(" Longer than the median step {when}: {range}{callers}.")
+    });
     let longest = longest
         .map(|l| {
             let after = l.step.map_or(String::new(), |n| format!(" after step {n}"));
@@ -709,7 +859,7 @@ pub fn between_steps_line(b: &Breakdown, longest: Option<&StepGap>) -> Option<St
         "Between steps (after a step's optimizer, before the next step's data wait; in no step, \
          so not in the table): median {}, mean {}{longest}; {} of the wall-clock time, which the \
          throughput counts. The loop's tail runs there: an LR scheduler, zero_grad at the loop's \
-         end, logging and progress bars, and every N steps a checkpoint or an evaluation.",
+         end, logging and progress bars, and every N steps a checkpoint or an evaluation.{long}",
         render::ns(g.median),
         render::ns(g.mean),
         render::pct(share),
@@ -757,6 +907,7 @@ fn unused_search_for_nothing(run: &Run) -> Option<String> {
 struct MarkedCall {
     rank: u32,
     step: u64,
+    start: i64,
     ns: i64,
     op: String,
     bytes: Option<u64>,
@@ -790,6 +941,7 @@ fn marked_calls(run: &Run, steady_pairs: &[(u32, u64)], what: &str) -> Vec<Marke
             out.push(MarkedCall {
                 rank: rank.rank(),
                 step,
+                start: s.start(),
                 ns: s.end() - s.start(),
                 op: view.op().unwrap_or("collective").to_owned(),
                 bytes: s.bytes(),
@@ -833,6 +985,7 @@ fn program_collectives(
     run: &Run,
     steady_pairs: &[(u32, u64)],
     median_step_ns: f64,
+    step_ends: &BTreeMap<(u32, u64), i64>,
 ) -> Option<String> {
     // Each rank's last step left out: a collective after the last optimizer step counts with
     // it, and after the training loop the program gathers its results (Hugging Face's Trainer:
@@ -844,13 +997,19 @@ fn program_collectives(
         .map(|(_, &p)| p)
         .collect();
     let steady_pairs = &steady_pairs[..];
-    let (calls, mean) = costly_marked_calls(
-        run,
-        steady_pairs,
-        median_step_ns,
-        "program",
-        PROGRAM_COLLECTIVES_SHARE,
-    )?;
+    if median_step_ns <= 0.0 || steady_pairs.is_empty() {
+        return None;
+    }
+    // Inside the steps only: those between a step's end and the next (an evaluation every N
+    // steps) are the between-steps line's.
+    let calls: Vec<MarkedCall> = marked_calls(run, steady_pairs, "program")
+        .into_iter()
+        .filter(|c| !called_after_its_step(c, step_ends))
+        .collect();
+    let mean = calls.iter().map(|c| c.ns).sum::<i64>() as f64 / steady_pairs.len() as f64;
+    if calls.is_empty() || mean < PROGRAM_COLLECTIVES_SHARE * median_step_ns {
+        return None;
+    }
     // By (operation, caller): calls, time, bytes.
     let mut kinds: BTreeMap<(&str, &str), (usize, i64, Vec<u64>)> = BTreeMap::new();
     for c in &calls {
@@ -1145,7 +1304,9 @@ impl Summary {
             if let Some(line) = other_placement(b) {
                 render::wrap(&mut out, &line, width, "  ");
             }
-            if let Some(line) = between_steps_line(b, self.longest_between.as_ref()) {
+            if let Some(line) =
+                between_steps_line(b, self.longest_between.as_ref(), self.long_gaps.as_ref())
+            {
                 render::wrap(&mut out, &line, width, "  ");
             }
             if self.not_recorded.iter().any(|p| p == "communication") {

@@ -967,6 +967,7 @@ fn time_between_steps_counts_in_the_throughput_and_is_named() {
         .expect("gaps longer than the median step");
     assert_eq!(long.after_steps, vec![2, 5]);
     assert_eq!(long.rank_gaps, 4);
+    assert_eq!((long.ranks.clone(), long.of_ranks), (vec![0, 1], 2));
     assert_eq!(
         long.callers,
         vec!["trainer.py:96 in evaluation_loop".to_owned()]
@@ -992,4 +993,40 @@ fn time_between_steps_counts_in_the_throughput_and_is_named() {
         .unwrap_or_else(|| panic!("{:?}", sum.notes));
     assert!(note.contains("all_reduce ×1.0 a rank-step"), "{note}");
     assert!(!note.contains("evaluation_loop"), "{note}");
+}
+
+/// A long gap between steps on one rank only (rank 0 writes the checkpoint): the other ranks
+/// wait for it in the next step's first collective; the summary says which rank had it.
+#[test]
+fn a_long_gap_on_one_rank_only_is_named_with_the_rank() {
+    // Steps of 60 ms every 100 ms; rank 0 spends 200 ms more after step 3, which rank 1's
+    // step 4 spends waiting (its step runs 200 ms longer).
+    let runs: Vec<Vec<Record>> = (0..2u32)
+        .map(|rank| {
+            let mut r = vec![header(rank, 2, Some(ddp()))];
+            for step in 0..8u64 {
+                let shift = if step > 3 { 200.0 } else { 0.0 };
+                let (o, len) = match (rank, step) {
+                    (1, 4) => (400.0, 260.0),
+                    _ => (100.0 * step as f64 + shift, 60.0),
+                };
+                r.push(Record::Span(span(SpanKind::Step, step, o, o + len)));
+                r.push(Record::Span(span(SpanKind::Forward, step, o, o + 10.0)));
+            }
+            r
+        })
+        .collect();
+    let sum = analysis::summarize(&load(&runs), &SummaryOptions::default());
+    let long = sum
+        .long_gaps
+        .clone()
+        .expect("a gap longer than the median step");
+    assert_eq!(long.after_steps, vec![3]);
+    assert_eq!((long.ranks.clone(), long.of_ranks), (vec![0], 2));
+    assert_eq!((long.min_ns, long.max_ns), (ns(240.0), ns(240.0)));
+    let text = sum.render_text(200);
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let want = "Longer than the median step after step 3 on rank 0 only (the other ranks wait for \
+                it in the next step's first collective, as exposed communication): 240 ms.";
+    assert!(flat.contains(want), "{text}");
 }

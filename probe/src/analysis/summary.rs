@@ -261,6 +261,12 @@ pub struct LongGaps {
     pub after_steps: Vec<u64>,
     /// How many (rank, step) gaps.
     pub rank_gaps: u64,
+    /// The ranks that had them.
+    #[serde(default)]
+    pub ranks: Vec<u32>,
+    /// Of how many ranks with steady steps.
+    #[serde(default)]
+    pub of_ranks: u32,
     /// The shortest of them.
     pub min_ns: i64,
     /// The longest of them.
@@ -746,6 +752,13 @@ fn long_gaps(
     after_steps.dedup();
     let mut pairs: Vec<(u32, u64)> = gaps.iter().map(|g| (g.0, g.1)).collect();
     pairs.sort_unstable();
+    let mut ranks: Vec<u32> = pairs.iter().map(|p| p.0).collect();
+    ranks.dedup();
+    let of_ranks = scans
+        .ranks
+        .iter()
+        .filter(|r| r.steps.iter().any(|s| s.warmup.is_none()))
+        .count() as u32;
     let mut frames: BTreeMap<String, usize> = BTreeMap::new();
     for c in marked_calls(run, &pairs, "program") {
         if !called_after_its_step(&c, step_ends) {
@@ -770,6 +783,8 @@ fn long_gaps(
     Some(LongGaps {
         after_steps,
         rank_gaps: gaps.len() as u64,
+        ranks,
+        of_ranks,
         min_ns: gaps.iter().map(|g| g.2).min().unwrap_or(0),
         max_ns: gaps.iter().map(|g| g.2).max().unwrap_or(0),
         callers: frames
@@ -826,13 +841,28 @@ pub fn between_steps_line(
             _ if steps.len() == 1 => format!("after step {}", steps[0]),
             _ => format!("after steps {}", list(steps)),
         };
-        let range = if l.min_ns == l.max_ns {
-            render::ns(l.max_ns as f64)
+        let (min, max) = (render::ns(l.min_ns as f64), render::ns(l.max_ns as f64));
+        let range = if min == max {
+            max
         } else {
+            format!("{min}–{max}")
+        };
+        let only = if l.ranks.is_empty() || l.ranks.len() as u32 >= l.of_ranks {
+            String::new()
+        } else {
+            let (which, it) = match &l.ranks[..] {
+                [r] => (format!("rank {r}"), "it"),
+                rs => (
+                    format!(
+                        "ranks {}",
+                        rs.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+                    ),
+                    "them",
+                ),
+            };
             format!(
-                "{}–{}",
-                render::ns(l.min_ns as f64),
-                render::ns(l.max_ns as f64)
+                " on {which} only (the other ranks wait for {it} in the next step's first \
+                 collective, as exposed communication)"
             )
         };
         let callers = if l.callers.is_empty() {
@@ -843,7 +873,7 @@ pub fn between_steps_line(
                 l.callers.join(" and from ")
             )
         };
-        format!(" Longer than the median step {when}: {range}{callers}.")
+        format!(" Longer than the median step {when}{only}: {range}{callers}.")
     });
     let longest = longest
         .map(|l| {

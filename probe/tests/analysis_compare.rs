@@ -152,3 +152,60 @@ fn runs_too_short_for_an_interval_say_so_instead_of_a_change() {
     assert!(c.verdict().contains("too few to tell"), "{}", c.verdict());
     assert!(c.render_text(100).contains("ranges of the steps"));
 }
+
+/// Two ranks, 10 steps of 60 ms each, `gap_ms` between one step's end and the next's start.
+fn gapped(gap_ms: f64) -> probe::Run {
+    use analysis_util::{header, load, span};
+    use probe::trace::{Record, SpanKind};
+    let ranks: Vec<Vec<Record>> = (0..2u32)
+        .map(|rank| {
+            let mut r = vec![header(rank, 2, None)];
+            for step in 0..10u64 {
+                let o = (60.0 + gap_ms) * step as f64;
+                r.push(Record::Span(span(SpanKind::Step, step, o, o + 60.0)));
+                r.push(Record::Span(span(SpanKind::Forward, step, o, o + 50.0)));
+            }
+            r
+        })
+        .collect();
+    load(&ranks)
+}
+
+#[test]
+fn time_added_between_steps_is_found_though_the_step_is_unchanged() {
+    // An evaluation or a checkpoint after every step: 5 ms → 45 ms between steps, the steps
+    // themselves unchanged.
+    let opts = SummaryOptions::default();
+    let (ra, rb) = (gapped(5.0), gapped(45.0));
+    let (sa, sb) = (summarize(&ra, &opts), summarize(&rb, &opts));
+    let c = analysis::compare((&ra, &sa), (&rb, &sb), &opts);
+    let text = c.render_text(200);
+    assert!(!c.beyond_noise, "{text}");
+    assert_eq!(c.parts[0].part, "between steps", "{text}");
+    // Steady steps 1..=9, a gap after 1..=8 of them: 40 ms × 8 / 9 more per rank-step.
+    assert!(
+        close(c.parts[0].delta_ns(), 40e6 * 8.0 / 9.0, 1e-9),
+        "{text}"
+    );
+    // 65 ms → 105 ms a step by the wall clock: 61.5% slower.
+    let note = c
+        .notes
+        .iter()
+        .find(|n| n.starts_with("the time between steps"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        note.contains(
+            "which the median step does not show; by the wall clock the run is 62% \
+                       slower (15.38 → 9.52 steps/s)"
+        ),
+        "{note}"
+    );
+    // Nothing between steps changed: no note.
+    let (rc, sc) = (gapped(5.0), summarize(&gapped(5.0), &opts));
+    let same = analysis::compare((&ra, &sa), (&rc, &sc), &opts);
+    assert!(
+        !same.notes.iter().any(|n| n.contains("between steps")),
+        "{:?}",
+        same.notes
+    );
+}

@@ -118,7 +118,7 @@ const MIN_STEPS: u64 = 6;
 type PartOf = fn(&StepBreakdown) -> i64;
 
 /// The step's parts, as [`StepBreakdown`] has them.
-const PARTS: [(&str, PartOf); 7] = [
+const PARTS: [(&str, PartOf); 8] = [
     ("data wait", |s| s.data_wait_ns),
     ("forward", |s| s.forward_ns),
     ("backward", |s| s.backward_ns),
@@ -126,7 +126,12 @@ const PARTS: [(&str, PartOf); 7] = [
     ("optimizer", |s| s.optimizer_ns),
     ("writeback", |s| s.writeback_ns),
     ("other", |s| s.other_ns),
+    (BETWEEN_STEPS, |s| s.between_ns.unwrap_or(0)),
 ];
+
+/// The part that is not in the step: from its end to the next step's start
+/// ([`StepBreakdown::between_ns`]; 0 after a rank's last step).
+const BETWEEN_STEPS: &str = "between steps";
 
 /// Compares `run` with `baseline` (each with its summary, made with `opts`).
 pub fn compare(
@@ -216,6 +221,9 @@ pub fn compare(
             ));
         }
     }
+    if let Some(note) = between_steps_changed(&parts, &base, baseline.1, run.1) {
+        notes.push(note);
+    }
     let mut settings = settings(baseline.0, baseline.1, run.0, run.1);
     if let Some((a, b)) = samples_per_step_differ(&base, &new) {
         settings.push(SettingChange {
@@ -234,6 +242,40 @@ pub fn compare(
         notes,
         intervals_apart,
     }
+}
+
+/// A note when the time between steps changed by [`RUN_TO_RUN_SPREAD`] of the baseline's median
+/// step or more: the step's median cannot show it, the wall clock does (an evaluation or a
+/// checkpoint added every N steps, logging every step).
+fn between_steps_changed(
+    parts: &[PartChange],
+    base: &Side,
+    baseline: &Summary,
+    run: &Summary,
+) -> Option<String> {
+    let p = parts.iter().find(|p| p.part == BETWEEN_STEPS)?;
+    if base.step_median_ns <= 0.0 || p.delta_ns().abs() < RUN_TO_RUN_SPREAD * base.step_median_ns {
+        return None;
+    }
+    let wall = match (baseline.throughput.steps_per_s, run.throughput.steps_per_s) {
+        (Some(a), Some(b)) if a > 0.0 && b > 0.0 => {
+            let slower = a / b - 1.0;
+            format!(
+                "; by the wall clock the run is {} {} ({:.2} → {:.2} steps/s)",
+                units::pct(slower.abs()),
+                if slower >= 0.0 { "slower" } else { "faster" },
+                a,
+                b
+            )
+        }
+        _ => String::new(),
+    };
+    Some(format!(
+        "the time between steps (after a step's optimizer, before the next step's data wait: \
+         the loop's tail, an evaluation or a checkpoint every N steps) changed by {} a rank-step, \
+         which the median step does not show{wall}",
+        units::signed_ns(p.delta_ns())
+    ))
 }
 
 /// The mean of one part over `steps` (ns); 0 without steps.

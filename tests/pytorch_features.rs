@@ -766,6 +766,30 @@ fn time_between_steps_counts_in_the_throughput_by_the_programs_own_clock() {
     }
 }
 
+/// Training with the DDP model in `eval()` from step 2 on (BatchNorm frozen after a warm-up): the
+/// hooks take no forward for a training one, but the communication hook registered in step 0
+/// still runs in every backward and must hand DDP the
+/// bucket as a Python hook does (before 2026-12-06 the job died in every rank with PyTorch's
+/// "expected the hook result is a PyObject"); each rank says once that such steps are not
+/// recorded.
+#[test]
+fn training_in_eval_mode_runs_as_without_recording_and_says_what_is_missing() {
+    let job = run_mode_steps("eval_train", true, 4);
+    assert_eq!(job.printed("samples:"), 4 * BATCH, "{}", job.console);
+    let steps: BTreeSet<u64> = spans(&job.records(0), "step")
+        .iter()
+        .map(|s| u(&s["step"]))
+        .collect();
+    assert_eq!(steps, BTreeSet::from([0, 1]), "{}", job.console);
+    for rank in 0..2 {
+        let said = job
+            .stderr(rank)
+            .matches("a backward ran after a forward in eval mode")
+            .count();
+        assert_eq!(said, 1, "rank {rank}: {}", job.stderr(rank));
+    }
+}
+
 #[test]
 fn a_model_sharded_by_fsdp_trains_on_and_each_rank_says_why_nothing_is_recorded() {
     // `instrument` given a model that is not DDP (here FSDP2's `fully_shard`) must not break

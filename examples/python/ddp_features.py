@@ -57,9 +57,13 @@ Modes (each the way PyTorch's documentation writes it):
   (``dist.all_reduce``) and ends with a ``dist.barrier()``: collectives of the program's own.
 * ``loop_tail``: after each optimizer step the loop steps an LR scheduler, and every third step
   evaluates (two batches of a DataLoader of its own through the model unwrapped, as Hugging
-  Face's Trainer does, the loss all-reduced in ``evaluate``) and writes a checkpoint to a slow
+  Face's Trainer does, the loss all-reduced in ``evaluate``; ``eval()`` on the DDP module and
+  ``train()`` on the model inside it after, as PyTorch Lightning does) and writes a checkpoint to a slow
   disk (40 ms; both ranks): time between steps, in no step. Rank 0 prints ``wall per step: N``
   (ns, by its own clock, from the top of step 2's iteration to the top of the last one's).
+* ``eval_train``: from step 2 on trains with the DDP model in ``eval()`` mode (BatchNorm's
+  statistics frozen after a warm-up, as some fine-tuning scripts do): DDP reduces gradients all
+  the same.
 
 ``--device cuda`` trains on ``cuda:LOCAL_RANK`` over NCCL instead (``scripts/gpu-check`` runs
 the modes that record something there, one rank per GPU).
@@ -91,7 +95,7 @@ import ddp_probe_torch
 MODES = ("plain", "prehook", "fp16", "bf16", "no_sync", "static_graph", "unused", "amp", "compile",
          "straggler", "uneven", "closure", "slow_save", "worker_killed",
          "model_differs", "slow_download", "bad_sample", "fsdp", "worker_stuck", "log_loss",
-         "loop_tail")
+         "loop_tail", "eval_train")
 
 
 class BusyBackward(torch.autograd.Function):
@@ -293,7 +297,9 @@ def main():
     eval_loader = DataLoader(TensorDataset(tokens[:32], labels[:32]), batch_size=args.batch_size)
 
     def evaluate():
-        model.module.eval()
+        # As PyTorch Lightning's validation leaves it: eval() on the DDP module, then train()
+        # on the model inside it only (the DDP module's own flag stays off while it trains).
+        model.eval()
         with torch.no_grad():
             total = torch.zeros(())
             for x, y in eval_loader:
@@ -337,6 +343,8 @@ def main():
             step += 1
             continue
         tops.append(time.perf_counter_ns())
+        if args.mode == "eval_train" and step == 2:
+            model.eval()  # BatchNorm's statistics frozen from here on
         opt.zero_grad(set_to_none=True)
         for m in range(micro):
             try:

@@ -647,6 +647,8 @@ class _Instrumentation:
         #: not the DDP one) starts no step.
         self.data_source = None
         self.train_source = None
+        #: Whether the program was told that a backward ran outside a recorded step.
+        self.said_untracked_backward = False
         self.train_thread = threading.get_ident()
         self.pg = getattr(ddp, "process_group", None) or dist.distributed_c10d._get_default_group()
         #: The group's count of collectives issued (not every backend has one).
@@ -655,6 +657,19 @@ class _Instrumentation:
         names = {id(p): n for n, p in ddp.module.named_parameters()}
         self.index = {id(p): i for i, p in enumerate(self.params)}
         self.names = [names.get(id(p), f"param{i}") for i, p in enumerate(self.params)]
+        #: The module that holds the first trainable parameter: whether it trains says whether
+        #: a forward is training when the DDP module's own flag is off (PyTorch Lightning's
+        #: validation calls ``eval()`` on the DDP module, then ``train()`` on the
+        #: LightningModule inside it only).
+        first = self.params[0] if self.params else None
+        self.trainable_leaf = next(
+            (
+                m
+                for m in ddp.module.modules()
+                if first is not None and any(q is first for q in m.parameters(recurse=False))
+            ),
+            None,
+        )
 
     # -- the header -------------------------------------------------------
 
@@ -919,7 +934,17 @@ class _Instrumentation:
             info = st[1] if st else None
             step = st[0] if st else None
             if info is None:
-                return fut
+                # No step to record it in: a backward after a forward that the hooks did not
+                # take for a training one (the DDP module and its model in eval(), as some
+                # fine-tuning scripts keep BatchNorm frozen). DDP still needs the bucket back,
+                # in the form a Python hook gives it (the process group's future holds a list).
+                if not self.said_untracked_backward:
+                    self.said_untracked_backward = True
+                    _say(
+                        "a backward ran after a forward in eval mode (the DDP module and its "
+                        "model both in eval()): such steps are not recorded"
+                    )
+                return fut.then(_first_tensor) if own else fut
             nbytes, dtype = info[2], info[3]
             if sent:
                 nbytes = sum(b for _d, b in sent)
@@ -1075,7 +1100,9 @@ class _Instrumentation:
         # a graph break, run as well): the compiled wrapper's hooks count.
         if not compiled and (self.forward_via_compiled or _compiling()):
             return None
-        if not module.training or not torch.is_grad_enabled():
+        if not torch.is_grad_enabled() or not (
+            module.training or (self.trainable_leaf is not None and self.trainable_leaf.training)
+        ):
             # The batch just loaded was for evaluation, not for a step.
             self.data_wait = None
             return None
@@ -1290,6 +1317,11 @@ class _Instrumentation:
             self.writer.record_line(
                 f'{{"type":"counter","name":"samples","t":{t},"value":{st.samples}}}\n'
             )
+
+
+def _first_tensor(fut):
+    """The bucket's tensor from the process group's future (a list of one tensor)."""
+    return fut.value()[0]
 
 
 def _allreduce_hook(process_group, bucket):

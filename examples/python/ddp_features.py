@@ -58,9 +58,10 @@ Modes (each the way PyTorch's documentation writes it):
 * ``loop_tail``: after each optimizer step the loop steps an LR scheduler, and every third step
   evaluates (two batches of a DataLoader of its own through the model unwrapped, as Hugging
   Face's Trainer does, the loss all-reduced in ``evaluate``; ``eval()`` on the DDP module and
-  ``train()`` on the model inside it after, as PyTorch Lightning does) and writes a checkpoint to a slow
-  disk (40 ms; both ranks): time between steps, in no step. Rank 0 prints ``wall per step: N``
-  (ns, by its own clock, from the top of step 2's iteration to the top of the last one's).
+  ``train()`` on the model inside it after, as PyTorch Lightning does) and writes a checkpoint
+  to a slow disk (40 ms; both ranks): time between steps, in no step. Rank 0 prints ``wall per
+  step: N`` (ns, by its own clock, from the top of step 2's iteration to the top of the last
+  one's).
 * ``eval_train``: from step 2 on trains with the DDP model in ``eval()`` mode (BatchNorm's
   statistics frozen after a warm-up, as some fine-tuning scripts do): DDP reduces gradients all
   the same.

@@ -701,9 +701,21 @@ fn the_programs_own_collectives_are_named_with_their_callers() {
         text.find("all_gather") < text.find("all_reduce ×"),
         "{text}"
     );
-    // A script's own logging all-reduce alone: no Hugging Face hint.
+    // A script's own logging all-reduce alone: no Hugging Face hint, no Lightning hint.
     let text = note(&[("all_reduce", 4, 3.0, "train.py:42 in main")]).expect("a note");
     assert!(!text.contains("average_tokens"), "{text}");
+    assert!(!text.contains("Lightning"), "{text}");
+    // Lightning's self.log(sync_dist=True) in training_step (the chain as recorded from
+    // Lightning 2.6.6): a barrier and an all-reduce from its result collection's update.
+    let pl = "lightning/fabric/utilities/distributed.py:214 in _sync_ddp <- \
+              lightning/pytorch/strategies/ddp.py:367 in reduce <- \
+              lightning/pytorch/trainer/connectors/logger_connector/result.py:225 in update";
+    let text = note(&[("barrier", 0, 1.5, pl), ("all_reduce", 4, 1.5, pl)]).expect("a note");
+    assert!(
+        text.contains("self.log(..., sync_dist=True) reduces across the ranks at every call")
+            && text.contains("on_step=False, on_epoch=True"),
+        "{text}"
+    );
     // 1 ms a step, 1%: no note.
     assert_eq!(note(&[("barrier", 0, 1.0, "train.py:50 in main")]), None);
     // A gather once after the training loop counts with the last step, which the note leaves

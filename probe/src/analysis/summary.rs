@@ -1080,11 +1080,32 @@ fn program_collectives(
             .as_deref()
             .is_some_and(|f| f.contains("_get_num_items_in_batch"))
     });
+    // Lightning's `self.log(..., sync_dist=True)` logged on_step: its result collection syncs
+    // in `update`, every call (lightning/pytorch/trainer/connectors/logger_connector/result.py,
+    // Lightning 2.6: `if self.meta.on_step: self._forward_cache = self.meta.sync(...)`; with
+    // on_step=False it accumulates and syncs once, in `compute`).
+    let lightning_log = calls.iter().any(|c| {
+        c.caller
+            .as_deref()
+            .is_some_and(|f| f.contains("logger_connector/result.py") && f.contains(" in update"))
+    });
+    let hint = if hf_tokens {
+        " Hugging Face's Trainer gathers every batch's token count so that the loss is averaged \
+         over all ranks' tokens: TrainingArguments(average_tokens_across_devices=False) turns \
+         that off (each rank then averages over its own)."
+    } else if lightning_log {
+        " PyTorch Lightning's self.log(..., sync_dist=True) reduces across the ranks at every \
+         call logged on_step (a barrier and an all-reduce in Lightning 2.6; its documentation \
+         warns of the overhead): log training values with on_step=False, on_epoch=True \
+         (accumulated, reduced once an epoch) or with sync_dist=False (each rank's own value)."
+    } else {
+        ""
+    };
     Some(format!(
         "Besides DDP's, the program called collectives of its own: {} per rank-step on average, \
          {} of the median step; {}{}. Each is a rendezvous of every rank that compute does not \
          hide: one every step for logging or a metric can often run less often, or \
-         asynchronously (async_op=True).{}",
+         asynchronously (async_op=True).{hint}",
         render::ns(mean),
         render::pct(mean / median_step_ns),
         named.join("; "),
@@ -1093,13 +1114,6 @@ fn program_collectives(
         } else {
             String::new()
         },
-        if hf_tokens {
-            " Hugging Face's Trainer gathers every batch's token count so that the loss is \
-             averaged over all ranks' tokens: TrainingArguments(average_tokens_across_devices=\
-             False) turns that off (each rank then averages over its own)."
-        } else {
-            ""
-        }
     ))
 }
 

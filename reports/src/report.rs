@@ -271,6 +271,7 @@ html{-webkit-text-size-adjust:100%}
 body{margin:0;font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif;color:var(--fg);background:#f4f6f8}
 header,main,footer{max-width:1200px;margin:0 auto;padding:0 20px}
 header{padding-top:16px}
+p{overflow-wrap:break-word}
 h1{font-size:1.5em;margin:.2em 0;overflow-wrap:anywhere}
 h2{font-size:1.3em;margin:0;overflow-wrap:anywhere}
 h3{font-size:1.08em;margin:1.6em 0 .5em;color:var(--accent)}

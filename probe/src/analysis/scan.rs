@@ -594,27 +594,42 @@ fn scan_rank<'a>(
 /// of the program's own, DDP's buffer broadcast). A compute span around one did not compute
 /// meanwhile: PyTorch Lightning runs `training_step` inside DDP's forward, so the barrier and
 /// all-reduce of its `self.log(sync_dist=True)` fall inside the forward span (2026-12-06:
-/// Lightning 2.6, 2 CPU ranks; they had counted as communication overlapped with compute). Only
-/// collectives without a bucket whose args name one of the two are read as JSON.
+/// Lightning 2.6, 2 CPU ranks; they had counted as communication overlapped with compute).
 fn blocking_collectives_of(run: &Run, rank: &RankTrace) -> Vec<Interval> {
     let mut v: Vec<Interval> = rank
         .lanes
         .iter()
         .filter(|l| !matches!(l.kind, LaneKind::Gpu { .. }))
         .flat_map(|l| l.spans().iter())
-        .filter(|sp| sp.kind() == SpanKind::Collective && sp.bucket().is_none())
         .filter(|sp| {
-            let Some(args) = rank.extra(sp).and_then(|x| x.args).map(|a| run.str(a)) else {
-                return false;
-            };
-            (args.contains("program") || args.contains("module buffers"))
-                && serde_json::from_str::<serde_json::Value>(args)
-                    .is_ok_and(|a| a["what"] == "program" || a["what"] == "module buffers")
+            marked_collective_args(run, rank, sp)
+                .is_some_and(|a| a["what"] == "program" || a["what"] == "module buffers")
         })
         .map(|sp| (sp.start(), sp.end()))
         .collect();
     intervals::normalize(&mut v);
     v
+}
+
+/// The args of a collective that the PyTorch module recorded outside DDP's buckets with a
+/// `"what"` (`"program"`: a `torch.distributed` call of the program's own, with its
+/// `"caller"`; `"module buffers"`: DDP's buffer broadcast), parsed; `None` for any other span.
+/// Only args that name `"what"` are read as JSON.
+pub(crate) fn marked_collective_args(
+    run: &Run,
+    rank: &RankTrace,
+    sp: &Span,
+) -> Option<serde_json::Value> {
+    if sp.kind() != SpanKind::Collective || sp.bucket().is_some() {
+        return None;
+    }
+    let args = run.span(rank, sp).args_json()?;
+    if !args.contains("\"what\"") {
+        return None;
+    }
+    serde_json::from_str::<serde_json::Value>(args)
+        .ok()
+        .filter(|a| a["what"].is_string())
 }
 
 /// The merged GPU compute kernels of a rank whose collectives are GPU kernels:

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::bucket_stats::{BucketStats, BucketTable};
 use super::comm::{OpStats, OpTable, SeqTable};
 use super::render::{self, num, text, Table};
-use super::scan::{scan_run, OtherSplit, StepBreakdown, WarmupReason};
+use super::scan::{marked_collective_args, scan_run, OtherSplit, StepBreakdown, WarmupReason};
 use super::slowdown::{slowdowns, Slowdowns};
 use super::stats::Dist;
 use super::stragglers::{stragglers, Stragglers};
@@ -954,20 +954,14 @@ fn marked_calls(run: &Run, steady_pairs: &[(u32, u64)], what: &str) -> Vec<Marke
             .map_or(&[][..], |l| l.spans());
         for s in comm {
             let Some(step) = s.step() else { continue };
-            if s.kind() != SpanKind::Collective
-                || s.bucket().is_some()
-                || steady_pairs.binary_search(&(rank.rank(), step)).is_err()
-            {
+            if steady_pairs.binary_search(&(rank.rank(), step)).is_err() {
                 continue;
             }
-            let view = run.span(rank, s);
-            let Some(args) = view
-                .args_json()
-                .and_then(|a| serde_json::from_str::<serde_json::Value>(a).ok())
-                .filter(|a| a["what"] == what)
+            let Some(args) = marked_collective_args(run, rank, s).filter(|a| a["what"] == what)
             else {
                 continue;
             };
+            let view = run.span(rank, s);
             out.push(MarkedCall {
                 rank: rank.rank(),
                 step,

@@ -637,6 +637,31 @@ fn a_search_for_unused_parameters_that_never_finds_one_is_said() {
     assert_eq!(said(false, false), None);
 }
 
+/// A collective of the program's own (`"what": "program"`, with `caller` when given) in `step`
+/// over `[a, b)` ms.
+fn program_collective(
+    step: u64,
+    (a, b): (f64, f64),
+    op_name: &'static str,
+    bytes: u64,
+    seq: u64,
+    caller: Option<&str>,
+) -> Record {
+    let mut args = probe::trace::Args::new();
+    args.insert("what".to_owned(), "program".into());
+    if let Some(caller) = caller {
+        args.insert("caller".to_owned(), caller.into());
+    }
+    Record::Span(
+        span(SpanKind::Collective, step, a, b)
+            .op(op_name)
+            .transport("tcp")
+            .bytes(bytes)
+            .seq(seq)
+            .args(args),
+    )
+}
+
 /// `hand_run` with collectives of the program's own in steady steps 2 and 3: per step and rank,
 /// `(op, bytes, ms, caller)` each, from the step's 90 ms on; `at_end` in step 3 only (the last).
 fn with_program_collectives(
@@ -649,16 +674,13 @@ fn with_program_collectives(
             let mut at = o + 90.0;
             let last = if step == 3 { at_end } else { &[] };
             for (k, &(op_name, bytes, ms, caller)) in calls.iter().chain(last).enumerate() {
-                let mut args = probe::trace::Args::new();
-                args.insert("what".to_owned(), "program".into());
-                args.insert("caller".to_owned(), caller.into());
-                records.push(Record::Span(
-                    span(SpanKind::Collective, step, at, at + ms)
-                        .op(op_name)
-                        .transport("tcp")
-                        .bytes(bytes)
-                        .seq(10 * step + 5 + k as u64)
-                        .args(args),
+                records.push(program_collective(
+                    step,
+                    (at, at + ms),
+                    op_name,
+                    bytes,
+                    10 * step + 5 + k as u64,
+                    Some(caller),
                 ));
                 at += ms;
             }
@@ -869,18 +891,16 @@ fn other_time_is_placed_by_the_phases_around_it() {
 fn a_blocking_collective_inside_the_forward_is_exposed_not_overlapped() {
     let runs = two_ranks(3, |step, o| {
         let s = |k, a: f64, b: f64| Record::Span(span(k, step, o + a, o + b));
-        let mut args = probe::trace::Args::new();
-        args.insert("what".to_owned(), "program".into());
         vec![
             s(SpanKind::DataWait, 0.0, 10.0),
             s(SpanKind::Forward, 10.0, 30.0),
-            Record::Span(
-                span(SpanKind::Collective, step, o + 15.0, o + 20.0)
-                    .op(op::ALL_REDUCE)
-                    .transport("tcp")
-                    .bytes(4)
-                    .seq(10 * step)
-                    .args(args),
+            program_collective(
+                step,
+                (o + 15.0, o + 20.0),
+                op::ALL_REDUCE,
+                4,
+                10 * step,
+                None,
             ),
             s(SpanKind::Backward, 30.0, 80.0),
             coll(step, o + 75.0, o + 90.0, Some(0), 20_000_000, 10 * step + 1),
@@ -924,17 +944,7 @@ fn time_between_steps_counts_in_the_throughput_and_is_named() {
                     s(SpanKind::Step, 0.0, 60.0),
                 ]);
                 let program = |a: f64, b: f64, op_name, caller: &str, seq| {
-                    let mut args = probe::trace::Args::new();
-                    args.insert("what".to_owned(), "program".into());
-                    args.insert("caller".to_owned(), caller.into());
-                    Record::Span(
-                        span(SpanKind::Collective, step, o + a, o + b)
-                            .op(op_name)
-                            .transport("tcp")
-                            .bytes(8)
-                            .seq(seq)
-                            .args(args),
-                    )
+                    program_collective(step, (o + a, o + b), op_name, 8, seq, Some(caller))
                 };
                 if step == 2 || step == 5 {
                     r.push(program(75.0, 85.0, op::ALL_GATHER, eval, 10 * step));

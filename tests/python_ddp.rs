@@ -1080,16 +1080,29 @@ fn a_script_without_the_line_is_recorded_under_auto_instrument() {
         .replace("import ddp_probe_torch\n", "")
         .replace(
             "ddp_probe_torch.instrument(DDP(nn.Linear(32, 4)))",
-            "DDP(nn.Linear(32, 4))",
+            // PyTorch 2.13 deprecates the keyword (a FutureWarning aimed at the caller).
+            "DDP(nn.Linear(32, 4), broadcast_buffers=True)",
         );
     assert!(!spawned.contains("ddp_probe_torch"));
     let script = tmp.path().join("spawned_plain.py");
-    std::fs::write(&script, spawned).unwrap();
+    std::fs::write(&script, &spawned).unwrap();
     let out = tmp.path().join("spawned");
     let (status, console) = watched_until_no_teardown_abort(&out, 1, &script, 1, |c| {
         c.env("DDP_PROBE_AUTO_INSTRUMENT", "1");
     });
     assert!(status.success(), "{console}");
+    // The constructor's warning names the script's line, as without the wrapper that records it
+    // (before, `ddp_probe_torch/__init__.py`'s).
+    let line = 1 + spawned
+        .lines()
+        .position(|l| l.contains("broadcast_buffers=True"))
+        .unwrap();
+    assert!(
+        console.contains(&format!(
+            "spawned_plain.py:{line}: FutureWarning: `broadcast_buffers` is deprecated"
+        )) && !console.contains("ddp_probe_torch/__init__.py"),
+        "{console}"
+    );
     for rank in 0..2u64 {
         let (trace, header) = trace_and_header(&out, rank, &console);
         assert_eq!(header["rank"].as_u64(), Some(rank), "{header}");

@@ -717,7 +717,8 @@ fn the_programs_own_collectives_are_recorded_with_their_caller() {
 
 /// The loop's tail (an LR scheduler each step, a 40 ms checkpoint every third step) runs after
 /// the optimizer and before the next step's data wait, in no step: the summary's throughput
-/// follows the program's own clock, and the summary names the time between steps.
+/// follows the program's own clock, and the summary names the time between steps. The
+/// collectives there belong to the step before.
 #[test]
 fn time_between_steps_counts_in_the_throughput_by_the_programs_own_clock() {
     let job = run_mode_steps("loop_tail", true, 12);
@@ -763,6 +764,20 @@ fn time_between_steps_counts_in_the_throughput_by_the_programs_own_clock() {
             .map(|c| u(&c["step"]))
             .collect();
         assert_eq!(evals, vec![2, 5, 8, 11], "rank {rank}");
+        // The epoch's all-reduce after its DataLoader's StopIteration (5 steps an epoch) belongs
+        // to the epoch's last step: the StopIteration is no batch (before, it was taken for the
+        // next step's data and the all-reduce went to that step).
+        let epoch_ends: Vec<u64> = spans(&job.records(rank), "collective")
+            .into_iter()
+            .filter(|c| {
+                c["args"]["caller"]
+                    .as_str()
+                    .is_some_and(|f| f.ends_with(" in main"))
+                    && c["op"] == "all_reduce"
+            })
+            .map(|c| u(&c["step"]))
+            .collect();
+        assert_eq!(epoch_ends, vec![4, 9], "rank {rank}");
     }
 }
 

@@ -59,9 +59,10 @@ Modes (each the way PyTorch's documentation writes it):
   evaluates (two batches of a DataLoader of its own through the model unwrapped, as Hugging
   Face's Trainer does, the loss all-reduced in ``evaluate``; ``eval()`` on the DDP module and
   ``train()`` on the model inside it after, as PyTorch Lightning does) and writes a checkpoint
-  to a slow disk (40 ms; both ranks): time between steps, in no step. Rank 0 prints ``wall per
-  step: N`` (ns, by its own clock, from the top of step 2's iteration to the top of the last
-  one's).
+  to a slow disk (40 ms; both ranks): time between steps, in no step. Its epochs are 5 steps;
+  after each, the epoch's loss is all-reduced once the DataLoader ended (its StopIteration), as
+  timm's ``train_one_epoch`` does after its loop. Rank 0 prints ``wall per step: N`` (ns, by its
+  own clock, from the top of step 2's iteration to the top of the last one's).
 * ``eval_train``: from step 2 on trains with the DDP model in ``eval()`` mode (BatchNorm's
   statistics frozen after a warm-up, as some fine-tuning scripts do): DDP reduces gradients all
   the same.
@@ -272,6 +273,9 @@ def main():
     tokens = torch.randint(0, vocab, (2048, seq), generator=g)
     labels = tokens[:, 0] % classes
     data = TensorDataset(tokens, labels)
+    if args.mode == "loop_tail":
+        epoch = 5 * args.batch_size * world
+        data = TensorDataset(tokens[:epoch], labels[:epoch])
     sampler = DistributedSampler(data, num_replicas=world, rank=rank, seed=0)
     workers = 0
     if args.mode == "worker_killed":
@@ -351,6 +355,8 @@ def main():
             try:
                 x, y = next(batches)
             except StopIteration:
+                if args.mode == "loop_tail":
+                    dist.all_reduce(torch.zeros((), device=device))  # the epoch's mean loss
                 batches = iter(loader)
                 x, y = next(batches)
             samples += x.shape[0]

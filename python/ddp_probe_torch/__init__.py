@@ -127,6 +127,7 @@ import threading
 import time
 import traceback
 import types
+import warnings
 
 import torch
 import torch.distributed as dist
@@ -1406,6 +1407,9 @@ def _record_program_collectives(inst):
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _THIS_FILE = os.path.abspath(__file__)
+#: This package's directory: ``auto.py``'s frames (``python -m ddp_probe_torch.auto``) are not the
+#: program's either.
+_THIS_DIR = os.path.dirname(_THIS_FILE) + os.sep
 #: Source files named in a caller chain at most.
 _CALLER_FILES = 3
 
@@ -1420,18 +1424,23 @@ def _short_path(path):
 
 def _caller_chain():
     """Where the program called a collective: the first :data:`_CALLER_FILES` source files
-    outside torch and this module on the stack, innermost first, each with its innermost frame
-    (``accelerate/utils/operations.py:345 in _gpu_gather_one <- accelerate/accelerator.py:3012
-    in gather <- transformers/trainer.py:5626 in _get_num_items_in_batch``; a script's own loop
-    is one file: ``train.py:42 in main``). About 10 us; only the program's own collectives pay
-    it."""
+    outside torch, this package and the interpreter's own frozen modules (``<frozen runpy>``,
+    which runs the script under ``ddp-probe run --auto-instrument``) on the stack, innermost
+    first, each with its innermost frame (``accelerate/utils/operations.py:345 in
+    _gpu_gather_one <- accelerate/accelerator.py:3012 in gather <- transformers/trainer.py:5626
+    in _get_num_items_in_batch``; a script's own loop is one file: ``train.py:42 in main``).
+    About 10 us; only the program's own collectives pay it."""
     files = []
     f = sys._getframe(2)
     walked = 0
     while f is not None and walked < 64:
         walked += 1
         path = f.f_code.co_filename
-        if not path.startswith(_TORCH_DIR) and os.path.abspath(path) != _THIS_FILE:
+        if not (
+            path.startswith(_TORCH_DIR)
+            or path.startswith("<frozen ")
+            or os.path.abspath(path).startswith(_THIS_DIR)
+        ):
             if files and files[-1][0] == path:
                 pass  # the file's innermost frame stands for it
             elif len(files) == _CALLER_FILES:
@@ -1518,13 +1527,15 @@ def _patch_data_loader(inst):
     @functools.wraps(original)
     def __next__(it):
         t = _ANCHOR_NS + _PERF_NS()
+        # Only a batch counts: the StopIteration that ends an epoch is no step's data (it left
+        # a batch pending, and the collectives after the epoch's loop, timm's loss average and
+        # BatchNorm all-reduce, went to a next step that never came).
+        batch = original(it)
         try:
-            return original(it)
-        finally:
-            try:
-                inst.note_data_wait(t, _ANCHOR_NS + _PERF_NS(), id(getattr(it, "_dataset", None)))
-            except Exception as e:  # noqa: BLE001 - recording must not break training
-                _LOG.debug("ddp_probe_torch: recording failed: %s", e)
+            inst.note_data_wait(t, _ANCHOR_NS + _PERF_NS(), id(getattr(it, "_dataset", None)))
+        except Exception as e:  # noqa: BLE001 - recording must not break training
+            _LOG.debug("ddp_probe_torch: recording failed: %s", e)
+        return batch
 
     __next__._ddp_probe = True
     cls.__next__ = __next__
@@ -1671,12 +1682,37 @@ def instrument_every_ddp():
     @functools.wraps(original)
     def __init__(self, *args, **kwargs):
         args, kwargs = _caps_from_launcher(original, self, args, kwargs)
-        original(self, *args, **kwargs)
+        try:
+            with warnings.catch_warnings(record=True) as raised:
+                original(self, *args, **kwargs)
+        finally:
+            _warn_from_caller(raised, sys._getframe(1))
         _instrument_built(self)
 
     __init__._ddp_probe_auto = True
     DistributedDataParallel.__init__ = __init__
     _patch_spawn_for_auto()
+
+
+def _warn_from_caller(raised, caller):
+    """Issues again the warnings DistributedDataParallel's constructor raised under
+    :func:`instrument_every_ddp`'s wrapper. Those PyTorch aims at the constructor's caller
+    (``stacklevel=2``: PyTorch 2.15's "`broadcast_buffers` is deprecated") would name this
+    module's line; they name the program's line that built the model, as without the wrapper.
+    The others keep their own place."""
+    for w in raised:
+        if os.path.abspath(w.filename) == _THIS_FILE:
+            warnings.warn_explicit(
+                w.message,
+                w.category,
+                caller.f_code.co_filename,
+                caller.f_lineno,
+                module=caller.f_globals.get("__name__"),
+                registry=caller.f_globals.setdefault("__warningregistry__", {}),
+                module_globals=caller.f_globals,
+            )
+        else:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno, w.file, w.line)
 
 
 def _caps_from_launcher(init, ddp, args, kwargs):

@@ -764,15 +764,17 @@ fn long_gaps(
         if !called_after_its_step(&c, step_ends) {
             continue;
         }
-        // The outermost frame that is not a script's top level (`train.py:34 in <module>`,
-        // where `trainer.train()` is called).
-        let outer = c.caller.as_deref().and_then(|f| {
-            let mut frames = f.rsplit(" <- ");
-            let last = frames.next()?;
-            Some(match frames.next() {
-                Some(inner) if last.ends_with(" in <module>") => inner,
-                _ => last,
-            })
+        // The outermost frame that is neither a script's top level (`train.py:34 in <module>`,
+        // where `trainer.train()` is called) nor the interpreter's (`<frozen runpy>:88 in
+        // _run_code`, which ran the script; the module leaves it out since 2026-12-06).
+        let outer = c.caller.as_deref().map(|f| {
+            let frames: Vec<&str> = f.split(" <- ").collect();
+            frames
+                .iter()
+                .rev()
+                .find(|frame| !frame.ends_with(" in <module>") && !frame.starts_with('<'))
+                .unwrap_or(&frames[0])
+                .to_owned()
         });
         if let Some(outer) = outer {
             *frames.entry(outer.to_owned()).or_default() += 1;

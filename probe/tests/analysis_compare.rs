@@ -187,25 +187,27 @@ fn time_added_between_steps_is_found_though_the_step_is_unchanged() {
         close(c.parts[0].delta_ns(), 40e6 * 8.0 / 9.0, 1e-9),
         "{text}"
     );
-    // 65 ms → 105 ms a step by the wall clock: 61.5% slower.
-    let note = c
-        .notes
-        .iter()
-        .find(|n| n.starts_with("the time between steps"))
-        .unwrap_or_else(|| panic!("{text}"));
+    // 65 ms → 105 ms a step by the wall clock: 61.5% slower. The verdict leads with it; the
+    // unchanged step comes after.
+    let verdict = c.verdict();
     assert!(
-        note.contains(
-            "which the median step does not show; by the wall clock the run is 62% \
-                       slower (15.38 → 9.52 steps/s)"
-        ),
-        "{note}"
+        verdict.starts_with(
+            "By the wall clock the run is 62% slower (15.38 → 9.52 steps/s): the time between \
+             steps (after a step's optimizer"
+        ) && verdict.contains("changed by +35.6 ms a rank-step, which the median step does not show. The step itself is unchanged"),
+        "{verdict}"
     );
-    // Nothing between steps changed: no note.
+    assert!(
+        text.contains("By the wall clock the run is 62% slower"),
+        "{text}"
+    );
+    // Nothing between steps changed: the verdict is the step's.
     let (rc, sc) = (gapped(5.0), summarize(&gapped(5.0), &opts));
     let same = analysis::compare((&ra, &sa), (&rc, &sc), &opts);
+    assert!(same.between_steps.is_none());
     assert!(
-        !same.notes.iter().any(|n| n.contains("between steps")),
-        "{:?}",
-        same.notes
+        same.verdict().starts_with("The step is unchanged"),
+        "{}",
+        same.verdict()
     );
 }

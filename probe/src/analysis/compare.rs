@@ -103,6 +103,44 @@ pub struct Comparison {
     pub settings: Vec<SettingChange>,
     /// Things the reader should know.
     pub notes: Vec<String>,
+    /// The time between steps, when it changed by [`RUN_TO_RUN_SPREAD`] of the baseline's
+    /// median step or more: the verdict leads with it.
+    pub between_steps: Option<BetweenStepsChange>,
+}
+
+/// A change of the time between steps (after a step's optimizer, before the next step's data
+/// wait: the loop's tail, an evaluation or a checkpoint every N steps), which the median step
+/// cannot show and the wall clock does.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BetweenStepsChange {
+    /// Its change per steady rank-step (ns; run minus baseline, means).
+    pub delta_ns: f64,
+    /// Steps per second by the wall clock (the time between steps counted), baseline and run,
+    /// when both summaries have them.
+    pub steps_per_s: Option<(f64, f64)>,
+}
+
+impl BetweenStepsChange {
+    /// The sentence the verdict starts with.
+    fn sentence(&self) -> String {
+        let what = format!(
+            "the time between steps (after a step's optimizer, before the next step's data wait: \
+             the loop's tail, an evaluation or a checkpoint every N steps) changed by {} a \
+             rank-step, which the median step does not show.",
+            units::signed_ns(self.delta_ns)
+        );
+        match self.steps_per_s {
+            Some((a, b)) => {
+                let slower = a / b - 1.0;
+                format!(
+                    "By the wall clock the run is {} {} ({a:.2} → {b:.2} steps/s): {what}",
+                    units::pct(slower.abs()),
+                    if slower >= 0.0 { "slower" } else { "faster" },
+                )
+            }
+            None => format!("T{}", &what[1..]),
+        }
+    }
 }
 
 /// How much the median step of repeated runs of one job differs with nothing changed, as a
@@ -221,9 +259,7 @@ pub fn compare(
             ));
         }
     }
-    if let Some(note) = between_steps_changed(&parts, &base, baseline.1, run.1) {
-        notes.push(note);
-    }
+    let between_steps = between_steps_changed(&parts, &base, baseline.1, run.1);
     let mut settings = settings(baseline.0, baseline.1, run.0, run.1);
     if let Some((a, b)) = samples_per_step_differ(&base, &new) {
         settings.push(SettingChange {
@@ -241,10 +277,11 @@ pub fn compare(
         ranks,
         notes,
         intervals_apart,
+        between_steps,
     }
 }
 
-/// A note when the time between steps changed by [`RUN_TO_RUN_SPREAD`] of the baseline's median
+/// The time between steps' change, when it is [`RUN_TO_RUN_SPREAD`] of the baseline's median
 /// step or more: the step's median cannot show it, the wall clock does (an evaluation or a
 /// checkpoint added every N steps, logging every step).
 fn between_steps_changed(
@@ -252,30 +289,19 @@ fn between_steps_changed(
     base: &Side,
     baseline: &Summary,
     run: &Summary,
-) -> Option<String> {
+) -> Option<BetweenStepsChange> {
     let p = parts.iter().find(|p| p.part == BETWEEN_STEPS)?;
     if base.step_median_ns <= 0.0 || p.delta_ns().abs() < RUN_TO_RUN_SPREAD * base.step_median_ns {
         return None;
     }
-    let wall = match (baseline.throughput.steps_per_s, run.throughput.steps_per_s) {
-        (Some(a), Some(b)) if a > 0.0 && b > 0.0 => {
-            let slower = a / b - 1.0;
-            format!(
-                "; by the wall clock the run is {} {} ({:.2} → {:.2} steps/s)",
-                units::pct(slower.abs()),
-                if slower >= 0.0 { "slower" } else { "faster" },
-                a,
-                b
-            )
-        }
-        _ => String::new(),
+    let steps_per_s = match (baseline.throughput.steps_per_s, run.throughput.steps_per_s) {
+        (Some(a), Some(b)) if a > 0.0 && b > 0.0 => Some((a, b)),
+        _ => None,
     };
-    Some(format!(
-        "the time between steps (after a step's optimizer, before the next step's data wait: \
-         the loop's tail, an evaluation or a checkpoint every N steps) changed by {} a rank-step, \
-         which the median step does not show{wall}",
-        units::signed_ns(p.delta_ns())
-    ))
+    Some(BetweenStepsChange {
+        delta_ns: p.delta_ns(),
+        steps_per_s,
+    })
 }
 
 /// The mean of one part over `steps` (ns); 0 without steps.
@@ -474,9 +500,23 @@ impl Comparison {
         self.run.step_median_ns - self.baseline.step_median_ns
     }
 
-    /// The one-sentence answer: how much slower or faster, whether beyond the noise, and the
-    /// part most of the change is in.
+    /// The answer: how much slower or faster, whether beyond the noise, and the part most of
+    /// the change is in; led by the wall clock when the time between steps changed (the step
+    /// itself can be unchanged while the run is far slower).
     pub fn verdict(&self) -> String {
+        let step = self.step_verdict();
+        match &self.between_steps {
+            Some(between) => format!(
+                "{} {}",
+                between.sentence(),
+                step.replacen("The step is ", "The step itself is ", 1)
+            ),
+            None => step,
+        }
+    }
+
+    /// How the median step changed.
+    fn step_verdict(&self) -> String {
         let (b, r) = (self.baseline.step_median_ns, self.run.step_median_ns);
         if b <= 0.0 || r <= 0.0 {
             return "One of the runs has no steady steps: nothing to compare.".to_owned();

@@ -452,7 +452,8 @@ fn files_in(dir: &Path, keep: impl Fn(&Path) -> bool) -> Vec<PathBuf> {
 }
 
 /// The regular files of `dir` that can be logs, by name: not traces,
-/// manifests, flight-recorder dumps, Python stacks, process lists or archives.
+/// manifests, flight-recorder dumps, Python stacks, process lists, archives, or reports and
+/// images (`ddp-probe report -o RUN/report.html`, as `ddp-probe run` suggests).
 fn log_files_in(dir: &Path) -> Vec<PathBuf> {
     files_in(dir, |p| {
         let name = p
@@ -465,7 +466,8 @@ fn log_files_in(dir: &Path) -> Vec<PathBuf> {
             || name.starts_with(python_stack::FILE_PREFIX)
             || name.starts_with(probe_contract::processes::FILE_PREFIX)
             || [
-                ".jsonl", ".pkl", ".pickle", ".gz", ".zip", ".tar", ".pt", ".bin",
+                ".jsonl", ".pkl", ".pickle", ".gz", ".zip", ".tar", ".pt", ".bin", ".html", ".htm",
+                ".png", ".jpg", ".svg",
             ]
             .iter()
             .any(|ext| name.ends_with(ext)))

@@ -5123,3 +5123,26 @@ fn a_spawned_ranks_workers_are_found_in_its_launched_process_list() {
         r.render_text(100)
     );
 }
+
+/// A report written into the folder (`ddp-probe report RUN -o RUN/report.html`, as `ddp-probe
+/// run` suggests) quotes log lines of its own in its HTML: it is no log, and a folder holding
+/// one is explained from its logs alone.
+#[test]
+fn a_report_in_the_folder_is_not_read_as_a_log() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(
+        dir.path().join("rank-1.stderr"),
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a \
+         total capacity of 79.19 GiB of which 1.06 GiB is free.\n",
+    )
+    .unwrap();
+    fs::write(
+        dir.path().join("report.html"),
+        "<pre>NCCL WARN NET/Socket : Connect to 10.0.0.2<45233> failed : Connection refused\n</pre>\n",
+    )
+    .unwrap();
+    let r = explain(&[dir.path().to_path_buf()]).expect("explain the folder");
+    let text = r.render_text(100);
+    assert_eq!(r.findings[0].category, Category::CudaOom, "{text}");
+    assert!(!text.contains("report.html"), "{text}");
+}

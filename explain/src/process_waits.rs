@@ -238,6 +238,44 @@ fn workers_wait(stack: &PyStack, procs: Option<&RankProcesses>) -> ProcessWait {
             evidence: evidence(i, &said),
         };
     }
+    if let Some(p) = stuck_since_fork(stack, procs) {
+        let said = format!(
+            "a process forked from the rank that had not yet taken the DataLoader worker's name \
+             ({}), was asleep on a lock{} with {:.2} s of CPU used",
+            processes::DATA_LOADER_WORKER_NAME,
+            in_parens(&p.wchan),
+            p.cpu_s
+        );
+        return ProcessWait {
+            place: None,
+            phrase: format!(
+                ", waiting for a batch from its DataLoader worker (pid {}), which was stuck on a \
+                 lock since it was forked",
+                p.pid
+            ),
+            fix: format!(
+                "Rank {rank}'s DataLoader worker (pid {}) never started: it was stuck on a lock \
+                 right after the DataLoader forked it ({:.2} s of CPU, before it took the \
+                 worker's name), so its batch never came. A process forked from a rank that runs \
+                 threads (gloo's or NCCL's, a logger's, a profiler's or recorder's, the program's \
+                 own) inherits the locks they held at that moment, and nobody is left to release them; it \
+                 happens now and then, at any DataLoader's start (an evaluation loader's too). \
+                 Start the workers without fork: `DataLoader(..., \
+                 multiprocessing_context=\"spawn\")` or \"forkserver\" (Linux's default from \
+                 Python 3.14 for this reason), or keep them alive across epochs \
+                 (`persistent_workers=True`) so that they are forked once. {}.",
+                p.pid,
+                p.cpu_s,
+                see_and_bound(Some(p.pid))
+            ),
+            evidence: Some(process_evidence(
+                procs,
+                p.pid,
+                &format!("rank {rank}'s process"),
+                &said,
+            )),
+        };
+    }
     if let Some(&(i, p)) = workers.iter().find(|(_, p)| p.in_uninterruptible_io()) {
         let said = format!("was in uninterruptible I/O{}", in_parens(&p.wchan));
         return ProcessWait {
@@ -312,6 +350,25 @@ fn workers_wait(stack: &PyStack, procs: Option<&RankProcesses>) -> ProcessWait {
     }
 }
 
+/// A child of the rank's process forked from it (the same command line; a DataLoader worker
+/// before it took its name, `pt_data_worker`) and asleep on a lock: a worker that deadlocked
+/// right after its fork.
+fn stuck_since_fork<'a>(stack: &PyStack, procs: &'a RankProcesses) -> Option<&'a ProcessState> {
+    let rank = match stack.pid {
+        Some(pid) => procs.processes.iter().find(|p| p.pid == pid)?,
+        None => procs.processes.first()?,
+    };
+    if rank.command.is_empty() {
+        return None;
+    }
+    procs.processes.iter().find(|p| {
+        p.ppid == rank.pid
+            && !p.is_data_loader_worker()
+            && p.command == rank.command
+            && p.waits_on_lock()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -369,6 +426,54 @@ mod tests {
             e.text,
             "rank 1's DataLoader worker, pid 4388, was asleep on a lock (futex_do_wait) with \
              0.35 s of CPU used"
+        );
+    }
+
+    /// Read from a timm `train.py` run (2 CPU ranks, `--workers 2`) that hung at its first
+    /// evaluation: rank 0 waited for a batch of the evaluation loader, whose first worker had
+    /// deadlocked right after its fork (still named `python3`, on a futex, no CPU), while the
+    /// training loader's workers waited for work as workers do (asleep in poll). Before, the
+    /// first worker by name, an idle one, was blamed.
+    #[test]
+    fn a_worker_stuck_on_a_lock_since_its_fork_is_named_not_an_idle_one() {
+        let cmd = "python3 -u -m ddp_probe_torch.auto train.py --workers 2";
+        let (_d, stack, procs) = files(&format!(
+            "{HEADER}4321\t4300\tS\tpoll_schedule_timeout.constprop.0\t7.54\tpython3\t{cmd}\n\
+             4344\t4321\tS\tpoll_schedule_timeout.constprop.0\t0.06\tpt_data_worker\t{cmd}\n\
+             4345\t4321\tS\tpoll_schedule_timeout.constprop.0\t0.10\tpt_data_worker\t{cmd}\n\
+             4360\t4321\tS\tfutex_do_wait\t0.00\tpython3\t{cmd}\n\
+             4363\t4321\tS\tpoll_schedule_timeout.constprop.0\t0.07\tpt_data_worker\t{cmd}\n"
+        ));
+        let w = process_wait(&stack, procs.as_ref()).unwrap();
+        assert_eq!(
+            w.phrase,
+            ", waiting for a batch from its DataLoader worker (pid 4360), which was stuck on a \
+             lock since it was forked"
+        );
+        assert!(
+            w.fix.contains("never started") && w.fix.contains("multiprocessing_context"),
+            "{}",
+            w.fix
+        );
+        let e = w.evidence.unwrap();
+        assert_eq!(e.line, Some(5));
+        assert!(
+            e.text
+                .starts_with("rank 1's process, pid 4360, a process forked"),
+            "{}",
+            e.text
+        );
+        // A child of another command (a helper the program started with exec) is not one.
+        let (_d, stack, procs) = files(&format!(
+            "{HEADER}4321\t4300\tS\tpoll_schedule_timeout.constprop.0\t7.54\tpython3\t{cmd}\n\
+             4344\t4321\tS\tpoll_schedule_timeout.constprop.0\t0.06\tpt_data_worker\t{cmd}\n\
+             4360\t4321\tS\tfutex_do_wait\t0.00\tpython3\tpython3 -m resource_tracker\n"
+        ));
+        let w = process_wait(&stack, procs.as_ref()).unwrap();
+        assert!(
+            w.phrase.contains("(pid 4344), which was asleep"),
+            "{}",
+            w.phrase
         );
     }
 

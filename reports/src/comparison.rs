@@ -124,10 +124,11 @@ pub(crate) fn write_comparison(h: &mut Html, c: &Comparison, labels: (&str, &str
     } else {
         let mut t = Table::new(&["setting", &la[1..], &lb[1..]]);
         for s in &c.settings {
+            // A value can be a whole command line: it wraps instead of widening the table.
             t.row(vec![
                 Cell::text(&s.setting),
-                Cell::text(&s.baseline),
-                Cell::text(&s.run),
+                Cell::text(&s.baseline).with_class("long"),
+                Cell::text(&s.run).with_class("long"),
             ]);
         }
         h.table(&t);

@@ -299,6 +299,7 @@ caption{text-align:left;color:var(--muted);padding:2px 0}
 th,td{padding:4px 9px;border-bottom:1px solid var(--line);text-align:left;vertical-align:top;white-space:nowrap}
 th{background:#f6f8fa;font-weight:600}
 .num{text-align:right;font-variant-numeric:tabular-nums}
+td.long{white-space:normal;overflow-wrap:anywhere;min-width:10em;max-width:36em}
 td code.log{white-space:normal;overflow-wrap:anywhere;display:inline-block;width:36em}
 ul.bucket-params{list-style:none;padding:0;margin:4px 0 8px;font-size:.86em}
 ul.bucket-params .names{overflow-wrap:anywhere}

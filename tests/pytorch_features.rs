@@ -754,29 +754,29 @@ fn time_between_steps_counts_in_the_throughput_by_the_programs_own_clock() {
     // that step, though the evaluation's DataLoader was asked for batches (the model runs
     // unwrapped: no forward hook sees them).
     for rank in 0..2 {
-        let evals: Vec<u64> = spans(&job.records(rank), "collective")
-            .into_iter()
-            .filter(|c| {
-                c["args"]["caller"]
-                    .as_str()
-                    .is_some_and(|f| f.ends_with(" in evaluate"))
-            })
-            .map(|c| u(&c["step"]))
-            .collect();
-        assert_eq!(evals, vec![2, 5, 8, 11], "rank {rank}");
+        let records = job.records(rank);
+        // The steps of the all-reduces called from `function`.
+        let steps_of_calls_in = |function: &str| -> Vec<u64> {
+            spans(&records, "collective")
+                .into_iter()
+                .filter(|c| {
+                    c["op"] == "all_reduce"
+                        && c["args"]["caller"]
+                            .as_str()
+                            .is_some_and(|f| f.ends_with(&format!(" in {function}")))
+                })
+                .map(|c| u(&c["step"]))
+                .collect()
+        };
+        assert_eq!(
+            steps_of_calls_in("evaluate"),
+            vec![2, 5, 8, 11],
+            "rank {rank}"
+        );
         // The epoch's all-reduce after its DataLoader's StopIteration (5 steps an epoch) belongs
         // to the epoch's last step: the StopIteration is no batch (before, it was taken for the
         // next step's data and the all-reduce went to that step).
-        let epoch_ends: Vec<u64> = spans(&job.records(rank), "collective")
-            .into_iter()
-            .filter(|c| {
-                c["args"]["caller"]
-                    .as_str()
-                    .is_some_and(|f| f.ends_with(" in main"))
-                    && c["op"] == "all_reduce"
-            })
-            .map(|c| u(&c["step"]))
-            .collect();
+        let epoch_ends = steps_of_calls_in("main");
         assert_eq!(epoch_ends, vec![4, 9], "rank {rank}");
     }
 }

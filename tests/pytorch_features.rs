@@ -768,6 +768,8 @@ fn time_between_steps_counts_in_the_throughput_by_the_programs_own_clock() {
                 .map(|c| u(&c["step"]))
                 .collect()
         };
+        // Its caller chain (between steps) ends in the evaluation, though the helper's frame
+        // stands for the file and says nothing of what the loop was doing.
         assert_eq!(
             steps_of_calls_in("evaluate"),
             vec![2, 5, 8, 11],

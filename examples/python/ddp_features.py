@@ -57,8 +57,9 @@ Modes (each the way PyTorch's documentation writes it):
   (``dist.all_reduce``) and ends with a ``dist.barrier()``: collectives of the program's own.
 * ``loop_tail``: after each optimizer step the loop steps an LR scheduler, and every third step
   evaluates (two batches of a DataLoader of its own through the model unwrapped, as Hugging
-  Face's Trainer does, the loss all-reduced in ``evaluate``; ``eval()`` on the DDP module and
-  ``train()`` on the model inside it after, as PyTorch Lightning does) and writes a checkpoint
+  Face's Trainer does, the loss all-reduced by a helper ``evaluate`` calls; ``eval()`` on the
+  DDP module and ``train()`` on the model inside it after, as PyTorch Lightning does) and
+  writes a checkpoint
   to a slow disk (40 ms; both ranks): time between steps, in no step. Its epochs are 5 steps;
   after each, the epoch's loss is all-reduced once the DataLoader ended (its StopIteration), as
   timm's ``train_one_epoch`` does after its loop. Rank 0 prints ``wall per step: N`` (ns, by its
@@ -301,6 +302,11 @@ def main():
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     eval_loader = DataLoader(TensorDataset(tokens[:32], labels[:32]), batch_size=args.batch_size)
 
+    def summed_over_ranks(metric):
+        # A metric's reduction in a helper of its own, as torchmetrics' and Lightning's are.
+        dist.all_reduce(metric)
+        return metric
+
     def evaluate():
         # As PyTorch Lightning's validation leaves it: eval() on the DDP module, then train()
         # on the model inside it only (the DDP module's own flag stays off while it trains).
@@ -309,8 +315,7 @@ def main():
             total = torch.zeros(())
             for x, y in eval_loader:
                 total += F.cross_entropy(model.module(x.to(device)).float(), y.to(device)).cpu()
-            total = total.to(device)
-            dist.all_reduce(total)
+            total = summed_over_ranks(total.to(device))
         model.module.train()
         return total.item()
 

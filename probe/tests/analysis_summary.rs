@@ -965,6 +965,15 @@ fn time_between_steps_counts_in_the_throughput_and_is_named() {
                     "train.py:9 in main",
                     10 * step + 1,
                 ));
+                // After every step, a broadcast of the loop's own (PyTorch Lightning's per-step
+                // SIGTERM check): in every gap, so it does not say why some are long.
+                r.push(program(
+                    61.0,
+                    61.5,
+                    op::BROADCAST,
+                    "loop.py:12 in advance <- trainer.py:5 in fit",
+                    10 * step + 2,
+                ));
             }
             r
         })

@@ -120,6 +120,7 @@ import functools
 import json
 import logging
 import os
+import re
 import socket
 import statistics
 import sys
@@ -1412,6 +1413,8 @@ _THIS_FILE = os.path.abspath(__file__)
 _THIS_DIR = os.path.dirname(_THIS_FILE) + os.sep
 #: Source files named in a caller chain at most.
 _CALLER_FILES = 3
+#: Function names that say what a loop is doing between steps: an evaluation, a checkpoint.
+_PHASE_NAMES = re.compile("eval|valid|test|predict|checkpoint|save", re.IGNORECASE)
 
 
 def _short_path(path):
@@ -1422,15 +1425,23 @@ def _short_path(path):
     return path[i + len(marker):] if i >= 0 else os.path.basename(path)
 
 
-def _caller_chain():
+def _caller_chain(phase=False):
     """Where the program called a collective: the first :data:`_CALLER_FILES` source files
     outside torch, this package and the interpreter's own frozen modules (``<frozen runpy>``,
     which runs the script under ``ddp-probe run --auto-instrument``) on the stack, innermost
     first, each with its innermost frame (``accelerate/utils/operations.py:345 in
     _gpu_gather_one <- accelerate/accelerator.py:3012 in gather <- transformers/trainer.py:5626
     in _get_num_items_in_batch``; a script's own loop is one file: ``train.py:42 in main``).
-    About 10 us; only the program's own collectives pay it."""
-    files = []
+    About 10 us; only the program's own collectives pay it.
+
+    With ``phase`` (a call between steps, where the summary names what the loop did) and no
+    frame of the chain named like an evaluation or a checkpoint (:data:`_PHASE_NAMES`), the
+    innermost frame further out that is follows it: PyTorch Lightning's metric reduction at a
+    validation's end, ``lightning/.../logger_connector/result.py:248 in compute``, ends in
+    ``lightning/.../logger_connector.py:184 in update_eval_epoch_metrics``."""
+    frames = []
+    files = 0
+    found = not phase  # a frame named like a phase is in ``frames``, or none is wanted
     f = sys._getframe(2)
     walked = 0
     while f is not None and walked < 64:
@@ -1441,14 +1452,20 @@ def _caller_chain():
             or path.startswith("<frozen ")
             or os.path.abspath(path).startswith(_THIS_DIR)
         ):
-            if files and files[-1][0] == path:
-                pass  # the file's innermost frame stands for it
-            elif len(files) == _CALLER_FILES:
+            frame = (path, f.f_lineno, f.f_code.co_name)
+            hit = not found and _PHASE_NAMES.search(frame[2]) is not None
+            if files < _CALLER_FILES and (not frames or frames[-1][0] != path):
+                # A file's innermost frame stands for it.
+                frames.append(frame)
+                files += 1
+                found = found or hit
+            elif hit:
+                frames.append(frame)
+                found = True
+            if files == _CALLER_FILES and found:
                 break
-            else:
-                files.append((path, f.f_lineno, f.f_code.co_name))
         f = f.f_back
-    return " <- ".join(f"{_short_path(p)}:{line} in {name}" for p, line, name in files)
+    return " <- ".join(f"{_short_path(p)}:{line} in {name}" for p, line, name in frames)
 
 
 def _patch_collective(name):
@@ -1506,7 +1523,7 @@ def _patch_collective(name):
         try:
             return inst.timed_collective(
                 name, nbytes, dtype, "program", lambda: original(*args, **kwargs), on_gpu, counted,
-                _caller_chain(),
+                _caller_chain(phase=inst.state is None),
             )
         finally:
             _SENT.inside = False

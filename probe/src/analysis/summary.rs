@@ -272,7 +272,8 @@ pub struct LongGaps {
     /// The longest of them.
     pub max_ns: i64,
     /// The outermost recorded frames of the program's collectives called in them, most calls
-    /// first (at most [`GAP_CALLERS_NAMED`]).
+    /// first (at most [`GAP_CALLERS_NAMED`]): those that no shorter gap has, when there are
+    /// such.
     pub callers: Vec<String>,
 }
 
@@ -759,27 +760,30 @@ fn long_gaps(
         .iter()
         .filter(|r| r.steps.iter().any(|s| s.warmup.is_none()))
         .count() as u32;
-    let mut frames: BTreeMap<String, usize> = BTreeMap::new();
-    for c in marked_calls(run, &pairs, "program") {
-        if !called_after_its_step(&c, step_ends) {
-            continue;
-        }
-        // The outermost frame that is neither a script's top level (`train.py:34 in <module>`,
-        // where `trainer.train()` is called) nor the interpreter's (`<frozen runpy>:88 in
-        // _run_code`, which ran the script; the module leaves it out since 2026-12-06).
-        let outer = c.caller.as_deref().map(|f| {
-            let frames: Vec<&str> = f.split(" <- ").collect();
-            frames
-                .iter()
-                .rev()
-                .find(|frame| !frame.ends_with(" in <module>") && !frame.starts_with('<'))
-                .unwrap_or(&frames[0])
-                .to_owned()
-        });
-        if let Some(outer) = outer {
-            *frames.entry(outer.to_owned()).or_default() += 1;
-        }
-    }
+    // The callers in the long gaps, and those in the others: a caller that every gap has (a
+    // per-step broadcast of PyTorch Lightning's) does not say why some gaps are long.
+    let long_callers = gap_callers(run, &pairs, step_ends);
+    let mut short_pairs: Vec<(u32, u64)> = scans
+        .ranks
+        .iter()
+        .flat_map(|r| r.steps.iter())
+        .filter(|s| s.warmup.is_none())
+        .filter_map(|s| Some((s.rank, s.step?, s.between_ns?)))
+        .filter(|&(_, _, ns)| ns as f64 <= median_step_ns)
+        .map(|(rank, step, _)| (rank, step))
+        .collect();
+    short_pairs.sort_unstable();
+    let in_short_gaps = gap_callers(run, &short_pairs, step_ends);
+    let telling: BTreeMap<String, usize> = long_callers
+        .iter()
+        .filter(|(frame, _)| !in_short_gaps.contains_key(*frame))
+        .map(|(frame, n)| (frame.clone(), *n))
+        .collect();
+    let frames = if telling.is_empty() {
+        long_callers
+    } else {
+        telling
+    };
     let mut frames: Vec<(String, usize)> = frames.into_iter().collect();
     frames.sort_by_key(|f| std::cmp::Reverse(f.1));
     Some(LongGaps {
@@ -795,6 +799,37 @@ fn long_gaps(
             .map(|f| f.0)
             .collect(),
     })
+}
+
+/// The outermost frames of the program's collectives called after their step's end in the gaps
+/// after the (rank, step) `pairs` (sorted), with how many calls each.
+fn gap_callers(
+    run: &Run,
+    pairs: &[(u32, u64)],
+    step_ends: &BTreeMap<(u32, u64), i64>,
+) -> BTreeMap<String, usize> {
+    let mut frames: BTreeMap<String, usize> = BTreeMap::new();
+    for c in marked_calls(run, pairs, "program") {
+        if !called_after_its_step(&c, step_ends) {
+            continue;
+        }
+        // The outermost frame that is neither a script's top level (`train.py:34 in <module>`,
+        // where `trainer.train()` is called) nor the interpreter's (`<frozen runpy>:88 in
+        // _run_code`, which ran the script; the module leaves it out since 2026-12-06).
+        let outer = c.caller.as_deref().map(|f| {
+            let frames: Vec<&str> = f.split(" <- ").collect();
+            frames
+                .iter()
+                .rev()
+                .find(|frame| !frame.ends_with(" in <module>") && !frame.starts_with('<'))
+                .unwrap_or(&frames[0])
+                .to_string()
+        });
+        if let Some(outer) = outer {
+            *frames.entry(outer).or_default() += 1;
+        }
+    }
+    frames
 }
 
 /// How much longer the wall clock runs than the steps: 1 + the mean time between steps over the

@@ -1434,11 +1434,12 @@ def _caller_chain(phase=False):
     in _get_num_items_in_batch``; a script's own loop is one file: ``train.py:42 in main``).
     About 10 us; only the program's own collectives pay it.
 
-    With ``phase`` (a call between steps, where the summary names what the loop did) and no
-    frame of the chain named like an evaluation or a checkpoint (:data:`_PHASE_NAMES`), the
-    innermost frame further out that is follows it: PyTorch Lightning's metric reduction at a
-    validation's end, ``lightning/.../logger_connector/result.py:248 in compute``, ends in
-    ``lightning/.../logger_connector.py:184 in update_eval_epoch_metrics``."""
+    With ``phase`` (a call between steps, where the summary names what the loop did), when no
+    frame of the chain has a name that says evaluation or checkpoint (:data:`_PHASE_NAMES`),
+    the innermost frame that has one, further out on the stack, is added at its end: PyTorch
+    Lightning's metric reduction at a validation's end, ``lightning/.../result.py:248 in
+    compute``, ends in ``lightning/.../logger_connector.py:148 in
+    update_eval_epoch_metrics``."""
     frames = []
     files = 0
     found = not phase  # a frame named like a phase is in ``frames``, or none is wanted
@@ -1714,7 +1715,7 @@ def instrument_every_ddp():
 def _warn_from_caller(raised, caller):
     """Issues again the warnings DistributedDataParallel's constructor raised under
     :func:`instrument_every_ddp`'s wrapper. Those PyTorch aims at the constructor's caller
-    (``stacklevel=2``: PyTorch 2.15's "`broadcast_buffers` is deprecated") would name this
+    (``stacklevel=2``: "`broadcast_buffers` is deprecated", PyTorch 2.13 and later) would name this
     module's line; they name the program's line that built the model, as without the wrapper.
     The others keep their own place."""
     for w in raised:

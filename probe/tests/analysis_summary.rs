@@ -1025,13 +1025,22 @@ fn time_between_steps_counts_in_the_throughput_and_is_named() {
         assert!(flat.contains(&want), "{want}\n{text}");
     }
     // The note on the program's collectives counts the step's all-reduce (2 ms, 3.3% of the
-    // 60 ms median step), not the evaluation's all-gather between steps.
+    // 60 ms median step) and the broadcast of the ordinary gaps (after steps 1, 3, 4 and 6 of
+    // the six steady steps with a next one: 4 × 0.5 ms / 6 = 333 µs), not the evaluation's
+    // all-gather nor the broadcast of the long gaps.
     let note = sum
         .notes
         .iter()
         .find(|n| n.contains("Besides DDP's"))
         .unwrap_or_else(|| panic!("{:?}", sum.notes));
     assert!(note.contains("all_reduce ×1.0 a rank-step"), "{note}");
+    assert!(
+        note.contains(
+            "broadcast ×0.7 a rank-step (8 B) from loop.py:12 in advance <- trainer.py:5 in \
+             fit: 333 µs"
+        ),
+        "{note}"
+    );
     assert!(!note.contains("evaluation_loop"), "{note}");
 }
 

@@ -684,11 +684,16 @@ pub fn summarize(run: &Run, opts: &SummaryOptions) -> Summary {
     notes.extend(collectives_after_their_steps(run));
     if let Some(b) = &overall {
         notes.extend(buffer_broadcast_cost(run, &steady_pairs, b.step.median));
+        let long_gap_pairs: Vec<(u32, u64)> = gaps_after_steps(&scans, b.step.median, true)
+            .into_iter()
+            .map(|(rank, step, _)| (rank, step))
+            .collect();
         notes.extend(program_collectives(
             run,
             &steady_pairs,
             b.step.median,
             &step_ends,
+            &long_gap_pairs,
         ));
     }
     Summary {
@@ -728,6 +733,25 @@ const GAP_CALLERS_NAMED: usize = 2;
 /// every N steps), with the outermost recorded frames of the program's collectives called in
 /// them (Hugging Face's Trainer: `transformers/trainer.py:4696 in evaluation_loop`; a script's
 /// top level passed over for the frame it called).
+/// The steady steps followed by a gap (rank, step, the gap's ns), sorted, those whose gap
+/// outlasts the median step (`long`) or the others.
+fn gaps_after_steps(
+    scans: &super::scan::RunScan,
+    median_step_ns: f64,
+    long: bool,
+) -> Vec<(u32, u64, i64)> {
+    let mut gaps: Vec<(u32, u64, i64)> = scans
+        .ranks
+        .iter()
+        .flat_map(|r| r.steps.iter())
+        .filter(|s| s.warmup.is_none())
+        .filter_map(|s| Some((s.rank, s.step?, s.between_ns?)))
+        .filter(|&(_, _, ns)| (ns as f64 > median_step_ns) == long)
+        .collect();
+    gaps.sort_unstable();
+    gaps
+}
+
 fn long_gaps(
     run: &Run,
     scans: &super::scan::RunScan,
@@ -737,14 +761,7 @@ fn long_gaps(
     if median_step_ns <= 0.0 {
         return None;
     }
-    let gaps: Vec<(u32, u64, i64)> = scans
-        .ranks
-        .iter()
-        .flat_map(|r| r.steps.iter())
-        .filter(|s| s.warmup.is_none())
-        .filter_map(|s| Some((s.rank, s.step?, s.between_ns?)))
-        .filter(|&(_, _, ns)| ns as f64 > median_step_ns)
-        .collect();
+    let gaps = gaps_after_steps(scans, median_step_ns, true);
     if gaps.is_empty() {
         return None;
     }
@@ -763,16 +780,10 @@ fn long_gaps(
     // The callers in the long gaps, and those in the others: a caller that every gap has (a
     // per-step broadcast of PyTorch Lightning's) does not say why some gaps are long.
     let long_callers = gap_callers(run, &pairs, step_ends);
-    let mut short_pairs: Vec<(u32, u64)> = scans
-        .ranks
-        .iter()
-        .flat_map(|r| r.steps.iter())
-        .filter(|s| s.warmup.is_none())
-        .filter_map(|s| Some((s.rank, s.step?, s.between_ns?)))
-        .filter(|&(_, _, ns)| ns as f64 <= median_step_ns)
+    let short_pairs: Vec<(u32, u64)> = gaps_after_steps(scans, median_step_ns, false)
+        .into_iter()
         .map(|(rank, step, _)| (rank, step))
         .collect();
-    short_pairs.sort_unstable();
     let in_short_gaps = gap_callers(run, &short_pairs, step_ends);
     let telling: BTreeMap<String, usize> = long_callers
         .iter()
@@ -1047,6 +1058,7 @@ fn program_collectives(
     steady_pairs: &[(u32, u64)],
     median_step_ns: f64,
     step_ends: &BTreeMap<(u32, u64), i64>,
+    long_gap_pairs: &[(u32, u64)],
 ) -> Option<String> {
     // Each rank's last step left out: a collective after the last optimizer step counts with
     // it, and after the training loop the program gathers its results (Hugging Face's Trainer:
@@ -1061,11 +1073,15 @@ fn program_collectives(
     if median_step_ns <= 0.0 || steady_pairs.is_empty() {
         return None;
     }
-    // Inside the steps only: those between a step's end and the next (an evaluation every N
-    // steps) are the between-steps line's.
+    // Inside the steps and in the ordinary gaps between them (PyTorch Lightning's broadcast of
+    // rank 0's SIGTERM flag before every batch): those of a gap longer than the median step (an
+    // evaluation every N steps) are the between-steps line's.
     let calls: Vec<MarkedCall> = marked_calls(run, steady_pairs, "program")
         .into_iter()
-        .filter(|c| !called_after_its_step(c, step_ends))
+        .filter(|c| {
+            !called_after_its_step(c, step_ends)
+                || long_gap_pairs.binary_search(&(c.rank, c.step)).is_err()
+        })
         .collect();
     let mean = calls.iter().map(|c| c.ns).sum::<i64>() as f64 / steady_pairs.len() as f64;
     if calls.is_empty() || mean < PROGRAM_COLLECTIVES_SHARE * median_step_ns {
@@ -1120,6 +1136,13 @@ fn program_collectives(
             .as_deref()
             .is_some_and(|f| f.contains("logger_connector/result.py") && f.contains(" in update"))
     });
+    // Lightning 2.6's `_TrainingEpochLoop._broadcast_sigterm_tensor`, before every training
+    // batch when the world has several ranks: a broadcast from rank 0 and its `.item()`.
+    let lightning_sigterm = calls.iter().any(|c| {
+        c.caller
+            .as_deref()
+            .is_some_and(|f| f.contains(" in _broadcast_sigterm_tensor"))
+    });
     let hint = if hf_tokens {
         " Hugging Face's Trainer gathers every batch's token count so that the loss is averaged \
          over all ranks' tokens: TrainingArguments(average_tokens_across_devices=False) turns \
@@ -1132,11 +1155,19 @@ fn program_collectives(
     } else {
         ""
     };
+    let sigterm = if lightning_sigterm {
+        " PyTorch Lightning broadcasts rank 0's SIGTERM flag before every training batch and \
+         reads it with .item(), which on GPUs also makes the CPU wait for the GPU (Lightning \
+         2.6 has no setting for it: its issue #21487; a pull request, #21640, proposes \
+         Trainer(broadcast_sigterm_every_n_steps=N))."
+    } else {
+        ""
+    };
     Some(format!(
         "Besides DDP's, the program called collectives of its own: {} per rank-step on average, \
          {} of the median step; {}{}. Each is a rendezvous of every rank that compute does not \
          hide: one every step for logging or a metric can often run less often, or \
-         asynchronously (async_op=True).{hint}",
+         asynchronously (async_op=True).{hint}{sigterm}",
         render::ns(mean),
         render::pct(mean / median_step_ns),
         named.join("; "),

@@ -919,6 +919,12 @@ fn a_blocking_collective_inside_the_forward_is_exposed_not_overlapped() {
     }
 }
 
+/// PyTorch Lightning 2.6's broadcast of rank 0's SIGTERM flag before every training batch, as
+/// the module records its caller (2 CPU ranks, 2026-12-06).
+const SIGTERM_BROADCAST: &str = "lightning/pytorch/loops/training_epoch_loop.py:265 in \
+    _broadcast_sigterm_tensor <- lightning/pytorch/loops/fit_loop.py:469 in advance <- \
+    lightning/pytorch/trainer/trainer.py:1123 in _run_stage";
+
 /// The time between steps (after the optimizer, before the next step's data wait: an LR
 /// scheduler, a checkpoint or an evaluation every N steps) is in no step, but the wall clock runs
 /// through it: throughput counts it, and the summary names it, with the long gaps' period and
@@ -965,13 +971,13 @@ fn time_between_steps_counts_in_the_throughput_and_is_named() {
                     "train.py:9 in main",
                     10 * step + 1,
                 ));
-                // After every step, a broadcast of the loop's own (PyTorch Lightning's per-step
+                // After every step, a broadcast of the loop's own (PyTorch Lightning's per-batch
                 // SIGTERM check): in every gap, so it does not say why some are long.
                 r.push(program(
                     61.0,
                     61.5,
                     op::BROADCAST,
-                    "loop.py:12 in advance <- trainer.py:5 in fit",
+                    SIGTERM_BROADCAST,
                     10 * step + 2,
                 ));
             }
@@ -1035,10 +1041,9 @@ fn time_between_steps_counts_in_the_throughput_and_is_named() {
         .unwrap_or_else(|| panic!("{:?}", sum.notes));
     assert!(note.contains("all_reduce ×1.0 a rank-step"), "{note}");
     assert!(
-        note.contains(
-            "broadcast ×0.7 a rank-step (8 B) from loop.py:12 in advance <- trainer.py:5 in \
-             fit: 333 µs"
-        ),
+        note.contains(&format!(
+            "broadcast ×0.7 a rank-step (8 B) from {SIGTERM_BROADCAST}: 333 µs"
+        )) && note.contains("Lightning 2.6 has no setting for it: its issue #21487"),
         "{note}"
     );
     assert!(!note.contains("evaluation_loop"), "{note}");

@@ -729,10 +729,6 @@ fn called_after_its_step(c: &MarkedCall, step_ends: &BTreeMap<(u32, u64), i64>) 
 /// Kinds of callers named for the long gaps between steps at most.
 const GAP_CALLERS_NAMED: usize = 2;
 
-/// The times between steady steps longer than the median step (a checkpoint, an evaluation
-/// every N steps), with the outermost recorded frames of the program's collectives called in
-/// them (Hugging Face's Trainer: `transformers/trainer.py:4696 in evaluation_loop`; a script's
-/// top level passed over for the frame it called).
 /// The steady steps followed by a gap (rank, step, the gap's ns), sorted, those whose gap
 /// outlasts the median step (`long`) or the others.
 fn gaps_after_steps(
@@ -752,6 +748,10 @@ fn gaps_after_steps(
     gaps
 }
 
+/// The times between steady steps longer than the median step (a checkpoint, an evaluation
+/// every N steps), with the outermost recorded frames of the program's collectives called in
+/// them (Hugging Face's Trainer: `transformers/trainer.py:4696 in evaluation_loop`; a script's
+/// top level passed over for the frame it called).
 fn long_gaps(
     run: &Run,
     scans: &super::scan::RunScan,
@@ -1047,7 +1047,8 @@ const PROGRAM_COLLECTIVES_SHARE: f64 = 0.02;
 const PROGRAM_CALLS_NAMED: usize = 3;
 
 /// The collectives the program called itself through `torch.distributed` in the steady steps
-/// (a loss averaged for logging, a metric, a framework's bookkeeping), when they take
+/// and in the ordinary gaps between them, not those of `long_gap_pairs`' gaps (a loss averaged
+/// for logging, a metric, a framework's bookkeeping), when they take
 /// [`PROGRAM_COLLECTIVES_SHARE`] of the median step or more: each is a rendezvous of every rank
 /// that compute does not hide. Named by operation and caller, the costliest first. Hugging Face's
 /// Trainer gathers every batch's token count (`average_tokens_across_devices`, on by default):

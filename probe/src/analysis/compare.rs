@@ -123,9 +123,9 @@ pub struct BetweenStepsChange {
 impl BetweenStepsChange {
     /// The sentence the verdict starts with.
     fn sentence(&self) -> String {
-        let what = format!(
-            "the time between steps (after a step's optimizer, before the next step's data wait: \
-             the loop's tail, an evaluation or a checkpoint every N steps) changed by {} a \
+        let change = format!(
+            "time between steps (after a step's optimizer, before the next step's data wait: the \
+             loop's tail, an evaluation or a checkpoint every N steps) changed by {} a \
              rank-step, which the median step does not show.",
             units::signed_ns(self.delta_ns)
         );
@@ -133,12 +133,12 @@ impl BetweenStepsChange {
             Some((a, b)) => {
                 let slower = a / b - 1.0;
                 format!(
-                    "By the wall clock the run is {} {} ({a:.2} → {b:.2} steps/s): {what}",
+                    "By the wall clock the run is {} {} ({a:.2} → {b:.2} steps/s): the {change}",
                     units::pct(slower.abs()),
                     if slower >= 0.0 { "slower" } else { "faster" },
                 )
             }
-            None => format!("T{}", &what[1..]),
+            None => format!("The {change}"),
         }
     }
 }

@@ -85,10 +85,12 @@ Example:
 Compares the steady steps of RUN with those of BASELINE: the median step with a 95% interval
 of each median (a change inside the step-to-step spread, or under the 3% by which repeated
 runs of one job differ, is said to be no change these runs can show), the mean of each
-part of the step (data wait, forward, backward, exposed communication, optimizer, other) with
+part of the step (data wait, forward, backward, exposed communication, optimizer, other) and
+of the time between steps (the loop's tail: an evaluation or a checkpoint every N steps) with
 the largest change first, every rank's median step, the straggler, and the settings that
 differ (world size, hosts, command, DDP's bucket_cap_mb and buckets, the NCCL_/TORCH_/OMP_
-environment the launcher recorded).
+environment the launcher recorded). When the time between steps changed, the answer starts
+with the rate by the wall clock, which the median step cannot show.
 
 Examples:
   ddp-probe compare runs/20261201-090000-train runs/latest

@@ -153,10 +153,11 @@ fn runs_too_short_for_an_interval_say_so_instead_of_a_change() {
     assert!(c.render_text(100).contains("ranges of the steps"));
 }
 
-/// Two ranks, 10 steps of 60 ms each, `gap_ms` between one step's end and the next's start.
-fn gapped(gap_ms: f64) -> probe::Run {
-    use analysis_util::{header, load, span};
-    use probe::trace::{Record, SpanKind};
+/// Two ranks, 10 steps of 60 ms each, `gap_ms` between one step's end and the next's start;
+/// with `samples`, each rank counts that many samples a step.
+fn gapped_counting(gap_ms: f64, samples: Option<f64>) -> probe::Run {
+    use analysis_util::{at, header, load, span};
+    use probe::trace::{CounterRecord, Record, SpanKind};
     let ranks: Vec<Vec<Record>> = (0..2u32)
         .map(|rank| {
             let mut r = vec![header(rank, 2, None)];
@@ -164,11 +165,22 @@ fn gapped(gap_ms: f64) -> probe::Run {
                 let o = (60.0 + gap_ms) * step as f64;
                 r.push(Record::Span(span(SpanKind::Step, step, o, o + 60.0)));
                 r.push(Record::Span(span(SpanKind::Forward, step, o, o + 50.0)));
+                if let Some(value) = samples {
+                    r.push(Record::Counter(CounterRecord {
+                        name: "samples".into(),
+                        t: at(o + 60.0),
+                        value,
+                    }));
+                }
             }
             r
         })
         .collect();
     load(&ranks)
+}
+
+fn gapped(gap_ms: f64) -> probe::Run {
+    gapped_counting(gap_ms, None)
 }
 
 #[test]
@@ -209,5 +221,25 @@ fn time_added_between_steps_is_found_though_the_step_is_unchanged() {
         same.verdict().starts_with("The step is unchanged"),
         "{}",
         same.verdict()
+    );
+    // Steps of twice the samples (gradient accumulation) and the same gap growth: per second
+    // the run makes fewer steps but more progress; the verdict gives no steps/s, and the rate
+    // per sample by the wall clock follows (32 × 2 samples in 65 ms against 64 × 2 in 105 ms:
+    // 985 → 1,219 samples/s, a sample's time 19% shorter).
+    let (rd, sd) = (
+        gapped_counting(5.0, Some(32.0)),
+        gapped_counting(45.0, Some(64.0)),
+    );
+    let (sd0, se) = (summarize(&rd, &opts), summarize(&sd, &opts));
+    let v = analysis::compare((&rd, &sd0), (&sd, &se), &opts).verdict();
+    assert!(
+        v.starts_with("The time between steps (after a step's optimizer")
+            && !v.contains("steps/s")
+            && v.contains(
+                "The step itself is unchanged (60.0 ms median), but a step of the run \
+                 processes 128 samples against 64: per sample the run is 19% faster (985 → \
+                 1,219 samples/s)"
+            ),
+        "{v}"
     );
 }

@@ -505,14 +505,27 @@ impl Comparison {
     /// itself can be unchanged while the run is far slower).
     pub fn verdict(&self) -> String {
         let step = self.step_verdict();
-        match &self.between_steps {
-            Some(between) => format!(
-                "{} {}",
-                between.sentence(),
-                step.replacen("The step is ", "The step itself is ", 1)
-            ),
-            None => step,
-        }
+        let Some(between) = &self.between_steps else {
+            return step;
+        };
+        // Steps of different sizes: steps per second compare nothing, and the step's sentence
+        // gives the rate per sample (by the wall clock too).
+        let per_sample = samples_per_step_differ(&self.baseline, &self.run).is_some()
+            && self.baseline.samples_per_s.is_some()
+            && self.run.samples_per_s.is_some();
+        let between = if per_sample {
+            BetweenStepsChange {
+                steps_per_s: None,
+                ..between.clone()
+            }
+        } else {
+            between.clone()
+        };
+        format!(
+            "{} {}",
+            between.sentence(),
+            step.replacen("The step is ", "The step itself is ", 1)
+        )
     }
 
     /// How the median step changed.
@@ -522,16 +535,18 @@ impl Comparison {
             return "One of the runs has no steady steps: nothing to compare.".to_owned();
         }
         let ratio = r / b - 1.0;
-        if ratio.abs() < 0.0005 {
-            return format!("The step is unchanged ({} median).", units::ns(b));
-        }
+        let unchanged = ratio.abs() < 0.0005;
         let way = if ratio >= 0.0 { "slower" } else { "faster" };
-        let mut line = format!(
-            "The step is {} {way} ({} → {} median)",
-            units::pct(ratio.abs()),
-            units::ns(b),
-            units::ns(r)
-        );
+        let mut line = if unchanged {
+            format!("The step is unchanged ({} median)", units::ns(b))
+        } else {
+            format!(
+                "The step is {} {way} ({} → {} median)",
+                units::pct(ratio.abs()),
+                units::ns(b),
+                units::ns(r)
+            )
+        };
         // Steps of different sizes (another batch, gradient accumulation): per sample is what
         // compares, and it can go the other way.
         if let (Some((sa, sb)), Some(ta), Some(tb)) = (
@@ -554,6 +569,10 @@ impl Comparison {
                 units::count_rate(ta),
                 units::count_rate(tb)
             );
+        }
+        if unchanged {
+            line.push('.');
+            return line;
         }
         if self.baseline.steps < MIN_STEPS || self.run.steps < MIN_STEPS {
             line.push_str(&format!(

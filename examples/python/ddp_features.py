@@ -60,9 +60,10 @@ Modes (each the way PyTorch's documentation writes it):
   Face's Trainer does, the loss all-reduced by a helper ``evaluate`` calls; ``eval()`` on the
   DDP module and ``train()`` on the model inside it after, as PyTorch Lightning does) and
   writes a checkpoint
-  to a slow disk (40 ms; both ranks): time between steps, in no step. Its epochs are 5 steps;
-  after each, the epoch's loss is all-reduced once the DataLoader ended (its StopIteration), as
-  timm's ``train_one_epoch`` does after its loop. Rank 0 prints ``wall per step: N`` (ns, by its
+  to a slow disk (40 ms; both ranks): time between steps, in no step. Its epochs are 6 steps
+  (an epoch ends in a gap with an evaluation, so that the long gaps keep their period); after
+  each, the epoch's loss is all-reduced once the DataLoader ended (its StopIteration), as timm's
+  ``train_one_epoch`` does after its loop. Rank 0 prints ``wall per step: N`` (ns, by its
   own clock, from the top of step 2's iteration to the top of the last one's).
 * ``eval_train``: from step 2 on trains with the DDP model in ``eval()`` mode (BatchNorm's
   statistics frozen after a warm-up, as some fine-tuning scripts do): DDP reduces gradients all
@@ -275,7 +276,7 @@ def main():
     labels = tokens[:, 0] % classes
     data = TensorDataset(tokens, labels)
     if args.mode == "loop_tail":
-        epoch = 5 * args.batch_size * world
+        epoch = 6 * args.batch_size * world
         data = TensorDataset(tokens[:epoch], labels[:epoch])
     sampler = DistributedSampler(data, num_replicas=world, rank=rank, seed=0)
     workers = 0

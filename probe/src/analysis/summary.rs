@@ -615,9 +615,22 @@ pub fn summarize(run: &Run, opts: &SummaryOptions) -> Summary {
         .filter(steady)
         .filter_map(|s| Some(((s.rank, s.step?), s.start_ns + s.step_ns)))
         .collect();
-    let long_gaps = overall
+    // The program's own collectives of the steady steps, read once: the long gaps name their
+    // callers, the note on them counts the others.
+    let program_calls = marked_calls(run, &steady_pairs, "program");
+    let long_gap_list = overall
         .as_ref()
-        .and_then(|b| long_gaps(run, &scans, b.step.median, &step_ends));
+        .map(|b| gaps_after_steps(&scans, b.step.median, true))
+        .unwrap_or_default();
+    let long_gaps = overall.as_ref().and_then(|b| {
+        long_gaps(
+            &program_calls,
+            &scans,
+            &long_gap_list,
+            b.step.median,
+            &step_ends,
+        )
+    });
     let longest_between = scans
         .ranks
         .iter()
@@ -684,12 +697,12 @@ pub fn summarize(run: &Run, opts: &SummaryOptions) -> Summary {
     notes.extend(collectives_after_their_steps(run));
     if let Some(b) = &overall {
         notes.extend(buffer_broadcast_cost(run, &steady_pairs, b.step.median));
-        let long_gap_pairs: Vec<(u32, u64)> = gaps_after_steps(&scans, b.step.median, true)
-            .into_iter()
-            .map(|(rank, step, _)| (rank, step))
+        let long_gap_pairs: Vec<(u32, u64)> = long_gap_list
+            .iter()
+            .map(|&(rank, step, _)| (rank, step))
             .collect();
         notes.extend(program_collectives(
-            run,
+            &program_calls,
             &steady_pairs,
             b.step.median,
             &step_ends,
@@ -752,24 +765,22 @@ fn gaps_after_steps(
 /// every N steps), with the outermost recorded frames of the program's collectives called in
 /// them (Hugging Face's Trainer: `transformers/trainer.py:4696 in evaluation_loop`; a script's
 /// top level passed over for the frame it called).
+/// `gaps` are [`gaps_after_steps`]' long ones; `program_calls` the program's collectives of the
+/// steady steps.
 fn long_gaps(
-    run: &Run,
+    program_calls: &[MarkedCall],
     scans: &super::scan::RunScan,
+    gaps: &[(u32, u64, i64)],
     median_step_ns: f64,
     step_ends: &BTreeMap<(u32, u64), i64>,
 ) -> Option<LongGaps> {
-    if median_step_ns <= 0.0 {
-        return None;
-    }
-    let gaps = gaps_after_steps(scans, median_step_ns, true);
-    if gaps.is_empty() {
+    if median_step_ns <= 0.0 || gaps.is_empty() {
         return None;
     }
     let mut after_steps: Vec<u64> = gaps.iter().map(|g| g.1).collect();
     after_steps.sort_unstable();
     after_steps.dedup();
-    let mut pairs: Vec<(u32, u64)> = gaps.iter().map(|g| (g.0, g.1)).collect();
-    pairs.sort_unstable();
+    let pairs: Vec<(u32, u64)> = gaps.iter().map(|g| (g.0, g.1)).collect();
     let mut ranks: Vec<u32> = pairs.iter().map(|p| p.0).collect();
     ranks.dedup();
     let of_ranks = scans
@@ -779,12 +790,12 @@ fn long_gaps(
         .count() as u32;
     // The callers in the long gaps, and those in the others: a caller that every gap has (a
     // per-step broadcast of PyTorch Lightning's) does not say why some gaps are long.
-    let long_callers = gap_callers(run, &pairs, step_ends);
+    let long_callers = gap_callers(program_calls, &pairs, step_ends);
     let short_pairs: Vec<(u32, u64)> = gaps_after_steps(scans, median_step_ns, false)
         .into_iter()
         .map(|(rank, step, _)| (rank, step))
         .collect();
-    let in_short_gaps = gap_callers(run, &short_pairs, step_ends);
+    let in_short_gaps = gap_callers(program_calls, &short_pairs, step_ends);
     let telling: BTreeMap<String, usize> = long_callers
         .iter()
         .filter(|(frame, _)| !in_short_gaps.contains_key(*frame))
@@ -812,16 +823,16 @@ fn long_gaps(
     })
 }
 
-/// The outermost frames of the program's collectives called after their step's end in the gaps
-/// after the (rank, step) `pairs` (sorted), with how many calls each.
+/// The outermost frames of the program's collectives (`program_calls`) called after their
+/// step's end in the gaps after the (rank, step) `pairs` (sorted), with how many calls each.
 fn gap_callers(
-    run: &Run,
+    program_calls: &[MarkedCall],
     pairs: &[(u32, u64)],
     step_ends: &BTreeMap<(u32, u64), i64>,
 ) -> BTreeMap<String, usize> {
     let mut frames: BTreeMap<String, usize> = BTreeMap::new();
-    for c in marked_calls(run, pairs, "program") {
-        if !called_after_its_step(&c, step_ends) {
+    for c in program_calls {
+        if pairs.binary_search(&(c.rank, c.step)).is_err() || !called_after_its_step(c, step_ends) {
             continue;
         }
         // The outermost frame that is neither a script's top level (`train.py:34 in <module>`,
@@ -1024,20 +1035,18 @@ fn marked_calls(run: &Run, steady_pairs: &[(u32, u64)], what: &str) -> Vec<Marke
     out
 }
 
-/// The steady steps' collectives whose `args.what` is `what` and their mean time per steady
-/// rank-step, when that is `share` of the median step or more (else `None`).
-fn costly_marked_calls(
-    run: &Run,
-    steady_pairs: &[(u32, u64)],
+/// `calls` of `rank_steps` steady rank-steps and their mean time per rank-step, when that is
+/// `share` of the median step or more (else `None`).
+fn costly_calls<C: std::borrow::Borrow<MarkedCall>>(
+    calls: Vec<C>,
+    rank_steps: usize,
     median_step_ns: f64,
-    what: &str,
     share: f64,
-) -> Option<(Vec<MarkedCall>, f64)> {
-    if median_step_ns <= 0.0 || steady_pairs.is_empty() {
+) -> Option<(Vec<C>, f64)> {
+    if median_step_ns <= 0.0 || rank_steps == 0 {
         return None;
     }
-    let calls = marked_calls(run, steady_pairs, what);
-    let mean = calls.iter().map(|c| c.ns).sum::<i64>() as f64 / steady_pairs.len() as f64;
+    let mean = calls.iter().map(|c| c.borrow().ns).sum::<i64>() as f64 / rank_steps as f64;
     (!calls.is_empty() && mean >= share * median_step_ns).then_some((calls, mean))
 }
 
@@ -1055,7 +1064,7 @@ const PROGRAM_CALLS_NAMED: usize = 3;
 /// on its GPT-2 with 2 CPU ranks about 2 ms a step, and turning it off took the median step down
 /// by 1.7-4.6 ms in three pairs of runs (2026-12-06, a busy machine).
 fn program_collectives(
-    run: &Run,
+    program_calls: &[MarkedCall],
     steady_pairs: &[(u32, u64)],
     median_step_ns: f64,
     step_ends: &BTreeMap<(u32, u64), i64>,
@@ -1070,24 +1079,23 @@ fn program_collectives(
         .filter(|&(i, &(rank, _))| steady_pairs.get(i + 1).is_some_and(|n| n.0 == rank))
         .map(|(_, &p)| p)
         .collect();
-    let steady_pairs = &steady_pairs[..];
-    if median_step_ns <= 0.0 || steady_pairs.is_empty() {
-        return None;
-    }
     // Inside the steps and in the ordinary gaps between them (PyTorch Lightning's broadcast of
     // rank 0's SIGTERM flag before every batch): those of a gap longer than the median step (an
     // evaluation every N steps) are the between-steps line's.
-    let calls: Vec<MarkedCall> = marked_calls(run, steady_pairs, "program")
-        .into_iter()
+    let calls: Vec<&MarkedCall> = program_calls
+        .iter()
+        .filter(|c| steady_pairs.binary_search(&(c.rank, c.step)).is_ok())
         .filter(|c| {
             !called_after_its_step(c, step_ends)
                 || long_gap_pairs.binary_search(&(c.rank, c.step)).is_err()
         })
         .collect();
-    let mean = calls.iter().map(|c| c.ns).sum::<i64>() as f64 / steady_pairs.len() as f64;
-    if calls.is_empty() || mean < PROGRAM_COLLECTIVES_SHARE * median_step_ns {
-        return None;
-    }
+    let (calls, mean) = costly_calls(
+        calls,
+        steady_pairs.len(),
+        median_step_ns,
+        PROGRAM_COLLECTIVES_SHARE,
+    )?;
     // By (operation, caller): calls, time, bytes.
     let mut kinds: BTreeMap<(&str, &str), (usize, i64, Vec<u64>)> = BTreeMap::new();
     for c in &calls {
@@ -1203,11 +1211,10 @@ fn buffer_broadcast_cost(
     steady_pairs: &[(u32, u64)],
     median_step_ns: f64,
 ) -> Option<String> {
-    let (calls, mean) = costly_marked_calls(
-        run,
-        steady_pairs,
+    let (calls, mean) = costly_calls(
+        marked_calls(run, steady_pairs, "module buffers"),
+        steady_pairs.len(),
         median_step_ns,
-        "module buffers",
         BUFFER_BROADCAST_SHARE,
     )?;
     // Per steady (rank, step): the broadcasts' time; per step: the fastest rank's.

@@ -134,11 +134,16 @@ pub(crate) fn without_stack(rank: usize, procs: &RankProcesses) -> Option<Proces
 /// The rank's own process (the stack file names its pid; else the tree's first, the process
 /// the launcher started) in uninterruptible I/O or stopped.
 fn own_process_wait(stack: &PyStack, procs: &RankProcesses) -> Option<ProcessWait> {
-    let p = match stack.pid {
-        Some(pid) => procs.processes.iter().find(|p| p.pid == pid)?,
-        None => procs.processes.first()?,
-    };
-    own_state(stack.rank, p, procs)
+    own_state(stack.rank, rank_process(stack, procs)?, procs)
+}
+
+/// The rank's own process in `procs`: the one the stack file names, else the tree's first (the
+/// process the launcher started).
+fn rank_process<'a>(stack: &PyStack, procs: &'a RankProcesses) -> Option<&'a ProcessState> {
+    match stack.pid {
+        Some(pid) => procs.processes.iter().find(|p| p.pid == pid),
+        None => procs.processes.first(),
+    }
 }
 
 /// Process `p` of rank `rank` in uninterruptible I/O or stopped.
@@ -354,10 +359,7 @@ fn workers_wait(stack: &PyStack, procs: Option<&RankProcesses>) -> ProcessWait {
 /// before it took its name, `pt_data_worker`) and asleep on a lock: a worker that deadlocked
 /// right after its fork.
 fn stuck_since_fork<'a>(stack: &PyStack, procs: &'a RankProcesses) -> Option<&'a ProcessState> {
-    let rank = match stack.pid {
-        Some(pid) => procs.processes.iter().find(|p| p.pid == pid)?,
-        None => procs.processes.first()?,
-    };
+    let rank = rank_process(stack, procs)?;
     if rank.command.is_empty() {
         return None;
     }

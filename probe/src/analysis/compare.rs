@@ -111,7 +111,7 @@ pub struct Comparison {
 /// A change of the time between steps (after a step's optimizer, before the next step's data
 /// wait: the loop's tail, an evaluation or a checkpoint every N steps), which the median step
 /// cannot show and the wall clock does.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BetweenStepsChange {
     /// Its change per steady rank-step (ns; run minus baseline, means).
     pub delta_ns: f64,
@@ -513,13 +513,9 @@ impl Comparison {
         let per_sample = samples_per_step_differ(&self.baseline, &self.run).is_some()
             && self.baseline.samples_per_s.is_some()
             && self.run.samples_per_s.is_some();
-        let between = if per_sample {
-            BetweenStepsChange {
-                steps_per_s: None,
-                ..between.clone()
-            }
-        } else {
-            between.clone()
+        let between = BetweenStepsChange {
+            steps_per_s: between.steps_per_s.filter(|_| !per_sample),
+            ..*between
         };
         format!(
             "{} {}",

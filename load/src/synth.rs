@@ -64,6 +64,9 @@ pub struct SynthConfig {
     pub straggler: Option<(u32, f64)>,
     /// Every this many steps one rank waits 20 times longer for data.
     pub data_stall_every: Option<u64>,
+    /// Write `data_wait` spans; without them the wait still passes, unrecorded, as a PyTorch
+    /// program's own batch fetching does under the module.
+    pub data_wait_recorded: bool,
     /// Write `grad_ready` records.
     pub grad_ready: bool,
     /// Write GPU kernel spans (compute kernels on stream 7, NCCL kernels on
@@ -101,6 +104,7 @@ impl SynthConfig {
             max_clock_offset_ns: 500_000,
             straggler: None,
             data_stall_every: None,
+            data_wait_recorded: true,
             grad_ready: true,
             gpu_kernels: false,
             rebuild_at_step: Some(1),
@@ -478,10 +482,12 @@ impl<'c> Sim<'c> {
         let t = move |x: u64| raw_time(offset, x);
         let span = |kind, a: u64, b: u64| SpanRecord::new(kind, step, t(a), t(b));
         let mut recs = vec![
-            span(SpanKind::DataWait, s.start, s.data_end),
             span(SpanKind::Forward, s.data_end, s.fwd_end),
             span(SpanKind::Backward, s.fwd_end, s.bwd_end),
         ];
+        if c.data_wait_recorded {
+            recs.insert(0, span(SpanKind::DataWait, s.start, s.data_end));
+        }
         for (k, bucket) in self.layout.iter().enumerate() {
             let (a, b) = s.ready[k];
             recs.push(

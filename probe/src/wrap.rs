@@ -1,7 +1,7 @@
 //! Word wrapping for every text view (the summary and advice, `explain`, the
 //! terminal timeline's panels), on the `textwrap` crate: greedy (first fit),
 //! at ASCII spaces only, so a line breaks where a reader expects and nowhere
-//! else.
+//! else; and [`capitalized`], for a lower-case lead-in that starts a sentence.
 
 use textwrap::{Options, WordSeparator, WordSplitter, WrapAlgorithm};
 
@@ -78,6 +78,16 @@ pub fn push_prose(out: &mut String, text: &str, width: usize, indent: &str) {
     for line in wrap_lines(&glued, width.max(20), &layout) {
         out.push_str(&line.replace(GLUE, " "));
         out.push('\n');
+    }
+}
+
+/// The text with its first letter in upper case (the summary's lead-ins and the parts' names
+/// are lower case; a sentence they start is not).
+pub fn capitalized(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
     }
 }
 

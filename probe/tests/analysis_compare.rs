@@ -243,3 +243,45 @@ fn time_added_between_steps_is_found_though_the_step_is_unchanged() {
         "{v}"
     );
 }
+
+#[test]
+fn a_part_a_run_did_not_record_is_not_compared_as_a_change() {
+    // The run's batches are fetched where no span sees them (a PyTorch program's own loader
+    // under the module): its 2 ms of data wait pass in `other`. Forward is 5 ms longer.
+    let mut unseen = base();
+    unseen.seed = 12;
+    unseen.data_wait_recorded = false;
+    unseen.compute_ns += 7_500_000;
+    let c = compare(&base(), &unseen);
+    let text = c.render_text(120);
+    let data = c.parts.iter().find(|p| p.part == "data wait").unwrap();
+    assert!(data.baseline_recorded && !data.run_recorded, "{data:?}");
+    assert_eq!(data.cells()[1..], ["-", "-"], "{text}");
+    // Ranked last: its −2 ms is no change of the data wait, and the verdict names forward.
+    assert_eq!(c.parts.last().unwrap().part, "data wait", "{text}");
+    assert!(
+        c.verdict().contains("the largest part of it is backward")
+            || c.verdict().contains("the largest part of it is forward"),
+        "{}",
+        c.verdict()
+    );
+    assert!(
+        text.contains(
+            "Data wait: recorded in the baseline only; in the run its time is in other, so the \
+             two are not compared."
+        ),
+        "{text}"
+    );
+    assert!(c.not_recorded.is_empty(), "{:?}", c.not_recorded);
+    // Neither run recorded it: no row of zeros, one line that says so.
+    let mut also = unseen.clone();
+    also.seed = 13;
+    let c = compare(&unseen, &also);
+    let text = c.render_text(120);
+    assert_eq!(c.not_recorded, ["data wait"], "{text}");
+    assert!(c.parts.iter().all(|p| p.part != "data wait"), "{text}");
+    assert!(
+        text.contains("Not recorded in either run: data wait (their time is in other)."),
+        "{text}"
+    );
+}

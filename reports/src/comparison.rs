@@ -77,25 +77,32 @@ pub(crate) fn write_comparison(h: &mut Html, c: &Comparison, labels: (&str, &str
     }
     let mut t = Table::new(&head);
     for p in &c.parts {
+        let [baseline, run, change] = p.cells();
         let mut row = vec![
             Cell::text(&p.part),
-            Cell::num(ns(p.baseline_ns)),
-            Cell::num(ns(p.run_ns)),
-            Cell::num(signed_ns(p.delta_ns())),
+            Cell::num(baseline),
+            Cell::num(run),
+            Cell::num(change),
         ];
         if by_rank {
             row.push(Cell::text(match p.most_on {
-                Some((rank, d)) if d != 0.0 => format!("rank {rank} ({})", signed_ns(d)),
+                Some((rank, d)) if d != 0.0 && p.comparable() => {
+                    format!("rank {rank} ({})", signed_ns(d))
+                }
                 _ => String::new(),
             }));
         }
         t.row(row);
     }
     h.table(&t);
-    h.note(
+    h.note(&format!(
         "Mean per steady rank-step, the largest change first; the parts of a step overlap a \
-         little. \"Most on\": the rank whose mean of the part changed most.",
-    );
+         little. \"Most on\": the rank whose mean of the part changed most.{}",
+        c.recording_notes()
+            .iter()
+            .map(|line| format!(" {line}"))
+            .collect::<String>()
+    ));
     if by_rank {
         let mut t = Table::new(&["rank", &la, &lb, "#change"]);
         for r in c.ranks.iter().take(8) {

@@ -8,6 +8,7 @@ use std::collections::BTreeSet;
 use probe::analysis::{list_words, Advice, Breakdown, Confidence, Summary, WhatIf};
 use probe::model::Run;
 use probe::trace::LogLevel;
+use probe::wrap::capitalized;
 use probe_explain::{Report as Diagnosis, Role};
 
 use crate::analyze::RunAnalysis;
@@ -439,6 +440,22 @@ const PART_NAMES: [&str; 6] = [
     "data wait",
     "other",
 ];
+/// The summary's name ([`Summary::not_recorded`]) of each of [`PART_NAMES`] that a trace may
+/// lack.
+const PART_RECORDED_AS: [Option<&str>; 6] = [
+    None,
+    None,
+    Some("communication"),
+    Some("optimizer"),
+    Some("data wait"),
+    None,
+];
+
+/// Whether part `i` of [`PART_NAMES`] was recorded by some rank of the run.
+fn part_recorded(s: &Summary, i: usize) -> bool {
+    PART_RECORDED_AS[i].is_none_or(|name| !s.not_recorded.iter().any(|n| n == name))
+}
+
 const PART_COLORS: [charts::Rgb; 6] = [
     palette::FORWARD,
     palette::BACKWARD,
@@ -486,10 +503,19 @@ fn breakdown(h: &mut Html, s: &Summary, id: &str, opts: &ReportOptions) {
     ) {
         Ok(svg) => {
             h.open("figure", &[("class", "chart")]).raw(&svg);
-            let entries: Vec<(&str, charts::Rgb, bool)> = PART_NAMES
+            let names: Vec<String> = (0..PART_NAMES.len())
+                .map(|i| {
+                    if part_recorded(s, i) {
+                        PART_NAMES[i].to_owned()
+                    } else {
+                        format!("{} (not recorded)", PART_NAMES[i])
+                    }
+                })
+                .collect();
+            let entries: Vec<(&str, charts::Rgb, bool)> = names
                 .iter()
                 .zip(PART_COLORS)
-                .map(|(n, c)| (*n, c, false))
+                .map(|(n, c)| (n.as_str(), c, false))
                 .collect();
             h.raw(&charts::legend(&entries)).close("figure");
         }
@@ -531,18 +557,25 @@ fn breakdown(h: &mut Html, s: &Summary, id: &str, opts: &ReportOptions) {
     ]);
     let mut row = |label: String, b: &Breakdown, waiting: Option<f64>| {
         let p = parts_ms(b);
-        let ms = |v: f64| ns(v * 1e6);
+        // A part no rank recorded is "-", not a measured 0.
+        let ms = |i: usize| {
+            if part_recorded(s, i) {
+                ns(p[i] * 1e6)
+            } else {
+                "-".to_owned()
+            }
+        };
         t.row(vec![
             Cell::text(label),
             Cell::num(group_thousands(b.steps as i64)),
             Cell::num(ns(b.step.median)),
             Cell::num(ns(b.step.p95)),
-            Cell::num(ms(p[0])),
-            Cell::num(ms(p[1])),
-            Cell::num(ms(p[2])),
-            Cell::num(ms(p[3])),
-            Cell::num(ms(p[4])),
-            Cell::num(ms(p[5])),
+            Cell::num(ms(0)),
+            Cell::num(ms(1)),
+            Cell::num(ms(2)),
+            Cell::num(ms(3)),
+            Cell::num(ms(4)),
+            Cell::num(ms(5)),
             Cell::num(pct(
                 b.totals.comm_exposed_ns as f64 / b.totals.step_ns.max(1) as f64
             )),
@@ -558,7 +591,21 @@ fn breakdown(h: &mut Html, s: &Summary, id: &str, opts: &ReportOptions) {
         row(format!("rank {}", r.rank), b, r.waiting_share);
     }
     h.table(&t);
-    h.note("Comm waiting: the share of the rank's collective time spent waiting for the last rank to arrive (a rank that others wait for waits little itself).");
+    let unrecorded: Vec<&str> = (0..PART_NAMES.len())
+        .filter(|&i| !part_recorded(s, i))
+        .map(|i| PART_NAMES[i])
+        .collect();
+    h.note(&format!(
+        "Comm waiting: the share of the rank's collective time spent waiting for the last rank to arrive (a rank that others wait for waits little itself).{}",
+        if unrecorded.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " -: not recorded by any rank ({}); its time is in other.",
+                unrecorded.join(", ")
+            )
+        }
+    ));
     h.close("section");
 }
 
@@ -1399,15 +1446,6 @@ fn notes(h: &mut Html, input: &RunInput, a: &RunAnalysis, id: &str) {
         h.elem("li", &[], n);
     }
     h.close("ul").close("section");
-}
-
-/// The sentence with its first letter in upper case (the summary's lead-ins are lower case).
-fn capitalized(text: &str) -> String {
-    let mut chars = text.chars();
-    match chars.next() {
-        Some(first) => first.to_uppercase().chain(chars).collect(),
-        None => String::new(),
-    }
 }
 
 #[cfg(test)]

@@ -422,6 +422,34 @@ fn two_runs_get_a_section_on_what_changed_between_them() {
 }
 
 #[test]
+fn parts_no_rank_recorded_are_dashes_with_a_note_not_zeros() {
+    // A PyTorch program under the module whose batches come from its own loader: no data
+    // wait spans. The table and the comparison say "-" and why, never "0 ns".
+    let dir = tempfile::tempdir().unwrap();
+    let mut unseen = SynthConfig::new(2, 20, 2);
+    unseen.data_wait_recorded = false;
+    let mut again = unseen.clone();
+    again.seed = 2;
+    let (a, b) = (dir.path().join("one"), dir.path().join("two"));
+    generate_run(&unseen, &a).unwrap();
+    generate_run(&again, &b).unwrap();
+    let text = all_text(&check_report(&report_of(std::slice::from_ref(&a))));
+    assert!(
+        text.contains("-: not recorded by any rank (data wait); its time is in other."),
+        "{text}"
+    );
+    assert!(
+        text.contains("data wait (not recorded)"),
+        "the legend: {text}"
+    );
+    let text = all_text(&check_report(&report_of(&[a, b])));
+    assert!(
+        text.contains("Not recorded in either run: data wait (their time is in other)."),
+        "{text}"
+    );
+}
+
+#[test]
 fn the_report_gives_the_text_summarys_straggler_verdict_word_for_word() {
     // A run whose straggler the per-step slowdown names: the report must not say less (it
     // once said "No straggler" from the arrival count alone while the summary named the rank).

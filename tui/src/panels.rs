@@ -531,19 +531,23 @@ impl App {
             .filter_map(|&k| self.tl.breakdowns().get(k))
             .collect();
         type Get = fn(&probe::analysis::StepBreakdown) -> i64;
-        let metrics: [(&str, Get); 11] = [
-            ("step", |b| b.step_ns),
-            ("data wait", |b| b.data_wait_ns),
-            ("forward", |b| b.forward_ns),
-            ("backward", |b| b.backward_ns),
-            ("comm", |b| b.comm_ns),
-            (" overlapped", |b| b.comm_overlapped_ns),
-            (" exposed", |b| b.comm_exposed_ns),
-            ("optimizer", |b| b.optimizer_ns),
-            ("writeback", |b| b.writeback_ns),
-            ("other", |b| b.other_ns),
-            ("comm tail", |b| b.comm_tail_ns),
+        // Each row with the part of the step it reads, when the trace may lack that part.
+        let metrics: [(&str, Option<&str>, Get); 11] = [
+            ("step", None, |b| b.step_ns),
+            ("data wait", Some("data wait"), |b| b.data_wait_ns),
+            ("forward", None, |b| b.forward_ns),
+            ("backward", None, |b| b.backward_ns),
+            ("comm", Some("communication"), |b| b.comm_ns),
+            (" overlapped", Some("communication"), |b| {
+                b.comm_overlapped_ns
+            }),
+            (" exposed", Some("communication"), |b| b.comm_exposed_ns),
+            ("optimizer", Some("optimizer"), |b| b.optimizer_ns),
+            ("writeback", Some("writeback"), |b| b.writeback_ns),
+            ("other", None, |b| b.other_ns),
+            ("comm tail", Some("communication"), |b| b.comm_tail_ns),
         ];
+        let not_recorded = self.tl.not_recorded();
         let label_w = 12;
         let col_w = 10;
         let fit = width.saturating_sub(label_w) / col_w;
@@ -559,8 +563,16 @@ impl App {
             }
         }
         out.push(Line::styled(head, theme::DIM));
-        for (name, get) in metrics {
+        for (name, part, get) in metrics {
             let mut line = format!("{name:<label_w$}");
+            if part.is_some_and(|p| not_recorded.iter().any(|n| n == p)) {
+                let columns = if per_rank { parts.len() } else { 3 };
+                for _ in 0..columns {
+                    line.push_str(&format!("{:>col_w$}", "-"));
+                }
+                out.push(Line::styled(line, theme::DIM));
+                continue;
+            }
             let mut v: Vec<i64> = parts.iter().map(|b| get(b)).collect();
             if per_rank {
                 for x in &v {
@@ -579,6 +591,12 @@ impl App {
                 theme::TEXT
             };
             out.push(Line::styled(line, style));
+        }
+        if !not_recorded.is_empty() {
+            out.push(Line::styled(
+                format!("-: not recorded ({})", not_recorded.join(", ")),
+                theme::DIM,
+            ));
         }
         if !per_rank {
             out.push(Line::from(""));

@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use probe::analysis::{step_breakdowns, StepBreakdown, SummaryOptions};
+use probe::analysis::{parts_not_recorded, step_breakdowns, StepBreakdown, SummaryOptions};
 use probe::model::{Lane, LaneKind, RankTrace, Run, Span};
 use probe::open::OpenSpan;
 use probe::trace::SpanKind;
@@ -80,6 +80,8 @@ pub struct Timeline {
     buckets: Vec<u32>,
     spans: usize,
     open: Vec<(usize, OpenSpan)>,
+    /// The parts of the step no rank recorded a span of.
+    not_recorded: Vec<String>,
 }
 
 impl Timeline {
@@ -99,6 +101,7 @@ impl Timeline {
         let buckets = bucket_ids(&run);
         let spans = run.span_count();
         let open = place_open_spans(&run, &rows);
+        let not_recorded = parts_not_recorded(&run);
         Timeline {
             run,
             origin,
@@ -110,6 +113,7 @@ impl Timeline {
             buckets,
             spans,
             open,
+            not_recorded,
         }
     }
 
@@ -153,6 +157,12 @@ impl Timeline {
     /// The steps merged over ranks, by start.
     pub fn steps(&self) -> &[StepInfo] {
         &self.steps
+    }
+
+    /// The parts of the step no rank recorded (`data wait`, `communication`, `optimizer`,
+    /// `writeback`): their zeros in [`Timeline::breakdowns`] are not measurements.
+    pub fn not_recorded(&self) -> &[String] {
+        &self.not_recorded
     }
 
     /// Every rank's step breakdowns (see [`StepInfo::parts`]).

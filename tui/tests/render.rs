@@ -128,6 +128,47 @@ fn breakdown_panel_shows_every_rank() {
 }
 
 #[test]
+fn breakdown_panel_shows_a_part_no_rank_recorded_as_a_dash_not_a_zero() {
+    // A PyTorch program under the module: no data wait (its own loader) and no writeback
+    // (inside PyTorch's reducer) are recorded on any rank.
+    use probe::trace::{Record, SpanKind};
+    let without = |rank| -> Vec<Record> {
+        rank_records(rank)
+            .into_iter()
+            .filter(|r| {
+                !matches!(r, Record::Span(s) if matches!(s.kind, SpanKind::DataWait | SpanKind::Writeback))
+            })
+            .collect()
+    };
+    let (run, _) = probe::reader::load_records(&[without(0), without(1)]).expect("loads");
+    let mut a = App::new(probe_tui::Timeline::new(run), &Options::default());
+    a.resize(160, 48);
+    keys(&mut a, "s1");
+    let s = screen(&a, 160, 48);
+    let row = |label: &str| {
+        s.iter()
+            .find(|l| l.contains(label))
+            .cloned()
+            .unwrap_or_default()
+    };
+    for label in ["data wait", "writeback"] {
+        let line = row(label);
+        let cells: Vec<&str> = line
+            .split_once(label)
+            .map(|(_, rest)| rest.split_whitespace().take(2).collect())
+            .unwrap_or_default();
+        assert_eq!(cells, ["-", "-"], "{label}: {line}\n{}", joined(&s));
+    }
+    assert!(
+        joined(&s).contains("-: not recorded (data wait, writeback)"),
+        "{}",
+        joined(&s)
+    );
+    // The parts that were recorded keep their figures.
+    assert!(row("forward").contains(" ms"), "{}", row("forward"));
+}
+
+#[test]
 fn advice_and_explain_panels_render() {
     let mut a = app(120, 40);
     keys(&mut a, "2");

@@ -11,7 +11,7 @@ use super::scan::{step_breakdowns, StepBreakdown};
 use super::summary::{Summary, SummaryOptions};
 use crate::model::Run;
 use crate::units;
-use crate::wrap::push_prose;
+use crate::wrap::{capitalized, push_prose};
 
 /// One run's side of a [`Comparison`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -51,12 +51,61 @@ pub struct PartChange {
     /// The rank whose mean of this part changed most, and by how much (ns): runs of the same
     /// world size only. A straggler's own backward shows here, where the pooled mean halves it.
     pub most_on: Option<(u32, f64)>,
+    /// Whether the baseline recorded this part at all (a PyTorch program's own data loading
+    /// or the reference DDP's writeback is in no span: its time is in `other`, its mean 0).
+    #[serde(default = "recorded")]
+    pub baseline_recorded: bool,
+    /// Whether the run recorded this part at all.
+    #[serde(default = "recorded")]
+    pub run_recorded: bool,
+}
+
+/// Comparisons written before parts could be unrecorded recorded every part.
+fn recorded() -> bool {
+    true
 }
 
 impl PartChange {
-    /// Run minus baseline (ns).
+    /// Run minus baseline (ns). With the part recorded on one side only this is that side's
+    /// mean moved out of (or into) `other`: it keeps the parts' sum, but is no change of the
+    /// part ([`PartChange::comparable`]).
     pub fn delta_ns(&self) -> f64 {
         self.run_ns - self.baseline_ns
+    }
+
+    /// Whether both runs recorded the part, so its change is one.
+    pub fn comparable(&self) -> bool {
+        self.baseline_recorded && self.run_recorded
+    }
+
+    /// The table's baseline, run and change cells: "-" for a side that did not record the
+    /// part, and for the change then.
+    pub fn cells(&self) -> [String; 3] {
+        let side = |recorded: bool, v: f64| {
+            if recorded {
+                units::ns(v)
+            } else {
+                "-".to_owned()
+            }
+        };
+        [
+            side(self.baseline_recorded, self.baseline_ns),
+            side(self.run_recorded, self.run_ns),
+            if self.comparable() {
+                units::signed_ns(self.delta_ns())
+            } else {
+                "-".to_owned()
+            },
+        ]
+    }
+
+    /// The change to rank the parts by and name: 0 where only one run recorded the part.
+    fn comparable_delta_ns(&self) -> f64 {
+        if self.comparable() {
+            self.delta_ns()
+        } else {
+            0.0
+        }
     }
 }
 
@@ -95,8 +144,13 @@ pub struct Comparison {
     /// Whether the change is one to act on: the intervals are apart and the medians differ
     /// by at least [`RUN_TO_RUN_SPREAD`].
     pub beyond_noise: bool,
-    /// The parts of the step, the largest change first.
+    /// The parts of the step, the largest change first (those recorded on one side only
+    /// last); parts neither run recorded are left out and named in `not_recorded`.
     pub parts: Vec<PartChange>,
+    /// The parts neither run recorded (`data wait` of a PyTorch program whose batches the
+    /// module does not see, `writeback` of PyTorch's DDP).
+    #[serde(default)]
+    pub not_recorded: Vec<String>,
     /// Per rank, the largest change first (runs of the same world size only).
     pub ranks: Vec<RankChange>,
     /// Settings that differ.
@@ -217,10 +271,22 @@ pub fn compare(
                 baseline_ns: mean(&base_steps, *f),
                 run_ns: mean(&run_steps, *f),
                 most_on,
+                baseline_recorded: part_recorded(baseline.1, name),
+                run_recorded: part_recorded(run.1, name),
             }
         })
         .collect();
-    parts.sort_by(|a, b| b.delta_ns().abs().total_cmp(&a.delta_ns().abs()));
+    let not_recorded: Vec<String> = parts
+        .iter()
+        .filter(|p| !p.baseline_recorded && !p.run_recorded)
+        .map(|p| p.part.clone())
+        .collect();
+    parts.retain(|p| p.baseline_recorded || p.run_recorded);
+    parts.sort_by(|a, b| {
+        (b.comparable(), b.comparable_delta_ns().abs())
+            .partial_cmp(&(a.comparable(), a.comparable_delta_ns().abs()))
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
 
     let mut notes = Vec::new();
     let mut ranks = Vec::new();
@@ -274,6 +340,7 @@ pub fn compare(
         run: new,
         beyond_noise,
         parts,
+        not_recorded,
         ranks,
         notes,
         intervals_apart,
@@ -302,6 +369,17 @@ fn between_steps_changed(
         delta_ns: p.delta_ns(),
         steps_per_s,
     })
+}
+
+/// Whether the run recorded `part` of the step: the summary's `not_recorded` names the parts
+/// no rank has a span of (its `communication` is the comparison's `exposed communication`).
+fn part_recorded(summary: &Summary, part: &str) -> bool {
+    let name = if part == "exposed communication" {
+        "communication"
+    } else {
+        part
+    };
+    !summary.not_recorded.iter().any(|p| p == name)
 }
 
 /// The mean of one part over `steps` (ns); 0 without steps.
@@ -594,7 +672,7 @@ impl Comparison {
             return line;
         }
         let mean_delta: f64 = self.parts.iter().map(PartChange::delta_ns).sum();
-        if let Some(top) = self.parts.first() {
+        if let Some(top) = self.parts.first().filter(|p| p.comparable()) {
             let d = top.delta_ns();
             // The part must carry the change's sign and at least a third of it to be named.
             if d.signum() == mean_delta.signum() && d.abs() >= mean_delta.abs() / 3.0 {
@@ -617,6 +695,31 @@ impl Comparison {
         }
         line.push('.');
         line
+    }
+
+    /// What the parts' table leaves out or cannot compare, one sentence each: parts neither
+    /// run recorded, and parts one run recorded and the other did not.
+    pub fn recording_notes(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        if !self.not_recorded.is_empty() {
+            lines.push(format!(
+                "Not recorded in either run: {} (their time is in other).",
+                self.not_recorded.join(", ")
+            ));
+        }
+        for p in self.parts.iter().filter(|p| !p.comparable()) {
+            let (has, lacks) = if p.baseline_recorded {
+                ("baseline", "run")
+            } else {
+                ("run", "baseline")
+            };
+            lines.push(format!(
+                "{}: recorded in the {has} only; in the {lacks} its time is in other, so the \
+                 two are not compared.",
+                capitalized(&p.part)
+            ));
+        }
+        lines
     }
 
     /// Plain text for a terminal of `width` columns.
@@ -676,19 +779,20 @@ impl Comparison {
             if by_rank { "   most on" } else { "" }
         ));
         for p in &self.parts {
+            let [baseline, run, change] = p.cells();
             let most = match p.most_on {
-                Some((rank, d)) if by_rank && d != 0.0 => {
+                Some((rank, d)) if by_rank && d != 0.0 && p.comparable() => {
                     format!("   rank {rank} {}", units::signed_ns(d))
                 }
                 _ => String::new(),
             };
             out.push_str(&format!(
-                "  {:<24}{:>11}{:>11}{:>11}{most}\n",
+                "  {:<24}{baseline:>11}{run:>11}{change:>11}{most}\n",
                 p.part,
-                units::ns(p.baseline_ns),
-                units::ns(p.run_ns),
-                units::signed_ns(p.delta_ns())
             ));
+        }
+        for line in self.recording_notes() {
+            push_prose(&mut out, &line, width, "  ");
         }
         if !self.ranks.is_empty() {
             out.push_str("\nper rank (median step), the largest change first:\n");

@@ -435,7 +435,7 @@ impl CommSplit {
 /// windows) whose collectives all lack a bucket: there the buckets'
 /// all-reduces went unseen (a PyTorch hook registered before `instrument`)
 /// and only other collectives, such as the buffer broadcast, were timed.
-fn parts_not_recorded(run: &Run) -> Vec<String> {
+pub fn parts_not_recorded(run: &Run) -> Vec<String> {
     const PARTS: [(&str, SpanKind); 4] = [
         ("data wait", SpanKind::DataWait),
         ("communication", SpanKind::Collective),

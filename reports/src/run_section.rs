@@ -601,7 +601,7 @@ fn breakdown(h: &mut Html, s: &Summary, id: &str, opts: &ReportOptions) {
             String::new()
         } else {
             format!(
-                " -: not recorded by any rank ({}); its time is in other.",
+                " A \"-\" is a part no rank recorded ({}): its time is in other.",
                 unrecorded.join(", ")
             )
         }

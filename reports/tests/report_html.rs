@@ -435,7 +435,7 @@ fn parts_no_rank_recorded_are_dashes_with_a_note_not_zeros() {
     generate_run(&again, &b).unwrap();
     let text = all_text(&check_report(&report_of(std::slice::from_ref(&a))));
     assert!(
-        text.contains("-: not recorded by any rank (data wait); its time is in other."),
+        text.contains("A \"-\" is a part no rank recorded (data wait): its time is in other."),
         "{text}"
     );
     assert!(

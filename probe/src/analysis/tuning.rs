@@ -438,6 +438,33 @@ pub fn predicted_for(advice: &Advice, cap: f64) -> Option<f64> {
         .map(|c| c.predicted_step_ns)
 }
 
+/// What the model of `advice` rests on and what one trace cannot show it, for a prediction the
+/// measurement contradicts: its replay of the recorded step and the slowdown it measured where
+/// compute and communication overlap, with this run's figures.
+fn why_model_errs(advice: &Advice) -> String {
+    let replay = advice.replay.as_ref().map_or_else(String::new, |r| {
+        format!(
+            "replays the first run's own step ({} against {} measured, {}) and ",
+            ns(r.predicted_step_ns),
+            ns(r.measured_step_ns),
+            signed_pct(r.error())
+        )
+    });
+    let overlap = match advice.interference {
+        Some(i) if i.compute_measured => {
+            format!("compute {:.2}× as long while a collective runs", i.compute)
+        }
+        _ => "none measured".to_owned(),
+    };
+    format!(
+        "The model {replay}runs each candidate's \
+         all-reduces through backward with each size's measured time and the slowdown measured \
+         where compute and communication overlap ({overlap}); how that slowdown, the copies \
+         into and out of the buckets and each call's overhead change with the number of buckets \
+         is what a trace of one cap cannot show, and it changes with the cap too."
+    )
+}
+
 /// Fills in each candidate's predicted step time from `advice` (computed on
 /// the trace of `from_run`, a run with `run_cap_mb`) and explains how the
 /// measurement compares with the prediction, one paragraph per entry.
@@ -486,14 +513,14 @@ pub fn compare_with_advice(
     };
     out.push(if r.worth_changing {
         format!(
-            "From the first run's trace alone ({from_run}, {run_cap}), advise recommends {}: a predicted gain of {} per step, confidence {}.",
+            "From the first run's trace alone ({from_run}, {run_cap}), advise, choosing among the caps measured here, recommends {}: a predicted gain of {} per step, confidence {}.",
             r.setting(),
             ns(r.gain_ns),
             prediction.confidence.as_deref().unwrap_or("-")
         )
     } else {
         format!(
-            "From the first run's trace alone ({from_run}, {run_cap}), advise predicts no cap beating the current one beyond noise; its best is {} MiB.",
+            "From the first run's trace alone ({from_run}, {run_cap}), advise, choosing among the caps measured here, predicts none beating the current one beyond noise; its best is {} MiB (`ddp-probe advise` on that run weighs other caps and first-bucket sizes too).",
             mib(r.cap_mb)
         )
     });
@@ -536,10 +563,7 @@ pub fn compare_with_advice(
     let advised = cands
         .iter()
         .find(|c| c.cap_mb.is_some_and(|x| same_cap(x, r.cap_mb)));
-    let residual = fit.map_or("unknown".to_owned(), |f| pct(f.fit.rel_rmse));
-    let why_model = format!(
-        "The model only moves the last all-reduce's tail after backward, with a latency + size / bandwidth cost fitted to the first run's collectives (residual {residual}); what it does not model — copies into and out of the buckets, the communication thread competing with backward for CPU cores, per-bucket framework overhead — changes with the cap too."
-    );
+    let why_model = why_model_errs(advice);
     if same_cap(best.cap_mb, r.cap_mb) {
         out.push(match best.runner_up.filter(|_| best.runner_up_within_noise) {
             None => format!(
@@ -1071,6 +1095,18 @@ mod tests {
         let all = text.join("\n");
         assert!(all.contains("disagrees beyond noise"), "{all}");
         assert!(all.contains("model error"), "{all}");
+        // What the model rests on, with this advice's figures (no replay, no probe here).
+        assert!(
+            all.contains("The model runs each candidate's all-reduces through backward")
+                && all.contains("overlap (none measured)"),
+            "{all}"
+        );
+        assert!(
+            all.contains(
+                "advise, choosing among the caps measured here, recommends bucket_cap_mb=4"
+            ),
+            "{all}"
+        );
         // The same medians, but one run of each overlaps the other cap's.
         let mut cands = vec![runs(2.0, [85.0, 99.0]), runs(4.0, [96.0, 110.0])];
         let (_, text) = compare_with_advice(&a, "cap-2-r1", Some(2.0), &mut cands);

@@ -3823,6 +3823,11 @@ fn title(
                 )
             }
         }
+        // Every rank reached the collective and only traces or dumps saw them in it: it broke
+        // off (a peer killed, the run stopped), nothing timed out.
+        Category::CollectiveTimeout if only_waited && !ranks.is_empty() => {
+            format!("{subject} waited in a collective that never completed")
+        }
         Category::RankCrashed if role == Role::Consequence => {
             let by = if observers.is_empty() {
                 "a rank".to_owned()

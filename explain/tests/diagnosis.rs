@@ -2134,6 +2134,56 @@ fn a_rank_stopped_while_it_waited_for_a_crashed_one_waited_and_did_not_time_out(
 }
 
 #[test]
+fn ranks_in_a_collective_when_one_was_killed_waited_and_did_not_time_out() {
+    // As nanoGPT's train.py under the module (2 CPU ranks, gloo) ran when rank 1 got SIGKILL
+    // in its backward: both ranks had queued all_reduce seq 17; rank 0's failed 0.1 s later on
+    // the closed connection and it exited 1. Nothing timed out (it had read "ranks 0, 1 timed
+    // out in a collective").
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let killed = json!({"how": "signaled", "signal": "SIGKILL", "number": 9, "core_dumped": false});
+    put(
+        root,
+        "manifest.json",
+        &manifest(
+            "failed",
+            2,
+            vec![
+                rank_record(0, 2, end(json!({"how": "exited", "code": 1}), 6.9, false)),
+                rank_record(1, 2, end(killed, 6.0, false)),
+            ],
+            json!({"first_failure": {"rank": 1, "local_rank": 1, "how": "signaled", "signal": "SIGKILL", "number": 9, "core_dumped": false, "at": "t", "after_s": 6.0}}),
+        ),
+    );
+    let mut t0 = trace(0, 16, Some(17), false);
+    t0.push_str(&format!(
+        "{{\"type\":\"span\",\"kind\":\"collective\",\"step\":4,\"start\":{s},\"end\":{},\"queued\":{s},\"op\":\"all_reduce\",\"bucket\":0,\"bytes\":4096,\"seq\":17,\"args\":{{\"error\":true}}}}\n",
+        T0 + 17_000_000 + 100_000_000,
+        s = T0 + 17_000_000,
+    ));
+    put(root, "traces/rank-0.jsonl", &t0);
+    put(root, "traces/rank-1.jsonl", &trace(1, 16, Some(17), false));
+    put(
+        root,
+        "logs/rank-0.stderr",
+        "[rank0]: RuntimeError: Got the following error when running the callback: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:545] Read error [127.0.0.1]:60830: Connection reset by peer. This is typically caused by a remote worker hanging or bugs in the application. Check the logs of the remote worker before reporting an error. GLHF!\n",
+    );
+    let r = explain(&[root.to_path_buf()]).unwrap();
+    let text = r.render_text(100);
+    assert_eq!(r.findings[0].ranks, vec![1], "{text}");
+    let wait = r
+        .findings
+        .iter()
+        .find(|f| f.category == Category::CollectiveTimeout)
+        .unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(
+        wait.title, "ranks 0, 1 waited in a collective that never completed",
+        "{text}"
+    );
+    assert!(!text.contains("timed out in a collective"), "{text}");
+}
+
+#[test]
 fn hung_run_names_the_rank_that_never_joined_the_collective() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();

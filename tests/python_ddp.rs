@@ -1113,6 +1113,61 @@ fn a_script_without_the_line_is_recorded_under_auto_instrument() {
     }
 }
 
+/// A script that starts the process group but never wraps its model (PyTorch's ImageNet
+/// example on CPU does so): under `--auto-instrument` rank 0 says at the first optimizer step
+/// that nothing is recorded and that the ranks train apart, the run's end repeats it, and so
+/// does `summary`'s error (before, the run ended in silence and `summary` said only that there
+/// were no trace files).
+#[test]
+fn training_with_a_process_group_and_no_ddp_is_said_to_train_apart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let script = tmp.path().join("no_ddp.py");
+    std::fs::write(
+        &script,
+        "import torch, torch.distributed as dist\n\
+         dist.init_process_group('gloo')\n\
+         model = torch.nn.Linear(8, 2)\n\
+         opt = torch.optim.SGD(model.parameters(), lr=0.1)\n\
+         for step in range(3):\n\
+         \x20   model(torch.randn(4, 8)).sum().backward()\n\
+         \x20   opt.step()\n\
+         \x20   opt.zero_grad()\n\
+         dist.barrier()\n\
+         dist.destroy_process_group()\n",
+    )
+    .unwrap();
+    let out = tmp.path().join("run");
+    let (status, console) = watched_until_no_teardown_abort(&out, 2, &script, 134, |c| {
+        c.env("DDP_PROBE_AUTO_INSTRUMENT", "1");
+    });
+    assert!(status.success(), "{console}");
+    let said = "ddp_probe_torch: the optimizer steps in a job of 2 ranks, but no \
+                DistributedDataParallel model was built, so nothing is recorded; unless the \
+                program averages the gradients itself";
+    assert_eq!(
+        console.matches(&format!("[rank 0] {said}")).count(),
+        1,
+        "{console}"
+    );
+    assert!(!console.contains("[rank 1] ddp_probe_torch"), "{console}");
+    assert!(
+        console.contains("no rank recorded a trace; the ranks' ddp_probe_torch said:\n  rank 0: the optimizer steps"),
+        "{console}"
+    );
+    let summary = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
+        .args(["summary"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&summary.stderr);
+    assert!(!summary.status.success());
+    assert!(
+        err.contains("no trace files in")
+            && err.contains("the ranks' ddp_probe_torch said:\n  rank 0: the optimizer steps in a job of 2 ranks"),
+        "{err}"
+    );
+}
+
 /// `tune --auto-instrument` of a script that builds DDP with none of its settings: each
 /// candidate's cap reaches DistributedDataParallel (before, every candidate of such a script
 /// ran with 25 MiB and tune could only say so).

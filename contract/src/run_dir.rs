@@ -28,8 +28,11 @@
 //! (`crate::manifest::read_manifest` reads one back). [`run_name`] is the
 //! name a run gets from its command: the launcher names the directory with
 //! it, the report titles the run with it.
+//! [`module_notes`] reads back what the ranks' `ddp_probe_torch` said on
+//! their stderr, for a run that left no trace.
 
 use std::ffi::{OsStr, OsString};
+use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -182,6 +185,69 @@ pub fn run_name(program: &OsStr, args: &[OsString]) -> String {
     }
 }
 
+/// What each rank's `ddp_probe_torch` module said on its stderr (`ddp_probe_torch: ...` lines:
+/// why it records nothing, caps it was handed, a second model left out), ranks in order, each
+/// different line once with the first rank that said it ("rank 0: ..."), at most
+/// [`MODULE_NOTES`]: what a run that left no trace has to say for itself. Only the first
+/// [`MODULE_NOTES_SCAN`] bytes of each log are read (the module speaks at its start); the lines
+/// come from the program's output, so they are shown with control characters escaped.
+pub fn module_notes(run_dir: &Path) -> Vec<String> {
+    const PREFIX: &str = "ddp_probe_torch: ";
+    let mut ranks: Vec<(usize, PathBuf)> = fs::read_dir(run_dir.join(LOGS_DIR))
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter_map(|e| {
+                    let name = e.file_name();
+                    let rank = name
+                        .to_str()?
+                        .strip_prefix("rank-")?
+                        .strip_suffix(".stderr")?
+                        .parse()
+                        .ok()?;
+                    Some((rank, e.path()))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    ranks.sort();
+    let mut seen: Vec<String> = Vec::new();
+    let mut notes = Vec::new();
+    for (rank, path) in ranks {
+        let Ok(file) = fs::File::open(&path) else {
+            continue;
+        };
+        let mut head = Vec::new();
+        use std::io::Read;
+        if file.take(MODULE_NOTES_SCAN).read_to_end(&mut head).is_err() {
+            continue;
+        }
+        for line in String::from_utf8_lossy(&head).lines() {
+            let Some(said) = line.find(PREFIX).map(|at| line[at + PREFIX.len()..].trim()) else {
+                continue;
+            };
+            if said.is_empty() || seen.iter().any(|s| s == said) {
+                continue;
+            }
+            seen.push(said.to_owned());
+            notes.push(format!(
+                "rank {rank}: {}",
+                crate::text::escape_controls(said)
+            ));
+            if notes.len() == MODULE_NOTES {
+                return notes;
+            }
+        }
+    }
+    notes
+}
+
+/// The most lines [`module_notes`] gives.
+pub const MODULE_NOTES: usize = 4;
+
+/// How much of each rank's stderr [`module_notes`] reads (bytes).
+pub const MODULE_NOTES_SCAN: u64 = 1 << 20;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -218,5 +284,28 @@ mod tests {
         assert_eq!(name("pythonic", &["x.py"]), "pythonic");
         assert!(is_python(OsStr::new("/v/bin/python3.12")) && !is_python(OsStr::new("pythonic")));
         assert_eq!(name(&"x".repeat(100), &[]).len(), 40);
+    }
+
+    #[test]
+    fn the_modules_own_lines_are_read_once_each_in_rank_order() {
+        let run = tempfile::tempdir().unwrap();
+        let logs = run.path().join(LOGS_DIR);
+        fs::create_dir_all(&logs).unwrap();
+        let said = "ddp_probe_torch: instrument: got Net (not DistributedDataParallel)";
+        fs::write(
+            logs.join("rank-1.stderr"),
+            format!("warning: x\n{said}\nddp_probe_torch: \x1b[31mred\n"),
+        )
+        .unwrap();
+        fs::write(logs.join("rank-0.stderr"), format!("[rank0]: {said}\n")).unwrap();
+        fs::write(logs.join("rank-0.stdout"), "ddp_probe_torch: not read\n").unwrap();
+        assert_eq!(
+            module_notes(run.path()),
+            [
+                "rank 0: instrument: got Net (not DistributedDataParallel)",
+                "rank 1: \\x1b[31mred",
+            ]
+        );
+        assert!(module_notes(&run.path().join("none")).is_empty());
     }
 }

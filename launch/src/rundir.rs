@@ -33,8 +33,8 @@ use crate::manifest::Manifest;
 pub use probe_contract::manifest::read_manifest;
 
 pub use probe_contract::run_dir::{
-    run_name, ATTEMPTS_DIR, CONTROL_DIR, DEFAULT_RUNS_ROOT, LATEST_LINK, LOGS_DIR, MANIFEST_FILE,
-    TRACES_DIR,
+    module_notes, run_name, ATTEMPTS_DIR, CONTROL_DIR, DEFAULT_RUNS_ROOT, LATEST_LINK, LOGS_DIR,
+    MANIFEST_FILE, TRACES_DIR,
 };
 
 /// The parts of a run directory that belong to one attempt of a run that

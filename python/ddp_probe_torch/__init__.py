@@ -1699,6 +1699,10 @@ def instrument_every_ddp():
 
     @functools.wraps(original)
     def __init__(self, *args, **kwargs):
+        _DDP_BUILT.append(True)
+        # A recorded job pays nothing for the check of training without DDP.
+        while _NO_DDP_CHECK:
+            _NO_DDP_CHECK.pop().remove()
         args, kwargs = _caps_from_launcher(original, self, args, kwargs)
         try:
             with warnings.catch_warnings(record=True) as raised:
@@ -1710,6 +1714,86 @@ def instrument_every_ddp():
     __init__._ddp_probe_auto = True
     DistributedDataParallel.__init__ = __init__
     _patch_spawn_for_auto()
+    _watch_for_training_without_ddp()
+
+
+#: Whether a DistributedDataParallel was built in this process (under instrument_every_ddp).
+_DDP_BUILT = []
+
+#: The handle of the global optimizer step pre-hook of :func:`_watch_for_training_without_ddp`
+#: while it is registered.
+_NO_DDP_CHECK = []
+
+
+def _watch_for_training_without_ddp():
+    """Says, at the first optimizer step of a process, when the process group has several ranks
+    but no ``DistributedDataParallel`` was built: nothing is recorded, and unless the program
+    averages the gradients itself its ranks train apart. PyTorch's own ImageNet example does so
+    on CPU: ``init_process_group`` runs, the model is never wrapped. A global optimizer step
+    pre-hook, removed when a DistributedDataParallel is built; said once, by rank 0. (It cannot
+    remove itself: PyTorch iterates over the global hooks while it runs them.)"""
+    import torch.optim.optimizer as optim_mod
+
+    register = getattr(optim_mod, "register_optimizer_step_pre_hook", None)
+    if register is None or _NO_DDP_CHECK or _DDP_BUILT:
+        return
+    checked = []
+
+    def first_step(optimizer, args, kwargs):
+        if checked:
+            return
+        checked.append(True)
+        try:
+            why = _trained_without_ddp(optimizer)
+            if why:
+                _say(why)
+        except Exception:  # noqa: BLE001 - a check must never stop the training
+            pass
+
+    _NO_DDP_CHECK.append(register(first_step))
+
+
+def _trained_without_ddp(optimizer):
+    """What to say about an optimizer stepping with no ``DistributedDataParallel`` built, or
+    None: nothing when one was built, the process group is not up or has one rank, or on
+    ranks other than 0 (one line for the job)."""
+    import torch.distributed as dist
+
+    if _DDP_BUILT or not (dist.is_available() and dist.is_initialized()):
+        return None
+    world, rank = dist.get_world_size(), dist.get_rank()
+    if world < 2 or rank != 0:
+        return None
+    params = [p for group in optimizer.param_groups for p in group["params"]]
+    try:
+        from torch.distributed.tensor import DTensor
+    except ImportError:  # before torch 2.4
+        DTensor = ()
+    # FSDP marks the parameters it flattened (FSDP1); fully_shard (FSDP2) makes them DTensors.
+    if any(getattr(p, "_fsdp_flattened", False) or isinstance(p, DTensor) for p in params):
+        return (
+            f"the optimizer steps sharded parameters (FSDP) in a job of {world} ranks: "
+            "ddp-probe records DistributedDataParallel only; nothing is recorded"
+        )
+    by = "DeepSpeed's engine" if "deepspeed" in sys.modules else None
+    if by:
+        return (
+            f"the optimizer steps in a job of {world} ranks with no DistributedDataParallel "
+            f"built ({by} reduces the gradients): ddp-probe records DistributedDataParallel "
+            "only; nothing is recorded"
+        )
+    hint = (
+        "; Accelerate on CPU wraps the model only with ACCELERATE_USE_CPU=1 (or `accelerate "
+        "launch --cpu`)"
+        if "accelerate" in sys.modules
+        else ""
+    )
+    return (
+        f"the optimizer steps in a job of {world} ranks, but no DistributedDataParallel model "
+        "was built, so nothing is recorded; unless the program averages the gradients itself "
+        "(its own all_reduce, Horovod), each rank trains its own copy of the model on its own "
+        f"data{hint}"
+    )
 
 
 def _warn_from_caller(raised, caller):

@@ -204,11 +204,21 @@ fn load_one(dirs: &[PathBuf]) -> RunInput {
         // A launched run whose ranks recorded nothing (a script without `instrument`, or
         // ranks that never reached it) did not fail for that: its manifest says how it went.
         Err(probe::Error::NoTraces { .. }) if !manifests.is_empty() => {
-            warnings.push(
+            let notes: Vec<String> = dirs
+                .iter()
+                .flat_map(|d| probe_contract::run_dir::module_notes(d))
+                .collect();
+            warnings.push(if notes.is_empty() {
                 "no rank recorded a trace: a PyTorch rank records from \
                  `ddp_probe_torch.instrument(model)` on, so the steps are not shown"
-                    .to_owned(),
-            );
+                    .to_owned()
+            } else {
+                format!(
+                    "no rank recorded a trace, so the steps are not shown; the ranks' \
+                     ddp_probe_torch said: {}",
+                    notes.join("; ")
+                )
+            });
             (None, None)
         }
         Err(e) => (None, Some(e.to_string())),

@@ -41,11 +41,32 @@ pub fn run(paths: &[PathBuf]) -> Result<(Run, PendingCaches)> {
             })
             .collect::<Result<_, _>>()?
     };
-    let (run, warnings, caches) = probe::reader::load_run_deferred(&dirs, &LoadOptions::default())?;
+    let (run, warnings, caches) = probe::reader::load_run_deferred(&dirs, &LoadOptions::default())
+        .map_err(|e| with_module_notes(e, &dirs))?;
     for warning in &warnings {
         eprintln!("ddp-probe: warning: {warning}");
     }
     Ok((run, caches))
+}
+
+/// A run directory without traces, with what its ranks' module said about why (a model that is
+/// not DistributedDataParallel, an optimizer stepping with none built): the loader's error
+/// alone cannot know.
+fn with_module_notes(e: probe::Error, dirs: &[PathBuf]) -> anyhow::Error {
+    if !matches!(e, probe::Error::NoTraces { .. }) {
+        return e.into();
+    }
+    let notes: Vec<String> = dirs
+        .iter()
+        .flat_map(|d| probe_launch::rundir::module_notes(d))
+        .collect();
+    if notes.is_empty() {
+        return e.into();
+    }
+    anyhow::anyhow!(
+        "{e}\nthe ranks' ddp_probe_torch said:\n  {}",
+        notes.join("\n  ")
+    )
 }
 
 /// Writes the caches [`run`] left unwritten, after flushing what the command printed (the answer

@@ -77,13 +77,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     };
     eprintln!("{}", outcome.render_summary());
     let traced = has_traces(&outcome.run_dir);
-    if python && !args.auto_instrument && outcome.exit_code == 0 && !traced {
-        eprintln!(
-            "no rank recorded a trace: the program never called \
-             `ddp_probe_torch.instrument(model)`. `ddp-probe run --auto-instrument ...` records \
-             its DistributedDataParallel model with no change to it (also one that Hugging \
-             Face's Trainer, Accelerate or PyTorch Lightning builds)."
-        );
+    if python && outcome.exit_code == 0 && !traced {
+        eprintln!("{}", why_untraced(&outcome.run_dir, args.auto_instrument));
     }
     warm_trace_cache(&outcome.run_dir);
     if outcome.exit_code != 0 {
@@ -92,6 +87,30 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         eprintln!("{}", what_next(&outcome.run_dir));
     }
     Ok(exit_code(outcome.exit_code))
+}
+
+/// Why a Python job that ended well left no trace: what the ranks' module said (a model that is
+/// not DistributedDataParallel, an optimizer stepping with none built), else what the launch
+/// mode implies (without `--auto-instrument` the program must call `instrument`).
+fn why_untraced(run_dir: &Path, auto_instrument: bool) -> String {
+    let notes = probe_launch::rundir::module_notes(run_dir);
+    if !notes.is_empty() {
+        return format!(
+            "no rank recorded a trace; the ranks' ddp_probe_torch said:\n  {}",
+            notes.join("\n  ")
+        );
+    }
+    if auto_instrument {
+        "no rank recorded a trace: the program built no DistributedDataParallel model (or no \
+         rank reached it); ddp-probe records DistributedDataParallel only"
+            .to_owned()
+    } else {
+        "no rank recorded a trace: the program never called `ddp_probe_torch.instrument(model)`. \
+         `ddp-probe run --auto-instrument ...` records its DistributedDataParallel model with no \
+         change to it (also one that Hugging Face's Trainer, Accelerate or PyTorch Lightning \
+         builds)."
+            .to_owned()
+    }
 }
 
 /// Whether any rank left a trace file in the run directory.

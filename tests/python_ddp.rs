@@ -1166,6 +1166,26 @@ fn training_with_a_process_group_and_no_ddp_is_said_to_train_apart() {
             && err.contains("the ranks' ddp_probe_torch said:\n  rank 0: the optimizer steps in a job of 2 ranks"),
         "{err}"
     );
+
+    // Sharded by FSDP2 (`fully_shard`, which runs on CPU): the ranks do train together, and
+    // are not said to train apart.
+    let text = std::fs::read_to_string(&script).unwrap().replace(
+        "opt = ",
+        "from torch.distributed.fsdp import fully_shard\nfully_shard(model)\nopt = ",
+    );
+    std::fs::write(&script, text).unwrap();
+    let out = tmp.path().join("fsdp");
+    let (status, console) = watched_until_no_teardown_abort(&out, 2, &script, 134, |c| {
+        c.env("DDP_PROBE_AUTO_INSTRUMENT", "1");
+    });
+    assert!(status.success(), "{console}");
+    assert!(
+        console.contains(
+            "[rank 0] ddp_probe_torch: the optimizer steps sharded parameters (FSDP) in a job \
+             of 2 ranks: ddp-probe records DistributedDataParallel only; nothing is recorded"
+        ) && !console.contains("trains its own copy"),
+        "{console}"
+    );
 }
 
 /// `tune --auto-instrument` of a script that builds DDP with none of its settings: each

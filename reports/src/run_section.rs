@@ -323,7 +323,15 @@ fn steady_layout<'r>(run: &'r Run, a: &RunAnalysis) -> Option<&'r [probe::trace:
 }
 
 fn failure(h: &mut Html, a: &RunAnalysis, id: &str) {
-    section(h, id, "failure", "Why the run failed");
+    // A run stopped from outside (Ctrl-C, a batch system's signal) did not fail on its own.
+    let interrupted = matches!(&a.diagnosis, Some(Ok(d)) if d.findings.first()
+        .is_some_and(|f| f.category == probe_explain::Category::LauncherInterrupted));
+    let title = if interrupted {
+        "Why the run stopped"
+    } else {
+        "Why the run failed"
+    };
+    section(h, id, "failure", title);
     h.open("ul", &[("class", "reasons")]);
     for r in &a.failure {
         h.elem("li", &[], r);

@@ -240,6 +240,38 @@ fn a_failed_run_is_explained_with_escaped_evidence() {
 }
 
 #[test]
+fn a_run_stopped_with_ctrl_c_is_said_to_have_stopped_not_failed() {
+    // A user's Ctrl-C on a long job (PyTorch's ImageNet example, stopped after 70 steps to
+    // look at it): the launcher's status is `interrupted`; the section had read "Why the run
+    // failed".
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("stopped");
+    let mut c = SynthConfig::new(2, 6, 2);
+    c.end_status = None;
+    generate_run(&c, &run).unwrap();
+    fs::write(
+        run.join("manifest.json"),
+        serde_json::json!({
+            "format": 1, "status": "interrupted", "exit_code": 130, "world_size": 2,
+            "ended_at": null, "duration_s": 50.2, "hang_timeout_s": null,
+            "bucket_cap_mb": null, "first_failure": null, "hang": null,
+            "interrupted_by": "SIGINT", "launch_error": null,
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let text = all_text(&check_report(&report_of(&[run])));
+    assert!(
+        text.contains("Why the run stopped") && !text.contains("Why the run failed"),
+        "{text}"
+    );
+    assert!(
+        text.contains("the launcher got SIGINT and stopped the ranks"),
+        "{text}"
+    );
+}
+
+#[test]
 fn runs_without_traces_one_rank_or_no_steps_still_render() {
     let dir = tempfile::tempdir().unwrap();
     let empty = dir.path().join("empty");

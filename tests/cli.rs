@@ -702,6 +702,40 @@ fn an_interrupted_launcher_is_named_as_the_cause() {
         first["title"],
         "the launcher got SIGINT and stopped the ranks"
     );
+
+    // A job that recorded: after Ctrl-C the console points at what was recorded (the user
+    // stopped it and knows why), with `explain` for a stop that was not theirs.
+    let dir = tempfile::tempdir().unwrap();
+    let traced = "mkdir -p \"$DDP_PROBE_TRACE_DIR\"; \
+        echo '{\"type\":\"header\",\"format\":\"ddp-probe-trace\",\"version\":\"1.0\",\"run_id\":\"'$DDP_PROBE_RUN_ID'\",\"rank\":'$RANK',\"world_size\":2,\"start_ns\":1000}' \
+        > \"$DDP_PROBE_TRACE_DIR/rank-$RANK.jsonl\"; sleep 30";
+    let child = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
+        .args([
+            "run",
+            "--nproc-per-node",
+            "2",
+            "--grace",
+            "1",
+            "--out",
+            "run",
+        ])
+        .args(["--", "sh", "-c", traced])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // SAFETY: as above.
+    let sent = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    assert_eq!(sent, 0);
+    let console = text(&child.wait_with_output().unwrap().stderr);
+    assert!(
+        console.contains("next:\n  ddp-probe summary ")
+            && console.contains("/run    why it stopped, if not by your Ctrl-C")
+            && !console.contains("most likely cause"),
+        "{console}"
+    );
 }
 
 /// A run that `--max-restarts` restarted after a failure and that then finished: `explain`

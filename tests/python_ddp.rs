@@ -660,7 +660,7 @@ fn a_hung_pytorch_job_stopped_by_hand_says_where_the_rank_behind_was() {
             .env_remove("PYTHONPATH")
             .env_remove("DDP_PROBE_TRACE")
             .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
             .spawn()
             .expect("start ddp-probe run");
         let started = std::time::Instant::now();
@@ -679,9 +679,15 @@ fn a_hung_pytorch_job_stopped_by_hand_says_where_the_rank_behind_was() {
             .status()
             .expect("kill");
         assert!(sent.success());
-        child.wait().expect("ddp-probe run ends")
+        child.wait_with_output().expect("ddp-probe run ends")
     };
+    let (status, console) = (status.status, String::from_utf8_lossy(&status.stderr));
     assert_eq!(status.code(), Some(130), "{}", read("manifest.json"));
+    // Ctrl-C on a hung job: the console names the hang, not only what was recorded.
+    assert!(
+        console.contains("most likely cause: rank 0 waited in a collective for rank 1"),
+        "{console}"
+    );
     let report = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
         .arg("explain")
         .arg(&out)

@@ -82,7 +82,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     }
     warm_trace_cache(&outcome.run_dir);
     if outcome.exit_code != 0 {
-        explain_briefly(&outcome.run_dir);
+        let ctrl_c = outcome.manifest.interrupted_by.as_deref() == Some("SIGINT");
+        explain_briefly(&outcome.run_dir, ctrl_c && traced);
     } else if traced {
         eprintln!("{}", what_next(&outcome.run_dir));
     }
@@ -159,9 +160,24 @@ fn warm_trace_cache(run_dir: &std::path::Path) {
 }
 
 /// After a failed run: the likely cause and the fix to try, from the diagnosis of the run
-/// directory, and where to read more.
-fn explain_briefly(run_dir: &std::path::Path) {
+/// directory, and where to read more. `recorded_then_ctrl_c`: the job recorded traces and the
+/// launcher got SIGINT; when the diagnosis finds nothing before that interrupt (no hang, no
+/// failure), the user stopped the job at the terminal and knows why, and what was recorded is
+/// what they want next (a hung job stopped so still gets its hang named).
+fn explain_briefly(run_dir: &std::path::Path, recorded_then_ctrl_c: bool) {
     match probe_explain::explain(&[run_dir.to_path_buf()]) {
+        Ok(report)
+            if recorded_then_ctrl_c
+                && report.findings.first().is_some_and(|f| {
+                    f.category == probe_explain::Category::LauncherInterrupted
+                }) =>
+        {
+            eprintln!("{}", what_next(run_dir));
+            eprintln!(
+                "  ddp-probe explain {}    why it stopped, if not by your Ctrl-C",
+                shell_word(&run_dir.to_string_lossy())
+            );
+        }
         Ok(report) => {
             eprintln!("\n{}", report.headline);
             if let Some(first) = report.findings.first() {

@@ -647,7 +647,7 @@ fn a_hung_pytorch_job_stopped_by_hand_says_where_the_rank_behind_was() {
     let read = |rel: &str| std::fs::read_to_string(out.join(rel)).unwrap_or_default();
     let status = {
         let _one = PYTORCH_JOB.lock().unwrap_or_else(|e| e.into_inner());
-        let mut child = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
+        let child = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
             .current_dir(repo())
             .args(["run", "--nproc-per-node", "2", "--grace", "2", "--out"])
             .arg(&out)

@@ -1194,6 +1194,78 @@ fn training_with_a_process_group_and_no_ddp_is_said_to_train_apart() {
     );
 }
 
+/// A loop that calls the wrapped module (`model.module(x)`) instead of the DDP model: DDP
+/// all-reduces nothing and the ranks' copies drift apart, with no error from PyTorch. Each rank
+/// says so once at its first optimizer step, into its trace too, and `summary` repeats it
+/// (before, `summary` said only that the ranks had no step spans). The same loop through the
+/// DDP model says nothing of the kind.
+#[test]
+fn a_loop_that_calls_the_wrapped_module_is_said_to_skip_the_all_reduce() {
+    let tmp = tempfile::tempdir().unwrap();
+    let script = tmp.path().join("bypass.py");
+    let write = |call: &str| {
+        std::fs::write(
+            &script,
+            format!(
+                "import torch, torch.distributed as dist\n\
+                 from torch.nn.parallel import DistributedDataParallel as DDP\n\
+                 dist.init_process_group('gloo')\n\
+                 model = DDP(torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Linear(16, 2)))\n\
+                 opt = torch.optim.SGD(model.parameters(), lr=0.1)\n\
+                 for step in range(4):\n\
+                 \x20   {call}(torch.randn(4, 8)).sum().backward()\n\
+                 \x20   opt.step()\n\
+                 \x20   opt.zero_grad()\n\
+                 dist.barrier()\n\
+                 dist.destroy_process_group()\n"
+            ),
+        )
+        .unwrap();
+    };
+    let said = "ddp_probe_torch: the optimizer stepped 4 of the DistributedDataParallel model's \
+                parameters with gradients from a backward that did not go through its forward";
+    write("model.module");
+    let out = tmp.path().join("bypass");
+    let (status, console) = watched_until_no_teardown_abort(&out, 2, &script, 134, |c| {
+        c.env("DDP_PROBE_AUTO_INSTRUMENT", "1");
+    });
+    assert!(status.success(), "{console}");
+    assert_eq!(console.matches(said).count(), 1, "{console}");
+    for rank in 0..2 {
+        let trace = std::fs::read_to_string(out.join(format!("traces/rank-{rank}.jsonl")))
+            .unwrap_or_default();
+        assert_eq!(
+            trace.matches("\"level\":\"warning\"").count(),
+            1,
+            "rank {rank}: {trace}"
+        );
+    }
+    let summary = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
+        .arg("summary")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&summary.stdout);
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains(
+            "note: rank 0 warned: the optimizer stepped 4 of the DistributedDataParallel"
+        ),
+        "{text}"
+    );
+
+    write("model");
+    let out = tmp.path().join("through");
+    let (status, console) = watched_until_no_teardown_abort(&out, 2, &script, 134, |c| {
+        c.env("DDP_PROBE_AUTO_INSTRUMENT", "1");
+    });
+    assert!(status.success(), "{console}");
+    assert!(
+        !console.contains("did not go through its forward"),
+        "{console}"
+    );
+}
+
 /// `tune --auto-instrument` of a script that builds DDP with none of its settings: each
 /// candidate's cap reaches DistributedDataParallel (before, every candidate of such a script
 /// ran with 25 MiB and tune could only say so).

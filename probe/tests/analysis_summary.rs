@@ -1084,3 +1084,34 @@ fn a_long_gap_on_one_rank_only_is_named_with_the_rank() {
                 it in the next step's first collective, as exposed communication): 240 ms.";
     assert!(flat.contains(want), "{text}");
 }
+
+#[test]
+fn a_recorders_warnings_are_notes_once_each_and_its_info_is_not() {
+    use probe::trace::{LogLevel, LogRecord};
+    let log = |level, message: &str| {
+        Record::Log(LogRecord {
+            t: at(1.0),
+            level,
+            message: message.to_owned(),
+        })
+    };
+    let bypass = "the optimizer stepped 4 of the DistributedDataParallel model's parameters \
+                  with gradients from a backward that did not go through its forward";
+    let mut ranks = two_ranks(4, |step, o| steady_step(0, step, o));
+    for r in &mut ranks {
+        r.push(log(LogLevel::Warn, bypass));
+        r.push(log(LogLevel::Info, "recording started"));
+    }
+    ranks[1].push(log(LogLevel::Error, "loss is NaN"));
+    let s = analysis::summarize(&load(&ranks), &SummaryOptions::default());
+    let warned: Vec<&String> = s.notes.iter().filter(|n| n.contains("warned")).collect();
+    assert_eq!(
+        warned,
+        [
+            &format!("rank 0 warned: {bypass}"),
+            &"rank 1 warned: loss is NaN".to_owned()
+        ],
+        "{:?}",
+        s.notes
+    );
+}

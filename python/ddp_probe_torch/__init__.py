@@ -651,6 +651,12 @@ class _Instrumentation:
         self.train_source = None
         #: Whether the program was told that a backward ran outside a recorded step.
         self.said_untracked_backward = False
+        #: Whether a forward of the DDP model with gradients ran since the last optimizer step,
+        #: and whether the program was told that the model's parameters were stepped without
+        #: one (their gradients then came from the wrapped module called directly, which DDP
+        #: never all-reduces).
+        self.ddp_forward_seen = False
+        self.said_bypassed_ddp = False
         self.train_thread = threading.get_ident()
         self.pg = getattr(ddp, "process_group", None) or dist.distributed_c10d._get_default_group()
         #: The group's count of collectives issued (not every backend has one).
@@ -1098,6 +1104,7 @@ class _Instrumentation:
         return self.on_forward(self.ddp, args, output, compiled=True)
 
     def on_forward_pre(self, module, args, kwargs, compiled=False):
+        self.ddp_forward_seen = True
         # Under torch.compile the DDP module's own hooks are traced (or, after
         # a graph break, run as well): the compiled wrapper's hooks count.
         if not compiled and (self.forward_via_compiled or _compiling()):
@@ -1287,6 +1294,41 @@ class _Instrumentation:
         st = self.state
         if st is not None:
             st.optimizer_start = now_ns()
+        elif not self.ddp_forward_seen and not self.said_bypassed_ddp:
+            self.check_bypassed_ddp(optimizer, args, kwargs)
+        self.ddp_forward_seen = False
+
+    def check_bypassed_ddp(self, optimizer, args, kwargs):
+        """Says once when ``optimizer`` steps this DDP model's parameters holding gradients
+        though no forward of the DDP model ran since the last step: the backward went through
+        the wrapped module called directly (``model.module(x)``), DDP all-reduced nothing, and
+        each rank's copy of the model drifts apart, silently. Runs only in a step the module
+        did not see begin (none in a recorded run), and not for ``optimizer.step(closure)``,
+        whose forward runs later, inside the closure."""
+        # PyTorch hands the hook the step's own arguments, the optimizer first.
+        closure = args[1] if len(args) > 1 else kwargs.get("closure")
+        if closure is not None:
+            return
+        stepped = sum(
+            1
+            for group in optimizer.param_groups
+            for p in group["params"]
+            if p.grad is not None and id(p) in self.index
+        )
+        if not stepped:
+            return
+        self.said_bypassed_ddp = True
+        message = (
+            f"the optimizer stepped {stepped} of the DistributedDataParallel model's "
+            "parameters with gradients from a backward that did not go through its forward "
+            "(the wrapped module called directly, such as `model.module(x)`): DDP all-reduced "
+            "none of them, so each rank's copy of the model drifts apart; call the "
+            "DistributedDataParallel model itself"
+        )
+        _say(message)
+        self.writer.record(
+            {"type": "log", "t": now_ns(), "level": "warning", "message": message}
+        )
 
     def on_optimizer_post(self, optimizer, args, kwargs):
         self.in_optimizer = False

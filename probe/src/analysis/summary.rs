@@ -14,7 +14,7 @@ use super::slowdown::{slowdowns, Slowdowns};
 use super::stats::Dist;
 use super::stragglers::{stragglers, Stragglers};
 use crate::model::{LaneKind, Run};
-use crate::trace::SpanKind;
+use crate::trace::{LogLevel, SpanKind};
 
 /// What [`summarize`] leaves out and assumes.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -429,6 +429,28 @@ impl CommSplit {
     }
 }
 
+/// The most warnings of the traces [`trace_warnings`] gives.
+const TRACE_WARNINGS: usize = 3;
+
+/// What the ranks' recorders warned about in their traces (`log` records of level warning or
+/// worse: the PyTorch module's "the optimizer stepped the model's parameters with gradients from
+/// a backward that did not go through its forward"), each message once with the first rank that
+/// wrote it, at most [`TRACE_WARNINGS`].
+fn trace_warnings(run: &Run) -> Vec<String> {
+    let mut seen: Vec<(&str, u32)> = Vec::new();
+    for rank in &run.ranks {
+        for log in rank.logs.iter().filter(|l| l.level >= LogLevel::Warn) {
+            if !seen.iter().any(|(m, _)| *m == &*log.message) {
+                seen.push((&log.message, rank.header.rank));
+            }
+        }
+    }
+    seen.into_iter()
+        .take(TRACE_WARNINGS)
+        .map(|(message, rank)| format!("rank {rank} warned: {message}"))
+        .collect()
+}
+
 /// The parts of the step no rank recorded a span of: one pass over the spans,
 /// ending as soon as every part was seen. Communication counts as recorded
 /// when some collective is, except in a DDP trace (with `bucket_ready`
@@ -660,6 +682,7 @@ pub fn summarize(run: &Run, opts: &SummaryOptions) -> Summary {
     if run.ranks.is_empty() {
         notes.push("the run has no rank traces".to_owned());
     }
+    notes.extend(trace_warnings(run));
     let no_steps: Vec<u32> = scans
         .ranks
         .iter()

@@ -1254,7 +1254,21 @@ fn a_loop_that_calls_the_wrapped_module_is_said_to_skip_the_all_reduce() {
         "{text}"
     );
 
+    // Through the DDP model, with the parameters split between two optimizers (Muon for the
+    // matrices and AdamW for the rest, as modded-nanoGPT trains): the second steps after the
+    // first closed the step, and is no bypass.
     write("model");
+    let text = std::fs::read_to_string(&script).unwrap();
+    let text = text
+        .replace(
+            "opt = torch.optim.SGD(model.parameters(), lr=0.1)",
+            "params = list(model.parameters())\n\
+             opt = torch.optim.SGD(params[:2], lr=0.1)\n\
+             opt2 = torch.optim.SGD(params[2:], lr=0.1)",
+        )
+        .replace("    opt.step()\n", "    opt.step()\n    opt2.step()\n");
+    assert!(text.contains("opt2.step()"), "{text}");
+    std::fs::write(&script, text).unwrap();
     let out = tmp.path().join("through");
     let (status, console) = watched_until_no_teardown_abort(&out, 2, &script, 134, |c| {
         c.env("DDP_PROBE_AUTO_INSTRUMENT", "1");

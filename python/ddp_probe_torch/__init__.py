@@ -651,10 +651,11 @@ class _Instrumentation:
         self.train_source = None
         #: Whether the program was told that a backward ran outside a recorded step.
         self.said_untracked_backward = False
-        #: Whether a forward of the DDP model with gradients ran since the last optimizer step,
-        #: and whether the program was told that the model's parameters were stepped without
-        #: one (their gradients then came from the wrapped module called directly, which DDP
-        #: never all-reduces).
+        #: Whether a forward of the DDP model ever ran, and whether the program was told that
+        #: the model's parameters were stepped with none (their gradients then came from the
+        #: wrapped module called directly, which DDP never all-reduces). Ever, not per step: a
+        #: second optimizer of the same model (Muon for the matrices, AdamW for the rest) steps
+        #: after the first closed the step, with no forward of its own.
         self.ddp_forward_seen = False
         self.said_bypassed_ddp = False
         self.train_thread = threading.get_ident()
@@ -1296,15 +1297,14 @@ class _Instrumentation:
             st.optimizer_start = now_ns()
         elif not self.ddp_forward_seen and not self.said_bypassed_ddp:
             self.check_bypassed_ddp(optimizer, args, kwargs)
-        self.ddp_forward_seen = False
 
     def check_bypassed_ddp(self, optimizer, args, kwargs):
         """Says once when ``optimizer`` steps this DDP model's parameters holding gradients
-        though no forward of the DDP model ran since the last step: the backward went through
-        the wrapped module called directly (``model.module(x)``), DDP all-reduced nothing, and
-        each rank's copy of the model drifts apart, silently. Runs only in a step the module
-        did not see begin (none in a recorded run), and not for ``optimizer.step(closure)``,
-        whose forward runs later, inside the closure."""
+        though no forward of the DDP model ever ran: the backward went through the wrapped
+        module called directly (``model.module(x)``), DDP all-reduced nothing, and each rank's
+        copy of the model drifts apart, silently. Runs only until the first forward of the DDP
+        model (never in a recorded run), and not for ``optimizer.step(closure)``, whose forward
+        runs later, inside the closure."""
         # PyTorch hands the hook the step's own arguments, the optimizer first.
         closure = args[1] if len(args) > 1 else kwargs.get("closure")
         if closure is not None:

@@ -1280,6 +1280,51 @@ fn a_loop_that_calls_the_wrapped_module_is_said_to_skip_the_all_reduce() {
     );
 }
 
+/// A DataLoader without a DistributedSampler, shuffled with one seed on every rank: each rank
+/// trains on the same batches. `summary` says so from the fingerprints of the first steps'
+/// batches; with a DistributedSampler it says nothing of the kind.
+#[test]
+fn ranks_fed_the_same_batches_are_said_to_split_no_data() {
+    let tmp = tempfile::tempdir().unwrap();
+    let script = tmp.path().join("loader.py");
+    std::fs::write(
+        &script,
+        "import sys, torch, torch.distributed as dist\n\
+         from torch.nn.parallel import DistributedDataParallel as DDP\n\
+         from torch.utils.data import DataLoader, TensorDataset, DistributedSampler\n\
+         dist.init_process_group('gloo')\n\
+         torch.manual_seed(0)\n\
+         data = TensorDataset(torch.randn(256, 8), torch.randn(256, 2))\n\
+         sampler = DistributedSampler(data) if sys.argv[1] == 'sharded' else None\n\
+         loader = DataLoader(data, batch_size=16, sampler=sampler, shuffle=sampler is None)\n\
+         model = DDP(torch.nn.Linear(8, 2))\n\
+         opt = torch.optim.SGD(model.parameters(), lr=0.1)\n\
+         for x, y in loader:\n\
+         \x20   ((model(x) - y) ** 2).mean().backward()\n\
+         \x20   opt.step()\n\
+         \x20   opt.zero_grad()\n\
+         dist.barrier()\n\
+         dist.destroy_process_group()\n",
+    )
+    .unwrap();
+    let said = "every rank got the same input in steps 0, 1, 2, 3";
+    for (mode, expected) in [("same", true), ("sharded", false)] {
+        let out = tmp.path().join(mode);
+        let (status, console) = watched_until_no_teardown_abort(&out, 2, &script, 134, |c| {
+            c.env("DDP_PROBE_AUTO_INSTRUMENT", "1").arg(mode);
+        });
+        assert!(status.success(), "{console}");
+        let summary = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
+            .arg("summary")
+            .arg(&out)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&summary.stdout);
+        let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert_eq!(flat.contains(said), expected, "{mode}: {text}");
+    }
+}
+
 /// `tune --auto-instrument` of a script that builds DDP with none of its settings: each
 /// candidate's cap reaches DistributedDataParallel (before, every candidate of such a script
 /// ran with 25 MiB and tune could only say so).

@@ -1115,3 +1115,50 @@ fn a_recorders_warnings_are_notes_once_each_and_its_info_is_not() {
         s.notes
     );
 }
+
+#[test]
+fn ranks_that_all_got_the_same_input_are_said_to_split_no_data() {
+    use probe::trace::InstantRecord;
+    let fingerprint = |step: u64, f: &str| {
+        let serde_json::Value::Object(args) = serde_json::json!({ "fingerprint": f }) else {
+            unreachable!()
+        };
+        Record::Instant(InstantRecord {
+            name: "batch_fingerprint".into(),
+            t: at(100.0 * step as f64 + 1.0),
+            step: Some(step),
+            args: Some(Box::new(args)),
+        })
+    };
+    // `of(rank, step)`: the fingerprint rank `rank` wrote for step `step`, if any.
+    let run = |of: &dyn Fn(u32, u64) -> Option<String>| {
+        let mut ranks = two_ranks(4, |step, o| steady_step(0, step, o));
+        for (rank, records) in ranks.iter_mut().enumerate() {
+            for step in 0..4 {
+                if let Some(f) = of(rank as u32, step) {
+                    records.push(fingerprint(step, &f));
+                }
+            }
+        }
+        analysis::summarize(&load(&ranks), &SummaryOptions::default()).notes
+    };
+    let said = |notes: &[String]| notes.iter().any(|n| n.contains("got the same input"));
+    // The same batches on both ranks in steps 0–3 (no DistributedSampler).
+    let notes = run(&|_, step| Some(format!("{step:016x}")));
+    assert!(
+        notes.iter().any(|n| n.starts_with(
+            "every rank got the same input in steps 0, 1, 2, 3 (identical first input tensors on \
+             all 2 ranks): the data is not split across the ranks"
+        )),
+        "{notes:?}"
+    );
+    // One step of different batches: a split that happens to repeat, not the same data.
+    assert!(!said(&run(&|rank, step| Some(format!(
+        "{:016x}",
+        if step == 2 { u64::from(rank) } else { step }
+    )))));
+    // Equal in one step only that both ranks fingerprinted: too little to tell.
+    assert!(!said(&run(
+        &|rank, step| (rank == 0 || step == 0).then(|| format!("{step:016x}"))
+    )));
+}

@@ -117,6 +117,7 @@ Only the standard library and torch are needed.
 import atexit
 import collections
 import functools
+import hashlib
 import json
 import logging
 import os
@@ -415,6 +416,49 @@ def _tensors(obj, depth=0):
             yield from _tensors(item, depth + 1)
 
 
+#: How many of the first steps' inputs are fingerprinted (``batch_fingerprint`` instants), and
+#: how many bytes of each input at most: enough to tell whether the ranks get the same batches.
+_FINGERPRINT_STEPS = 4
+_FINGERPRINT_BYTES = 1 << 20
+
+
+def _fingerprint(batch):
+    """A short hash of the first tensor of ``batch`` (with its shape and dtype), or None when it
+    has none on the CPU: equal on two ranks when they got the same input. Only a CPU tensor is
+    read (a DataLoader's batch, before the program moves it to a GPU), so it never waits for a
+    device. A mapping's values count (Hugging Face's ``BatchEncoding`` is no ``dict``)."""
+    import collections.abc
+
+    def first(obj, depth=0):
+        if isinstance(obj, torch.Tensor):
+            return obj
+        if depth >= 4:
+            return None
+        items = (
+            obj.values()
+            if isinstance(obj, collections.abc.Mapping)
+            else obj if isinstance(obj, (list, tuple)) else ()
+        )
+        for item in items:
+            found = first(item, depth + 1)
+            if found is not None:
+                return found
+        return None
+
+    t = first(batch)
+    if t is None or t.device.type != "cpu" or t.layout != torch.strided:
+        return None
+    try:
+        flat = t.detach().reshape(-1)
+        n = max(1, _FINGERPRINT_BYTES // max(1, flat.element_size()))
+        data = flat[:n].contiguous().view(torch.uint8).numpy().tobytes()
+    except Exception:  # noqa: BLE001 - an input that cannot be read is not fingerprinted
+        return None
+    h = hashlib.blake2b(data, digest_size=8)
+    h.update(f"{tuple(t.shape)} {t.dtype}".encode())
+    return h.hexdigest()
+
+
 class CudaCollectiveTimer:
     """GPU-side start and end of collectives that run on CUDA streams (NCCL).
 
@@ -644,6 +688,10 @@ class _Instrumentation:
         #: The last DataLoader ``next`` of the training thread not yet given
         #: to a step: (start, end).
         self.data_wait = None
+        #: The fingerprint of that ``next``'s batch (:func:`_fingerprint`), while the first
+        #: steps' inputs are fingerprinted, and how many steps are left to fingerprint.
+        self.data_fingerprint = None
+        self.fingerprints_left = _FINGERPRINT_STEPS
         #: The dataset of that ``next`` (its ``id``), and the dataset of the last one a training
         #: forward took: a batch of another (an evaluation every N steps, through a model that is
         #: not the DDP one) starts no step.
@@ -885,9 +933,9 @@ class _Instrumentation:
                 self.writer.record(span)
         return result
 
-    def note_data_wait(self, start, end, source=None):
+    def note_data_wait(self, start, end, source=None, batch=None):
         """A DataLoader ``next`` on the training thread: given to the step it feeds.
-        ``source``: the ``id`` of the loader's dataset."""
+        ``source``: the ``id`` of the loader's dataset; ``batch``: what it returned."""
         if threading.get_ident() != self.train_thread:
             return
         st = self.state
@@ -897,6 +945,8 @@ class _Instrumentation:
             return
         self.data_wait = (start, end)
         self.data_source = source
+        if self.fingerprints_left:
+            self.data_fingerprint = _fingerprint(batch)
 
     def wrap_hook(self, hook, own=False):
         """A communication hook that records the bucket and times ``hook``.
@@ -1157,11 +1207,30 @@ class _Instrumentation:
         first = args[0] if args and isinstance(args[0], torch.Tensor) else None
         if first is None:
             first = next(_tensors((args, kwargs)), None)
+        if self.fingerprints_left and st.backward_start is None and st.samples is None:
+            self.note_fingerprint(st.step, t, data_wait, first)
         if first is not None and first.dim() > 0:
             # Every micro-batch of the step counts (no_sync accumulation).
             st.samples = (st.samples or 0) + first.shape[0]
         self.forward_start = t
         return None
+
+    def note_fingerprint(self, step, t, data_wait, first):
+        """Writes the fingerprint of the input of one of the first steps (a ``batch_fingerprint``
+        instant): its DataLoader batch's, else the forward's first tensor when it is on the
+        CPU. ``summary`` compares them across ranks: ranks that all get the same batches split
+        no data."""
+        fingerprint = self.data_fingerprint if data_wait is not None else None
+        self.data_fingerprint = None
+        if fingerprint is None and first is not None:
+            fingerprint = _fingerprint(first)
+        if fingerprint is None:
+            return
+        self.fingerprints_left -= 1
+        self.writer.record_line(
+            f'{{"type":"instant","name":"batch_fingerprint","t":{t},"step":{step},'
+            f'"args":{{"fingerprint":"{fingerprint}"}}}}\n'
+        )
 
     def on_forward(self, module, args, output, compiled=False):
         if not compiled and (self.forward_via_compiled or _compiling()):
@@ -1592,7 +1661,9 @@ def _patch_data_loader(inst):
         # BatchNorm all-reduce, went to a next step that never came).
         batch = original(it)
         try:
-            inst.note_data_wait(t, _ANCHOR_NS + _PERF_NS(), id(getattr(it, "_dataset", None)))
+            inst.note_data_wait(
+                t, _ANCHOR_NS + _PERF_NS(), id(getattr(it, "_dataset", None)), batch
+            )
         except Exception as e:  # noqa: BLE001 - recording must not break training
             _LOG.debug("ddp_probe_torch: recording failed: %s", e)
         return batch

@@ -429,6 +429,60 @@ impl CommSplit {
     }
 }
 
+/// The instant the PyTorch module writes with a hash of each of the first steps' input.
+pub const BATCH_FINGERPRINT: &str = "batch_fingerprint";
+
+/// Whether every rank got the same input, step after step: the fingerprints of the first
+/// steps' inputs ([`BATCH_FINGERPRINT`] instants: the DataLoader's batch or the forward's first
+/// tensor) equal across all recorded ranks in every step that each of them fingerprinted, two
+/// steps at least. Then the data is not split across the ranks (no DistributedSampler), and
+/// the job computes the same gradients on every rank.
+fn same_input_on_every_rank(run: &Run) -> Option<String> {
+    if run.ranks.len() < 2 {
+        return None;
+    }
+    let mut by_step: BTreeMap<u64, Vec<String>> = BTreeMap::new();
+    for rank in &run.ranks {
+        for i in &rank.instants {
+            if run.str(i.name) != BATCH_FINGERPRINT {
+                continue;
+            }
+            let (Some(step), Some(args)) = (i.step, i.args) else {
+                continue;
+            };
+            let fingerprint = serde_json::from_str::<serde_json::Value>(run.str(args))
+                .ok()
+                .and_then(|v| v["fingerprint"].as_str().map(str::to_owned));
+            if let Some(f) = fingerprint {
+                by_step.entry(step).or_default().push(f);
+            }
+        }
+    }
+    let every_rank: Vec<(u64, &Vec<String>)> = by_step
+        .iter()
+        .filter(|(_, f)| f.len() == run.ranks.len())
+        .map(|(s, f)| (*s, f))
+        .collect();
+    let same =
+        every_rank.len() >= 2 && every_rank.iter().all(|(_, f)| f.iter().all(|x| *x == f[0]));
+    if !same {
+        return None;
+    }
+    let steps: Vec<u64> = every_rank.iter().map(|(s, _)| *s).collect();
+    Some(format!(
+        "every rank got the same input in steps {} (identical first input tensors on all {} \
+         ranks): the data is not split across the ranks, so each computes the same gradients \
+         and the job trains no faster than one rank; give each rank its own share (a \
+         DistributedSampler, or a dataset sharded by rank)",
+        steps
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+        run.ranks.len()
+    ))
+}
+
 /// The most warnings of the traces [`trace_warnings`] gives.
 const TRACE_WARNINGS: usize = 3;
 
@@ -682,6 +736,7 @@ pub fn summarize(run: &Run, opts: &SummaryOptions) -> Summary {
     if run.ranks.is_empty() {
         notes.push("the run has no rank traces".to_owned());
     }
+    notes.extend(same_input_on_every_rank(run));
     notes.extend(trace_warnings(run));
     let no_steps: Vec<u32> = scans
         .ranks

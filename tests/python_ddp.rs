@@ -1325,6 +1325,55 @@ fn ranks_fed_the_same_batches_are_said_to_split_no_data() {
     }
 }
 
+/// Gradient accumulation over 4 micro-batches with every backward synchronised (no
+/// `no_sync`): `summary` names it and what `no_sync` saves; the same loop with `no_sync` for the
+/// first three says nothing of the kind.
+#[test]
+fn accumulation_without_no_sync_is_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let script = tmp.path().join("accumulate.py");
+    std::fs::write(
+        &script,
+        "import sys, contextlib, torch, torch.distributed as dist\n\
+         from torch.nn.parallel import DistributedDataParallel as DDP\n\
+         dist.init_process_group('gloo')\n\
+         model = DDP(torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.Linear(64, 2)))\n\
+         opt = torch.optim.SGD(model.parameters(), lr=0.01)\n\
+         for step in range(8):\n\
+         \x20   for micro in range(4):\n\
+         \x20       quiet = sys.argv[1] == 'no_sync' and micro < 3\n\
+         \x20       with model.no_sync() if quiet else contextlib.nullcontext():\n\
+         \x20           model(torch.randn(8, 64)).pow(2).mean().backward()\n\
+         \x20   opt.step()\n\
+         \x20   opt.zero_grad()\n\
+         dist.barrier()\n\
+         dist.destroy_process_group()\n",
+    )
+    .unwrap();
+    for (mode, expected) in [("every", true), ("no_sync", false)] {
+        let out = tmp.path().join(mode);
+        let (status, console) = watched_until_no_teardown_abort(&out, 2, &script, 134, |c| {
+            c.env("DDP_PROBE_AUTO_INSTRUMENT", "1").arg(mode);
+        });
+        assert!(status.success(), "{console}");
+        let summary = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
+            .arg("summary")
+            .arg(&out)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&summary.stdout);
+        let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert_eq!(
+            flat.contains(
+                "gradient accumulation all-reduces every micro-batch: 24 of rank 0's 32 steps \
+                 ran a synchronised backward"
+            ) && flat.contains("about 4 backwards per optimizer step"),
+            expected,
+            "{mode}: {text}"
+        );
+    }
+}
+
 /// `tune --auto-instrument` of a script that builds DDP with none of its settings: each
 /// candidate's cap reaches DistributedDataParallel (before, every candidate of such a script
 /// ran with 25 MiB and tune could only say so).

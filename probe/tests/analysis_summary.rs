@@ -1162,3 +1162,49 @@ fn ranks_that_all_got_the_same_input_are_said_to_split_no_data() {
         &|rank, step| (rank == 0 || step == 0).then(|| format!("{step:016x}"))
     )));
 }
+
+#[test]
+fn accumulation_that_all_reduces_every_micro_batch_is_named_with_what_no_sync_saves() {
+    // Four micro-batches per optimizer step, each backward synchronised: the module closes a
+    // step at each (no optimizer span in three of four). 20 ms of all-reduce per micro-batch
+    // (bucket 0, 50–70 ms) and 20 ms more in the step with the optimizer (bucket 1).
+    let micro = |every: u64| {
+        move |step: u64, o: f64| {
+            let mut r = steady_step(0, step, o);
+            if step % every != every - 1 {
+                r.retain(|rec| {
+                    !matches!(rec, Record::Span(s) if s.kind == SpanKind::Optimizer
+                        || (s.kind == SpanKind::Collective && s.bucket == Some(1)))
+                });
+            }
+            r
+        }
+    };
+    let notes = |every| {
+        analysis::summarize(
+            &load(&two_ranks(16, micro(every))),
+            &SummaryOptions::default(),
+        )
+        .notes
+    };
+    let accumulating = notes(4);
+    let note = accumulating
+        .iter()
+        .find(|n| n.starts_with("gradient accumulation all-reduces every micro-batch"))
+        .unwrap_or_else(|| panic!("{accumulating:?}"));
+    // 16 steps: 12 without an optimizer step, 4 with one (the last among them).
+    assert!(
+        note.contains("12 of rank 0's 16 steps ran a synchronised backward")
+            && note.contains("about 4 backwards per optimizer step")
+            && note.contains(
+                "to save about 20.0 ms of communication each, 60.0 ms per optimizer step"
+            ),
+        "{note}"
+    );
+    // Every step with its optimizer: nothing to say.
+    assert!(
+        !notes(1).iter().any(|n| n.contains("gradient accumulation")),
+        "{:?}",
+        notes(1)
+    );
+}

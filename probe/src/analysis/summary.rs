@@ -9,7 +9,9 @@ use serde::{Deserialize, Serialize};
 use super::bucket_stats::{BucketStats, BucketTable};
 use super::comm::{OpStats, OpTable, SeqTable};
 use super::render::{self, num, text, Table};
-use super::scan::{marked_collective_args, scan_run, OtherSplit, StepBreakdown, WarmupReason};
+use super::scan::{
+    marked_collective_args, scan_run, OtherSplit, RunScan, StepBreakdown, WarmupReason,
+};
 use super::slowdown::{slowdowns, Slowdowns};
 use super::stats::Dist;
 use super::stragglers::{stragglers, Stragglers};
@@ -429,6 +431,47 @@ impl CommSplit {
     }
 }
 
+/// Gradient accumulation that all-reduces every micro-batch: on some rank, a third of its
+/// steps or more (3 at least, a last one without an optimizer step left out as possibly cut
+/// short) ran a backward whose
+/// communication ran (DDP's buckets, synchronised) with no optimizer step after it, while its
+/// other steps (2 at least) had one. The module closes a step at a synchronised backward that
+/// the next forward follows without an optimizer step, so each such micro-batch is a step of
+/// its own; a program that never records an optimizer step (its own update) is not judged.
+fn accumulation_without_no_sync(scans: &RunScan) -> Option<String> {
+    let (rank, no_opt, with_opt, comm) = scans
+        .ranks
+        .iter()
+        .filter_map(|r| {
+            // A last step without an optimizer span may have been cut short: left out.
+            let cut = r.steps.last().is_some_and(|s| s.optimizer_ns == 0);
+            let steps = &r.steps[..r.steps.len() - usize::from(cut)];
+            let synced_alone: Vec<&StepBreakdown> = steps
+                .iter()
+                .filter(|s| s.optimizer_ns == 0 && s.comm_ns > 0)
+                .collect();
+            let with_opt = steps.iter().filter(|s| s.optimizer_ns > 0).count();
+            let n = synced_alone.len();
+            (n >= 3 && with_opt >= 2 && 3 * n >= n + with_opt).then(|| {
+                let comm = synced_alone.iter().map(|s| s.comm_ns as f64).sum::<f64>() / n as f64;
+                (r.rank, n, with_opt, comm)
+            })
+        })
+        .next()?;
+    let per_step = (no_opt + with_opt) as f64 / with_opt as f64;
+    Some(format!(
+        "gradient accumulation all-reduces every micro-batch: {no_opt} of rank {rank}'s {} \
+         steps ran a synchronised backward (DDP all-reduced its buckets) with no optimizer step \
+         after it, about {per_step:.0} backwards per optimizer step, each counted here as a \
+         step. Only the last micro-batch's all-reduce is needed: run the others under \
+         `model.no_sync()` (or set `model.require_backward_grad_sync = False` for them) to save \
+         about {} of communication each, {} per optimizer step",
+        no_opt + with_opt,
+        render::ns(comm),
+        render::ns(comm * (per_step - 1.0))
+    ))
+}
+
 /// The instant the PyTorch module writes with a hash of each of the first steps' input.
 pub const BATCH_FINGERPRINT: &str = "batch_fingerprint";
 
@@ -737,6 +780,7 @@ pub fn summarize(run: &Run, opts: &SummaryOptions) -> Summary {
         notes.push("the run has no rank traces".to_owned());
     }
     notes.extend(same_input_on_every_rank(run));
+    notes.extend(accumulation_without_no_sync(&scans));
     notes.extend(trace_warnings(run));
     let no_steps: Vec<u32> = scans
         .ranks

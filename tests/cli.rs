@@ -666,10 +666,9 @@ fn a_failing_ranks_last_words_reach_the_console_and_explain() {
     }
 }
 
-/// Ctrl-C to the launcher is its own finding, not a collective timeout.
-#[test]
-fn an_interrupted_launcher_is_named_as_the_cause() {
-    let dir = tempfile::tempdir().unwrap();
+/// The console of `ddp-probe run --nproc-per-node 2 --grace 1 --out run -- sh -c SCRIPT` in
+/// `dir`, interrupted (SIGINT, as Ctrl-C sends) 1.5 s after its start.
+fn interrupted_run(dir: &std::path::Path, script: &str) -> String {
     let child = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
         .args([
             "run",
@@ -677,12 +676,11 @@ fn an_interrupted_launcher_is_named_as_the_cause() {
             "2",
             "--grace",
             "1",
-            "--",
-            "sh",
-            "-c",
-            "sleep 30",
+            "--out",
+            "run",
         ])
-        .current_dir(dir.path())
+        .args(["--", "sh", "-c", script])
+        .current_dir(dir)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -691,10 +689,16 @@ fn an_interrupted_launcher_is_named_as_the_cause() {
     // SAFETY: kill(2) on the pid of a child we own and have not waited for.
     let sent = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
     assert_eq!(sent, 0);
-    let out = child.wait_with_output().unwrap();
-    let console = text(&out.stderr);
+    text(&child.wait_with_output().unwrap().stderr)
+}
+
+/// Ctrl-C to the launcher is its own finding, not a collective timeout.
+#[test]
+fn an_interrupted_launcher_is_named_as_the_cause() {
+    let dir = tempfile::tempdir().unwrap();
+    let console = interrupted_run(dir.path(), "sleep 30");
     assert!(console.contains("got SIGINT"), "{console}");
-    let explain = ddp_probe(&["explain", "--json"], dir.path());
+    let explain = ddp_probe(&["explain", "--json", "run"], dir.path());
     let report: Value = serde_json::from_slice(&explain.stdout).unwrap();
     let first = &report["findings"][0];
     assert_eq!(first["category"], "launcher_interrupted", "{report:#}");
@@ -709,27 +713,7 @@ fn an_interrupted_launcher_is_named_as_the_cause() {
     let traced = "mkdir -p \"$DDP_PROBE_TRACE_DIR\"; \
         echo '{\"type\":\"header\",\"format\":\"ddp-probe-trace\",\"version\":\"1.0\",\"run_id\":\"'$DDP_PROBE_RUN_ID'\",\"rank\":'$RANK',\"world_size\":2,\"start_ns\":1000}' \
         > \"$DDP_PROBE_TRACE_DIR/rank-$RANK.jsonl\"; sleep 30";
-    let child = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
-        .args([
-            "run",
-            "--nproc-per-node",
-            "2",
-            "--grace",
-            "1",
-            "--out",
-            "run",
-        ])
-        .args(["--", "sh", "-c", traced])
-        .current_dir(dir.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1500));
-    // SAFETY: as above.
-    let sent = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
-    assert_eq!(sent, 0);
-    let console = text(&child.wait_with_output().unwrap().stderr);
+    let console = interrupted_run(dir.path(), traced);
     assert!(
         console.contains("next:\n  ddp-probe summary ")
             && console.contains("/run    why it stopped, if not by your Ctrl-C")

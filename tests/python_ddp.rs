@@ -1119,6 +1119,39 @@ fn a_script_without_the_line_is_recorded_under_auto_instrument() {
     }
 }
 
+/// What a small script shows a user under `--auto-instrument`: `script ARGS` run on 2 ranks
+/// into `out` (run again after gloo's teardown abort), then `ddp-probe summary out`. Gives the
+/// console and the summary's stdout and stderr, each with its white space made single spaces
+/// (the summary wraps its notes).
+struct AutoRun {
+    console: String,
+    summary: String,
+    summary_error: String,
+}
+
+fn auto_instrumented(out: &Path, script: &Path, args: &[&str]) -> AutoRun {
+    let (status, console) = watched_until_no_teardown_abort(out, 2, script, 134, |c| {
+        c.env("DDP_PROBE_AUTO_INSTRUMENT", "1").args(args);
+    });
+    assert!(status.success(), "{console}");
+    let summary = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
+        .arg("summary")
+        .arg(out)
+        .output()
+        .unwrap();
+    let flat = |b: &[u8]| {
+        String::from_utf8_lossy(b)
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    AutoRun {
+        console,
+        summary: flat(&summary.stdout),
+        summary_error: flat(&summary.stderr),
+    }
+}
+
 /// A script that starts the process group but never wraps its model (PyTorch's ImageNet
 /// example on CPU does so): under `--auto-instrument` rank 0 says at the first optimizer step
 /// that nothing is recorded and that the ranks train apart, the run's end repeats it, and so
@@ -1142,11 +1175,8 @@ fn training_with_a_process_group_and_no_ddp_is_said_to_train_apart() {
          dist.destroy_process_group()\n",
     )
     .unwrap();
-    let out = tmp.path().join("run");
-    let (status, console) = watched_until_no_teardown_abort(&out, 2, &script, 134, |c| {
-        c.env("DDP_PROBE_AUTO_INSTRUMENT", "1");
-    });
-    assert!(status.success(), "{console}");
+    let run = auto_instrumented(&tmp.path().join("run"), &script, &[]);
+    let console = &run.console;
     let said = "ddp_probe_torch: the optimizer steps in a job of 2 ranks, but no \
                 DistributedDataParallel model was built, so nothing is recorded; unless the \
                 program averages the gradients itself";
@@ -1160,16 +1190,12 @@ fn training_with_a_process_group_and_no_ddp_is_said_to_train_apart() {
         console.contains("no rank recorded a trace; the ranks' ddp_probe_torch said:\n  rank 0: the optimizer steps"),
         "{console}"
     );
-    let summary = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
-        .args(["summary"])
-        .arg(&out)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&summary.stderr);
-    assert!(!summary.status.success());
+    let err = &run.summary_error;
     assert!(
         err.contains("no trace files in")
-            && err.contains("the ranks' ddp_probe_torch said:\n  rank 0: the optimizer steps in a job of 2 ranks"),
+            && err.contains(
+                "the ranks' ddp_probe_torch said: rank 0: the optimizer steps in a job of 2 ranks"
+            ),
         "{err}"
     );
 
@@ -1180,11 +1206,7 @@ fn training_with_a_process_group_and_no_ddp_is_said_to_train_apart() {
         "from torch.distributed.fsdp import fully_shard\nfully_shard(model)\nopt = ",
     );
     std::fs::write(&script, text).unwrap();
-    let out = tmp.path().join("fsdp");
-    let (status, console) = watched_until_no_teardown_abort(&out, 2, &script, 134, |c| {
-        c.env("DDP_PROBE_AUTO_INSTRUMENT", "1");
-    });
-    assert!(status.success(), "{console}");
+    let console = auto_instrumented(&tmp.path().join("fsdp"), &script, &[]).console;
     assert!(
         console.contains(
             "[rank 0] ddp_probe_torch: the optimizer steps sharded parameters (FSDP) in a job \
@@ -1226,11 +1248,8 @@ fn a_loop_that_calls_the_wrapped_module_is_said_to_skip_the_all_reduce() {
                 parameters with gradients from a backward that did not go through its forward";
     write("model.module");
     let out = tmp.path().join("bypass");
-    let (status, console) = watched_until_no_teardown_abort(&out, 2, &script, 134, |c| {
-        c.env("DDP_PROBE_AUTO_INSTRUMENT", "1");
-    });
-    assert!(status.success(), "{console}");
-    assert_eq!(console.matches(said).count(), 1, "{console}");
+    let run = auto_instrumented(&out, &script, &[]);
+    assert_eq!(run.console.matches(said).count(), 1, "{}", run.console);
     for rank in 0..2 {
         let trace = std::fs::read_to_string(out.join(format!("traces/rank-{rank}.jsonl")))
             .unwrap_or_default();
@@ -1240,18 +1259,12 @@ fn a_loop_that_calls_the_wrapped_module_is_said_to_skip_the_all_reduce() {
             "rank {rank}: {trace}"
         );
     }
-    let summary = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
-        .arg("summary")
-        .arg(&out)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&summary.stdout);
-    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(
-        flat.contains(
+        run.summary.contains(
             "note: rank 0 warned: the optimizer stepped 4 of the DistributedDataParallel"
         ),
-        "{text}"
+        "{}",
+        run.summary
     );
 
     // Through the DDP model, with the parameters split between two optimizers (Muon for the
@@ -1269,11 +1282,7 @@ fn a_loop_that_calls_the_wrapped_module_is_said_to_skip_the_all_reduce() {
         .replace("    opt.step()\n", "    opt.step()\n    opt2.step()\n");
     assert!(text.contains("opt2.step()"), "{text}");
     std::fs::write(&script, text).unwrap();
-    let out = tmp.path().join("through");
-    let (status, console) = watched_until_no_teardown_abort(&out, 2, &script, 134, |c| {
-        c.env("DDP_PROBE_AUTO_INSTRUMENT", "1");
-    });
-    assert!(status.success(), "{console}");
+    let console = auto_instrumented(&tmp.path().join("through"), &script, &[]).console;
     assert!(
         !console.contains("did not go through its forward"),
         "{console}"
@@ -1309,19 +1318,8 @@ fn ranks_fed_the_same_batches_are_said_to_split_no_data() {
     .unwrap();
     let said = "every rank got the same input in steps 0, 1, 2, 3";
     for (mode, expected) in [("same", true), ("sharded", false)] {
-        let out = tmp.path().join(mode);
-        let (status, console) = watched_until_no_teardown_abort(&out, 2, &script, 134, |c| {
-            c.env("DDP_PROBE_AUTO_INSTRUMENT", "1").arg(mode);
-        });
-        assert!(status.success(), "{console}");
-        let summary = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
-            .arg("summary")
-            .arg(&out)
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&summary.stdout);
-        let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
-        assert_eq!(flat.contains(said), expected, "{mode}: {text}");
+        let summary = auto_instrumented(&tmp.path().join(mode), &script, &[mode]).summary;
+        assert_eq!(summary.contains(said), expected, "{mode}: {summary}");
     }
 }
 
@@ -1351,25 +1349,14 @@ fn accumulation_without_no_sync_is_named() {
     )
     .unwrap();
     for (mode, expected) in [("every", true), ("no_sync", false)] {
-        let out = tmp.path().join(mode);
-        let (status, console) = watched_until_no_teardown_abort(&out, 2, &script, 134, |c| {
-            c.env("DDP_PROBE_AUTO_INSTRUMENT", "1").arg(mode);
-        });
-        assert!(status.success(), "{console}");
-        let summary = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
-            .arg("summary")
-            .arg(&out)
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&summary.stdout);
-        let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        let summary = auto_instrumented(&tmp.path().join(mode), &script, &[mode]).summary;
         assert_eq!(
-            flat.contains(
+            summary.contains(
                 "gradient accumulation all-reduces every micro-batch: 24 of rank 0's 32 steps \
                  ran a synchronised backward"
-            ) && flat.contains("about 4 backwards per optimizer step"),
+            ) && summary.contains("about 4 backwards per optimizer step"),
             expected,
-            "{mode}: {text}"
+            "{mode}: {summary}"
         );
     }
 }

@@ -1260,9 +1260,8 @@ fn a_loop_that_calls_the_wrapped_module_is_said_to_skip_the_all_reduce() {
         );
     }
     assert!(
-        run.summary.contains(
-            "note: rank 0 warned: the optimizer stepped 4 of the DistributedDataParallel"
-        ),
+        run.summary
+            .contains("warning: rank 0: the optimizer stepped 4 of the DistributedDataParallel"),
         "{}",
         run.summary
     );

@@ -1086,7 +1086,7 @@ fn a_long_gap_on_one_rank_only_is_named_with_the_rank() {
 }
 
 #[test]
-fn a_recorders_warnings_are_notes_once_each_and_its_info_is_not() {
+fn a_recorders_warnings_are_warnings_once_each_and_its_info_is_not() {
     use probe::trace::{LogLevel, LogRecord};
     let log = |level, message: &str| {
         Record::Log(LogRecord {
@@ -1104,15 +1104,20 @@ fn a_recorders_warnings_are_notes_once_each_and_its_info_is_not() {
     }
     ranks[1].push(log(LogLevel::Error, "loss is NaN"));
     let s = analysis::summarize(&load(&ranks), &SummaryOptions::default());
-    let warned: Vec<&String> = s.notes.iter().filter(|n| n.contains("warned")).collect();
     assert_eq!(
-        warned,
+        s.warnings,
         [
-            &format!("rank 0 warned: {bypass}"),
-            &"rank 1 warned: loss is NaN".to_owned()
+            format!("rank 0: {bypass}"),
+            "rank 1: loss is NaN".to_owned()
         ],
         "{:?}",
-        s.notes
+        s.warnings
+    );
+    assert!(
+        s.render_text(100)
+            .contains("warning: rank 1: loss is NaN\n"),
+        "{}",
+        s.render_text(100)
     );
 }
 
@@ -1140,7 +1145,7 @@ fn ranks_that_all_got_the_same_input_are_said_to_split_no_data() {
                 }
             }
         }
-        analysis::summarize(&load(&ranks), &SummaryOptions::default()).notes
+        analysis::summarize(&load(&ranks), &SummaryOptions::default()).warnings
     };
     let said = |notes: &[String]| notes.iter().any(|n| n.contains("got the same input"));
     // The same batches on both ranks in steps 0–3 (no DistributedSampler).
@@ -1185,7 +1190,7 @@ fn accumulation_that_all_reduces_every_micro_batch_is_named_with_what_no_sync_sa
             &load(&two_ranks(16, micro(every))),
             &SummaryOptions::default(),
         )
-        .notes
+        .warnings
     };
     let accumulating = notes(4);
     let note = accumulating

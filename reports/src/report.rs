@@ -216,6 +216,13 @@ fn nav(
                 a.first().is_some_and(RunAnalysis::failed),
             ),
             (
+                "warnings",
+                "warnings",
+                a.first()
+                    .and_then(|a| a.summary.as_ref())
+                    .is_some_and(|s| !s.warnings.is_empty()),
+            ),
+            (
                 "stopped",
                 "where it stopped",
                 runs[0]

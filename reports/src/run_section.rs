@@ -36,6 +36,7 @@ pub(crate) fn write_run(
     if a.failed() {
         failure(h, a, id);
     }
+    warnings(h, a, id);
     if let Some(run) = &input.run {
         let diagnosis = a.diagnosis.as_ref().and_then(|d| d.as_ref().ok());
         where_it_stopped(h, run, diagnosis, id, opts);
@@ -345,6 +346,20 @@ fn failure(h: &mut Html, a: &RunAnalysis, id: &str) {
         None => {}
     }
     h.close("section");
+}
+
+/// What the program does that defeats data parallelism or wastes it ([`Summary::warnings`]),
+/// right after the overview: to fix before reading the step's figures.
+fn warnings(h: &mut Html, a: &RunAnalysis, id: &str) {
+    let Some(summary) = a.summary.as_ref().filter(|s| !s.warnings.is_empty()) else {
+        return;
+    };
+    section(h, id, "warnings", "Warnings: fix these first");
+    h.open("ul", &[("class", "reasons")]);
+    for w in &summary.warnings {
+        h.elem("li", &[], &capitalized(w));
+    }
+    h.close("ul").close("section");
 }
 
 fn diagnosis(h: &mut Html, d: &Diagnosis) {

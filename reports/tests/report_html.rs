@@ -240,6 +240,41 @@ fn a_failed_run_is_explained_with_escaped_evidence() {
 }
 
 #[test]
+fn what_the_program_does_wrong_comes_first_as_warnings() {
+    // A rank's recorder warned in its trace (the PyTorch module, when DDP's forward was
+    // bypassed): the warning has its own section after the overview and a link to it.
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("warned");
+    generate_run(&SynthConfig::new(2, 6, 2), &run).unwrap();
+    append_line(
+        &run,
+        1,
+        r#"{"type":"log","t":1700000000000950000,"level":"warning","message":"the optimizer stepped 4 of the DistributedDataParallel model's parameters with gradients from a backward that did not go through its forward"}"#,
+    );
+    let html = report_of(std::slice::from_ref(&run));
+    let doc = check_report(&html);
+    let section = doc
+        .descendants()
+        .find(|n| n.attribute("id") == Some("run-1-warnings"))
+        .expect("a warnings section");
+    let text = all_text(&doc);
+    assert!(
+        section
+            .descendants()
+            .filter_map(|n| n.text())
+            .collect::<String>()
+            .contains("Rank 1: the optimizer stepped 4 of the DistributedDataParallel model's"),
+        "{text}"
+    );
+    assert!(html.contains("href=\"#run-1-warnings\""), "no link to it");
+    // It comes before the step's figures.
+    assert!(
+        text.find("Warnings: fix these first") < text.find("Step-time breakdown per rank"),
+        "{text}"
+    );
+}
+
+#[test]
 fn a_run_stopped_with_ctrl_c_is_said_to_have_stopped_not_failed() {
     // A user's Ctrl-C on a long job (PyTorch's ImageNet example, stopped after 70 steps to
     // look at it): the launcher's status is `interrupted`; the section had read "Why the run

@@ -329,6 +329,11 @@ pub struct Summary {
     pub slowdowns: Slowdowns,
     /// Things the reader should know (missing data, assumptions).
     pub notes: Vec<String>,
+    /// What the program does that defeats data parallelism or wastes it, to fix before any
+    /// tuning: the same input on every rank, gradient accumulation that all-reduces every
+    /// micro-batch, the recorders' own warnings (DDP's forward bypassed).
+    #[serde(default)]
+    pub warnings: Vec<String>,
     /// Parts of the step no rank recorded a span of (`data wait`,
     /// `communication`, `optimizer`): their rows say "not recorded", not 0 ns
     /// (a PyTorch program whose own communication hook or data loader the
@@ -544,7 +549,7 @@ fn trace_warnings(run: &Run) -> Vec<String> {
     }
     seen.into_iter()
         .take(TRACE_WARNINGS)
-        .map(|(message, rank)| format!("rank {rank} warned: {message}"))
+        .map(|(message, rank)| format!("rank {rank}: {message}"))
         .collect()
 }
 
@@ -779,9 +784,9 @@ pub fn summarize(run: &Run, opts: &SummaryOptions) -> Summary {
     if run.ranks.is_empty() {
         notes.push("the run has no rank traces".to_owned());
     }
-    notes.extend(same_input_on_every_rank(run));
-    notes.extend(accumulation_without_no_sync(&scans));
-    notes.extend(trace_warnings(run));
+    let mut warnings: Vec<String> = same_input_on_every_rank(run).into_iter().collect();
+    warnings.extend(accumulation_without_no_sync(&scans));
+    warnings.extend(trace_warnings(run));
     let no_steps: Vec<u32> = scans
         .ranks
         .iter()
@@ -848,6 +853,7 @@ pub fn summarize(run: &Run, opts: &SummaryOptions) -> Summary {
         comm_split,
         slowdowns,
         notes,
+        warnings,
         not_recorded: parts_not_recorded(run),
         longest_between,
         long_gaps,
@@ -1524,6 +1530,9 @@ impl Summary {
                 width,
                 "",
             );
+        }
+        for w in &self.warnings {
+            render::wrap(&mut out, &format!("warning: {w}"), width, "");
         }
         for n in &self.notes {
             render::wrap(&mut out, &format!("note: {n}"), width, "");

@@ -1152,7 +1152,7 @@ fn ranks_that_all_got_the_same_input_are_said_to_split_no_data() {
     let notes = run(&|_, step| Some(format!("{step:016x}")));
     assert!(
         notes.iter().any(|n| n.starts_with(
-            "every rank got the same input in steps 0, 1, 2, 3 (identical first input tensors on \
+            "every rank got the same input in steps 0, 1, 2, 3 (identical input tensors on \
              all 2 ranks): the data is not split across the ranks"
         )),
         "{notes:?}"

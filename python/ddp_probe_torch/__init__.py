@@ -423,40 +423,44 @@ _FINGERPRINT_BYTES = 1 << 20
 
 
 def _fingerprint(batch):
-    """A short hash of the first tensor of ``batch`` (with its shape and dtype), or None when it
-    has none on the CPU: equal on two ranks when they got the same input. Only a CPU tensor is
-    read (a DataLoader's batch, before the program moves it to a GPU), so it never waits for a
-    device. A mapping's values count (Hugging Face's ``BatchEncoding`` is no ``dict``)."""
+    """A short hash of the CPU tensors of ``batch`` (each one's shape and dtype, and its first
+    bytes, :data:`_FINGERPRINT_BYTES` in all), or None when it has none: equal on two ranks when
+    they got the same input. Every tensor counts, so constant labels beside different images
+    differ. Only CPU tensors are read (a DataLoader's batch, before the program moves it to a
+    GPU), so it never waits for a device. A mapping's values count (Hugging Face's
+    ``BatchEncoding`` is no ``dict``)."""
     import collections.abc
 
-    def first(obj, depth=0):
+    def tensors(obj, depth=0):
         if isinstance(obj, torch.Tensor):
-            return obj
-        if depth >= 4:
-            return None
-        items = (
-            obj.values()
-            if isinstance(obj, collections.abc.Mapping)
-            else obj if isinstance(obj, (list, tuple)) else ()
-        )
-        for item in items:
-            found = first(item, depth + 1)
-            if found is not None:
-                return found
-        return None
+            yield obj
+        elif depth < 4:
+            items = (
+                obj.values()
+                if isinstance(obj, collections.abc.Mapping)
+                else obj if isinstance(obj, (list, tuple)) else ()
+            )
+            for item in items:
+                yield from tensors(item, depth + 1)
 
-    t = first(batch)
-    if t is None or t.device.type != "cpu" or t.layout != torch.strided:
-        return None
-    try:
-        flat = t.detach().reshape(-1)
-        n = max(1, _FINGERPRINT_BYTES // max(1, flat.element_size()))
-        data = flat[:n].contiguous().view(torch.uint8).numpy().tobytes()
-    except Exception:  # noqa: BLE001 - an input that cannot be read is not fingerprinted
-        return None
-    h = hashlib.blake2b(data, digest_size=8)
-    h.update(f"{tuple(t.shape)} {t.dtype}".encode())
-    return h.hexdigest()
+    h = hashlib.blake2b(digest_size=8)
+    budget, read = _FINGERPRINT_BYTES, 0
+    for t in tensors(batch):
+        if budget <= 0:
+            break
+        if t.device.type != "cpu" or t.layout != torch.strided:
+            continue
+        try:
+            flat = t.detach().reshape(-1)
+            n = max(1, budget // max(1, flat.element_size()))
+            data = flat[:n].contiguous().view(torch.uint8).numpy().tobytes()
+        except Exception:  # noqa: BLE001 - a tensor that cannot be read is left out
+            continue
+        h.update(f"{tuple(t.shape)} {t.dtype};".encode())
+        h.update(data)
+        budget -= len(data)
+        read += 1
+    return h.hexdigest() if read else None
 
 
 class CudaCollectiveTimer:
@@ -1208,22 +1212,22 @@ class _Instrumentation:
         if first is None:
             first = next(_tensors((args, kwargs)), None)
         if self.fingerprints_left and st.backward_start is None and st.samples is None:
-            self.note_fingerprint(st.step, t, data_wait, first)
+            self.note_fingerprint(st.step, t, data_wait, (args, kwargs))
         if first is not None and first.dim() > 0:
             # Every micro-batch of the step counts (no_sync accumulation).
             st.samples = (st.samples or 0) + first.shape[0]
         self.forward_start = t
         return None
 
-    def note_fingerprint(self, step, t, data_wait, first):
+    def note_fingerprint(self, step, t, data_wait, inputs):
         """Writes the fingerprint of the input of one of the first steps (a ``batch_fingerprint``
-        instant): its DataLoader batch's, else the forward's first tensor when it is on the
-        CPU. ``summary`` compares them across ranks: ranks that all get the same batches split
-        no data."""
+        instant): its DataLoader batch's, else that of the forward's ``inputs`` (its CPU
+        tensors). ``summary`` compares them across ranks: ranks that all get the same batches
+        split no data."""
         fingerprint = self.data_fingerprint if data_wait is not None else None
         self.data_fingerprint = None
-        if fingerprint is None and first is not None:
-            fingerprint = _fingerprint(first)
+        if fingerprint is None:
+            fingerprint = _fingerprint(inputs)
         if fingerprint is None:
             return
         self.fingerprints_left -= 1

@@ -481,8 +481,8 @@ fn accumulation_without_no_sync(scans: &RunScan) -> Option<String> {
 pub const BATCH_FINGERPRINT: &str = "batch_fingerprint";
 
 /// Whether every rank got the same input, step after step: the fingerprints of the first
-/// steps' inputs ([`BATCH_FINGERPRINT`] instants: the DataLoader's batch or the forward's first
-/// tensor) equal across all recorded ranks in every step that each of them fingerprinted, two
+/// steps' inputs ([`BATCH_FINGERPRINT`] instants: the DataLoader batch's tensors or the
+/// forward's) equal across all recorded ranks in every step that each of them fingerprinted, two
 /// steps at least. Then the data is not split across the ranks (no DistributedSampler), and
 /// the job computes the same gradients on every rank.
 fn same_input_on_every_rank(run: &Run) -> Option<String> {
@@ -518,7 +518,7 @@ fn same_input_on_every_rank(run: &Run) -> Option<String> {
     }
     let steps: Vec<u64> = every_rank.iter().map(|(s, _)| *s).collect();
     Some(format!(
-        "every rank got the same input in steps {} (identical first input tensors on all {} \
+        "every rank got the same input in steps {} (identical input tensors on all {} \
          ranks): the data is not split across the ranks, so each computes the same gradients \
          and the job trains no faster than one rank; give each rank its own share (a \
          DistributedSampler, or a dataset sharded by rank)",

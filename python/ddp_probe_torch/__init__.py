@@ -427,25 +427,15 @@ def _fingerprint(batch):
     bytes, :data:`_FINGERPRINT_BYTES` in all), or None when it has none: equal on two ranks when
     they got the same input. Every tensor counts, so constant labels beside different images
     differ. Only CPU tensors are read (a DataLoader's batch, before the program moves it to a
-    GPU), so it never waits for a device. A mapping's values count (Hugging Face's
-    ``BatchEncoding`` is no ``dict``)."""
+    GPU), so it never waits for a device. The tensors are :func:`_tensors`'; a batch that is
+    a mapping but no ``dict`` (Hugging Face's ``BatchEncoding``) is read by its values."""
     import collections.abc
 
-    def tensors(obj, depth=0):
-        if isinstance(obj, torch.Tensor):
-            yield obj
-        elif depth < 4:
-            items = (
-                obj.values()
-                if isinstance(obj, collections.abc.Mapping)
-                else obj if isinstance(obj, (list, tuple)) else ()
-            )
-            for item in items:
-                yield from tensors(item, depth + 1)
-
+    if isinstance(batch, collections.abc.Mapping) and not isinstance(batch, dict):
+        batch = dict(batch)
     h = hashlib.blake2b(digest_size=8)
     budget, read = _FINGERPRINT_BYTES, 0
-    for t in tensors(batch):
+    for t in _tensors(batch):
         if budget <= 0:
             break
         if t.device.type != "cpu" or t.layout != torch.strided:
@@ -1755,6 +1745,18 @@ def _patch_compile():
 _ACTIVE = []
 
 
+def _accelerate_hint():
+    """What to add when Accelerate is loaded and no DistributedDataParallel was built: on CPU it
+    starts the process group but leaves the model unwrapped unless told to use the CPU
+    (measured with accelerate 1.16 under torchrun: DistributedType.NO)."""
+    if "accelerate" not in sys.modules:
+        return ""
+    return (
+        "; Accelerate on CPU wraps the model only with ACCELERATE_USE_CPU=1 (or `accelerate "
+        "launch --cpu`)"
+    )
+
+
 def _why_not_ddp(model):
     """Why ``model``, which is not a ``DistributedDataParallel``, cannot be recorded."""
     import torch.distributed as dist
@@ -1772,14 +1774,7 @@ def _why_not_ddp(model):
         pass
     if fsdp_types and isinstance(model, tuple(fsdp_types)):
         return f"got {name}, a model sharded by FSDP: ddp-probe records DistributedDataParallel only"
-    # Accelerate on CPU starts the process group but leaves the model unwrapped unless told to
-    # use the CPU (measured with accelerate 1.16 under torchrun: DistributedType.NO).
-    hint = (
-        "; Accelerate on CPU wraps it only with ACCELERATE_USE_CPU=1 (or `accelerate launch "
-        "--cpu`)"
-        if "accelerate" in sys.modules
-        else ""
-    )
+    hint = _accelerate_hint()
     if not (dist.is_available() and dist.is_initialized()):
         return (
             f"got {name} (not DistributedDataParallel) and torch.distributed is not initialized "
@@ -1899,17 +1894,11 @@ def _trained_without_ddp(optimizer):
             f"built ({by} reduces the gradients): ddp-probe records DistributedDataParallel "
             "only; nothing is recorded"
         )
-    hint = (
-        "; Accelerate on CPU wraps the model only with ACCELERATE_USE_CPU=1 (or `accelerate "
-        "launch --cpu`)"
-        if "accelerate" in sys.modules
-        else ""
-    )
     return (
         f"the optimizer steps in a job of {world} ranks, but no DistributedDataParallel model "
         "was built, so nothing is recorded; unless the program averages the gradients itself "
         "(its own all_reduce, Horovod), each rank trains its own copy of the model on its own "
-        f"data{hint}"
+        f"data{_accelerate_hint()}"
     )
 
 

@@ -476,7 +476,7 @@ const PART_RECORDED_AS: [Option<&str>; 6] = [
 
 /// Whether part `i` of [`PART_NAMES`] was recorded by some rank of the run.
 fn part_recorded(s: &Summary, i: usize) -> bool {
-    PART_RECORDED_AS[i].is_none_or(|name| !s.not_recorded.iter().any(|n| n == name))
+    PART_RECORDED_AS[i].is_none_or(|name| s.recorded(name))
 }
 
 const PART_COLORS: [charts::Rgb; 6] = [

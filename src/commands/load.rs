@@ -56,17 +56,23 @@ fn with_module_notes(e: probe::Error, dirs: &[PathBuf]) -> anyhow::Error {
     if !matches!(e, probe::Error::NoTraces { .. }) {
         return e.into();
     }
+    match ranks_said(dirs) {
+        Some(said) => anyhow::anyhow!("{e}\n{said}"),
+        None => e.into(),
+    }
+}
+
+/// "the ranks' ddp_probe_torch said:" and each of the run directories' [`module_notes`] on a
+/// line of its own, or None when the ranks' module said nothing.
+///
+/// [`module_notes`]: probe_launch::rundir::module_notes
+pub fn ranks_said(dirs: &[PathBuf]) -> Option<String> {
     let notes: Vec<String> = dirs
         .iter()
         .flat_map(|d| probe_launch::rundir::module_notes(d))
         .collect();
-    if notes.is_empty() {
-        return e.into();
-    }
-    anyhow::anyhow!(
-        "{e}\nthe ranks' ddp_probe_torch said:\n  {}",
-        notes.join("\n  ")
-    )
+    (!notes.is_empty())
+        .then(|| format!("the ranks' ddp_probe_torch said:\n  {}", notes.join("\n  ")))
 }
 
 /// Writes the caches [`run`] left unwritten, after flushing what the command printed (the answer

@@ -94,12 +94,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
 /// not DistributedDataParallel, an optimizer stepping with none built), else what the launch
 /// mode implies (without `--auto-instrument` the program must call `instrument`).
 fn why_untraced(run_dir: &Path, auto_instrument: bool) -> String {
-    let notes = probe_launch::rundir::module_notes(run_dir);
-    if !notes.is_empty() {
-        return format!(
-            "no rank recorded a trace; the ranks' ddp_probe_torch said:\n  {}",
-            notes.join("\n  ")
-        );
+    if let Some(said) = super::load::ranks_said(&[run_dir.to_path_buf()]) {
+        return format!("no rank recorded a trace; {said}");
     }
     if auto_instrument {
         "no rank recorded a trace: the program built no DistributedDataParallel model (or no \

@@ -565,7 +565,7 @@ impl App {
         out.push(Line::styled(head, theme::DIM));
         for (name, part, get) in metrics {
             let mut line = format!("{name:<label_w$}");
-            if part.is_some_and(|p| not_recorded.iter().any(|n| n == p)) {
+            if part.is_some_and(|p| !probe::analysis::part_recorded(not_recorded, p)) {
                 let columns = if per_rank { parts.len() } else { 3 };
                 for _ in 0..columns {
                     line.push_str(&format!("{:>col_w$}", "-"));

@@ -283,9 +283,11 @@ pub fn compare(
         .collect();
     parts.retain(|p| p.baseline_recorded || p.run_recorded);
     parts.sort_by(|a, b| {
-        (b.comparable(), b.comparable_delta_ns().abs())
-            .partial_cmp(&(a.comparable(), a.comparable_delta_ns().abs()))
-            .unwrap_or(std::cmp::Ordering::Equal)
+        b.comparable().cmp(&a.comparable()).then(
+            b.comparable_delta_ns()
+                .abs()
+                .total_cmp(&a.comparable_delta_ns().abs()),
+        )
     });
 
     let mut notes = Vec::new();
@@ -374,12 +376,11 @@ fn between_steps_changed(
 /// Whether the run recorded `part` of the step: the summary's `not_recorded` names the parts
 /// no rank has a span of (its `communication` is the comparison's `exposed communication`).
 fn part_recorded(summary: &Summary, part: &str) -> bool {
-    let name = if part == "exposed communication" {
+    summary.recorded(if part == "exposed communication" {
         "communication"
     } else {
         part
-    };
-    !summary.not_recorded.iter().any(|p| p == name)
+    })
 }
 
 /// The mean of one part over `steps` (ns); 0 without steps.

@@ -334,7 +334,7 @@ pub struct Summary {
     /// micro-batch, the recorders' own warnings (DDP's forward bypassed).
     #[serde(default)]
     pub warnings: Vec<String>,
-    /// Parts of the step no rank recorded a span of (`data wait`,
+    /// Parts of the step no rank recorded a span of ([`Summary::recorded`]; `data wait`,
     /// `communication`, `optimizer`): their rows say "not recorded", not 0 ns
     /// (a PyTorch program whose own communication hook or data loader the
     /// module cannot see).
@@ -360,7 +360,19 @@ pub struct StragglerLine {
     pub detail: bool,
 }
 
+/// Whether some rank recorded `part` of the step, given the parts none did
+/// ([`parts_not_recorded`]'s names: `data wait`, `communication`, `optimizer`, `writeback`; any
+/// other part is always recorded). The one lookup of the views that mark an unrecorded part.
+pub fn part_recorded(not_recorded: &[String], part: &str) -> bool {
+    !not_recorded.iter().any(|p| p == part)
+}
+
 impl Summary {
+    /// Whether some rank recorded `part` of the step ([`part_recorded`]).
+    pub fn recorded(&self, part: &str) -> bool {
+        part_recorded(&self.not_recorded, part)
+    }
+
     /// The straggler verdict in words: the rank that held the steps back (what its lateness
     /// cost and where it sat) first, then the arrival count at the collectives. Empty when
     /// neither was measured. One text for the summary and the report, so they cannot disagree.
@@ -486,13 +498,16 @@ pub const BATCH_FINGERPRINT: &str = "batch_fingerprint";
 /// steps at least. Then the data is not split across the ranks (no DistributedSampler), and
 /// the job computes the same gradients on every rank.
 fn same_input_on_every_rank(run: &Run) -> Option<String> {
-    if run.ranks.len() < 2 {
-        return None;
-    }
+    // A run without the instant (every reference-DDP run) is not scanned: one lookup, then
+    // symbols compared, not strings, over every rank's instants (one per collective).
+    let name = run
+        .strings
+        .lookup(BATCH_FINGERPRINT)
+        .filter(|_| run.ranks.len() >= 2)?;
     let mut by_step: BTreeMap<u64, Vec<String>> = BTreeMap::new();
     for rank in &run.ranks {
         for i in &rank.instants {
-            if run.str(i.name) != BATCH_FINGERPRINT {
+            if i.name != name {
                 continue;
             }
             let (Some(step), Some(args)) = (i.step, i.args) else {
@@ -1554,7 +1569,7 @@ impl Summary {
             {
                 render::wrap(&mut out, &line, width, "  ");
             }
-            if self.not_recorded.iter().any(|p| p == "communication") {
+            if !self.recorded("communication") {
                 render::wrap(
                     &mut out,
                     "No bucket all-reduce was recorded, so communication and its overlap are \
@@ -1618,7 +1633,7 @@ impl Summary {
             ]);
             // A part no rank recorded is "-", not a measured 0 ns.
             let part = |name: &str, ns: f64| {
-                if self.not_recorded.iter().any(|p| p == name) {
+                if !self.recorded(name) {
                     "-".to_owned()
                 } else {
                     render::ns(ns)
@@ -1852,7 +1867,7 @@ fn breakdown_table(b: &Breakdown, not_recorded: &[String]) -> Table {
             "overlapped" | "exposed" | "comm tail" => "communication",
             other => other,
         };
-        if not_recorded.iter().any(|p| p == part) {
+        if !part_recorded(not_recorded, part) {
             tb.row(vec![
                 name.to_owned(),
                 "not recorded".to_owned(),

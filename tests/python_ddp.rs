@@ -1322,6 +1322,71 @@ fn ranks_fed_the_same_batches_are_said_to_split_no_data() {
     }
 }
 
+/// A shuffling DistributedSampler whose `set_epoch` is never called draws the same order every
+/// epoch (PyTorch's documentation of DistributedSampler: "Otherwise, the same ordering will be
+/// always used"), with no word from PyTorch: rank 0 says so at the second epoch's first batch and
+/// `summary` shows it as a warning, also when persistent workers reset one iterator. A look at one
+/// batch before training is no pass, and an evaluation loader's sampler (no training step) is not
+/// the training data's: with `set_epoch` each epoch nothing is said.
+#[test]
+fn a_distributed_sampler_never_given_its_epoch_is_said_to_repeat_its_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    let script = tmp.path().join("epochs.py");
+    std::fs::write(
+        &script,
+        "import sys, torch, torch.distributed as dist\n\
+         from torch.nn.parallel import DistributedDataParallel as DDP\n\
+         from torch.utils.data import DataLoader, TensorDataset, DistributedSampler\n\
+         def main(mode):\n\
+         \x20   dist.init_process_group('gloo')\n\
+         \x20   torch.manual_seed(0)\n\
+         \x20   data = TensorDataset(torch.randn(64, 8), torch.randn(64, 2))\n\
+         \x20   sampler = DistributedSampler(data, shuffle=True)\n\
+         \x20   workers = dict(num_workers=1, persistent_workers=True, multiprocessing_context='spawn')\n\
+         \x20   loader = DataLoader(data, batch_size=8, sampler=sampler, **(workers if mode == 'persistent' else {}))\n\
+         \x20   held_out = TensorDataset(torch.randn(32, 8), torch.randn(32, 2))\n\
+         \x20   evaluation = DataLoader(held_out, batch_size=8, sampler=DistributedSampler(held_out, shuffle=True))\n\
+         \x20   model = DDP(torch.nn.Linear(8, 2))\n\
+         \x20   opt = torch.optim.SGD(model.parameters(), lr=0.1)\n\
+         \x20   next(iter(loader))\n\
+         \x20   for epoch in range(3):\n\
+         \x20       if mode == 'each':\n\
+         \x20           sampler.set_epoch(epoch)\n\
+         \x20       model.train()\n\
+         \x20       for x, y in loader:\n\
+         \x20           ((model(x) - y) ** 2).mean().backward()\n\
+         \x20           opt.step()\n\
+         \x20           opt.zero_grad()\n\
+         \x20       model.eval()\n\
+         \x20       with torch.no_grad():\n\
+         \x20           for x, y in evaluation:\n\
+         \x20               model(x)\n\
+         \x20   dist.barrier()\n\
+         \x20   dist.destroy_process_group()\n\
+         if __name__ == '__main__':\n\
+         \x20   main(sys.argv[1])\n",
+    )
+    .unwrap();
+    let said =
+        "the training DataLoader's DistributedSampler (shuffle=True) began another pass over \
+                the data with the epoch of the pass before (0): `set_epoch` was not called";
+    for (mode, expected) in [("never", true), ("persistent", true), ("each", false)] {
+        let run = auto_instrumented(&tmp.path().join(mode), &script, &[mode]);
+        assert_eq!(
+            run.summary.contains(&format!("warning: rank 0: {said}")),
+            expected,
+            "{mode}: {}",
+            run.summary
+        );
+        let console: String = run.console.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert_eq!(
+            console.matches(said).count(),
+            usize::from(expected),
+            "{mode}: {console}"
+        );
+    }
+}
+
 /// Gradient accumulation over 4 micro-batches with every backward synchronised (no
 /// `no_sync`): `summary` names it and what `no_sync` saves; the same loop with `no_sync` for the
 /// first three says nothing of the kind.

@@ -700,6 +700,11 @@ class _Instrumentation:
         #: after the first closed the step, with no forward of its own.
         self.ddp_forward_seen = False
         self.said_bypassed_ddp = False
+        #: id of a shuffling DistributedSampler -> (the sampler, the epoch it drew its last full
+        #: pass over the training data with), and whether the program was told that a pass
+        #: reused the epoch of the one before (``set_epoch`` never called).
+        self.sampler_passes = {}
+        self.said_same_epoch = False
         self.train_thread = threading.get_ident()
         self.pg = getattr(ddp, "process_group", None) or dist.distributed_c10d._get_default_group()
         #: The group's count of collectives issued (not every backend has one).
@@ -941,6 +946,41 @@ class _Instrumentation:
         self.data_source = source
         if self.fingerprints_left:
             self.data_fingerprint = _fingerprint(batch)
+
+    def note_loader_pass(self, it):
+        """The first batch of a DataLoader pass (a new iterator, or a persistent one reset):
+        when the pass draws from a shuffling ``DistributedSampler`` with the same epoch as the
+        last full pass over the training data, ``set_epoch`` was not called between them and
+        the pass repeats that one's order. Said once, on rank 0, and written to every rank's
+        trace as a warning (``summary`` shows it)."""
+        sampler = _distributed_sampler(getattr(it, "_index_sampler", None))
+        if sampler is None or not getattr(sampler, "shuffle", False):
+            return
+        epoch = getattr(sampler, "epoch", None)
+        it._ddp_probe_sampler = (sampler, epoch)
+        before = self.sampler_passes.get(id(sampler))
+        if self.said_same_epoch or before is None or before[1] != epoch:
+            return
+        self.said_same_epoch = True
+        message = (
+            f"the training DataLoader's DistributedSampler (shuffle=True) began another pass "
+            f"over the data with the epoch of the pass before ({epoch}): `set_epoch` was not "
+            "called between them, so every epoch repeats that pass's shuffle: each rank gets the "
+            "same samples, in the same order, every epoch; call `sampler.set_epoch(epoch)` at the start of "
+            "each epoch, before iterating the DataLoader"
+        )
+        if _rank_and_world()[0] == 0:
+            _say(message)
+        self.writer.record(
+            {"type": "log", "t": now_ns(), "level": "warning", "message": message}
+        )
+
+    def note_loader_end(self, it):
+        """A DataLoader pass ran to its end: when it fed training steps from a shuffling
+        ``DistributedSampler``, the epoch it was drawn with is that sampler's last full pass."""
+        drawn = getattr(it, "_ddp_probe_sampler", None)
+        if drawn is not None and id(getattr(it, "_dataset", None)) == self.train_source:
+            self.sampler_passes[id(drawn[0])] = drawn
 
     def wrap_hook(self, hook, own=False):
         """A communication hook that records the bucket and times ``hook``.
@@ -1638,6 +1678,22 @@ def _patch_collective(name):
     setattr(dist, name, collective)
 
 
+def _distributed_sampler(sampler):
+    """The ``DistributedSampler`` a DataLoader's index sampler draws from: itself, or the
+    sampler inside its batch sampler (a wrapper's ``sampler`` or ``batch_sampler``, a few
+    levels down); None when there is none."""
+    from torch.utils.data.distributed import DistributedSampler
+
+    for _ in range(4):
+        if sampler is None:
+            return None
+        if isinstance(sampler, DistributedSampler):
+            return sampler
+        inner = getattr(sampler, "sampler", None)
+        sampler = inner if inner is not None else getattr(sampler, "batch_sampler", None)
+    return None
+
+
 def _patch_data_loader(inst):
     """Times every ``next`` of a PyTorch DataLoader iterator (the data wait)."""
     from torch.utils.data import dataloader
@@ -1650,10 +1706,19 @@ def _patch_data_loader(inst):
     @functools.wraps(original)
     def __next__(it):
         t = _ANCHOR_NS + _PERF_NS()
+        try:
+            if it._num_yielded == 0:
+                inst.note_loader_pass(it)
+        except Exception as e:  # noqa: BLE001 - recording must not break training
+            _LOG.debug("ddp_probe_torch: reading the loader's sampler failed: %s", e)
         # Only a batch counts: the StopIteration that ends an epoch is no step's data (it left
         # a batch pending, and the collectives after the epoch's loop, timm's loss average and
         # BatchNorm all-reduce, went to a next step that never came).
-        batch = original(it)
+        try:
+            batch = original(it)
+        except StopIteration:
+            inst.note_loader_end(it)
+            raise
         try:
             inst.note_data_wait(
                 t, _ANCHOR_NS + _PERF_NS(), id(getattr(it, "_dataset", None)), batch

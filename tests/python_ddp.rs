@@ -1014,6 +1014,85 @@ fn a_hung_script_without_traces_is_explained_from_its_stacks() {
     );
 }
 
+/// An evaluation on rank 0 only, through the DDP model (a common mistake: DDP's forward first
+/// broadcasts the module's buffers, a collective rank 1 never joins), then a barrier: the job
+/// hangs with rank 0 in the broadcast and rank 1 in the barrier, one collective number apart
+/// from nothing. The launcher's hang line says the ranks wait in different collectives (it had
+/// said "the collective itself is stuck"), and `explain` names the mismatch with the forward
+/// and its line as the fix, from the flight-recorder dumps and, without them, from the traces.
+const RANK0_EVALUATION: &str = "\
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+import ddp_probe_torch
+dist.init_process_group('gloo')
+torch.manual_seed(0)
+net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.BatchNorm1d(16), torch.nn.Linear(16, 1))
+model = ddp_probe_torch.instrument(DDP(net))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+for step in range(4):
+    model(torch.randn(8, 8)).pow(2).mean().backward()
+    opt.step()
+    opt.zero_grad()
+if dist.get_rank() == 0:
+    with torch.no_grad():
+        print('evaluation', model(torch.randn(8, 8)).mean().item())
+dist.barrier()
+dist.destroy_process_group()
+";
+
+#[test]
+fn an_evaluation_through_ddp_on_rank_0_only_is_named_as_the_mismatch() {
+    let tmp = tempfile::tempdir().unwrap();
+    let script = tmp.path().join("evaluate.py");
+    std::fs::write(&script, RANK0_EVALUATION).unwrap();
+    let out = tmp.path().join("run");
+    let (status, console) = {
+        let _one = PYTORCH_JOB.lock().unwrap_or_else(|e| e.into_inner());
+        with_console(&mut watched_job(&out, 2, &script))
+    };
+    assert_eq!(status.code(), Some(124), "{console}");
+    let flat = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+    let console = flat(&console);
+    assert!(
+        console.contains("in different collectives (rank 0: broadcast, rank 1: barrier)")
+            && !console.contains("the collective itself is stuck"),
+        "{console}"
+    );
+    let line = line_of(RANK0_EVALUATION, "print('evaluation'");
+    let forward = format!(
+        "fix: Rank 0 was in <module> at evaluate.py:{line} (`print('evaluation', \
+         model(torch.randn(8, 8)).mean().item())`), inside torch/nn/parallel/distributed.py"
+    );
+    let explain = |dir: &Path| {
+        let done = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
+            .arg("explain")
+            .arg(dir)
+            .output()
+            .unwrap();
+        flat(&String::from_utf8_lossy(&done.stdout))
+    };
+    let with_dumps = explain(&out);
+    assert!(
+        with_dumps.starts_with(
+            "most likely cause: ranks 0, 1 issued different collectives at the same point"
+        ) && with_dumps.contains(&forward)
+            && with_dumps.contains("ran no such forward"),
+        "{with_dumps}"
+    );
+    // Without the dumps (a job whose ranks could not write them) the traces tell the same.
+    for rank in 0..2 {
+        std::fs::remove_file(out.join(format!("logs/nccl_trace_rank_{rank}"))).unwrap();
+    }
+    let from_traces = explain(&out);
+    assert!(
+        from_traces.starts_with(
+            "most likely cause: ranks 0, 1 issued different collectives at the same point"
+        ) && from_traces.contains("the traces show every rank waiting in collective seq")
+            && from_traces.contains(&forward),
+        "{from_traces}"
+    );
+}
+
 /// A script in the style of PyTorch's DDP tutorial (`multigpu.py`): one process started by the
 /// launcher runs `torch.multiprocessing.spawn` for 2 ranks, each passing its rank to
 /// `init_process_group` (its environment still says the launcher's `RANK=0`). With

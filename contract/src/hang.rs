@@ -76,6 +76,51 @@ impl fmt::Display for CollectiveRef {
     }
 }
 
+/// Whether two ranks' collectives of one sequence number are the same call: the same
+/// operation and, for an all-reduce whose size both recorded, the same size. (Other
+/// operations' recorded sizes may differ by rank in a matching call: an object broadcast's
+/// receivers pass no object.)
+pub fn same_call(
+    a_op: Option<&str>,
+    a_bytes: Option<u64>,
+    b_op: Option<&str>,
+    b_bytes: Option<u64>,
+) -> bool {
+    a_op == b_op
+        && (a_op != Some("all_reduce")
+            || a_bytes.is_none()
+            || b_bytes.is_none()
+            || a_bytes == b_bytes)
+}
+
+/// How the ranks' waits compare when every rank waits in a collective of one sequence number
+/// ([`HangReport::shared_wait`]).
+#[derive(Debug, PartialEq, Eq)]
+pub enum SharedWait<'a> {
+    /// The same call on every rank: the collective itself is stuck.
+    Same(&'a CollectiveRef),
+    /// Different calls at one sequence number (`broadcast` on rank 0, `barrier` on rank 1):
+    /// the ranks' code took different paths. Each rank with its call.
+    Different(Vec<(usize, &'a CollectiveRef)>),
+}
+
+/// "rank 0: broadcast, rank 1: barrier"; the sizes too when the operations agree
+/// ("rank 0: all_reduce 4 bytes, rank 1: all_reduce 1048576 bytes").
+pub fn different_calls(waits: &[(usize, &CollectiveRef)]) -> String {
+    let ops_differ = waits.windows(2).any(|w| w[0].1.op != w[1].1.op);
+    waits
+        .iter()
+        .map(|(rank, c)| {
+            let op = c.op.as_deref().unwrap_or("collective");
+            match c.bytes.filter(|_| !ops_differ) {
+                Some(b) => format!("rank {rank}: {op} {b} bytes"),
+                None => format!("rank {rank}: {op}"),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// What the tail of one rank's trace says.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TraceTail {
@@ -270,6 +315,28 @@ impl HangReport {
         }
     }
 
+    /// When every rank has a trace and waits in a collective, all of one sequence number:
+    /// whether they wait in the same call or in different ones.
+    pub fn shared_wait(&self) -> Option<SharedWait<'_>> {
+        let waits: Vec<(usize, &CollectiveRef)> = self
+            .ranks
+            .iter()
+            .map(|r| Some((r.rank, r.trace_tail.as_ref()?.waiting_in.as_ref()?)))
+            .collect::<Option<_>>()?;
+        let (_, first) = *waits.first()?;
+        if waits.iter().any(|(_, c)| c.seq != first.seq) {
+            return None;
+        }
+        let alike = |c: &CollectiveRef| {
+            same_call(first.op.as_deref(), first.bytes, c.op.as_deref(), c.bytes)
+        };
+        Some(if waits.iter().all(|(_, c)| alike(c)) {
+            SharedWait::Same(first)
+        } else {
+            SharedWait::Different(waits)
+        })
+    }
+
     /// The report as a few human-readable lines (no trailing newline).
     pub fn render(&self) -> String {
         let mut out = format!(
@@ -301,20 +368,22 @@ impl HangReport {
                 }
             }
         } else if traced.len() == self.ranks.len() && !traced.is_empty() {
-            let waiting: BTreeSet<Option<u64>> = traced
-                .iter()
-                .map(|r| {
-                    r.trace_tail
-                        .as_ref()
-                        .and_then(|t| t.waiting_in.as_ref().map(|c| c.seq))
-                })
-                .collect();
-            if waiting.len() == 1 && waiting.iter().next().is_some_and(Option::is_some) {
-                out.push_str(
+            match self.shared_wait() {
+                Some(SharedWait::Same(_)) => out.push_str(
                     "\nall ranks wait in the same collective: the collective itself is stuck (check the network and the NCCL logs)",
-                );
-            } else {
-                out.push_str("\nall ranks got equally far; none is behind");
+                ),
+                Some(SharedWait::Different(waits)) => {
+                    let _ = write!(
+                        out,
+                        "\nthe ranks wait at one point (seq {}) in different collectives ({}): \
+                         their code took different paths, such as a collective inside `if rank \
+                         == 0:` or a forward of the DDP model (its buffer broadcast) on some \
+                         ranks only; `ddp-probe explain` says where each rank was",
+                        waits[0].1.seq,
+                        different_calls(&waits)
+                    );
+                }
+                None => out.push_str("\nall ranks got equally far; none is behind"),
             }
         } else if traced.is_empty() {
             out.push_str("\nno rank wrote a trace, so what they wait in is unknown");
@@ -513,6 +582,41 @@ mod tests {
         let report = HangReport::new(1.0, "now".into(), vec![r0, r1]);
         assert!(report.behind.is_empty());
         assert!(report.render().contains("same collective"));
+    }
+
+    #[test]
+    fn different_calls_at_one_seq_are_not_the_same_collective() {
+        let call = |op: &str, bytes: u64| {
+            format!(
+                r#"{{"type":"instant","name":"collective_queued","t":5,"step":4,"args":{{"seq":17,"op":"{op}","bytes":{bytes}}}}}"#
+            )
+        };
+        let report = |a: String, b: String| {
+            HangReport::new(
+                1.0,
+                "now".into(),
+                vec![state(0, &[coll(16, 3), a]), state(1, &[coll(16, 3), b])],
+            )
+        };
+        // Rank 0 in DDP's buffer broadcast, rank 1 in a barrier.
+        let r = report(call("broadcast", 136), call("barrier", 0));
+        assert!(r.behind.is_empty());
+        assert!(matches!(r.shared_wait(), Some(SharedWait::Different(_))));
+        let text = r.render();
+        assert!(
+            text.contains("the ranks wait at one point (seq 17) in different collectives (rank 0: broadcast, rank 1: barrier)")
+                && !text.contains("same collective"),
+            "{text}"
+        );
+        // An all-reduce of a loss against one of a bucket: the sizes tell them apart.
+        let r = report(call("all_reduce", 4), call("all_reduce", 4096));
+        assert!(r
+            .render()
+            .contains("(rank 0: all_reduce 4 bytes, rank 1: all_reduce 4096 bytes)"));
+        // Object broadcasts record what each rank passed: not a difference.
+        let r = report(call("broadcast", 64), call("broadcast", 8));
+        assert!(matches!(r.shared_wait(), Some(SharedWait::Same(_))));
+        assert!(r.render().contains("all ranks wait in the same collective"));
     }
 
     #[test]

@@ -228,6 +228,7 @@ pub(crate) fn build(mut g: Gathered, opts: &Options) -> Report {
             stack_signals(&g.python_stacks, store.as_ref(), &mut signals, &mut order);
         }
     }
+    name_a_ddp_forward_on_some_ranks(&mut signals, &g.python_stacks);
     stuck_same |= signals
         .iter()
         .any(|s| s.rule == "manifest_hang_same_collective");
@@ -851,6 +852,105 @@ fn unseen_ranks_detail(work: &str, unseen: &[usize]) -> String {
     )
 }
 
+/// Ranks that issued different collectives where some were in a forward of the DDP model
+/// and the others were not (an evaluation or a sample on rank 0 through the DDP model: its
+/// forward broadcasts the module's buffers first, a collective the other ranks never join, and
+/// PyTorch says nothing but a timeout): the mismatch names the forward and the fix is the
+/// wrapped module's.
+fn name_a_ddp_forward_on_some_ranks(signals: &mut [Signal], stacks: &[PyStack]) {
+    let (forward, other): (Vec<&PyStack>, Vec<&PyStack>) =
+        stacks.iter().partition(|st| st.in_ddp_forward());
+    if forward.is_empty() || other.is_empty() {
+        return;
+    }
+    let places: Vec<String> = forward
+        .iter()
+        .map(|st| {
+            let (where_, _) = st.whereabouts();
+            format!("rank {} was {where_}", st.rank)
+        })
+        .collect();
+    let ranks = |sts: &[&PyStack]| who(&sts.iter().map(|st| st.rank).collect::<Vec<_>>());
+    let fix = format!(
+        "{}: in a forward of the DistributedDataParallel model, which first runs collectives of \
+         its own (the broadcast of the model's buffers, BatchNorm's statistics, from rank 0) \
+         that every rank must join; {} ran no such forward. Run a forward that only some ranks \
+         do (an evaluation, a sample or a check on rank 0) through the wrapped module \
+         (`model.module(x)`), which runs no collective, or run it on every rank (each on its \
+         share of the data).",
+        probe::wrap::capitalized(&places.join("; ")),
+        ranks(&other)
+    );
+    for s in signals
+        .iter_mut()
+        .filter(|s| s.category == Category::CollectiveMismatch && s.role == Role::Cause)
+    {
+        s.fix_hint = Some(fix.clone());
+    }
+}
+
+/// Every rank waits at collective `stuck` and none is behind, but not in the same call
+/// (rank 0 in DDP's buffer broadcast of an evaluation forward only it ran, rank 1 in the
+/// barrier after it): the ranks' code took different paths, a mismatch the traces show
+/// without a flight-recorder dump.
+fn different_calls_waited_in(
+    waiting: &[&RankProgress],
+    stuck: u64,
+    order: &mut u64,
+) -> Option<Signal> {
+    let calls: Vec<(&RankProgress, &crate::traces::Coll)> = waiting
+        .iter()
+        .filter_map(|p| p.waiting_in.as_ref().map(|c| (*p, c)))
+        .filter(|(_, c)| c.seq == stuck)
+        .collect();
+    let (_, first) = *calls.first()?;
+    let alike = |c: &crate::traces::Coll| {
+        probe_contract::hang::same_call(first.op.as_deref(), first.bytes, c.op.as_deref(), c.bytes)
+    };
+    if calls.len() < 2 || calls.len() != waiting.len() || calls.iter().all(|(_, c)| alike(c)) {
+        return None;
+    }
+    let what = if calls.iter().any(|(_, c)| c.op != first.op) {
+        "operation"
+    } else {
+        "size"
+    };
+    let mut s = Signal::new(
+        "trace_mismatch",
+        Category::CollectiveMismatch,
+        Role::Cause,
+        Attach::Standalone,
+    );
+    s.subjects = calls.iter().map(|(p, _)| p.rank).collect();
+    let call = |c: &crate::traces::Coll| match c.bytes {
+        Some(b) if what == "size" => format!("{} ({b} bytes)", c.describe()),
+        _ => c.describe(),
+    };
+    s.detail = Some(format!(
+        "the traces show every rank waiting in collective seq {stuck} with a different {what} \
+         on different ranks: {}",
+        calls
+            .iter()
+            .map(|(p, c)| format!("rank {} in {}", p.rank, call(c)))
+            .collect::<Vec<_>>()
+            .join("; ")
+    ));
+    s.evidence = calls
+        .iter()
+        .map(|(p, c)| Evidence {
+            file: p.file.clone(),
+            line: locate(
+                &p.path,
+                &["collective_queued", &format!("\"seq\":{}", c.seq)],
+            ),
+            text: format!("rank {} queued {} and it never completed", p.rank, call(c)),
+        })
+        .collect();
+    *order += 1;
+    s.order = *order;
+    Some(s)
+}
+
 fn progress_signals(
     progress: &[RankProgress],
     stacks: &[PyStack],
@@ -933,6 +1033,11 @@ fn progress_signals(
         *order += 1;
         s.order = *order;
         out.push(s);
+    }
+    if behind.is_empty() {
+        if let Some(s) = different_calls_waited_in(&waiting, stuck, order) {
+            out.push(s);
+        }
     }
     let stuck_desc = waiting
         .iter()

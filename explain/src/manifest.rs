@@ -19,7 +19,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use probe_contract::hang::HangReport;
+use probe_contract::hang::{different_calls, HangReport, SharedWait};
 use probe_contract::manifest::{CounterScope, KillEvidence, Manifest, OomKillCounter, Termination};
 
 use crate::category::Category;
@@ -538,6 +538,7 @@ impl LoadedManifest {
             Attach::Standalone,
         );
         let timeout = format!(" for {:.0} s", h.timeout_s);
+        let mut named_each = false;
         let mut text =
             format!("the launcher's hang watchdog stopped the run: no progress{timeout}");
         let waiting: Vec<(usize, &probe_contract::hang::CollectiveRef)> = h
@@ -556,14 +557,23 @@ impl LoadedManifest {
             text.push_str(&format!("; behind: rank {}", names.join(", ")));
         } else if !waiting.is_empty() {
             s.subjects = waiting.iter().map(|(r, _)| *r).collect();
-            let seqs: std::collections::BTreeSet<u64> =
-                waiting.iter().map(|(_, c)| c.seq).collect();
-            if seqs.len() == 1 && waiting.len() == h.ranks.len() {
-                s.rule = "manifest_hang_same_collective";
-                text.push_str("; every rank waits in the same collective");
+            match h.shared_wait() {
+                Some(SharedWait::Same(_)) => {
+                    s.rule = "manifest_hang_same_collective";
+                    text.push_str("; every rank waits in the same collective");
+                }
+                Some(SharedWait::Different(waits)) => {
+                    named_each = true;
+                    text.push_str(&format!(
+                        "; the ranks wait at seq {} in different collectives ({})",
+                        waits[0].1.seq,
+                        sanitize(&different_calls(&waits), 200)
+                    ));
+                }
+                None => {}
             }
         }
-        if let Some((r, c)) = waiting.first() {
+        if let Some((r, c)) = waiting.first().filter(|_| !named_each) {
             text.push_str(&format!(
                 "; rank {r} waits in {} seq {}",
                 sanitize(c.op.as_deref().unwrap_or("a collective"), 40),

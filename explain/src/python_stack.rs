@@ -214,6 +214,17 @@ impl PyStack {
             .map(|f| f.function.as_str())
     }
 
+    /// Whether the rank was inside a forward of a DistributedDataParallel model: DDP's forward
+    /// runs collectives of its own before the module's (the broadcast of the module's buffers,
+    /// BatchNorm's statistics; with `join`, an all-reduce of whether every rank still has
+    /// data), which every rank must join.
+    pub(crate) fn in_ddp_forward(&self) -> bool {
+        self.frames.iter().any(|f| {
+            f.file.ends_with("torch/nn/parallel/distributed.py")
+                && matches!(f.function.as_str(), "forward" | "_pre_forward")
+        })
+    }
+
     /// Whether the rank was inside `init_process_group` (its rendezvous: the store waits
     /// for every rank of the world size to register).
     pub(crate) fn in_init_process_group(&self) -> bool {

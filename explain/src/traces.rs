@@ -37,6 +37,8 @@ pub(crate) struct Coll {
     pub op: Option<String>,
     /// The training step.
     pub step: Option<u64>,
+    /// Its payload in bytes, when recorded.
+    pub bytes: Option<u64>,
     /// Where the program called it (a collective of the program's own).
     pub caller: Option<String>,
 }
@@ -144,6 +146,7 @@ fn from_run(run: &Run) -> Vec<RankProgress> {
         seq: c.seq,
         op: c.op,
         step: c.step,
+        bytes: c.bytes,
         caller: c.caller,
     };
     let mut out = Vec::new();
@@ -184,6 +187,7 @@ fn from_run(run: &Run) -> Vec<RankProgress> {
                     seq,
                     op: span.op().map(|s| run.str(s).to_owned()),
                     step: span.step(),
+                    bytes: span.bytes(),
                     caller: None,
                 });
             }
@@ -302,6 +306,7 @@ fn from_tail(path: &Path) -> Option<RankProgress> {
         seq: c.seq,
         op: c.op,
         step: c.step,
+        bytes: c.bytes,
         caller: c.caller,
     };
     Some(RankProgress {

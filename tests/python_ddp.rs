@@ -998,8 +998,8 @@ fn a_hung_script_without_traces_is_explained_from_its_stacks() {
     let flat = console.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(
         flat.contains(&format!(
-            "hang: no rank made progress for {HANG_TIMEOUT_S} s; the traces do not say who \
-             waited for whom"
+            "hang: no rank made progress for {HANG_TIMEOUT_S} s and none wrote a trace; \
+             `ddp-probe explain` reads what the ranks left"
         )),
         "{console}"
     );
@@ -1090,6 +1090,62 @@ fn an_evaluation_through_ddp_on_rank_0_only_is_named_as_the_mismatch() {
         ) && from_traces.contains("the traces show every rank waiting in collective seq")
             && from_traces.contains(&forward),
         "{from_traces}"
+    );
+}
+
+/// A script that asks `init_process_group` for 4 ranks where the launcher started 2: both
+/// wait in the rendezvous for ranks that never come. Without the module nothing the ranks leave
+/// says where they were, and `explain` says so with the rerun that would (it had headlined "a
+/// rank timed out in a collective" and suggested a rerun under the hang watchdog the run had
+/// used); with `--auto-instrument` the ranks' stacks name the cause and the line.
+#[test]
+fn a_hang_with_nothing_to_read_says_what_rerun_would_tell() {
+    let tmp = tempfile::tempdir().unwrap();
+    let script = tmp.path().join("four.py");
+    std::fs::write(
+        &script,
+        "import os, torch.distributed as dist\n\
+         dist.init_process_group('gloo', world_size=4, rank=int(os.environ['RANK']))\n\
+         print('joined', dist.get_rank())\n",
+    )
+    .unwrap();
+    let flat = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+    let explain = |dir: &Path| {
+        let done = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
+            .arg("explain")
+            .arg(dir)
+            .output()
+            .unwrap();
+        flat(&String::from_utf8_lossy(&done.stdout))
+    };
+    let plain = tmp.path().join("plain");
+    let (status, console) = {
+        let _one = PYTORCH_JOB.lock().unwrap_or_else(|e| e.into_inner());
+        with_console(&mut watched_job(&plain, 2, &script))
+    };
+    assert_eq!(status.code(), Some(124), "{console}");
+    let text = explain(&plain);
+    assert!(
+        text.starts_with(
+            "found: no rank made progress until the launcher's hang watchdog stopped the job, \
+             and nothing the ranks left says where they were"
+        ) && text.contains("to confirm: a rerun under `ddp-probe run --auto-instrument")
+            && !text.contains("timed out in a collective"),
+        "{text}"
+    );
+    let auto = tmp.path().join("auto");
+    let (status, console) = {
+        let _one = PYTORCH_JOB.lock().unwrap_or_else(|e| e.into_inner());
+        with_console(watched_job(&auto, 2, &script).env("DDP_PROBE_AUTO_INSTRUMENT", "1"))
+    };
+    assert_eq!(status.code(), Some(124), "{console}");
+    let text = explain(&auto);
+    assert!(
+        text.starts_with(
+            "most likely cause: init_process_group asks for 4 ranks (`world_size=4` in the \
+             program), and ranks 0, 1 waited for the others"
+        ) && text.contains("rank 0 passes `world_size=4` at four.py:2"),
+        "{text}"
     );
 }
 

@@ -2589,8 +2589,19 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
             || s.rule.starts_with("flight_recorder")
             || s.rule.starts_with("manifest_hang")
     });
+    // The hang watchdog stopped the job and nothing the ranks left says where they were (no
+    // trace, stack, dump or log line of a collective: a program that does not import the
+    // module, run without --auto-instrument).
+    let blind_hang = category == Category::CollectiveTimeout
+        && !own.is_empty()
+        && own.iter().all(|s| s.rule == "manifest_hang")
+        && ranks.is_empty();
     let elsewhere = own.iter().find_map(|s| s.elsewhere.as_deref());
-    let mut title = if lost_own_peer {
+    let mut title = if blind_hang {
+        "no rank made progress until the launcher's hang watchdog stopped the job, and nothing \
+         the ranks left says where they were"
+            .to_owned()
+    } else if lost_own_peer {
         title(category, role, &[], &ranks, only_waited, None)
     } else {
         title(
@@ -3510,6 +3521,8 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
         {
             // Some ranks reached the barrier: the store answers, the address is right.
             STORE_BARRIER_CONFIRM.to_owned()
+        } else if blind_hang {
+            BLIND_HANG_CONFIRM.to_owned()
         } else if all_joined_hang {
             "every rank's NCCL_DEBUG=INFO output (the transport and network plugin chosen, any \
              NCCL WARN) and `dmesg` on each node (GPU Xid errors, NIC link flaps); a rank's own \
@@ -3897,6 +3910,14 @@ fn who(ranks: &[usize]) -> String {
         ),
     }
 }
+
+/// What decides a hang that left nothing to read: the rerun with the ranks' stacks.
+const BLIND_HANG_CONFIRM: &str = "a rerun under `ddp-probe run --auto-instrument \
+     --hang-timeout N` (or with `import ddp_probe_torch` at the top of the script): when the \
+     watchdog stops the job, each Python rank writes its stack (`logs/python-stack-rank-R.txt`) \
+     and a flight-recorder dump, and `explain` says where each rank waited and for whom; for a \
+     job that is not Python, `py-spy dump --pid PID` or `gdb -p PID -batch -ex 'thread apply all \
+     bt'` of each rank while it hangs";
 
 /// A finding's title; `only_waited`: nothing timed out, the wait was seen in traces or dumps
 /// (or the hang watchdog stopped it); `elsewhere`: where the rank waited for was instead, from

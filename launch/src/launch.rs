@@ -132,6 +132,15 @@ impl Outcome {
                     "\nhang: the others waited for rank(s) {}",
                     list.join(", ")
                 );
+            } else if h.ranks.iter().all(|r| r.trace_tail.is_none()) {
+                let _ = write!(
+                    out,
+                    "\nhang: no rank made progress for {:.0} s and none wrote a trace; \
+                     `ddp-probe explain` reads what the ranks left (their Python stacks and \
+                     flight-recorder dumps, when they imported ddp_probe_torch: rerun with \
+                     --auto-instrument if they did not)",
+                    h.timeout_s
+                );
             } else {
                 let _ = write!(
                     out,

@@ -433,6 +433,8 @@ macro_rules! rule {
     };
 }
 
+/// torchelastic's launcher got a death signal (its `SignalException`).
+pub(crate) const RULE_ELASTIC_SIGNAL_EXCEPTION: &str = "elastic_signal_exception";
 /// The rule of the CUDA runtime's words for no usable GPU at all (the finding says so and
 /// gives its own fix).
 pub(crate) const NO_USABLE_GPU_RULE: &str = "no_usable_gpu";
@@ -3586,6 +3588,16 @@ pub(crate) static RULES: &[Rule] = &[
     // run's own output (`kubectl logs --previous`).
     rule!("container_restarting", RankCrashed, Symptom, AnyFinding,
         [["back-off restarting failed container", "crashloopbackoff"]], not [], ex_none),
+    // torchelastic's `SignalException` (`multiprocessing/api.py`): raised only by the
+    // termination handler that `start_processes` installs in the launching process (torchrun's
+    // agent, `elastic_launch`) for SIGTERM, SIGINT, SIGHUP and SIGQUIT ("Process {pid} got
+    // signal: {sig}"), never in a rank: the launcher was told to stop. Which signal, and so
+    // whether a person, the terminal (SIGHUP) or a scheduler sent it, the exception's own line
+    // says when it is there (SIGHUP and SIGINT are `launcher_signal`'s); a symptom, so a rank's
+    // failure the log shows before it comes first (a scheduler stopping the other launchers
+    // after it).
+    rule!(RULE_ELASTIC_SIGNAL_EXCEPTION, LauncherInterrupted, Symptom, Standalone,
+        [["multiprocessing.api.signalexception"]], not [], ex_none),
     rule!("launcher_consequence", RankCrashed, Consequence, AnyFinding,
         [["childfailederror", "calledprocesserror", "signalexception",
           "via signal sigterm", ", forcefully exiting via",
@@ -8578,6 +8590,11 @@ mod tests {
                  other failure mode) ***",
                 Category::RankCrashed,
                 "launcher_consequence",
+            ),
+            (
+                "torch.distributed.elastic.multiprocessing.api.SignalException",
+                Category::LauncherInterrupted,
+                RULE_ELASTIC_SIGNAL_EXCEPTION,
             ),
             (
                 "Terminating remaining workers after failure of Process 3.",

@@ -1522,6 +1522,128 @@ fn a_distributed_sampler_never_given_its_epoch_is_said_to_repeat_its_order() {
     }
 }
 
+/// An evaluation's `model.eval()` never undone: training goes on in eval mode (BatchNorm stops
+/// updating its statistics, dropout is off), silently in PyTorch. Rank 0 says so and `summary`
+/// shows it as a warning; with `model.train()` at each epoch's start nothing is said.
+#[test]
+fn training_left_in_eval_mode_after_an_evaluation_is_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let script = tmp.path().join("modes.py");
+    std::fs::write(
+        &script,
+        "import sys, torch, torch.distributed as dist\n\
+         from torch.nn.parallel import DistributedDataParallel as DDP\n\
+         dist.init_process_group('gloo')\n\
+         net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.BatchNorm1d(16), torch.nn.Linear(16, 1))\n\
+         model = DDP(net)\n\
+         opt = torch.optim.SGD(model.parameters(), lr=0.01)\n\
+         model.train()\n\
+         for epoch in range(3):\n\
+         \x20   if sys.argv[1] == 'train':\n\
+         \x20       model.train()\n\
+         \x20   for step in range(4):\n\
+         \x20       model(torch.randn(8, 8)).pow(2).mean().backward()\n\
+         \x20       opt.step()\n\
+         \x20       opt.zero_grad()\n\
+         \x20   model.eval()\n\
+         \x20   with torch.no_grad():\n\
+         \x20       model(torch.randn(8, 8))\n\
+         dist.destroy_process_group()\n",
+    )
+    .unwrap();
+    let said = "training went on in eval mode: after 4 training steps a backward followed a \
+                forward of the DistributedDataParallel model with the model in eval()";
+    for (mode, expected) in [("forgot", true), ("train", false)] {
+        let run = auto_instrumented(&tmp.path().join(mode), &script, &[mode]);
+        assert_eq!(
+            run.summary.contains(&format!("warning: rank 0: {said}")),
+            expected,
+            "{mode}: {}",
+            run.summary
+        );
+        let console: String = run.console.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert_eq!(console.contains(said), expected, "{mode}: {console}");
+    }
+}
+
+/// Every rank saving the checkpoint to the same file (no `if rank == 0:`): the writes race on
+/// the file and the job pays the I/O once per rank, with no word from PyTorch. `summary` names
+/// the file and the ranks from the module's record of each `torch.save`; saving on rank 0 only,
+/// or each rank to its own file, says nothing of the kind.
+#[test]
+fn one_checkpoint_file_saved_by_every_rank_is_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let script = tmp.path().join("save.py");
+    std::fs::write(
+        &script,
+        "import os, sys, torch, torch.distributed as dist\n\
+         from torch.nn.parallel import DistributedDataParallel as DDP\n\
+         dist.init_process_group('gloo')\n\
+         model = DDP(torch.nn.Linear(8, 2))\n\
+         opt = torch.optim.SGD(model.parameters(), lr=0.1)\n\
+         rank, mode, where = dist.get_rank(), sys.argv[1], sys.argv[2]\n\
+         big = torch.zeros(4_000_000)\n\
+         for step in range(9):\n\
+         \x20   model(torch.randn(4, 8)).sum().backward()\n\
+         \x20   opt.step()\n\
+         \x20   opt.zero_grad()\n\
+         \x20   if step % 3 == 2:\n\
+         \x20       if mode == 'all':\n\
+         \x20           torch.save({'model': model.state_dict(), 'big': big}, os.path.join(where, 'ckpt.pt'))\n\
+         \x20       elif mode == 'own':\n\
+         \x20           torch.save({'rng': torch.get_rng_state()}, os.path.join(where, f'rng_{rank}.pt'))\n\
+         \x20       elif rank == 0:\n\
+         \x20           torch.save({'model': model.state_dict(), 'big': big}, os.path.join(where, 'ckpt.pt'))\n\
+         \x20       dist.barrier()\n\
+         dist.destroy_process_group()\n",
+    )
+    .unwrap();
+    for (mode, expected) in [("all", true), ("rank0", false), ("own", false)] {
+        let dir = tmp.path().join(format!("{mode}-files"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let dir = dir.canonicalize().unwrap();
+        let run = auto_instrumented(
+            &tmp.path().join(mode),
+            &script,
+            &[mode, dir.to_str().unwrap()],
+        );
+        let said = format!(
+            "warning: ranks 0, 1 each saved {} with torch.save (6 saves in all,",
+            dir.join("ckpt.pt").display()
+        );
+        assert_eq!(
+            run.summary.contains(&said),
+            expected,
+            "{mode}: {}",
+            run.summary
+        );
+        assert_eq!(
+            run.summary.contains("the job pays the I/O 2 times"),
+            expected,
+            "{mode}: {}",
+            run.summary
+        );
+        // The 16 MB saves make the gaps after steps 2 and 5 the long ones, and the note on
+        // the time between steps says what ran there.
+        if mode != "own" {
+            let calls = if mode == "all" { 4 } else { 2 };
+            let named = "Longer than the median step every 3 steps (after steps 2, 5)";
+            let saves = format!("; {calls} torch.save calls there took");
+            let file = format!(
+                "in all (checkpoints, {} the most)",
+                dir.join("ckpt.pt").display()
+            );
+            assert!(
+                run.summary.contains(named)
+                    && run.summary.contains(&saves)
+                    && run.summary.contains(&file),
+                "{mode}: {}",
+                run.summary
+            );
+        }
+    }
+}
+
 /// Gradient accumulation over 4 micro-batches with every backward synchronised (no
 /// `no_sync`): `summary` names it and what `no_sync` saves; the same loop with `no_sync` for the
 /// first three says nothing of the kind.

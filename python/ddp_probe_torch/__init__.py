@@ -806,6 +806,7 @@ class _Instrumentation:
         ddp._register_builtin_comm_hook = register_builtin_comm_hook
         self.install_buffer_sync()
         _patch_data_loader(self)
+        _patch_torch_save(self)
         _patch_compile()
         _keep_out_of_dynamo()
 
@@ -947,6 +948,53 @@ class _Instrumentation:
         if self.fingerprints_left:
             self.data_fingerprint = _fingerprint(batch)
 
+    def say_untracked_backward(self):
+        """Says once that a backward followed a forward in eval mode. After recorded training
+        steps it is most likely training that went on after an evaluation without
+        ``model.train()``: a warning, on rank 0's console and in every rank's trace. From the
+        start it may be meant (a fine-tuning script that keeps BatchNorm's statistics frozen so):
+        a note on the console only."""
+        if self.next_step == 0:
+            _say(
+                "a backward ran after a forward in eval mode (the DDP module and its model both "
+                "in eval()): such steps are not recorded"
+            )
+            return
+        message = (
+            f"training went on in eval mode: after {self.next_step} training steps a backward "
+            "followed a forward of the DistributedDataParallel model with the model in eval(), "
+            "most likely an evaluation's `model.eval()` not undone: BatchNorm then normalises "
+            "with its running statistics and stops updating them, and dropout is off; unless "
+            "that is meant (BatchNorm frozen on purpose, which `eval()` on the BatchNorm layers "
+            "alone does without turning dropout off), call `model.train()` before training "
+            "again (steps in eval mode are not recorded)"
+        )
+        if _rank_and_world()[0] == 0:
+            _say(message)
+        self.writer.record(
+            {"type": "log", "t": now_ns(), "level": "warning", "message": message}
+        )
+
+    def note_save(self, f, start, end):
+        """A ``torch.save`` call: a ``checkpoint_save`` instant with the file it wrote (absolute
+        path; None for a buffer), how long it took and the step it followed. ``summary`` names
+        the ranks of one host that save the same file (they race on it) and the time saves
+        take between steps."""
+        try:
+            path = os.path.abspath(os.fspath(f))
+        except TypeError:
+            name = getattr(f, "name", None)
+            path = os.path.abspath(name) if isinstance(name, str) else None
+        st = self.state
+        step = st.step if st is not None else (self.next_step - 1 if self.next_step else None)
+        args = {"duration_ns": max(end - start, 0)}
+        if path is not None:
+            args["path"] = path
+        record = {"type": "instant", "name": "checkpoint_save", "t": start, "args": args}
+        if step is not None:
+            record["step"] = step
+        self.writer.record(record)
+
     def note_loader_pass(self, it):
         """The first batch of a DataLoader pass (a new iterator, or a persistent one reset):
         when the pass draws from a shuffling ``DistributedSampler`` with the same epoch as the
@@ -1033,10 +1081,7 @@ class _Instrumentation:
                 # in the form a Python hook gives it (the process group's future holds a list).
                 if not self.said_untracked_backward:
                     self.said_untracked_backward = True
-                    _say(
-                        "a backward ran after a forward in eval mode (the DDP module and its "
-                        "model both in eval()): such steps are not recorded"
-                    )
+                    self.say_untracked_backward()
                 return fut.then(_first_tensor) if own else fut
             nbytes, dtype = info[2], info[3]
             if sent:
@@ -1676,6 +1721,28 @@ def _patch_collective(name):
 
     collective._ddp_probe = True
     setattr(dist, name, collective)
+
+
+def _patch_torch_save(inst):
+    """Times every ``torch.save`` (:meth:`_Instrumentation.note_save`): checkpoints are the
+    loop's longest work between steps, and the same file saved by every rank is a race."""
+    original = torch.save
+    if getattr(original, "_ddp_probe", False):
+        return
+
+    @functools.wraps(original)
+    def save(obj, f, *args, **kwargs):
+        start = _ANCHOR_NS + _PERF_NS()
+        try:
+            return original(obj, f, *args, **kwargs)
+        finally:
+            try:
+                inst.note_save(f, start, _ANCHOR_NS + _PERF_NS())
+            except Exception as e:  # noqa: BLE001 - recording must not break training
+                _LOG.debug("ddp_probe_torch: recording a save failed: %s", e)
+
+    save._ddp_probe = True
+    torch.save = save
 
 
 def _distributed_sampler(sampler):

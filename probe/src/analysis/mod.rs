@@ -62,7 +62,7 @@ pub use stats::Dist;
 pub use stragglers::{RankLateness, Straggler, StragglerCandidate, Stragglers, P_VALUE_THRESHOLD};
 pub use summary::{
     between_steps_line, other_placement, part_recorded, parts_not_recorded, summarize, Breakdown,
-    CommSplit, LongGaps, RankSummary, SamplesSource, StepGap, StragglerLine, Summary,
+    CommSplit, GapSaves, LongGaps, RankSummary, SamplesSource, StepGap, StragglerLine, Summary,
     SummaryOptions, Throughput, Totals, WarmupStep,
 };
 

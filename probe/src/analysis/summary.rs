@@ -2,7 +2,7 @@
 //! throughput, per-bucket and per-operation communication statistics and
 //! stragglers, plus a compact text rendering of it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -277,6 +277,20 @@ pub struct LongGaps {
     /// first (at most [`GAP_CALLERS_NAMED`]): those that no shorter gap has, when there are
     /// such.
     pub callers: Vec<String>,
+    /// The `torch.save` calls the PyTorch module recorded in them ([`CHECKPOINT_SAVE`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub saves: Option<GapSaves>,
+}
+
+/// The `torch.save` calls in the long gaps between steps: a checkpoint every N steps.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GapSaves {
+    /// How many calls.
+    pub calls: u64,
+    /// Their time, summed.
+    pub ns: i64,
+    /// The file saved most often (escaped for the terminal), when the calls wrote files.
+    pub file: Option<String>,
 }
 
 /// Training speed over the steady steps, by the wall clock: each step with the time from its end
@@ -486,6 +500,56 @@ fn accumulation_without_no_sync(scans: &RunScan) -> Option<String> {
         no_opt + with_opt,
         render::ns(comm),
         render::ns(comm * (per_step - 1.0))
+    ))
+}
+
+/// The instant the PyTorch module writes for each `torch.save` call (`args`: `path`, the file's
+/// absolute path when it was one, and `duration_ns`).
+pub const CHECKPOINT_SAVE: &str = "checkpoint_save";
+
+/// Ranks of one host that each saved the same file with `torch.save` ([`CHECKPOINT_SAVE`]
+/// instants): every rank writing the checkpoint, where one should (PyTorch's DDP tutorial
+/// saves on rank 0 only). The writes race on the file and the job pays the I/O once per rank.
+/// The file saved by the most ranks is named (then the most saves).
+fn one_file_saved_by_several_ranks(run: &Run) -> Option<String> {
+    let name = run
+        .strings
+        .lookup(CHECKPOINT_SAVE)
+        .filter(|_| run.ranks.len() >= 2)?;
+    // (host, path) -> (the ranks, their saves, their total time)
+    let mut by_file: BTreeMap<(&str, String), (BTreeSet<u32>, u64, u64)> = BTreeMap::new();
+    for rank in &run.ranks {
+        for i in rank.instants.iter().filter(|i| i.name == name) {
+            let Some(args) = i.args else { continue };
+            let Ok(v) = serde_json::from_str::<serde_json::Value>(run.str(args)) else {
+                continue;
+            };
+            let Some(path) = v["path"].as_str() else {
+                continue;
+            };
+            let file = by_file
+                .entry((rank.header.hostname.as_str(), path.to_owned()))
+                .or_default();
+            file.0.insert(rank.header.rank);
+            file.1 += 1;
+            file.2 += v["duration_ns"].as_u64().unwrap_or(0);
+        }
+    }
+    let ((_, path), (ranks, saves, total_ns)) = by_file
+        .into_iter()
+        .filter(|(_, (ranks, _, _))| ranks.len() >= 2)
+        .max_by_key(|(_, (ranks, saves, _))| (ranks.len(), *saves))?;
+    let names: Vec<String> = ranks.iter().map(u32::to_string).collect();
+    Some(format!(
+        "ranks {} each saved {} with torch.save ({saves} saves in all, {} each on average): \
+         every rank writes the same file, so the writes race (on a shared file system the file \
+         can end up with parts of different writes) and the job pays the I/O {} times; save on \
+         one rank (`if dist.get_rank() == 0:`) and have the others wait in `dist.barrier()` \
+         before any of them reads it",
+        names.join(", "),
+        crate::text::escape_controls(&path),
+        render::ns(total_ns as f64 / saves as f64),
+        ranks.len()
     ))
 }
 
@@ -762,13 +826,15 @@ pub fn summarize(run: &Run, opts: &SummaryOptions) -> Summary {
         .map(|b| gaps_after_steps(&scans, b.step.median, true))
         .unwrap_or_default();
     let long_gaps = overall.as_ref().and_then(|b| {
-        long_gaps(
+        let mut gaps = long_gaps(
             &program_calls,
             &scans,
             &long_gap_list,
             b.step.median,
             &step_ends,
-        )
+        )?;
+        gaps.saves = saves_in_gaps(run, &long_gap_list);
+        Some(gaps)
     });
     let longest_between = scans
         .ranks
@@ -801,6 +867,7 @@ pub fn summarize(run: &Run, opts: &SummaryOptions) -> Summary {
     }
     let mut warnings: Vec<String> = same_input_on_every_rank(run).into_iter().collect();
     warnings.extend(accumulation_without_no_sync(&scans));
+    warnings.extend(one_file_saved_by_several_ranks(run));
     warnings.extend(trace_warnings(run));
     let no_steps: Vec<u32> = scans
         .ranks
@@ -963,6 +1030,41 @@ fn long_gaps(
             .take(GAP_CALLERS_NAMED)
             .map(|f| f.0)
             .collect(),
+        saves: None,
+    })
+}
+
+/// The `torch.save` calls ([`CHECKPOINT_SAVE`] instants, each with the step it followed) in
+/// the gaps after the (rank, step, length) `gaps`.
+fn saves_in_gaps(run: &Run, gaps: &[(u32, u64, i64)]) -> Option<GapSaves> {
+    let name = run.strings.lookup(CHECKPOINT_SAVE)?;
+    let pairs: BTreeSet<(u32, u64)> = gaps.iter().map(|g| (g.0, g.1)).collect();
+    let (mut calls, mut ns) = (0u64, 0i64);
+    let mut files: BTreeMap<String, u64> = BTreeMap::new();
+    for rank in &run.ranks {
+        let r = rank.header.rank;
+        for i in rank.instants.iter().filter(|i| i.name == name) {
+            if !i.step.is_some_and(|step| pairs.contains(&(r, step))) {
+                continue;
+            }
+            let args = i
+                .args
+                .and_then(|a| serde_json::from_str::<serde_json::Value>(run.str(a)).ok())
+                .unwrap_or_default();
+            calls += 1;
+            ns += args["duration_ns"].as_i64().unwrap_or(0);
+            if let Some(path) = args["path"].as_str() {
+                *files.entry(path.to_owned()).or_default() += 1;
+            }
+        }
+    }
+    (calls > 0).then(|| GapSaves {
+        calls,
+        ns,
+        file: files
+            .into_iter()
+            .max_by_key(|(_, n)| *n)
+            .map(|(f, _)| crate::text::escape_controls(&f).into_owned()),
     })
 }
 
@@ -1075,7 +1177,22 @@ pub fn between_steps_line(
                 l.callers.join(" and from ")
             )
         };
-        format!(" Longer than the median step {when}{only}: {range}{callers}.")
+        let saves = l.saves.as_ref().map_or(String::new(), |s| {
+            let file = s
+                .file
+                .as_ref()
+                .map_or(String::new(), |f| format!(", {f} the most"));
+            let calls = if s.calls == 1 {
+                "1 torch.save call".to_owned()
+            } else {
+                format!("{} torch.save calls", s.calls)
+            };
+            format!(
+                "; {calls} there took {} in all (checkpoints{file})",
+                render::ns(s.ns as f64)
+            )
+        });
+        format!(" Longer than the median step {when}{only}: {range}{callers}{saves}.")
     });
     let longest = longest
         .map(|l| {

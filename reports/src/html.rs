@@ -69,6 +69,25 @@ impl Html {
         self
     }
 
+    /// Appends prose, escaped, with each backquoted span as `<code>` (the summary's, the
+    /// advice's and `explain`'s sentences quote code so: "call `model.train()`"). Text with an
+    /// odd number of backquotes is appended as it is, escaped.
+    pub fn prose(&mut self, s: &str) -> &mut Html {
+        if s.matches('`').count() % 2 != 0 {
+            return self.text(s);
+        }
+        for (i, part) in s.split('`').enumerate() {
+            if i % 2 == 1 {
+                self.buf.push_str("<code>");
+                escape_into(&mut self.buf, part);
+                self.buf.push_str("</code>");
+            } else {
+                escape_into(&mut self.buf, part);
+            }
+        }
+        self
+    }
+
     /// Appends markup as it is. Only for markup the report built itself
     /// (its own tags, SVG charts drawn by plotters).
     pub fn raw(&mut self, s: &str) -> &mut Html {
@@ -295,6 +314,20 @@ mod tests {
         assert_eq!(escape("a\u{1b}[31mb\tc\n"), "aU+001B[31mb\tc\n");
         assert_eq!(escape("µs → ✓"), "µs → ✓");
         assert_eq!(escape("a\u{202e}b\r\u{200b}"), "aU+202EbU+000DU+200B");
+    }
+
+    #[test]
+    fn prose_marks_up_quoted_code_and_escapes_the_rest() {
+        let mut h = Html::new();
+        h.prose("call `model.train()` <now> or `a<b>`");
+        assert_eq!(
+            h.finish(),
+            "call <code>model.train()</code> &lt;now&gt; or <code>a&lt;b&gt;</code>"
+        );
+        // An unpaired backquote is no code span.
+        let mut h = Html::new();
+        h.prose("it's `odd <x>");
+        assert_eq!(h.finish(), "it&#39;s `odd &lt;x&gt;");
     }
 
     #[test]

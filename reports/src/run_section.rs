@@ -357,7 +357,7 @@ fn warnings(h: &mut Html, a: &RunAnalysis, id: &str) {
     section(h, id, "warnings", "Warnings: fix these first");
     h.open("ul", &[("class", "reasons")]);
     for w in &summary.warnings {
-        h.elem("li", &[], &capitalized(w));
+        h.open("li", &[]).prose(&capitalized(w)).close("li");
     }
     h.close("ul").close("section");
 }
@@ -419,7 +419,7 @@ fn diagnosis(h: &mut Html, d: &Diagnosis) {
         }
         h.open("p", &[])
             .elem("strong", &[], "Fix: ")
-            .text(&f.fix)
+            .prose(&f.fix)
             .close("p");
         h.open("p", &[("class", "note")])
             .text("More: ")
@@ -1466,7 +1466,7 @@ fn notes(h: &mut Html, input: &RunInput, a: &RunAnalysis, id: &str) {
     section(h, id, "notes", "Notes");
     h.open("ul", &[("class", "notes")]);
     for n in all {
-        h.elem("li", &[], n);
+        h.open("li", &[]).prose(n).close("li");
     }
     h.close("ul").close("section");
 }

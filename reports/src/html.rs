@@ -73,7 +73,7 @@ impl Html {
     /// advice's and `explain`'s sentences quote code so: "call `model.train()`"). Text with an
     /// odd number of backquotes is appended as it is, escaped.
     pub fn prose(&mut self, s: &str) -> &mut Html {
-        if s.matches('`').count() % 2 != 0 {
+        if !s.matches('`').count().is_multiple_of(2) {
             return self.text(s);
         }
         for (i, part) in s.split('`').enumerate() {

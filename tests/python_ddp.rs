@@ -1644,6 +1644,61 @@ fn one_checkpoint_file_saved_by_every_rank_is_named() {
     }
 }
 
+/// A dataset that caches its samples with `torch.save` in forked DataLoader workers: the
+/// workers inherit the rank's trace file and the module's `torch.save` hook, and before
+/// 2026-12-07 their saves landed in the rank's trace as the rank's checkpoints. A forked child
+/// now writes nothing to it.
+#[test]
+fn forked_data_loader_workers_write_nothing_into_the_rank_s_trace() {
+    let tmp = tempfile::tempdir().unwrap();
+    let script = tmp.path().join("cache.py");
+    std::fs::write(
+        &script,
+        "import os, sys, torch, torch.distributed as dist\n\
+         from torch.utils.data import DataLoader, Dataset, DistributedSampler\n\
+         from torch.nn.parallel import DistributedDataParallel as DDP\n\
+         class Cached(Dataset):\n\
+         \x20   def __len__(self):\n\
+         \x20       return 64\n\
+         \x20   def __getitem__(self, i):\n\
+         \x20       x = torch.randn(8)\n\
+         \x20       torch.save(x, os.path.join(sys.argv[1], f'{os.getpid()}_{i}.pt'))\n\
+         \x20       return x, torch.randn(2)\n\
+         dist.init_process_group('gloo')\n\
+         data = Cached()\n\
+         loader = DataLoader(data, batch_size=8, sampler=DistributedSampler(data), num_workers=2, multiprocessing_context='fork')\n\
+         model = DDP(torch.nn.Linear(8, 2))\n\
+         opt = torch.optim.SGD(model.parameters(), lr=0.1)\n\
+         for x, y in loader:\n\
+         \x20   ((model(x) - y) ** 2).mean().backward()\n\
+         \x20   opt.step()\n\
+         \x20   opt.zero_grad()\n\
+         dist.destroy_process_group()\n",
+    )
+    .unwrap();
+    let cache = tmp.path().join("cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    let out = tmp.path().join("run");
+    let run = auto_instrumented(&out, &script, &[cache.to_str().unwrap()]);
+    assert_eq!(
+        std::fs::read_dir(&cache).unwrap().count(),
+        64,
+        "{}",
+        run.console
+    );
+    for rank in 0..2 {
+        let trace = std::fs::read_to_string(out.join(format!("traces/rank-{rank}.jsonl"))).unwrap();
+        assert!(
+            !trace.contains("checkpoint_save"),
+            "rank {rank}: a worker's save in the trace"
+        );
+        assert!(trace
+            .lines()
+            .all(|l| serde_json::from_str::<serde_json::Value>(l).is_ok()));
+    }
+    assert!(!run.summary.contains("torch.save"), "{}", run.summary);
+}
+
 /// Gradient accumulation over 4 micro-batches with every backward synchronised (no
 /// `no_sync`): `summary` names it and what `no_sync` saves; the same loop with `no_sync` for the
 /// first three says nothing of the kind.

@@ -206,10 +206,20 @@ class TraceWriter:
         self.pollers = []
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
+        # A forked child (a DataLoader worker whose dataset calls torch.save to cache samples)
+        # inherits the file: it must write nothing into the rank's trace, and must not wait on
+        # a lock another thread held at the fork.
+        os.register_at_fork(after_in_child=self._forked)
         self.record(header)
         self.flush()
         self._thread = threading.Thread(target=self._flusher, name="ddp-probe-trace", daemon=True)
         self._thread.start()
+
+    def _forked(self):
+        self._lock = threading.Lock()
+        self._lines = []
+        self._closed = True
+        self._fd = None
 
     def record(self, obj):
         """Queues one record (a dict); writes the batch when it is due."""

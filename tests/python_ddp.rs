@@ -1513,10 +1513,16 @@ fn a_distributed_sampler_never_given_its_epoch_is_said_to_repeat_its_order() {
             "{mode}: {}",
             run.summary
         );
+        // Said once by the module (rank 0 only), and again in the run's closing warnings.
         let console: String = run.console.split_whitespace().collect::<Vec<_>>().join(" ");
         assert_eq!(
-            console.matches(said).count(),
+            console.matches(&format!("ddp_probe_torch: {said}")).count(),
             usize::from(expected),
+            "{mode}: {console}"
+        );
+        assert_eq!(
+            console.contains(&format!("warning: rank 0: {said}")),
+            expected,
             "{mode}: {console}"
         );
     }
@@ -1617,6 +1623,9 @@ fn one_checkpoint_file_saved_by_every_rank_is_named() {
             "{mode}: {}",
             run.summary
         );
+        // The run's console ends with it too, before its `next:` commands.
+        let console: String = run.console.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert_eq!(console.contains(&said), expected, "{mode}: {console}");
         assert_eq!(
             run.summary.contains("the job pays the I/O 2 times"),
             expected,

@@ -80,11 +80,14 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     if python && outcome.exit_code == 0 && !traced {
         eprintln!("{}", why_untraced(&outcome.run_dir, args.auto_instrument));
     }
-    warm_trace_cache(&outcome.run_dir);
+    let run = warm_trace_cache(&outcome.run_dir);
     if outcome.exit_code != 0 {
         let ctrl_c = outcome.manifest.interrupted_by.as_deref() == Some("SIGINT");
         explain_briefly(&outcome.run_dir, ctrl_c && traced);
     } else if traced {
+        if let Some(run) = &run {
+            print_warnings(run);
+        }
         eprintln!("{}", what_next(&outcome.run_dir));
     }
     Ok(exit_code(outcome.exit_code))
@@ -148,11 +151,32 @@ fn shell_word(word: &str) -> String {
 /// Loads the run's traces once, now that every rank has ended, so that the reader writes its
 /// binary cache: the user's first `summary`, `tui` or `report` then reads the cache instead of
 /// parsing the JSON. Best effort: a trace that cannot be read is reported by the command that
-/// reads it, not here.
-fn warm_trace_cache(run_dir: &std::path::Path) {
-    if let Err(e) = probe::reader::load_run(&[run_dir.to_path_buf()]) {
-        tracing::debug!("traces of {} not cached: {e}", run_dir.display());
+/// reads it, not here. The run, when it loaded.
+fn warm_trace_cache(run_dir: &std::path::Path) -> Option<probe::Run> {
+    match probe::reader::load_run(&[run_dir.to_path_buf()]) {
+        Ok((run, _)) => Some(run),
+        Err(e) => {
+            tracing::debug!("traces of {} not cached: {e}", run_dir.display());
+            None
+        }
     }
+}
+
+/// After a recorded run that ended well: what `summary` would put first, the mistakes that
+/// defeat data parallelism or waste it (every rank fed the same batches, one checkpoint file
+/// saved by every rank, the recorders' warnings), so that a job that "worked" is not left
+/// unread. The summary's own words, each wrapped to the terminal.
+fn print_warnings(run: &probe::Run) {
+    let summary = probe::analysis::summarize(run, &probe::analysis::SummaryOptions::default());
+    if summary.warnings.is_empty() {
+        return;
+    }
+    let width = super::output::terminal_width();
+    let mut out = String::new();
+    for w in &summary.warnings {
+        probe::wrap::push_prose(&mut out, &format!("warning: {w}"), width, "");
+    }
+    eprint!("{out}");
 }
 
 /// After a failed run: the likely cause and the fix to try, from the diagnosis of the run

@@ -1014,6 +1014,20 @@ fn a_hung_script_without_traces_is_explained_from_its_stacks() {
     );
 }
 
+/// `ddp-probe explain DIR`'s output with its line breaks taken out (they fall where the
+/// wrapping puts them).
+fn explained(dir: &Path) -> String {
+    let done = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
+        .arg("explain")
+        .arg(dir)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&done.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// An evaluation on rank 0 only, through the DDP model (a common mistake: DDP's forward first
 /// broadcasts the module's buffers, a collective rank 1 never joins), then a barrier: the job
 /// hangs with rank 0 in the broadcast and rank 1 in the barrier, one collective number apart
@@ -1063,15 +1077,7 @@ fn an_evaluation_through_ddp_on_rank_0_only_is_named_as_the_mismatch() {
         "fix: Rank 0 was in <module> at evaluate.py:{line} (`print('evaluation', \
          model(torch.randn(8, 8)).mean().item())`), inside torch/nn/parallel/distributed.py"
     );
-    let explain = |dir: &Path| {
-        let done = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
-            .arg("explain")
-            .arg(dir)
-            .output()
-            .unwrap();
-        flat(&String::from_utf8_lossy(&done.stdout))
-    };
-    let with_dumps = explain(&out);
+    let with_dumps = explained(&out);
     assert!(
         with_dumps.starts_with(
             "most likely cause: ranks 0, 1 issued different collectives at the same point"
@@ -1083,7 +1089,7 @@ fn an_evaluation_through_ddp_on_rank_0_only_is_named_as_the_mismatch() {
     for rank in 0..2 {
         std::fs::remove_file(out.join(format!("logs/nccl_trace_rank_{rank}"))).unwrap();
     }
-    let from_traces = explain(&out);
+    let from_traces = explained(&out);
     assert!(
         from_traces.starts_with(
             "most likely cause: ranks 0, 1 issued different collectives at the same point"
@@ -1109,22 +1115,13 @@ fn a_hang_with_nothing_to_read_says_what_rerun_would_tell() {
          print('joined', dist.get_rank())\n",
     )
     .unwrap();
-    let flat = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
-    let explain = |dir: &Path| {
-        let done = Command::new(env!("CARGO_BIN_EXE_ddp-probe"))
-            .arg("explain")
-            .arg(dir)
-            .output()
-            .unwrap();
-        flat(&String::from_utf8_lossy(&done.stdout))
-    };
     let plain = tmp.path().join("plain");
     let (status, console) = {
         let _one = PYTORCH_JOB.lock().unwrap_or_else(|e| e.into_inner());
         with_console(&mut watched_job(&plain, 2, &script))
     };
     assert_eq!(status.code(), Some(124), "{console}");
-    let text = explain(&plain);
+    let text = explained(&plain);
     assert!(
         text.starts_with(
             "found: no rank made progress until the launcher's hang watchdog stopped the job, \
@@ -1139,7 +1136,7 @@ fn a_hang_with_nothing_to_read_says_what_rerun_would_tell() {
         with_console(watched_job(&auto, 2, &script).env("DDP_PROBE_AUTO_INSTRUMENT", "1"))
     };
     assert_eq!(status.code(), Some(124), "{console}");
-    let text = explain(&auto);
+    let text = explained(&auto);
     assert!(
         text.starts_with(
             "most likely cause: init_process_group asks for 4 ranks (`world_size=4` in the \

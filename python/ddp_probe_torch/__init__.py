@@ -958,6 +958,16 @@ class _Instrumentation:
         if self.fingerprints_left:
             self.data_fingerprint = _fingerprint(batch)
 
+    def warn(self, message, every_rank=False):
+        """Says ``message`` on rank 0's console (on every rank's with ``every_rank``: what one
+        rank's copy of the program did) and writes it to the rank's trace as a warning, which
+        ``summary``, the end of ``ddp-probe run`` and the report show."""
+        if every_rank or _rank_and_world()[0] == 0:
+            _say(message)
+        self.writer.record(
+            {"type": "log", "t": now_ns(), "level": "warning", "message": message}
+        )
+
     def say_untracked_backward(self):
         """Says once that a backward followed a forward in eval mode. After recorded training
         steps it is most likely training that went on after an evaluation without
@@ -979,11 +989,7 @@ class _Instrumentation:
             "alone does without turning dropout off), call `model.train()` before training "
             "again (steps in eval mode are not recorded)"
         )
-        if _rank_and_world()[0] == 0:
-            _say(message)
-        self.writer.record(
-            {"type": "log", "t": now_ns(), "level": "warning", "message": message}
-        )
+        self.warn(message)
 
     def note_save(self, f, start, end):
         """A ``torch.save`` call: a ``checkpoint_save`` instant with the file it wrote (absolute
@@ -1024,14 +1030,10 @@ class _Instrumentation:
             f"the training DataLoader's DistributedSampler (shuffle=True) began another pass "
             f"over the data with the epoch of the pass before ({epoch}): `set_epoch` was not "
             "called between them, so every epoch repeats that pass's shuffle: each rank gets the "
-            "same samples, in the same order, every epoch; call `sampler.set_epoch(epoch)` at the start of "
-            "each epoch, before iterating the DataLoader"
+            "same samples, in the same order, every epoch; call `sampler.set_epoch(epoch)` at "
+            "the start of each epoch, before iterating the DataLoader"
         )
-        if _rank_and_world()[0] == 0:
-            _say(message)
-        self.writer.record(
-            {"type": "log", "t": now_ns(), "level": "warning", "message": message}
-        )
+        self.warn(message)
 
     def note_loader_end(self, it):
         """A DataLoader pass ran to its end: when it fed training steps from a shuffling
@@ -1483,10 +1485,7 @@ class _Instrumentation:
             "none of them, so each rank's copy of the model drifts apart; call the "
             "DistributedDataParallel model itself"
         )
-        _say(message)
-        self.writer.record(
-            {"type": "log", "t": now_ns(), "level": "warning", "message": message}
-        )
+        self.warn(message, every_rank=True)
 
     def on_optimizer_post(self, optimizer, args, kwargs):
         self.in_optimizer = False

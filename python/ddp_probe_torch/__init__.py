@@ -1017,13 +1017,15 @@ class _Instrumentation:
         last full pass over the training data, ``set_epoch`` was not called between them and
         the pass repeats that one's order. Said once, on rank 0, and written to every rank's
         trace as a warning (``summary`` shows it)."""
+        if self.said_same_epoch:
+            return
         sampler = _distributed_sampler(getattr(it, "_index_sampler", None))
         if sampler is None or not getattr(sampler, "shuffle", False):
             return
         epoch = getattr(sampler, "epoch", None)
         it._ddp_probe_sampler = (sampler, epoch)
         before = self.sampler_passes.get(id(sampler))
-        if self.said_same_epoch or before is None or before[1] != epoch:
+        if before is None or before[1] != epoch:
             return
         self.said_same_epoch = True
         message = (

@@ -167,13 +167,13 @@ fn warm_trace_cache(run_dir: &std::path::Path) -> Option<probe::Run> {
 /// saved by every rank, the recorders' warnings), so that a job that "worked" is not left
 /// unread. The summary's own words, each wrapped to the terminal.
 fn print_warnings(run: &probe::Run) {
-    let summary = probe::analysis::summarize(run, &probe::analysis::SummaryOptions::default());
-    if summary.warnings.is_empty() {
+    let warnings = probe::analysis::warnings(run, &probe::analysis::SummaryOptions::default());
+    if warnings.is_empty() {
         return;
     }
     let width = super::output::terminal_width();
     let mut out = String::new();
-    for w in &summary.warnings {
+    for w in &warnings {
         probe::wrap::push_prose(&mut out, &format!("warning: {w}"), width, "");
     }
     eprint!("{out}");

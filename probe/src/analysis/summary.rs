@@ -507,50 +507,89 @@ fn accumulation_without_no_sync(scans: &RunScan) -> Option<String> {
 /// absolute path when it was one, and `duration_ns`).
 pub const CHECKPOINT_SAVE: &str = "checkpoint_save";
 
-/// Ranks of one host that each saved the same file with `torch.save` ([`CHECKPOINT_SAVE`]
-/// instants): every rank writing the checkpoint, where one should (PyTorch's DDP tutorial
-/// saves on rank 0 only). The writes race on the file and the job pays the I/O once per rank.
-/// The file saved by the most ranks is named (then the most saves).
-fn one_file_saved_by_several_ranks(run: &Run) -> Option<String> {
-    let name = run
-        .strings
-        .lookup(CHECKPOINT_SAVE)
-        .filter(|_| run.ranks.len() >= 2)?;
-    // (host, path) -> (the ranks, their saves, their total time)
-    let mut by_file: BTreeMap<(&str, String), (BTreeSet<u32>, u64, u64)> = BTreeMap::new();
+/// One `torch.save` call of a rank ([`CHECKPOINT_SAVE`] instant), read once for the checks
+/// that use them.
+struct SaveCall<'r> {
+    rank: u32,
+    host: &'r str,
+    /// The step it followed.
+    step: Option<u64>,
+    /// The file's absolute path, when it wrote one.
+    path: Option<String>,
+    ns: i64,
+}
+
+/// Every rank's `torch.save` calls (none without the instant: one lookup).
+fn checkpoint_saves(run: &Run) -> Vec<SaveCall<'_>> {
+    let Some(name) = run.strings.lookup(CHECKPOINT_SAVE) else {
+        return Vec::new();
+    };
+    let mut saves = Vec::new();
     for rank in &run.ranks {
         for i in rank.instants.iter().filter(|i| i.name == name) {
-            let Some(args) = i.args else { continue };
-            let Ok(v) = serde_json::from_str::<serde_json::Value>(run.str(args)) else {
-                continue;
-            };
-            let Some(path) = v["path"].as_str() else {
-                continue;
-            };
-            let file = by_file
-                .entry((rank.header.hostname.as_str(), path.to_owned()))
-                .or_default();
-            file.0.insert(rank.header.rank);
-            file.1 += 1;
-            file.2 += v["duration_ns"].as_u64().unwrap_or(0);
+            let args = i
+                .args
+                .and_then(|a| serde_json::from_str::<serde_json::Value>(run.str(a)).ok())
+                .unwrap_or_default();
+            saves.push(SaveCall {
+                rank: rank.header.rank,
+                host: &rank.header.hostname,
+                step: i.step,
+                path: args["path"].as_str().map(str::to_owned),
+                ns: args["duration_ns"].as_i64().unwrap_or(0),
+            });
         }
     }
-    let ((_, path), (ranks, saves, total_ns)) = by_file
+    saves
+}
+
+/// Ranks of one host that each saved the same file with `torch.save` (`saves`): every rank
+/// writing the checkpoint, where one should (PyTorch's DDP tutorial saves on rank 0 only).
+/// The writes race on the file and the job pays the I/O once per rank. The file saved by the
+/// most ranks is named (then the most saves).
+fn one_file_saved_by_several_ranks(saves: &[SaveCall<'_>]) -> Option<String> {
+    // (host, path) -> (the ranks, their saves, their total time)
+    let mut by_file: BTreeMap<(&str, &str), (BTreeSet<u32>, u64, i64)> = BTreeMap::new();
+    for save in saves {
+        let Some(path) = &save.path else { continue };
+        let file = by_file.entry((save.host, path)).or_default();
+        file.0.insert(save.rank);
+        file.1 += 1;
+        file.2 += save.ns;
+    }
+    let ((_, path), (ranks, calls, total_ns)) = by_file
         .into_iter()
         .filter(|(_, (ranks, _, _))| ranks.len() >= 2)
-        .max_by_key(|(_, (ranks, saves, _))| (ranks.len(), *saves))?;
+        .max_by_key(|(_, (ranks, calls, _))| (ranks.len(), *calls))?;
     let names: Vec<String> = ranks.iter().map(u32::to_string).collect();
     Some(format!(
-        "ranks {} each saved {} with torch.save ({saves} saves in all, {} each on average): \
+        "ranks {} each saved {} with torch.save ({calls} saves in all, {} each on average): \
          every rank writes the same file, so the writes race (on a shared file system the file \
          can end up with parts of different writes) and the job pays the I/O {} times; save on \
          one rank (`if dist.get_rank() == 0:`) and have the others wait in `dist.barrier()` \
          before any of them reads it",
         names.join(", "),
-        crate::text::escape_controls(&path),
-        render::ns(total_ns as f64 / saves as f64),
+        crate::text::escape_controls(path),
+        render::ns(total_ns as f64 / calls as f64),
         ranks.len()
     ))
+}
+
+/// What [`Summary::warnings`] holds, for a caller that wants them alone (the end of
+/// `ddp-probe run`): the run's scan and the checks of its instants and logs, without the rest
+/// of the summary (its tables, stragglers and slowdowns).
+pub fn warnings(run: &Run, opts: &SummaryOptions) -> Vec<String> {
+    let scans = scan_run(run, opts, &mut |_| {});
+    warnings_of(run, &scans, &checkpoint_saves(run))
+}
+
+/// The summary's warnings, in the order it prints them.
+fn warnings_of(run: &Run, scans: &RunScan, saves: &[SaveCall<'_>]) -> Vec<String> {
+    let mut warnings: Vec<String> = same_input_on_every_rank(run).into_iter().collect();
+    warnings.extend(accumulation_without_no_sync(scans));
+    warnings.extend(one_file_saved_by_several_ranks(saves));
+    warnings.extend(trace_warnings(run));
+    warnings
 }
 
 /// The instant the PyTorch module writes with a hash of each of the first steps' input.
@@ -825,6 +864,7 @@ pub fn summarize(run: &Run, opts: &SummaryOptions) -> Summary {
         .as_ref()
         .map(|b| gaps_after_steps(&scans, b.step.median, true))
         .unwrap_or_default();
+    let saves = checkpoint_saves(run);
     let long_gaps = overall.as_ref().and_then(|b| {
         let mut gaps = long_gaps(
             &program_calls,
@@ -833,7 +873,7 @@ pub fn summarize(run: &Run, opts: &SummaryOptions) -> Summary {
             b.step.median,
             &step_ends,
         )?;
-        gaps.saves = saves_in_gaps(run, &long_gap_list);
+        gaps.saves = saves_in_gaps(&saves, &long_gap_list);
         Some(gaps)
     });
     let longest_between = scans
@@ -865,10 +905,7 @@ pub fn summarize(run: &Run, opts: &SummaryOptions) -> Summary {
     if run.ranks.is_empty() {
         notes.push("the run has no rank traces".to_owned());
     }
-    let mut warnings: Vec<String> = same_input_on_every_rank(run).into_iter().collect();
-    warnings.extend(accumulation_without_no_sync(&scans));
-    warnings.extend(one_file_saved_by_several_ranks(run));
-    warnings.extend(trace_warnings(run));
+    let warnings = warnings_of(run, &scans, &saves);
     let no_steps: Vec<u32> = scans
         .ranks
         .iter()
@@ -1034,28 +1071,20 @@ fn long_gaps(
     })
 }
 
-/// The `torch.save` calls ([`CHECKPOINT_SAVE`] instants, each with the step it followed) in
-/// the gaps after the (rank, step, length) `gaps`.
-fn saves_in_gaps(run: &Run, gaps: &[(u32, u64, i64)]) -> Option<GapSaves> {
-    let name = run.strings.lookup(CHECKPOINT_SAVE)?;
+/// The `torch.save` calls (`saves`, each with the step it followed) in the gaps after the
+/// (rank, step, length) `gaps`.
+fn saves_in_gaps(saves: &[SaveCall<'_>], gaps: &[(u32, u64, i64)]) -> Option<GapSaves> {
     let pairs: BTreeSet<(u32, u64)> = gaps.iter().map(|g| (g.0, g.1)).collect();
     let (mut calls, mut ns) = (0u64, 0i64);
-    let mut files: BTreeMap<String, u64> = BTreeMap::new();
-    for rank in &run.ranks {
-        let r = rank.header.rank;
-        for i in rank.instants.iter().filter(|i| i.name == name) {
-            if !i.step.is_some_and(|step| pairs.contains(&(r, step))) {
-                continue;
-            }
-            let args = i
-                .args
-                .and_then(|a| serde_json::from_str::<serde_json::Value>(run.str(a)).ok())
-                .unwrap_or_default();
-            calls += 1;
-            ns += args["duration_ns"].as_i64().unwrap_or(0);
-            if let Some(path) = args["path"].as_str() {
-                *files.entry(path.to_owned()).or_default() += 1;
-            }
+    let mut files: BTreeMap<&str, u64> = BTreeMap::new();
+    for save in saves
+        .iter()
+        .filter(|s| s.step.is_some_and(|step| pairs.contains(&(s.rank, step))))
+    {
+        calls += 1;
+        ns += save.ns;
+        if let Some(path) = &save.path {
+            *files.entry(path).or_default() += 1;
         }
     }
     (calls > 0).then(|| GapSaves {
@@ -1064,7 +1093,7 @@ fn saves_in_gaps(run: &Run, gaps: &[(u32, u64, i64)]) -> Option<GapSaves> {
         file: files
             .into_iter()
             .max_by_key(|(_, n)| *n)
-            .map(|(f, _)| crate::text::escape_controls(&f).into_owned()),
+            .map(|(f, _)| crate::text::escape_controls(f).into_owned()),
     })
 }
 

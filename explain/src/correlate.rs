@@ -2458,6 +2458,22 @@ const WORKER_EXITED: WorkerEnd = WorkerEnd {
     fix: WORKER_NUM_WORKERS_0,
 };
 
+const WORKER_SIGNAL_CUT: WorkerEnd = WorkerEnd {
+    predicate: "was killed by a signal whose name the log cuts off (most likely SIGKILL from the \
+         out-of-memory killer)",
+    meaning: "A DataLoader worker process of the rank was killed by a signal, and the rank \
+         stopped with PyTorch's \"DataLoader worker (pid N) is killed by signal: NAME.\", but the \
+         line ends before the name. \"Killed\" (SIGKILL) is the most frequent, usually from the \
+         kernel's out-of-memory killer: every worker holds its own copy of what the dataset \
+         object keeps in memory and its prefetched batches.",
+    fix: "Read the whole line in the rank's own log: \"Killed\": confirm the out-of-memory \
+         kill with `dmesg | grep -i oom` on the node and lower host memory use (fewer \
+         data-loader workers, smaller prefetch, no in-memory dataset copies per rank); \"Bus \
+         error\": /dev/shm is too small (in a container, `--shm-size` or `--ipc=host`); \
+         \"Segmentation fault\" or \"Aborted\": a native crash in the dataset's code (rerun with \
+         `num_workers=0`).",
+};
+
 const WORKER_DIED: WorkerEnd = WorkerEnd {
     predicate: "died",
     meaning: "A DataLoader worker process of the rank ended, and the rank stopped with \
@@ -2745,6 +2761,7 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
                 "dataloader_worker_crashed" => Some(&WORKER_CRASHED),
                 "dataloader_worker_exited" => Some(&WORKER_EXITED),
                 "dataloader_worker_died" => Some(&WORKER_DIED),
+                crate::rules::RULE_WORKER_SIGNAL_CUT => Some(&WORKER_SIGNAL_CUT),
                 _ => None,
             })
         })
@@ -3682,6 +3699,9 @@ const IOMMU_WARNED_DURING_HANG: &str = "iommu_warned_during_hang";
 /// exit code, a generic error code or crash marker), not from a message that
 /// names it.
 const INDIRECT_RULES: &[&str] = &[
+    // A DataLoader worker's kill whose signal name the line lost: SIGKILL most often, but a bus
+    // error or a native crash read the same.
+    crate::rules::RULE_WORKER_SIGNAL_CUT,
     // FSDP's warning that a rank's order changed: a hang or wrong result may follow, or not.
     crate::rules::RULE_FSDP_ORDER_CHANGED,
     // A NIC's fault in a kernel log that may predate the job.

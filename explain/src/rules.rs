@@ -690,6 +690,8 @@ pub(crate) const RULE_OPEN_FILES_LIMIT: &str = "open_files_limit";
 pub(crate) const RULE_DESCRIPTOR_NOT_RECEIVED: &str = "descriptor_not_received";
 /// The name of the rule for PyTorch's "DataLoader worker (pid N) is killed by signal: Killed.".
 pub(crate) const DATALOADER_WORKER_KILLED_RULE: &str = "dataloader_worker_killed";
+/// The name of the rule for the same line cut before the signal's name.
+pub(crate) const RULE_WORKER_SIGNAL_CUT: &str = "dataloader_worker_signal_cut";
 
 /// The rules whose lines are the kernel's, the batch system's or the container runtime's own
 /// report of an OOM kill (not a bare SIGKILL): a finding they make says the kill happened, not
@@ -721,8 +723,11 @@ pub(crate) static RULES: &[Rule] = &[
         [[
             "death signal, shutting down workers",
             "got termination signal:",
+            // (SIGHUP, SIGINT, SIGQUIT and SIGTERM: the signals its handler is installed for;
+            // "got signal: 1" also holds 15.)
             "got signal: 1",
             "got signal: 2",
+            "got signal: 3",
             "due to time limit",
             "due to preemption",
             "due to job requeue",
@@ -1028,6 +1033,19 @@ pub(crate) static RULES: &[Rule] = &[
     // sender does that; the OOM killer is the usual one, but the line does not say so.
     rule!("dataloader_worker_killed", HostOomKilled, Cause, Standalone,
         [["is killed by signal: killed"]], not [], ex_none),
+    // The same line cut before the signal's name (a paste, a title, a log cut short): "DataLoader
+    // worker (pid 3527) is killed by signal". SIGKILL is the most frequent (the OOM killer),
+    // but a bus error (/dev/shm) or a native crash read the same until the name is seen, so
+    // a finding from it is medium and says what the name would decide.
+    rule!(
+        RULE_WORKER_SIGNAL_CUT,
+        HostOomKilled,
+        Cause,
+        Standalone,
+        [["is killed by signal"]],
+        not["is killed by signal: "],
+        ex_none
+    ),
     // The same handler for the other signals (`strsignal`'s names), and the worker's own
     // signal handler (`DataLoader.cpp`): "ERROR: Unexpected segmentation fault encountered in
     // worker." / "floating-point exception". A native crash in the dataset's code; a bus
@@ -1870,7 +1888,17 @@ pub(crate) static RULES: &[Rule] = &[
           // Fabric's CLI (`fabric run` starts torchrun with its --devices and --num-nodes;
           // `fabric/connector.py`): "Your code has `Fabric(devices=2, ...)` but it conflicts
           // with the value `--devices=4` set through the CLI." (also for num_nodes).
-          "conflicts with the value `--devices=", "conflicts with the value `--num_nodes="]],
+          "conflicts with the value `--devices=", "conflicts with the value `--num_nodes=",
+          // Meta's Llama reference code (`llama/generation.py`, `Llama.build`): "Loading a
+          // checkpoint for MP=2 but world size is 1": the checkpoint is cut into one shard per
+          // model-parallel rank, and the job started another number of ranks
+          // (`--nproc_per_node` must equal the number of `*.pth` shards).
+          "loading a checkpoint for mp=",
+          // TensorRT-LLM: its Python runtime's "Engine world size (2) != Runtime world size
+          // (1)" and its C++ `WorldConfig::mpi` ("Assertion failed: mpiSize == tp * pp", later
+          // "MPI size 1 != TP size 4 * PP size 1"): the engine was built for tp × pp ranks
+          // and `mpirun -n` started another number.
+          "engine world size (", "mpisize == tp * pp", "!= tp size"]],
         not [], ex_none),
     // DeepSpeed's settings that were made for another number of ranks: the batch arithmetic
     // of its config (`runtime/config.py`: "Check batch related parameters. train_batch_size
@@ -5908,6 +5936,13 @@ mod tests {
              init_process_group",
             "RuntimeError: DeviceMesh only support homogeneous hardware, but found 12 ranks and 8 \
              cuda devices!",
+            // Meta's Llama and TensorRT-LLM, as their sources word them.
+            "AssertionError: Loading a checkpoint for MP=2 but world size is 1",
+            "AssertionError: Engine world size (2) != Runtime world size (1)",
+            "RuntimeError: [TensorRT-LLM][ERROR] Assertion failed: mpiSize == tp * pp \
+             (/path/to/worldConfig.cpp:90)",
+            "RuntimeError: [TensorRT-LLM][ERROR] Assertion failed: MPI size 1 != TP size 4 * PP \
+             size 1 (/path/to/worldConfig.cpp:94)",
         ] {
             assert_eq!(cat(line), Some(Category::WorldSizeMismatch), "{line}");
         }
@@ -8069,6 +8104,24 @@ mod tests {
             classify("RuntimeError: DataLoader worker (pid 3527) is killed by signal: Bus error.")
                 .unwrap();
         assert_eq!(rule.category, Category::ShmTooSmall);
+        // The same line cut before the signal's name reads as the most frequent signal, SIGKILL,
+        // by its own rule (a medium finding); with the name it is that name's.
+        for (line, want) in [
+            (
+                "DataLoader worker (pid xxx) is killed by signal",
+                RULE_WORKER_SIGNAL_CUT,
+            ),
+            (
+                "RuntimeError: DataLoader worker (pid 81) is killed by signal:",
+                RULE_WORKER_SIGNAL_CUT,
+            ),
+            (
+                "RuntimeError: DataLoader worker (pid 81) is killed by signal: Killed.",
+                DATALOADER_WORKER_KILLED_RULE,
+            ),
+        ] {
+            assert_eq!(classify(line).unwrap().0.name, want, "{line}");
+        }
     }
 
     /// accelerate's, DeepSpeed's and Lightning's own messages, as their sources word them

@@ -96,7 +96,13 @@ use serde::Deserialize;
 /// (0.864) with the batch of 2026-12-07 (issue threads: 2 of its 4 before, 3 after
 /// torchelastic's `SignalException` was read in its source as the launcher's death signal; the
 /// miss is NCCL's bootstrap closed by a stray connection, which its log cannot tell from a
-/// peer that died during initialisation).
+/// peer that died during initialisation). 395 of 463 (0.853) with the batch of 2026-12-07b
+/// (issue threads: 1 of its 7), 398 of 463 (0.860) after Meta's Llama's and TensorRT-LLM's
+/// checks of a checkpoint or an engine against the world size and PyTorch's DataLoader line cut
+/// before its signal's name were read in their sources; the misses are a Ray job waiting
+/// silently for a GPU worker it could not place, NCCL built for another CUDA with nothing but
+/// `unhandled cuda error` in the log, and a reshape that failed on rewards gathered from uneven
+/// last batches.
 const DEVELOPMENT_FLOOR: f64 = 0.85;
 /// Lowest accepted top-1 accuracy on the validation split: 71 of 93 on
 /// 2026-12-02 (the goal is 0.95), 74 of 98 with the second batch of that
@@ -150,7 +156,9 @@ const DEVELOPMENT_FLOOR: f64 = 0.85;
 /// case's message along with the development case's. The fifty-second's one at 1 of 1 (126
 /// of 173, 0.728), the fifty-fourth's one at 0 of 1 (126 of 174, 0.724), the fifty-fifth's
 /// two at 1 of 2 (127 of 176, 0.722). The batch of 2026-12-07's five at 3 of 5 (170 of 228,
-/// 0.746); its misses were not read (one of them, joined, shows in the paste-damage test).
+/// 0.746); its misses were not read (one of them, joined, shows in the paste-damage test). The
+/// batch of 2026-12-07b's five at 1 of 5 (171 of 233, 0.734); the day's rules changed no
+/// validation answer, and the misses were not read.
 const VALIDATION_FLOOR: f64 = 0.72;
 /// Lowest accepted share of right first findings among those said with high confidence, on the
 /// validation split: 69 of 76 (0.908) on 2026-12-03, when the test began to count it. "High"
@@ -158,7 +166,7 @@ const VALIDATION_FLOOR: f64 = 0.72;
 const VALIDATION_HIGH_CONFIDENCE_FLOOR: f64 = 0.88;
 /// Cases in the corpus: a case lost from the index fails the test (the
 /// issue asked for at least 150).
-const CASES: usize = 684;
+const CASES: usize = 696;
 
 #[derive(Deserialize)]
 struct Case {

@@ -2902,7 +2902,8 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
             .to_owned();
         meaning = "The program checked the sizes it was configured with (tensor, pipeline, \
                    context, expert or data parallel sizes, a device mesh, a process group's \
-                   size) against the world size the launcher gave it, and they do not fit: \
+                   size, the shards of a checkpoint or the ranks an inference engine was built \
+                   for) against the world size the launcher gave it, and they do not fit: \
                    their product is larger than the world, or the world is no multiple of it. \
                    Every rank computes the same check, so all of them stop at start-up.";
         fix = "Start as many ranks as the layout needs (--nnodes × --nproc-per-node a multiple \
@@ -3689,6 +3690,7 @@ const PARALLEL_LAYOUT_RULES: &[&str] = &[
     "device_mesh_larger_than_world",
     "parallel_layout_vs_world",
     "world_not_divisible_by_model_parallel",
+    crate::rules::RULE_WORLD_SIZE_CHECK_WORDED,
 ];
 
 /// A hang nothing else explains on a host where RCCL warned that the IOMMU is not in
@@ -3702,6 +3704,8 @@ const INDIRECT_RULES: &[&str] = &[
     // A DataLoader worker's kill whose signal name the line lost: SIGKILL most often, but a bus
     // error or a native crash read the same.
     crate::rules::RULE_WORKER_SIGNAL_CUT,
+    // An error that names the world size beside a comparison, in words no rule reads.
+    crate::rules::RULE_WORLD_SIZE_CHECK_WORDED,
     // FSDP's warning that a rank's order changed: a hang or wrong result may follow, or not.
     crate::rules::RULE_FSDP_ORDER_CHANGED,
     // A NIC's fault in a kernel log that may predate the job.

@@ -690,6 +690,9 @@ pub(crate) const RULE_OPEN_FILES_LIMIT: &str = "open_files_limit";
 pub(crate) const RULE_DESCRIPTOR_NOT_RECEIVED: &str = "descriptor_not_received";
 /// The name of the rule for PyTorch's "DataLoader worker (pid N) is killed by signal: Killed.".
 pub(crate) const DATALOADER_WORKER_KILLED_RULE: &str = "dataloader_worker_killed";
+/// The name of the rule for an error that compares the world size with something else, in words
+/// no other rule reads.
+pub(crate) const RULE_WORLD_SIZE_CHECK_WORDED: &str = "world_size_check_worded";
 /// The name of the rule for the same line cut before the signal's name.
 pub(crate) const RULE_WORKER_SIGNAL_CUT: &str = "dataloader_worker_signal_cut";
 
@@ -3663,6 +3666,17 @@ pub(crate) static RULES: &[Rule] = &[
     // (INDIRECT_RULES): where it hung the line does not say.
     rule!(RULE_FAIRSEQ_HEARTBEAT, CollectiveTimeout, Cause, Standalone,
         [["killing job for not making progress in"]], not [], ex_none),
+    // Last, for the checks no rule above names: every framework's check of its layout against
+    // the ranks started is an error that names the world size beside a comparison (the
+    // sixty-odd wordings of `parallel_layout_vs_world` and the rules around it: "... != world
+    // size", "MP=2 but world size is 1", "does not match the world size", "world_size (6) must
+    // be divisible by ..."). An error line so worded reads as that (medium: INDIRECT_RULES).
+    rule!(RULE_WORLD_SIZE_CHECK_WORDED, WorldSizeMismatch, Cause, Standalone,
+        [["error:", "error]", "assertion failed", "exception:"],
+         ["world size", "world_size", "world-size", "worldsize"],
+         ["!=", " but ", "does not match", "doesn't match", "mismatch", "must be", "must equal",
+          "should be", "not divisible", "not equal", " vs ", "must match"]],
+        not ["timed out", "timeout", "warning"], ex_none),
 ];
 
 fn ex_elastic_worker_failed(_: &str, lower: &str) -> Extract {
@@ -5945,6 +5959,30 @@ mod tests {
              size 1 (/path/to/worldConfig.cpp:94)",
         ] {
             assert_eq!(cat(line), Some(Category::WorldSizeMismatch), "{line}");
+        }
+        // An error worded as a check of the world size that no rule names reads so at the end;
+        // a timeout, a warning or a launcher's missing WORLD_SIZE does not.
+        for line in [
+            "AssertionError: MP size 2 != world size 1",
+            "RuntimeError: expected world size 8 but got 4",
+            "ValueError: tp_size * pp_size must equal world_size, got 4 and 8",
+        ] {
+            assert_eq!(
+                classify(line).unwrap().0.name,
+                RULE_WORLD_SIZE_CHECK_WORDED,
+                "{line}"
+            );
+        }
+        for line in [
+            "RuntimeError: Timed out after 600 s: world_size 8 but only 4 joined",
+            "UserWarning: world_size 8 does not match the number of GPUs 4",
+            "ValueError: Error initializing torch.distributed using env:// rendezvous: \
+             environment variable WORLD_SIZE expected, but not set",
+        ] {
+            assert!(
+                classify(line).is_none_or(|(r, _)| r.name != RULE_WORLD_SIZE_CHECK_WORDED),
+                "{line}"
+            );
         }
         // accelerate's and DeepSpeed's words for the same causes.
         for (line, want) in [

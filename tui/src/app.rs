@@ -68,6 +68,8 @@ pub enum Panel {
     Advice,
     /// The `explain` findings for the run.
     Explain,
+    /// The warnings `ddp-probe summary` prints for the run.
+    Warnings,
 }
 
 impl Panel {
@@ -77,6 +79,7 @@ impl Panel {
             Panel::Breakdown => "step breakdown",
             Panel::Advice => "bucket_cap_mb advice",
             Panel::Explain => "explain",
+            Panel::Warnings => "warnings",
         }
     }
 }

@@ -32,6 +32,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("1 t", "panel: step breakdown"),
     ("2 a", "panel: bucket advice"),
     ("3 x", "panel: explain findings"),
+    ("4 w", "panel: summary warnings"),
     ("m", "heatmap: ranks x steps"),
     ("r", "reload now (live)"),
     ("Esc", "close / clear"),
@@ -98,6 +99,7 @@ impl App {
             KeyCode::Char('1') | KeyCode::Char('t') => self.toggle_panel(Panel::Breakdown),
             KeyCode::Char('2') | KeyCode::Char('a') => self.toggle_panel(Panel::Advice),
             KeyCode::Char('3') | KeyCode::Char('x') => self.toggle_panel(Panel::Explain),
+            KeyCode::Char('4') | KeyCode::Char('w') => self.toggle_panel(Panel::Warnings),
             KeyCode::Char('m') => self.toggle_heatmap(),
             KeyCode::Char('r') => self.request_reload(),
             _ => {}

@@ -9,7 +9,8 @@
 //! a glance. Zoom, pan, select spans for their details, jump to the slowest
 //! step or the one with the most exposed communication, highlight a bucket
 //! on every rank, and open panels with the step breakdown, the
-//! `bucket_cap_mb` advice and the `explain` findings. `m` switches to a
+//! `bucket_cap_mb` advice, the `explain` findings and the summary's warnings
+//! (counted in the title bar). `m` switches to a
 //! rank × step heatmap (step time, exposed communication, arrival lateness)
 //! for jobs of hundreds of ranks, whose cells open in the timeline. `?`
 //! lists every key.

@@ -477,7 +477,39 @@ impl App {
                     width,
                 ),
             },
+            Panel::Warnings => self.warning_lines(width),
         }
+    }
+
+    /// The summary's warnings, each a paragraph; or what was checked when there is none.
+    fn warning_lines(&self, width: usize) -> Vec<Line<'static>> {
+        let warnings = self.tl.warnings();
+        if warnings.is_empty() {
+            return self.text_lines(
+                "no warnings: the checks of `ddp-probe summary` (the same input on every rank, \
+                 gradient accumulation without no_sync, one file saved by several ranks, and \
+                 the PyTorch module's own: a sampler never given its epoch, training in eval \
+                 mode...) found nothing in this run",
+                width,
+            );
+        }
+        let mut out = Vec::new();
+        for (i, w) in warnings.iter().enumerate() {
+            if i > 0 {
+                out.push(Line::from(""));
+            }
+            for (j, l) in wrap_text(&self.safe(&format!("warning: {w}")), width)
+                .into_iter()
+                .enumerate()
+            {
+                out.push(if j == 0 {
+                    Line::styled(l, theme::WARN)
+                } else {
+                    Line::from(l)
+                });
+            }
+        }
+        out
     }
 
     fn text_lines(&self, text: &str, width: usize) -> Vec<Line<'static>> {

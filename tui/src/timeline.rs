@@ -9,7 +9,9 @@
 
 use std::collections::HashMap;
 
-use probe::analysis::{parts_not_recorded, step_breakdowns, StepBreakdown, SummaryOptions};
+use probe::analysis::{
+    parts_not_recorded, step_breakdowns_and_warnings, StepBreakdown, SummaryOptions,
+};
 use probe::model::{Lane, LaneKind, RankTrace, Run, Span};
 use probe::open::OpenSpan;
 use probe::trace::SpanKind;
@@ -82,6 +84,8 @@ pub struct Timeline {
     open: Vec<(usize, OpenSpan)>,
     /// The parts of the step no rank recorded a span of.
     not_recorded: Vec<String>,
+    /// The warnings `ddp-probe summary` prints for the run.
+    warnings: Vec<String>,
 }
 
 impl Timeline {
@@ -96,7 +100,7 @@ impl Timeline {
             rows.extend(rank_rows);
             compute.push(rank_compute);
         }
-        let breakdowns = step_breakdowns(&run, &SummaryOptions::default());
+        let (breakdowns, warnings) = step_breakdowns_and_warnings(&run, &SummaryOptions::default());
         let steps = merge_steps(&breakdowns);
         let buckets = bucket_ids(&run);
         let spans = run.span_count();
@@ -114,7 +118,15 @@ impl Timeline {
             spans,
             open,
             not_recorded,
+            warnings,
         }
+    }
+
+    /// The warnings `ddp-probe summary` prints for the run (the same input on every rank,
+    /// accumulation without `no_sync`, one file saved by several ranks, the PyTorch module's
+    /// own), in its order.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
     }
 
     /// The run.

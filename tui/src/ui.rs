@@ -67,6 +67,12 @@ impl App {
         let g = self.glyphs();
         let n = run.ranks.len();
         let mut left = vec!["ddp-probe".to_owned()];
+        // Second, so that it is the last item a narrow screen drops.
+        match self.tl.warnings().len() {
+            0 => {}
+            1 => left.push("1 warning (w)".to_owned()),
+            n => left.push(format!("{n} warnings (w)")),
+        }
         if !run.run_id.is_empty() {
             left.push(format!(
                 "run {}",
@@ -719,7 +725,7 @@ impl App {
                     ("s", "slowest"),
                     ("e", "exposed"),
                     ("b", "bucket"),
-                    ("1/2/3", "panels"),
+                    ("1-4", "panels"),
                     ("0", "fit"),
                 ];
                 let mut x = area.x + 1;

@@ -511,3 +511,46 @@ fn one_rank_with_zero_length_spans_never_panics() {
     assert!(text.contains("r0 compute"), "{text}");
     press_everything(a);
 }
+
+/// The summary's warnings in the viewer: a count in the title, the panel on `w` (or `4`), and
+/// what was checked when there is none.
+#[test]
+fn the_summary_warnings_are_counted_in_the_title_and_shown_on_w() {
+    use probe::trace::{LogLevel, LogRecord, Record};
+    let said = "the training DataLoader's DistributedSampler began another pass with the epoch \
+                of the pass before (0): call `sampler.set_epoch(epoch)`";
+    let mut rank1 = common::rank_records(1);
+    let at = rank1.len() - 1;
+    rank1.insert(
+        at,
+        Record::Log(LogRecord {
+            t: common::T0 + 200 * MS,
+            level: LogLevel::Warn,
+            message: said.to_owned(),
+        }),
+    );
+    let (run, _) =
+        probe::reader::load_records(&[common::rank_records(0), rank1]).expect("fixture loads");
+    let (w, h) = (120, 40);
+    let mut a = App::new(Timeline::new(run), &Options::default());
+    a.resize(w, h);
+    let title = &common::screen(&a, w, h)[0];
+    assert!(title.contains("ddp-probe · 1 warning (w) · "), "{title}");
+    ch(&mut a, 'w');
+    assert_eq!(a.panel(), Some(Panel::Warnings));
+    let text = common::screen(&a, w, h).join("\n");
+    assert!(
+        text.contains("warning: rank 1: the training DataLoader's"),
+        "{text}"
+    );
+    assert!(text.contains("set_epoch(epoch)"), "{text}");
+    ch(&mut a, '4');
+    assert_eq!(a.panel(), None);
+
+    // The fixture as it is has none: no count, and the panel says what was checked.
+    let mut a = app(w, h);
+    assert!(!common::screen(&a, w, h)[0].contains("warning"));
+    ch(&mut a, '4');
+    let text = common::screen(&a, w, h).join("\n");
+    assert!(text.contains("no warnings: the checks of"), "{text}");
+}

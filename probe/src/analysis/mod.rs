@@ -61,9 +61,10 @@ pub use slowdown::{RankSlowdown, Slowdowns, StepSlowdown};
 pub use stats::Dist;
 pub use stragglers::{RankLateness, Straggler, StragglerCandidate, Stragglers, P_VALUE_THRESHOLD};
 pub use summary::{
-    between_steps_line, other_placement, part_recorded, parts_not_recorded, summarize, warnings,
-    Breakdown, CommSplit, GapSaves, LongGaps, RankSummary, SamplesSource, StepGap, StragglerLine,
-    Summary, SummaryOptions, Throughput, Totals, WarmupStep,
+    between_steps_line, other_placement, part_recorded, parts_not_recorded,
+    step_breakdowns_and_warnings, summarize, warnings, Breakdown, CommSplit, GapSaves, LongGaps,
+    RankSummary, SamplesSource, StepGap, StragglerLine, Summary, SummaryOptions, Throughput,
+    Totals, WarmupStep,
 };
 
 /// The counter of samples per step (declared with the trace format).

@@ -583,6 +583,18 @@ pub fn warnings(run: &Run, opts: &SummaryOptions) -> Vec<String> {
     warnings_of(run, &scans, &checkpoint_saves(run))
 }
 
+/// [`crate::analysis::step_breakdowns`] and [`warnings`] from one scan of the run (the
+/// terminal viewer indexes a run with both; the scan is most of the cost of either).
+pub fn step_breakdowns_and_warnings(
+    run: &Run,
+    opts: &SummaryOptions,
+) -> (Vec<StepBreakdown>, Vec<String>) {
+    let scans = scan_run(run, opts, &mut |_| {});
+    let warnings = warnings_of(run, &scans, &checkpoint_saves(run));
+    let breakdowns = scans.ranks.into_iter().flat_map(|r| r.steps).collect();
+    (breakdowns, warnings)
+}
+
 /// The summary's warnings, in the order it prints them.
 fn warnings_of(run: &Run, scans: &RunScan, saves: &[SaveCall<'_>]) -> Vec<String> {
     let mut warnings: Vec<String> = same_input_on_every_rank(run).into_iter().collect();

@@ -1525,6 +1525,62 @@ fn a_distributed_sampler_never_given_its_epoch_is_said_to_repeat_its_order() {
     }
 }
 
+/// An optimizer step whose gradients are never cleared: every backward adds to the gradients of
+/// all the steps before, with no word from PyTorch. Rank 0 says so after the third step and
+/// `summary` shows it as a warning, also under DDP's `gradient_as_bucket_view` (whose bucket
+/// rebuild after the first step gives `.grad` a new tensor with the old values). Clearing them
+/// any way a program does is not named: a module's `zero_grad(set_to_none=False)` between the
+/// forward and the backward, or the program's own `p.grad.zero_()` after each step.
+#[test]
+fn gradients_never_cleared_between_optimizer_steps_are_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let script = tmp.path().join("clearing.py");
+    std::fs::write(
+        &script,
+        "import sys, torch, torch.distributed as dist\n\
+         from torch.nn.parallel import DistributedDataParallel as DDP\n\
+         mode = sys.argv[1]\n\
+         dist.init_process_group('gloo')\n\
+         torch.manual_seed(0)\n\
+         net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))\n\
+         model = DDP(net, gradient_as_bucket_view=mode == 'bucket_view')\n\
+         opt = torch.optim.SGD(model.parameters(), lr=0.001)\n\
+         for step in range(8):\n\
+         \x20   loss = model(torch.randn(8, 8)).pow(2).mean()\n\
+         \x20   if mode == 'module_before_backward':\n\
+         \x20       model.zero_grad(set_to_none=False)\n\
+         \x20   loss.backward()\n\
+         \x20   opt.step()\n\
+         \x20   if mode == 'by_hand':\n\
+         \x20       for p in model.parameters():\n\
+         \x20           p.grad.zero_()\n\
+         dist.destroy_process_group()\n",
+    )
+    .unwrap();
+    let said = "the gradients were not cleared between optimizer steps: in the 2 steps after the \
+                first, the backward added its gradients to the ones the optimizer had just used";
+    for (mode, expected) in [
+        ("never", true),
+        ("bucket_view", true),
+        ("module_before_backward", false),
+        ("by_hand", false),
+    ] {
+        let run = auto_instrumented(&tmp.path().join(mode), &script, &[mode]);
+        assert_eq!(
+            run.summary.contains(&format!("warning: rank 0: {said}")),
+            expected,
+            "{mode}: {}",
+            run.summary
+        );
+        let console: String = run.console.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert_eq!(
+            console.matches(&format!("ddp_probe_torch: {said}")).count(),
+            usize::from(expected),
+            "{mode}: {console}"
+        );
+    }
+}
+
 /// An evaluation's `model.eval()` never undone: training goes on in eval mode (BatchNorm stops
 /// updating its statistics, dropout is off), silently in PyTorch. Rank 0 says so and `summary`
 /// shows it as a warning; with `model.train()` at each epoch's start nothing is said.

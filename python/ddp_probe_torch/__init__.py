@@ -715,6 +715,9 @@ class _Instrumentation:
         #: reused the epoch of the one before (``set_epoch`` never called).
         self.sampler_passes = {}
         self.said_same_epoch = False
+        #: Whether the program clears the gradients between optimizer steps (set once the
+        #: trainable parameters are known, below).
+        self.grad_clearing = None
         self.train_thread = threading.get_ident()
         self.pg = getattr(ddp, "process_group", None) or dist.distributed_c10d._get_default_group()
         #: The group's count of collectives issued (not every backend has one).
@@ -728,6 +731,7 @@ class _Instrumentation:
         #: validation calls ``eval()`` on the DDP module, then ``train()`` on the
         #: LightningModule inside it only).
         first = self.params[0] if self.params else None
+        self.grad_clearing = _GradClearingCheck(self, first) if first is not None else None
         self.trainable_leaf = next(
             (
                 m
@@ -817,6 +821,7 @@ class _Instrumentation:
         self.install_buffer_sync()
         _patch_data_loader(self)
         _patch_torch_save(self)
+        _patch_zero_grad()
         _patch_compile()
         _keep_out_of_dynamo()
 
@@ -1491,6 +1496,8 @@ class _Instrumentation:
 
     def on_optimizer_post(self, optimizer, args, kwargs):
         self.in_optimizer = False
+        if self.grad_clearing is not None:
+            self.grad_clearing.on_optimizer_step()
         st = self.state
         if st is None:
             return
@@ -1754,6 +1761,110 @@ def _patch_torch_save(inst):
 
     save._ddp_probe = True
     torch.save = save
+
+
+class _GradClearingCheck:
+    """Whether the program clears the gradients between optimizer steps (``zero_grad``). Without
+    it every backward adds to the gradients of all the steps before, silently: the loss still
+    goes down for a while, the updates grow step after step.
+
+    One trainable parameter of the DDP model is watched, over the first steps only. An optimizer
+    step arms the check with the gradient tensor it left; the next backward's first gradient
+    for the parameter (a tensor hook: before it is added to ``.grad``) finds that tensor
+    cleared when a ``zero_grad`` of any optimizer or module ran in between, when ``.grad`` is
+    None or another tensor, or when it holds only zeros (a program's own ``p.grad.zero_()``;
+    read once per watched step, a device sync on a GPU). ``_KEPT`` steps in a row that found the
+    gradient as the optimizer left it say so once, on rank 0's console and in every trace; the
+    first step that found it cleared ends the check, and the hook is removed either way."""
+
+    #: Watched steps in a row whose backward found the step before's gradients: a warning.
+    _KEPT = 2
+    #: Optimizer steps after which the check gives up (a program that steps without any
+    #: backward between, then clears: nothing to say).
+    _STEPS = 20
+
+    def __init__(self, inst, param):
+        self.inst = inst
+        self.param = param
+        #: A ``zero_grad`` ran since the last optimizer step.
+        self.cleared = False
+        #: The gradient tensor the last optimizer step left, until the next backward reads it.
+        self.left = None
+        self.kept = 0
+        self.steps = 0
+        self.hook = param.register_hook(self.on_incoming_grad)
+
+    def on_zero_grad(self):
+        self.cleared = True
+
+    def on_optimizer_step(self):
+        if self.hook is None:
+            return
+        self.steps += 1
+        if self.steps > self._STEPS:
+            self.finish()
+            return
+        self.left = self.param.grad
+        self.cleared = False
+
+    def on_incoming_grad(self, grad):
+        left, self.left = self.left, None
+        if left is None or self.hook is None:
+            return None
+        now = self.param.grad
+        if self.cleared or now is None or not self.holds_what_was_left(now, left):
+            self.finish()
+            return None
+        self.kept += 1
+        if self.kept >= self._KEPT:
+            self.finish()
+            self.inst.warn(
+                "the gradients were not cleared between optimizer steps: in the "
+                f"{self.kept} steps after the first, the backward added its gradients to the "
+                "ones the optimizer had just used (no `zero_grad` ran in between and `.grad` "
+                "still held them), so every update carries the gradients of all the steps "
+                "before it; call `optimizer.zero_grad()` once per optimizer step (after "
+                "`optimizer.step()`, or before `loss.backward()`)"
+            )
+        return None
+
+    @staticmethod
+    def holds_what_was_left(now, left):
+        """Whether ``.grad`` still holds the nonzero gradient the optimizer step left: the same
+        tensor, or (DDP's ``gradient_as_bucket_view``, whose bucket rebuild after the first
+        step points ``.grad`` at a new bucket's view with the values copied) equal values."""
+        now = now.detach()
+        if not bool(now.ne(0).any()):
+            return False
+        return now.data_ptr() == left.data_ptr() or torch.equal(now, left)
+
+    def finish(self):
+        hook, self.hook = self.hook, None
+        self.left = None
+        if hook is not None:
+            hook.remove()
+
+
+def _patch_zero_grad():
+    """Tells every instrumented model's :class:`_GradClearingCheck` when a ``zero_grad`` of an
+    optimizer or a module runs (subclasses that do not override it included)."""
+    for cls in (torch.optim.Optimizer, torch.nn.Module):
+        original = cls.zero_grad
+        if getattr(original, "_ddp_probe", False):
+            continue
+
+        def make(original):
+            @functools.wraps(original)
+            def zero_grad(self, *args, **kwargs):
+                for inst in _ACTIVE:
+                    if inst.grad_clearing is not None:
+                        inst.grad_clearing.on_zero_grad()
+                return original(self, *args, **kwargs)
+
+            zero_grad._ddp_probe = True
+            return zero_grad
+
+        cls.zero_grad = make(original)
 
 
 def _distributed_sampler(sampler):

@@ -1748,7 +1748,15 @@ fn joined_line_starts(line: &str) -> Vec<usize> {
         let camel = class.len() > "Error".len()
             && class.starts_with(|c: char| c.is_ascii_uppercase())
             && class[1..class.len() - "Error".len()].contains(|c: char| c.is_ascii_uppercase());
-        if camel && after_text(name_start) && looks_like_named_exception(&line[name_start..]) {
+        // Any exception name after a frame's code line that ends in an open call (`...
+        // dist._broadcast_coalesced( RuntimeError: ...`): a call's argument is never a name
+        // followed by a colon, so it is the exception line joined to the code above it.
+        let after_open_call = line[..name_start].trim_end().ends_with('(')
+            && class.starts_with(|c: char| c.is_ascii_uppercase());
+        if (camel || after_open_call)
+            && after_text(name_start)
+            && looks_like_named_exception(&line[name_start..])
+        {
             starts.push(name_start);
         }
     }
@@ -3568,6 +3576,15 @@ mod tests {
                 "DistBackendError: Watchdog caught"
             ]
         );
+        // Any exception after a frame's code that ends in an open call (the call's arguments
+        // were on the next lines of the traceback).
+        assert_eq!(
+            cut("    dist._broadcast_coalesced( RuntimeError: Tensors must be CUDA and dense"),
+            [
+                "    dist._broadcast_coalesced( ",
+                "RuntimeError: Tensors must be CUDA and dense"
+            ]
+        );
         // Words, not prefixes: a level word without a logger name, a letter and digits that
         // are no date and time, an exception name a message quotes in its own words.
         for whole in [
@@ -3576,6 +3593,7 @@ mod tests {
             "srun: error: host-a: task 0: Killed",
             "RuntimeError: NCCL error in: x.cpp:1269, unhandled system error, ncclSystemError: y",
             "ValueError: expected a tensor, got TypeError: none",
+            "print(f\"retry after ValueError: {e}\")",
         ] {
             assert_eq!(cut(whole), vec![whole.to_owned()], "{whole}");
         }

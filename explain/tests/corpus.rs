@@ -102,7 +102,9 @@ use serde::Deserialize;
 /// before its signal's name were read in their sources; the misses are a Ray job waiting
 /// silently for a GPU worker it could not place, NCCL built for another CUDA with nothing but
 /// `unhandled cuda error` in the log, and a reshape that failed on rewards gathered from uneven
-/// last batches.
+/// last batches. 402 of 469 (0.857) with the batch of 2026-12-07c (issue threads of the projects
+/// the issue names and their neighbours: 4 of its 6; the misses are a log cut before its
+/// exception and `nvidia-smi topo -m` tables alone for a peer-to-peer hang).
 const DEVELOPMENT_FLOOR: f64 = 0.85;
 /// Lowest accepted top-1 accuracy on the validation split: 71 of 93 on
 /// 2026-12-02 (the goal is 0.95), 74 of 98 with the second batch of that
@@ -158,7 +160,8 @@ const DEVELOPMENT_FLOOR: f64 = 0.85;
 /// two at 1 of 2 (127 of 176, 0.722). The batch of 2026-12-07's five at 3 of 5 (170 of 228,
 /// 0.746); its misses were not read (one of them, joined, shows in the paste-damage test). The
 /// batch of 2026-12-07b's five at 1 of 5 (171 of 233, 0.734); the day's rules changed no
-/// validation answer, and the misses were not read.
+/// validation answer, and the misses were not read. The batch of 2026-12-07c's six at 4 of 6
+/// (175 of 239, 0.732).
 const VALIDATION_FLOOR: f64 = 0.72;
 /// Lowest accepted share of right first findings among those said with high confidence, on the
 /// validation split: 69 of 76 (0.908) on 2026-12-03, when the test began to count it. "High"
@@ -166,7 +169,7 @@ const VALIDATION_FLOOR: f64 = 0.72;
 const VALIDATION_HIGH_CONFIDENCE_FLOOR: f64 = 0.88;
 /// Cases in the corpus: a case lost from the index fails the test (the
 /// issue asked for at least 150).
-const CASES: usize = 696;
+const CASES: usize = 708;
 
 #[derive(Deserialize)]
 struct Case {

@@ -453,6 +453,20 @@ fn ranks_behind(ranks: &[RankHangState]) -> Vec<usize> {
             )
         })
         .collect();
+    // Every rank (none of them ended) waits in a collective of one sequence number: they got
+    // equally far in the order of collectives, whatever their step counters say (a rank that
+    // evaluated between steps counts one step fewer than one that went on to train);
+    // `HangReport::shared_wait` compares their calls.
+    let waiting: Vec<Option<u64>> = ranks
+        .iter()
+        .map(|r| {
+            let tail = r.trace_tail.as_ref().filter(|_| r.ended.is_none())?;
+            tail.waiting_in.as_ref().map(|c| c.seq)
+        })
+        .collect();
+    if waiting.iter().all(|w| w.is_some() && *w == waiting[0]) {
+        return Vec::new();
+    }
     let Some(min) = positions.iter().map(|(_, p)| *p).min() else {
         return Vec::new();
     };
@@ -613,6 +627,18 @@ mod tests {
         assert!(r
             .render()
             .contains("(rank 0: all_reduce 4 bytes, rank 1: all_reduce 4096 bytes)"));
+        // Rank 0 evaluates between steps (its barrier counts in step 4) while rank 1 went on to
+        // step 5's first bucket: the step counters differ, the order of collectives does not,
+        // so nobody is behind (torchvision's reference with the evaluation on rank 0 only).
+        let step5 = r#"{"type":"instant","name":"collective_queued","t":5,"step":5,"args":{"seq":17,"op":"all_reduce","bucket":0,"bytes":4096}}"#;
+        let r = report(call("barrier", 0), step5.to_owned());
+        assert!(r.behind.is_empty(), "{:?}", r.behind);
+        assert!(
+            r.render()
+                .contains("in different collectives (rank 0: barrier, rank 1: all_reduce)"),
+            "{}",
+            r.render()
+        );
         // Object broadcasts record what each rank passed: not a difference.
         let r = report(call("broadcast", 64), call("broadcast", 8));
         assert!(matches!(r.shared_wait(), Some(SharedWait::Same(_))));

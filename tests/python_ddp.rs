@@ -1099,6 +1099,65 @@ fn an_evaluation_through_ddp_on_rank_0_only_is_named_as_the_mismatch() {
     );
 }
 
+/// An evaluation whose metrics are reduced (a barrier, then an all-reduce, as torchvision's
+/// classification reference does) run on rank 0 only, while rank 1 goes on to the next epoch:
+/// rank 0 waits in the barrier, rank 1 in its first gradient all-reduce, at one collective
+/// number. The launcher's hang line says the ranks wait in different collectives (it had named
+/// rank 0 "behind", by its step counter, one step short of rank 1's), and `explain`'s fix says
+/// where each rank's path went: rank 0 in `evaluate`, rank 1 in its training backward.
+const RANK0_METRICS: &str = "\
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+import ddp_probe_torch
+dist.init_process_group('gloo')
+model = ddp_probe_torch.instrument(DDP(torch.nn.Linear(8, 1)))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+def evaluate():
+    loss = torch.tensor([1.0])
+    dist.barrier()
+    dist.all_reduce(loss)
+    return loss.item()
+for epoch in range(2):
+    for step in range(4):
+        model(torch.randn(8, 8)).pow(2).mean().backward()
+        opt.step()
+        opt.zero_grad()
+    if dist.get_rank() == 0:
+        evaluate()
+dist.destroy_process_group()
+";
+
+#[test]
+fn metrics_reduced_on_rank_0_only_are_named_where_the_paths_parted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let script = tmp.path().join("metrics.py");
+    std::fs::write(&script, RANK0_METRICS).unwrap();
+    let out = tmp.path().join("run");
+    let (status, console) = {
+        let _one = PYTORCH_JOB.lock().unwrap_or_else(|e| e.into_inner());
+        with_console(&mut watched_job(&out, 2, &script))
+    };
+    assert_eq!(status.code(), Some(124), "{console}");
+    let console = console.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        console.contains("in different collectives (rank 0: barrier, rank 1: all_reduce)")
+            && !console.contains("is behind"),
+        "{console}"
+    );
+    let text = explained(&out);
+    let barrier = line_of(RANK0_METRICS, "dist.barrier()");
+    let backward = line_of(RANK0_METRICS, ".backward()");
+    assert!(
+        text.starts_with(
+            "most likely cause: ranks 0, 1 issued different collectives at the same point"
+        ) && text.contains(&format!(
+            "fix: Rank 0 was in evaluate at metrics.py:{barrier} (`dist.barrier()`)"
+        )) && text.contains(&format!("rank 1 was in <module> at metrics.py:{backward}"))
+            && text.contains("the ranks' code took different paths"),
+        "{text}"
+    );
+}
+
 /// A script that asks `init_process_group` for 4 ranks where the launcher started 2: both
 /// wait in the rendezvous for ranks that never come. Without the module nothing the ranks leave
 /// says where they were, and `explain` says so with the rerun that would (it had headlined "a

@@ -861,6 +861,7 @@ fn name_a_ddp_forward_on_some_ranks(signals: &mut [Signal], stacks: &[PyStack]) 
     let (forward, other): (Vec<&PyStack>, Vec<&PyStack>) =
         stacks.iter().partition(|st| st.in_ddp_forward());
     if forward.is_empty() || other.is_empty() {
+        name_where_the_paths_parted(signals, stacks);
         return;
     }
     let places: Vec<String> = forward
@@ -884,6 +885,39 @@ fn name_a_ddp_forward_on_some_ranks(signals: &mut [Signal], stacks: &[PyStack]) 
     for s in signals
         .iter_mut()
         .filter(|s| s.category == Category::CollectiveMismatch && s.role == Role::Cause)
+    {
+        s.fix_hint = Some(fix.clone());
+    }
+}
+
+/// A mismatch whose ranks' Python stacks (taken at the hang) are at different places of the
+/// program: the fix names each rank's place, where the paths parted (rank 0 in an evaluation
+/// only it runs, `utils.py:401 in reduce_across_processes`, rank 1 back in training).
+fn name_where_the_paths_parted(signals: &mut [Signal], stacks: &[PyStack]) {
+    let mut places: Vec<(usize, String)> = stacks
+        .iter()
+        .map(|st| (st.rank, st.whereabouts().0))
+        .collect();
+    places.sort();
+    places.dedup_by_key(|(rank, _)| *rank);
+    if places.len() < 2 || places.iter().all(|(_, w)| *w == places[0].1) {
+        return;
+    }
+    let said: Vec<String> = places
+        .iter()
+        .map(|(rank, where_)| format!("rank {rank} was {where_}"))
+        .collect();
+    let fix = format!(
+        "{}: the ranks' code took different paths before these collectives. Make every rank \
+         call the same collectives in the same order: run that block on every rank (an \
+         evaluation or a metric on each rank's share of the data, reduced together), or take \
+         its collectives out of a branch only some ranks run (`if rank == 0:`, an early exit).",
+        probe::wrap::capitalized(&said.join("; "))
+    );
+    for s in signals
+        .iter_mut()
+        .filter(|s| s.category == Category::CollectiveMismatch && s.role == Role::Cause)
+        .filter(|s| s.fix_hint.is_none())
     {
         s.fix_hint = Some(fix.clone());
     }

@@ -1054,19 +1054,25 @@ dist.barrier()
 dist.destroy_process_group()
 ";
 
-#[test]
-fn an_evaluation_through_ddp_on_rank_0_only_is_named_as_the_mismatch() {
+/// `source` written as `name` and run on 2 ranks under the hang watchdog, which must stop it:
+/// the temporary directory, the run directory and the console with its white space collapsed.
+fn hung_job(name: &str, source: &str) -> (tempfile::TempDir, std::path::PathBuf, String) {
     let tmp = tempfile::tempdir().unwrap();
-    let script = tmp.path().join("evaluate.py");
-    std::fs::write(&script, RANK0_EVALUATION).unwrap();
+    let script = tmp.path().join(name);
+    std::fs::write(&script, source).unwrap();
     let out = tmp.path().join("run");
     let (status, console) = {
         let _one = PYTORCH_JOB.lock().unwrap_or_else(|e| e.into_inner());
         with_console(&mut watched_job(&out, 2, &script))
     };
     assert_eq!(status.code(), Some(124), "{console}");
-    let flat = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
-    let console = flat(&console);
+    let console = console.split_whitespace().collect::<Vec<_>>().join(" ");
+    (tmp, out, console)
+}
+
+#[test]
+fn an_evaluation_through_ddp_on_rank_0_only_is_named_as_the_mismatch() {
+    let (_tmp, out, console) = hung_job("evaluate.py", RANK0_EVALUATION);
     assert!(
         console.contains("in different collectives (rank 0: broadcast, rank 1: barrier)")
             && !console.contains("the collective itself is stuck"),
@@ -1129,16 +1135,7 @@ dist.destroy_process_group()
 
 #[test]
 fn metrics_reduced_on_rank_0_only_are_named_where_the_paths_parted() {
-    let tmp = tempfile::tempdir().unwrap();
-    let script = tmp.path().join("metrics.py");
-    std::fs::write(&script, RANK0_METRICS).unwrap();
-    let out = tmp.path().join("run");
-    let (status, console) = {
-        let _one = PYTORCH_JOB.lock().unwrap_or_else(|e| e.into_inner());
-        with_console(&mut watched_job(&out, 2, &script))
-    };
-    assert_eq!(status.code(), Some(124), "{console}");
-    let console = console.split_whitespace().collect::<Vec<_>>().join(" ");
+    let (_tmp, out, console) = hung_job("metrics.py", RANK0_METRICS);
     assert!(
         console.contains("in different collectives (rank 0: barrier, rank 1: all_reduce)")
             && !console.contains("is behind"),

@@ -1510,6 +1510,25 @@ fn ranks_fed_the_same_batches_are_said_to_split_no_data() {
     }
 }
 
+/// Checks that the module said `said` once, on rank 0's console only, and that `summary` shows
+/// it as rank 0's warning, when `expected`; that neither did otherwise. The console, its white
+/// space collapsed.
+fn said_by_rank_0_only(run: &AutoRun, said: &str, mode: &str, expected: bool) -> String {
+    assert_eq!(
+        run.summary.contains(&format!("warning: rank 0: {said}")),
+        expected,
+        "{mode}: {}",
+        run.summary
+    );
+    let console: String = run.console.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert_eq!(
+        console.matches(&format!("ddp_probe_torch: {said}")).count(),
+        usize::from(expected),
+        "{mode}: {console}"
+    );
+    console
+}
+
 /// A shuffling DistributedSampler whose `set_epoch` is never called draws the same order every
 /// epoch (PyTorch's documentation of DistributedSampler: "Otherwise, the same ordering will be
 /// always used"), with no word from PyTorch: rank 0 says so at the second epoch's first batch and
@@ -1560,19 +1579,8 @@ fn a_distributed_sampler_never_given_its_epoch_is_said_to_repeat_its_order() {
                 the data with the epoch of the pass before (0): `set_epoch` was not called";
     for (mode, expected) in [("never", true), ("persistent", true), ("each", false)] {
         let run = auto_instrumented(&tmp.path().join(mode), &script, &[mode]);
-        assert_eq!(
-            run.summary.contains(&format!("warning: rank 0: {said}")),
-            expected,
-            "{mode}: {}",
-            run.summary
-        );
-        // Said once by the module (rank 0 only), and again in the run's closing warnings.
-        let console: String = run.console.split_whitespace().collect::<Vec<_>>().join(" ");
-        assert_eq!(
-            console.matches(&format!("ddp_probe_torch: {said}")).count(),
-            usize::from(expected),
-            "{mode}: {console}"
-        );
+        let console = said_by_rank_0_only(&run, said, mode, expected);
+        // And again in the run's closing warnings.
         assert_eq!(
             console.contains(&format!("warning: rank 0: {said}")),
             expected,
@@ -1622,18 +1630,7 @@ fn gradients_never_cleared_between_optimizer_steps_are_named() {
         ("by_hand", false),
     ] {
         let run = auto_instrumented(&tmp.path().join(mode), &script, &[mode]);
-        assert_eq!(
-            run.summary.contains(&format!("warning: rank 0: {said}")),
-            expected,
-            "{mode}: {}",
-            run.summary
-        );
-        let console: String = run.console.split_whitespace().collect::<Vec<_>>().join(" ");
-        assert_eq!(
-            console.matches(&format!("ddp_probe_torch: {said}")).count(),
-            usize::from(expected),
-            "{mode}: {console}"
-        );
+        said_by_rank_0_only(&run, said, mode, expected);
     }
 }
 

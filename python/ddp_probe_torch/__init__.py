@@ -1772,8 +1772,8 @@ class _GradClearingCheck:
     step arms the check with the gradient tensor it left; the next backward's first gradient
     for the parameter (a tensor hook: before it is added to ``.grad``) finds that tensor
     cleared when a ``zero_grad`` of any optimizer or module ran in between, when ``.grad`` is
-    None or another tensor, or when it holds only zeros (a program's own ``p.grad.zero_()``;
-    read once per watched step, a device sync on a GPU). ``_KEPT`` steps in a row that found the
+    None or a tensor with other values, or when it holds only zeros (a program's own
+    ``p.grad.zero_()``; read once per watched step, a device sync on a GPU). ``_KEPT`` steps in a row that found the
     gradient as the optimizer left it say so once, on rank 0's console and in every trace; the
     first step that found it cleared ends the check, and the hook is removed either way."""
 

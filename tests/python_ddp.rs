@@ -1738,11 +1738,17 @@ fn one_checkpoint_file_saved_by_every_rank_is_named() {
             "{mode}: {}",
             run.summary
         );
-        // The 16 MB saves make the gaps after steps 2 and 5 the long ones, and the note on
-        // the time between steps says what ran there.
+        // The 16 MB saves make the gaps after steps 2 and 5 long ones, and the note on the time
+        // between steps says what ran there. (With a 3 ms median step, a busy machine can make
+        // another gap longer too, "after steps 2, 5, 7", which hides the period: not asserted.)
         if mode != "own" {
             let calls = if mode == "all" { 4 } else { 2 };
-            let named = "Longer than the median step every 3 steps (after steps 2, 5)";
+            let named = "Longer than the median step";
+            assert!(
+                run.summary.contains("after steps 2, 5"),
+                "{mode}: {}",
+                run.summary
+            );
             let saves = format!("; {calls} torch.save calls there took");
             let file = format!(
                 "in all (checkpoints, {} the most)",

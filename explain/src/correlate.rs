@@ -229,6 +229,8 @@ pub(crate) fn build(mut g: Gathered, opts: &Options) -> Report {
         }
     }
     name_a_ddp_forward_on_some_ranks(&mut signals, &g.python_stacks);
+    // Any other mismatch with stacks at different places (one the forward's fix did not name).
+    name_where_the_paths_parted(&mut signals, &g.python_stacks);
     stuck_same |= signals
         .iter()
         .any(|s| s.rule == "manifest_hang_same_collective");
@@ -861,7 +863,6 @@ fn name_a_ddp_forward_on_some_ranks(signals: &mut [Signal], stacks: &[PyStack]) 
     let (forward, other): (Vec<&PyStack>, Vec<&PyStack>) =
         stacks.iter().partition(|st| st.in_ddp_forward());
     if forward.is_empty() || other.is_empty() {
-        name_where_the_paths_parted(signals, stacks);
         return;
     }
     let places: Vec<String> = forward

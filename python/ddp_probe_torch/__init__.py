@@ -1839,10 +1839,14 @@ class _GradClearingCheck:
         return now.data_ptr() == left.data_ptr() or torch.equal(now, left)
 
     def finish(self):
+        """Ends the check: the hook removed, and the instrumentation no longer calls it at each
+        optimizer step or ``zero_grad``."""
         hook, self.hook = self.hook, None
         self.left = None
         if hook is not None:
             hook.remove()
+        if self.inst.grad_clearing is self:
+            self.inst.grad_clearing = None
 
 
 def _patch_zero_grad():

@@ -1901,7 +1901,12 @@ pub(crate) static RULES: &[Rule] = &[
           // (1)" and its C++ `WorldConfig::mpi` ("Assertion failed: mpiSize == tp * pp", later
           // "MPI size 1 != TP size 4 * PP size 1"): the engine was built for tp × pp ranks
           // and `mpirun -n` started another number.
-          "engine world size (", "mpisize == tp * pp", "!= tp size"]],
+          "engine world size (", "mpisize == tp * pp", "!= tp size",
+          // GPT-NeoX (`neox_arguments/arguments.py`, `calculate_derived`; before it
+          // `config_monster.py`): "NeoXArgs.calculate_derived() (global_num_gpus / pp_size) /
+          // mp_size [(4 / 4) / 2] must be a whole number": the GPUs it was started on do not
+          // fill whole pipeline × model-parallel replicas.
+          "/ mp_size [("]],
         not [], ex_none),
     // DeepSpeed's settings that were made for another number of ranks: the batch arithmetic
     // of its config (`runtime/config.py`: "Check batch related parameters. train_batch_size
@@ -5957,6 +5962,9 @@ mod tests {
              (/path/to/worldConfig.cpp:90)",
             "RuntimeError: [TensorRT-LLM][ERROR] Assertion failed: MPI size 1 != TP size 4 * PP \
              size 1 (/path/to/worldConfig.cpp:94)",
+            // GPT-NeoX's, as its source words it.
+            "AssertionError: NeoXArgs.calculate_derived() (global_num_gpus / pp_size) / mp_size \
+             [(6 / 2) / 2] must be a whole number",
         ] {
             assert_eq!(cat(line), Some(Category::WorldSizeMismatch), "{line}");
         }

@@ -1154,6 +1154,15 @@ impl<'a> Scanner<'a> {
         let rank = raised_on.or(rank);
         let class = name.rsplit('.').next().unwrap_or(name);
         let interrupted = class == "KeyboardInterrupt";
+        // DeepSpeed's process groups (`deepspeed/utils/groups.py`): every `_ensure_divisibility`
+        // there divides the world size (or the data-parallel part of it) by a parallel size
+        // asked for (`ep_size` of a MoE layer, the model-parallel size): "AssertionError: 4 is
+        // not divisible by 8" raised in it is a layout that does not fit the ranks started.
+        let deepspeed_groups_check = class == "AssertionError"
+            && body.contains(" is not divisible by ")
+            && last_frame
+                .as_ref()
+                .is_some_and(|f| f.text.contains("deepspeed/utils/groups.py"));
         let (category, role, attach) = match class {
             // Stopped by hand while it waited in a collective: a hang.
             "KeyboardInterrupt" if collective.is_some() => (
@@ -1189,6 +1198,9 @@ impl<'a> Scanner<'a> {
             | "WorkerCrashedError"
             | "WorkerHealthCheckFailedError"
             | "WorkerGroupError" => (Category::RankCrashed, Role::Consequence, Attach::AnyFinding),
+            _ if deepspeed_groups_check => {
+                (Category::WorldSizeMismatch, Role::Cause, Attach::Standalone)
+            }
             // A semaphore that did not fit in /dev/shm (`TracebackPlace::SemLock`).
             _ if semaphore_in_full_shm => (Category::ShmTooSmall, Role::Cause, Attach::Standalone),
             // ProcessGroupWrapper (TORCH_DISTRIBUTED_DEBUG=DETAIL) runs a gloo monitored barrier
@@ -1234,6 +1246,13 @@ impl<'a> Scanner<'a> {
                 "KeyboardInterrupt: the job was stopped by hand (Ctrl-C, SIGINT)".to_owned()
             }
             (Some(w), ..) => format!("{} (raised in {})", sanitize(body, 140), w.place),
+            (None, ..) if deepspeed_groups_check => format!(
+                "{}: DeepSpeed's process groups need the world size (or its data-parallel part) \
+                 to be a multiple of the parallel size asked for (a MoE layer's ep_size, the \
+                 model-parallel size); start a number of ranks it divides, or ask for a size \
+                 that divides the ranks",
+                sanitize(body, 100)
+            ),
             (None, ..) if semaphore_in_full_shm => {
                 "a multiprocessing lock or queue could not create its semaphore (sem_open, a \
                  file in /dev/shm): no space left on /dev/shm"
@@ -3941,6 +3960,37 @@ mod tests {
         let (out, _) = scan(&[lines[0], lines[1], "    model = build()"], None);
         assert!(out.signals.is_empty());
         let (out, _) = scan(&[lines[0], lines[1], lines[2], "KeyError: 'x'"], None);
+        assert_eq!(out.signals[0].category, Category::RankCrashed);
+    }
+
+    /// DeepSpeed's `_ensure_divisibility` (`deepspeed/utils/groups.py`, read in its source)
+    /// raised while it builds its process groups: the world size against a parallel size. The
+    /// same words raised in a program's own assert stay a crash.
+    #[test]
+    fn deepspeed_groups_divisibility_is_a_layout_that_does_not_fit_the_ranks() {
+        let lines = [
+            "Traceback (most recent call last):",
+            "  File \"/opt/ds/deepspeed/moe/layer.py\", line 99, in _create_process_groups",
+            "    groups._create_expert_and_data_parallel(self.ep_size)",
+            "  File \"/opt/ds/deepspeed/utils/groups.py\", line 54, in _ensure_divisibility",
+            "    assert numerator % denominator == 0, '{} is not divisible by {}'.format(",
+            "AssertionError: 2 is not divisible by 4",
+        ];
+        let (out, _) = scan(&lines, None);
+        let s = &out.signals[0];
+        assert_eq!(s.category, Category::WorldSizeMismatch);
+        assert!(
+            s.detail.as_deref().is_some_and(|d| d.contains("ep_size")),
+            "{:?}",
+            s.detail
+        );
+        let own = [
+            lines[0],
+            "  File \"train.py\", line 12, in main",
+            "    assert batch % world == 0, f'{batch} is not divisible by {world}'",
+            "AssertionError: 6 is not divisible by 4",
+        ];
+        let (out, _) = scan(&own, None);
         assert_eq!(out.signals[0].category, Category::RankCrashed);
     }
 

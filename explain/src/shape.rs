@@ -144,6 +144,9 @@ pub(crate) struct FirstCollectiveTimeout {
     pub rank: Option<usize>,
     /// The operation, as the watchdog names it (lower case: `allgather`, `broadcast`).
     pub op: String,
+    /// Whether the operation's name ends before the line does; a line that ends inside it
+    /// (a paste wrapped at its width: `OpType=ALLREDUC`) may have cut it.
+    pub op_whole: bool,
     /// Its input's elements, when the line gives them.
     pub numel_in: Option<u64>,
     /// The line.
@@ -155,7 +158,9 @@ impl FirstCollectiveTimeout {
     /// ranks wait in while one of them prepares data or a checkpoint alone (an all-reduce
     /// whose line gives no sizes may be one too).
     pub fn may_be_barrier(&self) -> bool {
-        self.op == "allreduce" && self.numel_in.is_none_or(|n| n <= 1)
+        let all_reduce =
+            self.op == "allreduce" || (!self.op_whole && "allreduce".starts_with(&self.op));
+        all_reduce && self.numel_in.is_none_or(|n| n <= 1)
     }
 }
 
@@ -385,10 +390,10 @@ impl LogShape {
             let Some(number) = crate::rules::num_after(inside, "seqnum=") else {
                 return;
             };
-            let Some(op) = inside
-                .split_once("optype=")
-                .map(|(_, v)| &v[..v.find([',', ')']).unwrap_or(v.len())])
-            else {
+            let Some((op, op_whole)) = inside.split_once("optype=").map(|(_, v)| {
+                v.find([',', ')'])
+                    .map_or((v.trim_end(), false), |end| (&v[..end], true))
+            }) else {
                 return;
             };
             let group = process_group_id(lower);
@@ -402,13 +407,15 @@ impl LogShape {
                 self.first_collective_timeouts.push(FirstCollectiveTimeout {
                     rank,
                     op: op.to_owned(),
+                    op_whole,
                     numel_in,
                     evidence: evidence(),
                 });
             }
             // Without the group's id (PyTorch before 2.2 does not print it) two groups' first
-            // collectives share their number by construction; later numbers rarely do.
-            if group.is_none() && number <= 1 {
+            // collectives share their number by construction; later numbers rarely do. An
+            // operation's name the line may have cut is no operation to compare.
+            if (group.is_none() && number <= 1) || !op_whole {
                 return;
             }
             let Some(rank) = rank else {
@@ -857,6 +864,25 @@ mod tests {
             "h:2:2 [1] NCCL INFO AllReduce: opCount 0 sendbuff 0x7f recvbuff 0x7f count 8 datatype 7 op 0 root 0 comm 0x7e [nranks=2] stream 0x55",
         ]);
         assert!(s.call_mismatches().is_empty());
+    }
+
+    #[test]
+    fn an_operation_cut_by_the_line_s_end_is_compared_with_nothing() {
+        // Two ranks at one number of one group, one line wrapped inside the operation's name:
+        // not two operations.
+        let line = |rank: u32, op: &str| {
+            format!(
+                "[rank{rank}]:[E ProcessGroupNCCL.cpp:563] [PG 0 Rank {rank}] Watchdog caught \
+                 collective operation timeout: WorkNCCL(SeqNum=57, OpType={op}"
+            )
+        };
+        let whole = line(0, "ALLREDUCE, NumelIn=8, NumelOut=8, Timeout(ms)=600000)");
+        let cut = line(1, "ALLREDUC");
+        let s = feed(&[whole.as_str(), cut.as_str()]);
+        assert!(s.call_mismatches().is_empty());
+        let other = line(1, "BROADCAST, NumelIn=8, NumelOut=8, Timeout(ms)=600000)");
+        let s = feed(&[whole.as_str(), other.as_str()]);
+        assert_eq!(s.call_mismatches().len(), 1);
     }
 
     #[test]

@@ -104,7 +104,14 @@ use serde::Deserialize;
 /// `unhandled cuda error` in the log, and a reshape that failed on rewards gathered from uneven
 /// last batches. 402 of 469 (0.857) with the batch of 2026-12-07c (issue threads of the projects
 /// the issue names and their neighbours: 4 of its 6; the misses are a log cut before its
-/// exception and `nvidia-smi topo -m` tables alone for a peer-to-peer hang).
+/// exception and `nvidia-smi topo -m` tables alone for a peer-to-peer hang). 407 of 474
+/// (0.859) with the batch of 2026-12-07d (issue threads, most of them containers' small
+/// /dev/shm and hosts out of memory: 5 of its 5 before any rule, so none was written). 410 of
+/// 479 (0.856) with the batch of 2026-12-07e (issue threads: 1 of its 5 before, 3 after
+/// DeepSpeed's `_ensure_divisibility` in its process groups and GPT-NeoX's `calculate_derived`
+/// were read in their sources as layouts that do not fit the ranks; the misses are nccl-tests'
+/// log cut during NCCL's set-up, and NCCL's `Message truncated` cut before its sizes). 411 of
+/// 480 (0.856) with the batch of 2026-12-07f (one thread: 1 of its 1 before any rule).
 const DEVELOPMENT_FLOOR: f64 = 0.85;
 /// Lowest accepted top-1 accuracy on the validation split: 71 of 93 on
 /// 2026-12-02 (the goal is 0.95), 74 of 98 with the second batch of that
@@ -161,7 +168,12 @@ const DEVELOPMENT_FLOOR: f64 = 0.85;
 /// 0.746); its misses were not read (one of them, joined, shows in the paste-damage test). The
 /// batch of 2026-12-07b's five at 1 of 5 (171 of 233, 0.734); the day's rules changed no
 /// validation answer, and the misses were not read. The batch of 2026-12-07c's six at 4 of 6
-/// (175 of 239, 0.732).
+/// (175 of 239, 0.732), the batch of 2026-12-07d's seven at 3 of 7 (178 of 246, 0.724); its
+/// misses were not read. The batch of 2026-12-07e's three at 2 of 3 (180 of 249, 0.723); the
+/// paste-damage test (wrapped at 80 columns) then changed one of its two right answers, which
+/// showed that a watchdog line wrapped inside its operation's name (`OpType=ALLREDUC`) was
+/// read as an operation of its own: such a name is now compared with nothing and may be an
+/// all-reduce.
 const VALIDATION_FLOOR: f64 = 0.72;
 /// Lowest accepted share of right first findings among those said with high confidence, on the
 /// validation split: 69 of 76 (0.908) on 2026-12-03, when the test began to count it. "High"
@@ -169,7 +181,7 @@ const VALIDATION_FLOOR: f64 = 0.72;
 const VALIDATION_HIGH_CONFIDENCE_FLOOR: f64 = 0.88;
 /// Cases in the corpus: a case lost from the index fails the test (the
 /// issue asked for at least 150).
-const CASES: usize = 708;
+const CASES: usize = 729;
 
 #[derive(Deserialize)]
 struct Case {

@@ -4541,11 +4541,17 @@ fn a_first_collective_timing_out_alone_is_gpu_peer_traffic_unless_a_barrier() {
     let died = "[2024-03-01 10:00:00,000] torch.distributed.elastic.multiprocessing.api: \
                 [ERROR] failed (exitcode: -11) local_rank: 0 (pid: 4242) of binary: \
                 /usr/bin/python3\n";
+    // A line wrapped inside the operation's name (a paste at 80 columns: `OpType=ALLREDUC` at
+    // the line's end, the rest on the next) may be an all-reduce too.
+    let wrapped = "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, \
+                   OpType=ALLREDUC\nE, NumelIn=1, ...) ran for 645901 milliseconds\n"
+        .to_owned();
     for log in [
         timeout(1, "OpType=ALLREDUCE, NumelIn=1, NumelOut=1"),
         timeout(1, "OpType=ALLREDUCE"),
         timeout(57, broadcast),
         format!("{died}{}", timeout(1, broadcast)),
+        wrapped,
     ] {
         let report =
             probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());

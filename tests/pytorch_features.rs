@@ -314,7 +314,7 @@ fn check_common(job: &Job, micro_batches: u64) {
         }
         let broadcasts: Vec<&Value> = spans(&recs, "collective")
             .into_iter()
-            .filter(|s| s["op"] == "broadcast")
+            .filter(|s| s["op"] == "broadcast" && s["args"]["what"] != "program")
             .collect();
         // DDP broadcasts buffers before synchronised forwards only (not
         // under no_sync): once per step.
@@ -631,6 +631,69 @@ fn steps_run_as_optimizer_closures_get_their_optimizer_time() {
     }
     let (text, _) = job.summary();
     assert!(!text.contains("optimizer      not recorded"), "{text}");
+}
+
+/// ZeroRedundancyOptimizer's step runs its shard's own optimizer's step inside its own, then
+/// broadcasts the updated parameters: the optimizer span is the outer step's, broadcasts
+/// included, and the step ends with it; the broadcasts are the program's collectives. Before,
+/// the inner step's end ended the step, and the broadcasts (a third of the iteration in
+/// PyTorch's ZeRO recipe on 2 CPU ranks) fell between steps, in no phase, unrecorded.
+#[test]
+fn zero_redundancy_optimizer_broadcasts_count_in_the_optimizer_step() {
+    let job = run_mode("zero", true);
+    check_common(&job, 1);
+    let out = std::fs::read_to_string(job.dir.join("logs/rank-0.stdout")).unwrap();
+    let broadcasts: Vec<(u64, u64)> = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("zero broadcasts: "))
+        .map(|l| {
+            let (a, b) = l.split_once(' ').unwrap();
+            (a.parse().unwrap(), b.trim().parse().unwrap())
+        })
+        .collect();
+    assert_eq!(broadcasts.len() as u64, STEPS, "{out}");
+    let recs = job.records(0);
+    let optimizers = spans(&recs, "optimizer");
+    assert_eq!(optimizers.len() as u64, STEPS, "one optimizer span a step");
+    for (start, end) in broadcasts {
+        let inside = optimizers
+            .iter()
+            .any(|o| u(&o["start"]) <= start && end <= u(&o["end"]));
+        assert!(
+            inside,
+            "broadcasts {start}..{end} in no optimizer span: {optimizers:?}"
+        );
+        let step = spans(&recs, "step")
+            .into_iter()
+            .find(|s| u(&s["start"]) <= start && start <= u(&s["end"]));
+        assert!(
+            step.is_some_and(|s| end <= u(&s["end"])),
+            "broadcasts {start}..{end} not inside a step"
+        );
+        // Its broadcasts (async_op=True, run in turn) are collectives of the program's, inside
+        // the window, one after another: they add up to no more than it.
+        let calls: Vec<&Value> = spans(&recs, "collective")
+            .into_iter()
+            .filter(|c| c["args"]["async"] == true && c["op"] == "broadcast")
+            .filter(|c| start <= u(&c["queued"]) && u(&c["end"]) <= end)
+            .collect();
+        assert!(!calls.is_empty(), "no broadcast recorded in {start}..{end}");
+        let mut previous_end = 0;
+        for c in &calls {
+            assert_eq!(c["args"]["what"], "program", "{c}");
+            assert!(
+                u(&c["start"]) >= previous_end,
+                "overlapping broadcasts: {calls:?}"
+            );
+            previous_end = u(&c["end"]);
+        }
+    }
+    let (text, _) = job.summary();
+    let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        words.contains("They were issued with async_op=True: each counts from its call"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -68,6 +68,10 @@ Modes (each the way PyTorch's documentation writes it):
 * ``eval_train``: from step 2 on trains with the DDP model in ``eval()`` mode (BatchNorm's
   statistics frozen after a warm-up, as some fine-tuning scripts do): DDP reduces gradients all
   the same.
+* ``zero``: the optimizer is ``ZeroRedundancyOptimizer`` (AdamW on each rank's shard, as
+  PyTorch's ZeRO recipe builds it), whose step runs the shard's own optimizer's step and then
+  broadcasts the updated parameters; rank 0 prints the time of each step's broadcasts
+  (``zero broadcasts: START END``, ns on ddp_probe_torch's clock).
 
 ``--device cuda`` trains on ``cuda:LOCAL_RANK`` over NCCL instead (``scripts/gpu-check`` runs
 the modes that record something there, one rank per GPU).
@@ -99,7 +103,7 @@ import ddp_probe_torch
 MODES = ("plain", "prehook", "fp16", "bf16", "no_sync", "static_graph", "unused", "amp", "compile",
          "straggler", "uneven", "closure", "slow_save", "worker_killed",
          "model_differs", "slow_download", "bad_sample", "fsdp", "worker_stuck", "log_loss",
-         "loop_tail", "eval_train")
+         "loop_tail", "eval_train", "zero")
 
 
 class BusyBackward(torch.autograd.Function):
@@ -166,6 +170,11 @@ class KillsItsWorker(torch.utils.data.Dataset):
 
     def __getitem__(self, i):
         if i == self.at and torch.utils.data.get_worker_info() is not None:
+            # The batch before this one waits in the queue until the rank takes it, and its
+            # tensors' file descriptors come from this process then: killed at once, the worker
+            # can die before that (the rank then says "exited unexpectedly", once in CI). Two
+            # seconds let the rank take it first, so the rank reports the signal.
+            time.sleep(2)
             os.kill(os.getpid(), signal.SIGKILL)
         return self.data[i]
 
@@ -301,6 +310,20 @@ def main():
     loader = DataLoader(data, batch_size=args.batch_size, sampler=sampler, drop_last=True,
                         num_workers=workers, multiprocessing_context=context)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    if args.mode == "zero":
+        from torch.distributed.optim import ZeroRedundancyOptimizer
+
+        opt = ZeroRedundancyOptimizer(model.parameters(), optimizer_class=torch.optim.AdamW,
+                                      lr=1e-3)
+        broadcast = opt._sync_params  # what its step runs after the shard's optimizer's step
+
+        def timed_broadcast():
+            start = ddp_probe_torch.now_ns()
+            broadcast()
+            if rank == 0:
+                print(f"zero broadcasts: {start} {ddp_probe_torch.now_ns()}")
+
+        opt._sync_params = timed_broadcast
     eval_loader = DataLoader(TensorDataset(tokens[:32], labels[:32]), batch_size=args.batch_size)
 
     def summed_over_ranks(metric):

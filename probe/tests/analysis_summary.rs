@@ -562,6 +562,14 @@ fn parts_without_any_span_are_not_recorded_rather_than_zero() {
     assert!(!row("optimizer").contains("not recorded"), "{text}");
     assert!(row("writeback").contains("not recorded"), "{text}");
     assert!(text.contains("unknown (not zero)"), "{text}");
+    let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        words.contains("No batch was seen being fetched, so the data wait is unknown"),
+        "{text}"
+    );
+    // A run that times its data waits says nothing of the kind.
+    let timed = analysis::summarize(&load(&hand_run()), &SummaryOptions::default());
+    assert!(!timed.render_text(100).contains("No batch was seen"));
 }
 
 /// A collective's exposed part is its end: when rank 1 joins bucket 1's all-reduce at 90 ms

@@ -683,6 +683,12 @@ class _Instrumentation:
         #: ``optimizer.step(closure)`` (the closure pattern PyTorch's optimizers accept and
         #: PyTorch Lightning uses for every step).
         self.in_optimizer = False
+        #: Optimizer steps under way: another optimizer's step runs inside one's own in
+        #: ZeroRedundancyOptimizer (its shard's local optimizer) and in wrappers such as
+        #: Lookahead; the outermost is the step's.
+        self.optimizer_depth = 0
+        #: When the program's last ``async_op=True`` collective completed.
+        self.last_async_end = 0
         #: When the last bucket all-reduce completed (host clock).
         self.last_comm_end = 0
         #: (bucket index, elements) -> note_bucket's info, once the layout settled.
@@ -869,14 +875,17 @@ class _Instrumentation:
         ddp._sync_buffers = sync_buffers
 
     def timed_collective(self, op, nbytes, dtype, what, call, on_gpu=True, counted=True,
-                         caller=None):
+                         caller=None, issued_async=False):
         """Runs ``call`` (a collective the hooks do not see: DDP's buffer broadcast, the
         program's own ``torch.distributed`` calls) and records it as a ``collective`` span with
         ``"what"``: queued first (a rank that hangs or times out in it is seen waiting in it),
         timed by CUDA events when the group runs NCCL and ``on_gpu``, else on the host. Not
         ``counted``: it runs on another group than DDP's, whose sequence numbers the span's
         ``seq`` would not be. ``caller``: where the program called it (see
-        :func:`_caller_chain`)."""
+        :func:`_caller_chain`). ``issued_async``: ``call`` issues an ``async_op=True``
+        collective (not on NCCL) and returns its work, untouched; the span ends when the work's
+        future completes (gloo completes it when the collective is done, on its own thread).
+        A work without a future leaves no span."""
         st = self.state
         if st is not None:
             step = st.step
@@ -904,49 +913,83 @@ class _Instrumentation:
                 f'{{"type":"instant","name":"collective_queued","t":{t}{at_step},'
                 f'"args":{{"seq":{upcoming},"op":"{op}","bytes":{nbytes}{at_caller}}}}}\n'
             )
-        timer = self.cuda_timer if on_gpu else None
+        timer = self.cuda_timer if on_gpu and not issued_async else None
         start_ev = timer.record_event() if timer is not None else None
         failed = True
         try:
             result = call()
             failed = False
         finally:
-            end = now_ns()
-            span = {
-                "type": "span",
-                "kind": "collective",
-                "start": t,
-                "end": max(end, t),
-                "queued": t,
-                "op": op,
-                "bytes": nbytes,
-                "transport": self.backend,
-                "args": {"what": what},
-            }
-            if caller:
-                span["args"]["caller"] = caller
-            if dtype:
-                span["dtype"] = dtype
-            if step is not None:
-                span["step"] = step
             seq = self.seq_after_issue() if counted else None
-            if seq is not None and upcoming is not None and seq > upcoming:
-                # Several collectives in one call (DDP's broadcast per dtype of BatchNorm's
-                # float statistics and int64 count; an object collective's size exchange): the
-                # span stands for them all under the first one's seq, the one it was queued as.
-                span["args"]["collectives"] = seq - upcoming + 1
-                seq = upcoming
-            if seq is not None:
-                span["seq"] = seq
-            if failed:
-                # Waited in until it raised, not completed (see the all-reduce's span).
-                span["args"]["error"] = True
-                self.writer.record(span)
-            elif start_ev is not None:
-                timer.add(span, start_ev, timer.record_event())
-            else:
-                self.writer.record(span)
+            if failed or not issued_async:
+                self._record_collective(t, op, nbytes, dtype, what, caller, step, seq,
+                                        upcoming, failed, start_ev, timer)
+        if issued_async and result is not None:
+            try:
+                future = result.get_future()
+            except Exception:  # noqa: BLE001 - a work without a future: unrecorded
+                return result
+
+            def completed(f):
+                try:
+                    f.value()
+                    failed = False
+                except Exception:  # noqa: BLE001 - it raised: waited in, not completed
+                    failed = True
+                self._record_collective(t, op, nbytes, dtype, what, caller, step, seq,
+                                        upcoming, failed, None, None, issued_async=True)
+
+            future.then(completed)
         return result
+
+    def _record_collective(self, t, op, nbytes, dtype, what, caller, step, seq, upcoming,
+                           failed, start_ev, timer, issued_async=False):
+        """Writes :meth:`timed_collective`'s span, from ``t`` to now (or by the CUDA events
+        ``start_ev`` and one recorded now, resolved by ``timer``). ``issued_async``: an
+        ``async_op=True`` call that just completed; its span starts at the call or when the
+        asynchronous one before it completed, whichever is later (ZeroRedundancyOptimizer
+        issues its broadcasts together and the group runs them one after another: their spans
+        add up to the time they took, not a multiple of it), with ``"async": true``."""
+        end = now_ns()
+        start = t
+        if issued_async:
+            start = min(max(t, self.last_async_end), end)
+            self.last_async_end = end
+        span = {
+            "type": "span",
+            "kind": "collective",
+            "start": start,
+            "end": max(end, start),
+            "queued": t,
+            "op": op,
+            "bytes": nbytes,
+            "transport": self.backend,
+            "args": {"what": what},
+        }
+        if caller:
+            span["args"]["caller"] = caller
+        if issued_async:
+            span["args"]["async"] = True
+        if dtype:
+            span["dtype"] = dtype
+        if step is not None:
+            span["step"] = step
+        if seq is not None and upcoming is not None and seq > upcoming:
+            # Several collectives in one call (DDP's broadcast per dtype of BatchNorm's
+            # float statistics and int64 count; an object collective's size exchange): the
+            # span stands for them all under the first one's seq, the one it was queued as.
+            span["args"]["collectives"] = seq - upcoming + 1
+            seq = upcoming
+        if seq is not None:
+            span["seq"] = seq
+        if failed:
+            # Waited in until it raised, not completed (see the all-reduce's span).
+            span["args"]["error"] = True
+            self.writer.record(span)
+        elif start_ev is not None:
+            timer.add(span, start_ev, timer.record_event())
+        else:
+            self.writer.record(span)
 
     def note_data_wait(self, start, end, source=None, batch=None):
         """A DataLoader ``next`` on the training thread: given to the step it feeds.
@@ -1458,6 +1501,9 @@ class _Instrumentation:
         )
 
     def on_optimizer_pre(self, optimizer, args, kwargs):
+        self.optimizer_depth += 1
+        if self.optimizer_depth > 1:
+            return
         self.in_optimizer = True
         st = self.state
         if st is not None:
@@ -1495,6 +1541,11 @@ class _Instrumentation:
         self.warn(message, every_rank=True)
 
     def on_optimizer_post(self, optimizer, args, kwargs):
+        self.optimizer_depth = max(0, self.optimizer_depth - 1)
+        if self.optimizer_depth:
+            # The end of an optimizer's step inside another's (ZeroRedundancyOptimizer
+            # broadcasts the updated shards after its local optimizer's step): not the step's.
+            return
         self.in_optimizer = False
         if self.grad_clearing is not None:
             self.grad_clearing.on_optimizer_step()
@@ -1607,8 +1658,8 @@ def _record_program_collectives(inst):
     that the training thread calls outside DDP's hooks (the program's own: a loss averaged for
     logging, a metric, Hugging Face's Trainer's per-step count of tokens; a library's) as a
     ``collective`` span with ``"what": "program"``: its time counts as communication, and a rank
-    that hangs in one is seen waiting in it. Calls with ``async_op=True`` go unrecorded (their
-    work completes later)."""
+    that hangs in one is seen waiting in it. Calls with ``async_op=True`` are recorded when
+    their work completes, but on NCCL (see :meth:`_Instrumentation.timed_collective`)."""
     _PROGRAM["inst"] = inst
     for name in _PROGRAM_COLLECTIVES:
         _patch_collective(name)
@@ -1714,9 +1765,12 @@ def _patch_collective(name):
             inst is None
             or _SENT.inside
             or threading.get_ident() != inst.train_thread
-            or argument(args, kwargs, "async_op", async_pos)
             or _compiling()
         ):
+            return original(*args, **kwargs)
+        issued_async = bool(argument(args, kwargs, "async_op", async_pos))
+        if issued_async and "nccl" in inst.backend:
+            # NCCL's work completes on its stream: no host time would be the collective's.
             return original(*args, **kwargs)
         sent = argument(args, kwargs, sent_name, sent_pos) if sent_name else None
         tensors = [sent] if isinstance(sent, torch.Tensor) else [
@@ -1732,7 +1786,7 @@ def _patch_collective(name):
         try:
             return inst.timed_collective(
                 name, nbytes, dtype, "program", lambda: original(*args, **kwargs), on_gpu, counted,
-                _caller_chain(phase=inst.state is None),
+                _caller_chain(phase=inst.state is None), issued_async,
             )
         finally:
             _SENT.inside = False

@@ -310,6 +310,7 @@ mod tests {
             data_wait_ns: 0,
             forward_ns: 0,
             backward_ns: 0,
+            sync_backward_ns: 0,
             comm_ns: 0,
             comm_overlapped_ns: 0,
             comm_exposed_ns: 0,

@@ -198,7 +198,8 @@ pub struct Observed {
     /// Robust standard deviation of the step time over all ranks' steady
     /// steps (ns).
     pub step_sigma_ns: f64,
-    /// Median backward time of the critical ranks (ns).
+    /// Median backward time of the critical ranks (ns): of the backward DDP reduces in, the
+    /// step's last ([`super::StepBreakdown::sync_backward_ns`]).
     pub backward_ns: f64,
     /// Median time from the critical rank's backward end to its last
     /// collective's end (ns).
@@ -833,7 +834,9 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
         v.extend(steady.iter().filter(|s| s.step.is_none()));
         v
     };
-    let mut v: Vec<f64> = critical.iter().map(|s| s.backward_ns as f64).collect();
+    // The backward DDP reduces in (the last of a step's, under gradient accumulation): the
+    // buckets' ready times count from its start, and only it can overlap their collectives.
+    let mut v: Vec<f64> = critical.iter().map(|s| s.sync_backward_ns as f64).collect();
     let backward_ns = median(&mut v);
     if !steady.is_empty() && backward_ns <= 0.0 {
         advice
@@ -1411,7 +1414,7 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
     // The what-if timelines: the recorded layout replayed, and the recommended setting.
     let anchor = critical
         .first()
-        .and_then(|s| s.backward_end_ns.map(|e| e - s.backward_ns))
+        .and_then(|s| s.backward_end_ns.map(|e| e - s.sync_backward_ns))
         .unwrap_or(0);
     advice.schedules.push(WhatIf::of(
         "recorded layout (replayed)".to_owned(),

@@ -195,6 +195,11 @@ pub struct StepBreakdown {
     pub forward_ns: i64,
     /// `backward` spans.
     pub backward_ns: i64,
+    /// The step's last `backward` span: the backward DDP reduces the buckets in. It is the
+    /// whole of `backward_ns` but under gradient accumulation, where the micro-batches before
+    /// it ran their backwards under `no_sync` (or with `require_backward_grad_sync` off, as
+    /// nanoGPT does) and all-reduced nothing: what bucket sizes can overlap is this one.
+    pub sync_backward_ns: i64,
     /// `collective` spans: the time at least one collective was running.
     pub comm_ns: i64,
     /// The part of `comm_ns` during which forward, backward or optimizer
@@ -219,9 +224,10 @@ pub struct StepBreakdown {
     /// End of the step's last backward span (ns, rank 0's timeline), `None`
     /// when the step has no backward.
     pub backward_end_ns: Option<i64>,
-    /// How long the last collective ended after the last backward span ended
-    /// (0 when it ended before, or when the step has no backward or no
-    /// collective).
+    /// How long DDP's last bucket collective ended after the last backward span ended (any
+    /// collective's end when none names a bucket; 0 when it ended before, or when the step has
+    /// no backward or no collective). The program's own collectives after backward (a loss
+    /// averaged for logging, ZeroRedundancyOptimizer's broadcasts) are no part of it.
     pub comm_tail_ns: i64,
     /// Samples processed by this rank in the step: the sum of the `samples`
     /// counters inside the step window (see the trace format, section
@@ -276,7 +282,8 @@ pub(crate) struct WindowCalls<'a, 's> {
     pub step: u32,
     /// Whether the step counts in the statistics (is no warm-up step).
     pub steady: bool,
-    /// Start of the step's backward, `i64::MIN` when the step has none.
+    /// Start of the step's last backward (the one DDP reduces in; see
+    /// [`StepBreakdown::sync_backward_ns`]), `i64::MIN` when the step has none.
     pub bwd_start: i64,
     /// The calls, by lane and each lane's in start order.
     pub calls: &'s [CollObs<'a>],
@@ -780,8 +787,11 @@ fn measure<'a>(
     for (slot, list) in lanes.iter_mut().zip(s.busy.iter_mut()) {
         *slot = list.normalized();
     }
-    let bwd_start = bwd.first().map_or(i64::MIN, |iv| iv.0);
-    let bwd_end = bwd.last().map(|iv| iv.1);
+    // The backward DDP reduces in: the last (under gradient accumulation the micro-batches'
+    // backwards before it all-reduce nothing).
+    let sync_bwd = bwd.last().copied();
+    let bwd_start = sync_bwd.map_or(i64::MIN, |iv| iv.0);
+    let bwd_end = sync_bwd.map(|iv| iv.1);
     let coll_end = coll.last().map(|iv| iv.1);
     let marks = PhaseMarks {
         forward: fwd.first().zip(fwd.last()).map(|(a, b)| (a.0, b.1)),
@@ -808,7 +818,16 @@ fn measure<'a>(
 
     let step_ns = w.end.saturating_sub(w.start).max(0);
     let (comm_ns, comm_overlapped_ns, comm_exposed_ns) = split_len(coll, reference);
-    let comm_tail_ns = match (bwd_end, coll_end) {
+    // DDP's tail: its last bucket collective's end (a program's own collectives after backward,
+    // ZeroRedundancyOptimizer's broadcasts in its optimizer step, are no bucket's and bucket
+    // sizes do not move them); any collective's when none names a bucket.
+    let bucket_end = s
+        .calls
+        .iter()
+        .filter(|c| c.span.bucket().is_some())
+        .map(|c| c.span.end().min(w.end))
+        .max();
+    let comm_tail_ns = match (bwd_end, bucket_end.or(coll_end)) {
         (Some(b), Some(c)) => (c - b).max(0),
         _ => 0,
     };
@@ -849,6 +868,7 @@ fn measure<'a>(
         data_wait_ns: total(data),
         forward_ns,
         backward_ns,
+        sync_backward_ns: sync_bwd.map_or(0, |iv| compute_len(&[iv])),
         comm_ns,
         comm_overlapped_ns,
         comm_exposed_ns,

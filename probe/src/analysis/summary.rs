@@ -1302,6 +1302,9 @@ struct MarkedCall {
     op: String,
     bytes: Option<u64>,
     caller: Option<String>,
+    /// Issued with `async_op=True` (`args.async`): the span runs from the call, or from when
+    /// the asynchronous call before it completed, to its own completion.
+    issued_async: bool,
 }
 
 /// The steady steps' collectives whose `args.what` is `what`.
@@ -1330,6 +1333,7 @@ fn marked_calls(run: &Run, steady_pairs: &[(u32, u64)], what: &str) -> Vec<Marke
                 op: view.op().unwrap_or("collective").to_owned(),
                 bytes: s.bytes(),
                 caller: args["caller"].as_str().map(str::to_owned),
+                issued_async: args["async"] == true,
             });
         }
     }
@@ -1473,11 +1477,22 @@ fn program_collectives(
     } else {
         ""
     };
+    // Calls issued with async_op=True: ZeroRedundancyOptimizer's step broadcasts each rank's
+    // updated shard so after its shard's own optimizer step (torch 2.13's
+    // zero_redundancy_optimizer.py, `_sync_params`); running them asynchronously is no advice
+    // for them.
+    let what_they_are = if calls.iter().all(|c| c.issued_async) {
+        "They were issued with async_op=True: each counts from its call, or from when the one \
+         before it completed, to its own completion. \
+         ZeroRedundancyOptimizer's step broadcasts the updated parameter shards so, after its \
+         shard's optimizer step: the price of sharding the optimizer's state."
+    } else {
+        "Each is a rendezvous of every rank that compute does not hide: one every step for \
+         logging or a metric can often run less often, or asynchronously (async_op=True)."
+    };
     Some(format!(
         "Besides DDP's, the program called collectives of its own: {} per rank-step on average, \
-         {} of the median step; {}{}. Each is a rendezvous of every rank that compute does not \
-         hide: one every step for logging or a metric can often run less often, or \
-         asynchronously (async_op=True).{hint}{sigterm}",
+         {} of the median step; {}{}. {what_they_are}{hint}{sigterm}",
         render::ns(mean),
         render::pct(mean / median_step_ns),
         named.join("; "),
@@ -1727,6 +1742,21 @@ impl Summary {
             {
                 render::wrap(&mut out, &line, width, "  ");
             }
+            if !self.recorded("data wait") {
+                // nanoGPT's `get_batch` slices a memory-mapped array on every micro-batch: no
+                // DataLoader, no data wait recorded (seen 2026-12-07).
+                render::wrap(
+                    &mut out,
+                    "No batch was seen being fetched, so the data wait is unknown (not zero): it \
+                     is timed at a DataLoader's `next` (a torch.utils.data.DataLoader iterated \
+                     on the training thread; in a Kineto trace, its `enumerate(DataLoader)` \
+                     ranges). Batches the program makes itself (slices of a memory-mapped \
+                     array, as nanoGPT's get_batch; a generator) count in the phase or the gap \
+                     they run in.",
+                    width,
+                    "  ",
+                );
+            }
             if !self.recorded("communication") {
                 render::wrap(
                     &mut out,
@@ -1739,9 +1769,9 @@ impl Summary {
             } else {
                 let sum = b.totals.comm_ns.max(1) as f64;
                 let line = format!(
-                    "{} of communication overlaps compute; the last collective ends a median {} \
-                     after backward (the comm tail, over every rank-step; the advice measures it \
-                     on the rank each step waits for).",
+                    "{} of communication overlaps compute; the last bucket's collective ends a \
+                     median {} after backward (the comm tail, over every rank-step; the advice \
+                     measures it on the rank each step waits for).",
                     render::pct(b.totals.comm_overlapped_ns as f64 / sum),
                     render::ns(b.comm_tail.median)
                 );

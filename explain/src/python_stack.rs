@@ -126,10 +126,17 @@ fn parse(text: &str) -> Vec<Frame> {
     out
 }
 
-/// Whether a frame's file is a library's or Python's own, not the program's.
-fn is_library(file: &str) -> bool {
+/// Whether a frame's file (in a py-spy stack or a traceback) is a library's, Python's own or
+/// ddp-probe's module (whose wrappers sit between the program and DDP, installed or run from the
+/// build tree), not the program's.
+pub(crate) fn is_library(file: &str) -> bool {
+    // Windows tracebacks separate with backslashes (`C:\Python311\Lib\site-packages\torch\...`).
+    let file = &file.replace('\\', "/");
     file.contains("/site-packages/")
         || file.contains("/dist-packages/")
+        || file.contains("/lib/python")
+        || file.contains("/torch/")
+        || file.starts_with("torch/")
         || file.contains("ddp_probe_torch")
         || file.starts_with('<')
         || python_stdlib(file)

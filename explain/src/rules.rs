@@ -672,6 +672,50 @@ pub(crate) static PROGRAM_MISTAKES: &[ProgramMistake] = &[
               or give the layers their input sizes.",
     },
     ProgramMistake {
+        rule: "ddp_several_device_ids",
+        title: "DistributedDataParallel was given several devices in one process",
+        unnamed: "",
+        meaning: "DDP drives one device per process: its single-process, multi-device mode was \
+                  removed, so `device_ids=[0, 1, 2, 3]`, as DataParallel takes it, is refused.",
+        fix: "Start one process per GPU (`torchrun --nproc_per_node=NUM_GPUS`, or `ddp-probe \
+              run`) and give each `device_ids=[local_rank]`, with LOCAL_RANK read from the \
+              environment.",
+    },
+    ProgramMistake {
+        rule: "ddp_mixed_device_types",
+        title: "the module given to DistributedDataParallel has parameters on the CPU and on a GPU",
+        unnamed: "",
+        meaning: "DDP needs every parameter of the module on one type of device, and part of \
+                  the model stayed behind: a layer created or attached after `.to(device)`, or \
+                  one moved back to the CPU.",
+        fix: "Build the whole model first, then move it (`model.to(device)`) and wrap it; \
+              `{p.device for p in model.parameters()}` shows where each part is.",
+    },
+    ProgramMistake {
+        rule: "syncbn_on_cpu",
+        title: "SyncBatchNorm was used on the CPU",
+        unnamed: "",
+        meaning: "SyncBatchNorm computes its statistics across the ranks on GPUs (CUDA, XPU or \
+                  another accelerator) only: DDP refuses a module holding it whose parameters \
+                  are on the CPU, and its forward refuses a CPU input.",
+        fix: "On the CPU keep plain BatchNorm: do not call \
+              `nn.SyncBatchNorm.convert_sync_batchnorm` (drop the script's `--sync-bn` \
+              option); on GPUs, move the model to the rank's GPU before wrapping it.",
+    },
+    ProgramMistake {
+        rule: "batchnorm_single_sample",
+        title: "a batch of one sample reached BatchNorm in training",
+        unnamed: "",
+        meaning: "BatchNorm normalises each channel with the batch's own mean and variance, \
+                  which one value per channel cannot give. Under DDP this is nearly always an \
+                  epoch's last batch: each rank's share of the data (the DistributedSampler's \
+                  length) leaves one sample after the full batches, so every rank fails at the \
+                  same step, at the end of the first epoch.",
+        fix: "Drop the incomplete last batch (`DataLoader(..., drop_last=True)`), or choose a \
+              batch size that leaves no remainder of one sample per rank; where the input is \
+              so small that a feature map shrinks to 1×1, use larger inputs or GroupNorm.",
+    },
+    ProgramMistake {
         rule: "nccl_cpu_tensor",
         title: "a collective of an NCCL process group was given a CPU tensor",
         unnamed: "",
@@ -3438,6 +3482,26 @@ pub(crate) static RULES: &[Rule] = &[
     // `DistributedDataParallel`. Run a dummy forward pass to correctly initialize the modules".
     rule!("ddp_lazy_parameters", RankCrashed, Cause, Standalone,
         [["modules with uninitialized parameters can't be used with"]], not [], ex_none),
+    // The same file: "device_ids can only be None or contain a single element." (DDP's
+    // single-process, multi-device mode is gone: `device_ids=[0, 1, 2, 3]` as DataParallel
+    // takes it).
+    rule!("ddp_several_device_ids", RankCrashed, Cause, Standalone,
+        [["device_ids can only be none or contain a single element"]], not [], ex_none),
+    // The same file: "DistributedDataParallel's input module must be on the same type of
+    // devices, but input module parameters locate in {'cpu', 'cuda'}."
+    rule!("ddp_mixed_device_types", RankCrashed, Cause, Standalone,
+        [["input module must be on the same type of devices"]], not [], ex_none),
+    // The same file's check, in `__init__`, of the module's SyncBatchNorm layers ("SyncBatchNorm layers only work with GPU modules"), and
+    // `torch/nn/modules/batchnorm.py`'s SyncBatchNorm.forward ("SyncBatchNorm expected input
+    // tensor to be on GPU or XPU or privateuseone").
+    rule!("syncbn_on_cpu", RankCrashed, Cause, Standalone,
+        [["syncbatchnorm layers only work with gpu modules",
+          "syncbatchnorm expected input tensor to be on gpu"]], not [], ex_none),
+    // `torch/nn/functional.py`'s `_verify_batch_size` (BatchNorm in training) and
+    // `torch/nn/modules/_functions.py`'s SyncBatchNorm.forward: "Expected more than 1 value per
+    // channel when training, got input size torch.Size([1, 512])".
+    rule!("batchnorm_single_sample", RankCrashed, Cause, Standalone,
+        [["expected more than 1 value per channel when training"]], not [], ex_none),
     // A CPU tensor given to an NCCL group's collective: `ProcessGroup.hpp`'s "No backend type
     // associated with device type cpu" (PyTorch 2), `ProcessGroupNCCL.cpp`'s check_gpu_single_tensor
     // "Tensors must be CUDA and dense" (before).
@@ -7647,6 +7711,26 @@ mod tests {
             (
                 "RuntimeError: Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, you must use the 'spawn' start method",
                 "cuda_in_forked_process",
+            ),
+            (
+                "ValueError: device_ids can only be None or contain a single element.",
+                "ddp_several_device_ids",
+            ),
+            (
+                "ValueError: DistributedDataParallel's input module must be on the same type of devices, but input module parameters locate in {'cpu', 'cuda'}.",
+                "ddp_mixed_device_types",
+            ),
+            (
+                "ValueError: SyncBatchNorm layers only work with GPU modules",
+                "syncbn_on_cpu",
+            ),
+            (
+                "ValueError: SyncBatchNorm expected input tensor to be on GPU or XPU or privateuseone",
+                "syncbn_on_cpu",
+            ),
+            (
+                "ValueError: Expected more than 1 value per channel when training, got input size torch.Size([1, 512])",
+                "batchnorm_single_sample",
             ),
             ("RuntimeError: Tensors must be CUDA and dense", "nccl_cpu_tensor"),
             (

@@ -2065,12 +2065,7 @@ fn is_program_frame(frame: &str) -> bool {
         .strip_prefix("File \"")
         .and_then(|rest| rest.split('"').next())
         .unwrap_or("");
-    !path.is_empty()
-        && !path.starts_with('<')
-        && !path.starts_with("torch/")
-        && !["site-packages", "dist-packages", "/lib/python", "/torch/"]
-            .iter()
-            .any(|library| path.contains(library))
+    !path.is_empty() && !crate::python_stack::is_library(path)
 }
 
 /// Whether `line` starts a new record of a logger that marks its lines (NCCL's `host:pid:tid
@@ -3903,6 +3898,53 @@ mod tests {
         assert_eq!(s.observer, Some(2));
         assert_eq!(s.evidence[0].line, Some(4));
         assert_eq!(s.evidence[1].line, Some(2));
+    }
+
+    /// The program's own frame is cited, not ddp-probe's module's wrapper of DDP's constructor
+    /// (run from the build tree as from an installed wheel) nor a library's, whatever the
+    /// path separator (timm's train.py with `--sync-bn` on the CPU, 2026-12-07).
+    #[test]
+    fn the_cited_frame_is_the_programs_not_the_modules_wrapper() {
+        for (sep, lib) in [
+            ("/", "/v/lib/python3.11/site-packages"),
+            ("\\", "C:\\py\\Lib\\site-packages"),
+        ] {
+            let frame = |path: &str, line: u32, function: &str| {
+                format!(
+                    "[rank0]:   File \"{}\", line {line}, in {function}",
+                    path.replace('/', sep)
+                )
+            };
+            let lines = [
+                "[rank0]: Traceback (most recent call last):".to_owned(),
+                frame("/w/train.py", 1028, "main"),
+                "[rank0]:     task.prepare_distributed(device_ids=None)".to_owned(),
+                frame(
+                    &format!("{lib}/timm/task/classification.py"),
+                    65,
+                    "prepare_distributed",
+                ),
+                "[rank0]:     self.trainable_module = DDP(self.trainable_module)".to_owned(),
+                frame(
+                    "/w/ddp-probe/python/ddp_probe_torch/__init__.py",
+                    2133,
+                    "__init__",
+                ),
+                "[rank0]:     original(self, *args, **kwargs)".to_owned(),
+                frame(
+                    &format!("{lib}/torch/nn/parallel/distributed.py"),
+                    947,
+                    "__init__",
+                ),
+                "[rank0]:     raise err_type(err_msg)".to_owned(),
+                "[rank0]: ValueError: SyncBatchNorm layers only work with GPU modules".to_owned(),
+            ];
+            let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+            let (out, _) = scan(&lines, None);
+            assert_eq!(out.signals.len(), 1, "{:#?}", out.signals);
+            let cited: Vec<Option<u64>> = out.signals[0].evidence.iter().map(|e| e.line).collect();
+            assert_eq!(cited, vec![Some(10), Some(2), Some(3)], "separator {sep}");
+        }
     }
 
     /// A dataset's exception in a DataLoader worker, as PyTorch 2.13 re-raises it in the rank

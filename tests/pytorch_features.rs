@@ -888,6 +888,42 @@ fn training_in_eval_mode_runs_as_without_recording_and_says_what_is_missing() {
     }
 }
 
+/// A frozen embedding before a block checkpointed with `use_reentrant=True`, under
+/// `static_graph=True`: the block's input does not require grad, so PyTorch computes no
+/// gradient for the block (and warns once, "None of the inputs have requires_grad=True") while
+/// DDP all-reduces its buckets all the same. The summary warns that the block's 12 parameters
+/// never got a gradient and that only the norm's and the head's did (2026-12-07; before, it
+/// said nothing).
+#[test]
+fn a_checkpointed_block_that_gets_no_gradient_is_a_warning() {
+    let job = run_mode("checkpoint_frozen", true);
+    assert!(
+        job.stderr(0)
+            .contains("None of the inputs have requires_grad=True"),
+        "PyTorch's own warning, the truth here: {}",
+        job.stderr(0)
+    );
+    let (_, json) = job.summary();
+    let warnings: Vec<&str> = json["summary"]["warnings"]
+        .as_array()
+        .expect("warnings")
+        .iter()
+        .filter_map(Value::as_str)
+        .filter(|w| w.contains("got no gradient"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{json:#}");
+    let w = warnings[0];
+    assert!(
+        w.starts_with("12 of the DDP model's 16 parameters")
+            && w.contains(
+                ": block.ln1.weight, block.ln1.bias, block.attn.in_proj_weight and 9 more."
+            )
+            && w.contains("Only norm.weight, norm.bias, head.weight and head.bias got one.")
+            && w.contains("static_graph=True lets it go on"),
+        "{w}"
+    );
+}
+
 #[test]
 fn a_model_sharded_by_fsdp_trains_on_and_each_rank_says_why_nothing_is_recorded() {
     // `instrument` given a model that is not DDP (here FSDP2's `fully_shard`) must not break

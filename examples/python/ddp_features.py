@@ -68,6 +68,11 @@ Modes (each the way PyTorch's documentation writes it):
 * ``eval_train``: from step 2 on trains with the DDP model in ``eval()`` mode (BatchNorm's
   statistics frozen after a warm-up, as some fine-tuning scripts do): DDP reduces gradients all
   the same.
+* ``checkpoint_frozen``: the embedding is frozen (as a LoRA fine-tuning freezes it) and the
+  block runs under ``torch.utils.checkpoint.checkpoint(..., use_reentrant=True)``, with
+  ``static_graph=True``: the block's input does not require grad, so the block gets no
+  gradient and does not train (PyTorch warns once, "None of the inputs have
+  requires_grad=True"), while DDP goes on all-reducing its buckets.
 * ``zero``: the optimizer is ``ZeroRedundancyOptimizer`` (AdamW on each rank's shard, as
   PyTorch's ZeRO recipe builds it), whose step runs the shard's own optimizer's step and then
   broadcasts the updated parameters; rank 0 prints the time of each step's broadcasts
@@ -103,7 +108,7 @@ import ddp_probe_torch
 MODES = ("plain", "prehook", "fp16", "bf16", "no_sync", "static_graph", "unused", "amp", "compile",
          "straggler", "uneven", "closure", "slow_save", "worker_killed",
          "model_differs", "slow_download", "bad_sample", "fsdp", "worker_stuck", "log_loss",
-         "loop_tail", "eval_train", "zero")
+         "loop_tail", "eval_train", "zero", "checkpoint_frozen")
 
 
 class BusyBackward(torch.autograd.Function):
@@ -151,9 +156,15 @@ class Model(nn.Module):
         self.norm = nn.BatchNorm1d(dim)
         self.head = nn.Linear(dim, classes)
         self.extra = nn.Linear(dim, dim) if unused_branch else None
+        self.checkpointed = False
 
     def forward(self, tokens, use_extra=False):
-        x = self.block(self.embed(tokens)).mean(dim=1)
+        x = self.embed(tokens)
+        if self.checkpointed:
+            x = torch.utils.checkpoint.checkpoint(self.block, x, use_reentrant=True)
+        else:
+            x = self.block(x)
+        x = x.mean(dim=1)
         if self.extra is not None and use_extra:
             x = x + self.extra(x)
         return self.head(self.norm(x))
@@ -253,6 +264,10 @@ def main():
     if device.type == "cuda":
         ddp_kwargs["device_ids"] = [device.index]
     if args.mode == "static_graph":
+        ddp_kwargs["static_graph"] = True
+    if args.mode == "checkpoint_frozen":
+        model.embed.weight.requires_grad_(False)
+        model.checkpointed = True
         ddp_kwargs["static_graph"] = True
     if args.mode == "unused":
         ddp_kwargs["find_unused_parameters"] = True

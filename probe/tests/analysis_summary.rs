@@ -645,6 +645,54 @@ fn a_search_for_unused_parameters_that_never_finds_one_is_said() {
     assert_eq!(said(false, false), None);
 }
 
+/// Parameters that got no gradient in any recorded rank-step while others did (a model whose
+/// checkpointed blocks' input did not require grad, under `static_graph=True`) are a warning,
+/// named with their share of the gradients and the setting that let DDP go on; a parameter
+/// left out of one step only (flow control), or a run whose records say nothing got a
+/// gradient, is not.
+#[test]
+fn parameters_that_never_got_a_gradient_are_a_warning() {
+    use probe::trace::GradReadyRecord;
+    let run_with = |offsets: &dyn Fn(u32, u64) -> Vec<i64>| {
+        let ranks: Vec<Vec<Record>> = hand_run()
+            .into_iter()
+            .enumerate()
+            .map(|(rank, mut records)| {
+                let mut d = ddp();
+                d.static_graph = true;
+                records[0] = header(rank as u32, 2, Some(d));
+                for step in 0..4u64 {
+                    records.push(Record::GradReady(GradReadyRecord {
+                        step,
+                        t0: at(100.0 * step as f64),
+                        offsets_ns: offsets(rank as u32, step),
+                    }));
+                }
+                records
+            })
+            .collect();
+        analysis::summarize(&load(&ranks), &SummaryOptions::default())
+            .warnings
+            .into_iter()
+            .find(|w| w.contains("got no gradient"))
+    };
+    let warning = run_with(&|_, _| vec![-1, 4, -1, 3]).expect("warned");
+    assert!(
+        warning.starts_with(
+            "2 of the DDP model's 4 parameters (28.6 MiB, 50% of the gradients' bytes) got no \
+             gradient in any of the 8 recorded rank-steps: p0 and p2. Only p1 and p3 got one."
+        ) && warning.contains("static_graph=True lets it go on"),
+        "{warning}"
+    );
+    // p0 got one on rank 1 in step 3: used in some steps, not a warning.
+    let sometimes = |rank: u32, step: u64| {
+        let p0 = if rank == 1 && step == 3 { 7 } else { -1 };
+        vec![p0, 4, 5, 3]
+    };
+    assert_eq!(run_with(&sometimes), None);
+    assert_eq!(run_with(&|_, _| vec![-1; 4]), None);
+}
+
 /// A collective of the program's own (`"what": "program"`, with `caller` when given) in `step`
 /// over `[a, b)` ms.
 fn program_collective(

@@ -598,10 +598,103 @@ pub fn step_breakdowns_and_warnings(
 /// The summary's warnings, in the order it prints them.
 fn warnings_of(run: &Run, scans: &RunScan, saves: &[SaveCall<'_>]) -> Vec<String> {
     let mut warnings: Vec<String> = same_input_on_every_rank(run).into_iter().collect();
+    warnings.extend(parameters_without_gradient(run));
     warnings.extend(accumulation_without_no_sync(scans));
     warnings.extend(one_file_saved_by_several_ranks(saves));
     warnings.extend(trace_warnings(run));
     warnings
+}
+
+/// How many parameters [`parameters_without_gradient`] names before "and N more".
+const NAMED_WITHOUT_GRADIENT: usize = 3;
+/// The most parameters with a gradient it names ("Only head.weight and head.bias got one").
+const NAMED_TRAINED: usize = 4;
+
+/// Parameters of the DDP model that got no gradient in any recorded rank-step (`grad_ready`
+/// offsets negative in every record of every rank, [`UNUSED_SEARCH_MIN_RECORDS`] records at
+/// least) while others did: they do not train, and DDP still all-reduces their buckets, since
+/// `find_unused_parameters` or `static_graph` lets it go on without the error it raises
+/// otherwise. Found on a model whose blocks ran under `torch.utils.checkpoint` with
+/// `use_reentrant=True` and an input without `requires_grad` (PyTorch warns once per rank, in
+/// words that do not say the model stopped training): 24 of its 26 parameters never trained
+/// and the summary said nothing.
+fn parameters_without_gradient(run: &Run) -> Option<String> {
+    let ddp = run.ranks.iter().find_map(|r| r.header.ddp.as_ref())?;
+    let records: Vec<_> = run.ranks.iter().flat_map(|r| &r.grad_ready).collect();
+    let params = ddp.params.len();
+    if params == 0
+        || records.len() < UNUSED_SEARCH_MIN_RECORDS
+        || records.iter().any(|g| g.offsets_ns.len() != params)
+    {
+        return None;
+    }
+    let never: Vec<usize> = (0..params)
+        .filter(|&i| records.iter().all(|g| g.offsets_ns[i] < 0))
+        .collect();
+    // Every parameter without one says more about the recording than the model.
+    if never.is_empty() || never.len() == params {
+        return None;
+    }
+    let bytes = |ps: &mut dyn Iterator<Item = usize>| -> u64 {
+        ps.filter_map(|i| ddp.params.get(i)).map(|p| p.bytes).sum()
+    };
+    let never_bytes = bytes(&mut never.iter().copied());
+    let all_bytes = bytes(&mut (0..params));
+    let mut names: Vec<String> = never
+        .iter()
+        .take(NAMED_WITHOUT_GRADIENT)
+        .filter_map(|&i| ddp.params.get(i))
+        .map(|p| p.name.clone())
+        .collect();
+    if never.len() > NAMED_WITHOUT_GRADIENT {
+        names.push(format!("{} more", never.len() - NAMED_WITHOUT_GRADIENT));
+    }
+    // The few that did train, when they are few: what the model has left.
+    let trained: Vec<&str> = (0..params)
+        .filter(|i| !never.contains(i))
+        .filter_map(|i| ddp.params.get(i))
+        .map(|p| p.name.as_str())
+        .collect();
+    let only = if trained.len() <= NAMED_TRAINED {
+        format!(" Only {} got one.", and_joined(&trained))
+    } else {
+        String::new()
+    };
+    let setting = match (ddp.static_graph, ddp.find_unused_parameters) {
+        (true, true) => "static_graph=True and find_unused_parameters=True let",
+        (true, false) => "static_graph=True lets",
+        (false, true) => "find_unused_parameters=True lets",
+        (false, false) => "nothing in this DDP's settings lets",
+    };
+    Some(format!(
+        "{} of the DDP model's {params} parameters ({}, {} of the gradients' bytes) got no \
+         gradient in any of the {} recorded rank-steps: {}.{only} They do not train, yet DDP \
+         all-reduces their \
+         buckets every step ({setting} it go on without an error). Usual causes: activation \
+         checkpointing with use_reentrant=True whose input does not require grad (PyTorch \
+         warns \"None of the inputs have requires_grad=True\"; pass use_reentrant=False, or \
+         in Hugging Face call model.enable_input_require_grads()), a layer built but never \
+         called in forward, or part of the forward run under torch.no_grad() or on detached \
+         tensors. Parameters meant to stay frozen should have requires_grad=False before DDP \
+         is built",
+        never.len(),
+        render::bytes(never_bytes as f64),
+        render::pct(never_bytes as f64 / all_bytes.max(1) as f64),
+        records.len(),
+        and_joined(&names),
+    ))
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn and_joined<S: AsRef<str>>(items: &[S]) -> String {
+    match items.split_last() {
+        Some((last, rest)) if !rest.is_empty() => {
+            let rest: Vec<&str> = rest.iter().map(AsRef::as_ref).collect();
+            format!("{} and {}", rest.join(", "), last.as_ref())
+        }
+        Some((last, _)) => last.as_ref().to_owned(),
+        None => String::new(),
+    }
 }
 
 /// The instant the PyTorch module writes with a hash of each of the first steps' input.

@@ -359,6 +359,27 @@ fn tutorial_trainer_records_data_wait_buffers_and_buckets() {
         "{text}"
     );
     assert!(text.contains("data wait"), "{text}");
+    // The training DataLoader's settings, once, for the note on steps that wait for data: the
+    // job's loader has no workers and pins nothing (no GPU).
+    let loaders: Vec<&Value> = recs
+        .iter()
+        .filter(|r| r["type"] == "instant" && r["name"] == "training_loader")
+        .collect();
+    assert_eq!(loaders.len(), 1, "{loaders:?}");
+    let args = &loaders[0]["args"];
+    assert_eq!(
+        (
+            &args["num_workers"],
+            &args["pin_memory"],
+            &args["persistent_workers"]
+        ),
+        (
+            &serde_json::json!(0),
+            &serde_json::json!(false),
+            &serde_json::json!(false)
+        ),
+    );
+    assert!(u(&args["cores"]) >= 1, "{args}");
 
     // The start-up calibration at instrument(): both ranks swept the same all-reduce sizes
     // from 4 KiB up (the same plan as the reference DDP's), and ran the interference probe.

@@ -645,6 +645,66 @@ fn a_search_for_unused_parameters_that_never_finds_one_is_said() {
     assert_eq!(said(false, false), None);
 }
 
+/// Steps that wait for their data a tenth of their time or more get a note that says what to
+/// change in the training DataLoader the PyTorch module recorded (`training_loader`): workers
+/// when it has none, more of them (and persistent ones) when it has some; without the record,
+/// the general advice. Steps that wait less get none.
+#[test]
+fn steps_that_wait_for_their_data_get_a_note_from_the_loader_s_settings() {
+    use probe::trace::InstantRecord;
+    let loader = |workers: u64, persistent: bool| {
+        let serde_json::Value::Object(args) = serde_json::json!({
+            "num_workers": workers, "prefetch_factor": if workers == 0 { None } else { Some(2) },
+            "pin_memory": false, "persistent_workers": persistent, "cores": 8,
+        }) else {
+            unreachable!()
+        };
+        Record::Instant(InstantRecord {
+            name: "training_loader".into(),
+            t: at(1.0),
+            step: None,
+            args: Some(Box::new(args)),
+        })
+    };
+    // Data wait 0..`wait` ms of each 100 ms step, the forward right after it.
+    let run = |wait: f64, settings: Option<Record>| {
+        let mut ranks = two_ranks(4, |step, o| {
+            let mut records = steady_step(0, step, o);
+            records[0] = Record::Span(span(SpanKind::DataWait, step, o, o + wait));
+            records
+        });
+        if let Some(s) = settings {
+            ranks[0].push(s);
+        }
+        analysis::summarize(&load(&ranks), &SummaryOptions::default())
+            .notes
+            .into_iter()
+            .find(|n| n.contains("for their next batch"))
+    };
+    let note = run(30.0, Some(loader(0, false))).expect("noted");
+    assert!(
+        note.starts_with(
+            "the steps wait 30.0 ms on average for their next batch, 30% of the mean step"
+        ) && note.contains("The training DataLoader has num_workers=0")
+            && note.contains("N up to the cores there are (8 cores for this rank"),
+        "{note}"
+    );
+    let note = run(30.0, Some(loader(4, false))).expect("noted");
+    assert!(
+        note.contains("The training DataLoader's 4 workers (prefetch_factor 2) do not keep up")
+            && note.contains("persistent_workers=True"),
+        "{note}"
+    );
+    let note = run(30.0, Some(loader(4, true))).expect("noted");
+    assert!(!note.contains("persistent_workers=True"), "{note}");
+    let note = run(30.0, None).expect("noted");
+    assert!(
+        note.contains("Give the DataLoader worker processes (num_workers)"),
+        "{note}"
+    );
+    assert_eq!(run(5.0, Some(loader(0, false))), None);
+}
+
 /// Parameters that got no gradient in any recorded rank-step while others did (a model whose
 /// checkpointed blocks' input did not require grad, under `static_graph=True`) are a warning,
 /// named with their share of the gradients and the setting that let DDP go on; a parameter

@@ -707,6 +707,9 @@ class _Instrumentation:
         #: not the DDP one) starts no step.
         self.data_source = None
         self.train_source = None
+        #: Per dataset (``id``): the settings of the DataLoader that last began a pass over it
+        #: (``training_loader`` instant).
+        self.loader_settings = {}
         #: Whether the program was told that a backward ran outside a recorded step.
         self.said_untracked_backward = False
         #: Whether a forward of the DDP model ever ran, and whether the program was told that
@@ -1065,6 +1068,13 @@ class _Instrumentation:
         last full pass over the training data, ``set_epoch`` was not called between them and
         the pass repeats that one's order. Said once, on rank 0, and written to every rank's
         trace as a warning (``summary`` shows it)."""
+        self.loader_settings[id(getattr(it, "_dataset", None))] = {
+            "num_workers": int(getattr(it, "_num_workers", 0) or 0),
+            "prefetch_factor": getattr(it, "_prefetch_factor", None),
+            "pin_memory": bool(getattr(it, "_pin_memory", False)),
+            "persistent_workers": bool(getattr(it, "_persistent_workers", False)),
+            "cores": _usable_cores(),
+        }
         if self.said_same_epoch:
             return
         sampler = _distributed_sampler(getattr(it, "_index_sampler", None))
@@ -1321,8 +1331,13 @@ class _Instrumentation:
             self.end_step(t)
             st = None
         data_wait, self.data_wait = self.data_wait, None
-        if data_wait is not None:
+        if data_wait is not None and self.data_source != self.train_source:
             self.train_source = self.data_source
+            settings = self.loader_settings.get(self.data_source)
+            if settings is not None:
+                # What the summary's note on a step that waits for its data says to change.
+                self.writer.record({"type": "instant", "name": "training_loader", "t": t,
+                                    "args": settings})
         with self.lock:
             if st is None:
                 # The step starts where its batch was asked for.
@@ -1923,6 +1938,15 @@ def _patch_zero_grad():
             return zero_grad
 
         cls.zero_grad = make(original)
+
+
+def _usable_cores():
+    """The CPU cores this process may run on (its affinity mask: what a container or a
+    launcher's binding gives it), else the machine's."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count()
 
 
 def _distributed_sampler(sampler):

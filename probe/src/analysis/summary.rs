@@ -697,6 +697,113 @@ fn and_joined<S: AsRef<str>>(items: &[S]) -> String {
     }
 }
 
+/// The share of the mean steady step spent waiting for the next batch from which
+/// [`steps_waiting_for_data`] speaks.
+const DATA_WAIT_SHARE: f64 = 0.10;
+
+/// The instant the PyTorch module writes with the settings of the DataLoader that feeds the
+/// training steps (`num_workers`, `prefetch_factor`, `pin_memory`, `persistent_workers`, and
+/// `cores`, the CPU cores the rank may run on).
+pub const TRAINING_LOADER: &str = "training_loader";
+
+/// Steady steps that wait for their data [`DATA_WAIT_SHARE`] of their time or more: the input
+/// pipeline sets that part of the pace, and what to change depends on the training
+/// DataLoader's settings ([`TRAINING_LOADER`]): workers when it has none (every batch then
+/// loads on the training thread while the step waits), else more of them or less work per
+/// sample. The mean, not the median: workers that mostly keep up but stall every few batches
+/// cost the steps that stall.
+fn steps_waiting_for_data(run: &Run, b: &Breakdown) -> Option<String> {
+    let share = b.data_wait.mean / b.step.mean;
+    if !share.is_finite() || share < DATA_WAIT_SHARE {
+        return None;
+    }
+    let settings = run.strings.lookup(TRAINING_LOADER).and_then(|name| {
+        run.ranks
+            .iter()
+            .flat_map(|r| &r.instants)
+            .filter(|i| i.name == name)
+            .find_map(|i| serde_json::from_str::<serde_json::Value>(run.str(i.args?)).ok())
+    });
+    let nccl = run
+        .ranks
+        .iter()
+        .filter_map(|r| r.header.ddp.as_ref())
+        .any(|d| d.backend == "nccl");
+    let ranks_here = run
+        .ranks
+        .first()
+        .map_or(1, |r| r.header.local_world_size.max(1));
+    let cores_sentence = |cores: u64| {
+        if ranks_here > 1 {
+            format!(
+                "{cores} cores for this rank, which the node's {ranks_here} ranks share unless \
+                 they are bound apart: about {} each",
+                (cores / u64::from(ranks_here)).max(1)
+            )
+        } else {
+            format!("{cores} cores for this rank")
+        }
+    };
+    let mut text = format!(
+        "the steps wait {} on average for their next batch, {} of the mean step ({} median \
+         wait): the input pipeline, not the model or the network, sets that part of the pace. ",
+        render::ns(b.data_wait.mean),
+        render::pct(share),
+        render::ns(b.data_wait.median),
+    );
+    match settings {
+        Some(s) => {
+            let workers = s["num_workers"].as_u64().unwrap_or(0);
+            let cores = s["cores"].as_u64();
+            if workers == 0 {
+                text.push_str(
+                    "The training DataLoader has num_workers=0: every batch is read, decoded and \
+                     collated on the training thread while the step waits. Give it worker \
+                     processes, which prepare the next batches during the step: \
+                     DataLoader(..., num_workers=N, persistent_workers=True)",
+                );
+                if let Some(c) = cores {
+                    text.push_str(&format!(
+                        ", N up to the cores there are ({})",
+                        cores_sentence(c)
+                    ));
+                }
+            } else {
+                text.push_str(&format!(
+                    "The training DataLoader's {workers} worker{} (prefetch_factor {}) {} not \
+                     keep up: more workers",
+                    if workers == 1 { "" } else { "s" },
+                    s["prefetch_factor"]
+                        .as_u64()
+                        .map_or("-".to_owned(), |p| p.to_string()),
+                    if workers == 1 { "does" } else { "do" },
+                ));
+                if let Some(c) = cores {
+                    text.push_str(&format!(" ({})", cores_sentence(c)));
+                }
+                if s["persistent_workers"].as_bool() == Some(false) {
+                    text.push_str(
+                        ", persistent_workers=True (each epoch otherwise starts its workers \
+                         again)",
+                    );
+                }
+                text.push_str(
+                    ", less work per sample (decoding, augmentation) or data read from a \
+                     faster place than a network file system",
+                );
+            }
+            if nccl && s["pin_memory"].as_bool() == Some(false) {
+                text.push_str("; on GPUs, pin_memory=True lets the copy to the GPU overlap");
+            }
+        }
+        None => text.push_str(
+            "Give the DataLoader worker processes (num_workers) if it has none, else more of \
+             them, or less work per sample (decoding, augmentation)",
+        ),
+    }
+    Some(text)
+}
+
 /// The instant the PyTorch module writes with a hash of each of the first steps' input.
 pub const BATCH_FINGERPRINT: &str = "batch_fingerprint";
 
@@ -1047,6 +1154,7 @@ pub fn summarize(run: &Run, opts: &SummaryOptions) -> Summary {
     notes.extend(unused_search_for_nothing(run));
     notes.extend(collectives_after_their_steps(run));
     if let Some(b) = &overall {
+        notes.extend(steps_waiting_for_data(run, b));
         notes.extend(buffer_broadcast_cost(run, &steady_pairs, b.step.median));
         let long_gap_pairs: Vec<(u32, u64)> = long_gap_list
             .iter()

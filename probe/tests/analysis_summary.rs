@@ -713,13 +713,13 @@ fn steps_that_wait_for_their_data_get_a_note_from_the_loader_s_settings() {
 #[test]
 fn parameters_that_never_got_a_gradient_are_a_warning() {
     use probe::trace::GradReadyRecord;
-    let run_with = |offsets: &dyn Fn(u32, u64) -> Vec<i64>| {
+    let run_static = |offsets: &dyn Fn(u32, u64) -> Vec<i64>, static_graph: bool| {
         let ranks: Vec<Vec<Record>> = hand_run()
             .into_iter()
             .enumerate()
             .map(|(rank, mut records)| {
                 let mut d = ddp();
-                d.static_graph = true;
+                d.static_graph = static_graph;
                 records[0] = header(rank as u32, 2, Some(d));
                 for step in 0..4u64 {
                     records.push(Record::GradReady(GradReadyRecord {
@@ -736,6 +736,7 @@ fn parameters_that_never_got_a_gradient_are_a_warning() {
             .into_iter()
             .find(|w| w.contains("got no gradient"))
     };
+    let run_with = |offsets: &dyn Fn(u32, u64) -> Vec<i64>| run_static(offsets, true);
     let warning = run_with(&|_, _| vec![-1, 4, -1, 3]).expect("warned");
     assert!(
         warning.starts_with(
@@ -751,6 +752,12 @@ fn parameters_that_never_got_a_gradient_are_a_warning() {
     };
     assert_eq!(run_with(&sometimes), None);
     assert_eq!(run_with(&|_, _| vec![-1; 4]), None);
+    // Without either setting PyTorch's DDP stops at the next step: nothing is said of going on.
+    let warning = run_static(&|_, _| vec![-1, 4, -1, 3], false).expect("warned");
+    assert!(
+        warning.contains("Only p1 and p3 got one. They do not train. Usual causes"),
+        "{warning}"
+    );
 }
 
 /// A collective of the program's own (`"what": "program"`, with `caller` when given) in `step`

@@ -660,17 +660,26 @@ fn parameters_without_gradient(run: &Run) -> Option<String> {
     } else {
         String::new()
     };
+    // What DDP does about them: without either setting PyTorch's DDP stops at the next step
+    // ("Expected to have finished reduction in the prior iteration").
     let setting = match (ddp.static_graph, ddp.find_unused_parameters) {
         (true, true) => "static_graph=True and find_unused_parameters=True let",
         (true, false) => "static_graph=True lets",
         (false, true) => "find_unused_parameters=True lets",
-        (false, false) => "nothing in this DDP's settings lets",
+        (false, false) => "",
+    };
+    let ddp_goes_on = if setting.is_empty() {
+        String::new()
+    } else {
+        format!(
+            ", yet DDP all-reduces their buckets every step ({setting} it go on without an \
+             error)"
+        )
     };
     Some(format!(
         "{} of the DDP model's {params} parameters ({}, {} of the gradients' bytes) got no \
-         gradient in any of the {} recorded rank-steps: {}.{only} They do not train, yet DDP \
-         all-reduces their \
-         buckets every step ({setting} it go on without an error). Usual causes: activation \
+         gradient in any of the {} recorded rank-steps: {}.{only} They do not \
+         train{ddp_goes_on}. Usual causes: activation \
          checkpointing with use_reentrant=True whose input does not require grad (PyTorch \
          warns \"None of the inputs have requires_grad=True\"; pass use_reentrant=False, or \
          in Hugging Face call model.enable_input_require_grads()), a layer built but never \

@@ -716,6 +716,46 @@ pub(crate) static PROGRAM_MISTAKES: &[ProgramMistake] = &[
               so small that a feature map shrinks to 1×1, use larger inputs or GroupNorm.",
     },
     ProgramMistake {
+        rule: "state_dict_compile_prefix",
+        title: "a checkpoint's keys and the model's differ by torch.compile's `_orig_mod.` prefix",
+        unnamed: "",
+        meaning: "`torch.compile(model)` returns a wrapper that holds the model as `_orig_mod`, \
+                  so the wrapper's state_dict names every tensor `_orig_mod.<name>`: a \
+                  checkpoint saved from it does not load into the model before compiling (every \
+                  key unexpected, every key of the model missing), nor the other way round.",
+        fix: "Save the model's own state_dict (`model._orig_mod.state_dict()`, or keep a \
+              reference to the model before compiling and save that), or strip the prefix when \
+              loading: `torch.nn.modules.utils.consume_prefix_in_state_dict_if_present(sd, \
+              \"_orig_mod.\")` (for a compiled DDP model, \"module.\" too).",
+    },
+    ProgramMistake {
+        rule: "state_dict_ddp_prefix",
+        title: "a checkpoint's keys and the model's differ by DDP's `module.` prefix",
+        unnamed: "",
+        meaning: "DistributedDataParallel holds the model as `.module`, so the wrapper's \
+                  state_dict names every tensor `module.<name>`. A checkpoint saved from the \
+                  wrapper does not load into the bare model (every key unexpected, every key of \
+                  the model missing); one saved from the bare model does not load into the \
+                  wrapper.",
+        fix: "Save `model.module.state_dict()` (the bare model's names; from rank 0 only), \
+              and load into the bare model before wrapping it; for checkpoints saved from the \
+              wrapper already, strip the prefix: \
+              `torch.nn.modules.utils.consume_prefix_in_state_dict_if_present(sd, \
+              \"module.\")`.",
+    },
+    ProgramMistake {
+        rule: "sampler_with_shuffle",
+        title: "the DataLoader was given both a sampler and shuffle=True",
+        unnamed: "",
+        meaning: "A DataLoader shuffles either by itself (shuffle=True builds a RandomSampler) \
+                  or through the sampler it is given, not both. Under DDP the \
+                  DistributedSampler splits the data across the ranks and shuffles it \
+                  (shuffle=True is its default).",
+        fix: "Drop shuffle=True from the DataLoader and keep `DistributedSampler(dataset, \
+              shuffle=True)`; call `sampler.set_epoch(epoch)` at the start of each epoch, or \
+              every epoch repeats the first one's order.",
+    },
+    ProgramMistake {
         rule: "nccl_cpu_tensor",
         title: "a collective of an NCCL process group was given a CPU tensor",
         unnamed: "",
@@ -3502,6 +3542,21 @@ pub(crate) static RULES: &[Rule] = &[
     // channel when training, got input size torch.Size([1, 512])".
     rule!("batchnorm_single_sample", RankCrashed, Cause, Standalone,
         [["expected more than 1 value per channel when training"]], not [], ex_none),
+    // `torch/nn/modules/module.py`'s `load_state_dict`: "Error(s) in loading state_dict for
+    // Net:" then "\tMissing key(s) in state_dict: \"fc.weight\", ..." and "\tUnexpected key(s)
+    // in state_dict: \"_orig_mod.fc.weight\", ...": keys with torch.compile's prefix (the
+    // compiled wrapper's state_dict), before DDP's, which a compiled DDP model's keys may hold
+    // too.
+    rule!("state_dict_compile_prefix", RankCrashed, Cause, Standalone,
+        [["key(s) in state_dict: \""], ["_orig_mod."]], not [], ex_none),
+    // The same, with DDP's prefix: "Unexpected key(s) in state_dict: \"module.fc.weight\""
+    // (saved from the DDP wrapper, loaded into the bare model) or "Missing key(s) in
+    // state_dict: \"module.fc.weight\"" (the other way round).
+    rule!("state_dict_ddp_prefix", RankCrashed, Cause, Standalone,
+        [["key(s) in state_dict: \"module."]], not [], ex_none),
+    // `torch/utils/data/dataloader.py`: "sampler option is mutually exclusive with shuffle".
+    rule!("sampler_with_shuffle", RankCrashed, Cause, Standalone,
+        [["sampler option is mutually exclusive with shuffle"]], not [], ex_none),
     // A CPU tensor given to an NCCL group's collective: `ProcessGroup.hpp`'s "No backend type
     // associated with device type cpu" (PyTorch 2), `ProcessGroupNCCL.cpp`'s check_gpu_single_tensor
     // "Tensors must be CUDA and dense" (before).
@@ -7731,6 +7786,26 @@ mod tests {
             (
                 "ValueError: Expected more than 1 value per channel when training, got input size torch.Size([1, 512])",
                 "batchnorm_single_sample",
+            ),
+            (
+                "\tUnexpected key(s) in state_dict: \"module.conv1.weight\", \"module.bn1.weight\". ",
+                "state_dict_ddp_prefix",
+            ),
+            (
+                "\tMissing key(s) in state_dict: \"module.fc.weight\", \"module.fc.bias\". ",
+                "state_dict_ddp_prefix",
+            ),
+            (
+                "\tUnexpected key(s) in state_dict: \"_orig_mod.transformer.wte.weight\". ",
+                "state_dict_compile_prefix",
+            ),
+            (
+                "\tUnexpected key(s) in state_dict: \"module._orig_mod.fc.weight\". ",
+                "state_dict_compile_prefix",
+            ),
+            (
+                "ValueError: sampler option is mutually exclusive with shuffle",
+                "sampler_with_shuffle",
             ),
             ("RuntimeError: Tensors must be CUDA and dense", "nccl_cpu_tensor"),
             (

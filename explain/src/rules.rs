@@ -4037,7 +4037,9 @@ fn ex_shared_library(line: &str, lower: &str) -> Extract {
         }
     };
     Extract {
-        detail: detail.filter(|d| !d.is_empty()).map(|d| clip(&d, 120)),
+        detail: detail
+            .filter(|d| !d.is_empty())
+            .map(|d| clip(&sanitize(&d, 240), 120)),
         ..Extract::default()
     }
 }
@@ -4047,7 +4049,7 @@ fn ex_line(line: &str, lower: &str) -> Extract {
     let from = lower.find("can't open file").unwrap_or(0);
     let said = line.get(from..).unwrap_or(line);
     Extract {
-        detail: Some(clip(said.trim(), 160)),
+        detail: Some(clip(&sanitize(said, 320), 160)),
         ..Extract::default()
     }
 }
@@ -7729,6 +7731,20 @@ mod tests {
             )
         );
         assert_eq!(ex.detail.as_deref(), Some("`dtype`"));
+    }
+
+    /// A detail taken from the line is safe to print: a control character in a damaged log
+    /// (the fuzzer's `\x1e` inside a library's name) is escaped, not passed on to the title.
+    #[test]
+    fn details_taken_from_a_line_carry_no_control_character() {
+        for line in [
+            "[ra\u{1e}nk1]: error while loading shared libraries: lib\u{1e}nccl.so.2: cannot open shared object file",
+            "/usr/bin/python3: can't open file '/w/tr\u{1b}[31main.py': [Errno 2] No such file or directory",
+        ] {
+            let (_, ex) = classify(line).unwrap();
+            let detail = ex.detail.expect("a detail");
+            assert!(!detail.chars().any(char::is_control), "{detail:?}");
+        }
     }
 
     /// PyTorch's own words for mistakes in a program's use of DDP, each read by its rule.

@@ -628,32 +628,32 @@ fn parameters_without_gradient(run: &Run) -> Option<String> {
     {
         return None;
     }
-    let never: Vec<usize> = (0..params)
-        .filter(|&i| records.iter().all(|g| g.offsets_ns[i] < 0))
+    // Whether each parameter got a gradient in any record: one pass, then both sides of it.
+    let got: Vec<bool> = (0..params)
+        .map(|i| records.iter().any(|g| g.offsets_ns[i] >= 0))
         .collect();
+    let never: Vec<_> = ddp.params.iter().zip(&got).filter(|(_, g)| !**g).collect();
     // Every parameter without one says more about the recording than the model.
     if never.is_empty() || never.len() == params {
         return None;
     }
-    let bytes = |ps: &mut dyn Iterator<Item = usize>| -> u64 {
-        ps.filter_map(|i| ddp.params.get(i)).map(|p| p.bytes).sum()
-    };
-    let never_bytes = bytes(&mut never.iter().copied());
-    let all_bytes = bytes(&mut (0..params));
+    let never_bytes: u64 = never.iter().map(|(p, _)| p.bytes).sum();
+    let all_bytes: u64 = ddp.params.iter().map(|p| p.bytes).sum();
     let mut names: Vec<String> = never
         .iter()
         .take(NAMED_WITHOUT_GRADIENT)
-        .filter_map(|&i| ddp.params.get(i))
-        .map(|p| p.name.clone())
+        .map(|(p, _)| p.name.clone())
         .collect();
     if never.len() > NAMED_WITHOUT_GRADIENT {
         names.push(format!("{} more", never.len() - NAMED_WITHOUT_GRADIENT));
     }
     // The few that did train, when they are few: what the model has left.
-    let trained: Vec<&str> = (0..params)
-        .filter(|i| !never.contains(i))
-        .filter_map(|i| ddp.params.get(i))
-        .map(|p| p.name.as_str())
+    let trained: Vec<&str> = ddp
+        .params
+        .iter()
+        .zip(&got)
+        .filter(|(_, g)| **g)
+        .map(|(p, _)| p.name.as_str())
         .collect();
     let only = if trained.len() <= NAMED_TRAINED {
         format!(" Only {} got one.", and_joined(&trained))

@@ -91,7 +91,7 @@ use super::interference::{
 };
 use super::render::{self, num, text, Table};
 use super::scan::{scan_run, CollObs, WindowCalls};
-use super::stats::{median, robust_sigma};
+use super::stats::{heaviest, median, robust_sigma};
 use super::SummaryOptions;
 use crate::model::{LaneKind, Run, Span, Sym};
 use crate::trace::{ParamInfo, SpanKind};
@@ -724,19 +724,6 @@ fn fit_all(
     (fits, used)
 }
 
-/// The value with the largest total weight (ties: the first seen).
-fn most_common<T: Copy + PartialEq>(items: impl Iterator<Item = (T, u64)>) -> Option<T> {
-    let mut counts: Vec<(T, u64)> = Vec::new();
-    for (v, w) in items {
-        match counts.iter_mut().find(|(k, _)| *k == v) {
-            Some((_, c)) => *c += w,
-            None => counts.push((v, w)),
-        }
-    }
-    let best = counts.iter().map(|(_, c)| *c).max()?;
-    counts.into_iter().find(|(_, c)| *c == best).map(|(k, _)| k)
-}
-
 /// A collective's operation and transport.
 type OpTransport = (Option<Sym>, Option<Sym>);
 
@@ -959,8 +946,8 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
     }
 
     // Cost model.
-    let bucket_op = most_common(bucket_calls.iter().map(|(k, n)| (k.0, *n))).flatten();
-    let bucket_transport = most_common(bucket_calls.iter().map(|(k, n)| (k.1, *n)));
+    let bucket_op = heaviest(bucket_calls.iter().map(|(k, n)| (k.0, *n))).flatten();
+    let bucket_transport = heaviest(bucket_calls.iter().map(|(k, n)| (k.1, *n)));
     if bucket_calls.is_empty() && !steady.is_empty() {
         advice.notes.push(
             "no bucket collectives in the steady steps; the model assumes all_reduce".to_owned(),
@@ -974,7 +961,7 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
     let bucket_op = bucket_op.or_else(|| run.strings.lookup(crate::trace::op::ALL_REDUCE));
     let bucket_transport = bucket_transport.or_else(|| {
         // Without bucket collectives: the transport of the most all-reduces.
-        most_common(
+        heaviest(
             points
                 .iter()
                 .filter(|p| p.op == bucket_op)

@@ -12,7 +12,9 @@
 //! 3. **Phase**: the critical rank's lateness grows segment by segment: before the step (the
 //!    previous step's optimizer, or anything between steps), data wait, forward, backward up to
 //!    each bucket. The segments that add at least [`SHARE`] of its final lateness are where it
-//!    fell behind; backward ones are named by bucket range.
+//!    fell behind; backward ones are named by bucket range. Over the steps a rank held back,
+//!    the phase named is the one that added the most lateness in total (the per-phase means
+//!    add up to the mean lateness), not the one named in most steps.
 //! 4. **Without it** (the re-simulation of the OSDI'25 straggler study, at bucket granularity):
 //!    each bucket's all-reduce starts when the last rank is ready and the previous one ended, and
 //!    takes its transfer time (the shortest duration across the ranks); with the critical rank at
@@ -33,7 +35,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::advice::{SimCollective, WhatIf};
-use super::stats::{binomial_upper_tail, median};
+use super::stats::{binomial_upper_tail, heaviest, median};
 use super::stragglers::P_VALUE_THRESHOLD;
 use crate::model::{LaneKind, Run, Span};
 use crate::trace::SpanKind;
@@ -59,6 +61,10 @@ pub struct StepSlowdown {
     pub phase: String,
     /// For `"backward"`: the first and last bucket whose gradients it readied late.
     pub buckets: Option<(u32, u32)>,
+    /// The lateness each segment added in this step, by phase (ns; they sum to `late_ns`),
+    /// for the verdict over steps (not in the JSON).
+    #[serde(skip)]
+    pub segments: Vec<(String, f64)>,
     /// The step as measured (the longest rank's, ns).
     pub step_ns: f64,
     /// The step re-simulated with every rank at the median ready times (ns).
@@ -78,9 +84,12 @@ pub struct RankSlowdown {
     pub steps: u64,
     /// Steady steps compared.
     pub of_steps: u64,
-    /// The phase it fell behind in most often among them.
+    /// The phase that added most of its lateness over those steps (the largest mean of what
+    /// each phase added: the means add up to the mean lateness, so this is where most of it
+    /// sits).
     pub phase: String,
-    /// The bucket range most often named (backward).
+    /// For `"backward"`: the bucket range most often named among its steps that fell behind
+    /// in backward.
     pub buckets: Option<(u32, u32)>,
     /// Median lateness at the last bucket in those steps (ns).
     pub late_ns: f64,
@@ -382,6 +391,7 @@ fn step_slowdown(step: u64, ranks: &[(u32, Bounds)]) -> Option<StepSlowdown> {
         late_ns: late,
         phase,
         buckets: bucket_range,
+        segments: segments.into_iter().map(|(p, _, d)| (p, d)).collect(),
         step_ns,
         without_ns: (step_ns - saved).max(0.0),
         timelines,
@@ -399,28 +409,20 @@ fn verdict(steps: &[StepSlowdown], rank: u32) -> Option<RankSlowdown> {
         return None;
     }
     let without_ns = step_ns - saved_ns;
-    let most_common = |key: &dyn Fn(&StepSlowdown) -> String| -> String {
-        let mut counts: Vec<(String, usize)> = Vec::new();
-        for s in &mine {
-            let k = key(s);
-            match counts.iter_mut().find(|(x, _)| *x == k) {
-                Some((_, n)) => *n += 1,
-                None => counts.push((k, 1)),
-            }
-        }
-        counts
-            .into_iter()
-            .max_by_key(|(_, n)| *n)
-            .map(|(k, _)| k)
-            .unwrap_or_default()
-    };
-    let phase = most_common(&|s| s.phase.clone());
-    let buckets = {
-        let range = most_common(&|s| s.buckets.map_or(String::new(), |(a, b)| format!("{a}-{b}")));
-        range
-            .split_once('-')
-            .and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?)))
-    };
+    // Where the lateness sits: the phase with the largest total over its steps. Not the phase
+    // named most often per step: in a clean run on a shared machine (CI, 2026-12-07) rank 1
+    // fell behind in forward by a few µs in more steps than elsewhere, and "forward" was named
+    // while the lateness (4.5 ms median) sat in backward and between steps.
+    let phase = heaviest(
+        mine.iter()
+            .flat_map(|s| s.segments.iter().map(|(p, d)| (p.as_str(), *d))),
+    )
+    .unwrap_or("backward")
+    .to_owned();
+    // The bucket range named most often among the steps that fell behind in backward.
+    let buckets = (phase == "backward")
+        .then(|| heaviest(mine.iter().filter_map(|s| s.buckets).map(|r| (r, 1u32))))
+        .flatten();
     // The median step of its steps, for the timelines.
     let mut by_len: Vec<&&StepSlowdown> = mine.iter().collect();
     by_len.sort_by(|a, b| a.step_ns.total_cmp(&b.step_ns));

@@ -527,6 +527,26 @@ fn two_percentiles<T: Copy>(
     (p1, p2)
 }
 
+/// The value with the largest total weight (ties: the first seen); `None` for no items.
+pub fn heaviest<T: PartialEq, W: Copy + PartialOrd + std::ops::AddAssign>(
+    items: impl Iterator<Item = (T, W)>,
+) -> Option<T> {
+    let mut totals: Vec<(T, W)> = Vec::new();
+    for (v, w) in items {
+        match totals.iter_mut().find(|(k, _)| *k == v) {
+            Some((_, t)) => *t += w,
+            None => totals.push((v, w)),
+        }
+    }
+    let mut best: Option<(T, W)> = None;
+    for (v, t) in totals {
+        if best.as_ref().is_none_or(|(_, b)| t > *b) {
+            best = Some((v, t));
+        }
+    }
+    best.map(|(v, _)| v)
+}
+
 /// Median of `values` (reorders them); 0 for none.
 pub fn median(values: &mut [f64]) -> f64 {
     percentile_select(values, 0.5)

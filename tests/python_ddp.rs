@@ -1476,6 +1476,103 @@ fn a_loop_that_calls_the_wrapped_module_is_said_to_skip_the_all_reduce() {
     );
 }
 
+/// A GAN's loop (PyTorch's DCGAN example's order): both nets in DDP, the generator built first
+/// and recorded; the discriminator's optimizer steps between the generator's forward and its
+/// backward. Before 2026-12-07 that step closed the generator's step: its backward then came
+/// with no step under way, the module said "training went on in eval mode" (falsely) and
+/// recorded 1 step of 8. Now every iteration is a step whose optimizer span is the generator's
+/// (after its backward), and `summary` says what the unrecorded discriminator costs.
+#[test]
+fn a_gans_second_model_and_optimizer_leave_the_recorded_steps_whole() {
+    let tmp = tempfile::tempdir().unwrap();
+    let script = tmp.path().join("gan.py");
+    std::fs::write(
+        &script,
+        "import torch, torch.nn as nn, torch.distributed as dist\n\
+         from torch.nn.parallel import DistributedDataParallel as DDP\n\
+         dist.init_process_group('gloo')\n\
+         torch.manual_seed(0)\n\
+         G = DDP(nn.Sequential(nn.Linear(4, 32), nn.ReLU(), nn.Linear(32, 8)))\n\
+         D = DDP(nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1)))\n\
+         optG = torch.optim.Adam(G.parameters(), lr=1e-3)\n\
+         optD = torch.optim.Adam(D.parameters(), lr=1e-3)\n\
+         bce = nn.BCEWithLogitsLoss()\n\
+         for step in range(8):\n\
+         \x20   real = torch.randn(16, 8)\n\
+         \x20   D.zero_grad()\n\
+         \x20   bce(D(real), torch.ones(16, 1)).backward()\n\
+         \x20   fake = G(torch.randn(16, 4))\n\
+         \x20   bce(D(fake.detach()), torch.zeros(16, 1)).backward()\n\
+         \x20   optD.step()\n\
+         \x20   G.zero_grad()\n\
+         \x20   bce(D(fake), torch.ones(16, 1)).backward()\n\
+         \x20   optG.step()\n\
+         dist.barrier()\n\
+         dist.destroy_process_group()\n",
+    )
+    .unwrap();
+    let out = tmp.path().join("run");
+    let run = auto_instrumented(&out, &script, &[]);
+    assert!(
+        !run.console.contains("eval mode") && !run.console.contains("eval()"),
+        "{}",
+        run.console
+    );
+    // Rank 0 says once which model is recorded (parameters counted by hand: 4·32 + 32 + 32·8 + 8
+    // and 8·32 + 32 + 32 + 1).
+    assert!(
+        run.console.contains(
+            "[rank 0] ddp_probe_torch: another DistributedDataParallel model (Sequential of 321 \
+             parameters) was built; only the first (Sequential of 424 parameters) is recorded"
+        ),
+        "{}",
+        run.console
+    );
+    for rank in 0..2 {
+        let trace = std::fs::read_to_string(out.join(format!("traces/rank-{rank}.jsonl"))).unwrap();
+        let spans: Vec<serde_json::Value> = trace
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|v| v["type"] == "span")
+            .collect();
+        let of = |kind: &str, step: u64| -> Vec<&serde_json::Value> {
+            spans
+                .iter()
+                .filter(|v| v["kind"] == kind && v["step"].as_u64() == Some(step))
+                .collect()
+        };
+        let steps = spans.iter().filter(|v| v["kind"] == "step").count();
+        assert_eq!(steps, 8, "rank {rank}: {trace}");
+        for step in 0..8 {
+            let (backward, optimizer) = (of("backward", step), of("optimizer", step));
+            assert_eq!(
+                (backward.len(), optimizer.len()),
+                (1, 1),
+                "rank {rank} step {step}"
+            );
+            assert!(
+                optimizer[0]["start"].as_i64() >= backward[0]["end"].as_i64(),
+                "rank {rank} step {step}: the optimizer span is the discriminator's: {:?}",
+                (backward, optimizer)
+            );
+            // The generator's one bucket (424 float32 parameters), all-reduced in the step.
+            let comm = of("collective", step);
+            assert!(
+                comm.iter().any(|c| c["bytes"] == 424 * 4),
+                "rank {rank} step {step}: {comm:?}"
+            );
+        }
+    }
+    assert!(
+        run.summary.contains(
+            "note: the program also trains another DistributedDataParallel model, not recorded \
+             (Sequential of 321 parameters): only the first one built is"
+        ),
+        "{}",
+        run.summary
+    );
+}
+
 /// A DataLoader without a DistributedSampler, shuffled with one seed on every rank: each rank
 /// trains on the same batches. `summary` says so from the fingerprints of the first steps'
 /// batches; with a DistributedSampler it says nothing of the kind.

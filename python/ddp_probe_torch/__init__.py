@@ -130,6 +130,7 @@ import time
 import traceback
 import types
 import warnings
+import weakref
 
 import torch
 import torch.distributed as dist
@@ -687,6 +688,11 @@ class _Instrumentation:
         #: ZeroRedundancyOptimizer (its shard's local optimizer) and in wrappers such as
         #: Lookahead; the outermost is the step's.
         self.optimizer_depth = 0
+        #: Optimizer -> (its number of parameter groups, whether it holds a parameter of this
+        #: model), and the ids of the optimizers whose step under way is not this model's (see
+        #: :meth:`steps_this_model`).
+        self.optimizer_owns = weakref.WeakKeyDictionary()
+        self.foreign_steps = []
         #: When the program's last ``async_op=True`` collective completed.
         self.last_async_end = 0
         #: When the last bucket all-reduce completed (host clock).
@@ -1515,7 +1521,33 @@ class _Instrumentation:
             }
         )
 
+    def steps_this_model(self, optimizer):
+        """Whether ``optimizer``'s step is this model's: it holds one of the model's parameters,
+        or, holding none, it steps once the current step's backward has all-reduced (an
+        optimizer over copies of the parameters, such as fp32 master weights). Another model's
+        optimizer (a GAN's discriminator's, stepped between the generator's forward and its
+        backward) would otherwise end this model's step in the middle."""
+        groups = len(optimizer.param_groups)
+        known = self.optimizer_owns.get(optimizer)
+        if known is None or known[0] != groups:
+            index = self.index
+            owns = any(
+                id(p) in index for group in optimizer.param_groups for p in group["params"]
+            )
+            known = (groups, owns)
+            try:
+                self.optimizer_owns[optimizer] = known
+            except TypeError:  # not weakly referenceable: asked again next time
+                pass
+        if known[1]:
+            return True
+        st = self.state
+        return st is not None and st.backward_end is not None and st.synced
+
     def on_optimizer_pre(self, optimizer, args, kwargs):
+        if not self.steps_this_model(optimizer):
+            self.foreign_steps.append(id(optimizer))
+            return
         self.optimizer_depth += 1
         if self.optimizer_depth > 1:
             return
@@ -1556,6 +1588,9 @@ class _Instrumentation:
         self.warn(message, every_rank=True)
 
     def on_optimizer_post(self, optimizer, args, kwargs):
+        if self.foreign_steps and self.foreign_steps[-1] == id(optimizer):
+            self.foreign_steps.pop()
+            return
         self.optimizer_depth = max(0, self.optimizer_depth - 1)
         if self.optimizer_depth:
             # The end of an optimizer's step inside another's (ZeroRedundancyOptimizer
@@ -2310,18 +2345,23 @@ def _instrument_built(ddp_model):
     if any(inst.ddp is ddp_model for inst in _ACTIVE):
         return
     if _ACTIVE:
+
+        def described(model):
+            module = getattr(model, "module", model)
+            return type(module).__name__, sum(p.numel() for p in module.parameters())
+
+        kind, numel = described(ddp_model)
         if not _SAID_ANOTHER_MODEL:
             _SAID_ANOTHER_MODEL.append(True)
-
-            def described(model):
-                module = getattr(model, "module", model)
-                numel = sum(p.numel() for p in module.parameters())
-                return f"{type(module).__name__} of {numel:,} parameters"
-
+            first_kind, first_numel = described(_ACTIVE[0].ddp)
             _say(
-                f"another DistributedDataParallel model ({described(ddp_model)}) was built; "
-                f"only the first ({described(_ACTIVE[0].ddp)}) is recorded (one trace per rank)"
+                f"another DistributedDataParallel model ({kind} of {numel:,} parameters) was "
+                f"built; only the first ({first_kind} of {first_numel:,} parameters) is "
+                "recorded (one trace per rank)"
             )
+        # What summary says of the steps' unexplained time (a GAN's discriminator trains there).
+        _ACTIVE[0].writer.record({"type": "instant", "name": "unrecorded_ddp_model", "t": now_ns(),
+                                  "args": {"module": kind, "parameters": numel}})
         return
     try:
         instrument(ddp_model)

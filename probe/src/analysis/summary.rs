@@ -813,6 +813,64 @@ fn steps_waiting_for_data(run: &Run, b: &Breakdown) -> Option<String> {
     Some(text)
 }
 
+/// The instant the PyTorch module writes when the process builds another DDP model than the one
+/// it records (`args`: `module`, its class name, and `parameters`, its parameter count).
+pub const UNRECORDED_DDP_MODEL: &str = "unrecorded_ddp_model";
+
+/// Another DDP model of the same processes, unrecorded ([`UNRECORDED_DDP_MODEL`]): a GAN's
+/// discriminator, a teacher, an EMA copy wrapped in DDP. What it does inside the recorded steps
+/// is time no span explains, and its all-reduces are in no figure (a DCGAN-shaped loop on 2
+/// CPU ranks, 2026-12-07: 70% of the step other / idle, placed "before the forward (the
+/// batch's preparation ...)" and "between forward and backward (the loss)", where the
+/// discriminator's forward, backward and optimizer step ran).
+fn unrecorded_ddp_models(run: &Run, b: &Breakdown) -> Option<String> {
+    let name = run.strings.lookup(UNRECORDED_DDP_MODEL)?;
+    let rank = run
+        .ranks
+        .iter()
+        .find(|r| r.instants.iter().any(|i| i.name == name))?;
+    let models: Vec<String> = rank
+        .instants
+        .iter()
+        .filter(|i| i.name == name)
+        .filter_map(|i| serde_json::from_str::<serde_json::Value>(run.str(i.args?)).ok())
+        .map(|a| {
+            let module = crate::text::escape_controls(a["module"].as_str().unwrap_or("a module"))
+                .into_owned();
+            match a["parameters"].as_i64() {
+                Some(n) => format!(
+                    "{module} of {} parameters",
+                    crate::units::group_thousands(n)
+                ),
+                None => module,
+            }
+        })
+        .collect();
+    let (what, its, it) = if models.len() == 1 {
+        ("another DistributedDataParallel model", "its", "it")
+    } else {
+        (
+            "other DistributedDataParallel models",
+            "their",
+            "one of them",
+        )
+    };
+    let share = b.other.mean / b.step.mean;
+    let other = if share.is_finite() {
+        format!(" ({} of the mean step)", render::pct(share))
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "the program also trains {what}, not recorded ({}): only the first one built is, one \
+         per trace. What {it} does inside the recorded steps ({its} forward, backward, \
+         all-reduces, optimizer step) counts as other / idle{other}, and {its} communication \
+         is in no figure here. To record {it} instead, call ddp_probe_torch.instrument on it \
+         in the script (without --auto-instrument).",
+        models.join("; "),
+    ))
+}
+
 /// The instant the PyTorch module writes with a hash of each of the first steps' input.
 pub const BATCH_FINGERPRINT: &str = "batch_fingerprint";
 
@@ -1164,6 +1222,7 @@ pub fn summarize(run: &Run, opts: &SummaryOptions) -> Summary {
     notes.extend(collectives_after_their_steps(run));
     if let Some(b) = &overall {
         notes.extend(steps_waiting_for_data(run, b));
+        notes.extend(unrecorded_ddp_models(run, b));
         notes.extend(buffer_broadcast_cost(run, &steady_pairs, b.step.median));
         let long_gap_pairs: Vec<(u32, u64)> = long_gap_list
             .iter()

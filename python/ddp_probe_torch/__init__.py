@@ -693,6 +693,8 @@ class _Instrumentation:
         #: :meth:`steps_this_model`).
         self.optimizer_owns = weakref.WeakKeyDictionary()
         self.foreign_steps = []
+        #: Whether an optimizer holding one of this model's parameters has stepped.
+        self.owner_stepped = False
         #: When the program's last ``async_op=True`` collective completed.
         self.last_async_end = 0
         #: When the last bucket all-reduce completed (host clock).
@@ -1523,10 +1525,11 @@ class _Instrumentation:
 
     def steps_this_model(self, optimizer):
         """Whether ``optimizer``'s step is this model's: it holds one of the model's parameters,
-        or, holding none, it steps once the current step's backward has all-reduced (an
-        optimizer over copies of the parameters, such as fp32 master weights). Another model's
-        optimizer (a GAN's discriminator's, stepped between the generator's forward and its
-        backward) would otherwise end this model's step in the middle."""
+        or, holding none while no optimizer that holds one has stepped, it steps once the
+        current step's backward has all-reduced (an optimizer over copies of the parameters,
+        such as fp32 master weights). Another model's optimizer (a GAN's discriminator's,
+        stepped between the generator's forward and its backward) would otherwise end this
+        model's step in the middle."""
         groups = len(optimizer.param_groups)
         known = self.optimizer_owns.get(optimizer)
         if known is None or known[0] != groups:
@@ -1540,9 +1543,15 @@ class _Instrumentation:
             except TypeError:  # not weakly referenceable: asked again next time
                 pass
         if known[1]:
+            self.owner_stepped = True
             return True
         st = self.state
-        return st is not None and st.backward_end is not None and st.synced
+        return (
+            not self.owner_stepped
+            and st is not None
+            and st.backward_end is not None
+            and st.synced
+        )
 
     def on_optimizer_pre(self, optimizer, args, kwargs):
         if not self.steps_this_model(optimizer):
@@ -2360,8 +2369,11 @@ def _instrument_built(ddp_model):
                 "recorded (one trace per rank)"
             )
         # What summary says of the steps' unexplained time (a GAN's discriminator trains there).
-        _ACTIVE[0].writer.record({"type": "instant", "name": "unrecorded_ddp_model", "t": now_ns(),
-                                  "args": {"module": kind, "parameters": numel}})
+        try:
+            _ACTIVE[0].writer.record({"type": "instant", "name": "unrecorded_ddp_model",
+                                      "t": now_ns(), "args": {"module": kind, "parameters": numel}})
+        except Exception as e:  # noqa: BLE001 - recording must never stop the training
+            _LOG.debug("ddp_probe_torch: recording failed: %s", e)
         return
     try:
         instrument(ddp_model)

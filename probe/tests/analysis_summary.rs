@@ -705,6 +705,58 @@ fn steps_that_wait_for_their_data_get_a_note_from_the_loader_s_settings() {
     assert_eq!(run(5.0, Some(loader(0, false))), None);
 }
 
+/// Another DDP model of the processes, unrecorded (the PyTorch module's `unrecorded_ddp_model`
+/// instant, one per model built after the recorded one): a note that names it and the share of
+/// the mean step no span explains (here 1 ms of each 100 ms step: 99–100 ms); none without the
+/// instant.
+#[test]
+fn an_unrecorded_second_ddp_model_is_noted_with_the_time_left_unexplained() {
+    use probe::trace::InstantRecord;
+    let model = |module: &str, parameters: u64| {
+        let serde_json::Value::Object(args) =
+            serde_json::json!({"module": module, "parameters": parameters})
+        else {
+            unreachable!()
+        };
+        Record::Instant(InstantRecord {
+            name: "unrecorded_ddp_model".into(),
+            t: at(1.0),
+            step: None,
+            args: Some(Box::new(args)),
+        })
+    };
+    let note = |models: Vec<Record>| {
+        let mut ranks = two_ranks(4, |step, o| steady_step(0, step, o));
+        ranks[0].extend(models);
+        analysis::summarize(&load(&ranks), &SummaryOptions::default())
+            .notes
+            .into_iter()
+            .find(|n| n.contains("not recorded"))
+    };
+    let one = note(vec![model("Discriminator", 82_689)]).expect("noted");
+    assert!(
+        one.starts_with(
+            "the program also trains another DistributedDataParallel model, not recorded \
+             (Discriminator of 82,689 parameters): only the first one built is"
+        ) && one.contains("counts as other / idle (1.0% of the mean step)")
+            && one.contains("To record it instead"),
+        "{one}"
+    );
+    let two = note(vec![
+        model("Discriminator", 321),
+        model("Teacher", 1_234_567),
+    ])
+    .expect("noted");
+    assert!(
+        two.starts_with(
+            "the program also trains other DistributedDataParallel models, not recorded \
+             (Discriminator of 321 parameters; Teacher of 1,234,567 parameters)"
+        ) && two.contains("To record one of them instead"),
+        "{two}"
+    );
+    assert_eq!(note(Vec::new()), None);
+}
+
 /// Parameters that got no gradient in any recorded rank-step while others did (a model whose
 /// checkpointed blocks' input did not require grad, under `static_graph=True`) are a warning,
 /// named with their share of the gradients and the setting that let DDP go on; a parameter

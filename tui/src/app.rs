@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::sync::mpsc;
 
 use probe::analysis::heatmap::{Heatmaps, Metric};
-use probe::analysis::{advise, Advice, AdviceOptions};
+use probe::analysis::{advise, summarize, Advice, AdviceOptions, SummaryOptions};
 use probe::model::{LaneKind, Span};
 use probe::trace::SpanKind;
 use probe_explain::Report;
@@ -68,7 +68,7 @@ pub enum Panel {
     Advice,
     /// The `explain` findings for the run.
     Explain,
-    /// The warnings `ddp-probe summary` prints for the run.
+    /// The warnings and notes `ddp-probe summary` prints for the run.
     Warnings,
 }
 
@@ -79,7 +79,7 @@ impl Panel {
             Panel::Breakdown => "step breakdown",
             Panel::Advice => "bucket_cap_mb advice",
             Panel::Explain => "explain",
-            Panel::Warnings => "warnings",
+            Panel::Warnings => "warnings and notes",
         }
     }
 }
@@ -204,6 +204,9 @@ pub struct App {
     pub(crate) drag: Option<Drag>,
     jump: Option<Jump>,
     pub(crate) advice: Option<Advice>,
+    /// The notes `ddp-probe summary` prints for the run (the steps' wait for data, another
+    /// DDP model unrecorded, the program's own collectives...), for the warnings panel.
+    pub(crate) notes: Option<Vec<String>>,
     pub(crate) report: Option<Result<Report, String>>,
     /// The explain report being computed on its own thread: reading a large
     /// run's logs and traces takes seconds (7.6 s for 1,024 ranks × 200
@@ -240,6 +243,7 @@ impl App {
             drag: None,
             jump: None,
             advice: None,
+            notes: None,
             report: None,
             explaining: None,
             sources: Vec::new(),
@@ -1149,6 +1153,9 @@ impl App {
             Some(Panel::Advice) if self.advice.is_none() => {
                 self.advice = Some(advise(self.tl.run(), &AdviceOptions::default()));
             }
+            Some(Panel::Warnings) if self.notes.is_none() => {
+                self.notes = Some(summarize(self.tl.run(), &SummaryOptions::default()).notes);
+            }
             Some(Panel::Explain) if self.report.is_none() && self.explaining.is_none() => {
                 if self.sources.is_empty() {
                     self.report = Some(Err("no run directory or log files to read".into()));
@@ -1308,6 +1315,7 @@ impl App {
             rows: self.tl.bucket_cover(b),
         });
         self.advice = None;
+        self.notes = None;
         self.report = None;
         self.explaining = None;
         // The heatmaps follow a live run while their view is open; otherwise they are

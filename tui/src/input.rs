@@ -32,7 +32,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("1 t", "panel: step breakdown"),
     ("2 a", "panel: bucket advice"),
     ("3 x", "panel: explain findings"),
-    ("4 w", "panel: summary warnings"),
+    ("4 w", "panel: warnings, notes"),
     ("m", "heatmap: ranks x steps"),
     ("r", "reload now (live)"),
     ("Esc", "close / clear"),

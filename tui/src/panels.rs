@@ -481,28 +481,36 @@ impl App {
         }
     }
 
-    /// The summary's warnings, each a paragraph; or what was checked when there is none.
+    /// The summary's warnings, each a paragraph (or what was checked when there is none), then
+    /// its notes.
     fn warning_lines(&self, width: usize) -> Vec<Line<'static>> {
         let warnings = self.tl.warnings();
-        if warnings.is_empty() {
-            return self.text_lines(
+        let mut out = if warnings.is_empty() {
+            self.text_lines(
                 "no warnings: the checks of `ddp-probe summary` (the same input on every rank, \
                  gradient accumulation without no_sync, one file saved by several ranks, and \
                  the PyTorch module's own: a sampler never given its epoch, training in eval \
                  mode...) found nothing in this run",
                 width,
+            )
+        } else {
+            Vec::new()
+        };
+        let paragraphs = warnings
+            .iter()
+            .map(|w| (format!("warning: {w}"), true))
+            .chain(
+                self.notes
+                    .iter()
+                    .flatten()
+                    .map(|n| (format!("note: {n}"), false)),
             );
-        }
-        let mut out = Vec::new();
-        for (i, w) in warnings.iter().enumerate() {
-            if i > 0 {
+        for (text, warning) in paragraphs {
+            if !out.is_empty() {
                 out.push(Line::from(""));
             }
-            for (j, l) in wrap_text(&self.safe(&format!("warning: {w}")), width)
-                .into_iter()
-                .enumerate()
-            {
-                out.push(if j == 0 {
+            for (j, l) in wrap_text(&self.safe(&text), width).into_iter().enumerate() {
+                out.push(if j == 0 && warning {
                     Line::styled(l, theme::WARN)
                 } else {
                     Line::from(l)

@@ -553,4 +553,33 @@ fn the_summary_warnings_are_counted_in_the_title_and_shown_on_w() {
     ch(&mut a, '4');
     let text = common::screen(&a, w, h).join("\n");
     assert!(text.contains("no warnings: the checks of"), "{text}");
+
+    // The summary's notes follow the warnings (here: another DDP model, unrecorded).
+    let serde_json::Value::Object(args) =
+        serde_json::json!({"module": "Discriminator", "parameters": 321})
+    else {
+        unreachable!()
+    };
+    let mut rank0 = common::rank_records(0);
+    let at = rank0.len() - 1;
+    rank0.insert(
+        at,
+        Record::Instant(probe::trace::InstantRecord {
+            name: "unrecorded_ddp_model".into(),
+            t: common::T0 + MS,
+            step: None,
+            args: Some(Box::new(args)),
+        }),
+    );
+    let (run, _) =
+        probe::reader::load_records(&[rank0, common::rank_records(1)]).expect("fixture loads");
+    let mut a = App::new(Timeline::new(run), &Options::default());
+    a.resize(w, h);
+    ch(&mut a, 'w');
+    let text = common::screen(&a, w, h).join("\n");
+    assert!(
+        text.contains("no warnings: the checks of")
+            && text.contains("note: the program also trains another"),
+        "{text}"
+    );
 }

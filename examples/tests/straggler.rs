@@ -247,7 +247,7 @@ fn raw_boundaries(run: &Path) -> Vec<std::collections::BTreeMap<u64, [f64; 4]>> 
 fn raw_phase_lateness(run: &Path, rank: usize, phase: &str) -> f64 {
     let b = raw_boundaries(run);
     let (mine, theirs) = (&b[rank], &b[1 - rank]);
-    let mut per_step: Vec<f64> = mine
+    let per_step: Vec<f64> = mine
         .iter()
         .filter_map(|(step, m)| {
             let t = theirs.get(step)?;

@@ -242,6 +242,14 @@ fn nav(
                 runs[0].run.as_ref().is_some_and(|r| r.ranks.len() >= 2),
             ),
             ("advice", "advice", runs[0].run.is_some()),
+            (
+                "notes",
+                "notes",
+                !runs[0].warnings.is_empty()
+                    || a.first()
+                        .and_then(|a| a.summary.as_ref())
+                        .is_some_and(|s| !s.notes.is_empty()),
+            ),
         ];
         for (id, name, shown) in parts {
             if shown {

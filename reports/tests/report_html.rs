@@ -96,6 +96,12 @@ fn a_python_runs_report_is_titled_by_its_script_not_the_interpreter() {
 fn a_run_report_has_every_section_and_labelled_charts() {
     let dir = tempfile::tempdir().unwrap();
     let run = hostile_run(dir.path());
+    // Another DDP model of the process, unrecorded: a note (the PyTorch module's instant).
+    append_line(
+        &run,
+        0,
+        r#"{"type":"instant","name":"unrecorded_ddp_model","t":1700000000000950000,"args":{"module":"Discriminator","parameters":321}}"#,
+    );
     let html = report_of(&[run]);
     let doc = check_report(&html);
     for id in [
@@ -114,6 +120,21 @@ fn a_run_report_has_every_section_and_labelled_charts() {
             "no section {id}"
         );
     }
+    // Every link of the page's top goes to a section, and the run's notes are among them (before 2026-12-07 the notes, at the end of the page, had no link).
+    let ids: Vec<&str> = doc
+        .descendants()
+        .filter_map(|n| n.attribute("id"))
+        .collect();
+    for href in doc.descendants().filter_map(|n| n.attribute("href")) {
+        if let Some(target) = href.strip_prefix('#') {
+            assert!(ids.contains(&target), "the link {href} goes nowhere");
+        }
+    }
+    assert!(ids.contains(&"run-1-notes"), "{ids:?}");
+    assert!(
+        html.contains("href=\"#run-1-notes\""),
+        "no link to the notes"
+    );
     let svgs: Vec<&str> = doc
         .descendants()
         .filter(|n| n.has_tag_name("svg"))

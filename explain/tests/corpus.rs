@@ -173,7 +173,8 @@ const DEVELOPMENT_FLOOR: f64 = 0.85;
 /// paste-damage test (wrapped at 80 columns) then changed one of its two right answers, which
 /// showed that a watchdog line wrapped inside its operation's name (`OpType=ALLREDUC`) was
 /// read as an operation of its own: such a name is now compared with nothing and may be an
-/// all-reduce.
+/// all-reduce. The batch of 2026-12-07g's two at 1 of 2 (181 of 251, 0.721), one of them
+/// relabelled at intake (see its note).
 const VALIDATION_FLOOR: f64 = 0.72;
 /// Lowest accepted share of right first findings among those said with high confidence, on the
 /// validation split: 69 of 76 (0.908) on 2026-12-03, when the test began to count it. "High"
@@ -181,7 +182,7 @@ const VALIDATION_FLOOR: f64 = 0.72;
 const VALIDATION_HIGH_CONFIDENCE_FLOOR: f64 = 0.88;
 /// Cases in the corpus: a case lost from the index fails the test (the
 /// issue asked for at least 150).
-const CASES: usize = 729;
+const CASES: usize = 741;
 
 #[derive(Deserialize)]
 struct Case {

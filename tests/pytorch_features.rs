@@ -715,6 +715,62 @@ fn zero_redundancy_optimizer_broadcasts_count_in_the_optimizer_step() {
         words.contains("They were issued with async_op=True: each counts from its call"),
         "{text}"
     );
+    // Named as ZeRO's by the function of torch's that made them (the caller chain leaves torch
+    // out), not for every asynchronous call.
+    assert!(
+        words.contains("ZeroRedundancyOptimizer's step broadcasts the updated parameter shards"),
+        "{text}"
+    );
+}
+
+/// DDP's Join context manager, PyTorch's answer to uneven inputs: rank 1 has three batches
+/// fewer, joins, and shadows rank 0's last three steps' all-reduces. Before, the module took
+/// the shadows for a backward after an eval-mode forward and warned, falsely, that training
+/// went on in eval mode; Join's two flag all-reduces a step were noted as the program's own
+/// collectives (75% of the median step, where Join costs a few percent) and counted as
+/// blocking the forward and backward they run beside (a median backward of 0 ns).
+#[test]
+fn a_rank_out_of_batches_under_join_is_said_to_have_joined() {
+    let steps = 10;
+    let job = run_mode_steps("join", true, steps);
+    let (rank0, rank1) = (job.records(0), job.records(1));
+    assert_eq!(spans(&rank0, "step").len() as u64, steps);
+    assert_eq!(spans(&rank1, "step").len() as u64, steps - 3);
+    let joined = |recs: &[Value]| -> Vec<Value> {
+        recs.iter()
+            .filter(|r| r["type"] == "instant" && r["name"] == "ddp_joined")
+            .cloned()
+            .collect()
+    };
+    assert!(joined(&rank0).is_empty(), "rank 0 never ran out");
+    let j = joined(&rank1);
+    assert_eq!(j.len(), 1, "{j:?}");
+    assert_eq!(j[0]["args"]["steps"], steps - 3);
+    // Join's flags, two a step on the rank that trains every step, named by Join's functions.
+    let via = |name: &str| {
+        spans(&rank0, "collective")
+            .into_iter()
+            .filter(|c| c["args"]["via"].as_str().is_some_and(|v| v.ends_with(name)))
+            .count() as u64
+    };
+    assert_eq!(via(" in notify_join_context"), steps);
+    assert_eq!(via(" in _check_global_requires_backward_grad_sync"), steps);
+    let (text, json) = job.summary();
+    let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(!words.contains("eval mode"), "{text}");
+    assert!(
+        words.contains(&format!(
+            "rank 1 joined after {} steps, 3 fewer than rank 0's {steps}",
+            steps - 3
+        )),
+        "{text}"
+    );
+    assert!(
+        !words.contains("the program called collectives of its own"),
+        "{text}"
+    );
+    let backward = &json["summary"]["overall"]["backward"]["median"];
+    assert!(backward.as_f64().is_some_and(|b| b > 0.0), "{backward}");
 }
 
 #[test]

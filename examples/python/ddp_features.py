@@ -29,6 +29,9 @@ Modes (each the way PyTorch's documentation writes it):
 * ``uneven``: rank 1 has one batch fewer: it leaves the loop a step early and exits, as a
   script without ``drop_last`` or ``Join`` does; rank 0's last all-reduce loses its peer
   (the job fails).
+* ``join``: rank 1 has three batches fewer, and the loop runs inside DDP's ``Join`` context
+  manager (``torch.distributed.algorithms.join.Join([model])``, PyTorch's answer to uneven
+  inputs): rank 1 joins early and shadows rank 0's last three steps' collectives;
 * ``closure``: every step is ``opt.step(closure)``, the closure running the forward and the
   backward (the pattern PyTorch's optimizers accept and PyTorch Lightning uses for every step);
 * ``slow_save``: the process group's timeout is 5 s and rank 0 spends 15 s after its third
@@ -108,7 +111,7 @@ import ddp_probe_torch
 MODES = ("plain", "prehook", "fp16", "bf16", "no_sync", "static_graph", "unused", "amp", "compile",
          "straggler", "uneven", "closure", "slow_save", "worker_killed",
          "model_differs", "slow_download", "bad_sample", "fsdp", "worker_stuck", "log_loss",
-         "loop_tail", "eval_train", "zero", "checkpoint_frozen")
+         "loop_tail", "eval_train", "zero", "checkpoint_frozen", "join")
 
 
 class BusyBackward(torch.autograd.Function):
@@ -377,6 +380,12 @@ def main():
     if isinstance(data, WaitsOnAForkedLock):
         data.lock.release()  # in this process; the worker's copy stays held
     steps = args.steps - 1 if args.mode == "uneven" and rank == 1 else args.steps
+    joining = contextlib.ExitStack()
+    if args.mode == "join":
+        from torch.distributed.algorithms.join import Join
+
+        steps = args.steps - 3 if rank == 1 else args.steps
+        joining.enter_context(Join([model]))
     while step < steps:
         if args.mode == "closure":
             x, y = next(batches)
@@ -423,6 +432,7 @@ def main():
                 evaluate()
                 time.sleep(0.04)  # a checkpoint written to a slow disk
 
+    joining.close()  # Join: shadows the other ranks' collectives until every rank is done
     if args.mode == "uneven" and rank == 1:
         # Out of data: gone, without a barrier or Join. The process then exits with code 0, or
         # about as often gloo's teardown aborts it ("terminate called without an active

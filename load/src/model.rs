@@ -754,6 +754,11 @@ impl Run {
         self.strings.resolve(sym)
     }
 
+    /// An instant's `args` object, parsed (`None` when it has none or it is not JSON).
+    pub fn instant_args(&self, instant: &InstantEvent) -> Option<serde_json::Value> {
+        serde_json::from_str(self.str(instant.args?)).ok()
+    }
+
     /// Ranks of `0..world_size` without a trace: the first [`MISSING_LISTED`] of them (a
     /// header may declare a huge world; [`Run::missing_rank_count`] counts them all).
     pub fn missing_ranks(&self) -> Vec<u32> {

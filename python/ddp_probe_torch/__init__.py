@@ -720,6 +720,9 @@ class _Instrumentation:
         self.loader_settings = {}
         #: Whether the program was told that a backward ran outside a recorded step.
         self.said_untracked_backward = False
+        #: Whether this rank ran out of inputs under DDP's Join and shadows the other ranks'
+        #: all-reduces (:meth:`joined_shadow`).
+        self.joined = False
         #: Whether a forward of the DDP model ever ran, and whether the program was told that
         #: the model's parameters were stepped with none (their gradients then came from the
         #: wrapped module called directly, which DDP never all-reduces). Ever, not per step: a
@@ -886,7 +889,7 @@ class _Instrumentation:
         ddp._sync_buffers = sync_buffers
 
     def timed_collective(self, op, nbytes, dtype, what, call, on_gpu=True, counted=True,
-                         caller=None, issued_async=False):
+                         caller=None, issued_async=False, via=None):
         """Runs ``call`` (a collective the hooks do not see: DDP's buffer broadcast, the
         program's own ``torch.distributed`` calls) and records it as a ``collective`` span with
         ``"what"``: queued first (a rank that hangs or times out in it is seen waiting in it),
@@ -896,7 +899,9 @@ class _Instrumentation:
         :func:`_caller_chain`). ``issued_async``: ``call`` issues an ``async_op=True``
         collective (not on NCCL) and returns its work, untouched; the span ends when the work's
         future completes (gloo completes it when the collective is done, on its own thread).
-        A work without a future leaves no span."""
+        A work without a future leaves no span. ``via``: the function of torch's own that made
+        the call for the program (``torch/distributed/algorithms/join.py in
+        notify_join_context``), which the caller chain leaves out."""
         st = self.state
         if st is not None:
             step = st.step
@@ -934,7 +939,7 @@ class _Instrumentation:
             seq = self.seq_after_issue() if counted else None
             if failed or not issued_async:
                 self._record_collective(t, op, nbytes, dtype, what, caller, step, seq,
-                                        upcoming, failed, start_ev, timer)
+                                        upcoming, failed, start_ev, timer, via=via)
         if issued_async and result is not None:
             try:
                 future = result.get_future()
@@ -948,13 +953,14 @@ class _Instrumentation:
                 except Exception:  # noqa: BLE001 - it raised: waited in, not completed
                     failed = True
                 self._record_collective(t, op, nbytes, dtype, what, caller, step, seq,
-                                        upcoming, failed, None, None, issued_async=True)
+                                        upcoming, failed, None, None, issued_async=True,
+                                        via=via)
 
             future.then(completed)
         return result
 
     def _record_collective(self, t, op, nbytes, dtype, what, caller, step, seq, upcoming,
-                           failed, start_ev, timer, issued_async=False):
+                           failed, start_ev, timer, issued_async=False, via=None):
         """Writes :meth:`timed_collective`'s span, from ``t`` to now (or by the CUDA events
         ``start_ev`` and one recorded now, resolved by ``timer``). ``issued_async``: an
         ``async_op=True`` call that just completed; its span starts at the call or when the
@@ -979,6 +985,8 @@ class _Instrumentation:
         }
         if caller:
             span["args"]["caller"] = caller
+        if via:
+            span["args"]["via"] = via
         if issued_async:
             span["args"]["async"] = True
         if dtype:
@@ -1026,6 +1034,27 @@ class _Instrumentation:
         self.writer.record(
             {"type": "log", "t": now_ns(), "level": "warning", "message": message}
         )
+
+    def joined_shadow(self):
+        """Whether a bucket all-reduce with no step under way is DDP's Join shadowing the other
+        ranks' backward on this rank, which ran out of inputs (``torch.distributed.algorithms.
+        join.Join``: its main hook runs ``_match_all_reduce_for_bwd_pass``, the communication
+        hook on zeros, with no backward under way). The first one writes a ``ddp_joined``
+        instant with the steps this rank trained; ``summary`` says which ranks joined after how
+        many steps, against the others' count."""
+        join_config = getattr(self.ddp, "_join_config", None)
+        if not getattr(join_config, "enable", False):
+            return False
+        graph_task = getattr(torch._C, "_current_graph_task_id", None)
+        if graph_task is not None and graph_task() != -1:
+            return False
+        if not self.joined:
+            self.joined = True
+            self.writer.record(
+                {"type": "instant", "name": "ddp_joined", "t": now_ns(),
+                 "args": {"steps": self.next_step}}
+            )
+        return True
 
     def say_untracked_backward(self):
         """Says once that a backward followed a forward in eval mode. After recorded training
@@ -1157,9 +1186,13 @@ class _Instrumentation:
             if info is None:
                 # No step to record it in: a backward after a forward that the hooks did not
                 # take for a training one (the DDP module and its model in eval(), as some
-                # fine-tuning scripts keep BatchNorm frozen). DDP still needs the bucket back,
-                # in the form a Python hook gives it (the process group's future holds a list).
-                if not self.said_untracked_backward:
+                # fine-tuning scripts keep BatchNorm frozen), or DDP's Join shadowing the other
+                # ranks' all-reduces on a rank that ran out of inputs. DDP still needs the
+                # bucket back, in the form a Python hook gives it (the process group's future
+                # holds a list).
+                if self.joined_shadow():
+                    pass
+                elif not self.said_untracked_backward:
                     self.said_untracked_backward = True
                     self.say_untracked_backward()
                 return fut.then(_first_tensor) if own else fut
@@ -1354,6 +1387,8 @@ class _Instrumentation:
                 st = self.state = _StepState(step, start if start < t else t)
                 st.closure = self.in_optimizer
                 self.next_step = step + 1
+                # Training again (the next epoch's Join): a later join is another one.
+                self.joined = False
                 st.sampled = (
                     not self.can_wrap or step < _GRAD_FULL_STEPS or step % _GRAD_EVERY == 0
                 )
@@ -1841,11 +1876,19 @@ def _patch_collective(name):
         group = argument(args, kwargs, "group", group_pos)
         # DDP's group numbers its collectives; a call on another group has other numbers.
         counted = (group if group is not None else dist.group.WORLD) is inst.pg
+        # A call that torch's own code made for the program (DDP's Join flags, the
+        # ZeroRedundancyOptimizer's broadcasts): the function that made it.
+        made_by = sys._getframe(1).f_code
+        via = (
+            f"{_short_path(made_by.co_filename)} in {made_by.co_name}"
+            if made_by.co_filename.startswith(_TORCH_DIR)
+            else None
+        )
         _SENT.inside = True
         try:
             return inst.timed_collective(
                 name, nbytes, dtype, "program", lambda: original(*args, **kwargs), on_gpu, counted,
-                _caller_chain(phase=inst.state is None), issued_async,
+                _caller_chain(phase=inst.state is None), issued_async, via,
             )
         finally:
             _SENT.inside = False

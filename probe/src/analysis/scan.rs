@@ -609,13 +609,31 @@ fn blocking_collectives_of(run: &Run, rank: &RankTrace) -> Vec<Interval> {
         .filter(|l| !matches!(l.kind, LaneKind::Gpu { .. }))
         .flat_map(|l| l.spans().iter())
         .filter(|sp| {
-            marked_collective_args(run, rank, sp)
-                .is_some_and(|a| a["what"] == "program" || a["what"] == "module buffers")
+            marked_collective_args(run, rank, sp).is_some_and(|a| {
+                (a["what"] == "program" || a["what"] == "module buffers")
+                    && !(a["async"] == true && a["via"].as_str().is_some_and(made_by_join))
+            })
         })
         .map(|sp| (sp.start(), sp.end()))
         .collect();
     intervals::normalize(&mut v);
     v
+}
+
+/// Whether torch's function `via` (a collective's `args.via`) is DDP's Join context manager's:
+/// a rank still training all-reduces a flag in each forward (`Join.notify_join_context`, torch
+/// 2.13's algorithms/join.py) and another for the backward's gradient sync
+/// (`_check_global_requires_backward_grad_sync`, nn/parallel/distributed.py), both with
+/// async_op=True and never waited for on the training thread (the reducer reads the first at
+/// the backward's end): they run beside the forward and backward, blocking neither. With
+/// buffers to broadcast, DDP first agrees on the rank that sends them
+/// (`_find_common_rank`, an all-reduce it waits for; only under Join). Before 2026-12-07 the
+/// flags counted as blocking, and the breakdown of a Join job on 2 CPU ranks read a median
+/// backward of 0 ns.
+pub(crate) fn made_by_join(via: &str) -> bool {
+    via.contains("algorithms/join.py")
+        || via.ends_with(" in _check_global_requires_backward_grad_sync")
+        || via.ends_with(" in _find_common_rank")
 }
 
 /// The args of a collective that the PyTorch module recorded outside DDP's buckets with a

@@ -10,7 +10,8 @@ use super::bucket_stats::{BucketStats, BucketTable};
 use super::comm::{OpStats, OpTable, SeqTable};
 use super::render::{self, num, text, Table};
 use super::scan::{
-    marked_collective_args, scan_run, OtherSplit, RunScan, StepBreakdown, WarmupReason,
+    made_by_join, marked_collective_args, scan_run, OtherSplit, RunScan, StepBreakdown,
+    WarmupReason,
 };
 use super::slowdown::{slowdowns, Slowdowns};
 use super::stats::Dist;
@@ -527,10 +528,7 @@ fn checkpoint_saves(run: &Run) -> Vec<SaveCall<'_>> {
     let mut saves = Vec::new();
     for rank in &run.ranks {
         for i in rank.instants.iter().filter(|i| i.name == name) {
-            let args = i
-                .args
-                .and_then(|a| serde_json::from_str::<serde_json::Value>(run.str(a)).ok())
-                .unwrap_or_default();
+            let args = run.instant_args(i).unwrap_or_default();
             saves.push(SaveCall {
                 rank: rank.header.rank,
                 host: &rank.header.hostname,
@@ -731,7 +729,7 @@ fn steps_waiting_for_data(run: &Run, b: &Breakdown) -> Option<String> {
             .iter()
             .flat_map(|r| &r.instants)
             .filter(|i| i.name == name)
-            .find_map(|i| serde_json::from_str::<serde_json::Value>(run.str(i.args?)).ok())
+            .find_map(|i| run.instant_args(i))
     });
     let nccl = run
         .ranks
@@ -813,6 +811,71 @@ fn steps_waiting_for_data(run: &Run, b: &Breakdown) -> Option<String> {
     Some(text)
 }
 
+/// The instant the PyTorch module writes on a rank that ran out of inputs under DDP's Join
+/// context manager, at its first shadow of the other ranks' all-reduces (`args`: `steps`, the
+/// steps it had trained).
+pub const DDP_JOINED: &str = "ddp_joined";
+
+/// Ranks that ran out of inputs and joined under DDP's Join ([`DDP_JOINED`]): they shadowed
+/// the others' collectives for the steps they lacked. The traces hold fewer steps for them, and
+/// the steps they lacked trained on fewer ranks' batches: the uneven inputs Join makes up for,
+/// said with how far apart the ranks' counts were (PyTorch's Join on 2 CPU ranks, one with 3
+/// batches fewer, 2026-12-07: rank 1 had been told "training went on in eval mode").
+fn ranks_that_joined(run: &Run) -> Option<String> {
+    let name = run.strings.lookup(DDP_JOINED)?;
+    let (most, fullest) = run
+        .ranks
+        .iter()
+        .map(|r| (r.steps().count(), std::cmp::Reverse(r.rank())))
+        .max()
+        .map(|(n, r)| (n, format!("rank {}", r.0)))?;
+    let mut said = Vec::new();
+    for rank in &run.ranks {
+        let joins: Vec<u64> = rank
+            .instants
+            .iter()
+            .filter(|i| i.name == name)
+            .filter_map(|i| run.instant_args(i)?["steps"].as_u64())
+            .collect();
+        let Some(&last) = joins.last() else { continue };
+        let trained = rank.steps().count();
+        let lacked = most.saturating_sub(trained);
+        let when = if joins.len() == 1 {
+            format!("after {}", plural(last as usize, "step", "steps"))
+        } else {
+            format!(
+                "{} times (after steps {}), {} in all",
+                joins.len(),
+                joins
+                    .iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                plural(trained, "step", "steps"),
+            )
+        };
+        said.push(format!(
+            "rank {} joined {when}, {lacked} fewer than {}'s {most}",
+            rank.rank(),
+            fullest,
+        ));
+    }
+    if said.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "Uneven inputs, made up for by DDP's Join context manager: {}. A rank that runs out of \
+         batches joins and shadows the others' all-reduces with zeros for its gradients \
+         until every rank is done, so those steps trained on fewer ranks' batches (with Join's \
+         default, divide_by_initial_world_size=True, their averaged gradients are smaller) and \
+         the joined rank waited meanwhile. Equal batches per rank (DistributedSampler pads \
+         by default; drop_last=True drops the rest) avoid both, and Join itself (two flags \
+         all-reduced every step, beside the forward and backward, and with buffers to \
+         broadcast, an all-reduce before each forward to agree on the rank that sends them).",
+        said.join("; ")
+    ))
+}
+
 /// The instant the PyTorch module writes when the process builds another DDP model than the one
 /// it records (`args`: `module`, its class name, and `parameters`, its parameter count).
 pub const UNRECORDED_DDP_MODEL: &str = "unrecorded_ddp_model";
@@ -833,7 +896,7 @@ fn unrecorded_ddp_models(run: &Run, b: &Breakdown) -> Option<String> {
         .instants
         .iter()
         .filter(|i| i.name == name)
-        .filter_map(|i| serde_json::from_str::<serde_json::Value>(run.str(i.args?)).ok())
+        .filter_map(|i| run.instant_args(i))
         .map(|a| {
             let module = crate::text::escape_controls(a["module"].as_str().unwrap_or("a module"))
                 .into_owned();
@@ -892,11 +955,11 @@ fn same_input_on_every_rank(run: &Run) -> Option<String> {
             if i.name != name {
                 continue;
             }
-            let (Some(step), Some(args)) = (i.step, i.args) else {
+            let Some(step) = i.step else {
                 continue;
             };
-            let fingerprint = serde_json::from_str::<serde_json::Value>(run.str(args))
-                .ok()
+            let fingerprint = run
+                .instant_args(i)
                 .and_then(|v| v["fingerprint"].as_str().map(str::to_owned));
             if let Some(f) = fingerprint {
                 by_step.entry(step).or_default().push(f);
@@ -1220,6 +1283,7 @@ pub fn summarize(run: &Run, opts: &SummaryOptions) -> Summary {
     }
     notes.extend(unused_search_for_nothing(run));
     notes.extend(collectives_after_their_steps(run));
+    notes.extend(ranks_that_joined(run));
     if let Some(b) = &overall {
         notes.extend(steps_waiting_for_data(run, b));
         notes.extend(unrecorded_ddp_models(run, b));
@@ -1571,9 +1635,22 @@ struct MarkedCall {
     op: String,
     bytes: Option<u64>,
     caller: Option<String>,
+    /// The function of torch's own that made the call for the program (`args.via`:
+    /// `torch/distributed/algorithms/join.py in notify_join_context`), which `caller` leaves out.
+    via: Option<String>,
     /// Issued with `async_op=True` (`args.async`): the span runs from the call, or from when
     /// the asynchronous call before it completed, to its own completion.
     issued_async: bool,
+}
+
+impl MarkedCall {
+    /// Whether DDP's Join context manager made the call ([`made_by_join`]): DDP's
+    /// machinery, not the program's. With Join the median step of a 1.5 ms job on 2 CPU ranks
+    /// was 2-9% longer (two pairs of 300-step runs, 2026-12-07), while its calls' spans added
+    /// up to 75% of it: they overlap the forward and backward.
+    fn joins(&self) -> bool {
+        self.via.as_deref().is_some_and(made_by_join)
+    }
 }
 
 /// The steady steps' collectives whose `args.what` is `what`.
@@ -1602,6 +1679,7 @@ fn marked_calls(run: &Run, steady_pairs: &[(u32, u64)], what: &str) -> Vec<Marke
                 op: view.op().unwrap_or("collective").to_owned(),
                 bytes: s.bytes(),
                 caller: args["caller"].as_str().map(str::to_owned),
+                via: args["via"].as_str().map(str::to_owned),
                 issued_async: args["async"] == true,
             });
         }
@@ -1658,6 +1736,7 @@ fn program_collectives(
     // evaluation every N steps) are the between-steps line's.
     let calls: Vec<&MarkedCall> = program_calls
         .iter()
+        .filter(|c| !c.joins())
         .filter(|c| steady_pairs.binary_search(&(c.rank, c.step)).is_ok())
         .filter(|c| {
             !called_after_its_step(c, step_ends)
@@ -1670,11 +1749,16 @@ fn program_collectives(
         median_step_ns,
         PROGRAM_COLLECTIVES_SHARE,
     )?;
-    // By (operation, caller): calls, time, bytes.
-    let mut kinds: BTreeMap<(&str, &str), (usize, i64, Vec<u64>)> = BTreeMap::new();
+    // By (operation, torch's function that made it, caller): calls, time, bytes.
+    type Kind<'a> = (&'a str, &'a str, &'a str);
+    let mut kinds: BTreeMap<Kind<'_>, (usize, i64, Vec<u64>)> = BTreeMap::new();
     for c in &calls {
         let k = kinds
-            .entry((c.op.as_str(), c.caller.as_deref().unwrap_or("")))
+            .entry((
+                c.op.as_str(),
+                c.via.as_deref().unwrap_or(""),
+                c.caller.as_deref().unwrap_or(""),
+            ))
             .or_default();
         k.0 += 1;
         k.1 += c.ns;
@@ -1686,19 +1770,24 @@ fn program_collectives(
     let named: Vec<String> = kinds
         .iter()
         .take(PROGRAM_CALLS_NAMED)
-        .map(|((op, caller), (n, ns, bytes))| {
+        .map(|((op, via, caller), (n, ns, bytes))| {
             let mut bytes = bytes.clone();
             bytes.sort_unstable();
             let size = bytes.get(bytes.len() / 2).map_or(String::new(), |b| {
                 format!(" ({})", render::bytes(*b as f64))
             });
+            let by = if via.is_empty() {
+                String::new()
+            } else {
+                format!(" by {via}")
+            };
             let from = if caller.is_empty() {
                 String::new()
             } else {
                 format!(" from {caller}")
             };
             format!(
-                "{op} ×{:.1} a rank-step{size}{from}: {}",
+                "{op} ×{:.1} a rank-step{size}{by}{from}: {}",
                 *n as f64 / rank_steps,
                 render::ns(*ns as f64 / rank_steps)
             )
@@ -1748,17 +1837,28 @@ fn program_collectives(
     };
     // Calls issued with async_op=True: ZeroRedundancyOptimizer's step broadcasts each rank's
     // updated shard so after its shard's own optimizer step (torch 2.13's
-    // zero_redundancy_optimizer.py, `_sync_params`); running them asynchronously is no advice
-    // for them.
-    let what_they_are = if calls.iter().all(|c| c.issued_async) {
+    // zero_redundancy_optimizer.py, `_sync_params`, which `via` names); running them
+    // asynchronously is no advice for them.
+    let zero = calls.iter().any(|c| {
+        c.via
+            .as_deref()
+            .is_some_and(|v| v.contains("zero_redundancy_optimizer.py"))
+    });
+    let mut what_they_are = if calls.iter().all(|c| c.issued_async) {
         "They were issued with async_op=True: each counts from its call, or from when the one \
-         before it completed, to its own completion. \
-         ZeroRedundancyOptimizer's step broadcasts the updated parameter shards so, after its \
-         shard's optimizer step: the price of sharding the optimizer's state."
+         before it completed, to its own completion."
+            .to_owned()
     } else {
         "Each is a rendezvous of every rank that compute does not hide: one every step for \
          logging or a metric can often run less often, or asynchronously (async_op=True)."
+            .to_owned()
     };
+    if zero {
+        what_they_are.push_str(
+            " ZeroRedundancyOptimizer's step broadcasts the updated parameter shards so, after \
+             its shard's optimizer step: the price of sharding the optimizer's state.",
+        );
+    }
     Some(format!(
         "Besides DDP's, the program called collectives of its own: {} per rank-step on average, \
          {} of the median step; {}{}. {what_they_are}{hint}{sigterm}",

@@ -1520,6 +1520,21 @@ fn aborted_without_an_error(g: &Gathered, signals: &[Signal]) -> Vec<Signal> {
         .collect()
 }
 
+/// What DDP's Join with `throw_on_early_termination=True` did (torch 2.13's
+/// `torch/distributed/algorithms/join.py`).
+const JOIN_THROWN_MEANING: &str = "The ranks had different numbers of batches. The loop runs \
+     inside DDP's Join context manager with throw_on_early_termination=True, which raises on \
+     every rank as soon as one has no batch left: that rank raises \"Rank N exhausted all \
+     inputs.\", the others, in their next forward, \"Detected at least one rank that exhausted \
+     inputs. Throwing across all ranks.\"";
+/// How to go on from it.
+const JOIN_THROWN_FIX: &str = "If the ranks are meant to stop together at the first rank's \
+     end, this is that end: catch the RuntimeError around the loop on every rank (they raise at \
+     the same step). To train on every rank's batches, drop throw_on_early_termination (Join's \
+     default: a rank out of batches shadows the others' collectives until they finish), or give \
+     every rank the same number of batches (DistributedSampler pads to equal lengths by \
+     default; drop_last=True drops the rest).";
+
 const STORE_UNREACHABLE_MEANING: &str = "Every rank connects to PyTorch's store at \
      MASTER_ADDR:MASTER_PORT while init_process_group sets up (under `ddp-probe run` rank 0's \
      process hosts it; under torchrun the launcher of node 0). These ranks were still trying \
@@ -3473,6 +3488,23 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
         );
         meaning = ABORTED_AFTER_TRAINING_MEANING;
         fix = ABORTED_AFTER_TRAINING_FIX.to_owned();
+    }
+    // DDP's Join with throw_on_early_termination=True: the rank out of batches and the others
+    // raised when it ran out; the program uses Join already, so its fix is not to add it.
+    if category == Category::UnevenInputs
+        && (proven(crate::rules::RULE_JOIN_EXHAUSTED) || proven(crate::rules::RULE_JOIN_THROWN))
+    {
+        let first = if ranks.is_empty() {
+            "a rank".to_owned()
+        } else {
+            who(&ranks)
+        };
+        title = format!(
+            "{first} ran out of input batches first, and DDP's Join \
+             (throw_on_early_termination=True) stopped every rank"
+        );
+        meaning = JOIN_THROWN_MEANING;
+        fix = JOIN_THROWN_FIX.to_owned();
     }
     // The line that names what was wrong, when one does (a traceback's code line
     // `raise _env_error(env_var)` and its exception line name the same mistake).

@@ -358,6 +358,12 @@ pub(crate) const RULE_STORE_ADDRESS_UNREACHABLE: &str = "store_address_unreachab
 pub(crate) const RULE_GPU_LIBRARY_SETUP_FAILED: &str = "gpu_library_setup_failed";
 /// accelerate's batch-size finder that ran out of sizes (out of memory at every one).
 pub(crate) const RULE_BATCH_SIZE_FINDER_EXHAUSTED: &str = "batch_size_finder_exhausted";
+/// The name of the rule for DDP's Join raising on the rank out of batches ("Rank 1 exhausted
+/// all inputs.", `throw_on_early_termination=True`).
+pub(crate) const RULE_JOIN_EXHAUSTED: &str = "join_rank_exhausted";
+/// The name of the rule for DDP's Join raising on the other ranks ("Detected at least one rank
+/// that exhausted inputs. Throwing across all ranks.").
+pub(crate) const RULE_JOIN_THROWN: &str = "join_throw_detected";
 /// DeepSpeed's batch sizes or ZeRO checkpoint made for another number of ranks.
 pub(crate) const RULE_SETTINGS_FOR_ANOTHER_WORLD: &str = "settings_for_another_world";
 pub(crate) const RULE_NO_BATCHES_ON_RANK: &str = "no_batches_on_rank";
@@ -2582,6 +2588,22 @@ pub(crate) static RULES: &[Rule] = &[
         [["mark a variable ready only once", "has been marked as ready twice",
           "gradient computed twice for this partition"]],
         not [], ex_ready_twice),
+    // DDP's `Join` context manager with `throw_on_early_termination=True` (torch 2.13's
+    // `torch/distributed/algorithms/join.py`): the rank out of batches raises "Rank 1 exhausted
+    // all inputs." (`_notify_procs_to_terminate`), the others, in their next forward, "Detected
+    // at least one rank that exhausted inputs. Throwing across all ranks."
+    // (`notify_join_context`): a consequence, whose rank is not the one out of batches.
+    rule!(
+        RULE_JOIN_EXHAUSTED,
+        UnevenInputs,
+        Cause,
+        Standalone,
+        [["exhausted all inputs"], ["rank "]],
+        not["detected at least one rank"],
+        ex_ranks
+    ),
+    rule!(RULE_JOIN_THROWN, UnevenInputs, Consequence, Standalone,
+        [["detected at least one rank that exhausted inputs"]], not [], ex_none),
     // The `Join` context manager also warns, once, when a rank has shadowed more than 1000 of
     // the others' collectives after its own inputs ran out (`torch/distributed/algorithms/
     // join.py`: "Detected uneven input skew of greater than 1000. This means that rank 1 has

@@ -187,10 +187,12 @@ const CASES: &[Case] = &[
         "join.log",
         4,
     ),
+    // Rank 0 saw that some rank ran out, not which: it is no subject (before 2026-12-07 it was
+    // named as the rank out of batches).
     case(
         "uneven_inputs/detected.log",
         Category::UnevenInputs,
-        &[0],
+        &[],
         "detected.log",
         4,
     ),
@@ -467,6 +469,52 @@ fn a_bare_nccl_system_error_names_the_two_usual_system_calls() {
     );
     let top = report.findings.first().expect("a finding");
     assert!(!top.explanation.contains("/dev/shm"), "{}", top.explanation);
+}
+
+#[test]
+fn join_stopping_every_rank_names_the_rank_out_of_batches_and_keeps_join() {
+    // DDP's Join with throw_on_early_termination=True (torch 2.13's algorithms/join.py), as a
+    // console shows it: rank 0's consequence first, then rank 1, out of batches. Before, both
+    // ranks were named out of batches and the fix said to add Join, which the program has.
+    let log = "[rank0]:   File \"/path/to/torch/distributed/algorithms/join.py\", line 348, in notify_join_context\n\
+               [rank0]:     raise RuntimeError(\n\
+               [rank0]: RuntimeError: Detected at least one rank that exhausted inputs. Throwing across all ranks.\n\
+               [rank1]:   File \"/path/to/torch/distributed/algorithms/join.py\", line 296, in _notify_procs_to_terminate\n\
+               [rank1]:     raise RuntimeError(f\"Rank {self._rank} exhausted all inputs.\")\n\
+               [rank1]: RuntimeError: Rank 1 exhausted all inputs.\n";
+    let report = probe_explain::explain_log_bytes(
+        "console.log",
+        log.as_bytes(),
+        &probe_explain::Options::default(),
+    );
+    let top = report.findings.first().expect("a finding");
+    assert_eq!(
+        (top.category, top.role, top.ranks.as_slice()),
+        (Category::UnevenInputs, Role::Cause, &[1][..]),
+        "{top:?}"
+    );
+    assert!(
+        top.title.contains("throw_on_early_termination"),
+        "{}",
+        top.title
+    );
+    assert!(
+        top.fix.contains("drop throw_on_early_termination"),
+        "{}",
+        top.fix
+    );
+    assert!(!top.fix.contains("model.join()"), "{}", top.fix);
+    // Rank 0's line alone says some rank ran out, not which.
+    let log = "RuntimeError: Detected at least one rank that exhausted inputs. Throwing across all ranks.\n";
+    let report = probe_explain::explain_log_bytes(
+        "rank-0.log",
+        log.as_bytes(),
+        &probe_explain::Options::default(),
+    );
+    let top = report.findings.first().expect("a finding");
+    assert_eq!(top.category, Category::UnevenInputs, "{top:?}");
+    assert!(top.ranks.is_empty(), "{top:?}");
+    assert!(top.title.starts_with("a rank ran out"), "{}", top.title);
 }
 
 #[test]

@@ -2730,12 +2730,13 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
     if let (Category::CollectiveTimeout, Some(w), false) = (category, elsewhere, ranks.is_empty()) {
         // Where the rank waited for was is known: the fix starts there.
         fix = format!(
-            "{} was {w} while the others waited for it. If that work is meant to be long (a \
+            "{} {} {w} while the others waited for it. If that work is meant to be long (a \
              checkpoint or an evaluation on one rank), have the other ranks wait for it in a \
              barrier and give the process group a timeout longer than it \
              (`init_process_group(timeout=...)`); if it should not take that long (a stuck \
              read, a lock, a loop that does not end), fix it there.",
-            who(&ranks)
+            who(&ranks),
+            was(&ranks)
         );
     }
     if let Some(hint) = own.iter().find_map(|s| s.fix_hint.as_deref()) {
@@ -2844,14 +2845,19 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
     } else if role == Role::Cause {
         let named = !ranks.is_empty();
         if named && category == Category::HostOomKilled && proven(manifest::RULE_OOM_CONFIRMED) {
-            title = format!("{} was killed by the out-of-memory killer", who(&ranks));
+            title = format!(
+                "{} {} killed by the out-of-memory killer",
+                who(&ranks),
+                was(&ranks)
+            );
         } else if named
             && category == Category::RankCrashed
             && proven(manifest::RULE_KILLED_FROM_OUTSIDE)
         {
             title = format!(
-                "{} was killed by SIGKILL from outside the process, not by the out-of-memory killer",
-                who(&ranks)
+                "{} {} killed by SIGKILL from outside the process, not by the out-of-memory killer",
+                who(&ranks),
+                was(&ranks)
             );
             fix = KILLED_FROM_OUTSIDE_FIX.to_owned();
         } else if category == Category::RankCrashed {
@@ -3475,16 +3481,18 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
     }
     if role == Role::Cause && proven(RULE_ABORTED_WITHOUT_AN_ERROR) {
         title = format!(
-            "{} was aborted with no error of its own, most likely at exit (gloo's teardown)",
-            who(&ranks)
+            "{} {} aborted with no error of its own, most likely at exit (gloo's teardown)",
+            who(&ranks),
+            was(&ranks)
         );
         meaning = ABORTED_WITHOUT_AN_ERROR_MEANING;
         fix = ABORTED_WITHOUT_AN_ERROR_FIX.to_owned();
     }
     if role == Role::Cause && proven(RULE_ABORTED_AFTER_TRAINING) {
         title = format!(
-            "{} was aborted at exit after the training finished (gloo's teardown)",
-            who(&ranks)
+            "{} {} aborted at exit after the training finished (gloo's teardown)",
+            who(&ranks),
+            was(&ranks)
         );
         meaning = ABORTED_AFTER_TRAINING_MEANING;
         fix = ABORTED_AFTER_TRAINING_FIX.to_owned();
@@ -3985,6 +3993,15 @@ fn subject(ranks: &[usize]) -> String {
         "a rank".to_owned()
     } else {
         who(ranks)
+    }
+}
+
+/// The verb for [`who`]'s ranks: "was" for one (or "a rank"), "were" for several.
+fn was(ranks: &[usize]) -> &'static str {
+    if ranks.len() > 1 {
+        "were"
+    } else {
+        "was"
     }
 }
 

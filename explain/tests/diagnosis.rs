@@ -3082,6 +3082,37 @@ fn a_rank_aborted_in_teardown_after_everyone_finished_is_said_so() {
         "{}",
         r.render_text(100)
     );
+
+    // Both ranks aborted so (Hugging Face's Trainer on 2 CPU ranks, 2026-12-07): one title for
+    // both, in the plural (it had read "ranks 0, 1 was aborted").
+    put(
+        root,
+        "manifest.json",
+        &manifest(
+            "failed",
+            2,
+            vec![
+                rank_record(0, 2, aborted.clone()),
+                rank_record(1, 2, aborted.clone()),
+            ],
+            json!({"first_failure": {"rank": 1, "local_rank": 1, "how": "signaled",
+                   "signal": "SIGABRT", "number": 6, "core_dumped": false, "at": "t",
+                   "after_s": 12.0}}),
+        ),
+    );
+    put(root, "traces/rank-1.jsonl", &trace(1, 16, None, true));
+    put(
+        root,
+        "logs/rank-0.stderr",
+        "terminate called without an active exception\n",
+    );
+    let r = explain(&[root.to_path_buf()]).unwrap();
+    assert_eq!(
+        r.findings[0].title,
+        "ranks 0, 1 were aborted at exit after the training finished (gloo's teardown)",
+        "{}",
+        r.render_text(100)
+    );
 }
 
 #[test]

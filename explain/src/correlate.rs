@@ -470,6 +470,8 @@ pub(crate) fn build(mut g: Gathered, opts: &Options) -> Report {
         signals.push(s);
     }
 
+    accelerate_join_without_effect(&mut signals);
+
     // 5. Group.
     let mut findings = group(signals, opts);
 
@@ -890,6 +892,41 @@ fn name_a_ddp_forward_on_some_ranks(signals: &mut [Signal], stacks: &[PyStack]) 
         s.fix_hint = Some(fix.clone());
     }
 }
+
+/// accelerate's warning that its `join_uneven_inputs` does nothing here (it joins in multi-GPU
+/// training only): never a finding of its own (a run that succeeds prints it too), but where
+/// ranks ran out of batches, the fix says that the program's Join did nothing and what works
+/// instead (found on accelerate 1.x with `cpu=True` and gloo, 2026-12-07: the fix had said to
+/// wrap the loop in Join, which the program did).
+fn accelerate_join_without_effect(signals: &mut Vec<Signal>) {
+    let mut warned = None;
+    signals.retain(|s| {
+        let warning = s.rule == crate::rules::RULE_ACCELERATE_JOIN_NO_EFFECT;
+        if warning && warned.is_none() {
+            warned = s.evidence.first().cloned();
+        }
+        !warning
+    });
+    let Some(warning) = warned else {
+        return;
+    };
+    for s in signals
+        .iter_mut()
+        .filter(|s| s.category == Category::UnevenInputs && s.role == Role::Cause)
+        .filter(|s| s.fix_hint.is_none())
+    {
+        s.fix_hint = Some(ACCELERATE_JOIN_NO_EFFECT_FIX.to_owned());
+        s.evidence.push(warning.clone());
+    }
+}
+
+/// The fix for uneven inputs where accelerate's `join_uneven_inputs` had no effect.
+const ACCELERATE_JOIN_NO_EFFECT_FIX: &str = "accelerate's `join_uneven_inputs` did nothing \
+     here: it joins in multi-GPU training only (its warning in this log). Give every rank the \
+     same number of batches (a DataLoader that accelerate prepares splits the data evenly; \
+     `even_batches=True` is its default), or, on CPU ranks, use PyTorch's Join on the prepared \
+     model directly: `from torch.distributed.algorithms.join import Join` and `with \
+     Join([model]):` around the loop.";
 
 /// A mismatch whose ranks' Python stacks (taken at the hang) are at different places of the
 /// program: the fix names each rank's place, where the paths parted (rank 0 in an evaluation

@@ -358,6 +358,9 @@ pub(crate) const RULE_STORE_ADDRESS_UNREACHABLE: &str = "store_address_unreachab
 pub(crate) const RULE_GPU_LIBRARY_SETUP_FAILED: &str = "gpu_library_setup_failed";
 /// accelerate's batch-size finder that ran out of sizes (out of memory at every one).
 pub(crate) const RULE_BATCH_SIZE_FINDER_EXHAUSTED: &str = "batch_size_finder_exhausted";
+/// The name of the rule for accelerate's warning that its `join_uneven_inputs` has no effect
+/// (not multi-GPU training): a note for an uneven-inputs finding, never a finding.
+pub(crate) const RULE_ACCELERATE_JOIN_NO_EFFECT: &str = "accelerate_join_no_effect";
 /// The name of the rule for DDP's Join raising on the rank out of batches ("Rank 1 exhausted
 /// all inputs.", `throw_on_early_termination=True`).
 pub(crate) const RULE_JOIN_EXHAUSTED: &str = "join_rank_exhausted";
@@ -2588,6 +2591,13 @@ pub(crate) static RULES: &[Rule] = &[
         [["mark a variable ready only once", "has been marked as ready twice",
           "gradient computed twice for this partition"]],
         not [], ex_ready_twice),
+    // accelerate's `join_uneven_inputs` outside multi-GPU training (accelerate 1.x,
+    // `accelerator.py`): "Joining uneven inputs is only supported for multi-GPU training, as a
+    // result `join_uneven_inputs` will have no effect." No failure of its own: it only tells
+    // an uneven-inputs finding that the program's Join did nothing ([`RULE_ACCELERATE_JOIN_
+    // NO_EFFECT`], taken out before grouping).
+    rule!(RULE_ACCELERATE_JOIN_NO_EFFECT, UnevenInputs, Symptom, Standalone,
+        [["joining uneven inputs is only supported for multi-gpu training"]], not [], ex_none),
     // DDP's `Join` context manager with `throw_on_early_termination=True` (torch 2.13's
     // `torch/distributed/algorithms/join.py`): the rank out of batches raises "Rank 1 exhausted
     // all inputs." (`_notify_procs_to_terminate`), the others, in their next forward, "Detected

@@ -2498,6 +2498,66 @@ fn rank_that_finished_early_is_reported_as_uneven_inputs() {
         .any(|e| e.file.ends_with("traces/rank-1.jsonl")
             && e.text.contains("finished recording normally")));
     assert_eq!(r.findings[1].category, Category::CollectiveTimeout);
+    // The fix says to wrap the loop in Join.
+    assert!(top.fix.contains("Join"), "{}", top.fix);
+
+    // The program had wrapped it in accelerate's join_uneven_inputs, which joins in multi-GPU
+    // training only and said so (accelerate 1.x with cpu=True, 2026-12-07): the fix says that
+    // it did nothing and what does, with its warning as evidence; the warning is no finding.
+    let warning = "/path/to/accelerate/accelerator.py:1336: UserWarning: Joining uneven inputs \
+                   is only supported for multi-GPU training, as a result `join_uneven_inputs` \
+                   will have no effect.\n";
+    put(root, "logs/rank-0.stderr", warning);
+    let r = explain(&[root.to_path_buf()]).unwrap();
+    let top = &r.findings[0];
+    assert_eq!(
+        (top.category, top.ranks.clone()),
+        (Category::UnevenInputs, vec![1])
+    );
+    assert!(
+        top.fix
+            .starts_with("accelerate's `join_uneven_inputs` did nothing here"),
+        "{}",
+        top.fix
+    );
+    assert!(top.fix.contains("with Join([model]):"), "{}", top.fix);
+    assert!(
+        top.evidence
+            .iter()
+            .any(|e| e.text.contains("`join_uneven_inputs` will have no effect")),
+        "{}",
+        r.render_text(100)
+    );
+    assert_eq!(
+        r.findings
+            .iter()
+            .filter(|f| f.category == Category::UnevenInputs)
+            .count(),
+        1,
+        "{}",
+        r.render_text(100)
+    );
+}
+
+#[test]
+fn accelerates_join_warning_alone_is_no_finding() {
+    // A run that succeeds prints it too (every CPU run of a program with join_uneven_inputs).
+    let log = "/path/to/accelerate/accelerator.py:1336: UserWarning: Joining uneven inputs is \
+               only supported for multi-GPU training, as a result `join_uneven_inputs` will \
+               have no effect.\n";
+    let report = probe_explain::explain_log_bytes(
+        "rank-0.log",
+        log.as_bytes(),
+        &probe_explain::Options::default(),
+    );
+    assert!(
+        report
+            .findings
+            .iter()
+            .all(|f| f.category != Category::UnevenInputs),
+        "{}",
+        report.render_text(100)
+    );
 }
 
 #[test]

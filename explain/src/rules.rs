@@ -6167,10 +6167,13 @@ mod tests {
                 "AssertionError: MPI world size 8 does not match torch world size 1",
                 Some(Category::WorldSizeMismatch),
             ),
+            // Read only to tell an uneven-inputs finding that the program's Join did nothing;
+            // never a finding of its own (tests/diagnosis.rs,
+            // accelerates_join_warning_alone_is_no_finding).
             (
                 "UserWarning: Joining uneven inputs is only supported for multi-GPU training, as \
                  a result `join_uneven_inputs` will have no effect.",
-                None,
+                Some(Category::UnevenInputs),
             ),
         ] {
             assert_eq!(cat(line), want, "{line}");

@@ -9,6 +9,11 @@ use std::path::{Path, PathBuf};
 use probe_explain::{explain, explain_with, Category, Confidence, Options, Report, Role};
 use serde_json::json;
 
+/// `explain`'s report on `log`, read as a log file called `name`.
+fn explain_text(name: &str, log: &str) -> Report {
+    probe_explain::explain_log_bytes(name, log.as_bytes(), &Options::default())
+}
+
 fn logs() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/logs")
 }
@@ -443,11 +448,7 @@ fn a_bare_nccl_system_error_names_the_two_usual_system_calls() {
     // the corpus's development split), at medium confidence, and /dev/shm is said too.
     let log = "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:825, unhandled system error, NCCL version 2.7.8\n\
                ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error.\n";
-    let report = probe_explain::explain_log_bytes(
-        "rank.log",
-        log.as_bytes(),
-        &probe_explain::Options::default(),
-    );
+    let report = explain_text("rank.log", &log);
     let top = report.findings.first().expect("a finding");
     assert_eq!(
         (top.category, top.confidence),
@@ -462,11 +463,7 @@ fn a_bare_nccl_system_error_names_the_two_usual_system_calls() {
     }
     // An internal error is not a system call's failure: no such hint.
     let log = "ncclInternalError: Internal check failed.\n";
-    let report = probe_explain::explain_log_bytes(
-        "rank.log",
-        log.as_bytes(),
-        &probe_explain::Options::default(),
-    );
+    let report = explain_text("rank.log", &log);
     let top = report.findings.first().expect("a finding");
     assert!(!top.explanation.contains("/dev/shm"), "{}", top.explanation);
 }
@@ -482,11 +479,7 @@ fn join_stopping_every_rank_names_the_rank_out_of_batches_and_keeps_join() {
                [rank1]:   File \"/path/to/torch/distributed/algorithms/join.py\", line 296, in _notify_procs_to_terminate\n\
                [rank1]:     raise RuntimeError(f\"Rank {self._rank} exhausted all inputs.\")\n\
                [rank1]: RuntimeError: Rank 1 exhausted all inputs.\n";
-    let report = probe_explain::explain_log_bytes(
-        "console.log",
-        log.as_bytes(),
-        &probe_explain::Options::default(),
-    );
+    let report = explain_text("console.log", &log);
     let top = report.findings.first().expect("a finding");
     assert_eq!(
         (top.category, top.role, top.ranks.as_slice()),
@@ -506,11 +499,7 @@ fn join_stopping_every_rank_names_the_rank_out_of_batches_and_keeps_join() {
     assert!(!top.fix.contains("model.join()"), "{}", top.fix);
     // Rank 0's line alone says some rank ran out, not which.
     let log = "RuntimeError: Detected at least one rank that exhausted inputs. Throwing across all ranks.\n";
-    let report = probe_explain::explain_log_bytes(
-        "rank-0.log",
-        log.as_bytes(),
-        &probe_explain::Options::default(),
-    );
+    let report = explain_text("rank-0.log", &log);
     let top = report.findings.first().expect("a finding");
     assert_eq!(top.category, Category::UnevenInputs, "{top:?}");
     assert!(top.ranks.is_empty(), "{top:?}");
@@ -525,11 +514,7 @@ fn a_gpu_script_on_a_machine_without_one_is_told_so() {
                \x20   torch._C._cuda_init()\n\
                RuntimeError: Found no NVIDIA driver on your system. Please check that you have an \
                NVIDIA GPU and installed a driver from http://www.nvidia.com/Download/index.aspx\n";
-    let report = probe_explain::explain_log_bytes(
-        "rank.log",
-        log.as_bytes(),
-        &probe_explain::Options::default(),
-    );
+    let report = explain_text("rank.log", &log);
     let top = report.findings.first().expect("a finding");
     assert_eq!(top.category, Category::CudaError);
     assert!(
@@ -544,11 +529,7 @@ fn a_gpu_script_on_a_machine_without_one_is_told_so() {
     );
     // A kernel's error keeps the usual fix.
     let log = "RuntimeError: CUDA error: device-side assert triggered\n";
-    let report = probe_explain::explain_log_bytes(
-        "rank.log",
-        log.as_bytes(),
-        &probe_explain::Options::default(),
-    );
+    let report = explain_text("rank.log", &log);
     let top = report.findings.first().expect("a finding");
     assert!(top.fix.contains("CUDA_LAUNCH_BLOCKING"), "{}", top.fix);
 }
@@ -561,11 +542,7 @@ fn a_collective_timeout_without_dumps_says_how_to_get_them() {
     let log = "[rank0]:[E ProcessGroupNCCL.cpp:563] [Rank 0] Watchdog caught collective operation \
                timeout: WorkNCCL(SeqNum=17, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, \
                Timeout(ms)=600000) ran for 600044 milliseconds before timing out.\n";
-    let report = probe_explain::explain_log_bytes(
-        "rank.log",
-        log.as_bytes(),
-        &probe_explain::Options::default(),
-    );
+    let report = explain_text("rank.log", &log);
     let top = report.findings.first().expect("a finding");
     assert_eq!(top.category, Category::CollectiveTimeout);
     let confirm = top.to_confirm.as_deref().unwrap_or_default();
@@ -612,7 +589,7 @@ fn watchdog_places(waiting: &[usize], told: &[usize]) -> String {
 fn a_rank_that_never_enqueued_the_work_others_timed_out_in_is_named() {
     // Ranks 0 and 2 wait in work 11; rank 1, told of the timeout, had issued up to 10 only.
     let log = watchdog_places(&[0, 2], &[1]);
-    let report = probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
+    let report = explain_text("job.log", &log);
     let top = report.findings.first().expect("a finding");
     assert_eq!(top.category, Category::CollectiveTimeout);
     assert_eq!(top.ranks, vec![1], "{}", top.title);
@@ -630,7 +607,7 @@ fn a_rank_that_never_enqueued_the_work_others_timed_out_in_is_named() {
     // Every rank the log shows waits in work 11 and rank 0 never appears: it is named in the
     // explanation, not as the culprit (a paste may leave a rank out).
     let log = watchdog_places(&[1, 2, 3], &[]);
-    let report = probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
+    let report = explain_text("job.log", &log);
     let top = report.findings.first().expect("a finding");
     assert_eq!(top.ranks, vec![1, 2, 3], "{}", top.title);
     assert!(
@@ -642,7 +619,7 @@ fn a_rank_that_never_enqueued_the_work_others_timed_out_in_is_named() {
 
     // One rank's paste says nothing of the others.
     let log = watchdog_places(&[3], &[]);
-    let report = probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
+    let report = explain_text("job.log", &log);
     let top = report.findings.first().expect("a finding");
     assert!(
         !top.explanation.contains("never appear"),
@@ -663,8 +640,7 @@ fn a_first_collective_that_no_rank_ever_completed_is_a_transport_hang() {
         )
     };
     let first = |log: &str| {
-        let report =
-            probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
+        let report = explain_text("job.log", &log);
         let top = report.findings.first().expect("a finding").clone();
         (top.category, top.ranks, top.confidence)
     };
@@ -694,8 +670,7 @@ fn a_store_wait_that_times_out_after_the_training_ran_is_a_collective_wait() {
     let timeout = "RuntimeError: Socket Timeout\n\
                    Exception raised from doWait at ../torch/csrc/distributed/c10d/TCPStore.cpp:445 \
                    (most recent call first):\n";
-    let alone =
-        probe_explain::explain_log_bytes("rank.log", timeout.as_bytes(), &Options::default());
+    let alone = explain_text("rank.log", &timeout);
     assert_eq!(
         alone.findings.first().map(|f| f.category),
         Some(Category::RendezvousTimeout)
@@ -706,7 +681,7 @@ fn a_store_wait_that_times_out_after_the_training_ran_is_a_collective_wait() {
                device=cpu))\n"
         .to_owned()
         + timeout;
-    let report = probe_explain::explain_log_bytes("rank.log", ran.as_bytes(), &Options::default());
+    let report = explain_text("rank.log", &ran);
     let top = report.findings.first().expect("a finding");
     assert_eq!(top.category, Category::CollectiveTimeout);
     assert!(
@@ -731,8 +706,7 @@ fn watchdog_line(pg: &str, rank: usize, seq: u64, op: &str, numel: u64) -> Strin
 #[test]
 fn ranks_timed_out_in_different_collectives_at_one_number_took_different_paths() {
     let top = |log: &str| {
-        let report =
-            probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
+        let report = explain_text("job.log", &log);
         let f = report.findings.first().cloned().expect("a finding");
         (f.category, f.confidence, f.explanation)
     };
@@ -782,8 +756,7 @@ fn gloo_timeout_traceback(rank: usize, function: &str, code: &str) -> String {
 #[test]
 fn ranks_whose_tracebacks_timed_out_in_different_collectives_took_different_paths() {
     let top = |log: &str| {
-        let report =
-            probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
+        let report = explain_text("job.log", &log);
         let f = report.findings.first().cloned().expect("a finding");
         (f.category, f.confidence, f.explanation, f.ranks)
     };
@@ -832,8 +805,7 @@ fn ranks_whose_tracebacks_timed_out_in_different_collectives_took_different_path
 #[test]
 fn a_kernel_trapped_after_deepep_s_timeout_is_the_timeout_s_consequence() {
     let top = |log: &str| {
-        let report =
-            probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
+        let report = explain_text("job.log", &log);
         report.findings.first().map(|f| f.category)
     };
     // DeepEP's kernels trap after their own timeout (`csrc/kernels/*.cu`); CUDA then reports
@@ -905,7 +877,7 @@ fn a_watchdog_stuck_after_the_program_ended_without_destroy_is_a_hang_at_exit() 
 
     // The warning alone ends many a successful run: no finding.
     let quiet = format!("{}{}", exit(0), exit(1));
-    let report = probe_explain::explain_log_bytes("job.log", quiet.as_bytes(), &Options::default());
+    let report = explain_text("job.log", &quiet);
     assert!(
         report
             .findings
@@ -1069,7 +1041,7 @@ fn lightnings_own_kill_after_a_failed_rank_is_not_the_oom_killer() {
     // A rank the kernel killed stays the out-of-memory killer's: Lightning reports its -9.
     let log = "[rank: 2] Child process with PID 4243 terminated with code -9. Forcefully \
                terminating all other processes to avoid zombies 🧟\nKilled\n";
-    let report = probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
+    let report = explain_text("job.log", &log);
     assert_eq!(report.findings[0].category, Category::HostOomKilled);
 }
 
@@ -1103,8 +1075,7 @@ fn a_launcher_s_exception_alone_says_a_rank_failed_not_that_a_peer_was_lost() {
          non-zero exit status 1.\n",
         "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n",
     ] {
-        let report =
-            probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
+        let report = explain_text("job.log", &log);
         let f = report.findings.first().expect("a finding");
         assert_eq!(
             (f.category, f.role, f.title.as_str()),
@@ -1136,8 +1107,7 @@ fn a_dump_signal_names_the_rank_whose_collective_timed_out() {
 #[test]
 fn ranks_whose_watchdogs_stayed_silent_while_the_others_timed_out_are_named() {
     let explanation = |log: &str| {
-        let report =
-            probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
+        let report = explain_text("job.log", &log);
         report
             .findings
             .first()
@@ -1196,7 +1166,7 @@ fn a_log_pasted_newest_first_is_read_oldest_first() {
     let newest_first: Vec<&str> = oldest_first.iter().rev().copied().collect();
     let read = |lines: &[&str]| {
         let text = lines.join("\n") + "\n";
-        probe_explain::explain_log_bytes("viewer.log", text.as_bytes(), &Options::default())
+        explain_text("viewer.log", &text)
     };
     let (oldest, newest) = (read(&oldest_first), read(&newest_first));
     let top = |r: &Report| r.findings.first().map(|f| (f.category, f.title.clone()));
@@ -1220,8 +1190,7 @@ fn wide_white_space_before_an_nccl_line_is_read_not_panicked_on() {
              busId 100000 - Init COMPLETE\n{space}host-a:7389:7420 [0] NCCL WARN Call to recv \
              failed : Broken pipe\n"
         );
-        let report =
-            probe_explain::explain_log_bytes("rank.log", log.as_bytes(), &Options::default());
+        let report = explain_text("rank.log", &log);
         assert!(!report.findings.is_empty(), "{space:?}");
     }
 }
@@ -1246,7 +1215,7 @@ fn a_traceback_drawn_by_rich_quotes_the_program_s_frame_and_line() {
 ╰──────────────────────────────────────────────────────────────────────────────╯
 RuntimeError: CUDA error: invalid device ordinal
 ";
-    let report = probe_explain::explain_log_bytes("rank.log", log.as_bytes(), &Options::default());
+    let report = explain_text("rank.log", &log);
     let top = report.findings.first().expect("a finding");
     assert_eq!(top.category, Category::CudaError);
     let quoted: Vec<&str> = top.evidence.iter().map(|e| e.text.as_str()).collect();
@@ -1278,7 +1247,7 @@ fn a_guess_is_not_headlined_as_the_likely_cause() {
                corrupted/incomplete data.\n\
                [E ProcessGroupNCCL.cpp:460] To avoid data inconsistency, we are taking the entire \
                process down.\n";
-    let report = probe_explain::explain_log_bytes("rank.log", log.as_bytes(), &Options::default());
+    let report = explain_text("rank.log", &log);
     let top = report.findings.first().expect("a finding");
     assert_eq!(
         (top.category, top.confidence),
@@ -1293,8 +1262,7 @@ fn a_guess_is_not_headlined_as_the_likely_cause() {
                   last enqueued NCCL work: 19, last completed NCCL work: 18.\n\
                   [rank1]:[E ProcessGroupNCCL.cpp:1537] [PG 0 Rank 1] Timeout at NCCL work: 19, \
                   last enqueued NCCL work: 19, last completed NCCL work: 18.\n";
-    let report =
-        probe_explain::explain_log_bytes("rank.log", placed.as_bytes(), &Options::default());
+    let report = explain_text("rank.log", &placed);
     assert!(
         report.headline.starts_with("found: "),
         "{}",
@@ -1314,7 +1282,7 @@ fn a_log_with_no_error_says_where_it_ends() {
     let log = "host-a:21:21 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n\
                host-a:21:21 [0] NCCL INFO cudaDriverVersion 12060\n\
                host-a:21:21 [0] NCCL INFO NCCL version 2.23.4+cuda12.2\n\n";
-    let report = probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
+    let report = explain_text("job.log", &log);
     assert!(report.findings.is_empty(), "{:?}", report.findings);
     assert_eq!(
         report.headline,
@@ -2545,11 +2513,7 @@ fn accelerates_join_warning_alone_is_no_finding() {
     let log = "/path/to/accelerate/accelerator.py:1336: UserWarning: Joining uneven inputs is \
                only supported for multi-GPU training, as a result `join_uneven_inputs` will \
                have no effect.\n";
-    let report = probe_explain::explain_log_bytes(
-        "rank-0.log",
-        log.as_bytes(),
-        &probe_explain::Options::default(),
-    );
+    let report = explain_text("rank-0.log", &log);
     assert!(
         report
             .findings
@@ -3525,7 +3489,7 @@ fn a_store_that_cannot_listen_on_the_jobs_own_port_met_a_process_of_the_job() {
 /// Explains `log` as one rank's file and checks that its first finding is a crash whose
 /// evidence quotes `quoted`; returns that finding's ranks.
 fn first_finding_is_a_crash_quoting(log: &str, quoted: &str) -> Vec<usize> {
-    let report = probe_explain::explain_log_bytes("rank.log", log.as_bytes(), &Options::default());
+    let report = explain_text("rank.log", &log);
     let top = report.findings.first().expect("a finding");
     assert_eq!(
         top.category,
@@ -3584,7 +3548,7 @@ fn an_exception_line_as_far_left_as_its_frame_ends_a_headerless_traceback() {
     }
     // A code line indented deeper than its frame stays code, even when it reads as a name.
     let code = "    File \"t.py\", line 3, in f\n        x = 1\n        ValueError\n";
-    let report = probe_explain::explain_log_bytes("rank.log", code.as_bytes(), &Options::default());
+    let report = explain_text("rank.log", &code);
     assert_no_finding_of(&report, Category::RankCrashed);
 }
 
@@ -3597,8 +3561,7 @@ fn aws_ofi_nccls_registration_failure_joins_the_reason_before_it() {
     let wrapper = "host-a:1:1 [0] NCCL WARN NET/OFI Unable to register memory (type = 2) for \
                    device 19\n";
     let first = |log: String| {
-        let report =
-            probe_explain::explain_log_bytes("rank.log", log.as_bytes(), &Options::default());
+        let report = explain_text("rank.log", &log);
         report.findings[0].category
     };
     assert_eq!(
@@ -3612,8 +3575,7 @@ fn aws_ofi_nccls_registration_failure_joins_the_reason_before_it() {
 fn no_network_nccl_could_load_is_the_forced_plugin_unless_no_interface_was_found() {
     let plugin = "host-a:1:1 [0] plugin/net.cc:306 NCCL WARN Failed to initialize any NET plugin\n";
     let first = |log: String| {
-        let report =
-            probe_explain::explain_log_bytes("rank.log", log.as_bytes(), &Options::default());
+        let report = explain_text("rank.log", &log);
         (
             report.findings[0].category,
             report.findings[0].title.clone(),
@@ -3652,8 +3614,7 @@ fn a_message_wrapped_across_lines_is_read_whole() {
         assert!(wrapped
             .lines()
             .all(|l| !l.contains("finished reduction in the prior iteration")));
-        let report =
-            probe_explain::explain_log_bytes("rank.log", wrapped.as_bytes(), &Options::default());
+        let report = explain_text("rank.log", &wrapped);
         let top = report.findings.first().expect("a finding");
         assert_eq!(
             top.category,
@@ -3689,8 +3650,7 @@ fn a_traceback_goes_on_past_another_process_lines_printed_into_it() {
                wandb: Tracking run with wandb version 0.16.0\n\
                INFO:root:Saving checkpoint to /path/to/ckpt/step_1000\n\
                ValueError: bad batch at step 3\n";
-    let report =
-        probe_explain::explain_log_bytes("rank-1.log", log.as_bytes(), &Options::default());
+    let report = explain_text("rank-1.log", &log);
     let top = report.findings.first().expect("a finding");
     assert_eq!(
         top.category,
@@ -3726,8 +3686,7 @@ fn an_attribute_read_on_the_ddp_wrapper_names_the_attribute_and_the_program_s_li
                \x20 File \"/home/user/.local/lib/python3.8/site-packages/torch/nn/modules/module.py\", line 1269, in __getattr__\n\
                \x20   raise AttributeError(\"'{}' object has no attribute '{}'\".format(\n\
                AttributeError: 'DistributedDataParallel' object has no attribute 'dtype'\n";
-    let report =
-        probe_explain::explain_log_bytes("rank-0.log", log.as_bytes(), &Options::default());
+    let report = explain_text("rank-0.log", &log);
     let top = report.findings.first().expect("a finding");
     let text = report.render_text(100);
     assert_eq!(top.category, Category::RankCrashed, "{text}");
@@ -3750,8 +3709,7 @@ fn an_exception_raised_inside_a_library_also_shows_the_program_s_own_frame() {
                \x20 File \"/opt/conda/lib/python3.10/site-packages/torch/utils/data/dataloader.py\", line 630, in __next__\n\
                \x20   data = self._next_data()\n\
                ValueError: bad batch at step 3\n";
-    let report =
-        probe_explain::explain_log_bytes("rank-1.log", log.as_bytes(), &Options::default());
+    let report = explain_text("rank-1.log", &log);
     let top = report.findings.first().expect("a finding");
     let lines: Vec<_> = top.evidence.iter().map(|e| e.text.as_str()).collect();
     assert!(
@@ -3768,11 +3726,7 @@ fn an_exception_raised_inside_a_library_also_shows_the_program_s_own_frame() {
 fn a_slurm_step_cancelled_without_a_reason_says_how_to_tell_why_and_yields_to_a_task_failure() {
     let cancelled = "slurmstepd: error: *** STEP 1234.0 ON host-a CANCELLED AT \
                      2024-01-01T10:00:00 ***\n";
-    let report = probe_explain::explain_log_bytes(
-        "slurm-1234.out",
-        cancelled.as_bytes(),
-        &Options::default(),
-    );
+    let report = explain_text("slurm-1234.out", &cancelled);
     let top = report.findings.first().expect("a finding");
     assert_eq!(
         (top.category, top.title.as_str()),
@@ -3789,8 +3743,7 @@ fn a_slurm_step_cancelled_without_a_reason_says_how_to_tell_why_and_yields_to_a_
          processes may have been killed by the cgroup out-of-memory handler.\n\
          srun: error: host-a: task 0: Out Of Memory\n{cancelled}"
     );
-    let report =
-        probe_explain::explain_log_bytes("slurm-1234.out", log.as_bytes(), &Options::default());
+    let report = explain_text("slurm-1234.out", &log);
     assert_eq!(
         report.findings.first().map(|f| f.category),
         Some(Category::HostOomKilled),
@@ -3821,7 +3774,7 @@ fn assert_the_stores_refusal_is_the_stores() {
 }
 
 fn first_of(log: &str) -> (probe_explain::Finding, Report) {
-    let report = probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
+    let report = explain_text("job.log", &log);
     let f = report.findings.first().expect("a finding").clone();
     (f, report)
 }
@@ -4117,8 +4070,7 @@ fn a_parallel_layout_that_does_not_fit_the_world_says_so_not_that_ranks_disagree
         "RuntimeError: Mesh should not be bigger than default world size 8, but found 16 ranks!",
     ] {
         let log = format!("Traceback (most recent call last):\n{line}\n");
-        let report =
-            probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
+        let report = explain_text("job.log", &log);
         let f = report.findings.first().expect("a finding");
         assert_eq!(f.category, Category::WorldSizeMismatch, "{line}");
         assert!(
@@ -4524,7 +4476,7 @@ fn a_traceback_a_warning_logs_is_no_failure() {
                     path, \"rb\") as metadata_file:\nFileNotFoundError: [Errno 2] No such file or \
                     directory: '/ckpt/step_4000/.metadata'\n";
     let log = format!("{fallback}[rank1]: step 4001 loss 2.113\n");
-    let report = probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
+    let report = explain_text("job.log", &log);
     assert_no_finding_of(&report, Category::RankCrashed);
     // When the rank's own metadata is missing too, the load fails: that is a crash, and what
     // failed is the assertion, not the logged FileNotFoundError.
@@ -4625,11 +4577,7 @@ fn rccls_iommu_advice_explains_a_hang_and_nothing_else() {
     let warn = "node-a:48213:48390 [3] /src/rccl/build/release/hipify/src/init.cc:163 NCCL WARN \
                 Missing \"iommu=pt\" from kernel command line which can lead to system \
                 instablity or hang!\n";
-    let report = probe_explain::explain_log_bytes(
-        "job.log",
-        format!("{warn}step 100 loss 2.31\n").as_bytes(),
-        &Options::default(),
-    );
+    let report = explain_text("job.log", &format!("{warn}step 100 loss 2.31\n"));
     assert_no_finding_of(&report, Category::P2pHang);
     let timeout = "[rank3]:[E1128 10:30:00.123000 4242 ProcessGroupNCCL.cpp:632] [Rank 3] \
                    Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, \
@@ -4692,8 +4640,7 @@ fn a_first_collective_timing_out_alone_is_gpu_peer_traffic_unless_a_barrier() {
         format!("{died}{}", timeout(1, broadcast)),
         wrapped,
     ] {
-        let report =
-            probe_explain::explain_log_bytes("job.log", log.as_bytes(), &Options::default());
+        let report = explain_text("job.log", &log);
         assert_no_finding_of(&report, Category::P2pHang);
     }
 }
@@ -5171,11 +5118,7 @@ fn a_py_spy_dump_of_a_process_waiting_for_its_data_loader_gets_the_workers_fix()
                \x20   _next_data (torch/utils/data/dataloader.py:1332)\n\
                \x20   __next__ (torch/utils/data/dataloader.py:631)\n\
                \x20   train_epoch (train.py:88)\n";
-    let report = probe_explain::explain_log_bytes(
-        "py-spy.txt",
-        log.as_bytes(),
-        &probe_explain::Options::default(),
-    );
+    let report = explain_text("py-spy.txt", &log);
     let top = report.findings.first().expect("a finding");
     assert_eq!(top.category, Category::CollectiveTimeout, "{report:#?}");
     assert!(

@@ -448,7 +448,7 @@ fn a_bare_nccl_system_error_names_the_two_usual_system_calls() {
     // the corpus's development split), at medium confidence, and /dev/shm is said too.
     let log = "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:825, unhandled system error, NCCL version 2.7.8\n\
                ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error.\n";
-    let report = explain_text("rank.log", &log);
+    let report = explain_text("rank.log", log);
     let top = report.findings.first().expect("a finding");
     assert_eq!(
         (top.category, top.confidence),
@@ -463,7 +463,7 @@ fn a_bare_nccl_system_error_names_the_two_usual_system_calls() {
     }
     // An internal error is not a system call's failure: no such hint.
     let log = "ncclInternalError: Internal check failed.\n";
-    let report = explain_text("rank.log", &log);
+    let report = explain_text("rank.log", log);
     let top = report.findings.first().expect("a finding");
     assert!(!top.explanation.contains("/dev/shm"), "{}", top.explanation);
 }
@@ -479,7 +479,7 @@ fn join_stopping_every_rank_names_the_rank_out_of_batches_and_keeps_join() {
                [rank1]:   File \"/path/to/torch/distributed/algorithms/join.py\", line 296, in _notify_procs_to_terminate\n\
                [rank1]:     raise RuntimeError(f\"Rank {self._rank} exhausted all inputs.\")\n\
                [rank1]: RuntimeError: Rank 1 exhausted all inputs.\n";
-    let report = explain_text("console.log", &log);
+    let report = explain_text("console.log", log);
     let top = report.findings.first().expect("a finding");
     assert_eq!(
         (top.category, top.role, top.ranks.as_slice()),
@@ -499,7 +499,7 @@ fn join_stopping_every_rank_names_the_rank_out_of_batches_and_keeps_join() {
     assert!(!top.fix.contains("model.join()"), "{}", top.fix);
     // Rank 0's line alone says some rank ran out, not which.
     let log = "RuntimeError: Detected at least one rank that exhausted inputs. Throwing across all ranks.\n";
-    let report = explain_text("rank-0.log", &log);
+    let report = explain_text("rank-0.log", log);
     let top = report.findings.first().expect("a finding");
     assert_eq!(top.category, Category::UnevenInputs, "{top:?}");
     assert!(top.ranks.is_empty(), "{top:?}");
@@ -514,7 +514,7 @@ fn a_gpu_script_on_a_machine_without_one_is_told_so() {
                \x20   torch._C._cuda_init()\n\
                RuntimeError: Found no NVIDIA driver on your system. Please check that you have an \
                NVIDIA GPU and installed a driver from http://www.nvidia.com/Download/index.aspx\n";
-    let report = explain_text("rank.log", &log);
+    let report = explain_text("rank.log", log);
     let top = report.findings.first().expect("a finding");
     assert_eq!(top.category, Category::CudaError);
     assert!(
@@ -529,7 +529,7 @@ fn a_gpu_script_on_a_machine_without_one_is_told_so() {
     );
     // A kernel's error keeps the usual fix.
     let log = "RuntimeError: CUDA error: device-side assert triggered\n";
-    let report = explain_text("rank.log", &log);
+    let report = explain_text("rank.log", log);
     let top = report.findings.first().expect("a finding");
     assert!(top.fix.contains("CUDA_LAUNCH_BLOCKING"), "{}", top.fix);
 }
@@ -542,7 +542,7 @@ fn a_collective_timeout_without_dumps_says_how_to_get_them() {
     let log = "[rank0]:[E ProcessGroupNCCL.cpp:563] [Rank 0] Watchdog caught collective operation \
                timeout: WorkNCCL(SeqNum=17, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, \
                Timeout(ms)=600000) ran for 600044 milliseconds before timing out.\n";
-    let report = explain_text("rank.log", &log);
+    let report = explain_text("rank.log", log);
     let top = report.findings.first().expect("a finding");
     assert_eq!(top.category, Category::CollectiveTimeout);
     let confirm = top.to_confirm.as_deref().unwrap_or_default();
@@ -640,7 +640,7 @@ fn a_first_collective_that_no_rank_ever_completed_is_a_transport_hang() {
         )
     };
     let first = |log: &str| {
-        let report = explain_text("job.log", &log);
+        let report = explain_text("job.log", log);
         let top = report.findings.first().expect("a finding").clone();
         (top.category, top.ranks, top.confidence)
     };
@@ -670,7 +670,7 @@ fn a_store_wait_that_times_out_after_the_training_ran_is_a_collective_wait() {
     let timeout = "RuntimeError: Socket Timeout\n\
                    Exception raised from doWait at ../torch/csrc/distributed/c10d/TCPStore.cpp:445 \
                    (most recent call first):\n";
-    let alone = explain_text("rank.log", &timeout);
+    let alone = explain_text("rank.log", timeout);
     assert_eq!(
         alone.findings.first().map(|f| f.category),
         Some(Category::RendezvousTimeout)
@@ -706,7 +706,7 @@ fn watchdog_line(pg: &str, rank: usize, seq: u64, op: &str, numel: u64) -> Strin
 #[test]
 fn ranks_timed_out_in_different_collectives_at_one_number_took_different_paths() {
     let top = |log: &str| {
-        let report = explain_text("job.log", &log);
+        let report = explain_text("job.log", log);
         let f = report.findings.first().cloned().expect("a finding");
         (f.category, f.confidence, f.explanation)
     };
@@ -756,7 +756,7 @@ fn gloo_timeout_traceback(rank: usize, function: &str, code: &str) -> String {
 #[test]
 fn ranks_whose_tracebacks_timed_out_in_different_collectives_took_different_paths() {
     let top = |log: &str| {
-        let report = explain_text("job.log", &log);
+        let report = explain_text("job.log", log);
         let f = report.findings.first().cloned().expect("a finding");
         (f.category, f.confidence, f.explanation, f.ranks)
     };
@@ -805,7 +805,7 @@ fn ranks_whose_tracebacks_timed_out_in_different_collectives_took_different_path
 #[test]
 fn a_kernel_trapped_after_deepep_s_timeout_is_the_timeout_s_consequence() {
     let top = |log: &str| {
-        let report = explain_text("job.log", &log);
+        let report = explain_text("job.log", log);
         report.findings.first().map(|f| f.category)
     };
     // DeepEP's kernels trap after their own timeout (`csrc/kernels/*.cu`); CUDA then reports
@@ -1041,7 +1041,7 @@ fn lightnings_own_kill_after_a_failed_rank_is_not_the_oom_killer() {
     // A rank the kernel killed stays the out-of-memory killer's: Lightning reports its -9.
     let log = "[rank: 2] Child process with PID 4243 terminated with code -9. Forcefully \
                terminating all other processes to avoid zombies 🧟\nKilled\n";
-    let report = explain_text("job.log", &log);
+    let report = explain_text("job.log", log);
     assert_eq!(report.findings[0].category, Category::HostOomKilled);
 }
 
@@ -1075,7 +1075,7 @@ fn a_launcher_s_exception_alone_says_a_rank_failed_not_that_a_peer_was_lost() {
          non-zero exit status 1.\n",
         "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n",
     ] {
-        let report = explain_text("job.log", &log);
+        let report = explain_text("job.log", log);
         let f = report.findings.first().expect("a finding");
         assert_eq!(
             (f.category, f.role, f.title.as_str()),
@@ -1107,7 +1107,7 @@ fn a_dump_signal_names_the_rank_whose_collective_timed_out() {
 #[test]
 fn ranks_whose_watchdogs_stayed_silent_while_the_others_timed_out_are_named() {
     let explanation = |log: &str| {
-        let report = explain_text("job.log", &log);
+        let report = explain_text("job.log", log);
         report
             .findings
             .first()
@@ -1215,7 +1215,7 @@ fn a_traceback_drawn_by_rich_quotes_the_program_s_frame_and_line() {
 ╰──────────────────────────────────────────────────────────────────────────────╯
 RuntimeError: CUDA error: invalid device ordinal
 ";
-    let report = explain_text("rank.log", &log);
+    let report = explain_text("rank.log", log);
     let top = report.findings.first().expect("a finding");
     assert_eq!(top.category, Category::CudaError);
     let quoted: Vec<&str> = top.evidence.iter().map(|e| e.text.as_str()).collect();
@@ -1247,7 +1247,7 @@ fn a_guess_is_not_headlined_as_the_likely_cause() {
                corrupted/incomplete data.\n\
                [E ProcessGroupNCCL.cpp:460] To avoid data inconsistency, we are taking the entire \
                process down.\n";
-    let report = explain_text("rank.log", &log);
+    let report = explain_text("rank.log", log);
     let top = report.findings.first().expect("a finding");
     assert_eq!(
         (top.category, top.confidence),
@@ -1262,7 +1262,7 @@ fn a_guess_is_not_headlined_as_the_likely_cause() {
                   last enqueued NCCL work: 19, last completed NCCL work: 18.\n\
                   [rank1]:[E ProcessGroupNCCL.cpp:1537] [PG 0 Rank 1] Timeout at NCCL work: 19, \
                   last enqueued NCCL work: 19, last completed NCCL work: 18.\n";
-    let report = explain_text("rank.log", &placed);
+    let report = explain_text("rank.log", placed);
     assert!(
         report.headline.starts_with("found: "),
         "{}",
@@ -1282,7 +1282,7 @@ fn a_log_with_no_error_says_where_it_ends() {
     let log = "host-a:21:21 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n\
                host-a:21:21 [0] NCCL INFO cudaDriverVersion 12060\n\
                host-a:21:21 [0] NCCL INFO NCCL version 2.23.4+cuda12.2\n\n";
-    let report = explain_text("job.log", &log);
+    let report = explain_text("job.log", log);
     assert!(report.findings.is_empty(), "{:?}", report.findings);
     assert_eq!(
         report.headline,
@@ -2513,7 +2513,7 @@ fn accelerates_join_warning_alone_is_no_finding() {
     let log = "/path/to/accelerate/accelerator.py:1336: UserWarning: Joining uneven inputs is \
                only supported for multi-GPU training, as a result `join_uneven_inputs` will \
                have no effect.\n";
-    let report = explain_text("rank-0.log", &log);
+    let report = explain_text("rank-0.log", log);
     assert!(
         report
             .findings
@@ -3489,7 +3489,7 @@ fn a_store_that_cannot_listen_on_the_jobs_own_port_met_a_process_of_the_job() {
 /// Explains `log` as one rank's file and checks that its first finding is a crash whose
 /// evidence quotes `quoted`; returns that finding's ranks.
 fn first_finding_is_a_crash_quoting(log: &str, quoted: &str) -> Vec<usize> {
-    let report = explain_text("rank.log", &log);
+    let report = explain_text("rank.log", log);
     let top = report.findings.first().expect("a finding");
     assert_eq!(
         top.category,
@@ -3548,7 +3548,7 @@ fn an_exception_line_as_far_left_as_its_frame_ends_a_headerless_traceback() {
     }
     // A code line indented deeper than its frame stays code, even when it reads as a name.
     let code = "    File \"t.py\", line 3, in f\n        x = 1\n        ValueError\n";
-    let report = explain_text("rank.log", &code);
+    let report = explain_text("rank.log", code);
     assert_no_finding_of(&report, Category::RankCrashed);
 }
 
@@ -3650,7 +3650,7 @@ fn a_traceback_goes_on_past_another_process_lines_printed_into_it() {
                wandb: Tracking run with wandb version 0.16.0\n\
                INFO:root:Saving checkpoint to /path/to/ckpt/step_1000\n\
                ValueError: bad batch at step 3\n";
-    let report = explain_text("rank-1.log", &log);
+    let report = explain_text("rank-1.log", log);
     let top = report.findings.first().expect("a finding");
     assert_eq!(
         top.category,
@@ -3686,7 +3686,7 @@ fn an_attribute_read_on_the_ddp_wrapper_names_the_attribute_and_the_program_s_li
                \x20 File \"/home/user/.local/lib/python3.8/site-packages/torch/nn/modules/module.py\", line 1269, in __getattr__\n\
                \x20   raise AttributeError(\"'{}' object has no attribute '{}'\".format(\n\
                AttributeError: 'DistributedDataParallel' object has no attribute 'dtype'\n";
-    let report = explain_text("rank-0.log", &log);
+    let report = explain_text("rank-0.log", log);
     let top = report.findings.first().expect("a finding");
     let text = report.render_text(100);
     assert_eq!(top.category, Category::RankCrashed, "{text}");
@@ -3709,7 +3709,7 @@ fn an_exception_raised_inside_a_library_also_shows_the_program_s_own_frame() {
                \x20 File \"/opt/conda/lib/python3.10/site-packages/torch/utils/data/dataloader.py\", line 630, in __next__\n\
                \x20   data = self._next_data()\n\
                ValueError: bad batch at step 3\n";
-    let report = explain_text("rank-1.log", &log);
+    let report = explain_text("rank-1.log", log);
     let top = report.findings.first().expect("a finding");
     let lines: Vec<_> = top.evidence.iter().map(|e| e.text.as_str()).collect();
     assert!(
@@ -3726,7 +3726,7 @@ fn an_exception_raised_inside_a_library_also_shows_the_program_s_own_frame() {
 fn a_slurm_step_cancelled_without_a_reason_says_how_to_tell_why_and_yields_to_a_task_failure() {
     let cancelled = "slurmstepd: error: *** STEP 1234.0 ON host-a CANCELLED AT \
                      2024-01-01T10:00:00 ***\n";
-    let report = explain_text("slurm-1234.out", &cancelled);
+    let report = explain_text("slurm-1234.out", cancelled);
     let top = report.findings.first().expect("a finding");
     assert_eq!(
         (top.category, top.title.as_str()),
@@ -3774,7 +3774,7 @@ fn assert_the_stores_refusal_is_the_stores() {
 }
 
 fn first_of(log: &str) -> (probe_explain::Finding, Report) {
-    let report = explain_text("job.log", &log);
+    let report = explain_text("job.log", log);
     let f = report.findings.first().expect("a finding").clone();
     (f, report)
 }
@@ -5118,7 +5118,7 @@ fn a_py_spy_dump_of_a_process_waiting_for_its_data_loader_gets_the_workers_fix()
                \x20   _next_data (torch/utils/data/dataloader.py:1332)\n\
                \x20   __next__ (torch/utils/data/dataloader.py:631)\n\
                \x20   train_epoch (train.py:88)\n";
-    let report = explain_text("py-spy.txt", &log);
+    let report = explain_text("py-spy.txt", log);
     let top = report.findings.first().expect("a finding");
     assert_eq!(top.category, Category::CollectiveTimeout, "{report:#?}");
     assert!(

@@ -1877,10 +1877,12 @@ def _patch_collective(name):
         # DDP's group numbers its collectives; a call on another group has other numbers.
         counted = (group if group is not None else dist.group.WORLD) is inst.pg
         # A call that torch's own code made for the program (DDP's Join flags, the
-        # ZeroRedundancyOptimizer's broadcasts): the function that made it.
+        # ZeroRedundancyOptimizer's broadcasts): the function that made it, its file named from
+        # the torch package's directory (`torch/distributed/algorithms/join.py`) wherever torch
+        # is installed.
         made_by = sys._getframe(1).f_code
         via = (
-            f"{_short_path(made_by.co_filename)} in {made_by.co_name}"
+            f"torch/{made_by.co_filename[len(_TORCH_DIR):]} in {made_by.co_name}"
             if made_by.co_filename.startswith(_TORCH_DIR)
             else None
         )

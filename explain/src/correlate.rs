@@ -471,6 +471,7 @@ pub(crate) fn build(mut g: Gathered, opts: &Options) -> Report {
     }
 
     accelerate_join_without_effect(&mut signals);
+    lightning_runs_the_loop(&mut signals, &g.shape);
 
     // 5. Group.
     let mut findings = group(signals, opts);
@@ -919,6 +920,31 @@ fn accelerate_join_without_effect(signals: &mut Vec<Signal>) {
         s.evidence.push(warning.clone());
     }
 }
+
+/// Ranks out of batches in a PyTorch Lightning job (its rank announcements, `Initializing
+/// distributed: GLOBAL_RANK: 1, MEMBER: 2/2`, are in the log): Lightning runs the loop, so the
+/// fix is in its sampler setting, not in wrapping the loop in Join (found on Lightning 2.6 with
+/// `use_distributed_sampler=False` and per-rank datasets of 160 and 96 samples, 2 CPU ranks,
+/// 2026-12-07: the fix had said to wrap the loop in `model.join()`).
+fn lightning_runs_the_loop(signals: &mut [Signal], shape: &crate::shape::LogShape) {
+    if shape.announced.is_empty() {
+        return;
+    }
+    for s in signals
+        .iter_mut()
+        .filter(|s| s.category == Category::UnevenInputs && s.role == Role::Cause)
+        .filter(|s| s.fix_hint.is_none())
+    {
+        s.fix_hint = Some(LIGHTNING_UNEVEN_FIX.to_owned());
+    }
+}
+
+/// The fix for uneven inputs in a PyTorch Lightning job.
+const LIGHTNING_UNEVEN_FIX: &str = "Give every rank the same number of batches; PyTorch \
+     Lightning runs the loop itself, so Join is no option. Keep `Trainer(use_distributed_sampler=\
+     True)`, its default (`replace_sampler_ddp=True` before Lightning 2.0), which gives each rank \
+     an equal share of a map-style dataset, padded; with your own sampler or an IterableDataset, \
+     make each rank's DataLoader the same length (drop the remainder, or pad it).";
 
 /// The fix for uneven inputs where accelerate's `join_uneven_inputs` had no effect.
 const ACCELERATE_JOIN_NO_EFFECT_FIX: &str = "accelerate's `join_uneven_inputs` did nothing \

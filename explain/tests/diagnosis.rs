@@ -2508,6 +2508,53 @@ fn rank_that_finished_early_is_reported_as_uneven_inputs() {
 }
 
 #[test]
+fn ranks_out_of_batches_in_a_lightning_job_are_told_lightnings_fix() {
+    // PyTorch Lightning runs the loop: wrapping it in Join is no option, its sampler setting is
+    // (Lightning 2.6 with use_distributed_sampler=False and per-rank datasets, 2026-12-07).
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    put(
+        root,
+        "manifest.json",
+        &manifest(
+            "hang",
+            2,
+            vec![
+                rank_record(0, 2, stopped()),
+                rank_record(1, 2, end(json!({"how": "exited", "code": 0}), 20.0, false)),
+            ],
+            json!({"hang": {"timeout_s": 30.0, "detected_at": "t", "behind": [1], "ranks": []}}),
+        ),
+    );
+    put(root, "traces/rank-0.jsonl", &trace(0, 16, Some(17), false));
+    put(root, "traces/rank-1.jsonl", &trace(1, 16, None, true));
+    for rank in 0..2 {
+        put(
+            root,
+            &format!("logs/rank-{rank}.stderr"),
+            &format!(
+                "Initializing distributed: GLOBAL_RANK: {rank}, MEMBER: {}/2\n",
+                rank + 1
+            ),
+        );
+    }
+    let r = explain(&[root.to_path_buf()]).unwrap();
+    let top = &r.findings[0];
+    assert_eq!(
+        (top.category, top.ranks.clone()),
+        (Category::UnevenInputs, vec![1]),
+        "{}",
+        r.render_text(100)
+    );
+    assert!(
+        top.fix.contains("use_distributed_sampler=True"),
+        "{}",
+        top.fix
+    );
+    assert!(!top.fix.contains("model.join()"), "{}", top.fix);
+}
+
+#[test]
 fn accelerates_join_warning_alone_is_no_finding() {
     // A run that succeeds prints it too (every CPU run of a program with join_uneven_inputs).
     let log = "/path/to/accelerate/accelerator.py:1336: UserWarning: Joining uneven inputs is \

@@ -911,11 +911,7 @@ fn accelerate_join_without_effect(signals: &mut Vec<Signal>) {
     let Some(warning) = warned else {
         return;
     };
-    for s in signals
-        .iter_mut()
-        .filter(|s| s.category == Category::UnevenInputs && s.role == Role::Cause)
-        .filter(|s| s.fix_hint.is_none())
-    {
+    for s in uneven_causes_without_a_fix(signals) {
         s.fix_hint = Some(ACCELERATE_JOIN_NO_EFFECT_FIX.to_owned());
         s.evidence.push(warning.clone());
     }
@@ -930,13 +926,16 @@ fn lightning_runs_the_loop(signals: &mut [Signal], shape: &crate::shape::LogShap
     if shape.announced.is_empty() {
         return;
     }
-    for s in signals
-        .iter_mut()
-        .filter(|s| s.category == Category::UnevenInputs && s.role == Role::Cause)
-        .filter(|s| s.fix_hint.is_none())
-    {
+    for s in uneven_causes_without_a_fix(signals) {
         s.fix_hint = Some(LIGHTNING_UNEVEN_FIX.to_owned());
     }
+}
+
+/// The signals of ranks out of batches (causes) whose fix no pass has set yet.
+fn uneven_causes_without_a_fix(signals: &mut [Signal]) -> impl Iterator<Item = &mut Signal> {
+    signals.iter_mut().filter(|s| {
+        s.category == Category::UnevenInputs && s.role == Role::Cause && s.fix_hint.is_none()
+    })
 }
 
 /// The fix for uneven inputs in a PyTorch Lightning job.

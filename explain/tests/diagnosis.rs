@@ -2432,10 +2432,9 @@ fn a_failed_collective_is_a_wait_and_the_rank_that_never_came_is_said_to_be_outs
     assert_no_finding_of(&r, Category::RankCrashed);
 }
 
-#[test]
-fn rank_that_finished_early_is_reported_as_uneven_inputs() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path();
+/// A run directory in `root` whose rank 1 finished its 16 steps and exited 0 while rank 0 hung
+/// in step 17 (the hang watchdog stopped it).
+fn rank1_finished_early(root: &Path) {
     put(
         root,
         "manifest.json",
@@ -2451,6 +2450,13 @@ fn rank_that_finished_early_is_reported_as_uneven_inputs() {
     );
     put(root, "traces/rank-0.jsonl", &trace(0, 16, Some(17), false));
     put(root, "traces/rank-1.jsonl", &trace(1, 16, None, true));
+}
+
+#[test]
+fn rank_that_finished_early_is_reported_as_uneven_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    rank1_finished_early(root);
     let r = explain(&[root.to_path_buf()]).unwrap();
     let top = &r.findings[0];
     assert_eq!(
@@ -2513,21 +2519,7 @@ fn ranks_out_of_batches_in_a_lightning_job_are_told_lightnings_fix() {
     // (Lightning 2.6 with use_distributed_sampler=False and per-rank datasets, 2026-12-07).
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    put(
-        root,
-        "manifest.json",
-        &manifest(
-            "hang",
-            2,
-            vec![
-                rank_record(0, 2, stopped()),
-                rank_record(1, 2, end(json!({"how": "exited", "code": 0}), 20.0, false)),
-            ],
-            json!({"hang": {"timeout_s": 30.0, "detected_at": "t", "behind": [1], "ranks": []}}),
-        ),
-    );
-    put(root, "traces/rank-0.jsonl", &trace(0, 16, Some(17), false));
-    put(root, "traces/rank-1.jsonl", &trace(1, 16, None, true));
+    rank1_finished_early(root);
     for rank in 0..2 {
         put(
             root,

@@ -3564,14 +3564,10 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
     if category == Category::UnevenInputs
         && (proven(crate::rules::RULE_JOIN_EXHAUSTED) || proven(crate::rules::RULE_JOIN_THROWN))
     {
-        let first = if ranks.is_empty() {
-            "a rank".to_owned()
-        } else {
-            who(&ranks)
-        };
         title = format!(
-            "{first} ran out of input batches first, and DDP's Join \
-             (throw_on_early_termination=True) stopped every rank"
+            "{} ran out of input batches first, and DDP's Join \
+             (throw_on_early_termination=True) stopped every rank",
+            subject(&ranks)
         );
         meaning = JOIN_THROWN_MEANING;
         fix = JOIN_THROWN_FIX.to_owned();

@@ -1190,9 +1190,7 @@ class _Instrumentation:
                 # ranks' all-reduces on a rank that ran out of inputs. DDP still needs the
                 # bucket back, in the form a Python hook gives it (the process group's future
                 # holds a list).
-                if self.joined_shadow():
-                    pass
-                elif not self.said_untracked_backward:
+                if not self.joined_shadow() and not self.said_untracked_backward:
                     self.said_untracked_backward = True
                     self.say_untracked_backward()
                 return fut.then(_first_tensor) if own else fut

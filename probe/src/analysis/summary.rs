@@ -1844,24 +1844,22 @@ fn program_collectives(
             .as_deref()
             .is_some_and(|v| v.contains("zero_redundancy_optimizer.py"))
     });
-    let mut what_they_are = if calls.iter().all(|c| c.issued_async) {
+    let what_they_are = if calls.iter().all(|c| c.issued_async) {
         "They were issued with async_op=True: each counts from its call, or from when the one \
          before it completed, to its own completion."
-            .to_owned()
     } else {
         "Each is a rendezvous of every rank that compute does not hide: one every step for \
          logging or a metric can often run less often, or asynchronously (async_op=True)."
-            .to_owned()
     };
-    if zero {
-        what_they_are.push_str(
-            " ZeroRedundancyOptimizer's step broadcasts the updated parameter shards so, after \
-             its shard's optimizer step: the price of sharding the optimizer's state.",
-        );
-    }
+    let zero = if zero {
+        " ZeroRedundancyOptimizer's step broadcasts the updated parameter shards so, after its \
+         shard's optimizer step: the price of sharding the optimizer's state."
+    } else {
+        ""
+    };
     Some(format!(
         "Besides DDP's, the program called collectives of its own: {} per rank-step on average, \
-         {} of the median step; {}{}. {what_they_are}{hint}{sigterm}",
+         {} of the median step; {}{}. {what_they_are}{zero}{hint}{sigterm}",
         render::ns(mean),
         render::pct(mean / median_step_ns),
         named.join("; "),

@@ -91,8 +91,13 @@ fn run_mode(mode: &str, record: bool) -> Job {
 }
 
 fn run_mode_steps(mode: &str, record: bool, steps: u64) -> Job {
+    run_mode_with(mode, record, steps, &[])
+}
+
+/// [`run_mode_steps`] with `run_args` among ddp-probe's options.
+fn run_mode_with(mode: &str, record: bool, steps: u64, run_args: &[&str]) -> Job {
     let (tmp, dir) = run_dir();
-    let mut c = features_job(&dir, mode, steps, &[]);
+    let mut c = features_job(&dir, mode, steps, run_args);
     if record {
         c.env_remove("DDP_PROBE_TRACE");
     } else {
@@ -126,13 +131,15 @@ fn run_dir() -> (tempfile::TempDir, PathBuf) {
     (tmp, dir)
 }
 
-/// `ddp-probe run` of `examples/python/ddp_features.py --mode MODE` on 2 ranks into `dir`,
-/// with `run_args` among ddp-probe's options.
+/// `ddp-probe run` of `examples/python/ddp_features.py --mode MODE` on 2 ranks (unless
+/// `run_args` has `--nproc-per-node`) into `dir`, with `run_args` among ddp-probe's options.
 fn features_job(dir: &Path, mode: &str, steps: u64, run_args: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_ddp-probe"));
-    c.current_dir(repo())
-        .args(["run", "--nproc-per-node", "2"])
-        .args(run_args);
+    c.current_dir(repo()).arg("run");
+    if !run_args.contains(&"--nproc-per-node") {
+        c.args(["--nproc-per-node", "2"]);
+    }
+    c.args(run_args);
     if !run_args.contains(&"--hang-timeout") {
         // A job that hangs fails its test in five minutes, not in gloo's thirty (a stuck
         // DataLoader worker once took CI past its hour).
@@ -1111,6 +1118,89 @@ fn a_rank_busy_waiting_inside_backward_is_named_with_the_late_buckets() {
     let saved = v["step_ns"].as_f64().unwrap() - v["without_ns"].as_f64().unwrap();
     assert!(saved > 30e6, "{v}");
     assert!(text.contains("straggler: rank 1 held back"), "{text}");
+}
+
+/// DDP over process groups smaller than the world (`--mode subgroup`, 4 ranks): ranks 0 and 2
+/// reduce together, 1 and 3 together, and rank 3 busy-waits 60 ms inside backward. Each group
+/// numbers its own collectives, so rank 0's bucket all-reduces carry the same sequence numbers
+/// as rank 1's. Before 2026-12-07 the summary took them for one collective of 4 ranks: rank 0
+/// and rank 2 "waited" for the other group (which drifts freely: 57%–65% of their collective
+/// time in two runs), arrivals were weighed at chance 25%, the buckets' skew read 23–225 ms, and
+/// busbw was algbw × 1.5 (4 ranks' factor, where 2 ranks move the data: × 1).
+#[test]
+fn ddp_over_subgroups_compares_each_groups_ranks_with_each_other() {
+    let _guard = JOB.lock().unwrap_or_else(|e| e.into_inner());
+    let steps = 14;
+    let job = run_mode_with("subgroup", true, steps, &["--nproc-per-node", "4"]);
+    for rank in 0..4u32 {
+        let header = &job.records(rank)[0];
+        let parity = u64::from(rank % 2);
+        assert_eq!(
+            header["ddp"]["group_ranks"],
+            serde_json::json!([parity, parity + 2]),
+            "rank {rank}'s header"
+        );
+    }
+    let (text, json) = job.summary();
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let s = &json["summary"];
+    assert_eq!(
+        s["ddp_groups"],
+        serde_json::json!([[0, 2], [1, 3]]),
+        "{text}"
+    );
+    assert!(
+        flat.contains(
+            "DDP reduces over 2 process groups smaller than the world (ranks 0, 2; ranks 1, 3)"
+        ),
+        "{text}"
+    );
+    // Arrivals: two ranks compared at each collective, the candidate weighed over its group's
+    // steps and collectives (rank 3 is not last at the bucket it readies before its wait, nor
+    // always at the buffers' broadcast: the verdict rests on the re-simulation below).
+    let arrivals = &s["stragglers"];
+    assert_eq!(arrivals["ranks_compared"], 2, "{text}");
+    assert_eq!(arrivals["chance"], 0.5, "{text}");
+    let candidate = &arrivals["candidate"];
+    let group_steps = u(&candidate["steps"]);
+    assert!(
+        group_steps + 2 >= steps && group_steps < steps,
+        "its group's steady steps: {text}"
+    );
+    // Each group's collectives: half of all compared.
+    assert_eq!(
+        2 * u(&candidate["collectives"]),
+        u(&arrivals["collectives"]),
+        "{text}"
+    );
+    // The re-simulation names it over its group's steps.
+    let held = &s["slowdowns"]["straggler"];
+    assert_eq!(held["rank"], 3, "{text}");
+    assert_eq!(u(&held["of_steps"]), group_steps, "{text}");
+    // Rank 1 waits for rank 3; rank 0 waits for nobody in particular.
+    let waiting = |rank: u64| {
+        s["ranks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["rank"] == rank)
+            .and_then(|r| r["waiting_per_step_ns"].as_f64())
+            .unwrap_or_else(|| panic!("rank {rank}'s waiting: {text}"))
+    };
+    assert!(waiting(1) > 30e6, "rank 1 waits ~60 ms a step: {text}");
+    assert!(
+        waiting(0) < waiting(1) / 2.0,
+        "rank 0 waits for rank 2 only: {text}"
+    );
+    // Two ranks move the data of each all-reduce: busbw is algbw.
+    let op = s["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["op"] == "all_reduce")
+        .unwrap_or_else(|| panic!("no all_reduce row: {text}"));
+    assert_eq!(op["bus_factor"], 1.0, "{op}");
+    assert_eq!(op["busbw_bytes_per_s"], op["algbw_bytes_per_s"], "{op}");
 }
 
 #[test]

@@ -302,6 +302,7 @@ impl Ddp {
                                 .sum(),
                         })
                         .collect(),
+                    group_ranks: Vec::new(),
                 }),
         )
         .map_err(|e| DdpError::Config(format!("cannot open the trace file: {e}")))?;

@@ -80,6 +80,11 @@ Modes (each the way PyTorch's documentation writes it):
   PyTorch's ZeRO recipe builds it), whose step runs the shard's own optimizer's step and then
   broadcasts the updated parameters; rank 0 prints the time of each step's broadcasts
   (``zero broadcasts: START END``, ns on ddp_probe_torch's clock).
+* ``subgroup``: run on 4 ranks; DDP reduces over a process group of the ranks of one parity
+  (``DDP(model, process_group=dist.new_group([0, 2]))`` on ranks 0 and 2, ``[1, 3]`` on 1 and
+  3: two data-parallel groups, as replicas beside pipeline or tensor parallelism are), and
+  rank 3 busy-waits ``--slow-ms`` inside the block's backward, as in ``straggler``: only rank 1
+  waits for it.
 
 ``--device cuda`` trains on ``cuda:LOCAL_RANK`` over NCCL instead (``scripts/gpu-check`` runs
 the modes that record something there, one rank per GPU).
@@ -111,7 +116,7 @@ import ddp_probe_torch
 MODES = ("plain", "prehook", "fp16", "bf16", "no_sync", "static_graph", "unused", "amp", "compile",
          "straggler", "uneven", "closure", "slow_save", "worker_killed",
          "model_differs", "slow_download", "bad_sample", "fsdp", "worker_stuck", "log_loss",
-         "loop_tail", "eval_train", "zero", "checkpoint_frozen", "join")
+         "loop_tail", "eval_train", "zero", "checkpoint_frozen", "join", "subgroup")
 
 
 class BusyBackward(torch.autograd.Function):
@@ -260,6 +265,8 @@ def main():
         dim = 128
 
     slow = args.slow_ms if args.mode == "straggler" and rank == 1 else 0.0
+    if args.mode == "subgroup" and rank == 3:
+        slow = args.slow_ms
     model = Model(vocab, dim, classes, unused_branch=args.mode == "unused", slow_ms=slow).to(device)
     # Dynamo's DDPOptimizer refuses a cap below DDP's 1 MiB first bucket.
     cap = args.bucket_cap_mb or (1.0 if args.mode == "compile" else 0.25)
@@ -274,6 +281,10 @@ def main():
         ddp_kwargs["static_graph"] = True
     if args.mode == "unused":
         ddp_kwargs["find_unused_parameters"] = True
+    if args.mode == "subgroup":
+        # Every rank creates every group, in the same order (new_group is collective).
+        groups = [dist.new_group(list(range(p, world, 2))) for p in (0, 1)]
+        ddp_kwargs["process_group"] = groups[rank % 2]
     if args.mode == "slow_download" and rank == 0:
         time.sleep(15)  # rank 0 downloads the dataset before the model is wrapped
     if args.mode == "fsdp":

@@ -417,6 +417,7 @@ pub(crate) fn convert<W: Write>(
             gradient_as_bucket_view: false,
             params: Vec::new(),
             buckets: Vec::new(),
+            group_ranks: Vec::new(),
         }),
     };
     w.write(&Record::Header(header))?;

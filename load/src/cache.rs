@@ -56,7 +56,7 @@ const MAGIC: [u8; 8] = *b"DDPCACHE";
 /// the reader builds from a trace, changes.
 /// 4: names are kept escaped (`Strings::intern`). 6: `DdpConfig::static_graph` and
 /// `DdpConfig::buffers`.
-const FORMAT_VERSION: u32 = 6;
+const FORMAT_VERSION: u32 = 7;
 /// Size of the fixed header.
 const HEADER_BYTES: usize = 72;
 /// The payload is read, written and checksummed in blocks of this size.
@@ -1018,6 +1018,7 @@ fn encode_header<W: Write>(e: &mut Enc<W>, h: &Header) -> io::Result<()> {
         params,
         buffers,
         buckets,
+        group_ranks,
     } = d;
     e.str(backend)?;
     match bucket_cap_mb {
@@ -1069,7 +1070,12 @@ fn encode_header<W: Write>(e: &mut Enc<W>, h: &Header) -> io::Result<()> {
         e.str(dtype)?;
         e.uv(*bytes);
     }
-    encode_buckets(e, buckets)
+    encode_buckets(e, buckets)?;
+    e.uv(group_ranks.len() as u64);
+    for r in group_ranks {
+        e.uv(u64::from(*r));
+    }
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------
@@ -1804,6 +1810,13 @@ fn decode_header<R: Read>(d: &mut Dec<R>) -> Result<Header, Bad> {
             params,
             buffers,
             buckets: decode_buckets(d)?,
+            group_ranks: {
+                let (n, mut ranks) = d.vec::<u32>()?;
+                for _ in 0..n {
+                    ranks.push(d.u32()?);
+                }
+                ranks
+            },
         })
     })?;
     Ok(Header {

@@ -636,6 +636,25 @@ impl RankTrace {
         self.header.rank
     }
 
+    /// The ranks of the process group DDP reduces over on this rank, when the header names one
+    /// (`DDP(model, process_group=group)`); `None` for the whole world.
+    pub fn ddp_group(&self) -> Option<&[u32]> {
+        self.header
+            .ddp
+            .as_ref()
+            .map(|d| d.group_ranks.as_slice())
+            .filter(|g| !g.is_empty())
+    }
+
+    /// A key that the ranks of one DDP process group share, and no rank of another: the group's
+    /// lowest rank (0 for the whole world). Sequence numbers match across ranks only under one
+    /// key: each group numbers its own collectives.
+    pub fn seq_group(&self) -> u32 {
+        self.ddp_group()
+            .and_then(|g| g.iter().min().copied())
+            .unwrap_or(0)
+    }
+
     /// The offset that was added to this rank's timestamps (ns).
     pub fn offset_ns(&self) -> i64 {
         self.header.offset_to_rank0_ns
@@ -752,6 +771,37 @@ impl Run {
     /// The string of a symbol.
     pub fn str(&self, sym: Sym) -> &str {
         self.strings.resolve(sym)
+    }
+
+    /// How many ranks DDP's collectives (the sequence-numbered ones) run among: the size of
+    /// the process group DDP was given (the largest, should ranks name groups of several sizes),
+    /// else the world size. Bus bandwidth and the cost model count these ranks.
+    pub fn ddp_group_size(&self) -> u32 {
+        self.ranks
+            .iter()
+            .filter_map(|r| r.ddp_group())
+            .map(|g| g.len() as u32)
+            .max()
+            .unwrap_or(self.world_size)
+    }
+
+    /// The process groups smaller than the world that DDP reduces over, each's ranks sorted,
+    /// in order of their lowest rank; empty when DDP reduces over the whole world. Each group's
+    /// ranks are compared only with each other.
+    pub fn ddp_subgroups(&self) -> Vec<Vec<u32>> {
+        let mut groups: Vec<Vec<u32>> = self
+            .ranks
+            .iter()
+            .filter_map(|r| r.ddp_group())
+            .map(|g| {
+                let mut g = g.to_vec();
+                g.sort_unstable();
+                g
+            })
+            .collect();
+        groups.sort_unstable();
+        groups.dedup();
+        groups
     }
 
     /// An instant's `args` object, parsed (`None` when it has none or it is not JSON).

@@ -1394,6 +1394,7 @@ fn parse_header(
     }
     if let Some(ddp) = &header.ddp {
         check_buckets(&ddp.buckets, ddp.params.len()).map_err(invalid)?;
+        check_group_ranks(&ddp.group_ranks, header.rank, header.world_size).map_err(invalid)?;
     }
     Ok((Builder::new(path.to_owned(), header, version), warning))
 }
@@ -1410,6 +1411,31 @@ pub const MAX_TIME_NS: i64 = 1 << 62;
 pub const MAX_CLOCK_OFFSET_NS: i64 = 1 << 50;
 
 /// Checks that buckets only name parameters of the table (when there is one).
+/// A DDP process group's ranks must be ranks of the world, without repeats, and hold the rank
+/// whose header lists them (an empty list: the whole world).
+fn check_group_ranks(group: &[u32], rank: u32, world_size: u32) -> Result<(), String> {
+    if group.is_empty() {
+        return Ok(());
+    }
+    if let Some(r) = group.iter().find(|&&r| r >= world_size) {
+        return Err(format!(
+            "ddp.group_ranks holds rank {r}, which is not below world_size {world_size}"
+        ));
+    }
+    let mut sorted = group.to_vec();
+    sorted.sort_unstable();
+    if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
+        return Err(format!("ddp.group_ranks lists rank {} twice", w[0]));
+    }
+    if !group.contains(&rank) {
+        return Err(format!(
+            "ddp.group_ranks {group:?} does not hold rank {rank}, whose header lists it (a rank \
+             reduces over a process group it is in)"
+        ));
+    }
+    Ok(())
+}
+
 fn check_buckets(buckets: &[BucketInfo], params: usize) -> Result<(), String> {
     if params == 0 {
         return Ok(());

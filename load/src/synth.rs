@@ -314,6 +314,7 @@ impl<'c> Sim<'c> {
                 gradient_as_bucket_view: false,
                 params: self.params.clone(),
                 buckets: self.layout.clone(),
+                group_ranks: Vec::new(),
             }),
         }
     }

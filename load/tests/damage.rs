@@ -328,6 +328,26 @@ fn header_problems() {
         "{err}"
     );
 
+    // A DDP process group (`group_ranks`) of ranks outside the world, or without the rank.
+    let with_group = |world: u32, group: &str| {
+        lines(&[&MINIMAL_HEADER
+            .replace("\"world_size\":1", &format!("\"world_size\":{world}"))
+            .replace(
+                "}",
+                &format!(r#","ddp":{{"backend":"gloo","group_ranks":{group}}}}}"#),
+            )])
+    };
+    for (world, group, says) in [
+        (4, "[0,4]", "holds rank 4, which is not below world_size 4"),
+        (4, "[0,2,2]", "lists rank 2 twice"),
+        (4, "[1,3]", "does not hold rank 0"),
+    ] {
+        let err = load_text(&with_group(world, group)).unwrap_err();
+        assert!(matches!(err, Error::InvalidHeader { .. }), "{err}");
+        assert!(err.to_string().contains(says), "{group}: {err}");
+    }
+    assert!(load_text(&with_group(4, "[0,2]")).is_ok());
+
     let bad_clock = lines(&[&MINIMAL_HEADER.replace("}", r#","clock":"tsc"}"#)]);
     let err = load_text(&bad_clock).unwrap_err();
     assert!(err.to_string().contains("\"tsc\""), "{err}");

@@ -318,3 +318,29 @@ fn deferred_caches_are_written_when_asked_with_each_files_own_strings() {
     let (_, _, pending) = probe_load::reader::load_files_deferred(&files, &cached()).unwrap();
     assert!(pending.is_empty());
 }
+
+#[test]
+fn a_ddp_process_group_comes_back_from_the_cache() {
+    // Ranks 0 and 2 reduce over one group, 1 and 3 over another (`group_ranks` in the header).
+    let dir = tempfile::tempdir().unwrap();
+    let files = synth_run(dir.path(), 4);
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        let (head, rest) = text.split_once('\n').unwrap();
+        let rank: u32 = serde_json::from_str::<serde_json::Value>(head).unwrap()["rank"]
+            .as_u64()
+            .unwrap() as u32;
+        let group = format!(r#""ddp":{{"group_ranks":[{},{}],"#, rank % 2, rank % 2 + 2);
+        let head = head.replacen(r#""ddp":{"#, &group, 1);
+        std::fs::write(f, format!("{head}\n{rest}")).unwrap();
+    }
+    let parsed = load(&files, &parser(false));
+    let cold = load(&files, &cached());
+    let warm = load(&files, &cached());
+    assert_same(&parsed, &warm, "warm");
+    assert_same(&parsed, &cold, "cold");
+    let (run, _) = warm.unwrap();
+    assert_eq!(run.ddp_subgroups(), vec![vec![0, 2], vec![1, 3]]);
+    assert_eq!(run.rank(3).unwrap().seq_group(), 1);
+    assert_eq!(run.ddp_group_size(), 2);
+}

@@ -90,6 +90,7 @@ fn make_run(s: &Spec) -> Vec<Vec<Record>> {
         gradient_as_bucket_view: false,
         params: if s.params_table { params } else { Vec::new() },
         buckets: infos(&s.warm_layout),
+        group_ranks: Vec::new(),
     };
     (0..2u32)
         .map(|rank| {

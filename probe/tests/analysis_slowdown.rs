@@ -6,9 +6,9 @@
 
 mod analysis_util;
 
-use analysis_util::{load, span};
+use analysis_util::{header, load, span};
 use probe::analysis::{summarize, SummaryOptions};
-use probe::trace::{op, Record, SpanKind};
+use probe::trace::{op, DdpConfig, Record, SpanKind};
 
 /// Extra delay (ms) of rank 1 before bucket `k` is ready, per step.
 fn run(steps: u64, delay: impl Fn(u64, usize) -> f64) -> Vec<Vec<Record>> {
@@ -207,5 +207,60 @@ fn the_phase_named_is_where_most_of_the_lateness_sits_not_where_it_falls_most_of
         (v.rank, v.phase.as_str(), v.buckets),
         (1, "backward", Some((2, 2))),
         "{v:?}"
+    );
+}
+
+/// DDP over two process groups: ranks 0 and 1 reduce together and rank 1 falls 3 ms behind
+/// before bucket 2; ranks 2 and 3 reduce together, rank 3 falls 30 ms behind there, and their
+/// steps run 37 ms later than the first group's (groups drift apart freely). Both groups number
+/// their collectives alike. Each rank is compared with its group's only: rank 3 is late by
+/// 30 ms, not by 67 ms against rank 0. Both groups' stragglers are critical in all 11 steady
+/// steps of their group; rank 3 costs most and is named (the lower rank won such a tie before);
+/// the arrivals weigh 2 ranks.
+#[test]
+fn each_ddp_process_group_is_compared_within_itself() {
+    let ddp = |group: [u32; 2]| DdpConfig {
+        backend: "gloo".to_owned(),
+        bucket_cap_mb: None,
+        bucket_cap_mb_list: None,
+        first_bucket_bytes: None,
+        find_unused_parameters: false,
+        static_graph: false,
+        gradient_as_bucket_view: false,
+        params: Vec::new(),
+        buffers: Vec::new(),
+        buckets: Vec::new(),
+        group_ranks: group.to_vec(),
+    };
+    let first = run(12, |_, k| if k >= 2 { 3.0 } else { 0.0 });
+    let second = run(12, |_, k| if k >= 2 { 30.0 } else { 0.0 });
+    let mut ranks = Vec::new();
+    for (g, pair) in [first, second].into_iter().enumerate() {
+        for (i, mut recs) in pair.into_iter().enumerate() {
+            let rank = (2 * g + i) as u32;
+            recs[0] = header(rank, 4, Some(ddp([2 * g as u32, 2 * g as u32 + 1])));
+            for rec in recs.iter_mut().skip(1) {
+                if let Record::Span(sp) = rec {
+                    sp.start += 37_000_000 * g as u64;
+                    sp.end += 37_000_000 * g as u64;
+                }
+            }
+            ranks.push(recs);
+        }
+    }
+    let s = summarize(&load(&ranks), &SummaryOptions::default());
+    assert_eq!(s.ddp_groups, vec![vec![0, 1], vec![2, 3]]);
+    let v = s.slowdowns.straggler.as_ref().expect("attributed");
+    assert_eq!((v.rank, v.steps, v.of_steps), (3, 11, 11), "{v:?}");
+    assert_eq!(v.buckets, Some((2, 2)), "{v:?}");
+    assert!((v.late_ns - 30e6).abs() < 1e3, "{v:?}");
+    assert!((v.without_ns - 19e6).abs() < 1e3, "{v:?}");
+    assert_eq!(s.stragglers.ranks_compared, 2, "{:?}", s.stragglers);
+    // Rank 1, the other group's straggler, is compared over its group's steps too.
+    assert_eq!(
+        s.slowdowns.steps.iter().filter(|st| st.rank == 1).count(),
+        11,
+        "{:?}",
+        s.slowdowns.steps
     );
 }

@@ -38,6 +38,7 @@ fn ddp() -> DdpConfig {
             params: vec![3, 2, 1, 0],
             bytes: 60_000_000,
         }],
+        group_ranks: Vec::new(),
     }
 }
 

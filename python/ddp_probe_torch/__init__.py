@@ -2554,6 +2554,9 @@ def instrument(ddp_model, *, trace_dir=None):
     if layout is not None:
         ddp_cfg["buckets"] = layout
         inst.layout = layout
+    group = _subgroup_ranks(inst.pg, world_size)
+    if group:
+        ddp_cfg["group_ranks"] = group
     inst_header["ddp"] = ddp_cfg
     path = os.path.join(trace_dir, f"rank-{rank}.jsonl")
     inst.writer = TraceWriter(path, inst_header)
@@ -2747,6 +2750,18 @@ def _calibrate(inst, budget_ns):
         for (_, seq), end in zip(calls, sorted(ends)):
             record("calibration overlapped small", small_bytes, start, end, seq)
             start = end
+
+
+def _subgroup_ranks(pg, world_size):
+    """The global ranks of the process group DDP reduces over, when it is smaller than the world
+    (``DDP(model, process_group=group)``): that group numbers the bucket all-reduces, so only its
+    ranks share their sequence numbers. None for the whole world or when torch cannot say."""
+    try:
+        if pg is None or pg.size() >= world_size:
+            return None
+        return [int(r) for r in dist.get_process_group_ranks(pg)]
+    except Exception:  # noqa: BLE001 - a torch without the call, a group this rank is not in
+        return None
 
 
 def _cap_mb(cap_bytes):

@@ -89,6 +89,16 @@ fn overview(h: &mut Html, input: &RunInput, a: &RunAnalysis) {
         cards.push(("ranks".into(), n.to_string(), ""));
     }
     if let Some(s) = &a.summary {
+        if let Some(first) = s.ddp_groups.first() {
+            // DDP reduces over subgroups: each group's ranks are compared with each other.
+            let same = s.ddp_groups.iter().all(|g| g.len() == first.len());
+            let v = if same {
+                format!("{} × {} ranks", s.ddp_groups.len(), first.len())
+            } else {
+                format!("{} groups", s.ddp_groups.len())
+            };
+            cards.push(("DDP process groups".into(), v, ""));
+        }
         cards.push((
             "steady steps".into(),
             group_thousands(s.steady_steps as i64),
@@ -200,6 +210,23 @@ fn configuration(h: &mut Html, input: &RunInput, a: &RunAnalysis, id: &str) {
         match ddp {
             Some(d) => {
                 f.push(("backend".into(), d.backend.clone()));
+                let groups = run.ddp_subgroups();
+                if !groups.is_empty() {
+                    let list: Vec<String> = groups
+                        .iter()
+                        .map(|g| {
+                            let ranks: Vec<String> = g.iter().map(u32::to_string).collect();
+                            ranks.join(", ")
+                        })
+                        .collect();
+                    f.push((
+                        "DDP process groups".into(),
+                        format!(
+                            "ranks {} (each group's ranks are compared with each other)",
+                            list.join("; ranks ")
+                        ),
+                    ));
+                }
                 f.push((
                     "bucket_cap_mb".into(),
                     d.bucket_cap_mb

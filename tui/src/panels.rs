@@ -246,11 +246,14 @@ impl App {
     /// (sequence number) on the other ranks: how long it waited for the last
     /// rank to arrive (latest start − its start) and its transfer (its end −
     /// the latest start), which add up to its duration. `None` without a
-    /// sequence number or another rank's call.
+    /// sequence number or another rank's call. Where DDP reduces over
+    /// subgroups, only the ranks of `rank`'s group share its numbers.
     fn collective_split(&self, rank: u32, span: &probe::model::Span) -> Option<CollectiveSplit> {
         let seq = span.seq()?;
+        let run = self.tl.run();
+        let group = run.rank(rank).map(|r| r.seq_group());
         let mut calls: Vec<(i64, i64, u32)> = Vec::new();
-        for r in &self.tl.run().ranks {
+        for r in run.ranks.iter().filter(|r| Some(r.seq_group()) == group) {
             for lane in r.lanes.iter().filter(|l| l.kind == LaneKind::Comm) {
                 // Every rank's call holds the transfer, at the end of this one.
                 if let Some(c) = lane

@@ -318,6 +318,12 @@ pub struct DdpConfig {
     /// The bucket layout at step 0.
     #[serde(default)]
     pub buckets: Vec<BucketInfo>,
+    /// The global ranks of the process group DDP reduces over, when it is not the whole world
+    /// (`DDP(model, process_group=group)`: data-parallel replicas beside tensor or pipeline
+    /// parallelism, a job split into independent groups). The sequence numbers of this rank's
+    /// collectives are that group's: only its ranks share them. Written only for such a group.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub group_ranks: Vec<u32>,
 }
 
 /// One parameter of the model.

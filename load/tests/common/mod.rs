@@ -62,6 +62,7 @@ pub fn header(run_id: &str, rank: u32, world_size: u32, offset: i64) -> Header {
                     bytes: 128,
                 },
             ],
+            group_ranks: Vec::new(),
         }),
     }
 }

@@ -573,7 +573,8 @@ fn fit_all(
     bucket_transport: Option<Option<Sym>>,
     errors: &mut Vec<String>,
 ) -> (Vec<CostFit>, Option<usize>) {
-    let n = run.world_size;
+    // The ranks the bucket collectives run among (DDP's process group).
+    let n = run.ddp_group_size();
     let by_transport = Groups::by(points.len(), |i| {
         Some(points[i].transport.map_or(0, |s| s.index() as u64 + 1))
     });
@@ -973,7 +974,7 @@ pub fn advise(run: &Run, opts: &AdviceOptions) -> Advice {
         let op = sym_name(run, bucket_op);
         fits.push(CostFit {
             transport: sym_name(run, bucket_transport.flatten()),
-            bus_factor: bus_factor(&op, run.world_size),
+            bus_factor: bus_factor(&op, run.ddp_group_size()),
             op,
             mixed_ops: false,
             fit: LinearFit::assumed(a.latency_ns, a.busbw_bytes_per_s),

@@ -179,7 +179,7 @@ impl BucketTable {
                 let exposed = a.exposed.dist();
                 let algbw = (a.sum_bytes > 0 && a.sum_dur > 0)
                     .then(|| a.sum_bytes as f64 / (a.sum_dur as f64 / 1e9));
-                let busbw = busbw_factor(&op, run.world_size);
+                let busbw = busbw_factor(&op, run.ddp_group_size());
                 let transfer = Dist::of_i64(&mut a.transfer);
                 let params = a.at.and_then(|(rank, step)| {
                     let rank = run.rank(rank)?;

@@ -65,7 +65,9 @@ pub struct OpStats {
     pub algbw_bytes_per_s: Option<f64>,
     /// `algbw × bus_factor` (bytes/s).
     pub busbw_bytes_per_s: Option<f64>,
-    /// The nccl-tests factor used for `busbw`.
+    /// The nccl-tests factor used for `busbw`: for the ranks of DDP's process group, or of the
+    /// world for the calls outside it (by their bytes, where DDP reduces over a subgroup and
+    /// the program's own calls span the world).
     pub bus_factor: f64,
 }
 
@@ -82,18 +84,24 @@ struct OpAcc {
     dur_with_bytes: i64,
     dur_total: i64,
     latencies: Samples,
+    /// Bytes of the calls on a DDP process group smaller than the world (the
+    /// sequence-numbered calls of a rank whose DDP reduces over a subgroup).
+    sub_bytes: u64,
+    /// The largest such group's size.
+    sub_ranks: u32,
 }
 
 impl OpTable {
     /// Counts the calls of a window.
     pub fn add(&mut self, w: &WindowCalls<'_, '_>) {
+        let sub_ranks = w.trace.ddp_group().map(|g| g.len() as u32);
         for c in w.calls {
-            self.add_call(c);
+            self.add_call(c, sub_ranks.filter(|_| c.span.seq().is_some()));
         }
     }
 
     #[inline]
-    fn add_call(&mut self, c: &CollObs<'_>) {
+    fn add_call(&mut self, c: &CollObs<'_>, sub_ranks: Option<u32>) {
         let op = c.span.op();
         let i = match self.ops.iter().position(|a| a.op == op) {
             Some(i) => i,
@@ -105,6 +113,8 @@ impl OpTable {
                     dur_with_bytes: 0,
                     dur_total: 0,
                     latencies: Samples::default(),
+                    sub_bytes: 0,
+                    sub_ranks: 0,
                 });
                 self.ops.len() - 1
             }
@@ -117,6 +127,10 @@ impl OpTable {
             a.with_bytes += 1;
             a.bytes_total = a.bytes_total.saturating_add(b);
             a.dur_with_bytes = a.dur_with_bytes.saturating_add(d);
+            if let Some(n) = sub_ranks {
+                a.sub_bytes = a.sub_bytes.saturating_add(b);
+                a.sub_ranks = a.sub_ranks.max(n);
+            }
         }
     }
 
@@ -127,7 +141,23 @@ impl OpTable {
             .into_iter()
             .map(|mut a| {
                 let name = a.op.map_or("unknown", |s| run.str(s)).to_owned();
-                let factor = bus_factor(&name, run.world_size);
+                // The calls on a DDP subgroup move data among its ranks, the others among the
+                // world's: the factor weighs each by its bytes.
+                let sub = if a.bytes_total > 0 {
+                    a.sub_bytes as f64 / a.bytes_total as f64
+                } else {
+                    0.0
+                };
+                let mix = |f: &dyn Fn(u32) -> Option<f64>| match (sub > 0.0, sub < 1.0) {
+                    (true, true) => Some(
+                        sub * f(a.sub_ranks).unwrap_or(0.0)
+                            + (1.0 - sub) * f(run.world_size).unwrap_or(0.0),
+                    )
+                    .filter(|&v| v > 0.0),
+                    (true, false) => f(a.sub_ranks),
+                    _ => f(run.world_size),
+                };
+                let factor = mix(&|n| Some(bus_factor(&name, n))).unwrap_or(1.0);
                 let algbw = (a.with_bytes > 0 && a.dur_with_bytes > 0)
                     .then(|| a.bytes_total as f64 / (a.dur_with_bytes as f64 / 1e9));
                 OpStats {
@@ -142,7 +172,7 @@ impl OpTable {
                     latency_total_ns: a.dur_total,
                     latency: a.latencies.dist(),
                     algbw_bytes_per_s: algbw,
-                    busbw_bytes_per_s: busbw_factor(&name, run.world_size)
+                    busbw_bytes_per_s: mix(&|n| busbw_factor(&name, n))
                         .and_then(|f| algbw.map(|v| v * f)),
                     bus_factor: factor,
                     op: name,
@@ -158,9 +188,12 @@ impl OpTable {
     }
 }
 
-/// One collective (one sequence number) seen across ranks.
+/// One collective (one sequence number of one DDP process group) seen across ranks.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct SeqView {
+    /// The process group's key ([`RankTrace::seq_group`](crate::model::RankTrace::seq_group):
+    /// 0 for the whole world).
+    pub group: u32,
     /// Calls recorded with it (one per rank normally).
     pub ranks: u32,
     /// Latest start − earliest start (ns).
@@ -249,8 +282,11 @@ impl KeepLast for LastCall {
 }
 
 /// Per-sequence-number accumulators, fed one call at a time (calls without
-/// `seq` are ignored), keeping `L` of each sequence number's last call.
+/// `seq` are ignored), keeping `L` of each sequence number's last call. Each DDP
+/// process group numbers its own collectives: a sequence number matches across
+/// the ranks of one group only ([`RankTrace::seq_group`](crate::model::RankTrace::seq_group)).
 pub(crate) struct SeqTable<L: KeepLast = ()> {
+    /// The ids of the (group, sequence number) keys ([`seq_key`]).
     index: IdMap,
     accs: Vec<SeqAcc<L>>,
 }
@@ -264,8 +300,21 @@ impl<L: KeepLast> Default for SeqTable<L> {
     }
 }
 
+/// One key for sequence number `seq` of the DDP process group with key `group`: the number
+/// itself for group 0 (the whole world, or the group of rank 0), so that the usual run's keys
+/// stay dense; a group's key in the bits above the 48 of the number otherwise (2^48 collectives
+/// would take nine years at one a microsecond).
+fn seq_key(group: u32, seq: u64) -> u64 {
+    if group == 0 {
+        seq
+    } else {
+        (u64::from(group) << 48) | (seq & ((1 << 48) - 1))
+    }
+}
+
 #[derive(Clone, Copy)]
 struct SeqAcc<L> {
+    group: u32,
     seq: u64,
     first: i64,
     lo: i64,
@@ -294,6 +343,7 @@ impl<L: KeepLast> SeqAcc<L> {
         let transfer = if self.n == 0 { 0 } else { self.min_dur.max(0) };
         let exposed_mean = self.sum_exposed / n;
         SeqView {
+            group: self.group,
             transfer,
             total: self.sum_dur,
             waiting: self
@@ -318,18 +368,20 @@ impl<L: KeepLast> SeqAcc<L> {
 impl<L: KeepLast> SeqTable<L> {
     /// Counts the calls of a window.
     pub fn add(&mut self, w: &WindowCalls<'_, '_>) {
+        let group = w.trace.seq_group();
         for c in w.calls {
-            self.add_call(c, w);
+            self.add_call(c, w, group);
         }
     }
 
     #[inline]
-    fn add_call<'a>(&mut self, c: &CollObs<'a>, w: &WindowCalls<'a, '_>) {
+    fn add_call<'a>(&mut self, c: &CollObs<'a>, w: &WindowCalls<'a, '_>, group: u32) {
         let Some(seq) = c.span.seq() else { return };
         let start = c.span.start();
-        let i = self.index.id(seq) as usize;
+        let i = self.index.id(seq_key(group, seq)) as usize;
         if i == self.accs.len() {
             self.accs.push(SeqAcc {
+                group,
                 seq,
                 first: start,
                 lo: start,
@@ -365,11 +417,11 @@ impl<L: KeepLast> SeqTable<L> {
         }
     }
 
-    /// The sequence numbers seen, in order.
+    /// The sequence numbers seen, in order (by group, then sequence number).
     pub fn finish(self) -> Seqs<L> {
         let mut accs = self.accs;
         // Usually sorted already: the first rank's calls come in order.
-        accs.sort_unstable_by_key(|a| a.seq);
+        accs.sort_unstable_by_key(|a| (a.group, a.seq));
         Seqs { accs }
     }
 }
@@ -382,7 +434,7 @@ pub(crate) struct Seqs<L: KeepLast = ()> {
 }
 
 impl<L: KeepLast> Seqs<L> {
-    /// The views, in sequence order.
+    /// The views, in sequence order (each group's in turn).
     pub fn views(&self) -> impl Iterator<Item = SeqView> + Clone + '_ {
         self.accs.iter().map(SeqAcc::view)
     }
@@ -390,11 +442,17 @@ impl<L: KeepLast> Seqs<L> {
     /// Per rank: the time its `calls` (rank, sequence number, duration)
     /// waited inside collectives for the last rank (Σ duration − transfer over
     /// its calls of sequence numbers that two or more ranks recorded) and
-    /// those calls' Σ duration, in rank order.
-    pub fn waiting_by_rank(&self, calls: &[(u32, u64, i64)]) -> Vec<(u32, i64, i64)> {
+    /// those calls' Σ duration, in rank order. `group_of` gives a rank's
+    /// group key ([`RankTrace::seq_group`](crate::model::RankTrace::seq_group)).
+    pub fn waiting_by_rank(
+        &self,
+        calls: &[(u32, u64, i64)],
+        group_of: impl Fn(u32) -> u32,
+    ) -> Vec<(u32, i64, i64)> {
         let mut by_rank: Vec<(u32, i64, i64)> = Vec::new();
         for &(rank, seq, dur) in calls {
-            let Ok(i) = self.accs.binary_search_by_key(&seq, |a| a.seq) else {
+            let key = (group_of(rank), seq);
+            let Ok(i) = self.accs.binary_search_by_key(&key, |a| (a.group, a.seq)) else {
                 continue;
             };
             let a = &self.accs[i];

@@ -211,19 +211,21 @@ pub fn heatmaps(run: &Run, breakdowns: &[StepBreakdown]) -> Heatmaps {
         step_time.values[cell] = b.step_ns as f32;
         exposed.values[cell] = b.comm_exposed_ns as f32;
     }
-    // Arrival: the earliest start of every collective (by seq), then each rank's mean
-    // lateness over its collectives of each numbered step.
-    let mut earliest: HashMap<u64, i64> = HashMap::new();
+    // Arrival: the earliest start of every collective (by seq, within its DDP process group),
+    // then each rank's mean lateness over its collectives of each numbered step.
+    let mut earliest: HashMap<(u32, u64), i64> = HashMap::new();
     for r in &run.ranks {
+        let group = r.seq_group();
         for s in r.spans_of_kind(SpanKind::Collective) {
             if let Some(seq) = s.seq() {
-                let e = earliest.entry(seq).or_insert(s.start());
+                let e = earliest.entry((group, seq)).or_insert(s.start());
                 *e = (*e).min(s.start());
             }
         }
     }
     let mut sums: Vec<(f64, u32)> = vec![(0.0, 0); nr * ns];
     for (ri, r) in run.ranks.iter().enumerate() {
+        let group = r.seq_group();
         for s in r.spans_of_kind(SpanKind::Collective) {
             let (Some(seq), Some(step)) = (s.seq(), s.step()) else {
                 continue;
@@ -232,7 +234,7 @@ pub fn heatmaps(run: &Run, breakdowns: &[StepBreakdown]) -> Heatmaps {
                 continue;
             };
             let cell = &mut sums[ri * ns + si];
-            cell.0 += (s.start() - earliest[&seq]) as f64;
+            cell.0 += (s.start() - earliest[&(group, seq)]) as f64;
             cell.1 += 1;
         }
     }

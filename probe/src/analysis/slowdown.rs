@@ -31,6 +31,11 @@
 //! ranks, 1.1 ms steps, 2026-12-02) rank 1 was critical in 97 of 158 steps by a median 47.6 µs,
 //! and its long steps were long for other reasons too, so the medians said 1.2 ms → 1.0 ms (17%)
 //! and named it; the median saving is 4%.
+//!
+//! Where DDP reduces over process groups smaller than the world, a step is each group's own:
+//! its ranks wait only for each other, and the groups drift apart freely. A rank is compared
+//! with its group's ranks, over its group's steps, at chance one over the group's ranks; of the
+//! groups' stragglers, the one whose lateness costs most (steps × median saving) is named.
 
 use serde::{Deserialize, Serialize};
 
@@ -53,6 +58,9 @@ pub const MIN_SAVING: f64 = 0.05;
 pub struct StepSlowdown {
     /// The step.
     pub step: u64,
+    /// The DDP process group's key ([`crate::model::RankTrace::seq_group`]: 0 for the world).
+    #[serde(skip)]
+    pub group: u32,
     /// The rank latest at the last bucket.
     pub rank: u32,
     /// How late it was there against the median rank (ns).
@@ -165,10 +173,18 @@ impl Bounds {
 
 /// The slowdowns of the steady steps `steady` (`(rank, step)` pairs, sorted).
 pub(crate) fn slowdowns(run: &Run, steady: &[(u32, u64)]) -> Slowdowns {
-    // Steps by number, each with its ranks' boundaries.
-    let mut by_step: std::collections::BTreeMap<u64, Vec<(u32, Bounds)>> = Default::default();
+    // Steps by DDP process group and number, each with its ranks' boundaries.
+    let mut by_step: std::collections::BTreeMap<(u32, u64), Vec<(u32, Bounds)>> =
+        Default::default();
+    // Per group key, how many ranks it has.
+    let mut group_ranks: Vec<(u32, u64)> = Vec::new();
     for r in &run.ranks {
         let rank = r.rank();
+        let group = r.seq_group();
+        match group_ranks.iter_mut().find(|(g, _)| *g == group) {
+            Some((_, n)) => *n += 1,
+            None => group_ranks.push((group, 1)),
+        }
         let mut mine: std::collections::BTreeMap<u64, Bounds> = Default::default();
         // GPU lanes hold kernels, never a boundary; other kinds are skipped before the lookup.
         for lane in r
@@ -196,33 +212,45 @@ pub(crate) fn slowdowns(run: &Run, steady: &[(u32, u64)]) -> Slowdowns {
             }
         }
         for (step, b) in mine {
-            by_step.entry(step).or_default().push((rank, b));
+            by_step.entry((group, step)).or_default().push((rank, b));
         }
     }
     let mut out = Slowdowns::default();
-    for (step, ranks) in by_step {
-        if let Some(s) = step_slowdown(step, &ranks) {
+    for ((group, step), ranks) in by_step {
+        if let Some(mut s) = step_slowdown(step, &ranks) {
+            s.group = group;
             out.steps.push(s);
         }
     }
     out.compared = out.steps.len() as u64;
-    // The rank critical in the most steps, if clearly more often than chance.
-    let ranks = run.ranks.len().max(2) as u64;
-    let mut counts: Vec<(u32, u64)> = Vec::new();
+    // Per group, the rank critical in the most steps, if clearly more often than chance among
+    // its group's ranks; of those, the one whose lateness costs most (one group but where DDP
+    // reduces over subgroups).
+    let mut counts: Vec<(u32, u32, u64)> = Vec::new();
     for s in &out.steps {
-        match counts.iter_mut().find(|(r, _)| *r == s.rank) {
-            Some((_, n)) => *n += 1,
-            None => counts.push((s.rank, 1)),
+        match counts.iter_mut().find(|(r, _, _)| *r == s.rank) {
+            Some((_, _, n)) => *n += 1,
+            None => counts.push((s.rank, s.group, 1)),
         }
     }
-    let top = counts
+    let compared_in = |group: u32| out.steps.iter().filter(|s| s.group == group).count() as u64;
+    out.straggler = group_ranks
         .iter()
-        .max_by_key(|(r, n)| (*n, std::cmp::Reverse(*r)));
-    let significant = top.filter(|&&(_, n)| {
-        let p = binomial_upper_tail(out.compared, n, 1.0 / ranks as f64) * ranks as f64;
-        p < P_VALUE_THRESHOLD
-    });
-    out.straggler = significant.and_then(|&(rank, _)| verdict(&out.steps, rank));
+        .filter_map(|&(group, ranks)| {
+            let &(rank, _, n) = counts
+                .iter()
+                .filter(|(_, g, _)| *g == group)
+                .max_by_key(|(r, _, n)| (*n, std::cmp::Reverse(*r)))?;
+            let ranks = ranks.max(2);
+            let p = binomial_upper_tail(compared_in(group), n, 1.0 / ranks as f64) * ranks as f64;
+            (p < P_VALUE_THRESHOLD)
+                .then(|| verdict(&out.steps, rank, compared_in(group)))
+                .flatten()
+        })
+        .max_by(|a, b| {
+            let cost = |v: &RankSlowdown| v.steps as f64 * (v.step_ns - v.without_ns);
+            cost(a).total_cmp(&cost(b)).then(b.rank.cmp(&a.rank))
+        });
     out
 }
 
@@ -386,6 +414,7 @@ fn step_slowdown(step: u64, ranks: &[(u32, Bounds)]) -> Option<StepSlowdown> {
         return None;
     }
     Some(StepSlowdown {
+        group: 0,
         step,
         rank: *rank,
         late_ns: late,
@@ -398,7 +427,8 @@ fn step_slowdown(step: u64, ranks: &[(u32, Bounds)]) -> Option<StepSlowdown> {
     })
 }
 
-fn verdict(steps: &[StepSlowdown], rank: u32) -> Option<RankSlowdown> {
+/// The verdict on `rank`, critical in some of `steps`, of `of_steps` steps its group compared.
+fn verdict(steps: &[StepSlowdown], rank: u32, of_steps: u64) -> Option<RankSlowdown> {
     let mine: Vec<&StepSlowdown> = steps.iter().filter(|s| s.rank == rank).collect();
     if mine.is_empty() {
         return None;
@@ -431,7 +461,7 @@ fn verdict(steps: &[StepSlowdown], rank: u32) -> Option<RankSlowdown> {
         timelines,
         rank,
         steps: mine.len() as u64,
-        of_steps: steps.len() as u64,
+        of_steps,
         phase,
         buckets,
         late_ns: med(mine.iter().map(|s| s.late_ns)),

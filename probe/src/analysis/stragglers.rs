@@ -13,6 +13,11 @@
 //! steps at chance `1/n` (`n` ranks), multiplied by `n` for having looked at
 //! every rank, is below [`P_VALUE_THRESHOLD`], and its share of last
 //! arrivals over all collectives is at least 1.5 times chance.
+//!
+//! Where DDP reduces over process groups smaller than the world
+//! (`DDP(model, process_group=group)`), each group numbers its own
+//! collectives: a rank is compared with its group's ranks, at its group's
+//! collectives and over its group's steps.
 
 use serde::{Deserialize, Serialize};
 
@@ -31,7 +36,8 @@ pub struct RankLateness {
     pub rank: u32,
     /// Collectives at which it arrived last.
     pub last: u64,
-    /// `last` over all compared collectives.
+    /// `last` over the compared collectives of its DDP process group (all of
+    /// them without subgroups).
     pub last_share: f64,
     /// Steps in which it was the last rank (see the module documentation).
     pub steps_last: u64,
@@ -50,8 +56,11 @@ pub struct Straggler {
     pub last_share: f64,
     /// Steps in which it was the last rank.
     pub steps_last: u64,
-    /// Steps compared.
+    /// Steps compared (of its DDP process group).
     pub steps: u64,
+    /// Collectives compared (of its DDP process group).
+    #[serde(default)]
+    pub collectives: u64,
     /// Bonferroni-corrected one-sided binomial p-value of `steps_last` at
     /// chance `1/ranks`.
     pub p_value: f64,
@@ -68,7 +77,8 @@ pub struct Stragglers {
     pub collectives: u64,
     /// Of those, the ones where two or more ranks share the latest start.
     pub ties: u64,
-    /// Steps that had at least one compared collective.
+    /// Steps that had at least one compared collective (each DDP process
+    /// group's counted apart, where DDP reduces over subgroups).
     pub steps: u64,
     /// Ranks compared (the most ranks seen at one collective).
     pub ranks_compared: u32,
@@ -96,6 +106,12 @@ pub struct StragglerCandidate {
     pub last_share: f64,
     /// Steps in which it was the last rank.
     pub steps_last: u64,
+    /// Steps compared (of its DDP process group).
+    #[serde(default)]
+    pub steps: u64,
+    /// Collectives compared (of its DDP process group).
+    #[serde(default)]
+    pub collectives: u64,
     /// Bonferroni-corrected one-sided binomial p-value of `steps_last`.
     pub p_value: f64,
     /// The share of last arrivals a straggler needs: 1.5 × chance, at most 75%.
@@ -132,7 +148,7 @@ impl Stragglers {
                  total ({} per step).",
                 s.rank,
                 render::pct(s.last_share),
-                self.collectives,
+                s.collectives,
                 render::pct(self.chance),
                 s.steps_last,
                 s.steps,
@@ -146,10 +162,10 @@ impl Stragglers {
                  steps than chance ({}) and arrive last at {} or more of the collectives.",
                 c.rank,
                 render::pct(c.last_share),
-                self.collectives,
+                c.collectives,
                 render::pct(self.chance),
                 c.steps_last,
-                self.steps,
+                c.steps,
                 rule(c.p_value),
                 render::pct(c.share_needed)
             ),
@@ -205,24 +221,38 @@ pub(crate) fn stragglers(seqs: impl Iterator<Item = SeqView> + Clone) -> Straggl
     let mut last = vec![0u64; max_rank + 1];
     let mut steps_last = vec![0u64; max_rank + 1];
     let mut wait = vec![0i64; max_rank + 1];
+    // Each rank's DDP process group (an index into `groups`), from the collectives it was last at.
+    let mut group_of = vec![0usize; max_rank + 1];
+    // Per DDP process group: its key, compared steps and compared collectives.
+    let mut groups: Vec<(u32, u64, u64)> = Vec::new();
     // Per step: how often each rank was last (touched ranks listed).
     let mut in_step = vec![0u32; max_rank + 1];
     let mut touched: Vec<usize> = Vec::new();
-    let mut cur_step: Option<u32> = None;
-    // Sequence views come in sequence order, which follows the steps.
+    let mut cur: Option<(u32, u32)> = None;
+    // Sequence views come in sequence order, which follows the steps, one group's after another's.
     for s in compared {
         out.collectives += 1;
-        if cur_step != Some(s.step) {
-            if cur_step.is_some() {
+        let g = match groups.iter().position(|(k, _, _)| *k == s.group) {
+            Some(g) => g,
+            None => {
+                groups.push((s.group, 0, 0));
+                groups.len() - 1
+            }
+        };
+        groups[g].2 += 1;
+        if cur != Some((s.group, s.step)) {
+            if cur.is_some() {
                 flush(&mut touched, &mut in_step, &mut steps_last);
             }
-            cur_step = Some(s.step);
+            cur = Some((s.group, s.step));
             out.steps += 1;
+            groups[g].1 += 1;
         }
         match s.last {
             Some(r) => {
                 let r = r as usize;
                 last[r] += 1;
+                group_of[r] = g;
                 wait[r] = wait[r].saturating_add(s.wait);
                 if in_step[r] == 0 {
                     touched.push(r);
@@ -234,13 +264,14 @@ pub(crate) fn stragglers(seqs: impl Iterator<Item = SeqView> + Clone) -> Straggl
     }
     flush(&mut touched, &mut in_step, &mut steps_last);
 
-    let n = out.collectives.max(1) as f64;
+    let steps_of = |r: usize| groups.get(group_of[r]).map_or(0, |g| g.1);
+    let collectives_of = |r: usize| groups.get(group_of[r]).map_or(0, |g| g.2);
     out.ranks = (0..=max_rank)
         .filter(|&r| last[r] > 0 || steps_last[r] > 0)
         .map(|r| RankLateness {
             rank: r as u32,
             last: last[r],
-            last_share: last[r] as f64 / n,
+            last_share: last[r] as f64 / collectives_of(r).max(1) as f64,
             steps_last: steps_last[r],
             wait_caused_ns: wait[r],
         })
@@ -251,31 +282,46 @@ pub(crate) fn stragglers(seqs: impl Iterator<Item = SeqView> + Clone) -> Straggl
             .then(b.last.cmp(&a.last))
             .then(a.rank.cmp(&b.rank))
     });
-    if let Some(top) = out
-        .ranks
-        .iter()
-        .max_by(|a, b| a.steps_last.cmp(&b.steps_last).then(a.last.cmp(&b.last)))
-    {
-        let p = (binomial_upper_tail(out.steps, top.steps_last, out.chance)
+    // Per group, the rank that was the step's last rank most often, tested against chance; the
+    // candidate is the one named by the rule, else any, that kept the others waiting longest
+    // (one group but where DDP reduces over subgroups).
+    let share_needed = (1.5 * out.chance).min(0.75);
+    let tops = (0..groups.len()).filter_map(|g| {
+        let top = out
+            .ranks
+            .iter()
+            .filter(|r| group_of[r.rank as usize] == g)
+            .max_by(|a, b| a.steps_last.cmp(&b.steps_last).then(a.last.cmp(&b.last)))?;
+        let r = top.rank as usize;
+        let steps = steps_of(r);
+        let p = (binomial_upper_tail(steps, top.steps_last, out.chance)
             * f64::from(ranks_compared))
         .min(1.0);
-        let share_needed = (1.5 * out.chance).min(0.75);
+        let named = p < P_VALUE_THRESHOLD && top.last_share >= share_needed;
+        Some((named, top, steps, collectives_of(r), p))
+    });
+    if let Some((named, top, steps, collectives, p)) = tops
+        .max_by_key(|(named, top, ..)| (*named, top.wait_caused_ns, std::cmp::Reverse(top.rank)))
+    {
         out.candidate = Some(StragglerCandidate {
             rank: top.rank,
             last_share: top.last_share,
             steps_last: top.steps_last,
+            steps,
+            collectives,
             p_value: p,
             share_needed,
         });
-        if p < P_VALUE_THRESHOLD && top.last_share >= share_needed {
+        if named {
             out.straggler = Some(Straggler {
                 rank: top.rank,
                 last_share: top.last_share,
                 steps_last: top.steps_last,
-                steps: out.steps,
+                steps,
+                collectives,
                 p_value: p,
                 wait_caused_ns: top.wait_caused_ns,
-                wait_per_step_ns: top.wait_caused_ns as f64 / out.steps.max(1) as f64,
+                wait_per_step_ns: top.wait_caused_ns as f64 / steps.max(1) as f64,
             });
         }
     }
@@ -296,6 +342,7 @@ mod tests {
 
     fn view(step: u32, last: Option<u32>, wait: i64) -> SeqView {
         SeqView {
+            group: 0,
             ranks: 4,
             skew: wait,
             last,
@@ -369,6 +416,40 @@ mod tests {
         assert!((s.last_share - 40.0 / 60.0).abs() < 1e-12);
         assert_eq!(st.ranks[0].rank, 3);
         assert_eq!(st.ranks[1].last, 20);
+    }
+
+    /// DDP over two process groups of 2 ranks: in group 0 (ranks 0, 2) rank 2 is last at every
+    /// collective by a little, in group 1 (ranks 1, 3) rank 3 by a lot. Each is weighed over its
+    /// own group's 20 steps and 40 collectives at chance 50%; rank 3, who kept its peer waiting
+    /// longest, is named.
+    #[test]
+    fn each_groups_ranks_are_weighed_over_their_groups_steps() {
+        let group = |g: u32, last: u32, wait: i64| {
+            (0..20u32).flat_map(move |step| {
+                (0..2).map(move |_| SeqView {
+                    group: g,
+                    ranks: 2,
+                    ..view(step, Some(last), wait)
+                })
+            })
+        };
+        let seqs: Vec<SeqView> = group(0, 2, 1_000).chain(group(1, 3, 60_000)).collect();
+        let st = stragglers(seqs.iter().copied());
+        assert_eq!((st.collectives, st.steps, st.ranks_compared), (80, 40, 2));
+        let s = st.straggler.clone().expect("named");
+        assert_eq!(
+            (s.rank, s.steps_last, s.steps, s.collectives),
+            (3, 20, 20, 40)
+        );
+        assert!((s.last_share - 1.0).abs() < 1e-12, "{s:?}");
+        assert!(
+            st.verdict().starts_with(
+                "rank 3 arrived last at 100% of 40 collectives (chance 50%) and was the last \
+                 rank in 20 of 20 steps"
+            ),
+            "{}",
+            st.verdict()
+        );
     }
 
     #[test]

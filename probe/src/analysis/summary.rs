@@ -320,6 +320,10 @@ pub struct Summary {
     pub missing_rank_count: u64,
     /// The first of them (at most 64).
     pub missing_ranks: Vec<u32>,
+    /// The process groups smaller than the world that DDP reduces over
+    /// (`DDP(model, process_group=group)`), each's ranks; empty for the whole world.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ddp_groups: Vec<Vec<u32>>,
     /// Steady steps (the most of any rank).
     pub steady_steps: u64,
     /// All ranks' steady steps pooled; `None` without any.
@@ -1172,7 +1176,9 @@ pub fn summarize(run: &Run, opts: &SummaryOptions) -> Summary {
     }
     let comm_split = (split.collectives > 0).then_some(split);
     if comm_split.is_some() {
-        for (rank, wait, total) in seqs.waiting_by_rank(&seq_calls) {
+        for (rank, wait, total) in seqs.waiting_by_rank(&seq_calls, |r| {
+            run.rank(r).map_or(0, crate::model::RankTrace::seq_group)
+        }) {
             if let Some(r) = ranks.iter_mut().find(|r| r.rank == rank && r.steps > 0) {
                 r.waiting_per_step_ns = Some(wait as f64 / r.steps as f64);
                 r.waiting_share = (total > 0).then(|| wait as f64 / total as f64);
@@ -1306,6 +1312,7 @@ pub fn summarize(run: &Run, opts: &SummaryOptions) -> Summary {
         ranks_loaded: run.ranks.len() as u32,
         missing_rank_count: missing_count,
         missing_ranks: missing,
+        ddp_groups: run.ddp_subgroups(),
         steady_steps,
         overall,
         ranks,
@@ -1959,8 +1966,22 @@ fn buffer_broadcast_cost(
          do), build DDP with broadcast_buffers=False (Hugging Face: \
          TrainingArguments(ddp_broadcast_buffers=False))"
     };
+    // DDP broadcasts from its process group's first rank: rank 0, or each subgroup's first.
+    let groups = run.ddp_subgroups();
+    let whose = if groups.is_empty() {
+        format!("rank 0's module buffers{which}")
+    } else {
+        let firsts: Vec<String> = groups
+            .iter()
+            .filter_map(|g| g.first().map(u32::to_string))
+            .collect();
+        format!(
+            "the module buffers{which} of its process groups' first ranks (ranks {})",
+            firsts.join(", ")
+        )
+    };
     Some(format!(
-        "DDP broadcast rank 0's module buffers{which} before every forward: {} per rank-step on \
+        "DDP broadcast {whose} before every forward: {} per rank-step on \
          average, {} of the median step, beside no compute; {} of it was the broadcast itself \
          (the fastest rank's time), the rest waiting for the last rank to reach its forward, part of \
          which the first all-reduce would wait instead. {}{advice}",
@@ -2066,6 +2087,30 @@ impl Summary {
             }
         );
         render::wrap(&mut out, &head, width, "");
+        if !self.ddp_groups.is_empty() {
+            let groups: Vec<String> = self
+                .ddp_groups
+                .iter()
+                .map(|g| {
+                    let ranks: Vec<String> = g.iter().map(u32::to_string).collect();
+                    format!("ranks {}", ranks.join(", "))
+                })
+                .collect();
+            render::wrap(
+                &mut out,
+                &format!(
+                    "DDP reduces over {} ({}): each group's ranks are compared with each other \
+                     (arrivals, waiting, stragglers), and bus bandwidth counts a group's ranks",
+                    match self.ddp_groups.len() {
+                        1 => "a process group smaller than the world".to_owned(),
+                        n => format!("{n} process groups smaller than the world"),
+                    },
+                    groups.join("; ")
+                ),
+                width,
+                "  ",
+            );
+        }
         let t = &self.throughput;
         let mut speed = Vec::new();
         if let Some(s) = t.samples_per_s {

@@ -136,6 +136,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         gradient_as_bucket_view: false,
         params,
         buckets: initial.clone(),
+        group_ranks: Vec::new(),
     });
     header.program = Some("fakejob".into());
     let base: u64 = 1_700_000_000_000_000_000;

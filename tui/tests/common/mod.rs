@@ -73,6 +73,7 @@ fn header(rank: u32) -> Header {
                 bytes: 132_096,
             },
         ],
+        group_ranks: Vec::new(),
     })
 }
 

@@ -14,6 +14,10 @@
 //! least far (lowest last completed `seq`, then highest queued `seq`, then
 //! step): the others wait for them. Only the last [`TRACE_TAIL_BYTES`] of a
 //! file are read, and a cut or garbled line is skipped.
+//!
+//! Where DDP reduces over process groups smaller than the world (the header's
+//! `ddp.group_ranks`, read from the file's first line), each group numbers its
+//! own collectives: the ranks behind are found in each group on its own.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::{self, Write as _};
@@ -28,6 +32,24 @@ use crate::termination::Termination;
 
 /// How much of the end of a trace file is read.
 pub const TRACE_TAIL_BYTES: u64 = 64 * 1024;
+
+/// How much of the start of a trace file is read for its header (a header with a parameter
+/// table of some thousands of tensors fits).
+const HEADER_BYTES: u64 = 4 << 20;
+
+/// A header's `ddp.group_ranks` (empty when absent).
+fn group_ranks(header: &serde_json::Map<String, Value>) -> Vec<u32> {
+    header
+        .get("ddp")
+        .and_then(|d| d.get("group_ranks"))
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_u64().and_then(|r| u32::try_from(r).ok()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
 
 /// One collective operation, identified by its sequence number.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -137,6 +159,10 @@ pub struct TraceTail {
     /// The status of the trace's `end` record, if it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end_status: Option<String>,
+    /// The ranks of the process group DDP reduces over, when the header names one smaller than
+    /// the world (`ddp.group_ranks`); empty for the whole world.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub group: Vec<u32>,
 }
 
 impl TraceTail {
@@ -191,6 +217,7 @@ impl TraceTail {
                     queued.insert(seq, collective(seq, args, step));
                 }
                 (Some("end"), _, _) => tail.end_status = field("status").map(str::to_owned),
+                (Some("header"), _, _) => tail.group = group_ranks(&record),
                 _ => {}
             }
         }
@@ -211,7 +238,7 @@ impl TraceTail {
         let start = len.saturating_sub(max_bytes);
         file.seek(SeekFrom::Start(start))?;
         let mut bytes = Vec::with_capacity((len - start) as usize);
-        file.take(max_bytes).read_to_end(&mut bytes)?;
+        file.by_ref().take(max_bytes).read_to_end(&mut bytes)?;
         let mut text = &bytes[..];
         if start > 0 {
             // The first line is probably cut: skip past its end.
@@ -220,7 +247,24 @@ impl TraceTail {
                 None => text = &[],
             }
         }
-        Ok(TraceTail::from_lines(&String::from_utf8_lossy(text)))
+        let mut tail = TraceTail::from_lines(&String::from_utf8_lossy(text));
+        if start > 0 {
+            // The header is the file's first line, outside the window.
+            file.seek(SeekFrom::Start(0))?;
+            let mut head = Vec::new();
+            file.take(HEADER_BYTES).read_to_end(&mut head)?;
+            if let Some(end) = head.iter().position(|&b| b == b'\n') {
+                if let Ok(Value::Object(header)) = serde_json::from_slice::<Value>(&head[..end]) {
+                    tail.group = group_ranks(&header);
+                }
+            }
+        }
+        Ok(tail)
+    }
+
+    /// A key that the ranks of one DDP process group share: its lowest rank (0 for the world).
+    fn group_key(&self) -> u32 {
+        self.group.iter().min().copied().unwrap_or(0)
     }
 
     /// The order in which ranks got along: lower means further behind.
@@ -315,9 +359,23 @@ impl HangReport {
         }
     }
 
-    /// When every rank has a trace and waits in a collective, all of one sequence number:
+    /// Whether the traces name more than one DDP process group (each numbers its own
+    /// collectives: a sequence number means nothing across groups).
+    pub fn several_groups(&self) -> bool {
+        let mut keys = self
+            .ranks
+            .iter()
+            .filter_map(|r| r.trace_tail.as_ref().map(TraceTail::group_key));
+        keys.next().is_some_and(|first| keys.any(|k| k != first))
+    }
+
+    /// When every rank has a trace and waits in a collective, all of one sequence number (of
+    /// one DDP process group):
     /// whether they wait in the same call or in different ones.
     pub fn shared_wait(&self) -> Option<SharedWait<'_>> {
+        if self.several_groups() {
+            return None;
+        }
         let waits: Vec<(usize, &CollectiveRef)> = self
             .ranks
             .iter()
@@ -356,13 +414,16 @@ impl HangReport {
                 (format!("ranks {}", names.join(", ")), "are")
             };
             let _ = write!(out, "\n{who} {verb} behind: the other ranks wait for it");
+            if self.several_groups() {
+                out.push_str(" (each DDP process group's ranks compared with each other)");
+            }
             let others: Vec<Option<&CollectiveRef>> = self
                 .ranks
                 .iter()
                 .filter(|r| !self.behind.contains(&r.rank))
                 .map(|r| r.trace_tail.as_ref().and_then(|t| t.waiting_in.as_ref()))
                 .collect();
-            if let Some(Some(c)) = others.first() {
+            if let Some(Some(c)) = others.first().filter(|_| !self.several_groups()) {
                 if others.iter().all(|o| o.map(|x| x.seq) == Some(c.seq)) {
                     let _ = write!(out, " in {c}, which it has not started");
                 }
@@ -436,8 +497,33 @@ fn clip(s: &str, max_chars: usize) -> String {
 }
 
 /// The ranks with the lowest position, when some rank has a trace and not all
-/// are equally far. A rank without a trace counts as furthest behind.
+/// are equally far. A rank without a trace counts as furthest behind. Where DDP
+/// reduces over subgroups, each group's ranks are compared with each other (a
+/// rank without a trace with every group).
 fn ranks_behind(ranks: &[RankHangState]) -> Vec<usize> {
+    let key = |r: &RankHangState| r.trace_tail.as_ref().map(TraceTail::group_key);
+    let mut groups: Vec<u32> = ranks.iter().filter_map(key).collect();
+    groups.sort_unstable();
+    groups.dedup();
+    if groups.len() > 1 {
+        let mut behind: Vec<usize> = Vec::new();
+        for g in groups {
+            let members: Vec<RankHangState> = ranks
+                .iter()
+                .filter(|r| key(r).is_none_or(|k| k == g))
+                .cloned()
+                .collect();
+            behind.extend(ranks_behind_among(&members));
+        }
+        behind.sort_unstable();
+        behind.dedup();
+        return behind;
+    }
+    ranks_behind_among(ranks)
+}
+
+/// [`ranks_behind`] among ranks of one sequence of collectives.
+fn ranks_behind_among(ranks: &[RankHangState]) -> Vec<usize> {
     if ranks.iter().all(|r| r.trace_tail.is_none()) {
         return Vec::new();
     }
@@ -530,6 +616,68 @@ mod tests {
             trace_tail: Some(TraceTail::from_lines(&lines.join("\n"))),
             last_output: None,
         }
+    }
+
+    /// DDP over two process groups of 2 ranks (ranks 0, 2 and ranks 1, 3), each hung by a rank
+    /// of its own: rank 0 never queued its group's collective 75, rank 3 never queued its
+    /// group's 111. Both are behind within their groups; compared across groups (their
+    /// sequence numbers are their own), rank 0 alone was named.
+    #[test]
+    fn each_ddp_process_group_is_searched_for_the_ranks_behind() {
+        let header = |rank: u32| {
+            let g = rank % 2;
+            format!(
+                r#"{{"type":"header","rank":{rank},"ddp":{{"backend":"gloo","group_ranks":[{g},{}]}}}}"#,
+                g + 2
+            )
+        };
+        let ranks = vec![
+            state(0, &[header(0), coll(74, 11)]),
+            state(1, &[header(1), coll(110, 17), queued(111, 18)]),
+            state(2, &[header(2), coll(74, 11), queued(75, 12)]),
+            state(3, &[header(3), coll(110, 17)]),
+        ];
+        let report = HangReport::new(30.0, "now".to_owned(), ranks);
+        assert_eq!(report.behind, vec![0, 3]);
+        assert!(report.several_groups());
+        let text = report.render();
+        assert!(
+            text.contains(
+                "ranks 0, 3 are behind: the other ranks wait for it (each DDP process group's \
+                 ranks compared with each other)"
+            ),
+            "{text}"
+        );
+        // One group: as before.
+        let one = HangReport::new(
+            30.0,
+            "now".to_owned(),
+            vec![
+                state(0, &[coll(74, 11)]),
+                state(1, &[coll(74, 11), queued(75, 12)]),
+            ],
+        );
+        assert_eq!(one.behind, vec![0]);
+        assert!(!one.several_groups());
+    }
+
+    #[test]
+    fn the_header_outside_the_tail_window_still_names_the_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rank-3.jsonl");
+        let mut f = File::create(&path).unwrap();
+        writeln!(
+            f,
+            r#"{{"type":"header","rank":3,"ddp":{{"backend":"gloo","group_ranks":[1,3]}}}}"#
+        )
+        .unwrap();
+        for seq in 0..400 {
+            writeln!(f, "{}", coll(seq, seq / 4)).unwrap();
+        }
+        drop(f);
+        let tail = TraceTail::read_last(&path, 1024).unwrap();
+        assert_eq!(tail.group, vec![1, 3]);
+        assert_eq!(tail.last_completed.map(|c| c.seq), Some(399));
     }
 
     #[test]

@@ -2792,13 +2792,14 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
     if let (Category::CollectiveTimeout, Some(w), false) = (category, elsewhere, ranks.is_empty()) {
         // Where the rank waited for was is known: the fix starts there.
         fix = format!(
-            "{} {} {w} while the others waited for it. If that work is meant to be long (a \
+            "{} {} {w} while the others waited for {}. If that work is meant to be long (a \
              checkpoint or an evaluation on one rank), have the other ranks wait for it in a \
              barrier and give the process group a timeout longer than it \
              (`init_process_group(timeout=...)`); if it should not take that long (a stuck \
              read, a lock, a loop that does not end), fix it there.",
             who(&ranks),
-            was(&ranks)
+            was(&ranks),
+            if ranks.len() > 1 { "them" } else { "it" }
         );
     }
     if let Some(hint) = own.iter().find_map(|s| s.fix_hint.as_deref()) {
@@ -4100,6 +4101,7 @@ fn title(
     match category {
         Category::CollectiveTimeout if !ranks.is_empty() && !observers.is_empty() => {
             let never = match elsewhere {
+                Some(w) if ranks.len() > 1 => format!("which never joined it: they were {w}"),
                 Some(w) => format!("which never joined it: it was {w}"),
                 None => "which never joined it".to_owned(),
             };
@@ -4325,5 +4327,41 @@ fn headline(findings: &[Finding], g: &Gathered, comms: usize) -> String {
             }
             s
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two ranks never joined (DDP over two process groups, one hung rank in each): the title
+    /// says where they were in the plural (it said "it was", 2026-12-07).
+    #[test]
+    fn ranks_that_never_joined_are_said_in_the_plural() {
+        let at = Some("in <module> at train.py:15");
+        assert_eq!(
+            title(
+                Category::CollectiveTimeout,
+                Role::Cause,
+                &[0, 3],
+                &[1, 2],
+                true,
+                at
+            ),
+            "ranks 1, 2 waited in a collective for ranks 0, 3, which never joined it: they were \
+             in <module> at train.py:15"
+        );
+        assert_eq!(
+            title(
+                Category::CollectiveTimeout,
+                Role::Cause,
+                &[1],
+                &[0],
+                true,
+                at
+            ),
+            "rank 0 waited in a collective for rank 1, which never joined it: it was in <module> \
+             at train.py:15"
+        );
     }
 }

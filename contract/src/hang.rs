@@ -262,9 +262,9 @@ impl TraceTail {
         Ok(tail)
     }
 
-    /// A key that the ranks of one DDP process group share: its lowest rank (0 for the world).
+    /// The key its DDP process group's ranks share ([`crate::trace::group_key`]).
     fn group_key(&self) -> u32 {
-        self.group.iter().min().copied().unwrap_or(0)
+        crate::trace::group_key(&self.group)
     }
 
     /// The order in which ranks got along: lower means further behind.

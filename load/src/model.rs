@@ -646,13 +646,10 @@ impl RankTrace {
             .filter(|g| !g.is_empty())
     }
 
-    /// A key that the ranks of one DDP process group share, and no rank of another: the group's
-    /// lowest rank (0 for the whole world). Sequence numbers match across ranks only under one
-    /// key: each group numbers its own collectives.
+    /// This rank's DDP process group's key ([`crate::trace::group_key`]: 0 for the whole
+    /// world). Sequence numbers match across ranks only under one key.
     pub fn seq_group(&self) -> u32 {
-        self.ddp_group()
-            .and_then(|g| g.iter().min().copied())
-            .unwrap_or(0)
+        crate::trace::group_key(self.ddp_group().unwrap_or_default())
     }
 
     /// The offset that was added to this rank's timestamps (ns).

@@ -212,18 +212,11 @@ fn configuration(h: &mut Html, input: &RunInput, a: &RunAnalysis, id: &str) {
                 f.push(("backend".into(), d.backend.clone()));
                 let groups = run.ddp_subgroups();
                 if !groups.is_empty() {
-                    let list: Vec<String> = groups
-                        .iter()
-                        .map(|g| {
-                            let ranks: Vec<String> = g.iter().map(u32::to_string).collect();
-                            ranks.join(", ")
-                        })
-                        .collect();
                     f.push((
                         "DDP process groups".into(),
                         format!(
-                            "ranks {} (each group's ranks are compared with each other)",
-                            list.join("; ranks ")
+                            "{} (each group's ranks are compared with each other)",
+                            probe::trace::groups_text(&groups)
                         ),
                     ));
                 }

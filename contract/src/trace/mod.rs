@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 #[doc(hidden)]
 pub use crate::span_optional_fields;
 pub use kinds::{KernelCategory, LogLevel, SpanKind};
-pub use records::{hostname, span_field_names, Args};
+pub use records::{group_key, groups_text, hostname, span_field_names, Args};
 pub use records::{
     BucketInfo, BucketsRecord, BufferInfo, CounterRecord, DdpConfig, EndRecord, GradReadyRecord,
     Header, InstantRecord, LogRecord, ParamInfo, Record, SpanRecord, MAX_STEP,

@@ -326,6 +326,26 @@ pub struct DdpConfig {
     pub group_ranks: Vec<u32>,
 }
 
+/// A key that the ranks of one DDP process group share, and no rank of another, from the
+/// header's `group_ranks`: the group's lowest rank (0 for the whole world, an empty list).
+/// Sequence numbers match across ranks only under one key: each group numbers its own
+/// collectives.
+pub fn group_key(group_ranks: &[u32]) -> u32 {
+    group_ranks.iter().min().copied().unwrap_or(0)
+}
+
+/// DDP process groups as a reader names them: `ranks 0, 2; ranks 1, 3`.
+pub fn groups_text(groups: &[Vec<u32>]) -> String {
+    groups
+        .iter()
+        .map(|g| {
+            let ranks: Vec<String> = g.iter().map(u32::to_string).collect();
+            format!("ranks {}", ranks.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 /// One parameter of the model.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ParamInfo {

@@ -439,19 +439,15 @@ impl<L: KeepLast> Seqs<L> {
         self.accs.iter().map(SeqAcc::view)
     }
 
-    /// Per rank: the time its `calls` (rank, sequence number, duration)
-    /// waited inside collectives for the last rank (Σ duration − transfer over
-    /// its calls of sequence numbers that two or more ranks recorded) and
-    /// those calls' Σ duration, in rank order. `group_of` gives a rank's
-    /// group key ([`RankTrace::seq_group`](crate::model::RankTrace::seq_group)).
-    pub fn waiting_by_rank(
-        &self,
-        calls: &[(u32, u64, i64)],
-        group_of: impl Fn(u32) -> u32,
-    ) -> Vec<(u32, i64, i64)> {
+    /// Per rank: the time its `calls` (rank, group key
+    /// ([`RankTrace::seq_group`](crate::model::RankTrace::seq_group)), sequence
+    /// number, duration) waited inside collectives for the last rank (Σ duration
+    /// − transfer over its calls of sequence numbers that two or more ranks
+    /// recorded) and those calls' Σ duration, in rank order.
+    pub fn waiting_by_rank(&self, calls: &[(u32, u32, u64, i64)]) -> Vec<(u32, i64, i64)> {
         let mut by_rank: Vec<(u32, i64, i64)> = Vec::new();
-        for &(rank, seq, dur) in calls {
-            let key = (group_of(rank), seq);
+        for &(rank, group, seq, dur) in calls {
+            let key = (group, seq);
             let Ok(i) = self.accs.binary_search_by_key(&key, |a| (a.group, a.seq)) else {
                 continue;
             };

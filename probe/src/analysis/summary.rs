@@ -1068,16 +1068,17 @@ pub fn summarize(run: &Run, opts: &SummaryOptions) -> Summary {
     let mut bucket_table = BucketTable::default();
     let mut op_table = OpTable::default();
     let mut steady_calls = 0u64;
-    // Every steady call's (rank, sequence number, duration), for the ranks'
+    // Every steady call's (rank, group key, sequence number, duration), for the ranks'
     // waiting (24 bytes a call; the cost model's table does not keep them).
-    let mut seq_calls: Vec<(u32, u64, i64)> = Vec::new();
+    let mut seq_calls: Vec<(u32, u32, u64, i64)> = Vec::new();
     let scans = scan_run(run, opts, &mut |w| {
         if w.steady {
             steady_calls += w.calls.len() as u64;
+            let group = w.trace.seq_group();
             seq_calls.extend(
                 w.calls
                     .iter()
-                    .filter_map(|c| Some((w.rank, c.span.seq()?, c.duration))),
+                    .filter_map(|c| Some((w.rank, group, c.span.seq()?, c.duration))),
             );
             seq_table.add(w);
             bucket_table.add(w);
@@ -1176,9 +1177,7 @@ pub fn summarize(run: &Run, opts: &SummaryOptions) -> Summary {
     }
     let comm_split = (split.collectives > 0).then_some(split);
     if comm_split.is_some() {
-        for (rank, wait, total) in seqs.waiting_by_rank(&seq_calls, |r| {
-            run.rank(r).map_or(0, crate::model::RankTrace::seq_group)
-        }) {
+        for (rank, wait, total) in seqs.waiting_by_rank(&seq_calls) {
             if let Some(r) = ranks.iter_mut().find(|r| r.rank == rank && r.steps > 0) {
                 r.waiting_per_step_ns = Some(wait as f64 / r.steps as f64);
                 r.waiting_share = (total > 0).then(|| wait as f64 / total as f64);
@@ -2088,14 +2087,6 @@ impl Summary {
         );
         render::wrap(&mut out, &head, width, "");
         if !self.ddp_groups.is_empty() {
-            let groups: Vec<String> = self
-                .ddp_groups
-                .iter()
-                .map(|g| {
-                    let ranks: Vec<String> = g.iter().map(u32::to_string).collect();
-                    format!("ranks {}", ranks.join(", "))
-                })
-                .collect();
             render::wrap(
                 &mut out,
                 &format!(
@@ -2105,7 +2096,7 @@ impl Summary {
                         1 => "a process group smaller than the world".to_owned(),
                         n => format!("{n} process groups smaller than the world"),
                     },
-                    groups.join("; ")
+                    crate::trace::groups_text(&self.ddp_groups)
                 ),
                 width,
                 "  ",

@@ -1229,6 +1229,53 @@ fn a_rank_out_of_batches_is_named_as_the_cause_when_its_peer_fails() {
         console.contains("most likely cause: rank 1 ran out of input batches"),
         "{console}"
     );
+    // The module saw rank 1's DataLoader run out: explain says so, not only that it left.
+    assert!(
+        first["explanation"]
+            .as_str()
+            .is_some_and(|e| e.contains("rank 1's training DataLoader ran out after")),
+        "{report:#}"
+    );
+}
+
+#[test]
+fn a_rank_that_stops_on_its_own_check_is_told_from_one_out_of_batches() {
+    // Rank 1 finds its loss NaN in step 3 and leaves its loop after that step's forward,
+    // printing why; rank 0's all-reduce of step 3 loses its peer. Before, explain said rank 1
+    // "ran out of input batches" and told the user to even out the data.
+    let (_tmp, dir) = run_dir();
+    let (out, console) = output_of(&mut features_job(
+        &dir,
+        "early_exit",
+        6,
+        &["--hang-timeout", "60"],
+    ));
+    assert!(!out.status.success(), "the job should fail:\n{console}");
+    let report = explain_json(&dir);
+    let first = &report["findings"][0];
+    assert_eq!(
+        (
+            first["category"].as_str(),
+            first["ranks"].clone(),
+            first["title"].as_str()
+        ),
+        (
+            Some("uneven_inputs"),
+            serde_json::json!([1]),
+            Some("rank 1 left its training loop in step 3, after its forward, while the others went on")
+        ),
+        "{report:#}\n{console}"
+    );
+    let said = first["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["text"] == "rank 1: the loss is NaN at step 3, stopping");
+    assert!(said, "{report:#}");
+    assert!(
+        console.contains("most likely cause: rank 1 left its training loop in step 3"),
+        "{console}"
+    );
 }
 
 #[test]

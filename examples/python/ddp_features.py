@@ -26,9 +26,13 @@ Modes (each the way PyTorch's documentation writes it):
 * ``straggler``: rank 1 busy-waits ``--slow-ms`` inside the block's backward, between the
   MLP's gradients and the attention's (a straggler that per-phase timers cannot see: the
   all-reduces even out the ranks' step times).
-* ``uneven``: rank 1 has one batch fewer: it leaves the loop a step early and exits, as a
-  script without ``drop_last`` or ``Join`` does; rank 0's last all-reduce loses its peer
-  (the job fails).
+* ``uneven``: each rank reads its own shard of the data, and rank 1's has one batch fewer:
+  its DataLoader runs out a step early and it leaves the loop and exits, as a script with
+  shards of unequal length and no ``Join`` does; rank 0's last all-reduce loses its peer (the
+  job fails).
+* ``early_exit``: rank 1's loss is NaN in step 3 and only rank 1 checks for it: it leaves its
+  loop after that step's forward, saying why, and exits (a NaN check, early stopping or a step
+  limit decided on one rank); rank 0's all-reduce of step 3 loses its peer (the job fails).
 * ``join``: rank 1 has three batches fewer, and the loop runs inside DDP's ``Join`` context
   manager (``torch.distributed.algorithms.join.Join([model])``, PyTorch's answer to uneven
   inputs): rank 1 joins early and shadows rank 0's last three steps' collectives;
@@ -116,7 +120,8 @@ import ddp_probe_torch
 MODES = ("plain", "prehook", "fp16", "bf16", "no_sync", "static_graph", "unused", "amp", "compile",
          "straggler", "uneven", "closure", "slow_save", "worker_killed",
          "model_differs", "slow_download", "bad_sample", "fsdp", "worker_stuck", "log_loss",
-         "loop_tail", "eval_train", "zero", "checkpoint_frozen", "join", "subgroup")
+         "loop_tail", "eval_train", "zero", "checkpoint_frozen", "join", "subgroup",
+         "early_exit")
 
 
 class BusyBackward(torch.autograd.Function):
@@ -317,6 +322,11 @@ def main():
         epoch = 6 * args.batch_size * world
         data = TensorDataset(tokens[:epoch], labels[:epoch])
     sampler = DistributedSampler(data, num_replicas=world, rank=rank, seed=0)
+    if args.mode == "uneven":
+        # Shards by hand, rank 1's one batch short of the others'.
+        rows = (args.steps - (rank == 1)) * args.batch_size
+        data = TensorDataset(tokens[rank * rows:(rank + 1) * rows], labels[rank * rows:(rank + 1) * rows])
+        sampler = None
     workers = 0
     if args.mode == "worker_killed":
         workers = 1
@@ -390,13 +400,14 @@ def main():
     step, samples, batches = 0, 0, iter(loader)
     if isinstance(data, WaitsOnAForkedLock):
         data.lock.release()  # in this process; the worker's copy stays held
-    steps = args.steps - 1 if args.mode == "uneven" and rank == 1 else args.steps
+    steps = args.steps
     joining = contextlib.ExitStack()
     if args.mode == "join":
         from torch.distributed.algorithms.join import Join
 
         steps = args.steps - 3 if rank == 1 else args.steps
         joining.enter_context(Join([model]))
+    left = False  # uneven, early_exit: rank 1 leaves its loop
     while step < steps:
         if args.mode == "closure":
             x, y = next(batches)
@@ -419,6 +430,9 @@ def main():
             try:
                 x, y = next(batches)
             except StopIteration:
+                if args.mode == "uneven":
+                    left = True  # out of data
+                    break
                 if args.mode == "loop_tail":
                     dist.all_reduce(torch.zeros((), device=device))  # the epoch's mean loss
                 batches = iter(loader)
@@ -427,7 +441,15 @@ def main():
             ctx = model.no_sync() if m < micro - 1 else contextlib.nullcontext()
             with ctx:
                 loss = loss_of(x, y, step)
+                if args.mode == "early_exit" and rank == 1 and step == 3:
+                    loss = loss * float("nan")
+                if args.mode == "early_exit" and torch.isnan(loss):
+                    print(f"rank {rank}: the loss is NaN at step {step}, stopping", flush=True)
+                    left = True
+                    break
                 loss.backward()
+        if left:
+            break
         if args.mode == "log_loss":
             logged = loss.detach().clone()
             dist.all_reduce(logged)
@@ -444,10 +466,11 @@ def main():
                 time.sleep(0.04)  # a checkpoint written to a slow disk
 
     joining.close()  # Join: shadows the other ranks' collectives until every rank is done
-    if args.mode == "uneven" and rank == 1:
-        # Out of data: gone, without a barrier or Join. The process then exits with code 0, or
-        # about as often gloo's teardown aborts it ("terminate called without an active
-        # exception", SIGABRT): `explain` reads both as the rank that left early.
+    if left:
+        # Out of data, or stopped by its own NaN check: gone, without a barrier or Join. The
+        # process then exits with code 0, or about as often gloo's teardown aborts it
+        # ("terminate called without an active exception", SIGABRT): `explain` reads both as
+        # the rank that left early.
         return
     if rank == 0:
         breaks = {}

@@ -52,6 +52,7 @@ const TRACEBACKS_COLLECTIVES_DIFFER: &str = "tracebacks_collectives_differ";
 use crate::signal::{Attach, Signal};
 use crate::traces::{locate, RankProgress};
 use crate::{Gathered, Options};
+use probe::trace::SpanKind;
 
 /// Longest detail of one observation quoted in a finding, in characters.
 const MAX_DETAIL_CHARS: usize = 400;
@@ -228,6 +229,7 @@ pub(crate) fn build(mut g: Gathered, opts: &Options) -> Report {
             stack_signals(&g.python_stacks, store.as_ref(), &mut signals, &mut order);
         }
     }
+    quote_what_the_leaving_rank_said(&mut signals, &g.scans);
     name_a_ddp_forward_on_some_ranks(&mut signals, &g.python_stacks);
     // Any other mismatch with stacks at different places (one the forward's fix did not name).
     name_where_the_paths_parted(&mut signals, &g.python_stacks);
@@ -1148,8 +1150,9 @@ fn progress_signals(
         let finished = (b.end_status.as_deref() == Some("ok")
             && !ctx.exited_failed.contains(&b.rank))
             || ctx.exited_ok.contains(&b.rank);
-        let (category, role, rule) = if finished {
-            (Category::UnevenInputs, Role::Cause, "trace_finished_early")
+        let how = finished.then(|| how_it_left(b));
+        let (category, role, rule) = if let Some(how) = &how {
+            (Category::UnevenInputs, Role::Cause, how.rule())
         } else {
             (Category::CollectiveTimeout, Role::Symptom, "trace_behind")
         };
@@ -1171,14 +1174,31 @@ fn progress_signals(
             ),
             _ => String::new(),
         };
-        let (text, line) = if finished {
+        let (text, line) = if let Some(how) = &how {
+            s.predicate_hint = how.predicate();
+            let last_step = b.last_step.map_or("none".to_owned(), |s| s.to_string());
+            let rank = b.rank;
             (
-                format!(
-                    "rank {} finished recording normally (last step {}) and never joined {stuck_desc}; {last}",
-                    b.rank,
-                    b.last_step.map_or("none".to_owned(), |s| s.to_string())
-                ),
-                locate(&b.path, &["\"type\":\"end\""]),
+                match how {
+                    Left::RanOutOfData { batches } => format!(
+                        "rank {rank}'s training DataLoader ran out{} (last step {last_step}) and \
+                         it finished recording normally; it never joined {stuck_desc}; {last}",
+                        batches.map_or(String::new(), |n| format!(" after {n} batches"))
+                    ),
+                    Left::MidStep { phase, step } => format!(
+                        "rank {rank} finished recording normally right after step {step}'s \
+                         {phase}, with no backward or optimizer step after it, and never joined \
+                         {stuck_desc}; {last}"
+                    ),
+                    Left::BetweenSteps => format!(
+                        "rank {rank} finished recording normally (last step {last_step}) and \
+                         never joined {stuck_desc}; {last}"
+                    ),
+                },
+                match how {
+                    Left::RanOutOfData { .. } => locate(&b.path, &["\"data_pass_end\""]),
+                    _ => locate(&b.path, &["\"type\":\"end\""]),
+                },
             )
         } else {
             (
@@ -1219,6 +1239,123 @@ fn progress_signals(
         out.push(s);
     }
     behind.is_empty() && waiting.len() >= 2
+}
+
+/// The rule of a rank whose training DataLoader ran out right before it finished recording.
+pub(crate) const RULE_RAN_OUT_OF_DATA: &str = "trace_ran_out_of_data";
+/// The rule of a rank that finished recording in the middle of a step, after it had its batch.
+pub(crate) const RULE_LEFT_MID_STEP: &str = "trace_left_mid_step";
+/// The rule of a rank that finished recording between steps, its data not seen to run out.
+const RULE_FINISHED_EARLY: &str = "trace_finished_early";
+/// The rule of a rank the manifest saw exit normally while the others were in a collective.
+const RULE_EXITED_EARLY: &str = "manifest_exited_early";
+
+/// What a rank that left its loop in the middle of a step means.
+const LEFT_MID_STEP_MEANING: &str = "One rank left its training loop in the middle of a step, \
+     after it had its batch, so it did not run out of data: a condition only that rank met ended \
+     its loop (a NaN or infinite loss it checked, early stopping decided on its own metric, a \
+     step or time limit counted per rank, an exception caught and followed by `break` or \
+     `return`). The others wait in a gradient all-reduce it will never join.";
+
+/// What a rank that left its loop between steps, its data not seen to run out, means.
+const LEFT_BETWEEN_STEPS_MEANING: &str = "One rank left its training loop between steps and \
+     finished while the others went on, so they wait in a gradient all-reduce it will never \
+     join. Either it ran out of batches (its DataLoader or shard was shorter) or a condition only \
+     it met ended its loop (early stopping decided on its own metric, a step or time limit \
+     counted per rank). Its own last lines, quoted here, often say which.";
+
+/// The fix for a rank that left its loop on a condition of its own, after "decide on every
+/// rank together".
+const LEFT_ON_ITS_OWN_FIX: &str = "whether to stop, before acting on it: reduce the condition \
+     across the ranks (`stop = torch.tensor(float(should_stop)); dist.all_reduce(stop, \
+     op=dist.ReduceOp.MAX); if stop.item(): break`) so that every rank leaves at the same step; \
+     for a NaN or infinite loss, skip the step or stop on every rank, not on the one that saw it.";
+
+/// Lines of a rank's own output quoted for a rank that left its loop on its own.
+const LAST_WORDS_QUOTED: usize = 2;
+
+/// A rank that left its training loop with its data not seen to run out usually said why
+/// ("rank 1: the loss is NaN at step 3, stopping", an early-stopping message): its output's
+/// last lines (the module's own excepted) join the finding's evidence.
+fn quote_what_the_leaving_rank_said(signals: &mut [Signal], scans: &[crate::scan::FileScan]) {
+    for s in signals
+        .iter_mut()
+        .filter(|s| [RULE_LEFT_MID_STEP, RULE_FINISHED_EARLY, RULE_EXITED_EARLY].contains(&s.rule))
+    {
+        let Some(&rank) = s.subjects.first() else {
+            continue;
+        };
+        for scan in scans.iter().filter(|f| f.rank == Some(rank)) {
+            let own: Vec<&Evidence> = scan
+                .last
+                .iter()
+                .filter(|e| !e.text.trim_start().starts_with("ddp_probe_torch:"))
+                .collect();
+            let quoted = own[own.len().saturating_sub(LAST_WORDS_QUOTED)..]
+                .iter()
+                .map(|&e| e.clone());
+            s.evidence.extend(quoted);
+        }
+    }
+}
+
+/// How a rank that finished recording while the others waited for it left its training loop,
+/// read from the end of its trace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Left {
+    /// Its training DataLoader's pass ran out after its last step (`data_pass_end`).
+    RanOutOfData { batches: Option<u64> },
+    /// Its last step recorded a forward (or its data, or a backward) and no step end: it had
+    /// its batch, so it did not run out of data; a condition of its own ended its loop.
+    MidStep { phase: &'static str, step: u64 },
+    /// Between steps, with nothing saying why (no DataLoader seen to run out: the loop's own
+    /// data, a loader the module does not see, or a condition of its own).
+    BetweenSteps,
+}
+
+impl Left {
+    fn rule(&self) -> &'static str {
+        match self {
+            Left::RanOutOfData { .. } => RULE_RAN_OUT_OF_DATA,
+            Left::MidStep { .. } => RULE_LEFT_MID_STEP,
+            Left::BetweenSteps => RULE_FINISHED_EARLY,
+        }
+    }
+
+    /// The title's predicate, where the category's ("ran out of input batches before the
+    /// others") would claim more than the trace shows.
+    fn predicate(&self) -> Option<String> {
+        match self {
+            Left::RanOutOfData { .. } => None,
+            Left::MidStep { phase, step } => Some(format!(
+                "left its training loop in step {step}, after its {phase}, while the others went on"
+            )),
+            Left::BetweenSteps => {
+                Some("left its training loop between steps while the others went on".to_owned())
+            }
+        }
+    }
+}
+
+fn how_it_left(b: &RankProgress) -> Left {
+    if let Some(out) = &b.data_ran_out {
+        return Left::RanOutOfData {
+            batches: out.batches,
+        };
+    }
+    let phase = b.last_phase.as_ref().and_then(|p| {
+        let name = match p.kind {
+            SpanKind::DataWait => "data wait",
+            SpanKind::Forward => "forward",
+            SpanKind::Backward => "backward",
+            _ => return None,
+        };
+        Some((name, p.step?))
+    });
+    match phase {
+        Some((phase, step)) => Left::MidStep { phase, step },
+        None => Left::BetweenSteps,
+    }
 }
 
 /// Where the ranks were, from their Python stacks alone, in a run without traces (a script
@@ -2052,13 +2189,18 @@ fn uneven_from_manifest(
             continue;
         }
         let mut s = Signal::new(
-            "manifest_exited_early",
+            RULE_EXITED_EARLY,
             Category::UnevenInputs,
             Role::Cause,
             Attach::Standalone,
         );
         s.subjects = vec![r.rank];
         s.observer = Some(r.rank);
+        // Nothing says whether its data ran out or a condition of its own ended its loop.
+        s.predicate_hint = Some(
+            "left its training loop and ended while the others were still in a collective"
+                .to_owned(),
+        );
         let when = r
             .end
             .as_ref()
@@ -3572,6 +3714,31 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
         );
         meaning = JOIN_THROWN_MEANING;
         fix = JOIN_THROWN_FIX.to_owned();
+    }
+    // A rank that left its loop with its data not seen to run out: the title says what the
+    // trace shows, and the fix covers a condition only that rank met.
+    let hints: BTreeSet<&str> = own
+        .iter()
+        .filter_map(|s| s.predicate_hint.as_deref())
+        .collect();
+    if let ([rank], [hint]) = (ranks.as_slice(), Vec::from_iter(hints).as_slice()) {
+        title = format!("rank {rank} {hint}");
+    }
+    if category == Category::UnevenInputs
+        && role == Role::Cause
+        && !proven(RULE_RAN_OUT_OF_DATA)
+        && own.iter().all(|s| s.fix_hint.is_none())
+    {
+        if proven(RULE_LEFT_MID_STEP) {
+            meaning = LEFT_MID_STEP_MEANING;
+            fix = format!("Decide on every rank together {LEFT_ON_ITS_OWN_FIX}");
+        } else if proven(RULE_FINISHED_EARLY) || proven(RULE_EXITED_EARLY) {
+            meaning = LEFT_BETWEEN_STEPS_MEANING;
+            fix = format!(
+                "{fix} If it stopped on a condition of its own (its last lines, quoted here, say \
+                 why), decide on every rank together {LEFT_ON_ITS_OWN_FIX}"
+            );
+        }
     }
     // The line that names what was wrong, when one does (a traceback's code line
     // `raise _env_error(env_var)` and its exception line name the same mistake).

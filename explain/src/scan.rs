@@ -46,6 +46,8 @@ pub(crate) struct FileScan {
     pub telling_says_error: bool,
     /// The last lines of the file.
     pub last: VecDeque<Evidence>,
+    /// The rank the file is of, when its name or place says so (`logs/rank-1.stdout`).
+    pub rank: Option<usize>,
     /// Whether any line was understood (an NCCL line or a rule match).
     pub recognised: bool,
     /// The rank torchelastic names as the root cause, if its table was seen.
@@ -1473,6 +1475,7 @@ impl<'a> Scanner<'a> {
             self.out.recognised = true;
             self.out.signals.push(s);
         }
+        self.out.rank = self.file_rank;
         let last = std::mem::take(&mut self.last);
         self.out.last = last
             .into_iter()

@@ -52,6 +52,10 @@ pub(crate) struct Signal {
     /// A fix more specific than the category's, when the signal knows one (a rank stuck on
     /// its DataLoader workers: what their state calls for).
     pub fix_hint: Option<String>,
+    /// What the ranks did, more specific than the category's predicate, when the signal knows
+    /// it ("left its training loop in step 3, after its forward, while the others went on"):
+    /// the finding's title is its ranks and this.
+    pub predicate_hint: Option<String>,
     /// Supporting lines.
     pub evidence: Vec<Evidence>,
     /// Global order of observation (input order, then line order).
@@ -82,6 +86,7 @@ impl Signal {
             address: None,
             elsewhere: None,
             fix_hint: None,
+            predicate_hint: None,
             evidence: Vec::new(),
             order: 0,
         }

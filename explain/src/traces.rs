@@ -66,11 +66,24 @@ impl Coll {
 pub(crate) struct LastPhase {
     /// When it ended (Unix ns).
     pub t: i64,
+    /// Its kind.
+    pub kind: SpanKind,
+    /// Its step.
+    pub step: Option<u64>,
     /// What it was: "step 31", "step 32's forward".
     pub what: String,
     /// Where the rank was after it, if it recorded nothing more: "it was outside the
     /// training steps (...)", "it had its batch and was in step 32's forward".
     pub then: String,
+}
+
+/// A training DataLoader's pass that ran out (the PyTorch module's `data_pass_end` instant).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct DataRanOut {
+    /// The last step begun when it ran out.
+    pub step: Option<u64>,
+    /// The batches the pass gave.
+    pub batches: Option<u64>,
 }
 
 /// How far one rank got.
@@ -95,6 +108,10 @@ pub(crate) struct RankProgress {
     pub end_status: Option<String>,
     /// Its last step-phase span to end, when the whole trace was read.
     pub last_phase: Option<LastPhase>,
+    /// Its training DataLoader's pass that ran out after the last step-phase span ended (the
+    /// PyTorch module's `data_pass_end` instant), when the whole trace was read: nothing of a
+    /// step followed it.
+    pub data_ran_out: Option<DataRanOut>,
     /// DDP's parameters by index (the header's table), to name the indices PyTorch's errors
     /// give.
     pub param_names: Vec<(u32, String)>,
@@ -234,8 +251,15 @@ fn from_run(run: &Run) -> Vec<RankProgress> {
                     of(kind)
                 ),
             };
-            LastPhase { t, what, then }
+            LastPhase {
+                t,
+                kind,
+                step,
+                what,
+                then,
+            }
         });
+        let data_ran_out = data_ran_out(run, rank, last_phase.as_ref().map(|p| p.t));
         let param_names = rank
             .header
             .ddp
@@ -253,9 +277,34 @@ fn from_run(run: &Run) -> Vec<RankProgress> {
             last_step,
             end_status: rank.end.as_ref().map(|e| e.status.clone()),
             last_phase,
+            data_ran_out,
         });
     }
     out
+}
+
+/// The PyTorch module's instant for a training DataLoader's pass that ran out.
+pub(crate) const DATA_PASS_END: &str = "data_pass_end";
+
+/// The rank's last `data_pass_end` instant, when it came after `after` (the end of its last
+/// step-phase span; any time when it recorded none).
+fn data_ran_out(run: &Run, rank: &RankTrace, after: Option<i64>) -> Option<DataRanOut> {
+    let name = run.strings.lookup(DATA_PASS_END)?;
+    let last = rank
+        .instants
+        .iter()
+        .filter(|i| i.name == name)
+        .max_by_key(|i| i.t)?;
+    if after.is_some_and(|t| last.t < t) {
+        return None;
+    }
+    let batches = run
+        .instant_args(last)
+        .and_then(|a| a.get("batches").and_then(Value::as_u64));
+    Some(DataRanOut {
+        step: last.step,
+        batches,
+    })
 }
 
 /// The spans of a training step's phases (and the step itself).
@@ -319,6 +368,7 @@ fn from_tail(path: &Path) -> Option<RankProgress> {
         last_step: tail.last_step,
         end_status: tail.end_status,
         last_phase: None,
+        data_ran_out: None,
         param_names,
     })
 }

@@ -5323,3 +5323,158 @@ fn a_report_in_the_folder_is_not_read_as_a_log() {
     assert_eq!(r.findings[0].category, Category::CudaOom, "{text}");
     assert!(!text.contains("report.html"), "{text}");
 }
+
+/// A run whose rank 1 finished recording after step 3 while rank 0 waited in all_reduce seq 17
+/// (step 4) and failed when rank 1 exited with code 0; `tail` holds rank 1's records after its
+/// collectives (before its `end`), `said` its stdout.
+fn rank_left_run(root: &Path, tail: &[String], said: &str) -> Report {
+    put(
+        root,
+        "manifest.json",
+        &manifest(
+            "failed",
+            2,
+            vec![
+                rank_record(0, 2, end(json!({"how": "exited", "code": 1}), 5.0, false)),
+                rank_record(1, 2, end(json!({"how": "exited", "code": 0}), 4.0, false)),
+            ],
+            json!({"first_failure": {"rank": 0, "local_rank": 0, "how": "exited", "code": 1, "at": "t", "after_s": 5.0}}),
+        ),
+    );
+    put(root, "logs/rank-1.stdout", said);
+    put(
+        root,
+        "logs/rank-1.stderr",
+        "ddp_probe_torch: recording rank 1 to traces/rank-1.jsonl\n",
+    );
+    put(root, "traces/rank-0.jsonl", &trace(0, 16, Some(17), false));
+    let mut t1 = trace(1, 16, None, false);
+    // Steps 0-3, each around its four collectives.
+    for step in 0..4u64 {
+        let start = T0 + (step * 4 + 1) * 1_000_000 - 100_000;
+        let end = T0 + (step * 4 + 4) * 1_000_000 + 600_000;
+        t1.push_str(&format!(
+            "{{\"type\":\"span\",\"kind\":\"step\",\"step\":{step},\"start\":{start},\"end\":{end}}}\n"
+        ));
+    }
+    for line in tail {
+        t1.push_str(line);
+        t1.push('\n');
+    }
+    t1.push_str(&format!(
+        "{{\"type\":\"end\",\"t\":{},\"status\":\"ok\"}}\n",
+        T0 + 18_000_000
+    ));
+    put(root, "traces/rank-1.jsonl", &t1);
+    explain(&[root.to_path_buf()]).unwrap()
+}
+
+#[test]
+fn a_rank_that_left_its_loop_is_told_apart_from_one_out_of_batches() {
+    // The PyTorch module's `data_pass_end` after its last step: out of batches.
+    let dir = tempfile::tempdir().unwrap();
+    let out_of_data = format!(
+        "{{\"type\":\"instant\",\"name\":\"data_pass_end\",\"t\":{},\"step\":3,\"args\":{{\"batches\":4}}}}",
+        T0 + 17_000_000
+    );
+    let r = rank_left_run(dir.path(), &[out_of_data], "");
+    let top = &r.findings[0];
+    assert_eq!(
+        (top.category, top.role, top.ranks.clone(), top.confidence),
+        (
+            Category::UnevenInputs,
+            Role::Cause,
+            vec![1],
+            Confidence::High
+        ),
+        "{}",
+        r.render_text(100)
+    );
+    assert_eq!(
+        top.title,
+        "rank 1 ran out of input batches before the others"
+    );
+    assert!(
+        top.explanation
+            .contains("rank 1's training DataLoader ran out after 4 batches (last step 3)"),
+        "{}",
+        top.explanation
+    );
+    assert!(top.fix.contains("same number of batches"), "{}", top.fix);
+
+    // A forward of step 4 and nothing after it: it had its batch, so its data did not run out;
+    // what it printed last says why it stopped (the module's own line is no reason).
+    let dir = tempfile::tempdir().unwrap();
+    let forward = format!(
+        "{{\"type\":\"span\",\"kind\":\"forward\",\"step\":4,\"start\":{},\"end\":{}}}",
+        T0 + 17_000_000,
+        T0 + 17_400_000
+    );
+    let r = rank_left_run(
+        dir.path(),
+        &[forward],
+        "step 3 loss 2.31\nrank 1: the loss is NaN at step 4, stopping\n",
+    );
+    let top = &r.findings[0];
+    assert_eq!(
+        (top.category, top.role, top.ranks.clone(), top.confidence),
+        (
+            Category::UnevenInputs,
+            Role::Cause,
+            vec![1],
+            Confidence::High
+        ),
+        "{}",
+        r.render_text(100)
+    );
+    assert_eq!(
+        top.title,
+        "rank 1 left its training loop in step 4, after its forward, while the others went on"
+    );
+    assert!(
+        top.explanation.contains("did not run out of data"),
+        "{}",
+        top.explanation
+    );
+    assert!(
+        top.evidence
+            .iter()
+            .any(|e| e.text == "rank 1: the loss is NaN at step 4, stopping"),
+        "{:?}",
+        top.evidence
+    );
+    assert!(
+        top.evidence
+            .iter()
+            .all(|e| !e.text.starts_with("ddp_probe_torch:")),
+        "{:?}",
+        top.evidence
+    );
+    assert!(top.fix.contains("dist.all_reduce(stop"), "{}", top.fix);
+    assert!(!top.fix.contains("same number of batches"), "{}", top.fix);
+
+    // Between steps, with no DataLoader seen to run out: either reason, both fixes.
+    let dir = tempfile::tempdir().unwrap();
+    let r = rank_left_run(dir.path(), &[], "");
+    let top = &r.findings[0];
+    assert_eq!(
+        (top.category, top.ranks.clone()),
+        (Category::UnevenInputs, vec![1]),
+        "{}",
+        r.render_text(100)
+    );
+    assert_eq!(
+        top.title,
+        "rank 1 left its training loop between steps while the others went on"
+    );
+    assert!(
+        top.explanation.contains("Either it ran out of batches"),
+        "{}",
+        top.explanation
+    );
+    assert!(
+        top.fix.contains("same number of batches") && top.fix.contains("dist.all_reduce(stop"),
+        "{}",
+        top.fix
+    );
+}

@@ -1133,10 +1133,20 @@ class _Instrumentation:
         self.warn(message)
 
     def note_loader_end(self, it):
-        """A DataLoader pass ran to its end: when it fed training steps from a shuffling
-        ``DistributedSampler``, the epoch it was drawn with is that sampler's last full pass."""
+        """A DataLoader pass ran to its end. When it fed the training steps, a
+        ``data_pass_end`` instant says so, with the batches it gave: a rank that leaves its
+        loop right after ran out of batches (``explain`` tells that apart from a rank that
+        left on a condition of its own). When it drew from a shuffling ``DistributedSampler``,
+        the epoch it was drawn with is that sampler's last full pass."""
+        if id(getattr(it, "_dataset", None)) != self.train_source:
+            return
+        record = {"type": "instant", "name": "data_pass_end", "t": now_ns(),
+                  "args": {"batches": int(getattr(it, "_num_yielded", 0) or 0)}}
+        if self.next_step > 0:
+            record["step"] = self.next_step - 1
+        self.writer.record(record)
         drawn = getattr(it, "_ddp_probe_sampler", None)
-        if drawn is not None and id(getattr(it, "_dataset", None)) == self.train_source:
+        if drawn is not None:
             self.sampler_passes[id(drawn[0])] = drawn
 
     def wrap_hook(self, hook, own=False):
@@ -2075,7 +2085,10 @@ def _patch_data_loader(inst):
         try:
             batch = original(it)
         except StopIteration:
-            inst.note_loader_end(it)
+            try:
+                inst.note_loader_end(it)
+            except Exception as e:  # noqa: BLE001 - recording must not break training
+                _LOG.debug("ddp_probe_torch: recording the loader's end failed: %s", e)
             raise
         try:
             inst.note_data_wait(

@@ -1239,6 +1239,44 @@ fn a_rank_out_of_batches_is_named_as_the_cause_when_its_peer_fails() {
 }
 
 #[test]
+fn an_all_gather_of_different_sizes_is_named_with_where_it_was_called() {
+    // An evaluation all-gathers predictions of different lengths (51 on rank 0, 50 on rank 1):
+    // gloo aborts rank 1 and completes the call on rank 0 with wrong data. Before, explain said
+    // only that the ranks called different collectives.
+    let (_tmp, dir) = run_dir();
+    let (out, console) = output_of(&mut features_job(
+        &dir,
+        "gather_sizes",
+        4,
+        &["--hang-timeout", "60"],
+    ));
+    assert!(!out.status.success(), "the job should fail:\n{console}");
+    let report = explain_json(&dir);
+    let first = &report["findings"][0];
+    assert_eq!(
+        (first["category"].as_str(), first["ranks"].clone()),
+        (Some("collective_mismatch"), serde_json::json!([0, 1])),
+        "{report:#}\n{console}"
+    );
+    let title = first["title"].as_str().unwrap_or_default();
+    assert!(
+        title.starts_with(
+            "ranks 0, 1 called all_gather with different sizes (rank 0: 408 bytes, rank 1: 400 \
+             bytes) at ddp_features.py:"
+        ),
+        "{title}"
+    );
+    assert!(
+        report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["category"] != "uneven_inputs"),
+        "{report:#}"
+    );
+}
+
+#[test]
 fn a_rank_that_stops_on_its_own_check_is_told_from_one_out_of_batches() {
     // Rank 1 finds its loss NaN in step 3 and leaves its loop after that step's forward,
     // printing why; rank 0's all-reduce of step 3 loses its peer. Before, explain said rank 1
@@ -1262,7 +1300,7 @@ fn a_rank_that_stops_on_its_own_check_is_told_from_one_out_of_batches() {
         (
             Some("uneven_inputs"),
             serde_json::json!([1]),
-            Some("rank 1 left its training loop in step 3, after its forward, while the others went on")
+            Some("rank 1 left the training loop in step 3, after the step's forward, while the others went on")
         ),
         "{report:#}\n{console}"
     );
@@ -1273,7 +1311,7 @@ fn a_rank_that_stops_on_its_own_check_is_told_from_one_out_of_batches() {
         .any(|e| e["text"] == "rank 1: the loss is NaN at step 3, stopping");
     assert!(said, "{report:#}");
     assert!(
-        console.contains("most likely cause: rank 1 left its training loop in step 3"),
+        console.contains("most likely cause: rank 1 left the training loop in step 3"),
         "{console}"
     );
 }

@@ -98,10 +98,24 @@ impl fmt::Display for CollectiveRef {
     }
 }
 
+/// The operations whose every rank passes a tensor of the same size (what the PyTorch module
+/// records as a call's bytes: the all-reduced, broadcast or reduced tensor, an all-gather's or a
+/// reduce-scatter's input). An all-to-all's splits may differ by rank, and the object
+/// collectives record no size.
+pub const SAME_SIZE_ON_EVERY_RANK: [&str; 7] = [
+    "all_reduce",
+    "broadcast",
+    "reduce",
+    "all_gather",
+    "all_gather_into_tensor",
+    "reduce_scatter",
+    "reduce_scatter_tensor",
+];
+
 /// Whether two ranks' collectives of one sequence number are the same call: the same
-/// operation and, for an all-reduce whose size both recorded, the same size. (Other
-/// operations' recorded sizes may differ by rank in a matching call: an object broadcast's
-/// receivers pass no object.)
+/// operation and, for one of [`SAME_SIZE_ON_EVERY_RANK`] whose size both recorded, the same
+/// size. (gloo aborts on an all-gather whose inputs differ in size, "Received data size doesn't
+/// match expected size", after the rank with the larger input completed it with wrong data.)
 pub fn same_call(
     a_op: Option<&str>,
     a_bytes: Option<u64>,
@@ -109,7 +123,7 @@ pub fn same_call(
     b_bytes: Option<u64>,
 ) -> bool {
     a_op == b_op
-        && (a_op != Some("all_reduce")
+        && (!a_op.is_some_and(|op| SAME_SIZE_ON_EVERY_RANK.contains(&op))
             || a_bytes.is_none()
             || b_bytes.is_none()
             || a_bytes == b_bytes)
@@ -787,10 +801,27 @@ mod tests {
             "{}",
             r.render()
         );
-        // Object broadcasts record what each rank passed: not a difference.
+        // A broadcast passes one size on every rank (the sender's tensor, the receivers'
+        // buffers), and so does an all-gather (evaluation predictions of different lengths:
+        // gloo aborts one rank); the object collectives record no size, so never differ in it.
         let r = report(call("broadcast", 64), call("broadcast", 8));
+        assert!(matches!(r.shared_wait(), Some(SharedWait::Different(_))));
+        let r = report(call("all_gather", 408), call("all_gather", 400));
+        assert!(
+            r.render()
+                .contains("(rank 0: all_gather 408 bytes, rank 1: all_gather 400 bytes)"),
+            "{}",
+            r.render()
+        );
+        let r = report(
+            call("broadcast_object_list", 0),
+            call("broadcast_object_list", 0),
+        );
         assert!(matches!(r.shared_wait(), Some(SharedWait::Same(_))));
         assert!(r.render().contains("all ranks wait in the same collective"));
+        // An all-to-all's splits may differ by rank.
+        let r = report(call("all_to_all_single", 64), call("all_to_all_single", 8));
+        assert!(matches!(r.shared_wait(), Some(SharedWait::Same(_))));
     }
 
     #[test]

@@ -30,6 +30,9 @@ Modes (each the way PyTorch's documentation writes it):
   its DataLoader runs out a step early and it leaves the loop and exits, as a script with
   shards of unequal length and no ``Join`` does; rank 0's last all-reduce loses its peer (the
   job fails).
+* ``gather_sizes``: after training, an evaluation all-gathers each rank's predictions, 51 on
+  rank 0 and 50 on rank 1 (an evaluation set split by hand, 101 samples): gloo completes the
+  call on rank 0 with wrong data and aborts rank 1 (the job fails);
 * ``early_exit``: rank 1's loss is NaN in step 3 and only rank 1 checks for it: it leaves its
   loop after that step's forward, saying why, and exits (a NaN check, early stopping or a step
   limit decided on one rank); rank 0's all-reduce of step 3 loses its peer (the job fails).
@@ -121,7 +124,7 @@ MODES = ("plain", "prehook", "fp16", "bf16", "no_sync", "static_graph", "unused"
          "straggler", "uneven", "closure", "slow_save", "worker_killed",
          "model_differs", "slow_download", "bad_sample", "fsdp", "worker_stuck", "log_loss",
          "loop_tail", "eval_train", "zero", "checkpoint_frozen", "join", "subgroup",
-         "early_exit")
+         "early_exit", "gather_sizes")
 
 
 class BusyBackward(torch.autograd.Function):
@@ -466,6 +469,10 @@ def main():
                 time.sleep(0.04)  # a checkpoint written to a slow disk
 
     joining.close()  # Join: shadows the other ranks' collectives until every rank is done
+    if args.mode == "gather_sizes":
+        predictions = torch.zeros(51 - rank, dtype=torch.int64)
+        gathered = [torch.zeros_like(predictions) for _ in range(world)]
+        dist.all_gather(gathered, predictions)
     if left:
         # Out of data, or stopped by its own NaN check: gone, without a barrier or Join. The
         # process then exits with code 0, or about as often gloo's teardown aborts it

@@ -214,6 +214,7 @@ pub(crate) fn build(mut g: Gathered, opts: &Options) -> Report {
     if !ctx.ok {
         stuck_same = progress_signals(
             &g.progress,
+            g.different_call.as_ref().map(|calls| calls[0].call.seq),
             &g.python_stacks,
             &g.rank_processes,
             &ctx,
@@ -229,6 +230,10 @@ pub(crate) fn build(mut g: Gathered, opts: &Options) -> Report {
             stack_signals(&g.python_stacks, store.as_ref(), &mut signals, &mut order);
         }
     }
+    if let Some(calls) = &g.different_call {
+        order += 1;
+        signals.push(calls_that_differ(calls, order));
+    }
     quote_what_the_leaving_rank_said(&mut signals, &g.scans);
     name_a_ddp_forward_on_some_ranks(&mut signals, &g.python_stacks);
     // Any other mismatch with stacks at different places (one the forward's fix did not name).
@@ -241,21 +246,21 @@ pub(crate) fn build(mut g: Gathered, opts: &Options) -> Report {
         .any(|s| s.category == Category::CollectiveTimeout)
         || ctx.hang;
     // A rank that ended normally while the others were still in a collective: they time out
-    // waiting for it, or (gloo, when its process exits) lose the connection to it. The second
-    // needs the clean exit to come before the first failure: a rank that finished its work
-    // and exited, then a peer's crash, is the crash's doing.
+    // waiting for it, or (gloo, when its process exits) lose the connection to it. Either needs
+    // the clean exit to come before the first failure: a rank that finished its work and
+    // exited after a peer crashed (a peer's gloo abort on an all_gather of another size, which
+    // its own side completed) is the crash's doing.
     let lost_peer = signals
         .iter()
         .any(|s| matches!(s.rule, "peer_gone" | "peer_closed" | "peer_io"));
     if timed_out || (lost_peer && ctx.failed) {
         let left = left_with_threads_running(&g, &signals);
-        let before = (!timed_out).then(|| {
-            ctx.end_after
-                .iter()
-                .filter(|(r, _)| !ctx.exited_ok.contains(r) && !left.contains(r))
-                .map(|(_, t)| *t)
-                .fold(f64::INFINITY, f64::min)
-        });
+        let before = ctx
+            .end_after
+            .iter()
+            .filter(|(r, _)| !ctx.exited_ok.contains(r) && !left.contains(r))
+            .map(|(_, t)| *t)
+            .fold(f64::INFINITY, f64::min);
         for m in &g.manifests {
             for mut s in uneven_from_manifest(m, &ctx, &signals, before, &left) {
                 order += 1;
@@ -988,6 +993,88 @@ fn name_where_the_paths_parted(signals: &mut [Signal], stacks: &[PyStack]) {
     }
 }
 
+/// The first collective the traces show the ranks of one process group calling differently
+/// (completed or not): another operation, or another size of one that needs a single size
+/// (an evaluation's `all_gather` of predictions, 51 on rank 0 and 50 on rank 1: gloo completed it
+/// on rank 0 with wrong data and aborted rank 1).
+fn calls_that_differ(calls: &[crate::traces::RankCall], order: u64) -> Signal {
+    let first = &calls[0].call;
+    let ops_differ = calls.iter().any(|c| c.call.op != first.op);
+    let mut s = Signal::new(
+        "trace_calls_differ",
+        Category::CollectiveMismatch,
+        Role::Cause,
+        Attach::Standalone,
+    );
+    s.order = order;
+    s.subjects = calls.iter().map(|c| c.rank).collect();
+    let bytes = |c: &crate::traces::Coll| c.bytes.map_or("?".to_owned(), |b| format!("{b}"));
+    let op = sanitize(first.op.as_deref().unwrap_or("collective"), 40);
+    if ops_differ {
+        s.detail = Some(format!(
+            "the traces show collective seq {} called as different operations on different \
+             ranks: {}",
+            first.seq,
+            calls
+                .iter()
+                .map(|c| format!("rank {} in {}", c.rank, c.call.describe()))
+                .collect::<Vec<_>>()
+                .join("; ")
+        ));
+    } else {
+        let sizes = calls
+            .iter()
+            .map(|c| format!("rank {}: {} bytes", c.rank, bytes(&c.call)))
+            .collect::<Vec<_>>()
+            .join(", ");
+        s.detail = Some(format!(
+            "the traces show {} called with different sizes on different ranks ({sizes}): every \
+             rank must pass a tensor of the same size",
+            first.describe()
+        ));
+        s.predicate_hint = Some(match &first.caller {
+            Some(caller) => format!(
+                "called {op} with different sizes ({sizes}) at {}",
+                sanitize(caller, 120)
+            ),
+            None => format!("called {op} with different sizes ({sizes})"),
+        });
+        s.fix_hint = Some(if op.starts_with("all_gather") {
+            format!(
+                "{op} needs a tensor of the same size on every rank. Gather the sizes first and \
+                 pad every rank's tensor to the largest (cutting each rank's part back after), use \
+                 `all_gather_object` for small Python objects, or give every rank the same \
+                 number of samples (a `DistributedSampler` pads an evaluation set to equal \
+                 shares)."
+            )
+        } else {
+            format!(
+                "Every rank must pass a tensor of the same shape and dtype to {op}: sizes that \
+                 come from each rank's own data (a batch's length, a per-rank count) or from a \
+                 model that differs by rank do not. Make them equal on every rank: pad, or \
+                 reduce fixed-size statistics (a sum and a count) instead of per-sample values."
+            )
+        });
+    }
+    s.evidence = calls
+        .iter()
+        .map(|c| Evidence {
+            file: c.file.clone(),
+            line: locate(
+                &c.path,
+                &["collective_queued", &format!("\"seq\":{}", c.call.seq)],
+            ),
+            text: format!(
+                "rank {} queued {} ({} bytes)",
+                c.rank,
+                c.call.describe(),
+                bytes(&c.call)
+            ),
+        })
+        .collect();
+    s
+}
+
 /// Every rank waits at collective `stuck` and none is behind, but not in the same call
 /// (rank 0 in DDP's buffer broadcast of an evaluation forward only it ran, rank 1 in the
 /// barrier after it): the ranks' code took different paths, a mismatch the traces show
@@ -1050,8 +1137,11 @@ fn different_calls_waited_in(
     Some(s)
 }
 
+/// `differs_at`: the first call the ranks' traces show them making differently
+/// ([`calls_that_differ`] says it, so the ranks' waits in it are not said again).
 fn progress_signals(
     progress: &[RankProgress],
+    differs_at: Option<u64>,
     stacks: &[PyStack],
     processes: &[RankProcesses],
     ctx: &RunContext,
@@ -1133,7 +1223,7 @@ fn progress_signals(
         s.order = *order;
         out.push(s);
     }
-    if behind.is_empty() {
+    if behind.is_empty() && differs_at != Some(stuck) {
         if let Some(s) = different_calls_waited_in(&waiting, stuck, order) {
             out.push(s);
         }
@@ -1328,10 +1418,11 @@ impl Left {
         match self {
             Left::RanOutOfData { .. } => None,
             Left::MidStep { phase, step } => Some(format!(
-                "left its training loop in step {step}, after its {phase}, while the others went on"
+                "left the training loop in step {step}, after the step's {phase}, while the \
+                 others went on"
             )),
             Left::BetweenSteps => {
-                Some("left its training loop between steps while the others went on".to_owned())
+                Some("left the training loop between steps while the others went on".to_owned())
             }
         }
     }
@@ -2159,14 +2250,14 @@ fn name_unused_parameters(signals: &mut [Signal], progress: &[crate::traces::Ran
     }
 }
 
-/// A rank that exited 0 while the others hung or timed out, or (with `before`: the first
-/// failure's time) before a peer lost its connection to it, and that no other observation
-/// explains, ran out of inputs.
+/// A rank that exited 0 before `before` (the first failure's time) while the others hung,
+/// timed out or lost their connection to it, and that no other observation explains, left its
+/// training loop early.
 fn uneven_from_manifest(
     m: &crate::manifest::LoadedManifest,
     ctx: &RunContext,
     signals: &[Signal],
-    before: Option<f64>,
+    before: f64,
     left: &BTreeSet<usize>,
 ) -> Vec<Signal> {
     let mut out = Vec::new();
@@ -2179,7 +2270,7 @@ fn uneven_from_manifest(
             continue;
         }
         let ended = r.end.as_ref().map_or(f64::INFINITY, |e| e.after_s);
-        if before.is_some_and(|t| ended >= t) {
+        if ended >= before {
             continue;
         }
         if signals
@@ -2198,7 +2289,7 @@ fn uneven_from_manifest(
         s.observer = Some(r.rank);
         // Nothing says whether its data ran out or a condition of its own ended its loop.
         s.predicate_hint = Some(
-            "left its training loop and ended while the others were still in a collective"
+            "left the training loop and ended while the others were still in a collective"
                 .to_owned(),
         );
         let when = r
@@ -3721,8 +3812,8 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
         .iter()
         .filter_map(|s| s.predicate_hint.as_deref())
         .collect();
-    if let ([rank], [hint]) = (ranks.as_slice(), Vec::from_iter(hints).as_slice()) {
-        title = format!("rank {rank} {hint}");
+    if let [hint] = Vec::from_iter(hints).as_slice() {
+        title = format!("{} {hint}", subject(&ranks));
     }
     if category == Category::UnevenInputs
         && role == Role::Cause

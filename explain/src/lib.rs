@@ -163,6 +163,9 @@ pub(crate) struct Gathered {
     pub scans: Vec<FileScan>,
     /// Trace progress per rank.
     pub progress: Vec<RankProgress>,
+    /// The first collective the ranks of one process group called differently, from the
+    /// traces ([`traces::TraceFacts::different_call`]).
+    pub different_call: Option<Vec<traces::RankCall>>,
     /// PyTorch flight-recorder dumps found, with their rank.
     pub flight_recorder: Vec<(PathBuf, usize)>,
     /// The Python stacks the PyTorch module wrote when the hang watchdog asked.
@@ -235,10 +238,11 @@ pub fn explain_with(inputs: &[PathBuf], opts: &Options) -> Result<Report, Error>
     }
     let mut read_any = !g.manifests.is_empty();
     for t in &trace_inputs {
-        let (progress, notes) = traces::read(t, opts.max_trace_bytes);
-        read_any |= !progress.is_empty();
-        merge_progress(&mut g.progress, progress);
-        g.notes.extend(notes);
+        let facts = traces::read(t, opts.max_trace_bytes);
+        read_any |= !facts.progress.is_empty();
+        merge_progress(&mut g.progress, facts.progress);
+        g.different_call = g.different_call.take().or(facts.different_call);
+        g.notes.extend(facts.notes);
     }
     let mut seen: HashSet<PathBuf> = HashSet::new();
     let mut skipped_files = 0usize;

@@ -14,7 +14,7 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
-use probe_contract::hang::{waits_in as waiting, CollectiveRef, TraceTail};
+use probe_contract::hang::{same_call, waits_in as waiting, CollectiveRef, TraceTail};
 use serde_json::Value;
 
 use crate::lines::{for_each_line, ReadLimits};
@@ -117,15 +117,43 @@ pub(crate) struct RankProgress {
     pub param_names: Vec<(u32, String)>,
 }
 
+/// One rank's call of a collective that another rank of its process group called differently.
+#[derive(Debug, Clone)]
+pub(crate) struct RankCall {
+    /// The global rank.
+    pub rank: usize,
+    /// Its trace file.
+    pub path: PathBuf,
+    /// The trace file for display.
+    pub file: String,
+    /// The call.
+    pub call: Coll,
+}
+
+/// What the traces read under one directory say.
+#[derive(Debug, Default)]
+pub(crate) struct TraceFacts {
+    /// How far each rank got.
+    pub progress: Vec<RankProgress>,
+    /// The first collective (by the time it was queued) that the ranks of one process group
+    /// called differently at one sequence number: another operation, or another size of an
+    /// operation that needs one size on every rank; each rank's call, when the whole traces
+    /// were read. Completed calls count: gloo completes an all-gather of another size on the
+    /// rank with the larger input, with wrong data, before the other rank aborts.
+    pub different_call: Option<Vec<RankCall>>,
+    /// What was worked around.
+    pub notes: Vec<String>,
+}
+
 /// Reads the progress of every rank traced under `dir`; notes say what was
 /// worked around.
-pub(crate) fn read(dir: &Path, max_bytes: u64) -> (Vec<RankProgress>, Vec<String>) {
+pub(crate) fn read(dir: &Path, max_bytes: u64) -> TraceFacts {
     let mut notes = Vec::new();
     let Ok(files) = probe::reader::find_trace_files(&[dir]) else {
-        return (Vec::new(), notes);
+        return TraceFacts::default();
     };
     if files.is_empty() {
-        return (Vec::new(), notes);
+        return TraceFacts::default();
     }
     let total: u64 = files
         .iter()
@@ -142,7 +170,11 @@ pub(crate) fn read(dir: &Path, max_bytes: u64) -> (Vec<RankProgress>, Vec<String
                         .filter(|w| matches!(w, probe::Warning::SkippedLines { .. }))
                         .map(|w| sanitize(&w.to_string(), 300)),
                 );
-                return (from_run(&run), notes);
+                return TraceFacts {
+                    progress: from_run(&run),
+                    different_call: different_call(&run),
+                    notes,
+                };
             }
             Err(e) => notes.push(format!(
                 "the traces did not load ({}); read the end of each trace file instead",
@@ -155,7 +187,55 @@ pub(crate) fn read(dir: &Path, max_bytes: u64) -> (Vec<RankProgress>, Vec<String
         ));
     }
     let progress = files.iter().filter_map(|f| from_tail(f)).collect();
-    (progress, notes)
+    TraceFacts {
+        progress,
+        different_call: None,
+        notes,
+    }
+}
+
+/// The first collective the ranks of one process group called differently
+/// ([`TraceFacts::different_call`]).
+fn different_call(run: &Run) -> Option<Vec<RankCall>> {
+    type Calls = BTreeMap<u64, Vec<(usize, i64, CollectiveRef)>>;
+    let mut groups: BTreeMap<u32, Calls> = BTreeMap::new();
+    let mut files: BTreeMap<usize, &RankTrace> = BTreeMap::new();
+    for rank in &run.ranks {
+        let r = rank.rank() as usize;
+        files.insert(r, rank);
+        let group = groups.entry(rank.seq_group()).or_default();
+        for (seq, (t, c)) in run.queued_collectives(rank) {
+            group.entry(seq).or_default().push((r, t, c));
+        }
+    }
+    let differ = |calls: &Vec<(usize, i64, CollectiveRef)>| {
+        let (_, _, first) = &calls[0];
+        calls
+            .iter()
+            .any(|(_, _, c)| !same_call(first.op.as_deref(), first.bytes, c.op.as_deref(), c.bytes))
+    };
+    let (_, calls) = groups
+        .values()
+        .filter_map(|g| g.values().find(|calls| calls.len() >= 2 && differ(calls)))
+        .map(|calls| (calls.iter().map(|(_, t, _)| *t).min().unwrap_or(0), calls))
+        .min_by_key(|(t, _)| *t)?;
+    Some(
+        calls
+            .iter()
+            .map(|(r, _, c)| RankCall {
+                rank: *r,
+                path: files[r].path.clone(),
+                file: display_path(&files[r].path),
+                call: Coll {
+                    seq: c.seq,
+                    op: c.op.clone(),
+                    step: c.step,
+                    bytes: c.bytes,
+                    caller: c.caller.clone(),
+                },
+            })
+            .collect(),
+    )
 }
 
 fn from_run(run: &Run) -> Vec<RankProgress> {
@@ -426,7 +506,11 @@ mod tests {
                 r#"{"type":"instant","name":"collective_queued","t":4100,"step":1,"args":{"seq":3,"op":"all_reduce"}}"#,
             ],
         );
-        let (via_reader, notes) = read(dir.path(), u64::MAX);
+        let TraceFacts {
+            progress: via_reader,
+            notes,
+            ..
+        } = read(dir.path(), u64::MAX);
         assert!(notes.is_empty(), "{notes:?}");
         let tail = from_tail(&p).unwrap();
         for prog in [&via_reader[0], &tail] {
@@ -440,7 +524,11 @@ mod tests {
         }
         assert_eq!(locate(&p, &["collective_queued", "\"seq\":2"]), Some(4));
         // Too big for the reader: the tail path gives the same answer.
-        let (small, notes) = read(dir.path(), 10);
+        let TraceFacts {
+            progress: small,
+            notes,
+            ..
+        } = read(dir.path(), 10);
         assert_eq!(notes.len(), 1);
         assert_eq!(small[0].waiting_in.as_ref().unwrap().seq, 2);
     }
@@ -455,7 +543,7 @@ mod tests {
                 r#"{"type":"instant","name":"collective_queued","t":2000,"step":3,"args":{"seq":9,"op":"all_gather","bytes":8,"caller":"accelerate/accelerator.py:3012 in gather <- transformers/trainer.py:5626 in _get_num_items_in_batch"}}"#,
             ],
         );
-        let (via_reader, _) = read(dir.path(), u64::MAX);
+        let via_reader = read(dir.path(), u64::MAX).progress;
         let tail = from_tail(&p).unwrap();
         for prog in [&via_reader[0], &tail] {
             assert_eq!(

@@ -5429,7 +5429,7 @@ fn a_rank_that_left_its_loop_is_told_apart_from_one_out_of_batches() {
     );
     assert_eq!(
         top.title,
-        "rank 1 left its training loop in step 4, after its forward, while the others went on"
+        "rank 1 left the training loop in step 4, after the step's forward, while the others went on"
     );
     assert!(
         top.explanation.contains("did not run out of data"),
@@ -5465,7 +5465,7 @@ fn a_rank_that_left_its_loop_is_told_apart_from_one_out_of_batches() {
     );
     assert_eq!(
         top.title,
-        "rank 1 left its training loop between steps while the others went on"
+        "rank 1 left the training loop between steps while the others went on"
     );
     assert!(
         top.explanation.contains("Either it ran out of batches"),
@@ -5477,4 +5477,85 @@ fn a_rank_that_left_its_loop_is_told_apart_from_one_out_of_batches() {
         "{}",
         top.fix
     );
+}
+
+#[test]
+fn an_all_gather_of_different_sizes_is_named_from_the_traces() {
+    // An evaluation all-gathers each rank's predictions, 51 on rank 0 and 50 on rank 1 (int64):
+    // gloo completes the call on rank 0 with wrong data (it exits 0 a moment later) and aborts
+    // rank 1 ("Received data size doesn't match expected size"). Before, the finding said only
+    // that the ranks called different collectives, and rank 0, which exited 0 after rank 1's
+    // abort, was said to have left its loop early.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    put(
+        root,
+        "manifest.json",
+        &manifest(
+            "failed",
+            2,
+            vec![
+                rank_record(0, 2, end(json!({"how": "exited", "code": 0}), 4.0, false)),
+                rank_record(
+                    1,
+                    2,
+                    end(
+                        json!({"how": "signaled", "signal": "SIGABRT", "number": 6, "core_dumped": false}),
+                        3.2,
+                        false,
+                    ),
+                ),
+            ],
+            json!({"first_failure": {"rank": 1, "local_rank": 1, "how": "signaled", "signal": "SIGABRT", "at": "t", "after_s": 3.2}}),
+        ),
+    );
+    put(
+        root,
+        "logs/rank-1.stderr",
+        "terminate called after throwing an instance of 'gloo::EnforceNotMet'\n  what():  [enforce \
+         fail at /path/to/gloo/transport/tcp/pair.cc:464] op.preamble.length <= op.nbytes. 204 vs \
+         200. Received data size doesn't match expected size. Is there a distributed collective \
+         mismatch in your code?\n",
+    );
+    let gather = |rank: usize, bytes: u64, completed: bool| {
+        let t = T0 + 17_000_000;
+        let mut text = trace(rank, 16, None, false);
+        text.push_str(&format!(
+            "{{\"type\":\"instant\",\"name\":\"collective_queued\",\"t\":{t},\"step\":3,\"args\":{{\"seq\":17,\"op\":\"all_gather\",\"bytes\":{bytes},\"caller\":\"eval.py:21 in evaluate\"}}}}\n"
+        ));
+        if completed {
+            text.push_str(&format!(
+                "{{\"type\":\"span\",\"kind\":\"collective\",\"step\":3,\"start\":{t},\"end\":{},\"queued\":{t},\"bytes\":{bytes},\"seq\":17,\"op\":\"all_gather\",\"args\":{{\"what\":\"program\",\"caller\":\"eval.py:21 in evaluate\"}}}}\n",
+                t + 400_000
+            ));
+            text.push_str(&format!(
+                "{{\"type\":\"end\",\"t\":{},\"status\":\"ok\"}}\n",
+                t + 900_000
+            ));
+        }
+        text
+    };
+    put(root, "traces/rank-0.jsonl", &gather(0, 408, true));
+    put(root, "traces/rank-1.jsonl", &gather(1, 400, false));
+    let r = explain(&[root.to_path_buf()]).unwrap();
+    let top = &r.findings[0];
+    assert_eq!(
+        (top.category, top.role, top.ranks.clone()),
+        (Category::CollectiveMismatch, Role::Cause, vec![0, 1]),
+        "{}",
+        r.render_text(100)
+    );
+    assert_eq!(
+        top.title,
+        "ranks 0, 1 called all_gather with different sizes (rank 0: 408 bytes, rank 1: 400 \
+         bytes) at eval.py:21 in evaluate"
+    );
+    assert!(top.fix.contains("pad every rank's tensor"), "{}", top.fix);
+    assert!(
+        top.evidence.iter().any(|e| e.text
+            == "rank 1 queued all_gather seq 17 (step 3) from eval.py:21 in evaluate (400 bytes)"),
+        "{:?}",
+        top.evidence
+    );
+    assert_no_finding_of(&r, Category::UnevenInputs);
 }

@@ -929,6 +929,12 @@ class _Instrumentation:
                 f'{{"type":"instant","name":"collective_queued","t":{t}{at_step},'
                 f'"args":{{"seq":{upcoming},"op":"{op}","bytes":{nbytes}{at_caller}}}}}\n'
             )
+            if what == "program":
+                # Written now, not within the next 10 ms: a rank that dies in the program's
+                # own call (gloo aborts one rank of an all_gather whose sizes differ) leaves
+                # the call it died in. One write per such call, a few microseconds; DDP's own
+                # collectives, every step's, are not flushed so.
+                self.writer.flush()
         timer = self.cuda_timer if on_gpu and not issued_async else None
         start_ev = timer.record_event() if timer is not None else None
         failed = True

@@ -351,6 +351,7 @@ pub(crate) fn build(mut g: Gathered, opts: &Options) -> Report {
             ));
         }
     }
+    spawned_beside_the_launchers_ranks(&mut signals, &g);
     // Lightning's launcher, once a rank it started has ended badly ("Child process with PID N
     // terminated with code C. Forcefully terminating all other processes to avoid zombies"),
     // sends SIGKILL to the other ranks and to its own main process
@@ -1360,6 +1361,58 @@ const LEFT_ON_ITS_OWN_FIX: &str = "whether to stop, before acting on it: reduce 
      across the ranks (`stop = torch.tensor(float(should_stop)); dist.all_reduce(stop, \
      op=dist.ReduceOp.MAX); if stop.item(): break`) so that every rank leaves at the same step; \
      for a NaN or infinite loss, skip the step or stop on every rank, not on the one that saw it.";
+
+/// A rank of a launcher that starts several per node, whose port was taken while a process
+/// the program started itself (`torch.multiprocessing.spawn`) set up its store: the program
+/// launches its own ranks too, so each launcher rank's first child hosts a store on the same
+/// fixed port (a tutorial script of the `mp.spawn` kind run under torchrun or `ddp-probe run`).
+fn spawned_beside_the_launchers_ranks(signals: &mut [Signal], g: &Gathered) {
+    let Some(per_node) = g
+        .manifests
+        .iter()
+        .map(|m| m.manifest.nproc_per_node)
+        .max()
+        .filter(|&n| n >= 2)
+    else {
+        return;
+    };
+    let spawning: BTreeSet<usize> = g
+        .scans
+        .iter()
+        .filter(|f| f.spawned_by_the_program)
+        .filter_map(|f| f.rank)
+        .collect();
+    for s in signals.iter_mut().filter(|s| {
+        s.category == Category::PortInUse
+            && s.role == Role::Cause
+            && s.observer.is_some_and(|r| spawning.contains(&r))
+    }) {
+        s.rule = RULE_PORT_TAKEN_BY_SPAWNED;
+        s.predicate_hint = Some(format!(
+            "could not listen: its program starts processes of its own \
+             (torch.multiprocessing.spawn) beside the {per_node} per node the launcher started, \
+             and their stores took the same port"
+        ));
+    }
+}
+
+/// The rule of a port taken by the processes a program spawns itself beside a launcher's
+/// ranks ([`spawned_beside_the_launchers_ranks`]).
+const RULE_PORT_TAKEN_BY_SPAWNED: &str = "port_taken_by_spawned_ranks";
+
+/// What [`RULE_PORT_TAKEN_BY_SPAWNED`] means.
+const PORT_TAKEN_BY_SPAWNED_MEANING: &str = "The launcher started several ranks per node, and \
+     the program started processes of its own in each (torch.multiprocessing.spawn), each set \
+     of them with its own ranks and world size: the first process of every set hosts a store on \
+     the same port, and all but one fail to listen. No earlier run holds the port.";
+
+/// The fix of [`RULE_PORT_TAKEN_BY_SPAWNED`].
+const PORT_TAKEN_BY_SPAWNED_FIX: &str = "Launch the program one way. Under `ddp-probe run` or \
+     torchrun, drop `mp.spawn`: run the worker function once per process, with the rank from \
+     the environment (`RANK`, `LOCAL_RANK`, `WORLD_SIZE`) and `init_process_group(backend)` \
+     without `rank`, `world_size` or a MASTER_PORT of its own (the launcher sets them). Or keep \
+     `mp.spawn` and start the program with plain `python script.py` (or `ddp-probe run \
+     --nproc-per-node 1 --auto-instrument`, which records the processes it spawns).";
 
 /// Lines of a rank's own output quoted for a rank that left its loop on its own.
 const LAST_WORDS_QUOTED: usize = 2;
@@ -3805,6 +3858,10 @@ fn draft(category: Category, g: Group, opts: &Options) -> Draft {
         );
         meaning = JOIN_THROWN_MEANING;
         fix = JOIN_THROWN_FIX.to_owned();
+    }
+    if role == Role::Cause && proven(RULE_PORT_TAKEN_BY_SPAWNED) {
+        meaning = PORT_TAKEN_BY_SPAWNED_MEANING;
+        fix = PORT_TAKEN_BY_SPAWNED_FIX.to_owned();
     }
     // A rank that left its loop with its data not seen to run out: the title says what the
     // trace shows, and the fix covers a condition only that rank met.

@@ -48,6 +48,9 @@ pub(crate) struct FileScan {
     pub last: VecDeque<Evidence>,
     /// The rank the file is of, when its name or place says so (`logs/rank-1.stdout`).
     pub rank: Option<usize>,
+    /// Whether a traceback in it ran through `torch.multiprocessing.spawn`'s `_wrap`: the
+    /// process that raised was started by the program's own `mp.spawn`.
+    pub spawned_by_the_program: bool,
     /// Whether any line was understood (an NCCL line or a rule match).
     pub recognised: bool,
     /// The rank torchelastic names as the root cause, if its table was seen.
@@ -993,6 +996,9 @@ impl<'a> Scanner<'a> {
             };
             let t = body.trim_start();
             if t.starts_with("File \"") {
+                if t.contains("torch/multiprocessing/spawn.py\"") && t.ends_with(" in _wrap") {
+                    self.out.spawned_by_the_program = true;
+                }
                 if let Some(function) = c10d_function(t) {
                     tb.collective = Some(function.to_owned());
                 }

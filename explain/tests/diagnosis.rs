@@ -5559,3 +5559,77 @@ fn an_all_gather_of_different_sizes_is_named_from_the_traces() {
     );
     assert_no_finding_of(&r, Category::UnevenInputs);
 }
+
+#[test]
+fn a_port_taken_by_the_programs_own_spawned_ranks_says_to_launch_one_way() {
+    // An mp.spawn tutorial script (its own MASTER_PORT, rank and world size) run under a
+    // launcher of 2 ranks per node: each launcher rank spawns 2 processes, and the second set's
+    // store finds the port taken. Before, the fix blamed a leftover earlier run.
+    let run = |spawned: bool| {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        put(
+            root,
+            "manifest.json",
+            &manifest(
+                "failed",
+                2,
+                vec![
+                    rank_record(0, 2, end(json!({"how": "exited", "code": 1}), 7.9, false)),
+                    rank_record(1, 2, stopped()),
+                ],
+                json!({"first_failure": {"rank": 0, "local_rank": 0, "how": "exited", "code": 1, "at": "t", "after_s": 7.9}}),
+            ),
+        );
+        let through_spawn = if spawned {
+            "  File \"/path/to/torch/multiprocessing/spawn.py\", line 90, in _wrap\n    fn(i, *args)\n"
+        } else {
+            ""
+        };
+        put(
+            root,
+            "logs/rank-0.stderr",
+            &format!(
+                "Traceback (most recent call last):\n{through_spawn}  File \"/path/to/train.py\", \
+                 line 7, in worker\n    dist.init_process_group(\"gloo\", rank=rank, \
+                 world_size=world)\n  File \"/path/to/torch/distributed/rendezvous.py\", line \
+                 215, in _create_c10d_store\n    return TCPStore(\n\
+                 torch.distributed.DistNetworkError: The server socket has failed to listen on \
+                 any local network address. port: 29533, useIpv6: false, code: -98, name: \
+                 EADDRINUSE, message: address already in use\n"
+            ),
+        );
+        explain(&[root.to_path_buf()]).unwrap()
+    };
+    let r = run(true);
+    let top = &r.findings[0];
+    assert_eq!(
+        (top.category, top.role, top.ranks.clone()),
+        (Category::PortInUse, Role::Cause, vec![0]),
+        "{}",
+        r.render_text(100)
+    );
+    assert!(
+        top.title.starts_with(
+            "rank 0 could not listen: its program starts processes of its own \
+             (torch.multiprocessing.spawn) beside the 2 per node the launcher started"
+        ),
+        "{}",
+        top.title
+    );
+    assert!(
+        top.fix.starts_with("Launch the program one way"),
+        "{}",
+        top.fix
+    );
+    // Without the program's own spawn it is the port's usual story.
+    let r = run(false);
+    let top = &r.findings[0];
+    assert_eq!(top.category, Category::PortInUse, "{}", r.render_text(100));
+    assert!(!top.title.contains("spawn"), "{}", top.title);
+    assert!(
+        !top.fix.contains("Launch the program one way"),
+        "{}",
+        top.fix
+    );
+}

@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use crate::lines::{for_each_line, ReadLimits};
 use crate::sanitize::{display_path, sanitize};
-use probe::model::{RankTrace, Run, Span};
+use probe::model::{RankTrace, Run};
 use probe::trace::SpanKind;
 
 /// Bytes read from the end of each trace when the reader is not used.
@@ -269,7 +269,7 @@ fn from_run(run: &Run) -> Vec<RankProgress> {
             if span.kind() != SpanKind::Collective {
                 continue;
             }
-            if failed(run, rank, span) {
+            if run.span(rank, span).failed() {
                 if let Some(seq) = span.seq() {
                     failures.insert(seq, span.end() - span.start());
                 }
@@ -395,18 +395,6 @@ const PHASES: [SpanKind; 5] = [
     SpanKind::Backward,
     SpanKind::Optimizer,
 ];
-
-/// Whether a collective span records a failure (`"args":{"error":true}`, written by the
-/// PyTorch module when the collective's future raised): the rank waited in it until it
-/// failed, it did not complete.
-fn failed(run: &Run, rank: &RankTrace, span: &Span) -> bool {
-    run.span(rank, span).args_json().is_some_and(|a| {
-        serde_json::from_str::<Value>(a)
-            .ok()
-            .and_then(|v| v.get("error").and_then(Value::as_bool))
-            == Some(true)
-    })
-}
 
 /// Progress from the header line and the last [`TAIL_BYTES`] of a file,
 /// read by the contract's [`TraceTail`] (the launcher's hang watchdog reads

@@ -1013,6 +1013,17 @@ impl<'a> SpanRef<'a> {
         self.opt(self.extra_fields().args)
     }
 
+    /// Whether the span records a failure (`"args": {"error": true}`, the PyTorch module's
+    /// mark of a collective whose future raised: the rank waited in it until it failed, it did
+    /// not complete).
+    pub fn failed(&self) -> bool {
+        self.args_json()
+            .filter(|a| a.contains("\"error\""))
+            .and_then(|a| serde_json::from_str::<serde_json::Value>(a).ok())
+            .and_then(|v| v.get("error").and_then(serde_json::Value::as_bool))
+            == Some(true)
+    }
+
     /// Number of parameters covered.
     pub fn params(&self) -> Option<u32> {
         self.extra_fields().params

@@ -142,6 +142,10 @@ fn open_spans_of(run: &Run, rank: &RankTrace, run_end: i64) -> Vec<OpenSpan> {
         collective: None,
     };
     let mut out = Vec::new();
+    let queued = run.queued_collectives(rank);
+    let by_seq: BTreeMap<u64, CollectiveRef> =
+        queued.iter().map(|(k, v)| (*k, v.1.clone())).collect();
+    let waiting = waits_in(&by_seq, &completed_seqs(rank));
     let last_step = rank.steps().filter_map(|s| s.step()).max();
     let next = last_step.map_or(0, |s| s + 1);
     // The records of the step after the last complete one.
@@ -184,8 +188,19 @@ fn open_spans_of(run: &Run, rank: &RankTrace, run_end: i64) -> Vec<OpenSpan> {
                 .map(|k| (*k, d.2)),
             None => order.first().map(|k| (*k, began)),
         };
+        // A rank whose gradient all-reduce of the step failed or is still waited in was in its
+        // backward's end (DDP waits there for every bucket), never in the optimizer that comes
+        // next (a peer gone: the error was raised out of the backward).
+        let buckets_broke = || {
+            rank.spans_of_kind(SpanKind::Collective).any(|s| {
+                s.step() == Some(next) && s.bucket().is_some() && run.span(rank, s).failed()
+            }) || waiting
+                .as_ref()
+                .is_some_and(|c| c.step == Some(next) && c.bucket.is_some())
+        };
         if let Some((kind, start)) = pending {
-            if !done.iter().any(|d| d.0 == kind) {
+            let never_reached = kind == SpanKind::Optimizer && buckets_broke();
+            if !done.iter().any(|d| d.0 == kind) && !never_reached {
                 let lane = if kind == SpanKind::DataWait {
                     LaneKind::Data
                 } else {
@@ -195,10 +210,7 @@ fn open_spans_of(run: &Run, rank: &RankTrace, run_end: i64) -> Vec<OpenSpan> {
             }
         }
     }
-    let queued = run.queued_collectives(rank);
-    let by_seq: BTreeMap<u64, CollectiveRef> =
-        queued.iter().map(|(k, v)| (*k, v.1.clone())).collect();
-    if let Some(c) = waits_in(&by_seq, &completed_seqs(rank)) {
+    if let Some(c) = waiting {
         let t = queued[&c.seq].0;
         let mut s = open(SpanKind::Collective, LaneKind::Comm, t, c.step);
         s.collective = Some(c);

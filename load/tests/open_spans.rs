@@ -159,3 +159,57 @@ fn a_rank_that_ended_ok_has_nothing_open() {
     let (run, _) = load_run(&[dir.path()]).unwrap();
     assert!(run.open_spans().iter().all(|s| s.rank == 0));
 }
+
+#[test]
+fn a_rank_whose_gradient_all_reduce_failed_was_not_in_its_optimizer() {
+    // Rank 0 finished step 1's backward; its bucket all-reduce then failed (a peer gone: the
+    // PyTorch module marks the span `"error": true`) and the error left the backward. It never
+    // reached the optimizer, which the previous step's order would put next; without the
+    // failure it would have been there.
+    let trace = |failed: bool| {
+        let error = if failed {
+            r#","args":{"error":true}"#
+        } else {
+            ""
+        };
+        let mut r0 = vec![
+            header(0, 0),
+            span("data_wait", 0, 100, 110),
+            span("forward", 0, 110, 200),
+            queued(0, 1, 0, 250),
+            collective(0, 1, 300, 390),
+            span("backward", 0, 200, 400),
+            span("optimizer", 0, 400, 450),
+            span("step", 0, 100, 460),
+            span("data_wait", 1, 470, 480),
+            span("forward", 1, 480, 560),
+            queued(1, 2, 0, 600),
+            span("backward", 1, 560, 650),
+        ];
+        r0.push(format!(
+            r#"{{"type":"span","kind":"collective","op":"all_reduce","lane":"comm","step":1,"seq":2,"bucket":0,"bytes":4096,"start":{},"end":{}{error}}}"#,
+            T0 + 600,
+            T0 + 900
+        ));
+        r0.push(format!(
+            r#"{{"type":"end","t":{},"status":"error"}}"#,
+            T0 + 950
+        ));
+        let dir = tempfile::tempdir().unwrap();
+        write_text_run(
+            dir.path(),
+            "rank-0.jsonl",
+            (r0.join("\n") + "\n").as_bytes(),
+        );
+        let (run, _) = load_run(&[dir.path()]).unwrap();
+        run.open_spans()
+            .iter()
+            .map(|s| (s.kind, s.step))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(trace(true), [(SpanKind::Step, Some(1))]);
+    assert_eq!(
+        trace(false),
+        [(SpanKind::Step, Some(1)), (SpanKind::Optimizer, Some(1))]
+    );
+}

@@ -1312,6 +1312,12 @@ fn progress_signals(
         // The place goes to the title and the stack's evidence, not into the detail again.
         if let Some(st) = stack {
             let (where_, evidence) = st.place();
+            if let Some(call) = st.communication_call() {
+                *order += 1;
+                out.push(in_another_call(
+                    b.rank, call, &where_, &evidence, &waiting, *order,
+                ));
+            }
             s.elsewhere = Some(where_);
             s.evidence.push(evidence);
             add_process_wait(st, &mut s);
@@ -1501,6 +1507,65 @@ fn how_it_left(b: &RankProgress) -> Left {
         None => Left::BetweenSteps,
     }
 }
+
+/// A rank the others waited for was itself blocked in a communication call the traces do not
+/// record (a point-to-point `recv` whose `send` rank 0 skipped, a barrier of another process
+/// group): the ranks' code took different paths, a mismatch.
+fn in_another_call(
+    rank: usize,
+    call: &str,
+    where_: &str,
+    evidence: &Evidence,
+    waiting: &[&RankProgress],
+    order: u64,
+) -> Signal {
+    let mut s = Signal::new(
+        RULE_IN_ANOTHER_CALL,
+        Category::CollectiveMismatch,
+        Role::Cause,
+        Attach::Standalone,
+    );
+    s.order = order;
+    let calls: Vec<(usize, String)> = waiting
+        .iter()
+        .filter_map(|p| p.waiting_in.as_ref().map(|c| (p.rank, c.describe())))
+        .collect();
+    s.subjects = calls.iter().map(|(r, _)| *r).chain([rank]).collect();
+    s.subjects.sort_unstable();
+    let others = calls
+        .iter()
+        .map(|(r, c)| format!("rank {r} in {c}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let call = sanitize(call, 40);
+    s.detail = Some(format!(
+        "rank {rank} was blocked in {call} ({where_}), a call the others did not make at this \
+         point, while they waited: {others}"
+    ));
+    s.predicate_hint = Some(format!(
+        "were in different communication calls: rank {rank} in {call}, {others}"
+    ));
+    s.evidence.push(evidence.clone());
+    s.fix_hint = Some(if matches!(call.as_str(), "send" | "recv") {
+        format!(
+            "A point-to-point {call} returns only when its peer makes the matching call; here \
+             the peer went on to another collective instead. Pair every send with a recv, in \
+             the same order, on both ranks, and make both take the same branch: decide it from \
+             a value every rank has, or broadcast the decision first. A process-group timeout \
+             (`init_process_group(timeout=...)`) turns such a wait into an error."
+        )
+    } else {
+        format!(
+            "Rank {rank} called {call} where the others did not (a branch only it took, or a \
+             call on another process group whose other ranks are elsewhere): make every rank of \
+             that group call it, in the same order, or none."
+        )
+    });
+    s
+}
+
+/// The rule of [`in_another_call`].
+const RULE_IN_ANOTHER_CALL: &str = "pystack_in_another_call";
 
 /// Where the ranks were, from their Python stacks alone, in a run without traces (a script
 /// that never called `instrument`, or one stopped before it did: rank 0 downloading the data

@@ -267,7 +267,45 @@ impl PyStack {
     pub(crate) fn file(&self) -> String {
         display_path(&self.path)
     }
+
+    /// The `torch.distributed` communication call the rank was blocked in, when its innermost
+    /// frame of `distributed_c10d.py` is one ("recv", "barrier"): the rank was communicating,
+    /// in a call the others were not in.
+    pub(crate) fn communication_call(&self) -> Option<&str> {
+        let c10d = self.frames.iter().rev().find(|f| {
+            f.file
+                .replace('\\', "/")
+                .ends_with("torch/distributed/distributed_c10d.py")
+        })?;
+        COMMUNICATION_CALLS
+            .contains(&c10d.function.as_str())
+            .then_some(c10d.function.as_str())
+    }
 }
+
+/// `torch.distributed`'s functions that block until peers take part (the blocking forms; an
+/// `isend`'s or `irecv`'s wait is the work's, outside `distributed_c10d.py`).
+const COMMUNICATION_CALLS: &[&str] = &[
+    "send",
+    "recv",
+    "barrier",
+    "monitored_barrier",
+    "all_reduce",
+    "broadcast",
+    "reduce",
+    "all_gather",
+    "all_gather_into_tensor",
+    "all_gather_object",
+    "broadcast_object_list",
+    "gather",
+    "gather_object",
+    "scatter",
+    "scatter_object_list",
+    "reduce_scatter",
+    "reduce_scatter_tensor",
+    "all_to_all",
+    "all_to_all_single",
+];
 
 #[cfg(test)]
 mod tests {

@@ -5633,3 +5633,59 @@ fn a_port_taken_by_the_programs_own_spawned_ranks_says_to_launch_one_way() {
         top.fix
     );
 }
+
+#[test]
+fn a_rank_blocked_in_a_recv_the_others_skipped_is_a_mismatch() {
+    // Rank 1 waits in `dist.recv` for a send that rank 0's branch skipped; rank 0 went on to
+    // the next step's gradient all-reduce. The traces record no point-to-point call: rank 1's
+    // stack (written at the hang watchdog's request) says where it was. Before, the finding
+    // said rank 1 never joined and the fix spoke of long work on one rank.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    put(
+        root,
+        "manifest.json",
+        &two_stopped_ranks_hung(30.0, &[1], json!({})),
+    );
+    put(root, "traces/rank-0.jsonl", &trace(0, 16, Some(17), false));
+    put(root, "traces/rank-1.jsonl", &trace(1, 16, None, false));
+    let stack = |function: &str| {
+        format!(
+            "# rank 1's training thread when ddp-probe run asked (most recent call last):\n\
+             \x20 File \"/workspace/train.py\", line 15, in <module>\n    dist.{function}(flag, 0)\n\
+             \x20 File \"/venv/lib/python3.11/site-packages/torch/distributed/c10d_logger.py\", line 83, in wrapper\n    return func(*args, **kwargs)\n\
+             \x20 File \"/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py\", line 3697, in {function}\n    pg.recv([tensor], group_src, tag).wait()\n"
+        )
+    };
+    put(root, "logs/python-stack-rank-1.txt", &stack("recv"));
+    let r = explain(&[root.to_path_buf()]).unwrap();
+    let top = &r.findings[0];
+    assert_eq!(
+        (top.category, top.role, top.ranks.clone()),
+        (Category::CollectiveMismatch, Role::Cause, vec![0, 1]),
+        "{}",
+        r.render_text(100)
+    );
+    assert_eq!(
+        top.title,
+        "ranks 0, 1 were in different communication calls: rank 1 in recv, rank 0 in all_reduce \
+         seq 17 (step 4)"
+    );
+    assert!(
+        top.fix.contains("Pair every send with a recv"),
+        "{}",
+        top.fix
+    );
+    assert!(
+        top.evidence
+            .iter()
+            .any(|e| e.file.ends_with("logs/python-stack-rank-1.txt")),
+        "{:?}",
+        top.evidence
+    );
+    // A rank elsewhere in torch.distributed (its group's set-up, not a call that waits for
+    // peers) is no such mismatch.
+    put(root, "logs/python-stack-rank-1.txt", &stack("new_group"));
+    let r = explain(&[root.to_path_buf()]).unwrap();
+    assert_no_finding_of(&r, Category::CollectiveMismatch);
+}

@@ -1203,22 +1203,27 @@ fn ddp_over_subgroups_compares_each_groups_ranks_with_each_other() {
     assert_eq!(op["busbw_bytes_per_s"], op["algbw_bytes_per_s"], "{op}");
 }
 
+/// `explain --json` of a features mode whose job fails (`steps` steps), and the job's console.
+/// Should gloo ever wait instead of failing, the hang watchdog ends the job (and the same
+/// findings follow from the hang).
+fn failing_mode_explained(mode: &str, steps: u64) -> (serde_json::Value, String) {
+    let (_tmp, dir) = run_dir();
+    let (out, console) = output_of(&mut features_job(
+        &dir,
+        mode,
+        steps,
+        &["--hang-timeout", "60"],
+    ));
+    assert!(!out.status.success(), "the job should fail:\n{console}");
+    (explain_json(&dir), console)
+}
+
 #[test]
 fn a_rank_out_of_batches_is_named_as_the_cause_when_its_peer_fails() {
     // Rank 1 has one batch fewer and exits normally; rank 0's next all-reduce loses its peer
     // (gloo: "Connection closed by peer") and the job fails. From the log alone that reads as
     // a crash; the run's manifest shows rank 1's clean exit before rank 0's failure.
-    let (_tmp, dir) = run_dir();
-    // Should gloo ever wait instead of failing, the hang watchdog ends it (and the same
-    // finding follows from the hang).
-    let (out, console) = output_of(&mut features_job(
-        &dir,
-        "uneven",
-        4,
-        &["--hang-timeout", "60"],
-    ));
-    assert!(!out.status.success(), "the job should fail:\n{console}");
-    let report = explain_json(&dir);
+    let (report, console) = failing_mode_explained("uneven", 4);
     let first = &report["findings"][0];
     assert_eq!(
         (first["category"].as_str(), first["ranks"].clone()),
@@ -1243,15 +1248,7 @@ fn an_all_gather_of_different_sizes_is_named_with_where_it_was_called() {
     // An evaluation all-gathers predictions of different lengths (51 on rank 0, 50 on rank 1):
     // gloo aborts rank 1 and completes the call on rank 0 with wrong data. Before, explain said
     // only that the ranks called different collectives.
-    let (_tmp, dir) = run_dir();
-    let (out, console) = output_of(&mut features_job(
-        &dir,
-        "gather_sizes",
-        4,
-        &["--hang-timeout", "60"],
-    ));
-    assert!(!out.status.success(), "the job should fail:\n{console}");
-    let report = explain_json(&dir);
+    let (report, console) = failing_mode_explained("gather_sizes", 4);
     let first = &report["findings"][0];
     assert_eq!(
         (first["category"].as_str(), first["ranks"].clone()),
@@ -1281,15 +1278,7 @@ fn a_rank_that_stops_on_its_own_check_is_told_from_one_out_of_batches() {
     // Rank 1 finds its loss NaN in step 3 and leaves its loop after that step's forward,
     // printing why; rank 0's all-reduce of step 3 loses its peer. Before, explain said rank 1
     // "ran out of input batches" and told the user to even out the data.
-    let (_tmp, dir) = run_dir();
-    let (out, console) = output_of(&mut features_job(
-        &dir,
-        "early_exit",
-        6,
-        &["--hang-timeout", "60"],
-    ));
-    assert!(!out.status.success(), "the job should fail:\n{console}");
-    let report = explain_json(&dir);
+    let (report, console) = failing_mode_explained("early_exit", 6);
     let first = &report["findings"][0];
     assert_eq!(
         (

@@ -41,23 +41,25 @@ fn collective(step: u64, seq: u64, a: u64, b: u64) -> String {
     )
 }
 
+/// A complete step 0 (data, forward, backward with collective seq 1, optimizer), then `extra`.
+fn step0(extra: &[String]) -> Vec<String> {
+    let mut v = vec![
+        span("data_wait", 0, 100, 110),
+        span("forward", 0, 110, 200),
+        queued(0, 1, 0, 250),
+        collective(0, 1, 300, 390),
+        span("backward", 0, 200, 400),
+        span("optimizer", 0, 400, 450),
+        span("step", 0, 100, 460),
+    ];
+    v.extend_from_slice(extra);
+    v
+}
+
 /// One complete step 0 with collective seq 1; then rank 0 reads step 1's batch, runs its
 /// forward, queues seq 2 and 3 and records nothing more; rank 1 (clock 100 ns ahead, offset
 /// -100) completes step 1 and ends `ok` at 2,000.
 fn write(dir: &std::path::Path) {
-    let step0 = |extra: &[String]| {
-        let mut v = vec![
-            span("data_wait", 0, 100, 110),
-            span("forward", 0, 110, 200),
-            queued(0, 1, 0, 250),
-            collective(0, 1, 300, 390),
-            span("backward", 0, 200, 400),
-            span("optimizer", 0, 400, 450),
-            span("step", 0, 100, 460),
-        ];
-        v.extend_from_slice(extra);
-        v
-    };
     let mut r0 = vec![header(0, 0)];
     r0.extend(step0(&[
         span("data_wait", 1, 470, 480),
@@ -172,20 +174,13 @@ fn a_rank_whose_gradient_all_reduce_failed_was_not_in_its_optimizer() {
         } else {
             ""
         };
-        let mut r0 = vec![
-            header(0, 0),
-            span("data_wait", 0, 100, 110),
-            span("forward", 0, 110, 200),
-            queued(0, 1, 0, 250),
-            collective(0, 1, 300, 390),
-            span("backward", 0, 200, 400),
-            span("optimizer", 0, 400, 450),
-            span("step", 0, 100, 460),
+        let mut r0 = vec![header(0, 0)];
+        r0.extend(step0(&[
             span("data_wait", 1, 470, 480),
             span("forward", 1, 480, 560),
             queued(1, 2, 0, 600),
             span("backward", 1, 560, 650),
-        ];
+        ]));
         r0.push(format!(
             r#"{{"type":"span","kind":"collective","op":"all_reduce","lane":"comm","step":1,"seq":2,"bucket":0,"bytes":4096,"start":{},"end":{}{error}}}"#,
             T0 + 600,

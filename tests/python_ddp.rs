@@ -1403,6 +1403,28 @@ fn training_with_a_process_group_and_no_ddp_is_said_to_train_apart() {
         ) && !console.contains("trains its own copy"),
         "{console}"
     );
+
+    // No process group at all (a one-process script started on 2 ranks): each rank trains
+    // alone, which rank 0 says once (before, only the run's end said that no trace was
+    // recorded).
+    let one_process = "import torch\n\
+         model = torch.nn.Linear(8, 2)\n\
+         opt = torch.optim.SGD(model.parameters(), lr=0.1)\n\
+         for step in range(3):\n\
+         \x20   model(torch.randn(4, 8)).sum().backward()\n\
+         \x20   opt.step()\n\
+         \x20   opt.zero_grad()\n";
+    std::fs::write(&script, one_process).unwrap();
+    let console = auto_instrumented(&tmp.path().join("alone"), &script, &[]).console;
+    let said = "ddp_probe_torch: the optimizer steps in a job of 2 ranks, but this process never \
+                called torch.distributed.init_process_group: every rank trains its own copy of \
+                the model alone";
+    assert_eq!(
+        console.matches(&format!("[rank 0] {said}")).count(),
+        1,
+        "{console}"
+    );
+    assert!(!console.contains("[rank 1] ddp_probe_torch"), "{console}");
 }
 
 /// A loop that calls the wrapped module (`model.module(x)`) instead of the DDP model: DDP

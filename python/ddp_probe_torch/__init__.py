@@ -2309,12 +2309,28 @@ def _watch_for_training_without_ddp():
 
 def _trained_without_ddp(optimizer):
     """What to say about an optimizer stepping with no ``DistributedDataParallel`` built, or
-    None: nothing when one was built, the process group is not up or has one rank, or on
-    ranks other than 0 (one line for the job)."""
+    None: nothing when one was built or the job has one rank, or on ranks other than 0 (one
+    line for the job). A process the launcher started as one of several ranks that never
+    started a process group trains alone: said so."""
     import torch.distributed as dist
 
-    if _DDP_BUILT or not (dist.is_available() and dist.is_initialized()):
+    if _DDP_BUILT:
         return None
+    if not (dist.is_available() and dist.is_initialized()):
+        try:
+            world, rank = _env_int("WORLD_SIZE", 1), _env_int("RANK", 0)
+        except ValueError:
+            return None
+        if world < 2 or rank != 0:
+            return None
+        return (
+            f"the optimizer steps in a job of {world} ranks, but this process never called "
+            "torch.distributed.init_process_group: every rank trains its own copy of the model "
+            "alone and nothing of their work is shared (on the same data, the same work done "
+            f"{world} times); nothing is recorded. Call init_process_group and wrap the model in "
+            "DistributedDataParallel (torch.nn.DataParallel is one process driving several "
+            "GPUs, not a rank of a job), or run the program as one process"
+        )
     world, rank = dist.get_world_size(), dist.get_rank()
     if world < 2 or rank != 0:
         return None

@@ -14,7 +14,7 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
-use probe_contract::hang::{same_call, waits_in as waiting, CollectiveRef, TraceTail};
+use probe_contract::hang::{waits_in as waiting, CollectiveRef, TraceTail};
 use serde_json::Value;
 
 use crate::lines::{for_each_line, ReadLimits};
@@ -41,6 +41,18 @@ pub(crate) struct Coll {
     pub bytes: Option<u64>,
     /// Where the program called it (a collective of the program's own).
     pub caller: Option<String>,
+}
+
+impl From<CollectiveRef> for Coll {
+    fn from(c: CollectiveRef) -> Coll {
+        Coll {
+            seq: c.seq,
+            op: c.op,
+            step: c.step,
+            bytes: c.bytes,
+            caller: c.caller,
+        }
+    }
 }
 
 impl Coll {
@@ -195,57 +207,27 @@ pub(crate) fn read(dir: &Path, max_bytes: u64) -> TraceFacts {
 }
 
 /// The first collective the ranks of one process group called differently
-/// ([`TraceFacts::different_call`]).
+/// ([`TraceFacts::different_call`], [`Run::first_different_call`]).
 fn different_call(run: &Run) -> Option<Vec<RankCall>> {
-    type Calls = BTreeMap<u64, Vec<(usize, i64, CollectiveRef)>>;
-    let mut groups: BTreeMap<u32, Calls> = BTreeMap::new();
-    let mut files: BTreeMap<usize, &RankTrace> = BTreeMap::new();
-    for rank in &run.ranks {
-        let r = rank.rank() as usize;
-        files.insert(r, rank);
-        let group = groups.entry(rank.seq_group()).or_default();
-        for (seq, (t, c)) in run.queued_collectives(rank) {
-            group.entry(seq).or_default().push((r, t, c));
-        }
-    }
-    let differ = |calls: &Vec<(usize, i64, CollectiveRef)>| {
-        let (_, _, first) = &calls[0];
-        calls
-            .iter()
-            .any(|(_, _, c)| !same_call(first.op.as_deref(), first.bytes, c.op.as_deref(), c.bytes))
-    };
-    let (_, calls) = groups
-        .values()
-        .filter_map(|g| g.values().find(|calls| calls.len() >= 2 && differ(calls)))
-        .map(|calls| (calls.iter().map(|(_, t, _)| *t).min().unwrap_or(0), calls))
-        .min_by_key(|(t, _)| *t)?;
+    let calls = run.first_different_call()?;
     Some(
         calls
-            .iter()
-            .map(|(r, _, c)| RankCall {
-                rank: *r,
-                path: files[r].path.clone(),
-                file: display_path(&files[r].path),
-                call: Coll {
-                    seq: c.seq,
-                    op: c.op.clone(),
-                    step: c.step,
-                    bytes: c.bytes,
-                    caller: c.caller.clone(),
-                },
+            .into_iter()
+            .filter_map(|(r, c)| {
+                let trace = run.rank(r)?;
+                Some(RankCall {
+                    rank: r as usize,
+                    path: trace.path.clone(),
+                    file: display_path(&trace.path),
+                    call: Coll::from(c),
+                })
             })
             .collect(),
     )
 }
 
 fn from_run(run: &Run) -> Vec<RankProgress> {
-    let coll = |c: CollectiveRef| Coll {
-        seq: c.seq,
-        op: c.op,
-        step: c.step,
-        bytes: c.bytes,
-        caller: c.caller,
-    };
+    let coll = Coll::from;
     let mut out = Vec::new();
     for rank in &run.ranks {
         let mut last_completed: Option<Coll> = None;
@@ -419,13 +401,7 @@ fn from_tail(path: &Path) -> Option<RankProgress> {
         })
         .unwrap_or_default();
     let tail = TraceTail::read_last(path, TAIL_BYTES).ok()?;
-    let coll = |c: CollectiveRef| Coll {
-        seq: c.seq,
-        op: c.op,
-        step: c.step,
-        bytes: c.bytes,
-        caller: c.caller,
-    };
+    let coll = Coll::from;
     Some(RankProgress {
         rank,
         path: path.to_path_buf(),

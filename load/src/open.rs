@@ -17,7 +17,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use probe_contract::hang::{waits_in, CollectiveRef};
+use probe_contract::hang::{same_call, waits_in, CollectiveRef};
 use serde_json::Value;
 
 use crate::model::{LaneKind, RankTrace, Run};
@@ -87,6 +87,35 @@ impl Run {
             .iter()
             .flat_map(|r| open_spans_of(self, r, last))
             .collect()
+    }
+
+    /// The first collective (by when it was queued) that the ranks of one process group queued
+    /// differently at one sequence number: another operation, or another size of one that
+    /// needs a single size ([`probe_contract::hang::same_call`]); each rank's call, by rank.
+    /// Completed calls count: gloo completes an all-gather of another size on the rank with
+    /// the larger input, with wrong data, before the other rank aborts, and NCCL's result is
+    /// undefined.
+    pub fn first_different_call(&self) -> Option<Vec<(u32, CollectiveRef)>> {
+        type Calls = BTreeMap<u64, Vec<(u32, i64, CollectiveRef)>>;
+        let mut groups: BTreeMap<u32, Calls> = BTreeMap::new();
+        for rank in &self.ranks {
+            let group = groups.entry(rank.seq_group()).or_default();
+            for (seq, (t, c)) in self.queued_collectives(rank) {
+                group.entry(seq).or_default().push((rank.rank(), t, c));
+            }
+        }
+        let differ = |calls: &Vec<(u32, i64, CollectiveRef)>| {
+            let (_, _, first) = &calls[0];
+            calls.iter().any(|(_, _, c)| {
+                !same_call(first.op.as_deref(), first.bytes, c.op.as_deref(), c.bytes)
+            })
+        };
+        let (_, calls) = groups
+            .values()
+            .filter_map(|g| g.values().find(|calls| calls.len() >= 2 && differ(calls)))
+            .map(|calls| (calls.iter().map(|(_, t, _)| *t).min().unwrap_or(0), calls))
+            .min_by_key(|(t, _)| *t)?;
+        Some(calls.iter().map(|(r, _, c)| (*r, c.clone())).collect())
     }
 
     /// The collectives `rank` queued (`collective_queued` instants), by `seq`.

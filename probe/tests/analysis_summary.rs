@@ -1389,3 +1389,48 @@ fn accumulation_that_all_reduces_every_micro_batch_is_named_with_what_no_sync_sa
         notes(1)
     );
 }
+
+/// `hand_run` with an all-gather of the program's own queued in step 3 by every rank, of
+/// `bytes[rank]` bytes, as seq 35.
+fn with_an_all_gather(bytes: [u64; 2]) -> probe::model::Run {
+    use probe::trace::InstantRecord;
+
+    let mut ranks = hand_run();
+    for (rank, records) in ranks.iter_mut().enumerate() {
+        let mut args = probe::trace::Args::new();
+        args.insert("seq".to_owned(), 35.into());
+        args.insert("op".to_owned(), "all_gather".into());
+        args.insert("bytes".to_owned(), bytes[rank].into());
+        args.insert("caller".to_owned(), "eval.py:21 in evaluate".into());
+        records.push(Record::Instant(InstantRecord {
+            name: "collective_queued".into(),
+            t: at(595.0),
+            step: Some(3),
+            args: Some(Box::new(args)),
+        }));
+    }
+    load(&ranks)
+}
+
+/// An evaluation's all-gather of predictions of different lengths (51 and 50 int64 values):
+/// gloo aborts a rank on it, NCCL's result is undefined, and a run can end well with it. The
+/// summary warns with each rank's size and where it was called; equal sizes say nothing.
+#[test]
+fn a_collective_of_different_sizes_on_different_ranks_is_a_warning() {
+    let warnings = |bytes| {
+        analysis::summarize(&with_an_all_gather(bytes), &SummaryOptions::default()).warnings
+    };
+    let w = warnings([408, 400]);
+    assert_eq!(
+        w,
+        [
+            "the ranks called all_gather seq 35 (step 3) from eval.py:21 in evaluate with \
+          different sizes (rank 0: all_gather 408 bytes, rank 1: all_gather 400 bytes): every \
+          rank must pass a tensor of the same size (pad to the largest, or reduce fixed-size \
+          statistics); gloo aborts a rank on it, NCCL's result is undefined (wrong data, or a \
+          hang later)"
+        ],
+        "{w:?}"
+    );
+    assert!(warnings([408, 408]).is_empty());
+}

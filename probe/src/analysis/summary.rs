@@ -603,8 +603,59 @@ fn warnings_of(run: &Run, scans: &RunScan, saves: &[SaveCall<'_>]) -> Vec<String
     warnings.extend(parameters_without_gradient(run));
     warnings.extend(accumulation_without_no_sync(scans));
     warnings.extend(one_file_saved_by_several_ranks(saves));
+    warnings.extend(collective_called_differently(run));
     warnings.extend(trace_warnings(run));
     warnings
+}
+
+/// The first collective the ranks of one process group called differently
+/// ([`Run::first_different_call`]), in a run that may have ended well: gloo aborts a rank on
+/// an all-gather whose sizes differ, but NCCL's result is undefined (wrong data, or a hang
+/// later), and an evaluation's gather of predictions of different lengths passes silently.
+fn collective_called_differently(run: &Run) -> Option<String> {
+    let calls = run.first_different_call()?;
+    let (_, first) = calls.first()?;
+    let by_rank: Vec<(usize, &probe_contract::hang::CollectiveRef)> =
+        calls.iter().map(|(r, c)| (*r as usize, c)).collect();
+    // Where it was called, when the ranks made the same call (a caller is one rank's).
+    let at = first
+        .caller
+        .as_deref()
+        .filter(|_| !calls_differ_in_op(&by_rank))
+        .map(|c| format!(" from {}", crate::text::escape_controls(c)))
+        .unwrap_or_default();
+    let step = first
+        .step
+        .map(|s| format!(" (step {s})"))
+        .unwrap_or_default();
+    let calls = probe_contract::hang::different_calls(&by_rank);
+    let calls = crate::text::escape_controls(&calls);
+    let name = if calls_differ_in_op(&by_rank) {
+        "collective".to_owned()
+    } else {
+        crate::text::escape_controls(first.op.as_deref().unwrap_or("collective")).into_owned()
+    };
+    let what = if calls_differ_in_op(&by_rank) {
+        format!(
+            "as different operations ({calls}): their code took different paths (a collective \
+             inside a branch some ranks skip)"
+        )
+    } else {
+        format!(
+            "with different sizes ({calls}): every rank must pass a tensor of the same size (pad \
+             to the largest, or reduce fixed-size statistics); gloo aborts a rank on it, NCCL's \
+             result is undefined (wrong data, or a hang later)"
+        )
+    };
+    Some(format!(
+        "the ranks called {name} seq {}{step}{at} {what}",
+        first.seq
+    ))
+}
+
+/// Whether the calls differ in their operation (not only in size).
+fn calls_differ_in_op(calls: &[(usize, &probe_contract::hang::CollectiveRef)]) -> bool {
+    calls.windows(2).any(|w| w[0].1.op != w[1].1.op)
 }
 
 /// How many parameters [`parameters_without_gradient`] names before "and N more".

@@ -140,10 +140,15 @@ pub enum SharedWait<'a> {
     Different(Vec<(usize, &'a CollectiveRef)>),
 }
 
+/// Whether the ranks' calls differ in their operation (not only in size).
+pub fn ops_differ(calls: &[(usize, &CollectiveRef)]) -> bool {
+    calls.windows(2).any(|w| w[0].1.op != w[1].1.op)
+}
+
 /// "rank 0: broadcast, rank 1: barrier"; the sizes too when the operations agree
 /// ("rank 0: all_reduce 4 bytes, rank 1: all_reduce 1048576 bytes").
 pub fn different_calls(waits: &[(usize, &CollectiveRef)]) -> String {
-    let ops_differ = waits.windows(2).any(|w| w[0].1.op != w[1].1.op);
+    let ops_differ = ops_differ(waits);
     waits
         .iter()
         .map(|(rank, c)| {

@@ -617,11 +617,12 @@ fn collective_called_differently(run: &Run) -> Option<String> {
     let (_, first) = calls.first()?;
     let by_rank: Vec<(usize, &probe_contract::hang::CollectiveRef)> =
         calls.iter().map(|(r, c)| (*r as usize, c)).collect();
+    let ops_differ = probe_contract::hang::ops_differ(&by_rank);
     // Where it was called, when the ranks made the same call (a caller is one rank's).
     let at = first
         .caller
         .as_deref()
-        .filter(|_| !calls_differ_in_op(&by_rank))
+        .filter(|_| !ops_differ)
         .map(|c| format!(" from {}", crate::text::escape_controls(c)))
         .unwrap_or_default();
     let step = first
@@ -630,12 +631,12 @@ fn collective_called_differently(run: &Run) -> Option<String> {
         .unwrap_or_default();
     let calls = probe_contract::hang::different_calls(&by_rank);
     let calls = crate::text::escape_controls(&calls);
-    let name = if calls_differ_in_op(&by_rank) {
+    let name = if ops_differ {
         "collective".to_owned()
     } else {
         crate::text::escape_controls(first.op.as_deref().unwrap_or("collective")).into_owned()
     };
-    let what = if calls_differ_in_op(&by_rank) {
+    let what = if ops_differ {
         format!(
             "as different operations ({calls}): their code took different paths (a collective \
              inside a branch some ranks skip)"
@@ -651,11 +652,6 @@ fn collective_called_differently(run: &Run) -> Option<String> {
         "the ranks called {name} seq {}{step}{at} {what}",
         first.seq
     ))
-}
-
-/// Whether the calls differ in their operation (not only in size).
-fn calls_differ_in_op(calls: &[(usize, &probe_contract::hang::CollectiveRef)]) -> bool {
-    calls.windows(2).any(|w| w[0].1.op != w[1].1.op)
 }
 
 /// How many parameters [`parameters_without_gradient`] names before "and N more".
